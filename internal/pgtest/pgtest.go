@@ -1,0 +1,835 @@
+// Package pgtest gives each Go test its own, isolated PostgreSQL schema on a
+// real server.
+//
+// # Server
+//
+// By default the first call to [New], [NewWithConfig], [AdminPool] or
+// [Server] in a test binary starts a throwaway PostgreSQL cluster from the
+// local server binaries (initdb, pg_ctl, postgres). The cluster lives in a
+// fresh temporary directory, listens only on a unix socket inside that
+// directory (no TCP), and is tuned for tests (fsync=off, full_page_writes=off,
+// max_connections=300). synchronous_commit stays on: with fsync=off it costs
+// only a write() per commit, and it guarantees that a commit that returned
+// survives [Cluster.Kill]. [Main] stops the cluster and removes the directory
+// after all tests have run, so every package that uses pgtest must have
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+//
+// If the test binary dies before Main can clean up, a watchdog process does
+// it (see [Main]).
+//
+// Isolation is by search_path, not by permissions: every test connects as the
+// same role, so a test could still reach another test's schema by qualifying
+// names. Do not rely on that.
+//
+// If the environment variable IDEMPOTENCY_TEST_DATABASE_URL is set, that
+// server is used instead and no cluster is started; schemas are still created
+// per test inside it, and [Server] skips.
+//
+// # Finding the binaries
+//
+// If IDEMPOTENCY_TEST_PG_BINDIR is set, initdb, pg_ctl and postgres are taken
+// from that directory only. Otherwise they are looked up on PATH, and then in
+// the newest /usr/lib/postgresql/<version>/bin (the Debian/Ubuntu layout of the
+// "postgresql" package).
+//
+// # Running as root
+//
+// PostgreSQL refuses to run as root. When the tests run as root, initdb,
+// pg_ctl and postgres are run as the existing OS user "postgres", and the
+// temporary directory is created under /tmp and handed to that user. pgtest
+// never creates OS users: if there is no "postgres" user, PostgreSQL counts as
+// unavailable, with a message saying how to create one.
+//
+// # When PostgreSQL is unavailable
+//
+// If no server can be started (no binaries, initdb or start fails, ...), every
+// test that asks for a database is skipped with a message on how to get
+// PostgreSQL (apt install postgresql, or set IDEMPOTENCY_TEST_DATABASE_URL),
+// also printed once to stderr. With CI=true those tests fail instead. The
+// start is attempted only once per test binary; later tests report the
+// remembered error at once. A misconfiguration that is clearly a bug (an
+// unreachable IDEMPOTENCY_TEST_DATABASE_URL, a TestMain that does not call
+// [Main]) always fails.
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+const (
+	// EnvDatabaseURL names the environment variable that, when set, holds the
+	// connection string of an existing PostgreSQL server to use instead of a
+	// throwaway cluster. The role it connects as must be allowed to create
+	// schemas in its database.
+	EnvDatabaseURL = "IDEMPOTENCY_TEST_DATABASE_URL"
+
+	// EnvBinDir names an optional environment variable: a directory holding
+	// initdb, pg_ctl and postgres. When set, no other place is searched.
+	EnvBinDir = "IDEMPOTENCY_TEST_PG_BINDIR"
+
+	// DefaultMaxConns is the MaxConns of the pool [New] returns.
+	DefaultMaxConns = 8
+
+	port         = 5432
+	pgCtlTimeout = 60 // seconds, pg_ctl -t
+	cmdTimeout   = 2 * time.Minute
+	opTimeout    = time.Minute
+)
+
+// DB is one test's private schema and a pool bound to it.
+type DB struct {
+	// Pool is a pool whose every connection has search_path set to Schema
+	// only, so unqualified names are created in and resolved from Schema.
+	// It is closed when the test ends.
+	Pool *pgxpool.Pool
+
+	// Schema is the schema's name: "t_" followed by 16 random hex digits,
+	// unique on the server. Quote it with pgx.Identifier{Schema}.Sanitize()
+	// when building SQL.
+	Schema string
+
+	// URL is a connection string for the same database whose connections
+	// have search_path set to Schema (through the "options" parameter, which
+	// both pgx and libpq tools such as psql understand), for code that opens
+	// its own connections, e.g. a subprocess. Sessions opened with it carry
+	// application_name=Schema and are terminated when the test ends.
+	URL string
+}
+
+// New gives the test a fresh, empty schema on the shared server and a pool
+// (MaxConns [DefaultMaxConns]) whose connections use that schema as their only
+// search_path. When the test ends, the pool is closed, any session still
+// connected with [DB.URL] is terminated, and the schema is dropped with
+// CASCADE. It is safe to call from parallel tests; every call returns a
+// different schema. If PostgreSQL is unavailable the test is skipped (or
+// fails under CI=true); see the package documentation.
+func New(t testing.TB) *DB {
+	t.Helper()
+	return NewWithConfig(t, nil)
+}
+
+// NewWithConfig is [New], but calls configure (if not nil) on the pool
+// configuration before the pool is created, so a test can raise MaxConns, set
+// timeouts or add hooks. configure must not change the database, user or host;
+// it may override RuntimeParams["search_path"] at its own risk. Hooks it sets
+// (AfterConnect, BeforeClose, ShouldPing) are kept and run in addition to
+// pgtest's own.
+func NewWithConfig(t testing.TB, configure func(*pgxpool.Config)) *DB {
+	t.Helper()
+	s := shared(t)
+
+	schema := "t_" + randomHex(8)
+	ident := pgx.Identifier{schema}.Sanitize()
+
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := s.adminExec(ctx, "CREATE SCHEMA "+ident); err != nil {
+		t.Fatalf("pgtest: create schema %s: %v", schema, err)
+	}
+
+	db := &DB{Schema: schema, URL: withSchema(s.url, schema)}
+	t.Cleanup(func() { s.dropSchema(t, db) })
+
+	cfg, err := pgxpool.ParseConfig(s.url)
+	if err != nil {
+		t.Fatalf("pgtest: parse connection string: %v", err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.ConnConfig.RuntimeParams["application_name"] = schema
+	cfg.MaxConns = DefaultMaxConns
+	if configure != nil {
+		configure(cfg)
+	}
+	pool, err := s.openPool(ctx, cfg)
+	if err != nil {
+		t.Fatalf("pgtest: open pool for schema %s: %v", schema, err)
+	}
+	db.Pool = pool
+	return db
+}
+
+// AdminPool returns a new pool (MaxConns 4, application_name "pgtest_admin")
+// connected to the server's default database without a per-test schema, e.g.
+// for pg_terminate_backend or for inspecting pg_stat_activity. It is closed
+// when the test ends. Skips or fails like [New] when PostgreSQL is
+// unavailable.
+func AdminPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	s := shared(t)
+	cfg, err := pgxpool.ParseConfig(s.url)
+	if err != nil {
+		t.Fatalf("pgtest: parse connection string: %v", err)
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "pgtest_admin"
+	cfg.MaxConns = 4
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	pool, err := s.openPool(ctx, cfg)
+	if err != nil {
+		t.Fatalf("pgtest: open admin pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// Server returns the throwaway cluster, for fault tests that stop, kill and
+// restart it. It skips the test when IDEMPOTENCY_TEST_DATABASE_URL is set
+// (an external server is never stopped), and skips or fails like [New] when
+// PostgreSQL is unavailable.
+//
+// Stopping the server breaks every connection of every test in the binary, so
+// a test that uses Server must not call t.Parallel (Go runs parallel tests
+// only after all sequential ones, so then nothing else is affected). When the
+// test ends the cluster is started again if the test left it down.
+func Server(t testing.TB) *Cluster {
+	t.Helper()
+	s := shared(t)
+	if s.cluster == nil {
+		t.Skipf("pgtest: %s is set, so the tests use an external server, which this fault test would have to stop; it runs only against the throwaway cluster", EnvDatabaseURL)
+	}
+	c := s.cluster
+	t.Cleanup(func() { c.ensureRunning(t) })
+	return c
+}
+
+// Main runs the tests and afterwards, whether or not they passed, closes
+// pgtest's own connections and, if this test binary started a cluster, shuts
+// it down (immediate mode) and removes its temporary directory. It returns
+// m.Run's exit code. Call it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+//
+// pgtest refuses to start a cluster in a binary whose TestMain does not call
+// Main, because the cluster would outlive the tests. If the binary dies before
+// Main can clean up (a panicking test, -timeout, Ctrl-C, SIGKILL), a small
+// watchdog process (/bin/sh, started with the cluster) notices that the
+// binary is gone and does the same cleanup. A leftover could never block
+// later runs anyway: each run uses a fresh directory and socket.
+func Main(m *testing.M) int {
+	mainCalled.Store(true)
+	code := m.Run()
+	shutdown()
+	return code
+}
+
+// ---------------------------------------------------------------------------
+// Shared server state.
+
+type server struct {
+	url     string        // connection string for the default database
+	cluster *Cluster      // nil when an external server is used
+	admin   *pgxpool.Pool // pgtest's own pool for CREATE/DROP SCHEMA
+}
+
+var (
+	startOnce  sync.Once
+	srv        *server
+	srvErr     error
+	mainCalled atomic.Bool
+	errClosed  = errors.New("pgtest: Main has finished; no more databases")
+)
+
+// unavailableError means this machine cannot provide a PostgreSQL server;
+// tests skip on it unless CI=true.
+type unavailableError struct{ msg string }
+
+func (e *unavailableError) Error() string { return e.msg }
+
+func unavailable(format string, args ...any) error {
+	return &unavailableError{msg: fmt.Sprintf(format, args...)}
+}
+
+// shared returns the server, starting it on first use, or ends the test.
+func shared(t testing.TB) *server {
+	t.Helper()
+	startOnce.Do(func() { srv, srvErr = start(t) })
+	if srvErr != nil {
+		var ue *unavailableError
+		if errors.As(srvErr, &ue) && !inCI() {
+			t.Skipf("pgtest: SKIPPED, no PostgreSQL: %v\n%s", srvErr, howToGet())
+		}
+		if errors.As(srvErr, &ue) {
+			t.Fatalf("pgtest: no PostgreSQL and CI=true: %v\n%s", srvErr, howToGet())
+		}
+		t.Fatalf("%v", srvErr)
+	}
+	return srv
+}
+
+func inCI() bool {
+	ci, _ := strconv.ParseBool(os.Getenv("CI"))
+	return ci
+}
+
+func howToGet() string {
+	return fmt.Sprintf("pgtest: to run the database tests, install the PostgreSQL server binaries (Debian/Ubuntu: apt install postgresql) "+
+		"or point %s at a server (e.g. postgres://user:pass@localhost:5432/db?sslmode=disable). With CI=true these tests fail instead of skipping.",
+		EnvDatabaseURL)
+}
+
+func start(t testing.TB) (*server, error) {
+	begin := time.Now()
+	s, err := startServer()
+	if err != nil {
+		var ue *unavailableError
+		if errors.As(err, &ue) {
+			// Skips are invisible without -v; say it once, loudly.
+			what := "be SKIPPED"
+			if inCI() {
+				what = "FAIL (CI=true)"
+			}
+			fmt.Fprintf(os.Stderr, "\n*** pgtest: PostgreSQL is unavailable, database tests will %s: %v\n*** %s\n\n", what, err, howToGet())
+		}
+		return nil, err
+	}
+	if s.cluster != nil {
+		t.Logf("pgtest: started throwaway PostgreSQL cluster in %s (%s)", time.Since(begin).Round(time.Millisecond), s.cluster.dir)
+	}
+	return s, nil
+}
+
+func startServer() (*server, error) {
+	if u := os.Getenv(EnvDatabaseURL); u != "" {
+		s := &server{url: u}
+		if err := s.connectAdmin(); err != nil {
+			return nil, fmt.Errorf("pgtest: cannot use %s: %w", EnvDatabaseURL, err)
+		}
+		return s, nil
+	}
+	if !mainCalled.Load() {
+		return nil, errors.New("pgtest: the package's TestMain must call pgtest.Main, e.g. func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }, " +
+			"so that the throwaway PostgreSQL cluster is removed after the tests")
+	}
+	c, err := startCluster()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{url: c.url, cluster: c}
+	if err := s.connectAdmin(); err != nil {
+		c.destroy()
+		return nil, unavailable("cluster started but cannot connect: %v", err)
+	}
+	return s, nil
+}
+
+func (s *server) connectAdmin() error {
+	cfg, err := pgxpool.ParseConfig(s.url)
+	if err != nil {
+		return err
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "pgtest_harness"
+	cfg.MaxConns = 4
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	s.admin, err = s.openPool(ctx, cfg)
+	return err
+}
+
+func shutdown() {
+	// Do waits for a start in progress and prevents any later one.
+	startOnce.Do(func() { srvErr = errClosed })
+	if srv == nil {
+		return
+	}
+	srv.admin.Close()
+	if srv.cluster != nil {
+		srv.cluster.destroy()
+	}
+}
+
+// openPool creates a pool and checks that it can connect. For the throwaway
+// cluster it adds hooks so that a connection made before the last Stop/Kill
+// is always pinged (and so replaced) before it is handed out: after
+// Cluster.Start the next query on an existing pool succeeds.
+func (s *server) openPool(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
+	if c := s.cluster; c != nil {
+		var born sync.Map // *pgx.Conn -> cluster generation when it connected
+		userAfterConnect, userBeforeClose, userShouldPing := cfg.AfterConnect, cfg.BeforeClose, cfg.ShouldPing
+		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			born.Store(conn, c.gen.Load())
+			if userAfterConnect != nil {
+				return userAfterConnect(ctx, conn)
+			}
+			return nil
+		}
+		cfg.BeforeClose = func(conn *pgx.Conn) {
+			born.Delete(conn)
+			if userBeforeClose != nil {
+				userBeforeClose(conn)
+			}
+		}
+		cfg.ShouldPing = func(ctx context.Context, p pgxpool.ShouldPingParams) bool {
+			if g, ok := born.Load(p.Conn); !ok || g.(uint64) != c.gen.Load() {
+				born.Store(p.Conn, c.gen.Load()) // ping once; it is dropped if dead
+				return true
+			}
+			if userShouldPing != nil {
+				return userShouldPing(ctx, p)
+			}
+			return p.IdleDuration > time.Second // pgxpool's default
+		}
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// adminExec runs sql on pgtest's own pool, retrying when the connection was
+// broken underneath it (server restarted, backend terminated by a test).
+func (s *server) adminExec(ctx context.Context, sql string, args ...any) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		_, err = s.admin.Exec(ctx, sql, args...)
+		if err == nil || !isConnectionError(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+func isConnectionError(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 08: connection exception; class 57: operator intervention
+		// (admin shutdown, terminated backend, ...).
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57")
+	}
+	return true // not a server error: network/protocol level
+}
+
+func (s *server) dropSchema(t testing.TB, db *DB) {
+	if db.Pool != nil {
+		db.Pool.Close()
+	}
+	if s.cluster != nil {
+		s.cluster.ensureRunning(t)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	// Sessions opened with db.URL (e.g. by a subprocess) would hold locks
+	// that make DROP SCHEMA wait.
+	if err := s.adminExec(ctx,
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()",
+		db.Schema); err != nil {
+		t.Errorf("pgtest: terminate sessions of schema %s: %v", db.Schema, err)
+	}
+	if err := s.adminExec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{db.Schema}.Sanitize()+" CASCADE"); err != nil {
+		t.Errorf("pgtest: drop schema %s: %v", db.Schema, err)
+	}
+}
+
+// withSchema returns base with options "-c search_path=schema" and
+// application_name=schema added, in a form both pgx and libpq accept.
+func withSchema(base, schema string) string {
+	if strings.HasPrefix(base, "postgres://") || strings.HasPrefix(base, "postgresql://") {
+		u, err := url.Parse(base)
+		if err == nil {
+			q := u.Query()
+			q.Del("search_path")
+			q.Set("options", strings.TrimSpace(q.Get("options")+" -csearch_path="+schema))
+			q.Set("application_name", schema)
+			u.RawQuery = encodeQuery(q)
+			return u.String()
+		}
+	}
+	// Keyword/value form; a later keyword overrides an earlier one.
+	return base + " options='-csearch_path=" + schema + "' application_name=" + schema
+}
+
+// encodeQuery is url.Values.Encode, but with spaces as %20: libpq does not
+// decode '+'.
+func encodeQuery(q url.Values) string {
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		for _, v := range q[k] {
+			if b.Len() > 0 {
+				b.WriteByte('&')
+			}
+			b.WriteString(strings.ReplaceAll(url.QueryEscape(k), "+", "%20"))
+			b.WriteByte('=')
+			b.WriteString(strings.ReplaceAll(url.QueryEscape(v), "+", "%20"))
+		}
+	}
+	return b.String()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand, Go 1.24+)
+	return hex.EncodeToString(b)
+}
+
+// ---------------------------------------------------------------------------
+// The throwaway cluster.
+
+// Cluster is the throwaway PostgreSQL cluster started by this test binary:
+// one data directory, reachable only through a unix socket in its temporary
+// directory. Its methods are safe for concurrent use, but see [Server] about
+// parallel tests. Each method ends the test with t.Fatalf on failure, so call
+// it from the test's goroutine.
+type Cluster struct {
+	initdb, pgCtl, postgres string // binaries
+	dir                     string // temporary directory; holds the socket
+	data                    string // data directory
+	logFile                 string // server log (pg_ctl -l)
+	url                     string
+	cred                    *osUser // nil unless we run as root
+
+	watchdog     *os.File        // see startWatchdog; nil if none
+	watchdogDone <-chan struct{} // closed when the watchdog has exited
+
+	gen atomic.Uint64 // bumped whenever the server went down
+
+	mu      sync.Mutex
+	running bool
+}
+
+// Stop shuts the server down in fast mode (pg_ctl stop -m fast: open
+// transactions are rolled back, sessions disconnected) and returns once it has
+// exited. Stopping a stopped server does nothing.
+func (c *Cluster) Stop(t testing.TB) {
+	t.Helper()
+	if err := c.stop("fast"); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// Kill shuts the server down in immediate mode (pg_ctl stop -m immediate: all
+// server processes quit at once, as in a crash; the next Start runs crash
+// recovery) and returns once it has exited. Transactions whose commit has
+// returned survive. Killing a stopped server does nothing.
+func (c *Cluster) Kill(t testing.TB) {
+	t.Helper()
+	if err := c.stop("immediate"); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// Start starts the server again on the same data directory and socket, so
+// existing connection strings and pools keep working, and returns once it
+// accepts connections. Connections that pools made before the server went
+// down are discarded on their next use. Starting a running server does
+// nothing.
+func (c *Cluster) Start(t testing.TB) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running {
+		return
+	}
+	if err := c.pgCtlStart(); err != nil {
+		t.Fatalf("%v", err)
+	}
+	c.running = true
+}
+
+// URL returns a connection string for the cluster's default database
+// ("postgres", as superuser "postgres").
+func (c *Cluster) URL() string { return c.url }
+
+// LogFile returns the path of the server log, useful when a fault test fails.
+func (c *Cluster) LogFile() string { return c.logFile }
+
+func (c *Cluster) ensureRunning(t testing.TB) {
+	t.Helper()
+	c.Start(t)
+}
+
+func (c *Cluster) stop(mode string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.running {
+		return nil
+	}
+	out, err := c.run(c.pgCtl, "stop", "-D", c.data, "-m", mode, "-w", "-t", strconv.Itoa(pgCtlTimeout), "-s")
+	// Whatever happened, connections made so far must not be trusted.
+	c.gen.Add(1)
+	if err != nil {
+		return fmt.Errorf("pgtest: pg_ctl stop -m %s: %v\n%s%s", mode, err, out, c.logTail())
+	}
+	c.running = false
+	return nil
+}
+
+func (c *Cluster) pgCtlStart() error {
+	out, err := c.run(c.pgCtl, "start", "-D", c.data, "-l", c.logFile, "-w", "-t", strconv.Itoa(pgCtlTimeout), "-s")
+	if err != nil {
+		return fmt.Errorf("pgtest: pg_ctl start: %v\n%s%s", err, out, c.logTail())
+	}
+	return nil
+}
+
+// destroy stops the server at once and removes its directory.
+func (c *Cluster) destroy() {
+	c.mu.Lock()
+	// Also when not known to be running: a start that timed out may have
+	// left a postmaster behind.
+	out, err := c.run(c.pgCtl, "stop", "-D", c.data, "-m", "immediate", "-w", "-t", strconv.Itoa(pgCtlTimeout), "-s")
+	if err != nil && c.running {
+		fmt.Fprintf(os.Stderr, "pgtest: pg_ctl stop -m immediate: %v\n%s", err, out)
+	}
+	c.running = false
+	c.gen.Add(1)
+	c.mu.Unlock()
+	if err := os.RemoveAll(c.dir); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: remove %s: %v\n", c.dir, err)
+	}
+	c.stopWatchdog()
+}
+
+// stopWatchdog lets the watchdog run (it finds nothing left to do) and waits
+// for it, so that it cannot outlive this run.
+func (c *Cluster) stopWatchdog() {
+	if c.watchdog == nil {
+		return
+	}
+	_ = c.watchdog.Close()
+	c.watchdog = nil
+	select {
+	case <-c.watchdogDone:
+	case <-time.After(30 * time.Second):
+	}
+}
+
+func (c *Cluster) logTail() string {
+	f, err := os.Open(c.logFile)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const max = 4096
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		_, _ = f.Seek(-max, io.SeekEnd)
+	}
+	b, _ := io.ReadAll(f)
+	if len(b) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("--- tail of %s ---\n%s", c.logFile, b)
+}
+
+// run runs a PostgreSQL binary (as the postgres OS user when we are root) and
+// returns its combined output.
+func (c *Cluster) run(bin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = c.dir
+	cmd.Env = childEnv()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	cmd.WaitDelay = 5 * time.Second // in case the postmaster kept our pipe
+	if c.cred != nil {
+		runAs(cmd, c.cred)
+	}
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// childEnv is our environment without PG* variables (PGDATA, PGPORT,
+// PGOPTIONS, ... would change what initdb/pg_ctl/postgres do).
+func childEnv() []string {
+	env := os.Environ()
+	return slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PG") })
+}
+
+type osUser struct {
+	name     string
+	uid, gid uint32
+}
+
+func startCluster() (*Cluster, error) {
+	c := &Cluster{}
+	var err error
+	if c.initdb, c.pgCtl, c.postgres, err = findBinaries(); err != nil {
+		return nil, err
+	}
+
+	base := os.TempDir()
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, unavailable("running as root, which PostgreSQL refuses, and there is no OS user \"postgres\" to run it as (%v); "+
+				"create one (useradd --system --no-create-home postgres), run the tests as an ordinary user, or set %s", err, EnvDatabaseURL)
+		}
+		uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+		gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+		if err1 != nil || err2 != nil {
+			return nil, unavailable("OS user postgres has a non-numeric uid/gid %q/%q", u.Uid, u.Gid)
+		}
+		c.cred = &osUser{name: "postgres", uid: uint32(uid), gid: uint32(gid)}
+		base = "/tmp" // TMPDIR may be inside a directory the postgres user cannot enter
+	}
+	// The socket path (dir + "/.s.PGSQL.5432") must stay below ~107 bytes.
+	if len(base) > 60 {
+		base = "/tmp"
+	}
+	if c.dir, err = os.MkdirTemp(base, "pgtest-"); err != nil {
+		return nil, unavailable("create temporary directory: %v", err)
+	}
+	if c.dir, err = filepath.Abs(c.dir); err != nil {
+		return nil, unavailable("temporary directory: %v", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			c.destroy()
+		}
+	}()
+	if c.cred != nil {
+		if err := os.Chown(c.dir, int(c.cred.uid), int(c.cred.gid)); err != nil {
+			return nil, unavailable("chown %s to postgres: %v", c.dir, err)
+		}
+	}
+	// Best effort: without the watchdog only Main cleans up.
+	if c.watchdog, c.watchdogDone, err = startWatchdog(c); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: cannot start cleanup watchdog (a crashed test binary will leave %s behind): %v\n", c.dir, err)
+	}
+	c.data = filepath.Join(c.dir, "data")
+	c.logFile = filepath.Join(c.dir, "postgres.log")
+	c.url = (&url.URL{Scheme: "postgres", Path: "/postgres", RawQuery: encodeQuery(url.Values{
+		"host":    {c.dir},
+		"port":    {strconv.Itoa(port)},
+		"user":    {"postgres"},
+		"sslmode": {"disable"},
+	})}).String()
+
+	if out, err := c.run(c.initdb, "-D", c.data, "-U", "postgres", "--auth=trust",
+		"--encoding=UTF8", "--locale=C", "--no-sync"); err != nil {
+		return nil, unavailable("initdb (%s) failed: %v\n%s", c.initdb, err, out)
+	}
+	conf := fmt.Sprintf(`
+# pgtest: throwaway test cluster
+listen_addresses = ''
+unix_socket_directories = '%s'
+port = %d
+max_connections = 300
+shared_buffers = 32MB
+fsync = off
+full_page_writes = off
+# synchronous_commit stays on: with fsync=off a commit costs only a write(),
+# and Cluster.Kill must not lose commits that were acknowledged.
+synchronous_commit = on
+`, strings.ReplaceAll(c.dir, "'", "''"), port)
+	f, err := os.OpenFile(filepath.Join(c.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return nil, unavailable("configure cluster: %v", err)
+	}
+	_, err = f.WriteString(conf)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, unavailable("configure cluster: %v", err)
+	}
+	if err := c.pgCtlStart(); err != nil {
+		return nil, unavailable("%v", err)
+	}
+	c.running = true
+	ok = true
+	return c, nil
+}
+
+// findBinaries returns the paths of initdb, pg_ctl and postgres, all from the
+// same installation.
+func findBinaries() (initdb, pgCtl, postgres string, err error) {
+	names := []string{"initdb", "pg_ctl", "postgres"}
+	inDir := func(dir string) ([]string, bool) {
+		var paths []string
+		for _, n := range names {
+			p := filepath.Join(dir, n)
+			if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+				return nil, false
+			}
+			paths = append(paths, p)
+		}
+		return paths, true
+	}
+
+	if dir := os.Getenv(EnvBinDir); dir != "" {
+		if p, ok := inDir(dir); ok {
+			return p[0], p[1], p[2], nil
+		}
+		return "", "", "", unavailable("%s=%s does not contain initdb, pg_ctl and postgres", EnvBinDir, dir)
+	}
+
+	// PATH: take the directory pg_ctl really lives in (resolving symlinks,
+	// e.g. /usr/local/bin/pg_ctl -> /usr/lib/postgresql/15/bin/pg_ctl), so
+	// that all three come from one installation.
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			if paths, ok := inDir(filepath.Dir(real)); ok {
+				return paths[0], paths[1], paths[2], nil
+			}
+		}
+		if paths, ok := inDir(filepath.Dir(p)); ok {
+			return paths[0], paths[1], paths[2], nil
+		}
+	}
+
+	// Debian/Ubuntu: /usr/lib/postgresql/<version>/bin, newest first.
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool {
+		return versionLess(filepath.Base(filepath.Dir(dirs[j])), filepath.Base(filepath.Dir(dirs[i])))
+	})
+	for _, dir := range dirs {
+		if paths, ok := inDir(dir); ok {
+			return paths[0], paths[1], paths[2], nil
+		}
+	}
+	return "", "", "", unavailable("PostgreSQL server binaries (initdb, pg_ctl, postgres) not found on PATH or in /usr/lib/postgresql/*/bin")
+}
+
+// versionLess compares dotted versions such as "9.6" and "15" numerically.
+func versionLess(a, b string) bool {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) || i < len(pb); i++ {
+		var x, y int
+		if i < len(pa) {
+			x, _ = strconv.Atoi(pa[i])
+		}
+		if i < len(pb) {
+			y, _ = strconv.Atoi(pb[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return a < b
+}
