@@ -1,0 +1,418 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+	"github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/seed-a84bb619/idempotency/internal/envelope"
+)
+
+// Config configures a [Handler]. Every field but Secrets has a default;
+// [NewHandler] validates the rest and names the field at fault.
+type Config struct {
+	// Secrets are the endpoint signing secrets (whsec_...). A delivery is
+	// verified when any v1 signature in its header matches any of them: list
+	// the old and the new secret while rolling one, or the secrets of several
+	// endpoints that share the route. Required.
+	Secrets []string
+
+	// Tolerance is how far the signature's timestamp may lie from this
+	// machine's clock, in the past or in the future. Defaults to 5 minutes.
+	Tolerance time.Duration
+
+	// MaxBodyBytes limits the request body; a larger one is answered 413.
+	// Real invoice events exceed 64 KiB. Defaults to 1 MiB.
+	MaxBodyBytes int64
+
+	// Timeout bounds the claim and the handler's transaction. The context
+	// is detached from the request, so a sender that hangs up does not cut a
+	// transaction short; the timeout does, and the delivery is answered 500.
+	// Defaults to 10 seconds, below Stripe's own delivery timeout.
+	Timeout time.Duration
+
+	// StrictAPIVersion rejects (400) events whose API version belongs to
+	// another release train than stripe-go's (stripe.APIVersion). By default
+	// they are accepted, decoded best-effort, and logged once per version:
+	// rejecting them means days of retries and, in the end, a disabled
+	// endpoint.
+	StrictAPIVersion bool
+
+	// RecordIgnored stores the claim of events that have no handler, with
+	// outcome ignored, so that the ledger lists every delivery. Defaults to
+	// false: ignored events touch no store.
+	RecordIgnored bool
+
+	// Logger receives one record per delivery: event id, type, object id,
+	// outcome, status and duration, never the payload or a secret.
+	// Processed and skipped events log at Info, duplicates and ignored
+	// events at Debug, rejections at Warn, failures at Error. Defaults to
+	// slog.Default().
+	Logger *slog.Logger
+
+	// OnResult, when set, is called once per delivery after the answer is
+	// written, on the request's goroutine: the place for metrics. It must
+	// not block.
+	OnResult func(Result)
+}
+
+// Result describes one delivery, for Config.OnResult.
+type Result struct {
+	EventID   string // empty when the request was rejected before parsing
+	EventType string
+	ObjectID  string
+	Outcome   Outcome
+	Status    int           // the HTTP status answered
+	Duration  time.Duration // from the request's arrival to the answer
+	// Err is why the delivery failed or was rejected (nil otherwise), or an
+	// *[AfterCommitError] next to OutcomeProcessed. It is for logs and
+	// metrics, never sent to the client.
+	Err error
+}
+
+// The defaults of Config.
+const (
+	DefaultTolerance    = 5 * time.Minute
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultTimeout      = 10 * time.Second
+)
+
+// Handler is the http.Handler of a Stripe webhook route. It reads the body
+// through a size limit, verifies the Stripe-Signature, claims the event and
+// runs its registered handler in one transaction, and answers with a short
+// fixed JSON body:
+//
+//	405 wrong method                                {"error":"method_not_allowed"}
+//	413 body over Config.MaxBodyBytes               {"error":"body_too_large"}
+//	400 missing, malformed or wrong signature,
+//	    timestamp outside Config.Tolerance          {"error":"invalid_signature"}
+//	400 not a Stripe event, thin event, API version
+//	    rejected by Config.StrictAPIVersion         {"error":"invalid_event"}
+//	200 handler ran and committed                   {"outcome":"processed"}
+//	200 processed or skipped before                 {"outcome":"duplicate"}
+//	200 no handler for the type                     {"outcome":"ignored"}
+//	200 handler returned Skip                       {"outcome":"skipped"}
+//	500 handler error, panic or timeout             {"error":"processing_failed"}
+//	503 store unreachable                           {"error":"store_unavailable"}
+//
+// Nothing is stored for an answer other than 200. A Handler is safe for
+// concurrent use.
+type Handler struct {
+	store    Store
+	handlers map[string]registration
+	cfg      Config
+	log      *slog.Logger
+
+	warnedVersions sync.Map // API versions already logged
+}
+
+// NewHandler returns the webhook handler for store and the handlers
+// registered in hs. It fails when cfg is invalid; see [Config].
+func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
+	if store == nil {
+		return nil, errors.New("idempotency: NewHandler: nil Store")
+	}
+	if hs == nil {
+		return nil, errors.New("idempotency: NewHandler: nil *Handlers")
+	}
+	if len(cfg.Secrets) == 0 {
+		return nil, errors.New("idempotency: Config.Secrets: at least one webhook signing secret is required")
+	}
+	for i, s := range cfg.Secrets {
+		if strings.TrimSpace(s) == "" {
+			return nil, fmt.Errorf("idempotency: Config.Secrets[%d] is empty", i)
+		}
+	}
+	if err := defaultDuration(&cfg.Tolerance, DefaultTolerance, "Tolerance"); err != nil {
+		return nil, err
+	}
+	if err := defaultDuration(&cfg.Timeout, DefaultTimeout, "Timeout"); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.MaxBodyBytes < 0:
+		return nil, fmt.Errorf("idempotency: Config.MaxBodyBytes is negative (%d)", cfg.MaxBodyBytes)
+	case cfg.MaxBodyBytes == 0:
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	cfg.Secrets = append([]string(nil), cfg.Secrets...)
+	h := &Handler{store: store, handlers: maps.Clone(hs.byType), cfg: cfg, log: cfg.Logger}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	return h, nil
+}
+
+func defaultDuration(d *time.Duration, def time.Duration, field string) error {
+	switch {
+	case *d < 0:
+		return fmt.Errorf("idempotency: Config.%s is negative (%s)", field, *d)
+	case *d == 0:
+		*d = def
+	}
+	return nil
+}
+
+// Client-facing bodies: short, fixed, and free of internal detail.
+var (
+	bodyMethodNotAllowed = []byte(`{"error":"method_not_allowed"}`)
+	bodyTooLarge         = []byte(`{"error":"body_too_large"}`)
+	bodyInvalidSignature = []byte(`{"error":"invalid_signature"}`)
+	bodyInvalidEvent     = []byte(`{"error":"invalid_event"}`)
+	bodyUnreadable       = []byte(`{"error":"unreadable_body"}`)
+	bodyFailed           = []byte(`{"error":"processing_failed"}`)
+	bodyUnavailable      = []byte(`{"error":"store_unavailable"}`)
+	bodyOutcome          = map[Outcome][]byte{
+		OutcomeProcessed: []byte(`{"outcome":"processed"}`),
+		OutcomeDuplicate: []byte(`{"outcome":"duplicate"}`),
+		OutcomeIgnored:   []byte(`{"outcome":"ignored"}`),
+		OutcomeSkipped:   []byte(`{"outcome":"skipped"}`),
+	}
+)
+
+var errMethodNotAllowed = errors.New("idempotency: method not allowed")
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	res := Result{}
+	start := time.Now()
+	status, body := h.serve(w, r, &res)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+	res.Status = status
+	res.Duration = time.Since(start)
+	h.report(r.Context(), &res)
+}
+
+// serve does the work of ServeHTTP and fills res; it returns the answer.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (int, []byte) {
+	res.Outcome = OutcomeRejected
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		res.Err = errMethodNotAllowed
+		return http.StatusMethodNotAllowed, bodyMethodNotAllowed
+	}
+	payload, err := h.readBody(w, r)
+	if err != nil {
+		res.Err = err
+		if errors.Is(err, ErrBodyTooLarge) {
+			return http.StatusRequestEntityTooLarge, bodyTooLarge
+		}
+		return http.StatusBadRequest, bodyUnreadable
+	}
+	if err := h.verify(payload, r.Header.Get("Stripe-Signature"), time.Now()); err != nil {
+		res.Err = err
+		return http.StatusBadRequest, bodyInvalidSignature
+	}
+	env, err := envelope.Parse(payload)
+	if err != nil {
+		if errors.Is(err, envelope.ErrThinEvent) {
+			res.Err = ErrThinEvent
+		} else {
+			res.Err = fmt.Errorf("%w: %w", ErrMalformedEvent, err)
+		}
+		return http.StatusBadRequest, bodyInvalidEvent
+	}
+	res.EventID, res.EventType, res.ObjectID = env.ID, env.Type, env.ObjectID
+	if err := h.checkAPIVersion(r.Context(), &env); err != nil {
+		res.Err = err
+		return http.StatusBadRequest, bodyInvalidEvent
+	}
+
+	claim := Claim{
+		EventID: env.ID, EventType: env.Type, ObjectID: env.ObjectID,
+		Account: env.Account, Livemode: env.Livemode, ReceivedAt: time.Now(),
+	}
+	var apply ApplyFunc
+	if reg, ok := h.handlers[env.Type]; ok {
+		apply = func(ctx context.Context, tx Tx) (err error) {
+			defer func() {
+				if v := recover(); v != nil {
+					err = newPanicError(v)
+				}
+			}()
+			return reg.apply(ctx, tx, &env, payload)
+		}
+	} else {
+		if !h.cfg.RecordIgnored {
+			res.Outcome = OutcomeIgnored
+			return http.StatusOK, bodyOutcome[OutcomeIgnored]
+		}
+		claim.Outcome = OutcomeIgnored
+	}
+
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.cfg.Timeout)
+	outcome, err := h.store.Run(ctx, claim, apply)
+	if err != nil && ctx.Err() == context.DeadlineExceeded && !errors.Is(err, ErrStoreUnavailable) {
+		err = fmt.Errorf("%w after %s: %w", ErrTimeout, h.cfg.Timeout, err)
+	}
+	cancel()
+	res.Outcome, res.Err = outcome, err
+	switch {
+	case outcome == OutcomeUnavailable || errors.Is(err, ErrStoreUnavailable):
+		res.Outcome = OutcomeUnavailable
+		return http.StatusServiceUnavailable, bodyUnavailable
+	case outcome == OutcomeFailed || bodyOutcome[outcome] == nil:
+		res.Outcome = OutcomeFailed
+		return http.StatusInternalServerError, bodyFailed
+	}
+	return http.StatusOK, bodyOutcome[outcome]
+}
+
+// readBody reads the whole body through the size limit.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	limit := h.cfg.MaxBodyBytes
+	if r.ContentLength > limit {
+		return nil, ErrBodyTooLarge
+	}
+	body := http.MaxBytesReader(w, r.Body, limit)
+	var buf []byte
+	if r.ContentLength >= 0 {
+		// net/http never yields more than Content-Length bytes.
+		buf = make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, fmt.Errorf("idempotency: reading body: %w", err)
+		}
+		return buf, nil
+	}
+	buf, err := io.ReadAll(body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, ErrBodyTooLarge
+		}
+		return nil, fmt.Errorf("idempotency: reading body: %w", err)
+	}
+	return buf, nil
+}
+
+// verify checks the Stripe-Signature header against every secret with
+// stripe-go's webhook package (HMAC-SHA256, constant-time comparison), and
+// the timestamp against the tolerance in both directions: stripe-go rejects
+// only old ones.
+func (h *Handler) verify(payload []byte, header string, now time.Time) error {
+	if header == "" {
+		return ErrNotSigned
+	}
+	ts, ok := signatureTimestamp(header)
+	if !ok {
+		return fmt.Errorf("%w: no valid timestamp", ErrInvalidSignature)
+	}
+	if d := now.Sub(ts); d > h.cfg.Tolerance || d < -h.cfg.Tolerance {
+		return ErrTimestampOutsideTolerance
+	}
+	for _, secret := range h.cfg.Secrets {
+		err := webhook.ValidatePayloadWithTolerance(payload, header, secret, h.cfg.Tolerance)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, webhook.ErrTooOld):
+			return ErrTimestampOutsideTolerance
+		case errors.Is(err, webhook.ErrNoValidSignature):
+			continue
+		default:
+			return fmt.Errorf("%w: %w", ErrInvalidSignature, err)
+		}
+	}
+	return ErrInvalidSignature
+}
+
+// signatureTimestamp returns the t= element of a Stripe-Signature header.
+func signatureTimestamp(header string) (time.Time, bool) {
+	for part := range strings.SplitSeq(header, ",") {
+		if v, ok := strings.CutPrefix(part, "t="); ok {
+			sec, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return time.Time{}, false
+			}
+			return time.Unix(sec, 0), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// checkAPIVersion compares the event's API version with stripe-go's release
+// train, as stripe-go's webhook.ConstructEvent does, but warns instead of
+// failing unless Config.StrictAPIVersion is set.
+func (h *Handler) checkAPIVersion(ctx context.Context, env *envelope.Envelope) error {
+	if compatibleAPIVersion(stripe.APIVersion, env.APIVersion) {
+		return nil
+	}
+	if h.cfg.StrictAPIVersion {
+		return fmt.Errorf("%w: event %s has API version %q, stripe-go expects %q",
+			ErrAPIVersionMismatch, env.ID, env.APIVersion, stripe.APIVersion)
+	}
+	if _, seen := h.warnedVersions.LoadOrStore(env.APIVersion, true); !seen {
+		h.log.LogAttrs(ctx, slog.LevelWarn,
+			"stripe webhook: event API version differs from stripe-go's; accepting and decoding best-effort (set Config.StrictAPIVersion to reject, or pin the endpoint's API version)",
+			slog.String("api_version", env.APIVersion), slog.String("stripe_go_api_version", stripe.APIVersion),
+			slog.String("event_id", env.ID), slog.String("event_type", env.Type))
+	}
+	return nil
+}
+
+// compatibleAPIVersion reports whether two API versions (yyyy-mm-dd.train)
+// share a release train; a preview SDK needs the exact version.
+func compatibleAPIVersion(sdk, event string) bool {
+	_, eventTrain, ok := strings.Cut(event, ".")
+	if !ok {
+		return false
+	}
+	_, sdkTrain, _ := strings.Cut(sdk, ".")
+	if sdkTrain == "preview" {
+		return sdk == event
+	}
+	return eventTrain == sdkTrain
+}
+
+// report logs the delivery and calls Config.OnResult.
+func (h *Handler) report(ctx context.Context, res *Result) {
+	level := slog.LevelInfo
+	switch res.Outcome {
+	case OutcomeDuplicate, OutcomeIgnored:
+		level = slog.LevelDebug
+	case OutcomeRejected:
+		level = slog.LevelWarn
+	case OutcomeFailed, OutcomeUnavailable:
+		level = slog.LevelError
+	}
+	if res.Err != nil && level < slog.LevelError && res.Outcome == OutcomeProcessed {
+		level = slog.LevelError // an after-commit func panicked
+	}
+	if h.log.Enabled(ctx, level) {
+		attrs := []slog.Attr{
+			slog.String("outcome", string(res.Outcome)),
+			slog.Int("status", res.Status),
+			slog.Duration("duration", res.Duration),
+		}
+		if res.EventID != "" {
+			attrs = append(attrs, slog.String("event_id", res.EventID), slog.String("event_type", res.EventType))
+		}
+		if res.ObjectID != "" {
+			attrs = append(attrs, slog.String("object_id", res.ObjectID))
+		}
+		if res.Err != nil {
+			attrs = append(attrs, slog.String("error", res.Err.Error()))
+		}
+		var stack *PanicError
+		if errors.As(res.Err, &stack) {
+			attrs = append(attrs, slog.String("stack", string(stack.Stack)))
+		}
+		h.log.LogAttrs(ctx, level, "stripe webhook", attrs...)
+	}
+	if h.cfg.OnResult != nil {
+		h.cfg.OnResult(*res)
+	}
+}

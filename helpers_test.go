@@ -1,0 +1,79 @@
+package idempotency_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const testSecret = "whsec_test_0123456789abcdef"
+
+// fixture returns a Stripe event from testdata/stripe-events.
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "stripe-events", name+".json"))
+	require.NoError(t, err)
+	return b
+}
+
+// eventPayload returns the fixture with its event id replaced and
+// data.object.metadata set, re-encoded: the bytes a test signs and sends.
+func eventPayload(t testing.TB, name, eventID string, metadata map[string]string) []byte {
+	t.Helper()
+	var ev map[string]any
+	require.NoError(t, json.Unmarshal(fixture(t, name), &ev))
+	ev["id"] = eventID
+	obj := ev["data"].(map[string]any)["object"].(map[string]any)
+	md := map[string]any{}
+	for k, v := range metadata {
+		md[k] = v
+	}
+	obj["metadata"] = md
+	b, err := json.Marshal(ev)
+	require.NoError(t, err)
+	return b
+}
+
+// syncBuffer is a log sink safe for concurrent handlers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// testLogger logs every level as JSON into the returned buffer.
+func testLogger() (*slog.Logger, *syncBuffer) {
+	buf := &syncBuffer{}
+	return slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// invoicePayload returns the invoice.paid fixture as event eventID about
+// invoice invoiceID of account.
+func invoicePayload(t testing.TB, eventID, invoiceID, account string) []byte {
+	t.Helper()
+	var ev map[string]any
+	require.NoError(t, json.Unmarshal(eventPayload(t, "invoice.paid", eventID, map[string]string{"account_id": account}), &ev))
+	ev["data"].(map[string]any)["object"].(map[string]any)["id"] = invoiceID
+	b, err := json.Marshal(ev)
+	require.NoError(t, err)
+	return b
+}

@@ -1,0 +1,567 @@
+// Package conformance is the one test suite every idempotency.Store runs:
+// each guarantee of the design, store-neutral, so that the in-memory store
+// stays a faithful fake of the PostgreSQL one.
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// Store is what the suite needs of a store: the contract and the lookups
+// both stores offer.
+type Store interface {
+	idempotency.Store
+	LookupEvent(ctx context.Context, eventID string) (idempotency.EventRecord, bool, error)
+	LookupGuard(ctx context.Context, scope, key string) (idempotency.GuardRecord, bool, error)
+}
+
+// Backend is one isolated store with a business table of counters written
+// in the store's transaction.
+type Backend struct {
+	Store Store
+	// Add adds delta to the counter name, inside tx: a business write that
+	// must commit and roll back with the claim.
+	Add func(ctx context.Context, tx idempotency.Tx, name string, delta int) error
+	// Get returns the committed value of the counter name (0 if absent).
+	Get func(t testing.TB, name string) int
+	// Waiting returns how many transactions of this backend are blocked on a
+	// claim or guard held by another transaction.
+	Waiting func(t testing.TB) int
+}
+
+// Run runs the suite. newBackend returns a fresh, isolated backend for one
+// test; subtests run in parallel.
+func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, b Backend)
+	}{
+		{"ProcessedCommitsClaimAndWrites", testProcessed},
+		{"DuplicateRunsNothing", testDuplicate},
+		{"ErrorRollsBackClaimAndWrites", testErrorRollsBack},
+		{"PanicRollsBack", testPanicRollsBack},
+		{"TimeoutRollsBack", testTimeoutRollsBack},
+		{"SkipKeepsClaimDropsWrites", testSkip},
+		{"AfterCommitOnlyOnCommit", testAfterCommit},
+		{"GuardFirstOnce", testGuardFirstOnce},
+		{"GuardRollsBack", testGuardRollsBack},
+		{"GuardAcrossEventsCreditsOnce", testGuardAcrossEvents},
+		{"ConcurrentDuplicates", testConcurrentDuplicates},
+		{"WaitersSeeCommit", testWaitersSeeCommit},
+		{"WaiterRunsAfterFailure", testWaiterRunsAfterFailure},
+		{"WaiterContextCancelled", testWaiterCancelled},
+		{"DeadlockRetried", testDeadlockRetried},
+		{"NilApplyRecordsClaim", testNilApply},
+		{"TxUnusableAfterRun", testTxDone},
+		{"BadInput", testBadInput},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.fn(t, newBackend(t))
+		})
+	}
+}
+
+var errHandler = errors.New("handler failed")
+
+func claim(id string) idempotency.Claim {
+	return idempotency.Claim{EventID: id, EventType: "invoice.paid", ObjectID: "in_" + id, Account: "acct_1", Livemode: false}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func addOne(b Backend, counter string) idempotency.ApplyFunc {
+	return func(ctx context.Context, tx idempotency.Tx) error { return b.Add(ctx, tx, counter, 1) }
+}
+
+func requireEvent(t *testing.T, b Backend, id string, want idempotency.Outcome) idempotency.EventRecord {
+	t.Helper()
+	rec, ok, err := b.Store.LookupEvent(ctxT(t), id)
+	require.NoError(t, err)
+	require.True(t, ok, "event %s should be in the ledger", id)
+	require.Equal(t, want, rec.Outcome)
+	return rec
+}
+
+func requireNoEvent(t *testing.T, b Backend, id string) {
+	t.Helper()
+	_, ok, err := b.Store.LookupEvent(ctxT(t), id)
+	require.NoError(t, err)
+	require.False(t, ok, "event %s should not be in the ledger", id)
+}
+
+func requireGuard(t *testing.T, b Backend, scope, key string, want bool) {
+	t.Helper()
+	_, ok, err := b.Store.LookupGuard(ctxT(t), scope, key)
+	require.NoError(t, err)
+	require.Equal(t, want, ok, "guard %s/%s claimed", scope, key)
+}
+
+func testProcessed(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	before := time.Now().Add(-time.Second)
+	c := claim("evt_processed")
+	c.Account, c.Livemode = "acct_connected", true
+	var sawID, sawType string
+	out, err := b.Store.Run(ctx, c, func(ctx context.Context, tx idempotency.Tx) error {
+		sawID, sawType = tx.EventID(), tx.EventType()
+		return b.Add(ctx, tx, "credits", 100)
+	})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+	require.Equal(t, "evt_processed", sawID)
+	require.Equal(t, "invoice.paid", sawType)
+	require.Equal(t, 100, b.Get(t, "credits"))
+	rec := requireEvent(t, b, "evt_processed", idempotency.OutcomeProcessed)
+	require.Equal(t, "invoice.paid", rec.EventType)
+	require.Equal(t, "in_evt_processed", rec.ObjectID)
+	require.Equal(t, "acct_connected", rec.Account)
+	require.True(t, rec.Livemode)
+	require.Empty(t, rec.SkipReason)
+	require.True(t, rec.ReceivedAt.After(before), "received at %s", rec.ReceivedAt)
+	// The database's clock may differ a little from the process's.
+	require.WithinDuration(t, rec.ReceivedAt, rec.ProcessedAt, 5*time.Second)
+}
+
+func testDuplicate(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	out, err := b.Store.Run(ctx, claim("evt_dup"), addOne(b, "c"))
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+	for range 3 {
+		out, err = b.Store.Run(ctx, claim("evt_dup"), func(context.Context, idempotency.Tx) error {
+			t.Error("apply ran for a duplicate")
+			return nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, idempotency.OutcomeDuplicate, out)
+	}
+	require.Equal(t, 1, b.Get(t, "c"))
+}
+
+func testErrorRollsBack(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	out, err := b.Store.Run(ctx, claim("evt_err"), func(ctx context.Context, tx idempotency.Tx) error {
+		require.NoError(t, b.Add(ctx, tx, "c", 100))
+		first, err := tx.Guard(ctx, "invoice", "in_err")
+		require.NoError(t, err)
+		require.True(t, first)
+		return fmt.Errorf("after the write: %w", errHandler)
+	})
+	require.ErrorIs(t, err, errHandler)
+	require.Equal(t, idempotency.OutcomeFailed, out)
+	require.Equal(t, 0, b.Get(t, "c"))
+	requireNoEvent(t, b, "evt_err")
+	requireGuard(t, b, "invoice", "in_err", false)
+
+	// Stripe's retry processes it normally.
+	out, err = b.Store.Run(ctx, claim("evt_err"), func(ctx context.Context, tx idempotency.Tx) error {
+		first, err := tx.Guard(ctx, "invoice", "in_err")
+		if err != nil || !first {
+			return fmt.Errorf("guard after rollback: first=%t err=%w", first, err)
+		}
+		return b.Add(ctx, tx, "c", 100)
+	})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+	require.Equal(t, 100, b.Get(t, "c"))
+	requireGuard(t, b, "invoice", "in_err", true)
+}
+
+func testPanicRollsBack(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	require.PanicsWithValue(t, "boom", func() {
+		_, _ = b.Store.Run(ctx, claim("evt_panic"), func(ctx context.Context, tx idempotency.Tx) error {
+			require.NoError(t, b.Add(ctx, tx, "c", 1))
+			panic("boom")
+		})
+	})
+	require.Equal(t, 0, b.Get(t, "c"))
+	requireNoEvent(t, b, "evt_panic")
+	// The claim was released: the retry is not blocked and runs.
+	out, err := b.Store.Run(ctx, claim("evt_panic"), addOne(b, "c"))
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+	require.Equal(t, 1, b.Get(t, "c"))
+}
+
+func testTimeoutRollsBack(t *testing.T, b Backend) {
+	ctx, cancel := context.WithTimeout(ctxT(t), 100*time.Millisecond)
+	defer cancel()
+	// The handler writes, then outlives the deadline and swallows it: the
+	// commit must still fail.
+	out, err := b.Store.Run(ctx, claim("evt_timeout"), func(ctx context.Context, tx idempotency.Tx) error {
+		if err := b.Add(ctx, tx, "c", 1); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return nil
+	})
+	require.Error(t, err)
+	require.Equal(t, idempotency.OutcomeFailed, out)
+	require.Equal(t, 0, b.Get(t, "c"))
+	requireNoEvent(t, b, "evt_timeout")
+}
+
+func testSkip(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	committed := false
+	out, err := b.Store.Run(ctx, claim("evt_skip"), func(ctx context.Context, tx idempotency.Tx) error {
+		tx.AfterCommit(func(context.Context) { committed = true })
+		require.NoError(t, b.Add(ctx, tx, "c", 1))
+		_, err := tx.Guard(ctx, "invoice", "in_skip")
+		require.NoError(t, err)
+		return fmt.Errorf("checking metadata: %w", idempotency.Skip("no account_id in metadata"))
+	})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeSkipped, out)
+	require.False(t, committed, "AfterCommit ran for a skipped event")
+	require.Equal(t, 0, b.Get(t, "c"))
+	requireGuard(t, b, "invoice", "in_skip", false)
+	rec := requireEvent(t, b, "evt_skip", idempotency.OutcomeSkipped)
+	require.Equal(t, "no account_id in metadata", rec.SkipReason)
+
+	out, err = b.Store.Run(ctx, claim("evt_skip"), addOne(b, "c"))
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeDuplicate, out, "a skipped event is never retried")
+	require.Equal(t, 0, b.Get(t, "c"))
+}
+
+func testAfterCommit(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	var calls []string
+	register := func(tx idempotency.Tx, name string) {
+		tx.AfterCommit(func(ctx context.Context) {
+			require.NoError(t, ctx.Err())
+			calls = append(calls, name)
+		})
+	}
+	_, err := b.Store.Run(ctx, claim("evt_ac_fail"), func(ctx context.Context, tx idempotency.Tx) error {
+		register(tx, "failed")
+		return errHandler
+	})
+	require.ErrorIs(t, err, errHandler)
+	require.Empty(t, calls, "AfterCommit ran after a rollback")
+
+	runCtx, cancel := context.WithCancel(ctx)
+	out, err := b.Store.Run(runCtx, claim("evt_ac_ok"), func(ctx context.Context, tx idempotency.Tx) error {
+		register(tx, "first")
+		register(tx, "second")
+		require.Empty(t, calls, "AfterCommit ran before the commit")
+		return b.Add(ctx, tx, "c", 1)
+	})
+	cancel()
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+	require.Equal(t, []string{"first", "second"}, calls)
+
+	// A panicking after-commit func does not undo the commit nor stop the next.
+	calls = nil
+	out, err = b.Store.Run(ctx, claim("evt_ac_panic"), func(ctx context.Context, tx idempotency.Tx) error {
+		tx.AfterCommit(func(context.Context) { panic("mailer down") })
+		register(tx, "after-panic")
+		return b.Add(ctx, tx, "c", 1)
+	})
+	var acErr *idempotency.AfterCommitError
+	require.ErrorAs(t, err, &acErr)
+	require.Len(t, acErr.Panics, 1)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+	require.Equal(t, []string{"after-panic"}, calls)
+	require.Equal(t, 2, b.Get(t, "c"))
+	requireEvent(t, b, "evt_ac_panic", idempotency.OutcomeProcessed)
+}
+
+func testGuardFirstOnce(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	_, err := b.Store.Run(ctx, claim("evt_g1"), func(ctx context.Context, tx idempotency.Tx) error {
+		first, err := tx.Guard(ctx, "invoice-credit", "in_1")
+		require.NoError(t, err)
+		require.True(t, first)
+		first, err = tx.Guard(ctx, "invoice-credit", "in_1")
+		require.NoError(t, err)
+		require.False(t, first, "the same key twice in one transaction")
+		first, err = tx.Guard(ctx, "invoice-receipt", "in_1")
+		require.NoError(t, err)
+		require.True(t, first, "another scope is another key")
+		return nil
+	})
+	require.NoError(t, err)
+	rec, ok, err := b.Store.LookupGuard(ctx, "invoice-credit", "in_1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "evt_g1", rec.EventID)
+	require.Equal(t, "invoice-credit", rec.Scope)
+	require.Equal(t, "in_1", rec.Key)
+
+	_, err = b.Store.Run(ctx, claim("evt_g2"), func(ctx context.Context, tx idempotency.Tx) error {
+		first, err := tx.Guard(ctx, "invoice-credit", "in_1")
+		require.NoError(t, err)
+		require.False(t, first, "a key claimed by a committed event")
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+func testGuardRollsBack(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	_, err := b.Store.Run(ctx, claim("evt_gr1"), func(ctx context.Context, tx idempotency.Tx) error {
+		first, err := tx.Guard(ctx, "invoice", "in_gr")
+		require.NoError(t, err)
+		require.True(t, first)
+		return errHandler
+	})
+	require.ErrorIs(t, err, errHandler)
+	requireGuard(t, b, "invoice", "in_gr", false)
+	_, err = b.Store.Run(ctx, claim("evt_gr2"), func(ctx context.Context, tx idempotency.Tx) error {
+		first, err := tx.Guard(ctx, "invoice", "in_gr")
+		require.NoError(t, err)
+		require.True(t, first, "the rolled-back guard must be claimable again")
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+// creditOnce is the natural-key pattern: credit an invoice once, whichever
+// event reports it.
+func creditOnce(b Backend, invoice string) idempotency.ApplyFunc {
+	return func(ctx context.Context, tx idempotency.Tx) error {
+		first, err := tx.Guard(ctx, "invoice-credit", invoice)
+		if err != nil || !first {
+			return err
+		}
+		return b.Add(ctx, tx, "credits", 100)
+	}
+}
+
+func testGuardAcrossEvents(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	const events = 20
+	outs := make([]idempotency.Outcome, events)
+	var wg sync.WaitGroup
+	for i := range events {
+		wg.Go(func() {
+			out, err := b.Store.Run(ctx, claim(fmt.Sprintf("evt_twin_%d", i)), creditOnce(b, "in_twins"))
+			require.NoError(t, err)
+			outs[i] = out
+		})
+	}
+	wg.Wait()
+	for _, o := range outs {
+		require.Equal(t, idempotency.OutcomeProcessed, o, "each event id is new")
+	}
+	require.Equal(t, 100, b.Get(t, "credits"), "%d events for one invoice credit once", events)
+}
+
+func testConcurrentDuplicates(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	const n = 50
+	var ran atomic.Int32
+	counts := make(map[idempotency.Outcome]int)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range n {
+		wg.Go(func() {
+			<-start
+			out, err := b.Store.Run(ctx, claim("evt_storm"), func(ctx context.Context, tx idempotency.Tx) error {
+				ran.Add(1)
+				return b.Add(ctx, tx, "c", 1)
+			})
+			require.NoError(t, err)
+			mu.Lock()
+			counts[out]++
+			mu.Unlock()
+		})
+	}
+	close(start)
+	wg.Wait()
+	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeProcessed: 1, idempotency.OutcomeDuplicate: n - 1}, counts)
+	require.EqualValues(t, 1, ran.Load())
+	require.Equal(t, 1, b.Get(t, "c"))
+}
+
+// holdClaim runs id's transaction until release is closed, then returns
+// result from apply. It returns once the claim is held.
+func holdClaim(t *testing.T, b Backend, id string, result error) (release chan struct{}, done chan idempotency.Outcome) {
+	ctx := ctxT(t)
+	held := make(chan struct{})
+	release = make(chan struct{})
+	done = make(chan idempotency.Outcome, 1)
+	go func() {
+		out, _ := b.Store.Run(ctx, claim(id), func(ctx context.Context, tx idempotency.Tx) error {
+			if err := b.Add(ctx, tx, "c", 1); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return result
+		})
+		done <- out
+	}()
+	<-held
+	return release, done
+}
+
+// startWaiters starts n deliveries of id and returns once all n wait for the
+// claim held by another transaction.
+func startWaiters(t *testing.T, b Backend, id string, n int, ran *atomic.Int32) chan idempotency.Outcome {
+	ctx := ctxT(t)
+	outs := make(chan idempotency.Outcome, n)
+	for range n {
+		go func() {
+			out, err := b.Store.Run(ctx, claim(id), func(ctx context.Context, tx idempotency.Tx) error {
+				ran.Add(1)
+				return b.Add(ctx, tx, "c", 1)
+			})
+			require.NoError(t, err)
+			outs <- out
+		}()
+	}
+	require.Eventually(t, func() bool { return b.Waiting(t) == n },
+		10*time.Second, 5*time.Millisecond, "%d deliveries should wait for the held claim", n)
+	return outs
+}
+
+func tally(ch chan idempotency.Outcome, n int) map[idempotency.Outcome]int {
+	m := make(map[idempotency.Outcome]int)
+	for range n {
+		m[<-ch]++
+	}
+	return m
+}
+
+func testWaitersSeeCommit(t *testing.T, b Backend) {
+	release, done := holdClaim(t, b, "evt_wait_commit", nil)
+	var ran atomic.Int32
+	outs := startWaiters(t, b, "evt_wait_commit", 5, &ran)
+	close(release)
+	require.Equal(t, idempotency.OutcomeProcessed, <-done)
+	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeDuplicate: 5}, tally(outs, 5))
+	require.Zero(t, ran.Load())
+	require.Equal(t, 1, b.Get(t, "c"))
+}
+
+func testWaiterRunsAfterFailure(t *testing.T, b Backend) {
+	release, done := holdClaim(t, b, "evt_wait_fail", errHandler)
+	var ran atomic.Int32
+	outs := startWaiters(t, b, "evt_wait_fail", 5, &ran)
+	close(release)
+	require.Equal(t, idempotency.OutcomeFailed, <-done)
+	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeProcessed: 1, idempotency.OutcomeDuplicate: 4}, tally(outs, 5))
+	require.EqualValues(t, 1, ran.Load(), "exactly one waiter runs the failed event")
+	require.Equal(t, 1, b.Get(t, "c"))
+}
+
+func testWaiterCancelled(t *testing.T, b Backend) {
+	release, done := holdClaim(t, b, "evt_wait_cancel", nil)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.Store.Run(ctx, claim("evt_wait_cancel"), addOne(b, "c"))
+		errc <- err
+	}()
+	require.Eventually(t, func() bool { return b.Waiting(t) == 1 }, 10*time.Second, 5*time.Millisecond)
+	cancel()
+	require.Error(t, <-errc, "a cancelled waiter returns an error, not an outcome")
+	require.Eventually(t, func() bool { return b.Waiting(t) == 0 }, 10*time.Second, 5*time.Millisecond,
+		"the cancelled waiter no longer waits")
+	close(release)
+	require.Equal(t, idempotency.OutcomeProcessed, <-done)
+	require.Equal(t, 1, b.Get(t, "c"))
+}
+
+// testDeadlockRetried crosses two transactions' guards. The store breaks the
+// cycle by failing one transaction and runs it again; both events end up
+// processed and each key is claimed once.
+func testDeadlockRetried(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	var bothHeld sync.WaitGroup
+	bothHeld.Add(2)
+	cross := func(id, mine, theirs string) (idempotency.Outcome, error) {
+		attempt := 0
+		return b.Store.Run(ctx, claim(id), func(ctx context.Context, tx idempotency.Tx) error {
+			attempt++
+			if _, err := tx.Guard(ctx, "k", mine); err != nil {
+				return err
+			}
+			if attempt == 1 {
+				bothHeld.Done()
+				bothHeld.Wait()
+			}
+			first, err := tx.Guard(ctx, "k", theirs)
+			if err != nil {
+				return err
+			}
+			if first {
+				return b.Add(ctx, tx, "c", 1)
+			}
+			return nil
+		})
+	}
+	var wg sync.WaitGroup
+	for _, p := range [][3]string{{"evt_dl_a", "a", "b"}, {"evt_dl_b", "b", "a"}} {
+		wg.Go(func() {
+			out, err := cross(p[0], p[1], p[2])
+			require.NoError(t, err)
+			require.Equal(t, idempotency.OutcomeProcessed, out)
+		})
+	}
+	wg.Wait()
+	requireGuard(t, b, "k", "a", true)
+	requireGuard(t, b, "k", "b", true)
+	require.Equal(t, 1, b.Get(t, "c"), "the transaction that ran second found both keys claimed")
+}
+
+func testNilApply(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	c := claim("evt_ignored")
+	c.Outcome = idempotency.OutcomeIgnored
+	out, err := b.Store.Run(ctx, c, nil)
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeIgnored, out)
+	requireEvent(t, b, "evt_ignored", idempotency.OutcomeIgnored)
+	out, err = b.Store.Run(ctx, c, nil)
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeDuplicate, out)
+}
+
+func testTxDone(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	var leaked idempotency.Tx
+	_, err := b.Store.Run(ctx, claim("evt_leak"), func(_ context.Context, tx idempotency.Tx) error {
+		leaked = tx
+		return nil
+	})
+	require.NoError(t, err)
+	_, err = leaked.Guard(ctx, "invoice", "in_leak")
+	require.ErrorIs(t, err, idempotency.ErrTxDone)
+	requireGuard(t, b, "invoice", "in_leak", false)
+}
+
+func testBadInput(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	_, err := b.Store.Run(ctx, idempotency.Claim{}, addOne(b, "c"))
+	require.Error(t, err, "a claim without an event id")
+	_, err = b.Store.Run(ctx, claim("evt_badguard"), func(ctx context.Context, tx idempotency.Tx) error {
+		_, err := tx.Guard(ctx, "invoice", "")
+		return err
+	})
+	require.Error(t, err, "an empty guard key")
+	requireNoEvent(t, b, "evt_badguard")
+	require.Equal(t, 0, b.Get(t, "c"))
+}

@@ -1,0 +1,141 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// An Action is a side effect declared once, with a name and a natural key,
+// that runs at most once per key whichever event causes it. Stripe reports
+// one purchase as invoice.paid, invoice.payment_succeeded and more, each
+// with its own event id: every handler that may grant the purchase calls
+// the same Action with the invoice id, and the first transaction to commit
+// grants it.
+//
+// The once-per-key guarantee is a [Tx.Guard] in scope "action:" + name,
+// claimed in the calling transaction: it commits or rolls back with the
+// action's writes.
+type Action[A any] struct {
+	name   string
+	owners []string
+	fn     ActionFunc[A]
+}
+
+// ActionFunc performs an action's side effect for one key inside tx. arg
+// carries what the side effect needs beyond the key (an account id, an
+// amount).
+type ActionFunc[A any] func(ctx context.Context, tx Tx, key string, arg A) error
+
+// ActionSpec declares an action.
+type ActionSpec struct {
+	// Name identifies the action; it is part of the guard scope, so renaming
+	// an action forgets which keys it ran for. Required, unique per registry.
+	Name string
+	// Key says what the natural key is ("invoice id"), for the ownership
+	// table. Required.
+	Key string
+	// Owners are the event types allowed to call the action. A call from any
+	// other event type fails with [ErrNotOwner]. Empty means any event type.
+	Owners []string
+}
+
+// ActionInfo is one row of the ownership table.
+type ActionInfo struct {
+	Name   string
+	Key    string
+	Owners []string // empty: any event type
+}
+
+// NewAction declares an action in hs and returns it. It panics on a
+// programming error (empty name or key, nil fn, a name already taken);
+// [NewActionSafely] returns the error instead.
+func NewAction[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) *Action[A] {
+	a, err := NewActionSafely(hs, spec, fn)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// NewActionSafely is [NewAction] returning the error instead of panicking.
+func NewActionSafely[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) (*Action[A], error) {
+	switch {
+	case hs == nil:
+		return nil, errors.New("idempotency: NewAction: nil *Handlers")
+	case spec.Name == "":
+		return nil, errors.New("idempotency: NewAction: empty name")
+	case spec.Key == "":
+		return nil, fmt.Errorf("idempotency: NewAction %q: empty Key (say what the natural key is, e.g. \"invoice id\")", spec.Name)
+	case fn == nil:
+		return nil, fmt.Errorf("idempotency: NewAction %q: nil func", spec.Name)
+	case slices.Contains(spec.Owners, ""):
+		return nil, fmt.Errorf("idempotency: NewAction %q: empty owner event type", spec.Name)
+	}
+	for _, a := range hs.actions {
+		if a.Name == spec.Name {
+			return nil, fmt.Errorf("%w: action %q", ErrDuplicateRegistration, spec.Name)
+		}
+	}
+	owners := slices.Clone(spec.Owners)
+	hs.actions = append(hs.actions, ActionInfo{Name: spec.Name, Key: spec.Key, Owners: owners})
+	return &Action[A]{name: spec.Name, owners: owners, fn: fn}, nil
+}
+
+// Name returns the action's name.
+func (a *Action[A]) Name() string { return a.name }
+
+// Do runs the action for key inside tx unless it has already run for key,
+// in this transaction or a committed one. It reports whether it ran. It
+// fails with [ErrNotOwner] when tx's event type is not one of the action's
+// owners, and passes on the action func's error unchanged, so the handler
+// can return it and roll everything back.
+func (a *Action[A]) Do(ctx context.Context, tx Tx, key string, arg A) (ran bool, err error) {
+	if len(a.owners) > 0 && !slices.Contains(a.owners, tx.EventType()) {
+		return false, fmt.Errorf("%w: action %q is owned by %s, called from a %s event",
+			ErrNotOwner, a.name, strings.Join(a.owners, ", "), tx.EventType())
+	}
+	first, err := tx.Guard(ctx, "action:"+a.name, key)
+	if err != nil || !first {
+		return false, err
+	}
+	return true, a.fn(ctx, tx, key, arg)
+}
+
+// Actions returns the ownership table: every declared action in declaration
+// order.
+func (hs *Handlers) Actions() []ActionInfo {
+	out := make([]ActionInfo, len(hs.actions))
+	for i, a := range hs.actions {
+		a.Owners = slices.Clone(a.Owners)
+		out[i] = a
+	}
+	return out
+}
+
+// WriteOwnershipTable writes the ownership table as aligned text: action,
+// key, owners. An owner with no registered handler is marked, since the
+// action can never run from it.
+func (hs *Handlers) WriteOwnershipTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ACTION\tKEY\tOWNERS")
+	for _, a := range hs.actions {
+		owners := "any event type"
+		if len(a.Owners) > 0 {
+			marked := make([]string, len(a.Owners))
+			for i, o := range a.Owners {
+				marked[i] = o
+				if _, ok := hs.byType[o]; !ok {
+					marked[i] += " (no handler)"
+				}
+			}
+			owners = strings.Join(marked, ", ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Name, a.Key, owners)
+	}
+	return tw.Flush()
+}

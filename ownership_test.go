@@ -1,0 +1,154 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+type grant struct{ account string }
+
+// purchaseRoute registers one action, "grant-invoice", owned by the two
+// invoice events, and three handlers: the owners and an intruder.
+func purchaseRoute(t *testing.T) (*idempotency.Handlers, *counters, *idempotency.Action[grant]) {
+	hs := idempotency.NewHandlers()
+	c := &counters{m: map[string]int{}}
+	credit := idempotency.NewAction(hs, idempotency.ActionSpec{
+		Name:   "grant-invoice",
+		Key:    "invoice id",
+		Owners: []string{"invoice.paid", "invoice.payment_succeeded"},
+	}, func(ctx context.Context, tx idempotency.Tx, _ string, g grant) error {
+		return c.add(ctx, tx, g.account, 100)
+	})
+	viaInvoice := func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		_, err := credit.Do(ctx, tx, ev.Object.ID, grant{account: "acct_42"})
+		return err
+	}
+	idempotency.On(hs, "invoice.paid", viaInvoice)
+	idempotency.On(hs, "invoice.payment_succeeded", viaInvoice)
+	idempotency.On(hs, "checkout.session.completed", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.CheckoutSession]) error {
+		_, err := credit.Do(ctx, tx, ev.Object.ID, grant{account: "acct_42"})
+		return err
+	})
+	return hs, c, credit
+}
+
+func TestActionRunsOncePerKeyAcrossEventTypes(t *testing.T) {
+	t.Parallel()
+	hs, c, _ := purchaseRoute(t)
+	store := idempotency.NewMemoryStore()
+	h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	for _, name := range []string{"invoice.paid", "invoice.payment_succeeded"} {
+		a := idempotency.Deliver(h, fixture(t, name), testSecret)
+		require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, name)
+	}
+	require.Equal(t, 100, c.get(t, "acct_42"))
+	g, ok, err := store.LookupGuard(t.Context(), "action:grant-invoice", "in_1Pgc6tB7WZ01zgkWu9fdqL6I")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "evt_1S2kq5B7WZ01zgkWbX2cNw7Y", g.EventID, "invoice.paid came first and granted it")
+}
+
+func TestActionNotOwner(t *testing.T) {
+	t.Parallel()
+	hs, c, credit := purchaseRoute(t)
+	store := idempotency.NewMemoryStore()
+	var res idempotency.Result
+	h, err := idempotency.NewHandler(store, hs, idempotency.Config{
+		Secrets: []string{testSecret}, Logger: discardLogger(),
+		OnResult: func(r idempotency.Result) { res = r },
+	})
+	require.NoError(t, err)
+	a := idempotency.Deliver(h, fixture(t, "checkout.session.completed"), testSecret)
+	require.Equal(t, 500, a.Status)
+	require.ErrorIs(t, res.Err, idempotency.ErrNotOwner)
+	require.ErrorContains(t, res.Err, `"grant-invoice"`)
+	require.ErrorContains(t, res.Err, "checkout.session.completed")
+	require.Zero(t, c.get(t, "acct_42"))
+
+	// The same check straight from a unit test of the handler's transaction.
+	_, err = store.Run(t.Context(), idempotency.Claim{EventID: "evt_u", EventType: "charge.refunded"}, func(ctx context.Context, tx idempotency.Tx) error {
+		ran, err := credit.Do(ctx, tx, "in_1", grant{})
+		require.False(t, ran)
+		return err
+	})
+	require.ErrorIs(t, err, idempotency.ErrNotOwner)
+}
+
+func TestActionFailureRollsBackItsGuard(t *testing.T) {
+	t.Parallel()
+	hs := idempotency.NewHandlers()
+	fail := true
+	act := idempotency.NewAction(hs, idempotency.ActionSpec{Name: "email", Key: "invoice id"},
+		func(context.Context, idempotency.Tx, string, struct{}) error {
+			if fail {
+				return errors.New("smtp down")
+			}
+			return nil
+		})
+	store := idempotency.NewMemoryStore()
+	run := func(id string) (bool, error) {
+		var ran bool
+		_, err := store.Run(t.Context(), idempotency.Claim{EventID: id, EventType: "invoice.paid"}, func(ctx context.Context, tx idempotency.Tx) error {
+			var err error
+			ran, err = act.Do(ctx, tx, "in_1", struct{}{})
+			return err
+		})
+		return ran, err
+	}
+	_, err := run("evt_1")
+	require.ErrorContains(t, err, "smtp down")
+	fail = false
+	ran, err := run("evt_1")
+	require.NoError(t, err)
+	require.True(t, ran, "the failed run rolled its guard back")
+	ran, err = run("evt_2")
+	require.NoError(t, err)
+	require.False(t, ran, "once per key")
+}
+
+func TestOwnershipTable(t *testing.T) {
+	t.Parallel()
+	hs, _, _ := purchaseRoute(t)
+	idempotency.NewAction(hs, idempotency.ActionSpec{Name: "welcome-email", Key: "customer id", Owners: []string{"customer.created"}},
+		func(context.Context, idempotency.Tx, string, string) error { return nil })
+	idempotency.NewAction(hs, idempotency.ActionSpec{Name: "audit", Key: "event id"},
+		func(context.Context, idempotency.Tx, string, string) error { return nil })
+	var b strings.Builder
+	require.NoError(t, hs.WriteOwnershipTable(&b))
+	require.Equal(t, strings.Join([]string{
+		"ACTION         KEY          OWNERS",
+		"grant-invoice  invoice id   invoice.paid, invoice.payment_succeeded",
+		"welcome-email  customer id  customer.created (no handler)",
+		"audit          event id     any event type",
+		"",
+	}, "\n"), b.String())
+	require.Equal(t, []idempotency.ActionInfo{
+		{Name: "grant-invoice", Key: "invoice id", Owners: []string{"invoice.paid", "invoice.payment_succeeded"}},
+		{Name: "welcome-email", Key: "customer id", Owners: []string{"customer.created"}},
+		{Name: "audit", Key: "event id"},
+	}, hs.Actions())
+}
+
+func TestActionRegistrationErrors(t *testing.T) {
+	t.Parallel()
+	hs := idempotency.NewHandlers()
+	fn := func(context.Context, idempotency.Tx, string, int) error { return nil }
+	idempotency.NewAction(hs, idempotency.ActionSpec{Name: "a", Key: "k"}, fn)
+	_, err := idempotency.NewActionSafely(hs, idempotency.ActionSpec{Name: "a", Key: "k"}, fn)
+	require.ErrorIs(t, err, idempotency.ErrDuplicateRegistration)
+	require.Panics(t, func() { idempotency.NewAction(hs, idempotency.ActionSpec{Name: "a", Key: "k"}, fn) })
+	for _, spec := range []idempotency.ActionSpec{{Key: "k"}, {Name: "b"}, {Name: "c", Key: "k", Owners: []string{""}}} {
+		_, err := idempotency.NewActionSafely(hs, spec, fn)
+		require.Error(t, err, "%+v", spec)
+	}
+	_, err = idempotency.NewActionSafely[int](hs, idempotency.ActionSpec{Name: "d", Key: "k"}, nil)
+	require.Error(t, err)
+}

@@ -1,0 +1,103 @@
+package idempotency
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/seed-a84bb619/idempotency/internal/envelope"
+)
+
+// HandlerFunc handles one event type. It runs inside the transaction that
+// claimed the event: its writes through tx (and through [PgxTx] on
+// PostgreSQL) commit with the claim or not at all. Returning an error rolls
+// everything back and answers 500, so Stripe sends the event again;
+// returning [Skip] answers 200 and never retries it.
+//
+// ctx carries Config.Timeout and is not cancelled when the sender hangs up;
+// a handler must return when ctx is done.
+type HandlerFunc[T any] func(ctx context.Context, tx Tx, ev Event[T]) error
+
+// Handlers is the registry of event handlers and actions. Build it at
+// start-up with [On] and [NewAction], then pass it to [NewHandler], which
+// takes a snapshot: registrations made afterwards do not affect that
+// handler. It is not safe for concurrent registration.
+type Handlers struct {
+	byType  map[string]registration
+	actions []ActionInfo
+}
+
+// registration is one event type's handler, with T erased.
+type registration struct {
+	objectType string // T, for messages
+	apply      func(ctx context.Context, tx Tx, env *envelope.Envelope, raw []byte) error
+}
+
+// NewHandlers returns an empty registry.
+func NewHandlers() *Handlers {
+	return &Handlers{byType: make(map[string]registration)}
+}
+
+// On registers fn for eventType. data.object is decoded into T only after
+// the event is claimed, so a duplicate costs no decode. T is a stripe-go
+// type such as *stripe.Invoice, or a struct of the fields fn needs.
+//
+// On panics on a programming error: an empty event type, a nil fn, or a
+// second handler for one event type. [OnSafely] returns the error instead.
+func On[T any](hs *Handlers, eventType string, fn HandlerFunc[T]) {
+	if err := OnSafely(hs, eventType, fn); err != nil {
+		panic(err)
+	}
+}
+
+// OnSafely is [On] returning the error instead of panicking; the error wraps
+// [ErrDuplicateRegistration] when eventType already has a handler.
+func OnSafely[T any](hs *Handlers, eventType string, fn HandlerFunc[T]) error {
+	var zero T
+	objectType := fmt.Sprintf("%T", zero)
+	switch {
+	case hs == nil:
+		return errors.New("idempotency: On: nil *Handlers")
+	case eventType == "":
+		return errors.New("idempotency: On: empty event type")
+	case fn == nil:
+		return fmt.Errorf("idempotency: On: nil func for %q", eventType)
+	}
+	if prev, ok := hs.byType[eventType]; ok {
+		return fmt.Errorf("%w: event type %q has a handler for %s; a second one (for %s) would make the outcome depend on registration order",
+			ErrDuplicateRegistration, eventType, prev.objectType, objectType)
+	}
+	hs.byType[eventType] = registration{
+		objectType: objectType,
+		apply: func(ctx context.Context, tx Tx, env *envelope.Envelope, raw []byte) error {
+			ev := Event[T]{
+				ID:         env.ID,
+				Type:       env.Type,
+				Created:    time.Unix(env.Created, 0),
+				Livemode:   env.Livemode,
+				APIVersion: env.APIVersion,
+				Account:    env.Account,
+				Previous:   env.Previous,
+				Raw:        raw,
+			}
+			if err := json.Unmarshal(env.Object, &ev.Object); err != nil {
+				return fmt.Errorf("idempotency: decoding data.object of %s event into %s: %w", env.Type, objectType, err)
+			}
+			return fn(ctx, tx, ev)
+		},
+	}
+	return nil
+}
+
+// EventTypes returns the event types that have a handler, sorted.
+func (hs *Handlers) EventTypes() []string {
+	types := make([]string, 0, len(hs.byType))
+	for t := range hs.byType {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	return types
+}

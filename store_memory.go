@@ -1,0 +1,285 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// MemoryStore is an in-memory [Store] with the semantics of [PgxStore], for
+// unit-testing handlers without a database: claims and guards are held by
+// their transaction until it ends, a second claim of a held key waits for
+// that transaction (duplicate if it committed, claimed if it rolled back),
+// everything rolls back on error, panic or timeout, and AfterCommit funcs run
+// only after a commit. A wait that would close a cycle fails with
+// [ErrDeadlock], as PostgreSQL's deadlock detector would.
+//
+// The store keeps no business data: a test fake that stands in for the
+// service's tables applies its writes from [Tx.AfterCommit], so that they
+// commit and roll back with the claim.
+//
+// The zero value is not usable; call [NewMemoryStore]. A MemoryStore is safe
+// for concurrent use and starts no goroutines.
+type MemoryStore struct {
+	mu      sync.Mutex
+	events  map[string]EventRecord
+	guards  map[guardID]GuardRecord
+	locks   map[lockID]*keyLock
+	waiting int // transactions blocked on a held key, for tests
+}
+
+// ErrDeadlock is reported by [MemoryStore] when a Guard would wait for a
+// transaction that is itself waiting, directly or not, for the caller's
+// transaction. PostgreSQL reports the same cycle as a deadlock, which
+// [PgxStore] retries.
+var ErrDeadlock = errors.New("idempotency: deadlock between concurrent transactions")
+
+type guardID struct{ scope, key string }
+
+// lockID names a claimable key: an event id (guard false) or a guard.
+type lockID struct {
+	guard bool
+	guardID
+}
+
+type keyLock struct {
+	owner    *memoryTx
+	released chan struct{} // closed when owner ends
+}
+
+// NewMemoryStore returns an empty in-memory store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{
+		events: make(map[string]EventRecord),
+		guards: make(map[guardID]GuardRecord),
+		locks:  make(map[lockID]*keyLock),
+	}
+}
+
+// Run implements [Store]. A transaction failed by [ErrDeadlock] is rolled
+// back and run again, up to maxAttempts times in all, as [PgxStore] does
+// with PostgreSQL's deadlocks and serialization failures.
+func (s *MemoryStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
+	if c.EventID == "" {
+		return OutcomeFailed, errNoEventID
+	}
+	for attempt := 1; ; attempt++ {
+		outcome, err := s.runOnce(ctx, c, apply)
+		var dl *deadlockError
+		if !errors.As(err, &dl) || attempt == maxAttempts {
+			return outcome, err
+		}
+		// Let the transaction that won finish first, as PostgreSQL's lock
+		// queue would, rather than race it for the key again.
+		select {
+		case <-dl.winner.ended:
+		case <-ctx.Done():
+			return OutcomeFailed, ctx.Err()
+		}
+	}
+}
+
+// deadlockError is ErrDeadlock with the transaction the victim waited for.
+type deadlockError struct{ winner *memoryTx }
+
+func (e *deadlockError) Error() string        { return ErrDeadlock.Error() }
+func (e *deadlockError) Is(target error) bool { return target == ErrDeadlock }
+
+func (s *MemoryStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
+	tx := &memoryTx{txState: txState{claim: c}, s: s, ended: make(chan struct{})}
+	defer func() {
+		if !tx.isDone() { // apply panicked
+			tx.finish(nil, false)
+			tx.end(ctx, false)
+		}
+	}()
+	first, err := tx.acquire(ctx, lockID{guardID: guardID{key: c.EventID}})
+	if err != nil || !first {
+		tx.finish(nil, false)
+		tx.end(ctx, false)
+		if err != nil {
+			return OutcomeFailed, err
+		}
+		return OutcomeDuplicate, nil
+	}
+	if apply == nil {
+		outcome := c.nilApplyOutcome()
+		tx.finish(s.record(c, outcome, ""), false)
+		return outcome, tx.end(ctx, true)
+	}
+	err = apply(ctx, tx)
+	if err == nil {
+		err = ctx.Err() // a commit on an expired context fails
+	}
+	if err != nil {
+		if reason, ok := skipReason(err); ok {
+			tx.finish(s.record(c, OutcomeSkipped, reason), false)
+			tx.end(ctx, false)
+			return OutcomeSkipped, nil
+		}
+		tx.finish(nil, false)
+		tx.end(ctx, false)
+		return OutcomeFailed, err
+	}
+	tx.finish(s.record(c, OutcomeProcessed, ""), true)
+	return OutcomeProcessed, tx.end(ctx, true)
+}
+
+var errNoEventID = errors.New("idempotency: claim has no event id")
+
+func (s *MemoryStore) record(c Claim, o Outcome, reason string) *EventRecord {
+	return &EventRecord{
+		EventID: c.EventID, EventType: c.EventType, ObjectID: c.ObjectID,
+		Account: c.Account, Livemode: c.Livemode, Outcome: o, SkipReason: reason,
+		ReceivedAt: c.receivedAt(), ProcessedAt: time.Now(),
+	}
+}
+
+// Ping implements [Store]; an in-memory store always answers.
+func (s *MemoryStore) Ping(context.Context) error { return nil }
+
+// LookupEvent returns the ledger record of a committed event claim.
+func (s *MemoryStore) LookupEvent(_ context.Context, eventID string) (EventRecord, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.events[eventID]
+	return r, ok, nil
+}
+
+// LookupGuard returns the committed claim of a natural key.
+func (s *MemoryStore) LookupGuard(_ context.Context, scope, key string) (GuardRecord, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.guards[guardID{scope, key}]
+	return r, ok, nil
+}
+
+// Events returns every committed event claim, in no particular order.
+func (s *MemoryStore) Events() []EventRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]EventRecord, 0, len(s.events))
+	for _, r := range s.events {
+		out = append(out, r)
+	}
+	return out
+}
+
+// memoryTx is a MemoryStore transaction: the keys it holds and, when it
+// waits, the transaction it waits for. Both are guarded by s.mu.
+type memoryTx struct {
+	txState
+	s       *MemoryStore
+	held    []lockID
+	waitFor *memoryTx
+	done    bool
+	ended   chan struct{} // closed when done
+}
+
+func (tx *memoryTx) Guard(ctx context.Context, scope, key string) (bool, error) {
+	if err := checkGuardKey(scope, key); err != nil {
+		return false, err
+	}
+	return tx.acquire(ctx, lockID{guard: true, guardID: guardID{scope, key}})
+}
+
+func (tx *memoryTx) isDone() bool {
+	tx.s.mu.Lock()
+	defer tx.s.mu.Unlock()
+	return tx.done
+}
+
+// acquire takes key k for tx. It reports false when k is committed or
+// already held by tx, and waits while another transaction holds it.
+func (tx *memoryTx) acquire(ctx context.Context, k lockID) (bool, error) {
+	s := tx.s
+	for {
+		s.mu.Lock()
+		if tx.done {
+			s.mu.Unlock()
+			return false, ErrTxDone
+		}
+		if s.committed(k) {
+			s.mu.Unlock()
+			return false, nil
+		}
+		l := s.locks[k]
+		if l == nil {
+			s.locks[k] = &keyLock{owner: tx, released: make(chan struct{})}
+			tx.held = append(tx.held, k)
+			s.mu.Unlock()
+			return true, nil
+		}
+		if l.owner == tx {
+			s.mu.Unlock()
+			return false, nil
+		}
+		for o := l.owner; o != nil; o = o.waitFor {
+			if o == tx {
+				s.mu.Unlock()
+				return false, &deadlockError{winner: l.owner}
+			}
+		}
+		tx.waitFor = l.owner
+		s.waiting++
+		s.mu.Unlock()
+
+		var err error
+		select {
+		case <-l.released:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		s.mu.Lock()
+		tx.waitFor = nil
+		s.waiting--
+		s.mu.Unlock()
+		if err != nil {
+			return false, err
+		}
+	}
+}
+
+func (s *MemoryStore) committed(k lockID) bool {
+	if k.guard {
+		_, ok := s.guards[k.guardID]
+		return ok
+	}
+	_, ok := s.events[k.key]
+	return ok
+}
+
+// finish ends tx: it stores rec (the event's ledger record; nil on
+// rollback) and, when keepGuards, the guards tx claimed, then releases every
+// key tx held, waking the transactions that wait for them.
+func (tx *memoryTx) finish(rec *EventRecord, keepGuards bool) {
+	s := tx.s
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tx.done = true
+	close(tx.ended)
+	for _, k := range tx.held {
+		switch {
+		case !k.guard && rec != nil:
+			s.events[k.key] = *rec
+		case k.guard && keepGuards:
+			s.guards[k.guardID] = GuardRecord{Scope: k.scope, Key: k.key, EventID: tx.claim.EventID, ClaimedAt: now}
+		}
+		close(s.locks[k].released)
+		delete(s.locks, k)
+	}
+	tx.held = nil
+}
+
+// checkGuardKey rejects empty guard keys: an empty key usually means a field
+// the handler expected (metadata, an expandable id) was absent, and claiming
+// it would make every such event share one key.
+func checkGuardKey(scope, key string) error {
+	if scope == "" || key == "" {
+		return fmt.Errorf("idempotency: Guard needs a non-empty scope and key (scope %q, key empty: %t)", scope, key == "")
+	}
+	return nil
+}
