@@ -1,0 +1,397 @@
+package idempotency
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// PgxBeginner begins a pgx transaction: a *pgxpool.Pool or a *pgx.Conn.
+// Give PgxStore a pool when handlers run concurrently; a *pgx.Conn
+// serves one delivery at a time.
+type PgxBeginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// PgxConfig configures a [PgxStore]. The zero value is valid.
+type PgxConfig struct {
+	// Schema holds the store's tables (idempotency_events,
+	// idempotency_guards, idempotency_migrations). It is quoted as an
+	// identifier, never interpolated raw. Migrate creates it if needed.
+	// Defaults to "public".
+	Schema string
+
+	// IsoLevel is the isolation level of every event transaction, and so of
+	// the handler's own SQL. Defaults to pgx.ReadCommitted.
+	//
+	// At READ COMMITTED a delivery that finds the event id (or a guard key)
+	// claimed by a transaction in flight waits for it, then sees its outcome.
+	// At REPEATABLE READ and SERIALIZABLE PostgreSQL answers that wait with a
+	// serialization failure instead, as it does for conflicting business
+	// writes; the store runs the whole transaction again, up to 5 attempts in
+	// all, and the new attempt sees the committed claim. A transaction that
+	// still fails is answered 500, and Stripe retries it. Deadlocks are
+	// retried the same way at every level.
+	IsoLevel pgx.TxIsoLevel
+}
+
+// PgxStore is the PostgreSQL [Store], on pgx v5. The event id is claimed
+// with INSERT ... ON CONFLICT DO NOTHING in the transaction that runs the
+// handler, so PostgreSQL itself makes a concurrent duplicate wait for the
+// first transaction and answers it duplicate (committed) or lets it run
+// (rolled back). Run [PgxStore.Migrate] once at start-up.
+//
+// It is safe for concurrent use by as many goroutines and processes as the
+// database serves.
+type PgxStore struct {
+	db   PgxBeginner
+	cfg  PgxConfig
+	opts pgx.TxOptions
+	sql  pgxStatements
+}
+
+type pgxStatements struct {
+	claim, claimSkipped, guard, lookupEvent, lookupGuard string
+}
+
+// NewPgxStore returns a PostgreSQL store on db. It fails when cfg is
+// invalid.
+func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
+	if db == nil {
+		return nil, errors.New("idempotency: NewPgxStore: nil db")
+	}
+	if cfg.Schema == "" {
+		cfg.Schema = "public"
+	}
+	switch cfg.IsoLevel {
+	case "":
+		cfg.IsoLevel = pgx.ReadCommitted
+	case pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable:
+	default:
+		return nil, fmt.Errorf("idempotency: PgxConfig.IsoLevel %q is not one of read committed, repeatable read, serializable", cfg.IsoLevel)
+	}
+	s := pgx.Identifier{cfg.Schema}.Sanitize()
+	return &PgxStore{
+		db:   db,
+		cfg:  cfg,
+		opts: pgx.TxOptions{IsoLevel: cfg.IsoLevel},
+		sql: pgxStatements{
+			claim: `INSERT INTO ` + s + `.idempotency_events (event_id, event_type, object_id, outcome, livemode, account, received_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`,
+			claimSkipped: `INSERT INTO ` + s + `.idempotency_events (event_id, event_type, object_id, outcome, livemode, account, received_at, skip_reason)
+VALUES ($1, $2, $3, 'skipped', $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`,
+			guard: `INSERT INTO ` + s + `.idempotency_guards (scope, key, event_id) VALUES ($1, $2, $3) ON CONFLICT (scope, key) DO NOTHING`,
+			lookupEvent: `SELECT event_id, event_type, object_id, account, livemode, outcome, skip_reason, received_at, processed_at
+FROM ` + s + `.idempotency_events WHERE event_id = $1`,
+			lookupGuard: `SELECT scope, key, event_id, claimed_at FROM ` + s + `.idempotency_guards WHERE scope = $1 AND key = $2`,
+		},
+	}, nil
+}
+
+// PgxTx returns the pgx transaction behind tx, for the handler's own SQL:
+// what it writes there commits or rolls back with the event's claim. It
+// panics when tx does not come from a [PgxStore], a programming error.
+func PgxTx(tx Tx) pgx.Tx {
+	ptx, ok := tx.(*pgxTx)
+	if !ok {
+		panic(fmt.Sprintf("idempotency: PgxTx: %T is not a PgxStore transaction", tx))
+	}
+	return ptx.tx
+}
+
+// Run implements [Store].
+func (s *PgxStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
+	if c.EventID == "" {
+		return OutcomeFailed, errNoEventID
+	}
+	for attempt := 1; ; attempt++ {
+		outcome, err := s.runOnce(ctx, c, apply)
+		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
+			return s.translate(outcome, err)
+		}
+	}
+}
+
+func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
+	tx, err := s.db.BeginTx(ctx, s.opts)
+	if err != nil {
+		return OutcomeFailed, fmt.Errorf("idempotency: begin: %w", err)
+	}
+	ptx := &pgxTx{txState: txState{claim: c}, tx: tx, s: s}
+	committed := false
+	defer func() {
+		if !committed {
+			rollback(ctx, tx)
+			ptx.end(ctx, false)
+		}
+	}()
+
+	outcome := OutcomeProcessed
+	if apply == nil {
+		outcome = c.nilApplyOutcome()
+	}
+	tag, err := tx.Exec(ctx, s.sql.claim, c.EventID, c.EventType, c.ObjectID, string(outcome), c.Livemode, c.Account, c.receivedAt())
+	if err != nil {
+		return OutcomeFailed, fmt.Errorf("idempotency: claiming event: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return OutcomeDuplicate, nil
+	}
+	if apply != nil {
+		if err := apply(ctx, ptx); err != nil {
+			if reason, ok := skipReason(err); ok {
+				rollback(ctx, tx)
+				return s.recordSkip(ctx, c, reason)
+			}
+			return OutcomeFailed, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return OutcomeFailed, fmt.Errorf("idempotency: commit: %w", err)
+	}
+	committed = true
+	return outcome, ptx.end(ctx, true)
+}
+
+// recordSkip stores the claim of a skipped event in a transaction of its
+// own, once the handler's transaction has rolled back. A duplicate that
+// claims the id in between runs the handler, which skips again: nothing of
+// either run is kept but one skipped claim.
+func (s *PgxStore) recordSkip(ctx context.Context, c Claim, reason string) (Outcome, error) {
+	err := pgx.BeginTxFunc(ctx, s.db, s.opts, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, s.sql.claimSkipped, c.EventID, c.EventType, c.ObjectID, c.Livemode, c.Account, c.receivedAt(), reason)
+		return err
+	})
+	if err != nil {
+		return OutcomeFailed, fmt.Errorf("idempotency: recording skipped event: %w", err)
+	}
+	return OutcomeSkipped, nil
+}
+
+// rollback ends tx on a context that outlives ctx's cancellation, so a
+// timed-out handler still returns its connection cleanly.
+func rollback(ctx context.Context, tx pgx.Tx) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = tx.Rollback(ctx) // pgx.ErrTxClosed after a commit or a failed one: nothing to do
+}
+
+// Ping implements [Store]: it runs SELECT 1 in a transaction.
+func (s *PgxStore) Ping(ctx context.Context) error {
+	err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "SELECT 1")
+		return err
+	})
+	_, err = s.translate(OutcomeFailed, err)
+	return err
+}
+
+// LookupEvent returns the ledger record of a committed event claim.
+func (s *PgxStore) LookupEvent(ctx context.Context, eventID string) (EventRecord, bool, error) {
+	var r EventRecord
+	var outcome string
+	found, err := s.queryRow(ctx, s.sql.lookupEvent, []any{eventID},
+		&r.EventID, &r.EventType, &r.ObjectID, &r.Account, &r.Livemode, &outcome, &r.SkipReason, &r.ReceivedAt, &r.ProcessedAt)
+	r.Outcome = Outcome(outcome)
+	return r, found, err
+}
+
+// LookupGuard returns the committed claim of a natural key.
+func (s *PgxStore) LookupGuard(ctx context.Context, scope, key string) (GuardRecord, bool, error) {
+	var r GuardRecord
+	found, err := s.queryRow(ctx, s.sql.lookupGuard, []any{scope, key}, &r.Scope, &r.Key, &r.EventID, &r.ClaimedAt)
+	return r, found, err
+}
+
+func (s *PgxStore) queryRow(ctx context.Context, sql string, args []any, dest ...any) (bool, error) {
+	found := false
+	err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, sql, args...).Scan(dest...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		found = err == nil
+		return err
+	})
+	if err != nil {
+		_, err = s.translate(OutcomeFailed, err)
+		return false, err
+	}
+	return found, nil
+}
+
+// pgxTx is a PgxStore transaction.
+type pgxTx struct {
+	txState
+	tx pgx.Tx
+	s  *PgxStore
+}
+
+func (t *pgxTx) Guard(ctx context.Context, scope, key string) (bool, error) {
+	if err := checkGuardKey(scope, key); err != nil {
+		return false, err
+	}
+	if err := t.checkOpen(); err != nil {
+		return false, err
+	}
+	tag, err := t.tx.Exec(ctx, t.s.sql.guard, scope, key, t.claim.EventID)
+	if err != nil {
+		return false, fmt.Errorf("idempotency: guard %s: %w", scope, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// PostgreSQL error codes the store acts on.
+const (
+	pgSerializationFailure = "40001"
+	pgDeadlockDetected     = "40P01"
+)
+
+// retryable reports a conflict that a new attempt of the whole transaction
+// resolves: a serialization failure or a deadlock.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == pgSerializationFailure || pgErr.Code == pgDeadlockDetected)
+}
+
+// translate wraps errors that mean the database cannot be reached in
+// ErrStoreUnavailable.
+func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
+	if err == nil || !unavailable(err) {
+		return outcome, err
+	}
+	return OutcomeUnavailable, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+}
+
+// unavailable reports errors of the connection rather than of the
+// transaction: refused or lost connections, and a server shutting down or
+// starting up.
+func unavailable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			pgErr.Code == "57P01", // admin_shutdown (also pg_terminate_backend)
+			pgErr.Code == "57P02", // crash_shutdown
+			pgErr.Code == "57P03", // cannot_connect_now
+			pgErr.Code == "53300": // too_many_connections
+			return true
+		}
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		pgconn.SafeToRetry(err) || isClosedConn(err)
+}
+
+func isClosedConn(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool")
+}
+
+//go:embed migrations/*.up.sql
+var migrationFiles embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in version order.
+func migrations() ([]migration, error) {
+	entries, err := fs.Glob(migrationFiles, "migrations/*.up.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		base := path.Base(e)
+		num, name, ok := strings.Cut(strings.TrimSuffix(base, ".up.sql"), "_")
+		version, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("idempotency: migration file %s is not named NNN_name.up.sql", base)
+		}
+		b, err := migrationFiles.ReadFile(e)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: version, name: name, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	return ms, nil
+}
+
+// Migrate creates the schema and the store's tables, applying the embedded
+// migrations it has not applied yet. It is idempotent, and safe when several
+// replicas start at once: a transaction-scoped advisory lock per schema
+// serialises them, and the pending migrations commit together with their
+// version rows in idempotency_migrations.
+func (s *PgxStore) Migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	schema := pgx.Identifier{s.cfg.Schema}.Sanitize()
+	err = pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('idempotency.migrate:' || $1, 0))`, s.cfg.Schema); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+schema+`.idempotency_migrations (
+    version    integer     PRIMARY KEY,
+    name       text        NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT version FROM `+schema+`.idempotency_migrations`)
+		if err != nil {
+			return err
+		}
+		applied, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil {
+			return err
+		}
+		done := make(map[int]bool, len(applied))
+		for _, v := range applied {
+			done[int(v)] = true
+		}
+		for _, m := range ms {
+			if done[m.version] {
+				continue
+			}
+			if _, err := tx.Exec(ctx, strings.ReplaceAll(m.sql, "{{schema}}", schema)); err != nil {
+				return fmt.Errorf("migration %03d_%s: %w", m.version, m.name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO `+schema+`.idempotency_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		_, err = s.translate(OutcomeFailed, err)
+		return fmt.Errorf("idempotency: migrate schema %s: %w", schema, err)
+	}
+	return nil
+}

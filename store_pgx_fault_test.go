@@ -1,0 +1,319 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
+)
+
+// pgWebhook is the seed scenario's service on PostgreSQL: invoice.paid
+// credits the account 100, once per invoice, in the claim's transaction.
+// hook, when set, runs after the credit and before the commit.
+type pgWebhook struct {
+	db      *pgtest.DB
+	store   *idempotency.PgxStore
+	handler *idempotency.Handler
+	hook    func(ctx context.Context, tx idempotency.Tx) error
+}
+
+func newPgWebhook(t *testing.T, cfg idempotency.Config) *pgWebhook {
+	t.Helper()
+	w := &pgWebhook{db: pgtest.NewWithConfig(t, func(c *pgxpool.Config) { c.MaxConns = 16 })}
+	ctx := t.Context()
+	var err error
+	w.store, err = idempotency.NewPgxStore(w.db.Pool, idempotency.PgxConfig{Schema: w.db.Schema})
+	require.NoError(t, err)
+	require.NoError(t, w.store.Migrate(ctx))
+	_, err = w.db.Pool.Exec(ctx, `CREATE TABLE accounts (id text PRIMARY KEY, credits bigint NOT NULL DEFAULT 0)`)
+	require.NoError(t, err)
+
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		first, err := tx.Guard(ctx, "invoice-credit", ev.Object.ID)
+		if err != nil || !first {
+			return err
+		}
+		_, err = idempotency.PgxTx(tx).Exec(ctx, `INSERT INTO accounts (id, credits) VALUES ($1, 100)
+ON CONFLICT (id) DO UPDATE SET credits = accounts.credits + 100`, ev.Object.Metadata["account_id"])
+		if err != nil {
+			return err
+		}
+		if w.hook != nil {
+			return w.hook(ctx, tx)
+		}
+		return nil
+	})
+	cfg.Secrets = []string{testSecret}
+	if cfg.Logger == nil {
+		cfg.Logger = discardLogger()
+	}
+	w.handler, err = idempotency.NewHandler(w.store, hs, cfg)
+	require.NoError(t, err)
+	return w
+}
+
+func (w *pgWebhook) credits(t *testing.T, account string) int {
+	t.Helper()
+	var n int
+	err := w.db.Pool.QueryRow(context.Background(), `SELECT coalesce(sum(credits), 0) FROM accounts WHERE id = $1`, account).Scan(&n)
+	require.NoError(t, err)
+	return n
+}
+
+func (w *pgWebhook) ledger(t *testing.T, eventID string) bool {
+	t.Helper()
+	_, ok, err := w.store.LookupEvent(context.Background(), eventID)
+	require.NoError(t, err)
+	return ok
+}
+
+// TestPgxSeedScenario is the story the library exists for, through the real
+// HTTP handler on PostgreSQL.
+func TestPgxSeedScenario(t *testing.T) {
+	t.Parallel()
+	w := newPgWebhook(t, idempotency.Config{})
+	first := invoicePayload(t, "evt_seed_1", "in_seed_1", "acct_seed")
+
+	// The first delivery fails after its write.
+	w.hook = func(context.Context, idempotency.Tx) error { return errors.New("receipt service down") }
+	a := idempotency.Deliver(w.handler, first, testSecret)
+	require.Equal(t, 500, a.Status)
+	require.Equal(t, 0, w.credits(t, "acct_seed"))
+	require.False(t, w.ledger(t, "evt_seed_1"))
+	w.hook = nil
+
+	// Stripe's retry.
+	a = idempotency.Deliver(w.handler, first, testSecret)
+	require.Equal(t, idempotency.OutcomeProcessed, a.Outcome)
+	require.Equal(t, 100, w.credits(t, "acct_seed"))
+
+	// 10 concurrent copies of a new event.
+	answers := idempotency.Replay(w.handler, invoicePayload(t, "evt_seed_2", "in_seed_2", "acct_seed"), testSecret, 10)
+	require.Equal(t, 1, answers.Count(idempotency.OutcomeProcessed))
+	require.Equal(t, 9, answers.Count(idempotency.OutcomeDuplicate))
+	require.Equal(t, 200, w.credits(t, "acct_seed"))
+
+	// A second event id for an invoice already paid.
+	a = idempotency.Deliver(w.handler, invoicePayload(t, "evt_seed_3", "in_seed_2", "acct_seed"), testSecret)
+	require.Equal(t, idempotency.OutcomeProcessed, a.Outcome)
+	require.Equal(t, 200, w.credits(t, "acct_seed"))
+}
+
+// gate holds handlers after their write until released, and counts them in.
+type gate struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newGate(n int) *gate {
+	return &gate{entered: make(chan struct{}, n), release: make(chan struct{})}
+}
+
+func (g *gate) hook(ctx context.Context, _ idempotency.Tx) error {
+	g.entered <- struct{}{}
+	select {
+	case <-g.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *gate) waitEntered(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-g.entered:
+		case <-time.After(30 * time.Second):
+			t.Fatal("handlers did not reach the gate")
+		}
+	}
+}
+
+// TestPgxDatabaseStoppedInFlight stops PostgreSQL while deliveries hold open
+// transactions and while more arrive, starts it again, and redelivers what
+// failed: the totals are exact and the process never restarted.
+func TestPgxDatabaseStoppedInFlight(t *testing.T) {
+	cluster := pgtest.Server(t) // not parallel: it stops the shared server
+	w := newPgWebhook(t, idempotency.Config{Timeout: 5 * time.Second})
+	const inFlight, during = 8, 8
+	g := newGate(inFlight)
+	w.hook = g.hook
+
+	payloads := make([][]byte, inFlight+during)
+	for i := range payloads {
+		// The later events are twins of the in-flight ones (another event id,
+		// the same invoice), so the guards are in play too.
+		payloads[i] = invoicePayload(t, fmt.Sprintf("evt_stop_%d", i), fmt.Sprintf("in_stop_%d", i%inFlight), fmt.Sprintf("acct_stop_%d", i%inFlight))
+	}
+	answers := make([]idempotency.Answer, len(payloads))
+	var wg sync.WaitGroup
+	for i := range inFlight {
+		wg.Go(func() { answers[i] = idempotency.Deliver(w.handler, payloads[i], testSecret) })
+	}
+	g.waitEntered(t, inFlight)
+
+	cluster.Stop(t)
+	close(g.release)
+	wg.Wait()
+	w.hook = nil
+	for i := inFlight; i < len(payloads); i++ {
+		answers[i] = idempotency.Deliver(w.handler, payloads[i], testSecret)
+		require.Equal(t, 503, answers[i].Status, "a delivery while the database is down")
+	}
+	health := w.store.Ping(t.Context())
+	require.ErrorIs(t, health, idempotency.ErrStoreUnavailable)
+	cluster.Start(t)
+	require.NoError(t, w.store.Ping(t.Context()), "the store recovers without a restart")
+
+	for i, a := range answers {
+		if a.Status == 200 {
+			require.True(t, w.ledger(t, fmt.Sprintf("evt_stop_%d", i)), "a 2xx whose claim is not committed")
+			continue
+		}
+		require.GreaterOrEqual(t, a.Status, 500, "answer %d: %+v", i, a)
+		require.False(t, w.ledger(t, fmt.Sprintf("evt_stop_%d", i)), "a 5xx whose claim committed")
+	}
+	// Stripe redelivers every non-2xx.
+	for i, a := range answers {
+		if a.Status != 200 {
+			a = idempotency.Deliver(w.handler, payloads[i], testSecret)
+			require.Equal(t, 200, a.Status, "redelivery %d: %s", i, a.Body)
+		}
+	}
+	for i := range inFlight {
+		require.Equal(t, 100, w.credits(t, fmt.Sprintf("acct_stop_%d", i)), "one credit per invoice")
+	}
+}
+
+// TestPgxBackendTerminated kills the backend of an in-flight transaction.
+func TestPgxBackendTerminated(t *testing.T) {
+	t.Parallel()
+	w := newPgWebhook(t, idempotency.Config{})
+	pids := make(chan int32, 1)
+	release := make(chan struct{})
+	w.hook = func(ctx context.Context, tx idempotency.Tx) error {
+		var pid int32
+		if err := idempotency.PgxTx(tx).QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+			return err
+		}
+		pids <- pid
+		<-release
+		return nil
+	}
+	payload := invoicePayload(t, "evt_kill", "in_kill", "acct_kill")
+	done := make(chan idempotency.Answer, 1)
+	go func() { done <- idempotency.Deliver(w.handler, payload, testSecret) }()
+	pid := <-pids
+	var terminated bool
+	require.NoError(t, pgtest.AdminPool(t).QueryRow(t.Context(), `SELECT pg_terminate_backend($1)`, pid).Scan(&terminated))
+	require.True(t, terminated)
+	close(release)
+	a := <-done
+	require.GreaterOrEqual(t, a.Status, 500, a.Body)
+	require.Equal(t, 0, w.credits(t, "acct_kill"))
+	require.False(t, w.ledger(t, "evt_kill"))
+
+	w.hook = nil
+	a = idempotency.Deliver(w.handler, payload, testSecret)
+	require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, a.Body)
+	require.Equal(t, 100, w.credits(t, "acct_kill"))
+}
+
+// TestPgxSenderHangsUp cancels the request's context while the handler is
+// inside the transaction: the transaction commits whole.
+func TestPgxSenderHangsUp(t *testing.T) {
+	t.Parallel()
+	w := newPgWebhook(t, idempotency.Config{})
+	g := newGate(1)
+	w.hook = g.hook
+	ctx, cancel := context.WithCancel(t.Context())
+	req := idempotency.NewSignedRequest("/", invoicePayload(t, "evt_hangup", "in_hangup", "acct_hangup"), testSecret).WithContext(ctx)
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() { w.handler.ServeHTTP(rec, req); close(done) }()
+	g.waitEntered(t, 1)
+	cancel()
+	close(g.release)
+	<-done
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.Equal(t, 100, w.credits(t, "acct_hangup"))
+	require.True(t, w.ledger(t, "evt_hangup"))
+}
+
+// TestPgxLockTimeout blocks the handler on a row lock past Config.Timeout.
+func TestPgxLockTimeout(t *testing.T) {
+	t.Parallel()
+	w := newPgWebhook(t, idempotency.Config{Timeout: 300 * time.Millisecond})
+	ctx := t.Context()
+	_, err := w.db.Pool.Exec(ctx, `INSERT INTO accounts (id, credits) VALUES ('acct_locked', 0)`)
+	require.NoError(t, err)
+	locker, err := w.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = locker.Rollback(context.Background()) })
+	_, err = locker.Exec(ctx, `SELECT 1 FROM accounts WHERE id = 'acct_locked' FOR UPDATE`)
+	require.NoError(t, err)
+
+	payload := invoicePayload(t, "evt_locked", "in_locked", "acct_locked")
+	a := idempotency.Deliver(w.handler, payload, testSecret)
+	require.Equal(t, 500, a.Status, a.Body)
+	// pgx closes a connection whose query was cancelled and the pool frees
+	// its slot in the background: only the locker's stays checked out.
+	require.Eventually(t, func() bool { return w.db.Pool.Stat().AcquiredConns() == 1 }, 10*time.Second, 5*time.Millisecond,
+		"the timed-out transaction's connection went back to the pool")
+	require.NoError(t, locker.Rollback(ctx))
+	require.False(t, w.ledger(t, "evt_locked"))
+
+	a = idempotency.Deliver(w.handler, payload, testSecret)
+	require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, a.Body)
+	require.Equal(t, 100, w.credits(t, "acct_locked"))
+}
+
+func TestPgxMigrate(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	schema := db.Schema + `_"odd name`
+	t.Cleanup(func() {
+		_, _ = db.Pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+quoteIdent(schema)+` CASCADE`)
+	})
+	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: schema})
+	require.NoError(t, err)
+	// Several replicas migrate at once, then again.
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for range 6 {
+		wg.Go(func() { errs <- store.Migrate(t.Context()) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.NoError(t, store.Migrate(t.Context()))
+	var versions int
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM `+quoteIdent(schema)+`.idempotency_migrations`).Scan(&versions))
+	require.Equal(t, 1, versions)
+	out, err := store.Run(t.Context(), idempotency.Claim{EventID: "evt_m", EventType: "invoice.paid"}, func(context.Context, idempotency.Tx) error { return nil })
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+
+	_, err = idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{IsoLevel: "read sometimes"})
+	require.ErrorContains(t, err, "IsoLevel")
+	_, err = idempotency.NewPgxStore(nil, idempotency.PgxConfig{})
+	require.Error(t, err)
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
