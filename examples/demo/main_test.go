@@ -1,0 +1,27 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDemo pins what the README promises the demo prints.
+func TestDemo(t *testing.T) {
+	var out strings.Builder
+	require.NoError(t, run(&out))
+	require.Equal(t, `1. invoice.paid evt_demo_A; the handler credits 100, then fails
+   -> 500 {"error":"processing_failed"}   credits: 0
+   the credit rolled back with the claim; evt_demo_A in the ledger: false
+2. Stripe retries evt_demo_A
+   -> 200 {"outcome":"processed"}   credits: 100
+3. 10 concurrent copies of evt_demo_B (a new invoice)
+   -> processed 1, duplicate 9   credits: 200
+4. invoice.payment_succeeded evt_demo_C: another event id for the invoice of evt_demo_B
+   -> 200 {"outcome":"processed"}   credits: 200
+   the invoice guard held: no second credit
+5. evt_demo_A signed with the wrong secret
+   -> 400 {"error":"invalid_signature"}   credits: 200
+`, out.String())
+}

@@ -1,0 +1,181 @@
+// Command server is a runnable Stripe webhook receiver built on the
+// idempotency package: every paid invoice grants its account 100 credits and
+// a receipt exactly once, however Stripe delivers it.
+//
+//	go run ./examples/server -secret whsec_...                       # memory store
+//	go run ./examples/server -secret whsec_... -database-url postgres://...
+//	stripe listen --forward-to 127.0.0.1:4242/webhook                # prints the secret
+//
+// Routes:
+//
+//	POST /webhook          the idempotency handler
+//	GET  /accounts/{id}    {"id":..,"credits":N,"receipts":N,"plan_until":RFC3339 or null}, or 404
+//	GET  /healthz          200 when the store answers, 503 otherwise
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "server:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses args, opens the store and serves until ctx is done. When ready
+// is not nil, it receives the listening address.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready chan<- string) error {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:4242", "listen address")
+	secrets := fs.String("secret", getenv("STRIPE_WEBHOOK_SECRET"), "webhook signing secrets, comma-separated (env STRIPE_WEBHOOK_SECRET)")
+	dbURL := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL); empty uses the in-memory store")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var secretList []string
+	for s := range strings.SplitSeq(*secrets, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			secretList = append(secretList, s)
+		}
+	}
+	if len(secretList) == 0 {
+		return errors.New("no webhook signing secret: pass -secret whsec_... or set STRIPE_WEBHOOK_SECRET (`stripe listen` prints one)")
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+
+	store, accts, closeStore, err := openStore(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	srv, err := newServer(store, accts, secretList, logger)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	httpSrv := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		_ = httpSrv.Shutdown(shutdownCtx)
+	}()
+	logger.Info("listening", "addr", ln.Addr().String(), "store", storeName(*dbURL))
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	if err := httpSrv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func storeName(dbURL string) string {
+	if dbURL == "" {
+		return "memory"
+	}
+	return "postgresql"
+}
+
+// openStore returns the memory store, or the PostgreSQL store with its
+// migrations applied when dbURL is set.
+func openStore(ctx context.Context, dbURL string) (idempotency.Store, accounts, func(), error) {
+	if dbURL == "" {
+		return idempotency.NewMemoryStore(), newMemoryAccounts(), func() {}, nil
+	}
+	return openPostgres(ctx, dbURL)
+}
+
+// grant is the argument of the grant-invoice action.
+type grant struct {
+	account string
+	until   time.Time
+}
+
+// newServer wires the routes.
+func newServer(store idempotency.Store, accts accounts, secrets []string, logger *slog.Logger) (http.Handler, error) {
+	hs := idempotency.NewHandlers()
+	grantInvoice := idempotency.NewAction(hs, idempotency.ActionSpec{
+		Name:   "grant-invoice",
+		Key:    "invoice id",
+		Owners: []string{"invoice.paid", "invoice.payment_succeeded"},
+	}, func(ctx context.Context, tx idempotency.Tx, _ string, g grant) error {
+		return accts.Grant(ctx, tx, g.account, 100, g.until)
+	})
+	onInvoice := func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		inv := ev.Object
+		account := inv.Metadata["account_id"]
+		if account == "" {
+			return idempotency.Skip("invoice has no account_id in metadata")
+		}
+		var until time.Time
+		if inv.Lines != nil && len(inv.Lines.Data) > 0 && inv.Lines.Data[0].Period != nil {
+			until = time.Unix(inv.Lines.Data[0].Period.End, 0)
+		}
+		_, err := grantInvoice.Do(ctx, tx, inv.ID, grant{account: account, until: until})
+		return err
+	}
+	idempotency.On(hs, "invoice.paid", onInvoice)
+	idempotency.On(hs, "invoice.payment_succeeded", onInvoice)
+
+	webhook, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: secrets, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/webhook", webhook)
+	mux.HandleFunc("GET /accounts/{id}", func(w http.ResponseWriter, r *http.Request) {
+		acct, ok, err := accts.Get(r.Context(), r.PathValue("id"))
+		switch {
+		case err != nil:
+			logger.Error("reading account", "error", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "store_unavailable"})
+		case !ok:
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "not_found"})
+		default:
+			writeJSON(w, http.StatusOK, acct)
+		}
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := store.Ping(ctx); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	return mux, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
