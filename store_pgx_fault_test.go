@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
 
@@ -31,7 +30,7 @@ type pgWebhook struct {
 
 func newPgWebhook(t *testing.T, cfg idempotency.Config) *pgWebhook {
 	t.Helper()
-	w := &pgWebhook{db: pgtest.NewWithConfig(t, func(c *pgxpool.Config) { c.MaxConns = 16 })}
+	w := &pgWebhook{db: newPgDB(t)}
 	ctx := t.Context()
 	var err error
 	w.store, err = idempotency.NewPgxStore(w.db.Pool, idempotency.PgxConfig{Schema: w.db.Schema})

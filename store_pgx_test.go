@@ -26,7 +26,7 @@ type pgBackend struct {
 
 func newPgBackend(t *testing.T, cfg idempotency.PgxConfig) *pgBackend {
 	t.Helper()
-	db := pgtest.NewWithConfig(t, func(c *pgxpool.Config) { c.MaxConns = 24 })
+	db := newPgDB(t)
 	cfg.Schema = db.Schema
 	store, err := idempotency.NewPgxStore(db.Pool, cfg)
 	require.NoError(t, err)
@@ -75,4 +75,10 @@ func TestPgxStoreConformance(t *testing.T) {
 			})
 		})
 	}
+}
+
+// newPgDB is a fresh schema with a pool large enough for parallel
+// deliveries.
+func newPgDB(tb testing.TB) *pgtest.DB {
+	return pgtest.NewWithConfig(tb, func(c *pgxpool.Config) { c.MaxConns = 24 })
 }
