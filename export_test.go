@@ -7,3 +7,12 @@ func MemoryWaiting(s *MemoryStore) int {
 	defer s.mu.Unlock()
 	return s.waiting
 }
+
+// PgxLocalWaiting returns how many runs wait in the process for another run
+// of the same event.
+func PgxLocalWaiting(s *PgxStore) int {
+	if s.local == nil {
+		return 0
+	}
+	return s.local.waiters()
+}

@@ -43,7 +43,8 @@ type Config struct {
 	Timeout time.Duration
 
 	// StrictAPIVersion rejects (400) events whose API version belongs to
-	// another release train than stripe-go's (stripe.APIVersion). By default
+	// another release train than stripe-go's (stripe.APIVersion), unless no
+	// handler would decode them (they are answered ignored). By default
 	// they are accepted, decoded best-effort, and logged once per version:
 	// rejecting them means days of retries and, in the end, a disabled
 	// endpoint.
@@ -130,8 +131,12 @@ func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
 		return nil, errors.New("idempotency: Config.Secrets: at least one webhook signing secret is required")
 	}
 	for i, s := range cfg.Secrets {
-		if strings.TrimSpace(s) == "" {
+		switch {
+		case strings.TrimSpace(s) == "":
 			return nil, fmt.Errorf("idempotency: Config.Secrets[%d] is empty", i)
+		case strings.TrimSpace(s) != s:
+			// A newline from an env file would fail every signature.
+			return nil, fmt.Errorf("idempotency: Config.Secrets[%d] has leading or trailing white space", i)
 		}
 	}
 	if err := defaultDuration(&cfg.Tolerance, DefaultTolerance, "Tolerance"); err != nil {
@@ -226,9 +231,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (in
 		return http.StatusBadRequest, bodyInvalidEvent
 	}
 	res.EventID, res.EventType, res.ObjectID = env.ID, env.Type, env.ObjectID
-	if err := h.checkAPIVersion(r.Context(), &env); err != nil {
-		res.Err = err
-		return http.StatusBadRequest, bodyInvalidEvent
+	reg, handled := h.handlers[env.Type]
+	if handled || h.cfg.RecordIgnored {
+		if err := h.checkAPIVersion(r.Context(), &env); err != nil {
+			res.Err = err
+			return http.StatusBadRequest, bodyInvalidEvent
+		}
 	}
 
 	claim := Claim{
@@ -236,7 +244,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (in
 		Account: env.Account, Livemode: env.Livemode, ReceivedAt: time.Now(),
 	}
 	var apply ApplyFunc
-	if reg, ok := h.handlers[env.Type]; ok {
+	if handled {
 		apply = func(ctx context.Context, tx Tx) (err error) {
 			defer func() {
 				if v := recover(); v != nil {
@@ -329,18 +337,19 @@ func (h *Handler) verify(payload []byte, header string, now time.Time) error {
 	return ErrInvalidSignature
 }
 
-// signatureTimestamp returns the t= element of a Stripe-Signature header.
-func signatureTimestamp(header string) (time.Time, bool) {
+// signatureTimestamp returns the t= element of a Stripe-Signature header:
+// the last one, as stripe-go signs against the last one.
+func signatureTimestamp(header string) (ts time.Time, ok bool) {
 	for part := range strings.SplitSeq(header, ",") {
-		if v, ok := strings.CutPrefix(part, "t="); ok {
+		if v, found := strings.CutPrefix(part, "t="); found {
 			sec, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
 				return time.Time{}, false
 			}
-			return time.Unix(sec, 0), true
+			ts, ok = time.Unix(sec, 0), true
 		}
 	}
-	return time.Time{}, false
+	return ts, ok
 }
 
 // checkAPIVersion compares the event's API version with stripe-go's release

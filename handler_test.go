@@ -525,3 +525,47 @@ func TestRegistration(t *testing.T) {
 	a := idempotency.Deliver(h, fixture(t, "checkout.session.completed"), testSecret)
 	require.Equal(t, idempotency.OutcomeIgnored, a.Outcome)
 }
+
+func TestHandlerSignatureEdgeCases(t *testing.T) {
+	t.Parallel()
+	payload := eventPayload(t, "invoice.paid", "evt_edge", paid)
+	now := time.Now()
+	future := idempotency.SignatureHeader(payload, testSecret, now.Add(time.Hour))
+
+	b := newBench(t, idempotency.Config{}, nil)
+	// stripe-go signs against the last t=; an earlier, current one must not
+	// let a future signature through.
+	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(payload))
+	req.Header.Set("Stripe-Signature", fmt.Sprintf("t=%d,%s", now.Unix(), future))
+	requireAnswer(t, b.serve(req), 400, `{"error":"invalid_signature"}`)
+	require.ErrorIs(t, b.lastResult(t).Err, idempotency.ErrTimestampOutsideTolerance)
+
+	_, err := idempotency.NewHandler(idempotency.NewMemoryStore(), idempotency.NewHandlers(),
+		idempotency.Config{Secrets: []string{testSecret + "\n"}})
+	require.ErrorContains(t, err, "white space")
+}
+
+func TestHandlerStrictAPIVersionIgnoresUnhandledTypes(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, idempotency.Config{StrictAPIVersion: true}, nil)
+	clover := bytes.Replace(fixture(t, "invoice.paid.api_version-clover"), []byte(`"invoice.paid"`), []byte(`"invoice.created"`), 1)
+	requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", clover, testSecret)), 200, `{"outcome":"ignored"}`)
+}
+
+func TestHandlerDecodeErrorKeepsValuesOut(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, idempotency.Config{}, func(hs *idempotency.Handlers, b *bench) {
+		idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[struct {
+			AmountDue string `json:"amount_due"`
+		}]) error {
+			return nil
+		})
+	})
+	b.serve(idempotency.NewSignedRequest("/", eventPayload(t, "invoice.paid", "evt_dec2", paid), testSecret))
+	err := b.lastResult(t).Err
+	var de *idempotency.DecodeError
+	require.ErrorAs(t, err, &de)
+	require.Contains(t, err.Error(), `field "amount_due"`)
+	require.NotContains(t, err.Error(), "2000", "the amount from the payload")
+	require.NotContains(t, b.logs.String(), "number 2000")
+}

@@ -19,7 +19,7 @@ import (
 //
 // The once-per-key guarantee is a [Tx.Guard] in scope "action:" + name,
 // claimed in the calling transaction: it commits or rolls back with the
-// action's writes.
+// action's writes. Keep the "action:" prefix out of your own guard scopes.
 type Action[A any] struct {
 	name   string
 	owners []string

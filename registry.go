@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
@@ -18,7 +20,10 @@ import (
 // returning [Skip] answers 200 and never retries it.
 //
 // ctx carries Config.Timeout and is not cancelled when the sender hangs up;
-// a handler must return when ctx is done.
+// a handler must return when ctx is done. When the database fails the
+// transaction for a deadlock or a serialization conflict, the store rolls it
+// back and runs the handler again (up to 5 attempts): keep side effects
+// outside the transaction in AfterCommit.
 type HandlerFunc[T any] func(ctx context.Context, tx Tx, ev Event[T]) error
 
 // Handlers is the registry of event handlers and actions. Build it at
@@ -58,6 +63,7 @@ func On[T any](hs *Handlers, eventType string, fn HandlerFunc[T]) {
 func OnSafely[T any](hs *Handlers, eventType string, fn HandlerFunc[T]) error {
 	var zero T
 	objectType := fmt.Sprintf("%T", zero)
+	decode := decoderFor[T]()
 	switch {
 	case hs == nil:
 		return errors.New("idempotency: On: nil *Handlers")
@@ -76,20 +82,80 @@ func OnSafely[T any](hs *Handlers, eventType string, fn HandlerFunc[T]) error {
 			ev := Event[T]{
 				ID:         env.ID,
 				Type:       env.Type,
-				Created:    time.Unix(env.Created, 0),
 				Livemode:   env.Livemode,
 				APIVersion: env.APIVersion,
 				Account:    env.Account,
 				Previous:   env.Previous,
 				Raw:        raw,
 			}
-			if err := json.Unmarshal(env.Object, &ev.Object); err != nil {
-				return fmt.Errorf("idempotency: decoding data.object of %s event into %s: %w", env.Type, objectType, err)
+			if env.Created != 0 {
+				ev.Created = time.Unix(env.Created, 0)
+			}
+			if err := decode(env.Object, &ev.Object); err != nil {
+				return &DecodeError{EventType: env.Type, Target: objectType, Err: err}
 			}
 			return fn(ctx, tx, ev)
 		},
 	}
 	return nil
+}
+
+// DecodeError reports that data.object did not decode into the handler's
+// type: the event is answered 500, so Stripe sends it again once the code
+// is fixed. Its message names the field and the types, never a value from
+// the payload.
+type DecodeError struct {
+	EventType string // the event type
+	Target    string // the handler's type, e.g. *stripe.Invoice
+	Err       error  // the decoder's error; its text may quote the payload
+}
+
+func (e *DecodeError) Error() string {
+	detail := "invalid JSON"
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(e.Err, &typeErr):
+		detail = fmt.Sprintf("field %q: cannot decode a JSON %s into %s", typeErr.Field, jsonKind(typeErr.Value), typeErr.Type)
+	case errors.As(e.Err, &syntaxErr):
+		detail = fmt.Sprintf("invalid JSON at offset %d", syntaxErr.Offset)
+	}
+	return fmt.Sprintf("idempotency: decoding data.object of %s event into %s: %s", e.EventType, e.Target, detail)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// jsonKind keeps the kind of an UnmarshalTypeError's value ("number",
+// "string") and drops the value itself.
+func jsonKind(value string) string {
+	kind, _, _ := strings.Cut(value, " ")
+	return kind
+}
+
+// decoderFor returns the func that decodes data.object into a T. The
+// envelope parser has already validated the whole body as JSON, so when T
+// (or *T) implements json.Unmarshaler, as stripe-go's types do, its
+// UnmarshalJSON is called directly: json.Unmarshal would validate the bytes
+// once more before calling it.
+func decoderFor[T any]() func(raw []byte, dst *T) error {
+	rt := reflect.TypeFor[T]()
+	unmarshaler := reflect.TypeFor[json.Unmarshaler]()
+	switch {
+	case rt.Kind() == reflect.Pointer && rt.Implements(unmarshaler):
+		elem := rt.Elem()
+		return func(raw []byte, dst *T) error {
+			v := reflect.New(elem)
+			if err := v.Interface().(json.Unmarshaler).UnmarshalJSON(raw); err != nil {
+				return err
+			}
+			*dst = v.Interface().(T)
+			return nil
+		}
+	case reflect.PointerTo(rt).Implements(unmarshaler):
+		return func(raw []byte, dst *T) error { return any(dst).(json.Unmarshaler).UnmarshalJSON(raw) }
+	default:
+		return func(raw []byte, dst *T) error { return json.Unmarshal(raw, dst) }
+	}
 }
 
 // EventTypes returns the event types that have a handler, sorted.

@@ -74,7 +74,8 @@ type Tx interface {
 	// context that is not cancelled with the request. It never runs when the
 	// transaction rolls back or the event is skipped. A failure there cannot
 	// undo the commit: use it for what may be lost or repeated safely, such as
-	// enqueueing an email keyed by the event id.
+	// enqueueing an email keyed by the event id. The funcs run before the
+	// delivery is answered and outside Config.Timeout: keep them short.
 	AfterCommit(fn func(ctx context.Context))
 
 	// EventID is the id of the event this transaction claimed.
@@ -107,6 +108,11 @@ type GuardRecord struct {
 // maxAttempts bounds how often a store runs one event's transaction when
 // the database fails it for a deadlock or a serialization conflict.
 const maxAttempts = 5
+
+func skipped(err error) bool {
+	_, ok := skipReason(err)
+	return ok
+}
 
 // skipReason reports whether err is or wraps a SkipError.
 func skipReason(err error) (string, bool) {

@@ -91,49 +91,52 @@ func (s *MemoryStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Ou
 	tx := &memoryTx{txState: txState{claim: c}, s: s, ended: make(chan struct{})}
 	defer func() {
 		if !tx.isDone() { // apply panicked
-			tx.finish(nil, false)
-			tx.end(ctx, false)
+			tx.finish(ctx, nil, false)
 		}
 	}()
 	first, err := tx.acquire(ctx, lockID{guardID: guardID{key: c.EventID}})
 	if err != nil || !first {
-		tx.finish(nil, false)
-		tx.end(ctx, false)
+		tx.finish(ctx, nil, false)
 		if err != nil {
 			return OutcomeFailed, err
 		}
 		return OutcomeDuplicate, nil
 	}
+	tx.claimedAt = time.Now()
 	if apply == nil {
 		outcome := c.nilApplyOutcome()
-		tx.finish(s.record(c, outcome, ""), false)
-		return outcome, tx.end(ctx, true)
+		return outcome, tx.finish(ctx, tx.record(outcome, ""), false)
 	}
 	err = apply(ctx, tx)
 	if err == nil {
-		err = ctx.Err() // a commit on an expired context fails
+		err = tx.abortErr() // PostgreSQL fails the commit of an aborted transaction
+	}
+	if err == nil || skipped(err) {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			err = ctxErr // a commit on an expired context fails
+		}
+	}
+	if reason, ok := skipReason(err); ok {
+		tx.finish(ctx, tx.record(OutcomeSkipped, reason), false)
+		return OutcomeSkipped, nil
 	}
 	if err != nil {
-		if reason, ok := skipReason(err); ok {
-			tx.finish(s.record(c, OutcomeSkipped, reason), false)
-			tx.end(ctx, false)
-			return OutcomeSkipped, nil
-		}
-		tx.finish(nil, false)
-		tx.end(ctx, false)
+		tx.finish(ctx, nil, false)
 		return OutcomeFailed, err
 	}
-	tx.finish(s.record(c, OutcomeProcessed, ""), true)
-	return OutcomeProcessed, tx.end(ctx, true)
+	return OutcomeProcessed, tx.finish(ctx, tx.record(OutcomeProcessed, ""), true)
 }
 
 var errNoEventID = errors.New("idempotency: claim has no event id")
 
-func (s *MemoryStore) record(c Claim, o Outcome, reason string) *EventRecord {
+// record is the ledger row of tx's event. ProcessedAt is the time of the
+// claim, as in PgxStore.
+func (tx *memoryTx) record(o Outcome, reason string) *EventRecord {
+	c := tx.claim
 	return &EventRecord{
 		EventID: c.EventID, EventType: c.EventType, ObjectID: c.ObjectID,
 		Account: c.Account, Livemode: c.Livemode, Outcome: o, SkipReason: reason,
-		ReceivedAt: c.receivedAt(), ProcessedAt: time.Now(),
+		ReceivedAt: c.receivedAt(), ProcessedAt: tx.claimedAt,
 	}
 }
 
@@ -171,18 +174,51 @@ func (s *MemoryStore) Events() []EventRecord {
 // waits, the transaction it waits for. Both are guarded by s.mu.
 type memoryTx struct {
 	txState
-	s       *MemoryStore
-	held    []lockID
-	waitFor *memoryTx
-	done    bool
-	ended   chan struct{} // closed when done
+	s         *MemoryStore
+	claimedAt time.Time
+	held      []lockID
+	waitFor   *memoryTx
+	done      bool
+	aborted   error         // the error that aborted the transaction, as PostgreSQL aborts it
+	ended     chan struct{} // closed when its keys are released
 }
 
 func (tx *memoryTx) Guard(ctx context.Context, scope, key string) (bool, error) {
 	if err := checkGuardKey(scope, key); err != nil {
 		return false, err
 	}
-	return tx.acquire(ctx, lockID{guard: true, guardID: guardID{scope, key}})
+	if err := tx.abortErr(); err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	first, err := tx.acquire(ctx, lockID{guard: true, guardID: guardID{scope, key}})
+	if err != nil && !errors.Is(err, ErrTxDone) {
+		tx.abort(err)
+	}
+	return first, err
+}
+
+// errTxAborted is what a Guard after a failed one returns, as PostgreSQL
+// refuses statements in a transaction that had an error.
+var errTxAborted = errors.New("idempotency: transaction aborted by an earlier error; the handler must return")
+
+func (tx *memoryTx) abort(err error) {
+	tx.s.mu.Lock()
+	defer tx.s.mu.Unlock()
+	if tx.aborted == nil {
+		tx.aborted = err
+	}
+}
+
+func (tx *memoryTx) abortErr() error {
+	tx.s.mu.Lock()
+	defer tx.s.mu.Unlock()
+	if tx.aborted != nil {
+		return fmt.Errorf("%w: %w", errTxAborted, tx.aborted)
+	}
+	return nil
 }
 
 func (tx *memoryTx) isDone() bool {
@@ -251,27 +287,37 @@ func (s *MemoryStore) committed(k lockID) bool {
 	return ok
 }
 
-// finish ends tx: it stores rec (the event's ledger record; nil on
-// rollback) and, when keepGuards, the guards tx claimed, then releases every
-// key tx held, waking the transactions that wait for them.
-func (tx *memoryTx) finish(rec *EventRecord, keepGuards bool) {
+// finish ends tx. It stores rec (the event's ledger record; nil on
+// rollback) and, when commit is set, the guards tx claimed and runs its
+// AfterCommit funcs; only then does it release every key tx held. A
+// delivery waiting for tx's claim thus wakes to a commit whose effects, the
+// writes a test fake applies after commit included, are all visible.
+func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) error {
 	s := tx.s
 	now := time.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	tx.done = true
-	close(tx.ended)
 	for _, k := range tx.held {
 		switch {
 		case !k.guard && rec != nil:
 			s.events[k.key] = *rec
-		case k.guard && keepGuards:
+		case k.guard && commit:
 			s.guards[k.guardID] = GuardRecord{Scope: k.scope, Key: k.key, EventID: tx.claim.EventID, ClaimedAt: now}
 		}
+	}
+	s.mu.Unlock()
+
+	err := tx.end(ctx, commit)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range tx.held {
 		close(s.locks[k].released)
 		delete(s.locks, k)
 	}
 	tx.held = nil
+	close(tx.ended)
+	return err
 }
 
 // checkGuardKey rejects empty guard keys: an empty key usually means a field

@@ -19,8 +19,10 @@ import (
 )
 
 // PgxBeginner begins a pgx transaction: a *pgxpool.Pool or a *pgx.Conn.
-// Give PgxStore a pool when handlers run concurrently; a *pgx.Conn
-// serves one delivery at a time.
+// An http.Handler serves requests concurrently and a *pgx.Conn runs one
+// transaction at a time (a second one fails with "conn busy", answered
+// 503): give the webhook handler a pool, and keep a *pgx.Conn for tools and
+// tests that deliver one event at a time.
 type PgxBeginner interface {
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
@@ -45,6 +47,17 @@ type PgxConfig struct {
 	// still fails is answered 500, and Stripe retries it. Deadlocks are
 	// retried the same way at every level.
 	IsoLevel pgx.TxIsoLevel
+
+	// RecentClaims is how many committed event ids the store remembers in
+	// this process. A redelivery of one is answered duplicate without a
+	// database round trip, and concurrent copies of one event wait in the
+	// process for the first copy's outcome rather than each on the claim
+	// row. The database stays the authority for every id not remembered, so
+	// replicas behave as before. A ledger row deleted by hand (to replay an
+	// event) is still remembered by running processes until they forget it
+	// or restart. Defaults to 16384; negative turns the memory off, and with
+	// it the in-process wait.
+	RecentClaims int
 }
 
 // PgxStore is the PostgreSQL [Store], on pgx v5. The event id is claimed
@@ -56,14 +69,18 @@ type PgxConfig struct {
 // It is safe for concurrent use by as many goroutines and processes as the
 // database serves.
 type PgxStore struct {
-	db   PgxBeginner
-	cfg  PgxConfig
-	opts pgx.TxOptions
-	sql  pgxStatements
+	db    PgxBeginner
+	cfg   PgxConfig
+	opts  pgx.TxOptions
+	sql   pgxStatements
+	local *localClaims // nil when PgxConfig.RecentClaims is negative
 }
 
+// DefaultRecentClaims is the default of PgxConfig.RecentClaims.
+const DefaultRecentClaims = 16384
+
 type pgxStatements struct {
-	claim, claimSkipped, guard, lookupEvent, lookupGuard string
+	claim, markSkipped, guard, lookupEvent, lookupGuard string
 }
 
 // NewPgxStore returns a PostgreSQL store on db. It fails when cfg is
@@ -82,17 +99,25 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 	default:
 		return nil, fmt.Errorf("idempotency: PgxConfig.IsoLevel %q is not one of read committed, repeatable read, serializable", cfg.IsoLevel)
 	}
+	var local *localClaims
+	switch {
+	case cfg.RecentClaims == 0:
+		cfg.RecentClaims = DefaultRecentClaims
+		fallthrough
+	case cfg.RecentClaims > 0:
+		local = newLocalClaims(cfg.RecentClaims)
+	}
 	s := pgx.Identifier{cfg.Schema}.Sanitize()
 	return &PgxStore{
-		db:   db,
-		cfg:  cfg,
-		opts: pgx.TxOptions{IsoLevel: cfg.IsoLevel},
+		db:    db,
+		cfg:   cfg,
+		opts:  pgx.TxOptions{IsoLevel: cfg.IsoLevel},
+		local: local,
 		sql: pgxStatements{
 			claim: `INSERT INTO ` + s + `.idempotency_events (event_id, event_type, object_id, outcome, livemode, account, received_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`,
-			claimSkipped: `INSERT INTO ` + s + `.idempotency_events (event_id, event_type, object_id, outcome, livemode, account, received_at, skip_reason)
-VALUES ($1, $2, $3, 'skipped', $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`,
-			guard: `INSERT INTO ` + s + `.idempotency_guards (scope, key, event_id) VALUES ($1, $2, $3) ON CONFLICT (scope, key) DO NOTHING`,
+			markSkipped: `UPDATE ` + s + `.idempotency_events SET outcome = 'skipped', skip_reason = $2 WHERE event_id = $1`,
+			guard:       `INSERT INTO ` + s + `.idempotency_guards (scope, key, event_id) VALUES ($1, $2, $3) ON CONFLICT (scope, key) DO NOTHING`,
 			lookupEvent: `SELECT event_id, event_type, object_id, account, livemode, outcome, skip_reason, received_at, processed_at
 FROM ` + s + `.idempotency_events WHERE event_id = $1`,
 			lookupGuard: `SELECT scope, key, event_id, claimed_at FROM ` + s + `.idempotency_guards WHERE scope = $1 AND key = $2`,
@@ -101,21 +126,54 @@ FROM ` + s + `.idempotency_events WHERE event_id = $1`,
 }
 
 // PgxTx returns the pgx transaction behind tx, for the handler's own SQL:
-// what it writes there commits or rolls back with the event's claim. It
+// what it writes there commits or rolls back with the event's claim. Its
+// Commit and Rollback fail with [ErrTxOwnedByStore]: the store ends the
+// transaction when the handler returns (Begin, a savepoint, is fine). It
 // panics when tx does not come from a [PgxStore], a programming error.
 func PgxTx(tx Tx) pgx.Tx {
 	ptx, ok := tx.(*pgxTx)
 	if !ok {
 		panic(fmt.Sprintf("idempotency: PgxTx: %T is not a PgxStore transaction", tx))
 	}
-	return ptx.tx
+	return handlerTx{ptx.tx}
 }
+
+// ErrTxOwnedByStore is returned by Commit and Rollback of the transaction
+// [PgxTx] hands to a handler. Committing early would separate the claim
+// from the writes that follow; return an error from the handler to roll
+// back.
+var ErrTxOwnedByStore = errors.New("idempotency: the event's transaction is committed or rolled back by the store when the handler returns")
+
+// handlerTx is the handler's view of the event transaction.
+type handlerTx struct{ pgx.Tx }
+
+func (handlerTx) Commit(context.Context) error   { return ErrTxOwnedByStore }
+func (handlerTx) Rollback(context.Context) error { return ErrTxOwnedByStore }
 
 // Run implements [Store].
 func (s *PgxStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
 	if c.EventID == "" {
 		return OutcomeFailed, errNoEventID
 	}
+	if s.local != nil {
+		done, release, err := s.local.acquire(ctx, c.EventID)
+		if err != nil {
+			return OutcomeFailed, err
+		}
+		if done {
+			return OutcomeDuplicate, nil
+		}
+		var outcome Outcome
+		defer func() { release(outcome != OutcomeFailed && outcome != OutcomeUnavailable && outcome != "") }()
+		outcome, err = s.run(ctx, c, apply)
+		return outcome, err
+	}
+	return s.run(ctx, c, apply)
+}
+
+// run runs the transaction, again while the database fails it for a
+// deadlock or a serialization conflict.
+func (s *PgxStore) run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
 	for attempt := 1; ; attempt++ {
 		outcome, err := s.runOnce(ctx, c, apply)
 		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
@@ -125,7 +183,7 @@ func (s *PgxStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, 
 }
 
 func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
-	tx, err := s.db.BeginTx(ctx, s.opts)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return OutcomeFailed, fmt.Errorf("idempotency: begin: %w", err)
 	}
@@ -142,7 +200,22 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Outco
 	if apply == nil {
 		outcome = c.nilApplyOutcome()
 	}
-	tag, err := tx.Exec(ctx, s.sql.claim, c.EventID, c.EventType, c.ObjectID, string(outcome), c.Livemode, c.Account, c.receivedAt())
+	// The claim and a savepoint behind it go in one round trip: a handler
+	// that skips rolls back to the savepoint and keeps the claim, in the same
+	// transaction, so no concurrent copy can take the claim in between.
+	batch := &pgx.Batch{}
+	batch.Queue(s.sql.claim, c.EventID, c.EventType, c.ObjectID, string(outcome), c.Livemode, c.Account, c.receivedAt())
+	if apply != nil {
+		batch.Queue(`SAVEPOINT idempotency_claimed`)
+	}
+	results := tx.SendBatch(ctx, batch)
+	tag, err := results.Exec()
+	if err == nil && apply != nil {
+		_, err = results.Exec()
+	}
+	if closeErr := results.Close(); err == nil {
+		err = closeErr
+	}
 	if err != nil {
 		return OutcomeFailed, fmt.Errorf("idempotency: claiming event: %w", err)
 	}
@@ -151,33 +224,53 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Outco
 	}
 	if apply != nil {
 		if err := apply(ctx, ptx); err != nil {
-			if reason, ok := skipReason(err); ok {
-				rollback(ctx, tx)
-				return s.recordSkip(ctx, c, reason)
+			reason, ok := skipReason(err)
+			if !ok {
+				return OutcomeFailed, err
 			}
-			return OutcomeFailed, err
+			if err := s.keepSkipped(ctx, tx, c.EventID, reason); err != nil {
+				return OutcomeFailed, err
+			}
+			outcome = OutcomeSkipped
+			ptx.end(ctx, false) // the handler's AfterCommit funcs belong to its writes
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return OutcomeFailed, fmt.Errorf("idempotency: commit: %w", err)
 	}
 	committed = true
+	if outcome == OutcomeSkipped {
+		return outcome, nil
+	}
 	return outcome, ptx.end(ctx, true)
 }
 
-// recordSkip stores the claim of a skipped event in a transaction of its
-// own, once the handler's transaction has rolled back. A duplicate that
-// claims the id in between runs the handler, which skips again: nothing of
-// either run is kept but one skipped claim.
-func (s *PgxStore) recordSkip(ctx context.Context, c Claim, reason string) (Outcome, error) {
-	err := pgx.BeginTxFunc(ctx, s.db, s.opts, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, s.sql.claimSkipped, c.EventID, c.EventType, c.ObjectID, c.Livemode, c.Account, c.receivedAt(), reason)
-		return err
-	})
-	if err != nil {
-		return OutcomeFailed, fmt.Errorf("idempotency: recording skipped event: %w", err)
+// begin starts a transaction. A pool may hand out a connection the server
+// closed while it sat idle (after a database restart); such a failure
+// happened before anything was sent, so it is tried again on another
+// connection, a bounded number of times.
+func (s *PgxStore) begin(ctx context.Context) (pgx.Tx, error) {
+	for attempt := 1; ; attempt++ {
+		tx, err := s.db.BeginTx(ctx, s.opts)
+		if err == nil || attempt == maxBeginAttempts || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
+			return tx, err
+		}
 	}
-	return OutcomeSkipped, nil
+}
+
+// maxBeginAttempts bounds the retries of a begin that failed before sending
+// anything: about one per stale connection in a pool.
+const maxBeginAttempts = 16
+
+// keepSkipped undoes the handler's writes and records the claim as skipped.
+func (s *PgxStore) keepSkipped(ctx context.Context, tx pgx.Tx, eventID, reason string) error {
+	if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT idempotency_claimed`); err != nil {
+		return fmt.Errorf("idempotency: rolling back a skipped event: %w", err)
+	}
+	if _, err := tx.Exec(ctx, s.sql.markSkipped, eventID, reason); err != nil {
+		return fmt.Errorf("idempotency: recording skipped event: %w", err)
+	}
+	return nil
 }
 
 // rollback ends tx on a context that outlives ctx's cancellation, so a
@@ -269,7 +362,7 @@ func retryable(err error) bool {
 // translate wraps errors that mean the database cannot be reached in
 // ErrStoreUnavailable.
 func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
-	if err == nil || !unavailable(err) {
+	if err == nil || outcome == OutcomeProcessed || !unavailable(err) {
 		return outcome, err
 	}
 	return OutcomeUnavailable, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
@@ -298,12 +391,7 @@ func unavailable(err error) bool {
 	var netErr net.Error
 	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		pgconn.SafeToRetry(err) || isClosedConn(err)
-}
-
-func isClosedConn(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool")
+		errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err)
 }
 
 //go:embed migrations/*.up.sql

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
 
@@ -23,6 +24,7 @@ import (
 // hook, when set, runs after the credit and before the commit.
 type pgWebhook struct {
 	db      *pgtest.DB
+	pool    *pgxpool.Pool // the store's pool: db.Pool, or a plain one
 	store   *idempotency.PgxStore
 	handler *idempotency.Handler
 	hook    func(ctx context.Context, tx idempotency.Tx) error
@@ -30,10 +32,17 @@ type pgWebhook struct {
 
 func newPgWebhook(t *testing.T, cfg idempotency.Config) *pgWebhook {
 	t.Helper()
-	w := &pgWebhook{db: newPgDB(t)}
+	db := newPgDB(t)
+	return newPgWebhookOn(t, db, db.Pool, cfg)
+}
+
+// newPgWebhookOn builds the service with its store on pool.
+func newPgWebhookOn(t *testing.T, db *pgtest.DB, pool *pgxpool.Pool, cfg idempotency.Config) *pgWebhook {
+	t.Helper()
+	w := &pgWebhook{db: db, pool: pool}
 	ctx := t.Context()
 	var err error
-	w.store, err = idempotency.NewPgxStore(w.db.Pool, idempotency.PgxConfig{Schema: w.db.Schema})
+	w.store, err = idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: w.db.Schema})
 	require.NoError(t, err)
 	require.NoError(t, w.store.Migrate(ctx))
 	_, err = w.db.Pool.Exec(ctx, `CREATE TABLE accounts (id text PRIMARY KEY, credits bigint NOT NULL DEFAULT 0)`)
@@ -147,8 +156,26 @@ func (g *gate) waitEntered(t *testing.T, n int) {
 // failed: the totals are exact and the process never restarted.
 func TestPgxDatabaseStoppedInFlight(t *testing.T) {
 	cluster := pgtest.Server(t) // not parallel: it stops the shared server
-	w := newPgWebhook(t, idempotency.Config{Timeout: 5 * time.Second})
-	const inFlight, during = 8, 8
+	// A pool as users make it: its connections are not checked after the
+	// restart, the store copes with the stale ones.
+	db := newPgDB(t)
+	poolCfg, err := pgxpool.ParseConfig(db.URL)
+	require.NoError(t, err)
+	poolCfg.MaxConns = 16
+	pool, err := pgxpool.NewWithConfig(t.Context(), poolCfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	w := newPgWebhookOn(t, db, pool, idempotency.Config{Timeout: 5 * time.Second})
+	// Fill the pool with idle connections, which the stop will leave stale.
+	conns := make([]*pgxpool.Conn, poolCfg.MaxConns)
+	for i := range conns {
+		conns[i], err = pool.Acquire(t.Context())
+		require.NoError(t, err)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+	const inFlight, during = 4, 4
 	g := newGate(inFlight)
 	w.hook = g.hook
 
@@ -175,7 +202,21 @@ func TestPgxDatabaseStoppedInFlight(t *testing.T) {
 	}
 	health := w.store.Ping(t.Context())
 	require.ErrorIs(t, health, idempotency.ErrStoreUnavailable)
+	for i, a := range answers[:inFlight] {
+		if a.Status == 200 {
+			// Remembered in the process: still a duplicate, database or not.
+			a = idempotency.Deliver(w.handler, payloads[i], testSecret)
+			require.Equal(t, idempotency.OutcomeDuplicate, a.Outcome, "redelivery %d while the database is down", i)
+		}
+	}
 	cluster.Start(t)
+	for i := inFlight; i < len(payloads); i++ {
+		// The first deliveries after the restart meet the pool's stale
+		// connections; none may fail for them.
+		a := idempotency.Deliver(w.handler, payloads[i], testSecret)
+		require.Equal(t, 200, a.Status, "delivery %d after the restart: %s", i, a.Body)
+		answers[i] = a
+	}
 	require.NoError(t, w.store.Ping(t.Context()), "the store recovers without a restart")
 
 	for i, a := range answers {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -53,28 +54,67 @@ func (b *pgBackend) get(t testing.TB, name string) int {
 	return v
 }
 
-// waiting counts this schema's sessions blocked on a lock.
+// waiting counts the runs blocked on another run of the same key: this
+// schema's sessions waiting on a lock, and runs waiting in the process.
 func (b *pgBackend) waiting(t testing.TB) int {
 	var n int
 	require.NoError(t, pgtest.AdminPool(t).QueryRow(context.Background(),
 		`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = $1`, b.db.Schema).Scan(&n))
-	return n
+	return n + idempotency.PgxLocalWaiting(b.store)
 }
 
 func (b *pgBackend) conformance() conformance.Backend {
 	return conformance.Backend{Store: b.store, Add: b.add, Get: b.get, Waiting: b.waiting}
 }
 
+// TestPgxStoreConformance runs the suite at every isolation level, and with
+// the in-process memory of recent claims turned off, so that PostgreSQL
+// alone is shown to give the guarantees, as it does across replicas.
 func TestPgxStoreConformance(t *testing.T) {
 	t.Parallel()
-	for _, iso := range []pgx.TxIsoLevel{pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable} {
-		t.Run(string(iso), func(t *testing.T) {
+	configs := map[string]idempotency.PgxConfig{
+		"read-committed":               {},
+		"repeatable-read":              {IsoLevel: pgx.RepeatableRead},
+		"serializable":                 {IsoLevel: pgx.Serializable},
+		"read-committed/database-only": {RecentClaims: -1},
+		"serializable/database-only":   {IsoLevel: pgx.Serializable, RecentClaims: -1},
+	}
+	for name, cfg := range configs {
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			conformance.Run(t, func(t *testing.T) conformance.Backend {
-				return newPgBackend(t, idempotency.PgxConfig{IsoLevel: iso}).conformance()
+				return newPgBackend(t, cfg).conformance()
 			})
 		})
 	}
+}
+
+// TestPgxReplicasShareTheDatabase runs copies of one event through two
+// stores on one database, as two replicas would: one runs it.
+func TestPgxReplicasShareTheDatabase(t *testing.T) {
+	t.Parallel()
+	b := newPgBackend(t, idempotency.PgxConfig{})
+	replica, err := idempotency.NewPgxStore(b.db.Pool, idempotency.PgxConfig{Schema: b.db.Schema})
+	require.NoError(t, err)
+	stores := []idempotency.Store{b.store, replica}
+	outs := make(chan idempotency.Outcome, 20)
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			out, err := stores[i%2].Run(t.Context(), idempotency.Claim{EventID: "evt_replicas", EventType: "invoice.paid"},
+				func(ctx context.Context, tx idempotency.Tx) error { return b.add(ctx, tx, "c", 1) })
+			require.NoError(t, err)
+			outs <- out
+		})
+	}
+	wg.Wait()
+	close(outs)
+	counts := map[idempotency.Outcome]int{}
+	for o := range outs {
+		counts[o]++
+	}
+	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeProcessed: 1, idempotency.OutcomeDuplicate: 19}, counts)
+	require.Equal(t, 1, b.get(t, "c"))
 }
 
 // newPgDB is a fresh schema with a pool large enough for parallel

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
 )
 
@@ -42,8 +43,26 @@ func NewSignedRequestAt(target string, payload []byte, secret string, t time.Tim
 
 // NewSignedRequestJSON encodes event (a stripe.Event, a map, or any value
 // that encodes to a Stripe event) with encoding/json and returns it as a
-// signed request, like [NewSignedRequest].
+// signed request, like [NewSignedRequest]. A stripe.Event whose Data.Raw is
+// empty gets its data.object from Data.Object, which stripe-go does not
+// encode.
 func NewSignedRequestJSON(target string, event any, secret string) (*http.Request, error) {
+	switch ev := event.(type) {
+	case *stripe.Event:
+		if ev != nil {
+			event = *ev
+		}
+	}
+	if ev, ok := event.(stripe.Event); ok && ev.Data != nil && len(ev.Data.Raw) == 0 {
+		raw, err := json.Marshal(ev.Data.Object)
+		if err != nil {
+			return nil, fmt.Errorf("idempotency: encoding data.object: %w", err)
+		}
+		data := *ev.Data
+		data.Raw = raw
+		ev.Data = &data
+		event = ev
+	}
 	payload, err := json.Marshal(event)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency: encoding event: %w", err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -60,6 +61,11 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"WaitersSeeCommit", testWaitersSeeCommit},
 		{"WaiterRunsAfterFailure", testWaiterRunsAfterFailure},
 		{"WaiterContextCancelled", testWaiterCancelled},
+		{"WaitersSeeSkip", testWaitersSeeSkip},
+		{"GuardWaitsForHolderCommit", func(t *testing.T, b Backend) { testGuardWaits(t, b, nil) }},
+		{"GuardWaitsForHolderRollback", func(t *testing.T, b Backend) { testGuardWaits(t, b, errHandler) }},
+		{"ActionOncePerKeyAcrossOwners", testActionOnce},
+		{"ActionNotOwner", testActionNotOwner},
 		{"DeadlockRetried", testDeadlockRetried},
 		{"NilApplyRecordsClaim", testNilApply},
 		{"TxUnusableAfterRun", testTxDone},
@@ -356,7 +362,7 @@ func testGuardAcrossEvents(t *testing.T, b Backend) {
 	for i := range events {
 		wg.Go(func() {
 			out, err := b.Store.Run(ctx, claim(fmt.Sprintf("evt_twin_%d", i)), creditOnce(b, "in_twins"))
-			require.NoError(t, err)
+			assert.NoError(t, err)
 			outs[i] = out
 		})
 	}
@@ -382,7 +388,7 @@ func testConcurrentDuplicates(t *testing.T, b Backend) {
 				ran.Add(1)
 				return b.Add(ctx, tx, "c", 1)
 			})
-			require.NoError(t, err)
+			assert.NoError(t, err)
 			mu.Lock()
 			counts[out]++
 			mu.Unlock()
@@ -428,7 +434,7 @@ func startWaiters(t *testing.T, b Backend, id string, n int, ran *atomic.Int32) 
 				ran.Add(1)
 				return b.Add(ctx, tx, "c", 1)
 			})
-			require.NoError(t, err)
+			assert.NoError(t, err)
 			outs <- out
 		}()
 	}
@@ -517,8 +523,8 @@ func testDeadlockRetried(t *testing.T, b Backend) {
 	for _, p := range [][3]string{{"evt_dl_a", "a", "b"}, {"evt_dl_b", "b", "a"}} {
 		wg.Go(func() {
 			out, err := cross(p[0], p[1], p[2])
-			require.NoError(t, err)
-			require.Equal(t, idempotency.OutcomeProcessed, out)
+			assert.NoError(t, err)
+			assert.Equal(t, idempotency.OutcomeProcessed, out)
 		})
 	}
 	wg.Wait()
@@ -564,4 +570,109 @@ func testBadInput(t *testing.T, b Backend) {
 	require.Error(t, err, "an empty guard key")
 	requireNoEvent(t, b, "evt_badguard")
 	require.Equal(t, 0, b.Get(t, "c"))
+}
+
+// testWaitersSeeSkip: copies waiting for a delivery that skips answer
+// duplicate; the handler ran once.
+func testWaitersSeeSkip(t *testing.T, b Backend) {
+	release, done := holdClaim(t, b, "evt_wait_skip", idempotency.Skip("no account"))
+	var ran atomic.Int32
+	outs := startWaiters(t, b, "evt_wait_skip", 5, &ran)
+	close(release)
+	require.Equal(t, idempotency.OutcomeSkipped, <-done)
+	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeDuplicate: 5}, tally(outs, 5))
+	require.Zero(t, ran.Load())
+	require.Equal(t, 0, b.Get(t, "c"))
+}
+
+// testGuardWaits: a guard held by a transaction in flight makes another
+// event's Guard wait; it reports first only if the holder rolled back.
+func testGuardWaits(t *testing.T, b Backend, holderResult error) {
+	ctx := ctxT(t)
+	held, release := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		_, err := b.Store.Run(ctx, claim("evt_holder"), func(ctx context.Context, tx idempotency.Tx) error {
+			if _, err := tx.Guard(ctx, "invoice", "in_contended"); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return holderResult
+		})
+		holder <- err
+	}()
+	<-held
+	type result struct {
+		first bool
+		err   error
+	}
+	waiter := make(chan result, 1)
+	go func() {
+		var first bool // of the last attempt: a store may run the transaction again
+		_, err := b.Store.Run(ctx, claim("evt_waiter"), func(ctx context.Context, tx idempotency.Tx) error {
+			var err error
+			first, err = tx.Guard(ctx, "invoice", "in_contended")
+			return err
+		})
+		waiter <- result{first, err}
+	}()
+	require.Eventually(t, func() bool { return b.Waiting(t) == 1 }, 10*time.Second, 5*time.Millisecond,
+		"the second Guard should wait for the holder")
+	select {
+	case <-waiter:
+		t.Fatal("Guard returned while the key was held")
+	default:
+	}
+	close(release)
+	require.ErrorIs(t, <-holder, holderResult)
+	got := <-waiter
+	require.NoError(t, got.err)
+	require.Equal(t, holderResult != nil, got.first, "first only when the holder rolled back")
+}
+
+// purchase declares the action every owner of a purchase calls.
+func purchase(b Backend) (*idempotency.Handlers, *idempotency.Action[string]) {
+	hs := idempotency.NewHandlers()
+	return hs, idempotency.NewAction(hs, idempotency.ActionSpec{
+		Name: "grant", Key: "invoice id", Owners: []string{"invoice.paid", "invoice.payment_succeeded"},
+	}, func(ctx context.Context, tx idempotency.Tx, _ string, account string) error {
+		return b.Add(ctx, tx, account, 100)
+	})
+}
+
+func testActionOnce(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	_, grant := purchase(b)
+	for i, typ := range []string{"invoice.paid", "invoice.payment_succeeded", "invoice.paid"} {
+		c := claim(fmt.Sprintf("evt_action_%d", i))
+		c.EventType = typ
+		var ran bool
+		out, err := b.Store.Run(ctx, c, func(ctx context.Context, tx idempotency.Tx) error {
+			var err error
+			ran, err = grant.Do(ctx, tx, "in_action", "acct_action")
+			return err
+		})
+		require.NoError(t, err)
+		require.Equal(t, idempotency.OutcomeProcessed, out)
+		require.Equal(t, i == 0, ran, "event %d (%s)", i, typ)
+	}
+	require.Equal(t, 100, b.Get(t, "acct_action"))
+	requireGuard(t, b, "action:grant", "in_action", true)
+}
+
+func testActionNotOwner(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	_, grant := purchase(b)
+	c := claim("evt_intruder")
+	c.EventType = "checkout.session.completed"
+	out, err := b.Store.Run(ctx, c, func(ctx context.Context, tx idempotency.Tx) error {
+		_, err := grant.Do(ctx, tx, "in_intruder", "acct_intruder")
+		return err
+	})
+	require.ErrorIs(t, err, idempotency.ErrNotOwner)
+	require.Equal(t, idempotency.OutcomeFailed, out)
+	require.Equal(t, 0, b.Get(t, "acct_intruder"))
+	requireGuard(t, b, "action:grant", "in_intruder", false)
+	requireNoEvent(t, b, "evt_intruder")
 }
