@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -51,8 +52,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	addr := fs.String("addr", "127.0.0.1:4242", "listen address")
 	secrets := fs.String("secret", getenv("STRIPE_WEBHOOK_SECRET"), "webhook signing secrets, comma-separated (env STRIPE_WEBHOOK_SECRET)")
 	dbURL := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL); empty uses the in-memory store")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var secretList []string
 	for s := range strings.SplitSeq(*secrets, ",") {
