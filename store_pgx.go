@@ -22,7 +22,9 @@ import (
 // An http.Handler serves requests concurrently and a *pgx.Conn runs one
 // transaction at a time (a second one fails with "conn busy", answered
 // 503): give the webhook handler a pool, and keep a *pgx.Conn for tools and
-// tests that deliver one event at a time.
+// tests that deliver one event at a time. When db can also send a batch
+// (both can), the store begins the transaction, claims the event and sets
+// its savepoint in one round trip; otherwise in two.
 type PgxBeginner interface {
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
@@ -70,6 +72,7 @@ type PgxConfig struct {
 // database serves.
 type PgxStore struct {
 	db    PgxBeginner
+	batch pgxBatcher // db, when it sends batches (a pool or a connection)
 	cfg   PgxConfig
 	opts  pgx.TxOptions
 	sql   pgxStatements
@@ -107,9 +110,11 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 	case cfg.RecentClaims > 0:
 		local = newLocalClaims(cfg.RecentClaims)
 	}
+	batch, _ := db.(pgxBatcher)
 	s := pgx.Identifier{cfg.Schema}.Sanitize()
 	return &PgxStore{
 		db:    db,
+		batch: batch,
 		cfg:   cfg,
 		opts:  pgx.TxOptions{IsoLevel: cfg.IsoLevel},
 		local: local,
@@ -183,9 +188,16 @@ func (s *PgxStore) run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, 
 }
 
 func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
-	tx, err := s.begin(ctx)
-	if err != nil {
-		return OutcomeFailed, fmt.Errorf("idempotency: begin: %w", err)
+	outcome := OutcomeProcessed
+	if apply == nil {
+		outcome = c.nilApplyOutcome()
+	}
+	tx, claimed, err := s.beginClaim(ctx, c, outcome, apply != nil)
+	if err != nil || !claimed {
+		if err != nil {
+			return OutcomeFailed, err
+		}
+		return OutcomeDuplicate, nil
 	}
 	ptx := &pgxTx{txState: txState{claim: c}, tx: tx, s: s}
 	committed := false
@@ -196,32 +208,6 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Outco
 		}
 	}()
 
-	outcome := OutcomeProcessed
-	if apply == nil {
-		outcome = c.nilApplyOutcome()
-	}
-	// The claim and a savepoint behind it go in one round trip: a handler
-	// that skips rolls back to the savepoint and keeps the claim, in the same
-	// transaction, so no concurrent copy can take the claim in between.
-	batch := &pgx.Batch{}
-	batch.Queue(s.sql.claim, c.EventID, c.EventType, c.ObjectID, string(outcome), c.Livemode, c.Account, c.receivedAt())
-	if apply != nil {
-		batch.Queue(`SAVEPOINT idempotency_claimed`)
-	}
-	results := tx.SendBatch(ctx, batch)
-	tag, err := results.Exec()
-	if err == nil && apply != nil {
-		_, err = results.Exec()
-	}
-	if closeErr := results.Close(); err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		return OutcomeFailed, fmt.Errorf("idempotency: claiming event: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return OutcomeDuplicate, nil
-	}
 	if apply != nil {
 		if err := apply(ctx, ptx); err != nil {
 			reason, ok := skipReason(err)
@@ -245,18 +231,80 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Outco
 	return outcome, ptx.end(ctx, true)
 }
 
-// begin starts a transaction. A pool may hand out a connection the server
-// closed while it sat idle (after a database restart); such a failure
-// happened before anything was sent, so it is tried again on another
-// connection, a bounded number of times.
-func (s *PgxStore) begin(ctx context.Context) (pgx.Tx, error) {
+// beginClaim begins the event's transaction and claims the event id in it,
+// followed by a savepoint when a handler will run (a skip rolls back to it
+// and keeps the claim). It reports claimed false, with nothing left open,
+// when the id is claimed already. On a pool or a connection the begin, the
+// claim and the savepoint travel in one round trip (pgx's Batch.BeginTx).
+//
+// A pool or a connection may hand out a connection the server closed while
+// it sat idle (after a database restart); such a failure happened before
+// anything was sent, so it is tried again on another connection, a bounded
+// number of times.
+func (s *PgxStore) beginClaim(ctx context.Context, c Claim, outcome Outcome, savepoint bool) (tx pgx.Tx, claimed bool, err error) {
 	for attempt := 1; ; attempt++ {
-		tx, err := s.db.BeginTx(ctx, s.opts)
+		tx, claimed, err = s.beginClaimOnce(ctx, c, outcome, savepoint)
 		if err == nil || attempt == maxBeginAttempts || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
-			return tx, err
+			if err != nil {
+				err = fmt.Errorf("idempotency: claiming event: %w", err)
+			}
+			return tx, claimed, err
 		}
 	}
 }
+
+// pgxBatcher sends a batch, which may begin a transaction: a
+// *pgxpool.Pool or a *pgx.Conn.
+type pgxBatcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome, savepoint bool) (pgx.Tx, bool, error) {
+	var tx pgx.Tx
+	batch := &pgx.Batch{}
+	if s.batch != nil {
+		batch.BeginTx(s.opts)
+	} else {
+		var err error
+		if tx, err = s.db.BeginTx(ctx, s.opts); err != nil {
+			return nil, false, err
+		}
+	}
+	claimAt := batch.Len()
+	batch.Queue(s.sql.claim, c.EventID, c.EventType, c.ObjectID, string(outcome), c.Livemode, c.Account, c.receivedAt())
+	if savepoint {
+		batch.Queue(sqlSavepoint)
+	}
+	var results pgx.BatchResults
+	if s.batch != nil {
+		results = s.batch.SendBatch(ctx, batch)
+		tx = results.Tx()
+	} else {
+		results = tx.SendBatch(ctx, batch)
+	}
+	var claimTag pgconn.CommandTag
+	var err error
+	for i := 0; i < batch.Len() && err == nil; i++ {
+		var tag pgconn.CommandTag
+		if tag, err = results.Exec(); i == claimAt {
+			claimTag = tag
+		}
+	}
+	if closeErr := results.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil && claimTag.RowsAffected() == 1 {
+		return tx, true, nil
+	}
+	rollback(ctx, tx) // also returns a pooled connection whose begin failed
+	return nil, false, err
+}
+
+const sqlSavepoint = `SAVEPOINT idempotency_claimed`
+
+// rollbackTimeout bounds a rollback that runs after the handler's context
+// is done.
+const rollbackTimeout = 5 * time.Second
 
 // maxBeginAttempts bounds the retries of a begin that failed before sending
 // anything: about one per stale connection in a pool.
@@ -276,7 +324,7 @@ func (s *PgxStore) keepSkipped(ctx context.Context, tx pgx.Tx, eventID, reason s
 // rollback ends tx on a context that outlives ctx's cancellation, so a
 // timed-out handler still returns its connection cleanly.
 func rollback(ctx context.Context, tx pgx.Tx) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
 	_ = tx.Rollback(ctx) // pgx.ErrTxClosed after a commit or a failed one: nothing to do
 }
