@@ -2,13 +2,16 @@ package idempotency
 
 import (
 	"context"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
 )
@@ -153,9 +156,80 @@ func decoderFor[T any]() func(raw []byte, dst *T) error {
 		}
 	case reflect.PointerTo(rt).Implements(unmarshaler):
 		return func(raw []byte, dst *T) error { return any(dst).(json.Unmarshaler).UnmarshalJSON(raw) }
-	default:
+	}
+	keep := fieldFilter(rt)
+	if keep == nil {
 		return func(raw []byte, dst *T) error { return json.Unmarshal(raw, dst) }
 	}
+	return func(raw []byte, dst *T) error {
+		buf := filterBufs.Get().(*[]byte)
+		defer filterBufs.Put(buf)
+		slim, err := envelope.Filter((*buf)[:0], raw, keep)
+		if err != nil {
+			return json.Unmarshal(raw, dst) // let encoding/json report it
+		}
+		*buf = slim
+		return json.Unmarshal(slim, dst)
+	}
+}
+
+// filterBufs recycles the buffers fieldFilter's objects are built in.
+var filterBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// fieldFilter returns, for a struct type (or pointer to one) decoded by
+// encoding/json, which top-level members of data.object can reach one of
+// its fields: a user's slim struct of five fields then decodes five
+// members, not the hundred of a Stripe invoice. It keeps every member
+// encoding/json might match (names compare case-insensitively, as
+// encoding/json does; any key that is not plain ASCII is kept), so the
+// decoded value is the same. It returns nil, no filtering, for types whose
+// decoding depends on more than field names: embedded structs, or a type
+// that decodes itself from text.
+func fieldFilter(rt reflect.Type) func(key []byte) bool {
+	if rt.Kind() == reflect.Pointer {
+		rt = rt.Elem()
+	}
+	text := reflect.TypeFor[encoding.TextUnmarshaler]()
+	if rt.Kind() != reflect.Struct || rt.Implements(text) || reflect.PointerTo(rt).Implements(text) {
+		return nil
+	}
+	names := make(map[string]bool, rt.NumField())
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		if f.Anonymous {
+			return nil
+		}
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		lower, ok := asciiLower(name)
+		if !ok {
+			return nil
+		}
+		names[lower] = true
+	}
+	return func(key []byte) bool {
+		lower, ok := asciiLower(string(key))
+		return !ok || names[lower]
+	}
+}
+
+// asciiLower lower-cases s, reporting false when s is not all ASCII.
+func asciiLower(s string) (string, bool) {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return "", false
+		}
+	}
+	return strings.ToLower(s), true
 }
 
 // EventTypes returns the event types that have a handler, sorted.
