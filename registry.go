@@ -136,10 +136,19 @@ func jsonKind(value string) string {
 }
 
 // decoderFor returns the func that decodes data.object into a T. The
-// envelope parser has already validated the whole body as JSON, so when T
-// (or *T) implements json.Unmarshaler, as stripe-go's types do, its
-// UnmarshalJSON is called directly: json.Unmarshal would validate the bytes
-// once more before calling it.
+// envelope parser has already validated the whole body as JSON, which
+// allows three savings over json.Unmarshal:
+//   - when T (or *T) implements json.Unmarshaler, as stripe-go's types do,
+//     its UnmarshalJSON is called directly: json.Unmarshal would validate
+//     the bytes once more first;
+//   - it gets the object without the indentation Stripe sends: stripe-go's
+//     decoders scan their input several times, and spend a fifth less on
+//     the compact form;
+//   - a struct of the user's own decodes only the members it has fields
+//     for (see fieldFilter).
+//
+// The buffers are reused: json.Unmarshaler implementations copy what they
+// keep, as its contract requires.
 func decoderFor[T any]() func(raw []byte, dst *T) error {
 	rt := reflect.TypeFor[T]()
 	unmarshaler := reflect.TypeFor[json.Unmarshaler]()
@@ -148,22 +157,26 @@ func decoderFor[T any]() func(raw []byte, dst *T) error {
 		elem := rt.Elem()
 		return func(raw []byte, dst *T) error {
 			v := reflect.New(elem)
-			if err := v.Interface().(json.Unmarshaler).UnmarshalJSON(raw); err != nil {
+			if err := withCompact(raw, v.Interface().(json.Unmarshaler).UnmarshalJSON); err != nil {
 				return err
 			}
 			*dst = v.Interface().(T)
 			return nil
 		}
 	case reflect.PointerTo(rt).Implements(unmarshaler):
-		return func(raw []byte, dst *T) error { return any(dst).(json.Unmarshaler).UnmarshalJSON(raw) }
+		return func(raw []byte, dst *T) error {
+			return withCompact(raw, any(dst).(json.Unmarshaler).UnmarshalJSON)
+		}
 	}
 	keep := fieldFilter(rt)
 	if keep == nil {
-		return func(raw []byte, dst *T) error { return json.Unmarshal(raw, dst) }
+		return func(raw []byte, dst *T) error {
+			return withCompact(raw, func(b []byte) error { return json.Unmarshal(b, dst) })
+		}
 	}
 	return func(raw []byte, dst *T) error {
-		buf := filterBufs.Get().(*[]byte)
-		defer filterBufs.Put(buf)
+		buf := decodeBufs.Get().(*[]byte)
+		defer decodeBufs.Put(buf)
 		slim, err := envelope.Filter((*buf)[:0], raw, keep)
 		if err != nil {
 			return json.Unmarshal(raw, dst) // let encoding/json report it
@@ -173,8 +186,16 @@ func decoderFor[T any]() func(raw []byte, dst *T) error {
 	}
 }
 
-// filterBufs recycles the buffers fieldFilter's objects are built in.
-var filterBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+// withCompact calls decode with raw compacted into a pooled buffer.
+func withCompact(raw []byte, decode func([]byte) error) error {
+	buf := decodeBufs.Get().(*[]byte)
+	defer decodeBufs.Put(buf)
+	*buf = envelope.Compact((*buf)[:0], raw)
+	return decode(*buf)
+}
+
+// decodeBufs recycles the buffers objects are compacted or filtered into.
+var decodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return &b }}
 
 // fieldFilter returns, for a struct type (or pointer to one) decoded by
 // encoding/json, which top-level members of data.object can reach one of

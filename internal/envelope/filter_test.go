@@ -28,7 +28,7 @@ func TestFilterKeepsChosenMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"id":"in_1","lines":{"data": [{"id": "il_1", "x": [1, 2, {"y": null}]}]},"\u0069d2":"esc"}`
+	want := `{"id":"in_1","lines":{"data":[{"id":"il_1","x":[1,2,{"y":null}]}]},"\u0069d2":"esc"}`
 	if string(got) != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
