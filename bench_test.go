@@ -66,9 +66,14 @@ type discardWriter struct {
 	status int
 }
 
-func (w *discardWriter) Header() http.Header         { return w.h }
-func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
-func (w *discardWriter) WriteHeader(status int)      { w.status = status }
+func (w *discardWriter) Header() http.Header { return w.h }
+func (w *discardWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return len(p), nil
+}
+func (w *discardWriter) WriteHeader(status int) { w.status = status }
 
 func benchHandler(b *testing.B, register func(hs *idempotency.Handlers)) http.Handler {
 	hs := idempotency.NewHandlers()
