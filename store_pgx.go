@@ -490,15 +490,26 @@ func (s *PgxStore) Migrate(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('idempotency.migrate:' || $1, 0))`, s.cfg.Schema); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
+		// DDL only when something is missing: a role that may use the
+		// schema but not create objects in the database still starts.
+		var haveSchema, haveLedger bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1),
+       to_regclass($2) IS NOT NULL`, s.cfg.Schema, schema+`.idempotency_migrations`).Scan(&haveSchema, &haveLedger); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+schema+`.idempotency_migrations (
+		if !haveSchema {
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
+				return err
+			}
+		}
+		if !haveLedger {
+			if _, err := tx.Exec(ctx, `CREATE TABLE `+schema+`.idempotency_migrations (
     version    integer     PRIMARY KEY,
     name       text        NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
 )`); err != nil {
-			return err
+				return err
+			}
 		}
 		rows, err := tx.Query(ctx, `SELECT version FROM `+schema+`.idempotency_migrations`)
 		if err != nil {

@@ -357,3 +357,48 @@ func TestPgxMigrate(t *testing.T) {
 }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// TestPgxMigrateLeastPrivilege: once the tables exist, a role that may only
+// use the schema and write its rows migrates (a no-op) and runs events.
+func TestPgxMigrateLeastPrivilege(t *testing.T) {
+	t.Parallel()
+	db := newPgDB(t)
+	owner, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	require.NoError(t, owner.Migrate(t.Context()))
+
+	role := db.Schema + "_app"
+	admin := pgtest.AdminPool(t)
+	schema, r := quoteIdent(db.Schema), quoteIdent(role)
+	for _, q := range []string{
+		`CREATE ROLE ` + r + ` LOGIN`,
+		`GRANT USAGE ON SCHEMA ` + schema + ` TO ` + r,
+		`GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA ` + schema + ` TO ` + r,
+	} {
+		_, err := admin.Exec(t.Context(), q)
+		require.NoError(t, err, q)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_, _ = admin.Exec(ctx, `REVOKE ALL ON ALL TABLES IN SCHEMA `+schema+` FROM `+r)
+		_, _ = admin.Exec(ctx, `REVOKE ALL ON SCHEMA `+schema+` FROM `+r)
+		_, _ = admin.Exec(ctx, `DROP ROLE IF EXISTS `+r)
+	})
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	require.NoError(t, err)
+	cfg.ConnConfig.User = role
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
+	app, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	require.NoError(t, app.Migrate(t.Context()), "nothing to create, nothing to refuse")
+	out, err := app.Run(t.Context(), idempotency.Claim{EventID: "evt_app", EventType: "invoice.paid"},
+		func(ctx context.Context, tx idempotency.Tx) error {
+			_, err := tx.Guard(ctx, "invoice", "in_app")
+			return err
+		})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+}
