@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
@@ -137,27 +138,27 @@ func jsonKind(value string) string {
 
 // decoderFor returns the func that decodes data.object into a T. The
 // envelope parser has already validated the whole body as JSON, which
-// allows three savings over json.Unmarshal:
+// allows three savings over json.Unmarshal, with the same result:
 //   - when T (or *T) implements json.Unmarshaler, as stripe-go's types do,
 //     its UnmarshalJSON is called directly: json.Unmarshal would validate
 //     the bytes once more first;
-//   - it gets the object without the indentation Stripe sends: stripe-go's
-//     decoders scan their input several times, and spend a fifth less on
-//     the compact form;
+//   - that UnmarshalJSON gets the object without the indentation Stripe
+//     sends: stripe-go's decoders scan their input several times over, and
+//     spend a fifth less on the compact form;
 //   - a struct of the user's own decodes only the members it has fields
 //     for (see fieldFilter).
-//
-// The buffers are reused: json.Unmarshaler implementations copy what they
-// keep, as its contract requires.
 func decoderFor[T any]() func(raw []byte, dst *T) error {
 	rt := reflect.TypeFor[T]()
 	unmarshaler := reflect.TypeFor[json.Unmarshaler]()
+	if rt == reflect.TypeFor[json.RawMessage]() || rt == reflect.TypeFor[*json.RawMessage]() {
+		return func(raw []byte, dst *T) error { return json.Unmarshal(raw, dst) } // keeps the bytes as sent
+	}
 	switch {
 	case rt.Kind() == reflect.Pointer && rt.Implements(unmarshaler):
 		elem := rt.Elem()
 		return func(raw []byte, dst *T) error {
 			v := reflect.New(elem)
-			if err := withCompact(raw, v.Interface().(json.Unmarshaler).UnmarshalJSON); err != nil {
+			if err := decodeCompact(rt, raw, v.Interface().(json.Unmarshaler).UnmarshalJSON); err != nil {
 				return err
 			}
 			*dst = v.Interface().(T)
@@ -165,37 +166,54 @@ func decoderFor[T any]() func(raw []byte, dst *T) error {
 		}
 	case reflect.PointerTo(rt).Implements(unmarshaler):
 		return func(raw []byte, dst *T) error {
-			return withCompact(raw, any(dst).(json.Unmarshaler).UnmarshalJSON)
+			return decodeCompact(rt, raw, any(dst).(json.Unmarshaler).UnmarshalJSON)
 		}
 	}
 	keep := fieldFilter(rt)
 	if keep == nil {
-		return func(raw []byte, dst *T) error {
-			return withCompact(raw, func(b []byte) error { return json.Unmarshal(b, dst) })
-		}
+		return func(raw []byte, dst *T) error { return json.Unmarshal(raw, dst) }
 	}
 	return func(raw []byte, dst *T) error {
-		buf := decodeBufs.Get().(*[]byte)
-		defer decodeBufs.Put(buf)
+		buf := getBuf()
+		defer putBuf(buf)
 		slim, err := envelope.Filter((*buf)[:0], raw, keep)
 		if err != nil {
 			return json.Unmarshal(raw, dst) // let encoding/json report it
 		}
 		*buf = slim
-		return json.Unmarshal(slim, dst)
+		return json.Unmarshal(slim, dst) // copies what it keeps
 	}
 }
 
-// withCompact calls decode with raw compacted into a pooled buffer.
-func withCompact(raw []byte, decode func([]byte) error) error {
-	buf := decodeBufs.Get().(*[]byte)
-	defer decodeBufs.Put(buf)
+// decodeCompact calls decode with raw compacted. The json.Unmarshaler
+// contract lets an implementation keep its input only by copying it;
+// stripe-go's do not keep it, so for them the buffer is recycled, while any
+// other type gets a buffer of its own, in case it keeps the slice anyway.
+func decodeCompact(rt reflect.Type, raw []byte, decode func([]byte) error) error {
+	if rt.Kind() == reflect.Pointer {
+		rt = rt.Elem()
+	}
+	if !strings.HasPrefix(rt.PkgPath(), "github.com/stripe/stripe-go/") {
+		return decode(envelope.Compact(make([]byte, 0, len(raw)), raw))
+	}
+	buf := getBuf()
+	defer putBuf(buf)
 	*buf = envelope.Compact((*buf)[:0], raw)
 	return decode(*buf)
 }
 
 // decodeBufs recycles the buffers objects are compacted or filtered into.
 var decodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return &b }}
+
+func getBuf() *[]byte { return decodeBufs.Get().(*[]byte) }
+
+// putBuf recycles buf unless a large event grew it: a pool of 1 MiB
+// buffers would hold memory the common 5 KB event never needs.
+func putBuf(buf *[]byte) {
+	if cap(*buf) <= 64<<10 {
+		decodeBufs.Put(buf)
+	}
+}
 
 // fieldFilter returns, for a struct type (or pointer to one) decoded by
 // encoding/json, which top-level members of data.object can reach one of
@@ -228,7 +246,7 @@ func fieldFilter(rt reflect.Type) func(key []byte) bool {
 			continue
 		}
 		name, _, _ := strings.Cut(tag, ",")
-		if name == "" {
+		if !validJSONTagName(name) { // encoding/json falls back to the field name
 			name = f.Name
 		}
 		lower, ok := asciiLower(name)
@@ -241,6 +259,21 @@ func fieldFilter(rt reflect.Type) func(key []byte) bool {
 		lower, ok := asciiLower(string(key))
 		return !ok || names[lower]
 	}
+}
+
+// validJSONTagName is encoding/json's isValidTag.
+func validJSONTagName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
+		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
+			return false
+		}
+	}
+	return true
 }
 
 // asciiLower lower-cases s, reporting false when s is not all ASCII.

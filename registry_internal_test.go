@@ -88,3 +88,48 @@ func FuzzDecoderFilter(f *testing.F) {
 		requireSameDecode[slimTest](t, raw)
 	})
 }
+
+// aliasTest has the field types encoding/json fills by copying; the
+// filtered, pooled decode must copy them too.
+type aliasTest struct {
+	Raw   json.RawMessage `json:"raw"`
+	Bytes []byte          `json:"bytes"`
+	Any   any             `json:"any"`
+	Num   json.Number     `json:"num"`
+}
+
+func TestDecoderDoesNotAliasItsBuffers(t *testing.T) {
+	t.Parallel()
+	dec := decoderFor[aliasTest]()
+	var a, b aliasTest
+	require.NoError(t, dec([]byte(`{"raw": {"x":"first"},"bytes":"Zmlyc3Q=","any":{"s":"first"},"num":1}`), &a))
+	require.NoError(t, dec([]byte(`{"raw": {"x":"SECOND"},"bytes":"U0VDT05E","any":{"s":"SECOND"},"num":2}`), &b))
+	require.Equal(t, `{"x":"first"}`, string(a.Raw))
+	require.Equal(t, "first", string(a.Bytes))
+	require.Equal(t, "first", a.Any.(map[string]any)["s"])
+	require.Equal(t, json.Number("1"), a.Num)
+
+	// A type that keeps its input against json.Unmarshaler's contract gets
+	// a buffer of its own; json.RawMessage keeps the bytes as sent.
+	kd := decoderFor[*keeper]()
+	var first, second *keeper
+	require.NoError(t, kd([]byte(`{"id": "in_first"}`), &first))
+	require.NoError(t, kd([]byte(`{"id": "in_SECOND"}`), &second))
+	require.Equal(t, `{"id":"in_first"}`, string(first.b))
+	requireSameDecode[json.RawMessage](t, []byte("{ \"a\" : 1 }"))
+}
+
+type keeper struct{ b []byte }
+
+func (k *keeper) UnmarshalJSON(b []byte) error { k.b = b; return nil }
+
+// invalidTagTest: encoding/json ignores a tag name it deems invalid (an
+// apostrophe here) and matches the Go field name instead.
+type invalidTagTest struct {
+	Status string `json:"status'"`
+}
+
+func TestDecoderFilterInvalidTagName(t *testing.T) {
+	t.Parallel()
+	requireSameDecode[invalidTagTest](t, []byte(`{"status":"paid","other":1}`))
+}

@@ -104,6 +104,10 @@ func (s *MemoryStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Ou
 	}
 	tx.claimedAt = time.Now()
 	if apply == nil {
+		if err := ctx.Err(); err != nil {
+			tx.finish(ctx, nil, false)
+			return OutcomeFailed, err
+		}
 		outcome := c.nilApplyOutcome()
 		return outcome, tx.finish(ctx, tx.record(outcome, ""), false)
 	}
@@ -216,7 +220,9 @@ func (tx *memoryTx) abortErr() error {
 	tx.s.mu.Lock()
 	defer tx.s.mu.Unlock()
 	if tx.aborted != nil {
-		return fmt.Errorf("%w: %w", errTxAborted, tx.aborted)
+		// %v, not %w: the cause no longer reads as a deadlock to retry,
+		// as PostgreSQL answers the commit of an aborted transaction.
+		return fmt.Errorf("%w: %v", errTxAborted, tx.aborted)
 	}
 	return nil
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/internal/conformance"
@@ -44,4 +47,43 @@ func TestMemoryStoreConformance(t *testing.T) {
 			Waiting: func(testing.TB) int { return idempotency.MemoryWaiting(s) },
 		}
 	})
+}
+
+// TestMemorySwallowedDeadlockFailsTheCommit: a handler that ignores a
+// deadlock error cannot commit, as PostgreSQL answers the commit of an
+// aborted transaction with a rollback.
+func TestMemorySwallowedDeadlockFailsTheCommit(t *testing.T) {
+	t.Parallel()
+	s := idempotency.NewMemoryStore()
+	held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		_, err := s.Run(t.Context(), idempotency.Claim{EventID: "evt_a"}, func(ctx context.Context, tx idempotency.Tx) error {
+			if _, err := tx.Guard(ctx, "k", "a"); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			_, err := tx.Guard(ctx, "k", "b") // waits for evt_b
+			return err
+		})
+		done <- err
+	}()
+	<-held
+	attempts := 0
+	out, err := s.Run(t.Context(), idempotency.Claim{EventID: "evt_b"}, func(ctx context.Context, tx idempotency.Tx) error {
+		attempts++
+		if _, err := tx.Guard(ctx, "k", "b"); err != nil {
+			return err
+		}
+		if attempts == 1 {
+			close(release)
+			require.Eventually(t, func() bool { return idempotency.MemoryWaiting(s) == 1 }, 10*time.Second, time.Millisecond)
+		}
+		_, _ = tx.Guard(ctx, "k", "a") // the deadlock, swallowed
+		return nil
+	})
+	require.Error(t, err)
+	require.Equal(t, idempotency.OutcomeFailed, out)
+	require.Equal(t, 1, attempts, "an aborted transaction is not retried")
+	require.NoError(t, <-done)
 }

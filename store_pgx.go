@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,10 +20,11 @@ import (
 )
 
 // PgxBeginner begins a pgx transaction: a *pgxpool.Pool or a *pgx.Conn.
-// An http.Handler serves requests concurrently and a *pgx.Conn runs one
-// transaction at a time (a second one fails with "conn busy", answered
-// 503): give the webhook handler a pool, and keep a *pgx.Conn for tools and
-// tests that deliver one event at a time. When db can also send a batch
+// An http.Handler serves requests concurrently, and a *pgx.Conn must never
+// carry two deliveries at once (their statements would mix in one
+// transaction, or fail with "conn busy"): give the webhook handler a pool,
+// and keep a *pgx.Conn for tools and tests that deliver one event at a
+// time. When db can also send a batch
 // (both can), the store begins the transaction, claims the event and sets
 // its savepoint in one round trip; otherwise in two.
 type PgxBeginner interface {
@@ -168,26 +170,30 @@ func (s *PgxStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, 
 		if done {
 			return OutcomeDuplicate, nil
 		}
+		var once sync.Once
+		settle := func(committed bool) { once.Do(func() { release(committed) }) }
 		var outcome Outcome
-		defer func() { release(outcome != OutcomeFailed && outcome != OutcomeUnavailable && outcome != "") }()
-		outcome, err = s.run(ctx, c, apply)
+		defer func() { settle(outcome != OutcomeFailed && outcome != OutcomeUnavailable && outcome != "") }()
+		// Settle as soon as the commit succeeds: AfterCommit funcs must not
+		// hold copies of a committed event in the process.
+		outcome, err = s.run(ctx, c, apply, func() { settle(true) })
 		return outcome, err
 	}
-	return s.run(ctx, c, apply)
+	return s.run(ctx, c, apply, func() {})
 }
 
 // run runs the transaction, again while the database fails it for a
 // deadlock or a serialization conflict.
-func (s *PgxStore) run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
+func (s *PgxStore) run(ctx context.Context, c Claim, apply ApplyFunc, committed func()) (Outcome, error) {
 	for attempt := 1; ; attempt++ {
-		outcome, err := s.runOnce(ctx, c, apply)
+		outcome, err := s.runOnce(ctx, c, apply, committed)
 		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
 			return s.translate(outcome, err)
 		}
 	}
 }
 
-func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
+func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onCommit func()) (Outcome, error) {
 	outcome := OutcomeProcessed
 	if apply == nil {
 		outcome = c.nilApplyOutcome()
@@ -225,6 +231,7 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Outco
 		return OutcomeFailed, fmt.Errorf("idempotency: commit: %w", err)
 	}
 	committed = true
+	onCommit()
 	if outcome == OutcomeSkipped {
 		return outcome, nil
 	}
@@ -244,7 +251,7 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Outco
 func (s *PgxStore) beginClaim(ctx context.Context, c Claim, outcome Outcome, savepoint bool) (tx pgx.Tx, claimed bool, err error) {
 	for attempt := 1; ; attempt++ {
 		tx, claimed, err = s.beginClaimOnce(ctx, c, outcome, savepoint)
-		if err == nil || attempt == maxBeginAttempts || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
+		if err == nil || attempt == maxBeginAttempts || !staleConn(err) || ctx.Err() != nil {
 			if err != nil {
 				err = fmt.Errorf("idempotency: claiming event: %w", err)
 			}
@@ -541,4 +548,20 @@ func (s *PgxStore) Migrate(ctx context.Context) error {
 		return fmt.Errorf("idempotency: migrate schema %s: %w", schema, err)
 	}
 	return nil
+}
+
+// staleConn reports a failure of the connection the batch went out on, not
+// of the database: nothing in the batch can have committed (it holds no
+// COMMIT), so another connection may be tried. A failure to connect is not
+// one: the database itself is unreachable.
+func staleConn(err error) bool {
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "57P01" || pgErr.Code == "57P02" || strings.HasPrefix(pgErr.Code, "08")
+	}
+	return pgconn.SafeToRetry(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }

@@ -54,6 +54,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"TimeoutRollsBack", testTimeoutRollsBack},
 		{"SkipKeepsClaimDropsWrites", testSkip},
 		{"AfterCommitOnlyOnCommit", testAfterCommit},
+		{"AfterCommitRedeliversSameEvent", testAfterCommitRedelivers},
+		{"CopyDuringAfterCommitIsDuplicate", testCopyDuringAfterCommit},
 		{"GuardFirstOnce", testGuardFirstOnce},
 		{"GuardRollsBack", testGuardRollsBack},
 		{"GuardAcrossEventsCreditsOnce", testGuardAcrossEvents},
@@ -675,4 +677,51 @@ func testActionNotOwner(t *testing.T, b Backend) {
 	require.Equal(t, 0, b.Get(t, "acct_intruder"))
 	requireGuard(t, b, "action:grant", "in_intruder", false)
 	requireNoEvent(t, b, "evt_intruder")
+}
+
+// testAfterCommitRedelivers: an AfterCommit func that delivers the same
+// event again, synchronously, sees it committed.
+func testAfterCommitRedelivers(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	var inner idempotency.Outcome
+	var innerErr error
+	out, err := b.Store.Run(ctx, claim("evt_reentrant"), func(ctx context.Context, tx idempotency.Tx) error {
+		tx.AfterCommit(func(actx context.Context) {
+			nctx, cancel := context.WithTimeout(actx, 10*time.Second)
+			defer cancel()
+			inner, innerErr = b.Store.Run(nctx, claim("evt_reentrant"), addOne(b, "c"))
+		})
+		return b.Add(ctx, tx, "c", 1)
+	})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+	require.NoError(t, innerErr)
+	require.Equal(t, idempotency.OutcomeDuplicate, inner)
+	require.Equal(t, 1, b.Get(t, "c"))
+}
+
+// testCopyDuringAfterCommit: a copy that arrives while the first
+// delivery's AfterCommit funcs still run is answered duplicate at once.
+func testCopyDuringAfterCommit(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	inAfter, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := b.Store.Run(ctx, claim("evt_slow_after"), func(ctx context.Context, tx idempotency.Tx) error {
+			tx.AfterCommit(func(context.Context) {
+				close(inAfter)
+				<-release
+			})
+			return nil
+		})
+		assert.NoError(t, err)
+	}()
+	<-inAfter
+	copyCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := b.Store.Run(copyCtx, claim("evt_slow_after"), addOne(b, "c"))
+	close(release)
+	<-done
+	require.NoError(t, err, "the copy must not wait for the first delivery's AfterCommit funcs")
+	require.Equal(t, idempotency.OutcomeDuplicate, out)
 }

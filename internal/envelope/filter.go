@@ -1,8 +1,8 @@
 package envelope
 
 // Filter appends to dst the JSON object obj keeping only the members whose
-// key keep accepts, in their order, compacted (see Compact). keep gets the
-// key unescaped. obj must be a JSON object; anything else, or invalid JSON in a
+// key keep accepts, in their order, byte for byte. keep gets the key
+// unescaped. obj must be a JSON object; anything else, or invalid JSON in a
 // member, fails with an error wrapping ErrMalformed.
 //
 // It lets a caller decode a large object into a struct of a few fields
@@ -55,7 +55,7 @@ func Filter(dst, obj []byte, keep func(key []byte) bool) ([]byte, error) {
 			first = false
 			dst = append(dst, token...)
 			dst = append(dst, ':')
-			dst = Compact(dst, obj[valueStart:p.i])
+			dst = append(dst, obj[valueStart:p.i]...)
 		}
 	}
 	if err != nil {

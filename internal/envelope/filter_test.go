@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 )
 
 func keepAll([]byte) bool { return true }
@@ -28,7 +29,7 @@ func TestFilterKeepsChosenMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"id":"in_1","lines":{"data":[{"id":"il_1","x":[1,2,{"y":null}]}]},"\u0069d2":"esc"}`
+	want := `{"id":"in_1","lines":{"data": [{"id": "il_1", "x": [1, 2, {"y": null}]}]},"\u0069d2":"esc"}`
 	if string(got) != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
@@ -84,6 +85,9 @@ func FuzzFilter(f *testing.F) {
 	}
 	f.Add([]byte(`{"a":1,"A":2,"\u0061":3}`), "a")
 	f.Fuzz(func(t *testing.T, obj []byte, only string) {
+		if !utf8.ValidString(only) {
+			return // encoding/json, the oracle, turns such a key into U+FFFD
+		}
 		all, err := Filter(nil, obj, keepAll)
 		var m map[string]json.RawMessage
 		valid := json.Unmarshal(obj, &m) == nil && bytes.HasPrefix(bytes.TrimLeft(obj, " \t\r\n"), []byte("{"))
