@@ -294,18 +294,20 @@ func testAfterCommit(t *testing.T, b Backend) {
 	requireEvent(t, b, "evt_ac_panic", idempotency.OutcomeProcessed)
 }
 
+// requireGuardFirst claims (scope, key) in tx and requires first to be want.
+func requireGuardFirst(ctx context.Context, t *testing.T, tx idempotency.Tx, scope, key string, want bool, msg string) {
+	t.Helper()
+	first, err := tx.Guard(ctx, scope, key)
+	require.NoError(t, err)
+	require.Equal(t, want, first, msg)
+}
+
 func testGuardFirstOnce(t *testing.T, b Backend) {
 	ctx := ctxT(t)
 	_, err := b.Store.Run(ctx, claim("evt_g1"), func(ctx context.Context, tx idempotency.Tx) error {
-		first, err := tx.Guard(ctx, "invoice-credit", "in_1")
-		require.NoError(t, err)
-		require.True(t, first)
-		first, err = tx.Guard(ctx, "invoice-credit", "in_1")
-		require.NoError(t, err)
-		require.False(t, first, "the same key twice in one transaction")
-		first, err = tx.Guard(ctx, "invoice-receipt", "in_1")
-		require.NoError(t, err)
-		require.True(t, first, "another scope is another key")
+		requireGuardFirst(ctx, t, tx, "invoice-credit", "in_1", true, "a new key")
+		requireGuardFirst(ctx, t, tx, "invoice-credit", "in_1", false, "the same key twice in one transaction")
+		requireGuardFirst(ctx, t, tx, "invoice-receipt", "in_1", true, "another scope is another key")
 		return nil
 	})
 	require.NoError(t, err)
@@ -317,9 +319,7 @@ func testGuardFirstOnce(t *testing.T, b Backend) {
 	require.Equal(t, "in_1", rec.Key)
 
 	_, err = b.Store.Run(ctx, claim("evt_g2"), func(ctx context.Context, tx idempotency.Tx) error {
-		first, err := tx.Guard(ctx, "invoice-credit", "in_1")
-		require.NoError(t, err)
-		require.False(t, first, "a key claimed by a committed event")
+		requireGuardFirst(ctx, t, tx, "invoice-credit", "in_1", false, "a key claimed by a committed event")
 		return nil
 	})
 	require.NoError(t, err)
@@ -328,17 +328,13 @@ func testGuardFirstOnce(t *testing.T, b Backend) {
 func testGuardRollsBack(t *testing.T, b Backend) {
 	ctx := ctxT(t)
 	_, err := b.Store.Run(ctx, claim("evt_gr1"), func(ctx context.Context, tx idempotency.Tx) error {
-		first, err := tx.Guard(ctx, "invoice", "in_gr")
-		require.NoError(t, err)
-		require.True(t, first)
+		requireGuardFirst(ctx, t, tx, "invoice", "in_gr", true, "a new key")
 		return errHandler
 	})
 	require.ErrorIs(t, err, errHandler)
 	requireGuard(t, b, "invoice", "in_gr", false)
 	_, err = b.Store.Run(ctx, claim("evt_gr2"), func(ctx context.Context, tx idempotency.Tx) error {
-		first, err := tx.Guard(ctx, "invoice", "in_gr")
-		require.NoError(t, err)
-		require.True(t, first, "the rolled-back guard must be claimable again")
+		requireGuardFirst(ctx, t, tx, "invoice", "in_gr", true, "the rolled-back guard must be claimable again")
 		return nil
 	})
 	require.NoError(t, err)
