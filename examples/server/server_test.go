@@ -178,3 +178,30 @@ func TestServerPostgres(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 }
+
+// TestServerHealthzFollowsTheDatabase stops PostgreSQL under a running
+// server: /healthz answers 503, then 200 again once it is back.
+func TestServerHealthzFollowsTheDatabase(t *testing.T) {
+	cluster := pgtest.Server(t) // not parallel: it stops the shared server
+	db := pgtest.New(t)
+	store, accts, closeStore, err := openPostgres(t.Context(), db.URL)
+	require.NoError(t, err)
+	defer closeStore()
+	srv, err := newServer(store, accts, []string{secret}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	c := client{t: t, url: ts.URL}
+
+	status, _ := c.get("/healthz")
+	require.Equal(t, http.StatusOK, status)
+	cluster.Stop(t)
+	status, body := c.get("/healthz")
+	require.Equal(t, http.StatusServiceUnavailable, status, body)
+	status, _ = c.deliver(invoiceEvent(t, "invoice.paid", "evt_down", "acct_down"))
+	require.Equal(t, http.StatusServiceUnavailable, status)
+	cluster.Start(t)
+	require.Eventually(t, func() bool { s, _ := c.get("/healthz"); return s == http.StatusOK }, 10*time.Second, 10*time.Millisecond)
+	status, body = c.deliver(invoiceEvent(t, "invoice.paid", "evt_down", "acct_down"))
+	require.Equal(t, http.StatusOK, status, body)
+}
