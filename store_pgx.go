@@ -244,10 +244,10 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 // when the id is claimed already. On a pool or a connection the begin, the
 // claim and the savepoint travel in one round trip (pgx's Batch.BeginTx).
 //
-// A pool or a connection may hand out a connection the server closed while
-// it sat idle (after a database restart); such a failure happened before
-// anything was sent, so it is tried again on another connection, a bounded
-// number of times.
+// A pool may hand out a connection the server closed while it sat idle
+// (after a database restart). The batch holds no COMMIT, so whatever such a
+// connection failed to do was not kept: it is tried again on another
+// connection, a bounded number of times (see staleConn).
 func (s *PgxStore) beginClaim(ctx context.Context, c Claim, outcome Outcome, savepoint bool) (tx pgx.Tx, claimed bool, err error) {
 	for attempt := 1; ; attempt++ {
 		tx, claimed, err = s.beginClaimOnce(ctx, c, outcome, savepoint)
