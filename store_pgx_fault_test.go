@@ -156,10 +156,10 @@ func (g *gate) waitEntered(t *testing.T, n int) {
 // failed: the totals are exact and the process never restarted.
 func TestPgxDatabaseStoppedInFlight(t *testing.T) {
 	cluster := pgtest.Server(t) // not parallel: it stops the shared server
-	// A pool as users make it: its connections are not checked after the
-	// restart, the store copes with the stale ones.
+	// A pool as users make it, over TCP: its connections are not checked
+	// after the restart, the store copes with the stale ones.
 	db := newPgDB(t)
-	poolCfg, err := pgxpool.ParseConfig(db.URL)
+	poolCfg, err := pgxpool.ParseConfig(cluster.TCP(t, db.URL))
 	require.NoError(t, err)
 	poolCfg.MaxConns = 16
 	pool, err := pgxpool.NewWithConfig(t.Context(), poolCfg)

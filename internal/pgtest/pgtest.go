@@ -6,8 +6,9 @@
 // By default the first call to [New], [NewWithConfig], [AdminPool] or
 // [Server] in a test binary starts a throwaway PostgreSQL cluster from the
 // local server binaries (initdb, pg_ctl, postgres). The cluster lives in a
-// fresh temporary directory, listens only on a unix socket inside that
-// directory (no TCP), and is tuned for tests (fsync=off, full_page_writes=off,
+// fresh temporary directory, listens on a unix socket inside that directory
+// (what [New] connects through) and on a free port of 127.0.0.1 (see
+// [Cluster.TCP]), and is tuned for tests (fsync=off, full_page_writes=off,
 // max_connections=300). synchronous_commit stays on: with fsync=off it costs
 // only a write() per commit, and it guarantees that a commit that returned
 // survives [Cluster.Kill]. [Main] stops the cluster and removes the directory
@@ -61,6 +62,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -94,7 +96,6 @@ const (
 	// DefaultMaxConns is the MaxConns of the pool [New] returns.
 	DefaultMaxConns = 8
 
-	port         = 5432
 	pgCtlTimeout = 60 // seconds, pg_ctl -t
 	cmdTimeout   = 2 * time.Minute
 	opTimeout    = time.Minute
@@ -498,8 +499,8 @@ func randomHex(n int) string {
 // The throwaway cluster.
 
 // Cluster is the throwaway PostgreSQL cluster started by this test binary:
-// one data directory, reachable only through a unix socket in its temporary
-// directory. Its methods are safe for concurrent use, but see [Server] about
+// one data directory, reachable through a unix socket in its temporary
+// directory and on a loopback port. Its methods are safe for concurrent use, but see [Server] about
 // parallel tests. Each method ends the test with t.Fatalf on failure, so call
 // it from the test's goroutine.
 type Cluster struct {
@@ -509,6 +510,7 @@ type Cluster struct {
 	logFile                 string // server log (pg_ctl -l)
 	url                     string
 	cred                    *osUser // nil unless we run as root
+	port                    int     // TCP port on 127.0.0.1, and the socket's number
 
 	watchdog     *os.File        // see startWatchdog; nil if none
 	watchdogDone <-chan struct{} // closed when the watchdog has exited
@@ -561,6 +563,34 @@ func (c *Cluster) Start(t testing.TB) {
 // URL returns a connection string for the cluster's default database
 // ("postgres", as superuser "postgres").
 func (c *Cluster) URL() string { return c.url }
+
+// TCP returns dbURL (a [DB.URL] of this cluster) connecting over TCP to
+// 127.0.0.1 instead of the unix socket: a connection the server drops then
+// fails as it does in production, with a TCP error or a FATAL message
+// rather than a broken pipe.
+func (c *Cluster) TCP(t testing.TB, dbURL string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: parse %q: %v", dbURL, err)
+	}
+	q := u.Query()
+	q.Set("host", "127.0.0.1")
+	q.Set("port", strconv.Itoa(c.port))
+	u.RawQuery = encodeQuery(q)
+	return u.String()
+}
+
+// freeLoopbackPort returns a TCP port on 127.0.0.1 that was free a moment
+// ago.
+func freeLoopbackPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
 
 // LogFile returns the path of the server log, useful when a fault test fails.
 func (c *Cluster) LogFile() string { return c.logFile }
@@ -723,9 +753,15 @@ func startCluster() (*Cluster, error) {
 	}
 	c.data = filepath.Join(c.dir, "data")
 	c.logFile = filepath.Join(c.dir, "postgres.log")
+	// The server also listens on a free loopback port, for tests of what a
+	// TCP connection does that a socket does not (see Cluster.TCP). The
+	// unix socket takes the same number in its file name.
+	if c.port, err = freeLoopbackPort(); err != nil {
+		return nil, unavailable("find a free loopback port: %v", err)
+	}
 	c.url = (&url.URL{Scheme: "postgres", Path: "/postgres", RawQuery: encodeQuery(url.Values{
 		"host":    {c.dir},
-		"port":    {strconv.Itoa(port)},
+		"port":    {strconv.Itoa(c.port)},
 		"user":    {"postgres"},
 		"sslmode": {"disable"},
 	})}).String()
@@ -736,7 +772,7 @@ func startCluster() (*Cluster, error) {
 	}
 	conf := fmt.Sprintf(`
 # pgtest: throwaway test cluster
-listen_addresses = ''
+listen_addresses = '127.0.0.1'
 unix_socket_directories = '%s'
 port = %d
 max_connections = 300
@@ -746,7 +782,7 @@ full_page_writes = off
 # synchronous_commit stays on: with fsync=off a commit costs only a write(),
 # and Cluster.Kill must not lose commits that were acknowledged.
 synchronous_commit = on
-`, strings.ReplaceAll(c.dir, "'", "''"), port)
+`, strings.ReplaceAll(c.dir, "'", "''"), c.port)
 	f, err := os.OpenFile(filepath.Join(c.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return nil, unavailable("configure cluster: %v", err)
