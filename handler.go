@@ -39,7 +39,8 @@ type Config struct {
 	// Timeout bounds the claim and the handler's transaction. The context
 	// is detached from the request, so a sender that hangs up does not cut a
 	// transaction short; the timeout does, and the delivery is answered 500.
-	// Defaults to 10 seconds, below Stripe's own delivery timeout.
+	// Defaults to 10 seconds: Stripe treats a slow answer as a failed
+	// delivery and sends the event again, so answer well before it gives up.
 	Timeout time.Duration
 
 	// StrictAPIVersion rejects (400) events whose API version belongs to
