@@ -1,6 +1,7 @@
 package idempotency_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,9 +140,8 @@ func invoiceOf(event int64) int64 {
 // it, with fixed-width places for the event id, the invoice id and the
 // account id.
 type deliveryTemplate struct {
-	payload              []byte
-	eventAt, invoiceAt   int
-	accountAt, digitsLen int
+	payload                       []byte
+	eventAt, invoiceAt, accountAt int
 }
 
 const (
@@ -167,18 +167,9 @@ func newDeliveryTemplate(b *testing.B) *deliveryTemplate {
 }
 
 func indexOf(b *testing.B, payload []byte, s string) int {
-	i := bytesIndex(payload, s)
+	i := bytes.Index(payload, []byte(s))
 	require.GreaterOrEqual(b, i, 0, s)
 	return i
-}
-
-func bytesIndex(p []byte, s string) int {
-	for i := 0; i+len(s) <= len(p); i++ {
-		if string(p[i:i+len(s)]) == s {
-			return i
-		}
-	}
-	return -1
 }
 
 // delivery returns the signed request of delivery n.

@@ -84,6 +84,7 @@ func exerciseContract(t *testing.T, c client) {
 
 	// The same delivery again, and the twin event for the same invoice.
 	status, body = c.deliver(invoiceEvent(t, "invoice.paid", "evt_srv_1", "acct_1"))
+	require.Equal(t, 200, status)
 	require.Equal(t, `{"outcome":"duplicate"}`, body)
 	status, body = c.deliver(invoiceEvent(t, "invoice.payment_succeeded", "evt_srv_2", "acct_1"))
 	require.Equal(t, 200, status)

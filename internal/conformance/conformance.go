@@ -449,26 +449,43 @@ func tally(ch chan idempotency.Outcome, n int) map[idempotency.Outcome]int {
 	return m
 }
 
-func testWaitersSeeCommit(t *testing.T, b Backend) {
-	release, done := holdClaim(t, b, "evt_wait_commit", nil)
+// waitOn holds id's claim in a transaction that credits c and then
+// returns result, starts five copies that wait for it, releases it, and
+// reports the holder's outcome, the copies' outcomes and how many copies
+// ran the handler.
+func waitOn(t *testing.T, b Backend, id string, result error) (idempotency.Outcome, map[idempotency.Outcome]int, int32) {
+	release, done := holdClaim(t, b, id, result)
 	var ran atomic.Int32
-	outs := startWaiters(t, b, "evt_wait_commit", 5, &ran)
+	outs := startWaiters(t, b, id, 5, &ran)
 	close(release)
-	require.Equal(t, idempotency.OutcomeProcessed, <-done)
-	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeDuplicate: 5}, tally(outs, 5))
-	require.Zero(t, ran.Load())
+	holder := <-done
+	return holder, tally(outs, 5), ran.Load()
+}
+
+func testWaitersSeeCommit(t *testing.T, b Backend) {
+	holder, outs, ran := waitOn(t, b, "evt_wait_commit", nil)
+	require.Equal(t, idempotency.OutcomeProcessed, holder)
+	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeDuplicate: 5}, outs)
+	require.Zero(t, ran)
 	require.Equal(t, 1, b.Get(t, "c"))
 }
 
 func testWaiterRunsAfterFailure(t *testing.T, b Backend) {
-	release, done := holdClaim(t, b, "evt_wait_fail", errHandler)
-	var ran atomic.Int32
-	outs := startWaiters(t, b, "evt_wait_fail", 5, &ran)
-	close(release)
-	require.Equal(t, idempotency.OutcomeFailed, <-done)
-	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeProcessed: 1, idempotency.OutcomeDuplicate: 4}, tally(outs, 5))
-	require.EqualValues(t, 1, ran.Load(), "exactly one waiter runs the failed event")
+	holder, outs, ran := waitOn(t, b, "evt_wait_fail", errHandler)
+	require.Equal(t, idempotency.OutcomeFailed, holder)
+	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeProcessed: 1, idempotency.OutcomeDuplicate: 4}, outs)
+	require.EqualValues(t, 1, ran, "exactly one waiter runs the failed event")
 	require.Equal(t, 1, b.Get(t, "c"))
+}
+
+// testWaitersSeeSkip: copies waiting for a delivery that skips answer
+// duplicate; the handler ran once.
+func testWaitersSeeSkip(t *testing.T, b Backend) {
+	holder, outs, ran := waitOn(t, b, "evt_wait_skip", idempotency.Skip("no account"))
+	require.Equal(t, idempotency.OutcomeSkipped, holder)
+	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeDuplicate: 5}, outs)
+	require.Zero(t, ran)
+	require.Equal(t, 0, b.Get(t, "c"))
 }
 
 func testWaiterCancelled(t *testing.T, b Backend) {
@@ -567,19 +584,6 @@ func testBadInput(t *testing.T, b Backend) {
 	})
 	require.Error(t, err, "an empty guard key")
 	requireNoEvent(t, b, "evt_badguard")
-	require.Equal(t, 0, b.Get(t, "c"))
-}
-
-// testWaitersSeeSkip: copies waiting for a delivery that skips answer
-// duplicate; the handler ran once.
-func testWaitersSeeSkip(t *testing.T, b Backend) {
-	release, done := holdClaim(t, b, "evt_wait_skip", idempotency.Skip("no account"))
-	var ran atomic.Int32
-	outs := startWaiters(t, b, "evt_wait_skip", 5, &ran)
-	close(release)
-	require.Equal(t, idempotency.OutcomeSkipped, <-done)
-	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeDuplicate: 5}, tally(outs, 5))
-	require.Zero(t, ran.Load())
 	require.Equal(t, 0, b.Get(t, "c"))
 }
 
