@@ -46,12 +46,14 @@ func BenchmarkReceiver(b *testing.B) {
 			require.NoError(b, err)
 			require.NoError(b, store.Migrate(b.Context()))
 			hs := idempotency.NewHandlers()
+			grant := idempotency.NewAction(hs, idempotency.ActionSpec{
+				Name: "credit-invoice", Key: "invoice id", Owners: []string{"invoice.paid"}, KeyIsObjectID: true,
+			}, func(ctx context.Context, tx idempotency.Tx, _ string, account string) error {
+				return credit(ctx, idempotency.PgxTx(tx), account)
+			})
 			idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
-				first, err := tx.Guard(ctx, "invoice-credit", ev.Object.ID)
-				if err != nil || !first {
-					return err
-				}
-				return credit(ctx, idempotency.PgxTx(tx), ev.Object.Metadata["account_id"])
+				_, err := grant.Do(ctx, tx, ev.Object.ID, ev.Object.Metadata["account_id"])
+				return err
 			})
 			h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
 			require.NoError(b, err)

@@ -113,6 +113,7 @@ const (
 type Handler struct {
 	store    Store
 	handlers map[string]registration
+	early    map[string][]string // event type → guard scopes claimed with the event
 	cfg      Config
 	log      *slog.Logger
 
@@ -153,7 +154,7 @@ func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	cfg.Secrets = append([]string(nil), cfg.Secrets...)
-	h := &Handler{store: store, handlers: maps.Clone(hs.byType), cfg: cfg, log: cfg.Logger}
+	h := &Handler{store: store, handlers: maps.Clone(hs.byType), early: hs.earlyGuardScopes(), cfg: cfg, log: cfg.Logger}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -246,6 +247,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (in
 	}
 	var apply ApplyFunc
 	if handled {
+		if scopes := h.early[env.Type]; len(scopes) > 0 && env.ObjectID != "" {
+			claim.Guards = make([]GuardKey, len(scopes))
+			for i, scope := range scopes {
+				claim.Guards[i] = GuardKey{Scope: scope, Key: env.ObjectID}
+			}
+		}
 		apply = func(ctx context.Context, tx Tx) (err error) {
 			defer func() {
 				if v := recover(); v != nil {

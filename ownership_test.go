@@ -2,8 +2,10 @@ package idempotency_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -151,4 +153,65 @@ func TestActionRegistrationErrors(t *testing.T) {
 	}
 	_, err = idempotency.NewActionSafely[int](hs, idempotency.ActionSpec{Name: "d", Key: "k"}, nil)
 	require.Error(t, err)
+}
+
+// claimRecorder is a MemoryStore that keeps the claims it is given.
+type claimRecorder struct {
+	*idempotency.MemoryStore
+	mu     sync.Mutex
+	claims []idempotency.Claim
+}
+
+func (r *claimRecorder) Run(ctx context.Context, c idempotency.Claim, apply idempotency.ApplyFunc) (idempotency.Outcome, error) {
+	r.mu.Lock()
+	r.claims = append(r.claims, c)
+	r.mu.Unlock()
+	return r.MemoryStore.Run(ctx, c, apply)
+}
+
+// TestKeyIsObjectIDNamesGuardsInClaim: the handler names the guards of the
+// actions declared KeyIsObjectID in the claim of each owner's events, in
+// declaration order, keyed by data.object.id, and the results are those of
+// the same route without the hint.
+func TestKeyIsObjectIDNamesGuardsInClaim(t *testing.T) {
+	t.Parallel()
+	hs := idempotency.NewHandlers()
+	c := &counters{m: map[string]int{}}
+	grantInvoice := idempotency.NewAction(hs, idempotency.ActionSpec{
+		Name: "grant-invoice", Key: "invoice id", Owners: []string{"invoice.paid"}, KeyIsObjectID: true,
+	}, func(ctx context.Context, tx idempotency.Tx, _ string, g grant) error { return c.add(ctx, tx, g.account, 100) })
+	idempotency.NewAction(hs, idempotency.ActionSpec{Name: "audit", Key: "object id", KeyIsObjectID: true},
+		func(context.Context, idempotency.Tx, string, string) error { return nil })
+	idempotency.NewAction(hs, idempotency.ActionSpec{Name: "receipt", Key: "invoice id", Owners: []string{"invoice.paid"}},
+		func(context.Context, idempotency.Tx, string, string) error { return nil })
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		_, err := grantInvoice.Do(ctx, tx, ev.Object.ID, grant{account: ev.Object.Metadata["account_id"]})
+		return err
+	})
+	idempotency.On(hs, "charge.refunded", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Charge]) error { return nil })
+	store := &claimRecorder{MemoryStore: idempotency.NewMemoryStore()}
+	h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), RecordIgnored: true})
+	require.NoError(t, err)
+
+	require.Equal(t, idempotency.OutcomeProcessed, idempotency.Deliver(h, invoicePayload(t, "evt_k1", "in_k", "acct_k"), testSecret).Outcome)
+	require.Equal(t, idempotency.OutcomeProcessed, idempotency.Deliver(h, invoicePayload(t, "evt_k2", "in_k", "acct_k"), testSecret).Outcome)
+	require.Equal(t, idempotency.OutcomeProcessed, idempotency.Deliver(h, eventPayload(t, "charge.refunded", "evt_k3", nil), testSecret).Outcome)
+	require.Equal(t, idempotency.OutcomeIgnored, idempotency.Deliver(h, eventPayload(t, "payment_intent.succeeded", "evt_k4", nil), testSecret).Outcome)
+	require.Equal(t, 100, c.get(t, "acct_k"), "two events for one invoice credit once")
+
+	require.Len(t, store.claims, 4)
+	require.Equal(t, []idempotency.GuardKey{{Scope: "action:grant-invoice", Key: "in_k"}, {Scope: "action:audit", Key: "in_k"}}, store.claims[0].Guards)
+	require.Equal(t, store.claims[0].Guards, store.claims[1].Guards)
+	var charge struct {
+		Data struct{ Object struct{ ID string } }
+	}
+	require.NoError(t, json.Unmarshal(fixture(t, "charge.refunded"), &charge))
+	require.Equal(t, []idempotency.GuardKey{{Scope: "action:audit", Key: charge.Data.Object.ID}}, store.claims[2].Guards, "an action with no owners is owned by every handled type")
+	require.Empty(t, store.claims[3].Guards, "an event without a handler runs no action")
+
+	require.Equal(t, []idempotency.ActionInfo{
+		{Name: "grant-invoice", Key: "invoice id", Owners: []string{"invoice.paid"}, KeyIsObjectID: true},
+		{Name: "audit", Key: "object id", KeyIsObjectID: true},
+		{Name: "receipt", Key: "invoice id", Owners: []string{"invoice.paid"}},
+	}, hs.Actions())
 }

@@ -55,7 +55,33 @@ type Claim struct {
 	// Outcome is what Run records when apply is nil: OutcomeIgnored or
 	// OutcomeProcessed. It is ignored when apply is not nil.
 	Outcome Outcome
+	// Guards are natural keys apply is expected to claim with [Tx.Guard].
+	// A store may claim them together with the event, before apply runs, and
+	// answer Guard from that claim: [PgxStore] does, in the claim's round
+	// trip. It is only a hint: the results are those of Guard calls made by
+	// apply, and a key apply never guards is released before the
+	// transaction commits. [Handler] fills it from the actions declared with
+	// ActionSpec.KeyIsObjectID.
+	Guards []GuardKey
 }
+
+// GuardKey is a natural key as [Tx.Guard] takes it.
+type GuardKey struct{ Scope, Key string }
+
+// check rejects a claim no store can run.
+func (c *Claim) check() error {
+	if c.EventID == "" {
+		return errNoEventID
+	}
+	for i, g := range c.Guards {
+		if g.Scope == "" || g.Key == "" {
+			return fmt.Errorf("idempotency: Claim.Guards[%d] needs a non-empty scope and key (scope %q, key empty: %t)", i, g.Scope, g.Key == "")
+		}
+	}
+	return nil
+}
+
+var errNoEventID = errors.New("idempotency: claim has no event id")
 
 // Tx is the transaction a handler runs in. It is store-neutral; the
 // PostgreSQL store's transaction also gives its pgx.Tx through [PgxTx].

@@ -62,8 +62,10 @@ func NewMemoryStore() *MemoryStore {
 // back and run again, up to maxAttempts times in all, as [PgxStore] does
 // with PostgreSQL's deadlocks and serialization failures.
 func (s *MemoryStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
-	if c.EventID == "" {
-		return OutcomeFailed, errNoEventID
+	// Claim.Guards is a hint this store has no use for: a Guard costs no
+	// round trip here.
+	if err := c.check(); err != nil {
+		return OutcomeFailed, err
 	}
 	for attempt := 1; ; attempt++ {
 		outcome, err := s.runOnce(ctx, c, apply)
@@ -130,8 +132,6 @@ func (s *MemoryStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Ou
 	}
 	return OutcomeProcessed, tx.finish(ctx, tx.record(OutcomeProcessed, ""), true)
 }
-
-var errNoEventID = errors.New("idempotency: claim has no event id")
 
 // record is the ledger row of tx's event. ProcessedAt is the time of the
 // claim, as in PgxStore.

@@ -85,7 +85,7 @@ type PgxStore struct {
 const DefaultRecentClaims = 16384
 
 type pgxStatements struct {
-	claim, markSkipped, guard, lookupEvent, lookupGuard string
+	claim, markSkipped, guard, releaseGuard, lookupEvent, lookupGuard string
 }
 
 // NewPgxStore returns a PostgreSQL store on db. It fails when cfg is
@@ -123,8 +123,9 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 		sql: pgxStatements{
 			claim: `INSERT INTO ` + s + `.idempotency_events (event_id, event_type, object_id, outcome, livemode, account, received_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`,
-			markSkipped: `UPDATE ` + s + `.idempotency_events SET outcome = 'skipped', skip_reason = $2 WHERE event_id = $1`,
-			guard:       `INSERT INTO ` + s + `.idempotency_guards (scope, key, event_id) VALUES ($1, $2, $3) ON CONFLICT (scope, key) DO NOTHING`,
+			markSkipped:  `UPDATE ` + s + `.idempotency_events SET outcome = 'skipped', skip_reason = $2 WHERE event_id = $1`,
+			guard:        `INSERT INTO ` + s + `.idempotency_guards (scope, key, event_id) VALUES ($1, $2, $3) ON CONFLICT (scope, key) DO NOTHING`,
+			releaseGuard: `DELETE FROM ` + s + `.idempotency_guards WHERE scope = $1 AND key = $2 AND event_id = $3`,
 			lookupEvent: `SELECT event_id, event_type, object_id, account, livemode, outcome, skip_reason, received_at, processed_at
 FROM ` + s + `.idempotency_events WHERE event_id = $1`,
 			lookupGuard: `SELECT scope, key, event_id, claimed_at FROM ` + s + `.idempotency_guards WHERE scope = $1 AND key = $2`,
@@ -159,8 +160,8 @@ func (handlerTx) Rollback(context.Context) error { return ErrTxOwnedByStore }
 
 // Run implements [Store].
 func (s *PgxStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
-	if c.EventID == "" {
-		return OutcomeFailed, errNoEventID
+	if err := c.check(); err != nil {
+		return OutcomeFailed, err
 	}
 	if s.local != nil {
 		done, release, err := s.local.acquire(ctx, c.EventID)
@@ -198,14 +199,14 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 	if apply == nil {
 		outcome = c.nilApplyOutcome()
 	}
-	tx, claimed, err := s.beginClaim(ctx, c, outcome, apply != nil)
+	tx, early, claimed, err := s.beginClaim(ctx, c, outcome, apply != nil)
 	if err != nil || !claimed {
 		if err != nil {
 			return OutcomeFailed, err
 		}
 		return OutcomeDuplicate, nil
 	}
-	ptx := &pgxTx{txState: txState{claim: c}, tx: tx, s: s}
+	ptx := &pgxTx{txState: txState{claim: c}, tx: tx, s: s, early: early}
 	committed := false
 	defer func() {
 		if !committed {
@@ -225,6 +226,8 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 			}
 			outcome = OutcomeSkipped
 			ptx.end(ctx, false) // the handler's AfterCommit funcs belong to its writes
+		} else if err := ptx.releaseUnasked(ctx); err != nil {
+			return OutcomeFailed, err
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -239,23 +242,24 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 }
 
 // beginClaim begins the event's transaction and claims the event id in it,
-// followed by a savepoint when a handler will run (a skip rolls back to it
-// and keeps the claim). It reports claimed false, with nothing left open,
-// when the id is claimed already. On a pool or a connection the begin, the
-// claim and the savepoint travel in one round trip (pgx's Batch.BeginTx).
+// followed, when a handler will run, by a savepoint (a skip rolls back to it
+// and keeps the claim) and the claims of c.Guards, which a skip rolls back
+// too. It reports claimed false, with nothing left open, when the id is
+// claimed already. On a pool or a connection all of it travels in one round
+// trip (pgx's Batch.BeginTx).
 //
 // A pool may hand out a connection the server closed while it sat idle
 // (after a database restart). The batch holds no COMMIT, so whatever such a
 // connection failed to do was not kept: it is tried again on another
 // connection, a bounded number of times (see staleConn).
-func (s *PgxStore) beginClaim(ctx context.Context, c Claim, outcome Outcome, savepoint bool) (tx pgx.Tx, claimed bool, err error) {
+func (s *PgxStore) beginClaim(ctx context.Context, c Claim, outcome Outcome, handler bool) (tx pgx.Tx, early []earlyGuard, claimed bool, err error) {
 	for attempt := 1; ; attempt++ {
-		tx, claimed, err = s.beginClaimOnce(ctx, c, outcome, savepoint)
+		tx, early, claimed, err = s.beginClaimOnce(ctx, c, outcome, handler)
 		if err == nil || attempt == maxBeginAttempts || !staleConn(err) || ctx.Err() != nil {
 			if err != nil {
 				err = fmt.Errorf("idempotency: claiming event: %w", err)
 			}
-			return tx, claimed, err
+			return tx, early, claimed, err
 		}
 	}
 }
@@ -266,7 +270,7 @@ type pgxBatcher interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome, savepoint bool) (pgx.Tx, bool, error) {
+func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome, handler bool) (pgx.Tx, []earlyGuard, bool, error) {
 	var tx pgx.Tx
 	batch := &pgx.Batch{}
 	if s.batch != nil {
@@ -274,14 +278,23 @@ func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome,
 	} else {
 		var err error
 		if tx, err = s.db.BeginTx(ctx, s.opts); err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 	}
 	claimAt := batch.Len()
 	batch.Queue(s.sql.claim, c.EventID, c.EventType, c.ObjectID, string(outcome), c.Livemode, c.Account, c.receivedAt())
-	if savepoint {
+	var early []earlyGuard
+	if handler {
 		batch.Queue(sqlSavepoint)
+		if len(c.Guards) > 0 {
+			early = make([]earlyGuard, len(c.Guards))
+		}
+		for i, g := range c.Guards {
+			early[i].GuardKey = g
+			batch.Queue(s.sql.guard, g.Scope, g.Key, c.EventID)
+		}
 	}
+	guardsAt := batch.Len() - len(early)
 	var results pgx.BatchResults
 	if s.batch != nil {
 		results = s.batch.SendBatch(ctx, batch)
@@ -293,18 +306,22 @@ func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome,
 	var err error
 	for i := 0; i < batch.Len() && err == nil; i++ {
 		var tag pgconn.CommandTag
-		if tag, err = results.Exec(); i == claimAt {
+		tag, err = results.Exec()
+		switch {
+		case i == claimAt:
 			claimTag = tag
+		case i >= guardsAt:
+			early[i-guardsAt].first = tag.RowsAffected() == 1
 		}
 	}
 	if closeErr := results.Close(); err == nil {
 		err = closeErr
 	}
 	if err == nil && claimTag.RowsAffected() == 1 {
-		return tx, true, nil
+		return tx, early, true, nil
 	}
 	rollback(ctx, tx) // also returns a pooled connection whose begin failed
-	return nil, false, err
+	return nil, nil, false, err
 }
 
 const sqlSavepoint = `SAVEPOINT idempotency_claimed`
@@ -383,8 +400,30 @@ func (s *PgxStore) queryRow(ctx context.Context, sql string, args []any, dest ..
 // pgxTx is a PgxStore transaction.
 type pgxTx struct {
 	txState
-	tx pgx.Tx
-	s  *PgxStore
+	tx    pgx.Tx
+	s     *PgxStore
+	early []earlyGuard
+}
+
+// earlyGuard is a key of Claim.Guards, claimed in the claim's round trip.
+type earlyGuard struct {
+	GuardKey
+	first bool // the claim was new
+	asked bool // Guard has reported it
+}
+
+// releaseUnasked deletes the early claims the handler never asked for, so
+// that they are not kept for an action this event did not run.
+func (t *pgxTx) releaseUnasked(ctx context.Context) error {
+	for _, g := range t.early {
+		if !g.first || g.asked {
+			continue
+		}
+		if _, err := t.tx.Exec(ctx, t.s.sql.releaseGuard, g.Scope, g.Key, t.claim.EventID); err != nil {
+			return fmt.Errorf("idempotency: releasing an unused guard: %w", err)
+		}
+	}
+	return nil
 }
 
 func (t *pgxTx) Guard(ctx context.Context, scope, key string) (bool, error) {
@@ -393,6 +432,12 @@ func (t *pgxTx) Guard(ctx context.Context, scope, key string) (bool, error) {
 	}
 	if err := t.checkOpen(); err != nil {
 		return false, err
+	}
+	for i := range t.early {
+		if g := &t.early[i]; g.Scope == scope && g.Key == key && !g.asked {
+			g.asked = true
+			return g.first, nil
+		}
 	}
 	tag, err := t.tx.Exec(ctx, t.s.sql.guard, scope, key, t.claim.EventID)
 	if err != nil {

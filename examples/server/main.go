@@ -138,6 +138,9 @@ func newServer(store idempotency.Store, accts accounts, secrets []string, logger
 		Name:   "grant-invoice",
 		Key:    "invoice id",
 		Owners: []string{"invoice.paid", "invoice.payment_succeeded"},
+		// Both owners pass their invoice's id: the guard is claimed with
+		// the event, one round trip fewer.
+		KeyIsObjectID: true,
 	}, func(ctx context.Context, tx idempotency.Tx, _ string, g grant) error {
 		return accts.Grant(ctx, tx, g.account, 100, g.until)
 	})

@@ -56,7 +56,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"AfterCommitOnlyOnCommit", testAfterCommit},
 		{"AfterCommitRedeliversSameEvent", testAfterCommitRedelivers},
 		{"CopyDuringAfterCommitIsDuplicate", testCopyDuringAfterCommit},
-		{"GuardFirstOnce", testGuardFirstOnce},
+		{"GuardFirstOnce", func(t *testing.T, b Backend) { testGuardFirstOnce(t, b, false) }},
 		{"GuardRollsBack", testGuardRollsBack},
 		{"GuardAcrossEventsCreditsOnce", testGuardAcrossEvents},
 		{"ConcurrentDuplicates", testConcurrentDuplicates},
@@ -64,8 +64,14 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"WaiterRunsAfterFailure", testWaiterRunsAfterFailure},
 		{"WaiterContextCancelled", testWaiterCancelled},
 		{"WaitersSeeSkip", testWaitersSeeSkip},
-		{"GuardWaitsForHolderCommit", func(t *testing.T, b Backend) { testGuardWaits(t, b, nil) }},
-		{"GuardWaitsForHolderRollback", func(t *testing.T, b Backend) { testGuardWaits(t, b, errHandler) }},
+		{"GuardWaitsForHolderCommit", func(t *testing.T, b Backend) { testGuardWaits(t, b, nil, false) }},
+		{"GuardWaitsForHolderRollback", func(t *testing.T, b Backend) { testGuardWaits(t, b, errHandler, false) }},
+		{"EarlyGuardWaitsForHolderCommit", func(t *testing.T, b Backend) { testGuardWaits(t, b, nil, true) }},
+		{"EarlyGuardWaitsForHolderRollback", func(t *testing.T, b Backend) { testGuardWaits(t, b, errHandler, true) }},
+		{"EarlyGuardFirstOnce", func(t *testing.T, b Backend) { testGuardFirstOnce(t, b, true) }},
+		{"EarlyGuardUnaskedIsReleased", testEarlyGuardUnasked},
+		{"EarlyGuardSkipRollsBack", testEarlyGuardSkip},
+		{"EarlyGuardAcrossEventsCreditsOnce", testEarlyGuardAcrossEvents},
 		{"ActionOncePerKeyAcrossOwners", testActionOnce},
 		{"ActionNotOwner", testActionNotOwner},
 		{"DeadlockRetried", testDeadlockRetried},
@@ -302,9 +308,15 @@ func requireGuardFirst(ctx context.Context, t *testing.T, tx idempotency.Tx, sco
 	require.Equal(t, want, first, msg)
 }
 
-func testGuardFirstOnce(t *testing.T, b Backend) {
+// testGuardFirstOnce: Guard reports a key first once. With early set, the
+// claims name the key in Claim.Guards, which must not change a result.
+func testGuardFirstOnce(t *testing.T, b Backend, early bool) {
 	ctx := ctxT(t)
-	_, err := b.Store.Run(ctx, claim("evt_g1"), func(ctx context.Context, tx idempotency.Tx) error {
+	claimOf := claim
+	if early {
+		claimOf = func(id string) idempotency.Claim { return claimGuarding(id, "invoice-credit", "in_1") }
+	}
+	_, err := b.Store.Run(ctx, claimOf("evt_g1"), func(ctx context.Context, tx idempotency.Tx) error {
 		requireGuardFirst(ctx, t, tx, "invoice-credit", "in_1", true, "a new key")
 		requireGuardFirst(ctx, t, tx, "invoice-credit", "in_1", false, "the same key twice in one transaction")
 		requireGuardFirst(ctx, t, tx, "invoice-receipt", "in_1", true, "another scope is another key")
@@ -317,12 +329,16 @@ func testGuardFirstOnce(t *testing.T, b Backend) {
 	require.Equal(t, "evt_g1", rec.EventID)
 	require.Equal(t, "invoice-credit", rec.Scope)
 	require.Equal(t, "in_1", rec.Key)
+	requireGuard(t, b, "invoice-receipt", "in_1", true)
 
-	_, err = b.Store.Run(ctx, claim("evt_g2"), func(ctx context.Context, tx idempotency.Tx) error {
+	_, err = b.Store.Run(ctx, claimOf("evt_g2"), func(ctx context.Context, tx idempotency.Tx) error {
 		requireGuardFirst(ctx, t, tx, "invoice-credit", "in_1", false, "a key claimed by a committed event")
 		return nil
 	})
 	require.NoError(t, err)
+	rec, _, err = b.Store.LookupGuard(ctx, "invoice-credit", "in_1")
+	require.NoError(t, err)
+	require.Equal(t, "evt_g1", rec.EventID, "the first claim stays")
 }
 
 func testGuardRollsBack(t *testing.T, b Backend) {
@@ -584,12 +600,75 @@ func testBadInput(t *testing.T, b Backend) {
 	})
 	require.Error(t, err, "an empty guard key")
 	requireNoEvent(t, b, "evt_badguard")
+	for _, g := range []idempotency.GuardKey{{Scope: "invoice"}, {Key: "in_1"}} {
+		c := claim("evt_badearly")
+		c.Guards = []idempotency.GuardKey{{Scope: "invoice", Key: "in_ok"}, g}
+		_, err = b.Store.Run(ctx, c, addOne(b, "c"))
+		require.Error(t, err, "an empty key in Claim.Guards: %+v", g)
+	}
+	requireNoEvent(t, b, "evt_badearly")
+	requireGuard(t, b, "invoice", "in_ok", false)
 	require.Equal(t, 0, b.Get(t, "c"))
 }
 
+// claimGuarding is a claim that names (scope, key) in Claim.Guards.
+func claimGuarding(id, scope, key string) idempotency.Claim {
+	c := claim(id)
+	c.Guards = []idempotency.GuardKey{{Scope: scope, Key: key}}
+	return c
+}
+
+// testEarlyGuardUnasked: a key of Claim.Guards that apply never guards is
+// not kept, so an event that does run the action later still can.
+func testEarlyGuardUnasked(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	out, err := b.Store.Run(ctx, claimGuarding("evt_u1", "invoice-credit", "in_u"), addOne(b, "c"))
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+	require.Equal(t, 1, b.Get(t, "c"))
+	requireGuard(t, b, "invoice-credit", "in_u", false)
+	_, err = b.Store.Run(ctx, claim("evt_u2"), func(ctx context.Context, tx idempotency.Tx) error {
+		requireGuardFirst(ctx, t, tx, "invoice-credit", "in_u", true, "a key claimed early and never asked for")
+		return nil
+	})
+	require.NoError(t, err)
+	requireGuard(t, b, "invoice-credit", "in_u", true)
+}
+
+// testEarlyGuardSkip: a skip rolls back an early claim with the writes.
+func testEarlyGuardSkip(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	out, err := b.Store.Run(ctx, claimGuarding("evt_s1", "invoice-credit", "in_s"), func(ctx context.Context, tx idempotency.Tx) error {
+		requireGuardFirst(ctx, t, tx, "invoice-credit", "in_s", true, "a new key claimed early")
+		return idempotency.Skip("not for us")
+	})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeSkipped, out)
+	requireEvent(t, b, "evt_s1", idempotency.OutcomeSkipped)
+	requireGuard(t, b, "invoice-credit", "in_s", false)
+}
+
+// testEarlyGuardAcrossEvents: concurrent events for one invoice, each
+// naming the invoice in Claim.Guards, credit once.
+func testEarlyGuardAcrossEvents(t *testing.T, b Backend) {
+	ctx := ctxT(t)
+	const events = 20
+	var wg sync.WaitGroup
+	for i := range events {
+		wg.Go(func() {
+			out, err := b.Store.Run(ctx, claimGuarding(fmt.Sprintf("evt_etwin_%d", i), "invoice-credit", "in_etwins"), creditOnce(b, "in_etwins"))
+			assert.NoError(t, err)
+			assert.Equal(t, idempotency.OutcomeProcessed, out, "each event id is new")
+		})
+	}
+	wg.Wait()
+	require.Equal(t, 100, b.Get(t, "credits"), "%d events for one invoice credit once", events)
+}
+
 // testGuardWaits: a guard held by a transaction in flight makes another
-// event's Guard wait; it reports first only if the holder rolled back.
-func testGuardWaits(t *testing.T, b Backend, holderResult error) {
+// event's Guard wait; it reports first only if the holder rolled back. With
+// early set, the waiting event names the key in Claim.Guards.
+func testGuardWaits(t *testing.T, b Backend, holderResult error, early bool) {
 	ctx := ctxT(t)
 	held, release := make(chan struct{}), make(chan struct{})
 	holder := make(chan error, 1)
@@ -611,8 +690,12 @@ func testGuardWaits(t *testing.T, b Backend, holderResult error) {
 	}
 	waiter := make(chan result, 1)
 	go func() {
+		c := claim("evt_waiter")
+		if early {
+			c.Guards = []idempotency.GuardKey{{Scope: "invoice", Key: "in_contended"}}
+		}
 		var first bool // of the last attempt: a store may run the transaction again
-		_, err := b.Store.Run(ctx, claim("evt_waiter"), func(ctx context.Context, tx idempotency.Tx) error {
+		_, err := b.Store.Run(ctx, c, func(ctx context.Context, tx idempotency.Tx) error {
 			var err error
 			first, err = tx.Guard(ctx, "invoice", "in_contended")
 			return err
