@@ -179,7 +179,9 @@ func TestKeyIsObjectIDNamesGuardsInClaim(t *testing.T) {
 	c := &counters{m: map[string]int{}}
 	grantInvoice := idempotency.NewAction(hs, idempotency.ActionSpec{
 		Name: "grant-invoice", Key: "invoice id", Owners: []string{"invoice.paid"}, KeyIsObjectID: true,
-	}, func(ctx context.Context, tx idempotency.Tx, _ string, g grant) error { return c.add(ctx, tx, g.account, 100) })
+	}, func(ctx context.Context, tx idempotency.Tx, _ string, g grant) error {
+		return c.add(ctx, tx, g.account, 100)
+	})
 	idempotency.NewAction(hs, idempotency.ActionSpec{Name: "audit", Key: "object id", KeyIsObjectID: true},
 		func(context.Context, idempotency.Tx, string, string) error { return nil })
 	idempotency.NewAction(hs, idempotency.ActionSpec{Name: "receipt", Key: "invoice id", Owners: []string{"invoice.paid"}},

@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,9 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/seed-a84bb619/idempotency/internal/decode"
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
 )
 
@@ -136,18 +134,48 @@ func jsonKind(value string) string {
 	return kind
 }
 
-// decoderFor returns the func that decodes data.object into a T. The
-// envelope parser has already validated the whole body as JSON, which
-// allows three savings over json.Unmarshal, with the same result:
-//   - when T (or *T) implements json.Unmarshaler, as stripe-go's types do,
-//     its UnmarshalJSON is called directly: json.Unmarshal would validate
-//     the bytes once more first;
-//   - that UnmarshalJSON gets the object without the indentation Stripe
-//     sends: stripe-go's decoders scan their input several times over, and
-//     spend a fifth less on the compact form;
-//   - a struct of the user's own decodes only the members it has fields
-//     for (see fieldFilter).
+// decoderFor returns the func that decodes data.object into a T, with the
+// result of json.Unmarshal. The envelope parser has already validated the
+// whole body as JSON.
+//
+// The fast path is internal/decode, compiled once here, which also decodes
+// the objects of stripe-go's expandable resources (*stripe.Invoice and its
+// like) field by field rather than through their UnmarshalJSON. It gives up
+// on anything beyond the plain case (see its documentation); the event is
+// then decoded afresh by jsonDecoderFor. A type that decodes itself and is
+// not one of stripe-go's expandable resources goes to jsonDecoderFor
+// directly.
 func decoderFor[T any]() func(raw []byte, dst *T) error {
+	slow := jsonDecoderFor[T]()
+	rt := reflect.TypeFor[T]()
+	base := rt
+	if base.Kind() == reflect.Pointer {
+		base = base.Elem()
+	}
+	if reflect.PointerTo(base).Implements(reflect.TypeFor[json.Unmarshaler]()) && !isStripeExpandable(base) {
+		return slow
+	}
+	fast := decode.New(rt, isStripeExpandable)
+	return func(raw []byte, dst *T) error {
+		if fast.Decode(raw, reflect.ValueOf(dst).Elem()) {
+			return nil
+		}
+		var zero T
+		*dst = zero
+		return slow(raw, dst)
+	}
+}
+
+// jsonDecoderFor returns the func that decodes data.object into a T with
+// encoding/json. When T (or *T) implements json.Unmarshaler, as stripe-go's
+// types do, the envelope parser's validation allows two savings over
+// json.Unmarshal, with the same result:
+//   - its UnmarshalJSON is called directly: json.Unmarshal would validate
+//     the bytes once more first;
+//   - it gets the object without the indentation Stripe sends: stripe-go's
+//     decoders scan their input several times over, and spend a fifth less
+//     on the compact form.
+func jsonDecoderFor[T any]() func(raw []byte, dst *T) error {
 	rt := reflect.TypeFor[T]()
 	unmarshaler := reflect.TypeFor[json.Unmarshaler]()
 	if rt == reflect.TypeFor[json.RawMessage]() || rt == reflect.TypeFor[*json.RawMessage]() {
@@ -169,20 +197,7 @@ func decoderFor[T any]() func(raw []byte, dst *T) error {
 			return decodeCompact(rt, raw, any(dst).(json.Unmarshaler).UnmarshalJSON)
 		}
 	}
-	keep := fieldFilter(rt)
-	if keep == nil {
-		return func(raw []byte, dst *T) error { return json.Unmarshal(raw, dst) }
-	}
-	return func(raw []byte, dst *T) error {
-		buf := getBuf()
-		defer putBuf(buf)
-		slim, err := envelope.Filter((*buf)[:0], raw, keep)
-		if err != nil {
-			return json.Unmarshal(raw, dst) // let encoding/json report it
-		}
-		*buf = slim
-		return json.Unmarshal(slim, dst) // copies what it keeps
-	}
+	return func(raw []byte, dst *T) error { return json.Unmarshal(raw, dst) }
 }
 
 // decodeCompact calls decode with raw compacted. The json.Unmarshaler
@@ -202,7 +217,7 @@ func decodeCompact(rt reflect.Type, raw []byte, decode func([]byte) error) error
 	return decode(*buf)
 }
 
-// decodeBufs recycles the buffers objects are compacted or filtered into.
+// decodeBufs recycles the buffers objects are compacted into.
 var decodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return &b }}
 
 func getBuf() *[]byte { return decodeBufs.Get().(*[]byte) }
@@ -213,77 +228,6 @@ func putBuf(buf *[]byte) {
 	if cap(*buf) <= 64<<10 {
 		decodeBufs.Put(buf)
 	}
-}
-
-// fieldFilter returns, for a struct type (or pointer to one) decoded by
-// encoding/json, which top-level members of data.object can reach one of
-// its fields: a user's slim struct of five fields then decodes five
-// members, not the hundred of a Stripe invoice. It keeps every member
-// encoding/json might match (names compare case-insensitively, as
-// encoding/json does; any key that is not plain ASCII is kept), so the
-// decoded value is the same. It returns nil, no filtering, for types whose
-// decoding depends on more than field names: embedded structs, or a type
-// that decodes itself from text.
-func fieldFilter(rt reflect.Type) func(key []byte) bool {
-	if rt.Kind() == reflect.Pointer {
-		rt = rt.Elem()
-	}
-	text := reflect.TypeFor[encoding.TextUnmarshaler]()
-	if rt.Kind() != reflect.Struct || rt.Implements(text) || reflect.PointerTo(rt).Implements(text) {
-		return nil
-	}
-	names := make(map[string]bool, rt.NumField())
-	for i := range rt.NumField() {
-		f := rt.Field(i)
-		if f.Anonymous {
-			return nil
-		}
-		if !f.IsExported() {
-			continue
-		}
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if !validJSONTagName(name) { // encoding/json falls back to the field name
-			name = f.Name
-		}
-		lower, ok := asciiLower(name)
-		if !ok {
-			return nil
-		}
-		names[lower] = true
-	}
-	return func(key []byte) bool {
-		lower, ok := asciiLower(string(key))
-		return !ok || names[lower]
-	}
-}
-
-// validJSONTagName is encoding/json's isValidTag.
-func validJSONTagName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		switch {
-		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
-		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
-			return false
-		}
-	}
-	return true
-}
-
-// asciiLower lower-cases s, reporting false when s is not all ASCII.
-func asciiLower(s string) (string, bool) {
-	for i := range len(s) {
-		if s[i] >= utf8.RuneSelf {
-			return "", false
-		}
-	}
-	return strings.ToLower(s), true
 }
 
 // EventTypes returns the event types that have a handler, sorted.

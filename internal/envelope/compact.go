@@ -1,7 +1,7 @@
 package envelope
 
 // Compact appends v to dst without the white space between its tokens. v
-// must be valid JSON, as Parse's Object and Filter's output are: on any
+// must be valid JSON, as Parse's Object is: on any
 // other input Compact neither fails nor panics, but what it appends is
 // unspecified.
 //

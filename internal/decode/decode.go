@@ -1,0 +1,788 @@
+// Package decode is a fast path for encoding/json's Unmarshal into a
+// struct type known in advance, such as a stripe-go resource.
+//
+// A [Decoder] is compiled once per type. Its Decode either produces exactly
+// what json.Unmarshal would, or reports false and leaves the caller to run
+// json.Unmarshal on a fresh value. It reports false whenever the input
+// strays from the plain case it is built for: a key repeated within an
+// object (case-insensitively when it matches a field that way), a value of the
+// wrong JSON type, a number that overflows its field, an escaped key.
+// Values it does not decode itself (interfaces, []byte, arrays, types that
+// implement encoding.TextUnmarshaler, structs with a ",string" field) are
+// handed to json.Unmarshal one by one; types that implement
+// json.Unmarshaler get their UnmarshalJSON called with the value's bytes,
+// as encoding/json does.
+//
+// One exception, chosen by the caller: a type for which plain reports true
+// decodes a JSON object field by field instead of calling its
+// UnmarshalJSON. That is only correct for an UnmarshalJSON that decodes an
+// object exactly as the struct would decode without it, as stripe-go's
+// expandable resources do.
+//
+// The input must be valid JSON (the caller has checked it); what Decode
+// does with invalid JSON is unspecified beyond not panicking.
+package decode
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Decoder decodes JSON into values of one type.
+type Decoder struct {
+	typ reflect.Type
+	dec decodeFunc
+}
+
+// decodeFunc decodes the value at the scanner's cursor into v, which is
+// addressable and holds its type's zero value. It reports false to give up.
+type decodeFunc func(s *scanner, v reflect.Value) bool
+
+// Type returns the type the Decoder decodes into.
+func (d *Decoder) Type() reflect.Type { return d.typ }
+
+// Decode decodes data into v, which must be an addressable value of the
+// Decoder's type holding its zero value. When it reports false, v may be
+// partly written: decode into a fresh value with json.Unmarshal instead.
+func (d *Decoder) Decode(data []byte, v reflect.Value) bool {
+	s := scanner{b: data}
+	s.ws()
+	if !d.dec(&s, v) {
+		return false
+	}
+	s.ws()
+	return s.i == len(s.b)
+}
+
+// New compiles the Decoder of t. plain reports the json.Unmarshaler types
+// whose objects decode field by field (see the package documentation); nil
+// means none. Compile once, at start-up, and keep the Decoder: it is safe
+// for concurrent use.
+func New(t reflect.Type, plain func(reflect.Type) bool) *Decoder {
+	if plain == nil {
+		plain = func(reflect.Type) bool { return false }
+	}
+	c := compiler{plain: plain, funcs: map[reflect.Type]*decodeFunc{}}
+	return &Decoder{typ: t, dec: c.compile(t)}
+}
+
+type compiler struct {
+	plain func(reflect.Type) bool
+	funcs map[reflect.Type]*decodeFunc
+}
+
+var (
+	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// compile returns t's decodeFunc; a type that contains itself gets a func
+// that calls through the cache.
+func (c *compiler) compile(t reflect.Type) decodeFunc {
+	if p, ok := c.funcs[t]; ok {
+		if *p != nil {
+			return *p
+		}
+		return func(s *scanner, v reflect.Value) bool { return (*p)(s, v) }
+	}
+	p := new(decodeFunc)
+	c.funcs[t] = p
+	*p = c.build(t)
+	return *p
+}
+
+func (c *compiler) build(t reflect.Type) decodeFunc {
+	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(unmarshalerType) {
+		if t.Kind() == reflect.Struct && c.plain(t) {
+			if fields := c.structFunc(t); fields != nil {
+				return expandable(fields)
+			}
+		}
+		return callUnmarshaler
+	}
+	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		return delegate
+	}
+	if t == reflect.TypeFor[json.Number]() {
+		return delegate
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return c.pointerFunc(t)
+	case reflect.Struct:
+		if f := c.structFunc(t); f != nil {
+			return f
+		}
+		return delegate
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 { // base64 in encoding/json
+			return delegate
+		}
+		return c.sliceFunc(t)
+	case reflect.Map:
+		return c.mapFunc(t)
+	case reflect.String:
+		return decodeString
+	case reflect.Bool:
+		return decodeBool
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return decodeInt
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return decodeUint
+	case reflect.Float32, reflect.Float64:
+		return decodeFloat
+	}
+	return delegate // interfaces, arrays, and what encoding/json rejects
+}
+
+// delegate hands the value to json.Unmarshal.
+func delegate(s *scanner, v reflect.Value) bool {
+	raw, ok := s.value()
+	return ok && json.Unmarshal(raw, v.Addr().Interface()) == nil
+}
+
+// callUnmarshaler calls the value's UnmarshalJSON with its bytes.
+func callUnmarshaler(s *scanner, v reflect.Value) bool {
+	raw, ok := s.value()
+	return ok && v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(raw) == nil
+}
+
+// expandable decodes an object field by field and hands anything else (an
+// id string, null) to the type's UnmarshalJSON.
+func expandable(fields decodeFunc) decodeFunc {
+	return func(s *scanner, v reflect.Value) bool {
+		if s.peek() == '{' {
+			return fields(s, v)
+		}
+		return callUnmarshaler(s, v)
+	}
+}
+
+func (c *compiler) pointerFunc(t reflect.Type) decodeFunc {
+	elem := c.compile(t.Elem())
+	et := t.Elem()
+	return func(s *scanner, v reflect.Value) bool {
+		if s.peek() == 'n' {
+			return s.null() // v is nil already
+		}
+		p := reflect.New(et)
+		v.Set(p)
+		return elem(s, p.Elem())
+	}
+}
+
+// field is a struct field as encoding/json names it.
+type field struct {
+	name      string
+	nameBytes []byte
+	index     []int
+	dec       decodeFunc
+}
+
+// maxFields bounds the fields of a struct the fast path tracks for repeated
+// keys.
+const maxFields = 512
+
+// structFunc returns the decodeFunc of a struct's fields, or nil when
+// encoding/json's rules for it are beyond this package: an embedded
+// pointer, a name two fields share, the ",string" option.
+func (c *compiler) structFunc(t reflect.Type) decodeFunc {
+	var fields []field
+	if !c.collect(t, nil, &fields) || len(fields) > maxFields {
+		return nil
+	}
+	byName := make(map[string]int, len(fields))
+	for i, f := range fields {
+		if _, dup := byName[f.name]; dup {
+			return nil
+		}
+		byName[f.name] = i
+	}
+	return func(s *scanner, v reflect.Value) bool {
+		if container, ok := s.open('{'); !container {
+			return ok
+		}
+		var seen [maxFields / 64]uint64
+		more, ok := s.firstMember('}')
+		for ; more; more, ok = s.nextMember('}') {
+			key, ok := s.key()
+			if !ok {
+				return false
+			}
+			i, found := byName[string(key)]
+			if !found {
+				if i = foldMatch(fields, key); i < 0 {
+					if !s.skip() {
+						return false
+					}
+					continue
+				}
+			}
+			if seen[i/64]&(1<<(i%64)) != 0 {
+				return false
+			}
+			seen[i/64] |= 1 << (i % 64)
+			f := &fields[i]
+			fv := v.Field(f.index[0])
+			for _, j := range f.index[1:] {
+				fv = fv.Field(j)
+			}
+			if !f.dec(s, fv) {
+				return false
+			}
+		}
+		return ok
+	}
+}
+
+// collect appends t's fields as encoding/json names them, walking into
+// embedded structs.
+func (c *compiler) collect(t reflect.Type, index []int, fields *[]field) bool {
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag := sf.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if !validTagName(name) {
+			name = ""
+		}
+		idx := append(append([]int(nil), index...), i)
+		if sf.Anonymous && name != "" && !sf.IsExported() {
+			return false // encoding/json records it as a field it cannot set
+		}
+		if sf.Anonymous && name == "" {
+			ft := sf.Type
+			if ft.Kind() == reflect.Pointer {
+				if ft.Elem().Kind() == reflect.Struct {
+					return false
+				}
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				if !c.collect(ft, idx, fields) {
+					return false
+				}
+				continue
+			}
+			if !sf.IsExported() {
+				continue
+			}
+		} else if !sf.IsExported() {
+			continue
+		}
+		if hasOption(opts, "string") {
+			return false
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		*fields = append(*fields, field{name: name, nameBytes: []byte(name), index: idx, dec: c.compile(sf.Type)})
+	}
+	return true
+}
+
+func hasOption(opts, want string) bool {
+	for o := range strings.SplitSeq(opts, ",") {
+		if o == want {
+			return true
+		}
+	}
+	return false
+}
+
+// validTagName is encoding/json's isValidTag.
+func validTagName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
+		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
+			return false
+		}
+	}
+	return true
+}
+
+// foldMatch returns the first field whose name equals key under Unicode
+// case folding, as encoding/json matches a key no name equals exactly, or
+// -1.
+func foldMatch(fields []field, key []byte) int {
+	for i := range fields {
+		if bytes.EqualFold(key, fields[i].nameBytes) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *compiler) sliceFunc(t reflect.Type) decodeFunc {
+	elem := c.compile(t.Elem())
+	if t == reflect.TypeFor[[]string]() {
+		return decodeStrings
+	}
+	return func(s *scanner, v reflect.Value) bool {
+		if container, ok := s.open('['); !container {
+			return ok
+		}
+		v.Set(reflect.MakeSlice(t, 0, 0)) // [] is an empty slice, not nil
+		n := 0
+		more, ok := s.firstMember(']')
+		for ; more; more, ok = s.nextMember(']') {
+			if n == v.Cap() {
+				grown := reflect.MakeSlice(t, n, max(4, n+n/2))
+				reflect.Copy(grown, v)
+				v.Set(grown)
+			}
+			v.SetLen(n + 1)
+			if !elem(s, v.Index(n)) {
+				return false
+			}
+			n++
+		}
+		return ok
+	}
+}
+
+func decodeStrings(s *scanner, v reflect.Value) bool {
+	if container, ok := s.open('['); !container {
+		return ok
+	}
+	out := []string{}
+	more, ok := s.firstMember(']')
+	for ; more; more, ok = s.nextMember(']') {
+		if s.peek() == 'n' { // null leaves the element ""
+			if !s.null() {
+				return false
+			}
+			out = append(out, "")
+			continue
+		}
+		str, ok := s.string()
+		if !ok {
+			return false
+		}
+		out = append(out, str)
+	}
+	if !ok {
+		return false
+	}
+	v.Set(reflect.ValueOf(out))
+	return true
+}
+
+func (c *compiler) mapFunc(t reflect.Type) decodeFunc {
+	kt := t.Key()
+	if kt.Kind() != reflect.String || reflect.PointerTo(kt).Implements(textUnmarshalerType) {
+		return delegate
+	}
+	if t == reflect.TypeFor[map[string]string]() {
+		return decodeStringMap
+	}
+	elem := c.compile(t.Elem())
+	return func(s *scanner, v reflect.Value) bool {
+		if container, ok := s.open('{'); !container {
+			return ok
+		}
+		if v.IsNil() {
+			v.Set(reflect.MakeMap(t))
+		}
+		ev := reflect.New(t.Elem()).Elem()
+		more, ok := s.firstMember('}')
+		for ; more; more, ok = s.nextMember('}') {
+			key, ok := s.key()
+			if !ok {
+				return false
+			}
+			ev.SetZero()
+			if !elem(s, ev) {
+				return false
+			}
+			v.SetMapIndex(reflect.ValueOf(string(key)).Convert(kt), ev)
+		}
+		return ok
+	}
+}
+
+func decodeStringMap(s *scanner, v reflect.Value) bool {
+	if container, ok := s.open('{'); !container {
+		return ok
+	}
+	m := map[string]string{}
+	more, ok := s.firstMember('}')
+	for ; more; more, ok = s.nextMember('}') {
+		key, ok := s.key()
+		if !ok {
+			return false
+		}
+		var val string
+		if s.peek() == 'n' {
+			ok = s.null()
+		} else {
+			val, ok = s.string()
+		}
+		if !ok {
+			return false
+		}
+		m[string(key)] = val
+	}
+	if !ok {
+		return false
+	}
+	v.Set(reflect.ValueOf(m))
+	return true
+}
+
+func decodeString(s *scanner, v reflect.Value) bool {
+	switch s.peek() {
+	case 'n':
+		return s.null()
+	case '"':
+		str, ok := s.string()
+		if ok {
+			v.SetString(str)
+		}
+		return ok
+	}
+	return false
+}
+
+func decodeBool(s *scanner, v reflect.Value) bool {
+	switch s.peek() {
+	case 'n':
+		return s.null()
+	case 't':
+		v.SetBool(true)
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	}
+	return false
+}
+
+func decodeInt(s *scanner, v reflect.Value) bool {
+	if s.peek() == 'n' {
+		return s.null()
+	}
+	tok, ok := s.number()
+	if !ok {
+		return false
+	}
+	n, ok := parseInt(tok)
+	if !ok {
+		var err error
+		if n, err = strconv.ParseInt(string(tok), 10, 64); err != nil {
+			return false
+		}
+	}
+	if v.OverflowInt(n) {
+		return false
+	}
+	v.SetInt(n)
+	return true
+}
+
+func decodeUint(s *scanner, v reflect.Value) bool {
+	if s.peek() == 'n' {
+		return s.null()
+	}
+	tok, ok := s.number()
+	if !ok {
+		return false
+	}
+	n, err := strconv.ParseUint(string(tok), 10, 64)
+	if err != nil || v.OverflowUint(n) {
+		return false
+	}
+	v.SetUint(n)
+	return true
+}
+
+func decodeFloat(s *scanner, v reflect.Value) bool {
+	if s.peek() == 'n' {
+		return s.null()
+	}
+	tok, ok := s.number()
+	if !ok {
+		return false
+	}
+	f, err := strconv.ParseFloat(string(tok), v.Type().Bits())
+	if err != nil || v.OverflowFloat(f) {
+		return false
+	}
+	v.SetFloat(f)
+	return true
+}
+
+// parseInt parses an integer literal of up to 18 digits, which cannot
+// overflow an int64.
+func parseInt(tok []byte) (int64, bool) {
+	neg := len(tok) > 0 && tok[0] == '-'
+	digits := tok
+	if neg {
+		digits = tok[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// scanner is a cursor over valid JSON.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the byte at the cursor, 0 at the end.
+func (s *scanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// open consumes the opening bracket c of an object or array and reports
+// true, or consumes a null and reports false with ok.
+func (s *scanner) open(c byte) (container, ok bool) {
+	switch s.peek() {
+	case 'n':
+		return false, s.null()
+	case c:
+		s.i++
+		return true, true
+	}
+	return false, false
+}
+
+// firstMember is called after an opening bracket: it reports whether a
+// member (or element) follows, and false ok on malformed input.
+func (s *scanner) firstMember(end byte) (more, ok bool) {
+	s.ws()
+	if s.peek() == end {
+		s.i++
+		return false, true
+	}
+	return s.i < len(s.b), s.i < len(s.b)
+}
+
+// nextMember is called after a member: it consumes the separator.
+func (s *scanner) nextMember(end byte) (more, ok bool) {
+	s.ws()
+	switch s.peek() {
+	case ',':
+		s.i++
+		s.ws()
+		return true, true
+	case end:
+		s.i++
+		return false, true
+	}
+	return false, false
+}
+
+// key reads an object key and its colon. Escaped keys and invalid UTF-8
+// are left to encoding/json.
+func (s *scanner) key() ([]byte, bool) {
+	if s.peek() != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	end := bytes.IndexByte(s.b[start:], '"')
+	if end < 0 {
+		return nil, false
+	}
+	key := s.b[start : start+end]
+	if bytes.IndexByte(key, '\\') >= 0 || !ascii(key) && !utf8.Valid(key) { // encoding/json would unquote or replace
+		return nil, false
+	}
+	s.i = start + end + 1
+	s.ws()
+	if s.peek() != ':' {
+		return nil, false
+	}
+	s.i++
+	s.ws()
+	return key, true
+}
+
+// string reads a string value. One with escapes, control bytes or invalid
+// UTF-8 is unquoted by encoding/json.
+func (s *scanner) string() (string, bool) {
+	start := s.i + 1
+	b := s.b
+	ascii := true
+	for i := start; i < len(b); i++ {
+		c := b[i]
+		if c == '"' {
+			if raw := b[start:i]; ascii || utf8.Valid(raw) {
+				s.i = i + 1
+				return string(raw), true
+			}
+			break
+		}
+		if c == '\\' || c < 0x20 {
+			break
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	raw, ok := s.value()
+	if !ok {
+		return "", false
+	}
+	var str string
+	return str, json.Unmarshal(raw, &str) == nil
+}
+
+func ascii(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *scanner) literal(lit string) bool {
+	if !bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
+		return false
+	}
+	s.i += len(lit)
+	return true
+}
+
+func (s *scanner) null() bool { return s.literal("null") }
+
+// number reads a number literal as JSON defines it.
+func (s *scanner) number() ([]byte, bool) {
+	b, start, i := s.b, s.i, s.i
+	digits := func() bool {
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case !digits():
+		return nil, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if !digits() {
+			return nil, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return nil, false
+		}
+	}
+	s.i = i
+	return b[start:i], true
+}
+
+// value reads any value and returns its bytes.
+func (s *scanner) value() ([]byte, bool) {
+	start := s.i
+	if !s.skip() {
+		return nil, false
+	}
+	return s.b[start:s.i], true
+}
+
+// skip moves past the value at the cursor.
+func (s *scanner) skip() bool {
+	b := s.b
+	if s.i >= len(b) {
+		return false
+	}
+	switch b[s.i] {
+	case '"':
+		return s.skipString()
+	case '{', '[':
+		depth := 0
+		for s.i < len(b) {
+			switch b[s.i] {
+			case '"':
+				if !s.skipString() {
+					return false
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					s.i++
+					return true
+				}
+			}
+			s.i++
+		}
+		return false
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.null()
+	}
+	_, ok := s.number()
+	return ok
+}
+
+func (s *scanner) skipString() bool {
+	b := s.b
+	for i := s.i + 1; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			s.i = i + 1
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,211 @@
+package decode
+
+import (
+	"encoding/json"
+	"math"
+	"net/netip"
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+type Status string
+
+type Inner struct {
+	N    int64  `json:"n"`
+	Name string `json:"name"`
+}
+
+type Embedded struct {
+	Promoted string `json:"promoted"`
+	Shadow   string
+}
+
+type unexportedEmbedded struct {
+	Hidden string `json:"hidden"`
+}
+
+type kinds struct {
+	Embedded
+	unexportedEmbedded
+	S        string             `json:"s"`
+	Status   Status             `json:"status"`
+	B        bool               `json:"b"`
+	I        int                `json:"i"`
+	I8       int8               `json:"i8"`
+	U        uint32             `json:"u"`
+	F        float64            `json:"f"`
+	F32      float32            `json:"f32"`
+	P        *Inner             `json:"p"`
+	PP       **int              `json:"pp"`
+	Inner    Inner              `json:"inner"`
+	List     []*Inner           `json:"list"`
+	Strs     []string           `json:"strs"`
+	Ints     []int              `json:"ints"`
+	Meta     map[string]string  `json:"meta"`
+	Objs     map[string]Inner   `json:"objs"`
+	Statuses map[Status]float64 `json:"statuses"`
+	IntKeys  map[int]string     `json:"int_keys"`
+	Any      any                `json:"any"`
+	Raw      json.RawMessage    `json:"raw"`
+	Bytes    []byte             `json:"bytes"`
+	Arr      [2]int             `json:"arr"`
+	Addr     netip.Addr         `json:"addr"` // encoding.TextUnmarshaler
+	Num      json.Number        `json:"num"`
+	Untagged string
+	Skipped  string `json:"-"`
+	Dash     string `json:"-,"`
+	BadTag   string `json:"bad'"`
+	Self     *kinds `json:"self"`
+	private  string //nolint:unused // encoding/json ignores it
+}
+
+type withStringOption struct {
+	N int64 `json:"n,string"`
+}
+
+type embeddedPointer struct {
+	*Inner
+	X int `json:"x"`
+}
+
+type conflict struct {
+	Embedded
+	Promoted string `json:"promoted"`
+}
+
+// same decodes in with the Decoder and with json.Unmarshal and requires
+// equal values whenever the Decoder succeeds; it reports whether it did.
+func same[T any](t *testing.T, in string) bool {
+	t.Helper()
+	var got, want T
+	ok := New(reflect.TypeFor[T](), nil).Decode([]byte(in), reflect.ValueOf(&got).Elem())
+	wantErr := json.Unmarshal([]byte(in), &want)
+	if !ok {
+		return false
+	}
+	require.NoError(t, wantErr, "the Decoder succeeded where encoding/json fails: %s", in)
+	require.True(t, reflect.DeepEqual(want, got), "input %s\ndecoded %+v\nwant    %+v", in, got, want)
+	return true
+}
+
+func TestDecodeMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	fast := []string{
+		`{}`,
+		`null`,
+		` {"s":"plain","status":"paid","b":true,"i":-42,"i8":127,"u":7,"f":1.5e3,"f32":0.25} `,
+		`{"s":"caf\u00e9 \"quoted\" \\ \/ \n","status":null,"b":false,"i":null}`,
+		`{"s":"naïve ☃ 😀"}`,
+		`{"p":{"n":1,"name":"x"},"pp":5,"inner":{"n":2},"self":{"s":"nested","self":null}}`,
+		`{"p":null,"pp":null,"list":null,"strs":null,"meta":null,"objs":null}`,
+		`{"list":[],"strs":[],"ints":[],"meta":{},"objs":{}}`,
+		`{"list":[{"n":1},null,{"n":3},{},{},{}],"strs":["a",null,"c"],"ints":[1,2,3,4,5,6,7,8,9]}`,
+		`{"meta":{"account_id":"acct_1","k":"v"},"objs":{"a":{"n":1},"b":{"n":2}},"statuses":{"paid":1,"open":0.5}}`,
+		`{"int_keys":{"1":"one"},"any":{"x":[1,"two",null,true]},"raw":  {"kept" : "as sent"} ,"bytes":"aGk=","arr":[1,2]}`,
+		`{"addr":"192.0.2.1","num":12.50,"Untagged":"u","Skipped":"ignored","-":"dash","BadTag":"by name"}`,
+		`{"promoted":"from the embedded struct","Shadow":"s","hidden":"from an unexported embedded struct"}`,
+		`{"unknown":{"deep":[{"x":"y\"}]"}],"n":null},"also":[1,2,{"a":[]}],"tt":true,"ff":false,"zz":null,"nn":-0.5e-3}`,
+		`{"i":9223372036854775807,"u":4294967295,"f":1e308}`,
+		`{"i":-9223372036854775808}`,
+		`{"S":"case-insensitive match","UNTAGGED":"u","I8":2,"Self":{"ſ":"long s folds to s"}}`,
+		`{"s":"invalid utf-8 ` + "\xff" + `, replaced as encoding/json does"}`,
+	}
+	for _, in := range fast {
+		require.True(t, same[kinds](t, in), "fast path expected for %s", in)
+		require.True(t, same[*kinds](t, in), "fast path expected for *kinds, %s", in)
+	}
+	// The Decoder gives up where encoding/json's rules go beyond the plain
+	// case or where encoding/json reports an error.
+	slow := []string{
+		`{"s":"exact","S":"folded onto the same field"}`,
+		`{"s":"a","s":"repeated key"}`,
+		`{"\u0073":"escaped key"}`,
+		`{"s":1}`, `{"b":"true"}`, `{"i":"1"}`, `{"i":1.5}`, `{"i":1e2}`,
+		`{"i8":128}`, `{"u":-1}`, `{"u":4294967296}`, `{"f32":1e39}`,
+		`{"i":9223372036854775808}`,
+		`{"inner":[]}`, `{"list":{}}`, `{"meta":[]}`, `{"meta":{"k":1}}`,
+		`{"p":"string"}`, `{"bytes":"not base64!"}`, `{"addr":"not an ip"}`,
+		`[]`, `"s"`, `1`,
+		`{"meta":{"bad utf-8 key ` + "\xff" + `":"v"}}`,
+	}
+	for _, in := range slow {
+		require.False(t, same[kinds](t, in), "the fast path should give up on %s", in)
+	}
+	require.True(t, same[map[string]any](t, `{"a":1}`))
+	require.True(t, same[[]kinds](t, `[{"s":"a"},{"i":1}]`))
+	require.True(t, same[withStringOption](t, `{"n":"12"}`), "a ,string field is handed to encoding/json")
+	require.True(t, same[embeddedPointer](t, `{"n":1,"x":2}`), "an embedded pointer is handed to encoding/json")
+	require.True(t, same[conflict](t, `{"promoted":"outer"}`), "a shadowed name is handed to encoding/json")
+	require.True(t, same[float64](t, `1e-320`))
+	require.False(t, same[float64](t, `1e400`))
+	var f float64
+	require.False(t, New(reflect.TypeFor[float64](), nil).Decode([]byte(`1 2`), reflect.ValueOf(&f).Elem()), "trailing data")
+	require.True(t, same[float64](t, `-0`))
+	require.Equal(t, math.Copysign(0, -1), func() float64 {
+		var v float64
+		New(reflect.TypeFor[float64](), nil).Decode([]byte(`-0`), reflect.ValueOf(&v).Elem())
+		return v
+	}())
+}
+
+// upper decodes itself: a string upper-cased, an object through the plain
+// struct. plain() says the latter is what its objects decode to.
+type upper struct {
+	ID    string `json:"id"`
+	Calls int    `json:"-"`
+}
+
+func (u *upper) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		u.ID = s + "!"
+		return nil
+	}
+	type plain upper
+	var p plain
+	err := json.Unmarshal(b, &p)
+	*u = upper(p)
+	return err
+}
+
+type holder struct {
+	U  upper   `json:"u"`
+	PU *upper  `json:"pu"`
+	L  []upper `json:"l"`
+}
+
+func TestDecodeUnmarshalers(t *testing.T) {
+	t.Parallel()
+	for _, plain := range []func(reflect.Type) bool{nil, func(t reflect.Type) bool { return t == reflect.TypeFor[upper]() }} {
+		for _, in := range []string{
+			`{"u":"id","pu":"id","l":["a",{"id":"b"}]}`,
+			`{"u":{"id":"x"},"pu":{"id":"y"},"l":[]}`,
+			`{"u":null,"pu":null,"l":null}`,
+		} {
+			var got, want holder
+			require.True(t, New(reflect.TypeFor[holder](), plain).Decode([]byte(in), reflect.ValueOf(&got).Elem()), in)
+			require.NoError(t, json.Unmarshal([]byte(in), &want))
+			require.Equal(t, want, got, in)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"s":"x","p":{"n":1},"list":[{"n":2}],"meta":{"a":"b"},"any":[1],"raw":{}}`))
+	f.Add([]byte(`{"i":-1,"u":2,"f":3.5,"strs":["a"],"objs":{"k":{"name":"n"}},"self":{"self":{}}}`))
+	f.Add([]byte(`{"promoted":"p","hidden":"h","addr":"::1","num":1,"bytes":"AA==","arr":[1]}`))
+	dec := New(reflect.TypeFor[kinds](), nil)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if !json.Valid(in) {
+			return // the caller validates
+		}
+		var got, want kinds
+		if !dec.Decode(in, reflect.ValueOf(&got).Elem()) {
+			return
+		}
+		require.NoError(t, json.Unmarshal(in, &want), "%q", in)
+		require.True(t, reflect.DeepEqual(want, got), "input %q\ndecoded %+v\nwant    %+v", in, got, want)
+	})
+}
