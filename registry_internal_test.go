@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
 )
 
 type slimTest struct {
@@ -115,4 +116,30 @@ type invalidTagTest struct {
 func TestDecoderInvalidTagName(t *testing.T) {
 	t.Parallel()
 	requireSameDecode[invalidTagTest](t, []byte(`{"status":"paid","other":1}`))
+}
+
+// BenchmarkDecodeInvoice decodes the invoice.paid fixture's data.object
+// into a *stripe.Invoice with json.Unmarshal and with the registry's
+// decoder.
+func BenchmarkDecodeInvoice(b *testing.B) {
+	raw := fixtureObjects(b)["invoice.paid.json"]
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var inv *stripe.Invoice
+			if err := json.Unmarshal(raw, &inv); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decoder", func(b *testing.B) {
+		dec := decoderFor[*stripe.Invoice]()
+		b.ReportAllocs()
+		for b.Loop() {
+			var inv *stripe.Invoice
+			if err := dec(raw, &inv); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

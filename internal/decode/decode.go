@@ -8,7 +8,7 @@
 // object (case-insensitively when it matches a field that way), a value of the
 // wrong JSON type, a number that overflows its field, an escaped key.
 // Values it does not decode itself (interfaces, []byte, arrays, types that
-// implement encoding.TextUnmarshaler, structs with a ",string" field) are
+// implement encoding.TextUnmarshaler, structs that embed a pointer) are
 // handed to json.Unmarshal one by one; types that implement
 // json.Unmarshaler get their UnmarshalJSON called with the value's bytes,
 // as encoding/json does.
@@ -28,6 +28,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -191,7 +192,7 @@ const maxFields = 512
 
 // structFunc returns the decodeFunc of a struct's fields, or nil when
 // encoding/json's rules for it are beyond this package: an embedded
-// pointer, a name two fields share, the ",string" option.
+// pointer to a struct, a name two fields share.
 func (c *compiler) structFunc(t reflect.Type) decodeFunc {
 	var fields []field
 	if !c.collect(t, nil, &fields) || len(fields) > maxFields {
@@ -204,18 +205,36 @@ func (c *compiler) structFunc(t reflect.Type) decodeFunc {
 		}
 		byName[f.name] = i
 	}
+	// Stripe sends keys in name order, as stripe-go declares fields: the
+	// field after the last one matched, by name, is tried before the map.
+	order := make([]int, len(fields))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(fields[a].name, fields[b].name) })
+	next := make([]int, len(fields))
+	for k, i := range order {
+		next[i] = -1
+		if k+1 < len(order) {
+			next[i] = order[k+1]
+		}
+	}
 	return func(s *scanner, v reflect.Value) bool {
 		if container, ok := s.open('{'); !container {
 			return ok
 		}
 		var seen [maxFields / 64]uint64
+		guess := -1
 		more, ok := s.firstMember('}')
 		for ; more; more, ok = s.nextMember('}') {
 			key, ok := s.key()
 			if !ok {
 				return false
 			}
-			i, found := byName[string(key)]
+			i, found := guess, guess >= 0 && bytes.Equal(key, fields[guess].nameBytes)
+			if !found {
+				i, found = byName[string(key)]
+			}
 			if !found {
 				if i = foldMatch(fields, key); i < 0 {
 					if !s.skip() {
@@ -228,6 +247,7 @@ func (c *compiler) structFunc(t reflect.Type) decodeFunc {
 				return false
 			}
 			seen[i/64] |= 1 << (i % 64)
+			guess = next[i]
 			f := &fields[i]
 			fv := v.Field(f.index[0])
 			for _, j := range f.index[1:] {
@@ -278,15 +298,52 @@ func (c *compiler) collect(t reflect.Type, index []int, fields *[]field) bool {
 		} else if !sf.IsExported() {
 			continue
 		}
-		if hasOption(opts, "string") {
-			return false
-		}
 		if name == "" {
 			name = sf.Name
 		}
-		*fields = append(*fields, field{name: name, nameBytes: []byte(name), index: idx, dec: c.compile(sf.Type)})
+		dec := c.compile(sf.Type)
+		if hasOption(opts, "string") && quotable(sf.Type) {
+			dec = quoted(dec)
+		}
+		*fields = append(*fields, field{name: name, nameBytes: []byte(name), index: idx, dec: dec})
 	}
 	return true
+}
+
+// quotable reports whether encoding/json honours the ",string" option on a
+// field of type t.
+func quotable(t reflect.Type) bool {
+	if t.Name() == "" && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.String,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// quoted decodes a ",string" field: a string holding the value's JSON, or
+// null.
+func quoted(dec decodeFunc) decodeFunc {
+	return func(s *scanner, v reflect.Value) bool {
+		switch s.peek() {
+		case 'n':
+			return s.null() // v is zero already
+		case '"':
+		default:
+			return false
+		}
+		b, ok := s.stringBytes()
+		if !ok {
+			return false
+		}
+		inner := scanner{b: b}
+		return dec(&inner, v) && inner.i == len(b)
+	}
 }
 
 func hasOption(opts, want string) bool {
@@ -636,18 +693,25 @@ func (s *scanner) key() ([]byte, bool) {
 	return key, true
 }
 
-// string reads a string value. One with escapes, control bytes or invalid
-// UTF-8 is unquoted by encoding/json.
+// string reads a string value.
 func (s *scanner) string() (string, bool) {
+	b, ok := s.stringBytes()
+	return string(b), ok
+}
+
+// stringBytes reads a string value and returns its contents, a slice of
+// the input when it is plain. One with escapes, control bytes or invalid
+// UTF-8 is unquoted by encoding/json.
+func (s *scanner) stringBytes() ([]byte, bool) {
 	start := s.i + 1
 	b := s.b
-	ascii := true
+	plain := true
 	for i := start; i < len(b); i++ {
 		c := b[i]
 		if c == '"' {
-			if raw := b[start:i]; ascii || utf8.Valid(raw) {
+			if raw := b[start:i]; plain || utf8.Valid(raw) {
 				s.i = i + 1
-				return string(raw), true
+				return raw, true
 			}
 			break
 		}
@@ -655,15 +719,18 @@ func (s *scanner) string() (string, bool) {
 			break
 		}
 		if c >= utf8.RuneSelf {
-			ascii = false
+			plain = false
 		}
 	}
 	raw, ok := s.value()
 	if !ok {
-		return "", false
+		return nil, false
 	}
 	var str string
-	return str, json.Unmarshal(raw, &str) == nil
+	if json.Unmarshal(raw, &str) != nil {
+		return nil, false
+	}
+	return []byte(str), true
 }
 
 func ascii(b []byte) bool {

@@ -54,15 +54,22 @@ type kinds struct {
 	Addr     netip.Addr         `json:"addr"` // encoding.TextUnmarshaler
 	Num      json.Number        `json:"num"`
 	Untagged string
-	Skipped  string `json:"-"`
-	Dash     string `json:"-,"`
-	BadTag   string `json:"bad'"`
-	Self     *kinds `json:"self"`
-	private  string //nolint:unused // encoding/json ignores it
+	Skipped  string           `json:"-"`
+	Dash     string           `json:"-,"`
+	BadTag   string           `json:"bad'"`
+	Self     *kinds           `json:"self"`
+	Quoted   withStringOption `json:"quoted"`
+	private  string           //nolint:unused // encoding/json ignores it
 }
 
 type withStringOption struct {
-	N int64 `json:"n,string"`
+	N   int64    `json:"n,string"`
+	F   float64  `json:"f,string"`
+	PF  *float64 `json:"pf,string"`
+	B   bool     `json:"b,string"`
+	S   string   `json:"s,string"`
+	U   uint8    `json:"u,omitempty,string"`
+	Obj Inner    `json:"obj,string"` // encoding/json ignores the option here
 }
 
 type embeddedPointer struct {
@@ -135,7 +142,19 @@ func TestDecodeMatchesEncodingJSON(t *testing.T) {
 	}
 	require.True(t, same[map[string]any](t, `{"a":1}`))
 	require.True(t, same[[]kinds](t, `[{"s":"a"},{"i":1}]`))
-	require.True(t, same[withStringOption](t, `{"n":"12"}`), "a ,string field is handed to encoding/json")
+	for _, in := range []string{
+		`{"n":"12","f":"1.5e2","pf":"0.25","b":"true","s":"\"quoted\"","u":"255","obj":{"n":1}}`,
+		`{"n":null,"f":null,"pf":null,"b":null,"s":null,"u":null}`,
+		`{"n":"null","pf":"null","s":"null"}`,
+		`{"s":"\"esc\\\"aped\""}`,
+	} {
+		require.True(t, same[withStringOption](t, in), "fast path expected for %s", in)
+	}
+	for _, in := range []string{
+		`{"n":12}`, `{"n":"12 "}`, `{"n":" 12"}`, `{"n":"1.5"}`, `{"u":"256"}`, `{"b":"yes"}`, `{"s":"unquoted"}`, `{"f":"x"}`,
+	} {
+		require.False(t, same[withStringOption](t, in), "the fast path should give up on %s", in)
+	}
 	require.True(t, same[embeddedPointer](t, `{"n":1,"x":2}`), "an embedded pointer is handed to encoding/json")
 	require.True(t, same[conflict](t, `{"promoted":"outer"}`), "a shadowed name is handed to encoding/json")
 	require.True(t, same[float64](t, `1e-320`))
@@ -196,6 +215,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"s":"x","p":{"n":1},"list":[{"n":2}],"meta":{"a":"b"},"any":[1],"raw":{}}`))
 	f.Add([]byte(`{"i":-1,"u":2,"f":3.5,"strs":["a"],"objs":{"k":{"name":"n"}},"self":{"self":{}}}`))
 	f.Add([]byte(`{"promoted":"p","hidden":"h","addr":"::1","num":1,"bytes":"AA==","arr":[1]}`))
+	f.Add([]byte(`{"quoted":{"n":"1","f":"2.5","pf":"null","b":"false","s":"\"x\"","u":"7"}}`))
 	dec := New(reflect.TypeFor[kinds](), nil)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if !json.Valid(in) {
