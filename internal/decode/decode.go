@@ -5,13 +5,13 @@
 // what json.Unmarshal would, or reports false and leaves the caller to run
 // json.Unmarshal on a fresh value. It reports false whenever the input
 // strays from the plain case it is built for: a key repeated within an
-// object (case-insensitively when it matches a field that way), a value of the
-// wrong JSON type, a number that overflows its field, an escaped key.
-// Values it does not decode itself (interfaces, []byte, arrays, types that
-// implement encoding.TextUnmarshaler, structs that embed a pointer) are
-// handed to json.Unmarshal one by one; types that implement
-// json.Unmarshaler get their UnmarshalJSON called with the value's bytes,
-// as encoding/json does.
+// object (case-insensitively when it matches a field that way), a value of
+// the wrong JSON type, a number that overflows its field, an escaped key.
+// Values it does not decode itself (interfaces, []byte, arrays,
+// json.Number, text unmarshalers, structs that embed a pointer to a struct)
+// are handed to json.Unmarshal one by one. UnmarshalJSON is called with the
+// value's bytes where encoding/json calls it, which is on pointers only
+// (see compiler.compile).
 //
 // One exception, chosen by the caller: a type for which plain reports true
 // decodes a JSON object field by field instead of calling its
@@ -51,7 +51,12 @@ func (d *Decoder) Type() reflect.Type { return d.typ }
 // Decode decodes data into v, which must be an addressable value of the
 // Decoder's type holding its zero value. When it reports false, v may be
 // partly written: decode into a fresh value with json.Unmarshal instead.
-func (d *Decoder) Decode(data []byte, v reflect.Value) bool {
+func (d *Decoder) Decode(data []byte, v reflect.Value) (ok bool) {
+	defer func() {
+		if recover() != nil { // a bug here, or an UnmarshalJSON that panics: encoding/json decides
+			ok = false
+		}
+	}()
 	s := scanner{b: data}
 	s.ws()
 	if !d.dec(&s, v) {
@@ -69,13 +74,25 @@ func New(t reflect.Type, plain func(reflect.Type) bool) *Decoder {
 	if plain == nil {
 		plain = func(reflect.Type) bool { return false }
 	}
-	c := compiler{plain: plain, funcs: map[reflect.Type]*decodeFunc{}}
-	return &Decoder{typ: t, dec: c.compile(t)}
+	c := compiler{plain: plain, funcs: map[funcKey]*decodeFunc{}}
+	// json.Unmarshal(data, &x) looks for methods on *T whether T is named
+	// or not.
+	if m := c.methods(reflect.PointerTo(t)); m != nil {
+		return &Decoder{typ: t, dec: func(s *scanner, v reflect.Value) bool { return m(s, v.Addr()) }}
+	}
+	return &Decoder{typ: t, dec: c.compile(t, false)}
 }
 
 type compiler struct {
 	plain func(reflect.Type) bool
-	funcs map[reflect.Type]*decodeFunc
+	funcs map[funcKey]*decodeFunc
+}
+
+// funcKey names a compiled func: the type and whether it is reached as a
+// value (a field, an element, a map value) or after a pointer.
+type funcKey struct {
+	t     reflect.Type
+	value bool
 }
 
 var (
@@ -83,35 +100,33 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// compile returns t's decodeFunc; a type that contains itself gets a func
-// that calls through the cache.
-func (c *compiler) compile(t reflect.Type) decodeFunc {
-	if p, ok := c.funcs[t]; ok {
+// compile returns the decodeFunc of a t reached as a value or, with value
+// false, after a pointer; a type that contains itself gets a func that
+// calls through the cache.
+//
+// encoding/json looks for UnmarshalJSON and UnmarshalText on pointers
+// only: on *T for a value of a named type T, and on each pointer type it
+// dereferences. A value of an unnamed type, or a named type reached through
+// a named pointer type (which has no methods), decodes by its kind.
+func (c *compiler) compile(t reflect.Type, value bool) decodeFunc {
+	k := funcKey{t, value}
+	if p, ok := c.funcs[k]; ok {
 		if *p != nil {
 			return *p
 		}
 		return func(s *scanner, v reflect.Value) bool { return (*p)(s, v) }
 	}
 	p := new(decodeFunc)
-	c.funcs[t] = p
-	*p = c.build(t)
+	c.funcs[k] = p
+	*p = c.build(t, value)
 	return *p
 }
 
-func (c *compiler) build(t reflect.Type) decodeFunc {
-	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(unmarshalerType) {
-		if t.Kind() == reflect.Struct && c.plain(t) {
-			if fields := c.structFunc(t); fields != nil {
-				return expandable(fields)
-			}
+func (c *compiler) build(t reflect.Type, value bool) decodeFunc {
+	if value && t.Kind() != reflect.Pointer && t.Name() != "" {
+		if m := c.methods(reflect.PointerTo(t)); m != nil {
+			return func(s *scanner, v reflect.Value) bool { return m(s, v.Addr()) }
 		}
-		return callUnmarshaler
-	}
-	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(textUnmarshalerType) {
-		return delegate
-	}
-	if t == reflect.TypeFor[json.Number]() {
-		return delegate
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
@@ -120,16 +135,16 @@ func (c *compiler) build(t reflect.Type) decodeFunc {
 		if f := c.structFunc(t); f != nil {
 			return f
 		}
-		return delegate
 	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 { // base64 in encoding/json
-			return delegate
+		if t.Elem().Kind() != reflect.Uint8 { // base64 in encoding/json
+			return c.sliceFunc(t)
 		}
-		return c.sliceFunc(t)
 	case reflect.Map:
 		return c.mapFunc(t)
 	case reflect.String:
-		return decodeString
+		if t != reflect.TypeFor[json.Number]() {
+			return decodeString
+		}
 	case reflect.Bool:
 		return decodeBool
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -139,7 +154,63 @@ func (c *compiler) build(t reflect.Type) decodeFunc {
 	case reflect.Float32, reflect.Float64:
 		return decodeFloat
 	}
-	return delegate // interfaces, arrays, and what encoding/json rejects
+	// Interfaces, []byte, arrays, json.Number, structs beyond structFunc,
+	// and what encoding/json rejects. json.Unmarshal(raw, &x) would look for
+	// methods on *T where encoding/json, here, does not: give up then.
+	if c.methods(reflect.PointerTo(t)) != nil {
+		return giveUp
+	}
+	return delegate
+}
+
+// methods returns the decodeFunc for a value of pointer type pt when pt
+// has UnmarshalJSON or UnmarshalText, or nil. The func takes the pointer.
+func (c *compiler) methods(pt reflect.Type) decodeFunc {
+	switch {
+	case pt.Implements(unmarshalerType):
+		if et := pt.Elem(); et.Kind() == reflect.Struct && c.plain(et) && !embedsMethods(et) {
+			if fields := c.structFunc(et); fields != nil {
+				return func(s *scanner, p reflect.Value) bool {
+					if s.peek() == '{' {
+						return fields(s, p.Elem())
+					}
+					return callUnmarshaler(s, p)
+				}
+			}
+		}
+		return callUnmarshaler
+	case pt.Implements(textUnmarshalerType):
+		return func(s *scanner, p reflect.Value) bool {
+			raw, ok := s.value()
+			return ok && json.Unmarshal(raw, p.Interface()) == nil
+		}
+	}
+	return nil
+}
+
+// embedsMethods reports whether t embeds, at any depth, a type with
+// UnmarshalJSON or UnmarshalText: they would be promoted to the local type
+// a plain UnmarshalJSON decodes into.
+func embedsMethods(t reflect.Type) bool {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.Anonymous {
+			continue
+		}
+		ft := f.Type
+		for _, mt := range []reflect.Type{ft, reflect.PointerTo(ft)} {
+			if mt.Implements(unmarshalerType) || mt.Implements(textUnmarshalerType) {
+				return true
+			}
+		}
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && embedsMethods(ft) {
+			return true
+		}
+	}
+	return false
 }
 
 // delegate hands the value to json.Unmarshal.
@@ -148,32 +219,31 @@ func delegate(s *scanner, v reflect.Value) bool {
 	return ok && json.Unmarshal(raw, v.Addr().Interface()) == nil
 }
 
-// callUnmarshaler calls the value's UnmarshalJSON with its bytes.
-func callUnmarshaler(s *scanner, v reflect.Value) bool {
-	raw, ok := s.value()
-	return ok && v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(raw) == nil
-}
+func giveUp(*scanner, reflect.Value) bool { return false }
 
-// expandable decodes an object field by field and hands anything else (an
-// id string, null) to the type's UnmarshalJSON.
-func expandable(fields decodeFunc) decodeFunc {
-	return func(s *scanner, v reflect.Value) bool {
-		if s.peek() == '{' {
-			return fields(s, v)
-		}
-		return callUnmarshaler(s, v)
-	}
+// callUnmarshaler calls UnmarshalJSON on the pointer p with the value's
+// bytes.
+func callUnmarshaler(s *scanner, p reflect.Value) bool {
+	raw, ok := s.value()
+	return ok && p.Interface().(json.Unmarshaler).UnmarshalJSON(raw) == nil
 }
 
 func (c *compiler) pointerFunc(t reflect.Type) decodeFunc {
-	elem := c.compile(t.Elem())
 	et := t.Elem()
+	m := c.methods(t)
+	var elem decodeFunc
+	if m == nil {
+		elem = c.compile(et, false)
+	}
 	return func(s *scanner, v reflect.Value) bool {
 		if s.peek() == 'n' {
 			return s.null() // v is nil already
 		}
 		p := reflect.New(et)
 		v.Set(p)
+		if m != nil {
+			return m(s, p)
+		}
 		return elem(s, p.Elem())
 	}
 }
@@ -301,7 +371,7 @@ func (c *compiler) collect(t reflect.Type, index []int, fields *[]field) bool {
 		if name == "" {
 			name = sf.Name
 		}
-		dec := c.compile(sf.Type)
+		dec := c.compile(sf.Type, true)
 		if hasOption(opts, "string") && quotable(sf.Type) {
 			dec = quoted(dec)
 		}
@@ -332,7 +402,7 @@ func quoted(dec decodeFunc) decodeFunc {
 	return func(s *scanner, v reflect.Value) bool {
 		switch s.peek() {
 		case 'n':
-			return s.null() // v is zero already
+			return dec(s, v) // as encoding/json stores a null, unquoted
 		case '"':
 		default:
 			return false
@@ -383,7 +453,7 @@ func foldMatch(fields []field, key []byte) int {
 }
 
 func (c *compiler) sliceFunc(t reflect.Type) decodeFunc {
-	elem := c.compile(t.Elem())
+	elem := c.compile(t.Elem(), true)
 	if t == reflect.TypeFor[[]string]() {
 		return decodeStrings
 	}
@@ -417,14 +487,15 @@ func decodeStrings(s *scanner, v reflect.Value) bool {
 	out := []string{}
 	more, ok := s.firstMember(']')
 	for ; more; more, ok = s.nextMember(']') {
-		if s.peek() == 'n' { // null leaves the element ""
-			if !s.null() {
-				return false
-			}
-			out = append(out, "")
-			continue
+		var str string
+		switch s.peek() {
+		case 'n': // null leaves the element ""
+			ok = s.null()
+		case '"':
+			str, ok = s.string()
+		default:
+			return false
 		}
-		str, ok := s.string()
 		if !ok {
 			return false
 		}
@@ -445,7 +516,7 @@ func (c *compiler) mapFunc(t reflect.Type) decodeFunc {
 	if t == reflect.TypeFor[map[string]string]() {
 		return decodeStringMap
 	}
-	elem := c.compile(t.Elem())
+	elem := c.compile(t.Elem(), true)
 	return func(s *scanner, v reflect.Value) bool {
 		if container, ok := s.open('{'); !container {
 			return ok
@@ -482,10 +553,13 @@ func decodeStringMap(s *scanner, v reflect.Value) bool {
 			return false
 		}
 		var val string
-		if s.peek() == 'n' {
+		switch s.peek() {
+		case 'n':
 			ok = s.null()
-		} else {
+		case '"':
 			val, ok = s.string()
+		default:
+			return false
 		}
 		if !ok {
 			return false

@@ -59,6 +59,10 @@ type kinds struct {
 	BadTag   string           `json:"bad'"`
 	Self     *kinds           `json:"self"`
 	Quoted   withStringOption `json:"quoted"`
+	Cnt      Cnt              `json:"cnt"`
+	PCnt     PCnt             `json:"pcnt"`
+	Wrapped  struct{ Cnt }    `json:"wrapped"`
+	Opts     []Opt            `json:"opts"`
 	private  string           //nolint:unused // encoding/json ignores it
 }
 
@@ -215,6 +219,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"s":"x","p":{"n":1},"list":[{"n":2}],"meta":{"a":"b"},"any":[1],"raw":{}}`))
 	f.Add([]byte(`{"i":-1,"u":2,"f":3.5,"strs":["a"],"objs":{"k":{"name":"n"}},"self":{"self":{}}}`))
 	f.Add([]byte(`{"promoted":"p","hidden":"h","addr":"::1","num":1,"bytes":"AA==","arr":[1]}`))
+	f.Add([]byte(`{"cnt":{"n":1},"pcnt":{"n":2},"wrapped":{"n":3},"opts":[1,null,"x"]}`))
 	f.Add([]byte(`{"quoted":{"n":"1","f":"2.5","pf":"null","b":"false","s":"\"x\"","u":"7"}}`))
 	dec := New(reflect.TypeFor[kinds](), nil)
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -228,4 +233,74 @@ func FuzzDecode(f *testing.F) {
 		require.NoError(t, json.Unmarshal(in, &want), "%q", in)
 		require.True(t, reflect.DeepEqual(want, got), "input %q\ndecoded %+v\nwant    %+v", in, got, want)
 	})
+}
+
+// Cnt decodes itself into N = 99; encoding/json finds the method only on
+// a pointer it holds: *Cnt for a value of the named type Cnt, or a pointer
+// it dereferences.
+type Cnt struct {
+	N int `json:"n"`
+}
+
+func (c *Cnt) UnmarshalJSON([]byte) error { c.N = 99; return nil }
+
+type PCnt *Cnt // a named pointer type has no methods
+
+type PAddr *netip.Addr
+
+type PInner struct{ N int }
+
+func (p *PInner) UnmarshalJSON([]byte) error { p.N = 7; return nil }
+
+// Opt records the length of what UnmarshalJSON got.
+type Opt int
+
+func (o *Opt) UnmarshalJSON(b []byte) error { *o = Opt(len(b)); return nil }
+
+// TestDecodeFindsMethodsAsEncodingJSON: UnmarshalJSON and UnmarshalText
+// are called where encoding/json calls them, and nowhere else.
+func TestDecodeFindsMethodsAsEncodingJSON(t *testing.T) {
+	t.Parallel()
+	type wrapCnt struct {
+		X  struct{ Cnt }            `json:"x"`
+		XP *struct{ Cnt }           `json:"xp"`
+		L  []struct{ Cnt }          `json:"l"`
+		M  map[string]struct{ Cnt } `json:"m"`
+		C  Cnt                      `json:"c"`
+		PC PCnt                     `json:"pc"`
+	}
+	require.True(t, same[wrapCnt](t, `{"x":{"n":1},"xp":{"n":2},"l":[{"n":3}],"m":{"k":{"n":4}},"c":{"n":5},"pc":{"n":6}}`))
+	var w wrapCnt
+	require.NoError(t, json.Unmarshal([]byte(`{"x":{"n":1},"xp":{"n":2},"c":{"n":5},"pc":{"n":6}}`), &w))
+	require.Equal(t, []int{1, 99, 99, 6}, []int{w.X.N, w.XP.N, w.C.N, (*w.PC).N}, "what encoding/json does, for the record")
+
+	require.True(t, same[PCnt](t, `{"n":1}`))
+	require.True(t, same[struct{ Cnt }](t, `{"n":1}`), "at the top, json.Unmarshal sees *struct{ Cnt }'s promoted method")
+	same[struct {
+		A struct{ netip.Addr } `json:"a"`
+	}](t, `{"a":"192.0.2.1"}`)
+	same[struct {
+		P PAddr `json:"p"`
+	}](t, `{"p":"192.0.2.1"}`)
+	same[struct {
+		X struct{ *PInner } `json:"x"`
+	}](t, `{"x":{"N":1}}`)
+	same[[]struct{ *PInner }](t, `[{"N":1}]`)
+	require.True(t, same[struct {
+		O  Opt  `json:"o,string"`
+		PO *Opt `json:"po,string"`
+	}](t, `{"o":null,"po":null}`))
+	require.True(t, same[struct {
+		O Opt `json:"o,string"`
+	}](t, `{"o":"12"}`))
+}
+
+// TestDecodeRejectsWrongElementTypes: a string slice or map with a value
+// that is not a string is left to encoding/json, which rejects it.
+func TestDecodeRejectsWrongElementTypes(t *testing.T) {
+	t.Parallel()
+	require.False(t, same[[]string](t, `[1,",1"]`))
+	require.False(t, same[map[string]string](t, `{"a":1,",":":1"}`))
+	require.False(t, same[kinds](t, `{"strs":[1,",1"],"s":"x"}`))
+	require.False(t, same[kinds](t, `{"meta":{"a":true}}`))
 }
