@@ -37,16 +37,12 @@ import (
 
 // Decoder decodes JSON into values of one type.
 type Decoder struct {
-	typ reflect.Type
 	dec decodeFunc
 }
 
 // decodeFunc decodes the value at the scanner's cursor into v, which is
 // addressable and holds its type's zero value. It reports false to give up.
 type decodeFunc func(s *scanner, v reflect.Value) bool
-
-// Type returns the type the Decoder decodes into.
-func (d *Decoder) Type() reflect.Type { return d.typ }
 
 // Decode decodes data into v, which must be an addressable value of the
 // Decoder's type holding its zero value. When it reports false, v may be
@@ -78,9 +74,9 @@ func New(t reflect.Type, plain func(reflect.Type) bool) *Decoder {
 	// json.Unmarshal(data, &x) looks for methods on *T whether T is named
 	// or not.
 	if m := c.methods(reflect.PointerTo(t)); m != nil {
-		return &Decoder{typ: t, dec: func(s *scanner, v reflect.Value) bool { return m(s, v.Addr()) }}
+		return &Decoder{dec: func(s *scanner, v reflect.Value) bool { return m(s, v.Addr()) }}
 	}
-	return &Decoder{typ: t, dec: c.compile(t, false)}
+	return &Decoder{dec: c.compile(t, false)}
 }
 
 type compiler struct {
