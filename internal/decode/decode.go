@@ -597,12 +597,9 @@ func decodeBool(s *scanner, v reflect.Value) bool {
 }
 
 func decodeInt(s *scanner, v reflect.Value) bool {
-	if s.peek() == 'n' {
-		return s.null()
-	}
-	tok, ok := s.number()
-	if !ok {
-		return false
+	tok, ok := s.numberOrNull()
+	if !ok || tok == nil {
+		return ok
 	}
 	n, ok := parseInt(tok)
 	if !ok {
@@ -619,12 +616,9 @@ func decodeInt(s *scanner, v reflect.Value) bool {
 }
 
 func decodeUint(s *scanner, v reflect.Value) bool {
-	if s.peek() == 'n' {
-		return s.null()
-	}
-	tok, ok := s.number()
-	if !ok {
-		return false
+	tok, ok := s.numberOrNull()
+	if !ok || tok == nil {
+		return ok
 	}
 	n, err := strconv.ParseUint(string(tok), 10, 64)
 	if err != nil || v.OverflowUint(n) {
@@ -635,12 +629,9 @@ func decodeUint(s *scanner, v reflect.Value) bool {
 }
 
 func decodeFloat(s *scanner, v reflect.Value) bool {
-	if s.peek() == 'n' {
-		return s.null()
-	}
-	tok, ok := s.number()
-	if !ok {
-		return false
+	tok, ok := s.numberOrNull()
+	if !ok || tok == nil {
+		return ok
 	}
 	f, err := strconv.ParseFloat(string(tok), v.Type().Bits())
 	if err != nil || v.OverflowFloat(f) {
@@ -821,6 +812,14 @@ func (s *scanner) literal(lit string) bool {
 }
 
 func (s *scanner) null() bool { return s.literal("null") }
+
+// numberOrNull reads a number, or a null, for which it returns nil.
+func (s *scanner) numberOrNull() ([]byte, bool) {
+	if s.peek() == 'n' {
+		return nil, s.null()
+	}
+	return s.number()
+}
 
 // number reads a number literal as JSON defines it.
 func (s *scanner) number() ([]byte, bool) {
