@@ -86,8 +86,8 @@ func ExampleNewAction() {
 
 // A deterministic idempotency key for a refund, the same in every process
 // that retries it.
-func ExampleIdempotencyKey() {
-	fmt.Println(idempotency.IdempotencyKey("refund", "ord_1", "v1"))
+func ExampleKey() {
+	fmt.Println(idempotency.Key("refund", "ord_1", "v1"))
 	// Output:
 	// ik_wR5qPnSDRnFv59rIfcqWsDEuyTc_2AUq-PkRi7jkTLk
 }

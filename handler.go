@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,13 +44,26 @@ type Config struct {
 	// delivery and sends the event again, so answer well before it gives up.
 	Timeout time.Duration
 
+	// APIVersion is the Stripe API version the handlers' types are written
+	// for (yyyy-mm-dd.train). Events of another release train are logged
+	// once per version, with both versions named, and decoded best-effort;
+	// StrictAPIVersion rejects them. Defaults to stripe.APIVersion of the
+	// stripe-go the program is built with.
+	APIVersion string
+
 	// StrictAPIVersion rejects (400) events whose API version belongs to
-	// another release train than stripe-go's (stripe.APIVersion), unless no
-	// handler would decode them (they are answered ignored). By default
-	// they are accepted, decoded best-effort, and logged once per version:
-	// rejecting them means days of retries and, in the end, a disabled
-	// endpoint.
+	// another release train than APIVersion, unless no handler would decode
+	// them (they are answered ignored). By default they are accepted,
+	// decoded best-effort, and logged once per version: rejecting them
+	// means days of retries and, in the end, a disabled endpoint.
 	StrictAPIVersion bool
+
+	// DisableFastDecoder decodes data.object with encoding/json alone. By
+	// default a decoder compiled per handler type gives encoding/json's
+	// result several times faster, and hands encoding/json whatever it
+	// does not decode itself; this is the way out should it ever be in
+	// doubt. Defaults to false.
+	DisableFastDecoder bool
 
 	// RecordIgnored stores the claim of events that have no handler, with
 	// outcome ignored, so that the ledger lists every delivery. Defaults to
@@ -77,10 +91,13 @@ type Result struct {
 	Outcome   Outcome
 	Status    int           // the HTTP status answered
 	Duration  time.Duration // from the request's arrival to the answer
-	// Err is why the delivery failed or was rejected (nil otherwise), or an
-	// *[AfterCommitError] next to OutcomeProcessed. It is for logs and
-	// metrics, never sent to the client.
+	// Err is why the delivery failed or was rejected; nil when it was
+	// answered 200. It is for logs and metrics, never sent to the client.
 	Err error
+	// AfterCommitPanics are the AfterCommit funcs of a processed event
+	// that panicked after the commit. The commit stands and the delivery is
+	// answered 200; the panics are logged at Error.
+	AfterCommitPanics []*PanicError
 }
 
 // The defaults of Config.
@@ -129,17 +146,17 @@ func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
 	if hs == nil {
 		return nil, errors.New("idempotency: NewHandler: nil *Handlers")
 	}
-	if len(cfg.Secrets) == 0 {
-		return nil, errors.New("idempotency: Config.Secrets: at least one webhook signing secret is required")
+	if isNil(store) {
+		return nil, fmt.Errorf("idempotency: NewHandler: nil Store (a nil %T)", store)
 	}
-	for i, s := range cfg.Secrets {
-		switch {
-		case strings.TrimSpace(s) == "":
-			return nil, fmt.Errorf("idempotency: Config.Secrets[%d] is empty", i)
-		case strings.TrimSpace(s) != s:
-			// A newline from an env file would fail every signature.
-			return nil, fmt.Errorf("idempotency: Config.Secrets[%d] has leading or trailing white space", i)
-		}
+	if err := checkSecrets(cfg.Secrets); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.APIVersion == "":
+		cfg.APIVersion = stripe.APIVersion
+	case !validAPIVersion(cfg.APIVersion):
+		return nil, fmt.Errorf("idempotency: Config.APIVersion %q is not a Stripe API version such as %q", cfg.APIVersion, stripe.APIVersion)
 	}
 	if err := defaultDuration(&cfg.Tolerance, DefaultTolerance, "Tolerance"); err != nil {
 		return nil, err
@@ -159,6 +176,60 @@ func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
 		h.log = slog.Default()
 	}
 	return h, nil
+}
+
+// isNil reports a nil interface or one holding a nil pointer, map, func or
+// channel: a typed nil *MemoryStore would fail only at the first delivery.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Interface, reflect.Slice:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// checkSecrets refuses secrets that cannot be webhook signing secrets, so
+// that a misconfiguration fails at start-up rather than every delivery.
+func checkSecrets(secrets []string) error {
+	if len(secrets) == 0 {
+		return errors.New("idempotency: Config.Secrets: at least one webhook signing secret (whsec_...) is required")
+	}
+	for i, s := range secrets {
+		switch {
+		case strings.TrimSpace(s) == "":
+			return fmt.Errorf("idempotency: Config.Secrets[%d] is empty", i)
+		case strings.TrimSpace(s) != s:
+			// A newline from an env file would fail every signature.
+			return fmt.Errorf("idempotency: Config.Secrets[%d] has leading or trailing white space", i)
+		case isAPIKey(s):
+			return fmt.Errorf("idempotency: Config.Secrets[%d] is a Stripe API key, not a webhook signing secret: "+
+				"use the endpoint's signing secret (whsec_..., from the Dashboard's webhook page or `stripe listen`), and keep the API key out of the webhook's configuration", i)
+		}
+	}
+	return nil
+}
+
+// isAPIKey reports a secret, restricted or publishable API key.
+func isAPIKey(s string) bool {
+	for _, prefix := range [...]string{"sk_live_", "sk_test_", "rk_live_", "rk_test_", "pk_live_", "pk_test_"} {
+		if strings.HasPrefix(s, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// validAPIVersion reports a yyyy-mm-dd.train version.
+func validAPIVersion(v string) bool {
+	date, train, ok := strings.Cut(v, ".")
+	if !ok || train == "" || strings.ContainsAny(train, " \t.") {
+		return false
+	}
+	_, err := time.Parse(time.DateOnly, date)
+	return err == nil
 }
 
 func defaultDuration(d *time.Duration, def time.Duration, field string) error {
@@ -188,7 +259,6 @@ var (
 	}
 )
 
-var errMethodNotAllowed = errors.New("idempotency: method not allowed")
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -232,6 +302,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (in
 		}
 		return http.StatusBadRequest, bodyInvalidEvent
 	}
+	if err := checkEnvelope(&env); err != nil {
+		res.Err = fmt.Errorf("%w: %w", ErrMalformedEvent, err)
+		return http.StatusBadRequest, bodyInvalidEvent
+	}
 	res.EventID, res.EventType, res.ObjectID = env.ID, env.Type, env.ObjectID
 	reg, handled := h.handlers[env.Type]
 	if handled || h.cfg.RecordIgnored {
@@ -244,6 +318,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (in
 	claim := Claim{
 		EventID: env.ID, EventType: env.Type, ObjectID: env.ObjectID,
 		Account: env.Account, Livemode: env.Livemode, ReceivedAt: time.Now(),
+		OnAfterCommitPanic: func(p *PanicError) { res.AfterCommitPanics = append(res.AfterCommitPanics, p) },
 	}
 	var apply ApplyFunc
 	if handled {
@@ -259,7 +334,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (in
 					err = newPanicError(v)
 				}
 			}()
-			return reg.apply(ctx, tx, &env, payload)
+			return reg.apply(ctx, tx, &env, payload, !h.cfg.DisableFastDecoder)
 		}
 	} else {
 		if !h.cfg.RecordIgnored {
@@ -364,18 +439,33 @@ func signatureTimestamp(header string) (ts time.Time, ok bool) {
 // train, as stripe-go's webhook.ConstructEvent does, but warns instead of
 // failing unless Config.StrictAPIVersion is set.
 func (h *Handler) checkAPIVersion(ctx context.Context, env *envelope.Envelope) error {
-	if compatibleAPIVersion(stripe.APIVersion, env.APIVersion) {
+	if compatibleAPIVersion(h.cfg.APIVersion, env.APIVersion) {
 		return nil
 	}
 	if h.cfg.StrictAPIVersion {
-		return fmt.Errorf("%w: event %s has API version %q, stripe-go expects %q",
-			ErrAPIVersionMismatch, env.ID, env.APIVersion, stripe.APIVersion)
+		return fmt.Errorf("%w: event %s has API version %q, Config.APIVersion is %q",
+			ErrAPIVersionMismatch, env.ID, env.APIVersion, h.cfg.APIVersion)
 	}
 	if _, seen := h.warnedVersions.LoadOrStore(env.APIVersion, true); !seen {
 		h.log.LogAttrs(ctx, slog.LevelWarn,
-			"stripe webhook: event API version differs from stripe-go's; accepting and decoding best-effort (set Config.StrictAPIVersion to reject, or pin the endpoint's API version)",
-			slog.String("api_version", env.APIVersion), slog.String("stripe_go_api_version", stripe.APIVersion),
+			"stripe webhook: event API version differs from Config.APIVersion (another release train); accepting and decoding best-effort. "+
+				"Pin the endpoint to Config.APIVersion, or set Config.APIVersion to the endpoint's once the handlers' types match it; "+
+				"Config.StrictAPIVersion rejects such events",
+			slog.String("api_version", env.APIVersion), slog.String("config_api_version", h.cfg.APIVersion),
 			slog.String("event_id", env.ID), slog.String("event_type", env.Type))
+	}
+	return nil
+}
+
+// checkEnvelope refuses an event whose columns no store can keep: it would
+// fail on every retry on PostgreSQL.
+func checkEnvelope(env *envelope.Envelope) error {
+	for _, f := range [...]struct{ name, value string }{
+		{"id", env.ID}, {"type", env.Type}, {"data.object.id", env.ObjectID}, {"account", env.Account},
+	} {
+		if !validText(f.value) {
+			return fmt.Errorf("the event's %s contains a NUL byte or invalid UTF-8", f.name)
+		}
 	}
 	return nil
 }
@@ -405,8 +495,8 @@ func (h *Handler) report(ctx context.Context, res *Result) {
 	case OutcomeFailed, OutcomeUnavailable:
 		level = slog.LevelError
 	}
-	if res.Err != nil && level < slog.LevelError && res.Outcome == OutcomeProcessed {
-		level = slog.LevelError // an after-commit func panicked
+	if len(res.AfterCommitPanics) > 0 {
+		level = slog.LevelError
 	}
 	if h.log.Enabled(ctx, level) {
 		attrs := []slog.Attr{
@@ -426,6 +516,9 @@ func (h *Handler) report(ctx context.Context, res *Result) {
 		var stack *PanicError
 		if errors.As(res.Err, &stack) {
 			attrs = append(attrs, slog.String("stack", string(stack.Stack)))
+		}
+		for _, p := range res.AfterCommitPanics {
+			attrs = append(attrs, slog.Any("after_commit_panic", p.Value), slog.String("after_commit_stack", string(p.Stack)))
 		}
 		h.log.LogAttrs(ctx, level, "stripe webhook", attrs...)
 	}

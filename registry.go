@@ -15,7 +15,7 @@ import (
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
 )
 
-// HandlerFunc handles one event type. It runs inside the transaction that
+// EventFunc handles the events of one type. It runs inside the transaction that
 // claimed the event: its writes through tx (and through [PgxTx] on
 // PostgreSQL) commit with the claim or not at all. Returning an error rolls
 // everything back and answers 500, so Stripe sends the event again;
@@ -26,7 +26,7 @@ import (
 // transaction for a deadlock or a serialization conflict, the store rolls it
 // back and runs the handler again (up to 5 attempts): keep side effects
 // outside the transaction in AfterCommit.
-type HandlerFunc[T any] func(ctx context.Context, tx Tx, ev Event[T]) error
+type EventFunc[T any] func(ctx context.Context, tx Tx, ev Event[T]) error
 
 // Handlers is the registry of event handlers and actions. Build it at
 // start-up with [On] and [NewAction], then pass it to [NewHandler], which
@@ -40,7 +40,9 @@ type Handlers struct {
 // registration is one event type's handler, with T erased.
 type registration struct {
 	objectType string // T, for messages
-	apply      func(ctx context.Context, tx Tx, env *envelope.Envelope, raw []byte) error
+	// apply decodes data.object, with the fast decoder when fast is set,
+	// and runs the func.
+	apply func(ctx context.Context, tx Tx, env *envelope.Envelope, raw []byte, fast bool) error
 }
 
 // NewHandlers returns an empty registry.
@@ -54,7 +56,7 @@ func NewHandlers() *Handlers {
 //
 // On panics on a programming error: an empty event type, a nil fn, or a
 // second handler for one event type. [OnSafely] returns the error instead.
-func On[T any](hs *Handlers, eventType string, fn HandlerFunc[T]) {
+func On[T any](hs *Handlers, eventType string, fn EventFunc[T]) {
 	if err := OnSafely(hs, eventType, fn); err != nil {
 		panic(err)
 	}
@@ -62,10 +64,10 @@ func On[T any](hs *Handlers, eventType string, fn HandlerFunc[T]) {
 
 // OnSafely is [On] returning the error instead of panicking; the error wraps
 // [ErrDuplicateRegistration] when eventType already has a handler.
-func OnSafely[T any](hs *Handlers, eventType string, fn HandlerFunc[T]) error {
+func OnSafely[T any](hs *Handlers, eventType string, fn EventFunc[T]) error {
 	var zero T
 	objectType := fmt.Sprintf("%T", zero)
-	decode := decoderFor[T]()
+	fastDecode, plainDecode := decoderFor[T](), jsonDecoderFor[T]()
 	switch {
 	case hs == nil:
 		return errors.New("idempotency: On: nil *Handlers")
@@ -80,7 +82,7 @@ func OnSafely[T any](hs *Handlers, eventType string, fn HandlerFunc[T]) error {
 	}
 	hs.byType[eventType] = registration{
 		objectType: objectType,
-		apply: func(ctx context.Context, tx Tx, env *envelope.Envelope, raw []byte) error {
+		apply: func(ctx context.Context, tx Tx, env *envelope.Envelope, raw []byte, fast bool) error {
 			ev := Event[T]{
 				ID:         env.ID,
 				Type:       env.Type,
@@ -93,6 +95,10 @@ func OnSafely[T any](hs *Handlers, eventType string, fn HandlerFunc[T]) error {
 			if env.Created != 0 {
 				ev.Created = time.Unix(env.Created, 0)
 			}
+			decode := plainDecode
+			if fast {
+				decode = fastDecode
+			}
 			if err := decode(env.Object, &ev.Object); err != nil {
 				return &DecodeError{EventType: env.Type, Target: objectType, Err: err}
 			}
@@ -102,37 +108,6 @@ func OnSafely[T any](hs *Handlers, eventType string, fn HandlerFunc[T]) error {
 	return nil
 }
 
-// DecodeError reports that data.object did not decode into the handler's
-// type: the event is answered 500, so Stripe sends it again once the code
-// is fixed. Its message names the field and the types, never a value from
-// the payload.
-type DecodeError struct {
-	EventType string // the event type
-	Target    string // the handler's type, e.g. *stripe.Invoice
-	Err       error  // the decoder's error; its text may quote the payload
-}
-
-func (e *DecodeError) Error() string {
-	detail := "invalid JSON"
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(e.Err, &typeErr):
-		detail = fmt.Sprintf("field %q: cannot decode a JSON %s into %s", typeErr.Field, jsonKind(typeErr.Value), typeErr.Type)
-	case errors.As(e.Err, &syntaxErr):
-		detail = fmt.Sprintf("invalid JSON at offset %d", syntaxErr.Offset)
-	}
-	return fmt.Sprintf("idempotency: decoding data.object of %s event into %s: %s", e.EventType, e.Target, detail)
-}
-
-func (e *DecodeError) Unwrap() error { return e.Err }
-
-// jsonKind keeps the kind of an UnmarshalTypeError's value ("number",
-// "string") and drops the value itself.
-func jsonKind(value string) string {
-	kind, _, _ := strings.Cut(value, " ")
-	return kind
-}
 
 // decoderFor returns the func that decodes data.object into a T, with the
 // result of json.Unmarshal. The envelope parser has already validated the

@@ -6,10 +6,10 @@ import (
 	"encoding/binary"
 )
 
-// IdempotencyKey derives a deterministic Stripe idempotency key from the
+// Key derives a deterministic Stripe idempotency key from the
 // parts of an intent, for params.SetIdempotencyKey on the sending side:
 //
-//	params.SetIdempotencyKey(idempotency.IdempotencyKey("refund", orderID, "v1"))
+//	params.SetIdempotencyKey(idempotency.Key("refund", orderID, "v1"))
 //
 // The same parts give the same key in every process and on every machine,
 // so a retried request (after a crash, a timeout, a redelivered webhook) is
@@ -20,9 +20,9 @@ import (
 // each prefixed by its length, so ("ab", "c") and ("a", "bc") differ: 46
 // characters, well within Stripe's 255. It panics when called without
 // parts, a programming error that would give every request one key.
-func IdempotencyKey(parts ...string) string {
+func Key(parts ...string) string {
 	if len(parts) == 0 {
-		panic("idempotency: IdempotencyKey needs at least one part")
+		panic("idempotency: Key needs at least one part")
 	}
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte

@@ -8,10 +8,10 @@ import (
 	"github.com/seed-a84bb619/idempotency"
 )
 
-func TestIdempotencyKey(t *testing.T) {
+func TestKey(t *testing.T) {
 	t.Parallel()
-	k := idempotency.IdempotencyKey("refund", "ord_1", "v1")
-	require.Equal(t, k, idempotency.IdempotencyKey("refund", "ord_1", "v1"), "deterministic")
+	k := idempotency.Key("refund", "ord_1", "v1")
+	require.Equal(t, k, idempotency.Key("refund", "ord_1", "v1"), "deterministic")
 	// A value computed once and pinned: the key must not change between
 	// releases, or retries across a deploy would repeat the request.
 	// sha256(0x06 "refund" 0x05 "ord_1" 0x02 "v1"), computed independently.
@@ -24,9 +24,9 @@ func TestIdempotencyKey(t *testing.T) {
 		{"refund", "ord_1", "v1"}, {"refund", "ord_1v1"}, {"refundord_1", "v1"}, {"refund", "ord_1", "v1", ""},
 		{"refund", "ord_1", "v2"}, {"", "refund", "ord_1", "v1"}, {"refund"}, {""},
 	} {
-		key := idempotency.IdempotencyKey(parts...)
+		key := idempotency.Key(parts...)
 		require.NotContains(t, seen, key, "%q collides with %q", parts, seen[key])
 		seen[key] = parts
 	}
-	require.Panics(t, func() { idempotency.IdempotencyKey() })
+	require.Panics(t, func() { idempotency.Key() })
 }

@@ -2,10 +2,12 @@ package idempotency
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Store is the contract both backends satisfy: [MemoryStore] and [PgxStore].
@@ -23,14 +25,19 @@ type Store interface {
 	//     wait for it to end: duplicate if it committed, the claim is taken
 	//     if it rolled back.
 	//   - OutcomeProcessed, nil: apply returned nil and the transaction
-	//     committed; the AfterCommit funcs have run. If any of them panicked,
-	//     err is an *[AfterCommitError]; the commit stands.
+	//     committed; the AfterCommit funcs have run. A panic in one of them
+	//     does not stop the others and is passed to c.OnAfterCommitPanic:
+	//     the commit stands, so it is no error.
 	//   - OutcomeSkipped, nil: apply returned a [SkipError] (possibly
 	//     wrapped); its writes were rolled back and the claim stored with the
 	//     reason, so the id is answered duplicate from then on.
 	//   - OutcomeFailed, err: apply returned err; everything was rolled back.
 	//   - OutcomeUnavailable, err: the store could not be reached; err wraps
 	//     [ErrStoreUnavailable]. Nothing was written.
+	//
+	// A non-nil error always means that nothing was applied. A claim with
+	// text no store can keep (see [ErrInvalidKey]) fails before anything
+	// starts.
 	//
 	// A nil apply only records the claim (used for ignored events when
 	// Config.RecordIgnored is set).
@@ -63,25 +70,62 @@ type Claim struct {
 	// transaction commits. [Handler] fills it from the actions declared with
 	// ActionSpec.KeyIsObjectID.
 	Guards []GuardKey
+	// OnAfterCommitPanic receives each AfterCommit func that panicked, after
+	// the commit: the panic cannot undo it, so Run still reports
+	// OutcomeProcessed with a nil error. [Handler] logs them and passes them
+	// to Config.OnResult. Nil logs them with slog.Default.
+	OnAfterCommitPanic func(*PanicError)
 }
 
 // GuardKey is a natural key as [Tx.Guard] takes it.
 type GuardKey struct{ Scope, Key string }
 
-// check rejects a claim no store can run.
+// check rejects a claim no store can keep, alike on every store.
 func (c *Claim) check() error {
-	if c.EventID == "" {
-		return errNoEventID
+	if err := checkText("Claim.EventID", c.EventID, true); err != nil {
+		return err
+	}
+	for _, f := range [...]struct{ name, value string }{
+		{"Claim.EventType", c.EventType}, {"Claim.ObjectID", c.ObjectID}, {"Claim.Account", c.Account},
+	} {
+		if err := checkText(f.name, f.value, false); err != nil {
+			return err
+		}
 	}
 	for i, g := range c.Guards {
-		if g.Scope == "" || g.Key == "" {
-			return fmt.Errorf("idempotency: Claim.Guards[%d] needs a non-empty scope and key (scope %q, key empty: %t)", i, g.Scope, g.Key == "")
+		if err := checkGuardKey(g.Scope, g.Key); err != nil {
+			return fmt.Errorf("Claim.Guards[%d]: %w", i, err)
 		}
 	}
 	return nil
 }
 
-var errNoEventID = errors.New("idempotency: claim has no event id")
+// checkText rejects text a store cannot keep; it names the field, never
+// quotes the value.
+func checkText(field, value string, required bool) error {
+	switch {
+	case required && value == "":
+		return fmt.Errorf("%w: %s is empty", ErrInvalidKey, field)
+	case strings.IndexByte(value, 0) >= 0:
+		return fmt.Errorf("%w: %s contains a NUL byte", ErrInvalidKey, field)
+	case !utf8.ValidString(value):
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidKey, field)
+	}
+	return nil
+}
+
+// checkGuardKey rejects guard keys no store can keep. An empty key usually
+// means a field the handler expected (metadata, an expandable id) was
+// absent, and claiming it would make every such event share one key.
+func checkGuardKey(scope, key string) error {
+	if err := checkText("Guard scope", scope, true); err != nil {
+		return err
+	}
+	if err := checkText(fmt.Sprintf("Guard key (scope %q)", scope), key, true); err != nil {
+		return err
+	}
+	return nil
+}
 
 // Tx is the transaction a handler runs in. It is store-neutral; the
 // PostgreSQL store's transaction also gives its pgx.Tx through [PgxTx].
@@ -135,19 +179,6 @@ type GuardRecord struct {
 // the database fails it for a deadlock or a serialization conflict.
 const maxAttempts = 5
 
-func skipped(err error) bool {
-	_, ok := skipReason(err)
-	return ok
-}
-
-// skipReason reports whether err is or wraps a SkipError.
-func skipReason(err error) (string, bool) {
-	var s *SkipError
-	if errors.As(err, &s) {
-		return s.Reason, true
-	}
-	return "", false
-}
 
 // txState is the store-independent part of a transaction: its event, its
 // after-commit funcs and whether it has ended.
@@ -185,28 +216,33 @@ func (t *txState) checkOpen() error {
 
 // end marks the transaction ended and, when committed, runs the
 // after-commit funcs with a context detached from ctx's cancellation. A
-// panicking func does not stop the others; the panics come back as an
-// *AfterCommitError.
-func (t *txState) end(ctx context.Context, committed bool) error {
+// panicking func does not stop the others; its panic goes to
+// claim.OnAfterCommitPanic.
+func (t *txState) end(ctx context.Context, committed bool) {
 	t.mu.Lock()
 	fns := t.afterCommit
 	t.afterCommit = nil
 	t.ended = true
 	t.mu.Unlock()
 	if !committed || len(fns) == 0 {
-		return nil
+		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	var panics []*PanicError
 	for _, fn := range fns {
 		if p := callRecover(ctx, fn); p != nil {
-			panics = append(panics, p)
+			t.reportPanic(ctx, p)
 		}
 	}
-	if panics != nil {
-		return &AfterCommitError{Panics: panics}
+}
+
+func (t *txState) reportPanic(ctx context.Context, p *PanicError) {
+	if t.claim.OnAfterCommitPanic != nil {
+		t.claim.OnAfterCommitPanic(p)
+		return
 	}
-	return nil
+	slog.Default().LogAttrs(ctx, slog.LevelError, "idempotency: an AfterCommit func panicked after the commit",
+		slog.String("event_id", t.claim.EventID), slog.String("event_type", t.claim.EventType),
+		slog.Any("panic", p.Value), slog.String("stack", string(p.Stack)))
 }
 
 func callRecover(ctx context.Context, fn func(context.Context)) (p *PanicError) {
@@ -219,17 +255,6 @@ func callRecover(ctx context.Context, fn func(context.Context)) (p *PanicError) 
 	return nil
 }
 
-// AfterCommitError is returned by [Store.Run] together with
-// OutcomeProcessed when the transaction committed but one or more
-// AfterCommit funcs panicked. The event's writes are committed; the handler
-// answers 200 and logs the panics.
-type AfterCommitError struct {
-	Panics []*PanicError
-}
-
-func (e *AfterCommitError) Error() string {
-	return fmt.Sprintf("idempotency: %d after-commit func(s) panicked; first: %v", len(e.Panics), e.Panics[0].Value)
-}
 
 func (c Claim) receivedAt() time.Time {
 	if c.ReceivedAt.IsZero() {

@@ -20,8 +20,9 @@ import (
 // service's tables applies its writes from [Tx.AfterCommit], so that they
 // commit and roll back with the claim.
 //
-// The zero value is not usable; call [NewMemoryStore]. A MemoryStore is safe
-// for concurrent use and starts no goroutines.
+// The zero value is an empty store, ready to use. A MemoryStore is safe for
+// concurrent use and starts no goroutines; it must not be copied after
+// first use.
 type MemoryStore struct {
 	mu      sync.Mutex
 	events  map[string]EventRecord
@@ -30,11 +31,6 @@ type MemoryStore struct {
 	waiting int // transactions blocked on a held key, for tests
 }
 
-// ErrDeadlock is reported by [MemoryStore] when a Guard would wait for a
-// transaction that is itself waiting, directly or not, for the caller's
-// transaction. PostgreSQL reports the same cycle as a deadlock, which
-// [PgxStore] retries.
-var ErrDeadlock = errors.New("idempotency: deadlock between concurrent transactions")
 
 type guardID struct{ scope, key string }
 
@@ -49,12 +45,19 @@ type keyLock struct {
 	released chan struct{} // closed when owner ends
 }
 
-// NewMemoryStore returns an empty in-memory store.
+// NewMemoryStore returns an empty in-memory store. The zero value is an
+// empty store too.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{
-		events: make(map[string]EventRecord),
-		guards: make(map[guardID]GuardRecord),
-		locks:  make(map[lockID]*keyLock),
+	return &MemoryStore{}
+}
+
+// init makes the maps of a zero MemoryStore; s.mu is held. Reads of nil
+// maps need none, and every write follows an acquire.
+func (s *MemoryStore) init() {
+	if s.locks == nil {
+		s.events = make(map[string]EventRecord)
+		s.guards = make(map[guardID]GuardRecord)
+		s.locks = make(map[lockID]*keyLock)
 	}
 }
 
@@ -111,7 +114,8 @@ func (s *MemoryStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Ou
 			return OutcomeFailed, err
 		}
 		outcome := c.nilApplyOutcome()
-		return outcome, tx.finish(ctx, tx.record(outcome, ""), false)
+		tx.finish(ctx, tx.record(outcome, ""), false)
+		return outcome, nil
 	}
 	err = apply(ctx, tx)
 	if err == nil {
@@ -130,7 +134,8 @@ func (s *MemoryStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Ou
 		tx.finish(ctx, nil, false)
 		return OutcomeFailed, err
 	}
-	return OutcomeProcessed, tx.finish(ctx, tx.record(OutcomeProcessed, ""), true)
+	tx.finish(ctx, tx.record(OutcomeProcessed, ""), true)
+	return OutcomeProcessed, nil
 }
 
 // record is the ledger row of tx's event. ProcessedAt is the time of the
@@ -204,9 +209,6 @@ func (tx *memoryTx) Guard(ctx context.Context, scope, key string) (bool, error) 
 	return first, err
 }
 
-// errTxAborted is what a Guard after a failed one returns, as PostgreSQL
-// refuses statements in a transaction that had an error.
-var errTxAborted = errors.New("idempotency: transaction aborted by an earlier error; the handler must return")
 
 func (tx *memoryTx) abort(err error) {
 	tx.s.mu.Lock()
@@ -249,6 +251,7 @@ func (tx *memoryTx) acquire(ctx context.Context, k lockID) (bool, error) {
 		}
 		l := s.locks[k]
 		if l == nil {
+			s.init()
 			s.locks[k] = &keyLock{owner: tx, released: make(chan struct{})}
 			tx.held = append(tx.held, k)
 			s.mu.Unlock()
@@ -298,7 +301,7 @@ func (s *MemoryStore) committed(k lockID) bool {
 // AfterCommit funcs; only then does it release every key tx held. A
 // delivery waiting for tx's claim thus wakes to a commit whose effects, the
 // writes a test fake applies after commit included, are all visible.
-func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) error {
+func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) {
 	s := tx.s
 	now := time.Now()
 	s.mu.Lock()
@@ -313,7 +316,7 @@ func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) e
 	}
 	s.mu.Unlock()
 
-	err := tx.end(ctx, commit)
+	tx.end(ctx, commit)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -323,15 +326,4 @@ func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) e
 	}
 	tx.held = nil
 	close(tx.ended)
-	return err
-}
-
-// checkGuardKey rejects empty guard keys: an empty key usually means a field
-// the handler expected (metadata, an expandable id) was absent, and claiming
-// it would make every such event share one key.
-func checkGuardKey(scope, key string) error {
-	if scope == "" || key == "" {
-		return fmt.Errorf("idempotency: Guard needs a non-empty scope and key (scope %q, key empty: %t)", scope, key == "")
-	}
-	return nil
 }

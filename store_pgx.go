@@ -146,11 +146,6 @@ func PgxTx(tx Tx) pgx.Tx {
 	return handlerTx{ptx.tx}
 }
 
-// ErrTxOwnedByStore is returned by Commit and Rollback of the transaction
-// [PgxTx] hands to a handler. Committing early would separate the claim
-// from the writes that follow; return an error from the handler to roll
-// back.
-var ErrTxOwnedByStore = errors.New("idempotency: the event's transaction is committed or rolled back by the store when the handler returns")
 
 // handlerTx is the handler's view of the event transaction.
 type handlerTx struct{ pgx.Tx }
@@ -235,10 +230,10 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 	}
 	committed = true
 	onCommit()
-	if outcome == OutcomeSkipped {
-		return outcome, nil
+	if outcome != OutcomeSkipped {
+		ptx.end(ctx, true)
 	}
-	return outcome, ptx.end(ctx, true)
+	return outcome, nil
 }
 
 // beginClaim begins the event's transaction and claims the event id in it,

@@ -1,0 +1,195 @@
+package idempotency
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"unicode/utf8"
+)
+
+// Every error the package returns is one of the sentinels below, one of the
+// error types after them, or wraps one; compare with [errors.Is] and
+// [errors.As]. Both stores translate their backend's failures to these.
+//
+// The contract of errors next to an [Outcome]: a non-nil error from
+// [Store.Run] always means the event was not applied (nothing it wrote
+// committed), and [Result.Err] is set only for deliveries answered with an
+// error status. What goes wrong after a commit (a panicking AfterCommit
+// func) is reported beside the outcome, never as an error.
+
+// Rejections before anything is stored: [Handler] answers them 4xx and
+// reports them in [Result.Err].
+var (
+	// ErrNotSigned: the request has no Stripe-Signature header. Answered 400.
+	ErrNotSigned = errors.New("idempotency: no Stripe-Signature header")
+	// ErrInvalidSignature: the Stripe-Signature header is malformed, or no
+	// v1 signature in it matches any of Config.Secrets. Answered 400.
+	ErrInvalidSignature = errors.New("idempotency: invalid Stripe-Signature")
+	// ErrTimestampOutsideTolerance: the signature's timestamp is further
+	// than Config.Tolerance in the past or in the future. Answered 400.
+	ErrTimestampOutsideTolerance = errors.New("idempotency: signature timestamp outside tolerance")
+	// ErrBodyTooLarge: the body exceeds Config.MaxBodyBytes. Answered 413.
+	ErrBodyTooLarge = errors.New("idempotency: request body too large")
+	// ErrMalformedEvent: the verified body is not a Stripe event, or its id,
+	// type, object id or account is text no store can keep (a NUL byte,
+	// invalid UTF-8). Answered 400.
+	ErrMalformedEvent = errors.New("idempotency: malformed event")
+	// ErrThinEvent: the body is a thin (v2) event notification, which
+	// carries no snapshot of the object. Answered 400; configure the
+	// endpoint to send snapshot events.
+	ErrThinEvent = errors.New("idempotency: thin event notifications are not supported; configure the Stripe endpoint to send snapshot events")
+	// ErrAPIVersionMismatch: the event's API version belongs to another
+	// release train than Config.APIVersion, and Config.StrictAPIVersion is
+	// set. Answered 400.
+	ErrAPIVersionMismatch = errors.New("idempotency: event API version differs from Config.APIVersion")
+	// errMethodNotAllowed: a method other than POST. Answered 405.
+	errMethodNotAllowed = errors.New("idempotency: method not allowed")
+)
+
+// Failures of a delivery or a [Store.Run]: nothing was written.
+var (
+	// ErrTimeout: the claim and the handler did not finish within
+	// Config.Timeout; the transaction was rolled back. Answered 500.
+	ErrTimeout = errors.New("idempotency: handler timed out")
+	// ErrStoreUnavailable: the store could not be reached (connection
+	// refused or lost, the database shutting down or starting). Returned by
+	// [Store.Run] with [OutcomeUnavailable], and by Ping, Migrate and the
+	// lookups. Answered 503.
+	ErrStoreUnavailable = errors.New("idempotency: store unavailable")
+	// ErrDeadlock: a [MemoryStore] Guard would have waited for a
+	// transaction that waits, directly or not, for the caller's. The store
+	// reruns the transaction, as [PgxStore] reruns PostgreSQL's deadlocks;
+	// Run returns it only when the last of its attempts fails so.
+	ErrDeadlock = errors.New("idempotency: deadlock between concurrent transactions")
+	// ErrInvalidKey: a [Tx.Guard] scope or key, or a [Claim]'s event id,
+	// type, object id, account or guard, is text a store cannot keep: empty
+	// where a value is required, a NUL byte (PostgreSQL's text refuses it),
+	// or invalid UTF-8. Both stores refuse the same input, so the memory
+	// store never accepts what PostgreSQL would fail on every retry.
+	ErrInvalidKey = errors.New("idempotency: invalid key")
+	// ErrTxDone: a [Tx] was used after its transaction ended, e.g. from a
+	// goroutine that outlived the handler.
+	ErrTxDone = errors.New("idempotency: transaction already ended")
+	// ErrTxOwnedByStore: returned by Commit and Rollback of the transaction
+	// [PgxTx] hands to a handler. Committing early would separate the claim
+	// from the writes that follow; return an error from the handler to roll
+	// back.
+	ErrTxOwnedByStore = errors.New("idempotency: the event's transaction is committed or rolled back by the store when the handler returns")
+	// ErrNotOwner: an [Action] was called from an event type it does not
+	// name as an owner. It is a programming error; a unit test that delivers
+	// each event type finds it.
+	ErrNotOwner = errors.New("idempotency: event type does not own this action")
+	// errTxAborted: a [MemoryStore] Guard after a failed one, as PostgreSQL
+	// refuses statements in a transaction that had an error.
+	errTxAborted = errors.New("idempotency: transaction aborted by an earlier error; the handler must return")
+)
+
+// Programming errors, returned by the constructors and the registry.
+var (
+	// ErrDuplicateRegistration: an event type already has a handler, or an
+	// action name is already taken. [On] and [NewAction] panic with it;
+	// [OnSafely] and [NewActionSafely] return it.
+	ErrDuplicateRegistration = errors.New("idempotency: already registered")
+)
+
+// SkipError is the error [Skip] returns. [Store.Run] reports it as
+// [OutcomeSkipped] with a nil error.
+type SkipError struct {
+	Reason string
+}
+
+func (e *SkipError) Error() string { return "idempotency: skipped: " + e.Reason }
+
+// Skip tells the handler that the event can never be processed, for example
+// a Checkout Session created by a Payment Link without the metadata the
+// service needs. Returned from a handler (wrapped or not), it rolls back the
+// handler's writes, keeps the event's claim with the reason, and answers 200
+// {"outcome":"skipped"} so that Stripe does not retry. The reason is stored
+// and logged: keep payload data out of it. A NUL byte or invalid UTF-8 in
+// it is replaced, so that both stores keep it alike.
+func Skip(reason string) error {
+	return &SkipError{Reason: reason}
+}
+
+// skipReason reports whether err is or wraps a SkipError, and its reason
+// as a store keeps it.
+func skipReason(err error) (string, bool) {
+	var s *SkipError
+	if errors.As(err, &s) {
+		return storableText(s.Reason), true
+	}
+	return "", false
+}
+
+func skipped(err error) bool {
+	_, ok := skipReason(err)
+	return ok
+}
+
+// storableText replaces what PostgreSQL's text cannot hold.
+func storableText(s string) string {
+	if validText(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// validText reports whether s can be stored as PostgreSQL text.
+func validText(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
+}
+
+// PanicError is the error a handler's panic is turned into: the transaction
+// is rolled back, [Store.Run] returns it with [OutcomeFailed], and the
+// delivery is answered 500. A panicking AfterCommit func is reported as a
+// PanicError too, in [Result.AfterCommitPanics], never as an error.
+type PanicError struct {
+	Value any    // the value passed to panic
+	Stack []byte // the goroutine's stack at the panic
+}
+
+func newPanicError(v any) *PanicError {
+	return &PanicError{Value: v, Stack: debug.Stack()}
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("idempotency: handler panicked: %v", e.Value) }
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// DecodeError reports that data.object did not decode into the handler's
+// type: the event fails ([OutcomeFailed], answered 500), so Stripe sends it
+// again once the code is fixed. Its message names the field and the types,
+// never a value from the payload.
+type DecodeError struct {
+	EventType string // the event type
+	Target    string // the handler's type, e.g. *stripe.Invoice
+	Err       error  // the decoder's error; its text may quote the payload
+}
+
+func (e *DecodeError) Error() string {
+	detail := "invalid JSON"
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(e.Err, &typeErr):
+		detail = fmt.Sprintf("field %q: cannot decode a JSON %s into %s", typeErr.Field, jsonKind(typeErr.Value), typeErr.Type)
+	case errors.As(e.Err, &syntaxErr):
+		detail = fmt.Sprintf("invalid JSON at offset %d", syntaxErr.Offset)
+	}
+	return fmt.Sprintf("idempotency: decoding data.object of %s event into %s: %s", e.EventType, e.Target, detail)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// jsonKind keeps the kind of an UnmarshalTypeError's value ("number",
+// "string") and drops the value itself.
+func jsonKind(value string) string {
+	kind, _, _ := strings.Cut(value, " ")
+	return kind
+}
