@@ -20,6 +20,7 @@ import (
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // BenchmarkReceiver runs the library's handler and a hand-written receiver
@@ -186,7 +187,7 @@ func (t *deliveryTemplate) delivery(n int64) *http.Request {
 	put(t.eventAt, event)
 	put(t.invoiceAt, invoice)
 	put(t.accountAt, invoice%1000)
-	return idempotency.NewSignedRequest("/webhook", p, testSecret)
+	return idempotencytest.NewSignedRequest("/webhook", p, testSecret)
 }
 
 // handwritten is the receiver a careful engineer writes with stripe-go and

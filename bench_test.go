@@ -16,6 +16,7 @@ import (
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // The benchmarks compare, on the 5 KB invoice.paid fixture as Stripe sends
@@ -46,7 +47,7 @@ func signedDeliveries(b *testing.B, n int) []signedDelivery {
 		p := bytes.Clone(raw)
 		digits := strconv.Itoa(i)
 		copy(p[at+len(id)-len(digits):], digits)
-		out[i] = signedDelivery{payload: p, header: idempotency.SignatureHeader(p, testSecret, time.Now())}
+		out[i] = signedDelivery{payload: p, header: idempotencytest.SignatureHeader(p, testSecret, time.Now())}
 	}
 	return out
 }

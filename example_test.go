@@ -10,6 +10,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // A handler for invoice.paid that credits an account once per invoice,
@@ -52,7 +53,7 @@ func ExampleOn() {
 		event("evt_1", "invoice.paid"),
 		event("evt_2", "invoice.payment_succeeded"),
 	} {
-		a := idempotency.Deliver(h, payload, "whsec_test")
+		a := idempotencytest.Deliver(h, payload, "whsec_test")
 		fmt.Println(a.Status, a.Outcome, credits["acct_1"])
 	}
 	// Output:

@@ -17,6 +17,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // bench is one webhook route on a memory store, with an invoice.paid handler
@@ -114,7 +115,7 @@ func TestHandlerProcessedThenDuplicate(t *testing.T) {
 	b := newBench(t, idempotency.Config{}, nil)
 	payload := eventPayload(t, "invoice.paid", "evt_1", paid)
 
-	requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"processed"}`)
+	requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"processed"}`)
 	res := b.lastResult(t)
 	require.Equal(t, idempotency.OutcomeProcessed, res.Outcome)
 	require.Equal(t, "evt_1", res.EventID)
@@ -127,7 +128,7 @@ func TestHandlerProcessedThenDuplicate(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "in_1Pgc6tB7WZ01zgkWu9fdqL6I", rec.ObjectID)
 
-	requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"duplicate"}`)
+	requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"duplicate"}`)
 	require.Equal(t, idempotency.OutcomeDuplicate, b.lastResult(t).Outcome)
 	require.EqualValues(t, 1, b.runs.Load(), "a duplicate runs nothing")
 	require.Equal(t, 100, b.credits.get(t, "acct_42"))
@@ -141,7 +142,7 @@ func TestHandlerTwinEventsCreditOnce(t *testing.T) {
 	})
 	for _, name := range []string{"invoice.paid", "invoice.payment_succeeded"} {
 		id := "evt_" + strings.ReplaceAll(name, ".", "_")
-		rec := b.serve(idempotency.NewSignedRequest("/", eventPayload(t, name, id, paid), testSecret))
+		rec := b.serve(idempotencytest.NewSignedRequest("/", eventPayload(t, name, id, paid), testSecret))
 		requireAnswer(t, rec, 200, `{"outcome":"processed"}`)
 	}
 	require.Equal(t, 100, b.credits.get(t, "acct_42"), "two events about one invoice credit once")
@@ -150,7 +151,7 @@ func TestHandlerTwinEventsCreditOnce(t *testing.T) {
 func TestHandlerConcurrentCopies(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, idempotency.Config{}, nil)
-	answers := idempotency.Replay(b.handler, eventPayload(t, "invoice.paid", "evt_storm", paid), testSecret, 50)
+	answers := idempotencytest.Replay(b.handler, eventPayload(t, "invoice.paid", "evt_storm", paid), testSecret, 50)
 	require.Equal(t, map[int]int{200: 50}, answers.Statuses())
 	require.Equal(t, 1, answers.Count(idempotency.OutcomeProcessed))
 	require.Equal(t, 49, answers.Count(idempotency.OutcomeDuplicate))
@@ -162,29 +163,29 @@ func TestHandlerIgnored(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, idempotency.Config{}, nil)
 	payload := eventPayload(t, "checkout.session.completed", "evt_cs", nil)
-	requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"ignored"}`)
+	requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"ignored"}`)
 	b.requireLedger(t, "evt_cs", false)
 
 	rb := newBench(t, idempotency.Config{RecordIgnored: true}, nil)
-	requireAnswer(t, rb.serve(idempotency.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"ignored"}`)
+	requireAnswer(t, rb.serve(idempotencytest.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"ignored"}`)
 	rec, ok, err := rb.store.LookupEvent(t.Context(), "evt_cs")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, idempotency.OutcomeIgnored, rec.Outcome)
-	requireAnswer(t, rb.serve(idempotency.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"duplicate"}`)
+	requireAnswer(t, rb.serve(idempotencytest.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"duplicate"}`)
 }
 
 func TestHandlerSkip(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, idempotency.Config{}, nil)
 	payload := eventPayload(t, "invoice.paid", "evt_nometa", nil)
-	requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"skipped"}`)
+	requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"skipped"}`)
 	rec, ok, err := b.store.LookupEvent(t.Context(), "evt_nometa")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, idempotency.OutcomeSkipped, rec.Outcome)
 	require.Equal(t, "invoice has no account_id in metadata", rec.SkipReason)
-	requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"duplicate"}`)
+	requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"duplicate"}`)
 	require.EqualValues(t, 1, b.runs.Load(), "a skipped event is never run again")
 }
 
@@ -221,7 +222,7 @@ func TestHandlerFailuresWriteNothing(t *testing.T) {
 			t.Parallel()
 			b := newBench(t, tt.cfg, failing(tt.fail))
 			payload := eventPayload(t, "invoice.paid", "evt_fail", paid)
-			rec := b.serve(idempotency.NewSignedRequest("/", payload, testSecret))
+			rec := b.serve(idempotencytest.NewSignedRequest("/", payload, testSecret))
 			requireAnswer(t, rec, 500, `{"error":"processing_failed"}`)
 			res := b.lastResult(t)
 			require.Equal(t, idempotency.OutcomeFailed, res.Outcome)
@@ -242,7 +243,7 @@ func TestHandlerFailuresWriteNothing(t *testing.T) {
 func TestHandlerPanicLogsStack(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, idempotency.Config{}, failing(func(context.Context) error { panic("boom") }))
-	b.serve(idempotency.NewSignedRequest("/", eventPayload(t, "invoice.paid", "evt_p", paid), testSecret))
+	b.serve(idempotencytest.NewSignedRequest("/", eventPayload(t, "invoice.paid", "evt_p", paid), testSecret))
 	var pe *idempotency.PanicError
 	require.ErrorAs(t, b.lastResult(t).Err, &pe)
 	require.Equal(t, "boom", pe.Value)
@@ -263,7 +264,7 @@ func TestHandlerStoreUnavailable(t *testing.T) {
 	logger, _ := testLogger()
 	h, err := idempotency.NewHandler(unavailableStore{}, registry(), idempotency.Config{Secrets: []string{testSecret}, Logger: logger})
 	require.NoError(t, err)
-	a := idempotency.Deliver(h, eventPayload(t, "invoice.paid", "evt_down", paid), testSecret)
+	a := idempotencytest.Deliver(h, eventPayload(t, "invoice.paid", "evt_down", paid), testSecret)
 	require.Equal(t, 503, a.Status)
 	require.Equal(t, `{"error":"store_unavailable"}`, a.Body)
 }
@@ -278,7 +279,9 @@ func TestHandlerRejects(t *testing.T) {
 	t.Parallel()
 	payload := eventPayload(t, "invoice.paid", "evt_rej", paid)
 	now := time.Now()
-	sig := func(p []byte, secret string, at time.Time) string { return idempotency.SignatureHeader(p, secret, at) }
+	sig := func(p []byte, secret string, at time.Time) string {
+		return idempotencytest.SignatureHeader(p, secret, at)
+	}
 	tampered := bytes.Clone(payload)
 	tampered[bytes.Index(tampered, []byte("2000"))] = '3' // one byte of amount_due
 
@@ -333,9 +336,9 @@ func TestHandlerSignatureVariants(t *testing.T) {
 	t.Parallel()
 	payload := eventPayload(t, "invoice.paid", "evt_sig", paid)
 	now := time.Now()
-	good := idempotency.SignatureHeader(payload, testSecret, now)
+	good := idempotencytest.SignatureHeader(payload, testSecret, now)
 	_, goodV1, _ := strings.Cut(good, ",")
-	bad := idempotency.SignatureHeader(payload, "whsec_old", now)
+	bad := idempotencytest.SignatureHeader(payload, "whsec_old", now)
 	_, badV1, _ := strings.Cut(bad, ",")
 
 	t.Run("several v1 signatures, one matching", func(t *testing.T) {
@@ -348,20 +351,20 @@ func TestHandlerSignatureVariants(t *testing.T) {
 	t.Run("second of two secrets", func(t *testing.T) {
 		t.Parallel()
 		b := newBench(t, idempotency.Config{Secrets: []string{"whsec_old", testSecret}}, nil)
-		requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"processed"}`)
-		requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", payload, "whsec_old")), 200, `{"outcome":"duplicate"}`)
+		requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"processed"}`)
+		requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", payload, "whsec_old")), 200, `{"outcome":"duplicate"}`)
 	})
 	t.Run("within tolerance both ways", func(t *testing.T) {
 		t.Parallel()
 		b := newBench(t, idempotency.Config{}, nil)
-		requireAnswer(t, b.serve(idempotency.NewSignedRequestAt("/", payload, testSecret, now.Add(-4*time.Minute))), 200, `{"outcome":"processed"}`)
-		requireAnswer(t, b.serve(idempotency.NewSignedRequestAt("/", payload, testSecret, now.Add(4*time.Minute))), 200, `{"outcome":"duplicate"}`)
+		requireAnswer(t, b.serve(idempotencytest.NewSignedRequestAt("/", payload, testSecret, now.Add(-4*time.Minute))), 200, `{"outcome":"processed"}`)
+		requireAnswer(t, b.serve(idempotencytest.NewSignedRequestAt("/", payload, testSecret, now.Add(4*time.Minute))), 200, `{"outcome":"duplicate"}`)
 	})
 	t.Run("custom tolerance", func(t *testing.T) {
 		t.Parallel()
 		b := newBench(t, idempotency.Config{Tolerance: 10 * time.Minute}, nil)
-		requireAnswer(t, b.serve(idempotency.NewSignedRequestAt("/", payload, testSecret, now.Add(-8*time.Minute))), 200, `{"outcome":"processed"}`)
-		requireAnswer(t, b.serve(idempotency.NewSignedRequestAt("/", payload, testSecret, now.Add(11*time.Minute))), 400, `{"error":"invalid_signature"}`)
+		requireAnswer(t, b.serve(idempotencytest.NewSignedRequestAt("/", payload, testSecret, now.Add(-8*time.Minute))), 200, `{"outcome":"processed"}`)
+		requireAnswer(t, b.serve(idempotencytest.NewSignedRequestAt("/", payload, testSecret, now.Add(11*time.Minute))), 400, `{"error":"invalid_signature"}`)
 	})
 }
 
@@ -369,10 +372,10 @@ func TestHandlerBodyLimit(t *testing.T) {
 	t.Parallel()
 	payload := eventPayload(t, "invoice.paid", "evt_big", paid)
 	b := newBench(t, idempotency.Config{MaxBodyBytes: int64(len(payload) - 1)}, nil)
-	requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", payload, testSecret)), 413, `{"error":"body_too_large"}`)
+	requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", payload, testSecret)), 413, `{"error":"body_too_large"}`)
 
 	// Without a Content-Length (chunked), the limit holds while reading.
-	req := idempotency.NewSignedRequest("/", payload, testSecret)
+	req := idempotencytest.NewSignedRequest("/", payload, testSecret)
 	req.ContentLength = -1
 	req.Body = io.NopCloser(bytes.NewReader(payload))
 	requireAnswer(t, b.serve(req), 413, `{"error":"body_too_large"}`)
@@ -381,16 +384,16 @@ func TestHandlerBodyLimit(t *testing.T) {
 	// The default limit takes a 1 MiB body and refuses one byte more.
 	d := newBench(t, idempotency.Config{}, nil)
 	huge := bytes.Repeat([]byte(" "), idempotency.DefaultMaxBodyBytes+1)
-	requireAnswer(t, d.serve(idempotency.NewSignedRequest("/", huge, testSecret)), 413, `{"error":"body_too_large"}`)
+	requireAnswer(t, d.serve(idempotencytest.NewSignedRequest("/", huge, testSecret)), 413, `{"error":"body_too_large"}`)
 	padded := append(bytes.Repeat([]byte(" "), idempotency.DefaultMaxBodyBytes-len(payload)), payload...)
-	requireAnswer(t, d.serve(idempotency.NewSignedRequest("/", padded, testSecret)), 200, `{"outcome":"processed"}`)
+	requireAnswer(t, d.serve(idempotencytest.NewSignedRequest("/", padded, testSecret)), 200, `{"outcome":"processed"}`)
 }
 
 func TestHandlerThinEvent(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, idempotency.Config{}, nil)
 	thin := []byte(`{"id":"evt_test_65R9Ijk8EqLJMSpBSoq16R9Ijk8Eq","object":"v2.core.event","type":"v1.billing.meter.error_report_triggered","livemode":false,"created":"2024-09-17T06:20:52.246Z","related_object":{"id":"mtr_test_61R9IeFqmU7VuFjFk41A","type":"billing.meter","url":"/v1/billing/meters/mtr_test_61R9IeFqmU7VuFjFk41A"}}`)
-	requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", thin, testSecret)), 400, `{"error":"invalid_event"}`)
+	requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", thin, testSecret)), 400, `{"error":"invalid_event"}`)
 	require.ErrorIs(t, b.lastResult(t).Err, idempotency.ErrThinEvent)
 	require.Contains(t, b.logs.String(), "snapshot events")
 	require.Empty(t, b.store.Events())
@@ -404,26 +407,26 @@ func TestHandlerAPIVersion(t *testing.T) {
 	t.Run("lenient", func(t *testing.T) {
 		t.Parallel()
 		b := newBench(t, idempotency.Config{}, nil)
-		requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", clover, testSecret)), 200, `{"outcome":"skipped"}`)
-		requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", other, testSecret)), 200, `{"outcome":"skipped"}`)
+		requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", clover, testSecret)), 200, `{"outcome":"skipped"}`)
+		requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", other, testSecret)), 200, `{"outcome":"skipped"}`)
 		require.Equal(t, 1, strings.Count(b.logs.String(), "2025-09-30.clover\""), "one warning per version: %s", b.logs.String())
 		require.Contains(t, b.logs.String(), "API version differs")
 	})
 	t.Run("strict", func(t *testing.T) {
 		t.Parallel()
 		b := newBench(t, idempotency.Config{StrictAPIVersion: true}, nil)
-		requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", clover, testSecret)), 400, `{"error":"invalid_event"}`)
+		requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", clover, testSecret)), 400, `{"error":"invalid_event"}`)
 		require.ErrorIs(t, b.lastResult(t).Err, idempotency.ErrAPIVersionMismatch)
 		require.Empty(t, b.store.Events())
 		// The pinned version passes in strict mode.
-		requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", fixture(t, "invoice.paid"), testSecret)), 200, `{"outcome":"skipped"}`)
+		requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", fixture(t, "invoice.paid"), testSecret)), 200, `{"outcome":"skipped"}`)
 	})
 }
 
 func TestHandlerInternalErrorsStayInternal(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, idempotency.Config{}, failing(func(context.Context) error { return errors.New("pq: password=hunter2") }))
-	rec := b.serve(idempotency.NewSignedRequest("/", eventPayload(t, "invoice.paid", "evt_x", paid), testSecret))
+	rec := b.serve(idempotencytest.NewSignedRequest("/", eventPayload(t, "invoice.paid", "evt_x", paid), testSecret))
 	require.NotContains(t, rec.Body.String(), "hunter2")
 	require.Contains(t, b.lastResult(t).Err.Error(), "hunter2", "the error is reported to the result hook")
 }
@@ -454,7 +457,7 @@ func TestHandlerDecodesIntoUserStruct(t *testing.T) {
 		})
 	})
 	payload := fixture(t, "customer.subscription.updated")
-	requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"processed"}`)
+	requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", payload, testSecret)), 200, `{"outcome":"processed"}`)
 	require.Equal(t, "customer.subscription.updated", got.Type)
 	require.Equal(t, "2025-08-27.basil", got.APIVersion)
 	require.False(t, got.Livemode)
@@ -474,7 +477,7 @@ func TestHandlerDecodeFailureIs500(t *testing.T) {
 			return nil
 		})
 	})
-	rec := b.serve(idempotency.NewSignedRequest("/", eventPayload(t, "invoice.paid", "evt_dec", paid), testSecret))
+	rec := b.serve(idempotencytest.NewSignedRequest("/", eventPayload(t, "invoice.paid", "evt_dec", paid), testSecret))
 	requireAnswer(t, rec, 500, `{"error":"processing_failed"}`)
 	require.ErrorContains(t, b.lastResult(t).Err, "decoding data.object")
 	b.requireLedger(t, "evt_dec", false)
@@ -522,7 +525,7 @@ func TestRegistration(t *testing.T) {
 	idempotency.On(hs, "checkout.session.completed", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.CheckoutSession]) error {
 		return errors.New("must not run")
 	})
-	a := idempotency.Deliver(h, fixture(t, "checkout.session.completed"), testSecret)
+	a := idempotencytest.Deliver(h, fixture(t, "checkout.session.completed"), testSecret)
 	require.Equal(t, idempotency.OutcomeIgnored, a.Outcome)
 }
 
@@ -530,7 +533,7 @@ func TestHandlerSignatureEdgeCases(t *testing.T) {
 	t.Parallel()
 	payload := eventPayload(t, "invoice.paid", "evt_edge", paid)
 	now := time.Now()
-	future := idempotency.SignatureHeader(payload, testSecret, now.Add(time.Hour))
+	future := idempotencytest.SignatureHeader(payload, testSecret, now.Add(time.Hour))
 
 	b := newBench(t, idempotency.Config{}, nil)
 	// stripe-go signs against the last t=; an earlier, current one must not
@@ -549,7 +552,7 @@ func TestHandlerStrictAPIVersionIgnoresUnhandledTypes(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, idempotency.Config{StrictAPIVersion: true}, nil)
 	clover := bytes.Replace(fixture(t, "invoice.paid.api_version-clover"), []byte(`"invoice.paid"`), []byte(`"invoice.created"`), 1)
-	requireAnswer(t, b.serve(idempotency.NewSignedRequest("/", clover, testSecret)), 200, `{"outcome":"ignored"}`)
+	requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", clover, testSecret)), 200, `{"outcome":"ignored"}`)
 }
 
 func TestHandlerDecodeErrorKeepsValuesOut(t *testing.T) {
@@ -561,7 +564,7 @@ func TestHandlerDecodeErrorKeepsValuesOut(t *testing.T) {
 			return nil
 		})
 	})
-	b.serve(idempotency.NewSignedRequest("/", eventPayload(t, "invoice.paid", "evt_dec2", paid), testSecret))
+	b.serve(idempotencytest.NewSignedRequest("/", eventPayload(t, "invoice.paid", "evt_dec2", paid), testSecret))
 	err := b.lastResult(t).Err
 	var de *idempotency.DecodeError
 	require.ErrorAs(t, err, &de)

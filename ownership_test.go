@@ -12,6 +12,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 type grant struct{ account string }
@@ -48,7 +49,7 @@ func TestActionRunsOncePerKeyAcrossEventTypes(t *testing.T) {
 	h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
 	require.NoError(t, err)
 	for _, name := range []string{"invoice.paid", "invoice.payment_succeeded"} {
-		a := idempotency.Deliver(h, fixture(t, name), testSecret)
+		a := idempotencytest.Deliver(h, fixture(t, name), testSecret)
 		require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, name)
 	}
 	require.Equal(t, 100, c.get(t, "acct_42"))
@@ -68,7 +69,7 @@ func TestActionNotOwner(t *testing.T) {
 		OnResult: func(r idempotency.Result) { res = r },
 	})
 	require.NoError(t, err)
-	a := idempotency.Deliver(h, fixture(t, "checkout.session.completed"), testSecret)
+	a := idempotencytest.Deliver(h, fixture(t, "checkout.session.completed"), testSecret)
 	require.Equal(t, 500, a.Status)
 	require.ErrorIs(t, res.Err, idempotency.ErrNotOwner)
 	require.ErrorContains(t, res.Err, `"grant-invoice"`)
@@ -195,10 +196,10 @@ func TestKeyIsObjectIDNamesGuardsInClaim(t *testing.T) {
 	h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), RecordIgnored: true})
 	require.NoError(t, err)
 
-	require.Equal(t, idempotency.OutcomeProcessed, idempotency.Deliver(h, invoicePayload(t, "evt_k1", "in_k", "acct_k"), testSecret).Outcome)
-	require.Equal(t, idempotency.OutcomeProcessed, idempotency.Deliver(h, invoicePayload(t, "evt_k2", "in_k", "acct_k"), testSecret).Outcome)
-	require.Equal(t, idempotency.OutcomeProcessed, idempotency.Deliver(h, eventPayload(t, "charge.refunded", "evt_k3", nil), testSecret).Outcome)
-	require.Equal(t, idempotency.OutcomeIgnored, idempotency.Deliver(h, eventPayload(t, "payment_intent.succeeded", "evt_k4", nil), testSecret).Outcome)
+	require.Equal(t, idempotency.OutcomeProcessed, idempotencytest.Deliver(h, invoicePayload(t, "evt_k1", "in_k", "acct_k"), testSecret).Outcome)
+	require.Equal(t, idempotency.OutcomeProcessed, idempotencytest.Deliver(h, invoicePayload(t, "evt_k2", "in_k", "acct_k"), testSecret).Outcome)
+	require.Equal(t, idempotency.OutcomeProcessed, idempotencytest.Deliver(h, eventPayload(t, "charge.refunded", "evt_k3", nil), testSecret).Outcome)
+	require.Equal(t, idempotency.OutcomeIgnored, idempotencytest.Deliver(h, eventPayload(t, "payment_intent.succeeded", "evt_k4", nil), testSecret).Outcome)
 	require.Equal(t, 100, c.get(t, "acct_k"), "two events for one invoice credit once")
 
 	require.Len(t, store.claims, 4)

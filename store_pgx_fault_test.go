@@ -16,6 +16,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
@@ -97,25 +98,25 @@ func TestPgxSeedScenario(t *testing.T) {
 
 	// The first delivery fails after its write.
 	w.hook = func(context.Context, idempotency.Tx) error { return errors.New("receipt service down") }
-	a := idempotency.Deliver(w.handler, first, testSecret)
+	a := idempotencytest.Deliver(w.handler, first, testSecret)
 	require.Equal(t, 500, a.Status)
 	require.Equal(t, 0, w.credits(t, "acct_seed"))
 	require.False(t, w.ledger(t, "evt_seed_1"))
 	w.hook = nil
 
 	// Stripe's retry.
-	a = idempotency.Deliver(w.handler, first, testSecret)
+	a = idempotencytest.Deliver(w.handler, first, testSecret)
 	require.Equal(t, idempotency.OutcomeProcessed, a.Outcome)
 	require.Equal(t, 100, w.credits(t, "acct_seed"))
 
 	// 10 concurrent copies of a new event.
-	answers := idempotency.Replay(w.handler, invoicePayload(t, "evt_seed_2", "in_seed_2", "acct_seed"), testSecret, 10)
+	answers := idempotencytest.Replay(w.handler, invoicePayload(t, "evt_seed_2", "in_seed_2", "acct_seed"), testSecret, 10)
 	require.Equal(t, 1, answers.Count(idempotency.OutcomeProcessed))
 	require.Equal(t, 9, answers.Count(idempotency.OutcomeDuplicate))
 	require.Equal(t, 200, w.credits(t, "acct_seed"))
 
 	// A second event id for an invoice already paid.
-	a = idempotency.Deliver(w.handler, invoicePayload(t, "evt_seed_3", "in_seed_2", "acct_seed"), testSecret)
+	a = idempotencytest.Deliver(w.handler, invoicePayload(t, "evt_seed_3", "in_seed_2", "acct_seed"), testSecret)
 	require.Equal(t, idempotency.OutcomeProcessed, a.Outcome)
 	require.Equal(t, 200, w.credits(t, "acct_seed"))
 }
@@ -185,10 +186,10 @@ func TestPgxDatabaseStoppedInFlight(t *testing.T) {
 		// the same invoice), so the guards are in play too.
 		payloads[i] = invoicePayload(t, fmt.Sprintf("evt_stop_%d", i), fmt.Sprintf("in_stop_%d", i%inFlight), fmt.Sprintf("acct_stop_%d", i%inFlight))
 	}
-	answers := make([]idempotency.Answer, len(payloads))
+	answers := make([]idempotencytest.Answer, len(payloads))
 	var wg sync.WaitGroup
 	for i := range inFlight {
-		wg.Go(func() { answers[i] = idempotency.Deliver(w.handler, payloads[i], testSecret) })
+		wg.Go(func() { answers[i] = idempotencytest.Deliver(w.handler, payloads[i], testSecret) })
 	}
 	g.waitEntered(t, inFlight)
 
@@ -197,7 +198,7 @@ func TestPgxDatabaseStoppedInFlight(t *testing.T) {
 	wg.Wait()
 	w.hook = nil
 	for i := inFlight; i < len(payloads); i++ {
-		answers[i] = idempotency.Deliver(w.handler, payloads[i], testSecret)
+		answers[i] = idempotencytest.Deliver(w.handler, payloads[i], testSecret)
 		require.Equal(t, 503, answers[i].Status, "a delivery while the database is down")
 	}
 	health := w.store.Ping(t.Context())
@@ -205,7 +206,7 @@ func TestPgxDatabaseStoppedInFlight(t *testing.T) {
 	for i, a := range answers[:inFlight] {
 		if a.Status == 200 {
 			// Remembered in the process: still a duplicate, database or not.
-			a = idempotency.Deliver(w.handler, payloads[i], testSecret)
+			a = idempotencytest.Deliver(w.handler, payloads[i], testSecret)
 			require.Equal(t, idempotency.OutcomeDuplicate, a.Outcome, "redelivery %d while the database is down", i)
 		}
 	}
@@ -213,7 +214,7 @@ func TestPgxDatabaseStoppedInFlight(t *testing.T) {
 	for i := inFlight; i < len(payloads); i++ {
 		// The first deliveries after the restart meet the pool's stale
 		// connections; none may fail for them.
-		a := idempotency.Deliver(w.handler, payloads[i], testSecret)
+		a := idempotencytest.Deliver(w.handler, payloads[i], testSecret)
 		require.Equal(t, 200, a.Status, "delivery %d after the restart: %s", i, a.Body)
 		answers[i] = a
 	}
@@ -230,7 +231,7 @@ func TestPgxDatabaseStoppedInFlight(t *testing.T) {
 	// Stripe redelivers every non-2xx.
 	for i, a := range answers {
 		if a.Status != 200 {
-			a = idempotency.Deliver(w.handler, payloads[i], testSecret)
+			a = idempotencytest.Deliver(w.handler, payloads[i], testSecret)
 			require.Equal(t, 200, a.Status, "redelivery %d: %s", i, a.Body)
 		}
 	}
@@ -255,8 +256,8 @@ func TestPgxBackendTerminated(t *testing.T) {
 		return nil
 	}
 	payload := invoicePayload(t, "evt_kill", "in_kill", "acct_kill")
-	done := make(chan idempotency.Answer, 1)
-	go func() { done <- idempotency.Deliver(w.handler, payload, testSecret) }()
+	done := make(chan idempotencytest.Answer, 1)
+	go func() { done <- idempotencytest.Deliver(w.handler, payload, testSecret) }()
 	pid := <-pids
 	var terminated bool
 	require.NoError(t, pgtest.AdminPool(t).QueryRow(t.Context(), `SELECT pg_terminate_backend($1)`, pid).Scan(&terminated))
@@ -268,7 +269,7 @@ func TestPgxBackendTerminated(t *testing.T) {
 	require.False(t, w.ledger(t, "evt_kill"))
 
 	w.hook = nil
-	a = idempotency.Deliver(w.handler, payload, testSecret)
+	a = idempotencytest.Deliver(w.handler, payload, testSecret)
 	require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, a.Body)
 	require.Equal(t, 100, w.credits(t, "acct_kill"))
 }
@@ -281,7 +282,7 @@ func TestPgxSenderHangsUp(t *testing.T) {
 	g := newGate(1)
 	w.hook = g.hook
 	ctx, cancel := context.WithCancel(t.Context())
-	req := idempotency.NewSignedRequest("/", invoicePayload(t, "evt_hangup", "in_hangup", "acct_hangup"), testSecret).WithContext(ctx)
+	req := idempotencytest.NewSignedRequest("/", invoicePayload(t, "evt_hangup", "in_hangup", "acct_hangup"), testSecret).WithContext(ctx)
 	rec := httptest.NewRecorder()
 	done := make(chan struct{})
 	go func() { w.handler.ServeHTTP(rec, req); close(done) }()
@@ -308,7 +309,7 @@ func TestPgxLockTimeout(t *testing.T) {
 	require.NoError(t, err)
 
 	payload := invoicePayload(t, "evt_locked", "in_locked", "acct_locked")
-	a := idempotency.Deliver(w.handler, payload, testSecret)
+	a := idempotencytest.Deliver(w.handler, payload, testSecret)
 	require.Equal(t, 500, a.Status, a.Body)
 	// pgx closes a connection whose query was cancelled and the pool frees
 	// its slot in the background: only the locker's stays checked out.
@@ -317,7 +318,7 @@ func TestPgxLockTimeout(t *testing.T) {
 	require.NoError(t, locker.Rollback(ctx))
 	require.False(t, w.ledger(t, "evt_locked"))
 
-	a = idempotency.Deliver(w.handler, payload, testSecret)
+	a = idempotencytest.Deliver(w.handler, payload, testSecret)
 	require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, a.Body)
 	require.Equal(t, 100, w.credits(t, "acct_locked"))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
@@ -85,7 +86,7 @@ func TestPgxRoundTrips(t *testing.T) {
 			deliver := func(payload []byte, want idempotency.Outcome) int64 {
 				t.Helper()
 				before := rt.n.Load()
-				a := idempotency.Deliver(h, payload, testSecret)
+				a := idempotencytest.Deliver(h, payload, testSecret)
 				require.Equal(t, http.StatusOK, a.Status)
 				require.Equal(t, want, a.Outcome)
 				return rt.n.Load() - before

@@ -21,6 +21,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 const secret = "whsec_demo_secret"
@@ -101,29 +102,29 @@ func run(w io.Writer) error {
 		_, ok, _ := store.LookupEvent(context.Background(), id)
 		return ok
 	}
-	show := func(a idempotency.Answer) {
+	show := func(a idempotencytest.Answer) {
 		fmt.Fprintf(w, "   -> %d %s   credits: %d\n", a.Status, a.Body, accts.get("acct_demo"))
 	}
 
 	fmt.Fprintln(w, "1. invoice.paid evt_demo_A; the handler credits 100, then fails")
 	failNext.Store(true)
-	show(idempotency.Deliver(h, evtA, secret))
+	show(idempotencytest.Deliver(h, evtA, secret))
 	fmt.Fprintf(w, "   the credit rolled back with the claim; evt_demo_A in the ledger: %t\n", inLedger("evt_demo_A"))
 
 	fmt.Fprintln(w, "2. Stripe retries evt_demo_A")
-	show(idempotency.Deliver(h, evtA, secret))
+	show(idempotencytest.Deliver(h, evtA, secret))
 
 	fmt.Fprintln(w, "3. 10 concurrent copies of evt_demo_B (a new invoice)")
-	answers := idempotency.Replay(h, evtB, secret, 10)
+	answers := idempotencytest.Replay(h, evtB, secret, 10)
 	fmt.Fprintf(w, "   -> processed %d, duplicate %d   credits: %d\n",
 		answers.Count(idempotency.OutcomeProcessed), answers.Count(idempotency.OutcomeDuplicate), accts.get("acct_demo"))
 
 	fmt.Fprintln(w, "4. invoice.payment_succeeded evt_demo_C: another event id for the invoice of evt_demo_B")
-	show(idempotency.Deliver(h, evtC, secret))
+	show(idempotencytest.Deliver(h, evtC, secret))
 	fmt.Fprintln(w, "   the invoice guard held: no second credit")
 
 	fmt.Fprintln(w, "5. evt_demo_A signed with the wrong secret")
-	show(idempotency.Deliver(h, evtA, "whsec_forged"))
+	show(idempotencytest.Deliver(h, evtA, "whsec_forged"))
 	return nil
 }
 

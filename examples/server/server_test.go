@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
@@ -48,7 +49,7 @@ type client struct {
 }
 
 func (c client) deliver(payload []byte) (int, string) {
-	req := idempotency.NewSignedRequest(c.url+"/webhook", payload, secret)
+	req := idempotencytest.NewSignedRequest(c.url+"/webhook", payload, secret)
 	req.RequestURI = ""
 	return c.do(req)
 }

@@ -1,0 +1,86 @@
+package idempotencytest
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// Answer is the answer of one delivery sent by [Deliver] or [Replay].
+type Answer struct {
+	Status  int
+	Outcome idempotency.Outcome // from {"outcome":...}; empty for error answers
+	Body    string
+}
+
+// Answers are the answers of several deliveries.
+type Answers []Answer
+
+// Count returns how many answers have outcome o.
+func (as Answers) Count(o idempotency.Outcome) int {
+	n := 0
+	for _, a := range as {
+		if a.Outcome == o {
+			n++
+		}
+	}
+	return n
+}
+
+// Statuses counts the answers by HTTP status.
+func (as Answers) Statuses() map[int]int {
+	m := make(map[int]int)
+	for _, a := range as {
+		m[a.Status]++
+	}
+	return m
+}
+
+// Replay delivers payload, signed with secret, n times concurrently to h,
+// as Stripe's retries and duplicate sends might, and returns the answers in
+// no particular order. The deliveries are released together once all n
+// goroutines are ready. It returns when every delivery has been answered.
+func Replay(h http.Handler, payload []byte, secret string, n int) Answers {
+	answers := make(Answers, n)
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	ready.Add(n)
+	done.Add(n)
+	for i := range n {
+		req := NewSignedRequest("/", payload, secret)
+		go func() {
+			defer done.Done()
+			rec := httptest.NewRecorder()
+			ready.Done()
+			<-start
+			h.ServeHTTP(rec, req)
+			answers[i] = answerOf(rec)
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+	return answers
+}
+
+// Deliver sends payload, signed with secret, once to h and returns the
+// answer.
+func Deliver(h http.Handler, payload []byte, secret string) Answer {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, NewSignedRequest("/", payload, secret))
+	return answerOf(rec)
+}
+
+func answerOf(rec *httptest.ResponseRecorder) Answer {
+	a := Answer{Status: rec.Code, Body: rec.Body.String()}
+	var v struct {
+		Outcome idempotency.Outcome `json:"outcome"`
+	}
+	if json.Unmarshal(rec.Body.Bytes(), &v) == nil {
+		a.Outcome = v.Outcome
+	}
+	return a
+}

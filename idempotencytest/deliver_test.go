@@ -1,0 +1,29 @@
+package idempotencytest_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+func TestReplayAndDeliver(t *testing.T) {
+	t.Parallel()
+	h, credits := newCreditHandler(t)
+	payload := invoicePaid(t, "evt_replay", "in_replay", "acct_replay")
+	answers := idempotencytest.Replay(h, payload, testSecret, 8)
+	require.Len(t, answers, 8)
+	require.Equal(t, 1, answers.Count(idempotency.OutcomeProcessed))
+	require.Equal(t, 7, answers.Count(idempotency.OutcomeDuplicate))
+	require.Equal(t, map[int]int{200: 8}, answers.Statuses())
+	require.Equal(t, 100, credits.get("acct_replay"))
+
+	a := idempotencytest.Deliver(h, payload, testSecret)
+	require.Equal(t, idempotencytest.Answer{Status: 200, Outcome: idempotency.OutcomeDuplicate, Body: `{"outcome":"duplicate"}`}, a)
+	a = idempotencytest.Deliver(h, payload, "whsec_wrong")
+	require.Equal(t, 400, a.Status)
+	require.Empty(t, a.Outcome)
+	require.Equal(t, 100, credits.get("acct_replay"))
+}
