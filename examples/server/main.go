@@ -4,7 +4,15 @@
 //
 //	go run ./examples/server -secret whsec_...                       # memory store
 //	go run ./examples/server -secret whsec_... -database-url postgres://...
+//	go run ./examples/server -secret whsec_... -database-url postgres://... -db-wait 2m
 //	stripe listen --forward-to 127.0.0.1:4242/webhook                # prints the secret
+//
+// With -database-url, start-up waits for a database that is not up yet:
+// connecting and migrating are retried with exponential backoff (100 ms
+// doubling to 5 s, with jitter) for up to -db-wait (default 60s), each
+// failed attempt logged once; then the server exits with status 1 and one
+// message. Errors that waiting cannot fix (a malformed URL, a wrong
+// password, an unknown role) end it at once.
 //
 // Routes:
 //
@@ -52,9 +60,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	addr := fs.String("addr", "127.0.0.1:4242", "listen address")
 	secrets := fs.String("secret", getenv("STRIPE_WEBHOOK_SECRET"), "webhook signing secrets, comma-separated (env STRIPE_WEBHOOK_SECRET)")
 	dbURL := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL); empty uses the in-memory store")
+	dbWait := fs.Duration("db-wait", 60*time.Second, "how long start-up keeps retrying a database that is not up yet before giving up")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *dbWait <= 0 {
+		return fmt.Errorf("-db-wait must be positive, got %s", *dbWait)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -78,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
-	store, accts, closeStore, err := openStore(ctx, *dbURL)
+	store, accts, closeStore, err := openStore(ctx, *dbURL, *dbWait, logger)
 	if err != nil {
 		return err
 	}
@@ -117,12 +129,13 @@ func storeName(dbURL string) string {
 }
 
 // openStore returns the memory store, or the PostgreSQL store with its
-// migrations applied when dbURL is set.
-func openStore(ctx context.Context, dbURL string) (idempotency.Store, accounts, func(), error) {
+// migrations applied when dbURL is set, waiting up to dbWait for the
+// database (see [openPostgres]).
+func openStore(ctx context.Context, dbURL string, dbWait time.Duration, logger *slog.Logger) (idempotency.Store, accounts, func(), error) {
 	if dbURL == "" {
 		return idempotency.NewMemoryStore(), newMemoryAccounts(), func() {}, nil
 	}
-	return openPostgres(ctx, dbURL)
+	return openPostgres(ctx, dbURL, dbWait, logger)
 }
 
 // grant is the argument of the grant-invoice action.

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -24,8 +29,12 @@ const accountsDDL = `CREATE TABLE IF NOT EXISTS accounts (
 
 // openPostgres connects, runs the store's migrations in the connection's
 // current schema (the first of its search_path) and creates the accounts
-// table there.
-func openPostgres(ctx context.Context, dbURL string) (idempotency.Store, accounts, func(), error) {
+// table there. A database that is not up yet (refused connections, "the
+// database system is starting up", a dropped connection) is tried again as
+// [retryStartup] says, for up to wait in all; an error that waiting cannot
+// fix ends it at once.
+func openPostgres(ctx context.Context, dbURL string, wait time.Duration, logger *slog.Logger) (idempotency.Store, accounts, func(), error) {
+	// pgx masks the password in a parse error's copy of the URL.
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("database: %w", err)
@@ -36,29 +45,122 @@ func openPostgres(ctx context.Context, dbURL string) (idempotency.Store, account
 		// WAL flushes.
 		cfg.MaxConns = 16
 	}
+	// The pool connects on first use, so it can be made before the
+	// database is up and serves every attempt.
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("database: %w", err)
 	}
-	fail := func(err error) (idempotency.Store, accounts, func(), error) {
+	var store *idempotency.PgxStore
+	err = retryStartup(ctx, wait, logger, func(ctx context.Context) error {
+		var schema string
+		if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+			return err
+		}
+		s, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: schema})
+		if err != nil {
+			return err
+		}
+		// Both are idempotent, so an attempt cut short by a restart is
+		// simply run again.
+		if err := s.Migrate(ctx); err != nil {
+			return err
+		}
+		if _, err := pool.Exec(ctx, accountsDDL); err != nil {
+			return fmt.Errorf("creating accounts: %w", err)
+		}
+		store = s
+		return nil
+	})
+	if err != nil {
 		pool.Close()
 		return nil, nil, nil, err
 	}
-	var schema string
-	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-		return fail(fmt.Errorf("database: %w", err))
-	}
-	store, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: schema})
-	if err != nil {
-		return fail(err)
-	}
-	if err := store.Migrate(ctx); err != nil {
-		return fail(err)
-	}
-	if _, err := pool.Exec(ctx, accountsDDL); err != nil {
-		return fail(fmt.Errorf("creating accounts: %w", err))
-	}
 	return store, pgAccounts{pool: pool}, pool.Close, nil
+}
+
+// The pauses between start-up attempts: firstRetryDelay, doubling up to
+// maxRetryDelay, each with jitter (see [jitter]).
+const (
+	firstRetryDelay = 100 * time.Millisecond
+	maxRetryDelay   = 5 * time.Second
+)
+
+// retryStartup calls attempt until it succeeds, pausing after each failure
+// that waiting may heal ([transientStartupError]) and logging it once with
+// the attempt number, the error and the pause. Attempts and pauses together
+// fit in wait, counted from the call: each attempt's context ends there,
+// and when the next attempt would begin later, retryStartup gives up with
+// the last error. An error that waiting cannot heal is returned at once,
+// and so is ctx's error when ctx ends.
+func retryStartup(ctx context.Context, wait time.Duration, logger *slog.Logger, attempt func(context.Context) error) error {
+	start := time.Now()
+	deadline := start.Add(wait)
+	attemptCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	delay := firstRetryDelay
+	for n := 1; ; n++ {
+		err := attempt(attemptCtx)
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("database: %w", ctx.Err())
+		case attemptCtx.Err() == nil && !transientStartupError(err):
+			return fmt.Errorf("database: %w (not retried: waiting cannot fix this)", err)
+		}
+		pause := jitter(delay)
+		if attemptCtx.Err() != nil || time.Now().Add(pause).After(deadline) {
+			return fmt.Errorf("database: still unavailable after %d attempt(s) in %s, giving up (-db-wait %s): %w",
+				n, time.Since(start).Round(time.Millisecond), wait, err)
+		}
+		logger.Warn("database not ready, retrying", "attempt", n, "error", err, "retry_in", pause)
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("database: %w", ctx.Err())
+		}
+		delay = min(2*delay, maxRetryDelay)
+	}
+}
+
+// jitter returns a random duration in [d/2, d], so that replicas started
+// together do not retry in step.
+func jitter(d time.Duration) time.Duration {
+	return d/2 + rand.N(d/2+1)
+}
+
+// transientStartupError reports whether err may go away by waiting: the
+// server could not be reached or dropped the connection, or it answered
+// with a condition of its own state. Anything else (a wrong password, an
+// unknown role, a failed migration statement, a TLS misconfiguration) needs
+// a person, and retrying it would only delay the one clear error.
+func transientStartupError(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			strings.HasPrefix(pgErr.Code, "57"), // starting up, shutting down, in recovery
+			strings.HasPrefix(pgErr.Code, "53"): // too many connections, out of memory or disk
+			return true
+		case pgErr.Code == "3D000": // invalid_catalog_name: the database does not exist
+			// Retried: where PostgreSQL starts together with the service,
+			// the database is often created by something that runs
+			// alongside it (an init script, an init container, a
+			// provisioning job). A misspelt name costs one -db-wait, and
+			// the first attempt's log line already names the problem.
+			return true
+		}
+		// Among the rest: 28P01 (wrong password), 28000 (unknown role, no
+		// pg_hba.conf entry), 42501 (no privilege), 42xxx from a migration.
+		return false
+	}
+	// No answer from the server: refused, unreachable, reset or cut off.
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		pgconn.SafeToRetry(err)
 }
 
 // pgAccounts writes accounts with the event transaction's pgx.Tx.

@@ -4,15 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -186,7 +193,7 @@ func TestServerPostgres(t *testing.T) {
 func TestServerHealthzFollowsTheDatabase(t *testing.T) {
 	cluster := pgtest.Server(t) // not parallel: it stops the shared server
 	db := pgtest.New(t)
-	store, accts, closeStore, err := openPostgres(t.Context(), db.URL)
+	store, accts, closeStore, err := openPostgres(t.Context(), db.URL, time.Second, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer closeStore()
 	srv, err := newServer(store, accts, []string{secret}, slog.New(slog.DiscardHandler))
@@ -206,4 +213,201 @@ func TestServerHealthzFollowsTheDatabase(t *testing.T) {
 	require.Eventually(t, func() bool { s, _ := c.get("/healthz"); return s == http.StatusOK }, 10*time.Second, 10*time.Millisecond)
 	status, body = c.deliver(invoiceEvent(t, "invoice.paid", "evt_down", "acct_down"))
 	require.Equal(t, http.StatusOK, status, body)
+}
+
+// logWatch is run's stderr in a test: it keeps what was written and closes
+// matched at the first write (slog writes a record in one) that contains
+// match.
+type logWatch struct {
+	match   string
+	matched chan struct{}
+
+	mu   sync.Mutex
+	out  strings.Builder
+	once sync.Once
+}
+
+func newLogWatch(match string) *logWatch {
+	return &logWatch{match: match, matched: make(chan struct{})}
+}
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.out.Write(p)
+	if strings.Contains(string(p), w.match) {
+		w.once.Do(func() { close(w.matched) })
+	}
+	return len(p), nil
+}
+
+func (w *logWatch) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.out.String()
+}
+
+func noEnv(string) string { return "" }
+
+// withLogin returns dbURL connecting as user with password. The test
+// cluster trusts every connection, so the password is never checked, only
+// carried where a log line could leak it.
+func withLogin(t *testing.T, dbURL, user, password string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("user", user)
+	q.Set("password", password)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+const retryLogged = "database not ready, retrying"
+
+// TestRunWaitsForTheDatabase starts the server while PostgreSQL is down:
+// start-up logs the failed attempt, keeps trying, and serves once the
+// database is back.
+func TestRunWaitsForTheDatabase(t *testing.T) {
+	cluster := pgtest.Server(t) // not parallel: it stops the shared server
+	db := pgtest.New(t)
+	// Over TCP a stopped server refuses the connection, as in production.
+	dbURL := withLogin(t, cluster.TCP(t, db.URL), "postgres", "hunter2")
+	cluster.Stop(t)
+
+	stderr := newLogWatch(retryLogged)
+	ctx, cancel := context.WithCancel(t.Context())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-secret", secret, "-database-url", dbURL, "-db-wait", "1m"},
+			noEnv, stderr, ready)
+	}()
+	select {
+	case <-stderr.matched:
+	case addr := <-ready:
+		t.Fatalf("listening on %s while the database is down", addr)
+	case err := <-done:
+		t.Fatalf("run returned while the database is down: %v\n%s", err, stderr)
+	}
+	cluster.Start(t)
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("run returned after the database came back: %v\n%s", err, stderr)
+	}
+	c := client{t: t, url: "http://" + addr}
+	status, body := c.deliver(invoiceEvent(t, "invoice.paid", "evt_wait_1", "acct_wait"))
+	require.Equal(t, http.StatusOK, status, body)
+	require.Equal(t, `{"outcome":"processed"}`, body)
+	cancel()
+	require.NoError(t, <-done)
+
+	log := stderr.String()
+	require.Contains(t, log, "attempt=1 ")
+	require.Contains(t, log, "connection refused")
+	require.Contains(t, log, "retry_in=")
+	require.NotContains(t, log, "hunter2")
+}
+
+// TestRunGivesUpOnTheDatabase: with PostgreSQL down for longer than
+// -db-wait, run retries within it and then fails with one message.
+func TestRunGivesUpOnTheDatabase(t *testing.T) {
+	cluster := pgtest.Server(t) // not parallel: it stops the shared server
+	dbURL := withLogin(t, cluster.TCP(t, cluster.URL()), "postgres", "hunter2")
+	cluster.Stop(t)
+
+	stderr := newLogWatch(retryLogged)
+	start := time.Now()
+	err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-secret", secret, "-database-url", dbURL, "-db-wait", "500ms"},
+		noEnv, stderr, nil)
+	elapsed := time.Since(start)
+	require.ErrorContains(t, err, "giving up (-db-wait 500ms)")
+	require.ErrorContains(t, err, "connection refused")
+	require.NotContains(t, err.Error(), "hunter2")
+	require.Less(t, elapsed, 5*time.Second)
+	require.Contains(t, stderr.String(), retryLogged)
+	require.NotContains(t, stderr.String(), "hunter2")
+}
+
+// TestRunStartupErrors: what waiting cannot fix fails at the first attempt;
+// a missing database is waited for (see transientStartupError).
+func TestRunStartupErrors(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	missingDB, err := url.Parse(withLogin(t, db.URL, "postgres", "hunter2"))
+	require.NoError(t, err)
+	missingDB.Path = "/no_such_database"
+
+	for _, tc := range []struct {
+		name    string
+		dbURL   string
+		wantErr []string
+		retried bool
+	}{
+		{
+			name:    "malformed URL",
+			dbURL:   "postgres://app:hunter2@localhost:notaport/app",
+			wantErr: []string{"cannot parse", "invalid port"},
+		},
+		{
+			name:    "unknown role",
+			dbURL:   withLogin(t, db.URL, "no_such_role", "hunter2"),
+			wantErr: []string{"SQLSTATE 28000", "not retried"},
+		},
+		{
+			name:    "missing database",
+			dbURL:   missingDB.String(),
+			wantErr: []string{"SQLSTATE 3D000", "giving up"},
+			retried: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			stderr := newLogWatch(retryLogged)
+			err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-secret", secret, "-database-url", tc.dbURL, "-db-wait", "300ms"},
+				noEnv, stderr, nil)
+			require.Error(t, err)
+			for _, want := range tc.wantErr {
+				require.ErrorContains(t, err, want)
+			}
+			require.NotContains(t, err.Error(), "hunter2")
+			require.NotContains(t, stderr.String(), "hunter2")
+			if tc.retried {
+				require.Contains(t, stderr.String(), retryLogged)
+			} else {
+				require.NotContains(t, stderr.String(), retryLogged)
+			}
+		})
+	}
+}
+
+func TestRunRejectsNonPositiveDBWait(t *testing.T) {
+	t.Parallel()
+	err := run(t.Context(), []string{"-secret", secret, "-db-wait", "0s"}, noEnv, io.Discard, nil)
+	require.ErrorContains(t, err, "-db-wait must be positive")
+}
+
+func TestTransientStartupError(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&pgconn.PgError{Code: "57P03"}, true},  // the database system is starting up
+		{&pgconn.PgError{Code: "57P01"}, true},  // admin shutdown mid-migration
+		{&pgconn.PgError{Code: "08006"}, true},  // connection failure
+		{&pgconn.PgError{Code: "53300"}, true},  // too many connections
+		{&pgconn.PgError{Code: "3D000"}, true},  // database does not exist (yet)
+		{&pgconn.PgError{Code: "28P01"}, false}, // wrong password
+		{&pgconn.PgError{Code: "28000"}, false}, // unknown role, no pg_hba.conf entry
+		{&pgconn.PgError{Code: "42501"}, false}, // no privilege to migrate
+		{fmt.Errorf("migration 001_init: %w", &pgconn.PgError{Code: "42601"}), false},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, true},
+		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
+		{errors.New("idempotency: PgxConfig.Schema is invalid"), false},
+	} {
+		require.Equal(t, tc.want, transientStartupError(tc.err), "%v", tc.err)
+	}
 }
