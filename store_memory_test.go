@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
-	"github.com/seed-a84bb619/idempotency/internal/conformance"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // counters is a business table for the memory store: writes made in a
@@ -37,10 +37,10 @@ func (c *counters) get(_ testing.TB, name string) int {
 
 func TestMemoryStoreConformance(t *testing.T) {
 	t.Parallel()
-	conformance.Run(t, func(t *testing.T) conformance.Backend {
+	idempotencytest.RunStoreTests(t, func(t *testing.T) idempotencytest.StoreBackend {
 		s := idempotency.NewMemoryStore()
 		c := &counters{m: make(map[string]int)}
-		return conformance.Backend{
+		return idempotencytest.StoreBackend{
 			Store:   s,
 			Add:     c.add,
 			Get:     c.get,

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
-	"github.com/seed-a84bb619/idempotency/internal/conformance"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
@@ -77,8 +77,8 @@ func (b *pgBackend) waiting(t testing.TB) int {
 	return n + idempotency.PgxLocalWaiting(b.store)
 }
 
-func (b *pgBackend) conformance() conformance.Backend {
-	return conformance.Backend{Store: b.store, Add: b.add, Get: b.get, Waiting: b.waiting}
+func (b *pgBackend) conformance() idempotencytest.StoreBackend {
+	return idempotencytest.StoreBackend{Store: b.store, Add: b.add, Get: b.get, Waiting: b.waiting}
 }
 
 // TestPgxStoreConformance runs the suite at every isolation level, and with
@@ -96,14 +96,14 @@ func TestPgxStoreConformance(t *testing.T) {
 	for name, cfg := range configs {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			conformance.Run(t, func(t *testing.T) conformance.Backend {
+			idempotencytest.RunStoreTests(t, func(t *testing.T) idempotencytest.StoreBackend {
 				return newPgBackend(t, cfg).conformance()
 			})
 		})
 	}
 	t.Run("begin-only", func(t *testing.T) {
 		t.Parallel()
-		conformance.Run(t, func(t *testing.T) conformance.Backend {
+		idempotencytest.RunStoreTests(t, func(t *testing.T) idempotencytest.StoreBackend {
 			return newPgBackendOn(t, idempotency.PgxConfig{}, func(p *pgxpool.Pool) idempotency.PgxBeginner { return beginOnly{p} }).conformance()
 		})
 	})

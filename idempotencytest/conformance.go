@@ -1,7 +1,4 @@
-// Package conformance is the one test suite every idempotency.Store runs:
-// each guarantee of the design, store-neutral, so that the in-memory store
-// stays a faithful fake of the PostgreSQL one.
-package conformance
+package idempotencytest
 
 import (
 	"context"
@@ -18,34 +15,59 @@ import (
 	"github.com/seed-a84bb619/idempotency"
 )
 
-// Store is what the suite needs of a store: the contract and the lookups
-// both stores offer.
-type Store interface {
+// LookupStore is what the store conformance suite needs of a store: the
+// contract, and a way to read what it committed. MemoryStore and PgxStore
+// are LookupStores.
+type LookupStore interface {
 	idempotency.Store
+
+	// LookupEvent returns the ledger record of the event id's committed
+	// claim (whatever its outcome), and false if it has none.
 	LookupEvent(ctx context.Context, eventID string) (idempotency.EventRecord, bool, error)
+
+	// LookupGuard returns the committed claim of the natural key
+	// (scope, key), and false if it has none.
 	LookupGuard(ctx context.Context, scope, key string) (idempotency.GuardRecord, bool, error)
 }
 
-// Backend is one isolated store with a business table of counters written
-// in the store's transaction.
-type Backend struct {
-	Store Store
-	// Add adds delta to the counter name, inside tx: a business write that
-	// must commit and roll back with the claim.
+// StoreBackend is one store under test, isolated from every other, with a
+// business table of named counters that handlers write in the store's
+// transaction: what the suite checks commits and rolls back with the claim.
+type StoreBackend struct {
+	// Store is the store under test. It must share no ledger, guard or
+	// counter with the store of another StoreBackend.
+	Store LookupStore
+
+	// Add adds delta to the counter name inside tx, as a handler's business
+	// write: it must become visible to Get when, and only when, tx commits.
+	// A store on a database writes a row in the store's transaction
+	// (PgxStore: through idempotency.PgxTx); a store without one applies
+	// the write in tx.AfterCommit, as a test fake does.
 	Add func(ctx context.Context, tx idempotency.Tx, name string, delta int) error
-	// Get returns the committed value of the counter name (0 if absent).
+
+	// Get returns the committed value of the counter name, 0 if it was never
+	// written.
 	Get func(t testing.TB, name string) int
-	// Waiting returns how many transactions of this backend are blocked on a
-	// claim or guard held by another transaction.
+
+	// Waiting returns how many runs of Store are blocked, at this moment, on
+	// an event claim or a guard held by another run's transaction. The suite
+	// polls it to know that a copy has reached the wait it tests.
 	Waiting func(t testing.TB) int
 }
 
-// Run runs the suite. newBackend returns a fresh, isolated backend for one
-// test; subtests run in parallel.
-func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
+// RunStoreTests runs the store conformance suite: every guarantee of the
+// idempotency.Store contract (claim and business writes commit or roll back
+// together, concurrent copies wait and run once, guards, skips, after-commit
+// funcs, actions, deadlocks, bad input), as parallel subtests of t. It is how
+// MemoryStore and PgxStore prove they behave alike, and how another
+// implementation of idempotency.Store proves it can replace them.
+//
+// newBackend is called once per subtest, with the subtest's t, and returns a
+// fresh StoreBackend; register its cleanup with t.Cleanup.
+func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, b Backend)
+		fn   func(t *testing.T, b StoreBackend)
 	}{
 		{"ProcessedCommitsClaimAndWrites", testProcessed},
 		{"DuplicateRunsNothing", testDuplicate},
@@ -56,7 +78,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"AfterCommitOnlyOnCommit", testAfterCommit},
 		{"AfterCommitRedeliversSameEvent", testAfterCommitRedelivers},
 		{"CopyDuringAfterCommitIsDuplicate", testCopyDuringAfterCommit},
-		{"GuardFirstOnce", func(t *testing.T, b Backend) { testGuardFirstOnce(t, b, false) }},
+		{"GuardFirstOnce", func(t *testing.T, b StoreBackend) { testGuardFirstOnce(t, b, false) }},
 		{"GuardRollsBack", testGuardRollsBack},
 		{"GuardAcrossEventsCreditsOnce", testGuardAcrossEvents},
 		{"ConcurrentDuplicates", testConcurrentDuplicates},
@@ -64,11 +86,11 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"WaiterRunsAfterFailure", testWaiterRunsAfterFailure},
 		{"WaiterContextCancelled", testWaiterCancelled},
 		{"WaitersSeeSkip", testWaitersSeeSkip},
-		{"GuardWaitsForHolderCommit", func(t *testing.T, b Backend) { testGuardWaits(t, b, nil, false) }},
-		{"GuardWaitsForHolderRollback", func(t *testing.T, b Backend) { testGuardWaits(t, b, errHandler, false) }},
-		{"EarlyGuardWaitsForHolderCommit", func(t *testing.T, b Backend) { testGuardWaits(t, b, nil, true) }},
-		{"EarlyGuardWaitsForHolderRollback", func(t *testing.T, b Backend) { testGuardWaits(t, b, errHandler, true) }},
-		{"EarlyGuardFirstOnce", func(t *testing.T, b Backend) { testGuardFirstOnce(t, b, true) }},
+		{"GuardWaitsForHolderCommit", func(t *testing.T, b StoreBackend) { testGuardWaits(t, b, nil, false) }},
+		{"GuardWaitsForHolderRollback", func(t *testing.T, b StoreBackend) { testGuardWaits(t, b, errHandler, false) }},
+		{"EarlyGuardWaitsForHolderCommit", func(t *testing.T, b StoreBackend) { testGuardWaits(t, b, nil, true) }},
+		{"EarlyGuardWaitsForHolderRollback", func(t *testing.T, b StoreBackend) { testGuardWaits(t, b, errHandler, true) }},
+		{"EarlyGuardFirstOnce", func(t *testing.T, b StoreBackend) { testGuardFirstOnce(t, b, true) }},
 		{"EarlyGuardUnaskedIsReleased", testEarlyGuardUnasked},
 		{"EarlyGuardSkipRollsBack", testEarlyGuardSkip},
 		{"EarlyGuardAcrossEventsCreditsOnce", testEarlyGuardAcrossEvents},
@@ -99,11 +121,11 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-func addOne(b Backend, counter string) idempotency.ApplyFunc {
+func addOne(b StoreBackend, counter string) idempotency.ApplyFunc {
 	return func(ctx context.Context, tx idempotency.Tx) error { return b.Add(ctx, tx, counter, 1) }
 }
 
-func requireEvent(t *testing.T, b Backend, id string, want idempotency.Outcome) idempotency.EventRecord {
+func requireEvent(t *testing.T, b StoreBackend, id string, want idempotency.Outcome) idempotency.EventRecord {
 	t.Helper()
 	rec, ok, err := b.Store.LookupEvent(ctxT(t), id)
 	require.NoError(t, err)
@@ -112,21 +134,21 @@ func requireEvent(t *testing.T, b Backend, id string, want idempotency.Outcome) 
 	return rec
 }
 
-func requireNoEvent(t *testing.T, b Backend, id string) {
+func requireNoEvent(t *testing.T, b StoreBackend, id string) {
 	t.Helper()
 	_, ok, err := b.Store.LookupEvent(ctxT(t), id)
 	require.NoError(t, err)
 	require.False(t, ok, "event %s should not be in the ledger", id)
 }
 
-func requireGuard(t *testing.T, b Backend, scope, key string, want bool) {
+func requireGuard(t *testing.T, b StoreBackend, scope, key string, want bool) {
 	t.Helper()
 	_, ok, err := b.Store.LookupGuard(ctxT(t), scope, key)
 	require.NoError(t, err)
 	require.Equal(t, want, ok, "guard %s/%s claimed", scope, key)
 }
 
-func testProcessed(t *testing.T, b Backend) {
+func testProcessed(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	before := time.Now().Add(-time.Second)
 	c := claim("evt_processed")
@@ -152,7 +174,7 @@ func testProcessed(t *testing.T, b Backend) {
 	require.WithinDuration(t, rec.ReceivedAt, rec.ProcessedAt, 5*time.Second)
 }
 
-func testDuplicate(t *testing.T, b Backend) {
+func testDuplicate(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	out, err := b.Store.Run(ctx, claim("evt_dup"), addOne(b, "c"))
 	require.NoError(t, err)
@@ -168,7 +190,7 @@ func testDuplicate(t *testing.T, b Backend) {
 	require.Equal(t, 1, b.Get(t, "c"))
 }
 
-func testErrorRollsBack(t *testing.T, b Backend) {
+func testErrorRollsBack(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	out, err := b.Store.Run(ctx, claim("evt_err"), func(ctx context.Context, tx idempotency.Tx) error {
 		require.NoError(t, b.Add(ctx, tx, "c", 100))
@@ -197,7 +219,7 @@ func testErrorRollsBack(t *testing.T, b Backend) {
 	requireGuard(t, b, "invoice", "in_err", true)
 }
 
-func testPanicRollsBack(t *testing.T, b Backend) {
+func testPanicRollsBack(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	require.PanicsWithValue(t, "boom", func() {
 		_, _ = b.Store.Run(ctx, claim("evt_panic"), func(ctx context.Context, tx idempotency.Tx) error {
@@ -214,7 +236,7 @@ func testPanicRollsBack(t *testing.T, b Backend) {
 	require.Equal(t, 1, b.Get(t, "c"))
 }
 
-func testTimeoutRollsBack(t *testing.T, b Backend) {
+func testTimeoutRollsBack(t *testing.T, b StoreBackend) {
 	ctx, cancel := context.WithTimeout(ctxT(t), 100*time.Millisecond)
 	defer cancel()
 	// The handler writes, then outlives the deadline and swallows it: the
@@ -232,7 +254,7 @@ func testTimeoutRollsBack(t *testing.T, b Backend) {
 	requireNoEvent(t, b, "evt_timeout")
 }
 
-func testSkip(t *testing.T, b Backend) {
+func testSkip(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	committed := false
 	out, err := b.Store.Run(ctx, claim("evt_skip"), func(ctx context.Context, tx idempotency.Tx) error {
@@ -256,7 +278,7 @@ func testSkip(t *testing.T, b Backend) {
 	require.Equal(t, 0, b.Get(t, "c"))
 }
 
-func testAfterCommit(t *testing.T, b Backend) {
+func testAfterCommit(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	var calls []string
 	register := func(tx idempotency.Tx, name string) {
@@ -315,7 +337,7 @@ func requireGuardFirst(ctx context.Context, t *testing.T, tx idempotency.Tx, sco
 
 // testGuardFirstOnce: Guard reports a key first once. With early set, the
 // claims name the key in Claim.Guards, which must not change a result.
-func testGuardFirstOnce(t *testing.T, b Backend, early bool) {
+func testGuardFirstOnce(t *testing.T, b StoreBackend, early bool) {
 	ctx := ctxT(t)
 	claimOf := claim
 	if early {
@@ -346,7 +368,7 @@ func testGuardFirstOnce(t *testing.T, b Backend, early bool) {
 	require.Equal(t, "evt_g1", rec.EventID, "the first claim stays")
 }
 
-func testGuardRollsBack(t *testing.T, b Backend) {
+func testGuardRollsBack(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	_, err := b.Store.Run(ctx, claim("evt_gr1"), func(ctx context.Context, tx idempotency.Tx) error {
 		requireGuardFirst(ctx, t, tx, "invoice", "in_gr", true, "a new key")
@@ -363,7 +385,7 @@ func testGuardRollsBack(t *testing.T, b Backend) {
 
 // creditOnce is the natural-key pattern: credit an invoice once, whichever
 // event reports it.
-func creditOnce(b Backend, invoice string) idempotency.ApplyFunc {
+func creditOnce(b StoreBackend, invoice string) idempotency.ApplyFunc {
 	return func(ctx context.Context, tx idempotency.Tx) error {
 		first, err := tx.Guard(ctx, "invoice-credit", invoice)
 		if err != nil || !first {
@@ -373,7 +395,7 @@ func creditOnce(b Backend, invoice string) idempotency.ApplyFunc {
 	}
 }
 
-func testGuardAcrossEvents(t *testing.T, b Backend) {
+func testGuardAcrossEvents(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	const events = 20
 	outs := make([]idempotency.Outcome, events)
@@ -392,7 +414,7 @@ func testGuardAcrossEvents(t *testing.T, b Backend) {
 	require.Equal(t, 100, b.Get(t, "credits"), "%d events for one invoice credit once", events)
 }
 
-func testConcurrentDuplicates(t *testing.T, b Backend) {
+func testConcurrentDuplicates(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	const n = 50
 	var ran atomic.Int32
@@ -422,7 +444,7 @@ func testConcurrentDuplicates(t *testing.T, b Backend) {
 
 // holdClaim runs id's transaction until release is closed, then returns
 // result from apply. It returns once the claim is held.
-func holdClaim(t *testing.T, b Backend, id string, result error) (release chan struct{}, done chan idempotency.Outcome) {
+func holdClaim(t *testing.T, b StoreBackend, id string, result error) (release chan struct{}, done chan idempotency.Outcome) {
 	ctx := ctxT(t)
 	held := make(chan struct{})
 	release = make(chan struct{})
@@ -444,7 +466,7 @@ func holdClaim(t *testing.T, b Backend, id string, result error) (release chan s
 
 // startWaiters starts n deliveries of id and returns once all n wait for the
 // claim held by another transaction.
-func startWaiters(t *testing.T, b Backend, id string, n int, ran *atomic.Int32) chan idempotency.Outcome {
+func startWaiters(t *testing.T, b StoreBackend, id string, n int, ran *atomic.Int32) chan idempotency.Outcome {
 	ctx := ctxT(t)
 	outs := make(chan idempotency.Outcome, n)
 	for range n {
@@ -474,7 +496,7 @@ func tally(ch chan idempotency.Outcome, n int) map[idempotency.Outcome]int {
 // returns result, starts five copies that wait for it, releases it, and
 // reports the holder's outcome, the copies' outcomes and how many copies
 // ran the handler.
-func waitOn(t *testing.T, b Backend, id string, result error) (idempotency.Outcome, map[idempotency.Outcome]int, int32) {
+func waitOn(t *testing.T, b StoreBackend, id string, result error) (idempotency.Outcome, map[idempotency.Outcome]int, int32) {
 	release, done := holdClaim(t, b, id, result)
 	var ran atomic.Int32
 	outs := startWaiters(t, b, id, 5, &ran)
@@ -483,7 +505,7 @@ func waitOn(t *testing.T, b Backend, id string, result error) (idempotency.Outco
 	return holder, tally(outs, 5), ran.Load()
 }
 
-func testWaitersSeeCommit(t *testing.T, b Backend) {
+func testWaitersSeeCommit(t *testing.T, b StoreBackend) {
 	holder, outs, ran := waitOn(t, b, "evt_wait_commit", nil)
 	require.Equal(t, idempotency.OutcomeProcessed, holder)
 	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeDuplicate: 5}, outs)
@@ -491,7 +513,7 @@ func testWaitersSeeCommit(t *testing.T, b Backend) {
 	require.Equal(t, 1, b.Get(t, "c"))
 }
 
-func testWaiterRunsAfterFailure(t *testing.T, b Backend) {
+func testWaiterRunsAfterFailure(t *testing.T, b StoreBackend) {
 	holder, outs, ran := waitOn(t, b, "evt_wait_fail", errHandler)
 	require.Equal(t, idempotency.OutcomeFailed, holder)
 	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeProcessed: 1, idempotency.OutcomeDuplicate: 4}, outs)
@@ -501,7 +523,7 @@ func testWaiterRunsAfterFailure(t *testing.T, b Backend) {
 
 // testWaitersSeeSkip: copies waiting for a delivery that skips answer
 // duplicate; the handler ran once.
-func testWaitersSeeSkip(t *testing.T, b Backend) {
+func testWaitersSeeSkip(t *testing.T, b StoreBackend) {
 	holder, outs, ran := waitOn(t, b, "evt_wait_skip", idempotency.Skip("no account"))
 	require.Equal(t, idempotency.OutcomeSkipped, holder)
 	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeDuplicate: 5}, outs)
@@ -509,7 +531,7 @@ func testWaitersSeeSkip(t *testing.T, b Backend) {
 	require.Equal(t, 0, b.Get(t, "c"))
 }
 
-func testWaiterCancelled(t *testing.T, b Backend) {
+func testWaiterCancelled(t *testing.T, b StoreBackend) {
 	release, done := holdClaim(t, b, "evt_wait_cancel", nil)
 	ctx, cancel := context.WithCancel(ctxT(t))
 	errc := make(chan error, 1)
@@ -530,7 +552,7 @@ func testWaiterCancelled(t *testing.T, b Backend) {
 // testDeadlockRetried crosses two transactions' guards. The store breaks the
 // cycle by failing one transaction and runs it again; both events end up
 // processed and each key is claimed once.
-func testDeadlockRetried(t *testing.T, b Backend) {
+func testDeadlockRetried(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	var bothHeld sync.WaitGroup
 	bothHeld.Add(2)
@@ -569,7 +591,7 @@ func testDeadlockRetried(t *testing.T, b Backend) {
 	require.Equal(t, 1, b.Get(t, "c"), "the transaction that ran second found both keys claimed")
 }
 
-func testNilApply(t *testing.T, b Backend) {
+func testNilApply(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	c := claim("evt_ignored")
 	c.Outcome = idempotency.OutcomeIgnored
@@ -582,7 +604,7 @@ func testNilApply(t *testing.T, b Backend) {
 	require.Equal(t, idempotency.OutcomeDuplicate, out)
 }
 
-func testTxDone(t *testing.T, b Backend) {
+func testTxDone(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	var leaked idempotency.Tx
 	_, err := b.Store.Run(ctx, claim("evt_leak"), func(_ context.Context, tx idempotency.Tx) error {
@@ -595,7 +617,7 @@ func testTxDone(t *testing.T, b Backend) {
 	requireGuard(t, b, "invoice", "in_leak", false)
 }
 
-func testBadInput(t *testing.T, b Backend) {
+func testBadInput(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	_, err := b.Store.Run(ctx, idempotency.Claim{}, addOne(b, "c"))
 	require.Error(t, err, "a claim without an event id")
@@ -625,7 +647,7 @@ func claimGuarding(id, scope, key string) idempotency.Claim {
 
 // testEarlyGuardUnasked: a key of Claim.Guards that apply never guards is
 // not kept, so an event that does run the action later still can.
-func testEarlyGuardUnasked(t *testing.T, b Backend) {
+func testEarlyGuardUnasked(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	out, err := b.Store.Run(ctx, claimGuarding("evt_u1", "invoice-credit", "in_u"), addOne(b, "c"))
 	require.NoError(t, err)
@@ -641,7 +663,7 @@ func testEarlyGuardUnasked(t *testing.T, b Backend) {
 }
 
 // testEarlyGuardSkip: a skip rolls back an early claim with the writes.
-func testEarlyGuardSkip(t *testing.T, b Backend) {
+func testEarlyGuardSkip(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	out, err := b.Store.Run(ctx, claimGuarding("evt_s1", "invoice-credit", "in_s"), func(ctx context.Context, tx idempotency.Tx) error {
 		requireGuardFirst(ctx, t, tx, "invoice-credit", "in_s", true, "a new key claimed early")
@@ -655,7 +677,7 @@ func testEarlyGuardSkip(t *testing.T, b Backend) {
 
 // testEarlyGuardAcrossEvents: concurrent events for one invoice, each
 // naming the invoice in Claim.Guards, credit once.
-func testEarlyGuardAcrossEvents(t *testing.T, b Backend) {
+func testEarlyGuardAcrossEvents(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	const events = 20
 	var wg sync.WaitGroup
@@ -673,7 +695,7 @@ func testEarlyGuardAcrossEvents(t *testing.T, b Backend) {
 // testGuardWaits: a guard held by a transaction in flight makes another
 // event's Guard wait; it reports first only if the holder rolled back. With
 // early set, the waiting event names the key in Claim.Guards.
-func testGuardWaits(t *testing.T, b Backend, holderResult error, early bool) {
+func testGuardWaits(t *testing.T, b StoreBackend, holderResult error, early bool) {
 	ctx := ctxT(t)
 	held, release := make(chan struct{}), make(chan struct{})
 	holder := make(chan error, 1)
@@ -722,7 +744,7 @@ func testGuardWaits(t *testing.T, b Backend, holderResult error, early bool) {
 }
 
 // purchase declares the action every owner of a purchase calls.
-func purchase(b Backend) (*idempotency.Handlers, *idempotency.Action[string]) {
+func purchase(b StoreBackend) (*idempotency.Handlers, *idempotency.Action[string]) {
 	hs := idempotency.NewHandlers()
 	return hs, idempotency.NewAction(hs, idempotency.ActionSpec{
 		Name: "grant", Key: "invoice id", Owners: []string{"invoice.paid", "invoice.payment_succeeded"},
@@ -731,7 +753,7 @@ func purchase(b Backend) (*idempotency.Handlers, *idempotency.Action[string]) {
 	})
 }
 
-func testActionOnce(t *testing.T, b Backend) {
+func testActionOnce(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	_, grant := purchase(b)
 	for i, typ := range []string{"invoice.paid", "invoice.payment_succeeded", "invoice.paid"} {
@@ -751,7 +773,7 @@ func testActionOnce(t *testing.T, b Backend) {
 	requireGuard(t, b, "action:grant", "in_action", true)
 }
 
-func testActionNotOwner(t *testing.T, b Backend) {
+func testActionNotOwner(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	_, grant := purchase(b)
 	c := claim("evt_intruder")
@@ -769,7 +791,7 @@ func testActionNotOwner(t *testing.T, b Backend) {
 
 // testAfterCommitRedelivers: an AfterCommit func that delivers the same
 // event again, synchronously, sees it committed.
-func testAfterCommitRedelivers(t *testing.T, b Backend) {
+func testAfterCommitRedelivers(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	var inner idempotency.Outcome
 	var innerErr error
@@ -790,7 +812,7 @@ func testAfterCommitRedelivers(t *testing.T, b Backend) {
 
 // testCopyDuringAfterCommit: a copy that arrives while the first
 // delivery's AfterCommit funcs still run is answered duplicate at once.
-func testCopyDuringAfterCommit(t *testing.T, b Backend) {
+func testCopyDuringAfterCommit(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	inAfter, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
