@@ -1,5 +1,66 @@
-// Package idempotencytest helps test code that uses package idempotency, as
-// net/http/httptest does for net/http: it signs payloads as Stripe does and
-// delivers them to a handler, once or many times concurrently. It lives
-// apart from package idempotency so that production binaries never link it.
+// Package idempotencytest is the test kit for services that use package
+// idempotency, as net/http/httptest is for net/http and rivertest for River.
+// It lives apart from package idempotency so that production binaries never
+// link it.
+//
+// It has three parts:
+//
+//   - Deliveries: [SignatureHeader], [NewSignedRequest] and friends sign a
+//     payload as Stripe does; [Deliver] sends it once to a handler and
+//     [Replay] sends n copies at once, as Stripe's retries and duplicates
+//     might, and both return the [Answer]s.
+//   - A throwaway PostgreSQL: [Postgres] gives a test its own empty schema
+//     on a real server, and [Database.NewStore] a migrated PgxStore in it.
+//   - The store conformance suite: [RunStoreTests] checks that an
+//     implementation of idempotency.Store keeps every guarantee that
+//     MemoryStore and PgxStore keep.
+//
+// # Which store to test handlers on
+//
+// The memory store (idempotency.NewMemoryStore) has the PostgreSQL store's
+// semantics and needs nothing: use it for the logic of handlers, with fakes
+// of your tables whose writes apply in tx.AfterCommit, so that they commit
+// and roll back with the claim (see the package example).
+//
+// Handlers that write SQL through idempotency.PgxTx can be tested for real
+// instead: on [Postgres], the handler's own SQL runs in the event's
+// transaction against your real schema, so you do not write every business
+// write twice, once in SQL and once as a fake, and the test sees what the
+// constraints, triggers and isolation level of PostgreSQL make of it (see
+// the example of [Postgres]).
+//
+// # The throwaway PostgreSQL
+//
+// The first call to [Postgres] in a test binary starts a PostgreSQL cluster
+// from the local server binaries (initdb, pg_ctl, postgres) in a new
+// temporary directory, tuned for tests (fsync off), listening on a unix
+// socket in that directory and on a free port of 127.0.0.1. Every later call
+// in the binary shares it: a cluster starts in about a second, a schema in
+// milliseconds. The binaries are taken from the directory named by
+// [EnvPgBinDir] if it is set, otherwise from PATH, then from the newest
+// /usr/lib/postgresql/<version>/bin (Debian and Ubuntu: apt install
+// postgresql). PostgreSQL refuses to run as root, so when the tests run as
+// root the cluster runs as the existing OS user "postgres" (create it with
+// useradd --system --no-create-home postgres).
+//
+// With [EnvDatabaseURL] (IDEMPOTENCY_TEST_DATABASE_URL) set, no cluster is
+// started: each test's schema is created in, and dropped from, that server
+// instead.
+//
+// When no server can be had (no binaries, no "postgres" user when root, a
+// failed start), every test that calls [Postgres] is skipped, and one
+// message on stderr says why and how to get PostgreSQL, so that the skips
+// are not silent. With CI=true those tests fail instead: a CI run that
+// tested nothing on PostgreSQL does not pass. An unreachable
+// IDEMPOTENCY_TEST_DATABASE_URL always fails.
+//
+// A package whose tests call [Postgres] needs
+//
+//	func TestMain(m *testing.M) { os.Exit(idempotencytest.Main(m)) }
+//
+// so that the cluster is stopped and removed after the tests; see [Main] for
+// what happens without it and when a test binary dies.
+//
+// Isolation is by search_path: tests connect as the same role, and a test
+// that qualifies names could still reach another test's schema.
 package idempotencytest

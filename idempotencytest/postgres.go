@@ -1,0 +1,117 @@
+package idempotencytest
+
+import (
+	"os"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
+)
+
+const (
+	// EnvDatabaseURL names the environment variable that, when set, holds
+	// the connection string of an existing PostgreSQL server for [Postgres]
+	// to use instead of starting a throwaway cluster, e.g.
+	// postgres://user:pass@localhost:5432/db?sslmode=disable. The role must
+	// be allowed to create schemas in that database; each test gets a new
+	// schema, dropped when it ends, and nothing else on the server is
+	// touched. The project's own tests read the same variable.
+	EnvDatabaseURL = pgtest.EnvDatabaseURL
+
+	// EnvPgBinDir names an optional environment variable: a directory
+	// holding initdb, pg_ctl and postgres. When it is set, [Postgres] takes
+	// the server binaries from there only, instead of from PATH or the
+	// newest /usr/lib/postgresql/*/bin.
+	EnvPgBinDir = pgtest.EnvBinDir
+)
+
+// Database is one test's private schema on a PostgreSQL server, returned by
+// [Postgres].
+type Database struct {
+	// Pool is a pool (at most 8 connections) whose every connection has
+	// search_path set to Schema only, so the tables your test creates with
+	// unqualified names are created in, and resolved from, Schema. It is
+	// closed when the test ends.
+	Pool *pgxpool.Pool
+
+	// Schema is the schema's name, unique on the server: pass it as
+	// idempotency.PgxConfig.Schema, or use [Database.NewStore], which does.
+	Schema string
+
+	// URL is a connection string for the same database whose sessions have
+	// search_path set to Schema, for code that opens its own connections (a
+	// pool with more connections, a subprocess, psql). Sessions opened with
+	// it are terminated when the test ends.
+	URL string
+}
+
+// mainCalled records that the test binary's TestMain runs through [Main].
+var mainCalled atomic.Bool
+
+// Postgres gives the test a fresh, empty schema on a real PostgreSQL server,
+// isolated from every other test's, and a pool bound to it. It is safe to
+// call from parallel tests.
+//
+// The first call in a test binary starts a throwaway cluster from the local
+// server binaries, which every later call shares; with [EnvDatabaseURL] set,
+// that server is used instead. See the package documentation for where the
+// binaries are looked up, what happens when there are none, and why the
+// package's TestMain must call [Main].
+//
+// When the test ends, the pool is closed, sessions still connected with
+// [Database.URL] are terminated, and the schema is dropped with everything
+// in it. The cluster itself is removed by [Main] after the last test.
+func Postgres(t testing.TB) *Database {
+	t.Helper()
+	if !mainCalled.Load() && os.Getenv(EnvDatabaseURL) == "" {
+		t.Fatalf("idempotencytest: Postgres starts a throwaway PostgreSQL cluster, which must be removed after the tests: "+
+			"the package's TestMain must call idempotencytest.Main, e.g.\n\n"+
+			"\tfunc TestMain(m *testing.M) { os.Exit(idempotencytest.Main(m)) }\n\n"+
+			"(or set %s to use an existing server)", EnvDatabaseURL)
+	}
+	db := pgtest.New(t)
+	return &Database{Pool: db.Pool, Schema: db.Schema, URL: db.URL}
+}
+
+// NewStore returns a PgxStore on db.Pool whose tables are in db.Schema,
+// migrated: the store a test of a handler delivers to. cfg.Schema must be
+// empty or db.Schema: a store in any other schema (by default "public")
+// would share its ledger with other tests. Each call returns another store
+// on the same tables, as another replica of the service would have.
+func (db *Database) NewStore(t testing.TB, cfg idempotency.PgxConfig) *idempotency.PgxStore {
+	t.Helper()
+	if cfg.Schema != "" && cfg.Schema != db.Schema {
+		t.Fatalf("idempotencytest: NewStore: PgxConfig.Schema is %q; leave it empty, the test's schema is %q", cfg.Schema, db.Schema)
+	}
+	cfg.Schema = db.Schema
+	store, err := idempotency.NewPgxStore(db.Pool, cfg)
+	if err != nil {
+		t.Fatalf("idempotencytest: NewStore: %v", err)
+	}
+	if err := store.Migrate(t.Context()); err != nil {
+		t.Fatalf("idempotencytest: NewStore: migrate: %v", err)
+	}
+	return store
+}
+
+// Main runs the tests, then stops the throwaway PostgreSQL cluster started
+// by [Postgres] (if any) and removes its temporary directory, whether or not
+// the tests passed. It returns m.Run's exit code. A package whose tests call
+// Postgres must call it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(idempotencytest.Main(m)) }
+//
+// Without it, Postgres fails the test with a message saying so, rather than
+// start a cluster that nothing would stop at the end of the run (unless
+// [EnvDatabaseURL] is set: then there is no cluster to stop, and Main only
+// runs the tests). If the test binary dies before Main can clean up (a
+// panicking test, -timeout, Ctrl-C, SIGKILL), a small watchdog process
+// started with the cluster notices the binary is gone and removes the
+// cluster (on Unix; elsewhere it is left in the temporary directory).
+func Main(m *testing.M) int {
+	mainCalled.Store(true)
+	return pgtest.Main(m)
+}
