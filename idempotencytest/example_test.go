@@ -1,0 +1,66 @@
+package idempotencytest_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// A handler tested on the memory store, with a fake of the accounts table
+// whose writes apply when the event's transaction commits: one delivery is
+// processed, 50 concurrent copies of another event for the same invoice run
+// nothing more, and a forged signature is refused.
+func Example() {
+	var mu sync.Mutex
+	credits := map[string]int{} // the fake accounts table
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		first, err := tx.Guard(ctx, "invoice-credit", ev.Object.ID)
+		if err != nil || !first {
+			return err
+		}
+		account := ev.Object.Metadata["account_id"]
+		tx.AfterCommit(func(context.Context) { // only if the claim commits
+			mu.Lock()
+			defer mu.Unlock()
+			credits[account] += 100
+		})
+		return nil
+	})
+	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
+		Secrets: []string{"whsec_test"},
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		panic(err)
+	}
+	event := func(id string) []byte {
+		b, _ := json.Marshal(map[string]any{
+			"id": id, "object": "event", "type": "invoice.paid", "api_version": stripe.APIVersion,
+			"data": map[string]any{"object": map[string]any{
+				"id": "in_1", "object": "invoice", "metadata": map[string]string{"account_id": "acct_1"},
+			}},
+		})
+		return b
+	}
+
+	a := idempotencytest.Deliver(h, event("evt_1"), "whsec_test")
+	fmt.Println(a.Status, a.Outcome, credits["acct_1"])
+
+	answers := idempotencytest.Replay(h, event("evt_2"), "whsec_test", 50)
+	fmt.Println(answers.Statuses(), answers.Count(idempotency.OutcomeProcessed), answers.Count(idempotency.OutcomeDuplicate), credits["acct_1"])
+
+	a = idempotencytest.Deliver(h, event("evt_3"), "whsec_forged")
+	fmt.Println(a.Status, a.Body)
+	// Output:
+	// 200 processed 100
+	// map[200:50] 1 49 100
+	// 400 {"error":"invalid_signature"}
+}
