@@ -19,13 +19,13 @@ const (
 	// be allowed to create schemas in that database; each test gets a new
 	// schema, dropped when it ends, and nothing else on the server is
 	// touched. The project's own tests read the same variable.
-	EnvDatabaseURL = pgtest.EnvDatabaseURL
+	EnvDatabaseURL = "IDEMPOTENCY_TEST_DATABASE_URL"
 
 	// EnvPgBinDir names an optional environment variable: a directory
 	// holding initdb, pg_ctl and postgres. When it is set, [Postgres] takes
 	// the server binaries from there only, instead of from PATH or the
 	// newest /usr/lib/postgresql/*/bin.
-	EnvPgBinDir = pgtest.EnvBinDir
+	EnvPgBinDir = "IDEMPOTENCY_TEST_PG_BINDIR"
 )
 
 // Database is one test's private schema on a PostgreSQL server, returned by

@@ -12,7 +12,16 @@ import (
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
+
+// TestEnvNames: the variables the documentation names are those pgtest
+// reads.
+func TestEnvNames(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, pgtest.EnvDatabaseURL, idempotencytest.EnvDatabaseURL)
+	require.Equal(t, pgtest.EnvBinDir, idempotencytest.EnvPgBinDir)
+}
 
 // TestPostgresHandlerExample runs the test shown as the example of Postgres:
 // a handler's SQL, delivered twice and replayed, credits once.
