@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -165,6 +166,66 @@ type EventRecord struct {
 	SkipReason  string
 	ReceivedAt  time.Time
 	ProcessedAt time.Time
+}
+
+// EventFilter selects ledger records for ListEvents ([MemoryStore] and
+// [PgxStore]). The zero value selects the newest events of every kind.
+type EventFilter struct {
+	// Outcomes keeps records with one of these outcomes (OutcomeProcessed,
+	// OutcomeSkipped, OutcomeIgnored); empty keeps all.
+	Outcomes []Outcome
+	// EventType and ObjectID, when not empty, keep the records that match
+	// them exactly.
+	EventType string
+	ObjectID  string
+	// Since and Until bound ProcessedAt: Since <= ProcessedAt < Until. A
+	// zero time leaves that side open.
+	Since, Until time.Time
+	// Limit is the most records returned. Defaults to 100; at most
+	// MaxListLimit.
+	Limit int
+}
+
+// MaxListLimit is the largest EventFilter.Limit.
+const MaxListLimit = 10000
+
+// defaultListLimit is EventFilter.Limit's default.
+const defaultListLimit = 100
+
+// check validates f and applies its defaults.
+func (f *EventFilter) check() error {
+	switch {
+	case f.Limit < 0 || f.Limit > MaxListLimit:
+		return fmt.Errorf("idempotency: EventFilter.Limit %d is outside 0..%d", f.Limit, MaxListLimit)
+	case f.Limit == 0:
+		f.Limit = defaultListLimit
+	}
+	if err := checkText("EventFilter.EventType", f.EventType, false); err != nil {
+		return err
+	}
+	if err := checkText("EventFilter.ObjectID", f.ObjectID, false); err != nil {
+		return err
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return fmt.Errorf("idempotency: EventFilter.Since (%s) is not before Until (%s)", f.Since.Format(time.RFC3339Nano), f.Until.Format(time.RFC3339Nano))
+	}
+	for _, o := range f.Outcomes {
+		switch o {
+		case OutcomeProcessed, OutcomeSkipped, OutcomeIgnored:
+		default:
+			return fmt.Errorf("idempotency: EventFilter.Outcomes: %q is never stored (processed, skipped or ignored are)", o)
+		}
+	}
+	return nil
+}
+
+// matches reports whether r passes f, as the PostgreSQL query filters it.
+func (f *EventFilter) matches(r *EventRecord) bool {
+	return (len(f.Outcomes) == 0 || slices.Contains(f.Outcomes, r.Outcome)) &&
+		(f.EventType == "" || r.EventType == f.EventType) &&
+		(f.ObjectID == "" || r.ObjectID == f.ObjectID) &&
+		(f.Since.IsZero() || !r.ProcessedAt.Before(f.Since)) &&
+		(f.Until.IsZero() || r.ProcessedAt.Before(f.Until))
 }
 
 // GuardRecord is one claimed natural key.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -177,6 +179,32 @@ func (s *MemoryStore) Events() []EventRecord {
 		out = append(out, r)
 	}
 	return out
+}
+
+// ListEvents returns the committed event claims that f selects, newest
+// first (by ProcessedAt, then event id), as [PgxStore.ListEvents] does.
+func (s *MemoryStore) ListEvents(_ context.Context, f EventFilter) ([]EventRecord, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	var out []EventRecord
+	for _, r := range s.events {
+		if f.matches(&r) {
+			out = append(out, r)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b EventRecord) int {
+		if c := b.ProcessedAt.Compare(a.ProcessedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.EventID, a.EventID)
+	})
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
 }
 
 // memoryTx is a MemoryStore transaction: the keys it holds and, when it

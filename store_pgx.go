@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // PgxBeginner begins a pgx transaction: a *pgxpool.Pool or a *pgx.Conn.
@@ -85,7 +86,7 @@ type PgxStore struct {
 const DefaultRecentClaims = 16384
 
 type pgxStatements struct {
-	claim, markSkipped, guard, releaseGuard, lookupEvent, lookupGuard string
+	claim, markSkipped, guard, releaseGuard, lookupEvent, lookupGuard, listEvents string
 }
 
 // NewPgxStore returns a PostgreSQL store on db. It fails when cfg is
@@ -126,9 +127,14 @@ VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`,
 			markSkipped:  `UPDATE ` + s + `.idempotency_events SET outcome = 'skipped', skip_reason = $2 WHERE event_id = $1`,
 			guard:        `INSERT INTO ` + s + `.idempotency_guards (scope, key, event_id) VALUES ($1, $2, $3) ON CONFLICT (scope, key) DO NOTHING`,
 			releaseGuard: `DELETE FROM ` + s + `.idempotency_guards WHERE scope = $1 AND key = $2 AND event_id = $3`,
-			lookupEvent: `SELECT event_id, event_type, object_id, account, livemode, outcome, skip_reason, received_at, processed_at
-FROM ` + s + `.idempotency_events WHERE event_id = $1`,
-			lookupGuard: `SELECT scope, key, event_id, claimed_at FROM ` + s + `.idempotency_guards WHERE scope = $1 AND key = $2`,
+			lookupEvent:  `SELECT ` + eventColumns + ` FROM ` + s + `.idempotency_events WHERE event_id = $1`,
+			lookupGuard:  `SELECT scope, key, event_id, claimed_at FROM ` + s + `.idempotency_guards WHERE scope = $1 AND key = $2`,
+			listEvents: `SELECT ` + eventColumns + ` FROM ` + s + `.idempotency_events
+WHERE (cardinality($1::text[]) = 0 OR outcome = ANY ($1))
+  AND ($2 = '' OR event_type = $2) AND ($3 = '' OR object_id = $3)
+  AND ($4::timestamptz IS NULL OR processed_at >= $4) AND ($5::timestamptz IS NULL OR processed_at < $5)
+ORDER BY processed_at DESC, event_id DESC
+LIMIT $6`,
 		},
 	}, nil
 }
@@ -145,7 +151,6 @@ func PgxTx(tx Tx) pgx.Tx {
 	}
 	return handlerTx{ptx.tx}
 }
-
 
 // handlerTx is the handler's view of the event transaction.
 type handlerTx struct{ pgx.Tx }
@@ -361,16 +366,58 @@ func (s *PgxStore) Ping(ctx context.Context) error {
 // LookupEvent returns the ledger record of a committed event claim.
 func (s *PgxStore) LookupEvent(ctx context.Context, eventID string) (EventRecord, bool, error) {
 	var r EventRecord
-	var outcome string
-	found, err := s.queryRow(ctx, s.sql.lookupEvent, []any{eventID},
-		&r.EventID, &r.EventType, &r.ObjectID, &r.Account, &r.Livemode, &outcome, &r.SkipReason, &r.ReceivedAt, &r.ProcessedAt)
-	r.Outcome = Outcome(outcome)
+	if !validText(eventID) {
+		return r, false, nil // no claim can hold it; PostgreSQL would refuse the query
+	}
+	found, err := s.queryRow(ctx, s.sql.lookupEvent, []any{eventID}, r.columns()...)
 	return r, found, err
+}
+
+// eventColumns are the ledger's columns in the order of EventRecord.columns.
+const eventColumns = `event_id, event_type, object_id, account, livemode, outcome, skip_reason, received_at, processed_at`
+
+// columns are the scan destinations of eventColumns.
+func (r *EventRecord) columns() []any {
+	return []any{&r.EventID, &r.EventType, &r.ObjectID, &r.Account, &r.Livemode, &r.Outcome, &r.SkipReason, &r.ReceivedAt, &r.ProcessedAt}
+}
+
+// ListEvents returns the committed event claims that f selects, newest
+// first (by ProcessedAt, then event id), in one read-only query that uses
+// the ledger's index on processed_at.
+func (s *PgxStore) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	outcomes := make([]string, len(f.Outcomes))
+	for i, o := range f.Outcomes {
+		outcomes[i] = string(o)
+	}
+	since, until := pgtype.Timestamptz{Time: f.Since, Valid: !f.Since.IsZero()}, pgtype.Timestamptz{Time: f.Until, Valid: !f.Until.IsZero()}
+	var out []EventRecord
+	err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, s.sql.listEvents, outcomes, f.EventType, f.ObjectID, since, until, f.Limit)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (EventRecord, error) {
+			var r EventRecord
+			return r, row.Scan(r.columns()...)
+		})
+		return err
+	})
+	if err != nil {
+		_, err = s.translate(OutcomeFailed, err)
+		return nil, fmt.Errorf("idempotency: listing events: %w", err)
+	}
+	return out, nil
 }
 
 // LookupGuard returns the committed claim of a natural key.
 func (s *PgxStore) LookupGuard(ctx context.Context, scope, key string) (GuardRecord, bool, error) {
 	var r GuardRecord
+	if !validText(scope) || !validText(key) {
+		return r, false, nil // no guard can hold it; PostgreSQL would refuse the query
+	}
 	found, err := s.queryRow(ctx, s.sql.lookupGuard, []any{scope, key}, &r.Scope, &r.Key, &r.EventID, &r.ClaimedAt)
 	return r, found, err
 }

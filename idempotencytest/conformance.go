@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,10 @@ import (
 // are LookupStores.
 type LookupStore interface {
 	idempotency.Store
+
+	// ListEvents returns the committed claims that the filter selects,
+	// newest first.
+	ListEvents(ctx context.Context, f idempotency.EventFilter) ([]idempotency.EventRecord, error)
 
 	// LookupEvent returns the ledger record of the event id's committed
 	// claim (whatever its outcome), and false if it has none.
@@ -100,6 +105,11 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"NilApplyRecordsClaim", testNilApply},
 		{"TxUnusableAfterRun", testTxDone},
 		{"BadInput", testBadInput},
+		{"TextNoStoreKeeps", testTextNoStoreKeeps},
+		{"EarlyGuardOtherKeyIsGuardedApart", testEarlyGuardOtherKey},
+		{"WaiterSeesHolderAfterCommitWrites", testWaiterSeesAfterCommitWrites},
+		{"ListEvents", testListEvents},
+		{"ListEventsRefusesBadFilters", testListEventsBadFilter},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,6 +123,39 @@ var errHandler = errors.New("handler failed")
 
 func claim(id string) idempotency.Claim {
 	return idempotency.Claim{EventID: id, EventType: "invoice.paid", ObjectID: "in_" + id, Account: "acct_1", Livemode: false}
+}
+
+// waitLimit bounds the suite's waits for another run: a store that leaves a
+// run asleep (a waiter never woken after a rollback, a deadlock never
+// detected) fails the test in seconds with a message saying which wait,
+// not at the go test timeout. A correct store ends each of them in well
+// under a second, PostgreSQL's deadlock timeout (1 s by default) included.
+const waitLimit = 15 * time.Second
+
+// receive returns the next value from ch, or fails the test once waitLimit
+// has passed; what names the run that should have sent it.
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	timer := time.NewTimer(waitLimit)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("%s did not finish within %s: a run was left waiting", what, waitLimit)
+		panic("unreachable")
+	}
+}
+
+// waitAll waits for wg like receive waits for a value.
+func waitAll(t *testing.T, wg *sync.WaitGroup, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	receive(t, done, what)
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -407,7 +450,7 @@ func testGuardAcrossEvents(t *testing.T, b StoreBackend) {
 			outs[i] = out
 		})
 	}
-	wg.Wait()
+	waitAll(t, &wg, "the concurrent runs")
 	for _, o := range outs {
 		require.Equal(t, idempotency.OutcomeProcessed, o, "each event id is new")
 	}
@@ -436,7 +479,7 @@ func testConcurrentDuplicates(t *testing.T, b StoreBackend) {
 		})
 	}
 	close(start)
-	wg.Wait()
+	waitAll(t, &wg, "the concurrent runs")
 	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeProcessed: 1, idempotency.OutcomeDuplicate: n - 1}, counts)
 	require.EqualValues(t, 1, ran.Load())
 	require.Equal(t, 1, b.Get(t, "c"))
@@ -460,7 +503,7 @@ func holdClaim(t *testing.T, b StoreBackend, id string, result error) (release c
 		})
 		done <- out
 	}()
-	<-held
+	receive(t, held, "the holder's claim")
 	return release, done
 }
 
@@ -484,10 +527,10 @@ func startWaiters(t *testing.T, b StoreBackend, id string, n int, ran *atomic.In
 	return outs
 }
 
-func tally(ch chan idempotency.Outcome, n int) map[idempotency.Outcome]int {
+func tally(t *testing.T, ch chan idempotency.Outcome, n int) map[idempotency.Outcome]int {
 	m := make(map[idempotency.Outcome]int)
-	for range n {
-		m[<-ch]++
+	for i := range n {
+		m[receive(t, ch, fmt.Sprintf("copy %d of %d, waiting for a transaction that has ended,", i+1, n))]++
 	}
 	return m
 }
@@ -501,8 +544,8 @@ func waitOn(t *testing.T, b StoreBackend, id string, result error) (idempotency.
 	var ran atomic.Int32
 	outs := startWaiters(t, b, id, 5, &ran)
 	close(release)
-	holder := <-done
-	return holder, tally(outs, 5), ran.Load()
+	holder := receive(t, done, "the holder's Run")
+	return holder, tally(t, outs, 5), ran.Load()
 }
 
 func testWaitersSeeCommit(t *testing.T, b StoreBackend) {
@@ -541,11 +584,11 @@ func testWaiterCancelled(t *testing.T, b StoreBackend) {
 	}()
 	require.Eventually(t, func() bool { return b.Waiting(t) == 1 }, 10*time.Second, 5*time.Millisecond)
 	cancel()
-	require.Error(t, <-errc, "a cancelled waiter returns an error, not an outcome")
+	require.Error(t, receive(t, errc, "the cancelled waiter"), "a cancelled waiter returns an error, not an outcome")
 	require.Eventually(t, func() bool { return b.Waiting(t) == 0 }, 10*time.Second, 5*time.Millisecond,
 		"the cancelled waiter no longer waits")
 	close(release)
-	require.Equal(t, idempotency.OutcomeProcessed, <-done)
+	require.Equal(t, idempotency.OutcomeProcessed, receive(t, done, "the holder's Run"))
 	require.Equal(t, 1, b.Get(t, "c"))
 }
 
@@ -585,7 +628,7 @@ func testDeadlockRetried(t *testing.T, b StoreBackend) {
 			assert.Equal(t, idempotency.OutcomeProcessed, out)
 		})
 	}
-	wg.Wait()
+	waitAll(t, &wg, "two transactions waiting for each other's guard (is the deadlock detected?)")
 	requireGuard(t, b, "k", "a", true)
 	requireGuard(t, b, "k", "b", true)
 	require.Equal(t, 1, b.Get(t, "c"), "the transaction that ran second found both keys claimed")
@@ -688,7 +731,7 @@ func testEarlyGuardAcrossEvents(t *testing.T, b StoreBackend) {
 			assert.Equal(t, idempotency.OutcomeProcessed, out, "each event id is new")
 		})
 	}
-	wg.Wait()
+	waitAll(t, &wg, "the concurrent runs")
 	require.Equal(t, 100, b.Get(t, "credits"), "%d events for one invoice credit once", events)
 }
 
@@ -710,7 +753,7 @@ func testGuardWaits(t *testing.T, b StoreBackend, holderResult error, early bool
 		})
 		holder <- err
 	}()
-	<-held
+	receive(t, held, "the holder's Guard")
 	type result struct {
 		first bool
 		err   error
@@ -737,8 +780,8 @@ func testGuardWaits(t *testing.T, b StoreBackend, holderResult error, early bool
 	default:
 	}
 	close(release)
-	require.ErrorIs(t, <-holder, holderResult)
-	got := <-waiter
+	require.ErrorIs(t, receive(t, holder, "the holder's Run"), holderResult)
+	got := receive(t, waiter, "the Guard waiting for the holder, which has ended,")
 	require.NoError(t, got.err)
 	require.Equal(t, holderResult != nil, got.first, "first only when the holder rolled back")
 }
@@ -826,12 +869,218 @@ func testCopyDuringAfterCommit(t *testing.T, b StoreBackend) {
 		})
 		assert.NoError(t, err)
 	}()
-	<-inAfter
+	receive(t, inAfter, "the first delivery's AfterCommit func")
 	copyCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, err := b.Store.Run(copyCtx, claim("evt_slow_after"), addOne(b, "c"))
 	close(release)
-	<-done
+	receive(t, done, "the first delivery's Run")
 	require.NoError(t, err, "the copy must not wait for the first delivery's AfterCommit funcs")
 	require.Equal(t, idempotency.OutcomeDuplicate, out)
+}
+
+// testTextNoStoreKeeps: a key with a NUL byte or invalid UTF-8 is refused
+// with ErrInvalidKey by every store, before anything is stored. PostgreSQL
+// cannot keep such text; a store that took it would let a memory-store test
+// pass where production fails on every retry.
+func testTextNoStoreKeeps(t *testing.T, b StoreBackend) {
+	ctx := ctxT(t)
+	for name, key := range map[string]string{"NUL": "in_\x00", "invalid UTF-8": "in_\xff"} {
+		_, err := b.Store.Run(ctx, claim("evt_badtext"), func(ctx context.Context, tx idempotency.Tx) error {
+			if err := b.Add(ctx, tx, "c", 1); err != nil {
+				return err
+			}
+			_, err := tx.Guard(ctx, "invoice", key)
+			return err
+		})
+		require.ErrorIs(t, err, idempotency.ErrInvalidKey, "a guard key with %s", name)
+		require.ErrorIs(t, func() error {
+			_, err := b.Store.Run(ctx, claim("evt_badtext"), func(ctx context.Context, tx idempotency.Tx) error {
+				_, err := tx.Guard(ctx, key, "in_1")
+				return err
+			})
+			return err
+		}(), idempotency.ErrInvalidKey, "a guard scope with %s", name)
+
+		for field, c := range map[string]idempotency.Claim{
+			"EventID":   {EventID: "evt_" + key},
+			"EventType": {EventID: "evt_badtype", EventType: "invoice.paid" + key},
+			"ObjectID":  {EventID: "evt_badobject", ObjectID: key},
+			"Account":   {EventID: "evt_badaccount", Account: "acct_" + key},
+			"Guards":    {EventID: "evt_badguards", Guards: []idempotency.GuardKey{{Scope: "invoice", Key: key}}},
+		} {
+			out, err := b.Store.Run(ctx, c, addOne(b, "c"))
+			require.ErrorIs(t, err, idempotency.ErrInvalidKey, "Claim.%s with %s", field, name)
+			require.ErrorContains(t, err, field)
+			require.Equal(t, idempotency.OutcomeFailed, out)
+			requireNoEvent(t, b, c.EventID)
+		}
+	}
+	requireNoEvent(t, b, "evt_badtext")
+	require.Equal(t, 0, b.Get(t, "c"))
+}
+
+// testEarlyGuardOtherKey: an early guard answers only for its own key. An
+// action declared KeyIsObjectID but called with another key guards that
+// key like any Guard: two events about different objects cannot both run
+// it for one key, and each object's early claim, never asked for, is
+// released.
+func testEarlyGuardOtherKey(t *testing.T, b StoreBackend) {
+	ctx := ctxT(t)
+	const scope = "action:notify"
+	out, err := b.Store.Run(ctx, claimGuarding("evt_other_a", scope, "in_obj_a"), func(ctx context.Context, tx idempotency.Tx) error {
+		requireGuardFirst(ctx, t, tx, scope, "in_other", true, "event A is the first to guard in_other")
+		return b.Add(ctx, tx, "c", 1)
+	})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+	out, err = b.Store.Run(ctx, claimGuarding("evt_other_b", scope, "in_obj_b"), func(ctx context.Context, tx idempotency.Tx) error {
+		requireGuardFirst(ctx, t, tx, scope, "in_other", false, "event B finds in_other guarded by A, whatever its own early key")
+		return b.Add(ctx, tx, "c", 1)
+	})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+
+	g, ok, err := b.Store.LookupGuard(ctx, scope, "in_other")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "evt_other_a", g.EventID, "in_other is owned by the event that guarded it first")
+	requireGuard(t, b, scope, "in_obj_a", false)
+	requireGuard(t, b, scope, "in_obj_b", false)
+}
+
+// testWaiterSeesAfterCommitWrites: a transaction that waited for another's
+// guard wakes to all of the holder's committed writes, those a store
+// without a database applies in AfterCommit included (a test fake relies
+// on it). The holder's first AfterCommit func stalls before its business
+// write runs; a store that woke the waiter at the commit, before the
+// AfterCommit funcs, lets it read the counter without the write.
+func testWaiterSeesAfterCommitWrites(t *testing.T, b StoreBackend) {
+	ctx := ctxT(t)
+	held, release, inAfter, waiterRead := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan int, 1)
+	holder := make(chan error, 1)
+	go func() {
+		_, err := b.Store.Run(ctx, claim("evt_slow_write"), func(ctx context.Context, tx idempotency.Tx) error {
+			if _, err := tx.Guard(ctx, "invoice", "in_slow"); err != nil {
+				return err
+			}
+			tx.AfterCommit(func(context.Context) {
+				close(inAfter)
+				// Give a waiter woken too early the time to read; a correct
+				// store keeps it waiting, and this only delays the write.
+				timer := time.NewTimer(200 * time.Millisecond)
+				defer timer.Stop()
+				select {
+				case <-waiterRead:
+				case <-timer.C:
+				}
+			})
+			if err := b.Add(ctx, tx, "c", 1); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+		holder <- err
+	}()
+	receive(t, held, "the holder's guard")
+	seen := make(chan int, 1)
+	waiter := make(chan error, 1)
+	go func() {
+		_, err := b.Store.Run(ctx, claim("evt_after_slow_write"), func(ctx context.Context, tx idempotency.Tx) error {
+			first, err := tx.Guard(ctx, "invoice", "in_slow")
+			if err != nil {
+				return err // at repeatable read and serializable, a conflict the store reruns
+			}
+			if first {
+				return errors.New("the guard the holder committed reads as first")
+			}
+			n := b.Get(t, "c")
+			select {
+			case seen <- n:
+				waiterRead <- n
+			default: // a rerun of the transaction: the first read counts
+			}
+			return nil
+		})
+		waiter <- err
+	}()
+	require.Eventually(t, func() bool { return b.Waiting(t) == 1 }, waitLimit, 5*time.Millisecond,
+		"the second Guard should wait for the holder")
+	close(release)
+	receive(t, inAfter, "the holder's commit")
+	require.NoError(t, receive(t, holder, "the holder's Run"))
+	require.NoError(t, receive(t, waiter, "the waiting Run"))
+	require.Equal(t, 1, receive(t, seen, "the waiter's read"), "the waiter woke before the holder's committed write was visible")
+}
+
+// testListEvents: ListEvents returns committed claims of every outcome,
+// newest first, filtered by outcome, type, object and time, and nothing of
+// a rolled-back event.
+func testListEvents(t *testing.T, b StoreBackend) {
+	ctx := ctxT(t)
+	run := func(id, typ string, apply idempotency.ApplyFunc, outcome idempotency.Outcome) idempotency.EventRecord {
+		c := claim(id)
+		c.EventType = typ
+		if apply == nil {
+			c.Outcome = outcome
+		}
+		out, err := b.Store.Run(ctx, c, apply)
+		if outcome == idempotency.OutcomeFailed {
+			require.Error(t, err)
+			return idempotency.EventRecord{}
+		}
+		require.NoError(t, err)
+		require.Equal(t, outcome, out)
+		return requireEvent(t, b, id, outcome)
+	}
+	p1 := run("evt_list_1", "invoice.paid", addOne(b, "c"), idempotency.OutcomeProcessed)
+	s2 := run("evt_list_2", "invoice.paid", func(context.Context, idempotency.Tx) error { return idempotency.Skip("no account") }, idempotency.OutcomeSkipped)
+	run("evt_list_failed", "invoice.paid", func(context.Context, idempotency.Tx) error { return errHandler }, idempotency.OutcomeFailed)
+	i3 := run("evt_list_3", "customer.created", nil, idempotency.OutcomeIgnored)
+	p4 := run("evt_list_4", "invoice.payment_succeeded", addOne(b, "c"), idempotency.OutcomeProcessed)
+
+	ids := func(f idempotency.EventFilter) []string {
+		t.Helper()
+		recs, err := b.Store.ListEvents(ctx, f)
+		require.NoError(t, err)
+		out := make([]string, len(recs))
+		for i, r := range recs {
+			out[i] = r.EventID
+		}
+		return out
+	}
+	require.Equal(t, []string{"evt_list_4", "evt_list_3", "evt_list_2", "evt_list_1"}, ids(idempotency.EventFilter{}), "newest first, the failed one absent")
+	recs, err := b.Store.ListEvents(ctx, idempotency.EventFilter{Outcomes: []idempotency.Outcome{idempotency.OutcomeSkipped}})
+	require.NoError(t, err)
+	require.Equal(t, []idempotency.EventRecord{s2}, recs, "a listed record is the one LookupEvent returns")
+	require.Equal(t, "no account", recs[0].SkipReason)
+	require.Equal(t, []string{"evt_list_3", "evt_list_2"}, ids(idempotency.EventFilter{Outcomes: []idempotency.Outcome{idempotency.OutcomeSkipped, idempotency.OutcomeIgnored}}))
+	require.Equal(t, []string{"evt_list_2", "evt_list_1"}, ids(idempotency.EventFilter{EventType: "invoice.paid"}))
+	require.Equal(t, []string{"evt_list_3"}, ids(idempotency.EventFilter{ObjectID: "in_evt_list_3"}))
+	require.Equal(t, []string{"evt_list_4", "evt_list_3"}, ids(idempotency.EventFilter{Limit: 2}))
+	require.Equal(t, []string{"evt_list_3", "evt_list_2"}, ids(idempotency.EventFilter{Since: s2.ProcessedAt, Until: p4.ProcessedAt}), "Since is inclusive, Until exclusive")
+	require.Equal(t, []string{"evt_list_4"}, ids(idempotency.EventFilter{Since: p4.ProcessedAt}))
+	require.Equal(t, []string{"evt_list_1"}, ids(idempotency.EventFilter{Until: p1.ProcessedAt.Add(time.Microsecond)}))
+	require.Empty(t, ids(idempotency.EventFilter{EventType: "charge.refunded"}))
+	require.True(t, p1.ProcessedAt.Before(i3.ProcessedAt))
+}
+
+// testListEventsBadFilter: a filter that cannot mean anything is an error
+// naming the field, never an empty list.
+func testListEventsBadFilter(t *testing.T, b StoreBackend) {
+	ctx := ctxT(t)
+	now := time.Now()
+	for field, f := range map[string]idempotency.EventFilter{
+		"Limit":     {Limit: -1},
+		"Limit ":    {Limit: idempotency.MaxListLimit + 1},
+		"Since":     {Since: now, Until: now},
+		"Outcomes":  {Outcomes: []idempotency.Outcome{idempotency.OutcomeFailed}},
+		"EventType": {EventType: "invoice.paid\x00"},
+		"ObjectID":  {ObjectID: "in_\xff"},
+	} {
+		_, err := b.Store.ListEvents(ctx, f)
+		require.ErrorContains(t, err, "EventFilter."+strings.TrimSpace(field))
+	}
 }
