@@ -170,17 +170,6 @@ func (s *MemoryStore) LookupGuard(_ context.Context, scope, key string) (GuardRe
 	return r, ok, nil
 }
 
-// Events returns every committed event claim, in no particular order.
-func (s *MemoryStore) Events() []EventRecord {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]EventRecord, 0, len(s.events))
-	for _, r := range s.events {
-		out = append(out, r)
-	}
-	return out
-}
-
 // ListEvents returns the committed event claims that f selects, newest
 // first (by ProcessedAt, then event id), as [PgxStore.ListEvents] does.
 func (s *MemoryStore) ListEvents(_ context.Context, f EventFilter) ([]EventRecord, error) {
