@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stripe/stripe-go/v82"
 
@@ -39,19 +44,11 @@ func ExampleOn() {
 	if err != nil {
 		panic(err)
 	}
-	event := func(id, typ string) []byte {
-		b, _ := json.Marshal(map[string]any{
-			"id": id, "object": "event", "type": typ, "created": 1756742403, "api_version": stripe.APIVersion,
-			"data": map[string]any{"object": map[string]any{
-				"id": "in_1", "object": "invoice", "metadata": map[string]string{"account_id": "acct_1"},
-			}},
-		})
-		return b
-	}
+	account := map[string]string{"account_id": "acct_1"}
 	for _, payload := range [][]byte{
-		event("evt_1", "invoice.paid"),
-		event("evt_1", "invoice.paid"),
-		event("evt_2", "invoice.payment_succeeded"),
+		invoiceEvent("evt_1", "invoice.paid", account),
+		invoiceEvent("evt_1", "invoice.paid", account),
+		invoiceEvent("evt_2", "invoice.payment_succeeded", account),
 	} {
 		a := idempotencytest.Deliver(h, payload, "whsec_test")
 		fmt.Println(a.Status, a.Outcome, credits["acct_1"])
@@ -91,4 +88,110 @@ func ExampleKey() {
 	fmt.Println(idempotency.Key("refund", "ord_1", "v1"))
 	// Output:
 	// ik_wR5qPnSDRnFv59rIfcqWsDEuyTc_2AUq-PkRi7jkTLk
+}
+
+// invoiceEvent returns a minimal invoice event as Stripe would send it,
+// about invoice in_1 with the given metadata.
+func invoiceEvent(id, typ string, metadata map[string]string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"id": id, "object": "event", "type": typ, "created": 1756742403, "api_version": stripe.APIVersion,
+		"data": map[string]any{"object": map[string]any{"id": "in_1", "object": "invoice", "metadata": metadata}},
+	})
+	return b
+}
+
+// The webhook handler mounted on a route. A misconfiguration fails here,
+// at start-up, never at request time: an API key is no signing secret.
+func ExampleNewHandler() {
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		return nil // the business writes, in tx
+	})
+	store := idempotency.NewMemoryStore() // idempotency.NewPgxStore in production
+
+	_, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{"sk_test_123"}})
+	fmt.Println(err != nil)
+
+	h, err := idempotency.NewHandler(store, hs, idempotency.Config{
+		Secrets: []string{"whsec_test"},
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /webhooks/stripe", h)
+
+	for range 2 {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, idempotencytest.NewSignedRequest("/webhooks/stripe", invoiceEvent("evt_1", "invoice.paid", nil), "whsec_test"))
+		fmt.Println(rec.Code, rec.Body)
+	}
+	// Output:
+	// true
+	// 200 {"outcome":"processed"}
+	// 200 {"outcome":"duplicate"}
+}
+
+// An event that can never be processed, here an invoice without the
+// account the service needs, is skipped: answered 200 so that Stripe stops
+// sending it, its claim kept with the reason, the handler's writes rolled
+// back. A redelivery is a duplicate.
+func ExampleSkip() {
+	store := idempotency.NewMemoryStore()
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		account := ev.Object.Metadata["account_id"]
+		if account == "" {
+			return idempotency.Skip("invoice without metadata.account_id")
+		}
+		return nil // credit the account
+	})
+	h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{"whsec_test"}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	payload := invoiceEvent("evt_no_account", "invoice.paid", map[string]string{})
+	fmt.Println(idempotencytest.Deliver(h, payload, "whsec_test").Outcome)
+	fmt.Println(idempotencytest.Deliver(h, payload, "whsec_test").Outcome)
+	rec, _, _ := store.LookupEvent(context.Background(), "evt_no_account")
+	fmt.Println(rec.Outcome, rec.SkipReason)
+	// Output:
+	// skipped
+	// duplicate
+	// skipped invoice without metadata.account_id
+}
+
+// The PostgreSQL store on a pool: the ledger and guard tables are migrated
+// at start (safe on every replica), and the handler's SQL goes through
+// PgxTx, in the transaction that claims the event. (Compiled, not run: it
+// needs a database.)
+func ExampleNewPgxStore() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	store, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: "stripe_webhooks"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := store.Migrate(ctx); err != nil {
+		log.Fatal(err)
+	}
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		first, err := tx.Guard(ctx, "invoice-credit", ev.Object.ID)
+		if err != nil || !first {
+			return err
+		}
+		_, err = idempotency.PgxTx(tx).Exec(ctx, `UPDATE accounts SET credits = credits + 100 WHERE id = $1`,
+			ev.Object.Metadata["account_id"])
+		return err
+	})
+	h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{os.Getenv("STRIPE_WEBHOOK_SECRET")}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	http.Handle("POST /webhooks/stripe", h)
 }
