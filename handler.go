@@ -116,8 +116,9 @@ const (
 //	413 body over Config.MaxBodyBytes               {"error":"body_too_large"}
 //	400 missing, malformed or wrong signature,
 //	    timestamp outside Config.Tolerance          {"error":"invalid_signature"}
-//	400 not a Stripe event, thin event, API version
-//	    rejected by Config.StrictAPIVersion         {"error":"invalid_event"}
+//	400 not a Stripe event, an id, type, object id
+//	    or account with a NUL byte, thin event, API
+//	    version rejected by Config.StrictAPIVersion {"error":"invalid_event"}
 //	200 handler ran and committed                   {"outcome":"processed"}
 //	200 processed or skipped before                 {"outcome":"duplicate"}
 //	200 no handler for the type                     {"outcome":"ignored"}
