@@ -260,7 +260,6 @@ var (
 	}
 )
 
-
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	res := Result{}

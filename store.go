@@ -240,7 +240,6 @@ type GuardRecord struct {
 // the database fails it for a deadlock or a serialization conflict.
 const maxAttempts = 5
 
-
 // txState is the store-independent part of a transaction: its event, its
 // after-commit funcs and whether it has ended.
 type txState struct {
@@ -315,7 +314,6 @@ func callRecover(ctx context.Context, fn func(context.Context)) (p *PanicError) 
 	fn(ctx)
 	return nil
 }
-
 
 func (c Claim) receivedAt() time.Time {
 	if c.ReceivedAt.IsZero() {

@@ -33,7 +33,6 @@ type MemoryStore struct {
 	waiting int // transactions blocked on a held key, for tests
 }
 
-
 type guardID struct{ scope, key string }
 
 // lockID names a claimable key: an event id (guard false) or a guard.
@@ -225,7 +224,6 @@ func (tx *memoryTx) Guard(ctx context.Context, scope, key string) (bool, error) 
 	}
 	return first, err
 }
-
 
 func (tx *memoryTx) abort(err error) {
 	tx.s.mu.Lock()
