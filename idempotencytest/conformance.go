@@ -918,6 +918,15 @@ func testTextNoStoreKeeps(t *testing.T, b StoreBackend) {
 	}
 	requireNoEvent(t, b, "evt_badtext")
 	require.Equal(t, 0, b.Get(t, "c"))
+
+	// A skip reason is the handler's own text: it is kept, with what no
+	// store can hold replaced, rather than failing the skip.
+	out, err := b.Store.Run(ctx, claim("evt_badreason"), func(context.Context, idempotency.Tx) error {
+		return idempotency.Skip("no account \x00 in \xff metadata")
+	})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeSkipped, out)
+	require.Equal(t, "no account \uFFFD in \uFFFD metadata", requireEvent(t, b, "evt_badreason", idempotency.OutcomeSkipped).SkipReason)
 }
 
 // testEarlyGuardOtherKey: an early guard answers only for its own key. An
