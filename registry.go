@@ -2,13 +2,9 @@ package idempotency
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"sort"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/seed-a84bb619/idempotency/internal/decode"
@@ -67,7 +63,7 @@ func On[T any](hs *Handlers, eventType string, fn EventFunc[T]) {
 func OnSafely[T any](hs *Handlers, eventType string, fn EventFunc[T]) error {
 	var zero T
 	objectType := fmt.Sprintf("%T", zero)
-	fastDecode, plainDecode := decoderFor[T](), jsonDecoderFor[T]()
+	fastDecode, plainDecode := decode.For[T]()
 	switch {
 	case hs == nil:
 		return errors.New("idempotency: On: nil *Handlers")
@@ -106,115 +102,6 @@ func OnSafely[T any](hs *Handlers, eventType string, fn EventFunc[T]) error {
 		},
 	}
 	return nil
-}
-
-
-// decoderFor returns the func that decodes data.object into a T, with the
-// result of json.Unmarshal. The envelope parser has already validated the
-// whole body as JSON.
-//
-// The fast path is internal/decode, compiled once here, which also decodes
-// the objects of stripe-go's expandable resources (*stripe.Invoice and its
-// like) field by field rather than through their UnmarshalJSON. It gives up
-// on anything beyond the plain case (see its documentation); the event is
-// then decoded afresh by jsonDecoderFor. A type that decodes itself and is
-// not one of stripe-go's expandable resources goes to jsonDecoderFor
-// directly.
-func decoderFor[T any]() func(raw []byte, dst *T) error {
-	slow := jsonDecoderFor[T]()
-	rt := reflect.TypeFor[T]()
-	base := rt
-	if base.Kind() == reflect.Pointer {
-		base = base.Elem()
-	}
-	if reflect.PointerTo(base).Implements(reflect.TypeFor[json.Unmarshaler]()) && !isStripeExpandable(base) {
-		return slow
-	}
-	fast := fastDecoder(rt)
-	return func(raw []byte, dst *T) error {
-		if fast.Decode(raw, reflect.ValueOf(dst).Elem()) {
-			return nil
-		}
-		var zero T
-		*dst = zero
-		return slow(raw, dst)
-	}
-}
-
-// fastDecoders caches the compiled decoders by type: compiling
-// *stripe.Invoice walks a few thousand stripe-go types (about 1.6 ms).
-var fastDecoders sync.Map // reflect.Type → *decode.Decoder
-
-func fastDecoder(rt reflect.Type) *decode.Decoder {
-	if d, ok := fastDecoders.Load(rt); ok {
-		return d.(*decode.Decoder)
-	}
-	d, _ := fastDecoders.LoadOrStore(rt, decode.New(rt, isStripeExpandable))
-	return d.(*decode.Decoder)
-}
-
-// jsonDecoderFor returns the func that decodes data.object into a T with
-// encoding/json. When T (or *T) implements json.Unmarshaler, as stripe-go's
-// types do, the envelope parser's validation allows two savings over
-// json.Unmarshal, with the same result:
-//   - its UnmarshalJSON is called directly: json.Unmarshal would validate
-//     the bytes once more first;
-//   - it gets the object without the indentation Stripe sends: stripe-go's
-//     decoders scan their input several times over, and spend a fifth less
-//     on the compact form.
-func jsonDecoderFor[T any]() func(raw []byte, dst *T) error {
-	rt := reflect.TypeFor[T]()
-	unmarshaler := reflect.TypeFor[json.Unmarshaler]()
-	if rt == reflect.TypeFor[json.RawMessage]() || rt == reflect.TypeFor[*json.RawMessage]() {
-		return func(raw []byte, dst *T) error { return json.Unmarshal(raw, dst) } // keeps the bytes as sent
-	}
-	switch {
-	case rt.Kind() == reflect.Pointer && rt.Implements(unmarshaler):
-		elem := rt.Elem()
-		return func(raw []byte, dst *T) error {
-			v := reflect.New(elem)
-			if err := decodeCompact(rt, raw, v.Interface().(json.Unmarshaler).UnmarshalJSON); err != nil {
-				return err
-			}
-			*dst = v.Interface().(T)
-			return nil
-		}
-	case reflect.PointerTo(rt).Implements(unmarshaler):
-		return func(raw []byte, dst *T) error {
-			return decodeCompact(rt, raw, any(dst).(json.Unmarshaler).UnmarshalJSON)
-		}
-	}
-	return func(raw []byte, dst *T) error { return json.Unmarshal(raw, dst) }
-}
-
-// decodeCompact calls decode with raw compacted. The json.Unmarshaler
-// contract lets an implementation keep its input only by copying it;
-// stripe-go's do not keep it, so for them the buffer is recycled, while any
-// other type gets a buffer of its own, in case it keeps the slice anyway.
-func decodeCompact(rt reflect.Type, raw []byte, decode func([]byte) error) error {
-	if rt.Kind() == reflect.Pointer {
-		rt = rt.Elem()
-	}
-	if !strings.HasPrefix(rt.PkgPath(), "github.com/stripe/stripe-go/") {
-		return decode(envelope.Compact(make([]byte, 0, len(raw)), raw))
-	}
-	buf := getBuf()
-	defer putBuf(buf)
-	*buf = envelope.Compact((*buf)[:0], raw)
-	return decode(*buf)
-}
-
-// decodeBufs recycles the buffers objects are compacted into.
-var decodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return &b }}
-
-func getBuf() *[]byte { return decodeBufs.Get().(*[]byte) }
-
-// putBuf recycles buf unless a large event grew it: a pool of 1 MiB
-// buffers would hold memory the common 5 KB event never needs.
-func putBuf(buf *[]byte) {
-	if cap(*buf) <= 64<<10 {
-		decodeBufs.Put(buf)
-	}
 }
 
 // EventTypes returns the event types that have a handler, sorted.

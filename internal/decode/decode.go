@@ -19,6 +19,29 @@
 // object exactly as the struct would decode without it, as stripe-go's
 // expandable resources do.
 //
+// [For] is what the registry calls: it returns, per handler type, the func
+// that tries a cached Decoder first and the one that uses encoding/json
+// alone (Config.DisableFastDecoder). It passes stripe-go's expandable
+// resources as plain (the bypass) only when the running binary links a
+// stripe-go whose source that list was verified against: the stripe-go
+// module in the build information must be at a version in
+// verifiedStripeVersions, replaced by nothing but itself at such a version.
+// Any other build (a later v82.x a user's go.mod selects, a fork, a local
+// directory, no build information) decodes those resources through their
+// own UnmarshalJSON, while the Decoder still handles every other type. A
+// test binary carries no list of dependencies (golang/go#76926); there the
+// version is read from the path of stripe-go's source file, which the go
+// command names <module>@<version> for a downloaded module. Bumping
+// stripe-go in go.mod fails TestStripeExpandableMatchesSource until the
+// new source is checked and its version listed.
+//
+// The promise is json.Unmarshal's result in the build at hand: with
+// GOEXPERIMENT=jsonv2, encoding/json is v2 in v1 mode, and the Decoder
+// follows its rules where they differ (it calls methods on any value that
+// has them, and a ",string" field's methods with the value as sent) or
+// gives up (a tag name v1 deems invalid, an option v1 ignores, a quoted
+// null into a string).
+//
 // The input must be valid JSON (the caller has checked it); what Decode
 // does with invalid JSON is unspecified beyond not panicking.
 package decode
@@ -103,7 +126,9 @@ var (
 // encoding/json looks for UnmarshalJSON and UnmarshalText on pointers
 // only: on *T for a value of a named type T, and on each pointer type it
 // dereferences. A value of an unnamed type, or a named type reached through
-// a named pointer type (which has no methods), decodes by its kind.
+// a named pointer type (which has no methods), decodes by its kind. With
+// GOEXPERIMENT=jsonv2 it calls them on every value whose type or pointer
+// type has them, named or not, however it was reached.
 func (c *compiler) compile(t reflect.Type, value bool) decodeFunc {
 	k := funcKey{t, value}
 	if p, ok := c.funcs[k]; ok {
@@ -119,7 +144,7 @@ func (c *compiler) compile(t reflect.Type, value bool) decodeFunc {
 }
 
 func (c *compiler) build(t reflect.Type, value bool) decodeFunc {
-	if value && t.Kind() != reflect.Pointer && t.Name() != "" {
+	if t.Kind() != reflect.Pointer && (jsonV2 || value && t.Name() != "") {
 		if m := c.methods(reflect.PointerTo(t)); m != nil {
 			return func(s *scanner, v reflect.Value) bool { return m(s, v.Addr()) }
 		}
@@ -338,7 +363,13 @@ func (c *compiler) collect(t reflect.Type, index []int, fields *[]field) bool {
 		}
 		name, opts, _ := strings.Cut(tag, ",")
 		if !validTagName(name) {
+			if jsonV2 && name != "" {
+				return false // v2 takes most such names as written, and unquotes 'quoted' ones
+			}
 			name = ""
+		}
+		if jsonV2 && !legacyOptions(opts) {
+			return false // v2 honours options v1 ignores, such as inline and case:ignore
 		}
 		idx := append(append([]int(nil), index...), i)
 		if sf.Anonymous && name != "" && !sf.IsExported() {
@@ -368,8 +399,8 @@ func (c *compiler) collect(t reflect.Type, index []int, fields *[]field) bool {
 			name = sf.Name
 		}
 		dec := c.compile(sf.Type, true)
-		if hasOption(opts, "string") && quotable(sf.Type) {
-			dec = quoted(dec)
+		if hasOption(opts, "string") && quotable(sf.Type) && !(jsonV2 && decodesItself(sf.Type)) {
+			dec = quoted(dec, sf.Type)
 		}
 		*fields = append(*fields, field{name: name, nameBytes: []byte(name), index: idx, dec: dec})
 	}
@@ -392,9 +423,27 @@ func quotable(t reflect.Type) bool {
 	return false
 }
 
-// quoted decodes a ",string" field: a string holding the value's JSON, or
-// null.
-func quoted(dec decodeFunc) decodeFunc {
+// decodesItself reports whether a value of type t, or the value t points
+// to, has UnmarshalJSON or UnmarshalText: v2 calls them with the value as
+// sent, where the original encoding/json unquotes a ",string" field first.
+func decodesItself(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	pt := reflect.PointerTo(t)
+	return pt.Implements(unmarshalerType) || pt.Implements(textUnmarshalerType)
+}
+
+// quoted decodes a ",string" field of type t: a string holding the
+// value's JSON, or null.
+func quoted(dec decodeFunc, t reflect.Type) decodeFunc {
+	if t.Name() == "" && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	// The original encoding/json takes "null" as null for every kind; v2
+	// reads a string field's quoted contents as a JSON string, and fails
+	// on null.
+	quotedNull := !jsonV2 || t.Kind() != reflect.String
 	return func(s *scanner, v reflect.Value) bool {
 		switch s.peek() {
 		case 'n':
@@ -408,8 +457,24 @@ func quoted(dec decodeFunc) decodeFunc {
 			return false
 		}
 		inner := scanner{b: b}
+		if !quotedNull && inner.peek() == 'n' {
+			return false
+		}
 		return dec(&inner, v) && inner.i == len(b)
 	}
+}
+
+// legacyOptions reports whether opts holds only options that mean the same
+// to the original encoding/json and to encoding/json/v2 in v1 mode.
+func legacyOptions(opts string) bool {
+	for o := range strings.SplitSeq(opts, ",") {
+		switch o {
+		case "", "omitempty", "omitzero", "string":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func hasOption(opts, want string) bool {

@@ -1,4 +1,4 @@
-package idempotency
+package decode
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
 )
+
+//lint:file-ignore SA5008 the tests give encoding/json the odd tags it tolerates, to decode as it does
 
 type slimTest struct {
 	ID       string            `json:"id"`
@@ -22,7 +24,8 @@ type slimTest struct {
 			Period struct{ End int64 } `json:"period"`
 		} `json:"data"`
 	} `json:"lines"`
-	unexported string //nolint:unused // shows unexported fields are ignored
+	//lint:ignore U1000 shows unexported fields are ignored
+	unexported string
 }
 
 type embeddedTest struct {
@@ -30,15 +33,25 @@ type embeddedTest struct {
 	Extra string `json:"extra"`
 }
 
-// requireSameDecode decodes raw with the registry's decoder and with
-// json.Unmarshal and requires the same value and the same success.
+// requireSameDecode decodes raw with both of For's funcs, with the bypass
+// on and off, and with json.Unmarshal, and requires the same value and the
+// same success.
 func requireSameDecode[T any](t *testing.T, raw []byte) {
 	t.Helper()
-	var got, want T
-	gotErr := decoderFor[T]()(raw, &got)
+	var want T
 	wantErr := json.Unmarshal(raw, &want)
-	require.Equal(t, wantErr == nil, gotErr == nil, "errors: %v / %v", gotErr, wantErr)
-	require.True(t, reflect.DeepEqual(want, got), "decoded\n%+v\nwant\n%+v", got, want)
+	for _, bypass := range bypassModes {
+		fast, plain := forBypass[T](bypass)
+		for _, path := range []struct {
+			name string
+			dec  func([]byte, *T) error
+		}{{"fast", fast}, {"plain", plain}} {
+			var got T
+			gotErr := path.dec(raw, &got)
+			require.Equal(t, wantErr == nil, gotErr == nil, "%s, bypass %v: errors: %v / %v", path.name, bypass, gotErr, wantErr)
+			require.True(t, reflect.DeepEqual(want, got), "%s, bypass %v: decoded\n%+v\nwant\n%+v", path.name, bypass, got, want)
+		}
+	}
 }
 
 func TestDecoderDecodesAsEncodingJSON(t *testing.T) {
@@ -84,7 +97,7 @@ type aliasTest struct {
 
 func TestDecoderDoesNotAliasItsBuffers(t *testing.T) {
 	t.Parallel()
-	dec := decoderFor[aliasTest]()
+	dec, _ := For[aliasTest]()
 	var a, b aliasTest
 	require.NoError(t, dec([]byte(`{"raw": {"x":"first"},"bytes":"Zmlyc3Q=","any":{"s":"first"},"num":1}`), &a))
 	require.NoError(t, dec([]byte(`{"raw": {"x":"SECOND"},"bytes":"U0VDT05E","any":{"s":"SECOND"},"num":2}`), &b))
@@ -95,7 +108,7 @@ func TestDecoderDoesNotAliasItsBuffers(t *testing.T) {
 
 	// A type that keeps its input against json.Unmarshaler's contract gets
 	// a buffer of its own; json.RawMessage keeps the bytes as sent.
-	kd := decoderFor[*keeper]()
+	kd, _ := For[*keeper]()
 	var first, second *keeper
 	require.NoError(t, kd([]byte(`{"id": "in_first"}`), &first))
 	require.NoError(t, kd([]byte(`{"id": "in_SECOND"}`), &second))
@@ -119,8 +132,9 @@ func TestDecoderInvalidTagName(t *testing.T) {
 }
 
 // BenchmarkDecodeInvoice decodes the invoice.paid fixture's data.object
-// into a *stripe.Invoice with json.Unmarshal and with the registry's
-// decoder.
+// into a *stripe.Invoice with json.Unmarshal and with For's fast func, as
+// this build decides the bypass (on: stripe-go as go.mod pins it) and with
+// the bypass off, as a binary linking another stripe-go decodes.
 func BenchmarkDecodeInvoice(b *testing.B) {
 	raw := fixtureObjects(b)["invoice.paid.json"]
 	b.Run("encoding-json", func(b *testing.B) {
@@ -133,7 +147,7 @@ func BenchmarkDecodeInvoice(b *testing.B) {
 		}
 	})
 	b.Run("decoder", func(b *testing.B) {
-		dec := decoderFor[*stripe.Invoice]()
+		dec, _ := For[*stripe.Invoice]()
 		b.ReportAllocs()
 		for b.Loop() {
 			var inv *stripe.Invoice
@@ -142,4 +156,32 @@ func BenchmarkDecodeInvoice(b *testing.B) {
 			}
 		}
 	})
+	b.Run("decoder-bypass-off", func(b *testing.B) {
+		dec, _ := forBypass[*stripe.Invoice](false)
+		b.ReportAllocs()
+		for b.Loop() {
+			var inv *stripe.Invoice
+			if err := dec(raw, &inv); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestCountFast: the count is of decodes the compiled path completed, not
+// of those handed to encoding/json.
+func TestCountFast(t *testing.T) {
+	t.Parallel()
+	type counted struct {
+		ID string `json:"id"`
+	}
+	count := CountFast[counted]()
+	fast, plain := For[counted]()
+	var v counted
+	require.NoError(t, fast([]byte(`{"id":"a"}`), &v))
+	require.EqualValues(t, 1, count())
+	require.NoError(t, plain([]byte(`{"id":"b"}`), &v))
+	require.NoError(t, fast([]byte(`{"id":"c","id":"repeated: the fast path gives up"}`), &v))
+	require.Equal(t, "repeated: the fast path gives up", v.ID)
+	require.EqualValues(t, 1, count())
 }
