@@ -22,6 +22,9 @@ import (
 // service's tables applies its writes from [Tx.AfterCommit], so that they
 // commit and roll back with the claim.
 //
+// It backs an [Inbox] too, with the leases, per-object order and fencing
+// of PgxStore's; drive it with [Inbox.WorkDue] and a fake InboxConfig.Now.
+//
 // The zero value is an empty store, ready to use. A MemoryStore is safe for
 // concurrent use and starts no goroutines; it must not be copied after
 // first use.
@@ -31,6 +34,8 @@ type MemoryStore struct {
 	guards  map[guardID]GuardRecord
 	locks   map[lockID]*keyLock
 	waiting int // transactions blocked on a held key, for tests
+
+	inbox map[string]*memoryInboxRow // by event id; see store_memory_inbox.go
 }
 
 type guardID struct{ scope, key string }
@@ -59,6 +64,7 @@ func (s *MemoryStore) init() {
 		s.events = make(map[string]EventRecord)
 		s.guards = make(map[guardID]GuardRecord)
 		s.locks = make(map[lockID]*keyLock)
+		s.inbox = make(map[string]*memoryInboxRow)
 	}
 }
 
@@ -107,6 +113,10 @@ func (s *MemoryStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Ou
 			return OutcomeFailed, err
 		}
 		return OutcomeDuplicate, nil
+	}
+	if c.fence != nil && !tx.holdInboxRow() {
+		tx.finish(ctx, nil, false)
+		return OutcomeFailed, errLeaseLost
 	}
 	tx.claimedAt = time.Now()
 	if apply == nil {
@@ -204,8 +214,9 @@ type memoryTx struct {
 	held      []lockID
 	waitFor   *memoryTx
 	done      bool
-	aborted   error         // the error that aborted the transaction, as PostgreSQL aborts it
-	ended     chan struct{} // closed when its keys are released
+	aborted   error           // the error that aborted the transaction, as PostgreSQL aborts it
+	ended     chan struct{}   // closed when its keys are released
+	inboxRow  *memoryInboxRow // the inbox row a fenced claim holds, until the transaction ends
 }
 
 func (tx *memoryTx) Guard(ctx context.Context, scope, key string) (bool, error) {
@@ -312,8 +323,9 @@ func (s *MemoryStore) committed(k lockID) bool {
 }
 
 // finish ends tx. It stores rec (the event's ledger record; nil on
-// rollback) and, when commit is set, the guards tx claimed and runs its
-// AfterCommit funcs; only then does it release every key tx held. A
+// rollback) with the final state of the inbox row a fenced claim holds
+// and, when commit is set, the guards tx claimed, and runs its AfterCommit
+// funcs; only then does it release every key tx held, and the inbox row. A
 // delivery waiting for tx's claim thus wakes to a commit whose effects, the
 // writes a test fake applies after commit included, are all visible.
 func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) {
@@ -329,6 +341,9 @@ func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) {
 			s.guards[k.guardID] = GuardRecord{Scope: k.scope, Key: k.key, EventID: tx.claim.EventID, ClaimedAt: now}
 		}
 	}
+	if rec != nil {
+		tx.finishInboxRow(rec)
+	}
 	s.mu.Unlock()
 
 	tx.end(ctx, commit)
@@ -340,5 +355,6 @@ func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) {
 		delete(s.locks, k)
 	}
 	tx.held = nil
+	tx.releaseInboxRow()
 	close(tx.ended)
 }

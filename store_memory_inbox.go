@@ -1,0 +1,298 @@
+package idempotency
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The MemoryStore's inbox: one row per event id in s.inbox, every field
+// guarded by s.mu. A fenced Run holds its event's row from the claim until
+// its transaction ends, as PostgreSQL's row lock would: while held, the
+// row is neither leased (FOR UPDATE SKIP LOCKED skips it) nor settled (an
+// UPDATE that matches it waits for the lock), and it keeps the later
+// events of its object back.
+
+// memoryInboxRow is an inbox row and the transaction holding it.
+type memoryInboxRow struct {
+	inboxRow
+	heldBy *memoryTx // the open fenced transaction applying it; nil when none
+}
+
+// dueAt is when r is due: pending and failed rows at NextAttemptAt,
+// processing rows when their lease expires.
+func (r *memoryInboxRow) dueAt() time.Time {
+	if r.State == InboxProcessing {
+		return r.LeaseUntil
+	}
+	return r.NextAttemptAt
+}
+
+// due reports whether a worker may take r at now.
+func (r *memoryInboxRow) due(now time.Time) bool {
+	switch r.State {
+	case InboxPending, InboxFailed, InboxProcessing:
+		return r.heldBy == nil && !r.dueAt().After(now)
+	}
+	return false
+}
+
+// unfinished reports whether r is still to be applied: it keeps the later
+// events of its object back.
+func (r *memoryInboxRow) unfinished() bool {
+	return r.State == InboxPending || r.State == InboxFailed || r.State == InboxProcessing
+}
+
+// busy reports whether a worker is applying r at now: under an unexpired
+// lease, or in a transaction still open after its lease expired.
+func (r *memoryInboxRow) busy(now time.Time) bool {
+	return r.State == InboxProcessing && (r.heldBy != nil || r.LeaseUntil.After(now))
+}
+
+// compareObjectOrder orders the events of one object: earliest created
+// first, then by event id, as they are to be applied.
+func compareObjectOrder(a, b *memoryInboxRow) int {
+	if c := a.Created.Compare(b.Created); c != 0 {
+		return c
+	}
+	return strings.Compare(a.EventID, b.EventID)
+}
+
+func (s *MemoryStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if r.EventID == "" {
+		return false, fmt.Errorf("idempotency: inbox: an event without an id")
+	}
+	if r.State != InboxPending && r.State != InboxIgnored {
+		return false, fmt.Errorf("idempotency: inbox: event %s enqueued as %q (pending or ignored expected)", r.EventID, r.State)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.inbox[r.EventID]; ok {
+		return false, nil
+	}
+	s.init()
+	row := &memoryInboxRow{inboxRow: *r}
+	row.Payload = bytes.Clone(r.Payload) // the caller may reuse its buffer
+	s.inbox[r.EventID] = row
+	return true, nil
+}
+
+func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) ([]inboxRow, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	// A worker that died at the last attempt used the event's budget up.
+	// This comes first, so that the event no longer holds its object back.
+	for _, r := range s.inbox {
+		if r.State == InboxProcessing && r.due(now) && r.Attempt >= maxAttempts {
+			r.State, r.FinishedAt = InboxDeadLetter, now
+			r.NextAttemptAt, r.LeaseUntil = time.Time{}, time.Time{}
+			r.LastError = fmt.Sprintf("lease expired after attempt %d: the worker died or lost its connection", r.Attempt)
+		}
+	}
+
+	// Per object: whether a worker is on it, and which event goes next.
+	busy := make(map[string]bool)
+	next := make(map[string]*memoryInboxRow)
+	var due []*memoryInboxRow
+	for _, r := range s.inbox {
+		if r.due(now) {
+			due = append(due, r)
+		}
+		if r.ObjectID == "" || !r.unfinished() {
+			continue
+		}
+		if r.busy(now) {
+			busy[r.ObjectID] = true
+		}
+		if n := next[r.ObjectID]; n == nil || compareObjectOrder(r, n) < 0 {
+			next[r.ObjectID] = r
+		}
+	}
+	slices.SortFunc(due, func(a, b *memoryInboxRow) int {
+		return cmp.Or(a.dueAt().Compare(b.dueAt()), compareObjectOrder(a, b))
+	})
+
+	var out []inboxRow
+	for _, r := range due {
+		if len(out) == limit {
+			break
+		}
+		if r.ObjectID != "" {
+			if busy[r.ObjectID] || next[r.ObjectID] != r {
+				continue
+			}
+			busy[r.ObjectID] = true
+		}
+		r.State = InboxProcessing
+		r.Attempt++
+		r.AttemptedAt, r.LeaseUntil = now, now.Add(lease)
+		leased := r.inboxRow
+		leased.Payload = bytes.Clone(r.Payload) // the worker's own copy
+		out = append(out, leased)
+	}
+	return out, nil
+}
+
+func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt int, st InboxState, lastError string, nextAt, now time.Time) (bool, error) {
+	switch st {
+	case InboxFailed, InboxDeadLetter, InboxProcessed, InboxIgnored:
+	default:
+		return false, fmt.Errorf("idempotency: inbox: an attempt cannot end as %q", st)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		s.mu.Lock()
+		r := s.inbox[eventID]
+		if r == nil || r.State != InboxProcessing || r.Attempt != attempt {
+			s.mu.Unlock()
+			return false, nil
+		}
+		if r.heldBy != nil {
+			// The fence matches a row whose transaction is open: wait for
+			// it to end, as an UPDATE waits for the row lock, and look
+			// again (a commit made the row final).
+			ended := r.heldBy.ended
+			s.mu.Unlock()
+			select {
+			case <-ended:
+				continue
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
+		}
+		r.State, r.LastError, r.LeaseUntil = st, lastError, time.Time{}
+		if st == InboxFailed {
+			r.NextAttemptAt, r.FinishedAt = nextAt, time.Time{}
+		} else {
+			r.NextAttemptAt, r.FinishedAt = time.Time{}, now
+		}
+		s.mu.Unlock()
+		return true, nil
+	}
+}
+
+func (s *MemoryStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if len(f.States) == 0 {
+		f.States = []InboxState{InboxDeadLetter}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.inbox {
+		if !f.matches(&r.InboxRecord) {
+			continue
+		}
+		n++
+		if !f.DryRun {
+			r.State, r.Attempt = InboxPending, 0
+			r.NextAttemptAt, r.FinishedAt, r.LeaseUntil = now, time.Time{}, time.Time{}
+		}
+	}
+	return n, nil
+}
+
+func (s *MemoryStore) inboxStats(ctx context.Context) (InboxStats, error) {
+	if err := ctx.Err(); err != nil {
+		return InboxStats{}, err
+	}
+	st := InboxStats{Counts: make(map[InboxState]int, len(inboxStates))}
+	for _, state := range inboxStates {
+		st.Counts[state] = 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.inbox {
+		st.Counts[r.State]++
+		if r.unfinished() && (st.OldestPending.IsZero() || r.ReceivedAt.Before(st.OldestPending)) {
+			st.OldestPending = r.ReceivedAt
+		}
+	}
+	return st, nil
+}
+
+func (s *MemoryStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if f.Limit <= 0 {
+		f.Limit = defaultListLimit
+	}
+	s.mu.Lock()
+	var out []InboxRecord
+	for _, r := range s.inbox {
+		if f.matches(&r.InboxRecord) {
+			out = append(out, r.InboxRecord)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b InboxRecord) int {
+		return cmp.Or(b.ReceivedAt.Compare(a.ReceivedAt), strings.Compare(b.EventID, a.EventID))
+	})
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+// holdInboxRow is a fenced claim's check: tx's event must be processing at
+// exactly the fence's attempt. It then holds the row until tx ends and
+// reports true; otherwise the lease was lost and it reports false.
+func (tx *memoryTx) holdInboxRow() bool {
+	s := tx.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.inbox[tx.claim.EventID]
+	if r == nil || r.State != InboxProcessing || r.Attempt != tx.claim.fence.Attempt || r.heldBy != nil {
+		return false
+	}
+	r.heldBy, tx.inboxRow = tx, r
+	return true
+}
+
+// finishInboxRow makes the row tx holds final, with the outcome of rec,
+// the ledger record tx commits; s.mu is held. A rollback leaves the row
+// processing, for its worker to settle or its lease to expire.
+func (tx *memoryTx) finishInboxRow(rec *EventRecord) {
+	r := tx.inboxRow
+	if r == nil {
+		return
+	}
+	switch rec.Outcome {
+	case OutcomeSkipped:
+		r.State = InboxSkipped
+	case OutcomeIgnored:
+		r.State = InboxIgnored
+	default:
+		r.State = InboxProcessed
+	}
+	r.FinishedAt, r.LastError = tx.claim.fence.Now, ""
+	r.NextAttemptAt, r.LeaseUntil = time.Time{}, time.Time{}
+}
+
+// releaseInboxRow lets the row tx held be leased and settled again; s.mu
+// is held.
+func (tx *memoryTx) releaseInboxRow() {
+	if tx.inboxRow != nil {
+		tx.inboxRow.heldBy = nil
+		tx.inboxRow = nil
+	}
+}
