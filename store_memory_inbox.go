@@ -78,9 +78,15 @@ func (s *MemoryStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, erro
 		return false, nil
 	}
 	s.init()
-	row := &memoryInboxRow{inboxRow: *r}
-	row.Payload = bytes.Clone(r.Payload) // the caller may reuse its buffer
-	s.inbox[r.EventID] = row
+	// What PgxStore's INSERT stores; the attempt columns start empty.
+	s.inbox[r.EventID] = &memoryInboxRow{inboxRow: inboxRow{
+		InboxRecord: InboxRecord{
+			EventID: r.EventID, EventType: r.EventType, ObjectID: r.ObjectID, Account: r.Account,
+			Livemode: r.Livemode, APIVersion: r.APIVersion, Created: r.Created,
+			State: r.State, ReceivedAt: r.ReceivedAt, NextAttemptAt: r.NextAttemptAt, FinishedAt: r.FinishedAt,
+		},
+		Payload: bytes.Clone(r.Payload), // the caller may reuse its buffer
+	}}
 	return true, nil
 }
 
@@ -100,7 +106,8 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 		if r.State == InboxProcessing && r.due(now) && r.Attempt >= maxAttempts {
 			r.State, r.FinishedAt = InboxDeadLetter, now
 			r.NextAttemptAt, r.LeaseUntil = time.Time{}, time.Time{}
-			r.LastError = fmt.Sprintf("lease expired after attempt %d: the worker died or lost its connection", r.Attempt)
+			// PgxStore's wording.
+			r.LastError = fmt.Sprintf("lease expired after attempt %d: its worker died, hung or lost its connection", r.Attempt)
 		}
 	}
 
@@ -123,7 +130,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 		}
 	}
 	slices.SortFunc(due, func(a, b *memoryInboxRow) int {
-		return cmp.Or(a.dueAt().Compare(b.dueAt()), compareObjectOrder(a, b))
+		return cmp.Or(a.dueAt().Compare(b.dueAt()), strings.Compare(a.EventID, b.EventID))
 	})
 
 	var out []inboxRow
@@ -139,7 +146,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 		}
 		r.State = InboxProcessing
 		r.Attempt++
-		r.AttemptedAt, r.LeaseUntil = now, now.Add(lease)
+		r.AttemptedAt, r.LeaseUntil, r.NextAttemptAt = now, now.Add(lease), time.Time{}
 		leased := r.inboxRow
 		leased.Payload = bytes.Clone(r.Payload) // the worker's own copy
 		out = append(out, leased)
@@ -176,7 +183,7 @@ func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt i
 				return false, ctx.Err()
 			}
 		}
-		r.State, r.LastError, r.LeaseUntil = st, lastError, time.Time{}
+		r.State, r.LastError, r.LeaseUntil = st, storableText(lastError), time.Time{}
 		if st == InboxFailed {
 			r.NextAttemptAt, r.FinishedAt = nextAt, time.Time{}
 		} else {
