@@ -1,5 +1,7 @@
 package idempotency
 
+import "context"
+
 // MemoryWaiting returns how many transactions wait for a key held by
 // another transaction, for the conformance suite.
 func MemoryWaiting(s *MemoryStore) int {
@@ -15,4 +17,38 @@ func PgxLocalWaiting(s *PgxStore) int {
 		return 0
 	}
 	return s.local.waiters()
+}
+
+// InboxLeased is an inbox event leased by LeaseInbox, for a test to apply
+// late or never.
+type InboxLeased struct{ row inboxRow }
+
+// EventID is the leased event's id.
+func (l InboxLeased) EventID() string { return l.row.EventID }
+
+// Attempt is the attempt the lease was taken for.
+func (l InboxLeased) Attempt() int { return l.row.Attempt }
+
+// Payload is the leased copy of the event's body.
+func (l InboxLeased) Payload() []byte { return l.row.Payload }
+
+// LeaseInbox leases up to n due events of in as its workers do, and applies
+// none: a worker that died, or one that ApplyLeased resumes late.
+func LeaseInbox(ctx context.Context, in *Inbox, n int) ([]InboxLeased, error) {
+	rows, err := in.lease(ctx, n)
+	out := make([]InboxLeased, len(rows))
+	for i, r := range rows {
+		out[i] = InboxLeased{r}
+	}
+	return out, err
+}
+
+// ApplyLeased applies l as the worker that leased it would: fenced on its
+// attempt, however long ago that was.
+func ApplyLeased(ctx context.Context, in *Inbox, l InboxLeased) { in.attempt(ctx, l.row) }
+
+// SettleLeased records the end of l's attempt as its worker would, and
+// reports whether the fence let it.
+func SettleLeased(ctx context.Context, in *Inbox, l InboxLeased, st InboxState, lastError string) (bool, error) {
+	return in.store.inboxSettle(ctx, l.row.EventID, l.row.Attempt, st, lastError, in.cfg.Now(), in.cfg.Now())
 }
