@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -94,6 +93,9 @@ type Result struct {
 	// Err is why the delivery failed or was rejected; nil when it was
 	// answered 200. It is for logs and metrics, never sent to the client.
 	Err error
+	// Attempt is the inbox attempt this result reports (1, 2, ...); 0 for
+	// a delivery answered by the Handler (Status is then set).
+	Attempt int
 	// AfterCommitPanics are the AfterCommit funcs of a processed event
 	// that panicked after the commit. The commit stands and the delivery is
 	// answered 200; the panics are logged at Error.
@@ -129,11 +131,10 @@ const (
 // Nothing is stored for an answer other than 200. A Handler is safe for
 // concurrent use.
 type Handler struct {
-	store    Store
-	handlers map[string]registration
-	early    map[string][]string // event type → guard scopes claimed with the event
-	cfg      Config
-	log      *slog.Logger
+	dispatcher
+	cfg   Config
+	log   *slog.Logger
+	inbox *Inbox // nil: apply in the request
 
 	warnedVersions sync.Map // API versions already logged
 }
@@ -141,12 +142,20 @@ type Handler struct {
 // NewHandler returns the webhook handler for store and the handlers
 // registered in hs. It fails when cfg is invalid; see [Config].
 func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
-	if store == nil {
-		return nil, errors.New("idempotency: NewHandler: nil Store")
-	}
 	if hs == nil {
 		return nil, errors.New("idempotency: NewHandler: nil *Handlers")
 	}
+	h, err := newHandler(store, cfg)
+	if err != nil {
+		return nil, err
+	}
+	h.dispatcher = newDispatcher(store, hs, !h.cfg.DisableFastDecoder, h.cfg.Timeout)
+	return h, nil
+}
+
+// newHandler validates cfg, applies its defaults and returns a Handler
+// without its dispatcher.
+func newHandler(store Store, cfg Config) (*Handler, error) {
 	if isNil(store) {
 		return nil, fmt.Errorf("idempotency: NewHandler: nil Store (a nil %T)", store)
 	}
@@ -159,10 +168,10 @@ func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
 	case !validAPIVersion(cfg.APIVersion):
 		return nil, fmt.Errorf("idempotency: Config.APIVersion %q is not a Stripe API version such as %q", cfg.APIVersion, stripe.APIVersion)
 	}
-	if err := defaultDuration(&cfg.Tolerance, DefaultTolerance, "Tolerance"); err != nil {
+	if err := defaultDuration(&cfg.Tolerance, DefaultTolerance, "Config.Tolerance"); err != nil {
 		return nil, err
 	}
-	if err := defaultDuration(&cfg.Timeout, DefaultTimeout, "Timeout"); err != nil {
+	if err := defaultDuration(&cfg.Timeout, DefaultTimeout, "Config.Timeout"); err != nil {
 		return nil, err
 	}
 	switch {
@@ -172,7 +181,7 @@ func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	cfg.Secrets = append([]string(nil), cfg.Secrets...)
-	h := &Handler{store: store, handlers: maps.Clone(hs.byType), early: hs.earlyGuardScopes(), cfg: cfg, log: cfg.Logger}
+	h := &Handler{cfg: cfg, log: cfg.Logger}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -236,7 +245,7 @@ func validAPIVersion(v string) bool {
 func defaultDuration(d *time.Duration, def time.Duration, field string) error {
 	switch {
 	case *d < 0:
-		return fmt.Errorf("idempotency: Config.%s is negative (%s)", field, *d)
+		return fmt.Errorf("idempotency: %s is negative (%s)", field, *d)
 	case *d == 0:
 		*d = def
 	}
@@ -257,6 +266,7 @@ var (
 		OutcomeDuplicate: []byte(`{"outcome":"duplicate"}`),
 		OutcomeIgnored:   []byte(`{"outcome":"ignored"}`),
 		OutcomeSkipped:   []byte(`{"outcome":"skipped"}`),
+		OutcomeQueued:    []byte(`{"outcome":"queued"}`),
 	}
 )
 
@@ -270,7 +280,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 	res.Status = status
 	res.Duration = time.Since(start)
-	h.report(r.Context(), &res)
+	report(r.Context(), h.log, h.cfg.OnResult, &res)
 }
 
 // serve does the work of ServeHTTP and fills res; it returns the answer.
@@ -307,7 +317,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (in
 		return http.StatusBadRequest, bodyInvalidEvent
 	}
 	res.EventID, res.EventType, res.ObjectID = env.ID, env.Type, env.ObjectID
-	reg, handled := h.handlers[env.Type]
+	handled := h.handles(env.Type)
 	if handled || h.cfg.RecordIgnored {
 		if err := h.checkAPIVersion(r.Context(), &env); err != nil {
 			res.Err = err
@@ -315,41 +325,14 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (in
 		}
 	}
 
-	claim := Claim{
-		EventID: env.ID, EventType: env.Type, ObjectID: env.ObjectID,
-		Account: env.Account, Livemode: env.Livemode, ReceivedAt: time.Now(),
-		OnAfterCommitPanic: func(p *PanicError) { res.AfterCommitPanics = append(res.AfterCommitPanics, p) },
+	if !handled && !h.cfg.RecordIgnored {
+		res.Outcome = OutcomeIgnored
+		return http.StatusOK, bodyOutcome[OutcomeIgnored]
 	}
-	var apply ApplyFunc
-	if handled {
-		if scopes := h.early[env.Type]; len(scopes) > 0 && env.ObjectID != "" {
-			claim.Guards = make([]GuardKey, len(scopes))
-			for i, scope := range scopes {
-				claim.Guards[i] = GuardKey{Scope: scope, Key: env.ObjectID}
-			}
-		}
-		apply = func(ctx context.Context, tx Tx) (err error) {
-			defer func() {
-				if v := recover(); v != nil {
-					err = newPanicError(v)
-				}
-			}()
-			return reg.apply(ctx, tx, &env, payload, !h.cfg.DisableFastDecoder)
-		}
-	} else {
-		if !h.cfg.RecordIgnored {
-			res.Outcome = OutcomeIgnored
-			return http.StatusOK, bodyOutcome[OutcomeIgnored]
-		}
-		claim.Outcome = OutcomeIgnored
+	if h.inbox != nil {
+		return h.enqueue(r.Context(), &env, payload, handled, res)
 	}
-
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.cfg.Timeout)
-	outcome, err := h.store.Run(ctx, claim, apply)
-	if err != nil && ctx.Err() == context.DeadlineExceeded && !errors.Is(err, ErrStoreUnavailable) {
-		err = fmt.Errorf("%w after %s: %w", ErrTimeout, h.cfg.Timeout, err)
-	}
-	cancel()
+	outcome, err := h.run(r.Context(), &env, payload, time.Now(), nil, res)
 	res.Outcome, res.Err = outcome, err
 	switch {
 	case outcome == OutcomeUnavailable || errors.Is(err, ErrStoreUnavailable):
@@ -484,8 +467,8 @@ func compatibleAPIVersion(sdk, event string) bool {
 	return eventTrain == sdkTrain
 }
 
-// report logs the delivery and calls Config.OnResult.
-func (h *Handler) report(ctx context.Context, res *Result) {
+// report logs a delivery or an inbox attempt and calls onResult.
+func report(ctx context.Context, log *slog.Logger, onResult func(Result), res *Result) {
 	level := slog.LevelInfo
 	switch res.Outcome {
 	case OutcomeDuplicate, OutcomeIgnored:
@@ -498,12 +481,14 @@ func (h *Handler) report(ctx context.Context, res *Result) {
 	if len(res.AfterCommitPanics) > 0 {
 		level = slog.LevelError
 	}
-	if h.log.Enabled(ctx, level) {
-		attrs := []slog.Attr{
-			slog.String("outcome", string(res.Outcome)),
-			slog.Int("status", res.Status),
-			slog.Duration("duration", res.Duration),
+	if log.Enabled(ctx, level) {
+		attrs := []slog.Attr{slog.String("outcome", string(res.Outcome))}
+		if res.Attempt == 0 {
+			attrs = append(attrs, slog.Int("status", res.Status))
+		} else {
+			attrs = append(attrs, slog.Int("attempt", res.Attempt))
 		}
+		attrs = append(attrs, slog.Duration("duration", res.Duration))
 		if res.EventID != "" {
 			attrs = append(attrs, slog.String("event_id", res.EventID), slog.String("event_type", res.EventType))
 		}
@@ -520,9 +505,9 @@ func (h *Handler) report(ctx context.Context, res *Result) {
 		for _, p := range res.AfterCommitPanics {
 			attrs = append(attrs, slog.Any("after_commit_panic", p.Value), slog.String("after_commit_stack", string(p.Stack)))
 		}
-		h.log.LogAttrs(ctx, level, "stripe webhook", attrs...)
+		log.LogAttrs(ctx, level, "stripe webhook", attrs...)
 	}
-	if h.cfg.OnResult != nil {
-		h.cfg.OnResult(*res)
+	if onResult != nil {
+		onResult(*res)
 	}
 }

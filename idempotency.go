@@ -46,7 +46,7 @@ type Event[T any] struct {
 // field of the handler's 2xx answers.
 type Outcome string
 
-// The outcomes. The first four are answered 200, so Stripe stops sending;
+// The outcomes. The first five are answered 200, so Stripe stops sending;
 // the others are answered with an error status, so Stripe sends again later.
 const (
 	// OutcomeProcessed: the handler ran and its writes committed with the claim.
@@ -59,6 +59,9 @@ const (
 	// OutcomeSkipped: the handler returned [Skip]; the claim is kept with the
 	// reason so that the event is never retried, the handler's writes are not.
 	OutcomeSkipped Outcome = "skipped"
+	// OutcomeQueued: the event was stored in the [Inbox]; a worker will
+	// apply it.
+	OutcomeQueued Outcome = "queued"
 	// OutcomeFailed: the handler returned an error, panicked or ran out of
 	// time; nothing was written. Answered 500.
 	OutcomeFailed Outcome = "failed"

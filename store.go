@@ -76,6 +76,10 @@ type Claim struct {
 	// OutcomeProcessed with a nil error. [Handler] logs them and passes them
 	// to Config.OnResult. Nil logs them with slog.Default.
 	OnAfterCommitPanic func(*PanicError)
+
+	// fence, set by an Inbox worker, makes Run finish the event's inbox
+	// row in the same transaction; see inboxFence.
+	fence *inboxFence
 }
 
 // GuardKey is a natural key as [Tx.Guard] takes it.
@@ -194,11 +198,8 @@ const defaultListLimit = 100
 
 // check validates f and applies its defaults.
 func (f *EventFilter) check() error {
-	switch {
-	case f.Limit < 0 || f.Limit > MaxListLimit:
-		return fmt.Errorf("idempotency: EventFilter.Limit %d is outside 0..%d", f.Limit, MaxListLimit)
-	case f.Limit == 0:
-		f.Limit = defaultListLimit
+	if err := checkLimit("EventFilter", &f.Limit); err != nil {
+		return err
 	}
 	if err := checkText("EventFilter.EventType", f.EventType, false); err != nil {
 		return err
@@ -206,8 +207,8 @@ func (f *EventFilter) check() error {
 	if err := checkText("EventFilter.ObjectID", f.ObjectID, false); err != nil {
 		return err
 	}
-	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
-		return fmt.Errorf("idempotency: EventFilter.Since (%s) is not before Until (%s)", f.Since.Format(time.RFC3339Nano), f.Until.Format(time.RFC3339Nano))
+	if err := checkRange("EventFilter", f.Since, f.Until); err != nil {
+		return err
 	}
 	for _, o := range f.Outcomes {
 		switch o {
@@ -224,8 +225,7 @@ func (f *EventFilter) matches(r *EventRecord) bool {
 	return (len(f.Outcomes) == 0 || slices.Contains(f.Outcomes, r.Outcome)) &&
 		(f.EventType == "" || r.EventType == f.EventType) &&
 		(f.ObjectID == "" || r.ObjectID == f.ObjectID) &&
-		(f.Since.IsZero() || !r.ProcessedAt.Before(f.Since)) &&
-		(f.Until.IsZero() || r.ProcessedAt.Before(f.Until))
+		inRange(r.ProcessedAt, f.Since, f.Until)
 }
 
 // GuardRecord is one claimed natural key.

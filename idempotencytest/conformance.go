@@ -111,6 +111,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"ListEvents", testListEvents},
 		{"ListEventsRefusesBadFilters", testListEventsBadFilter},
 	}
+	tests = append(tests, inboxTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,74 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/seed-a84bb619/idempotency/internal/envelope"
+)
+
+// dispatcher claims an event and runs its registered handler in one store
+// transaction: what the webhook Handler does in the request and an Inbox
+// worker does later, alike.
+type dispatcher struct {
+	store    Store
+	handlers map[string]registration
+	early    map[string][]string // event type → guard scopes claimed with the event
+	fast     bool                // decode with the compiled decoder
+	timeout  time.Duration
+}
+
+func newDispatcher(store Store, hs *Handlers, fast bool, timeout time.Duration) dispatcher {
+	return dispatcher{store: store, handlers: maps.Clone(hs.byType), early: hs.earlyGuardScopes(), fast: fast, timeout: timeout}
+}
+
+func (d *dispatcher) handles(eventType string) bool {
+	_, ok := d.handlers[eventType]
+	return ok
+}
+
+// run claims env's event and applies its handler, or with no handler
+// records the claim as ignored, within d.timeout on a context detached from
+// ctx's cancellation. fence, when not nil, finishes the event's inbox row in
+// the same transaction. AfterCommit panics are added to res.
+func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []byte, receivedAt time.Time, fence *inboxFence, res *Result) (Outcome, error) {
+	claim := Claim{
+		EventID: env.ID, EventType: env.Type, ObjectID: env.ObjectID,
+		Account: env.Account, Livemode: env.Livemode, ReceivedAt: receivedAt,
+		OnAfterCommitPanic: func(p *PanicError) { res.AfterCommitPanics = append(res.AfterCommitPanics, p) },
+		fence:              fence,
+	}
+	var apply ApplyFunc
+	if reg, ok := d.handlers[env.Type]; ok {
+		if scopes := d.early[env.Type]; len(scopes) > 0 && env.ObjectID != "" {
+			claim.Guards = make([]GuardKey, len(scopes))
+			for i, scope := range scopes {
+				claim.Guards[i] = GuardKey{Scope: scope, Key: env.ObjectID}
+			}
+		}
+		apply = func(ctx context.Context, tx Tx) (err error) {
+			defer func() {
+				if v := recover(); v != nil {
+					err = newPanicError(v)
+				}
+			}()
+			return reg.apply(ctx, tx, env, payload, d.fast)
+		}
+	} else {
+		claim.Outcome = OutcomeIgnored
+	}
+
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.timeout)
+	defer cancel()
+	outcome, err := d.store.Run(ctx, claim, apply)
+	if err != nil && ctx.Err() == context.DeadlineExceeded && !errors.Is(err, ErrStoreUnavailable) {
+		err = fmt.Errorf("%w after %s: %w", ErrTimeout, d.timeout, err)
+	}
+	if errors.Is(err, ErrStoreUnavailable) {
+		outcome = OutcomeUnavailable
+	}
+	return outcome, err
+}

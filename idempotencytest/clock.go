@@ -1,0 +1,33 @@
+package idempotencytest
+
+import (
+	"sync"
+	"time"
+)
+
+// Clock is a fake clock for idempotency.InboxConfig.Now: it stands still
+// until the test advances it, so that a test reaches an inbox retry or a
+// lease expiry without sleeping. It is safe for concurrent use.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a Clock that reads start.
+func NewClock(start time.Time) *Clock {
+	return &Clock{now: start}
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}

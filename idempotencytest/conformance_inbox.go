@@ -1,0 +1,512 @@
+package idempotencytest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// inboxTests are the inbox's guarantees, run by RunStoreTests on every store
+// that supports the inbox, with a fake clock and WorkDue: deterministic,
+// no sleeping.
+var inboxTests = []struct {
+	name string
+	fn   func(t *testing.T, b StoreBackend)
+}{
+	{"InboxIngestQueuesOnce", testInboxIngest},
+	{"InboxAppliesOnceWithClaimAndGuards", testInboxApplies},
+	{"InboxRetriesWithBackoff", testInboxRetries},
+	{"InboxDeadLetterThenRedrive", testInboxDeadLetter},
+	{"InboxPerObjectOrder", testInboxObjectOrder},
+	{"InboxFailedEventHoldsItsObject", testInboxFailedHoldsObject},
+	{"InboxDeadWorkerCountsAsAttempt", testInboxDeadWorker},
+	{"InboxSkipAndIgnored", testInboxSkipAndIgnored},
+	{"InboxClaimedBeforeIsNotRerun", testInboxClaimedBefore},
+	{"InboxListStatsAndBadFilters", testInboxListStats},
+}
+
+const inboxSecret = "whsec_conformance_inbox"
+
+// inboxBench is an Inbox on the backend's store, its ingest handler, a fake
+// clock, and the order in which events committed.
+type inboxBench struct {
+	b     StoreBackend
+	clock *Clock
+	inbox *idempotency.Inbox
+	h     http.Handler
+
+	mu       sync.Mutex
+	applied  []string       // event ids, in commit order
+	attempts map[string]int // handler runs per event id
+}
+
+type inboxObject struct {
+	ID string `json:"id"`
+}
+
+var errDownstream = errors.New("downstream unavailable")
+
+// newInboxBench builds the bench. failures, when not nil, says whether the
+// handler fails the given attempt of an event (after writing, so the
+// rollback is tested too). It skips the test when the store has no inbox.
+func newInboxBench(t *testing.T, b StoreBackend, cfg idempotency.InboxConfig, failures func(eventID string, attempt int) error) *inboxBench {
+	t.Helper()
+	ib := &inboxBench{b: b, clock: NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)), attempts: map[string]int{}}
+	hs := idempotency.NewHandlers()
+	apply := func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[inboxObject]) error {
+		ib.mu.Lock()
+		ib.attempts[ev.ID]++
+		n := ib.attempts[ev.ID]
+		ib.mu.Unlock()
+		first, err := tx.Guard(ctx, "object-credit", ev.Object.ID)
+		if err != nil {
+			return err
+		}
+		if first {
+			if err := b.Add(ctx, tx, "c", 1); err != nil {
+				return err
+			}
+		}
+		if failures != nil {
+			if err := failures(ev.ID, n); err != nil {
+				return err
+			}
+		}
+		tx.AfterCommit(func(context.Context) {
+			ib.mu.Lock()
+			defer ib.mu.Unlock()
+			ib.applied = append(ib.applied, ev.ID)
+		})
+		return nil
+	}
+	idempotency.On(hs, "invoice.paid", apply)
+	idempotency.On(hs, "invoice.payment_succeeded", apply)
+	idempotency.On(hs, "checkout.session.completed", func(context.Context, idempotency.Tx, idempotency.Event[inboxObject]) error {
+		return idempotency.Skip("no account in metadata")
+	})
+	cfg.Now = ib.clock.Now
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	in, err := idempotency.NewInbox(b.Store, hs, cfg)
+	if err != nil && strings.Contains(err.Error(), "does not support the inbox") {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	h, err := in.Handler(idempotency.Config{Secrets: []string{inboxSecret}, Logger: cfg.Logger, RecordIgnored: true})
+	require.NoError(t, err)
+	ib.inbox, ib.h = in, h
+	return ib
+}
+
+// inboxEvent is a minimal event about objectID, created at the given
+// second.
+func inboxEvent(id, typ, objectID string, created int64) []byte {
+	b, err := json.Marshal(map[string]any{
+		"id": id, "object": "event", "type": typ, "created": created, "api_version": stripe.APIVersion, "livemode": false,
+		"data": map[string]any{"object": map[string]any{"id": objectID, "object": "invoice"}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func (ib *inboxBench) deliver(t *testing.T, id, typ, objectID string, created int64, want idempotency.Outcome) {
+	t.Helper()
+	a := Deliver(ib.h, inboxEvent(id, typ, objectID, created), inboxSecret)
+	require.Equal(t, http.StatusOK, a.Status, a.Body)
+	require.Equal(t, want, a.Outcome, "ingest of %s", id)
+}
+
+func (ib *inboxBench) work(t *testing.T, want int) {
+	t.Helper()
+	n, err := ib.inbox.WorkDue(ctxT(t))
+	require.NoError(t, err)
+	require.Equal(t, want, n, "attempts made by WorkDue")
+}
+
+func (ib *inboxBench) record(t *testing.T, id string) idempotency.InboxRecord {
+	t.Helper()
+	recs, err := ib.inbox.List(ctxT(t), idempotency.InboxFilter{Limit: idempotency.MaxListLimit})
+	require.NoError(t, err)
+	for _, r := range recs {
+		if r.EventID == id {
+			return r
+		}
+	}
+	t.Fatalf("event %s is not in the inbox", id)
+	return idempotency.InboxRecord{}
+}
+
+func (ib *inboxBench) counts(t *testing.T) map[idempotency.InboxState]int {
+	t.Helper()
+	st, err := ib.inbox.Stats(ctxT(t))
+	require.NoError(t, err)
+	out := map[idempotency.InboxState]int{}
+	for s, n := range st.Counts {
+		if n != 0 {
+			out[s] = n
+		}
+	}
+	return out
+}
+
+func (ib *inboxBench) appliedOrder() []string {
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	return append([]string(nil), ib.applied...)
+}
+
+// testInboxIngest: a new event is stored and answered queued, nothing is
+// applied before a worker runs, and every copy, concurrent or later, is a
+// duplicate.
+func testInboxIngest(t *testing.T, b StoreBackend) {
+	ib := newInboxBench(t, b, idempotency.InboxConfig{}, nil)
+	ib.deliver(t, "evt_in_1", "invoice.paid", "in_1", 1756742400, idempotency.OutcomeQueued)
+	ib.deliver(t, "evt_in_1", "invoice.paid", "in_1", 1756742400, idempotency.OutcomeDuplicate)
+	answers := Replay(ib.h, inboxEvent("evt_in_2", "invoice.paid", "in_2", 1756742401), inboxSecret, 50)
+	require.Equal(t, 1, answers.Count(idempotency.OutcomeQueued))
+	require.Equal(t, 49, answers.Count(idempotency.OutcomeDuplicate))
+
+	require.Equal(t, 0, b.Get(t, "c"), "nothing applied at ingest")
+	require.Equal(t, map[idempotency.InboxState]int{idempotency.InboxPending: 2}, ib.counts(t))
+	r := ib.record(t, "evt_in_1")
+	require.Equal(t, idempotency.InboxRecord{
+		EventID: "evt_in_1", EventType: "invoice.paid", ObjectID: "in_1", APIVersion: stripe.APIVersion,
+		Created: time.Unix(1756742400, 0).UTC(), State: idempotency.InboxPending,
+		ReceivedAt: ib.clock.Now(), NextAttemptAt: ib.clock.Now(),
+	}, normalize(r))
+	st, err := ib.inbox.Stats(ctxT(t))
+	require.NoError(t, err)
+	require.True(t, st.OldestPending.Equal(ib.clock.Now()))
+	require.Len(t, st.Counts, 7, "every state is counted, zero included")
+
+	ib.work(t, 2)
+	require.Equal(t, 2, b.Get(t, "c"))
+	ib.deliver(t, "evt_in_1", "invoice.paid", "in_1", 1756742400, idempotency.OutcomeDuplicate)
+	ib.work(t, 0)
+	require.Equal(t, 2, b.Get(t, "c"))
+}
+
+// normalize puts a record's times in UTC, for comparison.
+func normalize(r idempotency.InboxRecord) idempotency.InboxRecord {
+	for _, t := range []*time.Time{&r.Created, &r.ReceivedAt, &r.AttemptedAt, &r.NextAttemptAt, &r.FinishedAt} {
+		if t.IsZero() {
+			*t = time.Time{}
+		} else {
+			*t = t.UTC()
+		}
+	}
+	return r
+}
+
+// testInboxApplies: a worker applies an event exactly as the synchronous
+// handler would: the claim is in the ledger, guards hold across twin
+// events, and the row is processed with its times.
+func testInboxApplies(t *testing.T, b StoreBackend) {
+	ib := newInboxBench(t, b, idempotency.InboxConfig{}, nil)
+	ib.deliver(t, "evt_ap_1", "invoice.paid", "in_ap", 1756742400, idempotency.OutcomeQueued)
+	ib.deliver(t, "evt_ap_2", "invoice.payment_succeeded", "in_ap", 1756742400, idempotency.OutcomeQueued) // a twin
+	ib.clock.Advance(time.Second)
+	ib.work(t, 2)
+	require.Equal(t, 1, b.Get(t, "c"), "twin events credit once")
+	requireEvent(t, b, "evt_ap_1", idempotency.OutcomeProcessed)
+	requireEvent(t, b, "evt_ap_2", idempotency.OutcomeProcessed)
+	r := normalize(ib.record(t, "evt_ap_1"))
+	require.Equal(t, idempotency.InboxProcessed, r.State)
+	require.Equal(t, 1, r.Attempt)
+	require.Equal(t, ib.clock.Now(), r.AttemptedAt)
+	require.Equal(t, ib.clock.Now(), r.FinishedAt)
+	require.True(t, r.NextAttemptAt.IsZero())
+	require.Empty(t, r.LastError)
+}
+
+// testInboxRetries: a failing attempt rolls back its writes and is retried
+// after the backoff, not before; the event is applied once.
+func testInboxRetries(t *testing.T, b StoreBackend) {
+	ib := newInboxBench(t, b, idempotency.InboxConfig{Backoff: func(n int) time.Duration { return time.Duration(n) * time.Minute }},
+		func(_ string, attempt int) error {
+			if attempt <= 2 {
+				return fmt.Errorf("attempt %d: %w", attempt, errDownstream)
+			}
+			return nil
+		})
+	ib.deliver(t, "evt_retry", "invoice.paid", "in_retry", 1756742400, idempotency.OutcomeQueued)
+	ib.work(t, 1)
+	r := normalize(ib.record(t, "evt_retry"))
+	require.Equal(t, idempotency.InboxFailed, r.State)
+	require.Equal(t, 1, r.Attempt)
+	require.Contains(t, r.LastError, "attempt 1: downstream unavailable")
+	require.Equal(t, ib.clock.Now().Add(time.Minute), r.NextAttemptAt)
+	require.Equal(t, 0, b.Get(t, "c"), "the failed attempt's write rolled back")
+
+	ib.clock.Advance(59 * time.Second)
+	ib.work(t, 0) // not due yet
+	ib.clock.Advance(time.Second)
+	ib.work(t, 1)
+	r = normalize(ib.record(t, "evt_retry"))
+	require.Equal(t, 2, r.Attempt)
+	require.Equal(t, ib.clock.Now().Add(2*time.Minute), r.NextAttemptAt, "attempt n waits Backoff(n)")
+
+	ib.clock.Advance(2 * time.Minute)
+	ib.work(t, 1)
+	r = normalize(ib.record(t, "evt_retry"))
+	require.Equal(t, idempotency.InboxProcessed, r.State)
+	require.Equal(t, 3, r.Attempt)
+	require.Equal(t, 1, b.Get(t, "c"))
+	require.Equal(t, map[idempotency.InboxState]int{idempotency.InboxProcessed: 1}, ib.counts(t))
+}
+
+// testInboxDeadLetter: an event that fails every attempt is dead-lettered
+// with its last error; a dry run counts it, a redrive after the fix applies
+// it once, with a fresh budget.
+func testInboxDeadLetter(t *testing.T, b StoreBackend) {
+	fixed := false
+	ib := newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 3, Backoff: func(int) time.Duration { return time.Minute }},
+		func(_ string, attempt int) error {
+			if !fixed {
+				return fmt.Errorf("poison on attempt %d", attempt)
+			}
+			return nil
+		})
+	ib.deliver(t, "evt_poison", "invoice.paid", "in_poison", 1756742400, idempotency.OutcomeQueued)
+	for range 3 {
+		ib.work(t, 1)
+		ib.clock.Advance(time.Minute)
+	}
+	ib.work(t, 0)
+	r := normalize(ib.record(t, "evt_poison"))
+	require.Equal(t, idempotency.InboxDeadLetter, r.State)
+	require.Equal(t, 3, r.Attempt)
+	require.Contains(t, r.LastError, "poison on attempt 3")
+	require.True(t, r.NextAttemptAt.IsZero())
+	require.False(t, r.FinishedAt.IsZero())
+	require.Equal(t, map[idempotency.InboxState]int{idempotency.InboxDeadLetter: 1}, ib.counts(t))
+
+	n, err := ib.inbox.Redrive(ctxT(t), idempotency.RedriveFilter{DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, idempotency.InboxDeadLetter, ib.record(t, "evt_poison").State, "a dry run moves nothing")
+	n, err = ib.inbox.Redrive(ctxT(t), idempotency.RedriveFilter{EventType: "invoice.payment_succeeded"})
+	require.NoError(t, err)
+	require.Zero(t, n, "the filter selects by type")
+
+	fixed = true
+	n, err = ib.inbox.Redrive(ctxT(t), idempotency.RedriveFilter{EventIDs: []string{"evt_poison"}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	r = normalize(ib.record(t, "evt_poison"))
+	require.Equal(t, idempotency.InboxPending, r.State)
+	require.Zero(t, r.Attempt, "a fresh attempt budget")
+	require.Equal(t, ib.clock.Now(), r.NextAttemptAt)
+	ib.work(t, 1)
+	require.Equal(t, idempotency.InboxProcessed, ib.record(t, "evt_poison").State)
+	require.Equal(t, 1, b.Get(t, "c"))
+
+	n, err = ib.inbox.Redrive(ctxT(t), idempotency.RedriveFilter{})
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing left to redrive")
+}
+
+// testInboxObjectOrder: events of one object are applied in (created, id)
+// order whatever order they arrived in; other objects are not held back.
+func testInboxObjectOrder(t *testing.T, b StoreBackend) {
+	ib := newInboxBench(t, b, idempotency.InboxConfig{Workers: 4}, nil)
+	ib.deliver(t, "evt_o_3", "invoice.paid", "in_o", 1756742403, idempotency.OutcomeQueued)
+	ib.deliver(t, "evt_o_1", "invoice.paid", "in_o", 1756742401, idempotency.OutcomeQueued)
+	ib.deliver(t, "evt_o_2b", "invoice.paid", "in_o", 1756742402, idempotency.OutcomeQueued)
+	ib.deliver(t, "evt_o_2a", "invoice.paid", "in_o", 1756742402, idempotency.OutcomeQueued) // same second: by id
+	ib.deliver(t, "evt_other", "invoice.paid", "in_other", 1756742409, idempotency.OutcomeQueued)
+	ib.work(t, 5)
+	var ofObject []string
+	for _, id := range ib.appliedOrder() {
+		if id != "evt_other" {
+			ofObject = append(ofObject, id)
+		}
+	}
+	require.Equal(t, []string{"evt_o_1", "evt_o_2a", "evt_o_2b", "evt_o_3"}, ofObject)
+	require.Contains(t, ib.appliedOrder()[:2], "evt_other", "another object's event does not wait for in_o's")
+}
+
+// testInboxFailedHoldsObject: a failed event holds the later events of its
+// object back until it succeeds; a dead-lettered one holds nothing back.
+func testInboxFailedHoldsObject(t *testing.T, b StoreBackend) {
+	ib := newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 2, Backoff: func(int) time.Duration { return time.Minute }},
+		func(id string, attempt int) error {
+			switch {
+			case id == "evt_h_1" && attempt == 1, id == "evt_h_3":
+				return errDownstream
+			}
+			return nil
+		})
+	ib.deliver(t, "evt_h_2", "invoice.paid", "in_h", 1756742402, idempotency.OutcomeQueued)
+	ib.deliver(t, "evt_h_1", "invoice.paid", "in_h", 1756742401, idempotency.OutcomeQueued)
+	ib.work(t, 1)
+	require.Equal(t, idempotency.InboxFailed, ib.record(t, "evt_h_1").State)
+	require.Equal(t, idempotency.InboxPending, ib.record(t, "evt_h_2").State, "held back by the failed earlier event")
+	ib.clock.Advance(time.Minute)
+	ib.work(t, 2) // evt_h_1 succeeds, and evt_h_2 comes due behind it
+	require.Equal(t, []string{"evt_h_1", "evt_h_2"}, ib.appliedOrder())
+
+	ib.deliver(t, "evt_h_4", "invoice.paid", "in_h", 1756742404, idempotency.OutcomeQueued)
+	ib.deliver(t, "evt_h_3", "invoice.paid", "in_h", 1756742403, idempotency.OutcomeQueued)
+	ib.work(t, 1)
+	ib.clock.Advance(time.Minute)
+	ib.work(t, 2) // evt_h_3's last attempt dead-letters it; evt_h_4 follows
+	require.Equal(t, idempotency.InboxDeadLetter, ib.record(t, "evt_h_3").State)
+	require.Equal(t, idempotency.InboxProcessed, ib.record(t, "evt_h_4").State)
+	require.Equal(t, []string{"evt_h_1", "evt_h_2", "evt_h_4"}, ib.appliedOrder())
+}
+
+// testInboxDeadWorker: a worker that dies mid-handler (its goroutine ends
+// without recording anything: runtime.Goexit stands in for kill -9) leaves
+// the event processing; once the lease expires another worker retries it,
+// and that death counted as an attempt, so an event that kills every worker
+// still reaches dead letter.
+func testInboxDeadWorker(t *testing.T, b StoreBackend) {
+	die := true
+	var ib *inboxBench
+	ib = newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 2, Lease: time.Minute, Timeout: 10 * time.Second},
+		func(id string, _ int) error {
+			if die || id == "evt_dies_always" {
+				runtime.Goexit()
+			}
+			return nil
+		})
+	workDying := func() {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = ib.inbox.WorkDue(ctxT(t))
+		}()
+		receive(t, done, "the dying worker")
+	}
+	ib.deliver(t, "evt_dies_once", "invoice.paid", "in_dies_once", 1756742400, idempotency.OutcomeQueued)
+	workDying()
+	r := ib.record(t, "evt_dies_once")
+	require.Equal(t, idempotency.InboxProcessing, r.State)
+	require.Equal(t, 1, r.Attempt)
+	require.Equal(t, 0, b.Get(t, "c"), "the dead worker's writes rolled back")
+
+	die = false
+	ib.clock.Advance(59 * time.Second)
+	ib.work(t, 0) // the lease holds
+	ib.clock.Advance(time.Second)
+	ib.work(t, 1)
+	r = ib.record(t, "evt_dies_once")
+	require.Equal(t, idempotency.InboxProcessed, r.State)
+	require.Equal(t, 2, r.Attempt, "the death counted as an attempt")
+	require.Equal(t, 1, b.Get(t, "c"))
+
+	ib.deliver(t, "evt_dies_always", "invoice.paid", "in_dies_always", 1756742400, idempotency.OutcomeQueued)
+	for range 2 {
+		workDying()
+		ib.clock.Advance(time.Minute)
+	}
+	ib.work(t, 0)
+	r = ib.record(t, "evt_dies_always")
+	require.Equal(t, idempotency.InboxDeadLetter, r.State)
+	require.Equal(t, 2, r.Attempt)
+	require.Contains(t, r.LastError, "lease expired")
+}
+
+// testInboxSkipAndIgnored: a skip is final and recorded in the ledger; an
+// event type without a handler is recorded ignored at ingest (with
+// RecordIgnored) and never attempted.
+func testInboxSkipAndIgnored(t *testing.T, b StoreBackend) {
+	ib := newInboxBench(t, b, idempotency.InboxConfig{}, nil)
+	ib.deliver(t, "evt_skip", "checkout.session.completed", "cs_1", 1756742400, idempotency.OutcomeQueued)
+	ib.deliver(t, "evt_ign", "customer.created", "cus_1", 1756742400, idempotency.OutcomeIgnored)
+	ib.deliver(t, "evt_ign", "customer.created", "cus_1", 1756742400, idempotency.OutcomeDuplicate)
+	ib.work(t, 1)
+	require.Equal(t, idempotency.InboxSkipped, ib.record(t, "evt_skip").State)
+	require.Equal(t, "no account in metadata", requireEvent(t, b, "evt_skip", idempotency.OutcomeSkipped).SkipReason)
+	require.Equal(t, idempotency.InboxIgnored, ib.record(t, "evt_ign").State)
+	require.Equal(t, map[idempotency.InboxState]int{idempotency.InboxSkipped: 1, idempotency.InboxIgnored: 1}, ib.counts(t))
+}
+
+// testInboxClaimedBefore: an event the ledger already has (processed by the
+// synchronous handler before the service moved to the inbox) is not run
+// again; its inbox row is processed.
+func testInboxClaimedBefore(t *testing.T, b StoreBackend) {
+	ib := newInboxBench(t, b, idempotency.InboxConfig{}, nil)
+	_, err := b.Store.Run(ctxT(t), idempotency.Claim{EventID: "evt_before", EventType: "invoice.paid"}, addOne(b, "c"))
+	require.NoError(t, err)
+	ib.deliver(t, "evt_before", "invoice.paid", "in_before", 1756742400, idempotency.OutcomeQueued)
+	ib.work(t, 1)
+	require.Equal(t, idempotency.InboxProcessed, ib.record(t, "evt_before").State)
+	require.Equal(t, 1, b.Get(t, "c"))
+	require.Empty(t, ib.attempts, "the handler did not run")
+}
+
+// testInboxListStats: List filters by state, type, object and time, newest
+// first; bad filters are errors naming the field.
+func testInboxListStats(t *testing.T, b StoreBackend) {
+	ib := newInboxBench(t, b, idempotency.InboxConfig{}, func(id string, _ int) error {
+		if id == "evt_ls_fail" {
+			return errDownstream
+		}
+		return nil
+	})
+	start := ib.clock.Now()
+	ib.deliver(t, "evt_ls_1", "invoice.paid", "in_ls_1", 1756742400, idempotency.OutcomeQueued)
+	ib.clock.Advance(time.Second)
+	ib.deliver(t, "evt_ls_fail", "invoice.payment_succeeded", "in_ls_2", 1756742400, idempotency.OutcomeQueued)
+	ib.clock.Advance(time.Second)
+	ib.deliver(t, "evt_ls_3", "invoice.paid", "in_ls_3", 1756742400, idempotency.OutcomeQueued)
+	ib.work(t, 3)
+
+	ids := func(f idempotency.InboxFilter) []string {
+		t.Helper()
+		recs, err := ib.inbox.List(ctxT(t), f)
+		require.NoError(t, err)
+		var out []string
+		for _, r := range recs {
+			out = append(out, r.EventID)
+		}
+		return out
+	}
+	require.Equal(t, []string{"evt_ls_3", "evt_ls_fail", "evt_ls_1"}, ids(idempotency.InboxFilter{}))
+	require.Equal(t, []string{"evt_ls_fail"}, ids(idempotency.InboxFilter{States: []idempotency.InboxState{idempotency.InboxFailed}}))
+	require.Equal(t, []string{"evt_ls_3", "evt_ls_1"}, ids(idempotency.InboxFilter{EventType: "invoice.paid"}))
+	require.Equal(t, []string{"evt_ls_3"}, ids(idempotency.InboxFilter{ObjectID: "in_ls_3"}))
+	require.Equal(t, []string{"evt_ls_fail", "evt_ls_1"}, ids(idempotency.InboxFilter{Since: start, Until: start.Add(2 * time.Second)}))
+	require.Equal(t, []string{"evt_ls_3"}, ids(idempotency.InboxFilter{Limit: 1}))
+
+	st, err := ib.inbox.Stats(ctxT(t))
+	require.NoError(t, err)
+	require.Equal(t, 2, st.Counts[idempotency.InboxProcessed])
+	require.Equal(t, 1, st.Counts[idempotency.InboxFailed])
+	require.True(t, st.OldestPending.Equal(start.Add(time.Second)), "the failed event is the oldest still to apply")
+
+	for field, f := range map[string]idempotency.InboxFilter{
+		"InboxFilter.Limit":    {Limit: -1},
+		"InboxFilter.States":   {States: []idempotency.InboxState{"done"}},
+		"InboxFilter.Since":    {Since: start, Until: start},
+		"InboxFilter.ObjectID": {ObjectID: "in_\x00"},
+	} {
+		_, err := ib.inbox.List(ctxT(t), f)
+		require.ErrorContains(t, err, field)
+	}
+	for field, f := range map[string]idempotency.RedriveFilter{
+		"RedriveFilter.States":   {States: []idempotency.InboxState{idempotency.InboxProcessed}},
+		"RedriveFilter.EventIDs": {EventIDs: []string{""}},
+	} {
+		_, err := ib.inbox.Redrive(ctxT(t), f)
+		require.ErrorContains(t, err, field)
+	}
+}

@@ -1,0 +1,541 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seed-a84bb619/idempotency/internal/envelope"
+)
+
+// InboxConfig configures an [Inbox]. Every field has a default; [NewInbox]
+// validates them and names the field at fault.
+type InboxConfig struct {
+	// Workers is how many events one process applies at once. Defaults to 8.
+	Workers int
+
+	// MaxAttempts is how many attempts an event gets before it is
+	// dead-lettered; a worker that died holding it counts as one. Defaults
+	// to 20: with the default backoff the last attempt comes 6.5 days after
+	// the first, longer than Stripe's own 3 days of retries.
+	MaxAttempts int
+
+	// Backoff is the wait after failed attempt n (1, 2, ...) before the
+	// next. Defaults to [DefaultBackoff], n⁴ seconds ±10%.
+	Backoff func(attempt int) time.Duration
+
+	// Timeout bounds one attempt: the claim, the handler and the commit.
+	// Defaults to 30 seconds.
+	Timeout time.Duration
+
+	// Lease is how long a worker holds an event before another may take it
+	// over, as from a worker that died. It must exceed Timeout. Defaults to
+	// 1 minute.
+	Lease time.Duration
+
+	// PollInterval is how often workers look for due events when nothing
+	// woke them: retries coming due, and events stored by another process
+	// whose notification was missed. Defaults to 1 second.
+	PollInterval time.Duration
+
+	// PollOnly turns off notifications between processes (PostgreSQL's
+	// LISTEN/NOTIFY): behind PgBouncer in transaction pooling mode, LISTEN
+	// does not work. Workers then find events stored by other processes by
+	// polling; events stored through this process's Handler still wake its
+	// workers at once. Defaults to false.
+	PollOnly bool
+
+	// ShutdownTimeout is how long Run lets attempts in flight finish after
+	// its context is done; then their contexts are cancelled, their
+	// transactions roll back, and the events are retried by the next worker
+	// to run. Defaults to Timeout.
+	ShutdownTimeout time.Duration
+
+	// DisableFastDecoder decodes data.object with encoding/json alone, as
+	// Config.DisableFastDecoder does for the synchronous Handler.
+	DisableFastDecoder bool
+
+	// Logger receives one record per attempt (event id, type, object id,
+	// outcome, attempt, duration; never the payload) and the workers'
+	// troubles. Defaults to slog.Default().
+	Logger *slog.Logger
+
+	// OnResult, when set, is called once per attempt, on the worker's
+	// goroutine, with Result.Attempt set: the place for metrics. It must
+	// not block.
+	OnResult func(Result)
+
+	// Now is the inbox's clock: what makes an event due, and the times it
+	// records. Defaults to time.Now. Tests set a fake one and advance it to
+	// reach a retry (see idempotencytest.Clock).
+	Now func() time.Time
+}
+
+// The defaults of InboxConfig.
+const (
+	DefaultWorkers      = 8
+	DefaultMaxAttempts  = 20
+	DefaultInboxTimeout = 30 * time.Second
+	DefaultLease        = time.Minute
+	DefaultPollInterval = time.Second
+)
+
+// DefaultBackoff is the wait after failed attempt n: n⁴ seconds, ±10% at
+// random so that events that failed together do not retry together. It is
+// River's schedule:
+//
+//	after attempt  1    2    3     4      5       10      15      19
+//	wait           1s   16s  81s   4m16s  10m25s  2h47m   14h4m   1d12h
+//
+// The 20th attempt (InboxConfig.MaxAttempts's default) starts 6.5 days
+// after the first.
+func DefaultBackoff(attempt int) time.Duration {
+	d := math.Pow(float64(attempt), 4) * float64(time.Second)
+	return time.Duration(d * (0.9 + 0.2*rand.Float64()))
+}
+
+// An Inbox applies verified events after answering Stripe: its [Handler]
+// stores each event and answers 200 at once, and [Inbox.Run]'s workers
+// apply it as the synchronous Handler would (claim, handler, guards and
+// commit in one transaction), retrying failures with backoff, and
+// dead-lettering what never succeeds. A slow or failing downstream then
+// costs retries inside the service instead of Stripe's.
+//
+// Events of one object (data.object.id) are never applied at the same
+// time, and the earliest by (created, event id) goes first. A failed event
+// holds the later events of its object back until it succeeds or is
+// dead-lettered; a dead-lettered one holds nothing back, so a later event
+// may then be applied before it is redriven.
+//
+// Several processes may run workers, and several may run Handlers, on one
+// database: no event is applied twice.
+type Inbox struct {
+	d     dispatcher
+	store inboxBackend
+	cfg   InboxConfig
+	log   *slog.Logger
+
+	wake    chan struct{} // a due event may be waiting
+	running atomic.Bool
+
+	notifyMu      sync.Mutex
+	notifying     bool // a goroutine sends notifications
+	notifyPending bool // another notification is wanted
+}
+
+// NewInbox returns the inbox of store, which applies the handlers
+// registered in hs. It fails when store does not support the inbox (both
+// [MemoryStore] and [PgxStore] do) or when cfg is invalid.
+func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
+	if isNil(store) {
+		return nil, fmt.Errorf("idempotency: NewInbox: nil Store (a nil %T)", store)
+	}
+	backend, ok := store.(inboxBackend)
+	if !ok {
+		return nil, fmt.Errorf("idempotency: NewInbox: %T does not support the inbox (MemoryStore and PgxStore do)", store)
+	}
+	if hs == nil {
+		return nil, errors.New("idempotency: NewInbox: nil *Handlers")
+	}
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	in := &Inbox{
+		d:     newDispatcher(store, hs, !cfg.DisableFastDecoder, cfg.Timeout),
+		store: backend,
+		cfg:   cfg,
+		log:   cfg.Logger,
+		wake:  make(chan struct{}, 1),
+	}
+	if in.log == nil {
+		in.log = slog.Default()
+	}
+	return in, nil
+}
+
+func (cfg *InboxConfig) setDefaults() error {
+	for _, f := range []struct {
+		name string
+		v    *int
+		def  int
+	}{{"Workers", &cfg.Workers, DefaultWorkers}, {"MaxAttempts", &cfg.MaxAttempts, DefaultMaxAttempts}} {
+		switch {
+		case *f.v < 0:
+			return fmt.Errorf("idempotency: InboxConfig.%s is negative (%d)", f.name, *f.v)
+		case *f.v == 0:
+			*f.v = f.def
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"Timeout", &cfg.Timeout, DefaultInboxTimeout},
+		{"Lease", &cfg.Lease, DefaultLease},
+		{"PollInterval", &cfg.PollInterval, DefaultPollInterval},
+		{"ShutdownTimeout", &cfg.ShutdownTimeout, cfg.Timeout},
+	} {
+		if err := defaultDuration(f.v, f.def, "InboxConfig."+f.name); err != nil {
+			return err
+		}
+	}
+	if cfg.Lease <= cfg.Timeout {
+		return fmt.Errorf("idempotency: InboxConfig.Lease (%s) must exceed Timeout (%s): a lease that expires while its attempt may still commit would let two workers apply one event", cfg.Lease, cfg.Timeout)
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return nil
+}
+
+// Handler returns the http.Handler of the webhook route in inbox mode. It
+// answers as the synchronous [Handler] does up to the store (405, 413, 400
+// signature, 400 event, API versions, ignored types), then stores the
+// verified event with one statement and answers:
+//
+//	200 stored, to be applied by a worker          {"outcome":"queued"}
+//	200 already in the inbox, whatever its state    {"outcome":"duplicate"}
+//	200 no handler for the type                     {"outcome":"ignored"}
+//	503 the event could not be stored               {"error":"store_unavailable"}
+//
+// A 2xx means the event is durably stored. cfg.Timeout bounds the insert.
+func (in *Inbox) Handler(cfg Config) (*Handler, error) {
+	h, err := newHandler(in.d.store, cfg)
+	if err != nil {
+		return nil, err
+	}
+	h.dispatcher = in.d
+	h.inbox = in
+	return h, nil
+}
+
+// enqueue stores a verified event in the inbox; the answer of the
+// Handler's inbox mode.
+func (h *Handler) enqueue(ctx context.Context, env *envelope.Envelope, payload []byte, handled bool, res *Result) (int, []byte) {
+	in := h.inbox
+	now := in.cfg.Now()
+	row := inboxRow{InboxRecord: InboxRecord{
+		EventID: env.ID, EventType: env.Type, ObjectID: env.ObjectID, Account: env.Account,
+		Livemode: env.Livemode, APIVersion: env.APIVersion, Created: time.Unix(env.Created, 0),
+		State: InboxPending, ReceivedAt: now, NextAttemptAt: now,
+	}, Payload: payload}
+	if !handled {
+		row.State, row.NextAttemptAt, row.FinishedAt = InboxIgnored, time.Time{}, now
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.Timeout)
+	defer cancel()
+	inserted, err := in.store.inboxEnqueue(ctx, &row)
+	switch {
+	case err != nil:
+		res.Outcome, res.Err = OutcomeUnavailable, err
+		return http.StatusServiceUnavailable, bodyUnavailable
+	case !inserted:
+		res.Outcome = OutcomeDuplicate
+	case !handled:
+		res.Outcome = OutcomeIgnored
+	default:
+		res.Outcome = OutcomeQueued
+		in.signal()
+		in.notifyOthers()
+	}
+	return http.StatusOK, bodyOutcome[res.Outcome]
+}
+
+// signal wakes this process's workers.
+func (in *Inbox) signal() {
+	select {
+	case in.wake <- struct{}{}:
+	default:
+	}
+}
+
+// inboxNotifier is a store that wakes the workers of other processes:
+// PgxStore, with LISTEN/NOTIFY.
+type inboxNotifier interface {
+	// inboxNotify tells the other processes' workers that events are due.
+	inboxNotify(ctx context.Context) error
+	// inboxListen calls wake for every notification until ctx is done or
+	// the connection fails, and returns why it stopped.
+	inboxListen(ctx context.Context, wake func()) error
+}
+
+// notifyOthers sends a notification to other processes, outside the
+// inserting transaction: a notifying transaction holds a global lock until
+// its commit is flushed, so notifying commits would go one at a time. At
+// most one notification is in flight per process; the events stored
+// meanwhile share the next one.
+func (in *Inbox) notifyOthers() {
+	n, ok := in.store.(inboxNotifier)
+	if !ok || in.cfg.PollOnly {
+		return
+	}
+	in.notifyMu.Lock()
+	defer in.notifyMu.Unlock()
+	in.notifyPending = true
+	if in.notifying {
+		return
+	}
+	in.notifying = true
+	go func() {
+		for {
+			in.notifyMu.Lock()
+			if !in.notifyPending {
+				in.notifying = false
+				in.notifyMu.Unlock()
+				return
+			}
+			in.notifyPending = false
+			in.notifyMu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), in.cfg.Timeout)
+			if err := n.inboxNotify(ctx); err != nil {
+				// Workers of other processes poll: a lost notification
+				// costs at most PollInterval.
+				in.log.LogAttrs(ctx, slog.LevelDebug, "idempotency inbox: notify failed", slog.String("error", err.Error()))
+			}
+			cancel()
+		}
+	}()
+}
+
+// Run applies due events with InboxConfig.Workers workers until ctx is
+// done; then it stops taking events, lets the attempts in flight finish for
+// up to InboxConfig.ShutdownTimeout, cancels the rest (they roll back and
+// are retried), and returns nil. It returns an error at once if Run is
+// already running on this Inbox.
+func (in *Inbox) Run(ctx context.Context) error {
+	if !in.running.CompareAndSwap(false, true) {
+		return errors.New("idempotency: Inbox.Run is already running")
+	}
+	defer in.running.Store(false)
+
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	var workers sync.WaitGroup
+	if n, ok := in.store.(inboxNotifier); ok && !in.cfg.PollOnly {
+		workers.Go(func() { in.listen(ctx, n) })
+	}
+	slots := make(chan struct{}, in.cfg.Workers)
+	ticker := time.NewTicker(in.cfg.PollInterval)
+	defer ticker.Stop()
+	failing := false
+	for ctx.Err() == nil {
+		free := in.cfg.Workers - len(slots)
+		rows, err := in.lease(ctx, free)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			if !failing {
+				in.log.LogAttrs(ctx, slog.LevelError, "idempotency inbox: cannot take due events; retrying every poll interval",
+					slog.String("error", err.Error()))
+			}
+			failing = true
+		case err == nil && failing:
+			in.log.LogAttrs(ctx, slog.LevelInfo, "idempotency inbox: taking due events again")
+			failing = false
+		}
+		for _, row := range rows {
+			slots <- struct{}{}
+			workers.Go(func() {
+				defer func() {
+					<-slots
+					in.signal() // a slot is free, and the object's next event may be due
+				}()
+				in.attempt(workCtx, row)
+			})
+		}
+		if err == nil && len(rows) == free && free > 0 {
+			continue // more may be due
+		}
+		select {
+		case <-ctx.Done():
+		case <-in.wake:
+		case <-ticker.C:
+		}
+	}
+
+	done := make(chan struct{})
+	go func() {
+		workers.Wait()
+		close(done)
+	}()
+	grace := time.NewTimer(in.cfg.ShutdownTimeout)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C:
+		cancelWork()
+		<-done
+	}
+	return nil
+}
+
+// listen relays notifications from other processes to the workers, and
+// listens again after a lost connection.
+func (in *Inbox) listen(ctx context.Context, n inboxNotifier) {
+	for ctx.Err() == nil {
+		err := n.inboxListen(ctx, in.signal)
+		if ctx.Err() != nil {
+			return
+		}
+		in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: lost the notification connection; polling until it is back",
+			slog.String("error", fmt.Sprint(err)))
+		in.signal() // what was notified meanwhile is found by a poll
+		t := time.NewTimer(in.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// lease takes up to n due events.
+func (in *Inbox) lease(ctx context.Context, n int) ([]inboxRow, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	return in.store.inboxLease(ctx, in.cfg.Now(), n, in.cfg.Lease, in.cfg.MaxAttempts)
+}
+
+// WorkDue applies, on the caller's goroutine, every event due at the
+// inbox's clock, and the events that come due as others finish (the next
+// event of an object), until none is due; it returns how many attempts it
+// made. With a fake clock (InboxConfig.Now) it drives the inbox
+// deterministically in tests: deliver, WorkDue, advance the clock past a
+// backoff, WorkDue again. It must not run together with Run on one
+// process's inbox.
+func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
+	attempts := 0
+	for {
+		rows, err := in.lease(ctx, in.cfg.Workers)
+		if err != nil || len(rows) == 0 {
+			return attempts, err
+		}
+		for _, row := range rows {
+			in.attempt(ctx, row)
+			attempts++
+		}
+	}
+}
+
+// attempt applies one leased event and records how it ended.
+func (in *Inbox) attempt(ctx context.Context, row inboxRow) {
+	start := time.Now()
+	res := Result{EventID: row.EventID, EventType: row.EventType, ObjectID: row.ObjectID, Attempt: row.Attempt}
+	defer func() {
+		res.Duration = time.Since(start)
+		report(ctx, in.log, in.cfg.OnResult, &res)
+	}()
+	env, err := envelope.Parse(row.Payload)
+	if err != nil { // verified and parsed at ingest: the stored bytes changed
+		res.Outcome, res.Err = OutcomeFailed, fmt.Errorf("%w: stored payload: %w", ErrMalformedEvent, err)
+		in.settle(ctx, &row, InboxDeadLetter, res.Err)
+		return
+	}
+	if !in.d.handles(env.Type) {
+		// No handler any more (it was removed since the event was stored):
+		// recorded as ignored, like an event that never had one.
+		res.Outcome = OutcomeIgnored
+		in.settle(ctx, &row, InboxIgnored, nil)
+		return
+	}
+	now := in.cfg.Now()
+	outcome, err := in.d.run(ctx, &env, row.Payload, row.ReceivedAt, &inboxFence{Attempt: row.Attempt, Now: now}, &res)
+	res.Outcome, res.Err = outcome, err
+	switch {
+	case errors.Is(err, errLeaseLost):
+		res.Outcome = OutcomeFailed // not recorded: the newer attempt owns the event
+	case err == nil && outcome == OutcomeDuplicate:
+		// Claimed before, by the synchronous Handler or another inbox: the
+		// ledger has it.
+		in.settle(ctx, &row, InboxProcessed, nil)
+	case err == nil:
+		// processed or skipped: recorded in the transaction that applied it
+	case row.Attempt >= in.cfg.MaxAttempts:
+		in.settle(ctx, &row, InboxDeadLetter, err)
+	default:
+		in.settle(ctx, &row, InboxFailed, err)
+	}
+}
+
+// settle records an attempt's end, on a context that outlives a cancelled
+// attempt. If the store cannot be reached, the lease expires and the event
+// is retried.
+func (in *Inbox) settle(ctx context.Context, row *inboxRow, st InboxState, cause error) {
+	now := in.cfg.Now()
+	var next time.Time
+	if st == InboxFailed {
+		next = now.Add(max(in.cfg.Backoff(row.Attempt), 0))
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.Timeout)
+	defer cancel()
+	ok, err := in.store.inboxSettle(ctx, row.EventID, row.Attempt, st, errorText(cause), next, now)
+	if wait := next.Sub(now); ok && err == nil && st == InboxFailed && wait < in.cfg.PollInterval {
+		time.AfterFunc(wait, in.signal) // a retry sooner than the next poll
+	}
+	switch {
+	case err != nil:
+		in.log.LogAttrs(ctx, slog.LevelError, "idempotency inbox: cannot record an attempt; the event is retried when its lease expires",
+			slog.String("event_id", row.EventID), slog.Int("attempt", row.Attempt), slog.String("error", err.Error()))
+	case !ok:
+		in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: lease lost to a newer attempt; this attempt's result is dropped",
+			slog.String("event_id", row.EventID), slog.Int("attempt", row.Attempt))
+	}
+}
+
+// errorText is an attempt's error as the inbox keeps it: bounded, and valid
+// text. The package's own errors never quote the payload; a handler's
+// error is the handler's to keep clean.
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := storableText(err.Error())
+	if len(s) > maxInboxErrorLen {
+		s = strings.ToValidUTF8(s[:maxInboxErrorLen], "") // drop a rune cut in half
+	}
+	return s
+}
+
+// Redrive moves the events f selects back to pending with a fresh attempt
+// budget (dead-lettered ones by default), and returns how many; with
+// f.DryRun it only counts them. Fix the cause first: a redriven event is
+// applied again as new.
+func (in *Inbox) Redrive(ctx context.Context, f RedriveFilter) (int, error) {
+	if err := f.check(); err != nil {
+		return 0, err
+	}
+	n, err := in.store.inboxRedrive(ctx, f, in.cfg.Now())
+	if err == nil && n > 0 && !f.DryRun {
+		in.signal()
+		in.notifyOthers()
+	}
+	return n, err
+}
+
+// Stats counts the inbox's events by state and dates the oldest one still
+// to be applied: what an alert needs ("oldest pending older than 5
+// minutes", "dead letters grew").
+func (in *Inbox) Stats(ctx context.Context) (InboxStats, error) {
+	return in.store.inboxStats(ctx)
+}
+
+// List returns the events f selects, newest received first, without their
+// payloads.
+func (in *Inbox) List(ctx context.Context, f InboxFilter) ([]InboxRecord, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return in.store.inboxList(ctx, f)
+}

@@ -1,0 +1,256 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// InboxState is where an event stands in the inbox.
+type InboxState string
+
+// The states of an inbox event. Pending, processing and failed events are
+// still to be applied; the others are final until [Inbox.Redrive] moves a
+// dead-lettered or failed event back to pending.
+const (
+	// InboxPending: stored, waiting for a worker.
+	InboxPending InboxState = "pending"
+	// InboxProcessing: a worker holds it under a lease; if the worker dies,
+	// the lease expires and the event is retried (that death counts as an
+	// attempt).
+	InboxProcessing InboxState = "processing"
+	// InboxProcessed: the handler ran and its writes committed with the
+	// event's claim, or the event had been processed before.
+	InboxProcessed InboxState = "processed"
+	// InboxSkipped: the handler returned [Skip].
+	InboxSkipped InboxState = "skipped"
+	// InboxFailed: the last attempt failed; the next one is due at
+	// NextAttemptAt.
+	InboxFailed InboxState = "failed"
+	// InboxDeadLetter: every attempt failed; it stays until redriven.
+	InboxDeadLetter InboxState = "dead_letter"
+	// InboxIgnored: no handler was registered for its type
+	// (Config.RecordIgnored at ingest, or the handler was removed since).
+	InboxIgnored InboxState = "ignored"
+)
+
+var inboxStates = []InboxState{InboxPending, InboxProcessing, InboxProcessed, InboxSkipped, InboxFailed, InboxDeadLetter, InboxIgnored}
+
+// InboxRecord is one event in the inbox, without its payload.
+type InboxRecord struct {
+	EventID    string
+	EventType  string
+	ObjectID   string // data.object.id; events of one object are applied one at a time, oldest first
+	Account    string
+	Livemode   bool
+	APIVersion string
+	Created    time.Time // the event's created time (one-second resolution)
+
+	State InboxState
+	// Attempt counts the attempts made, a lease that expired included.
+	Attempt int
+	// LastError is the last failed attempt's error, at most
+	// maxInboxErrorLen bytes; never the payload.
+	LastError string
+
+	ReceivedAt    time.Time // when the delivery was stored
+	AttemptedAt   time.Time // when the last attempt started; zero before the first
+	NextAttemptAt time.Time // when it is due (pending, failed); zero when final
+	FinishedAt    time.Time // when it reached a final state; zero before
+}
+
+// inboxRow is an inbox event with what only the stores and workers see.
+type inboxRow struct {
+	InboxRecord
+	Payload    []byte    // the verified request body, as received
+	LeaseUntil time.Time // processing: when the lease expires
+}
+
+// maxInboxErrorLen bounds InboxRecord.LastError.
+const maxInboxErrorLen = 1000
+
+// inboxBackend is what an [Inbox] needs of its store. Both MemoryStore and
+// PgxStore implement it with the same semantics, proven by one conformance
+// suite. Every time is the inbox's clock (InboxConfig.Now), never the
+// store's, so that tests can drive retries with a fake clock.
+type inboxBackend interface {
+	Store
+
+	// inboxEnqueue stores r (state pending, due at r.NextAttemptAt, or
+	// ignored) unless an event with its id is in the inbox already, and
+	// reports whether it did. Nothing else is touched: a known id, whatever
+	// its state, is a duplicate.
+	inboxEnqueue(ctx context.Context, r *inboxRow) (inserted bool, err error)
+
+	// inboxLease moves up to limit due events to processing, with Attempt
+	// incremented, AttemptedAt = now, LeaseUntil = now + lease, and returns
+	// them with their payloads. Due: pending or failed with NextAttemptAt <=
+	// now, or processing with LeaseUntil <= now (a worker died). An expired
+	// lease whose Attempt is already maxAttempts is not leased again: it
+	// goes to dead letter with LastError saying the lease expired.
+	//
+	// Per object (ObjectID not empty): an event is not leased while another
+	// event of the same object is processing under an unexpired lease, nor
+	// while an event of the same object that sorts before it by (Created,
+	// EventID) is pending, failed or processing. Dead-lettered, finished
+	// and ignored events never hold the others back.
+	//
+	// Two concurrent calls, in this process or another, never lease one
+	// event twice, and never lease two events of one object.
+	inboxLease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) ([]inboxRow, error)
+
+	// inboxSettle records the end of attempt `attempt` of eventID: it sets
+	// state (failed, dead_letter, processed or ignored), LastError,
+	// NextAttemptAt (zero unless failed) and, for a final state,
+	// FinishedAt = now. It is fenced: it changes nothing and reports false
+	// unless the event is processing at exactly that attempt, so a worker
+	// whose lease expired cannot overwrite a newer attempt's result.
+	inboxSettle(ctx context.Context, eventID string, attempt int, st InboxState, lastError string, nextAt, now time.Time) (bool, error)
+
+	// inboxRedrive moves the events f selects, in f.States (default
+	// dead_letter), back to pending with Attempt 0, NextAttemptAt = now and
+	// FinishedAt cleared (LastError is kept), and returns how many; with
+	// f.DryRun it only counts them.
+	inboxRedrive(ctx context.Context, f RedriveFilter, now time.Time) (int, error)
+
+	// inboxStats counts the events by state and finds the oldest pending or
+	// failed one's ReceivedAt.
+	inboxStats(ctx context.Context) (InboxStats, error)
+
+	// inboxList returns the events f selects, newest received first.
+	inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord, error)
+}
+
+// inboxFence is set on the Claim of an inbox attempt: the store's Run
+// makes the event's inbox row final in the transaction that applies it
+// (processed, or skipped with the reason), and fails with errLeaseLost,
+// rolling back, unless the row is processing at exactly Attempt. While
+// that transaction is open the row cannot be leased again.
+type inboxFence struct {
+	Attempt int
+	Now     time.Time
+}
+
+// errLeaseLost: an inbox attempt's lease was taken over (it expired and
+// another worker leased the event); its transaction was rolled back.
+var errLeaseLost = errors.New("idempotency: inbox lease lost to a newer attempt; rolled back")
+
+// RedriveFilter selects the events [Inbox.Redrive] moves back to pending.
+// The zero value selects every dead-lettered event.
+type RedriveFilter struct {
+	// EventIDs, when not empty, selects these events only.
+	EventIDs []string
+	// EventType, when not empty, selects events of this type.
+	EventType string
+	// Since and Until bound ReceivedAt: Since <= ReceivedAt < Until; a zero
+	// time leaves that side open.
+	Since, Until time.Time
+	// States are the states to redrive: dead_letter, failed or both.
+	// Defaults to dead_letter.
+	States []InboxState
+	// DryRun counts the events that would move, and moves none.
+	DryRun bool
+}
+
+func (f *RedriveFilter) check() error {
+	if len(f.States) == 0 {
+		f.States = []InboxState{InboxDeadLetter}
+	}
+	for _, s := range f.States {
+		if s != InboxDeadLetter && s != InboxFailed {
+			return fmt.Errorf("idempotency: RedriveFilter.States: %q cannot be redriven (dead_letter and failed can)", s)
+		}
+	}
+	for i, id := range f.EventIDs {
+		if err := checkText(fmt.Sprintf("RedriveFilter.EventIDs[%d]", i), id, true); err != nil {
+			return err
+		}
+	}
+	if err := checkText("RedriveFilter.EventType", f.EventType, false); err != nil {
+		return err
+	}
+	return checkRange("RedriveFilter", f.Since, f.Until)
+}
+
+func (f *RedriveFilter) matches(r *InboxRecord) bool {
+	return slices.Contains(f.States, r.State) &&
+		(len(f.EventIDs) == 0 || slices.Contains(f.EventIDs, r.EventID)) &&
+		(f.EventType == "" || r.EventType == f.EventType) &&
+		inRange(r.ReceivedAt, f.Since, f.Until)
+}
+
+// InboxFilter selects the events [Inbox.List] returns.
+type InboxFilter struct {
+	// States, when not empty, keeps events in one of them.
+	States []InboxState
+	// EventType and ObjectID, when not empty, keep the events that match
+	// them exactly.
+	EventType string
+	ObjectID  string
+	// Since and Until bound ReceivedAt: Since <= ReceivedAt < Until.
+	Since, Until time.Time
+	// Limit is the most events returned. Defaults to 100; at most
+	// MaxListLimit.
+	Limit int
+}
+
+func (f *InboxFilter) check() error {
+	if err := checkLimit("InboxFilter", &f.Limit); err != nil {
+		return err
+	}
+	for _, s := range f.States {
+		if !slices.Contains(inboxStates, s) {
+			return fmt.Errorf("idempotency: InboxFilter.States: %q is not an inbox state", s)
+		}
+	}
+	if err := checkText("InboxFilter.EventType", f.EventType, false); err != nil {
+		return err
+	}
+	if err := checkText("InboxFilter.ObjectID", f.ObjectID, false); err != nil {
+		return err
+	}
+	return checkRange("InboxFilter", f.Since, f.Until)
+}
+
+func (f *InboxFilter) matches(r *InboxRecord) bool {
+	return (len(f.States) == 0 || slices.Contains(f.States, r.State)) &&
+		(f.EventType == "" || r.EventType == f.EventType) &&
+		(f.ObjectID == "" || r.ObjectID == f.ObjectID) &&
+		inRange(r.ReceivedAt, f.Since, f.Until)
+}
+
+// InboxStats is what an alert needs: how much waits, for how long, and how
+// much was given up on.
+type InboxStats struct {
+	// Counts has an entry for every state, zero included.
+	Counts map[InboxState]int
+	// OldestPending is the ReceivedAt of the oldest event still to be
+	// applied (pending, failed or processing); zero when there is none.
+	OldestPending time.Time
+}
+
+// checkLimit validates a list limit and applies its default.
+func checkLimit(filter string, limit *int) error {
+	switch {
+	case *limit < 0 || *limit > MaxListLimit:
+		return fmt.Errorf("idempotency: %s.Limit %d is outside 0..%d", filter, *limit, MaxListLimit)
+	case *limit == 0:
+		*limit = defaultListLimit
+	}
+	return nil
+}
+
+// checkRange rejects a time range that selects nothing.
+func checkRange(filter string, since, until time.Time) error {
+	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
+		return fmt.Errorf("idempotency: %s.Since (%s) is not before Until (%s)", filter, since.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// inRange reports since <= t < until, a zero bound being open.
+func inRange(t, since, until time.Time) bool {
+	return (since.IsZero() || !t.Before(since)) && (until.IsZero() || t.Before(until))
+}
