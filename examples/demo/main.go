@@ -1,7 +1,10 @@
 // Command demo shows, on the in-memory store and without any setup, what the
 // library does with the deliveries Stripe makes: a handler that fails
 // halfway, the retry, a burst of concurrent copies, a second event about an
-// invoice already paid, and a forged signature.
+// invoice already paid, and a forged signature. Then the same handlers in
+// inbox mode: an event answered at once and applied by a worker, a
+// downstream that fails three times and is retried with backoff, and a
+// poison event dead-lettered, then redriven after the fix.
 //
 //	go run ./examples/demo
 package main
@@ -17,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/stripe/stripe-go/v82"
 
@@ -125,6 +129,108 @@ func run(w io.Writer) error {
 
 	fmt.Fprintln(w, "5. evt_demo_A signed with the wrong secret")
 	show(idempotencytest.Deliver(h, evtA, "whsec_forged"))
+	return runInbox(w)
+}
+
+// runInbox shows inbox mode: the delivery is stored and answered at once,
+// and a worker applies it, retrying failures with backoff (shortened here
+// so that the demo takes a moment, not days).
+func runInbox(w io.Writer) error {
+	const maxAttempts = 4
+	accts := &accounts{credits: map[string]int64{}}
+	var downstreamFailures atomic.Int32 // the accounting API fails this many more calls
+	var poisonFixed atomic.Bool
+
+	hs := idempotency.NewHandlers()
+	creditInvoice := func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		if ev.Object.ID == "in_demo_poison" && !poisonFixed.Load() {
+			return errors.New("invoice line without a price: a bug in the handler")
+		}
+		if downstreamFailures.Add(-1) >= 0 {
+			return errors.New("accounting API unavailable")
+		}
+		accts.credit(tx, ev.Object.Metadata["account_id"], 100)
+		return nil
+	}
+	idempotency.On(hs, "invoice.paid", creditInvoice)
+
+	results := make(chan idempotency.Result, 16)
+	inbox, err := idempotency.NewInbox(idempotency.NewMemoryStore(), hs, idempotency.InboxConfig{
+		Workers:     2,
+		MaxAttempts: maxAttempts,
+		Backoff:     func(attempt int) time.Duration { return time.Duration(attempt) * 20 * time.Millisecond },
+		Logger:      slog.New(slog.DiscardHandler),
+		OnResult:    func(r idempotency.Result) { results <- r },
+	})
+	if err != nil {
+		return err
+	}
+	h, err := inbox.Handler(idempotency.Config{Secrets: []string{secret}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	workersDone := make(chan struct{})
+	go func() {
+		defer close(workersDone)
+		_ = inbox.Run(ctx)
+	}()
+	defer func() {
+		stop()
+		<-workersDone
+	}()
+	// attempts prints the workers' attempts at evt until one ends it.
+	attempts := func(evt string) {
+		for r := range results {
+			if r.EventID != evt {
+				continue
+			}
+			detail := ""
+			if r.Err != nil {
+				detail = ": " + r.Err.Error()
+			}
+			fmt.Fprintf(w, "   worker, attempt %d: %s%s   credits: %d\n", r.Attempt, r.Outcome, detail, accts.get("acct_inbox"))
+			if r.Outcome == idempotency.OutcomeProcessed || r.Attempt == maxAttempts {
+				return
+			}
+		}
+	}
+
+	fmt.Fprintln(w, "Inbox mode: the webhook stores the event and answers; workers apply it")
+	evtD, err := invoiceEvent("evt_demo_D", "invoice.paid", "in_demo_4", "acct_inbox")
+	if err != nil {
+		return err
+	}
+	downstreamFailures.Store(3)
+	fmt.Fprintln(w, "6. invoice.paid evt_demo_D while the accounting API fails three times")
+	a := idempotencytest.Deliver(h, evtD, secret)
+	fmt.Fprintf(w, "   -> %d %s   (stored; a worker applies it)\n", a.Status, a.Body)
+	attempts("evt_demo_D")
+
+	evtE, err := invoiceEvent("evt_demo_E", "invoice.paid", "in_demo_poison", "acct_inbox")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "7. invoice.paid evt_demo_E, which the handler cannot process (a bug)")
+	a = idempotencytest.Deliver(h, evtE, secret)
+	fmt.Fprintf(w, "   -> %d %s\n", a.Status, a.Body)
+	attempts("evt_demo_E")
+	dead, err := inbox.List(ctx, idempotency.InboxFilter{States: []idempotency.InboxState{idempotency.InboxDeadLetter}})
+	if err != nil {
+		return err
+	}
+	for _, r := range dead {
+		fmt.Fprintf(w, "   dead letter: %s after %d attempts (%s)\n", r.EventID, r.Attempt, r.LastError)
+	}
+
+	fmt.Fprintln(w, "8. the bug is fixed; the dead letter is redriven")
+	poisonFixed.Store(true)
+	n, err := inbox.Redrive(ctx, idempotency.RedriveFilter{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   redriven: %d\n", n)
+	attempts("evt_demo_E")
 	return nil
 }
 

@@ -23,5 +23,22 @@ func TestDemo(t *testing.T) {
    the invoice guard held: no second credit
 5. evt_demo_A signed with the wrong secret
    -> 400 {"error":"invalid_signature"}   credits: 200
+Inbox mode: the webhook stores the event and answers; workers apply it
+6. invoice.paid evt_demo_D while the accounting API fails three times
+   -> 200 {"outcome":"queued"}   (stored; a worker applies it)
+   worker, attempt 1: failed: accounting API unavailable   credits: 0
+   worker, attempt 2: failed: accounting API unavailable   credits: 0
+   worker, attempt 3: failed: accounting API unavailable   credits: 0
+   worker, attempt 4: processed   credits: 100
+7. invoice.paid evt_demo_E, which the handler cannot process (a bug)
+   -> 200 {"outcome":"queued"}
+   worker, attempt 1: failed: invoice line without a price: a bug in the handler   credits: 100
+   worker, attempt 2: failed: invoice line without a price: a bug in the handler   credits: 100
+   worker, attempt 3: failed: invoice line without a price: a bug in the handler   credits: 100
+   worker, attempt 4: failed: invoice line without a price: a bug in the handler   credits: 100
+   dead letter: evt_demo_E after 4 attempts (invoice line without a price: a bug in the handler)
+8. the bug is fixed; the dead letter is redriven
+   redriven: 1
+   worker, attempt 1: processed   credits: 200
 `, out.String())
 }

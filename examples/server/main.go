@@ -5,6 +5,7 @@
 //	go run ./examples/server -secret whsec_...                       # memory store
 //	go run ./examples/server -secret whsec_... -database-url postgres://...
 //	go run ./examples/server -secret whsec_... -database-url postgres://... -db-wait 2m
+//	go run ./examples/server -secret whsec_... -database-url postgres://... -inbox -workers 8
 //	stripe listen --forward-to 127.0.0.1:4242/webhook                # prints the secret
 //
 // With -database-url, start-up waits for a database that is not up yet:
@@ -14,11 +15,17 @@
 // message. Errors that waiting cannot fix (a malformed URL, a wrong
 // password, an unknown role) end it at once.
 //
+// With -inbox, deliveries are stored and answered {"outcome":"queued"} at
+// once, and workers in the same process apply them (idempotency.Inbox):
+// /accounts/{id} shows a grant once a worker has applied it. Without it,
+// the webhook applies each event before answering.
+//
 // Routes:
 //
-//	POST /webhook          the idempotency handler
+//	POST /webhook          the idempotency handler (synchronous, or the inbox's with -inbox)
 //	GET  /accounts/{id}    {"id":..,"credits":N,"receipts":N,"plan_until":RFC3339 or null}, or 404
 //	GET  /healthz          200 when the store answers, 503 otherwise
+//	GET  /inbox/stats      with -inbox: {"counts":{"pending":N,...},"oldest_pending":RFC3339 or null}
 package main
 
 import (
@@ -62,6 +69,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	dbURL := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL); empty uses the in-memory store")
 	dbWait := fs.Duration("db-wait", 60*time.Second, "how long start-up keeps retrying a database that is not up yet before giving up")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	inboxMode := fs.Bool("inbox", false, "store each event and answer at once; workers apply it (durable inbox)")
+	workers := fs.Int("workers", idempotency.DefaultWorkers, "with -inbox: events applied at once")
+	pollOnly := fs.Bool("poll-only", false, "with -inbox: no LISTEN/NOTIFY (behind PgBouncer in transaction mode)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -96,9 +106,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	defer closeStore()
 
-	srv, err := newServer(store, accts, secretList, logger)
+	var inboxCfg *idempotency.InboxConfig
+	if *inboxMode {
+		inboxCfg = &idempotency.InboxConfig{Workers: *workers, PollOnly: *pollOnly, Logger: logger}
+	}
+	srv, inbox, err := newServer(store, accts, secretList, logger, inboxCfg)
 	if err != nil {
 		return err
+	}
+	if inbox != nil {
+		workersDone := make(chan struct{})
+		go func() {
+			defer close(workersDone)
+			_ = inbox.Run(ctx)
+		}()
+		defer func() { <-workersDone }() // in-flight attempts finish before the store closes
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -111,7 +133,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		defer cancel()
 		_ = httpSrv.Shutdown(shutdownCtx)
 	}()
-	logger.Info("listening", "addr", ln.Addr().String(), "store", storeName(*dbURL))
+	logger.Info("listening", "addr", ln.Addr().String(), "store", storeName(*dbURL), "inbox", *inboxMode)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -144,8 +166,9 @@ type grant struct {
 	until   time.Time
 }
 
-// newServer wires the routes.
-func newServer(store idempotency.Store, accts accounts, secrets []string, logger *slog.Logger) (http.Handler, error) {
+// newServer wires the routes. With inboxCfg it returns the inbox too, whose
+// workers the caller runs.
+func newServer(store idempotency.Store, accts accounts, secrets []string, logger *slog.Logger, inboxCfg *idempotency.InboxConfig) (http.Handler, *idempotency.Inbox, error) {
 	hs := idempotency.NewHandlers()
 	grantInvoice := idempotency.NewAction(hs, idempotency.ActionSpec{
 		Name:   "grant-invoice",
@@ -173,9 +196,20 @@ func newServer(store idempotency.Store, accts accounts, secrets []string, logger
 	idempotency.On(hs, "invoice.paid", onInvoice)
 	idempotency.On(hs, "invoice.payment_succeeded", onInvoice)
 
-	webhook, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: secrets, Logger: logger})
+	cfg := idempotency.Config{Secrets: secrets, Logger: logger}
+	var webhook *idempotency.Handler
+	var inbox *idempotency.Inbox
+	var err error
+	if inboxCfg != nil {
+		if inbox, err = idempotency.NewInbox(store, hs, *inboxCfg); err != nil {
+			return nil, nil, err
+		}
+		webhook, err = inbox.Handler(cfg)
+	} else {
+		webhook, err = idempotency.NewHandler(store, hs, cfg)
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/webhook", webhook)
@@ -200,7 +234,22 @@ func newServer(store idempotency.Store, accts accounts, secrets []string, logger
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	return mux, nil
+	if inbox != nil {
+		mux.HandleFunc("GET /inbox/stats", func(w http.ResponseWriter, r *http.Request) {
+			st, err := inbox.Stats(r.Context())
+			if err != nil {
+				logger.Error("reading inbox stats", "error", err)
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "store_unavailable"})
+				return
+			}
+			var oldest *time.Time
+			if !st.OldestPending.IsZero() {
+				oldest = &st.OldestPending
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"counts": st.Counts, "oldest_pending": oldest})
+		})
+	}
+	return mux, inbox, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -122,7 +122,7 @@ func exerciseContract(t *testing.T, c client) {
 
 func TestServerMemory(t *testing.T) {
 	t.Parallel()
-	srv, err := newServer(idempotency.NewMemoryStore(), newMemoryAccounts(), []string{secret}, slog.New(slog.DiscardHandler))
+	srv, _, err := newServer(idempotency.NewMemoryStore(), newMemoryAccounts(), []string{secret}, slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
@@ -196,7 +196,7 @@ func TestServerHealthzFollowsTheDatabase(t *testing.T) {
 	store, accts, closeStore, err := openPostgres(t.Context(), db.URL, time.Second, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer closeStore()
-	srv, err := newServer(store, accts, []string{secret}, slog.New(slog.DiscardHandler))
+	srv, _, err := newServer(store, accts, []string{secret}, slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
