@@ -351,6 +351,7 @@ func (s *server) connectAdmin() error {
 }
 
 func shutdown() {
+	stopBouncer() // before the server it leads to
 	// Do waits for a start in progress and prevents any later one.
 	startOnce.Do(func() { srvErr = errClosed })
 	if srv == nil {

@@ -1,0 +1,388 @@
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// BouncerPoolSize is how many server connections PgBouncer opens, at most,
+// for one [BouncerDB]: the pool behind the test's clients. It is small next
+// to a test's client pools, so that every transaction may land on another
+// server connection than its client's previous one, as in production. It
+// is as large as the store conformance suite needs without its in-process
+// memory of claims: a claim held while five copies wait on it in
+// PostgreSQL, six server connections.
+const BouncerPoolSize = 8
+
+// Bouncer is a PgBouncer in transaction pooling mode in front of the
+// throwaway cluster, shared by the tests of one binary and stopped by
+// [Main] (or by the watchdog, if the binary dies first). It listens on a
+// free port of 127.0.0.1 and lets in the cluster's user "postgres" without
+// a password. Every [BouncerDB] is a database of its own to PgBouncer (the
+// database name is the schema's; all of them lead to the server's database
+// "postgres"), so each test has its own pool of at most [BouncerPoolSize]
+// server connections and tests never wait for each other's.
+//
+// PgBouncer in transaction pooling mode gives a client a server connection
+// for one transaction at a time: session state (SET, LISTEN, session
+// advisory locks, named prepared statements) does not survive the
+// transaction. PgBouncer before 1.21 (Debian 12 ships 1.18) does not track
+// prepared statements either, so pgx's default query mode, which prepares
+// and caches named statements per connection, fails through it; a
+// BouncerDB's pool uses [pgx.QueryExecModeExec]. PgBouncer refuses startup
+// parameters it does not track, such as "options": a BouncerDB has no
+// search_path, and tests qualify names with its schema.
+type Bouncer struct {
+	bin     string
+	dir     string // the cluster's temporary directory; holds our files
+	conf    string
+	logFile string
+	port    int
+
+	stdin *os.File        // the launcher's stdin; closing it stops PgBouncer
+	done  <-chan struct{} // closed when the launcher (and PgBouncer) exited
+}
+
+var (
+	bouncerOnce sync.Once
+	bouncerSrv  *Bouncer
+	bouncerErr  error
+)
+
+// PgBouncer returns the binary's PgBouncer, starting it on first use. It
+// skips the test when IDEMPOTENCY_TEST_DATABASE_URL is set (PgBouncer runs
+// only in front of the throwaway cluster, whose authentication it knows).
+// When PgBouncer is not installed (Debian: apt install pgbouncer) or does
+// not start, the test is skipped, or fails under CI=true, as for a missing
+// PostgreSQL; the start is attempted once per binary.
+func PgBouncer(t testing.TB) *Bouncer {
+	t.Helper()
+	s := shared(t)
+	if s.cluster == nil {
+		t.Skipf("pgtest: %s is set, so the tests use an external server; PgBouncer runs only in front of the throwaway cluster", EnvDatabaseURL)
+	}
+	bouncerOnce.Do(func() {
+		begin := time.Now()
+		bouncerSrv, bouncerErr = startBouncer(s.cluster)
+		if bouncerErr == nil {
+			t.Logf("pgtest: started PgBouncer (transaction pooling) on 127.0.0.1:%d in %s", bouncerSrv.port, time.Since(begin).Round(time.Millisecond))
+			return
+		}
+		var ue *unavailableError
+		if errors.As(bouncerErr, &ue) {
+			what := "be SKIPPED"
+			if inCI() {
+				what = "FAIL (CI=true)"
+			}
+			fmt.Fprintf(os.Stderr, "\n*** pgtest: PgBouncer is unavailable, PgBouncer tests will %s: %v\n*** %s\n\n", what, bouncerErr, howToGetBouncer())
+		}
+	})
+	if bouncerErr != nil {
+		var ue *unavailableError
+		if errors.As(bouncerErr, &ue) && !inCI() {
+			t.Skipf("pgtest: SKIPPED, no PgBouncer: %v\n%s", bouncerErr, howToGetBouncer())
+		}
+		if errors.As(bouncerErr, &ue) {
+			t.Fatalf("pgtest: no PgBouncer and CI=true: %v\n%s", bouncerErr, howToGetBouncer())
+		}
+		t.Fatalf("%v", bouncerErr)
+	}
+	return bouncerSrv
+}
+
+func howToGetBouncer() string {
+	return "pgtest: to run the PgBouncer tests, install PgBouncer (Debian/Ubuntu: apt install pgbouncer; it is looked up on PATH and in /usr/sbin). " +
+		"With CI=true these tests fail instead of skipping."
+}
+
+// BouncerDB is one test's private schema, reached through PgBouncer.
+type BouncerDB struct {
+	// Pool connects through PgBouncer with [pgx.QueryExecModeExec] and
+	// application_name Schema. Its sessions have no search_path: qualify
+	// every name with Schema (a store does it with its Schema setting). It
+	// is closed when the test ends.
+	Pool *pgxpool.Pool
+
+	// Schema is the schema's name, as for [DB.Schema], and PgBouncer's
+	// database name for this test's pool.
+	Schema string
+
+	// URL is Pool's connection string, default_query_exec_mode=exec
+	// included, for a second pool in the same PgBouncer pool, as a second
+	// process would open.
+	URL string
+}
+
+// New gives the test a fresh, empty schema on the cluster, as [New] does,
+// and a pool (MaxConns [DefaultMaxConns]) that reaches it through the
+// bouncer; see [BouncerDB]. configure, if not nil, is called on the pool
+// configuration before the pool is created; it must not change the host,
+// port, user or database. When the test ends the pool is closed, the
+// server connections PgBouncer holds for the test are closed, and the
+// schema is dropped.
+func (b *Bouncer) New(t testing.TB, configure func(*pgxpool.Config)) *BouncerDB {
+	t.Helper()
+	s := shared(t)
+	schema := "t_" + randomHex(8)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := s.adminExec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatalf("pgtest: create schema %s: %v", schema, err)
+	}
+	db := &BouncerDB{Schema: schema, URL: b.url(schema)}
+	// The server connections of the test's PgBouncer pool carry
+	// application_name Schema, so dropSchema closes them: PgBouncer notices
+	// and forgets them, and a finished test holds none of the cluster's
+	// max_connections.
+	plain := &DB{Schema: schema}
+	t.Cleanup(func() { s.dropSchema(t, plain) })
+
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatalf("pgtest: parse connection string: %v", err)
+	}
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	cfg.MaxConns = DefaultMaxConns
+	if configure != nil {
+		configure(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		t.Fatalf("pgtest: open pool for schema %s through PgBouncer: %v%s", schema, err, b.logTail())
+	}
+	plain.Pool, db.Pool = pool, pool
+	return db
+}
+
+// url is the connection string of database (a schema's name) through the
+// bouncer.
+func (b *Bouncer) url(database string) string {
+	return (&url.URL{Scheme: "postgres", User: url.User("postgres"), Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)),
+		Path: "/" + database, RawQuery: encodeQuery(url.Values{
+			"sslmode":                 {"disable"},
+			"application_name":        {database},
+			"default_query_exec_mode": {"exec"},
+		})}).String()
+}
+
+// LogFile returns the path of PgBouncer's log, useful when a test fails.
+func (b *Bouncer) LogFile() string { return b.logFile }
+
+func (b *Bouncer) logTail() string {
+	f, err := os.Open(b.logFile)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const max = 4096
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		_, _ = f.Seek(-max, io.SeekEnd)
+	}
+	out, _ := io.ReadAll(f)
+	if len(out) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n--- tail of %s ---\n%s", b.logFile, out)
+}
+
+// findBouncer returns the path of the pgbouncer binary: on PATH, or where
+// Debian's package puts it (/usr/sbin, often not on an ordinary user's
+// PATH).
+func findBouncer() (string, error) {
+	if p, err := exec.LookPath("pgbouncer"); err == nil {
+		return p, nil
+	}
+	const debian = "/usr/sbin/pgbouncer"
+	if fi, err := os.Stat(debian); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+		return debian, nil
+	}
+	return "", unavailable("pgbouncer not found on PATH or in /usr/sbin")
+}
+
+// bouncerLauncher runs PgBouncer ($0, config $1) and stops it (SIGTERM,
+// PgBouncer's immediate shutdown) when its stdin reaches EOF: when Main
+// closes it, or when the test binary exits in any way (also a panic, a
+// -timeout or SIGKILL, when Main cannot). It exits when PgBouncer does, so
+// that a PgBouncer that failed to start is noticed at once. The reader
+// runs in the background, on a copy of stdin (an asynchronous list's own
+// stdin is /dev/null), so that the shell can wait for PgBouncer.
+const bouncerLauncher = `exec 3<&0 </dev/null
+"$0" "$1" &
+bouncer=$!
+{ read _ignored <&3; kill -TERM "$bouncer" 2>/dev/null; } &
+reader=$!
+exec 3<&-
+wait "$bouncer"
+status=$?
+kill "$reader" 2>/dev/null
+exit "$status"`
+
+func startBouncer(c *Cluster) (*Bouncer, error) {
+	bin, err := findBouncer()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		return nil, unavailable("PgBouncer is started through /bin/sh: %v", err)
+	}
+	b := &Bouncer{
+		bin:     bin,
+		dir:     c.dir,
+		conf:    filepath.Join(c.dir, "pgbouncer.ini"),
+		logFile: filepath.Join(c.dir, "pgbouncer.log"),
+	}
+	if b.port, err = freeLoopbackPort(); err != nil {
+		return nil, unavailable("find a free loopback port for PgBouncer: %v", err)
+	}
+	users := filepath.Join(c.dir, "pgbouncer-users.txt")
+	// With auth_type trust PgBouncer checks no password, but lets in only
+	// the users its auth_file names. It logs in to the server as the same
+	// user, which the cluster trusts on its socket.
+	if err := os.WriteFile(users, []byte(`"postgres" ""`+"\n"), 0o644); err != nil {
+		return nil, unavailable("write %s: %v", users, err)
+	}
+	conf := fmt.Sprintf(`; pgtest: PgBouncer in front of the throwaway cluster
+[databases]
+; Every database name is a pool of its own (a test's schema), onto the
+; server's database postgres.
+* = host=%s port=%d dbname=postgres
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %d
+unix_socket_dir =
+auth_type = trust
+auth_file = %s
+admin_users = postgres
+pool_mode = transaction
+default_pool_size = %d
+reserve_pool_size = 0
+max_client_conn = 2000
+; A pool whose test has ended is freed soon; its server connections are
+; closed by the test's cleanup already.
+autodb_idle_timeout = 30
+server_idle_timeout = 30
+log_connections = 0
+log_disconnections = 0
+`, quoteConnValue(c.dir), c.port, b.port, users, BouncerPoolSize)
+	if err := os.WriteFile(b.conf, []byte(conf), 0o644); err != nil {
+		return nil, unavailable("write %s: %v", b.conf, err)
+	}
+	logf, err := os.OpenFile(b.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, unavailable("create %s: %v", b.logFile, err)
+	}
+	defer logf.Close() // the child has its own copy
+	if c.cred != nil {
+		// PgBouncer refuses to run as root: it runs as the cluster's user.
+		if err := os.Chown(b.logFile, int(c.cred.uid), int(c.cred.gid)); err != nil {
+			return nil, unavailable("chown %s: %v", b.logFile, err)
+		}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, unavailable("pipe: %v", err)
+	}
+	defer r.Close()
+	cmd := exec.Command("/bin/sh", "-c", bouncerLauncher, b.bin, b.conf)
+	cmd.Dir = c.dir
+	cmd.Env = childEnv()
+	cmd.Stdin = r // *os.File: handed over as is, no copying goroutine
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if c.cred != nil {
+		runAs(cmd, c.cred)
+	}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return nil, unavailable("start %s: %v", b.bin, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	b.stdin, b.done = w, done
+	if err := b.waitReady(); err != nil {
+		b.stop()
+		return nil, unavailable("%v%s", err, b.logTail())
+	}
+	return b, nil
+}
+
+// quoteConnValue quotes a value of a PgBouncer connection string.
+func quoteConnValue(v string) string {
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(v, `\`, `\\`), "'", `\'`) + "'"
+}
+
+// waitReady returns once PgBouncer serves a query on the server, or why
+// it will not.
+func (b *Bouncer) waitReady() error {
+	deadline := time.Now().Add(30 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case <-b.done:
+			return fmt.Errorf("pgtest: %s exited at start", b.bin)
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		last = b.ping(ctx)
+		cancel()
+		if last == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("pgtest: PgBouncer on 127.0.0.1:%d not ready after 30s: %v", b.port, last)
+}
+
+func (b *Bouncer) ping(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, b.url("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, "SELECT 1")
+	return err
+}
+
+// stop stops PgBouncer and waits until it has exited.
+func (b *Bouncer) stop() {
+	if b.stdin == nil {
+		return
+	}
+	_ = b.stdin.Close()
+	b.stdin = nil
+	select {
+	case <-b.done:
+	case <-time.After(30 * time.Second):
+		fmt.Fprintf(os.Stderr, "pgtest: PgBouncer did not stop within 30s\n")
+	}
+}
+
+// stopBouncer stops the binary's PgBouncer, if it started one, and
+// prevents any later start. Main calls it before it stops the cluster.
+func stopBouncer() {
+	bouncerOnce.Do(func() { bouncerErr = errClosed })
+	if bouncerSrv != nil {
+		bouncerSrv.stop()
+	}
+}
