@@ -79,6 +79,7 @@ type PgxStore struct {
 	cfg   PgxConfig
 	opts  pgx.TxOptions
 	sql   pgxStatements
+	inbox pgxInboxSQL
 	local *localClaims // nil when PgxConfig.RecentClaims is negative
 }
 
@@ -121,6 +122,7 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 		cfg:   cfg,
 		opts:  pgx.TxOptions{IsoLevel: cfg.IsoLevel},
 		local: local,
+		inbox: newPgxInboxSQL(cfg.Schema),
 		sql: pgxStatements{
 			claim: `INSERT INTO ` + s + `.idempotency_events (event_id, event_type, object_id, outcome, livemode, account, received_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`,
@@ -221,7 +223,7 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 			if !ok {
 				return OutcomeFailed, err
 			}
-			if err := s.keepSkipped(ctx, tx, c.EventID, reason); err != nil {
+			if err := s.keepSkipped(ctx, tx, &c, reason); err != nil {
 				return OutcomeFailed, err
 			}
 			outcome = OutcomeSkipped
@@ -245,7 +247,10 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 // followed, when a handler will run, by a savepoint (a skip rolls back to it
 // and keeps the claim) and the claims of c.Guards, which a skip rolls back
 // too. It reports claimed false, with nothing left open, when the id is
-// claimed already. On a pool or a connection all of it travels in one round
+// claimed already. With c.fence it also makes the event's inbox row final,
+// before the savepoint, so that a skip keeps it; if the row is not
+// processing at the fence's attempt it rolls back and fails with
+// errLeaseLost. On a pool or a connection all of it travels in one round
 // trip (pgx's Batch.BeginTx).
 //
 // A pool may hand out a connection the server closed while it sat idle
@@ -256,7 +261,7 @@ func (s *PgxStore) beginClaim(ctx context.Context, c Claim, outcome Outcome, han
 	for attempt := 1; ; attempt++ {
 		tx, early, claimed, err = s.beginClaimOnce(ctx, c, outcome, handler)
 		if err == nil || attempt == maxBeginAttempts || !staleConn(err) || ctx.Err() != nil {
-			if err != nil {
+			if err != nil && !errors.Is(err, errLeaseLost) {
 				err = fmt.Errorf("idempotency: claiming event: %w", err)
 			}
 			return tx, early, claimed, err
@@ -283,6 +288,13 @@ func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome,
 	}
 	claimAt := batch.Len()
 	batch.Queue(s.sql.claim, c.EventID, c.EventType, c.ObjectID, string(outcome), c.Livemode, c.Account, c.receivedAt())
+	fenceAt := -1
+	if c.fence != nil {
+		// The row lock this takes is held until the transaction ends: no
+		// lease can take the event meanwhile (they skip locked rows).
+		fenceAt = batch.Len()
+		batch.Queue(s.inbox.finish, c.EventID, c.fence.Attempt, string(inboxState(outcome)), c.fence.Now)
+	}
 	var early []earlyGuard
 	if handler {
 		batch.Queue(sqlSavepoint)
@@ -302,7 +314,7 @@ func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome,
 	} else {
 		results = tx.SendBatch(ctx, batch)
 	}
-	var claimTag pgconn.CommandTag
+	var claimTag, fenceTag pgconn.CommandTag
 	var err error
 	for i := 0; i < batch.Len() && err == nil; i++ {
 		var tag pgconn.CommandTag
@@ -310,6 +322,8 @@ func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome,
 		switch {
 		case i == claimAt:
 			claimTag = tag
+		case i == fenceAt:
+			fenceTag = tag
 		case i >= guardsAt:
 			early[i-guardsAt].first = tag.RowsAffected() == 1
 		}
@@ -318,13 +332,19 @@ func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome,
 		err = closeErr
 	}
 	if err == nil && claimTag.RowsAffected() == 1 {
-		return tx, early, true, nil
+		if fenceAt < 0 || fenceTag.RowsAffected() == 1 {
+			return tx, early, true, nil
+		}
+		err = errLeaseLost
 	}
 	rollback(ctx, tx) // also returns a pooled connection whose begin failed
 	return nil, nil, false, err
 }
 
-const sqlSavepoint = `SAVEPOINT idempotency_claimed`
+const (
+	sqlSavepoint           = `SAVEPOINT idempotency_claimed`
+	sqlRollbackToSavepoint = `ROLLBACK TO SAVEPOINT idempotency_claimed`
+)
 
 // rollbackTimeout bounds a rollback that runs after the handler's context
 // is done.
@@ -334,12 +354,24 @@ const rollbackTimeout = 5 * time.Second
 // anything: about one per stale connection in a pool.
 const maxBeginAttempts = 16
 
-// keepSkipped undoes the handler's writes and records the claim as skipped.
-func (s *PgxStore) keepSkipped(ctx context.Context, tx pgx.Tx, eventID, reason string) error {
-	if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT idempotency_claimed`); err != nil {
+// keepSkipped undoes the handler's writes and records the claim as skipped,
+// and with a fence the inbox row too (the savepoint kept its fence), in one
+// round trip.
+func (s *PgxStore) keepSkipped(ctx context.Context, tx pgx.Tx, c *Claim, reason string) error {
+	if c.fence != nil {
+		batch := &pgx.Batch{}
+		batch.Queue(sqlRollbackToSavepoint)
+		batch.Queue(s.sql.markSkipped, c.EventID, reason)
+		batch.Queue(s.inbox.skip, c.EventID)
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return fmt.Errorf("idempotency: recording skipped event: %w", err)
+		}
+		return nil
+	}
+	if _, err := tx.Exec(ctx, sqlRollbackToSavepoint); err != nil {
 		return fmt.Errorf("idempotency: rolling back a skipped event: %w", err)
 	}
-	if _, err := tx.Exec(ctx, s.sql.markSkipped, eventID, reason); err != nil {
+	if _, err := tx.Exec(ctx, s.sql.markSkipped, c.EventID, reason); err != nil {
 		return fmt.Errorf("idempotency: recording skipped event: %w", err)
 	}
 	return nil

@@ -1,0 +1,444 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The inbox on PostgreSQL: the table idempotency_inbox (migration 002).
+// Every time in it is the inbox's clock, passed in, never now(): tests drive
+// retries and lease expiries with a fake clock.
+//
+// Leases are serialised per schema by a transaction-scoped advisory lock
+// taken in a statement of its own before the lease statement. Under READ
+// COMMITTED each statement reads a snapshot taken when it starts, so the
+// lease statement, started once the lock is held, sees every lease that
+// committed before it: FOR UPDATE SKIP LOCKED alone keeps two leases from
+// taking one event, but not from taking two events of one object (two
+// statements may each, on their own snapshot, find a different event the
+// first of its object, when an earlier event of the object arrives late or
+// is redriven meanwhile). Leases are short, a few milliseconds; the events'
+// transactions run outside the lock.
+
+var (
+	_ inboxBackend  = (*PgxStore)(nil)
+	_ inboxNotifier = (*PgxStore)(nil)
+)
+
+// pgxInboxSQL are the inbox's statements, on the store's schema.
+type pgxInboxSQL struct {
+	enqueue, finish, skip, lock, deadLetter, lease, settle, redrive, redriveCount, stats, list string
+	channel                                                                                    string // notifications
+}
+
+// inboxColumns are the columns of an InboxRecord, in the order of
+// InboxRecord.columns.
+const inboxColumns = `event_id, event_type, object_id, account, livemode, api_version, created,
+state, attempt, last_error, received_at, attempted_at, next_attempt_at, finished_at`
+
+func newPgxInboxSQL(schema string) pgxInboxSQL {
+	t := pgx.Identifier{schema}.Sanitize() + `.idempotency_inbox`
+	// free: i is the first event of its object still to apply, and no other
+	// event of the object is being applied ($1 is now): processing under an
+	// unexpired lease, or past its lease but with its fenced transaction
+	// still open (the row is locked: the probe FOR SHARE SKIP LOCKED finds
+	// nothing). An event that sorts after i and whose worker is presumed
+	// dead does not hold i back.
+	free := `(i.object_id = '' OR (
+        NOT EXISTS (SELECT 1 FROM ` + t + ` AS o
+            WHERE o.object_id = i.object_id AND o.object_id <> ''
+              AND o.state IN ('pending', 'failed', 'processing')
+              AND (o.created, o.event_id) < (i.created, i.event_id))
+        AND NOT EXISTS (SELECT 1 FROM ` + t + ` AS o
+            WHERE o.object_id = i.object_id AND o.object_id <> '' AND o.state = 'processing' AND o.event_id <> i.event_id
+              AND (o.lease_until > $1 OR NOT EXISTS (
+                    SELECT 1 FROM ` + t + ` AS probe WHERE probe.event_id = o.event_id FOR SHARE SKIP LOCKED)))))`
+	redriveWhere := `state = ANY ($1::text[])
+  AND (cardinality($2::text[]) = 0 OR event_id = ANY ($2::text[]))
+  AND ($3 = '' OR event_type = $3)
+  AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)`
+	h := fnv.New64a()
+	h.Write([]byte(schema))
+	return pgxInboxSQL{
+		enqueue: `INSERT INTO ` + t + ` (event_id, event_type, object_id, account, livemode, api_version, created,
+    payload, state, received_at, next_attempt_at, finished_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (event_id) DO NOTHING`,
+		finish: `UPDATE ` + t + ` SET state = $3, finished_at = $4, next_attempt_at = NULL, lease_until = NULL, last_error = ''
+WHERE event_id = $1 AND attempt = $2 AND state = 'processing'`,
+		skip: `UPDATE ` + t + ` SET state = 'skipped' WHERE event_id = $1`,
+		lock: `SELECT pg_advisory_xact_lock(hashtextextended('idempotency.inbox.lease:' || $1, 0))`,
+		deadLetter: `UPDATE ` + t + ` AS i
+SET state = 'dead_letter', finished_at = $1, lease_until = NULL, next_attempt_at = NULL,
+    last_error = 'lease expired after attempt ' || i.attempt || ': its worker died, hung or lost its connection'
+FROM (SELECT event_id FROM ` + t + `
+      WHERE state = 'processing' AND lease_until <= $1 AND attempt >= $2
+      FOR UPDATE SKIP LOCKED) AS x
+WHERE i.event_id = x.event_id`,
+		// Two ordered candidate sets, each read through its partial index
+		// and stopping at the limit, merged by the time they came due.
+		lease: `WITH expired AS (
+    SELECT i.event_id, i.lease_until AS due_at FROM ` + t + ` AS i
+    WHERE i.state = 'processing' AND i.lease_until <= $1 AND ` + free + `
+    ORDER BY i.lease_until
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+), due AS (
+    SELECT i.event_id, i.next_attempt_at AS due_at FROM ` + t + ` AS i
+    WHERE i.state IN ('pending', 'failed') AND i.next_attempt_at <= $1 AND ` + free + `
+    ORDER BY i.next_attempt_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+), picked AS (
+    SELECT event_id, due_at FROM expired
+    UNION ALL
+    SELECT event_id, due_at FROM due
+    ORDER BY due_at, event_id
+    LIMIT $2
+), leased AS (
+    UPDATE ` + t + ` AS i
+    SET state = 'processing', attempt = i.attempt + 1, attempted_at = $1, lease_until = $3, next_attempt_at = NULL
+    FROM picked
+    WHERE i.event_id = picked.event_id
+    RETURNING picked.due_at, i.*
+)
+SELECT ` + inboxColumns + `, payload, lease_until FROM leased ORDER BY due_at, event_id`,
+		settle: `UPDATE ` + t + ` SET state = $3, last_error = $4, next_attempt_at = $5, finished_at = $6, lease_until = NULL
+WHERE event_id = $1 AND attempt = $2 AND state = 'processing'`,
+		redrive: `UPDATE ` + t + ` SET state = 'pending', attempt = 0, next_attempt_at = $6, finished_at = NULL
+WHERE ` + redriveWhere,
+		redriveCount: `SELECT count(*) FROM ` + t + ` WHERE ` + redriveWhere,
+		stats: `SELECT state, count(*), min(received_at) FILTER (WHERE state IN ('pending', 'failed', 'processing'))
+FROM ` + t + ` GROUP BY state`,
+		list: `SELECT ` + inboxColumns + ` FROM ` + t + `
+WHERE (cardinality($1::text[]) = 0 OR state = ANY ($1::text[]))
+  AND ($2 = '' OR event_type = $2) AND ($3 = '' OR object_id = $3)
+  AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)
+ORDER BY received_at DESC, event_id DESC
+LIMIT $6`,
+		channel: fmt.Sprintf("idempotency_inbox_%016x", h.Sum64()),
+	}
+}
+
+// pgxQuerier runs statements outside an explicit transaction, each in its
+// own: a *pgxpool.Pool, a *pgx.Conn (or a pgx.Tx).
+type pgxQuerier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// autocommit calls fn with the store's db itself when it runs statements on
+// its own (a pool or a connection), each statement then its own
+// transaction: one round trip. Otherwise (a PgxBeginner that only begins)
+// it calls fn in a transaction and commits it.
+func (s *PgxStore) autocommit(ctx context.Context, fn func(q pgxQuerier) error) error {
+	if q, ok := s.db.(pgxQuerier); ok {
+		return fn(q)
+	}
+	return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error { return fn(tx) })
+}
+
+// inboxError translates err as every store method does, and names the
+// operation.
+func (s *PgxStore) inboxError(op string, err error) error {
+	_, err = s.translate(OutcomeFailed, err)
+	return fmt.Errorf("idempotency: inbox %s: %w", op, err)
+}
+
+// optionalTime is t as a nullable timestamptz: NULL for the zero time.
+func optionalTime(t time.Time) pgtype.Timestamptz {
+	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
+}
+
+// inboxEnqueue implements inboxBackend: one INSERT ... ON CONFLICT DO
+// NOTHING, committed on its own, in one round trip on a pool or a
+// connection. It notifies nobody: a notifying transaction holds a global
+// lock until its commit is flushed (see Inbox.notifyOthers).
+func (s *PgxStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, error) {
+	var tag pgconn.CommandTag
+	var err error
+	// A connection the server closed while it sat idle in the pool fails
+	// the insert; inserting again is safe (a row the first try stored makes
+	// the second a duplicate, which is stored all the same).
+	for attempt := 1; ; attempt++ {
+		err = s.autocommit(ctx, func(q pgxQuerier) error {
+			tag, err = q.Exec(ctx, s.inbox.enqueue, r.EventID, r.EventType, r.ObjectID, r.Account, r.Livemode, r.APIVersion,
+				r.Created, r.Payload, string(r.State), r.ReceivedAt, optionalTime(r.NextAttemptAt), optionalTime(r.FinishedAt))
+			return err
+		})
+		if err == nil || attempt == maxBeginAttempts || !staleConn(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		return false, s.inboxError("enqueue", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// inboxLease implements inboxBackend. In one transaction at READ COMMITTED,
+// sent as one batch and committed (two round trips on a pool or a
+// connection): the schema's lease lock, then dead-lettering the expired
+// leases that used the last attempt (so that they no longer hold their
+// objects back), then the lease itself.
+func (s *PgxStore) inboxLease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) ([]inboxRow, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	out, err := s.lease(ctx, now, limit, lease, maxAttempts)
+	if err != nil {
+		return nil, s.inboxError("lease", err)
+	}
+	return out, nil
+}
+
+func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) (out []inboxRow, err error) {
+	// READ COMMITTED whatever the server's default: the lease statement
+	// must take its snapshot after the lock is granted.
+	opts := pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+	var tx pgx.Tx
+	batch := &pgx.Batch{}
+	if s.batch != nil {
+		batch.BeginTx(opts)
+	} else if tx, err = s.db.BeginTx(ctx, opts); err != nil {
+		return nil, err
+	}
+	// The planner prices the lease's correlated subqueries by the whole
+	// backlog although the LIMIT stops it after a few rows; on a large inbox
+	// that estimate crosses jit_above_cost, and compiling the plan would
+	// cost a few hundred milliseconds, under the lease lock, per lease.
+	batch.Queue(`SET LOCAL jit = off`)
+	batch.Queue(s.inbox.lock, s.cfg.Schema)
+	batch.Queue(s.inbox.deadLetter, now, maxAttempts)
+	batch.Queue(s.inbox.lease, now, limit, now.Add(lease))
+	var results pgx.BatchResults
+	if s.batch != nil {
+		results = s.batch.SendBatch(ctx, batch)
+		tx = results.Tx()
+	} else {
+		results = tx.SendBatch(ctx, batch)
+	}
+	defer rollback(ctx, tx) // after a commit: nothing to do
+	for range batch.Len() - 1 {
+		if _, err = results.Exec(); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = results.Query(); err == nil {
+			out, err = pgx.CollectRows(rows, scanInboxRow)
+		}
+	}
+	if closeErr := results.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// inboxSettle implements inboxBackend: one UPDATE fenced on the attempt.
+func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int, st InboxState, lastError string, nextAt, now time.Time) (bool, error) {
+	var finished time.Time
+	if st != InboxFailed {
+		finished = now
+	}
+	var tag pgconn.CommandTag
+	err := s.autocommit(ctx, func(q pgxQuerier) (err error) {
+		tag, err = q.Exec(ctx, s.inbox.settle, eventID, attempt, string(st), storableText(lastError), optionalTime(nextAt), optionalTime(finished))
+		return err
+	})
+	if err != nil {
+		return false, s.inboxError("settle", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// inboxRedrive implements inboxBackend: one UPDATE, or with f.DryRun one
+// count.
+func (s *PgxStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.Time) (int, error) {
+	states := make([]string, len(f.States))
+	for i, st := range f.States {
+		states[i] = string(st)
+	}
+	ids := f.EventIDs
+	if ids == nil {
+		ids = []string{}
+	}
+	args := []any{states, ids, f.EventType, optionalTime(f.Since), optionalTime(f.Until)}
+	var n int64
+	err := s.autocommit(ctx, func(q pgxQuerier) error {
+		if f.DryRun {
+			return q.QueryRow(ctx, s.inbox.redriveCount, args...).Scan(&n)
+		}
+		tag, err := q.Exec(ctx, s.inbox.redrive, append(args, now)...)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, s.inboxError("redrive", err)
+	}
+	return int(n), nil
+}
+
+// inboxStats implements inboxBackend: one query over the index on
+// (state, received_at).
+func (s *PgxStore) inboxStats(ctx context.Context) (InboxStats, error) {
+	st := InboxStats{Counts: make(map[InboxState]int, len(inboxStates))}
+	for _, state := range inboxStates {
+		st.Counts[state] = 0
+	}
+	err := s.autocommit(ctx, func(q pgxQuerier) error {
+		rows, err := q.Query(ctx, s.inbox.stats)
+		if err != nil {
+			return err
+		}
+		var state InboxState
+		var n int
+		var oldest pgtype.Timestamptz
+		_, err = pgx.ForEachRow(rows, []any{&state, &n, &oldest}, func() error {
+			st.Counts[state] = n
+			if oldest.Valid && (st.OldestPending.IsZero() || oldest.Time.Before(st.OldestPending)) {
+				st.OldestPending = oldest.Time
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return InboxStats{}, s.inboxError("stats", err)
+	}
+	return st, nil
+}
+
+// inboxList implements inboxBackend: one query, newest received first.
+func (s *PgxStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord, error) {
+	states := make([]string, len(f.States))
+	for i, st := range f.States {
+		states[i] = string(st)
+	}
+	var out []InboxRecord
+	err := s.autocommit(ctx, func(q pgxQuerier) error {
+		rows, err := q.Query(ctx, s.inbox.list, states, f.EventType, f.ObjectID, optionalTime(f.Since), optionalTime(f.Until), f.Limit)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (InboxRecord, error) {
+			var r InboxRecord
+			var times inboxTimes
+			if err := row.Scan(r.columns(&times)...); err != nil {
+				return r, err
+			}
+			times.set(&r)
+			return r, nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, s.inboxError("list", err)
+	}
+	return out, nil
+}
+
+// inboxTimes are the nullable times of a row, scanned before they become
+// an InboxRecord's zero times.
+type inboxTimes struct {
+	attemptedAt, nextAttemptAt, finishedAt pgtype.Timestamptz
+}
+
+func (t *inboxTimes) set(r *InboxRecord) {
+	r.AttemptedAt, r.NextAttemptAt, r.FinishedAt = t.attemptedAt.Time, t.nextAttemptAt.Time, t.finishedAt.Time
+}
+
+// columns are the scan destinations of inboxColumns.
+func (r *InboxRecord) columns(t *inboxTimes) []any {
+	return []any{&r.EventID, &r.EventType, &r.ObjectID, &r.Account, &r.Livemode, &r.APIVersion, &r.Created,
+		&r.State, &r.Attempt, &r.LastError, &r.ReceivedAt, &t.attemptedAt, &t.nextAttemptAt, &t.finishedAt}
+}
+
+// scanInboxRow scans inboxColumns, payload and lease_until.
+func scanInboxRow(row pgx.CollectableRow) (inboxRow, error) {
+	var r inboxRow
+	var times inboxTimes
+	var leaseUntil pgtype.Timestamptz
+	if err := row.Scan(append(r.columns(&times), &r.Payload, &leaseUntil)...); err != nil {
+		return r, err
+	}
+	times.set(&r.InboxRecord)
+	r.LeaseUntil = leaseUntil.Time
+	return r, nil
+}
+
+// inboxState is the final inbox state of a fenced Run that records outcome.
+func inboxState(outcome Outcome) InboxState {
+	if outcome == OutcomeIgnored {
+		return InboxIgnored
+	}
+	return InboxProcessed
+}
+
+// errNotifyNeedsPool: inboxListen needs a connection of its own, which only
+// a *pgxpool.Pool gives; the Inbox's workers then find other processes'
+// events by polling.
+var errNotifyNeedsPool = errors.New("idempotency: inbox notifications need a *pgxpool.Pool (LISTEN holds a connection of its own); workers poll instead")
+
+// inboxNotify implements inboxNotifier: SELECT pg_notify, a statement and a
+// transaction of its own.
+func (s *PgxStore) inboxNotify(ctx context.Context) error {
+	err := s.autocommit(ctx, func(q pgxQuerier) error {
+		_, err := q.Exec(ctx, `SELECT pg_notify($1, '')`, s.inbox.channel)
+		return err
+	})
+	if err != nil {
+		return s.inboxError("notify", err)
+	}
+	return nil
+}
+
+// pgxAcquirer lends a connection of its own: a *pgxpool.Pool.
+type pgxAcquirer interface {
+	Acquire(ctx context.Context) (*pgxpool.Conn, error)
+}
+
+// inboxListen implements inboxNotifier. It holds one connection of the
+// pool while it listens, and closes it when it returns rather than give the
+// pool back a connection that listens. With a db other than a
+// *pgxpool.Pool it fails at once with errNotifyNeedsPool.
+func (s *PgxStore) inboxListen(ctx context.Context, wake func()) error {
+	pool, ok := s.db.(pgxAcquirer)
+	if !ok {
+		return fmt.Errorf("%w (the store's db is a %T)", errNotifyNeedsPool, s.db)
+	}
+	pc, err := pool.Acquire(ctx)
+	if err != nil {
+		return s.inboxError("listen", err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		_ = pc.Hijack().Close(ctx)
+	}()
+	conn := pc.Conn()
+	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{s.inbox.channel}.Sanitize()); err != nil {
+		return s.inboxError("listen", err)
+	}
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return s.inboxError("listen", err)
+		}
+		wake()
+	}
+}
