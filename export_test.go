@@ -52,3 +52,14 @@ func ApplyLeased(ctx context.Context, in *Inbox, l InboxLeased) { in.attempt(ctx
 func SettleLeased(ctx context.Context, in *Inbox, l InboxLeased, st InboxState, lastError string) (bool, error) {
 	return in.store.inboxSettle(ctx, l.row.EventID, l.row.Attempt, st, lastError, in.cfg.Now(), in.cfg.Now())
 }
+
+// ErrLeaseLost is what a fenced Run returns when its lease was taken over.
+var ErrLeaseLost = errLeaseLost
+
+// PgxInboxListen is s's LISTEN loop, for the notification tests.
+func PgxInboxListen(ctx context.Context, s *PgxStore, wake func()) error {
+	return s.inboxListen(ctx, wake)
+}
+
+// PgxInboxNotify is s's NOTIFY, for the notification tests.
+func PgxInboxNotify(ctx context.Context, s *PgxStore) error { return s.inboxNotify(ctx) }
