@@ -1,0 +1,288 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
+)
+
+// The tests in this file run the store behind a real PgBouncer in
+// transaction pooling mode (see pgtest.Bouncer): each transaction may run
+// on another server connection than the client's last, there is no
+// search_path (every name is qualified with the schema), and the pools use
+// pgx's QueryExecModeExec, as users behind PgBouncer before 1.21 must.
+
+// bouncerBackend is a PgxStore reached through PgBouncer, with a counters
+// table written through PgxTx in the event's transaction.
+type bouncerBackend struct {
+	db       *pgtest.BouncerDB
+	store    *idempotency.PgxStore
+	counters string // the counters table, schema-qualified
+	admin    *pgxpool.Pool
+}
+
+func newBouncerBackend(t *testing.T, cfg idempotency.PgxConfig) *bouncerBackend {
+	t.Helper()
+	db := pgtest.PgBouncer(t).New(t, func(c *pgxpool.Config) { c.MaxConns = 24 })
+	cfg.Schema = db.Schema
+	store, err := idempotency.NewPgxStore(db.Pool, cfg)
+	require.NoError(t, err)
+	require.NoError(t, store.Migrate(t.Context()))
+	b := &bouncerBackend{db: db, store: store, counters: pgx.Identifier{db.Schema, "counters"}.Sanitize(), admin: pgtest.AdminPool(t)}
+	_, err = db.Pool.Exec(t.Context(), `CREATE TABLE `+b.counters+` (name text PRIMARY KEY, value bigint NOT NULL)`)
+	require.NoError(t, err)
+	return b
+}
+
+func (b *bouncerBackend) add(ctx context.Context, tx idempotency.Tx, name string, delta int) error {
+	_, err := idempotency.PgxTx(tx).Exec(ctx,
+		`INSERT INTO `+b.counters+` AS c (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = c.value + EXCLUDED.value`,
+		name, delta)
+	return err
+}
+
+func (b *bouncerBackend) get(t testing.TB, name string) int {
+	var v int
+	err := b.db.Pool.QueryRow(context.Background(), `SELECT value FROM `+b.counters+` WHERE name = $1`, name).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0
+	}
+	require.NoError(t, err)
+	return v
+}
+
+// waiting counts the runs blocked on another run of the same key, as
+// pgBackend.waiting does. PgBouncer sets a server connection's
+// application_name to its client's for each transaction, so the sessions
+// waiting on a lock for this test's clients carry the schema's name.
+func (b *bouncerBackend) waiting(t testing.TB) int {
+	var n int
+	require.NoError(t, b.admin.QueryRow(context.Background(),
+		`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = $1`, b.db.Schema).Scan(&n))
+	return n + idempotency.PgxLocalWaiting(b.store)
+}
+
+func (b *bouncerBackend) conformance() idempotencytest.StoreBackend {
+	return idempotencytest.StoreBackend{Store: b.store, Add: b.add, Get: b.get, Waiting: b.waiting}
+}
+
+// TestPgxBouncerConformance runs the store conformance suite through
+// PgBouncer: with the in-process memory of claims, and without it, so that
+// every wait for a held claim or guard happens in PostgreSQL on a server
+// connection PgBouncer lent for the transaction.
+func TestPgxBouncerConformance(t *testing.T) {
+	t.Parallel()
+	configs := map[string]idempotency.PgxConfig{
+		"read-committed":               {},
+		"read-committed/database-only": {RecentClaims: -1},
+		"serializable/database-only":   {IsoLevel: pgx.Serializable, RecentClaims: -1},
+	}
+	for name, cfg := range configs {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			idempotencytest.RunStoreTests(t, func(t *testing.T) idempotencytest.StoreBackend {
+				return newBouncerBackend(t, cfg).conformance()
+			})
+		})
+	}
+}
+
+// bouncerApp is the seed scenario's service behind PgBouncer, run by
+// several processes on one schema, each with its own pool and store:
+// invoice.paid credits the account 100 once per invoice, in the claim's
+// transaction. It records every Result and log line of every process, and
+// how often the handler ran for each event.
+type bouncerApp struct {
+	db       *pgtest.BouncerDB
+	stores   []*idempotency.PgxStore
+	hs       *idempotency.Handlers
+	accounts string // the accounts table, schema-qualified
+	logger   *slog.Logger
+	logs     *syncBuffer
+
+	mu      sync.Mutex
+	results []idempotency.Result
+	runs    map[string]int // handler runs per event id, committed or not
+}
+
+func newBouncerApp(t *testing.T, processes int, cfg idempotency.PgxConfig) *bouncerApp {
+	t.Helper()
+	ctx := t.Context()
+	db := pgtest.PgBouncer(t).New(t, func(c *pgxpool.Config) { c.MaxConns = 24 })
+	a := &bouncerApp{db: db, accounts: pgx.Identifier{db.Schema, "accounts"}.Sanitize(), runs: map[string]int{}}
+	a.logger, a.logs = testLogger()
+	cfg.Schema = db.Schema
+	for i := range processes {
+		pool := db.Pool
+		if i > 0 {
+			// Another process: its own pool, into the same PgBouncer pool.
+			pcfg, err := pgxpool.ParseConfig(db.URL)
+			require.NoError(t, err)
+			pcfg.MaxConns = 24
+			pool, err = pgxpool.NewWithConfig(ctx, pcfg)
+			require.NoError(t, err)
+			t.Cleanup(pool.Close)
+		}
+		store, err := idempotency.NewPgxStore(pool, cfg)
+		require.NoError(t, err)
+		a.stores = append(a.stores, store)
+	}
+	require.NoError(t, a.stores[0].Migrate(ctx))
+	_, err := db.Pool.Exec(ctx, `CREATE TABLE `+a.accounts+` (id text PRIMARY KEY, credits bigint NOT NULL DEFAULT 0)`)
+	require.NoError(t, err)
+
+	a.hs = idempotency.NewHandlers()
+	idempotency.On(a.hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		a.mu.Lock()
+		a.runs[ev.ID]++
+		a.mu.Unlock()
+		first, err := tx.Guard(ctx, "invoice-credit", ev.Object.ID)
+		if err != nil || !first {
+			return err
+		}
+		_, err = idempotency.PgxTx(tx).Exec(ctx, `INSERT INTO `+a.accounts+` AS a (id, credits) VALUES ($1, 100)
+ON CONFLICT (id) DO UPDATE SET credits = a.credits + 100`, ev.Object.Metadata["account_id"])
+		return err
+	})
+	return a
+}
+
+// config is the Handler configuration of every process.
+func (a *bouncerApp) config() idempotency.Config {
+	return idempotency.Config{Secrets: []string{testSecret}, Logger: a.logger, OnResult: a.record}
+}
+
+func (a *bouncerApp) record(res idempotency.Result) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.results = append(a.results, res)
+}
+
+func (a *bouncerApp) credits(t *testing.T, account string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, a.db.Pool.QueryRow(context.Background(),
+		`SELECT coalesce(sum(credits), 0) FROM `+a.accounts+` WHERE id = $1`, account).Scan(&n))
+	return n
+}
+
+// ledgerSize counts the committed event claims.
+func (a *bouncerApp) ledgerSize(t *testing.T) int {
+	t.Helper()
+	var n int
+	require.NoError(t, a.db.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM `+pgx.Identifier{a.db.Schema, "idempotency_events"}.Sanitize()).Scan(&n))
+	return n
+}
+
+// requireClean fails the test if any delivery or attempt reported an
+// error, or if any log line mentions a prepared statement: what pgx's
+// default query mode produces behind PgBouncer.
+func (a *bouncerApp) requireClean(t *testing.T) {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, res := range a.results {
+		require.NoError(t, res.Err, "event %s (attempt %d)", res.EventID, res.Attempt)
+	}
+	logs := a.logs.String()
+	require.NotContains(t, logs, "prepared statement")
+	require.NotContains(t, logs, `"level":"ERROR"`)
+}
+
+// roundRobin hands each request to the next of several processes'
+// handlers, as a load balancer would.
+type roundRobin struct {
+	hs   []http.Handler
+	next atomic.Uint64
+}
+
+func (rr *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rr.hs[(rr.next.Add(1)-1)%uint64(len(rr.hs))].ServeHTTP(w, r)
+}
+
+// deliverAll delivers every payload once to h from senders concurrent
+// senders, and returns the answers in the payloads' order.
+func deliverAll(h http.Handler, payloads [][]byte, senders int) idempotencytest.Answers {
+	answers := make(idempotencytest.Answers, len(payloads))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range senders {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(payloads) {
+					return
+				}
+				answers[i] = idempotencytest.Deliver(h, payloads[i], testSecret)
+			}
+		})
+	}
+	wg.Wait()
+	return answers
+}
+
+// TestPgxBouncerWebhooks runs the synchronous Handler of two processes
+// behind PgBouncer, without the in-process memory of claims, so that every
+// copy of an event contends for its claim in PostgreSQL.
+func TestPgxBouncerWebhooks(t *testing.T) {
+	t.Parallel()
+	a := newBouncerApp(t, 2, idempotency.PgxConfig{RecentClaims: -1})
+	rr := &roundRobin{}
+	for _, store := range a.stores {
+		h, err := idempotency.NewHandler(store, a.hs, a.config())
+		require.NoError(t, err)
+		rr.hs = append(rr.hs, h)
+	}
+
+	// 50 copies of one event at once: one runs, 49 are duplicates.
+	answers := idempotencytest.Replay(rr, invoicePayload(t, "evt_bnc_copies", "in_bnc_copies", "acct_bnc_copies"), testSecret, 50)
+	require.Equal(t, map[int]int{200: 50}, answers.Statuses())
+	require.Equal(t, 1, answers.Count(idempotency.OutcomeProcessed))
+	require.Equal(t, 49, answers.Count(idempotency.OutcomeDuplicate))
+	require.Equal(t, 100, a.credits(t, "acct_bnc_copies"))
+
+	// Ten twins at once: other event ids for one invoice. Each is
+	// processed, the invoice is credited once.
+	twins := make([][]byte, 10)
+	for i := range twins {
+		twins[i] = invoicePayload(t, fmt.Sprintf("evt_bnc_twin_%d", i), "in_bnc_twin", "acct_bnc_twins")
+	}
+	answers = deliverAll(rr, twins, len(twins))
+	require.Equal(t, 10, answers.Count(idempotency.OutcomeProcessed), answers.Statuses())
+	require.Equal(t, 100, a.credits(t, "acct_bnc_twins"))
+
+	// 200 events of 200 invoices of 20 accounts, from 16 senders.
+	const events, accounts = 200, 20
+	payloads := make([][]byte, events)
+	for i := range payloads {
+		payloads[i] = invoicePayload(t, fmt.Sprintf("evt_bnc_%d", i), fmt.Sprintf("in_bnc_%d", i), fmt.Sprintf("acct_bnc_%d", i%accounts))
+	}
+	answers = deliverAll(rr, payloads, 16)
+	require.Equal(t, events, answers.Count(idempotency.OutcomeProcessed), answers.Statuses())
+	for i := range accounts {
+		require.Equal(t, 100*events/accounts, a.credits(t, fmt.Sprintf("acct_bnc_%d", i)), "account %d", i)
+	}
+	require.Equal(t, 1+len(twins)+events, a.ledgerSize(t))
+	a.mu.Lock()
+	for i := range events {
+		require.Equal(t, 1, a.runs[fmt.Sprintf("evt_bnc_%d", i)], "handler runs of event %d", i)
+	}
+	require.Equal(t, 1, a.runs["evt_bnc_copies"], "handler runs of the copied event")
+	a.mu.Unlock()
+	a.requireClean(t)
+}
