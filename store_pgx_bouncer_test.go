@@ -9,9 +9,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
 
@@ -284,5 +286,93 @@ func TestPgxBouncerWebhooks(t *testing.T) {
 	}
 	require.Equal(t, 1, a.runs["evt_bnc_copies"], "handler runs of the copied event")
 	a.mu.Unlock()
+	a.requireClean(t)
+}
+
+// TestPgxBouncerInbox runs the inbox of two processes behind PgBouncer
+// with PollOnly (LISTEN does not work there): both ingest, both run
+// workers, and every event is applied once.
+func TestPgxBouncerInbox(t *testing.T) {
+	t.Parallel()
+	a := newBouncerApp(t, 2, idempotency.PgxConfig{})
+	var inboxes []*idempotency.Inbox
+	rr := &roundRobin{}
+	applied := make([]atomic.Int32, len(a.stores)) // attempts per process
+	for i, store := range a.stores {
+		in, err := idempotency.NewInbox(store, a.hs, idempotency.InboxConfig{
+			PollOnly:     true,
+			PollInterval: 100 * time.Millisecond,
+			Logger:       a.logger,
+			OnResult: func(res idempotency.Result) {
+				applied[i].Add(1)
+				a.record(res)
+			},
+		})
+		require.NoError(t, err)
+		h, err := in.Handler(a.config())
+		require.NoError(t, err)
+		inboxes = append(inboxes, in)
+		rr.hs = append(rr.hs, h)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	var running sync.WaitGroup
+	for _, in := range inboxes {
+		running.Go(func() { assert.NoError(t, in.Run(ctx)) })
+	}
+
+	// 500 events: 400 invoices of 25 accounts, the last 100 of them paid
+	// twice (a twin: another event id for the same invoice).
+	const events, invoices, accounts = 500, 400, 25
+	payloads := make([][]byte, events)
+	for i := range payloads {
+		inv := i % invoices
+		payloads[i] = invoicePayload(t, fmt.Sprintf("evt_bnci_%d", i), fmt.Sprintf("in_bnci_%d", inv), fmt.Sprintf("acct_bnci_%d", inv%accounts))
+	}
+	answers := deliverAll(rr, payloads, 16)
+	require.Equal(t, events, answers.Count(idempotency.OutcomeQueued), answers.Statuses())
+
+	// Wait for the workers' effect.
+	var stats idempotency.InboxStats
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var err error
+		stats, err = inboxes[0].Stats(ctx)
+		require.NoError(t, err)
+		if stats.Counts[idempotency.InboxProcessed] == events {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "not all events processed after 60s: %v", stats.Counts)
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	running.Wait()
+
+	for st, n := range stats.Counts {
+		if st != idempotency.InboxProcessed {
+			require.Zero(t, n, "events %s", st)
+		}
+	}
+	require.True(t, stats.OldestPending.IsZero())
+	require.Equal(t, events, a.ledgerSize(t))
+	for i := range accounts {
+		require.Equal(t, 100*invoices/accounts, a.credits(t, fmt.Sprintf("acct_bnci_%d", i)), "account %d", i)
+	}
+	a.mu.Lock()
+	for i := range events {
+		require.Equal(t, 1, a.runs[fmt.Sprintf("evt_bnci_%d", i)], "handler runs of event %d", i)
+	}
+	attempts := 0
+	for _, res := range a.results {
+		if res.Attempt > 0 {
+			attempts++
+			require.Equal(t, idempotency.OutcomeProcessed, res.Outcome, "event %s", res.EventID)
+		}
+	}
+	a.mu.Unlock()
+	require.Equal(t, events, attempts, "one attempt per event")
+	for i := range applied {
+		require.NotZero(t, applied[i].Load(), "process %d applied no event", i)
+	}
 	a.requireClean(t)
 }
