@@ -388,6 +388,10 @@ func (in *Inbox) listen(ctx context.Context, n inboxNotifier) {
 		if ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, errNotifyNeedsPool) {
+			in.log.LogAttrs(ctx, slog.LevelInfo, "idempotency inbox: polling only", slog.String("reason", err.Error()))
+			return
+		}
 		in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: lost the notification connection; polling until it is back",
 			slog.String("error", fmt.Sprint(err)))
 		in.signal() // what was notified meanwhile is found by a poll

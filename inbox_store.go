@@ -115,8 +115,8 @@ type inboxBackend interface {
 	// f.DryRun it only counts them.
 	inboxRedrive(ctx context.Context, f RedriveFilter, now time.Time) (int, error)
 
-	// inboxStats counts the events by state and finds the oldest pending or
-	// failed one's ReceivedAt.
+	// inboxStats counts the events by state and finds the oldest ReceivedAt
+	// among those still to be applied (pending, failed, processing).
 	inboxStats(ctx context.Context) (InboxStats, error)
 
 	// inboxList returns the events f selects, newest received first.

@@ -15,12 +15,8 @@ import (
 // its transaction ends, as PostgreSQL's row lock would: while held, the
 // row is neither leased (FOR UPDATE SKIP LOCKED skips it) nor settled (an
 // UPDATE that matches it waits for the lock), and it keeps every other
-// event of its object back. That last point is stricter than PgxStore's
-// lease, which counts only unexpired leases as busy: an event of the object
-// that sorts earlier and arrived late would be leased there while a hung
-// attempt past its lease still holds its transaction open (that attempt
-// can no longer commit, its Timeout being shorter than the lease, but its
-// handler may still be running).
+// event of its object back, even past its lease, as PgxStore's lease does
+// (it probes the row lock of an expired lease with FOR SHARE SKIP LOCKED).
 
 // memoryInboxRow is an inbox row and the transaction holding it.
 type memoryInboxRow struct {

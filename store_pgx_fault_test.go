@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -346,7 +347,9 @@ func TestPgxMigrate(t *testing.T) {
 	require.NoError(t, store.Migrate(t.Context()))
 	var versions int
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM `+quoteIdent(schema)+`.idempotency_migrations`).Scan(&versions))
-	require.Equal(t, 1, versions)
+	files, err := filepath.Glob("migrations/*.up.sql")
+	require.NoError(t, err)
+	require.Equal(t, len(files), versions, "each embedded migration applied once")
 	out, err := store.Run(t.Context(), idempotency.Claim{EventID: "evt_m", EventType: "invoice.paid"}, func(context.Context, idempotency.Tx) error { return nil })
 	require.NoError(t, err)
 	require.Equal(t, idempotency.OutcomeProcessed, out)
