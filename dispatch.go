@@ -31,9 +31,9 @@ func (d *dispatcher) handles(eventType string) bool {
 }
 
 // run claims env's event and applies its handler, or with no handler
-// records the claim as ignored, within d.timeout on a context detached from
-// ctx's cancellation. fence, when not nil, finishes the event's inbox row in
-// the same transaction. AfterCommit panics are added to res.
+// records the claim as ignored, within d.timeout. fence, when not nil,
+// finishes the event's inbox row in the same transaction. AfterCommit
+// panics are added to res.
 func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []byte, receivedAt time.Time, fence *inboxFence, res *Result) (Outcome, error) {
 	claim := Claim{
 		EventID: env.ID, EventType: env.Type, ObjectID: env.ObjectID,
@@ -61,7 +61,7 @@ func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []
 		claim.Outcome = OutcomeIgnored
 	}
 
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.timeout)
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	outcome, err := d.store.Run(ctx, claim, apply)
 	if err != nil && ctx.Err() == context.DeadlineExceeded && !errors.Is(err, ErrStoreUnavailable) {

@@ -3,12 +3,14 @@ package idempotency_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -194,4 +196,51 @@ func ExampleNewPgxStore() {
 		log.Fatal(err)
 	}
 	http.Handle("POST /webhooks/stripe", h)
+}
+
+// An inbox driven by a fake clock, as a test of your handlers drives it:
+// the delivery is answered queued, the first attempt fails, the retry
+// comes due once the clock passes the backoff, and the event is applied
+// once.
+func ExampleInbox_WorkDue() {
+	ctx := context.Background()
+	downstreamUp := false
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		if !downstreamUp {
+			return errors.New("accounting API unavailable")
+		}
+		return nil // the business writes, in tx
+	})
+	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	inbox, err := idempotency.NewInbox(idempotency.NewMemoryStore(), hs, idempotency.InboxConfig{
+		Now:     clock.Now,
+		Backoff: func(attempt int) time.Duration { return time.Duration(attempt) * time.Minute },
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	h, err := inbox.Handler(idempotency.Config{Secrets: []string{"whsec_test"}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(idempotencytest.Deliver(h, invoiceEvent("evt_1", "invoice.paid", nil), "whsec_test").Outcome)
+
+	work := func() {
+		n, _ := inbox.WorkDue(ctx)
+		recs, _ := inbox.List(ctx, idempotency.InboxFilter{})
+		fmt.Printf("%d attempt(s) made; %s after attempt %d %s\n", n, recs[0].State, recs[0].Attempt, recs[0].LastError)
+	}
+	work()
+	clock.Advance(30 * time.Second) // the retry is due one minute after attempt 1
+	work()
+	downstreamUp = true
+	clock.Advance(30 * time.Second)
+	work()
+	// Output:
+	// queued
+	// 1 attempt(s) made; failed after attempt 1 accounting API unavailable
+	// 0 attempt(s) made; failed after attempt 1 accounting API unavailable
+	// 1 attempt(s) made; processed after attempt 2
 }

@@ -332,7 +332,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (in
 	if h.inbox != nil {
 		return h.enqueue(r.Context(), &env, payload, handled, res)
 	}
-	outcome, err := h.run(r.Context(), &env, payload, time.Now(), nil, res)
+	// Detached from the request: a sender that hangs up must not cut a
+	// transaction short. Config.Timeout bounds it.
+	outcome, err := h.run(context.WithoutCancel(r.Context()), &env, payload, time.Now(), nil, res)
 	res.Outcome, res.Err = outcome, err
 	switch {
 	case outcome == OutcomeUnavailable || errors.Is(err, ErrStoreUnavailable):

@@ -148,6 +148,22 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
+// waitWithin waits for wg up to waitLimit and reports whether it is done;
+// for goroutines other than the test's, which cannot fail it.
+func waitWithin(wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(waitLimit):
+		return false
+	}
+}
+
 // waitAll waits for wg like receive waits for a value.
 func waitAll(t *testing.T, wg *sync.WaitGroup, what string) {
 	t.Helper()
@@ -604,12 +620,17 @@ func testDeadlockRetried(t *testing.T, b StoreBackend) {
 		attempt := 0
 		return b.Store.Run(ctx, claim(id), func(ctx context.Context, tx idempotency.Tx) error {
 			attempt++
-			if _, err := tx.Guard(ctx, "k", mine); err != nil {
-				return err
-			}
+			_, err := tx.Guard(ctx, "k", mine)
 			if attempt == 1 {
+				// Done whatever err is, so that the other run never waits
+				// for one that failed.
 				bothHeld.Done()
-				bothHeld.Wait()
+				if !waitWithin(&bothHeld) {
+					return errors.New("the other transaction never held its guard")
+				}
+			}
+			if err != nil {
+				return err
 			}
 			first, err := tx.Guard(ctx, "k", theirs)
 			if err != nil {
