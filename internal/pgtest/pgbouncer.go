@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -186,22 +185,7 @@ func (b *Bouncer) url(database string) string {
 // LogFile returns the path of PgBouncer's log, useful when a test fails.
 func (b *Bouncer) LogFile() string { return b.logFile }
 
-func (b *Bouncer) logTail() string {
-	f, err := os.Open(b.logFile)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	const max = 4096
-	if fi, err := f.Stat(); err == nil && fi.Size() > max {
-		_, _ = f.Seek(-max, io.SeekEnd)
-	}
-	out, _ := io.ReadAll(f)
-	if len(out) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("\n--- tail of %s ---\n%s", b.logFile, out)
-}
+func (b *Bouncer) logTail() string { return tail(b.logFile) }
 
 // findBouncer returns the path of the pgbouncer binary: on PATH, or where
 // Debian's package puts it (/usr/sbin, often not on an ordinary user's

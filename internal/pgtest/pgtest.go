@@ -657,8 +657,12 @@ func (c *Cluster) stopWatchdog() {
 	}
 }
 
-func (c *Cluster) logTail() string {
-	f, err := os.Open(c.logFile)
+func (c *Cluster) logTail() string { return tail(c.logFile) }
+
+// tail returns the last 4 KiB of the log file at path, headed by its name,
+// for error messages; "" when there is nothing to show.
+func tail(path string) string {
+	f, err := os.Open(path)
 	if err != nil {
 		return ""
 	}
@@ -671,7 +675,7 @@ func (c *Cluster) logTail() string {
 	if len(b) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("--- tail of %s ---\n%s", c.logFile, b)
+	return fmt.Sprintf("\n--- tail of %s ---\n%s", path, b)
 }
 
 // run runs a PostgreSQL binary (as the postgres OS user when we are root) and
