@@ -535,6 +535,19 @@ func (in *Inbox) Stats(ctx context.Context) (InboxStats, error) {
 	return in.store.inboxStats(ctx)
 }
 
+// Lookup returns the inbox record of an event, and false when the inbox
+// does not have it.
+func (in *Inbox) Lookup(ctx context.Context, eventID string) (InboxRecord, bool, error) {
+	if !validText(eventID) {
+		return InboxRecord{}, false, nil // no row can hold it
+	}
+	recs, err := in.store.inboxList(ctx, InboxFilter{EventIDs: []string{eventID}, Limit: 1})
+	if err != nil || len(recs) == 0 {
+		return InboxRecord{}, false, err
+	}
+	return recs[0], true, nil
+}
+
 // List returns the events f selects, newest received first, without their
 // payloads.
 func (in *Inbox) List(ctx context.Context, f InboxFilter) ([]InboxRecord, error) {

@@ -183,6 +183,8 @@ func (f *RedriveFilter) matches(r *InboxRecord) bool {
 
 // InboxFilter selects the events [Inbox.List] returns.
 type InboxFilter struct {
+	// EventIDs, when not empty, keeps these events only.
+	EventIDs []string
 	// States, when not empty, keeps events in one of them.
 	States []InboxState
 	// EventType and ObjectID, when not empty, keep the events that match
@@ -205,6 +207,11 @@ func (f *InboxFilter) check() error {
 			return fmt.Errorf("idempotency: InboxFilter.States: %q is not an inbox state", s)
 		}
 	}
+	for i, id := range f.EventIDs {
+		if err := checkText(fmt.Sprintf("InboxFilter.EventIDs[%d]", i), id, true); err != nil {
+			return err
+		}
+	}
 	if err := checkText("InboxFilter.EventType", f.EventType, false); err != nil {
 		return err
 	}
@@ -216,6 +223,7 @@ func (f *InboxFilter) check() error {
 
 func (f *InboxFilter) matches(r *InboxRecord) bool {
 	return (len(f.States) == 0 || slices.Contains(f.States, r.State)) &&
+		(len(f.EventIDs) == 0 || slices.Contains(f.EventIDs, r.EventID)) &&
 		(f.EventType == "" || r.EventType == f.EventType) &&
 		(f.ObjectID == "" || r.ObjectID == f.ObjectID) &&
 		inRange(r.ReceivedAt, f.Since, f.Until)

@@ -141,15 +141,10 @@ func (m *memInbox) work(t *testing.T, want int) {
 
 func (m *memInbox) record(t *testing.T, eventID string) idempotency.InboxRecord {
 	t.Helper()
-	recs, err := m.inbox.List(t.Context(), idempotency.InboxFilter{Limit: idempotency.MaxListLimit})
+	r, ok, err := m.inbox.Lookup(t.Context(), eventID)
 	require.NoError(t, err)
-	for _, r := range recs {
-		if r.EventID == eventID {
-			return r
-		}
-	}
-	t.Fatalf("event %s is not in the inbox", eventID)
-	return idempotency.InboxRecord{}
+	require.True(t, ok, "event %s is not in the inbox", eventID)
+	return r
 }
 
 func (m *memInbox) counts(t *testing.T) map[idempotency.InboxState]int {

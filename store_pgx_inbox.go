@@ -121,6 +121,7 @@ FROM ` + t + ` GROUP BY state`,
 WHERE (cardinality($1::text[]) = 0 OR state = ANY ($1::text[]))
   AND ($2 = '' OR event_type = $2) AND ($3 = '' OR object_id = $3)
   AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)
+  AND (coalesce(cardinality($7::text[]), 0) = 0 OR event_id = ANY ($7::text[]))
 ORDER BY received_at DESC, event_id DESC
 LIMIT $6`,
 		channel: fmt.Sprintf("idempotency_inbox_%016x", h.Sum64()),
@@ -332,7 +333,7 @@ func (s *PgxStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord,
 	}
 	var out []InboxRecord
 	err := s.autocommit(ctx, func(q pgxQuerier) error {
-		rows, err := q.Query(ctx, s.inbox.list, states, f.EventType, f.ObjectID, optionalTime(f.Since), optionalTime(f.Until), f.Limit)
+		rows, err := q.Query(ctx, s.inbox.list, states, f.EventType, f.ObjectID, optionalTime(f.Since), optionalTime(f.Until), f.Limit, f.EventIDs)
 		if err != nil {
 			return err
 		}

@@ -134,15 +134,10 @@ func (p *pgInbox) lease(t *testing.T, want int) []idempotency.InboxLeased {
 
 func (p *pgInbox) record(t *testing.T, eventID string) idempotency.InboxRecord {
 	t.Helper()
-	recs, err := p.inbox.List(t.Context(), idempotency.InboxFilter{Limit: idempotency.MaxListLimit})
+	r, ok, err := p.inbox.Lookup(t.Context(), eventID)
 	require.NoError(t, err)
-	for _, r := range recs {
-		if r.EventID == eventID {
-			return r
-		}
-	}
-	t.Fatalf("event %s is not in the inbox", eventID)
-	return idempotency.InboxRecord{}
+	require.True(t, ok, "event %s is not in the inbox", eventID)
+	return r
 }
 
 func (p *pgInbox) lastResult(t *testing.T) idempotency.Result {

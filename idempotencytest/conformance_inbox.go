@@ -141,15 +141,10 @@ func (ib *inboxBench) work(t *testing.T, want int) {
 
 func (ib *inboxBench) record(t *testing.T, id string) idempotency.InboxRecord {
 	t.Helper()
-	recs, err := ib.inbox.List(ctxT(t), idempotency.InboxFilter{Limit: idempotency.MaxListLimit})
+	r, ok, err := ib.inbox.Lookup(t.Context(), id)
 	require.NoError(t, err)
-	for _, r := range recs {
-		if r.EventID == id {
-			return r
-		}
-	}
-	t.Fatalf("event %s is not in the inbox", id)
-	return idempotency.InboxRecord{}
+	require.True(t, ok, "event %s is not in the inbox", id)
+	return r
 }
 
 func (ib *inboxBench) counts(t *testing.T) map[idempotency.InboxState]int {
