@@ -2,10 +2,13 @@ package idempotency_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
@@ -186,3 +189,121 @@ func (s storeWithoutInbox) Run(ctx context.Context, c idempotency.Claim, apply i
 	return s.s.Run(ctx, c, apply)
 }
 func (s storeWithoutInbox) Ping(ctx context.Context) error { return s.s.Ping(ctx) }
+
+// A panic, a timeout and a decode error each fail an attempt like an
+// error does: writes rolled back, the attempt recorded with a bounded,
+// valid last error that never quotes the payload.
+func TestInboxAttemptFailures(t *testing.T) {
+	t.Parallel()
+	store := idempotency.NewMemoryStore()
+	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		if _, err := tx.Guard(ctx, "invoice-credit", ev.Object.ID); err != nil {
+			return err
+		}
+		switch ev.ID {
+		case "evt_panic":
+			panic("nil map in the handler")
+		case "evt_timeout":
+			<-ctx.Done()
+			return ctx.Err()
+		case "evt_long":
+			return errors.New(strings.Repeat("é", 3000)) // 6000 bytes
+		}
+		return nil
+	})
+	idempotency.On(hs, "invoice.payment_succeeded", func(context.Context, idempotency.Tx, idempotency.Event[struct {
+		AmountDue string `json:"amount_due"` // a number in the payload
+	}]) error {
+		return nil
+	})
+	inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+		Now: clock.Now, Timeout: 50 * time.Millisecond, Lease: time.Minute, Logger: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	for _, p := range [][]byte{
+		invoicePayload(t, "evt_panic", "in_panic", "acct_1"),
+		invoicePayload(t, "evt_timeout", "in_timeout", "acct_1"),
+		invoicePayload(t, "evt_long", "in_long", "acct_1"),
+		eventPayload(t, "invoice.payment_succeeded", "evt_decode", map[string]string{"account_id": "acct_secret_value"}),
+	} {
+		require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, p, testSecret).Outcome)
+	}
+	n, err := inbox.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+
+	lastError := func(id string) string {
+		r, ok, err := inbox.Lookup(t.Context(), id)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, idempotency.InboxFailed, r.State, id)
+		require.Equal(t, 1, r.Attempt)
+		return r.LastError
+	}
+	require.Contains(t, lastError("evt_panic"), "handler panicked: nil map in the handler")
+	require.Contains(t, lastError("evt_timeout"), "handler timed out")
+	long := lastError("evt_long")
+	require.LessOrEqual(t, len(long), 1000, "bounded")
+	require.True(t, utf8.ValidString(long), "cut on a rune boundary")
+	decodeErr := lastError("evt_decode")
+	require.Contains(t, decodeErr, "amount_due")
+	require.NotContains(t, decodeErr, "2000", "no payload value")
+	require.NotContains(t, decodeErr, "acct_secret_value")
+	for _, key := range []string{"in_panic", "in_timeout", "in_long"} {
+		_, claimed, err := store.LookupGuard(t.Context(), "invoice-credit", key)
+		require.NoError(t, err)
+		require.False(t, claimed, "the failed attempt's writes rolled back")
+	}
+}
+
+// Redrive selects by time range and state; failed events can be redriven
+// too, with a fresh budget.
+func TestInboxRedriveFilters(t *testing.T) {
+	t.Parallel()
+	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
+		return errors.New("down")
+	})
+	inbox, err := idempotency.NewInbox(idempotency.NewMemoryStore(), hs, idempotency.InboxConfig{
+		Now: clock.Now, MaxAttempts: 2, Backoff: func(int) time.Duration { return time.Hour }, Logger: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	t0 := clock.Now()
+	for _, id := range []string{"evt_r1", "evt_r2", "evt_r3"} {
+		require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, id, "in_"+id, "acct_1"), testSecret).Outcome)
+		clock.Advance(time.Minute)
+	}
+	_, err = inbox.WorkDue(t.Context()) // attempt 1 of each: failed
+	require.NoError(t, err)
+	clock.Advance(time.Hour)
+	_, err = inbox.WorkDue(t.Context()) // attempt 2: dead letter
+	require.NoError(t, err)
+
+	n, err := inbox.Redrive(t.Context(), idempotency.RedriveFilter{Since: t0.Add(time.Minute), Until: t0.Add(2 * time.Minute), DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "only evt_r2 was received in that minute")
+	n, err = inbox.Redrive(t.Context(), idempotency.RedriveFilter{Since: t0.Add(time.Minute)})
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	for id, want := range map[string]idempotency.InboxState{"evt_r1": idempotency.InboxDeadLetter, "evt_r2": idempotency.InboxPending, "evt_r3": idempotency.InboxPending} {
+		r, _, err := inbox.Lookup(t.Context(), id)
+		require.NoError(t, err)
+		require.Equal(t, want, r.State, id)
+	}
+	_, err = inbox.WorkDue(t.Context()) // evt_r2, evt_r3 fail again: failed, attempt 1
+	require.NoError(t, err)
+	n, err = inbox.Redrive(t.Context(), idempotency.RedriveFilter{States: []idempotency.InboxState{idempotency.InboxFailed}})
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "failed events can be redriven: due now, fresh budget")
+	r, _, err := inbox.Lookup(t.Context(), "evt_r3")
+	require.NoError(t, err)
+	require.Equal(t, idempotency.InboxPending, r.State)
+	require.Zero(t, r.Attempt)
+}
