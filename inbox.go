@@ -405,10 +405,16 @@ func (in *Inbox) listen(ctx context.Context, n inboxNotifier) {
 }
 
 // lease takes up to n due events.
+// The lease is not cut short by ctx: a lease that committed while its
+// caller gave up would leave its events processing, unworked, until their
+// leases expired, at the cost of an attempt each. What it returns is
+// worked, within the shutdown's grace.
 func (in *Inbox) lease(ctx context.Context, n int) ([]inboxRow, error) {
 	if n <= 0 {
 		return nil, nil
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.Timeout)
+	defer cancel()
 	return in.store.inboxLease(ctx, in.cfg.Now(), n, in.cfg.Lease, in.cfg.MaxAttempts)
 }
 
