@@ -1,0 +1,275 @@
+package idempotency_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// The inbox's two halves on the 5 KB invoice.paid fixture, on both stores:
+//
+//	go test -run '^$' -bench Inbox -benchmem
+//
+// BenchmarkInboxIngest times inbox.Handler, one delivery at a time: a new
+// event (verify, parse, one insert, answer queued) and a duplicate (the
+// same insert finds the id). BenchmarkInboxDrain stores inboxDrainEvents
+// events with the timer stopped, then times the workers applying them all:
+// Run with the default 8 workers, and WorkDue, one at a time on the
+// caller's goroutine. Its ns/event is the time per event; ns/op is the time
+// of the whole batch. Each event is about an invoice of its own, so that
+// the per-object order does not serialise them, and its *stripe.Invoice
+// handler writes a row through PgxTx on PostgreSQL. The PostgreSQL test
+// server runs with fsync off.
+
+// inboxDrainEvents is how many events one BenchmarkInboxDrain iteration
+// applies: enough for the per-event time to dwarf Run's start, few enough
+// for CI's single iteration under -race.
+const inboxDrainEvents = 256
+
+// inboxDeliveries returns deliveries from+1 .. from+n of the template, each
+// a new event about an invoice of its own, signed now.
+func inboxDeliveries(t *deliveryTemplate, from, n int) []signedDelivery {
+	out := make([]signedDelivery, n)
+	for i := range out {
+		p := bytes.Clone(t.payload)
+		put := func(end int, v int) {
+			d := strconv.Itoa(v)
+			copy(p[end-len(d):end], d)
+		}
+		k := from + i + 1
+		put(t.eventAt, k)
+		put(t.invoiceAt, k)
+		put(t.accountAt, k%1000)
+		out[i] = signedDelivery{payload: p, header: idempotencytest.SignatureHeader(p, testSecret, time.Now())}
+	}
+	return out
+}
+
+// inboxBench is an inbox on one store, its webhook handler, and a count of
+// the events its handler applied.
+type inboxBench struct {
+	inbox   *idempotency.Inbox
+	h       http.Handler
+	applied atomic.Int64
+}
+
+// newInboxBench wires an inbox on store whose invoice.paid handler decodes
+// a *stripe.Invoice and calls write in the event's transaction.
+func newInboxBench(b *testing.B, store idempotency.Store, cfg idempotency.InboxConfig,
+	write func(ctx context.Context, tx idempotency.Tx, inv *stripe.Invoice) error) *inboxBench {
+	ib := &inboxBench{}
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		if ev.Object.Lines == nil || len(ev.Object.Lines.Data) == 0 {
+			return errors.New("decoded nothing")
+		}
+		if err := write(ctx, tx, ev.Object); err != nil {
+			return err
+		}
+		ib.applied.Add(1)
+		return nil
+	})
+	cfg.Logger = discardLogger()
+	in, err := idempotency.NewInbox(store, hs, cfg)
+	require.NoError(b, err)
+	h, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(b, err)
+	ib.inbox, ib.h = in, h
+	return ib
+}
+
+// memoryInvoiceWrite claims the invoice as a guard: the memory store's
+// stand-in for a row.
+func memoryInvoiceWrite(ctx context.Context, tx idempotency.Tx, inv *stripe.Invoice) error {
+	_, err := tx.Guard(ctx, "invoice-credit", inv.ID)
+	return err
+}
+
+// pgInvoiceWrite credits the invoice's account in the event's transaction.
+func pgInvoiceWrite(ctx context.Context, tx idempotency.Tx, inv *stripe.Invoice) error {
+	_, err := idempotency.PgxTx(tx).Exec(ctx,
+		`INSERT INTO counters (name, value) VALUES ($1, 1) ON CONFLICT (name) DO UPDATE SET value = counters.value + 1`,
+		inv.Metadata["account_id"])
+	return err
+}
+
+// inboxPgBench is a migrated PgxStore in a fresh schema with the counters
+// table pgInvoiceWrite writes, and a way to empty every table.
+type inboxPgBench struct {
+	db    func() *idempotency.PgxStore // a new store on the schema: no remembered claims
+	reset func()
+}
+
+func newInboxPgBench(b *testing.B) inboxPgBench {
+	db := newPgDB(b)
+	newStore := func() *idempotency.PgxStore {
+		s, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
+		require.NoError(b, err)
+		return s
+	}
+	require.NoError(b, newStore().Migrate(b.Context()))
+	_, err := db.Pool.Exec(b.Context(), `CREATE TABLE counters (name text PRIMARY KEY, value bigint NOT NULL)`)
+	require.NoError(b, err)
+	return inboxPgBench{db: newStore, reset: func() {
+		_, err := db.Pool.Exec(context.Background(), `TRUNCATE idempotency_inbox, idempotency_events, idempotency_guards, counters`)
+		require.NoError(b, err)
+	}}
+}
+
+// deliverInbox sends d to h and fails unless the answer is 200 with outcome want.
+func deliverInbox(b *testing.B, h http.Handler, d signedDelivery, req *http.Request, body *bytes.Reader, w *discardWriter) {
+	w.status = 0
+	h.ServeHTTP(w, d.request(req, body))
+	if w.status != http.StatusOK {
+		b.Fatalf("status %d", w.status)
+	}
+}
+
+func BenchmarkInboxIngest(b *testing.B) {
+	tmpl := newDeliveryTemplate(b)
+	const batch = 2048
+	ds := inboxDeliveries(tmpl, 0, batch)
+	stores := []struct {
+		name string
+		// open returns an inbox handler on a store, and a func that makes
+		// every delivery new again.
+		open func(b *testing.B) (http.Handler, func() http.Handler)
+	}{
+		{"memory", func(b *testing.B) (http.Handler, func() http.Handler) {
+			fresh := func() http.Handler {
+				return newInboxBench(b, idempotency.NewMemoryStore(), idempotency.InboxConfig{}, memoryInvoiceWrite).h
+			}
+			return fresh(), fresh
+		}},
+		{"postgres", func(b *testing.B) (http.Handler, func() http.Handler) {
+			pg := newInboxPgBench(b)
+			h := newInboxBench(b, pg.db(), idempotency.InboxConfig{}, pgInvoiceWrite).h
+			return h, func() http.Handler { pg.reset(); return h }
+		}},
+	}
+	for _, s := range stores {
+		b.Run(s.name+"/new", func(b *testing.B) {
+			h, fresh := s.open(b)
+			req, err := http.NewRequest(http.MethodPost, "/webhook", nil)
+			require.NoError(b, err)
+			var body bytes.Reader
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(ds[0].payload)))
+			i := 0
+			for b.Loop() {
+				if i == len(ds) {
+					b.StopTimer()
+					h, i = fresh(), 0
+					b.StartTimer()
+				}
+				deliverInbox(b, h, ds[i], req, &body, w)
+				i++
+			}
+		})
+		b.Run(s.name+"/duplicate", func(b *testing.B) {
+			h, _ := s.open(b)
+			req, err := http.NewRequest(http.MethodPost, "/webhook", nil)
+			require.NoError(b, err)
+			var body bytes.Reader
+			w := &discardWriter{h: http.Header{}}
+			deliverInbox(b, h, ds[0], req, &body, w)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(ds[0].payload)))
+			for b.Loop() {
+				deliverInbox(b, h, ds[0], req, &body, w)
+			}
+		})
+	}
+}
+
+func BenchmarkInboxDrain(b *testing.B) {
+	tmpl := newDeliveryTemplate(b)
+	ds := inboxDeliveries(tmpl, 0, inboxDrainEvents)
+	stores := []struct {
+		name string
+		// open returns a func that makes an empty inbox.
+		open func(b *testing.B) func() *inboxBench
+	}{
+		{"memory", func(b *testing.B) func() *inboxBench {
+			return func() *inboxBench {
+				return newInboxBench(b, idempotency.NewMemoryStore(), idempotency.InboxConfig{}, memoryInvoiceWrite)
+			}
+		}},
+		{"postgres", func(b *testing.B) func() *inboxBench {
+			pg := newInboxPgBench(b)
+			return func() *inboxBench {
+				pg.reset()
+				return newInboxBench(b, pg.db(), idempotency.InboxConfig{}, pgInvoiceWrite)
+			}
+		}},
+	}
+	drains := []struct {
+		name  string
+		drain func(b *testing.B, ib *inboxBench)
+	}{
+		{"Run", func(b *testing.B, ib *inboxBench) {
+			ctx, cancel := context.WithCancel(b.Context())
+			done := make(chan error, 1)
+			go func() { done <- ib.inbox.Run(ctx) }()
+			for ib.applied.Load() < inboxDrainEvents {
+				select {
+				case err := <-done:
+					b.Fatalf("Run returned early: %v", err)
+				case <-time.After(100 * time.Microsecond):
+				}
+			}
+			cancel()
+			require.NoError(b, <-done)
+		}},
+		{"WorkDue", func(b *testing.B, ib *inboxBench) {
+			n, err := ib.inbox.WorkDue(b.Context())
+			require.NoError(b, err)
+			require.Equal(b, inboxDrainEvents, n)
+		}},
+	}
+	for _, s := range stores {
+		for _, d := range drains {
+			b.Run(s.name+"/"+d.name, func(b *testing.B) {
+				fresh := s.open(b)
+				req, err := http.NewRequest(http.MethodPost, "/webhook", nil)
+				require.NoError(b, err)
+				var body bytes.Reader
+				w := &discardWriter{h: http.Header{}}
+				b.ReportAllocs()
+				var elapsed time.Duration
+				iterations := 0
+				for b.Loop() {
+					iterations++
+					b.StopTimer()
+					ib := fresh()
+					for _, dl := range ds {
+						deliverInbox(b, ib.h, dl, req, &body, w)
+					}
+					start := time.Now()
+					b.StartTimer()
+					d.drain(b, ib)
+					b.StopTimer()
+					elapsed += time.Since(start)
+					require.EqualValues(b, inboxDrainEvents, ib.applied.Load(), "events applied")
+					st, err := ib.inbox.Stats(b.Context())
+					require.NoError(b, err)
+					require.Equal(b, inboxDrainEvents, st.Counts[idempotency.InboxProcessed], "events processed")
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(elapsed.Nanoseconds())/float64(iterations*inboxDrainEvents), "ns/event")
+			})
+		}
+	}
+}
