@@ -216,7 +216,12 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 	// backlog although the LIMIT stops it after a few rows; on a large inbox
 	// that estimate crosses jit_above_cost, and compiling the plan would
 	// cost a few hundred milliseconds, under the lease lock, per lease.
-	batch.Queue(`SET LOCAL jit = off`)
+	// For the same reason PostgreSQL never trusts the prepared lease's
+	// generic plan and plans it anew on every lease, which costs more than
+	// running it (0.4 ms against 0.2 on a 50,000-event backlog); the
+	// generic plan is the custom one: the partial indexes match the
+	// predicates and give the order, whatever the parameters.
+	batch.Queue(`SELECT set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`)
 	batch.Queue(s.inbox.lock, s.cfg.Schema)
 	batch.Queue(s.inbox.deadLetter, now, maxAttempts)
 	batch.Queue(s.inbox.lease, now, limit, now.Add(lease))
