@@ -1,0 +1,564 @@
+package idempotency_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
+)
+
+// The inbox's promises on a real PostgreSQL, with faults: events come in
+// through the inbox's HTTP handler, Run's workers apply them in
+// transactions that write business rows, and afterwards the database
+// itself is checked: every distinct event claimed and applied once, one
+// credit per invoice, every inbox row finished.
+
+// faultApp is a service in inbox mode on one schema. invoice.paid and
+// invoice.payment_succeeded record the event in applied (seq: the order
+// the handlers wrote in; proc: the process) and credit the invoice's
+// account 100, once per invoice (a guard), all in the event's transaction.
+// Processes (faultProc) are replicas of it, each with a pool of its own.
+type faultApp struct {
+	db       *pgtest.DB
+	observer *idempotency.Inbox // on db.Pool, which no fault touches: stats and lists
+	logs     *syncBuffer        // warnings and errors of every process, shown when a test fails
+	logger   *slog.Logger
+	tmpl     map[string]faultTemplate // event type → payload template
+
+	mu      sync.Mutex
+	runs    map[string]int                  // handler calls per event id, every attempt
+	results map[string][]idempotency.Result // the attempts' results per event id, every process
+	hook    func(ctx context.Context, tx idempotency.Tx, proc, eventID string) error
+}
+
+// faultEvent is one event a scenario sends.
+type faultEvent struct {
+	ID, Type, Invoice, Account string
+	Created                    int64 // seconds after faultCreated
+}
+
+const faultCreated = 1756742400 // 2025-09-01T16:00:00Z
+
+// faultInvoice is what the handlers read of an invoice.
+type faultInvoice struct {
+	ID       string            `json:"id"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+func newFaultApp(t *testing.T) *faultApp {
+	t.Helper()
+	a := &faultApp{db: newPgDB(t), runs: map[string]int{}, results: map[string][]idempotency.Result{},
+		tmpl: map[string]faultTemplate{}, logs: &syncBuffer{}}
+	a.logger = slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("inbox logs (warnings and errors):\n%s", a.logs.String())
+		}
+	})
+	ctx := t.Context()
+	store, err := idempotency.NewPgxStore(a.db.Pool, idempotency.PgxConfig{Schema: a.db.Schema})
+	require.NoError(t, err)
+	require.NoError(t, store.Migrate(ctx))
+	for _, q := range []string{
+		`CREATE TABLE accounts (id text PRIMARY KEY, credits bigint NOT NULL)`,
+		`CREATE TABLE applied (seq bigserial PRIMARY KEY, event_id text NOT NULL, object_id text NOT NULL, proc text NOT NULL)`,
+	} {
+		_, err := a.db.Pool.Exec(ctx, q)
+		require.NoError(t, err, q)
+	}
+	a.observer, err = idempotency.NewInbox(store, idempotency.NewHandlers(), idempotency.InboxConfig{Logger: discardLogger()})
+	require.NoError(t, err)
+	for _, typ := range []string{"invoice.paid", "invoice.payment_succeeded"} {
+		a.tmpl[typ] = newFaultTemplate(t, typ)
+	}
+	return a
+}
+
+// handlers are the service's handlers as process proc registers them.
+func (a *faultApp) handlers(proc string) *idempotency.Handlers {
+	hs := idempotency.NewHandlers()
+	apply := func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[faultInvoice]) error {
+		a.mu.Lock()
+		a.runs[ev.ID]++
+		hook := a.hook
+		a.mu.Unlock()
+		q := idempotency.PgxTx(tx)
+		if _, err := q.Exec(ctx, `INSERT INTO applied (event_id, object_id, proc) VALUES ($1, $2, $3)`, ev.ID, ev.Object.ID, proc); err != nil {
+			return err
+		}
+		first, err := tx.Guard(ctx, "invoice-credit", ev.Object.ID)
+		if err != nil {
+			return err
+		}
+		// The hook runs before the credit: a transaction it holds open
+		// then locks rows of its own event only, not its account's, which
+		// other events credit too.
+		if hook != nil {
+			if err := hook(ctx, tx, proc, ev.ID); err != nil {
+				return err
+			}
+		}
+		if first {
+			_, err = q.Exec(ctx, `INSERT INTO accounts (id, credits) VALUES ($1, 100)
+ON CONFLICT (id) DO UPDATE SET credits = accounts.credits + 100`, ev.Object.Metadata["account_id"])
+		}
+		return err
+	}
+	idempotency.On(hs, "invoice.paid", apply)
+	idempotency.On(hs, "invoice.payment_succeeded", apply)
+	return hs
+}
+
+func (a *faultApp) handlerRuns(eventID string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.runs[eventID]
+}
+
+// faultProc is one process of the service: a pool of its own, whose
+// sessions carry the application name appName, a store, an inbox and its
+// HTTP handler.
+type faultProc struct {
+	name, appName string
+	pool          *pgxpool.Pool
+	inbox         *idempotency.Inbox
+	handler       http.Handler
+	attempts      atomic.Int64 // inbox attempts reported
+
+	stop func() // stops Run and waits for it; set by run
+}
+
+// process starts a process on the schema's unix socket.
+func (a *faultApp) process(t *testing.T, name string, cfg idempotency.InboxConfig) *faultProc {
+	t.Helper()
+	return a.processOn(t, name, a.db.URL, cfg)
+}
+
+// processOn starts a process connecting with url (db.URL, or its TCP form).
+func (a *faultApp) processOn(t *testing.T, name, url string, cfg idempotency.InboxConfig) *faultProc {
+	t.Helper()
+	p := &faultProc{name: name, appName: a.db.Schema + "_" + name}
+	poolCfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	poolCfg.ConnConfig.RuntimeParams["application_name"] = p.appName
+	poolCfg.MaxConns = 24
+	p.pool, err = pgxpool.NewWithConfig(t.Context(), poolCfg)
+	require.NoError(t, err)
+	t.Cleanup(p.pool.Close)
+	store, err := idempotency.NewPgxStore(p.pool, idempotency.PgxConfig{Schema: a.db.Schema})
+	require.NoError(t, err)
+	cfg.Logger = a.logger
+	cfg.OnResult = func(r idempotency.Result) {
+		p.attempts.Add(1)
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.results[r.EventID] = append(a.results[r.EventID], r)
+	}
+	p.inbox, err = idempotency.NewInbox(store, a.handlers(name), cfg)
+	require.NoError(t, err)
+	p.handler, err = p.inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: a.logger})
+	require.NoError(t, err)
+	return p
+}
+
+// run starts the process's workers until the test ends or p.stop.
+func (p *faultProc) run(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.inbox.Run(ctx) }()
+	p.stop = sync.OnceFunc(func() {
+		cancel()
+		assert.NoError(t, <-done, "Run of %s", p.name)
+	})
+	t.Cleanup(p.stop) // before the pool closes: cleanups run last in, first out
+}
+
+// faultTemplate is an event type's fixture encoded once with placeholders
+// and cut around them, so that a payload costs one copy, not a JSON
+// round trip: the burst sends thousands.
+type faultTemplate [][]byte // text, placeholder, text, placeholder, ..., text
+
+// faultMarks are the placeholders in the order payload takes their values.
+var faultMarks = []string{`"evt_TEMPLATE"`, `"in_TEMPLATE"`, `"acct_TEMPLATE"`, `4102444800`}
+
+func newFaultTemplate(t *testing.T, typ string) faultTemplate {
+	t.Helper()
+	var ev map[string]any
+	require.NoError(t, json.Unmarshal(fixture(t, typ), &ev))
+	ev["id"] = "evt_TEMPLATE"
+	ev["created"] = 4102444800
+	obj := ev["data"].(map[string]any)["object"].(map[string]any)
+	obj["id"] = "in_TEMPLATE"
+	obj["metadata"] = map[string]any{"account_id": "acct_TEMPLATE"}
+	b, err := json.Marshal(ev)
+	require.NoError(t, err)
+	type at struct{ pos, mark int }
+	var found []at
+	for i, m := range faultMarks {
+		require.Equal(t, 1, bytes.Count(b, []byte(m)), "placeholder %s in the %s template", m, typ)
+		found = append(found, at{bytes.Index(b, []byte(m)), i})
+	}
+	slices.SortFunc(found, func(x, y at) int { return x.pos - y.pos })
+	var tp faultTemplate
+	prev := 0
+	for _, f := range found {
+		tp = append(tp, b[prev:f.pos], []byte{byte(f.mark)})
+		prev = f.pos + len(faultMarks[f.mark])
+	}
+	return append(tp, b[prev:])
+}
+
+// payload is the signed body of ev.
+func (a *faultApp) payload(ev faultEvent) []byte {
+	vals := []string{strconv.Quote(ev.ID), strconv.Quote(ev.Invoice), strconv.Quote(ev.Account), strconv.FormatInt(faultCreated+ev.Created, 10)}
+	tp := a.tmpl[ev.Type]
+	out := make([]byte, 0, 6<<10)
+	for i, part := range tp {
+		if i%2 == 0 {
+			out = append(out, part...)
+		} else {
+			out = append(out, vals[part[0]]...)
+		}
+	}
+	return out
+}
+
+// faultEvents are n events of prefix about n - n/twinEvery invoices of 16
+// accounts: every twinEvery-th event (when twinEvery > 0) is a twin, an
+// invoice.payment_succeeded one second after the invoice.paid of the
+// invoice before it, as Stripe sends both for one payment.
+func faultEvents(prefix string, n, twinEvery int) []faultEvent {
+	evs := make([]faultEvent, n)
+	for k := range evs {
+		evs[k] = faultStreamEvent(prefix, 0, k, twinEvery)
+	}
+	return evs
+}
+
+// faultStreamEvent is event k of a sender's stream; see faultEvents.
+func faultStreamEvent(prefix string, sender, k, twinEvery int) faultEvent {
+	inv, typ, created := k, "invoice.paid", int64(0)
+	if twinEvery > 0 && k%twinEvery == twinEvery-1 {
+		inv, typ, created = k-1, "invoice.payment_succeeded", 1
+	}
+	return faultEvent{
+		ID:      fmt.Sprintf("evt_%s_%d_%d", prefix, sender, k),
+		Type:    typ,
+		Invoice: fmt.Sprintf("in_%s_%d_%d", prefix, sender, inv),
+		Account: fmt.Sprintf("acct_%s_%d", prefix, (sender*7+inv)%16),
+		Created: created,
+	}
+}
+
+// faultTraffic is Stripe's side of a scenario: senders that each deliver
+// their events one after another, every event again after a non-2xx
+// answer until it is answered 2xx.
+type faultTraffic struct {
+	a  *faultApp
+	hs []http.Handler // sender i sends to hs[i%len(hs)]
+
+	enough chan struct{} // closed: senders finish the event in hand and stop
+	wg     sync.WaitGroup
+
+	accepted atomic.Int64 // events answered 2xx
+	mu       sync.Mutex
+	sent     []faultEvent // the events answered 2xx
+	statuses map[int]int  // every answer
+	outcomes map[idempotency.Outcome]int
+	refused  []int // per sender: non-2xx answers
+}
+
+// faultResendPause is how long a sender waits before it sends an event
+// again: Stripe waits too, and a tight loop against a stopped database
+// would only burn the CPU the restart needs.
+const faultResendPause = 10 * time.Millisecond
+
+// startTraffic starts senders senders; sender s sends next(s, 0), next(s,
+// 1), ... until next says there is no more, or until tr.stop.
+func (a *faultApp) startTraffic(t *testing.T, hs []http.Handler, senders int, next func(sender, k int) (faultEvent, bool)) *faultTraffic {
+	tr := &faultTraffic{a: a, hs: hs, enough: make(chan struct{}), statuses: map[int]int{}, outcomes: map[idempotency.Outcome]int{}, refused: make([]int, senders)}
+	for s := range senders {
+		tr.wg.Go(func() {
+			for k := 0; ; k++ {
+				select {
+				case <-tr.enough:
+					return
+				default:
+				}
+				ev, ok := next(s, k)
+				if !ok || !tr.deliver(t, s, ev) {
+					return
+				}
+			}
+		})
+	}
+	t.Cleanup(tr.stop)
+	return tr
+}
+
+// startAll starts senders senders that send events between them, each
+// event until it is accepted.
+func (a *faultApp) startAll(t *testing.T, hs []http.Handler, events []faultEvent, senders int) *faultTraffic {
+	return a.startTraffic(t, hs, senders, func(s, k int) (faultEvent, bool) {
+		i := s + k*senders
+		if i >= len(events) {
+			return faultEvent{}, false
+		}
+		return events[i], true
+	})
+}
+
+// deliver sends ev until it is answered 2xx; any answer but 200 and 503 is
+// a failure. It reports whether ev was accepted.
+func (tr *faultTraffic) deliver(t *testing.T, sender int, ev faultEvent) bool {
+	payload := tr.a.payload(ev)
+	h := tr.hs[sender%len(tr.hs)]
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ans := idempotencytest.Deliver(h, payload, testSecret)
+		tr.mu.Lock()
+		tr.statuses[ans.Status]++
+		if ans.Status == http.StatusOK {
+			tr.outcomes[ans.Outcome]++
+			tr.sent = append(tr.sent, ev)
+		} else {
+			tr.refused[sender]++
+		}
+		tr.mu.Unlock()
+		if ans.Status == http.StatusOK {
+			tr.accepted.Add(1)
+			return true
+		}
+		if !assert.Equal(t, http.StatusServiceUnavailable, ans.Status, "event %s: %s", ev.ID, ans.Body) ||
+			!assert.True(t, time.Now().Before(deadline), "event %s still refused after a minute: %s", ev.ID, ans.Body) {
+			return false
+		}
+		time.Sleep(faultResendPause)
+	}
+}
+
+// stop lets every sender finish the event in hand, and waits for them.
+func (tr *faultTraffic) stop() {
+	select {
+	case <-tr.enough:
+	default:
+		close(tr.enough)
+	}
+	tr.wg.Wait()
+}
+
+// awaitInbox polls the inbox's counts until done accepts them, and returns
+// them; it fails the test after within.
+func (a *faultApp) awaitInbox(t *testing.T, within time.Duration, what string, done func(idempotency.InboxStats) bool) idempotency.InboxStats {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st, err := a.observer.Stats(t.Context())
+		if err == nil && done(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			require.FailNowf(t, "inbox not as awaited", "%s: not after %s: counts %v, error %v", what, within, st.Counts, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// awaitDrained waits until want events are processed and none is left to
+// apply.
+func (a *faultApp) awaitDrained(t *testing.T, want int, within time.Duration) idempotency.InboxStats {
+	t.Helper()
+	return a.awaitInbox(t, within, fmt.Sprintf("%d events processed, none left", want), func(st idempotency.InboxStats) bool {
+		return st.Counts[idempotency.InboxProcessed] >= want &&
+			st.Counts[idempotency.InboxPending]+st.Counts[idempotency.InboxProcessing]+st.Counts[idempotency.InboxFailed] == 0
+	})
+}
+
+// requireExactlyOnce checks the database after a scenario in which events
+// were sent (copies included): each distinct event claimed in the ledger
+// and its handler's writes committed exactly once, no other event, one
+// credit of 100 per distinct invoice to its account, every inbox row
+// processed.
+func (a *faultApp) requireExactlyOnce(t *testing.T, events []faultEvent) {
+	t.Helper()
+	ctx := t.Context()
+	ids := map[string]bool{}
+	invoices := map[string]string{}
+	for _, ev := range events {
+		ids[ev.ID] = true
+		invoices[ev.Invoice] = ev.Account
+	}
+	idList := make([]string, 0, len(ids))
+	for id := range ids {
+		idList = append(idList, id)
+	}
+	count := func(q string, args ...any) int {
+		t.Helper()
+		var n int
+		require.NoError(t, a.db.Pool.QueryRow(ctx, q, args...).Scan(&n), q)
+		return n
+	}
+	require.Equal(t, len(ids), count(`SELECT count(*) FROM idempotency_events`), "ledger rows")
+	require.Equal(t, len(ids), count(`SELECT count(*) FROM idempotency_events WHERE event_id = ANY ($1) AND outcome = 'processed'`, idList),
+		"events sent that the ledger has as processed")
+	require.Equal(t, len(ids), count(`SELECT count(*) FROM applied`), "handler writes committed")
+	require.Equal(t, len(ids), count(`SELECT count(DISTINCT event_id) FROM applied WHERE event_id = ANY ($1)`, idList),
+		"events sent whose handler's writes committed")
+	require.Equal(t, len(invoices), count(`SELECT count(*) FROM idempotency_guards WHERE scope = 'invoice-credit'`), "invoices credited")
+
+	want := map[string]int{}
+	for _, acct := range invoices {
+		want[acct] += 100
+	}
+	rows, err := a.db.Pool.Query(ctx, `SELECT id, credits FROM accounts`)
+	require.NoError(t, err)
+	got := map[string]int{}
+	var acct string
+	var credits int
+	_, err = pgx.ForEachRow(rows, []any{&acct, &credits}, func() error {
+		got[acct] = credits
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, want, got, "credits per account: 100 per distinct invoice")
+
+	st, err := a.observer.Stats(ctx)
+	require.NoError(t, err)
+	for state, n := range st.Counts {
+		if state == idempotency.InboxProcessed {
+			require.Equal(t, len(ids), n, "inbox rows processed")
+		} else {
+			require.Zero(t, n, "inbox rows %s", state)
+		}
+	}
+	require.True(t, st.OldestPending.IsZero(), "nothing left to apply")
+}
+
+// record is the inbox's record of ev.
+func (a *faultApp) record(t *testing.T, ev faultEvent) idempotency.InboxRecord {
+	t.Helper()
+	recs, err := a.observer.List(t.Context(), idempotency.InboxFilter{ObjectID: ev.Invoice, Limit: idempotency.MaxListLimit})
+	require.NoError(t, err)
+	for _, r := range recs {
+		if r.EventID == ev.ID {
+			return r
+		}
+	}
+	require.FailNowf(t, "event not in the inbox", "%s", ev.ID)
+	return idempotency.InboxRecord{}
+}
+
+// TestPgxInboxFaultConcurrentCopies: 50 concurrent copies of one event at
+// ingest store it once; it is applied once, and later copies change
+// nothing.
+func TestPgxInboxFaultConcurrentCopies(t *testing.T) {
+	t.Parallel()
+	a := newFaultApp(t)
+	p := a.process(t, "main", idempotency.InboxConfig{})
+	p.run(t)
+	ev := faultEvent{ID: "evt_copies", Type: "invoice.paid", Invoice: "in_copies", Account: "acct_copies"}
+
+	answers := idempotencytest.Replay(p.handler, a.payload(ev), testSecret, 50)
+	require.Equal(t, map[int]int{http.StatusOK: 50}, answers.Statuses())
+	require.Equal(t, 1, answers.Count(idempotency.OutcomeQueued))
+	require.Equal(t, 49, answers.Count(idempotency.OutcomeDuplicate))
+	a.awaitDrained(t, 1, 30*time.Second)
+
+	answers = idempotencytest.Replay(p.handler, a.payload(ev), testSecret, 50)
+	require.Equal(t, 50, answers.Count(idempotency.OutcomeDuplicate), "copies of an applied event")
+	p.stop()
+	a.requireExactlyOnce(t, []faultEvent{ev})
+	require.Equal(t, 1, a.handlerRuns(ev.ID))
+	require.Equal(t, 1, a.record(t, ev).Attempt)
+}
+
+// TestPgxInboxFaultTwins: invoice.paid and invoice.payment_succeeded for
+// one invoice, each sent in concurrent copies, credit it once; both events
+// are applied (the earlier created first, so it holds the credit).
+func TestPgxInboxFaultTwins(t *testing.T) {
+	t.Parallel()
+	a := newFaultApp(t)
+	p := a.process(t, "main", idempotency.InboxConfig{})
+	paid := faultEvent{ID: "evt_twin_paid", Type: "invoice.paid", Invoice: "in_twin", Account: "acct_twin"}
+	succeeded := faultEvent{ID: "evt_twin_succeeded", Type: "invoice.payment_succeeded", Invoice: "in_twin", Account: "acct_twin", Created: 1}
+
+	var wg sync.WaitGroup
+	answers := make([]idempotencytest.Answers, 2)
+	for i, ev := range []faultEvent{succeeded, paid} {
+		wg.Go(func() { answers[i] = idempotencytest.Replay(p.handler, a.payload(ev), testSecret, 10) })
+	}
+	wg.Wait()
+	for i, as := range answers {
+		require.Equal(t, 1, as.Count(idempotency.OutcomeQueued), "event %d", i)
+		require.Equal(t, 9, as.Count(idempotency.OutcomeDuplicate), "event %d", i)
+	}
+	p.run(t)
+	a.awaitDrained(t, 2, 30*time.Second)
+	p.stop()
+	a.requireExactlyOnce(t, []faultEvent{paid, succeeded})
+	var holder string
+	require.NoError(t, a.db.Pool.QueryRow(t.Context(), `SELECT event_id FROM idempotency_guards WHERE scope = 'invoice-credit' AND key = 'in_twin'`).Scan(&holder))
+	require.Equal(t, paid.ID, holder, "the earlier created event of the invoice went first")
+}
+
+// TestPgxInboxFaultTwoProcesses runs two processes on one schema, each with
+// a pool and handlers of its own: both ingest (every fourth event reaches
+// both, at the same time) and both run workers. Every event is stored once
+// and applied once, in one attempt, and both processes applied events.
+func TestPgxInboxFaultTwoProcesses(t *testing.T) {
+	t.Parallel()
+	a := newFaultApp(t)
+	cfg := idempotency.InboxConfig{Workers: 4, PollInterval: 100 * time.Millisecond}
+	one, two := a.process(t, "one", cfg), a.process(t, "two", cfg)
+	one.run(t)
+	two.run(t)
+	events := faultEvents("two", 600, 5)
+	var copies []faultEvent
+	for i := 0; i < len(events); i += 4 {
+		copies = append(copies, events[i])
+	}
+	// Sender i sends to process i%2; copies go to the other one.
+	originals := a.startAll(t, []http.Handler{one.handler, two.handler}, events, 16)
+	again := a.startAll(t, []http.Handler{two.handler, one.handler}, copies, 4)
+	originals.wg.Wait()
+	again.wg.Wait()
+	require.Equal(t, len(events), originals.outcomes[idempotency.OutcomeQueued]+again.outcomes[idempotency.OutcomeQueued], "stored once")
+	require.Equal(t, len(copies), originals.outcomes[idempotency.OutcomeDuplicate]+again.outcomes[idempotency.OutcomeDuplicate])
+
+	a.awaitDrained(t, len(events), time.Minute)
+	one.stop()
+	two.stop()
+	a.requireExactlyOnce(t, events)
+	require.Equal(t, int64(len(events)), one.attempts.Load()+two.attempts.Load(), "one attempt per event")
+	rows, err := a.db.Pool.Query(t.Context(), `SELECT proc, count(*) FROM applied GROUP BY proc`)
+	require.NoError(t, err)
+	byProc := map[string]int{}
+	var proc string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&proc, &n}, func() error {
+		byProc[proc] = n
+		return nil
+	})
+	require.NoError(t, err)
+	t.Logf("events applied by process: %v", byProc)
+	require.NotZero(t, byProc["one"], "process one applied nothing")
+	require.NotZero(t, byProc["two"], "process two applied nothing")
+}
