@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -561,4 +563,191 @@ func TestPgxInboxFaultTwoProcesses(t *testing.T) {
 	t.Logf("events applied by process: %v", byProc)
 	require.NotZero(t, byProc["one"], "process one applied nothing")
 	require.NotZero(t, byProc["two"], "process two applied nothing")
+}
+
+// setHook sets what the handlers call inside the transaction, after the
+// event's own writes (applied, the guard) and before the credit.
+func (a *faultApp) setHook(hook func(ctx context.Context, tx idempotency.Tx, proc, eventID string) error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.hook = hook
+}
+
+// sendAll is startAll, returning when every event is accepted.
+func (a *faultApp) sendAll(t *testing.T, hs []http.Handler, events []faultEvent, senders int) *faultTraffic {
+	tr := a.startAll(t, hs, events, senders)
+	tr.wg.Wait()
+	return tr
+}
+
+// attemptResults are the results of eventID's attempts so far.
+func (a *faultApp) attemptResults(eventID string) []idempotency.Result {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.results[eventID])
+}
+
+// faultGate holds the next n handler attempts inside their transactions,
+// after their own writes, until it is opened.
+type faultGate struct {
+	left    atomic.Int32
+	entered chan string // event ids
+	release chan struct{}
+	open    func()
+}
+
+func newFaultGate(n int) *faultGate {
+	g := &faultGate{entered: make(chan string, n), release: make(chan struct{})}
+	g.left.Store(int32(n))
+	g.open = sync.OnceFunc(func() { close(g.release) })
+	return g
+}
+
+func (g *faultGate) hook(ctx context.Context, _ idempotency.Tx, _, eventID string) error {
+	if g.left.Add(-1) < 0 {
+		return nil
+	}
+	g.entered <- eventID
+	select {
+	case <-g.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// await returns the ids of the n events held.
+func (g *faultGate) await(t *testing.T, n int) []string {
+	t.Helper()
+	var ids []string
+	for range n {
+		select {
+		case id := <-g.entered:
+			ids = append(ids, id)
+		case <-time.After(30 * time.Second):
+			require.FailNow(t, "handlers did not reach the gate")
+		}
+	}
+	return ids
+}
+
+// faultBackoff retries a failed attempt soon: these tests are about
+// exactly once, not about the schedule.
+func faultBackoff(int) time.Duration { return 50 * time.Millisecond }
+
+// TestPgxInboxFaultPoisonEvent: an event whose handler always fails is
+// dead-lettered after MaxAttempts with its last error, without holding the
+// others back; once the cause is fixed, Redrive applies it once.
+func TestPgxInboxFaultPoisonEvent(t *testing.T) {
+	t.Parallel()
+	a := newFaultApp(t)
+	p := a.process(t, "main", idempotency.InboxConfig{MaxAttempts: 3, Backoff: faultBackoff, PollInterval: 100 * time.Millisecond})
+	poison := faultEvent{ID: "evt_poison", Type: "invoice.paid", Invoice: "in_poison", Account: "acct_poison"}
+	const cause = "accounting API: 422 invoice in_poison has no tax rate"
+	var poisoned atomic.Bool
+	poisoned.Store(true)
+	a.setHook(func(_ context.Context, _ idempotency.Tx, _, eventID string) error {
+		if eventID == poison.ID && poisoned.Load() {
+			return errors.New(cause)
+		}
+		return nil
+	})
+	events := append(faultEvents("poison", 20, 0), poison)
+	p.run(t)
+	a.sendAll(t, []http.Handler{p.handler}, events, 4)
+	a.awaitInbox(t, 30*time.Second, "the poison dead-lettered, the others processed", func(st idempotency.InboxStats) bool {
+		return st.Counts[idempotency.InboxDeadLetter] == 1 && st.Counts[idempotency.InboxProcessed] == len(events)-1 &&
+			st.Counts[idempotency.InboxPending]+st.Counts[idempotency.InboxProcessing]+st.Counts[idempotency.InboxFailed] == 0
+	})
+	r := a.record(t, poison)
+	require.Equal(t, idempotency.InboxDeadLetter, r.State)
+	require.Equal(t, 3, r.Attempt)
+	require.Contains(t, r.LastError, cause)
+	require.False(t, r.FinishedAt.IsZero())
+	require.Equal(t, 3, a.handlerRuns(poison.ID))
+	for i, res := range a.attemptResults(poison.ID) {
+		require.Equal(t, i+1, res.Attempt)
+		require.ErrorContains(t, res.Err, cause)
+	}
+	var n int
+	require.NoError(t, a.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM applied WHERE event_id = $1`, poison.ID).Scan(&n))
+	require.Zero(t, n, "the failed attempts' writes rolled back")
+	require.NoError(t, a.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM accounts WHERE id = $1`, poison.Account).Scan(&n))
+	require.Zero(t, n, "nor credited")
+
+	poisoned.Store(false) // the cause is fixed
+	n, err := p.inbox.Redrive(t.Context(), idempotency.RedriveFilter{DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	n, err = p.inbox.Redrive(t.Context(), idempotency.RedriveFilter{})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	a.awaitDrained(t, len(events), 30*time.Second)
+	p.stop()
+	a.requireExactlyOnce(t, events)
+	r = a.record(t, poison)
+	require.Equal(t, 1, r.Attempt, "a fresh attempt budget")
+	require.Equal(t, 4, a.handlerRuns(poison.ID))
+}
+
+// TestPgxInboxFaultOrderUnderBusyWorkers: while every worker is busy with
+// slow events of other objects, events of three objects arrive newest
+// first; once workers are free, each object's events are applied one at a
+// time, oldest created first (ties by event id), as the handler's serial
+// column records. PostgreSQL watches the "one at a time": a unique index
+// allows one processing event per object, so a lease that broke the rule
+// would fail.
+func TestPgxInboxFaultOrderUnderBusyWorkers(t *testing.T) {
+	t.Parallel()
+	a := newFaultApp(t)
+	_, err := a.db.Pool.Exec(t.Context(), `CREATE UNIQUE INDEX one_processing_per_object ON idempotency_inbox (object_id)
+WHERE state = 'processing' AND object_id <> ''`)
+	require.NoError(t, err)
+	const workers = 4
+	p := a.process(t, "main", idempotency.InboxConfig{Workers: workers})
+	g := newFaultGate(workers)
+	a.setHook(func(ctx context.Context, tx idempotency.Tx, proc, eventID string) error {
+		if strings.HasPrefix(eventID, "evt_slow_") {
+			return g.hook(ctx, tx, proc, eventID)
+		}
+		return nil
+	})
+	var slow, ordered []faultEvent
+	for i := range workers {
+		slow = append(slow, faultEvent{ID: fmt.Sprintf("evt_slow_%d", i), Type: "invoice.paid", Invoice: fmt.Sprintf("in_slow_%d", i), Account: "acct_slow"})
+	}
+	// Event k of object o is evt_order_o_k; k = 1..6 are created 5, 4, 3,
+	// 2, 1 and 1 seconds in, and sent newest first (the tie: 6, then 5).
+	created := []int64{0, 5, 4, 3, 2, 1, 1}
+	for _, k := range []int{1, 2, 3, 4, 6, 5} {
+		for o := range 3 {
+			ordered = append(ordered, faultEvent{ID: fmt.Sprintf("evt_order_%d_%d", o, k), Type: "invoice.paid",
+				Invoice: fmt.Sprintf("in_order_%d", o), Account: "acct_order", Created: created[k]})
+		}
+	}
+	p.run(t)
+	t.Cleanup(g.open)
+	a.sendAll(t, []http.Handler{p.handler}, slow, workers)
+	g.await(t, workers)
+	a.sendAll(t, []http.Handler{p.handler}, ordered, 1) // one sender: in this order
+	st, err := a.observer.Stats(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, len(ordered), st.Counts[idempotency.InboxPending], "every worker busy: none of them taken yet")
+	g.open()
+	a.awaitDrained(t, len(slow)+len(ordered), 30*time.Second)
+	p.stop()
+
+	require.NotContains(t, a.logs.String(), "cannot take due events", "a lease failed: two events of one object at once?")
+	for o := range 3 {
+		rows, err := a.db.Pool.Query(t.Context(), `SELECT event_id FROM applied WHERE object_id = $1 ORDER BY seq`, fmt.Sprintf("in_order_%d", o))
+		require.NoError(t, err)
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		var want []string
+		for _, k := range []int{5, 6, 4, 3, 2, 1} {
+			want = append(want, fmt.Sprintf("evt_order_%d_%d", o, k))
+		}
+		require.Equal(t, want, got, "object in_order_%d in created order", o)
+	}
+	a.requireExactlyOnce(t, append(slow, ordered...))
 }
