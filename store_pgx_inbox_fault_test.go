@@ -40,6 +40,7 @@ import (
 type faultApp struct {
 	db       *pgtest.DB
 	observer *idempotency.Inbox // on db.Pool, which no fault touches: stats and lists
+	admin    *pgxpool.Pool      // the server's, outside the schema: pg_stat_activity, pg_terminate_backend
 	logs     *syncBuffer        // warnings and errors of every process, shown when a test fails
 	logger   *slog.Logger
 	tmpl     map[string]faultTemplate // event type → payload template
@@ -66,7 +67,7 @@ type faultInvoice struct {
 
 func newFaultApp(t *testing.T) *faultApp {
 	t.Helper()
-	a := &faultApp{db: newPgDB(t), runs: map[string]int{}, results: map[string][]idempotency.Result{},
+	a := &faultApp{db: newPgDB(t), admin: pgtest.AdminPool(t), runs: map[string]int{}, results: map[string][]idempotency.Result{},
 		tmpl: map[string]faultTemplate{}, logs: &syncBuffer{}}
 	a.logger = slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	t.Cleanup(func() {
@@ -750,4 +751,183 @@ WHERE state = 'processing' AND object_id <> ''`)
 		require.Equal(t, want, got, "object in_order_%d in created order", o)
 	}
 	a.requireExactlyOnce(t, append(slow, ordered...))
+}
+
+func (tr *faultTraffic) refusedBy(sender int) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.refused[sender]
+}
+
+// faultAwait polls cond until it holds; it fails the test after within.
+func faultAwait(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			require.FailNowf(t, "condition not reached", "%s: not after %s", what, within)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// listener is the pid of p's listening session, awaited until there is
+// exactly one and it is not old.
+func (a *faultApp) listener(t *testing.T, p *faultProc, old int32) int32 {
+	t.Helper()
+	var pid int32
+	faultAwait(t, 15*time.Second, p.name+" listening", func() bool {
+		rows, err := a.admin.Query(t.Context(), `SELECT pid FROM pg_stat_activity
+WHERE application_name = $1 AND state = 'idle' AND query LIKE 'LISTEN %'`, p.appName)
+		if err != nil {
+			return false // the admin pool's connection may have gone with a restart
+		}
+		pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil || len(pids) != 1 || pids[0] == old {
+			return false
+		}
+		pid = pids[0]
+		return true
+	})
+	return pid
+}
+
+// terminateSessions ends every session of p, as an operator's
+// pg_terminate_backend or a failover would, and returns how many.
+func (a *faultApp) terminateSessions(t *testing.T, p *faultProc) int {
+	t.Helper()
+	var n int
+	require.NoError(t, a.admin.QueryRow(t.Context(), `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
+FROM pg_stat_activity WHERE application_name = $1`, p.appName).Scan(&n))
+	return n
+}
+
+// TestPgxInboxFaultDatabaseRestart stops PostgreSQL while 8 senders ingest
+// and workers are inside transactions, and starts it again: every answer
+// is 200 or 503, each refused event is sent again until accepted, the
+// workers drain on their own (listening again), and every event is applied
+// exactly once.
+func TestPgxInboxFaultDatabaseRestart(t *testing.T) {
+	cluster := pgtest.Server(t) // not parallel: it stops the shared server
+	a := newFaultApp(t)
+	// Over TCP, as in production: the pool's connections die with the
+	// server and are found stale afterwards.
+	p := a.processOn(t, "main", cluster.TCP(t, a.db.URL), idempotency.InboxConfig{
+		Lease: 3 * time.Second, Timeout: 2 * time.Second, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
+	})
+	g := newFaultGate(4)
+	a.setHook(g.hook)
+	p.run(t)
+	t.Cleanup(g.open)
+	listening := a.listener(t, p, 0)
+
+	const senders = 8
+	tr := a.startTraffic(t, []http.Handler{p.handler}, senders, func(s, k int) (faultEvent, bool) {
+		return faultStreamEvent("restart", s, k, 5), k < 500
+	})
+	held := g.await(t, 4) // four workers inside their transactions
+	faultAwait(t, 30*time.Second, "100 events accepted", func() bool { return tr.accepted.Load() >= 100 })
+
+	cluster.Stop(t)
+	g.open()
+	// Every sender is refused at least once while the database is down.
+	faultAwait(t, 30*time.Second, "every sender refused", func() bool {
+		for s := range senders {
+			if tr.refusedBy(s) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	// The held attempts end while the database is down: their commits
+	// fail, and so does recording the failure; only their leases' expiry
+	// brings them back.
+	for _, id := range held {
+		faultAwait(t, 30*time.Second, "the held attempt of "+id+" reported", func() bool { return len(a.attemptResults(id)) > 0 })
+		require.Error(t, a.attemptResults(id)[0].Err, "%s committed with the database down", id)
+	}
+	before := tr.accepted.Load()
+	cluster.Start(t)
+	faultAwait(t, 30*time.Second, "100 events accepted after the restart", func() bool { return tr.accepted.Load() >= before+100 })
+	tr.stop()
+
+	a.listener(t, p, listening)
+	sent := len(tr.sent)
+	a.awaitDrained(t, sent, time.Minute)
+	p.stop()
+
+	statuses := tr.statuses // the senders are done
+	t.Logf("%d events accepted, answers by status %v, outcomes %v", sent, statuses, tr.outcomes)
+	for status := range statuses {
+		require.Contains(t, []int{http.StatusOK, http.StatusServiceUnavailable}, status, "answers %v", statuses)
+	}
+	require.GreaterOrEqual(t, statuses[http.StatusServiceUnavailable], senders)
+	require.Equal(t, sent, tr.outcomes[idempotency.OutcomeQueued]+tr.outcomes[idempotency.OutcomeDuplicate])
+	a.requireExactlyOnce(t, tr.sent)
+	byID := map[string]faultEvent{}
+	for _, ev := range tr.sent {
+		byID[ev.ID] = ev
+	}
+	for _, id := range held {
+		require.GreaterOrEqual(t, a.record(t, byID[id]).Attempt, 2, "%s was inside its transaction when the database stopped", id)
+	}
+}
+
+// TestPgxInboxFaultBackendsTerminated ends every session of the process
+// (its pool's connections and its listening one) with
+// pg_terminate_backend while 8 senders ingest and the workers apply: first
+// while four workers are inside their transactions, then again each time
+// the workers have made progress. Every event is applied exactly once, the
+// inbox drains, and the process listens again.
+func TestPgxInboxFaultBackendsTerminated(t *testing.T) {
+	t.Parallel()
+	a := newFaultApp(t)
+	p := a.process(t, "main", idempotency.InboxConfig{
+		Lease: 3 * time.Second, Timeout: 2 * time.Second, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
+	})
+	g := newFaultGate(4)
+	a.setHook(g.hook)
+	p.run(t)
+	t.Cleanup(g.open)
+	listening := a.listener(t, p, 0)
+	events := faultEvents("term", 400, 5)
+	tr := a.startAll(t, []http.Handler{p.handler}, events, 8)
+
+	held := g.await(t, 4)
+	require.GreaterOrEqual(t, a.terminateSessions(t, p), len(held)+1, "the held transactions' sessions and the listening one")
+	g.open()
+	for _, id := range held {
+		faultAwait(t, 30*time.Second, "the held attempt of "+id+" reported", func() bool { return len(a.attemptResults(id)) > 0 })
+		require.Error(t, a.attemptResults(id)[0].Err, "%s committed on a terminated session", id)
+	}
+	processed := func() int {
+		st, err := a.observer.Stats(t.Context())
+		require.NoError(t, err)
+		return st.Counts[idempotency.InboxProcessed]
+	}
+	rounds := 0
+	for range 8 {
+		last := processed()
+		if last == len(events) {
+			break
+		}
+		faultAwait(t, 30*time.Second, "progress since the last termination", func() bool { return processed() > last })
+		a.terminateSessions(t, p)
+		rounds++
+	}
+	tr.wg.Wait()
+	a.listener(t, p, listening)
+	a.awaitDrained(t, len(events), time.Minute)
+	p.stop()
+
+	t.Logf("%d rounds of terminations after the first; answers by status %v", rounds, tr.statuses)
+	require.Len(t, tr.sent, len(events))
+	a.requireExactlyOnce(t, events)
+	byID := map[string]faultEvent{}
+	for _, ev := range events {
+		byID[ev.ID] = ev
+	}
+	for _, id := range held {
+		require.GreaterOrEqual(t, a.record(t, byID[id]).Attempt, 2, "%s was inside its transaction when its session ended", id)
+	}
 }
