@@ -1,18 +1,23 @@
 package idempotency_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -930,4 +935,106 @@ func TestPgxInboxFaultBackendsTerminated(t *testing.T) {
 	for _, id := range held {
 		require.GreaterOrEqual(t, a.record(t, byID[id]).Attempt, 2, "%s was inside its transaction when its session ended", id)
 	}
+}
+
+// The worker process of TestPgxInboxFaultWorkerKilled: the environment
+// tells it where to connect, and it says on stdout when it is inside the
+// event's transaction.
+const (
+	envHelperWorkerURL    = "IDEMPOTENCY_TEST_HELPER_WORKER_URL"
+	envHelperWorkerSchema = "IDEMPOTENCY_TEST_HELPER_WORKER_SCHEMA"
+	helperWorkerEntered   = "helper worker: inside the transaction"
+)
+
+// TestHelperInboxWorker is not a test: it is the worker process that
+// TestPgxInboxFaultWorkerKilled starts and kills. It runs an Inbox whose
+// handler writes, says so, and then blocks inside the transaction until the
+// process is killed.
+func TestHelperInboxWorker(t *testing.T) {
+	url := os.Getenv(envHelperWorkerURL)
+	if url == "" {
+		t.Skip("the worker process of TestPgxInboxFaultWorkerKilled; it runs only as that test's child")
+	}
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(t, err)
+	store, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: os.Getenv(envHelperWorkerSchema)})
+	require.NoError(t, err)
+	a := &faultApp{runs: map[string]int{}}
+	a.hook = func(context.Context, idempotency.Tx, string, string) error {
+		fmt.Println(helperWorkerEntered)
+		select {} // until SIGKILL, whatever the attempt's timeout: a worker that hangs, then dies
+	}
+	in, err := idempotency.NewInbox(store, a.handlers("child"), idempotency.InboxConfig{
+		Lease: 2 * time.Second, Timeout: time.Second, PollInterval: 100 * time.Millisecond, Logger: discardLogger(),
+	})
+	require.NoError(t, err)
+	require.NoError(t, in.Run(context.Background()))
+}
+
+// TestPgxInboxFaultWorkerKilled kills a worker process with SIGKILL while
+// its handler is inside the event's transaction, after its writes.
+// PostgreSQL rolls the transaction back; once the lease expires another
+// process applies the event, as attempt 2, exactly once.
+func TestPgxInboxFaultWorkerKilled(t *testing.T) {
+	t.Parallel()
+	a := newFaultApp(t)
+	p := a.process(t, "parent", idempotency.InboxConfig{Lease: 2 * time.Second, Timeout: time.Second, PollInterval: 100 * time.Millisecond})
+	ev := faultEvent{ID: "evt_killed", Type: "invoice.paid", Invoice: "in_killed", Account: "acct_killed"}
+	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{ev}, 1)
+
+	child := exec.Command(os.Args[0], "-test.run=^TestHelperInboxWorker$", "-test.count=1", "-test.timeout=2m")
+	child.Env = append(os.Environ(), envHelperWorkerURL+"="+a.db.URL, envHelperWorkerSchema+"="+a.db.Schema)
+	stderr := &syncBuffer{}
+	child.Stderr = stderr
+	stdout, err := child.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, child.Start())
+	entered, exited := make(chan struct{}), make(chan struct{})
+	var waitErr error
+	go func() {
+		defer close(exited)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if sc.Text() == helperWorkerEntered {
+				close(entered)
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		waitErr = child.Wait() // after the last read from stdout, as os/exec requires
+	}()
+	t.Cleanup(func() {
+		_ = child.Process.Kill()
+		<-exited
+	})
+	select {
+	case <-entered:
+	case <-exited:
+		require.FailNowf(t, "the worker process ended early", "%v\n%s", waitErr, stderr.String())
+	case <-time.After(time.Minute):
+		require.FailNowf(t, "the worker process did not reach its handler", "stderr:\n%s", stderr.String())
+	}
+	r := a.record(t, ev)
+	require.Equal(t, idempotency.InboxProcessing, r.State)
+	require.Equal(t, 1, r.Attempt)
+
+	require.NoError(t, child.Process.Kill()) // SIGKILL
+	<-exited
+	require.Equal(t, -1, child.ProcessState.ExitCode(), "killed by a signal: %v", waitErr)
+	require.Equal(t, syscall.SIGKILL.String(), strings.TrimPrefix(waitErr.Error(), "signal: "))
+
+	p.run(t)
+	a.awaitDrained(t, 1, 30*time.Second)
+	p.stop()
+	a.requireExactlyOnce(t, []faultEvent{ev})
+	require.Equal(t, 2, a.record(t, ev).Attempt, "the killed worker's attempt counts")
+	var procs []string
+	rows, err := a.db.Pool.Query(t.Context(), `SELECT proc FROM applied`)
+	require.NoError(t, err)
+	procs, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"parent"}, procs, "the killed worker's write was rolled back")
+	results := a.attemptResults(ev.ID)
+	require.Len(t, results, 1)
+	require.Equal(t, idempotency.OutcomeProcessed, results[0].Outcome)
+	require.Equal(t, 2, results[0].Attempt)
 }
