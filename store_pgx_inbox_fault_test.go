@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
@@ -1037,4 +1038,93 @@ func TestPgxInboxFaultWorkerKilled(t *testing.T) {
 	require.Len(t, results, 1)
 	require.Equal(t, idempotency.OutcomeProcessed, results[0].Outcome)
 	require.Equal(t, 2, results[0].Attempt)
+}
+
+// faultBurstSize is how many events TestPgxInboxFaultBurst sends:
+// IDEMPOTENCY_BURST when set (IDEMPOTENCY_BURST=20000 for the full burst,
+// about 45 s on its own with -race on 2 cores, longer beside the package's
+// other tests), else 5,000 (1,000 with -short).
+func faultBurstSize(t *testing.T) int {
+	if s := os.Getenv("IDEMPOTENCY_BURST"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err, "IDEMPOTENCY_BURST")
+		require.Positive(t, n, "IDEMPOTENCY_BURST")
+		return n
+	}
+	if testing.Short() {
+		return 1000
+	}
+	return 5000
+}
+
+// TestPgxInboxFaultBurst ingests a burst of distinct events from 64
+// concurrent senders through a loopback HTTP server, then drains it with
+// Run: every event applied once, in one attempt. It logs the ingest rate
+// and the drain time.
+func TestPgxInboxFaultBurst(t *testing.T) {
+	t.Parallel()
+	n := faultBurstSize(t)
+	const senders = 64
+	a := newFaultApp(t)
+	p := a.process(t, "main", idempotency.InboxConfig{})
+	srv := httptest.NewServer(p.handler)
+	t.Cleanup(srv.Close)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders}, Timeout: 30 * time.Second}
+	t.Cleanup(client.CloseIdleConnections)
+	events := faultEvents("burst", n, 10)
+
+	var (
+		next     atomic.Int64
+		mu       sync.Mutex
+		statuses = map[int]int{}
+		outcomes = map[idempotency.Outcome]int{}
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	for range senders {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(events) {
+					return
+				}
+				payload := a.payload(events[i])
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, bytes.NewReader(payload))
+				if !assert.NoError(t, err) {
+					return
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Stripe-Signature", idempotencytest.SignatureHeader(payload, testSecret, time.Now()))
+				resp, err := client.Do(req)
+				if !assert.NoError(t, err) {
+					return
+				}
+				var body struct {
+					Outcome idempotency.Outcome `json:"outcome"`
+				}
+				err = json.NewDecoder(resp.Body).Decode(&body)
+				_ = resp.Body.Close()
+				assert.NoError(t, err)
+				mu.Lock()
+				statuses[resp.StatusCode]++
+				outcomes[body.Outcome]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	ingest := time.Since(start)
+	require.Equal(t, map[int]int{http.StatusOK: n}, statuses)
+	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeQueued: n}, outcomes)
+
+	start = time.Now()
+	p.run(t)
+	a.awaitDrained(t, n, 5*time.Minute)
+	drain := time.Since(start)
+	p.stop()
+	t.Logf("burst of %d events: ingested by %d senders in %s (%.0f events/s); drained by %d workers in %s (%.0f events/s)",
+		n, senders, ingest.Round(time.Millisecond), float64(n)/ingest.Seconds(),
+		idempotency.DefaultWorkers, drain.Round(time.Millisecond), float64(n)/drain.Seconds())
+	a.requireExactlyOnce(t, events)
+	require.Equal(t, int64(n), p.attempts.Load(), "one attempt per event")
 }
