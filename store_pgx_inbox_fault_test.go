@@ -938,6 +938,50 @@ func TestPgxInboxFaultBackendsTerminated(t *testing.T) {
 	}
 }
 
+// TestPgxInboxFaultSettleAfterFailover: an attempt that fails because the
+// process's sessions ended (a failover, an operator's
+// pg_terminate_backend) is recorded as failed, with its error and its
+// backoff, although the pool's idle connections ended with it: it does not
+// wait for its lease to expire. Then it is applied once.
+func TestPgxInboxFaultSettleAfterFailover(t *testing.T) {
+	t.Parallel()
+	a := newFaultApp(t)
+	p := a.process(t, "main", idempotency.InboxConfig{Backoff: faultBackoff})
+	ev := faultEvent{ID: "evt_failover", Type: "invoice.paid", Invoice: "in_failover", Account: "acct_failover"}
+	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{ev}, 1)
+	// Idle connections used a moment ago: the pool hands them out without
+	// a ping.
+	conns := make([]*pgxpool.Conn, 4)
+	for i := range conns {
+		var err error
+		conns[i], err = p.pool.Acquire(t.Context())
+		require.NoError(t, err)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+	leased, err := idempotency.LeaseInbox(t.Context(), p.inbox, 1)
+	require.NoError(t, err)
+	require.Len(t, leased, 1)
+	const cause = "downstream failed"
+	a.setHook(func(context.Context, idempotency.Tx, string, string) error {
+		a.terminateSessions(t, p)
+		return errors.New(cause)
+	})
+	idempotency.ApplyLeased(t.Context(), p.inbox, leased[0])
+	r := a.record(t, ev)
+	require.Equal(t, idempotency.InboxFailed, r.State, "due again after its backoff, not after its lease: %s", a.logs.String())
+	require.Equal(t, 1, r.Attempt)
+	require.Equal(t, cause, r.LastError)
+
+	a.setHook(nil)
+	p.run(t)
+	a.awaitDrained(t, 1, 30*time.Second)
+	p.stop()
+	a.requireExactlyOnce(t, []faultEvent{ev})
+	require.Equal(t, 2, a.record(t, ev).Attempt)
+}
+
 // The worker process of TestPgxInboxFaultWorkerKilled: the environment
 // tells it where to connect, and it says on stdout when it is inside the
 // event's transaction.
