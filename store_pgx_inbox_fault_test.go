@@ -812,9 +812,17 @@ FROM pg_stat_activity WHERE application_name = $1`, p.appName).Scan(&n))
 // and workers are inside transactions, and starts it again: every answer
 // is 200 or 503, each refused event is sent again until accepted, the
 // workers drain on their own (listening again), and every event is applied
-// exactly once.
+// exactly once. The server goes down in a fast shutdown, and in a crash
+// (immediate shutdown; the start runs crash recovery).
 func TestPgxInboxFaultDatabaseRestart(t *testing.T) {
-	cluster := pgtest.Server(t) // not parallel: it stops the shared server
+	// Not parallel: it stops the shared server.
+	t.Run("fast-shutdown", func(t *testing.T) { faultRestart(t, (*pgtest.Cluster).Stop) })
+	t.Run("crash", func(t *testing.T) { faultRestart(t, (*pgtest.Cluster).Kill) })
+}
+
+// faultRestart is the restart scenario; down takes the server down.
+func faultRestart(t *testing.T, down func(*pgtest.Cluster, testing.TB)) {
+	cluster := pgtest.Server(t)
 	a := newFaultApp(t)
 	// Over TCP, as in production: the pool's connections die with the
 	// server and are found stale afterwards.
@@ -834,7 +842,7 @@ func TestPgxInboxFaultDatabaseRestart(t *testing.T) {
 	held := g.await(t, 4) // four workers inside their transactions
 	faultAwait(t, 30*time.Second, "100 events accepted", func() bool { return tr.accepted.Load() >= 100 })
 
-	cluster.Stop(t)
+	down(cluster, t)
 	g.open()
 	// Every sender is refused at least once while the database is down.
 	faultAwait(t, 30*time.Second, "every sender refused", func() bool {
