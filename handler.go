@@ -507,7 +507,11 @@ func report(ctx context.Context, log *slog.Logger, onResult func(Result), res *R
 		for _, p := range res.AfterCommitPanics {
 			attrs = append(attrs, slog.Any("after_commit_panic", p.Value), slog.String("after_commit_stack", string(p.Stack)))
 		}
-		log.LogAttrs(ctx, level, "stripe webhook", attrs...)
+		msg := "stripe webhook"
+		if res.Attempt > 0 {
+			msg = "stripe webhook: inbox attempt"
+		}
+		log.LogAttrs(ctx, level, msg, attrs...)
 	}
 	if onResult != nil {
 		onResult(*res)
