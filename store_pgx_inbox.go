@@ -186,7 +186,7 @@ func (s *PgxStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, error) 
 }
 
 // inboxLease implements inboxBackend. In one transaction at READ COMMITTED,
-// sent as one batch and committed (two round trips on a pool or a
+// sent with its commit as one batch (one round trip on a pool or a
 // connection): the schema's lease lock, then dead-lettering the expired
 // leases that used the last attempt (so that they no longer hold their
 // objects back), then the lease itself.
@@ -224,21 +224,25 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 	batch.Queue(`SELECT set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`)
 	batch.Queue(s.inbox.lock, s.cfg.Schema)
 	batch.Queue(s.inbox.deadLetter, now, maxAttempts)
+	leaseAt := batch.Len()
 	batch.Queue(s.inbox.lease, now, limit, now.Add(lease))
 	var results pgx.BatchResults
 	if s.batch != nil {
+		// The commit travels in the batch too: the whole lease is one
+		// round trip, and the lock is held no longer than the server
+		// needs. Nothing is returned unless the commit succeeded.
+		batch.Queue(`COMMIT`)
 		results = s.batch.SendBatch(ctx, batch)
 		tx = results.Tx()
 	} else {
 		results = tx.SendBatch(ctx, batch)
 	}
 	defer rollback(ctx, tx) // after a commit: nothing to do
-	for range batch.Len() - 1 {
-		if _, err = results.Exec(); err != nil {
-			break
+	for i := 0; i < batch.Len() && err == nil; i++ {
+		if i != leaseAt {
+			_, err = results.Exec()
+			continue
 		}
-	}
-	if err == nil {
 		var rows pgx.Rows
 		if rows, err = results.Query(); err == nil {
 			out, err = pgx.CollectRows(rows, scanInboxRow)
@@ -250,8 +254,10 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 	if err != nil {
 		return nil, err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, err
+	if s.batch == nil {
+		if err := tx.Commit(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
