@@ -633,3 +633,26 @@ func TestPgxInboxStoreUnavailable(t *testing.T) {
 	_, err = in.Redrive(t.Context(), idempotency.RedriveFilter{DryRun: true})
 	require.ErrorIs(t, err, idempotency.ErrStoreUnavailable)
 }
+
+// TestPgxInboxPayloadCompression: migration 003 stores payloads with lz4
+// where the server has it, and they come back byte for byte.
+func TestPgxInboxPayloadCompression(t *testing.T) {
+	t.Parallel()
+	b := newPgBackend(t, idempotency.PgxConfig{})
+	p := newPgInbox(t, b, idempotency.InboxConfig{})
+	p.deliver(t, "evt_lz4", "in_lz4", 0)
+	var version int
+	require.NoError(t, b.db.Pool.QueryRow(t.Context(), `SELECT current_setting('server_version_num')::int`).Scan(&version))
+	if version >= 140000 { // before 14, pglz is the only method
+		want := "lz4"
+		if _, err := b.db.Pool.Exec(t.Context(), `CREATE TEMPORARY TABLE lz4_probe (b bytea COMPRESSION lz4)`); err != nil {
+			want = "pglz" // built without lz4
+		}
+		var got string
+		require.NoError(t, b.db.Pool.QueryRow(t.Context(),
+			`SELECT coalesce(pg_column_compression(payload), 'none') FROM idempotency_inbox WHERE event_id = 'evt_lz4'`).Scan(&got))
+		require.Equal(t, want, got)
+	}
+	leased := p.lease(t, 1)
+	require.Equal(t, pgInboxPayload(t, "evt_lz4", "in_lz4", 0), leased[0].Payload())
+}
