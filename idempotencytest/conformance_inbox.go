@@ -374,8 +374,7 @@ func testInboxFailedHoldsObject(t *testing.T, b StoreBackend) {
 // still reaches dead letter.
 func testInboxDeadWorker(t *testing.T, b StoreBackend) {
 	die := true
-	var ib *inboxBench
-	ib = newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 2, Lease: time.Minute, Timeout: 10 * time.Second},
+	ib := newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 2, Lease: time.Minute, Timeout: 10 * time.Second},
 		func(id string, _ int) error {
 			if die || id == "evt_dies_always" {
 				runtime.Goexit()
