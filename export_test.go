@@ -63,3 +63,9 @@ func PgxInboxListen(ctx context.Context, s *PgxStore, wake func()) error {
 
 // PgxInboxNotify is s's NOTIFY, for the notification tests.
 func PgxInboxNotify(ctx context.Context, s *PgxStore) error { return s.inboxNotify(ctx) }
+
+// InboxConfigWithDefaults returns cfg as NewInbox completes it.
+func InboxConfigWithDefaults(cfg InboxConfig) (InboxConfig, error) {
+	err := cfg.setDefaults()
+	return cfg, err
+}

@@ -37,7 +37,9 @@ type InboxConfig struct {
 	Timeout time.Duration
 
 	// Lease is how long a worker holds an event before another may take it
-	// over, as from a worker that died. It must exceed Timeout. Defaults to
+	// over, as from a worker that died. It must exceed Timeout; an attempt
+	// lasts up to Timeout plus its rollback and the recording of its
+	// failure (5 seconds each at most), so leave that margin. Defaults to
 	// 1 minute.
 	Lease time.Duration
 
@@ -182,14 +184,17 @@ func (cfg *InboxConfig) setDefaults() error {
 		{"Timeout", &cfg.Timeout, DefaultInboxTimeout},
 		{"Lease", &cfg.Lease, DefaultLease},
 		{"PollInterval", &cfg.PollInterval, DefaultPollInterval},
-		{"ShutdownTimeout", &cfg.ShutdownTimeout, cfg.Timeout},
+		{"ShutdownTimeout", &cfg.ShutdownTimeout, 0}, // defaults to Timeout, below
 	} {
 		if err := defaultDuration(f.v, f.def, "InboxConfig."+f.name); err != nil {
 			return err
 		}
 	}
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = cfg.Timeout
+	}
 	if cfg.Lease <= cfg.Timeout {
-		return fmt.Errorf("idempotency: InboxConfig.Lease (%s) must exceed Timeout (%s): a lease that expires while its attempt may still commit would let two workers apply one event", cfg.Lease, cfg.Timeout)
+		return fmt.Errorf("idempotency: InboxConfig.Lease (%s) must exceed Timeout (%s): a lease that expires while its attempt still runs hands the event to another worker, and the attempt is counted twice", cfg.Lease, cfg.Timeout)
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = DefaultBackoff
@@ -312,7 +317,8 @@ func (in *Inbox) notifyOthers() {
 // Run applies due events with InboxConfig.Workers workers until ctx is
 // done; then it stops taking events, lets the attempts in flight finish for
 // up to InboxConfig.ShutdownTimeout, cancels the rest (they roll back and
-// are retried), and returns nil. It returns an error at once if Run is
+// are retried), and returns nil once they have returned: a handler that
+// ignores its context holds Run up. It returns an error at once if Run is
 // already running on this Inbox.
 func (in *Inbox) Run(ctx context.Context) error {
 	if !in.running.CompareAndSwap(false, true) {
@@ -488,7 +494,7 @@ func (in *Inbox) settle(ctx context.Context, row *inboxRow, st InboxState, cause
 	if st == InboxFailed {
 		next = now.Add(max(in.cfg.Backoff(row.Attempt), 0))
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
 	defer cancel()
 	ok, err := in.store.inboxSettle(ctx, row.EventID, row.Attempt, st, errorText(cause), next, now)
 	if wait := next.Sub(now); ok && err == nil && st == InboxFailed && wait < in.cfg.PollInterval {

@@ -152,6 +152,7 @@ func TestNewInboxRefusesMisuse(t *testing.T) {
 		{idempotency.InboxConfig{Timeout: -time.Second}, "InboxConfig.Timeout"},
 		{idempotency.InboxConfig{Timeout: time.Minute, Lease: time.Minute}, "InboxConfig.Lease"},
 		{idempotency.InboxConfig{PollInterval: -1}, "InboxConfig.PollInterval"},
+		{idempotency.InboxConfig{ShutdownTimeout: -1}, "InboxConfig.ShutdownTimeout"},
 	} {
 		_, err := idempotency.NewInbox(idempotency.NewMemoryStore(), hs, tc.cfg)
 		require.ErrorContains(t, err, tc.want)
@@ -306,4 +307,23 @@ func TestInboxRedriveFilters(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, idempotency.InboxPending, r.State)
 	require.Zero(t, r.Attempt)
+}
+
+// The defaults of InboxConfig, ShutdownTimeout following Timeout whether
+// Timeout is set or defaulted.
+func TestInboxConfigDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := idempotency.InboxConfigWithDefaults(idempotency.InboxConfig{})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.DefaultWorkers, cfg.Workers)
+	require.Equal(t, idempotency.DefaultMaxAttempts, cfg.MaxAttempts)
+	require.Equal(t, idempotency.DefaultInboxTimeout, cfg.Timeout)
+	require.Equal(t, idempotency.DefaultLease, cfg.Lease)
+	require.Equal(t, idempotency.DefaultPollInterval, cfg.PollInterval)
+	require.Equal(t, idempotency.DefaultInboxTimeout, cfg.ShutdownTimeout, "ShutdownTimeout defaults to Timeout")
+	require.NotNil(t, cfg.Backoff)
+	require.NotNil(t, cfg.Now)
+	cfg, err = idempotency.InboxConfigWithDefaults(idempotency.InboxConfig{Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Second, cfg.ShutdownTimeout)
 }
