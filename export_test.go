@@ -50,7 +50,7 @@ func ApplyLeased(ctx context.Context, in *Inbox, l InboxLeased) { in.attempt(ctx
 // SettleLeased records the end of l's attempt as its worker would, and
 // reports whether the fence let it.
 func SettleLeased(ctx context.Context, in *Inbox, l InboxLeased, st InboxState, lastError string) (bool, error) {
-	return in.store.inboxSettle(ctx, l.row.EventID, l.row.Attempt, st, lastError, in.cfg.Now(), in.cfg.Now())
+	return in.store.inboxSettle(ctx, l.row.EventID, l.row.Attempt, l.row.AttemptedAt, st, lastError, in.cfg.Now(), in.cfg.Now())
 }
 
 // ErrLeaseLost is what a fenced Run returns when its lease was taken over.

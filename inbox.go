@@ -467,7 +467,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow) {
 		return
 	}
 	now := in.cfg.Now()
-	outcome, err := in.d.run(ctx, &env, row.Payload, row.ReceivedAt, &inboxFence{Attempt: row.Attempt, Now: now}, &res)
+	outcome, err := in.d.run(ctx, &env, row.Payload, row.ReceivedAt, &inboxFence{Attempt: row.Attempt, AttemptedAt: row.AttemptedAt, Now: now}, &res)
 	res.Outcome, res.Err = outcome, err
 	switch {
 	case errors.Is(err, errLeaseLost):
@@ -496,7 +496,7 @@ func (in *Inbox) settle(ctx context.Context, row *inboxRow, st InboxState, cause
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
 	defer cancel()
-	ok, err := in.store.inboxSettle(ctx, row.EventID, row.Attempt, st, errorText(cause), next, now)
+	ok, err := in.store.inboxSettle(ctx, row.EventID, row.Attempt, row.AttemptedAt, st, errorText(cause), next, now)
 	if wait := next.Sub(now); ok && err == nil && st == InboxFailed && wait < in.cfg.PollInterval {
 		time.AfterFunc(wait, in.signal) // a retry sooner than the next poll
 	}

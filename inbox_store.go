@@ -101,13 +101,15 @@ type inboxBackend interface {
 	// event twice, and never lease two events of one object.
 	inboxLease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) ([]inboxRow, error)
 
-	// inboxSettle records the end of attempt `attempt` of eventID: it sets
+	// inboxSettle records the end of attempt `attempt` of eventID, leased
+	// at attemptedAt: it sets
 	// state (failed, dead_letter, processed or ignored), LastError,
 	// NextAttemptAt (zero unless failed) and, for a final state,
 	// FinishedAt = now. It is fenced: it changes nothing and reports false
-	// unless the event is processing at exactly that attempt, so a worker
-	// whose lease expired cannot overwrite a newer attempt's result.
-	inboxSettle(ctx context.Context, eventID string, attempt int, st InboxState, lastError string, nextAt, now time.Time) (bool, error)
+	// unless the event is processing under exactly that lease (attempt and
+	// AttemptedAt), so a worker whose lease expired cannot overwrite a
+	// newer attempt's result, not even one that a redrive numbered alike.
+	inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now time.Time) (bool, error)
 
 	// inboxRedrive moves the events f selects, in f.States (default
 	// dead_letter), back to pending with Attempt 0, NextAttemptAt = now and
@@ -126,11 +128,15 @@ type inboxBackend interface {
 // inboxFence is set on the Claim of an inbox attempt: the store's Run
 // makes the event's inbox row final in the transaction that applies it
 // (processed, or skipped with the reason), and fails with errLeaseLost,
-// rolling back, unless the row is processing at exactly Attempt. While
+// rolling back, unless the row is processing under exactly that lease. While
 // that transaction is open the row cannot be leased again.
 type inboxFence struct {
-	Attempt int
-	Now     time.Time
+	// Attempt and AttemptedAt identify the lease: a redrive starts the
+	// attempt numbers again, the lease time tells two leases of one number
+	// apart.
+	Attempt     int
+	AttemptedAt time.Time
+	Now         time.Time
 }
 
 // errLeaseLost: an inbox attempt's lease was taken over (it expired and

@@ -327,3 +327,65 @@ func TestInboxConfigDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Second, cfg.ShutdownTimeout)
 }
+
+// A worker stalled since before a redrive holds a lease with the same
+// attempt number as the lease taken after it: the fence tells them apart by
+// the lease's time, so the stale worker can neither record its attempt nor
+// apply the event, on either store.
+func TestInboxStaleLeaseAcrossRedrive(t *testing.T) {
+	t.Parallel()
+	stores := map[string]idempotency.Store{
+		"memory":   idempotency.NewMemoryStore(),
+		"postgres": newPgBackend(t, idempotency.PgxConfig{}).store,
+	}
+	for name, store := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			var runs sync.Map
+			hs := idempotency.NewHandlers()
+			idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+				n, _ := runs.LoadOrStore(ev.ID, new(int))
+				*n.(*int)++
+				return nil
+			})
+			inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+				Now: clock.Now, MaxAttempts: 1, Lease: time.Minute, Timeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler),
+			})
+			require.NoError(t, err)
+			h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+			require.NoError(t, err)
+			require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, "evt_stall", "in_stall", "acct_1"), testSecret).Outcome)
+
+			stale, err := idempotency.LeaseInbox(t.Context(), inbox, 1) // this worker stalls
+			require.NoError(t, err)
+			require.Len(t, stale, 1)
+			clock.Advance(time.Minute)
+			n, err := inbox.WorkDue(t.Context()) // the expired lease at the last attempt: dead letter
+			require.NoError(t, err)
+			require.Zero(t, n)
+			redriven, err := inbox.Redrive(t.Context(), idempotency.RedriveFilter{})
+			require.NoError(t, err)
+			require.Equal(t, 1, redriven)
+			clock.Advance(time.Second)
+			fresh, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
+			require.NoError(t, err)
+			require.Len(t, fresh, 1)
+			require.Equal(t, stale[0].Attempt(), fresh[0].Attempt(), "the redrive numbers the new lease alike")
+
+			ok, err := idempotency.SettleLeased(t.Context(), inbox, stale[0], idempotency.InboxDeadLetter, "stale")
+			require.NoError(t, err)
+			require.False(t, ok, "the stalled worker cannot record over the new lease")
+			idempotency.ApplyLeased(t.Context(), inbox, stale[0])
+			_, ran := runs.Load("evt_stall")
+			require.False(t, ran, "the stalled worker cannot apply the event either")
+
+			idempotency.ApplyLeased(t.Context(), inbox, fresh[0])
+			r, _, err := inbox.Lookup(t.Context(), "evt_stall")
+			require.NoError(t, err)
+			require.Equal(t, idempotency.InboxProcessed, r.State)
+			n2, _ := runs.Load("evt_stall")
+			require.Equal(t, 1, *n2.(*int))
+		})
+	}
+}

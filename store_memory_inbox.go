@@ -155,7 +155,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 	return out, nil
 }
 
-func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt int, st InboxState, lastError string, nextAt, now time.Time) (bool, error) {
+func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now time.Time) (bool, error) {
 	switch st {
 	case InboxFailed, InboxDeadLetter, InboxProcessed, InboxIgnored:
 	default:
@@ -167,7 +167,7 @@ func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt i
 		}
 		s.mu.Lock()
 		r := s.inbox[eventID]
-		if r == nil || r.State != InboxProcessing || r.Attempt != attempt {
+		if r == nil || r.State != InboxProcessing || r.Attempt != attempt || !r.AttemptedAt.Equal(attemptedAt) {
 			s.mu.Unlock()
 			return false, nil
 		}
@@ -269,7 +269,8 @@ func (tx *memoryTx) holdInboxRow() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.inbox[tx.claim.EventID]
-	if r == nil || r.State != InboxProcessing || r.Attempt != tx.claim.fence.Attempt || r.heldBy != nil {
+	if r == nil || r.State != InboxProcessing || r.Attempt != tx.claim.fence.Attempt ||
+		!r.AttemptedAt.Equal(tx.claim.fence.AttemptedAt) || r.heldBy != nil {
 		return false
 	}
 	r.heldBy, tx.inboxRow = tx, r

@@ -293,7 +293,7 @@ func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome,
 		// The row lock this takes is held until the transaction ends: no
 		// lease can take the event meanwhile (they skip locked rows).
 		fenceAt = batch.Len()
-		batch.Queue(s.inbox.finish, c.EventID, c.fence.Attempt, string(inboxState(outcome)), c.fence.Now)
+		batch.Queue(s.inbox.finish, c.EventID, c.fence.Attempt, string(inboxState(outcome)), c.fence.Now, c.fence.AttemptedAt)
 	}
 	var early []earlyGuard
 	if handler {

@@ -73,7 +73,7 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
     payload, state, received_at, next_attempt_at, finished_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (event_id) DO NOTHING`,
 		finish: `UPDATE ` + t + ` SET state = $3, finished_at = $4, next_attempt_at = NULL, lease_until = NULL, last_error = ''
-WHERE event_id = $1 AND attempt = $2 AND state = 'processing'`,
+WHERE event_id = $1 AND attempt = $2 AND attempted_at = $5 AND state = 'processing'`,
 		skip: `UPDATE ` + t + ` SET state = 'skipped' WHERE event_id = $1`,
 		lock: `SELECT pg_advisory_xact_lock(hashtextextended('idempotency.inbox.lease:' || $1, 0))`,
 		deadLetter: `UPDATE ` + t + ` AS i
@@ -112,7 +112,7 @@ WHERE i.event_id = x.event_id`,
 )
 SELECT ` + inboxColumns + `, payload, lease_until FROM leased ORDER BY due_at, event_id`,
 		settle: `UPDATE ` + t + ` SET state = $3, last_error = $4, next_attempt_at = $5, finished_at = $6, lease_until = NULL
-WHERE event_id = $1 AND attempt = $2 AND state = 'processing'`,
+WHERE event_id = $1 AND attempt = $2 AND attempted_at = $7 AND state = 'processing'`,
 		redrive: `UPDATE ` + t + ` SET state = 'pending', attempt = 0, next_attempt_at = $6, finished_at = NULL
 WHERE ` + redriveWhere,
 		redriveCount: `SELECT count(*) FROM ` + t + ` WHERE ` + redriveWhere,
@@ -264,7 +264,7 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 }
 
 // inboxSettle implements inboxBackend: one UPDATE fenced on the attempt.
-func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int, st InboxState, lastError string, nextAt, now time.Time) (bool, error) {
+func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now time.Time) (bool, error) {
 	var finished time.Time
 	if st != InboxFailed {
 		finished = now
@@ -278,7 +278,7 @@ func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int,
 	// would wait for its lease to expire instead of its backoff.
 	for try := 1; ; try++ {
 		err = s.autocommit(ctx, func(q pgxQuerier) (err error) {
-			tag, err = q.Exec(ctx, s.inbox.settle, eventID, attempt, string(st), storableText(lastError), optionalTime(nextAt), optionalTime(finished))
+			tag, err = q.Exec(ctx, s.inbox.settle, eventID, attempt, string(st), storableText(lastError), optionalTime(nextAt), optionalTime(finished), attemptedAt)
 			return err
 		})
 		if err == nil || try == maxBeginAttempts || !staleConn(err) || ctx.Err() != nil {
