@@ -34,7 +34,6 @@ type bouncerBackend struct {
 	db       *pgtest.BouncerDB
 	store    *idempotency.PgxStore
 	counters string // the counters table, schema-qualified
-	admin    *pgxpool.Pool
 }
 
 func newBouncerBackend(t *testing.T, cfg idempotency.PgxConfig) *bouncerBackend {
@@ -44,7 +43,7 @@ func newBouncerBackend(t *testing.T, cfg idempotency.PgxConfig) *bouncerBackend 
 	store, err := idempotency.NewPgxStore(db.Pool, cfg)
 	require.NoError(t, err)
 	require.NoError(t, store.Migrate(t.Context()))
-	b := &bouncerBackend{db: db, store: store, counters: pgx.Identifier{db.Schema, "counters"}.Sanitize(), admin: pgtest.AdminPool(t)}
+	b := &bouncerBackend{db: db, store: store, counters: pgx.Identifier{db.Schema, "counters"}.Sanitize()}
 	_, err = db.Pool.Exec(t.Context(), `CREATE TABLE `+b.counters+` (name text PRIMARY KEY, value bigint NOT NULL)`)
 	require.NoError(t, err)
 	return b
@@ -71,12 +70,7 @@ func (b *bouncerBackend) get(t testing.TB, name string) int {
 // pgBackend.waiting does. PgBouncer sets a server connection's
 // application_name to its client's for each transaction, so the sessions
 // waiting on a lock for this test's clients carry the schema's name.
-func (b *bouncerBackend) waiting(t testing.TB) int {
-	var n int
-	require.NoError(t, b.admin.QueryRow(context.Background(),
-		`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = $1`, b.db.Schema).Scan(&n))
-	return n + idempotency.PgxLocalWaiting(b.store)
-}
+func (b *bouncerBackend) waiting(t testing.TB) int { return waitingRuns(t, b.db.Schema, b.store) }
 
 func (b *bouncerBackend) conformance() idempotencytest.StoreBackend {
 	return idempotencytest.StoreBackend{Store: b.store, Add: b.add, Get: b.get, Waiting: b.waiting}

@@ -462,17 +462,21 @@ func (a *faultApp) requireExactlyOnce(t *testing.T, events []faultEvent) {
 }
 
 // record is the inbox's record of ev.
-func (a *faultApp) record(t *testing.T, ev faultEvent) idempotency.InboxRecord {
+func (a *faultApp) record(t *testing.T, eventID string) idempotency.InboxRecord {
 	t.Helper()
-	recs, err := a.observer.List(t.Context(), idempotency.InboxFilter{ObjectID: ev.Invoice, Limit: idempotency.MaxListLimit})
+	r, ok, err := a.observer.Lookup(t.Context(), eventID)
 	require.NoError(t, err)
-	for _, r := range recs {
-		if r.EventID == ev.ID {
-			return r
-		}
+	require.True(t, ok, "event %s is not in the inbox", eventID)
+	return r
+}
+
+// requireRetried requires each held event (inside its transaction when the
+// fault struck) to have been applied by a later attempt.
+func (a *faultApp) requireRetried(t *testing.T, held []string, fault string) {
+	t.Helper()
+	for _, id := range held {
+		require.GreaterOrEqual(t, a.record(t, id).Attempt, 2, "%s was inside its transaction when %s", id, fault)
 	}
-	require.FailNowf(t, "event not in the inbox", "%s", ev.ID)
-	return idempotency.InboxRecord{}
 }
 
 // TestPgxInboxFaultConcurrentCopies: 50 concurrent copies of one event at
@@ -496,7 +500,7 @@ func TestPgxInboxFaultConcurrentCopies(t *testing.T) {
 	p.stop()
 	a.requireExactlyOnce(t, []faultEvent{ev})
 	require.Equal(t, 1, a.handlerRuns(ev.ID))
-	require.Equal(t, 1, a.record(t, ev).Attempt)
+	require.Equal(t, 1, a.record(t, ev.ID).Attempt)
 }
 
 // TestPgxInboxFaultTwins: invoice.paid and invoice.payment_succeeded for
@@ -666,7 +670,7 @@ func TestPgxInboxFaultPoisonEvent(t *testing.T) {
 		return st.Counts[idempotency.InboxDeadLetter] == 1 && st.Counts[idempotency.InboxProcessed] == len(events)-1 &&
 			st.Counts[idempotency.InboxPending]+st.Counts[idempotency.InboxProcessing]+st.Counts[idempotency.InboxFailed] == 0
 	})
-	r := a.record(t, poison)
+	r := a.record(t, poison.ID)
 	require.Equal(t, idempotency.InboxDeadLetter, r.State)
 	require.Equal(t, 3, r.Attempt)
 	require.Contains(t, r.LastError, cause)
@@ -692,7 +696,7 @@ func TestPgxInboxFaultPoisonEvent(t *testing.T) {
 	a.awaitDrained(t, len(events), 30*time.Second)
 	p.stop()
 	a.requireExactlyOnce(t, events)
-	r = a.record(t, poison)
+	r = a.record(t, poison.ID)
 	require.Equal(t, 1, r.Attempt, "a fresh attempt budget")
 	require.Equal(t, 4, a.handlerRuns(poison.ID))
 }
@@ -878,13 +882,7 @@ func faultRestart(t *testing.T, down func(*pgtest.Cluster, testing.TB)) {
 	require.GreaterOrEqual(t, statuses[http.StatusServiceUnavailable], senders)
 	require.Equal(t, sent, tr.outcomes[idempotency.OutcomeQueued]+tr.outcomes[idempotency.OutcomeDuplicate])
 	a.requireExactlyOnce(t, tr.sent)
-	byID := map[string]faultEvent{}
-	for _, ev := range tr.sent {
-		byID[ev.ID] = ev
-	}
-	for _, id := range held {
-		require.GreaterOrEqual(t, a.record(t, byID[id]).Attempt, 2, "%s was inside its transaction when the database stopped", id)
-	}
+	a.requireRetried(t, held, "the database stopped")
 }
 
 // TestPgxInboxFaultBackendsTerminated ends every session of the process
@@ -937,13 +935,7 @@ func TestPgxInboxFaultBackendsTerminated(t *testing.T) {
 	t.Logf("%d rounds of terminations after the first; answers by status %v", rounds, tr.statuses)
 	require.Len(t, tr.sent, len(events))
 	a.requireExactlyOnce(t, events)
-	byID := map[string]faultEvent{}
-	for _, ev := range events {
-		byID[ev.ID] = ev
-	}
-	for _, id := range held {
-		require.GreaterOrEqual(t, a.record(t, byID[id]).Attempt, 2, "%s was inside its transaction when its session ended", id)
-	}
+	a.requireRetried(t, held, "its session ended")
 }
 
 // TestPgxInboxFaultSettleAfterFailover: an attempt that fails because the
@@ -977,7 +969,7 @@ func TestPgxInboxFaultSettleAfterFailover(t *testing.T) {
 		return errors.New(cause)
 	})
 	idempotency.ApplyLeased(t.Context(), p.inbox, leased[0])
-	r := a.record(t, ev)
+	r := a.record(t, ev.ID)
 	require.Equal(t, idempotency.InboxFailed, r.State, "due again after its backoff, not after its lease: %s", a.logs.String())
 	require.Equal(t, 1, r.Attempt)
 	require.Equal(t, cause, r.LastError)
@@ -987,7 +979,7 @@ func TestPgxInboxFaultSettleAfterFailover(t *testing.T) {
 	a.awaitDrained(t, 1, 30*time.Second)
 	p.stop()
 	a.requireExactlyOnce(t, []faultEvent{ev})
-	require.Equal(t, 2, a.record(t, ev).Attempt)
+	require.Equal(t, 2, a.record(t, ev.ID).Attempt)
 }
 
 // The worker process of TestPgxInboxFaultWorkerKilled: the environment
@@ -1066,7 +1058,7 @@ func TestPgxInboxFaultWorkerKilled(t *testing.T) {
 	case <-time.After(time.Minute):
 		require.FailNowf(t, "the worker process did not reach its handler", "stderr:\n%s", stderr.String())
 	}
-	r := a.record(t, ev)
+	r := a.record(t, ev.ID)
 	require.Equal(t, idempotency.InboxProcessing, r.State)
 	require.Equal(t, 1, r.Attempt)
 
@@ -1079,7 +1071,7 @@ func TestPgxInboxFaultWorkerKilled(t *testing.T) {
 	a.awaitDrained(t, 1, 30*time.Second)
 	p.stop()
 	a.requireExactlyOnce(t, []faultEvent{ev})
-	require.Equal(t, 2, a.record(t, ev).Attempt, "the killed worker's attempt counts")
+	require.Equal(t, 2, a.record(t, ev.ID).Attempt, "the killed worker's attempt counts")
 	var procs []string
 	rows, err := a.db.Pool.Query(t.Context(), `SELECT proc FROM applied`)
 	require.NoError(t, err)

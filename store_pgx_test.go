@@ -70,11 +70,16 @@ func (b *pgBackend) get(t testing.TB, name string) int {
 
 // waiting counts the runs blocked on another run of the same key: this
 // schema's sessions waiting on a lock, and runs waiting in the process.
-func (b *pgBackend) waiting(t testing.TB) int {
+func (b *pgBackend) waiting(t testing.TB) int { return waitingRuns(t, b.db.Schema, b.store) }
+
+// waitingRuns counts the runs of store blocked on another run of the same
+// key: the sessions named after schema (application_name) waiting on a
+// lock, and the runs waiting in the process.
+func waitingRuns(t testing.TB, schema string, store *idempotency.PgxStore) int {
 	var n int
 	require.NoError(t, pgtest.AdminPool(t).QueryRow(context.Background(),
-		`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = $1`, b.db.Schema).Scan(&n))
-	return n + idempotency.PgxLocalWaiting(b.store)
+		`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = $1`, schema).Scan(&n))
+	return n + idempotency.PgxLocalWaiting(store)
 }
 
 func (b *pgBackend) conformance() idempotencytest.StoreBackend {
