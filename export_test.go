@@ -1,6 +1,11 @@
 package idempotency
 
-import "context"
+import (
+	"context"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // MemoryWaiting returns how many transactions wait for a key held by
 // another transaction, for the conformance suite.
@@ -68,4 +73,32 @@ func PgxInboxNotify(ctx context.Context, s *PgxStore) error { return s.inboxNoti
 func InboxConfigWithDefaults(cfg InboxConfig) (InboxConfig, error) {
 	err := cfg.setDefaults()
 	return cfg, err
+}
+
+// PgxLeasePlan is the plan PostgreSQL makes for the lease statement on
+// conn, as the lease transaction plans it (with its planner settings
+// unless bare is set): generic, from the statistics of the moment.
+func PgxLeasePlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, bare bool) (string, error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // nothing was written
+	settings := leaseSettings
+	if bare {
+		settings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+	}
+	if _, err := tx.Exec(ctx, settings); err != nil {
+		return "", err
+	}
+	if _, err := tx.Exec(ctx, `PREPARE idempotency_lease_plan AS `+s.inbox.lease); err != nil {
+		return "", err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE idempotency_lease_plan`) //nolint:errcheck // after the rollback
+	rows, err := tx.Query(ctx, `EXPLAIN EXECUTE idempotency_lease_plan(now(), 8, now() + interval '1 minute')`)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
 }

@@ -186,6 +186,26 @@ func (s *PgxStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, error) 
 	return tag.RowsAffected() == 1, nil
 }
 
+// leaseSettings are the planner settings of the lease transaction.
+//
+// The planner prices the lease's correlated subqueries by the whole
+// backlog although the LIMIT stops it after a few rows; on a large inbox
+// that estimate crosses jit_above_cost, and compiling the plan would
+// cost a few hundred milliseconds, under the lease lock, per lease.
+// For the same reason PostgreSQL never trusts the prepared lease's
+// generic plan and plans it anew on every lease, which costs more than
+// running it (0.4 ms against 0.2 on a 50,000-event backlog); the
+// generic plan is the custom one: the partial indexes match the
+// predicates and give the order, whatever the parameters. But it is
+// planned once per connection, with the statistics of that moment: a
+// connection that first leased while the inbox was small kept a
+// bitmap scan that read and sorted every due event (50,000 of them:
+// 200 ms per lease, the drain 40 times slower). Without sequential
+// scans, bitmap scans and sorts the planner has one way left to read
+// the candidates, the ordered partial indexes, whatever it estimates.
+const leaseSettings = `SELECT set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true),
+    set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`
+
 // inboxLease implements inboxBackend. In one transaction at READ COMMITTED,
 // sent with its commit as one batch (one round trip on a pool or a
 // connection): the schema's lease lock, then dead-lettering the expired
@@ -213,16 +233,7 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 	} else if tx, err = s.db.BeginTx(ctx, opts); err != nil {
 		return nil, err
 	}
-	// The planner prices the lease's correlated subqueries by the whole
-	// backlog although the LIMIT stops it after a few rows; on a large inbox
-	// that estimate crosses jit_above_cost, and compiling the plan would
-	// cost a few hundred milliseconds, under the lease lock, per lease.
-	// For the same reason PostgreSQL never trusts the prepared lease's
-	// generic plan and plans it anew on every lease, which costs more than
-	// running it (0.4 ms against 0.2 on a 50,000-event backlog); the
-	// generic plan is the custom one: the partial indexes match the
-	// predicates and give the order, whatever the parameters.
-	batch.Queue(`SELECT set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`)
+	batch.Queue(leaseSettings)
 	batch.Queue(s.inbox.lock, s.cfg.Schema)
 	batch.Queue(s.inbox.deadLetter, now, maxAttempts)
 	leaseAt := batch.Len()
