@@ -315,9 +315,10 @@ func (in *Inbox) notifyOthers() {
 }
 
 // Run applies due events with InboxConfig.Workers workers until ctx is
-// done; then it stops taking events, lets the attempts in flight finish for
-// up to InboxConfig.ShutdownTimeout, cancels the rest (they roll back and
-// are retried), and returns nil once they have returned: a handler that
+// done; then it stops taking events, lets the attempts in flight and the
+// events already leased for the next ones finish for up to
+// InboxConfig.ShutdownTimeout, cancels the rest (they roll back and are
+// retried), and returns nil once they have returned: a handler that
 // ignores its context holds Run up. It returns an error at once if Run is
 // already running on this Inbox.
 func (in *Inbox) Run(ctx context.Context) error {
@@ -332,36 +333,44 @@ func (in *Inbox) Run(ctx context.Context) error {
 	if n, ok := in.store.(inboxNotifier); ok && !in.cfg.PollOnly {
 		workers.Go(func() { in.listen(ctx, n) })
 	}
-	slots := make(chan struct{}, in.cfg.Workers)
+	// Events are leased ahead into a queue as long as the workers: a
+	// worker that finishes takes the next event at once instead of waiting
+	// for a lease round trip, and leases come in batches of at least half
+	// the queue rather than one per finished event. A queued event waits
+	// for at most one attempt of another before its own starts.
+	queue := make(chan inboxRow, in.cfg.Workers)
+	for range in.cfg.Workers {
+		workers.Go(func() {
+			for row := range queue {
+				in.signal() // room in the queue
+				in.attempt(workCtx, row)
+				in.signal() // the object's next event may be due
+			}
+		})
+	}
 	ticker := time.NewTicker(in.cfg.PollInterval)
 	defer ticker.Stop()
 	failing := false
 	for ctx.Err() == nil {
-		free := in.cfg.Workers - len(slots)
-		rows, err := in.lease(ctx, free)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			if !failing {
-				in.log.LogAttrs(ctx, slog.LevelError, "idempotency inbox: cannot take due events; retrying every poll interval",
-					slog.String("error", err.Error()))
+		if free := cap(queue) - len(queue); free >= (cap(queue)+1)/2 {
+			rows, err := in.lease(ctx, free)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				if !failing {
+					in.log.LogAttrs(ctx, slog.LevelError, "idempotency inbox: cannot take due events; retrying every poll interval",
+						slog.String("error", err.Error()))
+				}
+				failing = true
+			case err == nil && failing:
+				in.log.LogAttrs(ctx, slog.LevelInfo, "idempotency inbox: taking due events again")
+				failing = false
 			}
-			failing = true
-		case err == nil && failing:
-			in.log.LogAttrs(ctx, slog.LevelInfo, "idempotency inbox: taking due events again")
-			failing = false
-		}
-		for _, row := range rows {
-			slots <- struct{}{}
-			workers.Go(func() {
-				defer func() {
-					<-slots
-					in.signal() // a slot is free, and the object's next event may be due
-				}()
-				in.attempt(workCtx, row)
-			})
-		}
-		if err == nil && len(rows) == free && free > 0 {
-			continue // more may be due
+			for _, row := range rows {
+				queue <- row // never blocks: only this loop sends, into the room it counted
+			}
+			if err == nil && len(rows) == free {
+				continue // more may be due
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -369,6 +378,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 		case <-ticker.C:
 		}
 	}
+	close(queue) // the workers apply what is queued, then return
 
 	done := make(chan struct{})
 	go func() {

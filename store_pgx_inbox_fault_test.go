@@ -702,7 +702,8 @@ func TestPgxInboxFaultPoisonEvent(t *testing.T) {
 }
 
 // TestPgxInboxFaultOrderUnderBusyWorkers: while every worker is busy with
-// slow events of other objects, events of three objects arrive newest
+// slow events of other objects and as many more are leased ahead for them,
+// events of three objects arrive newest
 // first; once workers are free, each object's events are applied one at a
 // time, oldest created first (ties by event id), as the handler's serial
 // column records. PostgreSQL watches the "one at a time": a unique index
@@ -724,7 +725,7 @@ WHERE state = 'processing' AND object_id <> ''`)
 		return nil
 	})
 	var slow, ordered []faultEvent
-	for i := range workers {
+	for i := range 2 * workers { // the busy workers' events and the queue's
 		slow = append(slow, faultEvent{ID: fmt.Sprintf("evt_slow_%d", i), Type: "invoice.paid", Invoice: fmt.Sprintf("in_slow_%d", i), Account: "acct_slow"})
 	}
 	// Event k of object o is evt_order_o_k; k = 1..6 are created 5, 4, 3,
@@ -740,10 +741,19 @@ WHERE state = 'processing' AND object_id <> ''`)
 	t.Cleanup(g.open)
 	a.sendAll(t, []http.Handler{p.handler}, slow, workers)
 	g.await(t, workers)
+	// Workers lease ahead while at least half their queue (as long as the
+	// workers) is free: with 3 of 4 places taken they lease nothing more.
+	var busy int
+	faultAwait(t, 15*time.Second, "the queue leased ahead", func() bool {
+		st, err := a.observer.Stats(t.Context())
+		busy = st.Counts[idempotency.InboxProcessing]
+		return err == nil && busy >= workers+3
+	})
 	a.sendAll(t, []http.Handler{p.handler}, ordered, 1) // one sender: in this order
 	st, err := a.observer.Stats(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, len(ordered), st.Counts[idempotency.InboxPending], "every worker busy: none of them taken yet")
+	require.Equal(t, busy, st.Counts[idempotency.InboxProcessing], "every worker busy and the queue full: nothing more taken")
+	require.Equal(t, len(ordered)+len(slow)-busy, st.Counts[idempotency.InboxPending], "every worker busy and the queue full: nothing more taken")
 	g.open()
 	a.awaitDrained(t, len(slow)+len(ordered), 30*time.Second)
 	p.stop()
