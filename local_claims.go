@@ -19,18 +19,11 @@ type localClaims struct {
 	mu       sync.Mutex
 	inFlight map[string]chan struct{} // closed when the run ends
 	waiting  int                      // runs blocked on another's in-flight run
-
-	recent map[string]struct{}
-	ring   []string // the remembered ids, oldest at next once full
-	next   int
+	recent   recentIDs                // committed claims
 }
 
 func newLocalClaims(capacity int) *localClaims {
-	return &localClaims{
-		inFlight: make(map[string]chan struct{}),
-		recent:   make(map[string]struct{}, capacity),
-		ring:     make([]string, 0, capacity),
-	}
+	return &localClaims{inFlight: make(map[string]chan struct{}), recent: newRecentIDs(capacity)}
 }
 
 // acquire waits until no other run of id is in flight in this process. It
@@ -39,7 +32,7 @@ func newLocalClaims(capacity int) *localClaims {
 func (l *localClaims) acquire(ctx context.Context, id string) (done bool, release func(committed bool), err error) {
 	l.mu.Lock()
 	for {
-		if _, ok := l.recent[id]; ok {
+		if l.recent.has(id) {
 			l.mu.Unlock()
 			return true, nil, nil
 		}
@@ -69,29 +62,68 @@ func (l *localClaims) acquire(ctx context.Context, id string) (done bool, releas
 		defer l.mu.Unlock()
 		delete(l.inFlight, id)
 		if committed {
-			l.remember(id)
+			l.recent.add(id)
 		}
 		close(ch)
 	}, nil
-}
-
-// remember adds id to the recent ids, forgetting the oldest when full.
-func (l *localClaims) remember(id string) {
-	if _, ok := l.recent[id]; ok || cap(l.ring) == 0 {
-		return
-	}
-	if len(l.ring) < cap(l.ring) {
-		l.ring = append(l.ring, id)
-	} else {
-		delete(l.recent, l.ring[l.next])
-		l.ring[l.next] = id
-		l.next = (l.next + 1) % len(l.ring)
-	}
-	l.recent[id] = struct{}{}
 }
 
 func (l *localClaims) waiters() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.waiting
+}
+
+// recentIDs is a bounded set of ids: the newest capacity ids added. It is
+// not safe for concurrent use.
+type recentIDs struct {
+	set  map[string]struct{}
+	ring []string // the ids, oldest at next once full
+	next int
+}
+
+func newRecentIDs(capacity int) recentIDs {
+	return recentIDs{set: make(map[string]struct{}, capacity), ring: make([]string, 0, capacity)}
+}
+
+func (r *recentIDs) has(id string) bool {
+	_, ok := r.set[id]
+	return ok
+}
+
+// add adds id, forgetting the oldest when full.
+func (r *recentIDs) add(id string) {
+	if r.has(id) || cap(r.ring) == 0 {
+		return
+	}
+	if len(r.ring) < cap(r.ring) {
+		r.ring = append(r.ring, id)
+	} else {
+		delete(r.set, r.ring[r.next])
+		r.ring[r.next] = id
+		r.next = (r.next + 1) % len(r.ring)
+	}
+	r.set[id] = struct{}{}
+}
+
+// storedIDs remembers the ids of events this process stored in the inbox,
+// or found stored, so that a redelivery is answered duplicate without a
+// round trip. Inbox rows are never deleted, so a remembered id stays
+// stored. It is a memory apart from the claims': an event stored is not
+// an event applied.
+type storedIDs struct {
+	mu  sync.Mutex
+	ids recentIDs
+}
+
+func (s *storedIDs) has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids.has(id)
+}
+
+func (s *storedIDs) add(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids.add(id)
 }

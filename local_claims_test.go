@@ -25,7 +25,7 @@ func TestLocalClaimsRemembersBoundedRecentIDs(t *testing.T) {
 			release(false)
 		}
 	}
-	require.Len(t, l.recent, 2)
+	require.Len(t, l.recent.set, 2)
 }
 
 func TestLocalClaimsFailedRunIsNotRemembered(t *testing.T) {

@@ -60,8 +60,10 @@ type PgxConfig struct {
 	// row. The database stays the authority for every id not remembered, so
 	// replicas behave as before. A ledger row deleted by hand (to replay an
 	// event) is still remembered by running processes until they forget it
-	// or restart. Defaults to 16384; negative turns the memory off, and with
-	// it the in-process wait.
+	// or restart. It also sizes the memory of event ids this process
+	// stored in the inbox, which answers an inbox redelivery duplicate
+	// without a round trip in the same way. Defaults to 16384; negative
+	// turns both memories off, and with them the in-process wait.
 	RecentClaims int
 }
 
@@ -81,6 +83,9 @@ type PgxStore struct {
 	sql   pgxStatements
 	inbox pgxInboxSQL
 	local *localClaims // nil when PgxConfig.RecentClaims is negative
+	// stored are the ids of events this process stored in the inbox; nil
+	// when PgxConfig.RecentClaims is negative.
+	stored *storedIDs
 }
 
 // DefaultRecentClaims is the default of PgxConfig.RecentClaims.
@@ -107,22 +112,25 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 		return nil, fmt.Errorf("idempotency: PgxConfig.IsoLevel %q is not one of read committed, repeatable read, serializable", cfg.IsoLevel)
 	}
 	var local *localClaims
+	var stored *storedIDs
 	switch {
 	case cfg.RecentClaims == 0:
 		cfg.RecentClaims = DefaultRecentClaims
 		fallthrough
 	case cfg.RecentClaims > 0:
 		local = newLocalClaims(cfg.RecentClaims)
+		stored = &storedIDs{ids: newRecentIDs(cfg.RecentClaims)}
 	}
 	batch, _ := db.(pgxBatcher)
 	s := pgx.Identifier{cfg.Schema}.Sanitize()
 	return &PgxStore{
-		db:    db,
-		batch: batch,
-		cfg:   cfg,
-		opts:  pgx.TxOptions{IsoLevel: cfg.IsoLevel},
-		local: local,
-		inbox: newPgxInboxSQL(cfg.Schema),
+		db:     db,
+		batch:  batch,
+		cfg:    cfg,
+		opts:   pgx.TxOptions{IsoLevel: cfg.IsoLevel},
+		local:  local,
+		stored: stored,
+		inbox:  newPgxInboxSQL(cfg.Schema),
 		sql: pgxStatements{
 			claim: `INSERT INTO ` + s + `.idempotency_events (event_id, event_type, object_id, outcome, livemode, account, received_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`,

@@ -162,9 +162,13 @@ func optionalTime(t time.Time) pgtype.Timestamptz {
 
 // inboxEnqueue implements inboxBackend: one INSERT ... ON CONFLICT DO
 // NOTHING, committed on its own, in one round trip on a pool or a
-// connection. It notifies nobody: a notifying transaction holds a global
+// connection; none for an id this process stored or found stored before
+// (PgxConfig.RecentClaims). It notifies nobody: a notifying transaction holds a global
 // lock until its commit is flushed (see Inbox.notifyOthers).
 func (s *PgxStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, error) {
+	if s.stored != nil && s.stored.has(r.EventID) {
+		return false, nil
+	}
 	var tag pgconn.CommandTag
 	var err error
 	// A connection the server closed while it sat idle in the pool fails
@@ -182,6 +186,9 @@ func (s *PgxStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, error) 
 	}
 	if err != nil {
 		return false, s.inboxError("enqueue", err)
+	}
+	if s.stored != nil {
+		s.stored.add(r.EventID) // stored now, by this insert or before it
 	}
 	return tag.RowsAffected() == 1, nil
 }

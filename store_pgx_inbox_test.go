@@ -591,8 +591,18 @@ func TestPgxInboxRoundTrips(t *testing.T) {
 	p.lease(t, 0)
 
 	require.Equal(t, int64(1), count(func() { p.deliver(t, "evt_rt", "in_rt", 0) }), "ingest")
-	a := idempotencytest.Deliver(p.h, pgInboxPayload(t, "evt_rt", "in_rt", 0), testSecret)
-	require.Equal(t, idempotency.OutcomeDuplicate, a.Outcome)
+	redeliver := func(p *pgInbox) int64 {
+		return count(func() {
+			a := idempotencytest.Deliver(p.h, pgInboxPayload(t, "evt_rt", "in_rt", 0), testSecret)
+			require.Equal(t, idempotency.OutcomeDuplicate, a.Outcome)
+		})
+	}
+	require.Zero(t, redeliver(p), "a redelivery of an event this process stored")
+	other, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	replica := newPgInbox(t, &pgBackend{db: db, store: other}, idempotency.InboxConfig{PollOnly: true})
+	require.Equal(t, int64(1), redeliver(replica), "a redelivery of an event another process stored")
+	require.Zero(t, redeliver(replica), "a redelivery of an event this process found stored")
 	var leased []idempotency.InboxLeased
 	require.Equal(t, int64(1), count(func() { leased = p.lease(t, 1) }), "a lease")
 	require.Equal(t, int64(3), count(func() { apply(leased[0]) }), "an attempt: claim and fence, the handler's write, commit")
