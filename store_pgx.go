@@ -86,6 +86,7 @@ type PgxStore struct {
 	// stored are the ids of events this process stored in the inbox; nil
 	// when PgxConfig.RecentClaims is negative.
 	stored *storedIDs
+	ingest ingest
 }
 
 // DefaultRecentClaims is the default of PgxConfig.RecentClaims.

@@ -71,7 +71,10 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
 	return pgxInboxSQL{
 		enqueue: `INSERT INTO ` + t + ` (event_id, event_type, object_id, account, livemode, api_version, created,
     payload, state, received_at, next_attempt_at, finished_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (event_id) DO NOTHING`,
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::timestamptz[],
+    $8::bytea[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[])
+ON CONFLICT (event_id) DO NOTHING
+RETURNING event_id`,
 		finish: `UPDATE ` + t + ` SET state = $3, finished_at = $4, next_attempt_at = NULL, lease_until = NULL, last_error = ''
 WHERE event_id = $1 AND attempt = $2 AND attempted_at = $5 AND state = 'processing'`,
 		skip: `UPDATE ` + t + ` SET state = 'skipped' WHERE event_id = $1`,
@@ -162,35 +165,16 @@ func optionalTime(t time.Time) pgtype.Timestamptz {
 
 // inboxEnqueue implements inboxBackend: one INSERT ... ON CONFLICT DO
 // NOTHING, committed on its own, in one round trip on a pool or a
-// connection; none for an id this process stored or found stored before
-// (PgxConfig.RecentClaims). It notifies nobody: a notifying transaction holds a global
-// lock until its commit is flushed (see Inbox.notifyOthers).
+// connection, and shared with the deliveries that arrive while earlier
+// inserts are in flight (see ingest); none for an id this process stored
+// or found stored before (PgxConfig.RecentClaims). It notifies nobody: a
+// notifying transaction holds a global lock until its commit is flushed
+// (see Inbox.notifyOthers).
 func (s *PgxStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, error) {
 	if s.stored != nil && s.stored.has(r.EventID) {
 		return false, nil
 	}
-	var tag pgconn.CommandTag
-	var err error
-	// A connection the server closed while it sat idle in the pool fails
-	// the insert; inserting again is safe (a row the first try stored makes
-	// the second a duplicate, which is stored all the same).
-	for attempt := 1; ; attempt++ {
-		err = s.autocommit(ctx, func(q pgxQuerier) error {
-			tag, err = q.Exec(ctx, s.inbox.enqueue, r.EventID, r.EventType, r.ObjectID, r.Account, r.Livemode, r.APIVersion,
-				r.Created, r.Payload, string(r.State), r.ReceivedAt, optionalTime(r.NextAttemptAt), optionalTime(r.FinishedAt))
-			return err
-		})
-		if err == nil || attempt == maxBeginAttempts || !staleConn(err) || ctx.Err() != nil {
-			break
-		}
-	}
-	if err != nil {
-		return false, s.inboxError("enqueue", err)
-	}
-	if s.stored != nil {
-		s.stored.add(r.EventID) // stored now, by this insert or before it
-	}
-	return tag.RowsAffected() == 1, nil
+	return s.enqueueBatched(ctx, r)
 }
 
 // leaseSettings are the planner settings of the lease transaction.

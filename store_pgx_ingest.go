@@ -1,0 +1,174 @@
+package idempotency
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// ingestSenders is how many inserts of stored events one PgxStore has in
+// flight at once. Deliveries that arrive meanwhile wait and go together in
+// the next insert: under load one statement and one commit store many
+// events, and at rest each delivery is its own insert, sent at once.
+const ingestSenders = 4
+
+// ingest batches the inbox inserts of concurrent deliveries: it is group
+// commit, done in the process. Each delivery still gets its own answer
+// (stored, or known before) once the statement that stored it committed.
+type ingest struct {
+	mu      sync.Mutex
+	pending []*ingestReq
+	senders int // goroutines sending inserts
+}
+
+type ingestReq struct {
+	ctx      context.Context
+	row      *inboxRow
+	inserted bool
+	err      error
+	done     chan struct{}
+}
+
+// enqueueBatched stores r with the deliveries waiting with it, and reports whether
+// this insert stored it (false: it was stored before).
+func (s *PgxStore) enqueueBatched(ctx context.Context, r *inboxRow) (bool, error) {
+	req := &ingestReq{ctx: ctx, row: r, done: make(chan struct{})}
+	g := &s.ingest
+	g.mu.Lock()
+	g.pending = append(g.pending, req)
+	start := g.senders < ingestSenders
+	if start {
+		g.senders++
+	}
+	g.mu.Unlock()
+	if start {
+		go s.sendIngest()
+	}
+	select {
+	case <-req.done:
+		return req.inserted, req.err
+	case <-ctx.Done():
+		// The insert may still commit; a redelivery then finds it stored.
+		return false, ctx.Err()
+	}
+}
+
+// sendIngest inserts what waits, batch after batch, until nothing does.
+func (s *PgxStore) sendIngest() {
+	g := &s.ingest
+	for {
+		g.mu.Lock()
+		batch := g.pending
+		g.pending = nil
+		if len(batch) == 0 {
+			g.senders--
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		s.insertIngest(batch)
+	}
+}
+
+// insertIngest stores batch in one INSERT ... ON CONFLICT DO NOTHING and
+// answers each request. Requests for one event id share the row: the
+// first is told whether the insert stored it, the others that it was
+// stored before.
+func (s *PgxStore) insertIngest(batch []*ingestReq) {
+	first := make(map[string]*ingestReq, len(batch))
+	var cols ingestColumns
+	for _, req := range batch {
+		if _, ok := first[req.row.EventID]; ok {
+			continue
+		}
+		first[req.row.EventID] = req
+		cols.add(req.row)
+	}
+	// The batch lives as long as its most patient delivery: one that gave
+	// up must not fail the others'.
+	ctx, cancel := latestDeadline(context.Background(), batch)
+	defer cancel()
+
+	var stored []string
+	var err error
+	// A connection the server closed while it sat idle in the pool fails
+	// the insert; inserting again is safe (a row the first try stored makes
+	// the second a duplicate, which is stored all the same).
+	for try := 1; ; try++ {
+		err = s.autocommit(ctx, func(q pgxQuerier) error {
+			rows, err := q.Query(ctx, s.inbox.enqueue, cols.args()...)
+			if err != nil {
+				return err
+			}
+			stored, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			return err
+		})
+		if err == nil || try == maxBeginAttempts || !staleConn(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		err = s.inboxError("enqueue", err)
+	} else if s.stored != nil {
+		for id := range first {
+			s.stored.add(id) // stored now, by this insert or before it
+		}
+	}
+	inserted := make(map[string]bool, len(stored))
+	for _, id := range stored {
+		inserted[id] = true
+	}
+	for _, req := range batch {
+		req.err = err
+		req.inserted = err == nil && first[req.row.EventID] == req && inserted[req.row.EventID]
+		close(req.done)
+	}
+}
+
+// latestDeadline is ctx bounded by the latest deadline among the batch's
+// requests, or unbounded if one has none.
+func latestDeadline(ctx context.Context, batch []*ingestReq) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, req := range batch {
+		d, ok := req.ctx.Deadline()
+		if !ok {
+			return ctx, func() {}
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(ctx, latest)
+}
+
+// ingestColumns are the rows of one insert, column by column: the
+// statement unnests them.
+type ingestColumns struct {
+	id, typ, object, account, apiVersion, state []string
+	livemode                                    []bool
+	created, received, next, finished           []pgtype.Timestamptz
+	payload                                     [][]byte
+}
+
+func (c *ingestColumns) add(r *inboxRow) {
+	c.id = append(c.id, r.EventID)
+	c.typ = append(c.typ, r.EventType)
+	c.object = append(c.object, r.ObjectID)
+	c.account = append(c.account, r.Account)
+	c.livemode = append(c.livemode, r.Livemode)
+	c.apiVersion = append(c.apiVersion, r.APIVersion)
+	c.created = append(c.created, pgtype.Timestamptz{Time: r.Created, Valid: true})
+	c.payload = append(c.payload, r.Payload)
+	c.state = append(c.state, string(r.State))
+	c.received = append(c.received, optionalTime(r.ReceivedAt))
+	c.next = append(c.next, optionalTime(r.NextAttemptAt))
+	c.finished = append(c.finished, optionalTime(r.FinishedAt))
+}
+
+func (c *ingestColumns) args() []any {
+	return []any{c.id, c.typ, c.object, c.account, c.livemode, c.apiVersion, c.created,
+		c.payload, c.state, c.received, c.next, c.finished}
+}

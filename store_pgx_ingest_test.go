@@ -1,0 +1,90 @@
+package idempotency
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
+)
+
+func newIngestStore(t *testing.T) (*PgxStore, *pgtest.DB) {
+	t.Helper()
+	db := pgtest.New(t)
+	// No memory of stored ids: every delivery goes to the database.
+	s, err := NewPgxStore(db.Pool, PgxConfig{Schema: db.Schema, RecentClaims: -1})
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(t.Context()))
+	return s, db
+}
+
+func ingestRow(id string) *inboxRow {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	return &inboxRow{InboxRecord: InboxRecord{EventID: id, EventType: "invoice.paid", ObjectID: "in_" + id,
+		Created: now, State: InboxPending, ReceivedAt: now, NextAttemptAt: now}, Payload: []byte(`{"id":"` + id + `"}`)}
+}
+
+// One insert stores a batch; copies of one id in it, or of an id stored
+// before, are told so.
+func TestPgxIngestBatch(t *testing.T) {
+	t.Parallel()
+	s, db := newIngestStore(t)
+	send := func(ids ...string) []bool {
+		batch := make([]*ingestReq, len(ids))
+		for i, id := range ids {
+			batch[i] = &ingestReq{ctx: t.Context(), row: ingestRow(id), done: make(chan struct{})}
+		}
+		s.insertIngest(batch)
+		got := make([]bool, len(ids))
+		for i, req := range batch {
+			<-req.done
+			require.NoError(t, req.err)
+			got[i] = req.inserted
+		}
+		return got
+	}
+	require.Equal(t, []bool{true, true, false, true, false}, send("evt_a", "evt_b", "evt_a", "evt_c", "evt_b"))
+	require.Equal(t, []bool{false, true}, send("evt_a", "evt_d"))
+	var n int
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM idempotency_inbox`).Scan(&n))
+	require.Equal(t, 4, n)
+}
+
+// Concurrent deliveries, sharing inserts as they come: each id is stored
+// once and reported stored to exactly one of its deliveries.
+func TestPgxIngestConcurrent(t *testing.T) {
+	t.Parallel()
+	s, db := newIngestStore(t)
+	const ids, copies = 50, 4
+	inserted := make([]int, ids)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for c := range copies {
+		for i := range ids {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				ok, err := s.inboxEnqueue(ctx, ingestRow(fmt.Sprintf("evt_%d", i)))
+				if err != nil {
+					t.Errorf("copy %d of evt_%d: %v", c, i, err)
+				}
+				if ok {
+					mu.Lock()
+					inserted[i]++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for i, n := range inserted {
+		require.Equal(t, 1, n, "evt_%d reported stored", i)
+	}
+	var n int
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM idempotency_inbox`).Scan(&n))
+	require.Equal(t, ids, n)
+}
