@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -193,3 +194,38 @@ func jsonKind(value string) string {
 	kind, _, _ := strings.Cut(value, " ")
 	return kind
 }
+
+// PermanentError is the error [Permanent] returns.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return "idempotency: permanent failure: " + e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent tells the inbox that a task can never succeed (the provider
+// refused the request for good: an invalid address, an account closed):
+// returned from a [TaskFunc], wrapped or not, it dead-letters the task at
+// once instead of retrying it. [Inbox.Redrive] runs it again.
+func Permanent(err error) error {
+	if err == nil {
+		err = errors.New("no reason given")
+	}
+	return &PermanentError{Err: err}
+}
+
+// SnoozeError is the error [Snooze] returns.
+type SnoozeError struct{ After time.Duration }
+
+func (e *SnoozeError) Error() string { return fmt.Sprintf("idempotency: snoozed for %s", e.After) }
+
+// Snooze tells the inbox to run a task again after d (at least 0) without
+// counting this attempt: for a provider that asked to come back later (a
+// rate limit's Retry-After), or work that waits on something else. The
+// task goes back to pending, due at the inbox's clock plus d.
+func Snooze(d time.Duration) error {
+	return &SnoozeError{After: max(d, 0)}
+}
+
+// ErrTaskNeedsStoreTx: [Task.Enqueue] was given a Tx that is not an event
+// transaction of [MemoryStore] or [PgxStore] (tasks are rows of their
+// inbox, written in that transaction).
+var ErrTaskNeedsStoreTx = errors.New("idempotency: Task.Enqueue needs the Tx of a MemoryStore or PgxStore handler")

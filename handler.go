@@ -80,6 +80,13 @@ type Config struct {
 	// written, on the request's goroutine: the place for metrics. It must
 	// not block.
 	OnResult func(Result)
+
+	// Now is the clock of what the Handler records: when a delivery was
+	// received, and when the tasks its handler enqueues come due. Tests
+	// that drive an Inbox with a fake InboxConfig.Now give the Handler the
+	// same clock. The signature's timestamp is always checked against
+	// the real time. Defaults to time.Now.
+	Now func() time.Time
 }
 
 // Result describes one delivery, for Config.OnResult.
@@ -181,6 +188,9 @@ func newHandler(store Store, cfg Config) (*Handler, error) {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	cfg.Secrets = append([]string(nil), cfg.Secrets...)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	h := &Handler{cfg: cfg, log: cfg.Logger}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -334,7 +344,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (in
 	}
 	// Detached from the request: a sender that hangs up must not cut a
 	// transaction short. Config.Timeout bounds it.
-	outcome, err := h.run(context.WithoutCancel(r.Context()), &env, payload, time.Now(), nil, res)
+	outcome, err := h.run(context.WithoutCancel(r.Context()), &env, payload, h.cfg.Now(), nil, res)
 	res.Outcome, res.Err = outcome, err
 	switch {
 	case outcome == OutcomeUnavailable || errors.Is(err, ErrStoreUnavailable):

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -121,6 +122,7 @@ func DefaultBackoff(attempt int) time.Duration {
 // database: no event is applied twice.
 type Inbox struct {
 	d     dispatcher
+	tasks map[string]taskRegistration
 	store inboxBackend
 	cfg   InboxConfig
 	log   *slog.Logger
@@ -152,6 +154,7 @@ func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
 	}
 	in := &Inbox{
 		d:     newDispatcher(store, hs, !cfg.DisableFastDecoder, cfg.Timeout),
+		tasks: maps.Clone(hs.tasks),
 		store: backend,
 		cfg:   cfg,
 		log:   cfg.Logger,
@@ -160,6 +163,7 @@ func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
 	if in.log == nil {
 		in.log = slog.Default()
 	}
+	hs.addInbox(in) // committed tasks wake its workers
 	return in, nil
 }
 
@@ -232,7 +236,7 @@ func (h *Handler) enqueue(ctx context.Context, env *envelope.Envelope, payload [
 	in := h.inbox
 	now := in.cfg.Now()
 	row := inboxRow{InboxRecord: InboxRecord{
-		EventID: env.ID, EventType: env.Type, ObjectID: env.ObjectID, Account: env.Account,
+		Kind: KindEvent, EventID: env.ID, EventType: env.Type, ObjectID: env.ObjectID, Account: env.Account,
 		Livemode: env.Livemode, APIVersion: env.APIVersion, Created: time.Unix(env.Created, 0),
 		State: InboxPending, ReceivedAt: now, NextAttemptAt: now,
 	}, Payload: payload}
@@ -455,8 +459,13 @@ func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 	}
 }
 
-// attempt applies one leased event and records how it ended.
+// attempt applies one leased event, or runs one leased task, and records
+// how it ended.
 func (in *Inbox) attempt(ctx context.Context, row inboxRow) {
+	if row.Kind == KindTask {
+		in.attemptTask(ctx, &row)
+		return
+	}
 	start := time.Now()
 	res := Result{EventID: row.EventID, EventType: row.EventType, ObjectID: row.ObjectID, Attempt: row.Attempt}
 	defer func() {
@@ -488,27 +497,41 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow) {
 		in.settle(ctx, &row, InboxProcessed, nil)
 	case err == nil:
 		// processed or skipped: recorded in the transaction that applied it
-	case row.Attempt >= in.cfg.MaxAttempts:
-		in.settle(ctx, &row, InboxDeadLetter, err)
 	default:
-		in.settle(ctx, &row, InboxFailed, err)
+		in.settleFailure(ctx, &row, err)
 	}
 }
 
-// settle records an attempt's end, on a context that outlives a cancelled
-// attempt. If the store cannot be reached, the lease expires and the event
-// is retried.
+// settleFailure records a failed attempt: failed and due again after the
+// backoff, or dead-lettered after the last attempt.
+func (in *Inbox) settleFailure(ctx context.Context, row *inboxRow, cause error) {
+	if row.Attempt >= in.cfg.MaxAttempts {
+		in.settle(ctx, row, InboxDeadLetter, cause)
+		return
+	}
+	in.settle(ctx, row, InboxFailed, cause)
+}
+
+// settle records an attempt's end, due again after the backoff when st is
+// failed.
 func (in *Inbox) settle(ctx context.Context, row *inboxRow, st InboxState, cause error) {
-	now := in.cfg.Now()
 	var next time.Time
 	if st == InboxFailed {
-		next = now.Add(max(in.cfg.Backoff(row.Attempt), 0))
+		next = in.cfg.Now().Add(max(in.cfg.Backoff(row.Attempt), 0))
 	}
+	in.settleAt(ctx, row, st, cause, next)
+}
+
+// settleAt records an attempt's end, due again at next when st is failed
+// or pending (snoozed), on a context that outlives a cancelled attempt. If
+// the store cannot be reached, the lease expires and the event is retried.
+func (in *Inbox) settleAt(ctx context.Context, row *inboxRow, st InboxState, cause error, next time.Time) {
+	now := in.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
 	defer cancel()
 	ok, err := in.store.inboxSettle(ctx, row.EventID, row.Attempt, row.AttemptedAt, st, errorText(cause), next, now)
-	if wait := next.Sub(now); ok && err == nil && st == InboxFailed && wait < in.cfg.PollInterval {
-		time.AfterFunc(wait, in.signal) // a retry sooner than the next poll
+	if wait := next.Sub(now); ok && err == nil && !next.IsZero() && wait < in.cfg.PollInterval {
+		time.AfterFunc(wait, in.signal) // due again sooner than the next poll
 	}
 	switch {
 	case err != nil:

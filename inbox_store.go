@@ -38,8 +38,22 @@ const (
 
 var inboxStates = []InboxState{InboxPending, InboxProcessing, InboxProcessed, InboxSkipped, InboxFailed, InboxDeadLetter, InboxIgnored}
 
-// InboxRecord is one event in the inbox, without its payload.
+// InboxKind tells the events of an inbox from its tasks.
+type InboxKind string
+
+// The kinds of inbox rows.
+const (
+	// KindEvent: a Stripe event, stored at ingest.
+	KindEvent InboxKind = "event"
+	// KindTask: a [Task], enqueued in an event's transaction. Its EventID
+	// is the task's id, task:<name>:<key>, and its EventType the task's
+	// name.
+	KindTask InboxKind = "task"
+)
+
+// InboxRecord is one event or task in the inbox, without its payload.
 type InboxRecord struct {
+	Kind       InboxKind
 	EventID    string
 	EventType  string
 	ObjectID   string // data.object.id; events of one object are applied one at a time, oldest first
@@ -102,10 +116,10 @@ type inboxBackend interface {
 	inboxLease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) ([]inboxRow, error)
 
 	// inboxSettle records the end of attempt `attempt` of eventID, leased
-	// at attemptedAt: it sets
-	// state (failed, dead_letter, processed or ignored), LastError,
-	// NextAttemptAt (zero unless failed) and, for a final state,
-	// FinishedAt = now. It is fenced: it changes nothing and reports false
+	// at attemptedAt: it sets state (failed, dead_letter, processed,
+	// ignored, or pending for a snoozed task, whose Attempt goes back one),
+	// LastError, NextAttemptAt (zero unless failed or pending) and, for a
+	// final state, FinishedAt = now. It is fenced: it changes nothing and reports false
 	// unless the event is processing under exactly that lease (attempt and
 	// AttemptedAt), so a worker whose lease expired cannot overwrite a
 	// newer attempt's result, not even one that a redrive numbered alike.
@@ -146,7 +160,11 @@ var errLeaseLost = errors.New("idempotency: inbox lease lost to a newer attempt;
 // RedriveFilter selects the events [Inbox.Redrive] moves back to pending.
 // The zero value selects every dead-lettered event.
 type RedriveFilter struct {
-	// EventIDs, when not empty, selects these events only.
+	// Kind, when not empty, selects events (KindEvent) or tasks (KindTask)
+	// only.
+	Kind InboxKind
+	// EventIDs, when not empty, selects these events only (or tasks, by
+	// their ids).
 	EventIDs []string
 	// EventType, when not empty, selects events of this type.
 	EventType string
@@ -163,6 +181,9 @@ type RedriveFilter struct {
 func (f *RedriveFilter) check() error {
 	if len(f.States) == 0 {
 		f.States = []InboxState{InboxDeadLetter}
+	}
+	if err := checkKind("RedriveFilter", f.Kind); err != nil {
+		return err
 	}
 	for _, s := range f.States {
 		if s != InboxDeadLetter && s != InboxFailed {
@@ -181,7 +202,7 @@ func (f *RedriveFilter) check() error {
 }
 
 func (f *RedriveFilter) matches(r *InboxRecord) bool {
-	return slices.Contains(f.States, r.State) &&
+	return slices.Contains(f.States, r.State) && (f.Kind == "" || r.Kind == f.Kind) &&
 		(len(f.EventIDs) == 0 || slices.Contains(f.EventIDs, r.EventID)) &&
 		(f.EventType == "" || r.EventType == f.EventType) &&
 		inRange(r.ReceivedAt, f.Since, f.Until)
@@ -189,6 +210,9 @@ func (f *RedriveFilter) matches(r *InboxRecord) bool {
 
 // InboxFilter selects the events [Inbox.List] returns.
 type InboxFilter struct {
+	// Kind, when not empty, keeps events (KindEvent) or tasks (KindTask)
+	// only.
+	Kind InboxKind
 	// EventIDs, when not empty, keeps these events only.
 	EventIDs []string
 	// States, when not empty, keeps events in one of them.
@@ -206,6 +230,9 @@ type InboxFilter struct {
 
 func (f *InboxFilter) check() error {
 	if err := checkLimit("InboxFilter", &f.Limit); err != nil {
+		return err
+	}
+	if err := checkKind("InboxFilter", f.Kind); err != nil {
 		return err
 	}
 	for _, s := range f.States {
@@ -228,7 +255,7 @@ func (f *InboxFilter) check() error {
 }
 
 func (f *InboxFilter) matches(r *InboxRecord) bool {
-	return (len(f.States) == 0 || slices.Contains(f.States, r.State)) &&
+	return (len(f.States) == 0 || slices.Contains(f.States, r.State)) && (f.Kind == "" || r.Kind == f.Kind) &&
 		(len(f.EventIDs) == 0 || slices.Contains(f.EventIDs, r.EventID)) &&
 		(f.EventType == "" || r.EventType == f.EventType) &&
 		(f.ObjectID == "" || r.ObjectID == f.ObjectID) &&
@@ -238,11 +265,42 @@ func (f *InboxFilter) matches(r *InboxRecord) bool {
 // InboxStats is what an alert needs: how much waits, for how long, and how
 // much was given up on.
 type InboxStats struct {
-	// Counts has an entry for every state, zero included.
+	// Counts has an entry for every state, zero included: events and
+	// tasks together.
 	Counts map[InboxState]int
+	// TaskCounts are the tasks among Counts, an entry for every state.
+	TaskCounts map[InboxState]int
 	// OldestPending is the ReceivedAt of the oldest event still to be
 	// applied (pending, failed or processing); zero when there is none.
 	OldestPending time.Time
+}
+
+// checkKind validates a filter's Kind: empty, event or task.
+func checkKind(filter string, k InboxKind) error {
+	if k != "" && k != KindEvent && k != KindTask {
+		return fmt.Errorf("idempotency: %s.Kind %q is not one of event, task", filter, k)
+	}
+	return nil
+}
+
+func newInboxStats() InboxStats {
+	st := InboxStats{Counts: make(map[InboxState]int, len(inboxStates)), TaskCounts: make(map[InboxState]int, len(inboxStates))}
+	for _, state := range inboxStates {
+		st.Counts[state], st.TaskCounts[state] = 0, 0
+	}
+	return st
+}
+
+// add counts n rows of kind in state; oldest is the earliest ReceivedAt
+// among them if they are still to be applied, or zero.
+func (st *InboxStats) add(kind InboxKind, state InboxState, n int, oldest time.Time) {
+	st.Counts[state] += n
+	if kind == KindTask {
+		st.TaskCounts[state] += n
+	}
+	if !oldest.IsZero() && (st.OldestPending.IsZero() || oldest.Before(st.OldestPending)) {
+		st.OldestPending = oldest
+	}
 }
 
 // checkLimit validates a list limit and applies its default.

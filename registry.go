@@ -31,6 +31,8 @@ type EventFunc[T any] func(ctx context.Context, tx Tx, ev Event[T]) error
 type Handlers struct {
 	byType  map[string]registration
 	actions []ActionInfo
+	tasks   map[string]taskRegistration // by name; see task.go
+	wakers  wakers
 }
 
 // registration is one event type's handler, with T erased.

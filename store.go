@@ -148,9 +148,11 @@ type Tx interface {
 	// registration order, on the goroutine that ran the handler and with a
 	// context that is not cancelled with the request. It never runs when the
 	// transaction rolls back or the event is skipped. A failure there cannot
-	// undo the commit: use it for what may be lost or repeated safely, such as
-	// enqueueing an email keyed by the event id. The funcs run before the
-	// delivery is answered and outside Config.Timeout: keep them short.
+	// undo the commit, and a crash before it runs loses it: use it for what
+	// may be lost, such as cache invalidation or metrics, and a [Task] for
+	// a side effect that must happen (an email, an API call). The funcs run
+	// before the delivery is answered and outside Config.Timeout: keep them
+	// short.
 	AfterCommit(fn func(ctx context.Context))
 
 	// EventID is the id of the event this transaction claimed.

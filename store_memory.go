@@ -40,9 +40,10 @@ type MemoryStore struct {
 
 type guardID struct{ scope, key string }
 
-// lockID names a claimable key: an event id (guard false) or a guard.
+// lockID names a claimable key: an event id, a guard (guard set) or a
+// task id (task set).
 type lockID struct {
-	guard bool
+	guard, task bool
 	guardID
 }
 
@@ -214,9 +215,10 @@ type memoryTx struct {
 	held      []lockID
 	waitFor   *memoryTx
 	done      bool
-	aborted   error           // the error that aborted the transaction, as PostgreSQL aborts it
-	ended     chan struct{}   // closed when its keys are released
-	inboxRow  *memoryInboxRow // the inbox row a fenced claim holds, until the transaction ends
+	aborted   error                // the error that aborted the transaction, as PostgreSQL aborts it
+	ended     chan struct{}        // closed when its keys are released
+	inboxRow  *memoryInboxRow      // the inbox row a fenced claim holds, until the transaction ends
+	tasks     map[string]*inboxRow // the tasks enqueued, stored in the inbox on commit
 }
 
 func (tx *memoryTx) Guard(ctx context.Context, scope, key string) (bool, error) {
@@ -234,6 +236,31 @@ func (tx *memoryTx) Guard(ctx context.Context, scope, key string) (bool, error) 
 		tx.abort(err)
 	}
 	return first, err
+}
+
+func (tx *memoryTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) {
+	if err := tx.abortErr(); err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	first, err := tx.acquire(ctx, lockID{task: true, guardID: guardID{key: r.EventID}})
+	if err != nil && !errors.Is(err, ErrTxDone) {
+		tx.abort(err)
+	}
+	if err != nil || !first {
+		return false, err
+	}
+	row := *r
+	row.Payload = slices.Clone(r.Payload)
+	tx.s.mu.Lock()
+	defer tx.s.mu.Unlock()
+	if tx.tasks == nil {
+		tx.tasks = make(map[string]*inboxRow)
+	}
+	tx.tasks[r.EventID] = &row
+	return true, nil
 }
 
 func (tx *memoryTx) abort(err error) {
@@ -314,6 +341,10 @@ func (tx *memoryTx) acquire(ctx context.Context, k lockID) (bool, error) {
 }
 
 func (s *MemoryStore) committed(k lockID) bool {
+	if k.task {
+		_, ok := s.inbox[k.key]
+		return ok
+	}
 	if k.guard {
 		_, ok := s.guards[k.guardID]
 		return ok
@@ -335,10 +366,12 @@ func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) {
 	tx.done = true
 	for _, k := range tx.held {
 		switch {
-		case !k.guard && rec != nil:
+		case !k.guard && !k.task && rec != nil:
 			s.events[k.key] = *rec
 		case k.guard && commit:
 			s.guards[k.guardID] = GuardRecord{Scope: k.scope, Key: k.key, EventID: tx.claim.EventID, ClaimedAt: now}
+		case k.task && commit:
+			s.inbox[k.key] = &memoryInboxRow{inboxRow: *tx.tasks[k.key]}
 		}
 	}
 	if rec != nil {

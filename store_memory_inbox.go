@@ -82,7 +82,7 @@ func (s *MemoryStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, erro
 	// What PgxStore's INSERT stores; the attempt columns start empty.
 	s.inbox[r.EventID] = &memoryInboxRow{inboxRow: inboxRow{
 		InboxRecord: InboxRecord{
-			EventID: r.EventID, EventType: r.EventType, ObjectID: r.ObjectID, Account: r.Account,
+			Kind: KindEvent, EventID: r.EventID, EventType: r.EventType, ObjectID: r.ObjectID, Account: r.Account,
 			Livemode: r.Livemode, APIVersion: r.APIVersion, Created: r.Created,
 			State: r.State, ReceivedAt: r.ReceivedAt, NextAttemptAt: r.NextAttemptAt, FinishedAt: r.FinishedAt,
 		},
@@ -157,7 +157,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 
 func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now time.Time) (bool, error) {
 	switch st {
-	case InboxFailed, InboxDeadLetter, InboxProcessed, InboxIgnored:
+	case InboxFailed, InboxDeadLetter, InboxProcessed, InboxIgnored, InboxPending:
 	default:
 		return false, fmt.Errorf("idempotency: inbox: an attempt cannot end as %q", st)
 	}
@@ -185,9 +185,13 @@ func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt i
 			}
 		}
 		r.State, r.LastError, r.LeaseUntil = st, storableText(lastError), time.Time{}
-		if st == InboxFailed {
+		switch st {
+		case InboxPending: // a snoozed task: the attempt does not count
+			r.Attempt--
 			r.NextAttemptAt, r.FinishedAt = nextAt, time.Time{}
-		} else {
+		case InboxFailed:
+			r.NextAttemptAt, r.FinishedAt = nextAt, time.Time{}
+		default:
 			r.NextAttemptAt, r.FinishedAt = time.Time{}, now
 		}
 		s.mu.Unlock()
@@ -222,17 +226,15 @@ func (s *MemoryStore) inboxStats(ctx context.Context) (InboxStats, error) {
 	if err := ctx.Err(); err != nil {
 		return InboxStats{}, err
 	}
-	st := InboxStats{Counts: make(map[InboxState]int, len(inboxStates))}
-	for _, state := range inboxStates {
-		st.Counts[state] = 0
-	}
+	st := newInboxStats()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range s.inbox {
-		st.Counts[r.State]++
-		if r.unfinished() && (st.OldestPending.IsZero() || r.ReceivedAt.Before(st.OldestPending)) {
-			st.OldestPending = r.ReceivedAt
+		var oldest time.Time
+		if r.unfinished() {
+			oldest = r.ReceivedAt
 		}
+		st.add(r.Kind, r.State, 1, oldest)
 	}
 	return st, nil
 }

@@ -529,6 +529,17 @@ func (t *pgxTx) Guard(ctx context.Context, scope, key string) (bool, error) {
 	return tag.RowsAffected() == 1, nil
 }
 
+func (t *pgxTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) {
+	if err := t.checkOpen(); err != nil {
+		return false, err
+	}
+	tag, err := t.tx.Exec(ctx, t.s.inbox.enqueueTask, r.EventID, r.EventType, r.Created, r.Payload)
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // PostgreSQL error codes the store acts on.
 const (
 	pgSerializationFailure = "40001"

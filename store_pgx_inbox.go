@@ -35,13 +35,13 @@ var (
 
 // pgxInboxSQL are the inbox's statements, on the store's schema.
 type pgxInboxSQL struct {
-	enqueue, finish, skip, lock, deadLetter, lease, settle, redrive, redriveCount, stats, list string
-	channel                                                                                    string // notifications
+	enqueue, enqueueTask, finish, skip, lock, deadLetter, lease, settle, redrive, redriveCount, stats, list string
+	channel                                                                                                 string // notifications
 }
 
 // inboxColumns are the columns of an InboxRecord, in the order of
 // InboxRecord.columns.
-const inboxColumns = `event_id, event_type, object_id, account, livemode, api_version, created,
+const inboxColumns = `kind, event_id, event_type, object_id, account, livemode, api_version, created,
 state, attempt, last_error, received_at, attempted_at, next_attempt_at, finished_at`
 
 func newPgxInboxSQL(schema string) pgxInboxSQL {
@@ -63,6 +63,7 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
             OR (o.state = 'processing' AND (o.lease_until > $1 OR NOT EXISTS (
                 SELECT 1 FROM ` + t + ` AS probe WHERE probe.event_id = o.event_id FOR SHARE SKIP LOCKED))))))`
 	redriveWhere := `state = ANY ($1::text[])
+  AND ($6 = '' OR kind = $6)
   AND (cardinality($2::text[]) = 0 OR event_id = ANY ($2::text[]))
   AND ($3 = '' OR event_type = $3)
   AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)`
@@ -75,6 +76,8 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean
     $8::bytea[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[])
 ON CONFLICT (event_id) DO NOTHING
 RETURNING event_id`,
+		enqueueTask: `INSERT INTO ` + t + ` (kind, event_id, event_type, created, payload, state, received_at, next_attempt_at)
+VALUES ('task', $1, $2, $3, $4, 'pending', $3, $3) ON CONFLICT (event_id) DO NOTHING`,
 		finish: `UPDATE ` + t + ` SET state = $3, finished_at = $4, next_attempt_at = NULL, lease_until = NULL, last_error = ''
 WHERE event_id = $1 AND attempt = $2 AND attempted_at = $5 AND state = 'processing'`,
 		skip: `UPDATE ` + t + ` SET state = 'skipped' WHERE event_id = $1`,
@@ -114,18 +117,21 @@ WHERE i.event_id = x.event_id`,
     RETURNING picked.due_at, i.*
 )
 SELECT ` + inboxColumns + `, payload, lease_until FROM leased ORDER BY due_at, event_id`,
-		settle: `UPDATE ` + t + ` SET state = $3, last_error = $4, next_attempt_at = $5, finished_at = $6, lease_until = NULL
+		// A snoozed task goes back to pending without counting the attempt.
+		settle: `UPDATE ` + t + ` SET state = $3, last_error = $4, next_attempt_at = $5, finished_at = $6, lease_until = NULL,
+    attempt = CASE WHEN $3 = 'pending' THEN attempt - 1 ELSE attempt END
 WHERE event_id = $1 AND attempt = $2 AND attempted_at = $7 AND state = 'processing'`,
-		redrive: `UPDATE ` + t + ` SET state = 'pending', attempt = 0, next_attempt_at = $6, finished_at = NULL
+		redrive: `UPDATE ` + t + ` SET state = 'pending', attempt = 0, next_attempt_at = $7, finished_at = NULL
 WHERE ` + redriveWhere,
 		redriveCount: `SELECT count(*) FROM ` + t + ` WHERE ` + redriveWhere,
-		stats: `SELECT state, count(*), min(received_at) FILTER (WHERE state IN ('pending', 'failed', 'processing'))
-FROM ` + t + ` GROUP BY state`,
+		stats: `SELECT kind, state, count(*), min(received_at) FILTER (WHERE state IN ('pending', 'failed', 'processing'))
+FROM ` + t + ` GROUP BY kind, state`,
 		list: `SELECT ` + inboxColumns + ` FROM ` + t + `
 WHERE (cardinality($1::text[]) = 0 OR state = ANY ($1::text[]))
   AND ($2 = '' OR event_type = $2) AND ($3 = '' OR object_id = $3)
   AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)
   AND (coalesce(cardinality($7::text[]), 0) = 0 OR event_id = ANY ($7::text[]))
+  AND ($8 = '' OR kind = $8)
 ORDER BY received_at DESC, event_id DESC
 LIMIT $6`,
 		channel: fmt.Sprintf("idempotency_inbox_%016x", h.Sum64()),
@@ -304,7 +310,7 @@ func (s *PgxStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.T
 	if ids == nil {
 		ids = []string{}
 	}
-	args := []any{states, ids, f.EventType, optionalTime(f.Since), optionalTime(f.Until)}
+	args := []any{states, ids, f.EventType, optionalTime(f.Since), optionalTime(f.Until), string(f.Kind)}
 	var n int64
 	err := s.autocommit(ctx, func(q pgxQuerier) error {
 		if f.DryRun {
@@ -323,23 +329,18 @@ func (s *PgxStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.T
 // inboxStats implements inboxBackend: one query over the index on
 // (state, received_at).
 func (s *PgxStore) inboxStats(ctx context.Context) (InboxStats, error) {
-	st := InboxStats{Counts: make(map[InboxState]int, len(inboxStates))}
-	for _, state := range inboxStates {
-		st.Counts[state] = 0
-	}
+	st := newInboxStats()
 	err := s.autocommit(ctx, func(q pgxQuerier) error {
 		rows, err := q.Query(ctx, s.inbox.stats)
 		if err != nil {
 			return err
 		}
+		var kind InboxKind
 		var state InboxState
 		var n int
 		var oldest pgtype.Timestamptz
-		_, err = pgx.ForEachRow(rows, []any{&state, &n, &oldest}, func() error {
-			st.Counts[state] = n
-			if oldest.Valid && (st.OldestPending.IsZero() || oldest.Time.Before(st.OldestPending)) {
-				st.OldestPending = oldest.Time
-			}
+		_, err = pgx.ForEachRow(rows, []any{&kind, &state, &n, &oldest}, func() error {
+			st.add(kind, state, n, oldest.Time)
 			return nil
 		})
 		return err
@@ -358,7 +359,7 @@ func (s *PgxStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord,
 	}
 	var out []InboxRecord
 	err := s.autocommit(ctx, func(q pgxQuerier) error {
-		rows, err := q.Query(ctx, s.inbox.list, states, f.EventType, f.ObjectID, optionalTime(f.Since), optionalTime(f.Until), f.Limit, f.EventIDs)
+		rows, err := q.Query(ctx, s.inbox.list, states, f.EventType, f.ObjectID, optionalTime(f.Since), optionalTime(f.Until), f.Limit, f.EventIDs, string(f.Kind))
 		if err != nil {
 			return err
 		}
@@ -391,7 +392,7 @@ func (t *inboxTimes) set(r *InboxRecord) {
 
 // columns are the scan destinations of inboxColumns.
 func (r *InboxRecord) columns(t *inboxTimes) []any {
-	return []any{&r.EventID, &r.EventType, &r.ObjectID, &r.Account, &r.Livemode, &r.APIVersion, &r.Created,
+	return []any{&r.Kind, &r.EventID, &r.EventType, &r.ObjectID, &r.Account, &r.Livemode, &r.APIVersion, &r.Created,
 		&r.State, &r.Attempt, &r.LastError, &r.ReceivedAt, &t.attemptedAt, &t.nextAttemptAt, &t.finishedAt}
 }
 

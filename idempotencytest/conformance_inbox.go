@@ -181,7 +181,7 @@ func testInboxIngest(t *testing.T, b StoreBackend) {
 	require.Equal(t, map[idempotency.InboxState]int{idempotency.InboxPending: 2}, ib.counts(t))
 	r := ib.record(t, "evt_in_1")
 	require.Equal(t, idempotency.InboxRecord{
-		EventID: "evt_in_1", EventType: "invoice.paid", ObjectID: "in_1", APIVersion: stripe.APIVersion,
+		Kind: idempotency.KindEvent, EventID: "evt_in_1", EventType: "invoice.paid", ObjectID: "in_1", APIVersion: stripe.APIVersion,
 		Created: time.Unix(1756742400, 0).UTC(), State: idempotency.InboxPending,
 		ReceivedAt: ib.clock.Now(), NextAttemptAt: ib.clock.Now(),
 	}, normalize(r))

@@ -1,0 +1,272 @@
+package idempotency
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A Task is a side effect that must happen once per business key: the
+// welcome email of a customer, the receipt of an invoice, the call that
+// books a payment in the accounting system. A handler (or an action)
+// enqueues it with [Task.Enqueue] inside the event's transaction, so the
+// task is stored if and only if the handler's writes commit, and once per
+// (task, key) ever: a retry, a twin event or another event type enqueuing
+// the same key again changes nothing.
+//
+// An [Inbox]'s workers run tasks after the commit with the same leases,
+// attempts, backoff, dead letter and redrive as events, in inbox mode and
+// in synchronous mode alike (run [Inbox.Run] next to the [Handler]). A task
+// runs at least once: a worker that dies after the provider accepted the
+// call and before the task was recorded done leaves it to be run again.
+// Every attempt gets the same [TaskRun.IdempotencyKey]; pass it to a
+// provider that honours idempotency keys (Stripe's Idempotency-Key, most
+// email and payment APIs) and the effect happens once.
+//
+// [Tx.AfterCommit] stays for what may be lost: it runs in the process, once,
+// right after the commit, and a crash before it runs loses it (cache
+// invalidation, metrics).
+type Task[T any] struct {
+	name string
+	hs   *Handlers
+}
+
+// TaskFunc runs one attempt of a task. It returns nil when the effect
+// happened; an error to retry it with backoff; [Permanent] to dead-letter
+// it at once; [Snooze] to run it again later without counting the attempt.
+// ctx carries InboxConfig.Timeout. A panic is an error.
+type TaskFunc[T any] func(ctx context.Context, run TaskRun[T]) error
+
+// TaskRun is one attempt of a task.
+type TaskRun[T any] struct {
+	// Task is the task's name and Key the key it was enqueued with.
+	Task, Key string
+	// ID is the task's id in the inbox, task:<name>:<key>: what
+	// [Inbox.Lookup], [Inbox.List] and [Inbox.Redrive] know it by.
+	ID string
+	// Args are the arguments given to Enqueue, decoded from JSON.
+	Args T
+	// IdempotencyKey is the same for every attempt of the task, derived
+	// from its name and key: 64 lowercase hex digits after the name, a
+	// form Stripe's Idempotency-Key and other providers accept.
+	IdempotencyKey string
+	// Attempt counts the attempts, this one included; snoozed attempts do
+	// not count.
+	Attempt int
+}
+
+// taskRegistration is one task's func, with T erased.
+type taskRegistration struct {
+	run func(ctx context.Context, row *inboxRow) error
+}
+
+// taskNamePattern is what a task name may be: it is part of task ids and
+// idempotency keys, and of the log lines and metrics of operators.
+var taskNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
+
+// maxTaskKeyLen bounds a task's key.
+const maxTaskKeyLen = 200
+
+// NewTask registers fn as the task name in hs and returns the task, to
+// enqueue from handlers. Register tasks before [NewInbox], which takes a
+// snapshot.
+//
+// NewTask panics on a programming error, as [On] does: a name that is not
+// 1 to 100 of a-z, 0-9, '.', '_' and '-' (starting with a letter or a
+// digit), a nil fn, or a name already taken.
+func NewTask[T any](hs *Handlers, name string, fn TaskFunc[T]) *Task[T] {
+	switch {
+	case hs == nil:
+		panic(errors.New("idempotency: NewTask: nil *Handlers"))
+	case !taskNamePattern.MatchString(name):
+		panic(fmt.Errorf("idempotency: NewTask: name %q is not 1 to 100 of a-z, 0-9, '.', '_' and '-', starting with a letter or a digit", name))
+	case fn == nil:
+		panic(fmt.Errorf("idempotency: NewTask: nil func for %q", name))
+	}
+	if _, ok := hs.tasks[name]; ok {
+		panic(fmt.Errorf("%w: task %q", ErrDuplicateRegistration, name))
+	}
+	if hs.tasks == nil {
+		hs.tasks = make(map[string]taskRegistration)
+	}
+	hs.tasks[name] = taskRegistration{run: func(ctx context.Context, row *inboxRow) error {
+		_, key, _ := parseTaskID(row.EventID)
+		run := TaskRun[T]{Task: name, Key: key, ID: row.EventID, IdempotencyKey: taskIdempotencyKey(name, key), Attempt: row.Attempt}
+		if err := json.Unmarshal(row.Payload, &run.Args); err != nil {
+			// The arguments were encoded from a T: the type changed since.
+			return Permanent(fmt.Errorf("decoding the arguments of task %s: %w", name, err))
+		}
+		return fn(ctx, run)
+	}}
+	return &Task[T]{name: name, hs: hs}
+}
+
+// Name is the task's name.
+func (t *Task[T]) Name() string { return t.name }
+
+// ID is the inbox id of the task enqueued with key: task:<name>:<key>.
+func (t *Task[T]) ID(key string) string { return taskID(t.name, key) }
+
+// Enqueue stores the task for key with args (encoded as JSON) in tx, the
+// transaction of the event being handled: it commits or rolls back with
+// the handler's writes. It reports false, changing nothing, when the task
+// was enqueued for key before, by any event, or earlier in this
+// transaction; an enqueue of the same key in a transaction in flight
+// waits for that transaction to end, as [Tx.Guard] does.
+//
+// The key names the effect, not the event: a customer id for a welcome
+// email, an invoice id for a receipt. It must be 1 to 200 bytes of valid
+// UTF-8 without NUL ([ErrInvalidKey]). Enqueue fails with
+// [ErrTaskNeedsStoreTx] for a Tx of another Store.
+func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enqueued bool, err error) {
+	if err := checkText("task key", key, true); err != nil {
+		return false, fmt.Errorf("%w: %w", ErrInvalidKey, err)
+	}
+	if len(key) > maxTaskKeyLen {
+		return false, fmt.Errorf("%w: task key of %d bytes (at most %d)", ErrInvalidKey, len(key), maxTaskKeyLen)
+	}
+	tt, ok := tx.(taskTx)
+	if !ok {
+		return false, fmt.Errorf("%w (got %T)", ErrTaskNeedsStoreTx, tx)
+	}
+	payload, err := json.Marshal(args)
+	if err != nil {
+		return false, fmt.Errorf("idempotency: task %s: encoding its arguments: %w", t.name, err)
+	}
+	now := tt.taskNow()
+	r := &inboxRow{InboxRecord: InboxRecord{
+		EventID: taskID(t.name, key), EventType: t.name, Kind: KindTask, Created: now,
+		State: InboxPending, ReceivedAt: now, NextAttemptAt: now,
+	}, Payload: payload}
+	enqueued, err = tt.enqueueTask(ctx, r)
+	if err != nil {
+		return false, fmt.Errorf("idempotency: task %s: %w", t.name, err)
+	}
+	if enqueued {
+		tx.AfterCommit(func(context.Context) { t.hs.wakeWorkers() })
+	}
+	return enqueued, nil
+}
+
+// taskTx is a store transaction that can enqueue tasks: the Tx of
+// MemoryStore and of PgxStore.
+type taskTx interface {
+	// enqueueTask inserts r in the transaction unless its id is in the
+	// inbox, and reports whether it did.
+	enqueueTask(ctx context.Context, r *inboxRow) (bool, error)
+	// taskNow is the clock of the transaction's runner: the inbox's for
+	// an inbox attempt, the Handler's otherwise.
+	taskNow() time.Time
+}
+
+// taskNow implements taskTx for both stores' transactions.
+func (t *txState) taskNow() time.Time {
+	if t.claim.fence != nil {
+		return t.claim.fence.Now
+	}
+	return t.claim.receivedAt()
+}
+
+const taskIDPrefix = "task:"
+
+func taskID(name, key string) string { return taskIDPrefix + name + ":" + key }
+
+// parseTaskID splits a task id; a name never holds ':'.
+func parseTaskID(id string) (name, key string, ok bool) {
+	rest, ok := strings.CutPrefix(id, taskIDPrefix)
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(rest, ":")
+}
+
+// taskIdempotencyKey is the idempotency key of every attempt of the task
+// name for key.
+func taskIdempotencyKey(name, key string) string {
+	sum := sha256.Sum256([]byte(taskID(name, key)))
+	return name + "-" + hex.EncodeToString(sum[:])
+}
+
+// wakers are the inboxes built on a Handlers, which a committed task wakes.
+type wakers struct {
+	mu      sync.Mutex
+	inboxes []*Inbox
+}
+
+// wakeWorkers wakes the workers of the inboxes built on hs, and those of
+// other processes: a task was committed.
+func (hs *Handlers) wakeWorkers() {
+	hs.wakers.mu.Lock()
+	inboxes := hs.wakers.inboxes
+	hs.wakers.mu.Unlock()
+	for _, in := range inboxes {
+		in.signal()
+		in.notifyOthers()
+	}
+}
+
+func (hs *Handlers) addInbox(in *Inbox) {
+	hs.wakers.mu.Lock()
+	defer hs.wakers.mu.Unlock()
+	hs.wakers.inboxes = append(hs.wakers.inboxes, in)
+}
+
+// attemptTask runs one leased task and records how it ended, as attempt
+// does for an event.
+func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow) {
+	start := time.Now()
+	res := Result{EventID: row.EventID, EventType: row.EventType, Attempt: row.Attempt}
+	defer func() {
+		res.Duration = time.Since(start)
+		report(ctx, in.log, in.cfg.OnResult, &res)
+	}()
+	reg, ok := in.tasks[row.EventType]
+	if !ok {
+		// Not registered in this process (yet, or any more): retried with
+		// backoff, so that a deployment that registers it still runs it.
+		res.Outcome, res.Err = OutcomeFailed, fmt.Errorf("idempotency: no task registered as %q", row.EventType)
+		in.settleFailure(ctx, row, res.Err)
+		return
+	}
+	err := in.runTask(ctx, reg, row)
+	var snooze *SnoozeError
+	var permanent *PermanentError
+	switch {
+	case err == nil:
+		res.Outcome = OutcomeProcessed
+		in.settle(ctx, row, InboxProcessed, nil)
+	case errors.As(err, &snooze):
+		res.Outcome = OutcomeQueued
+		in.settleAt(ctx, row, InboxPending, nil, in.cfg.Now().Add(snooze.After))
+	case errors.As(err, &permanent):
+		res.Outcome, res.Err = OutcomeFailed, err
+		in.settle(ctx, row, InboxDeadLetter, err)
+	default:
+		res.Outcome, res.Err = OutcomeFailed, err
+		in.settleFailure(ctx, row, err)
+	}
+}
+
+// runTask calls the task's func within InboxConfig.Timeout, turning a
+// panic into an error.
+func (in *Inbox) runTask(ctx context.Context, reg taskRegistration, row *inboxRow) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, in.cfg.Timeout)
+	defer cancel()
+	defer func() {
+		if v := recover(); v != nil {
+			err = newPanicError(v)
+		}
+	}()
+	err = reg.run(ctx, row)
+	if err != nil && ctx.Err() == context.DeadlineExceeded {
+		err = fmt.Errorf("%w after %s: %w", ErrTimeout, in.cfg.Timeout, err)
+	}
+	return err
+}
