@@ -35,7 +35,7 @@ var (
 
 // pgxInboxSQL are the inbox's statements, on the store's schema.
 type pgxInboxSQL struct {
-	enqueue, enqueueTask, finish, skip, lock, deadLetter, lease, settle, redrive, redriveCount, stats, list string
+	enqueue, enqueueMany, enqueueTask, finish, skip, lock, deadLetter, lease, settle, redrive, redriveCount, stats, list string
 	channel                                                                                                 string // notifications
 }
 
@@ -71,6 +71,9 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
 	h.Write([]byte(schema))
 	return pgxInboxSQL{
 		enqueue: `INSERT INTO ` + t + ` (event_id, event_type, object_id, account, livemode, api_version, created,
+    payload, state, received_at, next_attempt_at, finished_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (event_id) DO NOTHING`,
+		enqueueMany: `INSERT INTO ` + t + ` (event_id, event_type, object_id, account, livemode, api_version, created,
     payload, state, received_at, next_attempt_at, finished_at)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::timestamptz[],
     $8::bytea[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[])
