@@ -4,7 +4,10 @@
 // invoice already paid, and a forged signature. Then the same handlers in
 // inbox mode: an event answered at once and applied by a worker, a
 // downstream that fails three times and is retried with backoff, and a
-// poison event dead-lettered, then redriven after the fix.
+// poison event dead-lettered, then redriven after the fix. Last, a task: a
+// receipt email enqueued in the event's transaction and sent by a worker,
+// once, although the first attempt's answer is lost after the provider
+// accepted the email.
 //
 //	go run ./examples/demo
 package main
@@ -17,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -129,7 +133,10 @@ func run(w io.Writer) error {
 
 	fmt.Fprintln(w, "5. evt_demo_A signed with the wrong secret")
 	show(idempotencytest.Deliver(h, evtA, "whsec_forged"))
-	return runInbox(w)
+	if err := runInbox(w); err != nil {
+		return err
+	}
+	return runTask(w)
 }
 
 // runInbox shows inbox mode: the delivery is stored and answered at once,
@@ -185,11 +192,7 @@ func runInbox(w io.Writer) error {
 			if r.EventID != evt {
 				continue
 			}
-			detail := ""
-			if r.Err != nil {
-				detail = ": " + r.Err.Error()
-			}
-			fmt.Fprintf(w, "   worker, attempt %d: %s%s   credits: %d\n", r.Attempt, r.Outcome, detail, accts.get("acct_inbox"))
+			printAttempt(w, r, fmt.Sprintf("   credits: %d", accts.get("acct_inbox")))
 			if r.Outcome == idempotency.OutcomeProcessed || r.Attempt == maxAttempts {
 				return
 			}
@@ -234,6 +237,15 @@ func runInbox(w io.Writer) error {
 	return nil
 }
 
+// printAttempt prints one attempt of an inbox worker, then more.
+func printAttempt(w io.Writer, r idempotency.Result, more string) {
+	detail := ""
+	if r.Err != nil {
+		detail = ": " + r.Err.Error()
+	}
+	fmt.Fprintf(w, "   worker, attempt %d: %s%s%s\n", r.Attempt, r.Outcome, detail, more)
+}
+
 // invoiceEvent returns a compact but real-shaped Stripe event for a paid
 // invoice of account. Tests use complete fixtures; the demo needs only the
 // fields its handler reads.
@@ -255,4 +267,143 @@ func invoiceEvent(id, typ, invoice, account string) ([]byte, error) {
 			}}},
 		}},
 	}, "", "  ")
+}
+
+// mailProvider is a fake email API that honours idempotency keys, as
+// Stripe's API and most email APIs do: a request with a key it has seen is
+// answered as the first one was, and sends nothing.
+type mailProvider struct {
+	mu             sync.Mutex
+	requests       []string          // the idempotency key of every request
+	sent           map[string]string // the emails sent, by idempotency key
+	loseNextAnswer bool              // the next answer is lost on its way back
+}
+
+func (p *mailProvider) send(key, to, subject string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.requests = append(p.requests, key)
+	if _, ok := p.sent[key]; !ok {
+		p.sent[key] = to + ": " + subject
+	}
+	if p.loseNextAnswer {
+		p.loseNextAnswer = false
+		return errors.New("mail provider: connection reset before the answer")
+	}
+	return nil
+}
+
+// receiptArgs are the arguments of the send-receipt task.
+type receiptArgs struct {
+	Account string `json:"account"`
+}
+
+// runTask shows a task next to the synchronous handler: the receipt of an
+// invoice is enqueued in the event's transaction, once per invoice, and an
+// inbox worker sends it after the commit with the same idempotency key on
+// every attempt. A fake clock and WorkDue run the worker on this goroutine,
+// so the output is always the same.
+func runTask(w io.Writer) error {
+	ctx := context.Background()
+	clock := idempotencytest.NewClock(time.Date(2025, 9, 1, 16, 0, 0, 0, time.UTC))
+	provider := &mailProvider{sent: map[string]string{}}
+	accts := &accounts{credits: map[string]int64{}}
+
+	hs := idempotency.NewHandlers()
+	receipt := idempotency.NewTask(hs, "send-receipt", func(ctx context.Context, run idempotency.TaskRun[receiptArgs]) error {
+		return provider.send(run.IdempotencyKey, run.Args.Account, "receipt for invoice "+run.Key)
+	})
+	var enqueued bool
+	creditInvoice := func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		account := ev.Object.Metadata["account_id"]
+		first, err := tx.Guard(ctx, "invoice-credit", ev.Object.ID)
+		if err != nil {
+			return err
+		}
+		if first {
+			accts.credit(tx, account, 100)
+		}
+		// Once per invoice by itself: no guard needed in front of it.
+		enqueued, err = receipt.Enqueue(ctx, tx, ev.Object.ID, receiptArgs{Account: account})
+		return err
+	}
+	idempotency.On(hs, "invoice.paid", creditInvoice)
+	idempotency.On(hs, "invoice.payment_succeeded", creditInvoice)
+
+	// The synchronous Handler and an Inbox whose workers run the tasks, on
+	// one store and one clock.
+	discard := slog.New(slog.DiscardHandler)
+	store := idempotency.NewMemoryStore()
+	var results []idempotency.Result
+	inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+		Now:      clock.Now,
+		Backoff:  func(int) time.Duration { return time.Second },
+		Logger:   discard,
+		OnResult: func(r idempotency.Result) { results = append(results, r) },
+	})
+	if err != nil {
+		return err
+	}
+	h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{secret}, Logger: discard, Now: clock.Now})
+	if err != nil {
+		return err
+	}
+	work := func() error {
+		results = results[:0]
+		if _, err := inbox.WorkDue(ctx); err != nil {
+			return err
+		}
+		for _, r := range results {
+			printAttempt(w, r, "")
+		}
+		return nil
+	}
+
+	fmt.Fprintln(w, "Tasks: a side effect that must happen once, sent by the inbox's workers after the commit")
+	evtF, err := invoiceEvent("evt_demo_F", "invoice.paid", "in_demo_6", "acct_task")
+	if err != nil {
+		return err
+	}
+	evtG, err := invoiceEvent("evt_demo_G", "invoice.payment_succeeded", "in_demo_6", "acct_task")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "9. invoice.paid evt_demo_F; the handler credits 100 and enqueues the receipt of in_demo_6")
+	a := idempotencytest.Deliver(h, evtF, secret)
+	fmt.Fprintf(w, "   -> %d %s   credits: %d   enqueued: %t\n", a.Status, a.Body, accts.get("acct_task"), enqueued)
+	rec, _, err := inbox.Lookup(ctx, receipt.ID("in_demo_6"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   committed with the credit: %s is %s\n", rec.EventID, rec.State)
+
+	fmt.Fprintln(w, "10. invoice.payment_succeeded evt_demo_G, the twin, enqueues it again")
+	a = idempotencytest.Deliver(h, evtG, secret)
+	fmt.Fprintf(w, "   -> %d %s   credits: %d   enqueued: %t (once per invoice, ever)\n", a.Status, a.Body, accts.get("acct_task"), enqueued)
+
+	fmt.Fprintln(w, "11. a worker sends the receipt; the provider accepts it, but its answer is lost on the way back")
+	provider.loseNextAnswer = true
+	if err := work(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   provider: %d email sent; the task is not recorded done (as when a worker dies after the call), so it runs again\n",
+		len(provider.sent))
+
+	fmt.Fprintln(w, "12. 1 s later on the inbox's clock (the backoff), the retry carries the same idempotency key")
+	clock.Advance(time.Second)
+	if err := work(); err != nil {
+		return err
+	}
+	keys := provider.requests
+	if slices.ContainsFunc(keys, func(k string) bool { return k != keys[0] }) {
+		return fmt.Errorf("the attempts used different idempotency keys: %q", keys)
+	}
+	fmt.Fprintf(w, "   provider: %d requests, both with key %.21s...; %d email sent\n", len(keys), keys[0], len(provider.sent))
+	st, err := inbox.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   inbox: tasks processed %d, pending %d, failed %d, dead letter %d\n", st.TaskCounts[idempotency.InboxProcessed],
+		st.TaskCounts[idempotency.InboxPending], st.TaskCounts[idempotency.InboxFailed], st.TaskCounts[idempotency.InboxDeadLetter])
+	return nil
 }

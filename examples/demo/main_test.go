@@ -40,5 +40,18 @@ Inbox mode: the webhook stores the event and answers; workers apply it
 8. the bug is fixed; the dead letter is redriven
    redriven: 1
    worker, attempt 1: processed   credits: 200
+Tasks: a side effect that must happen once, sent by the inbox's workers after the commit
+9. invoice.paid evt_demo_F; the handler credits 100 and enqueues the receipt of in_demo_6
+   -> 200 {"outcome":"processed"}   credits: 100   enqueued: true
+   committed with the credit: task:send-receipt:in_demo_6 is pending
+10. invoice.payment_succeeded evt_demo_G, the twin, enqueues it again
+   -> 200 {"outcome":"processed"}   credits: 100   enqueued: false (once per invoice, ever)
+11. a worker sends the receipt; the provider accepts it, but its answer is lost on the way back
+   worker, attempt 1: failed: mail provider: connection reset before the answer
+   provider: 1 email sent; the task is not recorded done (as when a worker dies after the call), so it runs again
+12. 1 s later on the inbox's clock (the backoff), the retry carries the same idempotency key
+   worker, attempt 2: processed
+   provider: 2 requests, both with key send-receipt-6ba44eac...; 1 email sent
+   inbox: tasks processed 1, pending 0, failed 0, dead letter 0
 `, out.String())
 }
