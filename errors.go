@@ -229,3 +229,12 @@ func Snooze(d time.Duration) error {
 // transaction of [MemoryStore] or [PgxStore] (tasks are rows of their
 // inbox, written in that transaction).
 var ErrTaskNeedsStoreTx = errors.New("idempotency: Task.Enqueue needs the Tx of a MemoryStore or PgxStore handler")
+
+// ErrNeedsStoreTx: a helper that keeps its state in the event's
+// transaction ([CheckOrder], [OnCurrent]) was given a Tx that is not the
+// transaction of a [MemoryStore] or [PgxStore].
+var ErrNeedsStoreTx = errors.New("idempotency: needs the Tx of a MemoryStore or PgxStore handler")
+
+// ErrObjectNotFound: the Stripe API answered 404 for an object an
+// [OnCurrent] handler fetched. A [FetchFunc] wraps it.
+var ErrObjectNotFound = errors.New("idempotency: object not found")

@@ -486,7 +486,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow) {
 		return
 	}
 	now := in.cfg.Now()
-	outcome, err := in.d.run(ctx, &env, row.Payload, row.ReceivedAt, &inboxFence{Attempt: row.Attempt, AttemptedAt: row.AttemptedAt, Now: now}, &res)
+	outcome, err := in.d.run(ctx, &env, row.Payload, row.ReceivedAt, &inboxFence{Attempt: row.Attempt, AttemptedAt: row.AttemptedAt, Now: now, Seq: row.Seq}, &res)
 	res.Outcome, res.Err = outcome, err
 	switch {
 	case errors.Is(err, errLeaseLost):

@@ -80,6 +80,9 @@ type inboxRow struct {
 	InboxRecord
 	Payload    []byte    // the verified request body, as received
 	LeaseUntil time.Time // processing: when the lease expires
+	// Seq is the store's sequence number taken when the event was stored
+	// (see current.go); 0 when unknown.
+	Seq int64
 }
 
 // maxInboxErrorLen bounds InboxRecord.LastError.
@@ -151,6 +154,8 @@ type inboxFence struct {
 	Attempt     int
 	AttemptedAt time.Time
 	Now         time.Time
+	// Seq is the event's sequence number from ingest; 0 when unknown.
+	Seq int64
 }
 
 // errLeaseLost: an inbox attempt's lease was taken over (it expired and

@@ -36,14 +36,21 @@ type MemoryStore struct {
 	waiting int // transactions blocked on a held key, for tests
 
 	inbox map[string]*memoryInboxRow // by event id; see store_memory_inbox.go
+
+	// seq is PgxStore's idempotency_seq: the last number handed out.
+	seq     int64
+	objects map[guardID]int64       // (scope, object id) → fetch sequence; see store_memory_objects.go
+	order   map[guardID]orderRecord // (scope, key) → newest event applied
 }
 
 type guardID struct{ scope, key string }
 
-// lockID names a claimable key: an event id, a guard (guard set) or a
-// task id (task set).
+// lockID names a claimable key: an event id, a guard (guard set), a task
+// id (task set), or a record that transactions update in turn (record
+// set: a kind and a guardID): the lock of an object, an order key.
 type lockID struct {
 	guard, task bool
+	record      string
 	guardID
 }
 
@@ -66,6 +73,8 @@ func (s *MemoryStore) init() {
 		s.guards = make(map[guardID]GuardRecord)
 		s.locks = make(map[lockID]*keyLock)
 		s.inbox = make(map[string]*memoryInboxRow)
+		s.objects = make(map[guardID]int64)
+		s.order = make(map[guardID]orderRecord)
 	}
 }
 
@@ -219,6 +228,7 @@ type memoryTx struct {
 	ended     chan struct{}        // closed when its keys are released
 	inboxRow  *memoryInboxRow      // the inbox row a fenced claim holds, until the transaction ends
 	tasks     map[string]*inboxRow // the tasks enqueued, stored in the inbox on commit
+	records   map[lockID]any       // the new values of the records it holds, stored on commit
 }
 
 func (tx *memoryTx) Guard(ctx context.Context, scope, key string) (bool, error) {
@@ -341,6 +351,9 @@ func (tx *memoryTx) acquire(ctx context.Context, k lockID) (bool, error) {
 }
 
 func (s *MemoryStore) committed(k lockID) bool {
+	if k.record != "" {
+		return false // a record is locked in turn, never claimed once
+	}
 	if k.task {
 		_, ok := s.inbox[k.key]
 		return ok
@@ -366,12 +379,14 @@ func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) {
 	tx.done = true
 	for _, k := range tx.held {
 		switch {
-		case !k.guard && !k.task && rec != nil:
+		case !k.guard && !k.task && k.record == "" && rec != nil:
 			s.events[k.key] = *rec
 		case k.guard && commit:
 			s.guards[k.guardID] = GuardRecord{Scope: k.scope, Key: k.key, EventID: tx.claim.EventID, ClaimedAt: now}
 		case k.task && commit:
 			s.inbox[k.key] = &memoryInboxRow{inboxRow: *tx.tasks[k.key]}
+		case k.record != "" && commit:
+			tx.commitRecord(k)
 		}
 	}
 	if rec != nil {

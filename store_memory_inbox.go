@@ -87,6 +87,7 @@ func (s *MemoryStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, erro
 			State: r.State, ReceivedAt: r.ReceivedAt, NextAttemptAt: r.NextAttemptAt, FinishedAt: r.FinishedAt,
 		},
 		Payload: bytes.Clone(r.Payload), // the caller may reuse its buffer
+		Seq:     s.nextSeq(),
 	}}
 	return true, nil
 }

@@ -119,7 +119,7 @@ WHERE i.event_id = x.event_id`,
     WHERE i.event_id = picked.event_id
     RETURNING picked.due_at, i.*
 )
-SELECT ` + inboxColumns + `, payload, lease_until FROM leased ORDER BY due_at, event_id`,
+SELECT ` + inboxColumns + `, payload, lease_until, coalesce(seq, 0) FROM leased ORDER BY due_at, event_id`,
 		// A snoozed task goes back to pending without counting the attempt.
 		settle: `UPDATE ` + t + ` SET state = $3, last_error = $4, next_attempt_at = $5, finished_at = $6, lease_until = NULL,
     attempt = CASE WHEN $3 = 'pending' THEN attempt - 1 ELSE attempt END
@@ -277,7 +277,7 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 // inboxSettle implements inboxBackend: one UPDATE fenced on the attempt.
 func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now time.Time) (bool, error) {
 	var finished time.Time
-	if st != InboxFailed {
+	if st != InboxFailed && st != InboxPending { // a snoozed task is pending: not finished
 		finished = now
 	}
 	var tag pgconn.CommandTag
@@ -399,12 +399,12 @@ func (r *InboxRecord) columns(t *inboxTimes) []any {
 		&r.State, &r.Attempt, &r.LastError, &r.ReceivedAt, &t.attemptedAt, &t.nextAttemptAt, &t.finishedAt}
 }
 
-// scanInboxRow scans inboxColumns, payload and lease_until.
+// scanInboxRow scans inboxColumns, payload, lease_until and seq.
 func scanInboxRow(row pgx.CollectableRow) (inboxRow, error) {
 	var r inboxRow
 	var times inboxTimes
 	var leaseUntil pgtype.Timestamptz
-	if err := row.Scan(append(r.columns(&times), &r.Payload, &leaseUntil)...); err != nil {
+	if err := row.Scan(append(r.columns(&times), &r.Payload, &leaseUntil, &r.Seq)...); err != nil {
 		return r, err
 	}
 	times.set(&r.InboxRecord)

@@ -1,0 +1,164 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+)
+
+// FetchFunc gets the current state of the object id from the Stripe API,
+// as the connected account when account is not empty (Stripe-Account). It
+// returns an error wrapping [ErrObjectNotFound] when the API answers 404.
+// [Retrieve] makes one from a stripe-go Retrieve method.
+type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
+
+// Retrieve adapts a stripe-go Retrieve method to a FetchFunc:
+//
+//	idempotency.Retrieve(client.V1Subscriptions.Retrieve)
+//
+// It sets Stripe-Account for events of a connected account, so that the
+// object is fetched as that account and never as the platform, and turns
+// a 404 into [ErrObjectNotFound].
+func Retrieve[T any, P interface {
+	*PT
+	SetStripeAccount(string)
+}, PT any](retrieve func(ctx context.Context, id string, params P) (T, error)) FetchFunc[T] {
+	return func(ctx context.Context, id, account string) (T, error) {
+		params := P(new(PT))
+		if account != "" {
+			params.SetStripeAccount(account)
+		}
+		obj, err := retrieve(ctx, id, params)
+		var serr *stripe.Error
+		if errors.As(err, &serr) && serr.HTTPStatusCode == http.StatusNotFound {
+			err = fmt.Errorf("%w: %w", ErrObjectNotFound, err)
+		}
+		return obj, err
+	}
+}
+
+// FetchTimeout bounds one fetch of an [OnCurrent] handler, within the
+// handler's own timeout.
+const FetchTimeout = 5 * time.Second
+
+// OnCurrent registers fn for eventTypes, events about one kind of mutable
+// object (a subscription, a customer), with the object as it is now rather
+// than as the event's payload shows it: Stripe does not deliver events in
+// order, and two events of one second cannot be ordered from their
+// payloads. The event is a trigger; the object fetched is the truth.
+//
+// For each event, in the event's transaction:
+//
+//  1. The object (data.object.id) is locked, per registration: while one
+//     event's handler holds it, another event of the same object waits, so
+//     two fetch-and-write sequences of one object never interleave. On
+//     PostgreSQL it is a row lock in idempotency_objects, held until the
+//     transaction ends; a fetch is made while it is held.
+//  2. If the object was fetched after this event was received, by a
+//     handler whose transaction committed, the fetch is skipped and so is
+//     fn: that handler wrote a state that already includes this event's
+//     change (Stripe sends an event after the change, so a fetch that
+//     started after the event arrived sees it). The event is processed.
+//     "After" is decided on one counter, the store's (idempotency_seq):
+//     an inbox event takes its number when stored, a synchronous delivery
+//     when its handler starts, a fetch just before it is sent; so a storm
+//     of updates about one subscription costs one fetch in inbox mode and
+//     one or a few in synchronous mode, whatever the clocks of the
+//     processes.
+//  3. Otherwise fetch gets the object, within [FetchTimeout], as the
+//     event's connected account, and fn runs with ev.Object set to it (ev.Raw
+//     is still the payload). A fetch error fails the event: the
+//     synchronous Handler answers 500 and Stripe retries; the inbox retries
+//     with backoff. An object the API no longer knows (404, ErrObjectNotFound)
+//     is skipped with that reason: objects Stripe keeps after their end
+//     (a canceled subscription, a deleted customer) are fetched and the
+//     handler sees that state.
+//
+// OnCurrent panics on a programming error, as [On] does: no event types, a
+// nil fetch or fn, or an event type that already has a handler.
+func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn EventFunc[T]) {
+	switch {
+	case hs == nil:
+		panic(errors.New("idempotency: OnCurrent: nil *Handlers"))
+	case len(eventTypes) == 0:
+		panic(errors.New("idempotency: OnCurrent: no event types"))
+	case fetch == nil || fn == nil:
+		panic(errors.New("idempotency: OnCurrent: nil fetch or handler func"))
+	}
+	types := slices.Sorted(slices.Values(eventTypes))
+	scope := "current:" + strings.Join(types, ",")
+	for _, eventType := range types {
+		On(hs, eventType, func(ctx context.Context, tx Tx, ev Event[objectRef]) error {
+			return applyCurrent(ctx, tx, scope, ev, fetch, fn)
+		})
+	}
+}
+
+// objectRef is all OnCurrent decodes of data.object.
+type objectRef struct {
+	ID string `json:"id"`
+}
+
+// objectTx is a store transaction that keeps per-object locks and order
+// records: the Tx of MemoryStore and of PgxStore.
+type objectTx interface {
+	// eventSeq is the event's number on the store's counter: taken at
+	// ingest for an inbox event, now otherwise.
+	eventSeq(ctx context.Context) (int64, error)
+	// lockObject locks (scope, id) in the transaction, waiting while
+	// another transaction holds it, and returns the number taken before
+	// its last committed fetch (0 when never) and a new number taken now,
+	// under the lock.
+	lockObject(ctx context.Context, scope, id string) (lastFetch, now int64, err error)
+	// markFetched records that (scope, id) was fetched after number seq.
+	markFetched(ctx context.Context, scope, id string, seq int64) error
+	// order is CheckOrder's record, for tx's event.
+	order(ctx context.Context, scope, key string, created time.Time) (Order, error)
+}
+
+func applyCurrent[T any](ctx context.Context, tx Tx, scope string, ev Event[objectRef], fetch FetchFunc[T], fn EventFunc[T]) error {
+	ot, ok := tx.(objectTx)
+	if !ok {
+		return fmt.Errorf("%w (got %T)", ErrNeedsStoreTx, tx)
+	}
+	id := ev.Object.ID
+	if id == "" {
+		return Skip("the event has no data.object.id to fetch")
+	}
+	if err := checkGuardKey(scope, id); err != nil {
+		return Skip("data.object.id is not valid text")
+	}
+	seq, err := ot.eventSeq(ctx)
+	if err != nil {
+		return err
+	}
+	lastFetch, now, err := ot.lockObject(ctx, scope, id)
+	if err != nil {
+		return err
+	}
+	if lastFetch > seq {
+		return nil // fetched after this event arrived, and that state written
+	}
+	fetchCtx, cancel := context.WithTimeout(ctx, FetchTimeout)
+	obj, err := fetch(fetchCtx, id, ev.Account)
+	cancel()
+	switch {
+	case errors.Is(err, ErrObjectNotFound):
+		return Skip("the API no longer knows the object (404)")
+	case err != nil:
+		return fmt.Errorf("idempotency: fetching the current object of %s: %w", ev.Type, err)
+	}
+	if err := ot.markFetched(ctx, scope, id, now); err != nil {
+		return err
+	}
+	return fn(ctx, tx, Event[T]{
+		ID: ev.ID, Type: ev.Type, Created: ev.Created, Livemode: ev.Livemode, APIVersion: ev.APIVersion,
+		Account: ev.Account, Object: obj, Previous: ev.Previous, Raw: ev.Raw,
+	})
+}

@@ -1,0 +1,83 @@
+package idempotency
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// PgxStore's per-object locks and order records (current.go, order.go), in
+// the event's transaction: row locks on idempotency_objects and
+// idempotency_order, and the numbers of idempotency_seq.
+
+type pgxObjectSQL struct {
+	nextSeq, lockObject, markFetched, orderLock, orderSet string
+}
+
+func newPgxObjectSQL(schema string) pgxObjectSQL {
+	s := pgx.Identifier{schema}.Sanitize()
+	seq := s + `.idempotency_seq`
+	return pgxObjectSQL{
+		nextSeq: `SELECT nextval('` + seq + `')`,
+		// The no-op update takes the row lock (or waits for it), and
+		// RETURNING then reads the latest committed fetch; nextval comes
+		// after the lock.
+		lockObject: `INSERT INTO ` + s + `.idempotency_objects AS o (scope, object_id) VALUES ($1, $2)
+ON CONFLICT (scope, object_id) DO UPDATE SET scope = o.scope
+RETURNING o.fetch_seq, nextval('` + seq + `')`,
+		markFetched: `UPDATE ` + s + `.idempotency_objects SET fetch_seq = $3, fetched_at = now() WHERE scope = $1 AND object_id = $2`,
+		orderLock: `INSERT INTO ` + s + `.idempotency_order AS r (scope, key, created, event_id) VALUES ($1, $2, $3, $4)
+ON CONFLICT (scope, key) DO UPDATE SET scope = r.scope
+RETURNING r.created, r.event_id, r.xmax = 0`,
+		orderSet: `UPDATE ` + s + `.idempotency_order SET created = $3, event_id = $4 WHERE scope = $1 AND key = $2`,
+	}
+}
+
+func (t *pgxTx) eventSeq(ctx context.Context) (int64, error) {
+	if f := t.claim.fence; f != nil && f.Seq != 0 {
+		return f.Seq, nil
+	}
+	var n int64
+	err := t.tx.QueryRow(ctx, t.s.objects.nextSeq).Scan(&n)
+	return n, err
+}
+
+func (t *pgxTx) lockObject(ctx context.Context, scope, id string) (lastFetch, now int64, err error) {
+	if err := t.checkOpen(); err != nil {
+		return 0, 0, err
+	}
+	err = t.tx.QueryRow(ctx, t.s.objects.lockObject, scope, id).Scan(&lastFetch, &now)
+	return lastFetch, now, err
+}
+
+func (t *pgxTx) markFetched(ctx context.Context, scope, id string, seq int64) error {
+	if err := t.checkOpen(); err != nil {
+		return err
+	}
+	_, err := t.tx.Exec(ctx, t.s.objects.markFetched, scope, id, seq)
+	return err
+}
+
+func (t *pgxTx) order(ctx context.Context, scope, key string, created time.Time) (Order, error) {
+	if err := t.checkOpen(); err != nil {
+		return 0, err
+	}
+	var prev orderRecord
+	var inserted bool
+	if err := t.tx.QueryRow(ctx, t.s.objects.orderLock, scope, key, created, t.claim.EventID).Scan(&prev.created, &prev.eventID, &inserted); err != nil {
+		return 0, err
+	}
+	ev := orderRecord{created: created, eventID: t.claim.EventID}
+	if inserted {
+		return OrderNewer, nil
+	}
+	answer, newest := ev.compare(prev, true)
+	if newest {
+		if _, err := t.tx.Exec(ctx, t.s.objects.orderSet, scope, key, created, t.claim.EventID); err != nil {
+			return 0, err
+		}
+	}
+	return answer, nil
+}
+
