@@ -91,7 +91,8 @@ const (
 // the attempt number, the error and the pause. Attempts and pauses together
 // fit in wait, counted from the call: each attempt's context ends there,
 // and when the next attempt would begin later, retryStartup gives up with
-// the last error. An error that waiting cannot heal is returned at once,
+// the last error (the one before it, when the deadline cut the last attempt
+// short). An error that waiting cannot heal is returned at once,
 // and so is ctx's error when ctx ends.
 func retryStartup(ctx context.Context, wait time.Duration, logger *slog.Logger, attempt func(context.Context) error) error {
 	start := time.Now()
@@ -99,6 +100,7 @@ func retryStartup(ctx context.Context, wait time.Duration, logger *slog.Logger, 
 	attemptCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	delay := firstRetryDelay
+	var prevErr error
 	for n := 1; ; n++ {
 		err := attempt(attemptCtx)
 		switch {
@@ -108,7 +110,12 @@ func retryStartup(ctx context.Context, wait time.Duration, logger *slog.Logger, 
 			return fmt.Errorf("database: %w", ctx.Err())
 		case attemptCtx.Err() == nil && !transientStartupError(err):
 			return fmt.Errorf("database: %w (not retried: waiting cannot fix this)", err)
+		case attemptCtx.Err() != nil && prevErr != nil:
+			// The deadline cut this attempt short; the attempt before
+			// says why the database was unavailable.
+			err = prevErr
 		}
+		prevErr = err
 		pause := jitter(delay)
 		if attemptCtx.Err() != nil || time.Now().Add(pause).After(deadline) {
 			return fmt.Errorf("database: still unavailable after %d attempt(s) in %s, giving up (-db-wait %s): %w",
