@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
@@ -36,26 +39,58 @@ func startServer(t *testing.T, args ...string) client {
 	}
 }
 
-// inboxCounts reads /inbox/stats.
-func (c client) inboxCounts() map[string]int {
-	status, body := c.get("/inbox/stats")
-	require.Equal(c.t, http.StatusOK, status, body)
-	var st struct {
-		Counts map[string]int `json:"counts"`
-	}
-	require.NoError(c.t, json.Unmarshal([]byte(body), &st))
-	return st.Counts
+// serve runs newServer's routes for store and accts on a test HTTP server,
+// with a Mailer of its own and the logs discarded, until the test ends. It
+// does not run the inbox's workers: runWorkers does, or the test drives
+// them with WorkDue.
+func serve(t *testing.T, store idempotency.Store, accts accounts, inboxMode bool, cfg idempotency.InboxConfig) (client, *idempotency.Inbox, *Mailer) {
+	t.Helper()
+	discard := slog.New(slog.DiscardHandler)
+	cfg.Logger = discard
+	mailer := newMailer(discard)
+	srv, inbox, err := newServer(store, accts, mailer, []string{secret}, discard, inboxMode, cfg)
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return client{t: t, url: ts.URL}, inbox, mailer
 }
 
-// drained waits until the workers have applied every stored event.
-func (c client) drained() map[string]int {
+// runWorkers runs the inbox's workers until the test ends.
+func runWorkers(t *testing.T, inbox *idempotency.Inbox) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- inbox.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
+
+// inboxStats is the answer of /inbox/stats.
+type inboxStats struct {
+	Counts     map[string]int `json:"counts"`      // events and tasks
+	TaskCounts map[string]int `json:"task_counts"` // tasks
+}
+
+// inboxStats reads /inbox/stats.
+func (c client) inboxStats() inboxStats {
+	status, body := c.get("/inbox/stats")
+	require.Equal(c.t, http.StatusOK, status, body)
+	var st inboxStats
+	require.NoError(c.t, json.Unmarshal([]byte(body), &st))
+	return st
+}
+
+// drained waits until the workers have applied every stored event and run
+// every task.
+func (c client) drained() inboxStats {
 	c.t.Helper()
-	var counts map[string]int
+	var st inboxStats
 	require.Eventually(c.t, func() bool {
-		counts = c.inboxCounts()
-		return counts["pending"]+counts["processing"]+counts["failed"] == 0
-	}, 30*time.Second, 10*time.Millisecond, "the workers should apply every queued event")
-	return counts
+		st = c.inboxStats()
+		return st.Counts["pending"]+st.Counts["processing"]+st.Counts["failed"] == 0
+	}, 30*time.Second, 10*time.Millisecond, "the workers should apply every queued event and run every task")
+	return st
 }
 
 // exerciseInboxContract is exerciseContract in inbox mode: the webhook
@@ -72,9 +107,10 @@ func exerciseInboxContract(t *testing.T, c client) {
 	_, body = c.deliver(invoiceEvent(t, "invoice.paid", "evt_inbox_3", "")) // no account: skipped by the worker
 	require.Equal(t, `{"outcome":"queued"}`, body)
 
-	counts := c.drained()
-	require.Equal(t, 2, counts["processed"])
-	require.Equal(t, 1, counts["skipped"])
+	st := c.drained()
+	require.Equal(t, 3, st.Counts["processed"], "the two events and the receipt task")
+	require.Equal(t, 1, st.TaskCounts["processed"], "one receipt for the one paid invoice")
+	require.Equal(t, 1, st.Counts["skipped"])
 	status, body = c.get("/accounts/acct_1")
 	require.Equal(t, 200, status)
 	require.JSONEq(t, `{"id":"acct_1","credits":100,"receipts":1,"plan_until":"2025-10-01T16:00:00Z"}`, body)
@@ -96,9 +132,14 @@ func TestServerInboxPostgres(t *testing.T) {
 	require.Equal(t, 100, credits)
 }
 
-// Without -inbox there is no inbox route.
-func TestServerSyncHasNoInboxStats(t *testing.T) {
+// Without -inbox, run starts the inbox's workers too: they send the
+// receipts, and /inbox/stats counts them.
+func TestServerSyncRunsTheReceiptTasks(t *testing.T) {
 	t.Parallel()
-	status, _ := startServer(t).get("/inbox/stats")
-	require.Equal(t, http.StatusNotFound, status)
+	c := startServer(t)
+	_, body := c.deliver(invoiceEvent(t, "invoice.paid", "evt_sync_1", "acct_1"))
+	require.Equal(t, `{"outcome":"processed"}`, body)
+	st := c.drained()
+	require.Equal(t, 1, st.TaskCounts["processed"])
+	require.Equal(t, st.TaskCounts, st.Counts, "in synchronous mode the inbox holds tasks only")
 }

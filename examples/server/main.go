@@ -1,6 +1,7 @@
 // Command server is a runnable Stripe webhook receiver built on the
 // idempotency package: every paid invoice grants its account 100 credits and
-// a receipt exactly once, however Stripe delivers it.
+// a receipt exactly once, however Stripe delivers it, and sends one receipt
+// email through a task to a fake mailer in the process.
 //
 //	go run ./examples/server -secret whsec_...                       # memory store
 //	go run ./examples/server -secret whsec_... -database-url postgres://...
@@ -20,12 +21,17 @@
 // /accounts/{id} shows a grant once a worker has applied it. Without it,
 // the webhook applies each event before answering.
 //
+// In both modes the grant enqueues a send-receipt task in the event's
+// transaction, once per invoice, and the inbox's workers (-workers of them)
+// send the email after the commit with the task's idempotency key. The
+// mailer logs one line per email sent ("email sent").
+//
 // Routes:
 //
 //	POST /webhook          the idempotency handler (synchronous, or the inbox's with -inbox)
 //	GET  /accounts/{id}    {"id":..,"credits":N,"receipts":N,"plan_until":RFC3339 or null}, or 404
 //	GET  /healthz          200 when the store answers, 503 otherwise
-//	GET  /inbox/stats      with -inbox: {"counts":{"pending":N,...},"oldest_pending":RFC3339 or null}
+//	GET  /inbox/stats      {"counts":{"pending":N,...},"task_counts":{...},"oldest_pending":RFC3339 or null}
 package main
 
 import (
@@ -70,8 +76,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	dbWait := fs.Duration("db-wait", 60*time.Second, "how long start-up keeps retrying a database that is not up yet before giving up")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	inboxMode := fs.Bool("inbox", false, "store each event and answer at once; workers apply it (durable inbox)")
-	workers := fs.Int("workers", idempotency.DefaultWorkers, "with -inbox: events applied at once")
-	pollOnly := fs.Bool("poll-only", false, "with -inbox: no LISTEN/NOTIFY (behind PgBouncer in transaction mode)")
+	workers := fs.Int("workers", idempotency.DefaultWorkers, "inbox workers: tasks (receipt emails) run at once, and with -inbox events applied")
+	pollOnly := fs.Bool("poll-only", false, "no LISTEN/NOTIFY for the inbox's workers (behind PgBouncer in transaction mode)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -106,22 +112,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	defer closeStore()
 
-	var inboxCfg *idempotency.InboxConfig
-	if *inboxMode {
-		inboxCfg = &idempotency.InboxConfig{Workers: *workers, PollOnly: *pollOnly, Logger: logger}
-	}
-	srv, inbox, err := newServer(store, accts, secretList, logger, inboxCfg)
+	inboxCfg := idempotency.InboxConfig{Workers: *workers, PollOnly: *pollOnly, Logger: logger}
+	srv, inbox, err := newServer(store, accts, newMailer(logger), secretList, logger, *inboxMode, inboxCfg)
 	if err != nil {
 		return err
 	}
-	if inbox != nil {
-		workersDone := make(chan struct{})
-		go func() {
-			defer close(workersDone)
-			_ = inbox.Run(ctx)
-		}()
-		defer func() { <-workersDone }() // in-flight attempts finish before the store closes
-	}
+	// The workers run in both modes: they send the receipts, and with
+	// -inbox they apply the events too.
+	workersDone := make(chan struct{})
+	go func() {
+		defer close(workersDone)
+		_ = inbox.Run(ctx)
+	}()
+	defer func() { <-workersDone }() // in-flight attempts finish before the store closes
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -162,14 +165,37 @@ func openStore(ctx context.Context, dbURL string, dbWait time.Duration, logger *
 
 // grant is the argument of the grant-invoice action.
 type grant struct {
-	account string
-	until   time.Time
+	account    string
+	until      time.Time
+	amountPaid int64
+	currency   string
 }
 
-// newServer wires the routes. With inboxCfg it returns the inbox too, whose
-// workers the caller runs.
-func newServer(store idempotency.Store, accts accounts, secrets []string, logger *slog.Logger, inboxCfg *idempotency.InboxConfig) (http.Handler, *idempotency.Inbox, error) {
+// receipt is the argument of the send-receipt task, stored as JSON with
+// the task.
+type receipt struct {
+	Account    string `json:"account"`
+	AmountPaid int64  `json:"amount_paid"`
+	Currency   string `json:"currency"`
+}
+
+// newServer wires the routes and returns the inbox, whose workers the
+// caller runs in both modes: they send the receipt emails through mailer,
+// and with inboxMode they apply the events too. The Handler records on
+// inboxCfg.Now, so that a test's fake clock drives both.
+func newServer(store idempotency.Store, accts accounts, mailer *Mailer, secrets []string, logger *slog.Logger,
+	inboxMode bool, inboxCfg idempotency.InboxConfig) (http.Handler, *idempotency.Inbox, error) {
 	hs := idempotency.NewHandlers()
+	// One receipt email per invoice, ever: the key is the invoice id, and
+	// every attempt passes the same idempotency key to the mailer, which
+	// sends once per key even when an attempt fails after it accepted.
+	sendReceipt := idempotency.NewTask(hs, "send-receipt", func(ctx context.Context, run idempotency.TaskRun[receipt]) error {
+		return mailer.Send(ctx, run.IdempotencyKey, Email{
+			To:      run.Args.Account,
+			Subject: "Receipt for invoice " + run.Key,
+			Body:    fmt.Sprintf("Paid: %d %s.", run.Args.AmountPaid, run.Args.Currency),
+		})
+	})
 	grantInvoice := idempotency.NewAction(hs, idempotency.ActionSpec{
 		Name:   "grant-invoice",
 		Key:    "invoice id",
@@ -177,8 +203,13 @@ func newServer(store idempotency.Store, accts accounts, secrets []string, logger
 		// Both owners pass their invoice's id: the guard is claimed with
 		// the event, one round trip fewer.
 		KeyIsObjectID: true,
-	}, func(ctx context.Context, tx idempotency.Tx, _ string, g grant) error {
-		return accts.Grant(ctx, tx, g.account, 100, g.until)
+	}, func(ctx context.Context, tx idempotency.Tx, invoiceID string, g grant) error {
+		if err := accts.Grant(ctx, tx, g.account, 100, g.until); err != nil {
+			return err
+		}
+		// Stored with the grant, or rolled back with it.
+		_, err := sendReceipt.Enqueue(ctx, tx, invoiceID, receipt{Account: g.account, AmountPaid: g.amountPaid, Currency: g.currency})
+		return err
 	})
 	onInvoice := func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
 		inv := ev.Object
@@ -190,20 +221,19 @@ func newServer(store idempotency.Store, accts accounts, secrets []string, logger
 		if inv.Lines != nil && len(inv.Lines.Data) > 0 && inv.Lines.Data[0].Period != nil {
 			until = time.Unix(inv.Lines.Data[0].Period.End, 0)
 		}
-		_, err := grantInvoice.Do(ctx, tx, inv.ID, grant{account: account, until: until})
+		_, err := grantInvoice.Do(ctx, tx, inv.ID, grant{account: account, until: until, amountPaid: inv.AmountPaid, currency: string(inv.Currency)})
 		return err
 	}
 	idempotency.On(hs, "invoice.paid", onInvoice)
 	idempotency.On(hs, "invoice.payment_succeeded", onInvoice)
 
-	cfg := idempotency.Config{Secrets: secrets, Logger: logger}
+	inbox, err := idempotency.NewInbox(store, hs, inboxCfg) // after NewTask: it takes the tasks registered
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := idempotency.Config{Secrets: secrets, Logger: logger, Now: inboxCfg.Now}
 	var webhook *idempotency.Handler
-	var inbox *idempotency.Inbox
-	var err error
-	if inboxCfg != nil {
-		if inbox, err = idempotency.NewInbox(store, hs, *inboxCfg); err != nil {
-			return nil, nil, err
-		}
+	if inboxMode {
 		webhook, err = inbox.Handler(cfg)
 	} else {
 		webhook, err = idempotency.NewHandler(store, hs, cfg)
@@ -234,21 +264,19 @@ func newServer(store idempotency.Store, accts accounts, secrets []string, logger
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	if inbox != nil {
-		mux.HandleFunc("GET /inbox/stats", func(w http.ResponseWriter, r *http.Request) {
-			st, err := inbox.Stats(r.Context())
-			if err != nil {
-				logger.Error("reading inbox stats", "error", err)
-				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "store_unavailable"})
-				return
-			}
-			var oldest *time.Time
-			if !st.OldestPending.IsZero() {
-				oldest = &st.OldestPending
-			}
-			writeJSON(w, http.StatusOK, map[string]any{"counts": st.Counts, "oldest_pending": oldest})
-		})
-	}
+	mux.HandleFunc("GET /inbox/stats", func(w http.ResponseWriter, r *http.Request) {
+		st, err := inbox.Stats(r.Context())
+		if err != nil {
+			logger.Error("reading inbox stats", "error", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "store_unavailable"})
+			return
+		}
+		var oldest *time.Time
+		if !st.OldestPending.IsZero() {
+			oldest = &st.OldestPending
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"counts": st.Counts, "task_counts": st.TaskCounts, "oldest_pending": oldest})
+	})
 	return mux, inbox, nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
@@ -35,6 +34,13 @@ const secret = "whsec_server_test"
 // data.object.metadata replaced.
 func invoiceEvent(t *testing.T, fixture, id, account string) []byte {
 	t.Helper()
+	return invoiceEventFor(t, fixture, id, "", account)
+}
+
+// invoiceEventFor is invoiceEvent about another invoice: data.object.id is
+// invoice unless it is empty.
+func invoiceEventFor(t *testing.T, fixture, id, invoice, account string) []byte {
+	t.Helper()
 	raw, err := os.ReadFile("../../testdata/stripe-events/" + fixture + ".json")
 	require.NoError(t, err)
 	var ev map[string]any
@@ -44,7 +50,11 @@ func invoiceEvent(t *testing.T, fixture, id, account string) []byte {
 	if account != "" {
 		md["account_id"] = account
 	}
-	ev["data"].(map[string]any)["object"].(map[string]any)["metadata"] = md
+	object := ev["data"].(map[string]any)["object"].(map[string]any)
+	object["metadata"] = md
+	if invoice != "" {
+		object["id"] = invoice
+	}
 	b, err := json.Marshal(ev)
 	require.NoError(t, err)
 	return b
@@ -118,15 +128,18 @@ func exerciseContract(t *testing.T, c client) {
 	status, body = c.get("/healthz")
 	require.Equal(t, 200, status)
 	require.JSONEq(t, `{"status":"ok"}`, body)
+
+	// The workers run next to the synchronous handler: one receipt sent.
+	st := c.drained()
+	require.Equal(t, 1, st.TaskCounts["processed"], "one receipt task for the one paid invoice")
+	require.Equal(t, st.TaskCounts, st.Counts, "the inbox holds the task alone: the events were applied in the requests")
 }
 
 func TestServerMemory(t *testing.T) {
 	t.Parallel()
-	srv, _, err := newServer(idempotency.NewMemoryStore(), newMemoryAccounts(), []string{secret}, slog.New(slog.DiscardHandler), nil)
-	require.NoError(t, err)
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	exerciseContract(t, client{t: t, url: ts.URL})
+	c, inbox, _ := serve(t, idempotency.NewMemoryStore(), newMemoryAccounts(), false, idempotency.InboxConfig{})
+	runWorkers(t, inbox)
+	exerciseContract(t, c)
 }
 
 func TestRunNeedsSecret(t *testing.T) {
@@ -196,11 +209,7 @@ func TestServerHealthzFollowsTheDatabase(t *testing.T) {
 	store, accts, closeStore, err := openPostgres(t.Context(), db.URL, time.Second, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer closeStore()
-	srv, _, err := newServer(store, accts, []string{secret}, slog.New(slog.DiscardHandler), nil)
-	require.NoError(t, err)
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	c := client{t: t, url: ts.URL}
+	c, _, _ := serve(t, store, accts, false, idempotency.InboxConfig{})
 
 	status, _ := c.get("/healthz")
 	require.Equal(t, http.StatusOK, status)
