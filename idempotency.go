@@ -16,6 +16,14 @@
 // a handler, [Tx.Guard] claims a business key such as the invoice id in the
 // same transaction, and an [Action] ties a side effect to one such key
 // whichever event triggers it.
+//
+// An [Inbox] stores each verified event and answers at once, and its
+// workers apply the events with retries, backoff and a dead letter. They
+// also run tasks: a side effect outside the database (an email, a call to
+// another API) is registered with [NewTask] and enqueued by a handler with
+// [Task.Enqueue] in the event's transaction, once per key, and a worker
+// carries it out after the commit, with the same idempotency key on every
+// attempt. [Tx.AfterCommit] stays for what may be lost.
 package idempotency
 
 import (
