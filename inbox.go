@@ -319,10 +319,11 @@ func (in *Inbox) notifyOthers() {
 }
 
 // Run applies due events with InboxConfig.Workers workers until ctx is
-// done; then it stops taking events, lets the attempts in flight and the
-// events already leased for the next ones finish for up to
-// InboxConfig.ShutdownTimeout, cancels the rest (they roll back and are
-// retried), and returns nil once they have returned: a handler that
+// done; then it stops taking events, gives back those leased ahead that no
+// worker started (pending again, their attempt not counted), lets the
+// attempts in flight finish for up to InboxConfig.ShutdownTimeout, cancels
+// the rest (they roll back and are retried), and returns nil once they
+// have returned: a handler that
 // ignores its context holds Run up. It returns an error at once if Run is
 // already running on this Inbox.
 func (in *Inbox) Run(ctx context.Context) error {
@@ -346,6 +347,10 @@ func (in *Inbox) Run(ctx context.Context) error {
 	for range in.cfg.Workers {
 		workers.Go(func() {
 			for row := range queue {
+				if ctx.Err() != nil {
+					in.release(workCtx, &row) // stopping: start nothing new
+					continue
+				}
 				in.signal() // room in the queue
 				in.attempt(workCtx, row)
 				in.signal() // the object's next event may be due
@@ -370,6 +375,10 @@ func (in *Inbox) Run(ctx context.Context) error {
 				failing = false
 			}
 			for _, row := range rows {
+				if ctx.Err() != nil {
+					in.release(ctx, &row) // leased as Run was stopped
+					continue
+				}
 				queue <- row // never blocks: only this loop sends, into the room it counted
 			}
 			if err == nil && len(rows) == free {
@@ -472,7 +481,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow) {
 		res.Duration = time.Since(start)
 		report(ctx, in.log, in.cfg.OnResult, &res)
 	}()
-	env, err := envelope.Parse(row.Payload)
+	env, err := envelope.ParseAny(row.Payload)
 	if err != nil { // verified and parsed at ingest: the stored bytes changed
 		res.Outcome, res.Err = OutcomeFailed, fmt.Errorf("%w: stored payload: %w", ErrMalformedEvent, err)
 		in.settle(ctx, &row, InboxDeadLetter, res.Err)
@@ -500,6 +509,13 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow) {
 	default:
 		in.settleFailure(ctx, &row, err)
 	}
+}
+
+// release gives back a leased event that no attempt started: pending and
+// due at once, its attempt not counted. If that cannot be recorded, the
+// lease expires and the event is retried then.
+func (in *Inbox) release(ctx context.Context, row *inboxRow) {
+	in.settleAt(ctx, row, InboxPending, nil, in.cfg.Now())
 }
 
 // settleFailure records a failed attempt: failed and due again after the
