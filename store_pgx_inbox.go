@@ -35,8 +35,9 @@ var (
 
 // pgxInboxSQL are the inbox's statements, on the store's schema.
 type pgxInboxSQL struct {
-	enqueue, enqueueMany, enqueueTask, finish, skip, lock, deadLetter, lease, settle, redrive, redriveCount, stats, list string
-	channel                                                                                                 string // notifications
+	enqueue, enqueueMany, enqueueTask, finish, skip, lock, deadLetter string
+	lease, settle, redrive, redriveCount, stats, list                 string
+	channel                                                           string // notifications
 }
 
 // inboxColumns are the columns of an InboxRecord, in the order of

@@ -80,4 +80,3 @@ func (t *pgxTx) order(ctx context.Context, scope, key string, created time.Time)
 	}
 	return answer, nil
 }
-
