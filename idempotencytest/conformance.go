@@ -112,6 +112,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"ListEventsRefusesBadFilters", testListEventsBadFilter},
 	}
 	tests = append(tests, inboxTests...)
+	tests = append(tests, taskTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
