@@ -41,8 +41,8 @@ import (
 // faultApp is a service in inbox mode on one schema. invoice.paid and
 // invoice.payment_succeeded record the event in applied (seq: the order
 // the handlers wrote in; proc: the process) and credit the invoice's
-// account 100, once per invoice (a guard), all in the event's transaction.
-// Processes (faultProc) are replicas of it, each with a pool of its own.
+// account 100, once per invoice (a guard), all in the event's transaction;
+// with tasks set they enqueue tasks too. Processes (faultProc) are replicas of it, each with a pool of its own.
 type faultApp struct {
 	db       *pgtest.DB
 	observer *idempotency.Inbox // on db.Pool, which no fault touches: stats and lists
@@ -55,6 +55,11 @@ type faultApp struct {
 	runs    map[string]int                  // handler calls per event id, every attempt
 	results map[string][]idempotency.Result // the attempts' results per event id, every process
 	hook    func(ctx context.Context, tx idempotency.Tx, proc, eventID string) error
+
+	// tasks, when set, registers the service's tasks in the handlers of
+	// process proc and returns what the handlers then call in the event's
+	// transaction, after the guard and before the hook: the enqueues.
+	tasks func(hs *idempotency.Handlers, proc string) func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[faultInvoice]) error
 }
 
 // faultEvent is one event a scenario sends.
@@ -103,6 +108,10 @@ func newFaultApp(t *testing.T) *faultApp {
 // handlers are the service's handlers as process proc registers them.
 func (a *faultApp) handlers(proc string) *idempotency.Handlers {
 	hs := idempotency.NewHandlers()
+	var enqueue func(context.Context, idempotency.Tx, idempotency.Event[faultInvoice]) error
+	if a.tasks != nil {
+		enqueue = a.tasks(hs, proc)
+	}
 	apply := func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[faultInvoice]) error {
 		a.mu.Lock()
 		a.runs[ev.ID]++
@@ -115,6 +124,11 @@ func (a *faultApp) handlers(proc string) *idempotency.Handlers {
 		first, err := tx.Guard(ctx, "invoice-credit", ev.Object.ID)
 		if err != nil {
 			return err
+		}
+		if enqueue != nil {
+			if err := enqueue(ctx, tx, ev); err != nil {
+				return err
+			}
 		}
 		// The hook runs before the credit: a transaction it holds open
 		// then locks rows of its own event only, not its account's, which
@@ -404,8 +418,8 @@ func (a *faultApp) awaitDrained(t *testing.T, want int, within time.Duration) id
 // requireExactlyOnce checks the database after a scenario in which events
 // were sent (copies included): each distinct event claimed in the ledger
 // and its handler's writes committed exactly once, no other event, one
-// credit of 100 per distinct invoice to its account, every inbox row
-// processed.
+// credit of 100 per distinct invoice to its account, every event of the
+// inbox processed (its tasks are the caller's to check).
 func (a *faultApp) requireExactlyOnce(t *testing.T, events []faultEvent) {
 	t.Helper()
 	ctx := t.Context()
@@ -452,10 +466,11 @@ func (a *faultApp) requireExactlyOnce(t *testing.T, events []faultEvent) {
 	st, err := a.observer.Stats(ctx)
 	require.NoError(t, err)
 	for state, n := range st.Counts {
+		n -= st.TaskCounts[state]
 		if state == idempotency.InboxProcessed {
-			require.Equal(t, len(ids), n, "inbox rows processed")
+			require.Equal(t, len(ids), n, "inbox events processed")
 		} else {
-			require.Zero(t, n, "inbox rows %s", state)
+			require.Zero(t, n, "inbox events %s", state)
 		}
 	}
 	require.True(t, st.OldestPending.IsZero(), "nothing left to apply")
@@ -779,6 +794,20 @@ func (tr *faultTraffic) refusedBy(sender int) int {
 	return tr.refused[sender]
 }
 
+// awaitEveryRefused waits until every sender has been refused at least
+// once.
+func (tr *faultTraffic) awaitEveryRefused(t *testing.T) {
+	t.Helper()
+	faultAwait(t, 30*time.Second, "every sender refused", func() bool {
+		for s := range tr.refused {
+			if tr.refusedBy(s) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // faultAwait polls cond until it holds; it fails the test after within.
 func faultAwait(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -859,14 +888,7 @@ func faultRestart(t *testing.T, down func(*pgtest.Cluster, testing.TB)) {
 	down(cluster, t)
 	g.open()
 	// Every sender is refused at least once while the database is down.
-	faultAwait(t, 30*time.Second, "every sender refused", func() bool {
-		for s := range senders {
-			if tr.refusedBy(s) == 0 {
-				return false
-			}
-		}
-		return true
-	})
+	tr.awaitEveryRefused(t)
 	// The held attempts end while the database is down: their commits
 	// fail, and so does recording the failure; only their leases' expiry
 	// brings them back.
@@ -992,28 +1014,37 @@ func TestPgxInboxFaultSettleAfterFailover(t *testing.T) {
 	require.Equal(t, 2, a.record(t, ev.ID).Attempt)
 }
 
-// The worker process of TestPgxInboxFaultWorkerKilled: the environment
-// tells it where to connect, and it says on stdout when it is inside the
-// event's transaction.
+// The worker processes of TestPgxInboxFaultWorkerKilled and
+// TestPgxTaskWorkerKilled: the environment tells them where to connect, and
+// they say on stdout when they have reached the point where they hang.
 const (
 	envHelperWorkerURL    = "IDEMPOTENCY_TEST_HELPER_WORKER_URL"
 	envHelperWorkerSchema = "IDEMPOTENCY_TEST_HELPER_WORKER_SCHEMA"
 	helperWorkerEntered   = "helper worker: inside the transaction"
 )
 
-// TestHelperInboxWorker is not a test: it is the worker process that
-// TestPgxInboxFaultWorkerKilled starts and kills. It runs an Inbox whose
-// handler writes, says so, and then blocks inside the transaction until the
-// process is killed.
-func TestHelperInboxWorker(t *testing.T) {
+// helperWorkerStore is, in a worker process that startHelperWorker
+// started, the store on the parent's schema, with its pool. Run on its own,
+// the helper test skips: it is not a test.
+func helperWorkerStore(t *testing.T, parent string) (*pgxpool.Pool, *idempotency.PgxStore) {
+	t.Helper()
 	url := os.Getenv(envHelperWorkerURL)
 	if url == "" {
-		t.Skip("the worker process of TestPgxInboxFaultWorkerKilled; it runs only as that test's child")
+		t.Skipf("the worker process of %s; it runs only as that test's child", parent)
 	}
 	pool, err := pgxpool.New(context.Background(), url)
 	require.NoError(t, err)
 	store, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: os.Getenv(envHelperWorkerSchema)})
 	require.NoError(t, err)
+	return pool, store
+}
+
+// TestHelperInboxWorker is not a test: it is the worker process that
+// TestPgxInboxFaultWorkerKilled starts and kills. It runs an Inbox whose
+// handler writes, says so, and then blocks inside the transaction until the
+// process is killed.
+func TestHelperInboxWorker(t *testing.T) {
+	_, store := helperWorkerStore(t, "TestPgxInboxFaultWorkerKilled")
 	a := &faultApp{runs: map[string]int{}}
 	a.hook = func(context.Context, idempotency.Tx, string, string) error {
 		fmt.Println(helperWorkerEntered)
@@ -1024,6 +1055,68 @@ func TestHelperInboxWorker(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.NoError(t, in.Run(context.Background()))
+}
+
+// helperWorker is the test binary run again as a worker process of a's
+// service: it runs one TestHelper... function, which hangs at some point
+// and says so on stdout, to be killed there.
+type helperWorker struct {
+	cmd     *exec.Cmd
+	stderr  *syncBuffer
+	said    chan struct{} // closed once the worker printed its line
+	exited  chan struct{} // closed once the worker ended
+	waitErr error         // how it ended; set before exited is closed
+}
+
+// startHelperWorker starts the worker process that runs test on a's schema
+// and says line when it hangs. It is killed when the test ends.
+func (a *faultApp) startHelperWorker(t *testing.T, test, line string) *helperWorker {
+	t.Helper()
+	w := &helperWorker{stderr: &syncBuffer{}, said: make(chan struct{}), exited: make(chan struct{})}
+	w.cmd = exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.timeout=2m")
+	w.cmd.Env = append(os.Environ(), envHelperWorkerURL+"="+a.db.URL, envHelperWorkerSchema+"="+a.db.Schema)
+	w.cmd.Stderr = w.stderr
+	stdout, err := w.cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, w.cmd.Start())
+	go func() {
+		defer close(w.exited)
+		said := sync.OnceFunc(func() { close(w.said) })
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if sc.Text() == line {
+				said()
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		w.waitErr = w.cmd.Wait() // after the last read from stdout, as os/exec requires
+	}()
+	t.Cleanup(func() {
+		_ = w.cmd.Process.Kill()
+		<-w.exited
+	})
+	return w
+}
+
+// await waits until the worker says its line: it reached where, and hangs.
+func (w *helperWorker) await(t *testing.T, where string) {
+	t.Helper()
+	select {
+	case <-w.said:
+	case <-w.exited:
+		require.FailNowf(t, "the worker process ended early", "%v\n%s", w.waitErr, w.stderr.String())
+	case <-time.After(time.Minute):
+		require.FailNowf(t, "the worker process did not reach "+where, "stderr:\n%s", w.stderr.String())
+	}
+}
+
+// kill kills the worker with SIGKILL, and returns once it is dead.
+func (w *helperWorker) kill(t *testing.T) {
+	t.Helper()
+	require.NoError(t, w.cmd.Process.Kill()) // SIGKILL
+	<-w.exited
+	require.Equal(t, -1, w.cmd.ProcessState.ExitCode(), "killed by a signal: %v", w.waitErr)
+	require.Equal(t, syscall.SIGKILL.String(), strings.TrimPrefix(w.waitErr.Error(), "signal: "))
 }
 
 // TestPgxInboxFaultWorkerKilled kills a worker process with SIGKILL while
@@ -1037,45 +1130,12 @@ func TestPgxInboxFaultWorkerKilled(t *testing.T) {
 	ev := faultEvent{ID: "evt_killed", Type: "invoice.paid", Invoice: "in_killed", Account: "acct_killed"}
 	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{ev}, 1)
 
-	child := exec.Command(os.Args[0], "-test.run=^TestHelperInboxWorker$", "-test.count=1", "-test.timeout=2m")
-	child.Env = append(os.Environ(), envHelperWorkerURL+"="+a.db.URL, envHelperWorkerSchema+"="+a.db.Schema)
-	stderr := &syncBuffer{}
-	child.Stderr = stderr
-	stdout, err := child.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, child.Start())
-	entered, exited := make(chan struct{}), make(chan struct{})
-	var waitErr error
-	go func() {
-		defer close(exited)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if sc.Text() == helperWorkerEntered {
-				close(entered)
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		waitErr = child.Wait() // after the last read from stdout, as os/exec requires
-	}()
-	t.Cleanup(func() {
-		_ = child.Process.Kill()
-		<-exited
-	})
-	select {
-	case <-entered:
-	case <-exited:
-		require.FailNowf(t, "the worker process ended early", "%v\n%s", waitErr, stderr.String())
-	case <-time.After(time.Minute):
-		require.FailNowf(t, "the worker process did not reach its handler", "stderr:\n%s", stderr.String())
-	}
+	w := a.startHelperWorker(t, "TestHelperInboxWorker", helperWorkerEntered)
+	w.await(t, "its handler")
 	r := a.record(t, ev.ID)
 	require.Equal(t, idempotency.InboxProcessing, r.State)
 	require.Equal(t, 1, r.Attempt)
-
-	require.NoError(t, child.Process.Kill()) // SIGKILL
-	<-exited
-	require.Equal(t, -1, child.ProcessState.ExitCode(), "killed by a signal: %v", waitErr)
-	require.Equal(t, syscall.SIGKILL.String(), strings.TrimPrefix(waitErr.Error(), "signal: "))
+	w.kill(t)
 
 	p.run(t)
 	a.awaitDrained(t, 1, 30*time.Second)
