@@ -103,6 +103,9 @@ type Result struct {
 	// Attempt is the inbox attempt this result reports (1, 2, ...); 0 for
 	// a delivery answered by the Handler (Status is then set).
 	Attempt int
+	// Kind is KindTask for the attempt of a [Task]: EventID is then the
+	// task's id and EventType its name. Empty otherwise.
+	Kind InboxKind
 	// AfterCommitPanics are the AfterCommit funcs of a processed event
 	// that panicked after the commit. The commit stands and the delivery is
 	// answered 200; the panics are logged at Error.
@@ -501,7 +504,10 @@ func report(ctx context.Context, log *slog.Logger, onResult func(Result), res *R
 			attrs = append(attrs, slog.Int("attempt", res.Attempt))
 		}
 		attrs = append(attrs, slog.Duration("duration", res.Duration))
-		if res.EventID != "" {
+		switch {
+		case res.Kind == KindTask:
+			attrs = append(attrs, slog.String("task_id", res.EventID), slog.String("task", res.EventType))
+		case res.EventID != "":
 			attrs = append(attrs, slog.String("event_id", res.EventID), slog.String("event_type", res.EventType))
 		}
 		if res.ObjectID != "" {
@@ -518,7 +524,10 @@ func report(ctx context.Context, log *slog.Logger, onResult func(Result), res *R
 			attrs = append(attrs, slog.Any("after_commit_panic", p.Value), slog.String("after_commit_stack", string(p.Stack)))
 		}
 		msg := "stripe webhook"
-		if res.Attempt > 0 {
+		switch {
+		case res.Kind == KindTask:
+			msg = "idempotency task: attempt"
+		case res.Attempt > 0:
 			msg = "stripe webhook: inbox attempt"
 		}
 		log.LogAttrs(ctx, level, msg, attrs...)

@@ -120,7 +120,8 @@ type inboxBackend interface {
 
 	// inboxSettle records the end of attempt `attempt` of eventID, leased
 	// at attemptedAt: it sets state (failed, dead_letter, processed,
-	// ignored, or pending for a snoozed task, whose Attempt goes back one),
+	// ignored, skipped for a task, or pending for a snoozed task or an
+	// event given back, whose Attempt goes back one),
 	// LastError, NextAttemptAt (zero unless failed or pending) and, for a
 	// final state, FinishedAt = now. It is fenced: it changes nothing and reports false
 	// unless the event is processing under exactly that lease (attempt and

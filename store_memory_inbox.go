@@ -158,7 +158,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 
 func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now time.Time) (bool, error) {
 	switch st {
-	case InboxFailed, InboxDeadLetter, InboxProcessed, InboxIgnored, InboxPending:
+	case InboxFailed, InboxDeadLetter, InboxProcessed, InboxIgnored, InboxSkipped, InboxPending:
 	default:
 		return false, fmt.Errorf("idempotency: inbox: an attempt cannot end as %q", st)
 	}

@@ -40,7 +40,9 @@ type Task[T any] struct {
 
 // TaskFunc runs one attempt of a task. It returns nil when the effect
 // happened; an error to retry it with backoff; [Permanent] to dead-letter
-// it at once; [Snooze] to run it again later without counting the attempt.
+// it at once; [Snooze] to run it again later without counting the attempt;
+// [Skip] when there is nothing to do any more (the task ends skipped, with
+// the reason as its LastError).
 // ctx carries InboxConfig.Timeout. A panic is an error.
 type TaskFunc[T any] func(ctx context.Context, run TaskRun[T]) error
 
@@ -80,7 +82,8 @@ const maxTaskKeyLen = 200
 //
 // NewTask panics on a programming error, as [On] does: a name that is not
 // 1 to 100 of a-z, 0-9, '.', '_' and '-' (starting with a letter or a
-// digit), a nil fn, or a name already taken.
+// digit), a nil fn, a name already taken, or a registration after
+// [NewInbox] was called on hs.
 func NewTask[T any](hs *Handlers, name string, fn TaskFunc[T]) *Task[T] {
 	switch {
 	case hs == nil:
@@ -92,6 +95,10 @@ func NewTask[T any](hs *Handlers, name string, fn TaskFunc[T]) *Task[T] {
 	}
 	if _, ok := hs.tasks[name]; ok {
 		panic(fmt.Errorf("%w: task %q", ErrDuplicateRegistration, name))
+	}
+	if hs.hasInbox() {
+		// The inbox took a snapshot: it would never run this task.
+		panic(fmt.Errorf("idempotency: NewTask: %q registered after NewInbox; register tasks first", name))
 	}
 	if hs.tasks == nil {
 		hs.tasks = make(map[string]taskRegistration)
@@ -212,6 +219,12 @@ func (hs *Handlers) wakeWorkers() {
 	}
 }
 
+func (hs *Handlers) hasInbox() bool {
+	hs.wakers.mu.Lock()
+	defer hs.wakers.mu.Unlock()
+	return len(hs.wakers.inboxes) > 0
+}
+
 func (hs *Handlers) addInbox(in *Inbox) {
 	hs.wakers.mu.Lock()
 	defer hs.wakers.mu.Unlock()
@@ -222,7 +235,7 @@ func (hs *Handlers) addInbox(in *Inbox) {
 // does for an event.
 func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow) {
 	start := time.Now()
-	res := Result{EventID: row.EventID, EventType: row.EventType, Attempt: row.Attempt}
+	res := Result{EventID: row.EventID, EventType: row.EventType, Attempt: row.Attempt, Kind: KindTask}
 	defer func() {
 		res.Duration = time.Since(start)
 		report(ctx, in.log, in.cfg.OnResult, &res)
@@ -238,10 +251,14 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow) {
 	err := in.runTask(ctx, reg, row)
 	var snooze *SnoozeError
 	var permanent *PermanentError
+	reason, skipped := skipReason(err)
 	switch {
 	case err == nil:
 		res.Outcome = OutcomeProcessed
 		in.settle(ctx, row, InboxProcessed, nil)
+	case skipped:
+		res.Outcome = OutcomeSkipped
+		in.settle(ctx, row, InboxSkipped, errors.New(reason))
 	case errors.As(err, &snooze):
 		res.Outcome = OutcomeQueued
 		in.settleAt(ctx, row, InboxPending, nil, in.cfg.Now().Add(snooze.After))
