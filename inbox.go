@@ -529,19 +529,19 @@ func (in *Inbox) settleFailure(ctx context.Context, row *inboxRow, cause error) 
 }
 
 // settle records an attempt's end, due again after the backoff when st is
-// failed.
-func (in *Inbox) settle(ctx context.Context, row *inboxRow, st InboxState, cause error) {
+// failed. It returns why the end was not recorded, or nil.
+func (in *Inbox) settle(ctx context.Context, row *inboxRow, st InboxState, cause error) error {
 	var next time.Time
 	if st == InboxFailed {
 		next = in.cfg.Now().Add(max(in.cfg.Backoff(row.Attempt), 0))
 	}
-	in.settleAt(ctx, row, st, cause, next)
+	return in.settleAt(ctx, row, st, cause, next)
 }
 
 // settleAt records an attempt's end, due again at next when st is failed
 // or pending (snoozed), on a context that outlives a cancelled attempt. If
 // the store cannot be reached, the lease expires and the event is retried.
-func (in *Inbox) settleAt(ctx context.Context, row *inboxRow, st InboxState, cause error, next time.Time) {
+func (in *Inbox) settleAt(ctx context.Context, row *inboxRow, st InboxState, cause error, next time.Time) error {
 	now := in.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
 	defer cancel()
@@ -553,10 +553,13 @@ func (in *Inbox) settleAt(ctx context.Context, row *inboxRow, st InboxState, cau
 	case err != nil:
 		in.log.LogAttrs(ctx, slog.LevelError, "idempotency inbox: cannot record an attempt; the event is retried when its lease expires",
 			slog.String("event_id", row.EventID), slog.Int("attempt", row.Attempt), slog.String("error", err.Error()))
+		return err
 	case !ok:
 		in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: lease lost to a newer attempt; this attempt's result is dropped",
 			slog.String("event_id", row.EventID), slog.Int("attempt", row.Attempt))
+		return errLeaseLost
 	}
+	return nil
 }
 
 // errorText is an attempt's error as the inbox keeps it: bounded, and valid

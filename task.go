@@ -255,7 +255,12 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow) {
 	switch {
 	case err == nil:
 		res.Outcome = OutcomeProcessed
-		in.settle(ctx, row, InboxProcessed, nil)
+		if err := in.settle(ctx, row, InboxProcessed, nil); err != nil {
+			// The effect happened, but the task will run again (with the
+			// same idempotency key): not a processed task yet.
+			res.Outcome = OutcomeFailed
+			res.Err = fmt.Errorf("idempotency: task %s ran, but its end was not recorded; it runs again: %w", row.EventType, err)
+		}
 	case skipped:
 		res.Outcome = OutcomeSkipped
 		in.settle(ctx, row, InboxSkipped, errors.New(reason))
