@@ -225,14 +225,9 @@ func Snooze(d time.Duration) error {
 	return &SnoozeError{After: max(d, 0)}
 }
 
-// ErrTaskNeedsStoreTx: [Task.Enqueue] was given a Tx that is not an event
-// transaction of [MemoryStore] or [PgxStore] (tasks are rows of their
-// inbox, written in that transaction).
-var ErrTaskNeedsStoreTx = errors.New("idempotency: Task.Enqueue needs the Tx of a MemoryStore or PgxStore handler")
-
-// ErrNeedsStoreTx: a helper that keeps its state in the event's
-// transaction ([CheckOrder], [OnCurrent]) was given a Tx that is not the
-// transaction of a [MemoryStore] or [PgxStore].
+// ErrNeedsStoreTx: what keeps its state in the event's transaction
+// ([Task.Enqueue], [CheckOrder], [OnCurrent]) was given a Tx that is not
+// the transaction of a [MemoryStore] or [PgxStore] handler.
 var ErrNeedsStoreTx = errors.New("idempotency: needs the Tx of a MemoryStore or PgxStore handler")
 
 // ErrObjectNotFound: the Stripe API answered 404 for an object an

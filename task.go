@@ -131,7 +131,7 @@ func (t *Task[T]) ID(key string) string { return taskID(t.name, key) }
 // The key names the effect, not the event: a customer id for a welcome
 // email, an invoice id for a receipt. It must be 1 to 200 bytes of valid
 // UTF-8 without NUL ([ErrInvalidKey]). Enqueue fails with
-// [ErrTaskNeedsStoreTx] for a Tx of another Store.
+// [ErrNeedsStoreTx] for a Tx of another Store.
 func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enqueued bool, err error) {
 	if err := checkText("task key", key, true); err != nil {
 		return false, fmt.Errorf("%w: %w", ErrInvalidKey, err)
@@ -141,7 +141,7 @@ func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enque
 	}
 	tt, ok := tx.(taskTx)
 	if !ok {
-		return false, fmt.Errorf("%w (got %T)", ErrTaskNeedsStoreTx, tx)
+		return false, fmt.Errorf("%w (got %T)", ErrNeedsStoreTx, tx)
 	}
 	payload, err := json.Marshal(args)
 	if err != nil {

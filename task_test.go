@@ -160,7 +160,7 @@ func (foreignTx) EventID() string                                     { return "
 func (foreignTx) EventType() string                                   { return "invoice.paid" }
 
 // TestTaskEnqueueNeedsStoreTx: Enqueue with a Tx that is not a store's
-// fails with ErrTaskNeedsStoreTx, and with a store's Tx whose transaction
+// fails with ErrNeedsStoreTx, and with a store's Tx whose transaction
 // has ended with ErrTxDone; neither stores a task.
 func TestTaskEnqueueNeedsStoreTx(t *testing.T) {
 	t.Parallel()
@@ -170,7 +170,7 @@ func TestTaskEnqueueNeedsStoreTx(t *testing.T) {
 	in := r.inbox(t, hs, idempotency.InboxConfig{})
 
 	enqueued, err := task.Enqueue(t.Context(), foreignTx{}, "in_1", misuseArgs{})
-	require.ErrorIs(t, err, idempotency.ErrTaskNeedsStoreTx)
+	require.ErrorIs(t, err, idempotency.ErrNeedsStoreTx)
 	require.ErrorContains(t, err, "foreignTx", "the error names the Tx it got")
 	require.False(t, enqueued)
 
