@@ -207,14 +207,19 @@ type wakers struct {
 	inboxes []*Inbox
 }
 
-// wakeWorkers wakes the workers of the inboxes built on hs, and those of
-// other processes: a task was committed.
+// wakeWorkers wakes the workers of the inboxes built on hs: a task was
+// committed. An inbox whose Run is running here takes it; otherwise the
+// workers of other processes are notified. A process that runs no Inbox
+// at all leaves its tasks to other processes' polls (PollInterval).
 func (hs *Handlers) wakeWorkers() {
 	hs.wakers.mu.Lock()
 	inboxes := hs.wakers.inboxes
 	hs.wakers.mu.Unlock()
 	for _, in := range inboxes {
-		in.signal()
+		if in.running.Load() {
+			in.signal()
+			continue
+		}
 		in.notifyOthers()
 	}
 }
