@@ -57,6 +57,7 @@ type Envelope struct {
 	Previous   []byte // raw JSON value of data.previous_attributes; nil when absent or null
 	ObjectID   string // data.object.id; "" when absent
 	ObjectKind string // data.object.object (e.g. "invoice"); "" when absent
+	V2         bool   // a v2 event (ParseV2Event): unversioned, Object is its data
 }
 
 var (

@@ -1,0 +1,112 @@
+package envelope
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// v2Event is a v2 event as GET /v2/core/events/{id} returns it (Stripe's
+// API reference example), with a context and changes added.
+const v2Event = `{
+  "id": "evt_test_65RCjj4EqW1sabcjs2Z16RCMoNQdSQkOWvfL6L5uU2K40u",
+  "object": "v2.core.event",
+  "context": "acct_1Nv0FGQ9RKHgCVdK",
+  "created": "2024-09-26T17:46:22.134Z",
+  "data": {
+    "developer_message_summary": "There is 1 invalid event",
+    "reason": {"error_count": 1, "error_types": [{"code": "meter_event_no_customer_defined", "error_count": 1}]},
+    "validation_end": "2024-09-26T17:46:20.000Z",
+    "validation_start": "2024-09-26T17:46:10.000Z"
+  },
+  "changes": {"before": {"status": "active"}, "after": {"status": "inactive"}},
+  "livemode": true,
+  "reason": null,
+  "related_object": {"id": "mtr_test_61RCjiqdTDC91zgip41IqPCzPnxqqSVc", "type": "billing.meter", "url": "/v1/billing/meters/mtr_test_61RCjiqdTDC91zgip41IqPCzPnxqqSVc"},
+  "type": "v1.billing.meter.error_report_triggered"
+}`
+
+func TestParseV2Event(t *testing.T) {
+	env, err := ParseV2Event([]byte(v2Event))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Envelope{
+		ID: "evt_test_65RCjj4EqW1sabcjs2Z16RCMoNQdSQkOWvfL6L5uU2K40u", Type: "v1.billing.meter.error_report_triggered",
+		Created: 1727372782, Livemode: true, Account: "acct_1Nv0FGQ9RKHgCVdK",
+		ObjectID: "mtr_test_61RCjiqdTDC91zgip41IqPCzPnxqqSVc", ObjectKind: "billing.meter", V2: true,
+	}
+	got := env
+	got.Object, got.Previous = nil, nil
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("envelope\n got %+v\nwant %+v", got, want)
+	}
+	if !strings.HasPrefix(string(env.Object), `{`) || !strings.Contains(string(env.Object), `"developer_message_summary"`) {
+		t.Fatalf("Object is not data: %s", env.Object)
+	}
+	if !strings.Contains(string(env.Previous), `"before"`) {
+		t.Fatalf("Previous is not changes: %s", env.Previous)
+	}
+	if parsed, err := ParseAny([]byte(v2Event)); err != nil || parsed.ID != env.ID || !parsed.V2 {
+		t.Fatalf("ParseAny: %+v, %v", parsed, err)
+	}
+
+	// A v2 event without data, context, related object or changes.
+	bare := `{"id":"evt_1","object":"v2.core.event","type":"v2.core.event_destination.ping","created":"2024-09-26T17:46:22Z","data":null,"changes":null,"context":null}`
+	env, err = ParseV2Event([]byte(bare))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(env.Object) != "null" || env.Previous != nil || env.Account != "" || env.ObjectID != "" {
+		t.Fatalf("bare: %+v", env)
+	}
+}
+
+func TestParseThin(t *testing.T) {
+	n, err := ParseThin([]byte(`{"id":"evt_1","object":"v2.core.event","type":"v1.billing.meter.no_meter_found","created":"2024-09-17T06:20:52.246Z","context":"acct_1","related_object":{"id":"mtr_1"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != (Notification{ID: "evt_1", Type: "v1.billing.meter.no_meter_found", Context: "acct_1"}) {
+		t.Fatalf("%+v", n)
+	}
+	if n, err := ParseThin([]byte(`{"id":"evt_1","object":"v2.core.event","type":"t","context":null}`)); err != nil || n.Context != "" {
+		t.Fatalf("%+v, %v", n, err)
+	}
+}
+
+// TestParseV2Malformed: what is not a v2 event fails with ErrMalformed, and
+// the error never quotes the input.
+func TestParseV2Malformed(t *testing.T) {
+	const secret = "SECRET_PAYLOAD"
+	cases := map[string]string{
+		"not JSON":        `{"id":"SECRET_PAYLOAD"`,
+		"array":           `["SECRET_PAYLOAD"]`,
+		"snapshot object": `{"id":"SECRET_PAYLOAD","object":"event","type":"t","created":"2024-09-17T06:20:52Z"}`,
+		"no id":           `{"object":"v2.core.event","type":"SECRET_PAYLOAD","created":"2024-09-17T06:20:52Z"}`,
+		"null id":         `{"id":null,"object":"v2.core.event","type":"SECRET_PAYLOAD","created":"2024-09-17T06:20:52Z"}`,
+		"no type":         `{"id":"SECRET_PAYLOAD","object":"v2.core.event","created":"2024-09-17T06:20:52Z"}`,
+		"numeric id":      `{"id":1,"object":"v2.core.event","type":"SECRET_PAYLOAD","created":"2024-09-17T06:20:52Z"}`,
+		"no created":      `{"id":"SECRET_PAYLOAD","object":"v2.core.event","type":"t"}`,
+		"unix created":    `{"id":"SECRET_PAYLOAD","object":"v2.core.event","type":"t","created":1727372782}`,
+		"bad created":     `{"id":"evt","object":"v2.core.event","type":"t","created":"SECRET_PAYLOAD"}`,
+		"context object":  `{"id":"evt","object":"v2.core.event","type":"t","created":"2024-09-17T06:20:52Z","context":{"x":"SECRET_PAYLOAD"}}`,
+	}
+	for name, in := range cases {
+		_, err := ParseV2Event([]byte(in))
+		if !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: got %v, want ErrMalformed", name, err)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: the error quotes the input: %v", name, err)
+		}
+		if name == "no created" || name == "unix created" || name == "bad created" {
+			continue // a notification needs no created
+		}
+		if _, err := ParseThin([]byte(in)); !errors.Is(err, ErrMalformed) || strings.Contains(err.Error(), secret) {
+			t.Errorf("ParseThin %s: %v", name, err)
+		}
+	}
+}
