@@ -38,9 +38,10 @@ var (
 	// invalid UTF-8). Answered 400.
 	ErrMalformedEvent = errors.New("idempotency: malformed event")
 	// ErrThinEvent: the body is a thin (v2) event notification, which
-	// carries no snapshot of the object. Answered 400; configure the
-	// endpoint to send snapshot events.
-	ErrThinEvent = errors.New("idempotency: thin event notifications are not supported; configure the Stripe endpoint to send snapshot events")
+	// carries no snapshot of the object, and Config.StripeClient is not set
+	// to fetch the event. Answered 400; set Config.StripeClient, or
+	// configure the endpoint to send snapshot events.
+	ErrThinEvent = errors.New("idempotency: thin event notification and no Config.StripeClient to fetch the event; set one, or configure the Stripe endpoint to send snapshot events")
 	// ErrAPIVersionMismatch: the event's API version belongs to another
 	// release train than Config.APIVersion, and Config.StrictAPIVersion is
 	// set. Answered 400.
@@ -233,3 +234,14 @@ var ErrNeedsStoreTx = errors.New("idempotency: needs the Tx of a MemoryStore or 
 // ErrObjectNotFound: the Stripe API answered 404 for an object an
 // [OnCurrent] handler fetched. A [FetchFunc] wraps it.
 var ErrObjectNotFound = errors.New("idempotency: object not found")
+
+// Talking to the Stripe API: fetching a thin event's event.
+var (
+	// ErrStripeAPI: a request to the Stripe API failed: the network, a
+	// timeout, a rate limit (429), Stripe itself (5xx), or a refusal (an
+	// invalid key, an unknown event). Its text has the HTTP status,
+	// Stripe's error type and code and the request id, never the key or a
+	// payload. A thin event whose fetch fails is answered 503 (network,
+	// timeout, 429, 5xx) or 500 (a refusal), so Stripe sends it again.
+	ErrStripeAPI = errors.New("idempotency: Stripe API request failed")
+)

@@ -81,6 +81,17 @@ type Config struct {
 	// not block.
 	OnResult func(Result)
 
+	// StripeClient, when set, fetches the full event of each thin (v2)
+	// event notification that an event destination sends: the
+	// notification is verified, the event is fetched from
+	// GET /v2/core/events/{id} (as the notification's context, with
+	// Stripe-Context) within Timeout, and then claimed by its id and applied
+	// or stored like a snapshot event; see [Handler] for what its handler
+	// receives. A fetch that fails answers 503 (network, timeout, 429,
+	// 5xx) or 500 (any other refusal), so Stripe sends the notification
+	// again. Nil answers thin notifications 400, as [ErrThinEvent] says.
+	StripeClient *stripe.Client
+
 	// Now is the clock of what the Handler records: when a delivery was
 	// received, and when the tasks its handler enqueues come due. Tests
 	// that drive an Inbox with a fake InboxConfig.Now give the Handler the
@@ -129,17 +140,32 @@ const (
 //	400 missing, malformed or wrong signature,
 //	    timestamp outside Config.Tolerance          {"error":"invalid_signature"}
 //	400 not a Stripe event, an id, type, object id
-//	    or account with a NUL byte, thin event, API
-//	    version rejected by Config.StrictAPIVersion {"error":"invalid_event"}
+//	    or account with a NUL byte, thin event
+//	    without Config.StripeClient, API version
+//	    rejected by Config.StrictAPIVersion         {"error":"invalid_event"}
 //	200 handler ran and committed                   {"outcome":"processed"}
 //	200 processed or skipped before                 {"outcome":"duplicate"}
 //	200 no handler for the type                     {"outcome":"ignored"}
 //	200 handler returned Skip                       {"outcome":"skipped"}
 //	500 handler error, panic or timeout             {"error":"processing_failed"}
 //	503 store unreachable                           {"error":"store_unavailable"}
+//	503 thin event: the Stripe API unreachable,
+//	    rate-limited or failing                     {"error":"stripe_unavailable"}
 //
 // Nothing is stored for an answer other than 200. A Handler is safe for
 // concurrent use.
+//
+// A thin event notification (event destinations, API v2) carries no
+// snapshot: with Config.StripeClient the Handler fetches the event and
+// handles that. Its handler's Event has the v2 event's id, type, created,
+// livemode and context (as Account); Object is the event's data decoded
+// into T (the event type's own fields, such as
+// stripe.V1BillingMeterErrorReportTriggeredEventData, not a snapshot of
+// the object the event is about), Previous is its changes, APIVersion is
+// empty (v2 events are unversioned) and Raw is the fetched event, whose
+// related_object names the object to fetch for its current state. The
+// claim's object id, and the inbox's per-object order, is
+// related_object.id.
 type Handler struct {
 	dispatcher
 	cfg   Config
@@ -171,6 +197,11 @@ func newHandler(store Store, cfg Config) (*Handler, error) {
 	}
 	if err := checkSecrets(cfg.Secrets); err != nil {
 		return nil, err
+	}
+	if cfg.StripeClient != nil {
+		if err := checkStripeClient("Config.StripeClient", cfg.StripeClient); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case cfg.APIVersion == "":
@@ -317,22 +348,28 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (in
 		return http.StatusBadRequest, bodyInvalidSignature
 	}
 	env, err := envelope.Parse(payload)
+	if errors.Is(err, envelope.ErrThinEvent) {
+		return h.serveThin(r.Context(), payload, res)
+	}
 	if err != nil {
-		if errors.Is(err, envelope.ErrThinEvent) {
-			res.Err = ErrThinEvent
-		} else {
-			res.Err = fmt.Errorf("%w: %w", ErrMalformedEvent, err)
-		}
+		res.Err = fmt.Errorf("%w: %w", ErrMalformedEvent, err)
 		return http.StatusBadRequest, bodyInvalidEvent
 	}
-	if err := checkEnvelope(&env); err != nil {
+	return h.accept(r.Context(), &env, payload, res)
+}
+
+// accept applies or stores a verified, parsed event: what every delivery,
+// a thin event's fetched event and a recovered event go through. It fills
+// res and returns the answer.
+func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []byte, res *Result) (int, []byte) {
+	if err := checkEnvelope(env); err != nil {
 		res.Err = fmt.Errorf("%w: %w", ErrMalformedEvent, err)
 		return http.StatusBadRequest, bodyInvalidEvent
 	}
 	res.EventID, res.EventType, res.ObjectID = env.ID, env.Type, env.ObjectID
 	handled := h.handles(env.Type)
-	if handled || h.cfg.RecordIgnored {
-		if err := h.checkAPIVersion(r.Context(), &env); err != nil {
+	if (handled || h.cfg.RecordIgnored) && !env.V2 { // a v2 event is unversioned
+		if err := h.checkAPIVersion(ctx, env); err != nil {
 			res.Err = err
 			return http.StatusBadRequest, bodyInvalidEvent
 		}
@@ -343,11 +380,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (in
 		return http.StatusOK, bodyOutcome[OutcomeIgnored]
 	}
 	if h.inbox != nil {
-		return h.enqueue(r.Context(), &env, payload, handled, res)
+		return h.enqueue(ctx, env, payload, handled, res)
 	}
 	// Detached from the request: a sender that hangs up must not cut a
 	// transaction short. Config.Timeout bounds it.
-	outcome, err := h.run(context.WithoutCancel(r.Context()), &env, payload, h.cfg.Now(), nil, res)
+	outcome, err := h.run(context.WithoutCancel(ctx), env, payload, h.cfg.Now(), nil, res)
 	res.Outcome, res.Err = outcome, err
 	switch {
 	case outcome == OutcomeUnavailable || errors.Is(err, ErrStoreUnavailable):

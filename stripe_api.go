@@ -1,0 +1,127 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/stripe/stripe-go/v82"
+)
+
+// The Stripe API calls the package makes itself, all through the user's
+// stripe-go client (its key, backend, retries and HTTP client), and all
+// keeping the bytes Stripe sent: a handler's Event.Raw is the event as
+// Stripe rendered it, never a re-encoding of stripe-go's structs, which
+// would drop the fields stripe-go does not know.
+
+// retrieveV2Event returns GET /v2/core/events/{id} as sent, as the account
+// or context stripeContext names when it is not empty (Stripe-Context).
+//
+// It goes through the backend's Call, as V2CoreEvents.Retrieve does.
+// stripe-go reads a v2 error answer without its HTTP status (a
+// *stripe.V2RawError: type and code); its RawRequest would keep it, but in
+// v82.5.1 it dereferences a nil response when the request gets no answer.
+func retrieveV2Event(ctx context.Context, c *stripe.Client, id, stripeContext string) ([]byte, error) {
+	params := &stripe.V2CoreEventRetrieveParams{}
+	params.Context = ctx
+	if stripeContext != "" {
+		params.SetStripeContext(stripeContext)
+	}
+	var res stripe.APIResource
+	if err := c.V2CoreEvents.B.Call(http.MethodGet, stripe.FormatURLPath("/v2/core/events/%s", id), c.V2CoreEvents.Key, params, &res); err != nil {
+		return nil, apiError("retrieving the v2 event", err)
+	}
+	if res.LastResponse == nil {
+		return nil, fmt.Errorf("%w: retrieving the v2 event: the client's backend kept no answer", ErrStripeAPI)
+	}
+	return res.LastResponse.RawJSON, nil
+}
+
+// checkStripeClient refuses a client the package cannot make its calls
+// through, at construction rather than at each delivery.
+func checkStripeClient(field string, c *stripe.Client) error {
+	if c == nil || c.V1Events == nil || c.V1Events.B == nil || c.V2CoreEvents == nil || c.V2CoreEvents.B == nil {
+		return fmt.Errorf("idempotency: %s is nil or not made by stripe.NewClient", field)
+	}
+	return nil
+}
+
+// apiError wraps a failed request in ErrStripeAPI with what identifies it
+// and nothing that could carry the key or a payload: stripe.Error's own
+// text is its JSON, message and all, and an answer stripe-go cannot read
+// becomes an error that quotes the body.
+func apiError(op string, err error) error {
+	e := &stripeAPIError{op: op}
+	var se *stripe.Error
+	var v2 *stripe.V2RawError
+	var ue *url.Error
+	switch {
+	case errors.As(err, &se):
+		e.status, e.typ, e.code, e.requestID = se.HTTPStatusCode, string(se.Type), string(se.Code), se.RequestID
+	case errors.As(err, &v2):
+		if v2.Type != nil {
+			e.typ = string(*v2.Type)
+		}
+		e.code = v2.Code
+	case errors.As(err, &ue), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The network, a timeout or the context: a *url.Error's text names
+		// the URL (path and list filters), never the key, which travels in
+		// a header.
+		e.cause = err
+	default:
+		e.unreadable = true
+	}
+	return e
+}
+
+// stripeAPIError is a request that failed: without an answer (cause set),
+// with an answer stripe-go could not read (unreadable), or with an error
+// answer (status, or for a v2 error only its type and code).
+type stripeAPIError struct {
+	op                   string
+	status               int
+	typ, code, requestID string
+	cause                error
+	unreadable           bool
+}
+
+func (e *stripeAPIError) Error() string {
+	s := ErrStripeAPI.Error() + ": " + e.op
+	switch {
+	case e.cause != nil:
+		return s + ": " + e.cause.Error()
+	case e.unreadable:
+		return s + ": an answer stripe-go could not read (not quoted: it may hold a payload)"
+	case e.status != 0:
+		s += fmt.Sprintf(": HTTP %d", e.status)
+	default:
+		s += ": error"
+	}
+	if e.typ != "" {
+		s += " " + e.typ
+	}
+	if e.code != "" {
+		s += " (" + e.code + ")"
+	}
+	if e.requestID != "" {
+		s += ", request " + e.requestID
+	}
+	return s
+}
+
+func (e *stripeAPIError) Is(target error) bool { return target == ErrStripeAPI }
+func (e *stripeAPIError) Unwrap() error        { return e.cause }
+
+// transientAPIError reports a failed request that a later one may not
+// meet: no answer (the network, a timeout), a rate limit (429), a failure
+// of Stripe's own (5xx; for a v2 answer, whose status stripe-go drops, an
+// api_error), or an answer stripe-go could not read (an HTML error page of
+// a proxy, most likely).
+func transientAPIError(err error) bool {
+	var e *stripeAPIError
+	return errors.As(err, &e) && (e.cause != nil || e.unreadable ||
+		e.status == http.StatusTooManyRequests || e.status >= 500 ||
+		e.typ == string(stripe.ErrorTypeAPI) || e.typ == "rate_limit_error" || e.code == "rate_limit")
+}

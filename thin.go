@@ -1,0 +1,61 @@
+package idempotency
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/seed-a84bb619/idempotency/internal/envelope"
+)
+
+// bodyStripeUnavailable answers a thin event whose event could not be
+// fetched for a reason that may pass: Stripe sends it again.
+var bodyStripeUnavailable = []byte(`{"error":"stripe_unavailable"}`)
+
+// serveThin answers a verified thin event notification: it fetches the
+// event the notification names with Config.StripeClient and accepts it as
+// a snapshot event is accepted, claimed by its id. A notification carries
+// no object, so without a client it is refused, as before thin events were
+// supported.
+//
+// The event is fetched in the request, in inbox mode too, so that the
+// inbox stores (and its workers apply) the event itself: a 2xx means the
+// event is stored, and an attempt never waits on the API.
+func (h *Handler) serveThin(ctx context.Context, notification []byte, res *Result) (int, []byte) {
+	client := h.cfg.StripeClient
+	if client == nil {
+		res.Err = ErrThinEvent
+		return http.StatusBadRequest, bodyInvalidEvent
+	}
+	n, err := envelope.ParseThin(notification)
+	if err == nil && !validText(n.ID) {
+		err = fmt.Errorf("the notification's id contains a NUL byte or invalid UTF-8")
+	}
+	if err != nil {
+		res.Err = fmt.Errorf("%w: thin event notification: %w", ErrMalformedEvent, err)
+		return http.StatusBadRequest, bodyInvalidEvent
+	}
+	res.EventID, res.EventType = n.ID, n.Type
+
+	fetchCtx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	payload, err := retrieveV2Event(fetchCtx, client, n.ID, n.Context)
+	cancel()
+	var env envelope.Envelope
+	if err == nil {
+		env, err = envelope.ParseV2Event(payload)
+		switch {
+		case err != nil:
+			err = fmt.Errorf("%w: the v2 event fetched for %s: %w", ErrStripeAPI, n.ID, err)
+		case env.ID != n.ID || env.Type != n.Type:
+			err = fmt.Errorf("%w: the v2 event fetched for %s has another id or type", ErrStripeAPI, n.ID)
+		}
+	}
+	if err != nil {
+		res.Outcome, res.Err = OutcomeFailed, err
+		if transientAPIError(err) {
+			return http.StatusServiceUnavailable, bodyStripeUnavailable
+		}
+		return http.StatusInternalServerError, bodyFailed
+	}
+	return h.accept(ctx, &env, payload, res)
+}
