@@ -235,13 +235,26 @@ var ErrNeedsStoreTx = errors.New("idempotency: needs the Tx of a MemoryStore or 
 // [OnCurrent] handler fetched. A [FetchFunc] wraps it.
 var ErrObjectNotFound = errors.New("idempotency: object not found")
 
-// Talking to the Stripe API: fetching a thin event's event.
+// Talking to the Stripe API: fetching a thin event's event, and
+// [Handler.Recover].
 var (
 	// ErrStripeAPI: a request to the Stripe API failed: the network, a
 	// timeout, a rate limit (429), Stripe itself (5xx), or a refusal (an
 	// invalid key, an unknown event). Its text has the HTTP status,
 	// Stripe's error type and code and the request id, never the key or a
 	// payload. A thin event whose fetch fails is answered 503 (network,
-	// timeout, 429, 5xx) or 500 (a refusal), so Stripe sends it again.
+	// timeout, 429, 5xx) or 500 (a refusal), so Stripe sends it again;
+	// [Handler.Recover] stops with it, its checkpoint kept.
 	ErrStripeAPI = errors.New("idempotency: Stripe API request failed")
+	// ErrRecoveryWindow: [Handler.Recover] was asked to start before
+	// [RecoveryWindow] (30 days) ago, by RecoverOptions.Since or by the
+	// last event of its checkpoint: the Events API no longer lists those
+	// events, so they cannot be recovered. Nothing was requested or stored.
+	ErrRecoveryWindow = errors.New("idempotency: recovery cannot reach back further than the Events API's 30 days")
+	// ErrCheckpointMismatch: RecoverOptions.Checkpoint names a checkpoint
+	// that was started with other Types or OnlyUndelivered, or with a
+	// later Since than the options': continuing it would not recover what
+	// the options ask for. Nothing was requested or stored; use another
+	// checkpoint name.
+	ErrCheckpointMismatch = errors.New("idempotency: recovery checkpoint started with other options")
 )

@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -89,6 +90,13 @@ func (a *service) count(ctx context.Context, tx idempotency.Tx, eventID string, 
 	return nil
 }
 
+func (a *service) handler(t *testing.T) *idempotency.Handler {
+	t.Helper()
+	h, err := idempotency.NewHandler(a.store, a.hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	return h
+}
+
 // inbox returns an Inbox of app's store and handlers on a fake clock, and
 // its Handler, which fetches thin events through client when not nil.
 func (a *service) inbox(t *testing.T, client *stripe.Client) (*idempotency.Inbox, *idempotency.Handler) {
@@ -121,6 +129,12 @@ func (a *service) appliedCounts(t *testing.T) map[string]int {
 	}
 	require.NoError(t, rows.Err())
 	return counts
+}
+
+func (a *service) appliedOrder() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.order)
 }
 
 // requireAppliedOnce checks that exactly the events ids were applied, each

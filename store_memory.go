@@ -41,6 +41,8 @@ type MemoryStore struct {
 	seq     int64
 	objects map[guardID]int64       // (scope, object id) → fetch sequence; see store_memory_objects.go
 	order   map[guardID]orderRecord // (scope, key) → newest event applied
+
+	recovery map[string]recoveryCheckpoint // by name; see recover_store.go
 }
 
 type guardID struct{ scope, key string }

@@ -2,12 +2,14 @@ package idempotency
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 
 	"github.com/stripe/stripe-go/v82"
+	"github.com/stripe/stripe-go/v82/form"
 )
 
 // The Stripe API calls the package makes itself, all through the user's
@@ -15,6 +17,27 @@ import (
 // keeping the bytes Stripe sent: a handler's Event.Raw is the event as
 // Stripe rendered it, never a re-encoding of stripe-go's structs, which
 // would drop the fields stripe-go does not know.
+
+// rawEventPage is one page of GET /v1/events with its events as sent.
+type rawEventPage struct {
+	stripe.APIResource
+	Data    []json.RawMessage `json:"data"`
+	HasMore bool              `json:"has_more"`
+}
+
+// listEvents requests one page of GET /v1/events, encoding params as
+// stripe-go's own V1Events.List does.
+func listEvents(ctx context.Context, c *stripe.Client, params *stripe.EventListParams) (*rawEventPage, error) {
+	values := &form.Values{}
+	form.AppendTo(values, params)
+	page := &rawEventPage{}
+	err := c.V1Events.B.CallRaw(http.MethodGet, "/v1/events", c.V1Events.Key, []byte(values.Encode()),
+		&stripe.Params{Context: ctx}, page)
+	if err != nil {
+		return nil, apiError("listing events", err)
+	}
+	return page, nil
+}
 
 // retrieveV2Event returns GET /v2/core/events/{id} as sent, as the account
 // or context stripeContext names when it is not empty (Stripe-Context).

@@ -61,6 +61,12 @@ func (f *fakeStripe) serve(t testing.TB) *stripe.Client {
 	return stripe.NewClient(fakeStripeKey, fakeBackends(srv.URL, nil))
 }
 
+// inProcess returns a client whose requests f serves on the caller's
+// goroutine, without a network: what a testing/synctest bubble needs.
+func (f *fakeStripe) inProcess() *stripe.Client {
+	return stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{f}}))
+}
+
 // fakeBackends points a client at url, through hc when not nil, without
 // retries or logs of stripe-go's own.
 func fakeBackends(url string, hc *http.Client) stripe.ClientOption {
@@ -68,6 +74,14 @@ func fakeBackends(url string, hc *http.Client) stripe.ClientOption {
 		URL: stripe.String(url), HTTPClient: hc, MaxNetworkRetries: stripe.Int64(0),
 		LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
 	}))
+}
+
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
 }
 
 // add appends a snapshot event; it is created after every event added
@@ -84,6 +98,17 @@ func (f *fakeStripe) add(raw []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.events = append(f.events, fakeEvent{id: ev.ID, typ: ev.Type, created: ev.Created, raw: raw})
+}
+
+// setDelivered marks the events whose delivery Stripe reports successful.
+func (f *fakeStripe) setDelivered(ids ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.events {
+		if slices.Contains(ids, f.events[i].id) {
+			f.events[i].delivered = true
+		}
+	}
 }
 
 func (f *fakeStripe) calls() []fakeRequest {

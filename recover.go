@@ -1,0 +1,549 @@
+package idempotency
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency/internal/envelope"
+)
+
+// RecoveryWindow is how far back Stripe's Events API lists events: 30
+// days. [Handler.Recover] cannot start earlier.
+const RecoveryWindow = 30 * 24 * time.Hour
+
+// DefaultRecoverRate is RecoverOptions.RequestsPerSecond's default: well
+// under Stripe's limits of 25 requests per second for one endpoint (and
+// for all of a sandbox), and leaving room for the service's own calls,
+// which share them.
+const DefaultRecoverRate = 10
+
+// The Events API's bounds on a list request.
+const (
+	maxRecoverTypes    = 20  // types[]
+	maxRecoverPageSize = 100 // limit
+	maxRecoverRate     = 100 // Stripe's live-mode limit for the whole account
+)
+
+// maxRecoverFailedIDs bounds RecoverReport.FailedIDs.
+const maxRecoverFailedIDs = 1000
+
+// RecoverOptions selects the events [Handler.Recover] lists, and how.
+type RecoverOptions struct {
+	// Since is the oldest creation time recovered: events created at or
+	// after it (in whole seconds). Required; no earlier than
+	// RecoveryWindow (30 days) before Now. Take it from before the outage
+	// began: an event delivered and applied already costs only a
+	// duplicate.
+	Since time.Time
+
+	// Types lists only events of these types (at most 20, as the Events
+	// API takes). Empty lists every type, and those without a handler are
+	// answered ignored as a delivery would be: pass the handled types
+	// (Handlers.EventTypes) to list fewer.
+	Types []string
+
+	// OnlyUndelivered lists only the events Stripe reports as not
+	// delivered (delivery_success=false): still being retried, or failed
+	// on every attempt to some endpoint. It is cheaper but not enough on
+	// its own. It misses events that were delivered, answered 2xx and
+	// never applied (a deployment that acknowledged and dropped them, an
+	// inbox lost with its database, a handler fixed since that returned
+	// nil without writing), and events raised while the endpoint was
+	// disabled, which Stripe did not try to deliver to it. Use it for a
+	// quick pass; after an outage, recover everything since it began.
+	OnlyUndelivered bool
+
+	// Checkpoint names a checkpoint kept in the store, so that a run
+	// stopped by an error or by its context can be continued: a later
+	// call with the same name starts after the last event up to which
+	// every event was handled, and one after a complete run recovers only
+	// what came since. A checkpoint keeps the Types, OnlyUndelivered and
+	// Since it was started with; continuing it with other Types or
+	// OnlyUndelivered, or an earlier Since, fails with
+	// [ErrCheckpointMismatch] (a later Since is fine: a relative one such
+	// as "5 days ago" moves on between calls). Run one Recover per
+	// checkpoint at a time. Empty keeps no checkpoint.
+	Checkpoint string
+
+	// RequestsPerSecond bounds the calls to the Events API (one per page,
+	// a few more to find the oldest page), at most 100. Defaults to
+	// DefaultRecoverRate (10). The client's own retries of a failed call
+	// come on top.
+	RequestsPerSecond float64
+
+	// PageSize is how many events one call lists, 1 to 100. Defaults to
+	// 100.
+	PageSize int
+
+	// Now is the clock that RecoveryWindow is measured on, and that dates
+	// the checkpoint. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// RecoverReport counts what [Handler.Recover] did with the events it
+// listed. Processed, Queued, Duplicate, Skipped, Ignored and Failed add up
+// to Listed.
+type RecoverReport struct {
+	Listed    int // events listed by the Events API and handled
+	Processed int // applied by their handler in this run (synchronous Handler)
+	Queued    int // stored in the inbox, for its workers to apply (Inbox's Handler)
+	Duplicate int // claimed before: by a delivery, an earlier run, or already in the inbox
+	Skipped   int // their handler returned Skip
+	Ignored   int // no handler for their type
+	Failed    int // the handler failed, or the event was refused (StrictAPIVersion, malformed)
+	// FailedIDs are the ids of the failed events, in the order they were
+	// met; the first 1000.
+	FailedIDs []string
+	// Requests is how many calls were made to the Events API.
+	Requests int
+	// Resumed reports that the run continued a checkpoint.
+	Resumed bool
+	// LastEventID is the event up to which every event listed, in this
+	// run or the runs of its checkpoint, was handled: where the checkpoint
+	// stands. Empty when there is none.
+	LastEventID string
+}
+
+// Recover fetches the events that Stripe created since opts.Since from the
+// Events API (GET /v1/events, through client) and hands each to this
+// Handler as if it had been delivered, oldest first, with the event's own
+// JSON: the synchronous Handler claims it and runs its handler in one
+// transaction; the Handler of an [Inbox] stores it for the workers.
+// Already-claimed events come out as duplicates, so Recover can be run
+// over a period that was partly delivered, and again. After an outage
+// longer than Stripe's three days of retries, or with the endpoint
+// disabled, it is the only way to get the events that were never
+// delivered.
+//
+// Exactly once holds only while the ledger keeps the ids it claimed at
+// least as long as recovery reaches back, RecoveryWindow (30 days): an id
+// deleted from the ledger would be applied again by a Recover that lists
+// its event. Nothing in this package deletes ledger rows; whatever prunes
+// them must keep every id processed in the last 30 days, plus the length
+// of the longest recovery run (an event is processed after it is
+// created, so that covers every event the Events API still lists).
+//
+// Recover handles one event at a time, in the order Stripe creates
+// them (within one second, in the Events API's order). A failed event
+// (handler error, panic, timeout, or refusal: another API version with
+// Config.StrictAPIVersion) is counted, logged and listed in the report,
+// and the run goes on; the checkpoint stops before it, so that the next
+// run of the checkpoint tries it again (the events after it come out
+// duplicates). The run stops, with the report so far and an error, when
+// the store cannot be reached ([ErrStoreUnavailable]), a call to the API
+// fails after the client's own retries ([ErrStripeAPI]), or ctx is done;
+// the event in hand is finished first (ctx does not cut its transaction
+// short; Config.Timeout does), and the checkpoint is saved.
+//
+// It refuses, with [ErrRecoveryWindow] and before any request, a Since
+// earlier than RecoveryWindow before opts.Now, or a checkpoint whose last
+// event is that old.
+//
+// The Events API renders each event in the API version that was the
+// account's default when the event was created, which may not be the
+// webhook endpoint's: such events are decoded best-effort with one
+// warning per version, or failed under Config.StrictAPIVersion.
+//
+// Recover logs each failed event at Error and a summary at Info;
+// Config.OnResult is not called. It lists the events of client's account:
+// the events of connected accounts (Connect) are listed with their own
+// Stripe-Account and are not recovered, nor are v2 (thin) events, which
+// the v1 Events API does not list.
+func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts RecoverOptions) (RecoverReport, error) {
+	var report RecoverReport
+	if err := checkStripeClient("Recover's client", client); err != nil {
+		return report, err
+	}
+	if err := opts.setDefaults(); err != nil {
+		return report, err
+	}
+	r := &recovery{
+		h: h, client: client, opts: opts, report: &report,
+		since: opts.Since.Unix(),
+		pace:  pacer{interval: time.Duration(float64(time.Second) / opts.RequestsPerSecond)},
+	}
+	now := opts.Now()
+	if opts.Since.After(now) {
+		return report, fmt.Errorf("idempotency: RecoverOptions.Since (%s) is in the future", opts.Since.Format(time.RFC3339))
+	}
+	if err := r.loadCheckpoint(ctx); err != nil {
+		return report, err
+	}
+	start := opts.Since
+	if r.last.id != "" {
+		start = r.last.created
+	}
+	if oldest := now.Add(-RecoveryWindow); start.Before(oldest) {
+		what := "RecoverOptions.Since"
+		if r.last.id != "" {
+			what = fmt.Sprintf("the last event of checkpoint %q", opts.Checkpoint)
+		}
+		return report, fmt.Errorf("%w: %s is %s, before %s", ErrRecoveryWindow, what,
+			start.UTC().Format(time.RFC3339), oldest.UTC().Format(time.RFC3339))
+	}
+
+	err := r.walk(ctx)
+	if saveErr := r.save(ctx); err == nil {
+		err = saveErr
+	}
+	report.LastEventID = r.last.id
+	r.logSummary(ctx, err)
+	return report, err
+}
+
+func (o *RecoverOptions) setDefaults() error {
+	if o.Since.IsZero() {
+		return errors.New("idempotency: RecoverOptions.Since is required")
+	}
+	if len(o.Types) > maxRecoverTypes {
+		return fmt.Errorf("idempotency: RecoverOptions.Types has %d types; the Events API takes at most %d", len(o.Types), maxRecoverTypes)
+	}
+	for i, t := range o.Types {
+		if err := checkText(fmt.Sprintf("RecoverOptions.Types[%d]", i), t, true); err != nil {
+			return err
+		}
+	}
+	o.Types = slices.Compact(slices.Sorted(slices.Values(o.Types)))
+	switch r := o.RequestsPerSecond; {
+	case math.IsNaN(r) || r < 0 || r > maxRecoverRate:
+		return fmt.Errorf("idempotency: RecoverOptions.RequestsPerSecond is %v; it must lie between 0 (the default, %d) and %d", r, DefaultRecoverRate, maxRecoverRate)
+	case r == 0:
+		o.RequestsPerSecond = DefaultRecoverRate
+	}
+	switch {
+	case o.PageSize < 0 || o.PageSize > maxRecoverPageSize:
+		return fmt.Errorf("idempotency: RecoverOptions.PageSize is %d; it must lie between 1 and %d", o.PageSize, maxRecoverPageSize)
+	case o.PageSize == 0:
+		o.PageSize = maxRecoverPageSize
+	}
+	if err := checkText("RecoverOptions.Checkpoint", o.Checkpoint, false); err != nil {
+		return err
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return nil
+}
+
+// recovery is one run of Handler.Recover.
+type recovery struct {
+	h      *Handler
+	client *stripe.Client
+	opts   RecoverOptions
+	since  int64 // created[gte]
+	pace   pacer
+	report *RecoverReport
+
+	backend recoveryBackend     // nil without a checkpoint
+	cp      *recoveryCheckpoint // the checkpoint as stored, or to store
+	last    listedRef           // the last event up to which every event was handled
+	saved   string              // the last event id the checkpoint holds
+	failed  bool                // an event failed: last stays before it
+}
+
+// listedRef names a listed event.
+type listedRef struct {
+	id      string
+	created time.Time
+}
+
+// loadCheckpoint finds opts.Checkpoint and checks it against the options.
+func (r *recovery) loadCheckpoint(ctx context.Context) error {
+	name := r.opts.Checkpoint
+	if name == "" {
+		return nil
+	}
+	backend, ok := r.h.store.(recoveryBackend)
+	if !ok {
+		return fmt.Errorf("idempotency: RecoverOptions.Checkpoint: %T keeps no checkpoints (MemoryStore and PgxStore do)", r.h.store)
+	}
+	r.backend = backend
+	want := recoveryCheckpoint{
+		Name: name, Since: time.Unix(r.since, 0), Types: strings.Join(r.opts.Types, ","), OnlyUndelivered: r.opts.OnlyUndelivered,
+	}
+	stored, found, err := backend.loadCheckpoint(ctx, name)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		r.cp = &want
+		return nil
+	case stored.Types != want.Types || stored.OnlyUndelivered != want.OnlyUndelivered:
+		return fmt.Errorf("%w: checkpoint %q lists types %q (only undelivered: %t), the options %q (%t)",
+			ErrCheckpointMismatch, name, stored.Types, stored.OnlyUndelivered, want.Types, want.OnlyUndelivered)
+	case want.Since.Before(stored.Since):
+		return fmt.Errorf("%w: checkpoint %q started at %s, after RecoverOptions.Since (%s)", ErrCheckpointMismatch, name,
+			stored.Since.UTC().Format(time.RFC3339), want.Since.UTC().Format(time.RFC3339))
+	}
+	r.cp = &stored
+	r.last = listedRef{id: stored.LastEventID, created: stored.LastCreated}
+	r.saved = stored.LastEventID
+	r.report.Resumed = true
+	return nil
+}
+
+// walk lists and handles the events, oldest first.
+//
+// The Events API lists newest first, and cannot start from the oldest
+// event. With ending_before=X it returns the events just newer than X, a
+// page still ordered newest first, with has_more telling whether newer
+// ones follow (stripe-go's iterator reverses such pages; stripe-ruby #864
+// shows the order). So, once one event is known, walking with
+// ending_before from it and reading each page backwards yields every later
+// event oldest first, and the newest event of a page is the cursor of the
+// next: a cursor is an event id, exact even among the events of one second,
+// and it is what the checkpoint keeps. The first event is found by oldest.
+// Time windows processed oldest first would need no cursor, but a window
+// cannot be split below one second, and a checkpoint of (second, count)
+// is not exact while events of that second are still being created.
+func (r *recovery) walk(ctx context.Context) error {
+	cursor := r.last.id
+	if cursor == "" {
+		page, err := r.oldest(ctx)
+		if err != nil {
+			return err
+		}
+		if err := r.handlePage(ctx, page); err != nil || len(page.events) == 0 {
+			return err
+		}
+		cursor = page.events[0].env.ID
+	}
+	for {
+		if cursor == "" {
+			return fmt.Errorf("%w: listing events: an event without an id", ErrStripeAPI)
+		}
+		page, err := r.list(ctx, eventQuery{endingBefore: cursor})
+		if err != nil {
+			return err
+		}
+		if err := r.handlePage(ctx, page); err != nil {
+			return err
+		}
+		if !page.hasMore || len(page.events) == 0 {
+			return nil
+		}
+		cursor = page.events[0].env.ID
+	}
+}
+
+// oldest returns the oldest events created at or after Since, at most a
+// page, newest first. The first request lists them all when they fit in a
+// page. Otherwise it searches, one second at a time, for the end of a
+// window [Since, end) that holds at least one event and no more than a
+// page: about log2 of the seconds between Since and the newest event's
+// (22 requests at most for 30 days). When more than a page of events share
+// the window's first second, it pages to the end of that second's list.
+func (r *recovery) oldest(ctx context.Context) (eventPage, error) {
+	page, err := r.list(ctx, eventQuery{})
+	if err != nil || !page.hasMore {
+		return page, err
+	}
+	empty := r.since                       // [since, empty) holds no event
+	full := page.events[0].env.Created + 1 // [since, full) holds more than a page
+	for full-empty > 1 {
+		mid := empty + (full-empty)/2
+		page, err = r.list(ctx, eventQuery{before: mid})
+		switch {
+		case err != nil:
+			return page, err
+		case len(page.events) == 0:
+			empty = mid
+		case page.hasMore:
+			full = mid
+		default:
+			return page, nil
+		}
+	}
+	page, err = r.list(ctx, eventQuery{before: full})
+	for err == nil && page.hasMore {
+		last := page.events[len(page.events)-1].env.ID
+		if last == "" {
+			return page, fmt.Errorf("%w: listing events: an event without an id", ErrStripeAPI)
+		}
+		page, err = r.list(ctx, eventQuery{before: full, startingAfter: last})
+	}
+	return page, err
+}
+
+// eventQuery is what one list request asks for besides the options.
+type eventQuery struct {
+	before        int64 // created[lt]; 0 for none
+	endingBefore  string
+	startingAfter string
+}
+
+// eventPage is a listed page, its events parsed; newest first.
+type eventPage struct {
+	events  []listedEvent
+	hasMore bool
+}
+
+// listedEvent is one listed event as sent, and its envelope.
+type listedEvent struct {
+	raw json.RawMessage
+	env envelope.Envelope // ID and Created are set even when err is
+	err error             // not an event envelope
+}
+
+// list requests one page, at the options' pace.
+func (r *recovery) list(ctx context.Context, q eventQuery) (eventPage, error) {
+	if err := r.pace.wait(ctx); err != nil {
+		return eventPage{}, err
+	}
+	params := &stripe.EventListParams{
+		ListParams:   stripe.ListParams{Limit: stripe.Int64(int64(r.opts.PageSize))},
+		CreatedRange: &stripe.RangeQueryParams{GreaterThanOrEqual: r.since, LesserThan: q.before},
+	}
+	if len(r.opts.Types) > 0 {
+		params.Types = stripe.StringSlice(r.opts.Types)
+	}
+	if r.opts.OnlyUndelivered {
+		params.DeliverySuccess = stripe.Bool(false)
+	}
+	if q.endingBefore != "" {
+		params.EndingBefore = stripe.String(q.endingBefore)
+	}
+	if q.startingAfter != "" {
+		params.StartingAfter = stripe.String(q.startingAfter)
+	}
+	r.report.Requests++
+	raw, err := listEvents(ctx, r.client, params)
+	if err != nil {
+		return eventPage{}, err
+	}
+	page := eventPage{events: make([]listedEvent, len(raw.Data)), hasMore: raw.HasMore}
+	for i, b := range raw.Data {
+		ev := &page.events[i]
+		ev.raw = b
+		if ev.env, ev.err = envelope.Parse(b); ev.err != nil {
+			var ref struct {
+				ID      string `json:"id"`
+				Created int64  `json:"created"`
+			}
+			_ = json.Unmarshal(b, &ref) // what there is of them, for the cursor and the report
+			ev.env = envelope.Envelope{ID: ref.ID, Created: ref.Created}
+		}
+	}
+	return page, nil
+}
+
+// handlePage handles a page's events oldest first, then saves the
+// checkpoint.
+func (r *recovery) handlePage(ctx context.Context, page eventPage) error {
+	for i := len(page.events) - 1; i >= 0; i-- {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := r.handle(ctx, &page.events[i]); err != nil {
+			return err
+		}
+	}
+	return r.save(ctx)
+}
+
+// handle hands one event to the Handler, as a delivery.
+func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
+	res := Result{EventID: ev.env.ID}
+	if ev.err != nil {
+		res.Outcome, res.Err = OutcomeRejected, fmt.Errorf("%w: %w", ErrMalformedEvent, ev.err)
+	} else {
+		r.h.accept(ctx, &ev.env, ev.raw, &res)
+	}
+	rep := r.report
+	rep.Listed++
+	switch res.Outcome {
+	case OutcomeProcessed:
+		rep.Processed++
+	case OutcomeQueued:
+		rep.Queued++
+	case OutcomeDuplicate:
+		rep.Duplicate++
+	case OutcomeSkipped:
+		rep.Skipped++
+	case OutcomeIgnored:
+		rep.Ignored++
+	case OutcomeUnavailable:
+		rep.Listed-- // not handled: the next run lists it again
+		return fmt.Errorf("idempotency: Recover: event %s: %w", ev.env.ID, res.Err)
+	default:
+		rep.Failed++
+		if len(rep.FailedIDs) < maxRecoverFailedIDs {
+			rep.FailedIDs = append(rep.FailedIDs, ev.env.ID)
+		}
+		r.failed = true
+		r.h.log.LogAttrs(ctx, slog.LevelError, "stripe recovery: event failed; the checkpoint stays before it",
+			slog.String("event_id", ev.env.ID), slog.String("event_type", ev.env.Type),
+			slog.String("outcome", string(res.Outcome)), slog.Any("error", res.Err))
+		return nil
+	}
+	if !r.failed {
+		r.last = listedRef{id: ev.env.ID, created: time.Unix(ev.env.Created, 0)}
+	}
+	return nil
+}
+
+// save stores the checkpoint when it has moved, on a context that outlives
+// ctx's cancellation: a stopped run keeps what it did.
+func (r *recovery) save(ctx context.Context) error {
+	if r.backend == nil || r.last.id == r.saved {
+		return nil
+	}
+	cp := *r.cp
+	cp.LastEventID, cp.LastCreated, cp.UpdatedAt = r.last.id, r.last.created, r.opts.Now()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.h.cfg.Timeout)
+	defer cancel()
+	if err := r.backend.saveCheckpoint(ctx, &cp); err != nil {
+		return err
+	}
+	r.saved = cp.LastEventID
+	return nil
+}
+
+func (r *recovery) logSummary(ctx context.Context, err error) {
+	rep := r.report
+	attrs := []slog.Attr{
+		slog.Int("listed", rep.Listed), slog.Int("processed", rep.Processed), slog.Int("queued", rep.Queued),
+		slog.Int("duplicate", rep.Duplicate), slog.Int("skipped", rep.Skipped), slog.Int("ignored", rep.Ignored),
+		slog.Int("failed", rep.Failed), slog.Int("requests", rep.Requests), slog.String("last_event_id", r.last.id),
+	}
+	if r.opts.Checkpoint != "" {
+		attrs = append(attrs, slog.String("checkpoint", r.opts.Checkpoint), slog.Bool("resumed", rep.Resumed))
+	}
+	level, msg := slog.LevelInfo, "stripe recovery: done"
+	if err != nil {
+		level, msg = slog.LevelError, "stripe recovery: stopped"
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	r.h.log.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// pacer spaces calls at least interval apart: a limiter of one token is
+// all one sequential caller needs.
+type pacer struct {
+	interval time.Duration
+	next     time.Time
+}
+
+// wait returns when the next call may be made, or with ctx's error.
+func (p *pacer) wait(ctx context.Context) error {
+	if d := time.Until(p.next); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	p.next = time.Now().Add(p.interval)
+	return nil
+}

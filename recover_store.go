@@ -1,0 +1,85 @@
+package idempotency
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// recoveryCheckpoint is where [Handler.Recover] continues a run of one
+// name: the last event up to which every event it listed was handled, and
+// the options it listed with.
+type recoveryCheckpoint struct {
+	Name            string
+	Since           time.Time // whole seconds
+	Types           string    // sorted, comma-separated; "" for every type
+	OnlyUndelivered bool
+	LastEventID     string
+	LastCreated     time.Time // LastEventID's created
+	UpdatedAt       time.Time
+}
+
+// recoveryBackend keeps recovery checkpoints: MemoryStore and PgxStore
+// (migration 006).
+type recoveryBackend interface {
+	loadCheckpoint(ctx context.Context, name string) (recoveryCheckpoint, bool, error)
+	// saveCheckpoint creates the checkpoint, or moves an existing one's
+	// last event; its options never change once stored.
+	saveCheckpoint(ctx context.Context, cp *recoveryCheckpoint) error
+}
+
+func (s *MemoryStore) loadCheckpoint(_ context.Context, name string) (recoveryCheckpoint, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cp, ok := s.recovery[name]
+	return cp, ok, nil
+}
+
+func (s *MemoryStore) saveCheckpoint(_ context.Context, cp *recoveryCheckpoint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.recovery == nil {
+		s.recovery = make(map[string]recoveryCheckpoint)
+	}
+	stored, ok := s.recovery[cp.Name]
+	if !ok {
+		stored = *cp
+	}
+	stored.LastEventID, stored.LastCreated, stored.UpdatedAt = cp.LastEventID, cp.LastCreated, cp.UpdatedAt
+	s.recovery[cp.Name] = stored
+	return nil
+}
+
+// recoveryColumns are the columns of idempotency_recovery but the name, in
+// the order of recoveryCheckpoint.
+const recoveryColumns = `"since", "types", "only_undelivered", "last_event_id", "last_created", "updated_at"`
+
+func (s *PgxStore) recoveryTable() string {
+	return pgx.Identifier{s.cfg.Schema, "idempotency_recovery"}.Sanitize()
+}
+
+func (s *PgxStore) loadCheckpoint(ctx context.Context, name string) (recoveryCheckpoint, bool, error) {
+	cp := recoveryCheckpoint{Name: name}
+	found, err := s.queryRow(ctx, `SELECT `+recoveryColumns+` FROM `+s.recoveryTable()+` WHERE "name" = $1`, []any{name},
+		&cp.Since, &cp.Types, &cp.OnlyUndelivered, &cp.LastEventID, &cp.LastCreated, &cp.UpdatedAt)
+	if err != nil {
+		return cp, false, fmt.Errorf("idempotency: loading recovery checkpoint: %w", err)
+	}
+	return cp, found, nil
+}
+
+func (s *PgxStore) saveCheckpoint(ctx context.Context, cp *recoveryCheckpoint) error {
+	err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO `+s.recoveryTable()+` ("name", `+recoveryColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT ("name") DO UPDATE SET "last_event_id" = EXCLUDED."last_event_id", "last_created" = EXCLUDED."last_created", "updated_at" = EXCLUDED."updated_at"`,
+			cp.Name, cp.Since, cp.Types, cp.OnlyUndelivered, cp.LastEventID, cp.LastCreated, cp.UpdatedAt)
+		return err
+	})
+	if err != nil {
+		_, err = s.translate(OutcomeFailed, err)
+		return fmt.Errorf("idempotency: saving recovery checkpoint: %w", err)
+	}
+	return nil
+}
