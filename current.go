@@ -67,10 +67,15 @@ const FetchTimeout = 5 * time.Second
 //     started after the event arrived sees it). The event is processed.
 //     "After" is decided on one counter, the store's (idempotency_seq):
 //     an inbox event takes its number when stored, a synchronous delivery
-//     when its handler starts, a fetch just before it is sent; so a storm
-//     of updates about one subscription costs one fetch in inbox mode and
-//     one or a few in synchronous mode, whatever the clocks of the
-//     processes.
+//     when its handler first starts (a rerun of its transaction keeps
+//     it), a fetch just before it is sent; whatever the clocks of the
+//     processes. A storm of updates about one subscription costs one fetch
+//     in inbox mode, where events of one object are applied one after the
+//     other. In synchronous mode the deliveries that wait on the lock are
+//     covered by the fetch they waited for, and one that starts after a
+//     fetch began fetches again: 100 concurrent deliveries cost 2–3
+//     fetches on MemoryStore and 19–60 on PostgreSQL with a 24-connection
+//     pool in the conformance suite.
 //  3. Otherwise fetch gets the object, within [FetchTimeout], as the
 //     event's connected account, and fn runs with ev.Object set to it (ev.Raw
 //     is still the payload). A fetch error fails the event: the

@@ -40,6 +40,7 @@ func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []
 		Account: env.Account, Livemode: env.Livemode, ReceivedAt: receivedAt,
 		OnAfterCommitPanic: func(p *PanicError) { res.AfterCommitPanics = append(res.AfterCommitPanics, p) },
 		fence:              fence,
+		seq:                new(int64),
 	}
 	var apply ApplyFunc
 	if reg, ok := d.handlers[env.Type]; ok {

@@ -80,6 +80,26 @@ type Claim struct {
 	// fence, set by an Inbox worker, makes Run finish the event's inbox
 	// row in the same transaction; see inboxFence.
 	fence *inboxFence
+	// seq keeps a synchronous delivery's number on the store's counter
+	// (current.go) across the transaction's reruns: taken once, after the
+	// delivery arrived. Nil: taken anew in each transaction.
+	seq *int64
+}
+
+// eventSeq is the event's number on the store's counter: the inbox's from
+// ingest, the one this delivery took already, or next() once.
+func (c *Claim) eventSeq(next func() (int64, error)) (int64, error) {
+	if c.fence != nil && c.fence.Seq != 0 {
+		return c.fence.Seq, nil
+	}
+	if c.seq != nil && *c.seq != 0 {
+		return *c.seq, nil
+	}
+	n, err := next()
+	if err == nil && c.seq != nil {
+		*c.seq = n
+	}
+	return n, err
 }
 
 // GuardKey is a natural key as [Tx.Guard] takes it.

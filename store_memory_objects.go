@@ -76,15 +76,14 @@ func (tx *memoryTx) commitRecord(k lockID) {
 }
 
 func (tx *memoryTx) eventSeq(ctx context.Context) (int64, error) {
-	if f := tx.claim.fence; f != nil && f.Seq != 0 {
-		return f.Seq, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	tx.s.mu.Lock()
-	defer tx.s.mu.Unlock()
-	return tx.s.nextSeq(), nil
+	return tx.claim.eventSeq(func() (int64, error) {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		tx.s.mu.Lock()
+		defer tx.s.mu.Unlock()
+		return tx.s.nextSeq(), nil
+	})
 }
 
 func (tx *memoryTx) lockObject(ctx context.Context, scope, id string) (int64, int64, error) {

@@ -35,12 +35,10 @@ RETURNING r.created, r.event_id, r.xmax = 0`,
 }
 
 func (t *pgxTx) eventSeq(ctx context.Context) (int64, error) {
-	if f := t.claim.fence; f != nil && f.Seq != 0 {
-		return f.Seq, nil
-	}
-	var n int64
-	err := t.tx.QueryRow(ctx, t.s.objects.nextSeq).Scan(&n)
-	return n, err
+	return t.claim.eventSeq(func() (n int64, err error) {
+		err = t.tx.QueryRow(ctx, t.s.objects.nextSeq).Scan(&n)
+		return n, err
+	})
 }
 
 func (t *pgxTx) lockObject(ctx context.Context, scope, id string) (lastFetch, now int64, err error) {
