@@ -55,7 +55,8 @@ const FetchTimeout = 5 * time.Second
 //
 // For each event, in the event's transaction:
 //
-//  1. The object (data.object.id) is locked, per registration: while one
+//  1. The object (data.object.id; for a thin event, its related_object.id)
+//     is locked, per registration: while one
 //     event's handler holds it, another event of the same object waits, so
 //     two fetch-and-write sequences of one object never interleave. On
 //     PostgreSQL it is a row lock in idempotency_objects, held until the
@@ -132,9 +133,12 @@ func applyCurrent[T any](ctx context.Context, tx Tx, scope string, ev Event[obje
 	if !ok {
 		return fmt.Errorf("%w (got %T)", ErrNeedsStoreTx, tx)
 	}
-	id := ev.Object.ID
+	id := ev.objectID // data.object.id, or a thin event's related_object.id
 	if id == "" {
-		return Skip("the event has no data.object.id to fetch")
+		id = ev.Object.ID
+	}
+	if id == "" {
+		return Skip("the event names no object to fetch")
 	}
 	if err := checkGuardKey(scope, id); err != nil {
 		return Skip("data.object.id is not valid text")

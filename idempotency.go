@@ -48,6 +48,10 @@ type Event[T any] struct {
 	// Raw is the verified request body. It stays valid after the handler
 	// returns.
 	Raw json.RawMessage
+
+	// objectID is the envelope's object id: data.object.id, or a thin
+	// event's related_object.id.
+	objectID string
 }
 
 // Outcome is what became of one delivery. It is the value of the "outcome"

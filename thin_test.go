@@ -267,3 +267,31 @@ func TestThinEventClientChecked(t *testing.T) {
 	_, err := idempotency.NewHandler(app.store, app.hs, idempotency.Config{Secrets: []string{testSecret}, StripeClient: new(stripe.Client)})
 	require.ErrorContains(t, err, "Config.StripeClient is nil or not made by stripe.NewClient")
 }
+
+// TestThinEventOnCurrent: an OnCurrent handler of a thin event type fetches
+// the related object (a thin event's data has no id of its own), as the
+// event's context, and gets the object as the API returns it.
+func TestThinEventOnCurrent(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, func(t *testing.T, app *service) {
+		type meter struct{ ID, Status string }
+		var fetched []string
+		var got []meter
+		idempotency.OnCurrent(app.hs, []string{thinType}, func(ctx context.Context, id, account string) (meter, error) {
+			fetched = append(fetched, id+" as "+account)
+			return meter{ID: id, Status: "inactive"}, nil
+		}, func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[meter]) error {
+			got = append(got, ev.Object)
+			return app.count(ctx, tx, ev.ID, nil)
+		})
+		f, notification, _ := newThinFake("evt_thin_current")
+		h, err := idempotency.NewHandler(app.store, app.hs, idempotency.Config{
+			Secrets: []string{testSecret}, Logger: discardLogger(), StripeClient: f.serve(t),
+		})
+		require.NoError(t, err)
+		require.Equal(t, idempotency.OutcomeProcessed, idempotencytest.Deliver(h, notification, testSecret).Outcome)
+		require.Equal(t, []string{thinMeter + " as " + thinAccount}, fetched)
+		require.Equal(t, []meter{{ID: thinMeter, Status: "inactive"}}, got)
+		app.requireAppliedOnce(t, []string{"evt_thin_current"})
+	})
+}
