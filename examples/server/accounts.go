@@ -28,18 +28,12 @@ type accounts interface {
 
 // memoryAccounts keeps accounts in memory, applying each grant when its
 // transaction commits.
-type memoryAccounts struct {
-	mu sync.Mutex
-	m  map[string]Account
-}
+type memoryAccounts struct{ memoryTable[Account] }
 
-func newMemoryAccounts() *memoryAccounts { return &memoryAccounts{m: map[string]Account{}} }
+func newMemoryAccounts() *memoryAccounts { return &memoryAccounts{newMemoryTable[Account]()} }
 
 func (a *memoryAccounts) Grant(_ context.Context, tx idempotency.Tx, id string, credits int64, until time.Time) error {
-	tx.AfterCommit(func(context.Context) {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		acct := a.m[id]
+	a.update(tx, id, func(acct Account) Account {
 		acct.ID = id
 		acct.Credits += credits
 		acct.Receipts++
@@ -47,14 +41,37 @@ func (a *memoryAccounts) Grant(_ context.Context, tx idempotency.Tx, id string, 
 			u := until.UTC()
 			acct.PlanUntil = &u
 		}
-		a.m[id] = acct
+		return acct
 	})
 	return nil
 }
 
-func (a *memoryAccounts) Get(_ context.Context, id string) (Account, bool, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	acct, ok := a.m[id]
-	return acct, ok, nil
+// memoryTable is a table of rows by id in memory, written when the
+// transaction that writes them commits. The MemoryStore runs AfterCommit
+// funcs before it releases the transaction's locks (guards, the per-object
+// lock of OnCurrent), so the writes of transactions that took one lock in
+// turn are applied in that order.
+type memoryTable[T any] struct {
+	mu sync.Mutex
+	m  map[string]T
+}
+
+func newMemoryTable[T any]() memoryTable[T] { return memoryTable[T]{m: map[string]T{}} }
+
+// update sets row id to fn of its current value (the zero T when there is
+// none) once tx commits.
+func (t *memoryTable[T]) update(tx idempotency.Tx, id string, fn func(T) T) {
+	tx.AfterCommit(func(context.Context) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.m[id] = fn(t.m[id])
+	})
+}
+
+// Get returns row id, or false when there is none.
+func (t *memoryTable[T]) Get(_ context.Context, id string) (T, bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	row, ok := t.m[id]
+	return row, ok, nil
 }

@@ -20,11 +20,19 @@ import (
 // server stops when the test ends.
 func startServer(t *testing.T, args ...string) client {
 	t.Helper()
+	return startServerEnv(t, nil, io.Discard, args...)
+}
+
+// startServerEnv is startServer with env as the environment and the log
+// written to stderr.
+func startServerEnv(t *testing.T, env map[string]string, stderr io.Writer, args ...string) client {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-secret", secret}, args...), noEnv, io.Discard, ready)
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-secret", secret}, args...),
+			func(k string) string { return env[k] }, stderr, ready)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -39,16 +47,17 @@ func startServer(t *testing.T, args ...string) client {
 	}
 }
 
-// serve runs newServer's routes for store and accts on a test HTTP server,
-// with a Mailer of its own and the logs discarded, until the test ends. It
-// does not run the inbox's workers: runWorkers does, or the test drives
-// them with WorkDue.
-func serve(t *testing.T, store idempotency.Store, accts accounts, inboxMode bool, cfg idempotency.InboxConfig) (client, *idempotency.Inbox, *Mailer) {
+// serve runs newServer's routes for svc on a test HTTP server, with a
+// Mailer of its own and the logs discarded, until the test ends. It does
+// not run the inbox's workers: runWorkers does, or the test drives them
+// with WorkDue.
+func serve(t *testing.T, svc service, inboxMode bool, cfg idempotency.InboxConfig) (client, *idempotency.Inbox, *Mailer) {
 	t.Helper()
 	discard := slog.New(slog.DiscardHandler)
 	cfg.Logger = discard
 	mailer := newMailer(discard)
-	srv, inbox, err := newServer(store, accts, mailer, []string{secret}, discard, inboxMode, cfg)
+	svc.mailer = mailer
+	srv, inbox, err := newServer(svc, []string{secret}, discard, inboxMode, cfg)
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)

@@ -1,12 +1,15 @@
 // Command server is a runnable Stripe webhook receiver built on the
 // idempotency package: every paid invoice grants its account 100 credits and
 // a receipt exactly once, however Stripe delivers it, and sends one receipt
-// email through a task to a fake mailer in the process.
+// email through a task to a fake mailer in the process. With a Stripe API
+// key it also keeps a table of subscriptions equal to Stripe's, refetching
+// each subscription an event is about (idempotency.OnCurrent).
 //
 //	go run ./examples/server -secret whsec_...                       # memory store
 //	go run ./examples/server -secret whsec_... -database-url postgres://...
 //	go run ./examples/server -secret whsec_... -database-url postgres://... -db-wait 2m
 //	go run ./examples/server -secret whsec_... -database-url postgres://... -inbox -workers 8
+//	STRIPE_SECRET_KEY=rk_test_... go run ./examples/server -secret whsec_...
 //	stripe listen --forward-to 127.0.0.1:4242/webhook                # prints the secret
 //
 // With -database-url, start-up waits for a database that is not up yet:
@@ -26,12 +29,23 @@
 // send the email after the commit with the task's idempotency key. The
 // mailer logs one line per email sent ("email sent").
 //
+// The subscription projection handles customer.subscription.created,
+// .updated and .deleted: each event fetches the subscription from the
+// Stripe API (GET /v1/subscriptions/{id}, as the event's connected account
+// for a Connect event) and replaces its row in the subscriptions table, so
+// that events delivered out of order leave the API's state. The key comes
+// from the environment alone, STRIPE_SECRET_KEY (a restricted key with read
+// access to subscriptions is enough), and is never logged; -stripe-api-base
+// points the client at a local stripe-mock or fake. Without a key those
+// events are answered ignored, and the server says so at start.
+//
 // Routes:
 //
-//	POST /webhook          the idempotency handler (synchronous, or the inbox's with -inbox)
-//	GET  /accounts/{id}    {"id":..,"credits":N,"receipts":N,"plan_until":RFC3339 or null}, or 404
-//	GET  /healthz          200 when the store answers, 503 otherwise
-//	GET  /inbox/stats      {"counts":{"pending":N,...},"task_counts":{...},"oldest_pending":RFC3339 or null}
+//	POST /webhook             the idempotency handler (synchronous, or the inbox's with -inbox)
+//	GET  /accounts/{id}       {"id":..,"credits":N,"receipts":N,"plan_until":RFC3339 or null}, or 404
+//	GET  /subscriptions/{id}  {"id":..,"customer":..,"status":..,"current_period_end":RFC3339 or null,"updated_at":RFC3339}, or 404
+//	GET  /healthz             200 when the store answers, 503 otherwise
+//	GET  /inbox/stats         {"counts":{"pending":N,...},"task_counts":{...},"oldest_pending":RFC3339 or null}
 package main
 
 import (
@@ -78,6 +92,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	inboxMode := fs.Bool("inbox", false, "store each event and answer at once; workers apply it (durable inbox)")
 	workers := fs.Int("workers", idempotency.DefaultWorkers, "inbox workers: tasks (receipt emails) run at once, and with -inbox events applied")
 	pollOnly := fs.Bool("poll-only", false, "no LISTEN/NOTIFY for the inbox's workers (behind PgBouncer in transaction mode)")
+	stripeAPIBase := fs.String("stripe-api-base", stripe.APIURL, "the Stripe API the subscription projection fetches from (a local stripe-mock or fake); the key is env STRIPE_SECRET_KEY")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,18 +119,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if len(secretList) == 0 {
 		return errors.New("no webhook signing secret: pass -secret whsec_... or set STRIPE_WEBHOOK_SECRET (`stripe listen` prints one)")
 	}
+	var api *stripe.Client
+	if key := getenv("STRIPE_SECRET_KEY"); key != "" {
+		c, err := newStripeClient(key, *stripeAPIBase)
+		if err != nil {
+			return err
+		}
+		api = c
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
-	store, accts, closeStore, err := openStore(ctx, *dbURL, *dbWait, logger)
+	svc, closeStore, err := openStore(ctx, *dbURL, *dbWait, logger)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
+	svc.mailer, svc.stripe = newMailer(logger), api
 
 	inboxCfg := idempotency.InboxConfig{Workers: *workers, PollOnly: *pollOnly, Logger: logger}
-	srv, inbox, err := newServer(store, accts, newMailer(logger), secretList, logger, *inboxMode, inboxCfg)
+	srv, inbox, err := newServer(svc, secretList, logger, *inboxMode, inboxCfg)
 	if err != nil {
 		return err
+	}
+	if api == nil {
+		logger.Warn("subscription events are ignored: STRIPE_SECRET_KEY is not set, and the subscriptions table is written from the Stripe API, never from payloads",
+			"events", strings.Join(subscriptionEvents, ","))
+	} else {
+		logger.Info("subscription events refetch the subscription from the Stripe API", "stripe_api", *stripeAPIBase)
 	}
 	// The workers run in both modes: they send the receipts, and with
 	// -inbox they apply the events too.
@@ -153,14 +183,30 @@ func storeName(dbURL string) string {
 	return "postgresql"
 }
 
-// openStore returns the memory store, or the PostgreSQL store with its
-// migrations applied when dbURL is set, waiting up to dbWait for the
-// database (see [openPostgres]).
-func openStore(ctx context.Context, dbURL string, dbWait time.Duration, logger *slog.Logger) (idempotency.Store, accounts, func(), error) {
+// service is what newServer wires together.
+type service struct {
+	store         idempotency.Store
+	accounts      accounts
+	subscriptions subscriptions
+	mailer        *Mailer
+	// stripe fetches subscriptions for the projection; nil without
+	// STRIPE_SECRET_KEY, and then subscription events are ignored.
+	stripe *stripe.Client
+}
+
+// openStore returns the memory store and tables, or the PostgreSQL store
+// with its migrations applied and the tables on it when dbURL is set,
+// waiting up to dbWait for the database (see [openPostgres]).
+func openStore(ctx context.Context, dbURL string, dbWait time.Duration, logger *slog.Logger) (service, func(), error) {
 	if dbURL == "" {
-		return idempotency.NewMemoryStore(), newMemoryAccounts(), func() {}, nil
+		return memoryService(), func() {}, nil
 	}
 	return openPostgres(ctx, dbURL, dbWait, logger)
+}
+
+// memoryService is the memory store with in-memory tables.
+func memoryService() service {
+	return service{store: idempotency.NewMemoryStore(), accounts: newMemoryAccounts(), subscriptions: newMemorySubscriptions()}
 }
 
 // grant is the argument of the grant-invoice action.
@@ -180,11 +226,13 @@ type receipt struct {
 }
 
 // newServer wires the routes and returns the inbox, whose workers the
-// caller runs in both modes: they send the receipt emails through mailer,
-// and with inboxMode they apply the events too. The Handler records on
-// inboxCfg.Now, so that a test's fake clock drives both.
-func newServer(store idempotency.Store, accts accounts, mailer *Mailer, secrets []string, logger *slog.Logger,
+// caller runs in both modes: they send the receipt emails through
+// svc.mailer, and with inboxMode they apply the events too. The Handler
+// records on inboxCfg.Now, so that a test's fake clock drives both, and the
+// subscription rows are dated with it.
+func newServer(svc service, secrets []string, logger *slog.Logger,
 	inboxMode bool, inboxCfg idempotency.InboxConfig) (http.Handler, *idempotency.Inbox, error) {
+	store, accts, mailer := svc.store, svc.accounts, svc.mailer
 	hs := idempotency.NewHandlers()
 	// One receipt email per invoice, ever: the key is the invoice id, and
 	// every attempt passes the same idempotency key to the mailer, which
@@ -226,6 +274,13 @@ func newServer(store idempotency.Store, accts accounts, mailer *Mailer, secrets 
 	}
 	idempotency.On(hs, "invoice.paid", onInvoice)
 	idempotency.On(hs, "invoice.payment_succeeded", onInvoice)
+	if svc.stripe != nil {
+		now := inboxCfg.Now
+		if now == nil {
+			now = time.Now
+		}
+		registerSubscriptions(hs, svc.stripe, svc.subscriptions, now)
+	}
 
 	inbox, err := idempotency.NewInbox(store, hs, inboxCfg) // after NewTask: it takes the tasks registered
 	if err != nil {
@@ -243,18 +298,8 @@ func newServer(store idempotency.Store, accts accounts, mailer *Mailer, secrets 
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/webhook", webhook)
-	mux.HandleFunc("GET /accounts/{id}", func(w http.ResponseWriter, r *http.Request) {
-		acct, ok, err := accts.Get(r.Context(), r.PathValue("id"))
-		switch {
-		case err != nil:
-			logger.Error("reading account", "error", err)
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "store_unavailable"})
-		case !ok:
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": "not_found"})
-		default:
-			writeJSON(w, http.StatusOK, acct)
-		}
-	})
+	mux.HandleFunc("GET /accounts/{id}", getRow(logger, "account", accts.Get))
+	mux.HandleFunc("GET /subscriptions/{id}", getRow(logger, "subscription", svc.subscriptions.Get))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
@@ -278,6 +323,23 @@ func newServer(store idempotency.Store, accts accounts, mailer *Mailer, secrets 
 		writeJSON(w, http.StatusOK, map[string]any{"counts": st.Counts, "task_counts": st.TaskCounts, "oldest_pending": oldest})
 	})
 	return mux, inbox, nil
+}
+
+// getRow answers GET /.../{id} with the row get returns as JSON, 404 when
+// there is none, or 503 when it cannot be read.
+func getRow[T any](logger *slog.Logger, what string, get func(context.Context, string) (T, bool, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		row, ok, err := get(r.Context(), r.PathValue("id"))
+		switch {
+		case err != nil:
+			logger.Error("reading "+what, "error", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "store_unavailable"})
+		case !ok:
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "not_found"})
+		default:
+			writeJSON(w, http.StatusOK, row)
+		}
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

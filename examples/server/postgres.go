@@ -18,26 +18,33 @@ import (
 	"github.com/seed-a84bb619/idempotency"
 )
 
-// accountsDDL is the example's business table, created at start next to the
-// store's own tables.
-const accountsDDL = `CREATE TABLE IF NOT EXISTS accounts (
+// businessDDL creates the example's business tables at start, next to the
+// store's own tables: the accounts the invoices grant, and the
+// subscription projection.
+var businessDDL = []string{`CREATE TABLE IF NOT EXISTS accounts (
     id         text        PRIMARY KEY,
     credits    bigint      NOT NULL DEFAULT 0,
     receipts   integer     NOT NULL DEFAULT 0,
     plan_until timestamptz
-)`
+)`, `CREATE TABLE IF NOT EXISTS subscriptions (
+    id                 text        PRIMARY KEY,
+    customer           text        NOT NULL,
+    status             text        NOT NULL,
+    current_period_end timestamptz,
+    updated_at         timestamptz NOT NULL
+)`}
 
 // openPostgres connects, runs the store's migrations in the connection's
-// current schema (the first of its search_path) and creates the accounts
-// table there. A database that is not up yet (refused connections, "the
+// current schema (the first of its search_path) and creates the business
+// tables there. A database that is not up yet (refused connections, "the
 // database system is starting up", a dropped connection) is tried again as
 // [retryStartup] says, for up to wait in all; an error that waiting cannot
 // fix ends it at once.
-func openPostgres(ctx context.Context, dbURL string, wait time.Duration, logger *slog.Logger) (idempotency.Store, accounts, func(), error) {
+func openPostgres(ctx context.Context, dbURL string, wait time.Duration, logger *slog.Logger) (service, func(), error) {
 	// pgx masks the password in a parse error's copy of the URL.
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("database: %w", err)
+		return service{}, nil, fmt.Errorf("database: %w", err)
 	}
 	if !strings.Contains(dbURL, "pool_max_conns") {
 		// pgxpool's default (4 on 2 cores) leaves deliveries queueing for
@@ -49,7 +56,7 @@ func openPostgres(ctx context.Context, dbURL string, wait time.Duration, logger 
 	// database is up and serves every attempt.
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("database: %w", err)
+		return service{}, nil, fmt.Errorf("database: %w", err)
 	}
 	var store *idempotency.PgxStore
 	err = retryStartup(ctx, wait, logger, func(ctx context.Context) error {
@@ -61,22 +68,24 @@ func openPostgres(ctx context.Context, dbURL string, wait time.Duration, logger 
 		if err != nil {
 			return err
 		}
-		// Both are idempotent, so an attempt cut short by a restart is
+		// All are idempotent, so an attempt cut short by a restart is
 		// simply run again.
 		if err := s.Migrate(ctx); err != nil {
 			return err
 		}
-		if _, err := pool.Exec(ctx, accountsDDL); err != nil {
-			return fmt.Errorf("creating accounts: %w", err)
+		for _, ddl := range businessDDL {
+			if _, err := pool.Exec(ctx, ddl); err != nil {
+				return fmt.Errorf("creating the business tables: %w", err)
+			}
 		}
 		store = s
 		return nil
 	})
 	if err != nil {
 		pool.Close()
-		return nil, nil, nil, err
+		return service{}, nil, err
 	}
-	return store, pgAccounts{pool: pool}, pool.Close, nil
+	return service{store: store, accounts: pgAccounts{pool: pool}, subscriptions: pgSubscriptions{pool: pool}}, pool.Close, nil
 }
 
 // The pauses between start-up attempts: firstRetryDelay, doubling up to
@@ -203,9 +212,45 @@ func (a pgAccounts) Get(ctx context.Context, id string) (Account, bool, error) {
 	if err != nil {
 		return Account{}, false, err
 	}
-	if acct.PlanUntil != nil {
-		u := acct.PlanUntil.UTC()
-		acct.PlanUntil = &u
-	}
+	acct.PlanUntil = utc(acct.PlanUntil)
 	return acct, true, nil
+}
+
+// pgSubscriptions writes the subscription projection with the event
+// transaction's pgx.Tx. OnCurrent holds the subscription's row lock in
+// idempotency_objects until that transaction ends, so the upserts of one
+// subscription commit in the order of its fetches.
+type pgSubscriptions struct{ pool *pgxpool.Pool }
+
+func (s pgSubscriptions) Put(ctx context.Context, tx idempotency.Tx, sub Subscription) error {
+	_, err := idempotency.PgxTx(tx).Exec(ctx, `INSERT INTO subscriptions (id, customer, status, current_period_end, updated_at)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (id) DO UPDATE SET customer = EXCLUDED.customer, status = EXCLUDED.status,
+    current_period_end = EXCLUDED.current_period_end, updated_at = EXCLUDED.updated_at`,
+		sub.ID, sub.Customer, sub.Status, sub.CurrentPeriodEnd, sub.UpdatedAt)
+	return err
+}
+
+func (s pgSubscriptions) Get(ctx context.Context, id string) (Subscription, bool, error) {
+	var sub Subscription
+	err := s.pool.QueryRow(ctx, `SELECT id, customer, status, current_period_end, updated_at FROM subscriptions WHERE id = $1`, id).
+		Scan(&sub.ID, &sub.Customer, &sub.Status, &sub.CurrentPeriodEnd, &sub.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Subscription{}, false, nil
+	}
+	if err != nil {
+		return Subscription{}, false, err
+	}
+	sub.CurrentPeriodEnd = utc(sub.CurrentPeriodEnd)
+	sub.UpdatedAt = sub.UpdatedAt.UTC()
+	return sub, true, nil
+}
+
+// utc returns t in UTC, or nil.
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }

@@ -17,19 +17,19 @@ import (
 // storeKinds are the stores the receipt tests run on.
 var storeKinds = []string{"memory", "postgres"}
 
-// newStore returns an empty store and accounts table of kind: the memory
+// newStore returns an empty store and business tables of kind: the memory
 // ones, or on PostgreSQL as the server opens them, in a schema of the
 // test's own.
-func newStore(t *testing.T, kind string) (idempotency.Store, accounts) {
+func newStore(t *testing.T, kind string) service {
 	t.Helper()
 	if kind == "memory" {
-		return idempotency.NewMemoryStore(), newMemoryAccounts()
+		return memoryService()
 	}
 	db := pgtest.New(t)
-	store, accts, closeStore, err := openPostgres(t.Context(), db.URL, 10*time.Second, slog.New(slog.DiscardHandler))
+	svc, closeStore, err := openPostgres(t.Context(), db.URL, 10*time.Second, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(closeStore) // after the workers and the HTTP server, registered later, have stopped
-	return store, accts
+	return svc
 }
 
 func receiptOf(account, invoice string) Email {
@@ -48,8 +48,8 @@ func TestReceiptOncePerPaidInvoice(t *testing.T) {
 		for _, mode := range []string{"sync", "inbox"} {
 			t.Run(kind+"/"+mode, func(t *testing.T) {
 				t.Parallel()
-				store, accts := newStore(t, kind)
-				c, inbox, mailer := serve(t, store, accts, mode == "inbox", idempotency.InboxConfig{})
+				svc := newStore(t, kind)
+				c, inbox, mailer := serve(t, svc, mode == "inbox", idempotency.InboxConfig{})
 				runWorkers(t, inbox)
 
 				paidA := invoiceEventFor(t, "invoice.paid", "evt_rcpt_1", "in_rcpt_A", "acct_r1")
@@ -85,7 +85,7 @@ func TestReceiptOncePerPaidInvoice(t *testing.T) {
 				require.Equal(t, 3, requests, "each receipt asked for once")
 				require.Equal(t, 3, st.TaskCounts["processed"])
 				for account, receipts := range map[string]int{"acct_r1": 2, "acct_r2": 1} {
-					acct, ok, err := accts.Get(t.Context(), account)
+					acct, ok, err := svc.accounts.Get(t.Context(), account)
 					require.NoError(t, err)
 					require.True(t, ok)
 					require.Equal(t, receipts, acct.Receipts, "%s: the receipts counter counts the emails", account)
@@ -107,9 +107,9 @@ func TestReceiptSentOnceWhenTheAnswerIsLost(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			store, accts := newStore(t, kind)
+			svc := newStore(t, kind)
 			clock := idempotencytest.NewClock(time.Now())
-			c, inbox, mailer := serve(t, store, accts, false, idempotency.InboxConfig{
+			c, inbox, mailer := serve(t, svc, false, idempotency.InboxConfig{
 				Now:     clock.Now,
 				Backoff: func(int) time.Duration { return time.Minute },
 			})

@@ -137,7 +137,7 @@ func exerciseContract(t *testing.T, c client) {
 
 func TestServerMemory(t *testing.T) {
 	t.Parallel()
-	c, inbox, _ := serve(t, idempotency.NewMemoryStore(), newMemoryAccounts(), false, idempotency.InboxConfig{})
+	c, inbox, _ := serve(t, memoryService(), false, idempotency.InboxConfig{})
 	runWorkers(t, inbox)
 	exerciseContract(t, c)
 }
@@ -206,10 +206,10 @@ func TestServerPostgres(t *testing.T) {
 func TestServerHealthzFollowsTheDatabase(t *testing.T) {
 	cluster := pgtest.Server(t) // not parallel: it stops the shared server
 	db := pgtest.New(t)
-	store, accts, closeStore, err := openPostgres(t.Context(), db.URL, time.Second, slog.New(slog.DiscardHandler))
+	svc, closeStore, err := openPostgres(t.Context(), db.URL, time.Second, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer closeStore()
-	c, _, _ := serve(t, store, accts, false, idempotency.InboxConfig{})
+	c, _, _ := serve(t, svc, false, idempotency.InboxConfig{})
 
 	status, _ := c.get("/healthz")
 	require.Equal(t, http.StatusOK, status)

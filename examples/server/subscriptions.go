@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// subscriptionEvents are the events the subscription projection handles.
+// Each is a trigger: the row written is the subscription as the API
+// returns it when the event is handled, never the event's payload.
+var subscriptionEvents = []string{
+	"customer.subscription.created",
+	"customer.subscription.updated",
+	"customer.subscription.deleted",
+}
+
+// Subscription is the service's copy of a Stripe subscription, as the API
+// last returned it.
+type Subscription struct {
+	ID       string `json:"id"`
+	Customer string `json:"customer"`
+	Status   string `json:"status"`
+	// CurrentPeriodEnd is the first item's: since API version
+	// 2025-03-31.basil the billing period is on the subscription's items,
+	// and the items of a subscription with mixed intervals (flexible
+	// billing mode) can end theirs at different times.
+	CurrentPeriodEnd *time.Time `json:"current_period_end"`
+	UpdatedAt        time.Time  `json:"updated_at"` // when this service last wrote the row
+}
+
+// subscriptions is the projection's table. Put writes inside the event's
+// transaction, so the row commits or rolls back with the claim.
+type subscriptions interface {
+	// Put creates or replaces the subscription's row.
+	Put(ctx context.Context, tx idempotency.Tx, sub Subscription) error
+	// Get returns the subscription, or false when there is no row.
+	Get(ctx context.Context, id string) (Subscription, bool, error)
+}
+
+// registerSubscriptions keeps the subscriptions table equal to Stripe's:
+// every event of a subscription fetches it as it is now, with api, under
+// the library's per-object lock, and replaces its row. Events that arrive
+// out of order, or two of one second, leave the same row: the API's.
+func registerSubscriptions(hs *idempotency.Handlers, api *stripe.Client, subs subscriptions, now func() time.Time) {
+	idempotency.OnCurrent(hs, subscriptionEvents, idempotency.Retrieve(api.V1Subscriptions.Retrieve),
+		func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Subscription]) error {
+			return subs.Put(ctx, tx, subscriptionRow(ev.Object, now()))
+		})
+}
+
+// subscriptionRow is the row of sub, written at now.
+func subscriptionRow(sub *stripe.Subscription, now time.Time) Subscription {
+	row := Subscription{ID: sub.ID, Status: string(sub.Status), UpdatedAt: now.UTC()}
+	if sub.Customer != nil {
+		row.Customer = sub.Customer.ID
+	}
+	if sub.Items != nil && len(sub.Items.Data) > 0 && sub.Items.Data[0].CurrentPeriodEnd != 0 {
+		end := time.Unix(sub.Items.Data[0].CurrentPeriodEnd, 0).UTC()
+		row.CurrentPeriodEnd = &end
+	}
+	return row
+}
+
+// newStripeClient returns the client the projection fetches with: key is a
+// secret or restricted key (a restricted key needs read access to
+// subscriptions only), apiBase the API's base URL. Neither error names the
+// key.
+func newStripeClient(key, apiBase string) (*stripe.Client, error) {
+	if !strings.HasPrefix(key, "sk_") && !strings.HasPrefix(key, "rk_") {
+		return nil, errors.New("STRIPE_SECRET_KEY is not a secret (sk_...) or restricted (rk_...) API key")
+	}
+	u, err := url.Parse(apiBase)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("-stripe-api-base %q is not an http(s) URL", apiBase)
+	}
+	cfg := &stripe.BackendConfig{
+		// The handler logs a failed fetch with its event; stripe-go's own
+		// log would repeat it on the process's stderr.
+		LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
+	}
+	if apiBase != stripe.APIURL {
+		// A local stripe-mock or fake serves every backend; Stripe's own
+		// uploads and meter events hosts are other URLs.
+		cfg.URL = stripe.String(apiBase)
+	}
+	return stripe.NewClient(key, stripe.WithBackends(stripe.NewBackendsWithConfig(cfg))), nil
+}
+
+// memorySubscriptions keeps the projection in memory, writing each row when
+// its transaction commits, in the order of the handler runs (see
+// [memoryTable]).
+type memorySubscriptions struct{ memoryTable[Subscription] }
+
+func newMemorySubscriptions() *memorySubscriptions {
+	return &memorySubscriptions{newMemoryTable[Subscription]()}
+}
+
+func (s *memorySubscriptions) Put(_ context.Context, tx idempotency.Tx, sub Subscription) error {
+	s.update(tx, sub.ID, func(Subscription) Subscription { return sub })
+	return nil
+}
