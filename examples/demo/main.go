@@ -4,10 +4,13 @@
 // invoice already paid, and a forged signature. Then the same handlers in
 // inbox mode: an event answered at once and applied by a worker, a
 // downstream that fails three times and is retried with backoff, and a
-// poison event dead-lettered, then redriven after the fix. Last, a task: a
+// poison event dead-lettered, then redriven after the fix. Then a task: a
 // receipt email enqueued in the event's transaction and sent by a worker,
 // once, although the first attempt's answer is lost after the provider
-// accepted the email.
+// accepted the email. Last, current state against a fake Stripe API in the
+// process: a subscription's events delivered in reverse order leave the
+// API's state (OnCurrent), with the fetches counted in both modes, and a
+// customer applied from its payloads is kept in order by CheckOrder.
 //
 //	go run ./examples/demo
 package main
@@ -136,7 +139,10 @@ func run(w io.Writer) error {
 	if err := runInbox(w); err != nil {
 		return err
 	}
-	return runTask(w)
+	if err := runTask(w); err != nil {
+		return err
+	}
+	return runCurrent(w)
 }
 
 // runInbox shows inbox mode: the delivery is stored and answered at once,

@@ -53,5 +53,23 @@ Tasks: a side effect that must happen once, sent by the inbox's workers after th
    worker, attempt 2: processed
    provider: 2 requests, both with key send-receipt-6ba44eac...; 1 email sent
    inbox: tasks processed 1, pending 0, failed 0, dead letter 0
+Current state: refetch, don't trust the payload (OnCurrent; a fake Stripe API in the process, via stripe-go)
+13. sub_demo was created incomplete and activated in the same second, and went past_due a month later:
+    the API says past_due. The synchronous handler gets the three events in reverse order
+   evt_demo_sub_3 customer.subscription.updated (payload past_due)   -> 200 {"outcome":"processed"}   local: past_due
+   evt_demo_sub_2 customer.subscription.updated (payload active)     -> 200 {"outcome":"processed"}   local: past_due
+   evt_demo_sub_1 customer.subscription.created (payload incomplete) -> 200 {"outcome":"processed"}   local: past_due
+   3 events, 3 fetches (each came after the fetch before it); the payloads in arrival order would have left incomplete
+14. the same three events in inbox mode: stored at once, then applied by a worker (WorkDue)
+   evt_demo_sub_3 -> 200 {"outcome":"queued"}
+   evt_demo_sub_2 -> 200 {"outcome":"queued"}
+   evt_demo_sub_1 -> 200 {"outcome":"queued"}
+   worker: 3 events, 1 fetch (made after all three were received)   local: past_due
+15. CheckOrder, for an object applied from its payloads: cus_demo's email became b@ at 16:00:05, then c@
+    and d@ both at 16:00:10; the API says d@. The events arrive c@, b@, d@
+   evt_demo_cus_c 16:00:10 c@example.com -> 200 {"outcome":"processed"}  newer: payload applied       local: c@example.com
+   evt_demo_cus_b 16:00:05 b@example.com -> 200 {"outcome":"skipped"}    older: stale, skipped        local: c@example.com
+   evt_demo_cus_d 16:00:10 d@example.com -> 200 {"outcome":"processed"}  tie: fetched, API's applied  local: d@example.com
+   3 events, 1 fetch: the tie's
 `, out.String())
 }
