@@ -122,3 +122,23 @@ func TestStripeMockRetrieveV2Event(t *testing.T) {
 	require.NotEmpty(t, env.ID)
 	require.NotEmpty(t, env.Type)
 }
+
+// TestStripeMockRetrieve: the FetchFunc that Retrieve makes of a real
+// client's Retrieve method sends a request stripe-mock accepts, as the
+// platform and as a connected account, and the answer decodes.
+func TestStripeMockRetrieve(t *testing.T) {
+	t.Parallel()
+	client := stripeMockClient(t)
+	fetch := Retrieve(client.V1Subscriptions.Retrieve)
+	for _, account := range []string{"", "acct_1032D82eZvKYlo2C"} {
+		sub, err := fetch(t.Context(), "sub_1Pgc6tB7WZ01zgkW", account)
+		require.NoError(t, err, "account %q", account)
+		require.NotEmpty(t, sub.ID)
+		require.Equal(t, "subscription", sub.Object)
+		require.NotEmpty(t, sub.Status)
+		require.NotNil(t, sub.Items)
+	}
+	customer, err := Retrieve(client.V1Customers.Retrieve)(t.Context(), "cus_1", "")
+	require.NoError(t, err)
+	require.Equal(t, "customer", customer.Object)
+}
