@@ -57,11 +57,11 @@ func serve(t *testing.T, svc service, inboxMode bool, cfg idempotency.InboxConfi
 	cfg.Logger = discard
 	mailer := newMailer(discard)
 	svc.mailer = mailer
-	srv, inbox, err := newServer(svc, []string{secret}, discard, inboxMode, cfg)
+	srv, err := newServer(svc, []string{secret}, discard, inboxMode, cfg)
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
-	return client{t: t, url: ts.URL}, inbox, mailer
+	return client{t: t, url: ts.URL}, srv.inbox, mailer
 }
 
 // runWorkers runs the inbox's workers until the test ends.

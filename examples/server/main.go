@@ -93,11 +93,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	workers := fs.Int("workers", idempotency.DefaultWorkers, "inbox workers: tasks (receipt emails) run at once, and with -inbox events applied")
 	pollOnly := fs.Bool("poll-only", false, "no LISTEN/NOTIFY for the inbox's workers (behind PgBouncer in transaction mode)")
 	stripeAPIBase := fs.String("stripe-api-base", stripe.APIURL, "the Stripe API the subscription projection fetches from (a local stripe-mock or fake); the key is env STRIPE_SECRET_KEY")
+	recoverSince := fs.Duration("recover-since", 0, "with STRIPE_SECRET_KEY: at start, replay the events of this last period (at most 720h) from the Events API through the webhook path, resuming a stopped run (checkpoint "+recoverCheckpoint+"); 0 is off")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *dbWait <= 0 {
 		return fmt.Errorf("-db-wait must be positive, got %s", *dbWait)
+	}
+	if *recoverSince < 0 || *recoverSince > idempotency.RecoveryWindow {
+		return fmt.Errorf("-recover-since must be between 0 and %s (the Events API's window), got %s", idempotency.RecoveryWindow, *recoverSince)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -137,9 +141,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	svc.mailer, svc.stripe = newMailer(logger), api
 
 	inboxCfg := idempotency.InboxConfig{Workers: *workers, PollOnly: *pollOnly, Logger: logger}
-	srv, inbox, err := newServer(svc, secretList, logger, *inboxMode, inboxCfg)
+	srv, err := newServer(svc, secretList, logger, *inboxMode, inboxCfg)
 	if err != nil {
 		return err
+	}
+	inbox := srv.inbox
+	if *recoverSince > 0 && api == nil {
+		return errors.New("-recover-since needs STRIPE_SECRET_KEY: recovery lists events from the Stripe API")
 	}
 	if api == nil {
 		logger.Warn("subscription events are ignored: STRIPE_SECRET_KEY is not set, and the subscriptions table is written from the Stripe API, never from payloads",
@@ -167,6 +175,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		_ = httpSrv.Shutdown(shutdownCtx)
 	}()
 	logger.Info("listening", "addr", ln.Addr().String(), "store", storeName(*dbURL), "inbox", *inboxMode)
+	if *recoverSince > 0 {
+		// Beside the webhooks, not before them: a long recovery does not
+		// hold deliveries up, and both go through one ledger. It stops
+		// with the server, before the store closes.
+		recovered := make(chan struct{})
+		go func() {
+			defer close(recovered)
+			recoverEvents(ctx, srv.webhook, api, time.Now().Add(-*recoverSince), logger)
+		}()
+		defer func() { <-recovered }()
+	}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -225,13 +244,34 @@ type receipt struct {
 	Currency   string `json:"currency"`
 }
 
-// newServer wires the routes and returns the inbox, whose workers the
-// caller runs in both modes: they send the receipt emails through
+// server is the service's routes, its webhook Handler and the inbox whose
+// workers the caller runs.
+type server struct {
+	http.Handler
+	webhook *idempotency.Handler
+	inbox   *idempotency.Inbox
+}
+
+// recoverCheckpoint names the example's recovery checkpoint: a run that
+// stopped continues where it was.
+const recoverCheckpoint = "examples-server"
+
+// recoverEvents replays the events created since from the Events API
+// through h, as deliveries. Recover logs its report; a run that stopped
+// is continued by the next start.
+func recoverEvents(ctx context.Context, h *idempotency.Handler, api *stripe.Client, since time.Time, logger *slog.Logger) {
+	if _, err := h.Recover(ctx, api, idempotency.RecoverOptions{Since: since, Checkpoint: recoverCheckpoint}); err != nil && ctx.Err() == nil {
+		logger.Error("recovery stopped; start again to continue from its checkpoint", "error", err)
+	}
+}
+
+// newServer wires the routes and returns them with the inbox, whose
+// workers the caller runs in both modes: they send the receipt emails through
 // svc.mailer, and with inboxMode they apply the events too. The Handler
 // records on inboxCfg.Now, so that a test's fake clock drives both, and the
 // subscription rows are dated with it.
 func newServer(svc service, secrets []string, logger *slog.Logger,
-	inboxMode bool, inboxCfg idempotency.InboxConfig) (http.Handler, *idempotency.Inbox, error) {
+	inboxMode bool, inboxCfg idempotency.InboxConfig) (*server, error) {
 	store, accts, mailer := svc.store, svc.accounts, svc.mailer
 	hs := idempotency.NewHandlers()
 	// One receipt email per invoice, ever: the key is the invoice id, and
@@ -284,9 +324,10 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 
 	inbox, err := idempotency.NewInbox(store, hs, inboxCfg) // after NewTask: it takes the tasks registered
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	cfg := idempotency.Config{Secrets: secrets, Logger: logger, Now: inboxCfg.Now}
+	// With a key, thin (v2) notifications are fetched and handled too.
+	cfg := idempotency.Config{Secrets: secrets, Logger: logger, Now: inboxCfg.Now, StripeClient: svc.stripe}
 	var webhook *idempotency.Handler
 	if inboxMode {
 		webhook, err = inbox.Handler(cfg)
@@ -294,7 +335,7 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 		webhook, err = idempotency.NewHandler(store, hs, cfg)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/webhook", webhook)
@@ -322,7 +363,7 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"counts": st.Counts, "task_counts": st.TaskCounts, "oldest_pending": oldest})
 	})
-	return mux, inbox, nil
+	return &server{Handler: mux, webhook: webhook, inbox: inbox}, nil
 }
 
 // getRow answers GET /.../{id} with the row get returns as JSON, 404 when
