@@ -42,6 +42,9 @@ func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []
 		fence:              fence,
 		seq:                new(int64),
 	}
+	if fence == nil {
+		claim.arrived = time.Now()
+	}
 	var apply ApplyFunc
 	if reg, ok := d.handlers[env.Type]; ok {
 		if scopes := d.early[env.Type]; len(scopes) > 0 && env.ObjectID != "" {

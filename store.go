@@ -84,6 +84,9 @@ type Claim struct {
 	// (current.go) across the transaction's reruns: taken once, after the
 	// delivery arrived. Nil: taken anew in each transaction.
 	seq *int64
+	// arrived is when a delivery reached this process's dispatcher, on
+	// its monotonic clock (current.go); zero for an inbox attempt.
+	arrived time.Time
 }
 
 // eventSeq is the event's number on the store's counter: the inbox's from

@@ -173,6 +173,9 @@ type taskTx interface {
 	taskNow() time.Time
 }
 
+// arrivedAt implements objectTx for both stores' transactions.
+func (t *txState) arrivedAt() time.Time { return t.claim.arrived }
+
 // taskNow implements taskTx for both stores' transactions.
 func (t *txState) taskNow() time.Time {
 	if t.claim.fence != nil {
