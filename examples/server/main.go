@@ -93,6 +93,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	workers := fs.Int("workers", idempotency.DefaultWorkers, "inbox workers: tasks (receipt emails) run at once, and with -inbox events applied")
 	pollOnly := fs.Bool("poll-only", false, "no LISTEN/NOTIFY for the inbox's workers (behind PgBouncer in transaction mode)")
 	stripeAPIBase := fs.String("stripe-api-base", stripe.APIURL, "the Stripe API the subscription projection fetches from (a local stripe-mock or fake); the key is env STRIPE_SECRET_KEY")
+	receiptEmails := fs.Bool("receipt-emails", true, "send one receipt email per paid invoice through a task (false: credits only, as the benchmark's baseline does)")
 	recoverSince := fs.Duration("recover-since", 0, "with STRIPE_SECRET_KEY: at start, replay the events of this last period (at most 720h) from the Events API through the webhook path, resuming a stopped run (checkpoint "+recoverCheckpoint+"); 0 is off")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -138,7 +139,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer closeStore()
-	svc.mailer, svc.stripe = newMailer(logger), api
+	svc.mailer, svc.stripe, svc.noReceipts = newMailer(logger), api, !*receiptEmails
 
 	inboxCfg := idempotency.InboxConfig{Workers: *workers, PollOnly: *pollOnly, Logger: logger}
 	srv, err := newServer(svc, secretList, logger, *inboxMode, inboxCfg)
@@ -211,6 +212,9 @@ type service struct {
 	// stripe fetches subscriptions for the projection; nil without
 	// STRIPE_SECRET_KEY, and then subscription events are ignored.
 	stripe *stripe.Client
+	// noReceipts leaves the receipt email out (-receipt-emails=false):
+	// no task is enqueued.
+	noReceipts bool
 }
 
 // openStore returns the memory store and tables, or the PostgreSQL store
@@ -294,6 +298,9 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 	}, func(ctx context.Context, tx idempotency.Tx, invoiceID string, g grant) error {
 		if err := accts.Grant(ctx, tx, g.account, 100, g.until); err != nil {
 			return err
+		}
+		if svc.noReceipts {
+			return nil
 		}
 		// Stored with the grant, or rolled back with it.
 		_, err := sendReceipt.Enqueue(ctx, tx, invoiceID, receipt{Account: g.account, AmountPaid: g.amountPaid, Currency: g.currency})

@@ -150,3 +150,25 @@ func TestReceiptSentOnceWhenTheAnswerIsLost(t *testing.T) {
 		})
 	}
 }
+
+// TestNoReceiptEmails: with -receipt-emails=false (svc.noReceipts) a paid
+// invoice is credited and counted as before, and no task is enqueued.
+func TestNoReceiptEmails(t *testing.T) {
+	t.Parallel()
+	svc := newStore(t, "memory")
+	svc.noReceipts = true
+	c, inbox, mailer := serve(t, svc, false, idempotency.InboxConfig{})
+	runWorkers(t, inbox)
+	_, body := c.deliver(invoiceEventFor(t, "invoice.paid", "evt_norcpt", "in_norcpt", "acct_nr"))
+	require.Equal(t, `{"outcome":"processed"}`, body)
+	st := c.drained()
+	require.Zero(t, st.TaskCounts["processed"]+st.TaskCounts["pending"])
+	emails, requests := mailer.Sent()
+	require.Empty(t, emails)
+	require.Zero(t, requests)
+	acct, ok, err := svc.accounts.Get(t.Context(), "acct_nr")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, 1, acct.Receipts)
+	require.EqualValues(t, 100, acct.Credits)
+}
