@@ -191,7 +191,7 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, e
 	if !ok {
 		return fmt.Errorf("%w (got %T)", ErrNeedsStoreTx, tx)
 	}
-	id := ev.objectID // data.object.id, or a thin event's related_object.id
+	id := ev.ObjectID // data.object.id, or a thin event's related_object.id
 	if id == "" {
 		id = ev.Object.ID
 	}
@@ -231,6 +231,6 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, e
 	tx.AfterCommit(func(context.Context) { reg.local.record(id, fetchStarted) })
 	return fn(ctx, tx, Event[T]{
 		ID: ev.ID, Type: ev.Type, Created: ev.Created, Livemode: ev.Livemode, APIVersion: ev.APIVersion,
-		Account: ev.Account, Object: obj, Previous: ev.Previous, Raw: ev.Raw,
+		Account: ev.Account, Object: obj, Previous: ev.Previous, Raw: ev.Raw, ObjectID: id,
 	})
 }

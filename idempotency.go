@@ -48,10 +48,10 @@ type Event[T any] struct {
 	// Raw is the verified request body. It stays valid after the handler
 	// returns.
 	Raw json.RawMessage
-
-	// objectID is the envelope's object id: data.object.id, or a thin
-	// event's related_object.id.
-	objectID string
+	// ObjectID is the id of the object the event is about: data.object.id,
+	// or a thin event's related_object.id. It is what the inbox orders
+	// events by and what OnCurrent fetches.
+	ObjectID string
 }
 
 // Outcome is what became of one delivery. It is the value of the "outcome"

@@ -89,7 +89,7 @@ func OnSafely[T any](hs *Handlers, eventType string, fn EventFunc[T]) error {
 				Account:    env.Account,
 				Previous:   env.Previous,
 				Raw:        raw,
-				objectID:   env.ObjectID,
+				ObjectID:   env.ObjectID,
 			}
 			if env.Created != 0 {
 				ev.Created = time.Unix(env.Created, 0)
