@@ -351,6 +351,15 @@ func (in *Inbox) Run(ctx context.Context) error {
 					in.release(workCtx, &row) // stopping: start nothing new
 					continue
 				}
+				if row.LeaseUntil.Sub(in.cfg.Now()) < in.cfg.Timeout {
+					// It waited in the queue for too long: an attempt
+					// started now could outlast its lease, and another
+					// worker would take the event over while it runs.
+					// Given back, it is leased again afresh.
+					in.release(workCtx, &row)
+					in.signal()
+					continue
+				}
 				in.signal() // room in the queue
 				in.attempt(workCtx, row)
 				in.signal() // the object's next event may be due
@@ -515,7 +524,11 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow) {
 // due at once, its attempt not counted. If that cannot be recorded, the
 // lease expires and the event is retried then.
 func (in *Inbox) release(ctx context.Context, row *inboxRow) {
-	in.settleAt(ctx, row, InboxPending, nil, in.cfg.Now())
+	var last error // the error of the attempt before, kept
+	if row.LastError != "" {
+		last = errors.New(row.LastError)
+	}
+	in.settleAt(ctx, row, InboxPending, last, in.cfg.Now())
 }
 
 // settleFailure records a failed attempt: failed and due again after the

@@ -389,3 +389,75 @@ func TestInboxStaleLeaseAcrossRedrive(t *testing.T) {
 		})
 	}
 }
+
+// A task leased ahead waits in the queue while the worker is busy; when
+// the worker is free, less of its lease is left than an attempt may take.
+// It is given back and leased afresh rather than started, so that another
+// process, taking over the lease that would expire mid-run, cannot run it
+// a second time. A fake clock and channels make the schedule exact.
+func TestInboxLeasedAheadTooLongIsLeasedAfresh(t *testing.T) {
+	t.Parallel()
+	store := idempotency.NewMemoryStore()
+	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	hs := idempotency.NewHandlers()
+	var mu sync.Mutex
+	runs := map[string]int{}
+	started := make(chan string, 4)
+	release := map[string]chan struct{}{"k1": make(chan struct{}), "k2": make(chan struct{})}
+	task := idempotency.NewTask(hs, "slow", func(ctx context.Context, run idempotency.TaskRun[struct{}]) error {
+		mu.Lock()
+		runs[run.Key]++
+		mu.Unlock()
+		started <- run.Key
+		select {
+		case <-release[run.Key]:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	cfg := idempotency.InboxConfig{Workers: 1, Timeout: time.Minute, Lease: 90 * time.Second, Now: clock.Now, Logger: discardLogger()}
+	a, err := idempotency.NewInbox(store, hs, cfg)
+	require.NoError(t, err)
+	b, err := idempotency.NewInbox(store, hs, cfg) // another process's
+	require.NoError(t, err)
+	for _, key := range []string{"k1", "k2"} {
+		_, err := store.Run(t.Context(), idempotency.Claim{EventID: "evt_" + key, EventType: "invoice.paid", ReceivedAt: clock.Now()},
+			func(ctx context.Context, tx idempotency.Tx) error {
+				_, err := task.Enqueue(ctx, tx, key, struct{}{})
+				return err
+			})
+		require.NoError(t, err)
+	}
+
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		close(release["k2"])
+		stop()
+		require.NoError(t, recv(t, done, "Run"))
+	}()
+	require.Equal(t, "k1", recv(t, started, "k1's attempt"))
+	require.Eventually(t, func() bool { // k2 leased ahead, waiting for the worker
+		st, err := a.Stats(t.Context())
+		return err == nil && st.TaskCounts[idempotency.InboxProcessing] == 2
+	}, 10*time.Second, time.Millisecond)
+
+	clock.Advance(40 * time.Second) // k2's lease has 50 s left, less than Timeout
+	close(release["k1"])
+	require.Equal(t, "k2", recv(t, started, "k2's attempt"))
+	rec, found, err := a.Lookup(t.Context(), task.ID("k2"))
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, 1, rec.Attempt, "given back without counting, then leased afresh")
+	require.Equal(t, clock.Now(), rec.AttemptedAt)
+
+	clock.Advance(60 * time.Second) // past the lease it was queued with, within the fresh one
+	n, err := b.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, n, "the other process finds k2 under a live lease")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, map[string]int{"k1": 1, "k2": 1}, runs)
+}
