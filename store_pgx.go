@@ -675,7 +675,8 @@ func (s *PgxStore) Migrate(ctx context.Context) error {
 			if done[m.version] {
 				continue
 			}
-			if _, err := tx.Exec(ctx, strings.ReplaceAll(m.sql, "{{schema}}", schema)); err != nil {
+			sql := strings.ReplaceAll(m.sql, "{{schema_literal}}", sqlLiteralText(schema))
+			if _, err := tx.Exec(ctx, strings.ReplaceAll(sql, "{{schema}}", schema)); err != nil {
 				return fmt.Errorf("migration %03d_%s: %w", m.version, m.name, err)
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO `+schema+`.idempotency_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {

@@ -327,7 +327,7 @@ func TestPgxLockTimeout(t *testing.T) {
 func TestPgxMigrate(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	schema := db.Schema + `_"odd name`
+	schema := db.Schema + `_"odd 'name`
 	t.Cleanup(func() {
 		_, _ = db.Pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+quoteIdent(schema)+` CASCADE`)
 	})
@@ -350,9 +350,30 @@ func TestPgxMigrate(t *testing.T) {
 	files, err := filepath.Glob("migrations/*.up.sql")
 	require.NoError(t, err)
 	require.Equal(t, len(files), versions, "each embedded migration applied once")
-	out, err := store.Run(t.Context(), idempotency.Claim{EventID: "evt_m", EventType: "invoice.paid"}, func(context.Context, idempotency.Tx) error { return nil })
+	out, err := store.Run(t.Context(), idempotency.Claim{EventID: "evt_m", EventType: "invoice.paid"}, func(ctx context.Context, tx idempotency.Tx) error {
+		order, err := idempotency.CheckOrder(ctx, tx, "customer", "cus_m", time.Unix(1756742400, 0))
+		require.Equal(t, idempotency.OrderNewer, order)
+		return err
+	})
 	require.NoError(t, err)
 	require.Equal(t, idempotency.OutcomeProcessed, out)
+	// OnCurrent's lock and counter, and the inbox's, on that schema.
+	hs := idempotency.NewHandlers()
+	idempotency.OnCurrent(hs, []string{"customer.subscription.updated"}, func(ctx context.Context, id, account string) (string, error) {
+		return id, nil
+	}, func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[string]) error { return nil })
+	inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{PollOnly: true})
+	require.NoError(t, err)
+	h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	a := idempotencytest.Deliver(h, []byte(`{"id":"evt_m_sub","object":"event","type":"customer.subscription.updated","created":1756742400,"data":{"object":{"id":"sub_m","object":"subscription"}}}`), testSecret)
+	require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+	n, err := inbox.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	rec, _, err := inbox.Lookup(t.Context(), "evt_m_sub")
+	require.NoError(t, err)
+	require.Equal(t, idempotency.InboxProcessed, rec.State, rec.LastError)
 
 	_, err = idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{IsoLevel: "read sometimes"})
 	require.ErrorContains(t, err, "IsoLevel")

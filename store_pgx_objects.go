@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,7 +18,7 @@ type pgxObjectSQL struct {
 
 func newPgxObjectSQL(schema string) pgxObjectSQL {
 	s := pgx.Identifier{schema}.Sanitize()
-	seq := s + `.idempotency_seq`
+	seq := sqlLiteralText(s + `.idempotency_seq`) // inside nextval('...')
 	return pgxObjectSQL{
 		nextSeq: `SELECT nextval('` + seq + `')`,
 		// The no-op update takes the row lock (or waits for it), and
@@ -33,6 +34,10 @@ RETURNING r.created, r.event_id, r.xmax = 0`,
 		orderSet: `UPDATE ` + s + `.idempotency_order SET created = $3, event_id = $4 WHERE scope = $1 AND key = $2`,
 	}
 }
+
+// sqlLiteralText is s as the text of a SQL string literal: its quotes
+// doubled.
+func sqlLiteralText(s string) string { return strings.ReplaceAll(s, "'", "''") }
 
 func (t *pgxTx) eventSeq(ctx context.Context) (int64, error) {
 	return t.claim.eventSeq(func() (n int64, err error) {

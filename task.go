@@ -134,7 +134,7 @@ func (t *Task[T]) ID(key string) string { return taskID(t.name, key) }
 // [ErrNeedsStoreTx] for a Tx of another Store.
 func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enqueued bool, err error) {
 	if err := checkText("task key", key, true); err != nil {
-		return false, fmt.Errorf("%w: %w", ErrInvalidKey, err)
+		return false, err // wraps ErrInvalidKey
 	}
 	if len(key) > maxTaskKeyLen {
 		return false, fmt.Errorf("%w: task key of %d bytes (at most %d)", ErrInvalidKey, len(key), maxTaskKeyLen)
