@@ -24,6 +24,11 @@
 // [Task.Enqueue] in the event's transaction, once per key, and a worker
 // carries it out after the commit, with the same idempotency key on every
 // attempt. [Tx.AfterCommit] stays for what may be lost.
+//
+// Stripe does not deliver events in order. [OnCurrent] registers handlers
+// that get the object an event is about as the API returns it now, and
+// [CheckOrder] orders the payloads a handler applies. [Handler.Recover]
+// replays missed events from the Events API.
 package idempotency
 
 import (

@@ -323,9 +323,11 @@ func (in *Inbox) notifyOthers() {
 // worker started (pending again, their attempt not counted), lets the
 // attempts in flight finish for up to InboxConfig.ShutdownTimeout, cancels
 // the rest (they roll back and are retried), and returns nil once they
-// have returned: a handler that
-// ignores its context holds Run up. It returns an error at once if Run is
-// already running on this Inbox.
+// have returned: a handler that ignores its context holds Run up. While it
+// runs, an event leased ahead that has less than InboxConfig.Timeout of
+// its lease left when a worker takes it is given back the same way and
+// leased afresh, so that no attempt outlasts its lease. It returns an
+// error at once if Run is already running on this Inbox.
 func (in *Inbox) Run(ctx context.Context) error {
 	if !in.running.CompareAndSwap(false, true) {
 		return errors.New("idempotency: Inbox.Run is already running")
@@ -605,9 +607,10 @@ func (in *Inbox) Redrive(ctx context.Context, f RedriveFilter) (int, error) {
 	return n, err
 }
 
-// Stats counts the inbox's events by state and dates the oldest one still
-// to be applied: what an alert needs ("oldest pending older than 5
-// minutes", "dead letters grew").
+// Stats counts the inbox's events and tasks by state (TaskCounts the
+// tasks alone) and dates the oldest one still to be applied: what an
+// alert needs ("oldest pending older than 5 minutes", "dead letters
+// grew").
 func (in *Inbox) Stats(ctx context.Context) (InboxStats, error) {
 	return in.store.inboxStats(ctx)
 }

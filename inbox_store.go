@@ -24,7 +24,7 @@ const (
 	// InboxProcessed: the handler ran and its writes committed with the
 	// event's claim, or the event had been processed before.
 	InboxProcessed InboxState = "processed"
-	// InboxSkipped: the handler returned [Skip].
+	// InboxSkipped: the handler, or a task's func, returned [Skip].
 	InboxSkipped InboxState = "skipped"
 	// InboxFailed: the last attempt failed; the next one is due at
 	// NextAttemptAt.
@@ -56,7 +56,7 @@ type InboxRecord struct {
 	Kind       InboxKind
 	EventID    string
 	EventType  string
-	ObjectID   string // data.object.id; events of one object are applied one at a time, oldest first
+	ObjectID   string // Event.ObjectID; events of one object are applied one at a time, oldest first
 	Account    string
 	Livemode   bool
 	APIVersion string
@@ -276,8 +276,9 @@ type InboxStats struct {
 	Counts map[InboxState]int
 	// TaskCounts are the tasks among Counts, an entry for every state.
 	TaskCounts map[InboxState]int
-	// OldestPending is the ReceivedAt of the oldest event still to be
-	// applied (pending, failed or processing); zero when there is none.
+	// OldestPending is the ReceivedAt of the oldest event or task still
+	// to be applied (pending, failed or processing); zero when there is
+	// none.
 	OldestPending time.Time
 }
 

@@ -35,8 +35,10 @@ type PgxBeginner interface {
 // PgxConfig configures a [PgxStore]. The zero value is valid.
 type PgxConfig struct {
 	// Schema holds the store's tables (idempotency_events,
-	// idempotency_guards, idempotency_migrations). It is quoted as an
-	// identifier, never interpolated raw. Migrate creates it if needed.
+	// idempotency_guards, idempotency_inbox, idempotency_objects,
+	// idempotency_order, idempotency_recovery, idempotency_migrations) and
+	// the sequence idempotency_seq. It is quoted as an identifier, never
+	// interpolated raw. Migrate creates it if needed.
 	// Defaults to "public".
 	Schema string
 
