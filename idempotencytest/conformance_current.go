@@ -671,12 +671,11 @@ func testCurrentReverseOrder(t *testing.T, b StoreBackend, inbox bool) {
 // once to the synchronous Handler: the local row is the API's state, and
 // every event is processed (an answer other than processed, a store's
 // conflict reruns exhausted, is redelivered, as Stripe would). The
-// deliveries that started before a fetch began share it, so when the store
-// ran each transaction once there are fewer fetches than events; how many
-// depends on the scheduling, and is logged. A store that reruns a
-// transaction (a serialization conflict at repeatable read or serializable)
-// takes a new number for the event at each attempt, and the rerun then
-// fetches again.
+// deliveries that arrived before a fetch began share it, whether they
+// waited on the object's lock or for a pooled connection, and a rerun of a
+// delivery's transaction keeps its number: a few fetches in all (1–4 on
+// every store configuration of this suite; how many depends on the
+// scheduling, and is logged), well under a quarter of the events.
 func testCurrentConcurrentSync(t *testing.T, b StoreBackend) {
 	cb := newCurrentBench(t, b)
 	counting := &attemptCountingStore{Store: b.Store}
@@ -720,9 +719,7 @@ func testCurrentConcurrentSync(t *testing.T, b StoreBackend) {
 	}
 	t.Logf("%d concurrent deliveries of one subscription: %d fetches in %d transactions; %d answered 500, then %d fetches in all",
 		events, burstFetches, burstAttempts, failed, len(cb.api.callsOf("sub_burst")))
-	if burstAttempts == events {
-		require.Less(t, burstFetches, events, "the concurrent deliveries shared no fetch")
-	}
+	require.Less(t, burstFetches, events/4, "the concurrent deliveries shared few fetches (%d transactions)", burstAttempts)
 	for i := range events {
 		requireEvent(t, b, fmt.Sprintf("evt_burst_%03d", i), idempotency.OutcomeProcessed)
 	}
