@@ -176,12 +176,13 @@ func TestCountFast(t *testing.T) {
 		ID string `json:"id"`
 	}
 	count := CountFast[counted]()
+	before := count() // the count is the type's, and outlives a run of the test (-count=N)
 	fast, plain := For[counted]()
 	var v counted
 	require.NoError(t, fast([]byte(`{"id":"a"}`), &v))
-	require.EqualValues(t, 1, count())
+	require.EqualValues(t, before+1, count())
 	require.NoError(t, plain([]byte(`{"id":"b"}`), &v))
 	require.NoError(t, fast([]byte(`{"id":"c","id":"repeated: the fast path gives up"}`), &v))
 	require.Equal(t, "repeated: the fast path gives up", v.ID)
-	require.EqualValues(t, 1, count())
+	require.EqualValues(t, before+1, count())
 }
