@@ -54,11 +54,7 @@ func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []
 			}
 		}
 		apply = func(ctx context.Context, tx Tx) (err error) {
-			defer func() {
-				if v := recover(); v != nil {
-					err = newPanicError(v)
-				}
-			}()
+			defer recoverPanic(&err)
 			return reg.apply(ctx, tx, env, payload, d.fast)
 		}
 	} else {
@@ -68,11 +64,24 @@ func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	outcome, err := d.store.Run(ctx, claim, apply)
-	if err != nil && ctx.Err() == context.DeadlineExceeded && !errors.Is(err, ErrStoreUnavailable) {
-		err = fmt.Errorf("%w after %s: %w", ErrTimeout, d.timeout, err)
-	}
 	if errors.Is(err, ErrStoreUnavailable) {
-		outcome = OutcomeUnavailable
+		return OutcomeUnavailable, err
 	}
-	return outcome, err
+	return outcome, timeoutErr(ctx, d.timeout, err)
+}
+
+// recoverPanic, deferred, turns a panic of the function it is deferred in
+// into a *PanicError in *err.
+func recoverPanic(err *error) {
+	if v := recover(); v != nil {
+		*err = newPanicError(v)
+	}
+}
+
+// timeoutErr wraps err in ErrTimeout when ctx, bounded by d, ran out.
+func timeoutErr(ctx context.Context, d time.Duration, err error) error {
+	if err != nil && ctx.Err() == context.DeadlineExceeded {
+		return fmt.Errorf("%w after %s: %w", ErrTimeout, d, err)
+	}
+	return err
 }

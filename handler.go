@@ -387,8 +387,7 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 	outcome, err := h.run(context.WithoutCancel(ctx), env, payload, h.cfg.Now(), nil, res)
 	res.Outcome, res.Err = outcome, err
 	switch {
-	case outcome == OutcomeUnavailable || errors.Is(err, ErrStoreUnavailable):
-		res.Outcome = OutcomeUnavailable
+	case outcome == OutcomeUnavailable: // the dispatcher's answer to ErrStoreUnavailable
 		return http.StatusServiceUnavailable, bodyUnavailable
 	case outcome == OutcomeFailed || bodyOutcome[outcome] == nil:
 		res.Outcome = OutcomeFailed

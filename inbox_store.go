@@ -36,6 +36,12 @@ const (
 	InboxIgnored InboxState = "ignored"
 )
 
+// final reports whether st is an end state: not pending, processing or
+// failed, the states still to be applied.
+func (st InboxState) final() bool {
+	return st != InboxPending && st != InboxProcessing && st != InboxFailed
+}
+
 var inboxStates = []InboxState{InboxPending, InboxProcessing, InboxProcessed, InboxSkipped, InboxFailed, InboxDeadLetter, InboxIgnored}
 
 // InboxKind tells the events of an inbox from its tasks.

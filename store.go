@@ -330,14 +330,14 @@ func (t *txState) reportPanic(ctx context.Context, p *PanicError) {
 		slog.Any("panic", p.Value), slog.String("stack", string(p.Stack)))
 }
 
-func callRecover(ctx context.Context, fn func(context.Context)) (p *PanicError) {
-	defer func() {
-		if v := recover(); v != nil {
-			p = newPanicError(v)
-		}
+func callRecover(ctx context.Context, fn func(context.Context)) *PanicError {
+	var err error
+	func() {
+		defer recoverPanic(&err)
+		fn(ctx)
 	}()
-	fn(ctx)
-	return nil
+	p, _ := err.(*PanicError)
+	return p
 }
 
 func (c Claim) receivedAt() time.Time {

@@ -237,13 +237,21 @@ func (tx *memoryTx) Guard(ctx context.Context, scope, key string) (bool, error) 
 	if err := checkGuardKey(scope, key); err != nil {
 		return false, err
 	}
+	return tx.take(ctx, lockID{guard: true, guardID: guardID{scope, key}})
+}
+
+// take is a statement of tx that takes k: it fails in an aborted
+// transaction or a done ctx, and a wait that fails (a deadlock, a
+// cancelled ctx) aborts tx, as PostgreSQL aborts a transaction whose
+// statement failed. It reports acquire's answer.
+func (tx *memoryTx) take(ctx context.Context, k lockID) (bool, error) {
 	if err := tx.abortErr(); err != nil {
 		return false, err
 	}
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	first, err := tx.acquire(ctx, lockID{guard: true, guardID: guardID{scope, key}})
+	first, err := tx.acquire(ctx, k)
 	if err != nil && !errors.Is(err, ErrTxDone) {
 		tx.abort(err)
 	}
@@ -251,16 +259,7 @@ func (tx *memoryTx) Guard(ctx context.Context, scope, key string) (bool, error) 
 }
 
 func (tx *memoryTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) {
-	if err := tx.abortErr(); err != nil {
-		return false, err
-	}
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	first, err := tx.acquire(ctx, lockID{task: true, guardID: guardID{key: r.EventID}})
-	if err != nil && !errors.Is(err, ErrTxDone) {
-		tx.abort(err)
-	}
+	first, err := tx.take(ctx, lockID{task: true, guardID: guardID{key: r.EventID}})
 	if err != nil || !first {
 		return false, err
 	}

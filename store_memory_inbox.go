@@ -35,18 +35,12 @@ func (r *memoryInboxRow) dueAt() time.Time {
 
 // due reports whether a worker may take r at now.
 func (r *memoryInboxRow) due(now time.Time) bool {
-	switch r.State {
-	case InboxPending, InboxFailed, InboxProcessing:
-		return r.heldBy == nil && !r.dueAt().After(now)
-	}
-	return false
+	return r.unfinished() && r.heldBy == nil && !r.dueAt().After(now)
 }
 
 // unfinished reports whether r is still to be applied: it keeps the later
 // events of its object back.
-func (r *memoryInboxRow) unfinished() bool {
-	return r.State == InboxPending || r.State == InboxFailed || r.State == InboxProcessing
-}
+func (r *memoryInboxRow) unfinished() bool { return !r.State.final() }
 
 // busy reports whether a worker is applying r at now: under an unexpired
 // lease, or in a transaction still open after its lease expired.
@@ -186,14 +180,12 @@ func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt i
 			}
 		}
 		r.State, r.LastError, r.LeaseUntil = st, storableText(lastError), time.Time{}
-		switch st {
-		case InboxPending: // a snoozed task: the attempt does not count
-			r.Attempt--
-			r.NextAttemptAt, r.FinishedAt = nextAt, time.Time{}
-		case InboxFailed:
-			r.NextAttemptAt, r.FinishedAt = nextAt, time.Time{}
-		default:
+		r.NextAttemptAt, r.FinishedAt = nextAt, time.Time{}
+		if st.final() {
 			r.NextAttemptAt, r.FinishedAt = time.Time{}, now
+		}
+		if st == InboxPending { // a snoozed task or a row given back: the attempt does not count
+			r.Attempt--
 		}
 		s.mu.Unlock()
 		return true, nil
@@ -204,10 +196,7 @@ func (s *MemoryStore) inboxRedrive(ctx context.Context, f RedriveFilter, now tim
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if len(f.States) == 0 {
-		f.States = []InboxState{InboxDeadLetter}
-	}
-	s.mu.Lock()
+	s.mu.Lock() // f was checked and given its defaults by Inbox.Redrive
 	defer s.mu.Unlock()
 	n := 0
 	for _, r := range s.inbox {
@@ -244,10 +233,7 @@ func (s *MemoryStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxReco
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if f.Limit <= 0 {
-		f.Limit = defaultListLimit
-	}
-	s.mu.Lock()
+	s.mu.Lock() // f was checked and given its defaults by Inbox.List
 	var out []InboxRecord
 	for _, r := range s.inbox {
 		if f.matches(&r.InboxRecord) {

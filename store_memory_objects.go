@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -20,21 +19,6 @@ const (
 func (s *MemoryStore) nextSeq() int64 {
 	s.seq++
 	return s.seq
-}
-
-// lockRecord takes k for tx, waiting while another transaction holds it.
-func (tx *memoryTx) lockRecord(ctx context.Context, k lockID) error {
-	if err := tx.abortErr(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	_, err := tx.acquire(ctx, k) // false only when tx holds it already
-	if err != nil && !errors.Is(err, ErrTxDone) {
-		tx.abort(err)
-	}
-	return err
 }
 
 // recordValue is k's value as tx sees it: its own new value, or the committed
@@ -88,7 +72,7 @@ func (tx *memoryTx) eventSeq(ctx context.Context) (int64, error) {
 
 func (tx *memoryTx) lockObject(ctx context.Context, scope, id string) (int64, int64, error) {
 	k := lockID{record: recordObject, guardID: guardID{scope, id}}
-	if err := tx.lockRecord(ctx, k); err != nil {
+	if _, err := tx.take(ctx, k); err != nil { // waits while another transaction holds it
 		return 0, 0, err
 	}
 	tx.s.mu.Lock()
@@ -100,7 +84,7 @@ func (tx *memoryTx) lockObject(ctx context.Context, scope, id string) (int64, in
 
 func (tx *memoryTx) markFetched(ctx context.Context, scope, id string, seq int64) error {
 	k := lockID{record: recordObject, guardID: guardID{scope, id}}
-	if err := tx.lockRecord(ctx, k); err != nil {
+	if _, err := tx.take(ctx, k); err != nil {
 		return err
 	}
 	tx.s.mu.Lock()
@@ -111,7 +95,7 @@ func (tx *memoryTx) markFetched(ctx context.Context, scope, id string, seq int64
 
 func (tx *memoryTx) order(ctx context.Context, scope, key string, created time.Time) (Order, error) {
 	k := lockID{record: recordOrder, guardID: guardID{scope, key}}
-	if err := tx.lockRecord(ctx, k); err != nil {
+	if _, err := tx.take(ctx, k); err != nil {
 		return 0, err
 	}
 	tx.s.mu.Lock()

@@ -289,14 +289,6 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow) {
 func (in *Inbox) runTask(ctx context.Context, reg taskRegistration, row *inboxRow) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, in.cfg.Timeout)
 	defer cancel()
-	defer func() {
-		if v := recover(); v != nil {
-			err = newPanicError(v)
-		}
-	}()
-	err = reg.run(ctx, row)
-	if err != nil && ctx.Err() == context.DeadlineExceeded {
-		err = fmt.Errorf("%w after %s: %w", ErrTimeout, in.cfg.Timeout, err)
-	}
-	return err
+	defer recoverPanic(&err)
+	return timeoutErr(ctx, in.cfg.Timeout, reg.run(ctx, row))
 }
