@@ -265,19 +265,35 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 // processing at the fence's attempt it rolls back and fails with
 // errLeaseLost. On a pool or a connection all of it travels in one round
 // trip (pgx's Batch.BeginTx).
-//
-// A pool may hand out a connection the server closed while it sat idle
-// (after a database restart). The batch holds no COMMIT, so whatever such a
-// connection failed to do was not kept: it is tried again on another
-// connection, a bounded number of times (see staleConn).
 func (s *PgxStore) beginClaim(ctx context.Context, c Claim, outcome Outcome, handler bool) (tx pgx.Tx, early []earlyGuard, claimed bool, err error) {
-	for attempt := 1; ; attempt++ {
+	// The batch holds no COMMIT: whatever a stale connection failed to do
+	// was not kept.
+	err = retryStale(ctx, func() (err error) {
 		tx, early, claimed, err = s.beginClaimOnce(ctx, c, outcome, handler)
-		if err == nil || attempt == maxBeginAttempts || !staleConn(err) || ctx.Err() != nil {
-			if err != nil && !errors.Is(err, errLeaseLost) {
-				err = fmt.Errorf("idempotency: claiming event: %w", err)
-			}
-			return tx, early, claimed, err
+		return err
+	})
+	if err != nil && !errors.Is(err, errLeaseLost) {
+		err = fmt.Errorf("idempotency: claiming event: %w", err)
+	}
+	return tx, early, claimed, err
+}
+
+// retryStale calls fn, and again, on another connection, while it fails
+// on a stale one: a pool may hand out a connection the server closed while
+// it sat idle (after a database restart, a failover, a terminated
+// session). Retrying is safe because staleConn accepts only failures of
+// the connection, never of the statement or of the database (a failure
+// to connect is not retried: the database itself is unreachable), and
+// because every fn given here either kept nothing when its connection
+// failed (no COMMIT was sent) or may run twice with the effect of once
+// (ON CONFLICT DO NOTHING, an UPDATE fenced on the attempt); each call
+// says which. It stops after maxBeginAttempts calls, about one per stale
+// connection in a pool, or once ctx is done.
+func retryStale(ctx context.Context, fn func() error) error {
+	for try := 1; ; try++ {
+		err := fn()
+		if err == nil || try == maxBeginAttempts || !staleConn(err) || ctx.Err() != nil {
+			return err
 		}
 	}
 }
@@ -363,8 +379,8 @@ const (
 // is done.
 const rollbackTimeout = 5 * time.Second
 
-// maxBeginAttempts bounds the retries of a begin that failed before sending
-// anything: about one per stale connection in a pool.
+// maxBeginAttempts bounds the calls of retryStale: about one per stale
+// connection in a pool.
 const maxBeginAttempts = 16
 
 // keepSkipped undoes the handler's writes and records the claim as skipped,
@@ -694,10 +710,10 @@ func (s *PgxStore) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// staleConn reports a failure of the connection the batch went out on, not
-// of the database: nothing in the batch can have committed (it holds no
-// COMMIT), so another connection may be tried. A failure to connect is not
-// one: the database itself is unreachable.
+// staleConn reports a failure of the connection the statements went out
+// on, not of the database, so another connection may be tried (retryStale
+// says when that is safe). A failure to connect is not one: the database
+// itself is unreachable.
 func staleConn(err error) bool {
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &connectErr) {

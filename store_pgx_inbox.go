@@ -282,21 +282,17 @@ func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int,
 		finished = now
 	}
 	var tag pgconn.CommandTag
-	var err error
 	// An attempt that failed because the server went away (a restart, a
 	// failover, a terminated session) is settled at once, on a pooled
 	// connection that may have gone with it: settling again on another is
 	// safe (the fence lets one UPDATE through), and without it the event
 	// would wait for its lease to expire instead of its backoff.
-	for try := 1; ; try++ {
-		err = s.autocommit(ctx, func(q pgxQuerier) (err error) {
+	err := retryStale(ctx, func() error {
+		return s.autocommit(ctx, func(q pgxQuerier) (err error) {
 			tag, err = q.Exec(ctx, s.inbox.settle, eventID, attempt, string(st), storableText(lastError), optionalTime(nextAt), optionalTime(finished), attemptedAt)
 			return err
 		})
-		if err == nil || try == maxBeginAttempts || !staleConn(err) || ctx.Err() != nil {
-			break
-		}
-	}
+	})
 	if err != nil {
 		return false, s.inboxError("settle", err)
 	}

@@ -107,12 +107,11 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 	defer cancel()
 
 	var stored []string
-	var err error
 	// A connection the server closed while it sat idle in the pool fails
 	// the insert; inserting again is safe (a row the first try stored makes
 	// the second a duplicate, which is stored all the same).
-	for try := 1; ; try++ {
-		err = s.autocommit(ctx, func(q pgxQuerier) error {
+	err := retryStale(ctx, func() error {
+		return s.autocommit(ctx, func(q pgxQuerier) error {
 			if len(cols.id) == 1 {
 				// Alone: the plain insert costs less than unnesting.
 				r := batch[0].row
@@ -130,10 +129,7 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 			stored, err = pgx.CollectRows(rows, pgx.RowTo[string])
 			return err
 		})
-		if err == nil || try == maxBeginAttempts || !staleConn(err) || ctx.Err() != nil {
-			break
-		}
-	}
+	})
 	if err != nil {
 		err = s.inboxError("enqueue", err)
 	} else if s.stored != nil {
