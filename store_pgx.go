@@ -304,16 +304,38 @@ type pgxBatcher interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome, handler bool) (pgx.Tx, []earlyGuard, bool, error) {
-	var tx pgx.Tx
-	batch := &pgx.Batch{}
+// beginBatch starts a batch that runs in a new transaction with opts. When
+// the db sends batches, BEGIN is the batch's first statement and tx is nil
+// until sendBatch returns it; otherwise the transaction is begun here, in
+// a round trip of its own, and the batch is sent in it.
+func (s *PgxStore) beginBatch(ctx context.Context, opts pgx.TxOptions) (batch *pgx.Batch, tx pgx.Tx, err error) {
+	batch = &pgx.Batch{}
 	if s.batch != nil {
-		batch.BeginTx(s.opts)
-	} else {
-		var err error
-		if tx, err = s.db.BeginTx(ctx, s.opts); err != nil {
-			return nil, nil, false, err
-		}
+		batch.BeginTx(opts)
+		return batch, nil, nil
+	}
+	tx, err = s.db.BeginTx(ctx, opts)
+	return batch, tx, err
+}
+
+// sendBatch sends a batch from beginBatch, and returns its transaction and
+// results. With commit, a batch that holds its BEGIN ends with COMMIT too,
+// and commitQueued reports it; otherwise the caller commits tx.
+func (s *PgxStore) sendBatch(ctx context.Context, batch *pgx.Batch, tx pgx.Tx, commit bool) (_ pgx.Tx, _ pgx.BatchResults, commitQueued bool) {
+	if s.batch == nil {
+		return tx, tx.SendBatch(ctx, batch), false
+	}
+	if commit {
+		batch.Queue(`COMMIT`)
+	}
+	results := s.batch.SendBatch(ctx, batch)
+	return results.Tx(), results, commit
+}
+
+func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome, handler bool) (pgx.Tx, []earlyGuard, bool, error) {
+	batch, tx, err := s.beginBatch(ctx, s.opts)
+	if err != nil {
+		return nil, nil, false, err
 	}
 	claimAt := batch.Len()
 	batch.Queue(s.sql.claim, c.EventID, c.EventType, c.ObjectID, string(outcome), c.Livemode, c.Account, c.receivedAt())
@@ -336,15 +358,8 @@ func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome,
 		}
 	}
 	guardsAt := batch.Len() - len(early)
-	var results pgx.BatchResults
-	if s.batch != nil {
-		results = s.batch.SendBatch(ctx, batch)
-		tx = results.Tx()
-	} else {
-		results = tx.SendBatch(ctx, batch)
-	}
+	tx, results, _ := s.sendBatch(ctx, batch, tx, false)
 	var claimTag, fenceTag pgconn.CommandTag
-	var err error
 	for i := 0; i < batch.Len() && err == nil; i++ {
 		var tag pgconn.CommandTag
 		tag, err = results.Exec()

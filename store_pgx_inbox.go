@@ -226,12 +226,8 @@ func (s *PgxStore) inboxLease(ctx context.Context, now time.Time, limit int, lea
 func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) (out []inboxRow, err error) {
 	// READ COMMITTED whatever the server's default: the lease statement
 	// must take its snapshot after the lock is granted.
-	opts := pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
-	var tx pgx.Tx
-	batch := &pgx.Batch{}
-	if s.batch != nil {
-		batch.BeginTx(opts)
-	} else if tx, err = s.db.BeginTx(ctx, opts); err != nil {
+	batch, tx, err := s.beginBatch(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
 		return nil, err
 	}
 	batch.Queue(leaseSettings)
@@ -239,17 +235,10 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 	batch.Queue(s.inbox.deadLetter, now, maxAttempts)
 	leaseAt := batch.Len()
 	batch.Queue(s.inbox.lease, now, limit, now.Add(lease))
-	var results pgx.BatchResults
-	if s.batch != nil {
-		// The commit travels in the batch too: the whole lease is one
-		// round trip, and the lock is held no longer than the server
-		// needs. Nothing is returned unless the commit succeeded.
-		batch.Queue(`COMMIT`)
-		results = s.batch.SendBatch(ctx, batch)
-		tx = results.Tx()
-	} else {
-		results = tx.SendBatch(ctx, batch)
-	}
+	// When it can, the commit travels in the batch too: the whole lease is
+	// one round trip, and the lock is held no longer than the server
+	// needs. Nothing is returned unless the commit succeeded.
+	tx, results, commitQueued := s.sendBatch(ctx, batch, tx, true)
 	defer rollback(ctx, tx) // after a commit: nothing to do
 	for i := 0; i < batch.Len() && err == nil; i++ {
 		if i != leaseAt {
@@ -267,7 +256,7 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 	if err != nil {
 		return nil, err
 	}
-	if s.batch == nil {
+	if !commitQueued {
 		if err := tx.Commit(ctx); err != nil {
 			return nil, err
 		}
