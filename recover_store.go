@@ -78,8 +78,7 @@ ON CONFLICT ("name") DO UPDATE SET "last_event_id" = EXCLUDED."last_event_id", "
 		return err
 	})
 	if err != nil {
-		_, err = s.translate(OutcomeFailed, err)
-		return fmt.Errorf("idempotency: saving recovery checkpoint: %w", err)
+		return fmt.Errorf("idempotency: saving recovery checkpoint: %w", s.unavailableErr(err))
 	}
 	return nil
 }

@@ -435,8 +435,7 @@ func (s *PgxStore) Ping(ctx context.Context) error {
 		_, err := tx.Exec(ctx, "SELECT 1")
 		return err
 	})
-	_, err = s.translate(OutcomeFailed, err)
-	return err
+	return s.unavailableErr(err)
 }
 
 // LookupEvent returns the ledger record of a committed event claim.
@@ -464,14 +463,9 @@ func (s *PgxStore) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	outcomes := make([]string, len(f.Outcomes))
-	for i, o := range f.Outcomes {
-		outcomes[i] = string(o)
-	}
-	since, until := pgtype.Timestamptz{Time: f.Since, Valid: !f.Since.IsZero()}, pgtype.Timestamptz{Time: f.Until, Valid: !f.Until.IsZero()}
 	var out []EventRecord
 	err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, s.sql.listEvents, outcomes, f.EventType, f.ObjectID, since, until, f.Limit)
+		rows, err := tx.Query(ctx, s.sql.listEvents, texts(f.Outcomes), f.EventType, f.ObjectID, optionalTime(f.Since), optionalTime(f.Until), f.Limit)
 		if err != nil {
 			return err
 		}
@@ -482,8 +476,7 @@ func (s *PgxStore) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord
 		return err
 	})
 	if err != nil {
-		_, err = s.translate(OutcomeFailed, err)
-		return nil, fmt.Errorf("idempotency: listing events: %w", err)
+		return nil, fmt.Errorf("idempotency: listing events: %w", s.unavailableErr(err))
 	}
 	return out, nil
 }
@@ -509,8 +502,7 @@ func (s *PgxStore) queryRow(ctx context.Context, sql string, args []any, dest ..
 		return err
 	})
 	if err != nil {
-		_, err = s.translate(OutcomeFailed, err)
-		return false, err
+		return false, s.unavailableErr(err)
 	}
 	return found, nil
 }
@@ -595,6 +587,29 @@ func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
 		return outcome, err
 	}
 	return OutcomeUnavailable, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+}
+
+// unavailableErr translates the error of an operation that records no
+// outcome: err, wrapped in ErrStoreUnavailable when it means the database
+// cannot be reached.
+func (s *PgxStore) unavailableErr(err error) error {
+	_, err = s.translate(OutcomeFailed, err)
+	return err
+}
+
+// texts are v's values as the strings of a text[] parameter; never nil, so
+// that an empty v is an empty array rather than NULL.
+func texts[T ~string](v []T) []string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = string(x)
+	}
+	return out
+}
+
+// optionalTime is t as a nullable timestamptz: NULL for the zero time.
+func optionalTime(t time.Time) pgtype.Timestamptz {
+	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
 }
 
 // unavailable reports errors of the connection rather than of the
@@ -719,8 +734,7 @@ func (s *PgxStore) Migrate(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		_, err = s.translate(OutcomeFailed, err)
-		return fmt.Errorf("idempotency: migrate schema %s: %w", schema, err)
+		return fmt.Errorf("idempotency: migrate schema %s: %w", schema, s.unavailableErr(err))
 	}
 	return nil
 }

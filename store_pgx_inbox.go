@@ -164,13 +164,7 @@ func (s *PgxStore) autocommit(ctx context.Context, fn func(q pgxQuerier) error) 
 // inboxError translates err as every store method does, and names the
 // operation.
 func (s *PgxStore) inboxError(op string, err error) error {
-	_, err = s.translate(OutcomeFailed, err)
-	return fmt.Errorf("idempotency: inbox %s: %w", op, err)
-}
-
-// optionalTime is t as a nullable timestamptz: NULL for the zero time.
-func optionalTime(t time.Time) pgtype.Timestamptz {
-	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
+	return fmt.Errorf("idempotency: inbox %s: %w", op, s.unavailableErr(err))
 }
 
 // inboxEnqueue implements inboxBackend: one INSERT ... ON CONFLICT DO
@@ -291,15 +285,11 @@ func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int,
 // inboxRedrive implements inboxBackend: one UPDATE, or with f.DryRun one
 // count.
 func (s *PgxStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.Time) (int, error) {
-	states := make([]string, len(f.States))
-	for i, st := range f.States {
-		states[i] = string(st)
-	}
 	ids := f.EventIDs
 	if ids == nil {
 		ids = []string{}
 	}
-	args := []any{states, ids, f.EventType, optionalTime(f.Since), optionalTime(f.Until), string(f.Kind)}
+	args := []any{texts(f.States), ids, f.EventType, optionalTime(f.Since), optionalTime(f.Until), string(f.Kind)}
 	var n int64
 	err := s.autocommit(ctx, func(q pgxQuerier) error {
 		if f.DryRun {
@@ -342,13 +332,9 @@ func (s *PgxStore) inboxStats(ctx context.Context) (InboxStats, error) {
 
 // inboxList implements inboxBackend: one query, newest received first.
 func (s *PgxStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord, error) {
-	states := make([]string, len(f.States))
-	for i, st := range f.States {
-		states[i] = string(st)
-	}
 	var out []InboxRecord
 	err := s.autocommit(ctx, func(q pgxQuerier) error {
-		rows, err := q.Query(ctx, s.inbox.list, states, f.EventType, f.ObjectID, optionalTime(f.Since), optionalTime(f.Until), f.Limit, f.EventIDs, string(f.Kind))
+		rows, err := q.Query(ctx, s.inbox.list, texts(f.States), f.EventType, f.ObjectID, optionalTime(f.Since), optionalTime(f.Until), f.Limit, f.EventIDs, string(f.Kind))
 		if err != nil {
 			return err
 		}
