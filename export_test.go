@@ -24,6 +24,10 @@ func PgxLocalWaiting(s *PgxStore) int {
 	return s.local.waiters()
 }
 
+// InboxIdle reports whether in's Run waits with no wake pending: only a
+// wake, a poll or its end makes it lease again.
+func InboxIdle(in *Inbox) bool { return in.idle.Load() && len(in.wake) == 0 }
+
 // InboxLeased is an inbox event leased by LeaseInbox, for a test to apply
 // late or never.
 type InboxLeased struct{ row inboxRow }

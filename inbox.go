@@ -129,6 +129,7 @@ type Inbox struct {
 
 	wake    chan struct{} // a due event may be waiting
 	running atomic.Bool
+	idle    atomic.Bool // Run's loop waits for a wake, a poll or the end (for tests)
 
 	notifyMu      sync.Mutex
 	notifying     bool // a goroutine sends notifications
@@ -396,11 +397,13 @@ func (in *Inbox) Run(ctx context.Context) error {
 				continue // more may be due
 			}
 		}
+		in.idle.Store(true)
 		select {
 		case <-ctx.Done():
 		case <-in.wake:
 		case <-ticker.C:
 		}
+		in.idle.Store(false)
 	}
 	close(queue) // the workers apply what is queued, then return
 

@@ -464,9 +464,9 @@ func TestPgxInboxNotifyWakesOtherProcess(t *testing.T) {
 	awaitListener(t, b, 0)
 	require.Eventually(t, func() bool { return b.get(t, "in_notify_0") == 1 }, 10*time.Second, 5*time.Millisecond,
 		"the event stored before Run is found by its first lease")
-	// Let the worker settle into waiting, so that only a wake can find the
-	// next event: its next poll is an hour away.
-	time.Sleep(100 * time.Millisecond)
+	// The worker waits, so that only a wake can find the next event: its
+	// next poll is an hour away.
+	require.Eventually(t, func() bool { return idempotency.InboxIdle(worker) }, 10*time.Second, time.Millisecond)
 	p.deliver(t, "evt_notify_1", "in_notify_1", 0)
 	require.Eventually(t, func() bool { return b.get(t, "in_notify_1") == 1 }, 10*time.Second, 5*time.Millisecond,
 		"the other process's workers were notified")

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,7 @@ var inboxTests = []struct {
 	{"InboxRetriesWithBackoff", testInboxRetries},
 	{"InboxDeadLetterThenRedrive", testInboxDeadLetter},
 	{"InboxPerObjectOrder", testInboxObjectOrder},
+	{"InboxObjectOneAtATime", testInboxObjectOneAtATime},
 	{"InboxFailedEventHoldsItsObject", testInboxFailedHoldsObject},
 	{"InboxDeadWorkerCountsAsAttempt", testInboxDeadWorker},
 	{"InboxSkipAndIgnored", testInboxSkipAndIgnored},
@@ -335,6 +337,48 @@ func testInboxObjectOrder(t *testing.T, b StoreBackend) {
 	}
 	require.Equal(t, []string{"evt_o_1", "evt_o_2a", "evt_o_2b", "evt_o_3"}, ofObject)
 	require.Contains(t, ib.appliedOrder()[:2], "evt_other", "another object's event does not wait for in_o's")
+}
+
+// testInboxObjectOneAtATime: while a worker applies an event of an object,
+// no other event of that object is taken, not even one created before it,
+// while a free worker applies another object's event; the held-back event
+// is applied once the first is done.
+func testInboxObjectOneAtATime(t *testing.T, b StoreBackend) {
+	holding, release := make(chan struct{}), make(chan struct{})
+	var held, released sync.Once
+	ib := newInboxBench(t, b, idempotency.InboxConfig{Workers: 2}, func(id string, attempt int) error {
+		if id == "evt_busy_2" {
+			held.Do(func() { close(holding) })
+			<-release
+		}
+		return nil
+	})
+	// in_free's credit is given first, so that evt_free's handler does not
+	// wait on the counter row evt_busy_2's open transaction has written.
+	ib.deliver(t, "evt_free_0", "invoice.paid", "in_free", 1756742400, idempotency.OutcomeQueued)
+	ib.work(t, 1)
+	ib.deliver(t, "evt_busy_2", "invoice.paid", "in_busy", 1756742402, idempotency.OutcomeQueued)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ib.inbox.Run(ctx) }()
+	defer func() {
+		released.Do(func() { close(release) })
+		cancel()
+		require.NoError(t, receive(t, done, "Run"))
+	}()
+	receive(t, holding, "evt_busy_2's handler")
+
+	ib.deliver(t, "evt_busy_1", "invoice.paid", "in_busy", 1756742401, idempotency.OutcomeQueued)
+	ib.deliver(t, "evt_free", "invoice.paid", "in_free", 1756742403, idempotency.OutcomeQueued)
+	require.Eventually(t, func() bool { return slices.Contains(ib.appliedOrder(), "evt_free") }, waitLimit, time.Millisecond,
+		"the free worker applies another object's event")
+	r := ib.record(t, "evt_busy_1")
+	require.Equal(t, idempotency.InboxPending, r.State, "not taken while its object is being applied")
+	require.Zero(t, r.Attempt)
+
+	released.Do(func() { close(release) })
+	require.Eventually(t, func() bool { return len(ib.appliedOrder()) == 4 }, waitLimit, time.Millisecond)
+	require.Equal(t, []string{"evt_free_0", "evt_free", "evt_busy_2", "evt_busy_1"}, ib.appliedOrder())
 }
 
 // testInboxFailedHoldsObject: a failed event holds the later events of its
