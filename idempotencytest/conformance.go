@@ -58,6 +58,11 @@ type StoreBackend struct {
 	// an event claim or a guard held by another run's transaction. The suite
 	// polls it to know that a copy has reached the wait it tests.
 	Waiting func(t testing.TB) int
+
+	// NoInbox declares a store that idempotency.NewInbox refuses: the
+	// cases of the inbox, of tasks and of inbox mode are skipped for it.
+	// Without it, a store NewInbox refuses fails those cases.
+	NoInbox bool
 }
 
 // RunStoreTests runs the store conformance suite: every guarantee of the
