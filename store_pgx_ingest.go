@@ -92,6 +92,26 @@ func (s *PgxStore) sendIngest(inline bool) {
 // first is told whether the insert stored it, the others that it was
 // stored before.
 func (s *PgxStore) insertIngest(batch []*ingestReq) {
+	// The batch lives as long as its most patient delivery: one that gave
+	// up must not fail the others'.
+	ctx, cancel := latestDeadline(context.Background(), batch)
+	defer cancel()
+
+	if len(batch) == 1 {
+		// Alone, the common case at rest: the plain insert, answered
+		// directly.
+		req := batch[0]
+		req.err = s.insertStored(ctx, func(q pgxQuerier) (err error) {
+			req.inserted, err = s.insertOne(ctx, q, req.row)
+			return err
+		})
+		if req.err == nil && s.stored != nil {
+			s.stored.add(req.row.EventID) // stored now, by this insert or before it
+		}
+		close(req.done)
+		return
+	}
+
 	first := make(map[string]*ingestReq, len(batch))
 	var cols ingestColumns
 	for _, req := range batch {
@@ -101,38 +121,24 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 		first[req.row.EventID] = req
 		cols.add(req.row)
 	}
-	// The batch lives as long as its most patient delivery: one that gave
-	// up must not fail the others'.
-	ctx, cancel := latestDeadline(context.Background(), batch)
-	defer cancel()
-
 	var stored []string
-	// A connection the server closed while it sat idle in the pool fails
-	// the insert; inserting again is safe (a row the first try stored makes
-	// the second a duplicate, which is stored all the same).
-	err := retryStale(ctx, func() error {
-		return s.autocommit(ctx, func(q pgxQuerier) error {
-			if len(cols.id) == 1 {
-				// Alone: the plain insert costs less than unnesting.
-				r := batch[0].row
-				tag, err := q.Exec(ctx, s.inbox.enqueue, r.EventID, r.EventType, r.ObjectID, r.Account, r.Livemode, r.APIVersion,
-					r.Created, r.Payload, string(r.State), r.ReceivedAt, optionalTime(r.NextAttemptAt), optionalTime(r.FinishedAt))
-				if err == nil && tag.RowsAffected() == 1 {
-					stored = cols.id
-				}
-				return err
+	err := s.insertStored(ctx, func(q pgxQuerier) error {
+		if len(cols.id) == 1 {
+			// Copies of one event: the plain insert.
+			ok, err := s.insertOne(ctx, q, batch[0].row)
+			if ok {
+				stored = cols.id
 			}
-			rows, err := q.Query(ctx, s.inbox.enqueueMany, cols.args()...)
-			if err != nil {
-				return err
-			}
-			stored, err = pgx.CollectRows(rows, pgx.RowTo[string])
 			return err
-		})
+		}
+		rows, err := q.Query(ctx, s.inbox.enqueueMany, cols.args()...)
+		if err != nil {
+			return err
+		}
+		stored, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
 	})
-	if err != nil {
-		err = s.inboxError("enqueue", err)
-	} else if s.stored != nil {
+	if err == nil && s.stored != nil {
 		for id := range first {
 			s.stored.add(id) // stored now, by this insert or before it
 		}
@@ -146,6 +152,28 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 		req.inserted = err == nil && first[req.row.EventID] == req && inserted[req.row.EventID]
 		close(req.done)
 	}
+}
+
+// insertStored runs insert, which stores events in the inbox, on its own
+// (see autocommit), and names the operation in its error.
+func (s *PgxStore) insertStored(ctx context.Context, insert func(q pgxQuerier) error) error {
+	// A connection the server closed while it sat idle in the pool fails
+	// the insert; inserting again is safe (a row the first try stored makes
+	// the second a duplicate, which is stored all the same).
+	err := retryStale(ctx, func() error { return s.autocommit(ctx, insert) })
+	if err != nil {
+		return s.inboxError("enqueue", err)
+	}
+	return nil
+}
+
+// insertOne stores r with the plain insert, which costs less than
+// unnesting, and reports whether it stored it (false: it was stored
+// before).
+func (s *PgxStore) insertOne(ctx context.Context, q pgxQuerier, r *inboxRow) (bool, error) {
+	tag, err := q.Exec(ctx, s.inbox.enqueue, r.EventID, r.EventType, r.ObjectID, r.Account, r.Livemode, r.APIVersion,
+		r.Created, r.Payload, string(r.State), r.ReceivedAt, optionalTime(r.NextAttemptAt), optionalTime(r.FinishedAt))
+	return err == nil && tag.RowsAffected() == 1, err
 }
 
 // latestDeadline is ctx bounded by the latest deadline among the batch's
