@@ -56,13 +56,24 @@ func (s *MemoryStore) saveCheckpoint(_ context.Context, cp *recoveryCheckpoint) 
 // the order of recoveryCheckpoint.
 const recoveryColumns = `"since", "types", "only_undelivered", "last_event_id", "last_created", "updated_at"`
 
-func (s *PgxStore) recoveryTable() string {
-	return pgx.Identifier{s.cfg.Schema, "idempotency_recovery"}.Sanitize()
+// pgxRecoverySQL are the statements of recovery checkpoints, on the
+// store's schema.
+type pgxRecoverySQL struct {
+	load, save string
+}
+
+func newPgxRecoverySQL(schema string) pgxRecoverySQL {
+	t := pgx.Identifier{schema, "idempotency_recovery"}.Sanitize()
+	return pgxRecoverySQL{
+		load: `SELECT ` + recoveryColumns + ` FROM ` + t + ` WHERE "name" = $1`,
+		save: `INSERT INTO ` + t + ` ("name", ` + recoveryColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT ("name") DO UPDATE SET "last_event_id" = EXCLUDED."last_event_id", "last_created" = EXCLUDED."last_created", "updated_at" = EXCLUDED."updated_at"`,
+	}
 }
 
 func (s *PgxStore) loadCheckpoint(ctx context.Context, name string) (recoveryCheckpoint, bool, error) {
 	cp := recoveryCheckpoint{Name: name}
-	found, err := s.queryRow(ctx, `SELECT `+recoveryColumns+` FROM `+s.recoveryTable()+` WHERE "name" = $1`, []any{name},
+	found, err := s.queryRow(ctx, s.recovery.load, []any{name},
 		&cp.Since, &cp.Types, &cp.OnlyUndelivered, &cp.LastEventID, &cp.LastCreated, &cp.UpdatedAt)
 	if err != nil {
 		return cp, false, fmt.Errorf("idempotency: loading recovery checkpoint: %w", err)
@@ -70,11 +81,11 @@ func (s *PgxStore) loadCheckpoint(ctx context.Context, name string) (recoveryChe
 	return cp, found, nil
 }
 
+// saveCheckpoint implements recoveryBackend: one upsert, a statement and a
+// transaction of its own (one round trip on a pool or a connection).
 func (s *PgxStore) saveCheckpoint(ctx context.Context, cp *recoveryCheckpoint) error {
-	err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO `+s.recoveryTable()+` ("name", `+recoveryColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT ("name") DO UPDATE SET "last_event_id" = EXCLUDED."last_event_id", "last_created" = EXCLUDED."last_created", "updated_at" = EXCLUDED."updated_at"`,
-			cp.Name, cp.Since, cp.Types, cp.OnlyUndelivered, cp.LastEventID, cp.LastCreated, cp.UpdatedAt)
+	err := s.autocommit(ctx, func(q pgxQuerier) error {
+		_, err := q.Exec(ctx, s.recovery.save, cp.Name, cp.Since, cp.Types, cp.OnlyUndelivered, cp.LastEventID, cp.LastCreated, cp.UpdatedAt)
 		return err
 	})
 	if err != nil {

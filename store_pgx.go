@@ -78,14 +78,15 @@ type PgxConfig struct {
 // It is safe for concurrent use by as many goroutines and processes as the
 // database serves.
 type PgxStore struct {
-	db      PgxBeginner
-	batch   pgxBatcher // db, when it sends batches (a pool or a connection)
-	cfg     PgxConfig
-	opts    pgx.TxOptions
-	sql     pgxStatements
-	inbox   pgxInboxSQL
-	objects pgxObjectSQL
-	local   *localClaims // nil when PgxConfig.RecentClaims is negative
+	db       PgxBeginner
+	batch    pgxBatcher // db, when it sends batches (a pool or a connection)
+	cfg      PgxConfig
+	opts     pgx.TxOptions
+	sql      pgxStatements
+	inbox    pgxInboxSQL
+	objects  pgxObjectSQL
+	recovery pgxRecoverySQL
+	local    *localClaims // nil when PgxConfig.RecentClaims is negative
 	// stored are the ids of events this process stored in the inbox; nil
 	// when PgxConfig.RecentClaims is negative.
 	stored *storedIDs
@@ -128,14 +129,15 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 	batch, _ := db.(pgxBatcher)
 	s := pgx.Identifier{cfg.Schema}.Sanitize()
 	return &PgxStore{
-		db:      db,
-		batch:   batch,
-		cfg:     cfg,
-		opts:    pgx.TxOptions{IsoLevel: cfg.IsoLevel},
-		local:   local,
-		stored:  stored,
-		inbox:   newPgxInboxSQL(cfg.Schema),
-		objects: newPgxObjectSQL(cfg.Schema),
+		db:       db,
+		batch:    batch,
+		cfg:      cfg,
+		opts:     pgx.TxOptions{IsoLevel: cfg.IsoLevel},
+		local:    local,
+		stored:   stored,
+		inbox:    newPgxInboxSQL(cfg.Schema),
+		objects:  newPgxObjectSQL(cfg.Schema),
+		recovery: newPgxRecoverySQL(cfg.Schema),
 		sql: pgxStatements{
 			claim: `INSERT INTO ` + s + `.idempotency_events (event_id, event_type, object_id, outcome, livemode, account, received_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`,
