@@ -639,3 +639,23 @@ func (in *Inbox) List(ctx context.Context, f InboxFilter) ([]InboxRecord, error)
 	}
 	return in.store.inboxList(ctx, f)
 }
+
+// Payload returns the stored body of an inbox event, as Stripe sent it
+// (for a task, its arguments as JSON), and false when the inbox does not
+// have it: never stored, or pruned ([Retention].Payloads). It is the
+// event's full data, customer details included: show it only to those
+// allowed to see them.
+func (in *Inbox) Payload(ctx context.Context, eventID string) ([]byte, bool, error) {
+	if !validText(eventID) {
+		return nil, false, nil // no row can hold it
+	}
+	return in.store.inboxPayload(ctx, eventID)
+}
+
+// Forget deletes what makes an event known, so that it is applied again
+// when it comes next: its claim, the guards its transaction claimed and
+// its inbox row. See [PgxStore.Forget] for what stays and for how long
+// other replicas still answer it duplicate.
+func (in *Inbox) Forget(ctx context.Context, eventID string) (bool, error) {
+	return in.store.Forget(ctx, eventID)
+}

@@ -147,6 +147,14 @@ type inboxBackend interface {
 
 	// inboxList returns the events f selects, newest received first.
 	inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord, error)
+
+	// inboxPayload returns the payload of an inbox event (a task's
+	// arguments), and false when the inbox does not have it.
+	inboxPayload(ctx context.Context, eventID string) ([]byte, bool, error)
+
+	// Forget deletes eventID's claim, the guards its transaction claimed
+	// and its finished inbox row; see PgxStore.Forget.
+	Forget(ctx context.Context, eventID string) (bool, error)
 }
 
 // inboxFence is set on the Claim of an inbox attempt: the store's Run

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // localClaims spares the database the deliveries one process can answer
@@ -14,7 +15,9 @@ import (
 //
 // The database stays the authority: an id this process has not seen
 // committed always goes to it, so replicas and restarts change nothing.
-// Only committed claims are remembered, and those are never undone.
+// Only committed claims are remembered, each for PgxConfig.RecentClaimsTTL:
+// a claim deleted since ([PgxStore.Forget], [PgxStore.Prune]) is honoured
+// by this process at once and by every other within that time.
 type localClaims struct {
 	mu       sync.Mutex
 	inFlight map[string]chan struct{} // closed when the run ends
@@ -22,8 +25,15 @@ type localClaims struct {
 	recent   recentIDs                // committed claims
 }
 
-func newLocalClaims(capacity int) *localClaims {
-	return &localClaims{inFlight: make(map[string]chan struct{}), recent: newRecentIDs(capacity)}
+func newLocalClaims(capacity int, ttl time.Duration) *localClaims {
+	return &localClaims{inFlight: make(map[string]chan struct{}), recent: newRecentIDs(capacity, ttl)}
+}
+
+// forget drops id from the committed claims remembered.
+func (l *localClaims) forget(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recent.forget(id)
 }
 
 // acquire waits until no other run of id is in flight in this process. It
@@ -74,26 +84,34 @@ func (l *localClaims) waiters() int {
 	return l.waiting
 }
 
-// recentIDs is a bounded set of ids: the newest capacity ids added. It is
-// not safe for concurrent use.
+// recentIDs is a bounded set of ids: the newest capacity ids added, each
+// for ttl after it was added. The bound in time is what lets a deleted
+// ledger row or inbox row ([PgxStore.Forget], or by hand) be honoured by
+// every process within ttl. It is not safe for concurrent use.
 type recentIDs struct {
-	set  map[string]struct{}
-	ring []string // the ids, oldest at next once full
+	set  map[string]time.Time // id → when it was added
+	ring []string             // the ids, oldest at next once full
 	next int
+	ttl  time.Duration
+	now  func() time.Time // time.Now; tests set another
 }
 
-func newRecentIDs(capacity int) recentIDs {
-	return recentIDs{set: make(map[string]struct{}, capacity), ring: make([]string, 0, capacity)}
+func newRecentIDs(capacity int, ttl time.Duration) recentIDs {
+	return recentIDs{set: make(map[string]time.Time, capacity), ring: make([]string, 0, capacity), ttl: ttl, now: time.Now}
 }
 
 func (r *recentIDs) has(id string) bool {
-	_, ok := r.set[id]
-	return ok
+	added, ok := r.set[id]
+	return ok && r.now().Sub(added) < r.ttl
 }
 
-// add adds id, forgetting the oldest when full.
+// add adds id, or renews it, forgetting the oldest when full.
 func (r *recentIDs) add(id string) {
-	if r.has(id) || cap(r.ring) == 0 {
+	if cap(r.ring) == 0 {
+		return
+	}
+	if _, ok := r.set[id]; ok {
+		r.set[id] = r.now()
 		return
 	}
 	if len(r.ring) < cap(r.ring) {
@@ -103,13 +121,19 @@ func (r *recentIDs) add(id string) {
 		r.ring[r.next] = id
 		r.next = (r.next + 1) % len(r.ring)
 	}
-	r.set[id] = struct{}{}
+	r.set[id] = r.now()
+}
+
+// forget drops id. Its slot in the ring stays until it comes round, and
+// may then drop a later add of the same id early: that costs one round
+// trip, never a wrong answer.
+func (r *recentIDs) forget(id string) {
+	delete(r.set, id)
 }
 
 // storedIDs remembers the ids of events this process stored in the inbox,
 // or found stored, so that a redelivery is answered duplicate without a
-// round trip. Inbox rows are never deleted, so a remembered id stays
-// stored. It is a memory apart from the claims': an event stored is not
+// round trip. It is a memory apart from the claims': an event stored is not
 // an event applied.
 type storedIDs struct {
 	mu  sync.Mutex
@@ -126,4 +150,10 @@ func (s *storedIDs) add(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ids.add(id)
+}
+
+func (s *storedIDs) forget(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids.forget(id)
 }

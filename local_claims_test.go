@@ -10,7 +10,7 @@ import (
 
 func TestLocalClaimsRemembersBoundedRecentIDs(t *testing.T) {
 	t.Parallel()
-	l := newLocalClaims(2)
+	l := newLocalClaims(2, time.Hour)
 	for _, id := range []string{"a", "b", "c"} {
 		done, release, err := l.acquire(context.Background(), id)
 		require.NoError(t, err)
@@ -30,7 +30,7 @@ func TestLocalClaimsRemembersBoundedRecentIDs(t *testing.T) {
 
 func TestLocalClaimsFailedRunIsNotRemembered(t *testing.T) {
 	t.Parallel()
-	l := newLocalClaims(4)
+	l := newLocalClaims(4, time.Hour)
 	_, release, err := l.acquire(context.Background(), "a")
 	require.NoError(t, err)
 
@@ -50,4 +50,31 @@ func TestLocalClaimsFailedRunIsNotRemembered(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, done, "a failed run leaves the id to the database")
 	release(true)
+}
+
+func TestRecentIDsExpireAndForget(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	r := newRecentIDs(4, time.Minute)
+	r.now = func() time.Time { return now }
+	r.add("a")
+	r.add("b")
+	require.True(t, r.has("a"))
+
+	r.forget("a")
+	require.False(t, r.has("a"), "a forgotten id is not remembered")
+	require.True(t, r.has("b"))
+
+	now = now.Add(59 * time.Second)
+	r.add("b") // renewed
+	now = now.Add(2 * time.Second)
+	require.True(t, r.has("b"), "an id added again is remembered from then on")
+	r.add("c")
+	now = now.Add(time.Minute)
+	require.False(t, r.has("b"), "an id is remembered for the TTL only")
+	require.False(t, r.has("c"))
+
+	// A forgotten id added again is remembered, whatever its old ring slot.
+	r.add("a")
+	require.True(t, r.has("a"))
 }

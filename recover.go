@@ -127,10 +127,11 @@ type RecoverReport struct {
 // Exactly once holds only while the ledger keeps the ids it claimed at
 // least as long as recovery reaches back, RecoveryWindow (30 days): an id
 // deleted from the ledger would be applied again by a Recover that lists
-// its event. Nothing in this package deletes ledger rows; whatever prunes
-// them must keep every id processed in the last 30 days, plus the length
-// of the longest recovery run (an event is processed after it is
-// created, so that covers every event the Events API still lists).
+// its event. [PgxStore.Prune] keeps them at least 45 days, and refuses a
+// shorter Retention; whatever else deletes them must keep every id
+// processed in the last 30 days, plus the length of the longest recovery
+// run (an event is processed after it is created, so that covers every
+// event the Events API still lists).
 //
 // Recover handles one event at a time, in the order Stripe creates
 // them (within one second, in the Events API's order). A failed event

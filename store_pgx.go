@@ -60,13 +60,20 @@ type PgxConfig struct {
 	// database round trip, and concurrent copies of one event wait in the
 	// process for the first copy's outcome rather than each on the claim
 	// row. The database stays the authority for every id not remembered, so
-	// replicas behave as before. A ledger row deleted by hand (to replay an
-	// event) is still remembered by running processes until they forget it
-	// or restart. It also sizes the memory of event ids this process
-	// stored in the inbox, which answers an inbox redelivery duplicate
-	// without a round trip in the same way. Defaults to 16384; negative
-	// turns both memories off, and with them the in-process wait.
+	// replicas behave as before. It also sizes the memory of event ids this
+	// process stored in the inbox, which answers an inbox redelivery
+	// duplicate without a round trip in the same way. Defaults to 16384;
+	// negative turns both memories off, and with them the in-process wait.
 	RecentClaims int
+
+	// RecentClaimsTTL is how long an id stays in those memories. It bounds
+	// how long a forgotten event ([PgxStore.Forget], or a ledger row deleted
+	// by hand) is still answered duplicate by another replica: the process
+	// that forgets it drops it at once, every other within RecentClaimsTTL.
+	// Stripe's copies of one event come within seconds of each other, so a
+	// short time keeps nearly all of the memories' gain. Defaults to
+	// DefaultRecentClaimsTTL (1 minute).
+	RecentClaimsTTL time.Duration
 }
 
 // PgxStore is the PostgreSQL [Store], on pgx v5. The event id is claimed
@@ -78,23 +85,27 @@ type PgxConfig struct {
 // It is safe for concurrent use by as many goroutines and processes as the
 // database serves.
 type PgxStore struct {
-	db       PgxBeginner
-	batch    pgxBatcher // db, when it sends batches (a pool or a connection)
-	cfg      PgxConfig
-	opts     pgx.TxOptions
-	sql      pgxStatements
-	inbox    pgxInboxSQL
-	objects  pgxObjectSQL
-	recovery pgxRecoverySQL
-	local    *localClaims // nil when PgxConfig.RecentClaims is negative
+	db        PgxBeginner
+	batch     pgxBatcher // db, when it sends batches (a pool or a connection)
+	cfg       PgxConfig
+	opts      pgx.TxOptions
+	sql       pgxStatements
+	inbox     pgxInboxSQL
+	objects   pgxObjectSQL
+	recovery  pgxRecoverySQL
+	retention pgxRetentionSQL
+	local     *localClaims // nil when PgxConfig.RecentClaims is negative
 	// stored are the ids of events this process stored in the inbox; nil
 	// when PgxConfig.RecentClaims is negative.
 	stored *storedIDs
 	ingest ingest
 }
 
-// DefaultRecentClaims is the default of PgxConfig.RecentClaims.
-const DefaultRecentClaims = 16384
+// The defaults of PgxConfig.RecentClaims and RecentClaimsTTL.
+const (
+	DefaultRecentClaims    = 16384
+	DefaultRecentClaimsTTL = time.Minute
+)
 
 type pgxStatements struct {
 	claim, markSkipped, guard, releaseGuard, lookupEvent, lookupGuard, listEvents string
@@ -116,6 +127,12 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 	default:
 		return nil, fmt.Errorf("idempotency: PgxConfig.IsoLevel %q is not one of read committed, repeatable read, serializable", cfg.IsoLevel)
 	}
+	switch {
+	case cfg.RecentClaimsTTL == 0:
+		cfg.RecentClaimsTTL = DefaultRecentClaimsTTL
+	case cfg.RecentClaimsTTL < 0:
+		return nil, fmt.Errorf("idempotency: PgxConfig.RecentClaimsTTL %v is negative", cfg.RecentClaimsTTL)
+	}
 	var local *localClaims
 	var stored *storedIDs
 	switch {
@@ -123,21 +140,22 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 		cfg.RecentClaims = DefaultRecentClaims
 		fallthrough
 	case cfg.RecentClaims > 0:
-		local = newLocalClaims(cfg.RecentClaims)
-		stored = &storedIDs{ids: newRecentIDs(cfg.RecentClaims)}
+		local = newLocalClaims(cfg.RecentClaims, cfg.RecentClaimsTTL)
+		stored = &storedIDs{ids: newRecentIDs(cfg.RecentClaims, cfg.RecentClaimsTTL)}
 	}
 	batch, _ := db.(pgxBatcher)
 	s := pgx.Identifier{cfg.Schema}.Sanitize()
 	return &PgxStore{
-		db:       db,
-		batch:    batch,
-		cfg:      cfg,
-		opts:     pgx.TxOptions{IsoLevel: cfg.IsoLevel},
-		local:    local,
-		stored:   stored,
-		inbox:    newPgxInboxSQL(cfg.Schema),
-		objects:  newPgxObjectSQL(cfg.Schema),
-		recovery: newPgxRecoverySQL(cfg.Schema),
+		db:        db,
+		batch:     batch,
+		cfg:       cfg,
+		opts:      pgx.TxOptions{IsoLevel: cfg.IsoLevel},
+		local:     local,
+		stored:    stored,
+		inbox:     newPgxInboxSQL(cfg.Schema),
+		objects:   newPgxObjectSQL(cfg.Schema),
+		recovery:  newPgxRecoverySQL(cfg.Schema),
+		retention: newPgxRetentionSQL(cfg.Schema),
 		sql: pgxStatements{
 			claim: `INSERT INTO ` + s + `.idempotency_events (event_id, event_type, object_id, outcome, livemode, account, received_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`,

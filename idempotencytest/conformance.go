@@ -118,6 +118,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 	}
 	tests = append(tests, inboxTests...)
 	tests = append(tests, taskTests...)
+	tests = append(tests, retentionTests...)
 	tests = append(tests, currentTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

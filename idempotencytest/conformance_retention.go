@@ -1,0 +1,251 @@
+package idempotencytest
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// RetentionStore is a store that prunes and forgets: MemoryStore and
+// PgxStore. RunStoreTests runs the retention cases on a StoreBackend
+// whose Store is one.
+type RetentionStore interface {
+	idempotency.Pruner
+	Forget(ctx context.Context, eventID string) (bool, error)
+}
+
+// retentionTests are the guarantees of Prune and Forget.
+var retentionTests = []struct {
+	name string
+	fn   func(t *testing.T, b StoreBackend)
+}{
+	{"PruneKeepsWhatEachRuleKeeps", testPruneRules},
+	{"PruneRefusesUnsafeSettings", testPruneRefuses},
+	{"PruneInBatches", testPruneBatches},
+	{"ForgetLetsAnEventApplyAgain", testForget},
+}
+
+func retentionStore(t *testing.T, b StoreBackend) RetentionStore {
+	t.Helper()
+	rs, ok := b.Store.(RetentionStore)
+	if !ok {
+		t.Skipf("%T has no Prune and Forget", b.Store)
+	}
+	return rs
+}
+
+// prune runs a prune measured at now and returns its report.
+func prune(t *testing.T, rs RetentionStore, r idempotency.Retention, now time.Time) idempotency.PruneReport {
+	t.Helper()
+	r.Now = func() time.Time { return now }
+	rep, err := rs.Prune(ctxT(t), r)
+	require.NoError(t, err)
+	return rep
+}
+
+// testPruneRules: each kind of row goes when its window has passed and
+// not before; a redelivery of an event whose inbox row was pruned is
+// stored again but not applied again, its claim answers for it; guards
+// and tasks stay unless a window is set.
+func testPruneRules(t *testing.T, b StoreBackend) {
+	rs := retentionStore(t, b)
+	ib := newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 1}, func(id string, _ int) error {
+		if id == "evt_r_dead" {
+			return errDownstream
+		}
+		return nil
+	})
+	ib.deliver(t, "evt_r_done", "invoice.paid", "in_r_done", 1756742400, idempotency.OutcomeQueued)
+	ib.deliver(t, "evt_r_dead", "invoice.paid", "in_r_dead", 1756742400, idempotency.OutcomeQueued)
+	ib.deliver(t, "evt_r_skip", "checkout.session.completed", "cs_r", 1756742400, idempotency.OutcomeQueued)
+	ib.deliver(t, "evt_r_ign", "customer.created", "cus_r", 1756742400, idempotency.OutcomeIgnored)
+	ib.deliver(t, "evt_r_new", "invoice.paid", "in_r_new", 1756742401, idempotency.OutcomeQueued)
+	ib.work(t, 4)
+	require.Equal(t, 2, b.Get(t, "c"))
+
+	payload, ok, err := ib.inbox.Payload(ctxT(t), "evt_r_done")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.JSONEq(t, string(inboxEvent("evt_r_done", "invoice.paid", "in_r_done", 1756742400)), string(payload), "the payload as delivered")
+
+	// The inbox's times are the fake clock's; the ledger's are the store's.
+	start := ib.clock.Now()
+	rep := prune(t, rs, idempotency.Retention{}, start.Add(6*24*time.Hour))
+	require.Zero(t, rep.Total(), "nothing is a week old yet: %+v", rep)
+
+	ib.deliver(t, "evt_r_late", "invoice.paid", "in_r_late", 1756742402, idempotency.OutcomeQueued)
+	ib.clock.Advance(7 * 24 * time.Hour)
+	ib.work(t, 1)
+	rep = prune(t, rs, idempotency.Retention{}, start.Add(8*24*time.Hour))
+	require.Equal(t, idempotency.PruneReport{Events: 4}, rep, "events finished a week ago go; the one finished since, the dead letter and the ledger stay")
+	require.Equal(t, idempotency.InboxProcessed, ib.record(t, "evt_r_late").State)
+	for _, id := range []string{"evt_r_done", "evt_r_skip", "evt_r_ign", "evt_r_new"} {
+		_, ok, err := ib.inbox.Lookup(ctxT(t), id)
+		require.NoError(t, err)
+		require.False(t, ok, "%s is pruned from the inbox", id)
+	}
+	_, ok, err = ib.inbox.Payload(ctxT(t), "evt_r_done")
+	require.NoError(t, err)
+	require.False(t, ok, "its payload with it")
+	require.Equal(t, idempotency.InboxDeadLetter, ib.record(t, "evt_r_dead").State)
+	requireEvent(t, b, "evt_r_done", idempotency.OutcomeProcessed)
+
+	// A redelivery now is stored again, and its claim stops it.
+	before := b.Get(t, "c")
+	ib.deliver(t, "evt_r_done", "invoice.paid", "in_r_done", 1756742400, idempotency.OutcomeQueued)
+	ib.work(t, 1)
+	require.Equal(t, idempotency.InboxProcessed, ib.record(t, "evt_r_done").State)
+	require.Equal(t, before, b.Get(t, "c"), "evt_r_done is not applied again")
+
+	rep = prune(t, rs, idempotency.Retention{}, start.Add(91*24*time.Hour))
+	require.Equal(t, 1, rep.DeadLetters, "%+v", rep)
+	require.Zero(t, rep.EventIDs, "the ledger keeps ids 45 days from when they were claimed")
+	_, ok, err = ib.inbox.Lookup(ctxT(t), "evt_r_dead")
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	// The ledger's window is measured on the store's own times.
+	later := time.Now().Add(46 * 24 * time.Hour)
+	rep = prune(t, rs, idempotency.Retention{}, later)
+	require.Equal(t, 4, rep.EventIDs, "%+v", rep) // done, skip, new, late: the ignored one was never claimed
+	_, ok, err = b.Store.LookupEvent(ctxT(t), "evt_r_done")
+	require.NoError(t, err)
+	require.False(t, ok, "the claim is pruned")
+	_, ok, err = b.Store.LookupGuard(ctxT(t), "object-credit", "in_r_done")
+	require.NoError(t, err)
+	require.True(t, ok, "guards are kept unless a window is set")
+
+	rep = prune(t, rs, idempotency.Retention{Guards: 45 * 24 * time.Hour}, later)
+	require.Equal(t, 3, rep.Guards, "%+v", rep) // in_r_done, in_r_new, in_r_late
+	_, ok, err = b.Store.LookupGuard(ctxT(t), "object-credit", "in_r_done")
+	require.NoError(t, err)
+	require.False(t, ok)
+}
+
+// testPruneRefuses: a setting that breaks a rule is refused, naming it,
+// and nothing is deleted.
+func testPruneRefuses(t *testing.T, b StoreBackend) {
+	rs := retentionStore(t, b)
+	_, err := b.Store.Run(ctxT(t), idempotency.Claim{EventID: "evt_keep", EventType: "invoice.paid"}, addOne(b, "c"))
+	require.NoError(t, err)
+	far := time.Now().Add(365 * 24 * time.Hour)
+	day := 24 * time.Hour
+	for _, c := range []struct {
+		r    idempotency.Retention
+		want string
+	}{
+		{idempotency.Retention{EventIDs: 30 * day}, "Retention.EventIDs"},
+		{idempotency.Retention{EventIDs: time.Nanosecond}, "recovery"},
+		{idempotency.Retention{Payloads: -day}, "Retention.Payloads"},
+		{idempotency.Retention{Payloads: 30 * day, DeadLetters: 10 * day}, "Retention.DeadLetters"},
+		{idempotency.Retention{Guards: 44 * day}, "Retention.Guards"},
+		{idempotency.Retention{EventIDs: 60 * day, Guards: 50 * day}, "as long as the event ids"},
+		{idempotency.Retention{Tasks: day}, "Retention.Tasks"},
+		{idempotency.Retention{BatchSize: -1}, "Retention.BatchSize"},
+	} {
+		c.r.Now = func() time.Time { return far }
+		rep, err := rs.Prune(ctxT(t), c.r)
+		require.ErrorContains(t, err, c.want, "%+v", c.r)
+		require.Zero(t, rep.Total())
+	}
+	requireEvent(t, b, "evt_keep", idempotency.OutcomeProcessed)
+}
+
+// testPruneBatches: a prune deletes in batches, reporting each; a
+// cancelled context stops it between batches with what was done.
+func testPruneBatches(t *testing.T, b StoreBackend) {
+	rs := retentionStore(t, b)
+	const n = 7
+	for i := range n {
+		_, err := b.Store.Run(ctxT(t), idempotency.Claim{EventID: "evt_batch_" + string(rune('a'+i)), EventType: "invoice.paid"}, nil)
+		require.NoError(t, err)
+	}
+	var seen []int
+	ctx, cancel := context.WithCancel(ctxT(t))
+	r := idempotency.Retention{BatchSize: 2, Now: func() time.Time { return time.Now().Add(46 * 24 * time.Hour) }}
+	r.OnBatch = func(rep idempotency.PruneReport) {
+		seen = append(seen, rep.EventIDs)
+		if len(seen) == 2 {
+			cancel()
+		}
+	}
+	rep, err := rs.Prune(ctx, r)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, []int{2, 4}, seen, "one report per batch, with the totals")
+	require.Equal(t, 4, rep.EventIDs, "the report says what was committed")
+	left, err := b.Store.ListEvents(ctxT(t), idempotency.EventFilter{})
+	require.NoError(t, err)
+	require.Len(t, left, n-4)
+
+	seen = nil
+	r.OnBatch = func(rep idempotency.PruneReport) { seen = append(seen, rep.EventIDs) }
+	rep, err = rs.Prune(ctxT(t), r)
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 3}, seen)
+	require.Equal(t, idempotency.PruneReport{EventIDs: 3}, rep)
+}
+
+// testForget: a forgotten event is applied again when it comes next, in
+// inbox mode and synchronous mode, by the process that forgot it; an
+// event still to be applied is refused; an unknown one reports false.
+func testForget(t *testing.T, b StoreBackend) {
+	rs := retentionStore(t, b)
+	ib := newInboxBench(t, b, idempotency.InboxConfig{}, nil)
+	ib.deliver(t, "evt_f", "invoice.paid", "in_f", 1756742400, idempotency.OutcomeQueued)
+	ib.deliver(t, "evt_f_wait", "invoice.paid", "in_f_wait", 1756742400, idempotency.OutcomeQueued)
+	ib.work(t, 2)
+	ib.deliver(t, "evt_f_pending", "invoice.paid", "in_f_pending", 1756742400, idempotency.OutcomeQueued)
+	require.Equal(t, 2, b.Get(t, "c"))
+
+	_, err := ib.inbox.Forget(ctxT(t), "evt_f_pending")
+	require.ErrorIs(t, err, idempotency.ErrUnfinished)
+	require.Equal(t, idempotency.InboxPending, ib.record(t, "evt_f_pending").State, "a refused forget changes nothing")
+
+	found, err := ib.inbox.Forget(ctxT(t), "evt_f")
+	require.NoError(t, err)
+	require.True(t, found)
+	_, ok, err := b.Store.LookupEvent(ctxT(t), "evt_f")
+	require.NoError(t, err)
+	require.False(t, ok, "the claim is gone")
+	_, ok, err = b.Store.LookupGuard(ctxT(t), "object-credit", "in_f")
+	require.NoError(t, err)
+	require.False(t, ok, "the guards its transaction claimed are gone")
+	_, ok, err = b.Store.LookupGuard(ctxT(t), "object-credit", "in_f_wait")
+	require.NoError(t, err)
+	require.True(t, ok, "other events' guards stay")
+
+	ib.deliver(t, "evt_f", "invoice.paid", "in_f", 1756742400, idempotency.OutcomeQueued)
+	ib.work(t, 2)
+	require.Equal(t, 4, b.Get(t, "c"), "the forgotten event applied again, the pending one once")
+
+	found, err = rs.Forget(ctxT(t), "evt_never")
+	require.NoError(t, err)
+	require.False(t, found)
+
+	// Synchronous mode: the duplicate is answered from the ledger (or the
+	// store's memory of it) until the event is forgotten.
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, _ idempotency.Event[inboxObject]) error {
+		return b.Add(ctx, tx, "sync", 1)
+	})
+	h, err := idempotency.NewHandler(b.Store, hs, idempotency.Config{Secrets: []string{inboxSecret}, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	body := inboxEvent("evt_f_sync", "invoice.paid", "in_f_sync", 1756742400)
+	for i, want := range []idempotency.Outcome{idempotency.OutcomeProcessed, idempotency.OutcomeDuplicate} {
+		a := Deliver(h, body, inboxSecret)
+		require.Equal(t, http.StatusOK, a.Status)
+		require.Equal(t, want, a.Outcome, "delivery %d", i+1)
+	}
+	found, err = rs.Forget(ctxT(t), "evt_f_sync")
+	require.NoError(t, err)
+	require.True(t, found)
+	a := Deliver(h, body, inboxSecret)
+	require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, "applied again after Forget")
+	require.Equal(t, 2, b.Get(t, "sync"))
+}

@@ -1,0 +1,13 @@
+-- Retention (Prune) and Forget.
+-- {{schema}} is replaced by the configured schema, quoted.
+
+-- Prune deletes finished events, finished tasks and dead letters by the
+-- time they finished, batch by batch; without this index each batch would
+-- scan again past the rows it keeps (tasks are kept by default).
+CREATE INDEX IF NOT EXISTS idempotency_inbox_finished_idx
+    ON {{schema}}.idempotency_inbox (kind, state, finished_at)
+    WHERE finished_at IS NOT NULL;
+
+-- Forget deletes the guards that an event's transaction claimed.
+CREATE INDEX IF NOT EXISTS idempotency_guards_event_id_idx
+    ON {{schema}}.idempotency_guards (event_id);

@@ -1,0 +1,261 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Retention says how long a store keeps what it stored, for
+// [PgxStore.Prune] and [MemoryStore.Prune]. The zero value is the
+// defaults. Every window is measured back from Now; what is older is
+// deleted.
+//
+// The windows follow from what each row is for:
+//
+//   - A claimed event id is what answers a redelivery duplicate. Stripe
+//     retries for three days, and [Handler.Recover] lists events up to
+//     [RecoveryWindow] (30 days) back, so an id deleted sooner could be
+//     applied a second time. EventIDs is at least 45 days, the 30 days
+//     plus a margin for a recovery run and for clocks.
+//   - A finished inbox event (processed, skipped or ignored) keeps its
+//     payload for an operator to look at. It is not what stops a
+//     redelivery (its claim is), so it may go sooner: after a week by
+//     default. A redelivery after that is stored again, and its claim
+//     answers it duplicate when a worker takes it.
+//   - A dead letter waits for an operator to fix the cause and redrive
+//     it: 90 days by default, and never less than the finished events'.
+//   - A guard ([Tx.Guard], [CheckOrder]'s keys) and a finished task (the
+//     record that its key was enqueued) stop a different event from doing
+//     the same thing again, so they are kept unless a window at least as
+//     long as EventIDs is set: a shorter one would let an event that the
+//     ledger still answers for write a natural key a second time.
+//
+// Settings that break one of these rules are refused with an error naming
+// the rule, and nothing is deleted.
+type Retention struct {
+	// EventIDs is how long claimed event ids are kept in the ledger.
+	// Defaults to DefaultEventIDRetention (45 days), which is also the
+	// least accepted.
+	EventIDs time.Duration
+	// Payloads is how long finished inbox events (processed, skipped,
+	// ignored), with their payloads, are kept after they finished.
+	// Defaults to DefaultPayloadRetention (7 days).
+	Payloads time.Duration
+	// DeadLetters is how long dead-lettered events and tasks are kept
+	// after they were dead-lettered. Defaults to DefaultDeadLetterRetention
+	// (90 days); it may not be shorter than Payloads.
+	DeadLetters time.Duration
+	// Guards is how long natural-key guards and CheckOrder's keys are
+	// kept after they were claimed. Zero keeps them; otherwise it may not
+	// be shorter than EventIDs.
+	Guards time.Duration
+	// Tasks is how long finished tasks (processed, skipped) are kept after
+	// they finished: while a task's row is there, enqueueing its key again
+	// does nothing. Zero keeps them; otherwise it may not be shorter than
+	// EventIDs.
+	Tasks time.Duration
+
+	// BatchSize is how many rows one transaction deletes, so that a prune
+	// never holds many rows locked at once nor blocks deliveries for long.
+	// Defaults to DefaultPruneBatch (1000); at most MaxPruneBatch.
+	BatchSize int
+	// Pause is how long a prune waits after each batch, so that it takes
+	// a small share of the database from the deliveries running meanwhile.
+	// Defaults to DefaultPrunePause (50ms): with the default BatchSize, at
+	// most 20,000 rows a second, about an hour's worth of a busy service's
+	// events in a minute. Negative does not pause: for a one-off prune at
+	// a quiet time.
+	Pause time.Duration
+	// Now is the clock the windows are measured on. Defaults to time.Now.
+	Now func() time.Time
+	// OnBatch, when set, is called after each committed batch with the
+	// totals so far: the place for a progress bar.
+	OnBatch func(PruneReport)
+}
+
+// The defaults and bounds of Retention.
+const (
+	DefaultEventIDRetention    = 45 * 24 * time.Hour
+	DefaultPayloadRetention    = 7 * 24 * time.Hour
+	DefaultDeadLetterRetention = 90 * 24 * time.Hour
+	DefaultPruneBatch          = 1000
+	DefaultPrunePause          = 50 * time.Millisecond
+	MaxPruneBatch              = 100000
+)
+
+// check validates r, naming the rule a setting breaks, and applies the
+// defaults.
+func (r *Retention) check() error {
+	if r.EventIDs == 0 {
+		r.EventIDs = DefaultEventIDRetention
+	}
+	if r.Payloads == 0 {
+		r.Payloads = DefaultPayloadRetention
+	}
+	if r.DeadLetters == 0 {
+		r.DeadLetters = DefaultDeadLetterRetention
+	}
+	if r.BatchSize == 0 {
+		r.BatchSize = DefaultPruneBatch
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Pause == 0 {
+		r.Pause = DefaultPrunePause
+	}
+	switch {
+	case r.EventIDs < DefaultEventIDRetention:
+		return fmt.Errorf("idempotency: Retention.EventIDs %v: claimed event ids are kept at least %v, longer than recovery from the Events API reaches back (%v), so that no event is applied twice",
+			r.EventIDs, DefaultEventIDRetention, RecoveryWindow)
+	case r.Payloads < 0:
+		return fmt.Errorf("idempotency: Retention.Payloads %v is negative", r.Payloads)
+	case r.DeadLetters < r.Payloads:
+		return fmt.Errorf("idempotency: Retention.DeadLetters %v: dead letters are kept at least as long as finished events (Payloads, %v), so that they can be redriven", r.DeadLetters, r.Payloads)
+	case r.Guards != 0 && r.Guards < r.EventIDs:
+		return fmt.Errorf("idempotency: Retention.Guards %v: natural-key guards are kept (0) or kept at least as long as the event ids (EventIDs, %v), so that an event still answered duplicate cannot find its keys free", r.Guards, r.EventIDs)
+	case r.Tasks != 0 && r.Tasks < r.EventIDs:
+		return fmt.Errorf("idempotency: Retention.Tasks %v: finished tasks are kept (0) or kept at least as long as the event ids (EventIDs, %v), so that a task key is not enqueued twice while its event is still answered duplicate", r.Tasks, r.EventIDs)
+	case r.BatchSize < 1 || r.BatchSize > MaxPruneBatch:
+		return fmt.Errorf("idempotency: Retention.BatchSize %d is not between 1 and %d", r.BatchSize, MaxPruneBatch)
+	}
+	return nil
+}
+
+// pruneCutoffs are the times before which each kind of row is deleted; a
+// zero time deletes none.
+type pruneCutoffs struct {
+	eventIDs, payloads, deadLetters, guards, tasks time.Time
+}
+
+func (r *Retention) cutoffs() pruneCutoffs {
+	now := r.Now()
+	c := pruneCutoffs{
+		eventIDs:    now.Add(-r.EventIDs),
+		payloads:    now.Add(-r.Payloads),
+		deadLetters: now.Add(-r.DeadLetters),
+	}
+	if r.Guards > 0 {
+		c.guards = now.Add(-r.Guards)
+	}
+	if r.Tasks > 0 {
+		c.tasks = now.Add(-r.Tasks)
+	}
+	return c
+}
+
+// PruneReport counts the rows a prune deleted.
+type PruneReport struct {
+	EventIDs    int // claimed event ids (ledger rows)
+	Events      int // finished inbox events, with their payloads
+	DeadLetters int // dead-lettered events and tasks
+	Guards      int // natural-key guards and CheckOrder keys
+	Tasks       int // finished tasks
+}
+
+// Total is the number of rows deleted.
+func (r PruneReport) Total() int {
+	return r.EventIDs + r.Events + r.DeadLetters + r.Guards + r.Tasks
+}
+
+// Pruner deletes what a [Retention] no longer keeps: [PgxStore] and
+// [MemoryStore].
+type Pruner interface {
+	Prune(ctx context.Context, r Retention) (PruneReport, error)
+}
+
+// ErrPruneRunning is returned by [PgxStore.Prune] when another prune, in
+// this process or another replica, is deleting a batch as this one starts.
+// Nothing was deleted; the other prune does the work.
+var ErrPruneRunning = errors.New("idempotency: another prune is running")
+
+// ErrUnfinished is returned by Forget for an event that is still to be
+// applied in the inbox (pending, processing or failed): there is nothing
+// to forget yet.
+var ErrUnfinished = errors.New("idempotency: the event is still to be applied")
+
+// PruneEvery prunes p with r at once and then every interval, until ctx is
+// done, and returns ctx's error. A failed prune is logged at Warn and
+// tried again at the next tick; a prune that finds another one running
+// ([ErrPruneRunning], another replica) leaves the work to it. Run it on
+// every replica: with a [PgxStore], one batch at a time is deleted across
+// all of them. A nil logger logs to slog.Default().
+//
+// It refuses an interval under a minute and a Retention that breaks a
+// rule, before pruning anything.
+func PruneEvery(ctx context.Context, p Pruner, r Retention, interval time.Duration, logger *slog.Logger) error {
+	if interval < time.Minute {
+		return fmt.Errorf("idempotency: PruneEvery: interval %v is under a minute", interval)
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		rep, err := p.Prune(ctx, r)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, ErrPruneRunning):
+			logger.DebugContext(ctx, "idempotency: prune left to another replica")
+		case err != nil:
+			logger.WarnContext(ctx, "idempotency: prune failed", "err", err, "deleted", rep.Total())
+		case rep.Total() > 0:
+			logger.InfoContext(ctx, "idempotency: pruned", "event_ids", rep.EventIDs, "events", rep.Events,
+				"dead_letters", rep.DeadLetters, "guards", rep.Guards, "tasks", rep.Tasks)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// pruneStep is one kind of row a prune deletes, batch by batch: del
+// deletes at most n of them and reports how many.
+type pruneStep struct {
+	count *int
+	del   func(ctx context.Context, n int) (int, error)
+}
+
+// runPrune runs steps in order, each until a batch deletes fewer than
+// r.BatchSize rows, calling r.OnBatch after each batch that deleted
+// something, and stops between batches when ctx is done.
+func runPrune(ctx context.Context, r *Retention, rep *PruneReport, steps []pruneStep) error {
+	for _, st := range steps {
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n, err := st.del(ctx, r.BatchSize)
+			if err != nil {
+				return err
+			}
+			*st.count += n
+			if n > 0 && r.OnBatch != nil {
+				r.OnBatch(*rep)
+			}
+			if n < r.BatchSize {
+				break
+			}
+			if r.Pause > 0 {
+				t := time.NewTimer(r.Pause)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return ctx.Err()
+				case <-t.C:
+				}
+			}
+		}
+	}
+	return nil
+}

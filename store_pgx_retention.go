@@ -1,0 +1,245 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// pgxRetentionSQL are the statements of Prune and Forget, on the store's
+// schema.
+type pgxRetentionSQL struct {
+	tryLock, lock                        string
+	eventIDs, events, deadLetters, tasks string
+	guards, order                        string
+	inboxState, forgetInbox              string
+	forgetEvent, forgetGuards, payload   string
+}
+
+func newPgxRetentionSQL(schema string) pgxRetentionSQL {
+	s := pgx.Identifier{schema}.Sanitize()
+	inbox := s + `.idempotency_inbox`
+	// deleteInbox deletes a batch ($2 rows) of inbox rows that finished
+	// before $1 in the given kind and states, on idempotency_inbox_finished_idx.
+	// SKIP LOCKED passes over a row a redrive is moving.
+	deleteInbox := func(cond string) string {
+		return `DELETE FROM ` + inbox + ` WHERE event_id IN (SELECT event_id FROM ` + inbox + `
+WHERE ` + cond + ` AND finished_at IS NOT NULL AND finished_at < $1
+LIMIT $2 FOR UPDATE SKIP LOCKED)
+RETURNING event_id`
+	}
+	// deleteByKey deletes a batch of rows of a (scope, key) table older
+	// than $1 by column at, walking the primary key from ($3, $4), so
+	// that a run reads each row it keeps once instead of once per batch.
+	deleteByKey := func(table, at string) string {
+		t := s + `.` + table
+		return `WITH d AS (DELETE FROM ` + t + ` WHERE (scope, key) IN (SELECT scope, key FROM ` + t + `
+WHERE ` + at + ` < $1 AND (scope, key) > ($3, $4)
+ORDER BY scope, key LIMIT $2 FOR UPDATE SKIP LOCKED)
+RETURNING scope, key)
+SELECT count(*) OVER (), scope, key FROM d ORDER BY scope DESC, key DESC LIMIT 1`
+	}
+	return pgxRetentionSQL{
+		// One batch at a time across every replica; the key is the
+		// schema's, as Migrate's is.
+		tryLock: `SELECT pg_try_advisory_xact_lock(hashtextextended('idempotency.prune:' || $1, 0))`,
+		lock:    `SELECT true FROM pg_advisory_xact_lock(hashtextextended('idempotency.prune:' || $1, 0))`,
+		eventIDs: `DELETE FROM ` + s + `.idempotency_events WHERE event_id IN (SELECT event_id FROM ` + s + `.idempotency_events
+WHERE processed_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+RETURNING event_id`,
+		events:       deleteInbox(`kind = 'event' AND state IN ('processed', 'skipped', 'ignored')`),
+		tasks:        deleteInbox(`kind = 'task' AND state IN ('processed', 'skipped')`),
+		deadLetters:  deleteInbox(`kind IN ('event', 'task') AND state = 'dead_letter'`),
+		guards:       deleteByKey(`idempotency_guards`, `claimed_at`),
+		order:        deleteByKey(`idempotency_order`, `created`),
+		inboxState:   `SELECT state FROM ` + inbox + ` WHERE event_id = $1 FOR UPDATE`,
+		forgetInbox:  `DELETE FROM ` + inbox + ` WHERE event_id = $1`,
+		forgetEvent:  `DELETE FROM ` + s + `.idempotency_events WHERE event_id = $1`,
+		forgetGuards: `DELETE FROM ` + s + `.idempotency_guards WHERE event_id = $1`,
+		payload:      `SELECT payload FROM ` + inbox + ` WHERE event_id = $1`,
+	}
+}
+
+// Prune deletes what r no longer keeps (see [Retention]), in batches of
+// r.BatchSize rows, each in its own short transaction: claimed event ids,
+// finished inbox events, dead letters, then finished tasks and guards
+// when r keeps them for a time. A row that a transaction in flight holds
+// is passed over, never waited for, so deliveries and workers are not
+// blocked.
+//
+// One batch runs at a time across every replica on the database: a batch
+// that finds another prune's batch in flight waits for it, except the
+// first, which returns [ErrPruneRunning] and deletes nothing; run
+// [PruneEvery] on every replica and one of them does the work at a time.
+//
+// A Retention that breaks a rule is refused before anything is deleted.
+// When ctx is done, Prune stops between batches and returns the report so
+// far with ctx's error: every batch reported is committed, none is half
+// done. Claims deleted from the ledger are dropped from this process's
+// memory of recent ids too, as are inbox rows deleted; another replica
+// remembers an id at most PgxConfig.RecentClaimsTTL after it last met it,
+// far inside any window.
+func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) {
+	var rep PruneReport
+	if err := r.check(); err != nil {
+		return rep, err
+	}
+	c := r.cutoffs()
+	first := true
+	// batch runs do, which deletes at most r.BatchSize rows, in a
+	// transaction under the prune lock.
+	batch := func(ctx context.Context, do func(tx pgx.Tx) (int, error)) (int, error) {
+		var n int
+		err := retryStale(ctx, func() error {
+			return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
+				lockSQL := s.retention.tryLock
+				if !first {
+					lockSQL = s.retention.lock
+				}
+				var got bool
+				if err := tx.QueryRow(ctx, lockSQL, s.cfg.Schema).Scan(&got); err != nil {
+					return err
+				}
+				if !got {
+					return ErrPruneRunning
+				}
+				var err error
+				n, err = do(tx)
+				return err
+			})
+		})
+		first = false
+		return n, err
+	}
+	// idStep is the step of a table keyed by event id; the ids deleted
+	// are dropped from this process's memories of recent ids once their
+	// batch committed.
+	idStep := func(count *int, sql string, cutoff time.Time) pruneStep {
+		return pruneStep{count: count, del: func(ctx context.Context, n int) (int, error) {
+			var ids []string
+			deleted, err := batch(ctx, func(tx pgx.Tx) (int, error) {
+				rows, err := tx.Query(ctx, sql, cutoff, n)
+				if err != nil {
+					return 0, err
+				}
+				ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+				return len(ids), err
+			})
+			if err == nil {
+				for _, id := range ids {
+					s.forgetLocal(id)
+				}
+			}
+			return deleted, err
+		}}
+	}
+	// keyedStep is the step of a (scope, key) table: each batch goes on
+	// from the last key, in the database's order, that the one before
+	// deleted.
+	keyedStep := func(count *int, sql string, cutoff time.Time) pruneStep {
+		var scope, key string
+		return pruneStep{count: count, del: func(ctx context.Context, n int) (int, error) {
+			return batch(ctx, func(tx pgx.Tx) (int, error) {
+				var deleted int
+				err := tx.QueryRow(ctx, sql, cutoff, n, scope, key).Scan(&deleted, &scope, &key)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return 0, nil
+				}
+				return deleted, err
+			})
+		}}
+	}
+	steps := []pruneStep{
+		idStep(&rep.EventIDs, s.retention.eventIDs, c.eventIDs),
+		idStep(&rep.Events, s.retention.events, c.payloads),
+		idStep(&rep.DeadLetters, s.retention.deadLetters, c.deadLetters),
+	}
+	if !c.tasks.IsZero() {
+		steps = append(steps, idStep(&rep.Tasks, s.retention.tasks, c.tasks))
+	}
+	if !c.guards.IsZero() {
+		steps = append(steps, keyedStep(&rep.Guards, s.retention.guards, c.guards),
+			keyedStep(&rep.Guards, s.retention.order, c.guards))
+	}
+	err := runPrune(ctx, &r, &rep, steps)
+	switch {
+	case err == nil:
+		return rep, nil
+	case errors.Is(err, ErrPruneRunning), ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return rep, err
+	}
+	return rep, fmt.Errorf("idempotency: prune: %w", s.unavailableErr(err))
+}
+
+// Forget deletes what makes eventID known: its claim in the ledger, the
+// guards its transaction claimed, and its row in the inbox, in one
+// transaction, and reports whether there was any. A delivery of the event
+// afterwards, a resend from Stripe's Dashboard or a [Handler.Recover], is
+// applied again as new: use it after undoing an event's effects by hand,
+// to have it processed again. The tasks it enqueued stay done (enqueueing
+// them again does nothing), and CheckOrder's record of it stays (applying
+// it again finds a tie, as for an event of the same second: fetch the
+// object).
+//
+// An event still to be applied in the inbox (pending, processing, failed)
+// is refused with [ErrUnfinished]. This process forgets the id at once;
+// other replicas may answer it duplicate from their memory of recent
+// claims for up to PgxConfig.RecentClaimsTTL (1 minute by default).
+func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
+	if !validText(eventID) {
+		return false, nil // no row can hold it
+	}
+	var found bool
+	err := retryStale(ctx, func() error {
+		found = false
+		return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
+			var st InboxState
+			err := tx.QueryRow(ctx, s.retention.inboxState, eventID).Scan(&st)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+			case err != nil:
+				return err
+			case !st.final():
+				return fmt.Errorf("idempotency: forget %q: %w (inbox state %s)", eventID, ErrUnfinished, st)
+			default:
+				found = true
+			}
+			for _, sql := range []string{s.retention.forgetInbox, s.retention.forgetEvent, s.retention.forgetGuards} {
+				tag, err := tx.Exec(ctx, sql, eventID)
+				if err != nil {
+					return err
+				}
+				found = found || tag.RowsAffected() > 0
+			}
+			return nil
+		})
+	})
+	if errors.Is(err, ErrUnfinished) {
+		return false, err
+	}
+	if err != nil {
+		return false, fmt.Errorf("idempotency: forget: %w", s.unavailableErr(err))
+	}
+	s.forgetLocal(eventID)
+	return found, nil
+}
+
+// forgetLocal drops eventID from this process's memories of recent ids.
+func (s *PgxStore) forgetLocal(eventID string) {
+	if s.local != nil {
+		s.local.forget(eventID)
+	}
+	if s.stored != nil {
+		s.stored.forget(eventID)
+	}
+}
+
+// inboxPayload implements inboxBackend.
+func (s *PgxStore) inboxPayload(ctx context.Context, eventID string) ([]byte, bool, error) {
+	var p []byte
+	found, err := s.queryRow(ctx, s.retention.payload, []any{eventID}, &p)
+	return p, found, err
+}
