@@ -1,0 +1,138 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// maxActionForm bounds an action's form: a few ids and filter fields.
+const maxActionForm = 64 << 10
+
+// serveAction runs the action r names, once http.CrossOriginProtection
+// let it through: POST only, and only when Config turns it on.
+func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		d.renderMessage(w, r, http.StatusMethodNotAllowed, "Method not allowed", "Actions are sent with POST, from the dashboard's buttons.")
+		return
+	}
+	action := strings.TrimPrefix(r.URL.Path, "/")
+	if on := map[string]bool{"redrive": d.cfg.AllowRedrive, "forget": d.cfg.AllowForget}[action]; !on {
+		d.cfg.Logger.Warn("dashboard: action refused: turned off", "action", action)
+		d.renderMessage(w, r, http.StatusForbidden, "Action turned off",
+			"This dashboard does not "+action+" events: the service has not turned the action on.")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxActionForm)
+	if err := r.ParseForm(); err != nil {
+		d.renderMessage(w, r, http.StatusBadRequest, "Bad form", "The form could not be read.")
+		return
+	}
+	switch action {
+	case "redrive":
+		d.redrive(w, r)
+	case "forget":
+		d.forget(w, r)
+	}
+}
+
+// redrive moves the events named by the form's ids (dead-lettered or
+// failed), or every event of the form's kind, state and type, back to
+// pending.
+func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
+	f := idempotency.RedriveFilter{
+		EventIDs: r.PostForm["id"],
+		States:   []idempotency.InboxState{idempotency.InboxDeadLetter, idempotency.InboxFailed},
+	}
+	back := url.Values{}
+	if len(f.EventIDs) == 0 {
+		// Everything a list shows: its kind, state and type.
+		state := idempotency.InboxState(r.PostFormValue("state"))
+		if !redrivable(state) {
+			d.renderMessage(w, r, http.StatusBadRequest, "Bad form", "Redrive takes event ids, or the state dead_letter or failed.")
+			return
+		}
+		f.Kind, f.EventType, f.States = idempotency.InboxKind(r.PostFormValue("kind")), r.PostFormValue("type"), []idempotency.InboxState{state}
+		if !isKind(f.Kind) {
+			d.renderMessage(w, r, http.StatusBadRequest, "Bad form", "Unknown kind: use event or task.")
+			return
+		}
+		setNonEmpty(back, "kind", string(f.Kind))
+		setNonEmpty(back, "state", string(state))
+		setNonEmpty(back, "type", f.EventType)
+	}
+	n, err := d.cfg.Inbox.Redrive(r.Context(), f)
+	if err != nil {
+		d.unavailable(w, r, "redriving", err)
+		return
+	}
+	d.cfg.Logger.Info("dashboard: redrove", "count", n, "event_ids", f.EventIDs,
+		"kind", f.Kind, "event_type", f.EventType, "states", f.States)
+	back.Set("msg", "redriven")
+	back.Set("n", strconv.Itoa(n))
+	switch {
+	case len(f.EventIDs) == 1:
+		back.Set("id", f.EventIDs[0])
+		seeOther(w, "event", back)
+	case len(f.EventIDs) > 1:
+		seeOther(w, "", back)
+	default:
+		seeOther(w, "events", back)
+	}
+}
+
+// seeOther redirects the browser to the dashboard's page with query q, by
+// a URL relative to the action's, which is beside every page: the
+// redirect stays under whatever prefix the dashboard is mounted at.
+// (http.Redirect would make it absolute from the path StripPrefix left.)
+func seeOther(w http.ResponseWriter, page string, q url.Values) {
+	loc := "./" + page
+	if len(q) > 0 {
+		loc += "?" + q.Encode()
+	}
+	w.Header().Set("Location", loc)
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+func setNonEmpty(q url.Values, key, value string) {
+	if value != "" {
+		q.Set(key, value)
+	}
+}
+
+// isKind reports whether k is an inbox kind, or empty for both.
+func isKind(k idempotency.InboxKind) bool {
+	return k == "" || slices.Contains([]idempotency.InboxKind{idempotency.KindEvent, idempotency.KindTask}, k)
+}
+
+// forget deletes the form's event from the ledger and the inbox (its claim,
+// the guards its transaction claimed, its inbox row), so that its next
+// delivery is processed as new. An event still to be applied is refused.
+func (d *Dashboard) forget(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimSpace(r.PostFormValue("id"))
+	if id == "" {
+		d.renderMessage(w, r, http.StatusBadRequest, "Bad form", "Forget takes an event id.")
+		return
+	}
+	back := url.Values{"id": {id}}
+	ok, err := d.cfg.Inbox.Forget(r.Context(), id)
+	switch {
+	case errors.Is(err, idempotency.ErrUnfinished):
+		back.Set("msg", "forget-unfinished")
+	case err != nil:
+		d.unavailable(w, r, "forgetting an event", err)
+		return
+	case !ok:
+		back.Set("msg", "forget-none")
+	default:
+		back.Set("msg", "forgotten")
+	}
+	d.cfg.Logger.Info("dashboard: forget", "event_id", id, "forgotten", ok, "refused", err != nil)
+	seeOther(w, "event", back)
+}

@@ -1,0 +1,225 @@
+package dashboard_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/dashboard"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// envScreenshots names a directory the browser tests write their
+// screenshots to (docs/dashboard-*.png come from there).
+const envScreenshots = "DASHBOARD_SCREENSHOTS"
+
+// browser starts a headless Chromium (Debian's package chromium) for the
+// test and returns its context, which ends with the test. Without the
+// browser the test is skipped, and with CI=true it fails.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		const msg = "no Chromium for the browser tests: install Debian's package (apt-get install chromium)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	// This machine's network is closed: without these flags Chromium
+	// waits on the network at start.
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancelBrowser()
+		cancelAlloc()
+	})
+	// The first action starts the browser, which lives as long as the
+	// context of that action: the test's timeout goes on a child.
+	require.NoError(t, chromedp.Do(ctx), "starting Chromium")
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(cancelTimeout)
+	return ctx
+}
+
+// screenshot writes the whole page to $DASHBOARD_SCREENSHOTS/name.png when
+// that is set.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv(envScreenshots)
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+}
+
+// text reads the text of the element sel.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	require.NoError(t, err, sel)
+	return strings.TrimSpace(s)
+}
+
+// attrs reads the attribute name of every element sel matches.
+func attrs(t *testing.T, ctx context.Context, sel, name string) []string {
+	t.Helper()
+	all, err := chromedp.Run(ctx, chromedp.AttributesAll(chromedp.CSSAll(sel), chromedp.AtLeast(0)))
+	require.NoError(t, err, sel)
+	var vs []string
+	for _, a := range all {
+		vs = append(vs, a[name])
+	}
+	return vs
+}
+
+func ids(recs []idempotency.InboxRecord) []string {
+	var s []string
+	for _, r := range recs {
+		s = append(s, r.EventID)
+	}
+	return s
+}
+
+// TestBrowser drives the dashboard in Chromium, served over loopback from
+// a real PostgreSQL: what it shows is what the inbox holds, and its
+// redrive button brings a dead-lettered event back.
+func TestBrowser(t *testing.T) {
+	ctx := browser(t)
+	db := idempotencytest.Postgres(t)
+	f := newFixture(t, db.NewStore(t, idempotency.PgxConfig{}), dashboard.Config{AllowRedrive: true, AllowForget: true})
+	f.populate(t)
+	base := f.srv.URL + mount
+
+	// The overview: every count is the inbox's.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS("#counts"))))
+	st, err := f.inbox.Stats(t.Context())
+	require.NoError(t, err)
+	events, tasks := 0, 0
+	for s, n := range st.Counts {
+		row := `#counts tr[data-state="` + string(s) + `"] `
+		require.Equal(t, strconv.Itoa(n-st.TaskCounts[s]), text(t, ctx, row+"td.events"), "events %s", s)
+		require.Equal(t, strconv.Itoa(st.TaskCounts[s]), text(t, ctx, row+"td.tasks"), "tasks %s", s)
+		events, tasks = events+n-st.TaskCounts[s], tasks+st.TaskCounts[s]
+	}
+	require.Equal(t, strconv.Itoa(events), text(t, ctx, "#events-total"))
+	require.Equal(t, strconv.Itoa(tasks), text(t, ctx, "#tasks-total"))
+	require.Equal(t, 2, st.TaskCounts[idempotency.InboxProcessed], "the fixture's receipts")
+	require.Equal(t, "4m 0s", text(t, ctx, "#oldest-pending"))
+
+	// Its dead-letter list is the inbox's, with the last error.
+	dead, err := f.inbox.List(t.Context(), idempotency.InboxFilter{States: []idempotency.InboxState{idempotency.InboxDeadLetter}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"evt_dead_1"}, ids(dead))
+	require.Equal(t, ids(dead), attrs(t, ctx, `h2#dead + table tr[data-id]`, "data-id"))
+	require.Equal(t, dead[0].LastError, text(t, ctx, `h2#dead + table tr[data-id="evt_dead_1"] td.err`))
+	require.Contains(t, dead[0].LastError, "ledger service refused invoice in_dead_1")
+	screenshot(t, ctx, "dashboard-overview")
+
+	// A list by state and kind.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"events?kind=event&state=processed"),
+		chromedp.WaitVisible(chromedp.CSS("table.records"))))
+	processed, err := f.inbox.List(t.Context(), idempotency.InboxFilter{Kind: idempotency.KindEvent, States: []idempotency.InboxState{idempotency.InboxProcessed}})
+	require.NoError(t, err)
+	require.Len(t, processed, 2)
+	require.Equal(t, ids(processed), attrs(t, ctx, `table.records tr[data-id]`, "data-id"))
+
+	// The dead letter's page, reached by clicking it on the overview.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base),
+		chromedp.Click(chromedp.CSS(`h2#dead + table tr[data-id="evt_dead_1"] a`)),
+		chromedp.WaitVisible(chromedp.CSS("#record"))))
+	require.Equal(t, "dead_letter", text(t, ctx, "#state"))
+	require.Equal(t, "1", text(t, ctx, "#attempts"))
+	screenshot(t, ctx, "dashboard-event")
+
+	// Fix the cause, redrive from the page, apply: processed.
+	f.failing.Store(false)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS("button.redrive")),
+		chromedp.WaitVisible(chromedp.CSS("#flash"))))
+	require.Contains(t, text(t, ctx, "#flash"), "Redrove 1 event")
+	require.Equal(t, "pending", text(t, ctx, "#state"))
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(loc, base+"event?id=evt_dead_1&"), loc)
+	f.work(t)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#state"))))
+	require.Equal(t, "processed", text(t, ctx, "#state"))
+	require.Equal(t, "processed", text(t, ctx, "#outcome"), "the ledger has its claim now")
+	require.Equal(t, idempotency.InboxProcessed, f.state(t, "evt_dead_1"))
+
+	// Search by object id from the header's box.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(`header input[name="q"]`), "in_paid_2"),
+		chromedp.Submit(chromedp.CSS(`header form.search`)),
+		chromedp.WaitVisible(chromedp.CSS("table.records"))))
+	require.Equal(t, []string{"evt_paid_2"}, attrs(t, ctx, `table.records tr[data-id]`, "data-id"))
+}
+
+// TestBrowserCrossOriginFormRefused: a page on another origin that posts
+// the redrive form in the operator's browser is refused, and nothing
+// changes.
+func TestBrowserCrossOriginFormRefused(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, idempotency.NewMemoryStore(), dashboard.Config{AllowRedrive: true})
+	f.populate(t)
+	// 127.0.0.1 and localhost are different origins (and sites) for the
+	// browser, though one server for the test.
+	evil := http.NewServeMux()
+	target := f.srv.URL + mount + "redrive"
+	evil.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte(`<form method="post" action="` + target + `"><input type="hidden" name="id" value="evt_dead_1"><button id="go">Win a prize</button></form>`))
+	})
+	other := newLocalhostServer(t, evil)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(other),
+		chromedp.Click(chromedp.CSS("#go")),
+		chromedp.WaitVisible(chromedp.CSS("main h1"))))
+	require.Equal(t, "Refused", text(t, ctx, "main h1"))
+	require.Contains(t, text(t, ctx, "#message"), "Nothing was changed")
+	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, "evt_dead_1"))
+}
+
+// newLocalhostServer serves h on loopback and returns its URL with the
+// host localhost: another origin than the fixture's 127.0.0.1.
+func newLocalhostServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+}

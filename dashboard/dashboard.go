@@ -1,0 +1,214 @@
+// Package dashboard is a web page for the operators of a service that uses
+// package idempotency: what waits in the inbox and for how long, what failed
+// and why, one event in detail, and, when the service turns them on, the
+// actions that redrive or forget an event.
+//
+// The dashboard has NO authentication of its own. Anyone who can reach it
+// sees the inbox (event ids, object ids, last errors) and, with the actions
+// on, can run events again. Mount it only behind the service's own
+// authentication, as any admin page:
+//
+//	dash, err := dashboard.New(dashboard.Config{Inbox: inbox, Ledger: store, AllowRedrive: true})
+//	if err != nil { ... }
+//	mux.Handle("/admin/webhooks/", requireAdmin(http.StripPrefix("/admin/webhooks", dash)))
+//
+// where requireAdmin is the service's middleware; a minimal one with HTTP
+// basic auth:
+//
+//	func requireAdmin(next http.Handler) http.Handler {
+//		want := []byte(os.Getenv("DASHBOARD_PASSWORD"))
+//		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+//			user, pass, ok := r.BasicAuth()
+//			if !ok || user != "admin" || len(want) == 0 ||
+//				subtle.ConstantTimeCompare([]byte(pass), want) != 1 {
+//				w.Header().Set("WWW-Authenticate", `Basic realm="webhooks", charset="UTF-8"`)
+//				http.Error(w, "unauthorized", http.StatusUnauthorized)
+//				return
+//			}
+//			next.ServeHTTP(w, r)
+//		})
+//	}
+//
+// # Mounting under a prefix
+//
+// The Dashboard serves its pages at paths relative to where it is mounted:
+// / (the overview), /events (a list by kind, state, type and object),
+// /event?id= (one event), /search?q= (an event id or an object id), and
+// the actions POST /redrive and POST /forget. Mount it with
+// http.StripPrefix, under any prefix that ends in a slash; every link,
+// form and redirect it writes is relative, so it needs no setting for the
+// prefix.
+//
+// # Pages
+//
+// Pages are rendered on the server with html/template from templates
+// embedded in the binary, with inline CSS: no script, no build step, no
+// asset from elsewhere. Every answer forbids framing and caching and sets a
+// Content-Security-Policy that allows nothing but the page's own styles and
+// forms.
+//
+// Payloads are not shown unless Config.ShowPayloads is set: an event's body
+// holds customer data (names, emails, addresses).
+//
+// # Actions
+//
+// Redrive (Inbox.Redrive: a dead-lettered or failed event or task back to
+// pending, with a fresh attempt budget) and forget (Inbox.Forget: the event
+// leaves the ledger and the inbox, so that a new delivery processes it
+// again) are off unless Config.AllowRedrive and Config.AllowForget turn them
+// on; a page shows no button for an action that is off, and a POST to it is
+// answered 403. They accept POST only (any other method is answered 405),
+// and http.CrossOriginProtection refuses a cross-origin POST from a browser
+// (403, nothing changed), so that another site cannot make an operator's
+// browser run them. After an action the browser is redirected (303) to the
+// page it came from, with a message saying what was done.
+//
+// # Errors
+//
+// When the store cannot be read or an action fails, the page says so in
+// one generic sentence and the status is 503; the error itself goes to
+// Config.Logger only, since it may hold SQL or connection details.
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// Ledger is the store's record of the events it claimed: both
+// idempotency.MemoryStore and idempotency.PgxStore are Ledgers. With one,
+// the event page shows the claim of an event (also in synchronous mode,
+// where events never enter the inbox), and search finds claimed events by
+// id and by object id.
+type Ledger interface {
+	LookupEvent(ctx context.Context, eventID string) (idempotency.EventRecord, bool, error)
+	ListEvents(ctx context.Context, f idempotency.EventFilter) ([]idempotency.EventRecord, error)
+}
+
+// Config configures a Dashboard. Inbox is required; every other field has a
+// default.
+type Config struct {
+	// Inbox is the inbox the dashboard shows and acts on. Required. An
+	// inbox made only for the dashboard needs no handlers registered
+	// (idempotency.NewInbox(store, idempotency.NewHandlers(),
+	// idempotency.InboxConfig{})); do not call Run on it.
+	Inbox *idempotency.Inbox
+
+	// Ledger, when set, adds the ledger's record of an event to its page,
+	// and claimed events to search results. Usually the store the inbox
+	// is on. Defaults to none.
+	Ledger Ledger
+
+	// ShowPayloads shows an event's stored body on its page. Defaults to
+	// false: bodies hold customer data.
+	ShowPayloads bool
+
+	// AllowRedrive turns on the redrive action: dead-lettered and failed
+	// events and tasks go back to pending with a fresh attempt budget.
+	// Defaults to false.
+	AllowRedrive bool
+
+	// AllowForget turns on the forget action: a finished event's claim,
+	// guards and inbox row are deleted, so that its next delivery is
+	// processed as new. Defaults to false.
+	AllowForget bool
+
+	// TrustedOrigins are origins ("https://admin.example.com") besides the
+	// dashboard's own from which a browser may POST the actions, as
+	// http.CrossOriginProtection.AddTrustedOrigin takes them. Defaults to
+	// none.
+	TrustedOrigins []string
+
+	// Title heads every page. Defaults to "Stripe webhooks".
+	Title string
+
+	// Logger receives the errors that the pages only mention, and one
+	// record per action taken or refused. Defaults to slog.Default().
+	Logger *slog.Logger
+
+	// Now is the clock ages are computed from. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// A Dashboard is the http.Handler of the dashboard's pages and actions.
+// Create it with New. It is safe for concurrent use.
+type Dashboard struct {
+	cfg     Config
+	actions http.Handler // the actions behind http.CrossOriginProtection
+}
+
+// New returns the dashboard cfg describes. It fails when cfg.Inbox is nil
+// or a trusted origin is malformed.
+func New(cfg Config) (*Dashboard, error) {
+	if cfg.Inbox == nil {
+		return nil, errors.New("dashboard: Config.Inbox is required")
+	}
+	if cfg.Title == "" {
+		cfg.Title = "Stripe webhooks"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	d := &Dashboard{cfg: cfg}
+	cop := http.NewCrossOriginProtection()
+	for _, o := range cfg.TrustedOrigins {
+		if err := cop.AddTrustedOrigin(o); err != nil {
+			return nil, errors.New("dashboard: Config.TrustedOrigins: " + err.Error())
+		}
+	}
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.cfg.Logger.Warn("dashboard: cross-origin action refused", "path", r.URL.Path,
+			"origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
+		d.renderMessage(w, r, http.StatusForbidden, "Refused",
+			"This action was sent from another site, and was refused. Nothing was changed.")
+	}))
+	d.actions = cop.Handler(http.HandlerFunc(d.serveAction))
+	return d, nil
+}
+
+// ServeHTTP serves the page or action r asks for; see the package
+// documentation for the paths.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+
+	// http.StripPrefix("/admin/webhooks/") leaves "events", and
+	// StripPrefix("/admin/webhooks") leaves "/events": both are served.
+	switch strings.TrimPrefix(r.URL.Path, "/") {
+	case "":
+		d.page(w, r, d.overview)
+	case "events":
+		d.page(w, r, d.list)
+	case "event":
+		d.page(w, r, d.event)
+	case "search":
+		d.page(w, r, d.search)
+	case "redrive", "forget":
+		d.actions.ServeHTTP(w, r)
+	default:
+		d.renderMessage(w, r, http.StatusNotFound, "Not found", "There is no such page.")
+	}
+}
+
+// page serves a page to GET and HEAD, and answers 405 to other methods.
+func (d *Dashboard) page(w http.ResponseWriter, r *http.Request, serve func(http.ResponseWriter, *http.Request)) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		d.renderMessage(w, r, http.StatusMethodNotAllowed, "Method not allowed", "This page is read with GET.")
+		return
+	}
+	serve(w, r)
+}

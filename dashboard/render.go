@@ -1,0 +1,154 @@
+package dashboard
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// pages are the page templates, each with the layout, parsed once: a
+// template that does not parse is a bug of this package, found by any test.
+var pages = parsePages("overview", "list", "event", "search", "message")
+
+func parsePages(names ...string) map[string]*template.Template {
+	base := template.Must(template.New("layout.html").Funcs(template.FuncMap{
+		"when":        when,
+		"ago":         ago,
+		"age":         age,
+		"redrivable":  redrivable,
+		"forgettable": forgettable,
+		"records":     func(v view, recs []idempotency.InboxRecord) recordsTable { return recordsTable{v, recs} },
+	}).ParseFS(templateFS, "templates/layout.html", "templates/records.html"))
+	m := make(map[string]*template.Template, len(names))
+	for _, name := range names {
+		m[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html"))
+	}
+	return m
+}
+
+// view is what the layout renders; Data is the page's own.
+type view struct {
+	Title   string // the dashboard's
+	Heading string // the page's
+	Flash   string
+	Now     time.Time
+	Redrive bool // Config.AllowRedrive
+	Forget  bool // Config.AllowForget
+	Data    any
+}
+
+// recordsTable is what the "records" template renders: a table of inbox
+// records, with the page's clock and actions.
+type recordsTable struct {
+	View    view
+	Records []idempotency.InboxRecord
+}
+
+// render writes the page name with data, or a generic error page when the
+// template fails (the error is logged).
+func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name, heading string, data any) {
+	v := view{
+		Title: d.cfg.Title, Heading: heading, Flash: flash(r), Now: d.cfg.Now(),
+		Redrive: d.cfg.AllowRedrive, Forget: d.cfg.AllowForget, Data: data,
+	}
+	var buf bytes.Buffer
+	if err := pages[name].ExecuteTemplate(&buf, "layout.html", v); err != nil {
+		d.cfg.Logger.Error("dashboard: rendering a page", "page", name, "error", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(buf.Bytes())
+	}
+}
+
+// renderMessage writes a page of one sentence.
+func (d *Dashboard) renderMessage(w http.ResponseWriter, r *http.Request, status int, heading, text string) {
+	d.render(w, r, status, "message", heading, text)
+}
+
+// unavailable logs err, which may hold SQL or connection details, and
+// tells the operator only that the store failed.
+func (d *Dashboard) unavailable(w http.ResponseWriter, r *http.Request, doing string, err error) {
+	d.cfg.Logger.Error("dashboard: "+doing, "path", r.URL.Path, "error", err)
+	d.renderMessage(w, r, http.StatusServiceUnavailable, "Store unavailable",
+		"The inbox could not be read or changed just now. The error is in the service's log.")
+}
+
+// flash is the message an action's redirect asks for: a fixed sentence per
+// code, so that a crafted link cannot put words on the page.
+func flash(r *http.Request) string {
+	q := r.URL.Query()
+	n, _ := strconv.Atoi(q.Get("n"))
+	switch q.Get("msg") {
+	case "redriven":
+		if n == 1 {
+			return "Redrove 1 event: it is pending, with a fresh attempt budget."
+		}
+		return fmt.Sprintf("Redrove %d events: they are pending, with a fresh attempt budget.", n)
+	case "forgotten":
+		return "Forgot the event: its claim, guards and inbox row are gone; its next delivery is processed as new."
+	case "forget-none":
+		return "Nothing to forget: the event is neither in the ledger nor in the inbox."
+	case "forget-unfinished":
+		return "Not forgotten: the event is still to be applied (pending, processing or failed)."
+	}
+	return ""
+}
+
+// when formats t for a page, in UTC to the second.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// ago says how long before now t was ("3m 20s ago"), or how long after
+// ("in 12s").
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	if d := now.Sub(t); d >= 0 {
+		return age(d) + " ago"
+	}
+	return "in " + age(t.Sub(now))
+}
+
+// age is d rounded to its two largest units: 2d 3h, 4m 10s, 850ms.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm %ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh %dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd %dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// redrivable reports whether Inbox.Redrive moves an event in state s.
+func redrivable(s idempotency.InboxState) bool {
+	return s == idempotency.InboxDeadLetter || s == idempotency.InboxFailed
+}
+
+// forgettable reports whether Inbox.Forget takes an event in state s: not
+// while it is still to be applied.
+func forgettable(s idempotency.InboxState) bool {
+	return s != idempotency.InboxPending && s != idempotency.InboxProcessing && s != idempotency.InboxFailed
+}
