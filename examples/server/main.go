@@ -10,6 +10,7 @@
 //	go run ./examples/server -secret whsec_... -database-url postgres://... -db-wait 2m
 //	go run ./examples/server -secret whsec_... -database-url postgres://... -inbox -workers 8
 //	STRIPE_SECRET_KEY=rk_test_... go run ./examples/server -secret whsec_...
+//	go run ./examples/server -secret whsec_... -dashboard -dashboard-password s3cret  # /admin/webhooks/, user admin
 //	stripe listen --forward-to 127.0.0.1:4242/webhook                # prints the secret
 //
 // With -database-url, start-up waits for a database that is not up yet:
@@ -46,6 +47,7 @@
 //	GET  /subscriptions/{id}  {"id":..,"customer":..,"status":..,"current_period_end":RFC3339 or null,"updated_at":RFC3339}, or 404
 //	GET  /healthz             200 when the store answers, 503 otherwise
 //	GET  /inbox/stats         {"counts":{"pending":N,...},"task_counts":{...},"oldest_pending":RFC3339 or null}
+//	     /admin/webhooks/     with -dashboard: the operator dashboard (package dashboard), behind basic auth
 package main
 
 import (
@@ -95,7 +97,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	stripeAPIBase := fs.String("stripe-api-base", stripe.APIURL, "the Stripe API the subscription projection fetches from (a local stripe-mock or fake); the key is env STRIPE_SECRET_KEY")
 	receiptEmails := fs.Bool("receipt-emails", true, "send one receipt email per paid invoice through a task (false: credits only, as the benchmark's baseline does)")
 	recoverSince := fs.Duration("recover-since", 0, "with STRIPE_SECRET_KEY: at start, replay the events of this last period (at most 720h) from the Events API through the webhook path, resuming a stopped run (checkpoint "+recoverCheckpoint+"); 0 is off")
+	dash := addDashboardFlags(fs, getenv)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := dash.check(); err != nil {
 		return err
 	}
 	if *dbWait <= 0 {
@@ -168,7 +174,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	httpSrv := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	routes, err := dash.mount(srv, svc.store, logger)
+	if err != nil {
+		return err
+	}
+	httpSrv := &http.Server{Handler: routes, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// dashboardGet fetches the dashboard's overview with the basic-auth
+// credentials given (none when user is empty).
+func dashboardGet(t *testing.T, c client, user, password string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, c.url+dashboardPath, nil)
+	require.NoError(t, err)
+	if user != "" {
+		req.SetBasicAuth(user, password)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header, string(body)
+}
+
+func TestDashboardBehindBasicAuth(t *testing.T) {
+	t.Parallel()
+	for _, mode := range [][]string{nil, {"-inbox"}} {
+		c := startServer(t, append([]string{"-dashboard", "-dashboard-password", "s3cret"}, mode...)...)
+		status, h, _ := dashboardGet(t, c, "", "")
+		require.Equal(t, http.StatusUnauthorized, status, mode)
+		require.Contains(t, h.Get("WWW-Authenticate"), "Basic")
+		status, _, _ = dashboardGet(t, c, dashboardUser, "wrong")
+		require.Equal(t, http.StatusUnauthorized, status, mode)
+		status, _, _ = dashboardGet(t, c, "root", "s3cret")
+		require.Equal(t, http.StatusUnauthorized, status, mode)
+
+		status, _, body := dashboardGet(t, c, dashboardUser, "s3cret")
+		require.Equal(t, http.StatusOK, status, mode)
+		require.Contains(t, body, "<h1>Overview</h1>")
+		require.Contains(t, body, `action="search"`, "relative links under /admin/webhooks/")
+
+		// The service's own routes are as they were.
+		status, _ = c.get("/healthz")
+		require.Equal(t, http.StatusOK, status)
+	}
+}
+
+func TestDashboardOffByDefault(t *testing.T) {
+	t.Parallel()
+	c := startServer(t)
+	status, _, _ := dashboardGet(t, c, dashboardUser, "")
+	require.Equal(t, http.StatusNotFound, status)
+}
+
+func TestDashboardNeedsAPassword(t *testing.T) {
+	t.Parallel()
+	var stderr strings.Builder
+	err := run(t.Context(), []string{"-secret", secret, "-dashboard"}, func(string) string { return "" }, &stderr, nil)
+	require.ErrorContains(t, err, "-dashboard needs -dashboard-password")
+}
