@@ -37,7 +37,8 @@
 // the actions POST /redrive and POST /forget. Mount it with
 // http.StripPrefix, under any prefix that ends in a slash; every link,
 // form and redirect it writes is relative, so it needs no setting for the
-// prefix.
+// prefix. A request for the prefix without its slash (/admin/webhooks),
+// which a router may send it, is redirected to the prefix with it.
 //
 // # Pages
 //
@@ -75,6 +76,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -189,6 +192,13 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// StripPrefix("/admin/webhooks") leaves "/events": both are served.
 	switch strings.TrimPrefix(r.URL.Path, "/") {
 	case "":
+		if base, ok := slashless(r); ok {
+			// At /admin/webhooks the relative links would leave the
+			// dashboard: /admin/webhooks/ is where it is.
+			w.Header().Set("Location", base+"/")
+			w.WriteHeader(http.StatusMovedPermanently)
+			return
+		}
 		d.page(w, r, d.overview)
 	case "events":
 		d.page(w, r, d.list)
@@ -211,4 +221,15 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request, serve func(http
 		return
 	}
 	serve(w, r)
+}
+
+// slashless reports whether the request's own path (before StripPrefix)
+// lacks the trailing slash of the dashboard's root, and returns its last
+// element.
+func slashless(r *http.Request) (string, bool) {
+	u, err := url.ParseRequestURI(r.RequestURI)
+	if err != nil || u.Path == "" || strings.HasSuffix(u.Path, "/") {
+		return "", false
+	}
+	return path.Base(u.Path), true
 }

@@ -103,8 +103,14 @@ func TestMountedAnywhere(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("/a/", http.StripPrefix("/a/", dash))
 	mux.Handle("/b/c/", http.StripPrefix("/b/c", dash))
+	mux.Handle("/d", http.StripPrefix("/d", dash)) // a router that sends the root without its slash
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
+	resp, err := noRedirects.Get(srv.URL + "/d")
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusMovedPermanently, resp.StatusCode)
+	require.Equal(t, "d/", resp.Header.Get("Location"))
 	for _, prefix := range []string{"/a/", "/b/c/"} {
 		for _, path := range []string{"", "events?state=dead_letter", "event?id=evt_dead_1", "search?q=in_paid_1"} {
 			resp, err := http.Get(srv.URL + prefix + path)
