@@ -53,6 +53,11 @@ func TestPages(t *testing.T) {
 	contains(t, body, `id="attempts">1<`)
 	contains(t, body, `id="no-claim"`, "a dead-lettered event has no claim")
 
+	status, body = f.get(t, "event?id=task:send-receipt:in_paid_1")
+	require.Equal(t, http.StatusOK, status)
+	contains(t, body, `id="state">processed<`)
+	notContains(t, body, "<h2>Ledger</h2>", "a task has no claim")
+
 	status, body = f.get(t, "event?id=evt_refund_1")
 	require.Equal(t, http.StatusOK, status)
 	contains(t, body, `id="outcome">skipped<`)

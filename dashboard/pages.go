@@ -177,7 +177,7 @@ func listHeading(f listFilter) string {
 type eventData struct {
 	ID        string
 	Record    *idempotency.InboxRecord
-	HasLedger bool // Config.Ledger is set
+	HasLedger bool // Config.Ledger is set, and this is not a task (tasks have no claim)
 	Claim     *idempotency.EventRecord
 	// ShowPayloads is Config.ShowPayloads; Payload is the stored body,
 	// indented when it is JSON, and empty when the inbox has none.
@@ -223,8 +223,9 @@ func (d *Dashboard) lookup(r *http.Request, id string) (eventData, error) {
 	}
 	if ok {
 		data.Record = &rec
+		data.HasLedger = data.HasLedger && rec.Kind != idempotency.KindTask
 	}
-	if d.cfg.Ledger != nil {
+	if data.HasLedger {
 		claim, ok, err := d.cfg.Ledger.LookupEvent(r.Context(), id)
 		if err != nil {
 			return data, err
@@ -241,6 +242,7 @@ type searchData struct {
 	Event    eventData                 // the event whose id is Q
 	Object   []idempotency.InboxRecord // the inbox records of the object Q
 	Claims   []idempotency.EventRecord // the ledger's records of the object Q
+	Ledger   bool                      // Config.Ledger is set
 	Searched bool
 }
 
@@ -250,7 +252,7 @@ const searchLimit = 100
 // search: an event (or task) by id, and the events of an object by its id.
 func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	data := searchData{Q: q}
+	data := searchData{Q: q, Ledger: d.cfg.Ledger != nil}
 	if q == "" {
 		d.render(w, r, http.StatusOK, "search", "Search", data)
 		return

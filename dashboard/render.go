@@ -129,6 +129,7 @@ func ago(now, t time.Time) string {
 
 // age is d rounded to its two largest units: 2d 3h, 4m 10s, 850ms.
 func age(d time.Duration) string {
+	d = max(d, 0) // clocks of replicas differ a little
 	switch {
 	case d < time.Second:
 		return d.Round(time.Millisecond).String()
