@@ -158,6 +158,7 @@ func TestBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, processed, 2)
 	require.Equal(t, ids(processed), attrs(t, ctx, `table.records tr[data-id]`, "data-id"))
+	screenshot(t, ctx, "dashboard-list")
 
 	// The dead letter's page, reached by clicking it on the overview.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base),
@@ -189,6 +190,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Submit(chromedp.CSS(`header form.search`)),
 		chromedp.WaitVisible(chromedp.CSS("table.records"))))
 	require.Equal(t, []string{"evt_paid_2"}, attrs(t, ctx, `table.records tr[data-id]`, "data-id"))
+	screenshot(t, ctx, "dashboard-search")
 }
 
 // TestBrowserCrossOriginFormRefused: a page on another origin that posts
