@@ -98,7 +98,7 @@ func flash(r *http.Request) string {
 		}
 		return fmt.Sprintf("Redrove %d events: they are pending, with a fresh attempt budget.", n)
 	case "forgotten":
-		return "Forgot the event: its claim, guards and inbox row are gone; its next delivery is processed as new."
+		return "Forgot the event: its claim, guards and inbox row are gone; its next delivery (a resend from Stripe's Dashboard, a recovery) is applied as new. Other replicas may still answer it duplicate for up to a minute (PgxConfig.RecentClaimsTTL)."
 	case "forget-none":
 		return "Nothing to forget: the event is neither in the ledger nor in the inbox."
 	case "forget-unfinished":
