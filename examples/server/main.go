@@ -96,6 +96,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	pollOnly := fs.Bool("poll-only", false, "no LISTEN/NOTIFY for the inbox's workers (behind PgBouncer in transaction mode)")
 	stripeAPIBase := fs.String("stripe-api-base", stripe.APIURL, "the Stripe API the subscription projection fetches from (a local stripe-mock or fake); the key is env STRIPE_SECRET_KEY")
 	receiptEmails := fs.Bool("receipt-emails", true, "send one receipt email per paid invoice through a task (false: credits only, as the benchmark's baseline does)")
+	pruneEvery := fs.Duration("prune-every", time.Hour, "delete what the default idempotency.Retention no longer keeps (ids after 45 days, finished events after 7, dead letters after 90) this often, on every replica; 0 is off")
 	recoverSince := fs.Duration("recover-since", 0, "with STRIPE_SECRET_KEY: at start, replay the events of this last period (at most 720h) from the Events API through the webhook path, resuming a stopped run (checkpoint "+recoverCheckpoint+"); 0 is off")
 	dash := addDashboardFlags(fs, getenv)
 	if err := fs.Parse(args); err != nil {
@@ -106,6 +107,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if *dbWait <= 0 {
 		return fmt.Errorf("-db-wait must be positive, got %s", *dbWait)
+	}
+	if *pruneEvery != 0 && *pruneEvery < time.Minute {
+		return fmt.Errorf("-prune-every must be 0 (off) or at least a minute, got %s", *pruneEvery)
 	}
 	if *recoverSince < 0 || *recoverSince > idempotency.RecoveryWindow {
 		return fmt.Errorf("-recover-since must be between 0 and %s (the Events API's window), got %s", idempotency.RecoveryWindow, *recoverSince)
@@ -170,6 +174,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		_ = inbox.Run(ctx)
 	}()
 	defer func() { <-workersDone }() // in-flight attempts finish before the store closes
+	if p, ok := svc.store.(idempotency.Pruner); ok && *pruneEvery > 0 {
+		pruned := make(chan struct{})
+		go func() {
+			defer close(pruned)
+			_ = idempotency.PruneEvery(ctx, p, idempotency.Retention{}, *pruneEvery, logger)
+		}()
+		defer func() { <-pruned }() // a batch in flight commits before the store closes
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err

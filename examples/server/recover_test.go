@@ -48,3 +48,10 @@ func TestRunRecoverSinceNeedsKey(t *testing.T) {
 type discardWriter struct{}
 
 func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestRunPruneEveryBounds: -prune-every is off (0) or at least a minute.
+func TestRunPruneEveryBounds(t *testing.T) {
+	t.Parallel()
+	err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-secret", secret, "-prune-every=30s"}, noEnv, discardWriter{}, nil)
+	require.ErrorContains(t, err, "-prune-every must be 0 (off) or at least a minute")
+}
