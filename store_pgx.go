@@ -198,7 +198,12 @@ func (s *PgxStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, 
 	if err := c.check(); err != nil {
 		return OutcomeFailed, err
 	}
-	if s.local != nil {
+	// An inbox attempt asks the database: it leased the event's only
+	// copy, so there is no concurrent copy to wait for, and an id this
+	// process remembers may have been forgotten since (Forget) by another
+	// process; answering it from memory would mark the stored event
+	// processed without applying it.
+	if s.local != nil && c.fence == nil {
 		done, release, err := s.local.acquire(ctx, c.EventID)
 		if err != nil {
 			return OutcomeFailed, err

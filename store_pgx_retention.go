@@ -185,9 +185,11 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 // object).
 //
 // An event still to be applied in the inbox (pending, processing, failed)
-// is refused with [ErrUnfinished]. This process forgets the id at once;
-// other replicas may answer it duplicate from their memory of recent
-// claims for up to PgxConfig.RecentClaimsTTL (1 minute by default).
+// is refused with [ErrUnfinished]. This process forgets the id at once,
+// and inbox workers always ask the database; but a delivery that reaches
+// another replica may be answered duplicate from its memory of recent ids
+// for up to PgxConfig.RecentClaimsTTL (1 minute by default), and a copy
+// answered duplicate is not applied: resend the event after that.
 func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
 	if !validText(eventID) {
 		return false, nil // no row can hold it

@@ -130,3 +130,46 @@ func TestPruneEvery(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, found)
 }
+
+// TestPgxForgottenEventAppliedByWorkerThatRemembersIt: a worker whose
+// process remembers an event as claimed still asks the database, so an
+// event forgotten by another process and stored again is applied, not
+// marked processed from memory.
+func TestPgxForgottenEventAppliedByWorkerThatRemembersIt(t *testing.T) {
+	t.Parallel()
+	b := newPgBackend(t, idempotency.PgxConfig{RecentClaimsTTL: time.Hour})
+	other, err := idempotency.NewPgxStore(b.db.Pool, idempotency.PgxConfig{Schema: b.db.Schema})
+	require.NoError(t, err)
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, _ idempotency.Event[map[string]any]) error {
+		return b.add(ctx, tx, "applied", 1)
+	})
+	body := []byte(`{"id":"evt_fw","object":"event","type":"invoice.paid","created":1756742400,"data":{"object":{"id":"in_fw","object":"invoice"}}}`)
+
+	// This process applies it synchronously and remembers it.
+	h, err := idempotency.NewHandler(b.store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, idempotencytest.Deliver(h, body, testSecret).Outcome)
+
+	// Another process forgets it and stores a resend in the inbox.
+	found, err := other.Forget(t.Context(), "evt_fw")
+	require.NoError(t, err)
+	require.True(t, found)
+	otherInbox, err := idempotency.NewInbox(other, hs, idempotency.InboxConfig{Logger: discardLogger()})
+	require.NoError(t, err)
+	ingest, err := otherInbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(ingest, body, testSecret).Outcome)
+
+	// This process's worker applies it.
+	inbox, err := idempotency.NewInbox(b.store, hs, idempotency.InboxConfig{Logger: discardLogger()})
+	require.NoError(t, err)
+	n, err := inbox.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, 2, b.get(t, "applied"), "applied again after Forget")
+	rec, ok, err := b.store.LookupEvent(t.Context(), "evt_fw")
+	require.NoError(t, err)
+	require.True(t, ok, "and claimed again")
+	require.Equal(t, idempotency.OutcomeProcessed, rec.Outcome)
+}
