@@ -1,0 +1,101 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// parseDuration parses a Go duration with an optional leading whole number
+// of days: 45d, 1d12h, 90m. Negative durations are refused.
+func parseDuration(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, errors.New("an empty duration")
+	}
+	var days int
+	rest := s
+	if i := strings.IndexByte(s, 'd'); i >= 0 {
+		n, err := strconv.Atoi(s[:i])
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%q is not a duration such as 45d, 36h or 1d12h", s)
+		}
+		days, rest = n, s[i+1:]
+	}
+	d := time.Duration(days) * 24 * time.Hour
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil || r < 0 || strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
+			return 0, fmt.Errorf("%q is not a duration such as 45d, 36h or 1d12h", s)
+		}
+		d += r
+	}
+	if d/(24*time.Hour) != time.Duration(days) {
+		return 0, fmt.Errorf("%q is too long", s)
+	}
+	return d, nil
+}
+
+// formatDuration writes d as parseDuration reads it, in days where whole.
+func formatDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d >= day && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
+	return d.String()
+}
+
+// parseTime parses an RFC 3339 time, a date (UTC), or a duration before now.
+func parseTime(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	if d, err := parseDuration(s); err == nil {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time: want RFC 3339 (2026-11-30T14:00:00Z), a date (2026-11-30) or a duration before now (2h, 7d)", s)
+}
+
+// timeFlag is a -since or -until flag.
+type timeFlag struct{ t time.Time }
+
+func (f *timeFlag) String() string {
+	if f == nil || f.t.IsZero() {
+		return ""
+	}
+	return f.t.Format(time.RFC3339)
+}
+
+func (f *timeFlag) Set(s string) error {
+	t, err := parseTime(s, time.Now())
+	if err != nil {
+		return err
+	}
+	f.t = t
+	return nil
+}
+
+// listFlag collects a repeatable flag whose values may be comma lists.
+type listFlag []string
+
+func (f *listFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	return strings.Join(*f, ",")
+}
+
+func (f *listFlag) Set(s string) error {
+	for v := range strings.SplitSeq(s, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			return errors.New("an empty value in the list")
+		}
+		*f = append(*f, v)
+	}
+	return nil
+}

@@ -1,0 +1,440 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// states are the inbox states in the order idemctl prints them: still to
+// be applied first, then given up on, then final.
+var states = []idempotency.InboxState{
+	idempotency.InboxPending, idempotency.InboxProcessing, idempotency.InboxFailed,
+	idempotency.InboxDeadLetter, idempotency.InboxProcessed, idempotency.InboxSkipped,
+	idempotency.InboxIgnored,
+}
+
+var statsCommand = command{
+	name:    "stats",
+	args:    "[-json]",
+	summary: "count the inbox's events and tasks by state, date the oldest pending",
+	help: `Counts the inbox's events and tasks by state (Inbox.Stats), and dates the
+oldest one still to be applied (pending, processing or failed): what an
+alert needs. With -json, one JSON document:
+
+  {"events":{"pending":N,...},"tasks":{"pending":N,...},
+   "oldest_pending":"RFC 3339" or null,"oldest_pending_age_seconds":N or null,
+   "dead_letters":N}`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
+		asJSON := fs.Bool("json", false, "one JSON document instead of a table")
+		return func(ctx context.Context, a *app, args []string) error {
+			if err := noArgs(args); err != nil {
+				return err
+			}
+			_, in, closeFn, err := a.openInbox(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			st, err := in.Stats(ctx)
+			if err != nil {
+				return a.storeErr(err)
+			}
+			return a.writeStats(st, *asJSON)
+		}
+	},
+}
+
+// statsJSON is stats -json's document.
+type statsJSON struct {
+	Events        map[idempotency.InboxState]int `json:"events"`
+	Tasks         map[idempotency.InboxState]int `json:"tasks"`
+	OldestPending *time.Time                     `json:"oldest_pending"`
+	OldestAgeSecs *int64                         `json:"oldest_pending_age_seconds"`
+	DeadLetters   int                            `json:"dead_letters"`
+}
+
+func (a *app) writeStats(st idempotency.InboxStats, asJSON bool) error {
+	events := map[idempotency.InboxState]int{}
+	for _, s := range states {
+		events[s] = st.Counts[s] - st.TaskCounts[s]
+	}
+	var age time.Duration
+	if !st.OldestPending.IsZero() {
+		age = max(a.now().Sub(st.OldestPending), 0).Round(time.Second)
+	}
+	if asJSON {
+		doc := statsJSON{Events: events, Tasks: map[idempotency.InboxState]int{}, DeadLetters: st.Counts[idempotency.InboxDeadLetter]}
+		for _, s := range states {
+			doc.Tasks[s] = st.TaskCounts[s]
+		}
+		if !st.OldestPending.IsZero() {
+			t, secs := st.OldestPending.UTC(), int64(age/time.Second)
+			doc.OldestPending, doc.OldestAgeSecs = &t, &secs
+		}
+		return writeJSON(a.stdout, doc)
+	}
+	tw := newTable(a.stdout)
+	fmt.Fprintln(tw, "STATE\tEVENTS\tTASKS")
+	for _, s := range states {
+		fmt.Fprintf(tw, "%s\t%d\t%d\n", s, events[s], st.TaskCounts[s])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if st.OldestPending.IsZero() {
+		fmt.Fprintln(a.stdout, "oldest pending: none")
+	} else {
+		fmt.Fprintf(a.stdout, "oldest pending: %s (%s ago)\n", formatTime(st.OldestPending), age)
+	}
+	_, err := fmt.Fprintf(a.stdout, "dead letters: %d\n", st.Counts[idempotency.InboxDeadLetter])
+	return err
+}
+
+var listCommand = command{
+	name:    "list",
+	args:    "[-state s] [-type t] [-object id] [-kind event|task] [-since t] [-until t] [-limit n] [-json]",
+	summary: "list inbox events and tasks, newest received first (no payloads)",
+	help: `Lists the inbox's events and tasks that the flags select, newest received
+first (Inbox.List), without their payloads: an aligned table, or with -json
+one JSON document:
+
+  {"records":[{"id":..,"kind":..,"type":..,"object_id":..,"account":..,
+    "livemode":..,"api_version":..,"created":..,"state":..,"attempts":N,
+    "last_error":..,"received_at":..,"attempted_at":..,"next_attempt_at":..,
+    "finished_at":..}],"more":true|false}
+
+Times are RFC 3339 in UTC, null when not set. "more" says that more records
+match than -limit let through; the table says so on stderr.
+
+` + timesHelp,
+	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
+		var f inboxFlags
+		f.register(fs, "keep")
+		object := fs.String("object", "", "keep the events of this object (data.object.id)")
+		limit := fs.Int("limit", 100, fmt.Sprintf("the most records listed, 1 to %d", idempotency.MaxListLimit))
+		asJSON := fs.Bool("json", false, "one JSON document instead of a table")
+		return func(ctx context.Context, a *app, args []string) error {
+			if err := noArgs(args); err != nil {
+				return err
+			}
+			if *limit < 1 || *limit > idempotency.MaxListLimit {
+				return usageError("-limit %d: want 1 to %d", *limit, idempotency.MaxListLimit)
+			}
+			kind, states, err := f.parse()
+			if err != nil {
+				return err
+			}
+			_, in, closeFn, err := a.openInbox(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			filter := idempotency.InboxFilter{
+				Kind: kind, States: states, EventType: f.eventType, ObjectID: *object,
+				Since: f.since.t, Until: f.until.t, Limit: *limit,
+			}
+			// One more than asked tells whether there are more.
+			if *limit < idempotency.MaxListLimit {
+				filter.Limit++
+			}
+			recs, err := in.List(ctx, filter)
+			if err != nil {
+				return a.storeErr(err)
+			}
+			more := len(recs) > *limit
+			recs = recs[:min(len(recs), *limit)]
+			if *asJSON {
+				doc := struct {
+					Records []recordJSON `json:"records"`
+					More    bool         `json:"more"`
+				}{Records: make([]recordJSON, len(recs)), More: more}
+				for i, r := range recs {
+					doc.Records[i] = toRecordJSON(r)
+				}
+				return writeJSON(a.stdout, doc)
+			}
+			tw := newTable(a.stdout)
+			fmt.Fprintln(tw, "ID\tKIND\tTYPE\tOBJECT\tSTATE\tATTEMPTS\tRECEIVED\tLAST ERROR")
+			for _, r := range recs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.EventID, r.Kind, r.EventType, dash(r.ObjectID),
+					r.State, r.Attempt, formatTime(r.ReceivedAt), dash(truncate(oneLine(r.LastError), 60)))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if more {
+				fmt.Fprintf(a.stderr, "idemctl: list: more than %d records match; raise -limit or narrow the selection\n", *limit)
+			}
+			return nil
+		}
+	},
+}
+
+// inboxFlags are the selectors list and redrive share.
+type inboxFlags struct {
+	states       listFlag
+	eventType    string
+	kind         string
+	since, until timeFlag
+}
+
+func (f *inboxFlags) register(fs *flag.FlagSet, verb string) {
+	fs.Var(&f.states, "state", verb+" events in these states (repeatable, or a comma list): "+joinStates(states))
+	fs.StringVar(&f.eventType, "type", "", verb+" events of this type")
+	fs.StringVar(&f.kind, "kind", "", verb+" only events (event) or only tasks (task)")
+	fs.Var(&f.since, "since", verb+" events received at or after this time")
+	fs.Var(&f.until, "until", verb+" events received before this time")
+}
+
+// parse validates the kind and the states.
+func (f *inboxFlags) parse() (idempotency.InboxKind, []idempotency.InboxState, error) {
+	var kind idempotency.InboxKind
+	switch f.kind {
+	case "", string(idempotency.KindEvent), string(idempotency.KindTask):
+		kind = idempotency.InboxKind(f.kind)
+	default:
+		return "", nil, usageError("-kind %q: want event or task", f.kind)
+	}
+	var sts []idempotency.InboxState
+	for _, s := range f.states {
+		if !slices.Contains(states, idempotency.InboxState(s)) {
+			return "", nil, usageError("-state %q: want one of %s", s, joinStates(states))
+		}
+		sts = append(sts, idempotency.InboxState(s))
+	}
+	if !f.since.t.IsZero() && !f.until.t.IsZero() && !f.since.t.Before(f.until.t) {
+		return "", nil, usageError("-since (%s) is not before -until (%s)", formatTime(f.since.t), formatTime(f.until.t))
+	}
+	return kind, sts, nil
+}
+
+var showCommand = command{
+	name:    "show",
+	args:    "[-payload] [-json] <event-id>",
+	summary: "show an event's inbox record and ledger record",
+	help: `Shows what the store has of one event (or task, by its id task:<name>:<key>):
+its inbox record (Inbox.Lookup: state, attempts, last error, received,
+attempted, next attempt and finished times) and its ledger record
+(LookupEvent: the outcome its claim committed with, and when). The payload,
+which may hold customer data, is shown only with -payload.
+
+Exits 3 when neither the inbox nor the ledger has the id. With -json, one
+JSON document: {"id":..,"inbox":<a list record> or null,
+"ledger":{"outcome":..,"skip_reason":..,"received_at":..,"processed_at":..}
+or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
+		payload := fs.Bool("payload", false, "also print the stored payload (may hold customer data)")
+		asJSON := fs.Bool("json", false, "one JSON document instead of text")
+		return func(ctx context.Context, a *app, args []string) error {
+			if len(args) != 1 {
+				return usageError("want one event id, got %d arguments", len(args))
+			}
+			id := args[0]
+			store, in, closeFn, err := a.openInbox(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			rec, inInbox, err := in.Lookup(ctx, id)
+			if err != nil {
+				return a.storeErr(err)
+			}
+			ledger, claimed, err := store.LookupEvent(ctx, id)
+			if err != nil {
+				return a.storeErr(err)
+			}
+			if !inInbox && !claimed {
+				return notFoundError("%s: neither the inbox nor the ledger has it", id)
+			}
+			var body []byte
+			var hasBody bool
+			if *payload {
+				if body, hasBody, err = in.Payload(ctx, id); err != nil {
+					return a.storeErr(err)
+				}
+			}
+			if *asJSON {
+				doc := showJSON{ID: id}
+				if inInbox {
+					r := toRecordJSON(rec)
+					doc.Inbox = &r
+				}
+				if claimed {
+					doc.Ledger = &ledgerJSON{Outcome: string(ledger.Outcome), SkipReason: ledger.SkipReason,
+						ReceivedAt: optionalTime(ledger.ReceivedAt), ProcessedAt: optionalTime(ledger.ProcessedAt)}
+				}
+				if hasBody {
+					doc.Payload = json.RawMessage(body)
+				}
+				return writeJSON(a.stdout, doc)
+			}
+			return a.writeShow(id, rec, inInbox, ledger, claimed, *payload, body, hasBody)
+		}
+	},
+}
+
+// showJSON is show -json's document.
+type showJSON struct {
+	ID      string          `json:"id"`
+	Inbox   *recordJSON     `json:"inbox"`
+	Ledger  *ledgerJSON     `json:"ledger"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+type ledgerJSON struct {
+	Outcome     string     `json:"outcome"`
+	SkipReason  string     `json:"skip_reason"`
+	ReceivedAt  *time.Time `json:"received_at"`
+	ProcessedAt *time.Time `json:"processed_at"`
+}
+
+func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ledger idempotency.EventRecord, claimed, wantBody bool, body []byte, hasBody bool) error {
+	tw := newTable(a.stdout)
+	fmt.Fprintf(tw, "id\t%s\n", id)
+	if inInbox {
+		fmt.Fprintf(tw, "kind\t%s\n", rec.Kind)
+		fmt.Fprintf(tw, "type\t%s\n", rec.EventType)
+		fmt.Fprintf(tw, "object\t%s\n", dash(rec.ObjectID))
+		fmt.Fprintf(tw, "account\t%s\n", dash(rec.Account))
+		fmt.Fprintf(tw, "livemode\t%t\n", rec.Livemode)
+		fmt.Fprintf(tw, "api version\t%s\n", dash(rec.APIVersion))
+		fmt.Fprintf(tw, "created\t%s\n", formatTime(rec.Created))
+		fmt.Fprintln(tw, "\t")
+		fmt.Fprintln(tw, "inbox\t")
+		fmt.Fprintf(tw, "  state\t%s\n", rec.State)
+		fmt.Fprintf(tw, "  attempts\t%d\n", rec.Attempt)
+		fmt.Fprintf(tw, "  last error\t%s\n", dash(oneLine(rec.LastError)))
+		fmt.Fprintf(tw, "  received\t%s\n", formatTime(rec.ReceivedAt))
+		fmt.Fprintf(tw, "  attempted\t%s\n", formatTime(rec.AttemptedAt))
+		fmt.Fprintf(tw, "  next attempt\t%s\n", formatTime(rec.NextAttemptAt))
+		fmt.Fprintf(tw, "  finished\t%s\n", formatTime(rec.FinishedAt))
+	} else {
+		fmt.Fprintf(tw, "type\t%s\n", ledger.EventType)
+		fmt.Fprintf(tw, "object\t%s\n", dash(ledger.ObjectID))
+		fmt.Fprintf(tw, "account\t%s\n", dash(ledger.Account))
+		fmt.Fprintf(tw, "livemode\t%t\n", ledger.Livemode)
+		fmt.Fprintln(tw, "\t")
+		fmt.Fprintln(tw, "inbox\tnot in the inbox (delivered synchronously, or pruned)")
+	}
+	fmt.Fprintln(tw, "\t")
+	if claimed {
+		fmt.Fprintln(tw, "ledger\t")
+		fmt.Fprintf(tw, "  outcome\t%s\n", ledger.Outcome)
+		if ledger.SkipReason != "" {
+			fmt.Fprintf(tw, "  skip reason\t%s\n", oneLine(ledger.SkipReason))
+		}
+		fmt.Fprintf(tw, "  processed at\t%s\n", formatTime(ledger.ProcessedAt))
+	} else {
+		fmt.Fprintln(tw, "ledger\tnot claimed: no transaction has applied it")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !wantBody {
+		return nil
+	}
+	if !hasBody {
+		_, err := fmt.Fprintln(a.stdout, "\npayload: not stored (not in the inbox, or pruned)")
+		return err
+	}
+	fmt.Fprintln(a.stdout, "\npayload:")
+	_, err := fmt.Fprintf(a.stdout, "%s\n", body)
+	return err
+}
+
+// recordJSON is an inbox record in -json output: stable names, every field
+// present, null for a time not set.
+type recordJSON struct {
+	ID            string     `json:"id"`
+	Kind          string     `json:"kind"`
+	Type          string     `json:"type"`
+	ObjectID      string     `json:"object_id"`
+	Account       string     `json:"account"`
+	Livemode      bool       `json:"livemode"`
+	APIVersion    string     `json:"api_version"`
+	Created       *time.Time `json:"created"`
+	State         string     `json:"state"`
+	Attempts      int        `json:"attempts"`
+	LastError     string     `json:"last_error"`
+	ReceivedAt    *time.Time `json:"received_at"`
+	AttemptedAt   *time.Time `json:"attempted_at"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	FinishedAt    *time.Time `json:"finished_at"`
+}
+
+func toRecordJSON(r idempotency.InboxRecord) recordJSON {
+	return recordJSON{
+		ID: r.EventID, Kind: string(r.Kind), Type: r.EventType, ObjectID: r.ObjectID, Account: r.Account,
+		Livemode: r.Livemode, APIVersion: r.APIVersion, Created: optionalTime(r.Created), State: string(r.State),
+		Attempts: r.Attempt, LastError: r.LastError, ReceivedAt: optionalTime(r.ReceivedAt),
+		AttemptedAt: optionalTime(r.AttemptedAt), NextAttemptAt: optionalTime(r.NextAttemptAt), FinishedAt: optionalTime(r.FinishedAt),
+	}
+}
+
+// optionalTime is t in UTC, nil for the zero time.
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// formatTime writes t in RFC 3339, UTC, to the second; "-" for the zero time.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// truncate cuts s to n runes, marking the cut.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func joinStates(sts []idempotency.InboxState) string {
+	out := make([]string, len(sts))
+	for i, s := range sts {
+		out[i] = string(s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// noArgs refuses arguments to a command that takes none.
+func noArgs(args []string) error {
+	if len(args) > 0 {
+		return usageError("unexpected argument %q", args[0])
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// TestStats: the counts by state, events apart from tasks, the oldest
+// pending event's age and the dead letters, as a table and as JSON.
+func TestStats(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	s.seed(t)
+
+	r := idemctl(t, s.db, nil, "stats")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.stderr)
+	for _, want := range []string{
+		`(?m)^STATE\s+EVENTS\s+TASKS$`,
+		`(?m)^pending\s+1\s+0$`, `(?m)^processed\s+2\s+0$`, `(?m)^failed\s+1\s+0$`,
+		`(?m)^dead_letter\s+1\s+0$`, `(?m)^processing\s+0\s+0$`,
+		`(?m)^oldest pending: \S+Z \(\d+s ago\)$`, `(?m)^dead letters: 1$`,
+	} {
+		require.Regexp(t, want, r.stdout)
+	}
+
+	doc := decode[statsJSON](t, idemctl(t, s.db, nil, "stats", "-json"))
+	require.Equal(t, 1, doc.Events[idempotency.InboxPending])
+	require.Equal(t, 2, doc.Events[idempotency.InboxProcessed])
+	require.Equal(t, 1, doc.Events[idempotency.InboxFailed])
+	require.Equal(t, 1, doc.DeadLetters)
+	require.Len(t, doc.Tasks, len(states), "every state, zero included")
+	require.NotNil(t, doc.OldestPending)
+	// The oldest still to be applied is the failed event, received before
+	// the pending one.
+	require.Equal(t, s.lookup(t, "evt_failed_1").ReceivedAt.UTC(), *doc.OldestPending)
+	require.GreaterOrEqual(t, *doc.OldestAgeSecs, int64(0))
+}
+
+// TestList: the selectors narrow the list; the table has no payload; -json
+// is one document with stable field names; -limit says when more match.
+func TestList(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	s.seed(t)
+
+	r := idemctl(t, s.db, nil, "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	ls := lines(r.stdout)
+	require.Regexp(t, `^ID\s+KIND\s+TYPE\s+OBJECT\s+STATE\s+ATTEMPTS\s+RECEIVED\s+LAST ERROR$`, ls[0])
+	require.Len(t, ls, 1+5)
+	require.Equal(t, "evt_pending_1", strings.Fields(ls[1])[0], "newest received first")
+	require.NotContains(t, r.stdout, customerEmail, "no payload")
+	require.Regexp(t, `(?m)^evt_dead_1\s+event\s+charge\.failed\s+ch_1\s+dead_letter\s+1\s+\S+Z\s+.*downstream refused the charge`, r.stdout)
+
+	r = idemctl(t, s.db, nil, "list", "-state", "dead_letter,failed")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Len(t, lines(r.stdout), 1+2)
+	require.Contains(t, r.stdout, "evt_dead_1")
+	require.Contains(t, r.stdout, "evt_failed_1")
+
+	r = idemctl(t, s.db, nil, "list", "-type", "invoice.paid", "-object", "in_2")
+	require.Len(t, lines(r.stdout), 1+1)
+	require.Contains(t, r.stdout, "evt_paid_2")
+
+	r = idemctl(t, s.db, nil, "list", "-kind", "task")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Len(t, lines(r.stdout), 1, "no tasks: the header alone")
+
+	// Relative and absolute times: everything was received within the hour.
+	require.Len(t, lines(idemctl(t, s.db, nil, "list", "-since", "1h").stdout), 1+5)
+	require.Len(t, lines(idemctl(t, s.db, nil, "list", "-until", "1h").stdout), 1)
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	require.Len(t, lines(idemctl(t, s.db, nil, "list", "-since", future).stdout), 1)
+
+	r = idemctl(t, s.db, nil, "list", "-limit", "2")
+	require.Len(t, lines(r.stdout), 1+2)
+	require.Equal(t, "idemctl: list: more than 2 records match; raise -limit or narrow the selection\n", r.stderr)
+
+	type listDoc struct {
+		Records []recordJSON `json:"records"`
+		More    bool         `json:"more"`
+	}
+	doc := decode[listDoc](t, idemctl(t, s.db, nil, "list", "-json", "-state", "failed"))
+	require.False(t, doc.More)
+	require.Len(t, doc.Records, 1)
+	rec := doc.Records[0]
+	require.Equal(t, "evt_failed_1", rec.ID)
+	require.Equal(t, "event", rec.Kind)
+	require.Equal(t, "charge.failed", rec.Type)
+	require.Equal(t, "ch_2", rec.ObjectID)
+	require.Equal(t, "failed", rec.State)
+	require.Equal(t, 1, rec.Attempts)
+	require.Contains(t, rec.LastError, "downstream refused the charge")
+	require.NotNil(t, rec.NextAttemptAt)
+	require.Nil(t, rec.FinishedAt)
+	// Stable names, every field present.
+	raw := idemctl(t, s.db, nil, "list", "-json", "-limit", "1").stdout
+	for _, name := range []string{"id", "kind", "type", "object_id", "account", "livemode", "api_version", "created", "state",
+		"attempts", "last_error", "received_at", "attempted_at", "next_attempt_at", "finished_at"} {
+		require.Contains(t, raw, `"`+name+`":`)
+	}
+	require.Contains(t, raw, `"more": true`)
+
+	for _, args := range [][]string{
+		{"list", "-state", "lost"}, {"list", "-kind", "job"}, {"list", "-limit", "0"},
+		{"list", "-since", "yesterday"}, {"list", "-since", "1h", "-until", "2h"}, {"list", "extra"},
+	} {
+		r := idemctl(t, s.db, nil, args...)
+		require.Equal(t, exitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Regexp(t, `^idemctl: list: [^\n]+\n$`, r.stderr, args)
+	}
+}
+
+// TestShow: the inbox record and the ledger record of one event; the
+// payload only with -payload; an unknown id exits 3.
+func TestShow(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	s.seed(t)
+
+	r := idemctl(t, s.db, nil, "show", "evt_dead_1")
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, want := range []string{
+		`(?m)^id\s+evt_dead_1$`, `(?m)^type\s+charge\.failed$`, `(?m)^object\s+ch_1$`,
+		`(?m)^  state\s+dead_letter$`, `(?m)^  attempts\s+1$`, `(?m)^  last error\s+.*downstream refused the charge`,
+		`(?m)^  received\s+\S+Z$`, `(?m)^  attempted\s+\S+Z$`, `(?m)^  next attempt\s+-$`, `(?m)^  finished\s+\S+Z$`,
+		`(?m)^ledger\s+not claimed`,
+	} {
+		require.Regexp(t, want, r.stdout)
+	}
+	require.NotContains(t, r.stdout, customerEmail, "no payload without -payload")
+
+	r = idemctl(t, s.db, nil, "show", "evt_paid_1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^  state\s+processed$`, r.stdout)
+	require.Regexp(t, `(?m)^  outcome\s+processed$`, r.stdout)
+	require.Regexp(t, `(?m)^  processed at\s+\S+Z$`, r.stdout)
+	require.NotContains(t, r.stdout, customerEmail)
+
+	r = idemctl(t, s.db, nil, "show", "-payload", "evt_paid_1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "\npayload:\n{")
+	require.Contains(t, r.stdout, customerEmail)
+
+	type showDoc struct {
+		ID      string         `json:"id"`
+		Inbox   *recordJSON    `json:"inbox"`
+		Ledger  *ledgerJSON    `json:"ledger"`
+		Payload map[string]any `json:"payload"`
+	}
+	doc := decode[showDoc](t, idemctl(t, s.db, nil, "show", "-json", "evt_paid_1"))
+	require.Equal(t, "evt_paid_1", doc.ID)
+	require.Equal(t, "processed", doc.Inbox.State)
+	require.Equal(t, "processed", doc.Ledger.Outcome)
+	require.NotNil(t, doc.Ledger.ProcessedAt)
+	require.Nil(t, doc.Payload)
+	doc = decode[showDoc](t, idemctl(t, s.db, nil, "show", "-json", "-payload", "evt_paid_1"))
+	require.Equal(t, "evt_paid_1", doc.Payload["id"])
+
+	r = idemctl(t, s.db, nil, "show", "evt_unknown")
+	require.Equal(t, exitNotFound, r.code)
+	require.Empty(t, r.stdout)
+	require.Equal(t, "idemctl: show: evt_unknown: neither the inbox nor the ledger has it\n", r.stderr)
+
+	require.Equal(t, exitUsage, idemctl(t, s.db, nil, "show").code)
+	require.Equal(t, exitUsage, idemctl(t, s.db, nil, "show", "a", "b").code)
+}
+
+// TestTimes: -since and -until read RFC 3339, dates and durations before
+// now, days included; anything else is refused.
+func TestTimes(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"2026-11-29T10:00:00Z":      time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC),
+		"2026-11-29T10:00:00+01:00": time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC),
+		"2026-11-29":                time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC),
+		"2h":                        now.Add(-2 * time.Hour),
+		"7d":                        now.Add(-7 * 24 * time.Hour),
+		"1d12h":                     now.Add(-36 * time.Hour),
+		"0":                         now,
+	} {
+		got, err := parseTime(in, now)
+		require.NoError(t, err, in)
+		require.True(t, want.Equal(got), "%s: %s", in, got)
+	}
+	for _, in := range []string{"", "yesterday", "-2h", "2x", "d", "1.5d", "-1d", "1d-2h", "99999999999d"} {
+		_, err := parseTime(in, now)
+		require.Error(t, err, in)
+	}
+	require.Equal(t, "45d", formatDuration(45*24*time.Hour))
+	require.Equal(t, "36h0m0s", formatDuration(36*time.Hour))
+	require.Regexp(t, regexp.MustCompile(`not a time`), func() string { _, err := parseTime("x", now); return err.Error() }())
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+var redriveCommand = command{
+	name:    "redrive",
+	args:    "(-id id... | -type t | -since t | -until t | -all) [-state s] [-kind k] [-dry-run]",
+	summary: "move dead-lettered (or failed) events back to pending with a fresh attempt budget",
+	help: `Moves the events the flags select back to pending with a fresh attempt
+budget (Inbox.Redrive), dead-lettered ones by default; the service's workers
+then apply them as new. Fix the cause first.
+
+It refuses to run without a selector (-id, -type, -since, -until) unless
+-all is given: -state and -kind narrow a selection but do not make one.
+-dry-run counts the events that would move and moves none. It prints how
+many events moved (or would).
+
+` + timesHelp,
+	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
+		var f inboxFlags
+		f.register(fs, "redrive")
+		var ids listFlag
+		fs.Var(&ids, "id", "redrive these event (or task) ids (repeatable, or a comma list)")
+		all := fs.Bool("all", false, "redrive every event in -state (dead_letter by default), with no other selector")
+		dryRun := fs.Bool("dry-run", false, "count the events that would move; move none")
+		return func(ctx context.Context, a *app, args []string) error {
+			if err := noArgs(args); err != nil {
+				return err
+			}
+			kind, sts, err := f.parse()
+			if err != nil {
+				return err
+			}
+			for _, s := range sts {
+				if s != idempotency.InboxDeadLetter && s != idempotency.InboxFailed {
+					return usageError("-state %s: only dead_letter and failed events are redriven", s)
+				}
+			}
+			selected := len(ids) > 0 || f.eventType != "" || !f.since.t.IsZero() || !f.until.t.IsZero()
+			if !selected && !*all {
+				return usageError("no selector: pass -id, -type, -since or -until, or -all to redrive every %s event", joinStates(orDefault(sts)))
+			}
+			_, in, closeFn, err := a.openInbox(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			filter := idempotency.RedriveFilter{
+				Kind: kind, EventIDs: ids, EventType: f.eventType, Since: f.since.t, Until: f.until.t,
+				States: sts, DryRun: *dryRun,
+			}
+			// One statement: the bar only shows that it is running.
+			m := a.meter("redrive", "events")
+			m.set(0, "redriving")
+			n, err := in.Redrive(ctx, filter)
+			m.done()
+			if err != nil {
+				return a.storeErr(err)
+			}
+			if *dryRun {
+				_, err = fmt.Fprintf(a.stdout, "would redrive %d events (dry run: none moved)\n", n)
+				return err
+			}
+			_, err = fmt.Fprintf(a.stdout, "redrove %d events: pending again, with a fresh attempt budget\n", n)
+			return err
+		}
+	},
+}
+
+// orDefault is the states Redrive takes for sts: dead_letter when empty.
+func orDefault(sts []idempotency.InboxState) []idempotency.InboxState {
+	if len(sts) == 0 {
+		return []idempotency.InboxState{idempotency.InboxDeadLetter}
+	}
+	return sts
+}
+
+var forgetCommand = command{
+	name:    "forget",
+	args:    "<event-id>...",
+	summary: "delete an event's claim, guards and inbox row, so that it can be processed again",
+	help: `Deletes what makes each event known (Forget): its claim in the ledger, the
+natural-key guards its transaction claimed, and its row in the inbox, in one
+transaction per event. The next delivery of the event (a resend from
+Stripe's Dashboard, or idemctl recover) is then applied again as new: use it
+after undoing an event's effects by hand. The tasks it enqueued stay done,
+and CheckOrder's record of it stays.
+
+An event still to be applied in the inbox (pending, processing, failed) is
+refused: there is nothing to forget yet.
+
+The service's running replicas may still answer the event duplicate from
+their memory of recent claims for up to PgxConfig.RecentClaimsTTL (1 minute
+by default): wait that long before resending it.
+
+It prints one line per id. Exits 3 when an id was not found (the others are
+forgotten), 1 when one was refused or failed.`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
+		return func(ctx context.Context, a *app, args []string) error {
+			if len(args) == 0 {
+				return usageError("want at least one event id")
+			}
+			_, in, closeFn, err := a.openInbox(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			var missing, refused []string
+			for _, id := range args {
+				found, err := in.Forget(ctx, id)
+				switch {
+				case errors.Is(err, idempotency.ErrUnfinished):
+					refused = append(refused, id)
+					fmt.Fprintf(a.stdout, "%s: refused: still to be applied in the inbox (pending, processing or failed); nothing of it deleted\n", id)
+				case err != nil:
+					return a.storeErr(err)
+				case !found:
+					missing = append(missing, id)
+					fmt.Fprintf(a.stdout, "%s: not found: the store has no claim, guard or inbox row of it\n", id)
+				default:
+					fmt.Fprintf(a.stdout, "%s: forgotten: its claim, its guards and its inbox row are deleted; it is applied again when it comes next\n", id)
+				}
+			}
+			if len(refused) > 0 {
+				return fmt.Errorf("%d of %d ids refused, still to be applied in the inbox: %s", len(refused), len(args), refused[0])
+			}
+			if len(missing) > 0 {
+				return notFoundError("%d of %d ids not found: %s", len(missing), len(args), missing[0])
+			}
+			return nil
+		}
+	},
+}
+
+var migrateCommand = command{
+	name:    "migrate",
+	args:    "",
+	summary: "create or update the store's tables in -schema",
+	help: `Creates the schema and the store's tables, applying the migrations this
+idemctl's library version has that the database has not (PgxStore.Migrate).
+It is idempotent and safe while the service runs and migrates too.`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
+		return func(ctx context.Context, a *app, args []string) error {
+			if err := noArgs(args); err != nil {
+				return err
+			}
+			store, closeFn, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			if err := store.Migrate(ctx); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(a.stdout, "schema %q is migrated\n", a.schema)
+			return err
+		}
+	},
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestRedrive: no selector is refused unless -all; -dry-run counts and
+// moves nothing; a selection moves its events back to pending with a fresh
+// budget, and the service's workers apply them.
+func TestRedrive(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	s.seed(t)
+
+	r := idemctl(t, s.db, nil, "redrive")
+	require.Equal(t, exitUsage, r.code)
+	require.Equal(t, "idemctl: redrive: no selector: pass -id, -type, -since or -until, or -all to redrive every dead_letter event\n", r.stderr)
+	r = idemctl(t, s.db, nil, "redrive", "-state", "failed")
+	require.Equal(t, exitUsage, r.code, "a state alone is no selector")
+	r = idemctl(t, s.db, nil, "redrive", "-state", "processed", "-all")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "only dead_letter and failed events are redriven")
+
+	r = idemctl(t, s.db, nil, "redrive", "-all", "-state", "dead_letter,failed", "-dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "would redrive 2 events (dry run: none moved)\n", r.stdout)
+	require.Equal(t, idempotency.InboxDeadLetter, s.lookup(t, "evt_dead_1").State)
+
+	r = idemctl(t, s.db, nil, "redrive", "-type", "invoice.paid")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "redrove 0 events: pending again, with a fresh attempt budget\n", r.stdout, "dead letters only, by default")
+
+	r = idemctl(t, s.db, nil, "redrive", "-id", "evt_dead_1", "-since", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "redrove 1 events: pending again, with a fresh attempt budget\n", r.stdout)
+	rec := s.lookup(t, "evt_dead_1")
+	require.Equal(t, idempotency.InboxPending, rec.State)
+	require.Zero(t, rec.Attempt, "a fresh budget")
+	require.Equal(t, idempotency.InboxFailed, s.lookup(t, "evt_failed_1").State, "not selected")
+
+	r = idemctl(t, s.db, nil, "redrive", "-id", "evt_failed_1,evt_paid_1", "-state", "failed")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "redrove 1 events: pending again, with a fresh attempt budget\n", r.stdout)
+	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_failed_1").State)
+}
+
+// TestForget: a forgotten event is applied again when it comes next; an
+// unknown id exits 3 (the others are still forgotten); an event still to be
+// applied is refused and keeps everything.
+func TestForget(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	s.seed(t)
+	ctx := t.Context()
+	_, found, err := s.store.LookupGuard(ctx, "invoice-credit", "in_1")
+	require.NoError(t, err)
+	require.True(t, found)
+
+	r := idemctl(t, s.db, nil, "forget", "evt_paid_1", "evt_unknown")
+	require.Equal(t, exitNotFound, r.code)
+	require.Equal(t, "evt_paid_1: forgotten: its claim, its guards and its inbox row are deleted; it is applied again when it comes next\n"+
+		"evt_unknown: not found: the store has no claim, guard or inbox row of it\n", r.stdout)
+	require.Equal(t, "idemctl: forget: 1 of 2 ids not found: evt_unknown\n", r.stderr)
+	_, found, err = s.store.LookupEvent(ctx, "evt_paid_1")
+	require.NoError(t, err)
+	require.False(t, found, "the claim is gone")
+	_, found, err = s.store.LookupGuard(ctx, "invoice-credit", "in_1")
+	require.NoError(t, err)
+	require.False(t, found, "the guard is gone")
+	_, found, err = s.inbox.Lookup(ctx, "evt_paid_1")
+	require.NoError(t, err)
+	require.False(t, found, "the inbox row is gone")
+
+	r = idemctl(t, s.db, nil, "forget", "evt_pending_1", "evt_paid_2")
+	require.Equal(t, exitFailed, r.code)
+	require.Contains(t, r.stdout, "evt_pending_1: refused: still to be applied in the inbox")
+	require.Contains(t, r.stdout, "evt_paid_2: forgotten")
+	require.Equal(t, "idemctl: forget: 1 of 2 ids refused, still to be applied in the inbox: evt_pending_1\n", r.stderr)
+	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_pending_1").State)
+
+	// Delivered again, it is stored and applied as new: at once by a
+	// replica that does not remember it; the replica that stored it
+	// remembers it for up to PgxConfig.RecentClaimsTTL, as forget -h says.
+	require.Equal(t, idempotency.OutcomeDuplicate, s.deliver(t, "evt_paid_1", "invoice.paid", "in_1"))
+	replica := newReplica(t, s)
+	require.Equal(t, idempotency.OutcomeQueued, replica.deliver(t, "evt_paid_1", "invoice.paid", "in_1"))
+	replica.work(t, replica.inbox)
+	require.Equal(t, idempotency.InboxProcessed, s.lookup(t, "evt_paid_1").State)
+	_, found, err = s.store.LookupGuard(ctx, "invoice-credit", "in_1")
+	require.NoError(t, err)
+	require.True(t, found, "the handler ran again")
+	ev, found, err := s.store.LookupEvent(ctx, "evt_paid_1")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, idempotency.OutcomeProcessed, ev.Outcome)
+
+	require.Equal(t, exitUsage, idemctl(t, s.db, nil, "forget").code)
+	help := idemctl(t, s.db, nil, "forget", "-h")
+	require.Equal(t, 0, help.code)
+	require.Contains(t, help.stdout, "PgxConfig.RecentClaimsTTL (1 minute\nby default)")
+}
+
+// TestMigrate: an empty schema is refused with a hint until migrated.
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	db := idempotencytest.Postgres(t)
+	r := idemctl(t, db, nil, "stats")
+	require.Equal(t, exitFailed, r.code)
+	require.Contains(t, r.stderr, `idemctl: stats: the store's tables are not in schema "`+db.Schema+`" (pass -schema, or run idemctl migrate)`)
+	require.Len(t, lines(r.stderr), 1)
+
+	r = idemctl(t, db, nil, "migrate")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, `schema "`+db.Schema+`" is migrated`+"\n", r.stdout)
+	require.Equal(t, 0, idemctl(t, db, nil, "migrate").code, "idempotent")
+	r = idemctl(t, db, nil, "stats", "-json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Zero(t, decode[statsJSON](t, r).DeadLetters)
+}
+
+// TestUsage: exit 2 with one line on stderr for what a script got wrong;
+// -h answers 0 with the exit codes.
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "idemctl: no command given; see idemctl -h\n"},
+		{[]string{"frobnicate"}, "idemctl: unknown command \"frobnicate\"; see idemctl -h\n"},
+		{[]string{"-nope", "stats"}, "idemctl: flag provided but not defined: -nope\n"},
+		{[]string{"stats", "-nope"}, "idemctl: stats: flag provided but not defined: -nope\n"},
+		{[]string{"-progress", "loud", "stats"}, "idemctl: -progress \"loud\": want auto, lines or off\n"},
+	} {
+		var stdout, stderr strings.Builder
+		code := run(t.Context(), c.args, &stdout, &stderr, func(string) string { return "" })
+		require.Equal(t, exitUsage, code, c.args)
+		require.True(t, strings.HasSuffix(stderr.String(), c.want), "%v: %s", c.args, stderr.String())
+	}
+	var stdout, stderr strings.Builder
+	require.Equal(t, exitUsage, run(t.Context(), []string{"stats"}, &stdout, &stderr, func(string) string { return "" }))
+	require.Equal(t, "idemctl: stats: no database: pass -database-url or set DATABASE_URL\n", stderr.String())
+
+	for _, args := range [][]string{{"-h"}, {"help"}, {"help", "redrive"}, {"redrive", "-h"}} {
+		var stdout, stderr strings.Builder
+		code := run(t.Context(), args, &stdout, &stderr, func(string) string { return "" })
+		require.Equal(t, 0, code, args)
+		require.Empty(t, stderr.String())
+		require.Contains(t, stdout.String(), "Exit codes:\n  0    done\n", args)
+		require.Contains(t, stdout.String(), "  130  interrupted", args)
+	}
+}
+
+// TestUnavailable: a database that cannot be reached exits 4, and the
+// password in the URL is not printed.
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "postgres://idemctl:s3cret-pw@127.0.0.1:1/nodb?connect_timeout=5"}
+	for _, args := range [][]string{{"stats"}, {"redrive", "-all"}, {"migrate"}} {
+		r := idemctlCtx(t.Context(), nil, env, args...)
+		require.Equal(t, exitUnavailable, r.code, "%v: %s", args, r.stderr)
+		require.Len(t, lines(r.stderr), 1)
+		require.Contains(t, r.stderr, "store unavailable")
+		require.NotContains(t, r.stderr, "s3cret-pw")
+	}
+}

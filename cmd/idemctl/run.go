@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// The exit codes; the package doc lists them for scripts.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitNotFound    = 3
+	exitUnavailable = 4
+	exitInterrupted = 130
+)
+
+// defaultSchema is PgxConfig.Schema's default.
+const defaultSchema = "public"
+
+// app is one invocation: where results and errors go, the environment, and
+// the global flags.
+type app struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	now            func() time.Time
+	globals
+	// flagGlobals are the globals each flag set parses into.
+	flagGlobals map[*flag.FlagSet]*globals
+}
+
+// globals are the flags every command takes, before or after its name.
+type globals struct {
+	databaseURL string
+	schema      string
+	quiet       bool
+	progress    string // auto, lines or off
+}
+
+// command is one of idemctl's commands.
+type command struct {
+	name    string
+	args    string // the synopsis after the name
+	summary string // one line, for the command list
+	help    string // the rest of the command's -h
+	// flags registers the command's own flags; run gets the arguments
+	// left after them.
+	flags func(fs *flag.FlagSet) func(ctx context.Context, a *app, args []string) error
+}
+
+// commands are listed by -h in this order.
+var commands = []command{statsCommand, listCommand, showCommand, redriveCommand, forgetCommand, migrateCommand}
+
+// run runs idemctl with args (without the program name) and returns its exit
+// code. Results go to stdout; errors to stderr, one line each.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now, flagGlobals: map[*flag.FlagSet]*globals{}}
+	err := a.run(ctx, args)
+	code := exitCode(ctx, err)
+	if err != nil && !errors.Is(err, errHelp) {
+		fmt.Fprintln(stderr, "idemctl: "+oneLine(err.Error()))
+	}
+	if code == exitInterrupted {
+		fmt.Fprintln(stderr, "idemctl: interrupted")
+	}
+	return code
+}
+
+// errHelp reports that -h was asked for and the help written: exit 0.
+var errHelp = errors.New("help")
+
+func (a *app) run(ctx context.Context, args []string) error {
+	a.globals = globals{schema: defaultSchema, progress: "auto"}
+	fs := a.flagSet("idemctl")
+	if err := a.parse(fs, args, a.usage); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError("no command given; see idemctl -h")
+	}
+	name, rest := fs.Arg(0), fs.Args()[1:]
+	if name == "help" {
+		if len(rest) == 0 {
+			a.usage(a.stdout)
+			return errHelp
+		}
+		name, rest = rest[0], []string{"-h"}
+	}
+	for _, c := range commands {
+		if c.name != name {
+			continue
+		}
+		cfs := a.flagSet("idemctl " + c.name)
+		runCmd := c.flags(cfs)
+		if err := a.parse(cfs, rest, func(w io.Writer) { a.commandUsage(w, c, cfs) }); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		if err := a.checkGlobal(); err != nil {
+			return err
+		}
+		if err := runCmd(ctx, a, cfs.Args()); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		return nil
+	}
+	return usageError("unknown command %q; see idemctl -h", name)
+}
+
+// flagSet returns a flag set with the global flags, so that they may come
+// before the command or after it: parse copies those set on it into a.
+// Its output is discarded: run prints errors on one line, and the help
+// itself.
+func (a *app) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	g := &globals{}
+	// No default from DATABASE_URL here: -h prints defaults, and the URL
+	// may hold a password.
+	fs.StringVar(&g.databaseURL, "database-url", "", "PostgreSQL `URL` of the service's database (default env DATABASE_URL)")
+	fs.StringVar(&g.schema, "schema", defaultSchema, "the `schema` of the store's tables (PgxConfig.Schema)")
+	fs.BoolVar(&g.quiet, "quiet", false, "no progress on stderr (as -progress off)")
+	fs.StringVar(&g.progress, "progress", "auto", "how long operations show progress on stderr, a `mode`: auto (a bar when stderr is a terminal), lines (one line per step, for logs), off")
+	a.flagGlobals[fs] = g
+	return fs
+}
+
+// parse parses args, answering -h with usage on stdout.
+func (a *app) parse(fs *flag.FlagSet, args []string, usage func(io.Writer)) error {
+	err := fs.Parse(args)
+	if g := a.flagGlobals[fs]; g != nil {
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "database-url":
+				a.databaseURL = g.databaseURL
+			case "schema":
+				a.schema = g.schema
+			case "quiet":
+				a.quiet = g.quiet
+			case "progress":
+				a.progress = g.progress
+			}
+		})
+	}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage(a.stdout)
+		return errHelp
+	case err != nil:
+		return usageError("%v", err)
+	}
+	return nil
+}
+
+// checkGlobal validates the global flags.
+func (a *app) checkGlobal() error {
+	switch a.progress {
+	case "auto", "lines", "off":
+	default:
+		return usageError("-progress %q: want auto, lines or off", a.progress)
+	}
+	if strings.TrimSpace(a.schema) == "" {
+		return usageError("-schema is empty")
+	}
+	return nil
+}
+
+// open connects to the database and returns the store; close releases the
+// connections. It checks that the database answers, so that an unreachable
+// one is reported as such (exit 4) before anything is done.
+func (a *app) open(ctx context.Context) (store *idempotency.PgxStore, closeFn func(), err error) {
+	url := a.databaseURL
+	if url == "" {
+		url = a.getenv("DATABASE_URL")
+	}
+	if url == "" {
+		return nil, nil, usageError("no database: pass -database-url or set DATABASE_URL")
+	}
+	// pgx masks the password in a parse error's copy of the URL.
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, nil, usageError("-database-url: %v", err)
+	}
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, usageError("-database-url: %v", err)
+	}
+	// The CLI is short-lived: it keeps no memory of claims.
+	store, err = idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: a.schema, RecentClaims: -1})
+	if err != nil {
+		pool.Close()
+		return nil, nil, usageError("%v", err)
+	}
+	if err := store.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("database: %w", err)
+	}
+	return store, pool.Close, nil
+}
+
+// openInbox opens the store and its inbox for operator use: no handlers,
+// and Run is never called.
+func (a *app) openInbox(ctx context.Context) (*idempotency.PgxStore, *idempotency.Inbox, func(), error) {
+	store, closeFn, err := a.open(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	in, err := idempotency.NewInbox(store, idempotency.NewHandlers(), idempotency.InboxConfig{})
+	if err != nil {
+		closeFn()
+		return nil, nil, nil, err
+	}
+	return store, in, closeFn, nil
+}
+
+// exitError carries an exit code other than 1.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError is a bad flag or argument: exit 2.
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// notFoundError is an id that the store does not have: exit 3.
+func notFoundError(format string, args ...any) error {
+	return &exitError{code: exitNotFound, err: fmt.Errorf(format, args...)}
+}
+
+// exitCode maps err to the exit code a script reads.
+func exitCode(ctx context.Context, err error) int {
+	var ee *exitError
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return exitOK
+	case ctx.Err() != nil:
+		return exitInterrupted
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, idempotency.ErrStoreUnavailable):
+		return exitUnavailable
+	}
+	return exitFailed
+}
+
+// oneLine keeps an error message on one line of stderr.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// storeErr adds a hint to errors that mean the store's tables are not in
+// the schema: the schema was never migrated, or -schema is wrong.
+func (a *app) storeErr(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") { // undefined_table, invalid_schema_name
+		return fmt.Errorf("the store's tables are not in schema %q (pass -schema, or run idemctl migrate): %w", a.schema, err)
+	}
+	return err
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
