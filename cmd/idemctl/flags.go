@@ -79,6 +79,28 @@ func (f *timeFlag) Set(s string) error {
 	return nil
 }
 
+// durationFlag is a retention window: unset leaves the library's default.
+type durationFlag struct {
+	d   time.Duration
+	set bool
+}
+
+func (f *durationFlag) String() string {
+	if f == nil || !f.set {
+		return ""
+	}
+	return formatDuration(f.d)
+}
+
+func (f *durationFlag) Set(s string) error {
+	d, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	f.d, f.set = d, true
+	return nil
+}
+
 // listFlag collects a repeatable flag whose values may be comma lists.
 type listFlag []string
 

@@ -137,6 +137,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"-nope", "stats"}, "idemctl: flag provided but not defined: -nope\n"},
 		{[]string{"stats", "-nope"}, "idemctl: stats: flag provided but not defined: -nope\n"},
 		{[]string{"-progress", "loud", "stats"}, "idemctl: -progress \"loud\": want auto, lines or off\n"},
+		{[]string{"prune", "-event-ids", "30d"}, "idemctl: prune: idempotency: Retention.EventIDs 720h0m0s: claimed event ids are kept at least 1080h0m0s, longer than recovery from the Events API reaches back (720h0m0s), so that no event is applied twice\n"},
 	} {
 		var stdout, stderr strings.Builder
 		code := run(t.Context(), c.args, &stdout, &stderr, func(string) string { return "" })
@@ -147,7 +148,7 @@ func TestUsage(t *testing.T) {
 	require.Equal(t, exitUsage, run(t.Context(), []string{"stats"}, &stdout, &stderr, func(string) string { return "" }))
 	require.Equal(t, "idemctl: stats: no database: pass -database-url or set DATABASE_URL\n", stderr.String())
 
-	for _, args := range [][]string{{"-h"}, {"help"}, {"help", "redrive"}, {"redrive", "-h"}} {
+	for _, args := range [][]string{{"-h"}, {"help"}, {"help", "prune"}, {"prune", "-h"}} {
 		var stdout, stderr strings.Builder
 		code := run(t.Context(), args, &stdout, &stderr, func(string) string { return "" })
 		require.Equal(t, 0, code, args)
@@ -162,7 +163,7 @@ func TestUsage(t *testing.T) {
 func TestUnavailable(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": "postgres://idemctl:s3cret-pw@127.0.0.1:1/nodb?connect_timeout=5"}
-	for _, args := range [][]string{{"stats"}, {"redrive", "-all"}, {"migrate"}} {
+	for _, args := range [][]string{{"stats"}, {"prune"}, {"migrate"}} {
 		r := idemctlCtx(t.Context(), nil, env, args...)
 		require.Equal(t, exitUnavailable, r.code, "%v: %s", args, r.stderr)
 		require.Len(t, lines(r.stderr), 1)

@@ -18,12 +18,13 @@ import (
 
 // The exit codes; the package doc lists them for scripts.
 const (
-	exitOK          = 0
-	exitFailed      = 1
-	exitUsage       = 2
-	exitNotFound    = 3
-	exitUnavailable = 4
-	exitInterrupted = 130
+	exitOK           = 0
+	exitFailed       = 1
+	exitUsage        = 2
+	exitNotFound     = 3
+	exitUnavailable  = 4
+	exitPruneRunning = 5
+	exitInterrupted  = 130
 )
 
 // defaultSchema is PgxConfig.Schema's default.
@@ -60,7 +61,7 @@ type command struct {
 }
 
 // commands are listed by -h in this order.
-var commands = []command{statsCommand, listCommand, showCommand, redriveCommand, forgetCommand, migrateCommand}
+var commands = []command{statsCommand, listCommand, showCommand, redriveCommand, forgetCommand, pruneCommand, migrateCommand}
 
 // run runs idemctl with args (without the program name) and returns its exit
 // code. Results go to stdout; errors to stderr, one line each.

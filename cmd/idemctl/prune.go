@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+var pruneCommand = command{
+	name:    "prune",
+	args:    "[-event-ids d] [-payloads d] [-dead-letters d] [-guards d] [-tasks d] [-batch n] [-json]",
+	summary: "delete what the retention windows no longer keep, batch by batch",
+	help: `Deletes what the retention windows no longer keep (PgxStore.Prune): claimed
+event ids, finished inbox events with their payloads, dead letters, and,
+when their windows are set, guards and finished tasks. Each window is
+measured back from now; an unset flag is the library's default
+(idempotency.Retention). A window that breaks one of Retention's rules is
+refused with the rule, and nothing is deleted.
+
+Rows go in batches of -batch, each its own transaction, so that deliveries
+and workers are not held up. On SIGINT or SIGTERM the prune stops between
+batches: every batch reported is committed, none is half done, and the
+report says what was deleted; run it again to go on. There is no dry run.
+
+Only one prune runs at a time on a database: when another one (a service's
+PruneEvery, another idemctl) is deleting a batch as this one starts, it
+exits 5 and deletes nothing.
+
+Durations are written 45d, 36h, 1d12h. With -json the report is one JSON
+document: {"event_ids":N,"events":N,"dead_letters":N,"guards":N,"tasks":N,
+"total":N,"interrupted":bool}.`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
+		var eventIDs, payloads, deadLetters, guards, tasks durationFlag
+		fs.Var(&eventIDs, "event-ids", fmt.Sprintf("keep claimed event ids this long (default %s, the least accepted)", formatDuration(idempotency.DefaultEventIDRetention)))
+		fs.Var(&payloads, "payloads", fmt.Sprintf("keep finished inbox events and their payloads this long after they finished (default %s)", formatDuration(idempotency.DefaultPayloadRetention)))
+		fs.Var(&deadLetters, "dead-letters", fmt.Sprintf("keep dead letters this long (default %s; at least -payloads)", formatDuration(idempotency.DefaultDeadLetterRetention)))
+		fs.Var(&guards, "guards", "keep natural-key guards and CheckOrder keys this long (default: keep them; else at least -event-ids)")
+		fs.Var(&tasks, "tasks", "keep finished tasks this long (default: keep them; else at least -event-ids)")
+		batch := fs.Int("batch", idempotency.DefaultPruneBatch, fmt.Sprintf("rows per transaction, 1 to %d", idempotency.MaxPruneBatch))
+		asJSON := fs.Bool("json", false, "the report as one JSON document")
+		return func(ctx context.Context, a *app, args []string) error {
+			if err := noArgs(args); err != nil {
+				return err
+			}
+			r := idempotency.Retention{
+				EventIDs: eventIDs.d, Payloads: payloads.d, DeadLetters: deadLetters.d,
+				Guards: guards.d, Tasks: tasks.d, BatchSize: *batch,
+			}
+			for _, f := range []struct {
+				name string
+				d    durationFlag
+			}{{"-event-ids", eventIDs}, {"-payloads", payloads}, {"-dead-letters", deadLetters}} {
+				if f.d.set && f.d.d == 0 {
+					// Zero is Retention's "default"; on the command line it
+					// would read as "keep nothing".
+					return usageError("%s 0: leave the flag out for the default", f.name)
+				}
+			}
+			if *batch < 1 {
+				return usageError("-batch %d: want 1 to %d", *batch, idempotency.MaxPruneBatch)
+			}
+			// The library's own rules, on an empty store: a window that
+			// breaks one is a usage error, before connecting.
+			if _, err := idempotency.NewMemoryStore().Prune(ctx, r); err != nil {
+				return usageError("%v", err)
+			}
+			store, closeFn, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			m := a.meter("prune", "rows")
+			r.OnBatch = func(rep idempotency.PruneReport) {
+				m.set(rep.Total(), fmt.Sprintf("%d rows deleted (event ids %d, events %d, dead letters %d, guards %d, tasks %d)",
+					rep.Total(), rep.EventIDs, rep.Events, rep.DeadLetters, rep.Guards, rep.Tasks))
+			}
+			rep, err := store.Prune(ctx, r)
+			m.done()
+			interrupted := ctx.Err() != nil
+			if errors.Is(err, idempotency.ErrPruneRunning) {
+				return &exitError{code: exitPruneRunning, err: errors.New("another prune is running on this database (a service's PruneEvery, or another idemctl); nothing was deleted")}
+			}
+			if werr := a.writePrune(rep, interrupted, *asJSON); werr != nil && err == nil {
+				err = werr
+			}
+			if err != nil {
+				return a.storeErr(err)
+			}
+			return nil
+		}
+	},
+}
+
+// pruneJSON is prune -json's document.
+type pruneJSON struct {
+	EventIDs    int  `json:"event_ids"`
+	Events      int  `json:"events"`
+	DeadLetters int  `json:"dead_letters"`
+	Guards      int  `json:"guards"`
+	Tasks       int  `json:"tasks"`
+	Total       int  `json:"total"`
+	Interrupted bool `json:"interrupted"`
+}
+
+func (a *app) writePrune(rep idempotency.PruneReport, interrupted, asJSON bool) error {
+	if asJSON {
+		return writeJSON(a.stdout, pruneJSON{EventIDs: rep.EventIDs, Events: rep.Events, DeadLetters: rep.DeadLetters,
+			Guards: rep.Guards, Tasks: rep.Tasks, Total: rep.Total(), Interrupted: interrupted})
+	}
+	if interrupted {
+		fmt.Fprintf(a.stdout, "interrupted: stopped between batches; %d rows deleted, every batch committed:\n", rep.Total())
+	} else {
+		fmt.Fprintf(a.stdout, "deleted %d rows:\n", rep.Total())
+	}
+	tw := newTable(a.stdout)
+	fmt.Fprintf(tw, "  event ids\t%d\n", rep.EventIDs)
+	fmt.Fprintf(tw, "  events\t%d\n", rep.Events)
+	fmt.Fprintf(tw, "  dead letters\t%d\n", rep.DeadLetters)
+	fmt.Fprintf(tw, "  guards\t%d\n", rep.Guards)
+	fmt.Fprintf(tw, "  tasks\t%d\n", rep.Tasks)
+	return tw.Flush()
+}
