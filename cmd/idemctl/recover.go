@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+var recoverCommand = command{
+	name:    "recover",
+	args:    "-since t -types t1,t2 [-checkpoint name] [-only-undelivered] [-api-base url] [-json]",
+	summary: "store the events the Events API lists since a time in the inbox, for the service's workers",
+	help: `Lists the events Stripe created since -since from the Events API (GET
+/v1/events, Handler.Recover on an Inbox's Handler) and stores each in the
+inbox as pending, as a delivery would: the service's workers apply them with
+its handlers. Events already in the inbox or claimed come out duplicates, so
+a period that was partly delivered, or recovered before, costs nothing twice.
+-since reaches back at most 30 days (the Events API's window).
+
+idemctl does not know the service's handlers, and the inbox stores only the
+events of types that have one (the others are answered ignored and not
+stored): -types names the types to recover, the service's handled types, and
+idemctl registers a stand-in for each so that the inbox stores them pending.
+It never applies an event itself. A type the service has no handler for is
+recorded ignored by its workers.
+
+The API key is read from the environment variable STRIPE_SECRET_KEY alone (a
+secret key, or a restricted key with read access to events), and is never
+printed. -api-base points the client at a local stripe-mock or a fake.
+
+-checkpoint keeps, under a name, how far the run got: a run stopped by an
+error, a failed event or SIGINT continues there when run again with the same
+name and options. Progress shows the pages listed. It exits 1 when events
+failed to be stored (their ids are printed), 2 when -since is beyond the
+Events API's window or -checkpoint was started with other options.
+
+With -json the report is one JSON document: {"listed":N,"queued":N,
+"duplicate":N,"ignored":N,"failed":N,"failed_ids":[..],"requests":N,
+"resumed":bool,"last_event_id":..,"interrupted":bool}.
+
+` + timesHelp,
+	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
+		var since timeFlag
+		var types listFlag
+		fs.Var(&since, "since", "recover the events created at or after this time (required; at most 30 days back)")
+		fs.Var(&types, "types", "the event types to recover, the service's handled types (required; a comma list, at most 20)")
+		checkpoint := fs.String("checkpoint", "", "keep a checkpoint under this name, to continue a stopped run")
+		onlyUndelivered := fs.Bool("only-undelivered", false, "list only the events Stripe reports as not delivered (quicker, not enough after an outage)")
+		apiBase := fs.String("api-base", stripe.APIURL, "the Stripe API's base URL (a local stripe-mock or fake for tests)")
+		asJSON := fs.Bool("json", false, "the report as one JSON document")
+		return func(ctx context.Context, a *app, args []string) error {
+			if err := noArgs(args); err != nil {
+				return err
+			}
+			if since.t.IsZero() {
+				return usageError("-since is required")
+			}
+			if len(types) == 0 {
+				return usageError("-types is required: the service's handled event types, a comma list")
+			}
+			slices.Sort(types)
+			types = slices.Compact(types)
+			key := a.getenv("STRIPE_SECRET_KEY")
+			if key == "" {
+				return usageError("STRIPE_SECRET_KEY is not set: recovery lists events from the Stripe API with it")
+			}
+			if !strings.HasPrefix(key, "sk_") && !strings.HasPrefix(key, "rk_") {
+				return usageError("STRIPE_SECRET_KEY is not a secret (sk_...) or restricted (rk_...) API key")
+			}
+			u, err := url.Parse(*apiBase)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return usageError("-api-base %q is not an http(s) URL", *apiBase)
+			}
+			store, closeFn, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+
+			hs := idempotency.NewHandlers()
+			for _, t := range types {
+				if err := idempotency.OnSafely(hs, t, standIn); err != nil {
+					return usageError("-types: %v", err)
+				}
+			}
+			logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: logger})
+			if err != nil {
+				return err
+			}
+			// Recover hands the listed events to the handler directly; no
+			// signature is checked, but a Handler needs a secret.
+			h, err := in.Handler(idempotency.Config{Secrets: []string{"whsec_idemctl_recover_checks_no_signature"}, Logger: logger})
+			if err != nil {
+				return err
+			}
+			m := a.meter("recover", "events")
+			pages := &pageCounter{next: http.DefaultTransport, meter: m}
+			cfg := &stripe.BackendConfig{
+				HTTPClient: &http.Client{Transport: pages},
+				// Failures come back in the report; stripe-go's own log
+				// would repeat them.
+				LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
+			}
+			if *apiBase != stripe.APIURL {
+				cfg.URL = stripe.String(*apiBase)
+			}
+			client := stripe.NewClient(key, stripe.WithBackends(stripe.NewBackendsWithConfig(cfg)))
+			rep, err := h.Recover(ctx, client, idempotency.RecoverOptions{
+				Since: since.t, Types: types, Checkpoint: *checkpoint, OnlyUndelivered: *onlyUndelivered,
+			})
+			m.done()
+			if errors.Is(err, idempotency.ErrRecoveryWindow) || errors.Is(err, idempotency.ErrCheckpointMismatch) {
+				return usageError("%v", err)
+			}
+			if werr := a.writeRecover(rep, ctx.Err() != nil, *asJSON); werr != nil && err == nil {
+				err = werr
+			}
+			switch {
+			case err != nil:
+				return a.storeErr(err)
+			case rep.Failed > 0:
+				return fmt.Errorf("%d events failed to be stored, first %s; run again (with -checkpoint, it continues before them)", rep.Failed, rep.FailedIDs[0])
+			}
+			return nil
+		}
+	},
+}
+
+// standIn is the handler registered for each -types type, so that the
+// inbox stores those events pending rather than ignored. idemctl never runs
+// the inbox's workers, so it is never called; if it were, it fails the
+// attempt rather than mark the event applied.
+func standIn(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error {
+	return errors.New("idemctl applies no events: the service's workers do")
+}
+
+// recoverJSON is recover -json's document.
+type recoverJSON struct {
+	Listed      int      `json:"listed"`
+	Queued      int      `json:"queued"`
+	Duplicate   int      `json:"duplicate"`
+	Ignored     int      `json:"ignored"`
+	Failed      int      `json:"failed"`
+	FailedIDs   []string `json:"failed_ids"`
+	Requests    int      `json:"requests"`
+	Resumed     bool     `json:"resumed"`
+	LastEventID string   `json:"last_event_id"`
+	Interrupted bool     `json:"interrupted"`
+}
+
+func (a *app) writeRecover(rep idempotency.RecoverReport, interrupted, asJSON bool) error {
+	if asJSON {
+		ids := rep.FailedIDs
+		if ids == nil {
+			ids = []string{}
+		}
+		return writeJSON(a.stdout, recoverJSON{Listed: rep.Listed, Queued: rep.Queued, Duplicate: rep.Duplicate,
+			Ignored: rep.Ignored, Failed: rep.Failed, FailedIDs: ids, Requests: rep.Requests, Resumed: rep.Resumed,
+			LastEventID: rep.LastEventID, Interrupted: interrupted})
+	}
+	if interrupted {
+		fmt.Fprintln(a.stdout, "interrupted: the event in hand was finished and the checkpoint saved")
+	}
+	tw := newTable(a.stdout)
+	fmt.Fprintf(tw, "listed\t%d\n", rep.Listed)
+	fmt.Fprintf(tw, "queued\t%d\tstored pending, for the service's workers\n", rep.Queued)
+	fmt.Fprintf(tw, "duplicate\t%d\talready in the inbox or claimed\n", rep.Duplicate)
+	fmt.Fprintf(tw, "ignored\t%d\n", rep.Ignored)
+	fmt.Fprintf(tw, "failed\t%d\t%s\n", rep.Failed, strings.Join(rep.FailedIDs, ","))
+	fmt.Fprintf(tw, "requests\t%d\n", rep.Requests)
+	fmt.Fprintf(tw, "resumed\t%t\n", rep.Resumed)
+	fmt.Fprintf(tw, "checkpoint at\t%s\n", dash(rep.LastEventID))
+	return tw.Flush()
+}
+
+// pageCounter counts the pages and events the Events API answers, for the
+// progress of recover: Recover reports only when it is done.
+type pageCounter struct {
+	next  http.RoundTripper
+	meter *meter
+
+	mu            sync.Mutex
+	pages, events int
+}
+
+func (p *pageCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := p.next.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusOK || r.URL.Path != "/v1/events" {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var page struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	_ = json.Unmarshal(body, &page) // a page that does not decode counts none; Recover reports it
+	p.mu.Lock()
+	p.pages++
+	p.events += len(page.Data)
+	pages, events := p.pages, p.events
+	p.mu.Unlock()
+	p.meter.set(events, fmt.Sprintf("%d pages, %d events received", pages, events))
+	return resp, nil
+}
