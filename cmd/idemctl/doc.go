@@ -1,0 +1,46 @@
+// Command idemctl inspects and repairs the PostgreSQL store of a service
+// that uses github.com/seed-a84bb619/idempotency: the inbox's counts and
+// events, one event's records, redrive, forget, prune, recovery from the
+// Events API, and migrations.
+//
+//	go run github.com/seed-a84bb619/idempotency/cmd/idemctl -database-url postgres://... [-schema name] <command> [flags]
+//
+// The database URL may come from DATABASE_URL instead; -schema is the
+// store's PgxConfig.Schema ("public" by default). The global flags may
+// come before or after the command. Commands:
+//
+//	stats                 counts by state (events and tasks), the oldest pending event's age, dead letters
+//	list                  events and tasks by -state, -type, -object, -kind, -since/-until, -limit; a table or -json; no payloads
+//	show <event-id>       the inbox record and the ledger record; the payload only with -payload
+//	redrive               dead-lettered (or -state failed) events back to pending, by -id, -type, -since/-until, or -all; -dry-run counts
+//	forget <event-id>...  delete an event's claim, guards and inbox row, so that it is applied again when it comes next
+//	prune                 delete what the retention windows (-event-ids 45d, -payloads 7d, -dead-letters 90d, -guards, -tasks) no longer keep
+//	recover               store the events the Events API lists since -since, of -types, in the inbox for the service's workers
+//	migrate               PgxStore.Migrate
+//
+// idemctl <command> -h describes a command and its flags. Times (-since,
+// -until) are RFC 3339, a date (UTC), or a duration before now such as 2h
+// or 7d. Durations take days: 45d, 1d12h.
+//
+// Results go to stdout; errors to stderr, one line each starting
+// "idemctl: ". Nothing idemctl prints holds a payload (unless show -payload
+// asks for it), the database password or the Stripe API key, which recover
+// reads from STRIPE_SECRET_KEY alone.
+//
+// Long operations (prune, recover, redrive) show progress on stderr: a bar
+// when stderr is a terminal; one line per step with -progress lines;
+// nothing with -quiet or -progress off. SIGINT or SIGTERM stops them
+// between steps: prune between batches (each its own transaction), recover
+// after the event in hand with its checkpoint saved; what was done is
+// reported and the exit code is 130. A second signal kills at once.
+//
+// Exit codes:
+//
+//	0    done
+//	1    the operation failed (the message says why)
+//	2    usage: a bad flag, argument or time
+//	3    not found: show or forget of an id the store does not have
+//	4    the database is unavailable (refused, unreachable, shutting down)
+//	5    prune: another prune (in any process) is running; nothing was done
+//	130  interrupted (SIGINT or SIGTERM)
+package main
