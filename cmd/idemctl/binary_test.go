@@ -48,7 +48,7 @@ func TestBinary(t *testing.T) {
 	const rows = 1500
 	s := seedOld(t, rows)
 	before := inboxCount(t, s)
-	require.Equal(t, rows+2, before)
+	require.Equal(t, rows+3, before)
 
 	command := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(bin, append([]string{"-schema", s.db.Schema}, args...)...)

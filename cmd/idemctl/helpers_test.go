@@ -59,7 +59,8 @@ func idemctlCtx(ctx context.Context, db *idempotencytest.Database, env map[strin
 }
 
 // service is a service's inbox on a test schema, for seeding the store
-// through the library: invoice.paid succeeds, charge.failed always fails.
+// through the library: invoice.paid succeeds and enqueues a send-receipt
+// task, charge.failed always fails.
 type service struct {
 	db    *idempotencytest.Database
 	store *idempotency.PgxStore
@@ -84,8 +85,13 @@ func newServiceOn(t testing.TB, db *idempotencytest.Database, clock func() time.
 	t.Helper()
 	store := db.NewStore(t, idempotency.PgxConfig{})
 	hs := idempotency.NewHandlers()
+	receipt := idempotency.NewTask(hs, "send-receipt", func(context.Context, idempotency.TaskRun[string]) error { return nil })
 	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
-		_, err := tx.Guard(ctx, "invoice-credit", ev.Object.ID)
+		first, err := tx.Guard(ctx, "invoice-credit", ev.Object.ID)
+		if err != nil || !first {
+			return err
+		}
+		_, err = receipt.Enqueue(ctx, tx, ev.Object.ID, customerEmail)
 		return err
 	})
 	idempotency.On(hs, "charge.failed", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Charge]) error {
@@ -129,8 +135,8 @@ func (s *service) lookup(t testing.TB, id string) idempotency.InboxRecord {
 	return rec
 }
 
-// seed stores two processed events, a dead letter, a failed event and a
-// pending one, all received now.
+// seed stores two processed events and their processed tasks, a dead
+// letter, a failed event and a pending one, all received now.
 func (s *service) seed(t testing.TB) {
 	t.Helper()
 	s.deliver(t, "evt_dead_1", "charge.failed", "ch_1")
@@ -144,6 +150,7 @@ func (s *service) seed(t testing.TB) {
 	require.Equal(t, idempotency.InboxFailed, s.lookup(t, "evt_failed_1").State)
 	require.Equal(t, idempotency.InboxProcessed, s.lookup(t, "evt_paid_1").State)
 	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_pending_1").State)
+	require.Equal(t, idempotency.InboxProcessed, s.lookup(t, "task:send-receipt:in_1").State)
 }
 
 // eventPayload is a snapshot event as Stripe sends it, with a customer's

@@ -333,6 +333,8 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, le
 			fmt.Fprintf(tw, "  skip reason\t%s\n", oneLine(ledger.SkipReason))
 		}
 		fmt.Fprintf(tw, "  processed at\t%s\n", formatTime(ledger.ProcessedAt))
+	} else if inInbox && rec.Kind == idempotency.KindTask {
+		fmt.Fprintln(tw, "ledger\t- (a task has no ledger record: its inbox row is its record)")
 	} else {
 		fmt.Fprintln(tw, "ledger\tnot claimed: no transaction has applied it")
 	}

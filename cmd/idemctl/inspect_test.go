@@ -23,7 +23,7 @@ func TestStats(t *testing.T) {
 	require.Empty(t, r.stderr)
 	for _, want := range []string{
 		`(?m)^STATE\s+EVENTS\s+TASKS$`,
-		`(?m)^pending\s+1\s+0$`, `(?m)^processed\s+2\s+0$`, `(?m)^failed\s+1\s+0$`,
+		`(?m)^pending\s+1\s+0$`, `(?m)^processed\s+2\s+2$`, `(?m)^failed\s+1\s+0$`,
 		`(?m)^dead_letter\s+1\s+0$`, `(?m)^processing\s+0\s+0$`,
 		`(?m)^oldest pending: \S+Z \(\d+s ago\)$`, `(?m)^dead letters: 1$`,
 	} {
@@ -33,6 +33,7 @@ func TestStats(t *testing.T) {
 	doc := decode[statsJSON](t, idemctl(t, s.db, nil, "stats", "-json"))
 	require.Equal(t, 1, doc.Events[idempotency.InboxPending])
 	require.Equal(t, 2, doc.Events[idempotency.InboxProcessed])
+	require.Equal(t, 2, doc.Tasks[idempotency.InboxProcessed])
 	require.Equal(t, 1, doc.Events[idempotency.InboxFailed])
 	require.Equal(t, 1, doc.DeadLetters)
 	require.Len(t, doc.Tasks, len(states), "every state, zero included")
@@ -54,8 +55,9 @@ func TestList(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	ls := lines(r.stdout)
 	require.Regexp(t, `^ID\s+KIND\s+TYPE\s+OBJECT\s+STATE\s+ATTEMPTS\s+RECEIVED\s+LAST ERROR$`, ls[0])
-	require.Len(t, ls, 1+5)
+	require.Len(t, ls, 1+5+2)
 	require.Equal(t, "evt_pending_1", strings.Fields(ls[1])[0], "newest received first")
+	require.Regexp(t, `(?m)^task:send-receipt:in_1\s+task\s+send-receipt\s+-\s+processed\s+1\s`, r.stdout)
 	require.NotContains(t, r.stdout, customerEmail, "no payload")
 	require.Regexp(t, `(?m)^evt_dead_1\s+event\s+charge\.failed\s+ch_1\s+dead_letter\s+1\s+\S+Z\s+.*downstream refused the charge`, r.stdout)
 
@@ -71,10 +73,14 @@ func TestList(t *testing.T) {
 
 	r = idemctl(t, s.db, nil, "list", "-kind", "task")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Len(t, lines(r.stdout), 1, "no tasks: the header alone")
+	require.Len(t, lines(r.stdout), 1+2)
+	require.NotContains(t, r.stdout, "evt_")
+	r = idemctl(t, s.db, nil, "list", "-kind", "event", "-state", "processed")
+	require.Len(t, lines(r.stdout), 1+2)
+	require.NotContains(t, r.stdout, "task:")
 
 	// Relative and absolute times: everything was received within the hour.
-	require.Len(t, lines(idemctl(t, s.db, nil, "list", "-since", "1h").stdout), 1+5)
+	require.Len(t, lines(idemctl(t, s.db, nil, "list", "-since", "1h").stdout), 1+5+2)
 	require.Len(t, lines(idemctl(t, s.db, nil, "list", "-until", "1h").stdout), 1)
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	require.Len(t, lines(idemctl(t, s.db, nil, "list", "-since", future).stdout), 1)
@@ -168,6 +174,12 @@ func TestShow(t *testing.T) {
 	require.Equal(t, exitNotFound, r.code)
 	require.Empty(t, r.stdout)
 	require.Equal(t, "idemctl: show: evt_unknown: neither the inbox nor the ledger has it\n", r.stderr)
+
+	r = idemctl(t, s.db, nil, "show", "-payload", "task:send-receipt:in_1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^kind\s+task$`, r.stdout)
+	require.Regexp(t, `(?m)^ledger\s+- \(a task has no ledger record`, r.stdout)
+	require.Contains(t, r.stdout, "\npayload:\n\""+customerEmail+"\"\n", "a task's arguments as JSON")
 
 	require.Equal(t, exitUsage, idemctl(t, s.db, nil, "show").code)
 	require.Equal(t, exitUsage, idemctl(t, s.db, nil, "show", "a", "b").code)

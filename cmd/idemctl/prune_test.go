@@ -14,9 +14,10 @@ import (
 )
 
 // seedOld stores n ignored events (no handler for customer.created), a
-// processed event and a dead letter, all finished 30 days ago by the
-// service's clock: past the default window of finished events (7 days),
-// within that of dead letters (90 days).
+// processed event with its processed task and a dead letter, all finished
+// 30 days ago by the service's clock: past the default window of finished
+// events (7 days), within that of dead letters (90 days); finished tasks
+// are kept by default.
 func seedOld(t testing.TB, n int) *service {
 	t.Helper()
 	clock := idempotencytest.NewClock(time.Now().Add(-30 * 24 * time.Hour))
@@ -64,7 +65,7 @@ func inboxCount(t testing.TB, s *service) int {
 func TestPrune(t *testing.T) {
 	t.Parallel()
 	s := seedOld(t, 5)
-	require.Equal(t, 7, inboxCount(t, s))
+	require.Equal(t, 8, inboxCount(t, s))
 
 	for _, c := range []struct {
 		args []string
@@ -84,7 +85,7 @@ func TestPrune(t *testing.T) {
 		require.Contains(t, r.stderr, c.rule, c.args)
 		require.Len(t, lines(r.stderr), 1)
 	}
-	require.Equal(t, 7, inboxCount(t, s), "nothing deleted")
+	require.Equal(t, 8, inboxCount(t, s), "nothing deleted")
 
 	r := idemctl(t, s.db, nil, "prune", "-batch", "2", "-progress", "lines")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -92,8 +93,9 @@ func TestPrune(t *testing.T) {
 	require.Equal(t, "idemctl: prune: 2 rows deleted (event ids 0, events 2, dead letters 0, guards 0, tasks 0)\n"+
 		"idemctl: prune: 4 rows deleted (event ids 0, events 4, dead letters 0, guards 0, tasks 0)\n"+
 		"idemctl: prune: 6 rows deleted (event ids 0, events 6, dead letters 0, guards 0, tasks 0)\n", r.stderr)
-	require.Equal(t, 1, inboxCount(t, s))
+	require.Equal(t, 2, inboxCount(t, s))
 	s.lookup(t, "evt_old_dead")
+	s.lookup(t, "task:send-receipt:in_1")
 	_, claimed, err := s.store.LookupEvent(t.Context(), "evt_old_paid")
 	require.NoError(t, err)
 	require.True(t, claimed, "the claim is kept 45 days")
@@ -102,7 +104,8 @@ func TestPrune(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Empty(t, r.stderr)
 	require.Equal(t, pruneJSON{DeadLetters: 1, Total: 1}, decode[pruneJSON](t, r))
-	require.Zero(t, inboxCount(t, s))
+	require.Equal(t, 1, inboxCount(t, s), "the task, kept by default")
+	s.lookup(t, "task:send-receipt:in_1")
 }
 
 // TestPruneRunning: while another prune deletes a batch, prune exits 5 and
@@ -124,7 +127,7 @@ func TestPruneRunning(t *testing.T) {
 	require.Equal(t, exitPruneRunning, r.code, r.stderr)
 	require.Equal(t, "idemctl: prune: another prune is running on this database (a service's PruneEvery, or another idemctl); nothing was deleted\n", r.stderr)
 	require.Empty(t, r.stdout)
-	require.Equal(t, 4, inboxCount(t, s))
+	require.Equal(t, 5, inboxCount(t, s))
 
 	require.NoError(t, tx.Rollback(t.Context()))
 	r = idemctl(t, s.db, nil, "prune")
