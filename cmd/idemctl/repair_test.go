@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -104,6 +105,7 @@ func TestForget(t *testing.T) {
 	help := idemctl(t, s.db, nil, "forget", "-h")
 	require.Equal(t, 0, help.code)
 	require.Contains(t, help.stdout, "PgxConfig.RecentClaimsTTL (1 minute\nby default)")
+	require.Equal(t, time.Minute, idempotency.DefaultRecentClaimsTTL, "the bound forget -h and the README cite")
 }
 
 // TestMigrate: an empty schema is refused with a hint until migrated.
