@@ -11,7 +11,7 @@ import (
 
 var pruneCommand = command{
 	name:    "prune",
-	args:    "[-event-ids d] [-payloads d] [-dead-letters d] [-guards d] [-tasks d] [-batch n] [-json]",
+	args:    "[-event-ids d] [-payloads d] [-dead-letters d] [-guards d] [-tasks d] [-batch n] [-pause d] [-json]",
 	summary: "delete what the retention windows no longer keep, batch by batch",
 	help: `Deletes what the retention windows no longer keep (PgxStore.Prune): claimed
 event ids, finished inbox events with their payloads, dead letters, and,
@@ -40,14 +40,21 @@ document: {"event_ids":N,"events":N,"dead_letters":N,"guards":N,"tasks":N,
 		fs.Var(&guards, "guards", "keep natural-key guards and CheckOrder keys this long (default: keep them; else at least -event-ids)")
 		fs.Var(&tasks, "tasks", "keep finished tasks this long (default: keep them; else at least -event-ids)")
 		batch := fs.Int("batch", idempotency.DefaultPruneBatch, fmt.Sprintf("rows per transaction, 1 to %d", idempotency.MaxPruneBatch))
+		pause := fs.Duration("pause", idempotency.DefaultPrunePause, "wait after each batch, so that deliveries keep most of the database (0: no wait, for a quiet time)")
 		asJSON := fs.Bool("json", false, "the report as one JSON document")
 		return func(ctx context.Context, a *app, args []string) error {
 			if err := noArgs(args); err != nil {
 				return err
 			}
+			if *pause < 0 {
+				return usageError("-pause %s: want 0 or more", *pause)
+			}
 			r := idempotency.Retention{
 				EventIDs: eventIDs.d, Payloads: payloads.d, DeadLetters: deadLetters.d,
-				Guards: guards.d, Tasks: tasks.d, BatchSize: *batch,
+				Guards: guards.d, Tasks: tasks.d, BatchSize: *batch, Pause: *pause,
+			}
+			if *pause == 0 {
+				r.Pause = -1 // Retention's "no pause"; its zero is the default
 			}
 			for _, f := range []struct {
 				name string

@@ -78,6 +78,7 @@ func TestPrune(t *testing.T) {
 		{[]string{"-batch", "0"}, "-batch 0: want 1 to 100000"},
 		{[]string{"-batch", "100001"}, "Retention.BatchSize 100001 is not between 1 and 100000"},
 		{[]string{"-payloads", "0"}, "-payloads 0: leave the flag out for the default"},
+		{[]string{"-pause", "-1s"}, "-pause -1s: want 0 or more"},
 		{[]string{"-payloads", "7"}, `invalid value "7" for flag -payloads`},
 	} {
 		r := idemctl(t, s.db, nil, append([]string{"prune"}, c.args...)...)
@@ -87,7 +88,7 @@ func TestPrune(t *testing.T) {
 	}
 	require.Equal(t, 8, inboxCount(t, s), "nothing deleted")
 
-	r := idemctl(t, s.db, nil, "prune", "-batch", "2", "-progress", "lines")
+	r := idemctl(t, s.db, nil, "prune", "-batch", "2", "-pause", "0", "-progress", "lines")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "deleted 6 rows:\n  event ids     0\n  events        6\n  dead letters  0\n  guards        0\n  tasks         0\n", r.stdout)
 	require.Equal(t, "idemctl: prune: 2 rows deleted (event ids 0, events 2, dead letters 0, guards 0, tasks 0)\n"+
