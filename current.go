@@ -219,6 +219,7 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, e
 	fetchStarted := time.Now()
 	obj, err := fetch(fetchCtx, id, ev.Account)
 	cancel()
+	observeFetch(ctx, ev.Type, id, time.Since(fetchStarted), err)
 	switch {
 	case errors.Is(err, ErrObjectNotFound):
 		return Skip("the API no longer knows the object (404)")

@@ -81,6 +81,13 @@ type Config struct {
 	// not block.
 	OnResult func(Result)
 
+	// Observer, when set, watches each delivery (Observer.Delivery), gives
+	// the link stored with each event in inbox mode (Observer.Link), and
+	// watches the Stripe API fetches of OnCurrent handlers run in the
+	// request (Observer.Fetch): the hooks of metrics and traces, such as
+	// the subpackage otel's. Defaults to nil: nothing is observed.
+	Observer *Observer
+
 	// StripeClient, when set, fetches the full event of each thin (v2)
 	// event notification that an event destination sends: the
 	// notification is verified, the event is fetched from
@@ -108,6 +115,10 @@ type Result struct {
 	Outcome   Outcome
 	Status    int           // the HTTP status answered
 	Duration  time.Duration // from the request's arrival to the answer
+	// State is, for an inbox attempt, the state the attempt left the event
+	// or task in (InboxDeadLetter when it was the last); empty for a
+	// delivery, and when the attempt's end could not be recorded.
+	State InboxState
 	// Err is why the delivery failed or was rejected; nil when it was
 	// answered 200. It is for logs and metrics, never sent to the client.
 	Err error
@@ -318,13 +329,19 @@ var (
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	res := Result{}
 	start := time.Now()
+	var done func(Result)
+	if o := h.cfg.Observer; o != nil && o.Delivery != nil {
+		var ctx context.Context
+		ctx, done = o.Delivery(r.Context(), r)
+		r = r.WithContext(ctx)
+	}
 	status, body := h.serve(w, r, &res)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 	res.Status = status
 	res.Duration = time.Since(start)
-	report(r.Context(), h.log, h.cfg.OnResult, &res)
+	report(r.Context(), h.log, h.cfg.OnResult, done, &res)
 }
 
 // serve does the work of ServeHTTP and fills res; it returns the answer.
@@ -384,7 +401,7 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 	}
 	// Detached from the request: a sender that hangs up must not cut a
 	// transaction short. Config.Timeout bounds it.
-	outcome, err := h.run(context.WithoutCancel(ctx), env, payload, h.cfg.Now(), nil, res)
+	outcome, err := h.run(h.cfg.Observer.withFetch(context.WithoutCancel(ctx)), env, payload, h.cfg.Now(), nil, res)
 	res.Outcome, res.Err = outcome, err
 	switch {
 	case outcome == OutcomeUnavailable: // the dispatcher's answer to ErrStoreUnavailable
@@ -518,8 +535,9 @@ func compatibleAPIVersion(sdk, event string) bool {
 	return eventTrain == sdkTrain
 }
 
-// report logs a delivery or an inbox attempt and calls onResult.
-func report(ctx context.Context, log *slog.Logger, onResult func(Result), res *Result) {
+// report logs a delivery or an inbox attempt, and calls onResult, then
+// observed (an Observer's done), those of them that are set.
+func report(ctx context.Context, log *slog.Logger, onResult, observed func(Result), res *Result) {
 	level := slog.LevelInfo
 	switch res.Outcome {
 	case OutcomeDuplicate, OutcomeIgnored:
@@ -570,5 +588,8 @@ func report(ctx context.Context, log *slog.Logger, onResult func(Result), res *R
 	}
 	if onResult != nil {
 		onResult(*res)
+	}
+	if observed != nil {
+		observed(*res)
 	}
 }

@@ -76,6 +76,13 @@ type InboxConfig struct {
 	// not block.
 	OnResult func(Result)
 
+	// Observer, when set, watches each attempt at an event or a task
+	// (Observer.Attempt, given the link its delivery stored) and the
+	// Stripe API fetches of OnCurrent handlers run by the workers
+	// (Observer.Fetch); the deliveries are the Handler's to watch
+	// (Config.Observer). Defaults to nil: nothing is observed.
+	Observer *Observer
+
 	// Now is the inbox's clock: what makes an event due, and the times it
 	// records. Defaults to time.Now. Tests set a fake one and advance it to
 	// reach a retry (see idempotencytest.Clock).
@@ -240,7 +247,7 @@ func (h *Handler) enqueue(ctx context.Context, env *envelope.Envelope, payload [
 		Kind: KindEvent, EventID: env.ID, EventType: env.Type, ObjectID: env.ObjectID, Account: env.Account,
 		Livemode: env.Livemode, APIVersion: env.APIVersion, Created: time.Unix(env.Created, 0),
 		State: InboxPending, ReceivedAt: now, NextAttemptAt: now,
-	}, Payload: payload}
+	}, Payload: payload, Trace: h.cfg.Observer.link(ctx)}
 	if !handled {
 		row.State, row.NextAttemptAt, row.FinishedAt = InboxIgnored, time.Time{}, now
 	}
@@ -485,27 +492,34 @@ func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 // attempt applies one leased event, or runs one leased task, and records
 // how it ended.
 func (in *Inbox) attempt(ctx context.Context, row inboxRow) {
+	var done func(Result)
+	if o := in.cfg.Observer; o != nil {
+		if o.Attempt != nil {
+			ctx, done = o.Attempt(ctx, row.InboxRecord, row.Trace)
+		}
+		ctx = o.withFetch(ctx)
+	}
 	if row.Kind == KindTask {
-		in.attemptTask(ctx, &row)
+		in.attemptTask(ctx, &row, done)
 		return
 	}
 	start := time.Now()
 	res := Result{EventID: row.EventID, EventType: row.EventType, ObjectID: row.ObjectID, Attempt: row.Attempt}
 	defer func() {
 		res.Duration = time.Since(start)
-		report(ctx, in.log, in.cfg.OnResult, &res)
+		report(ctx, in.log, in.cfg.OnResult, done, &res)
 	}()
 	env, err := envelope.ParseAny(row.Payload)
 	if err != nil { // verified and parsed at ingest: the stored bytes changed
 		res.Outcome, res.Err = OutcomeFailed, fmt.Errorf("%w: stored payload: %w", ErrMalformedEvent, err)
-		in.settle(ctx, &row, InboxDeadLetter, res.Err)
+		res.State = settled(InboxDeadLetter, in.settle(ctx, &row, InboxDeadLetter, res.Err))
 		return
 	}
 	if !in.d.handles(env.Type) {
 		// No handler any more (it was removed since the event was stored):
 		// recorded as ignored, like an event that never had one.
 		res.Outcome = OutcomeIgnored
-		in.settle(ctx, &row, InboxIgnored, nil)
+		res.State = settled(InboxIgnored, in.settle(ctx, &row, InboxIgnored, nil))
 		return
 	}
 	now := in.cfg.Now()
@@ -517,12 +531,23 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow) {
 	case err == nil && outcome == OutcomeDuplicate:
 		// Claimed before, by the synchronous Handler or another inbox: the
 		// ledger has it.
-		in.settle(ctx, &row, InboxProcessed, nil)
+		res.State = settled(InboxProcessed, in.settle(ctx, &row, InboxProcessed, nil))
+	case err == nil && outcome == OutcomeSkipped:
+		res.State = InboxSkipped // recorded in the transaction that applied it
 	case err == nil:
-		// processed or skipped: recorded in the transaction that applied it
+		res.State = inboxState(outcome) // recorded in the transaction that applied it
 	default:
-		in.settleFailure(ctx, &row, err)
+		res.State = in.settleFailure(ctx, &row, err)
 	}
+}
+
+// settled is st when err, the error of recording an attempt's end as st,
+// is nil; and empty, as Result.State is when the end was not recorded.
+func settled(st InboxState, err error) InboxState {
+	if err != nil {
+		return ""
+	}
+	return st
 }
 
 // release gives back a leased event that no attempt started: pending and
@@ -537,13 +562,14 @@ func (in *Inbox) release(ctx context.Context, row *inboxRow) {
 }
 
 // settleFailure records a failed attempt: failed and due again after the
-// backoff, or dead-lettered after the last attempt.
-func (in *Inbox) settleFailure(ctx context.Context, row *inboxRow, cause error) {
+// backoff, or dead-lettered after the last attempt. It returns the state
+// recorded, or "" when it could not be.
+func (in *Inbox) settleFailure(ctx context.Context, row *inboxRow, cause error) InboxState {
+	st := InboxFailed
 	if row.Attempt >= in.cfg.MaxAttempts {
-		in.settle(ctx, row, InboxDeadLetter, cause)
-		return
+		st = InboxDeadLetter
 	}
-	in.settle(ctx, row, InboxFailed, cause)
+	return settled(st, in.settle(ctx, row, st, cause))
 }
 
 // settle records an attempt's end, due again after the backoff when st is

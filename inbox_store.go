@@ -89,6 +89,9 @@ type inboxRow struct {
 	// Seq is the store's sequence number taken when the event was stored
 	// (see current.go); 0 when unknown.
 	Seq int64
+	// Trace is what Observer.Link returned when the event was stored: the
+	// delivery's traceparent; "" when none.
+	Trace string
 }
 
 // maxInboxErrorLen bounds InboxRecord.LastError.

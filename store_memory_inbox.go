@@ -82,6 +82,7 @@ func (s *MemoryStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, erro
 		},
 		Payload: bytes.Clone(r.Payload), // the caller may reuse its buffer
 		Seq:     s.nextSeq(),
+		Trace:   r.Trace,
 	}}
 	return true, nil
 }

@@ -72,12 +72,12 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
 	h.Write([]byte(schema))
 	return pgxInboxSQL{
 		enqueue: `INSERT INTO ` + t + ` (event_id, event_type, object_id, account, livemode, api_version, created,
-    payload, state, received_at, next_attempt_at, finished_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (event_id) DO NOTHING`,
+    payload, state, received_at, next_attempt_at, finished_at, trace)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (event_id) DO NOTHING`,
 		enqueueMany: `INSERT INTO ` + t + ` (event_id, event_type, object_id, account, livemode, api_version, created,
-    payload, state, received_at, next_attempt_at, finished_at)
+    payload, state, received_at, next_attempt_at, finished_at, trace)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::timestamptz[],
-    $8::bytea[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[])
+    $8::bytea[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[], $13::text[])
 ON CONFLICT (event_id) DO NOTHING
 RETURNING event_id`,
 		enqueueTask: `INSERT INTO ` + t + ` (kind, event_id, event_type, created, payload, state, received_at, next_attempt_at)
@@ -120,7 +120,7 @@ WHERE i.event_id = x.event_id`,
     WHERE i.event_id = picked.event_id
     RETURNING picked.due_at, i.*
 )
-SELECT ` + inboxColumns + `, payload, lease_until, coalesce(seq, 0) FROM leased ORDER BY due_at, event_id`,
+SELECT ` + inboxColumns + `, payload, lease_until, coalesce(seq, 0), trace FROM leased ORDER BY due_at, event_id`,
 		// A snoozed task goes back to pending without counting the attempt.
 		settle: `UPDATE ` + t + ` SET state = $3, last_error = $4, next_attempt_at = $5, finished_at = $6, lease_until = NULL,
     attempt = CASE WHEN $3 = 'pending' THEN attempt - 1 ELSE attempt END
@@ -371,12 +371,12 @@ func (r *InboxRecord) columns(t *inboxTimes) []any {
 		&r.State, &r.Attempt, &r.LastError, &r.ReceivedAt, &t.attemptedAt, &t.nextAttemptAt, &t.finishedAt}
 }
 
-// scanInboxRow scans inboxColumns, payload, lease_until and seq.
+// scanInboxRow scans inboxColumns, payload, lease_until, seq and trace.
 func scanInboxRow(row pgx.CollectableRow) (inboxRow, error) {
 	var r inboxRow
 	var times inboxTimes
 	var leaseUntil pgtype.Timestamptz
-	if err := row.Scan(append(r.columns(&times), &r.Payload, &leaseUntil, &r.Seq)...); err != nil {
+	if err := row.Scan(append(r.columns(&times), &r.Payload, &leaseUntil, &r.Seq, &r.Trace)...); err != nil {
 		return r, err
 	}
 	times.set(&r.InboxRecord)

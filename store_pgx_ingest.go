@@ -172,7 +172,7 @@ func (s *PgxStore) insertStored(ctx context.Context, insert func(q pgxQuerier) e
 // before).
 func (s *PgxStore) insertOne(ctx context.Context, q pgxQuerier, r *inboxRow) (bool, error) {
 	tag, err := q.Exec(ctx, s.inbox.enqueue, r.EventID, r.EventType, r.ObjectID, r.Account, r.Livemode, r.APIVersion,
-		r.Created, r.Payload, string(r.State), r.ReceivedAt, optionalTime(r.NextAttemptAt), optionalTime(r.FinishedAt))
+		r.Created, r.Payload, string(r.State), r.ReceivedAt, optionalTime(r.NextAttemptAt), optionalTime(r.FinishedAt), r.Trace)
 	return err == nil && tag.RowsAffected() == 1, err
 }
 
@@ -195,10 +195,10 @@ func latestDeadline(ctx context.Context, batch []*ingestReq) (context.Context, c
 // ingestColumns are the rows of one insert, column by column: the
 // statement unnests them.
 type ingestColumns struct {
-	id, typ, object, account, apiVersion, state []string
-	livemode                                    []bool
-	created, received, next, finished           []pgtype.Timestamptz
-	payload                                     [][]byte
+	id, typ, object, account, apiVersion, state, trace []string
+	livemode                                           []bool
+	created, received, next, finished                  []pgtype.Timestamptz
+	payload                                            [][]byte
 }
 
 func (c *ingestColumns) add(r *inboxRow) {
@@ -214,9 +214,10 @@ func (c *ingestColumns) add(r *inboxRow) {
 	c.received = append(c.received, optionalTime(r.ReceivedAt))
 	c.next = append(c.next, optionalTime(r.NextAttemptAt))
 	c.finished = append(c.finished, optionalTime(r.FinishedAt))
+	c.trace = append(c.trace, r.Trace)
 }
 
 func (c *ingestColumns) args() []any {
 	return []any{c.id, c.typ, c.object, c.account, c.livemode, c.apiVersion, c.created,
-		c.payload, c.state, c.received, c.next, c.finished}
+		c.payload, c.state, c.received, c.next, c.finished, c.trace}
 }

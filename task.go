@@ -241,19 +241,19 @@ func (hs *Handlers) addInbox(in *Inbox) {
 
 // attemptTask runs one leased task and records how it ended, as attempt
 // does for an event.
-func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow) {
+func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Result)) {
 	start := time.Now()
 	res := Result{EventID: row.EventID, EventType: row.EventType, Attempt: row.Attempt, Kind: KindTask}
 	defer func() {
 		res.Duration = time.Since(start)
-		report(ctx, in.log, in.cfg.OnResult, &res)
+		report(ctx, in.log, in.cfg.OnResult, done, &res)
 	}()
 	reg, ok := in.tasks[row.EventType]
 	if !ok {
 		// Not registered in this process (yet, or any more): retried with
 		// backoff, so that a deployment that registers it still runs it.
 		res.Outcome, res.Err = OutcomeFailed, fmt.Errorf("idempotency: no task registered as %q", row.EventType)
-		in.settleFailure(ctx, row, res.Err)
+		res.State = in.settleFailure(ctx, row, res.Err)
 		return
 	}
 	err := in.runTask(ctx, reg, row)
@@ -262,25 +262,25 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow) {
 	reason, skipped := skipReason(err)
 	switch {
 	case err == nil:
-		res.Outcome = OutcomeProcessed
+		res.Outcome, res.State = OutcomeProcessed, InboxProcessed
 		if err := in.settle(ctx, row, InboxProcessed, nil); err != nil {
 			// The effect happened, but the task will run again (with the
 			// same idempotency key): not a processed task yet.
-			res.Outcome = OutcomeFailed
+			res.Outcome, res.State = OutcomeFailed, ""
 			res.Err = fmt.Errorf("idempotency: task %s ran, but its end was not recorded; it runs again: %w", row.EventType, err)
 		}
 	case skipped:
 		res.Outcome = OutcomeSkipped
-		in.settle(ctx, row, InboxSkipped, errors.New(reason))
+		res.State = settled(InboxSkipped, in.settle(ctx, row, InboxSkipped, errors.New(reason)))
 	case errors.As(err, &snooze):
 		res.Outcome = OutcomeQueued
-		in.settleAt(ctx, row, InboxPending, nil, in.cfg.Now().Add(snooze.After))
+		res.State = settled(InboxPending, in.settleAt(ctx, row, InboxPending, nil, in.cfg.Now().Add(snooze.After)))
 	case errors.As(err, &permanent):
 		res.Outcome, res.Err = OutcomeFailed, err
-		in.settle(ctx, row, InboxDeadLetter, err)
+		res.State = settled(InboxDeadLetter, in.settle(ctx, row, InboxDeadLetter, err))
 	default:
 		res.Outcome, res.Err = OutcomeFailed, err
-		in.settleFailure(ctx, row, err)
+		res.State = in.settleFailure(ctx, row, err)
 	}
 }
 

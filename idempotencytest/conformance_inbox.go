@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,6 +39,7 @@ var inboxTests = []struct {
 	{"InboxSkipAndIgnored", testInboxSkipAndIgnored},
 	{"InboxClaimedBeforeIsNotRerun", testInboxClaimedBefore},
 	{"InboxListStatsAndBadFilters", testInboxListStats},
+	{"InboxObserverLinkRoundTrips", testInboxObserverLink},
 }
 
 const inboxSecret = "whsec_conformance_inbox"
@@ -545,5 +548,100 @@ func testInboxListStats(t *testing.T, b StoreBackend) {
 	} {
 		_, err := ib.inbox.Redrive(ctxT(t), f)
 		require.ErrorContains(t, err, field)
+	}
+}
+
+// linkKey is the context key under which the test's Observer.Delivery
+// leaves the link that Observer.Link then returns.
+type linkKey struct{}
+
+// testInboxObserverLink: what Observer.Link returns in the delivery's
+// context is stored with the event and given to Observer.Attempt, on every
+// insert path (one delivery, concurrent deliveries stored together); a
+// duplicate does not replace it; a link too long or not storable as text
+// is dropped, and an event stored without Link has none. Attempt's done
+// gets the attempt's Result.
+func testInboxObserverLink(t *testing.T, b StoreBackend) {
+	var mu sync.Mutex
+	links := map[string]string{}               // event id → link given to Attempt
+	results := map[string]idempotency.Result{} // event id → Result given to done
+	observer := &idempotency.Observer{
+		Attempt: func(ctx context.Context, rec idempotency.InboxRecord, link string) (context.Context, func(idempotency.Result)) {
+			mu.Lock()
+			links[rec.EventID] = link
+			mu.Unlock()
+			return ctx, func(res idempotency.Result) {
+				mu.Lock()
+				defer mu.Unlock()
+				results[res.EventID] = res
+			}
+		},
+	}
+	ib := newInboxBench(t, b, idempotency.InboxConfig{Observer: observer}, nil)
+	linked, err := ib.inbox.Handler(idempotency.Config{
+		Secrets: []string{inboxSecret}, Logger: slog.New(slog.DiscardHandler),
+		Observer: &idempotency.Observer{
+			Delivery: func(ctx context.Context, r *http.Request) (context.Context, func(idempotency.Result)) {
+				return context.WithValue(ctx, linkKey{}, r.Header.Get("Test-Link")), nil
+			},
+			Link: func(ctx context.Context) string {
+				s, _ := ctx.Value(linkKey{}).(string)
+				return s
+			},
+		},
+	})
+	require.NoError(t, err)
+	deliver := func(id, link string, want idempotency.Outcome) {
+		t.Helper()
+		req := NewSignedRequest("/", inboxEvent(id, "invoice.paid", "in_"+id, 1756742400), inboxSecret)
+		req.Header.Set("Test-Link", link)
+		rec := httptest.NewRecorder()
+		linked.ServeHTTP(rec, req)
+		a := answerOf(rec)
+		require.Equal(t, http.StatusOK, a.Status, a.Body)
+		require.Equal(t, want, a.Outcome, "ingest of %s", id)
+	}
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	want := map[string]string{
+		"evt_ln_1":    traceparent,
+		"evt_ln_long": "",
+		"evt_ln_nul":  "",
+		"evt_ln_none": "", // stored through a Handler without Link
+		"evt_ln_max":  strings.Repeat("x", 256),
+	}
+	deliver("evt_ln_1", traceparent, idempotency.OutcomeQueued)
+	deliver("evt_ln_1", "00-other", idempotency.OutcomeDuplicate)
+	deliver("evt_ln_long", strings.Repeat("x", 257), idempotency.OutcomeQueued)
+	deliver("evt_ln_nul", "00-\x00", idempotency.OutcomeQueued)
+	deliver("evt_ln_max", strings.Repeat("x", 256), idempotency.OutcomeQueued)
+	ib.deliver(t, "evt_ln_none", "invoice.paid", "in_none", 1756742400, idempotency.OutcomeQueued)
+
+	// Concurrent deliveries, which a store may insert together.
+	var wg sync.WaitGroup
+	for i := range 20 {
+		id := fmt.Sprintf("evt_ln_c%02d", i)
+		link := fmt.Sprintf("00-4bf92f3577b34da6a3ce929d0e0e47%02d-00f067aa0ba902b7-01", i)
+		want[id] = link
+		req := NewSignedRequest("/", inboxEvent(id, "invoice.paid", "in_"+id, 1756742400), inboxSecret)
+		req.Header.Set("Test-Link", link)
+		wg.Go(func() {
+			rec := httptest.NewRecorder()
+			linked.ServeHTTP(rec, req)
+			if a := answerOf(rec); a.Outcome != idempotency.OutcomeQueued {
+				t.Errorf("ingest of %s: %d %s", id, a.Status, a.Body)
+			}
+		})
+	}
+	wg.Wait()
+
+	ib.work(t, len(want))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, want, links)
+	require.Len(t, results, len(want))
+	for id, res := range results {
+		require.Equal(t, idempotency.OutcomeProcessed, res.Outcome, id)
+		require.Equal(t, idempotency.InboxProcessed, res.State, id)
+		require.Equal(t, 1, res.Attempt, id)
 	}
 }
