@@ -11,6 +11,7 @@
 //	go run ./examples/server -secret whsec_... -database-url postgres://... -inbox -workers 8
 //	STRIPE_SECRET_KEY=rk_test_... go run ./examples/server -secret whsec_...
 //	go run ./examples/server -secret whsec_... -dashboard -dashboard-password s3cret  # /admin/webhooks/, user admin
+//	go run ./examples/server -secret whsec_... -metrics-addr :9090          # Prometheus metrics
 //	stripe listen --forward-to 127.0.0.1:4242/webhook                # prints the secret
 //
 // With -database-url, start-up waits for a database that is not up yet:
@@ -48,6 +49,11 @@
 //	GET  /healthz             200 when the store answers, 503 otherwise
 //	GET  /inbox/stats         {"counts":{"pending":N,...},"task_counts":{...},"oldest_pending":RFC3339 or null}
 //	     /admin/webhooks/     with -dashboard: the operator dashboard (package dashboard), behind basic auth
+//
+// With -metrics-addr, GET http://ADDR/metrics serves the deliveries,
+// attempts, inbox depth, dead letters and Stripe API fetches in
+// Prometheus's text format (package otel, through OpenTelemetry's
+// Prometheus exporter), on that address alone.
 package main
 
 import (
@@ -97,6 +103,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	stripeAPIBase := fs.String("stripe-api-base", stripe.APIURL, "the Stripe API the subscription projection fetches from (a local stripe-mock or fake); the key is env STRIPE_SECRET_KEY")
 	receiptEmails := fs.Bool("receipt-emails", true, "send one receipt email per paid invoice through a task (false: credits only, as the benchmark's baseline does)")
 	pruneEvery := fs.Duration("prune-every", time.Hour, "delete what the default idempotency.Retention no longer keeps (ids after 45 days, finished events after 7, dead letters after 90) this often, on every replica; 0 is off")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9090); empty is off")
 	recoverSince := fs.Duration("recover-since", 0, "with STRIPE_SECRET_KEY: at start, replay the events of this last period (at most 720h) from the Events API through the webhook path, resuming a stopped run (checkpoint "+recoverCheckpoint+"); 0 is off")
 	dash := addDashboardFlags(fs, getenv)
 	if err := fs.Parse(args); err != nil {
@@ -151,9 +158,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	defer closeStore()
 	svc.mailer, svc.stripe, svc.noReceipts = newMailer(logger), api, !*receiptEmails
 
-	inboxCfg := idempotency.InboxConfig{Workers: *workers, PollOnly: *pollOnly, Logger: logger}
+	m, err := startMetrics(*metricsAddr, logger)
+	if err != nil {
+		return err
+	}
+	defer m.close() // before the store closes
+	inboxCfg := idempotency.InboxConfig{Workers: *workers, PollOnly: *pollOnly, Logger: logger, Observer: m.observer()}
 	srv, err := newServer(svc, secretList, logger, *inboxMode, inboxCfg)
 	if err != nil {
+		return err
+	}
+	if err := m.observeInbox(srv.inbox); err != nil {
 		return err
 	}
 	inbox := srv.inbox
@@ -295,7 +310,8 @@ func recoverEvents(ctx context.Context, h *idempotency.Handler, api *stripe.Clie
 // workers the caller runs in both modes: they send the receipt emails through
 // svc.mailer, and with inboxMode they apply the events too. The Handler
 // records on inboxCfg.Now, so that a test's fake clock drives both, and the
-// subscription rows are dated with it.
+// subscription rows are dated with it; inboxCfg.Observer watches the
+// Handler too.
 func newServer(svc service, secrets []string, logger *slog.Logger,
 	inboxMode bool, inboxCfg idempotency.InboxConfig) (*server, error) {
 	store, accts, mailer := svc.store, svc.accounts, svc.mailer
@@ -356,7 +372,7 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 		return nil, err
 	}
 	// With a key, thin (v2) notifications are fetched and handled too.
-	cfg := idempotency.Config{Secrets: secrets, Logger: logger, Now: inboxCfg.Now, StripeClient: svc.stripe}
+	cfg := idempotency.Config{Secrets: secrets, Logger: logger, Now: inboxCfg.Now, StripeClient: svc.stripe, Observer: inboxCfg.Observer}
 	var webhook *idempotency.Handler
 	if inboxMode {
 		webhook, err = inbox.Handler(cfg)

@@ -149,28 +149,37 @@ func TestRunNeedsSecret(t *testing.T) {
 	require.ErrorContains(t, err, "STRIPE_WEBHOOK_SECRET")
 }
 
-func TestRunServesAndStops(t *testing.T) {
-	t.Parallel()
+// startRun runs the server with args until stop, which returns run's
+// error, and returns the address it listens on once it does.
+func startRun(t *testing.T, args []string, getenv func(string) string, stderr io.Writer) (addr string, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	env := map[string]string{"STRIPE_WEBHOOK_SECRET": "whsec_a," + secret}
-	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, io.Discard, ready)
-	}()
-	var addr string
+	go func() { done <- run(ctx, args, getenv, stderr, ready) }()
 	select {
 	case addr = <-ready:
 	case err := <-done:
+		cancel()
 		t.Fatalf("run returned early: %v", err)
 	case <-time.After(30 * time.Second):
+		cancel()
 		t.Fatal("server did not start")
 	}
+	return addr, func() error {
+		cancel()
+		return <-done
+	}
+}
+
+func TestRunServesAndStops(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"STRIPE_WEBHOOK_SECRET": "whsec_a," + secret}
+	addr, stop := startRun(t, []string{"-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, io.Discard)
 	c := client{t: t, url: "http://" + addr}
 	status, body := c.deliver(invoiceEvent(t, "invoice.paid", "evt_run_1", "acct_run"))
 	require.Equal(t, 200, status, body)
-	cancel()
-	require.NoError(t, <-done)
+	require.NoError(t, stop())
 }
 
 func TestServerPostgres(t *testing.T) {

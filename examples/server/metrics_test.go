@@ -1,0 +1,37 @@
+package main
+
+import (
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRunServesMetrics: with -metrics-addr, a delivery is counted in the
+// Prometheus metrics served there, and so is the inbox's depth.
+func TestRunServesMetrics(t *testing.T) {
+	t.Parallel()
+	logs := newLogWatch("serving metrics")
+	env := map[string]string{"STRIPE_WEBHOOK_SECRET": secret}
+	addr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, logs)
+	// Logged before the webhook listens.
+	m := regexp.MustCompile(`msg="serving metrics" url=(\S+)`).FindStringSubmatch(logs.String())
+	require.NotNil(t, m, "no metrics address in the log:\n%s", logs)
+	metricsURL := m[1]
+
+	c := client{t: t, url: "http://" + addr}
+	status, body := c.deliver(invoiceEvent(t, "invoice.paid", "evt_metrics_1", "acct_metrics"))
+	require.Equal(t, 200, status, body)
+	c.deliver(invoiceEvent(t, "invoice.paid", "evt_metrics_1", "acct_metrics"))
+
+	scrape := client{t: t, url: metricsURL}
+	status, page := scrape.get("")
+	require.Equal(t, 200, status)
+	require.Regexp(t, `(?m)^idempotency_deliveries_total\{[^}]*outcome="processed"[^}]*status="200"[^}]*\} 1$`, page)
+	require.Regexp(t, `(?m)^idempotency_deliveries_total\{[^}]*outcome="duplicate"[^}]*\} 1$`, page)
+	require.Regexp(t, `(?m)^idempotency_delivery_duration_seconds_count\{[^}]*outcome="processed"[^}]*\} 1$`, page)
+	require.Regexp(t, `(?m)^idempotency_inbox_depth\{[^}]*kind="event"[^}]*state="dead_letter"[^}]*\} 0$`, page)
+	require.Regexp(t, `(?m)^idempotency_inbox_oldest_pending_age_seconds(\{[^}]*\})? `, page)
+	require.NotContains(t, page, "acct_metrics", "no payload field in the metrics")
+	require.NoError(t, stop())
+}

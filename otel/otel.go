@@ -1,0 +1,333 @@
+// Package idempotencyotel reports what package idempotency does as
+// OpenTelemetry metrics and traces: deliveries, inbox attempts, the
+// inbox's depth and its oldest pending event, dead letters, and the
+// fetches of OnCurrent handlers from the Stripe API.
+//
+// It lives beside the core: a program that does not import it links no
+// OpenTelemetry. Wire it through [idempotency.Observer]:
+//
+//	tel, err := idempotencyotel.New(idempotencyotel.Config{}) // the global providers
+//	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Observer: tel.Observer()})
+//	h, err := in.Handler(idempotency.Config{Secrets: secrets, Observer: tel.Observer()})
+//	reg, err := tel.ObserveInbox(in) // the depth gauges; reg.Unregister() to stop
+//
+// Spans and metrics carry event ids, types, object ids, outcomes, statuses
+// and attempt numbers, never a payload field, a secret or an error's text
+// (the Logger has the error).
+//
+// Metrics (OpenTelemetry names; a Prometheus exporter writes dots as
+// underscores, adds _total to counters and _seconds to durations):
+//
+//	name                                  instrument  attributes
+//	idempotency.deliveries                counter     outcome, status (the HTTP status answered)
+//	idempotency.delivery.duration         histogram   outcome; seconds from a request's arrival to its answer
+//	idempotency.attempts                  counter     outcome, kind (event, task), state (what the attempt left)
+//	idempotency.attempt.duration          histogram   outcome, kind; seconds
+//	idempotency.dead_letters              counter     kind; attempts that dead-lettered their event or task
+//	idempotency.stripe.fetches            counter     result (ok, not_found, error); OnCurrent fetches
+//	idempotency.stripe.fetch.duration     histogram   result; seconds
+//	idempotency.inbox.depth               gauge       kind, state; rows in the inbox (ObserveInbox)
+//	idempotency.inbox.oldest_pending_age  gauge       seconds since the oldest row still to apply was received, 0 when none (ObserveInbox)
+//
+// Spans: "stripe webhook" (server) per request to a Handler;
+// "stripe webhook attempt" or "idempotency task" (consumer) per inbox
+// attempt, a new trace linked to the span of the delivery that stored the
+// event (its traceparent is stored with the event); "stripe fetch"
+// (client) per fetch of a current object, a child of the handler's span.
+package idempotencyotel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// ScopeName is the instrumentation scope of the meter and the tracer.
+const ScopeName = "github.com/seed-a84bb619/idempotency/otel"
+
+// Config configures [New]. The zero value uses OpenTelemetry's global
+// providers.
+type Config struct {
+	// MeterProvider gives the meter of the metrics. Defaults to
+	// otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+
+	// TracerProvider gives the tracer of the spans. Defaults to
+	// otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+
+	// Now is the clock the age of the oldest pending event is measured on:
+	// the inbox's (InboxConfig.Now). Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Telemetry turns what an [idempotency.Observer] is told into metrics and
+// spans. It is safe for concurrent use.
+type Telemetry struct {
+	cfg      Config
+	meter    metric.Meter
+	tracer   trace.Tracer
+	observer *idempotency.Observer
+
+	deliveries       metric.Int64Counter
+	deliveryDuration metric.Float64Histogram
+	attempts         metric.Int64Counter
+	attemptDuration  metric.Float64Histogram
+	deadLetters      metric.Int64Counter
+	fetches          metric.Int64Counter
+	fetchDuration    metric.Float64Histogram
+}
+
+// durationBuckets are the histograms' bucket bounds, in seconds: from a
+// fast memory-store delivery to a handler at its timeout.
+var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// New creates the instruments on cfg's meter. It fails when the meter
+// refuses one.
+func New(cfg Config) (*Telemetry, error) {
+	if cfg.MeterProvider == nil {
+		cfg.MeterProvider = otel.GetMeterProvider()
+	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	t := &Telemetry{
+		cfg:    cfg,
+		meter:  cfg.MeterProvider.Meter(ScopeName),
+		tracer: cfg.TracerProvider.Tracer(ScopeName),
+	}
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := t.meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	histogram := func(name, desc string) metric.Float64Histogram {
+		h, err := t.meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(durationBuckets...))
+		errs = append(errs, err)
+		return h
+	}
+	t.deliveries = counter("idempotency.deliveries", "{delivery}", "Requests answered by the Stripe webhook Handler, by outcome and HTTP status.")
+	t.deliveryDuration = histogram("idempotency.delivery.duration", "Time from a webhook request's arrival to its answer.")
+	t.attempts = counter("idempotency.attempts", "{attempt}", "Inbox attempts at events and tasks, by outcome, kind and the state they left the row in.")
+	t.attemptDuration = histogram("idempotency.attempt.duration", "Time an inbox attempt took.")
+	t.deadLetters = counter("idempotency.dead_letters", "{row}", "Inbox attempts that dead-lettered their event or task.")
+	t.fetches = counter("idempotency.stripe.fetches", "{fetch}", "Fetches of an object's current state from the Stripe API, by result.")
+	t.fetchDuration = histogram("idempotency.stripe.fetch.duration", "Time a fetch from the Stripe API took.")
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("idempotencyotel: creating instruments: %w", err)
+	}
+	t.observer = &idempotency.Observer{Delivery: t.delivery, Link: link, Attempt: t.attempt, Fetch: t.fetch}
+	return t, nil
+}
+
+// Observer returns the Observer to set as Config.Observer and
+// InboxConfig.Observer.
+func (t *Telemetry) Observer() *idempotency.Observer { return t.observer }
+
+// statsTimeout bounds the inbox query of one collection.
+const statsTimeout = 5 * time.Second
+
+// ObserveInbox registers the gauges of in: idempotency.inbox.depth by kind
+// and state, and idempotency.inbox.oldest_pending_age. Each collection
+// (each scrape) asks in.Stats once, one query on PostgreSQL; a failed
+// query is reported to OpenTelemetry's error handler and the gauges are
+// left out of that collection. Unregister the returned registration to
+// stop.
+func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, error) {
+	if in == nil {
+		return nil, errors.New("idempotencyotel: ObserveInbox: nil *Inbox")
+	}
+	depth, err := t.meter.Int64ObservableGauge("idempotency.inbox.depth", metric.WithUnit("{row}"),
+		metric.WithDescription("Inbox events and tasks by state."))
+	if err != nil {
+		return nil, fmt.Errorf("idempotencyotel: creating instruments: %w", err)
+	}
+	age, err := t.meter.Float64ObservableGauge("idempotency.inbox.oldest_pending_age", metric.WithUnit("s"),
+		metric.WithDescription("Time since the oldest inbox event or task still to apply (pending, failed or processing) was received; 0 when none."))
+	if err != nil {
+		return nil, fmt.Errorf("idempotencyotel: creating instruments: %w", err)
+	}
+	return t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		ctx, cancel := context.WithTimeout(ctx, statsTimeout)
+		defer cancel()
+		st, err := in.Stats(ctx)
+		if err != nil {
+			return fmt.Errorf("idempotencyotel: inbox stats: %w", err)
+		}
+		for state, n := range st.Counts {
+			tasks := st.TaskCounts[state]
+			o.ObserveInt64(depth, int64(n-tasks), metric.WithAttributes(kindKey.String(string(idempotency.KindEvent)), stateKey.String(string(state))))
+			o.ObserveInt64(depth, int64(tasks), metric.WithAttributes(kindKey.String(string(idempotency.KindTask)), stateKey.String(string(state))))
+		}
+		var seconds float64
+		if !st.OldestPending.IsZero() {
+			seconds = max(t.cfg.Now().Sub(st.OldestPending).Seconds(), 0)
+		}
+		o.ObserveFloat64(age, seconds)
+		return nil
+	}, depth, age)
+}
+
+// The attributes of the metrics: few values each, so that series stay few.
+var (
+	outcomeKey = attribute.Key("outcome")
+	statusKey  = attribute.Key("status")
+	kindKey    = attribute.Key("kind")
+	stateKey   = attribute.Key("state")
+	resultKey  = attribute.Key("result")
+)
+
+// The attributes of the spans.
+var (
+	eventIDKey   = attribute.Key("stripe.event.id")
+	eventTypeKey = attribute.Key("stripe.event.type")
+	objectIDKey  = attribute.Key("stripe.object.id")
+	spanOutcome  = attribute.Key("idempotency.outcome")
+	spanAttempt  = attribute.Key("idempotency.attempt")
+	spanKind     = attribute.Key("idempotency.kind")
+	spanState    = attribute.Key("idempotency.state")
+	spanResult   = attribute.Key("idempotency.fetch.result")
+	httpStatus   = attribute.Key("http.response.status_code")
+	httpMethod   = attribute.Key("http.request.method")
+)
+
+// kindOf names a row's kind; a Result of an event attempt has none.
+func kindOf(k idempotency.InboxKind) string {
+	if k == "" {
+		return string(idempotency.KindEvent)
+	}
+	return string(k)
+}
+
+// delivery is Observer.Delivery: a server span for the request, and the
+// delivery's metrics when it is answered.
+func (t *Telemetry) delivery(ctx context.Context, r *http.Request) (context.Context, func(idempotency.Result)) {
+	ctx, span := t.tracer.Start(ctx, "stripe webhook", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(httpMethod.String(r.Method)))
+	return ctx, func(res idempotency.Result) {
+		outcome := outcomeKey.String(string(res.Outcome))
+		t.deliveries.Add(ctx, 1, metric.WithAttributes(outcome, statusKey.String(strconv.Itoa(res.Status))))
+		t.deliveryDuration.Record(ctx, res.Duration.Seconds(), metric.WithAttributes(outcome))
+		span.SetAttributes(spanOutcome.String(string(res.Outcome)), httpStatus.Int(res.Status))
+		setEvent(span, res)
+		if res.Status >= http.StatusInternalServerError {
+			// A 4xx is the sender's fault, not the server's (OpenTelemetry's
+			// HTTP server convention).
+			span.SetStatus(codes.Error, string(res.Outcome))
+		}
+		span.End()
+	}
+}
+
+// setEvent sets the ids of res's event (or task) on span, those known.
+func setEvent(span trace.Span, res idempotency.Result) {
+	if res.EventID != "" {
+		span.SetAttributes(eventIDKey.String(res.EventID), eventTypeKey.String(res.EventType))
+	}
+	if res.ObjectID != "" {
+		span.SetAttributes(objectIDKey.String(res.ObjectID))
+	}
+}
+
+// traceContext is the W3C propagator that writes and reads the links.
+var traceContext propagation.TraceContext
+
+// link is Observer.Link: the traceparent of ctx's span, the delivery's.
+func link(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	traceContext.Inject(ctx, c)
+	return c.Get("traceparent")
+}
+
+// linkOf is the span context a stored link names, if it is valid.
+func linkOf(s string) (trace.SpanContext, bool) {
+	if s == "" {
+		return trace.SpanContext{}, false
+	}
+	ctx := traceContext.Extract(context.Background(), propagation.MapCarrier{"traceparent": s})
+	sc := trace.SpanContextFromContext(ctx)
+	return sc, sc.IsValid()
+}
+
+// attempt is Observer.Attempt: a consumer span in a trace of its own,
+// linked to the delivery's span, and the attempt's metrics when it ends.
+func (t *Telemetry) attempt(ctx context.Context, rec idempotency.InboxRecord, stored string) (context.Context, func(idempotency.Result)) {
+	name := "stripe webhook attempt"
+	if rec.Kind == idempotency.KindTask {
+		name = "idempotency task"
+	}
+	opts := []trace.SpanStartOption{
+		trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(eventIDKey.String(rec.EventID), eventTypeKey.String(rec.EventType),
+			spanAttempt.Int(rec.Attempt), spanKind.String(kindOf(rec.Kind))),
+	}
+	if rec.ObjectID != "" {
+		opts = append(opts, trace.WithAttributes(objectIDKey.String(rec.ObjectID)))
+	}
+	if sc, ok := linkOf(stored); ok {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+	}
+	ctx, span := t.tracer.Start(ctx, name, opts...)
+	return ctx, func(res idempotency.Result) {
+		outcome, kind := outcomeKey.String(string(res.Outcome)), kindKey.String(kindOf(res.Kind))
+		t.attempts.Add(ctx, 1, metric.WithAttributes(outcome, kind, stateKey.String(string(res.State))))
+		t.attemptDuration.Record(ctx, res.Duration.Seconds(), metric.WithAttributes(outcome, kind))
+		if res.State == idempotency.InboxDeadLetter {
+			t.deadLetters.Add(ctx, 1, metric.WithAttributes(kind))
+		}
+		span.SetAttributes(spanOutcome.String(string(res.Outcome)), spanState.String(string(res.State)))
+		if res.Outcome == idempotency.OutcomeFailed || res.Outcome == idempotency.OutcomeUnavailable {
+			span.SetStatus(codes.Error, string(res.Outcome))
+		}
+		span.End()
+	}
+}
+
+// The results of a fetch.
+const (
+	fetchOK       = "ok"
+	fetchNotFound = "not_found"
+	fetchError    = "error"
+)
+
+// fetch is Observer.Fetch: a client span over the fetch, a child of the
+// handler's, and the fetch's metrics.
+func (t *Telemetry) fetch(ctx context.Context, eventType, objectID string, d time.Duration, err error) {
+	result := fetchOK
+	switch {
+	case errors.Is(err, idempotency.ErrObjectNotFound):
+		result = fetchNotFound
+	case err != nil:
+		result = fetchError
+	}
+	attrs := metric.WithAttributes(resultKey.String(result))
+	t.fetches.Add(ctx, 1, attrs)
+	t.fetchDuration.Record(ctx, d.Seconds(), attrs)
+	end := time.Now()
+	_, span := t.tracer.Start(ctx, "stripe fetch", trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(end.Add(-d)),
+		trace.WithAttributes(eventTypeKey.String(eventType), objectIDKey.String(objectID), spanResult.String(result)))
+	if result == fetchError {
+		span.SetStatus(codes.Error, result)
+	}
+	span.End(trace.WithTimestamp(end))
+}

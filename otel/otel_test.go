@@ -1,0 +1,368 @@
+package idempotencyotel_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+	idempotencyotel "github.com/seed-a84bb619/idempotency/otel"
+)
+
+func TestMain(m *testing.M) { os.Exit(idempotencytest.Main(m)) }
+
+const (
+	secret = "whsec_otel_test"
+	// marker is in every payload's metadata: no span or metric may carry it.
+	marker = "payload-marker-4e1f"
+)
+
+// event is a minimal event of type typ about object, with metadata.
+func event(t *testing.T, id, typ, object string) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{
+		"id": id, "object": "event", "type": typ, "created": 1756742400, "api_version": stripe.APIVersion,
+		"data": map[string]any{"object": map[string]any{"id": object, "object": "invoice", "metadata": map[string]string{"note": marker}}},
+	})
+	require.NoError(t, err)
+	return b
+}
+
+var errDownstream = errors.New("downstream refused")
+
+// handlers: invoice.paid is processed; invoice.payment_failed always
+// fails; customer.subscription.updated fetches the subscription (sub_ok,
+// sub_gone answers 404, anything else fails).
+func handlers() *idempotency.Handlers {
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error { return nil })
+	idempotency.On(hs, "invoice.payment_failed", func(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error {
+		return errDownstream
+	})
+	idempotency.OnCurrent(hs, []string{"customer.subscription.updated"},
+		func(_ context.Context, id, _ string) (*stripe.Subscription, error) {
+			switch id {
+			case "sub_ok":
+				return &stripe.Subscription{ID: id}, nil
+			case "sub_gone":
+				return nil, fmt.Errorf("%w: 404", idempotency.ErrObjectNotFound)
+			}
+			return nil, errDownstream
+		},
+		func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Subscription]) error { return nil })
+	return hs
+}
+
+// telemetry is a Telemetry on an SDK meter read by hand and an SDK tracer
+// exporting to memory.
+type telemetry struct {
+	*idempotencyotel.Telemetry
+	reader *sdkmetric.ManualReader
+	spans  *tracetest.InMemoryExporter
+}
+
+func newTelemetry(t *testing.T, now func() time.Time) *telemetry {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	spans := tracetest.NewInMemoryExporter()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() {
+		require.NoError(t, mp.Shutdown(context.Background()))
+		require.NoError(t, tp.Shutdown(context.Background()))
+	})
+	tel, err := idempotencyotel.New(idempotencyotel.Config{MeterProvider: mp, TracerProvider: tp, Now: now})
+	require.NoError(t, err)
+	return &telemetry{Telemetry: tel, reader: reader, spans: spans}
+}
+
+// points collects the metrics: name → attributes ("k=v,k=v", sorted) →
+// value. Histograms give their count, sums and gauges their value.
+func (tel *telemetry) points(t *testing.T) map[string]map[string]float64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, tel.reader.Collect(t.Context(), &rm))
+	out := map[string]map[string]float64{}
+	for _, sm := range rm.ScopeMetrics {
+		require.Equal(t, idempotencyotel.ScopeName, sm.Scope.Name)
+		for _, m := range sm.Metrics {
+			pts := map[string]float64{}
+			key := func(s attribute.Set) string { return s.Encoded(attribute.DefaultEncoder()) }
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					pts[key(p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					pts[key(p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Gauge[float64]:
+				for _, p := range d.DataPoints {
+					pts[key(p.Attributes)] = p.Value
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					pts[key(p.Attributes)] = float64(p.Count)
+				}
+			default:
+				t.Fatalf("metric %s: unexpected data %T", m.Name, m.Data)
+			}
+			out[m.Name] = pts
+		}
+	}
+	return out
+}
+
+// requireClean fails if a span carries the payload's marker or the secret.
+func requireClean(t *testing.T, spans tracetest.SpanStubs) {
+	t.Helper()
+	for _, s := range spans {
+		for _, kv := range s.Attributes {
+			v := kv.Value.String()
+			require.NotContains(t, v, marker, "span %s attribute %s", s.Name, kv.Key)
+			require.NotContains(t, v, secret, "span %s attribute %s", s.Name, kv.Key)
+		}
+		require.NotContains(t, s.Status.Description, marker)
+		require.NotContains(t, s.Status.Description, errDownstream.Error(), "no error text in spans")
+	}
+}
+
+func attr(s tracetest.SpanStub, key string) (attribute.Value, bool) {
+	for _, kv := range s.Attributes {
+		if string(kv.Key) == key {
+			return kv.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+func requireAttr(t *testing.T, s tracetest.SpanStub, key string, want any) {
+	t.Helper()
+	v, ok := attr(s, key)
+	require.True(t, ok, "span %s has no %s", s.Name, key)
+	require.Equal(t, want, v.AsInterface(), "span %s attribute %s", s.Name, key)
+}
+
+// byEvent indexes spans named name by their stripe.event.id; of several
+// spans of one event, the first to end.
+func byEvent(spans tracetest.SpanStubs, name string) map[string]tracetest.SpanStub {
+	out := map[string]tracetest.SpanStub{}
+	for _, s := range spans {
+		v, ok := attr(s, "stripe.event.id")
+		if _, seen := out[v.AsString()]; ok && !seen && s.Name == name {
+			out[v.AsString()] = s
+		}
+	}
+	return out
+}
+
+// TestInbox: on both stores, deliveries, attempts (processed, dead-lettered,
+// tasks none here), fetches and the inbox's gauges are counted; each
+// attempt's span is a trace of its own linked to the span of the delivery
+// that stored its event, the link stored in between by the store.
+func TestInbox(t *testing.T) {
+	t.Parallel()
+	stores := map[string]func(t *testing.T) idempotency.Store{
+		"memory": func(*testing.T) idempotency.Store { return idempotency.NewMemoryStore() },
+		"postgres": func(t *testing.T) idempotency.Store {
+			return idempotencytest.Postgres(t).NewStore(t, idempotency.PgxConfig{})
+		},
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testInbox(t, open(t))
+		})
+	}
+}
+
+func testInbox(t *testing.T, store idempotency.Store) {
+	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	tel := newTelemetry(t, clock.Now)
+	logger := slog.New(slog.DiscardHandler)
+	in, err := idempotency.NewInbox(store, handlers(), idempotency.InboxConfig{
+		Now: clock.Now, MaxAttempts: 1, Logger: logger, Observer: tel.Observer(),
+	})
+	require.NoError(t, err)
+	reg, err := tel.ObserveInbox(in)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, reg.Unregister()) })
+	h, err := in.Handler(idempotency.Config{Secrets: []string{secret}, Now: clock.Now, Logger: logger, Observer: tel.Observer()})
+	require.NoError(t, err)
+
+	for _, e := range []struct{ id, typ, object string }{
+		{"evt_paid", "invoice.paid", "in_1"},
+		{"evt_fails", "invoice.payment_failed", "in_2"},
+		{"evt_sub", "customer.subscription.updated", "sub_ok"},
+		{"evt_sub_gone", "customer.subscription.updated", "sub_gone"},
+	} {
+		a := idempotencytest.Deliver(h, event(t, e.id, e.typ, e.object), secret)
+		require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+	}
+	a := idempotencytest.Deliver(h, event(t, "evt_paid", "invoice.paid", "in_1"), secret)
+	require.Equal(t, idempotency.OutcomeDuplicate, a.Outcome)
+	a = idempotencytest.Deliver(h, event(t, "evt_forged", "invoice.paid", "in_1"), "whsec_forged")
+	require.Equal(t, http.StatusBadRequest, a.Status)
+
+	clock.Advance(7 * time.Minute)
+	pts := tel.points(t)
+	require.Equal(t, map[string]float64{
+		"outcome=queued,status=200": 4, "outcome=duplicate,status=200": 1, "outcome=rejected,status=400": 1,
+	}, pts["idempotency.deliveries"])
+	require.Equal(t, map[string]float64{"outcome=queued": 4, "outcome=duplicate": 1, "outcome=rejected": 1}, pts["idempotency.delivery.duration"])
+	require.Equal(t, float64(4), pts["idempotency.inbox.depth"]["kind=event,state=pending"])
+	require.Equal(t, float64(0), pts["idempotency.inbox.depth"]["kind=task,state=pending"])
+	require.Len(t, pts["idempotency.inbox.depth"], 14, "every state of both kinds, zero included")
+	require.Equal(t, map[string]float64{"": 420}, pts["idempotency.inbox.oldest_pending_age"], "seconds since the oldest pending event was received")
+
+	n, err := in.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	pts = tel.points(t)
+	require.Equal(t, map[string]float64{
+		"kind=event,outcome=processed,state=processed": 2,
+		"kind=event,outcome=skipped,state=skipped":     1, // the 404
+		"kind=event,outcome=failed,state=dead_letter":  1,
+	}, pts["idempotency.attempts"])
+	require.Equal(t, map[string]float64{"kind=event": 1}, pts["idempotency.dead_letters"])
+	require.Equal(t, map[string]float64{"result=ok": 1, "result=not_found": 1}, pts["idempotency.stripe.fetches"])
+	require.Equal(t, map[string]float64{"result=ok": 1, "result=not_found": 1}, pts["idempotency.stripe.fetch.duration"])
+	require.Equal(t, float64(1), pts["idempotency.inbox.depth"]["kind=event,state=dead_letter"])
+	require.Equal(t, float64(0), pts["idempotency.inbox.depth"]["kind=event,state=pending"])
+	require.Equal(t, map[string]float64{"": 0}, pts["idempotency.inbox.oldest_pending_age"], "nothing pending")
+
+	spans := tel.spans.GetSpans()
+	requireClean(t, spans)
+	deliveries := byEvent(spans, "stripe webhook")
+	attempts := byEvent(spans, "stripe webhook attempt")
+	require.Len(t, attempts, 4)
+	for id, at := range attempts {
+		d, ok := deliveries[id] // the first delivery: the one that stored the event
+		require.True(t, ok, "no delivery span of %s", id)
+		require.Equal(t, trace.SpanKindServer, d.SpanKind)
+		require.Equal(t, trace.SpanKindConsumer, at.SpanKind)
+		require.Len(t, at.Links, 1, "the attempt of %s links to its delivery", id)
+		require.Equal(t, d.SpanContext.TraceID(), at.Links[0].SpanContext.TraceID(), id)
+		require.Equal(t, d.SpanContext.SpanID(), at.Links[0].SpanContext.SpanID(), id)
+		require.NotEqual(t, d.SpanContext.TraceID(), at.SpanContext.TraceID(), "an attempt is a trace of its own")
+		require.False(t, at.Parent.IsValid(), "an attempt's span is a root")
+		requireAttr(t, at, "idempotency.attempt", int64(1))
+		requireAttr(t, at, "idempotency.kind", "event")
+	}
+	requireAttr(t, deliveries["evt_paid"], "stripe.object.id", "in_1")
+	requireAttr(t, deliveries["evt_paid"], "http.response.status_code", int64(200))
+	requireAttr(t, attempts["evt_paid"], "stripe.event.type", "invoice.paid")
+	requireAttr(t, attempts["evt_paid"], "stripe.object.id", "in_1")
+	requireAttr(t, attempts["evt_paid"], "idempotency.outcome", "processed")
+	requireAttr(t, attempts["evt_fails"], "idempotency.outcome", "failed")
+	requireAttr(t, attempts["evt_fails"], "idempotency.state", "dead_letter")
+	require.Equal(t, codes.Error, attempts["evt_fails"].Status.Code)
+	require.Equal(t, codes.Unset, attempts["evt_paid"].Status.Code)
+
+	var fetches []tracetest.SpanStub
+	for _, s := range spans {
+		if s.Name == "stripe fetch" {
+			fetches = append(fetches, s)
+		}
+	}
+	require.Len(t, fetches, 2)
+	for _, f := range fetches {
+		obj, _ := attr(f, "stripe.object.id")
+		parent := attempts["evt_sub"]
+		if obj.AsString() == "sub_gone" {
+			parent = attempts["evt_sub_gone"]
+		}
+		require.Equal(t, parent.SpanContext.SpanID(), f.Parent.SpanID(), "a fetch is a child of its attempt")
+		require.Equal(t, trace.SpanKindClient, f.SpanKind)
+	}
+}
+
+// TestSynchronous: the synchronous Handler's delivery span is the parent
+// of its fetch spans, a 5xx marks it as an error (a 4xx does not), and
+// nothing is linked or stored.
+func TestSynchronous(t *testing.T) {
+	t.Parallel()
+	tel := newTelemetry(t, nil)
+	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), handlers(), idempotency.Config{
+		Secrets: []string{secret}, Logger: slog.New(slog.DiscardHandler), Observer: tel.Observer(),
+	})
+	require.NoError(t, err)
+	for _, e := range []struct {
+		id, typ, object string
+		status          int
+	}{
+		{"evt_paid", "invoice.paid", "in_1", 200},
+		{"evt_fails", "invoice.payment_failed", "in_2", 500},
+		{"evt_sub", "customer.subscription.updated", "sub_down", 500},
+	} {
+		a := idempotencytest.Deliver(h, event(t, e.id, e.typ, e.object), secret)
+		require.Equal(t, e.status, a.Status, e.id)
+	}
+	a := idempotencytest.Deliver(h, event(t, "evt_forged", "invoice.paid", "in_1"), "whsec_forged")
+	require.Equal(t, http.StatusBadRequest, a.Status)
+
+	pts := tel.points(t)
+	require.Equal(t, map[string]float64{
+		"outcome=processed,status=200": 1, "outcome=failed,status=500": 2, "outcome=rejected,status=400": 1,
+	}, pts["idempotency.deliveries"])
+	require.Equal(t, map[string]float64{"result=error": 1}, pts["idempotency.stripe.fetches"])
+	require.NotContains(t, pts, "idempotency.attempts")
+
+	spans := tel.spans.GetSpans()
+	requireClean(t, spans)
+	deliveries := byEvent(spans, "stripe webhook")
+	require.Len(t, deliveries, 3, "the rejected delivery has no event id")
+	require.Equal(t, codes.Unset, deliveries["evt_paid"].Status.Code)
+	require.Equal(t, codes.Error, deliveries["evt_fails"].Status.Code)
+	for _, s := range spans {
+		switch s.Name {
+		case "stripe fetch":
+			require.Equal(t, deliveries["evt_sub"].SpanContext.SpanID(), s.Parent.SpanID(), "the fetch is a child of its delivery")
+			require.Equal(t, codes.Error, s.Status.Code)
+			requireAttr(t, s, "idempotency.fetch.result", "error")
+		case "stripe webhook":
+			if _, ok := attr(s, "stripe.event.id"); !ok {
+				requireAttr(t, s, "http.response.status_code", int64(400))
+				require.Equal(t, codes.Unset, s.Status.Code, "a 4xx is not the server's error")
+			}
+		default:
+			t.Fatalf("unexpected span %s", s.Name)
+		}
+	}
+}
+
+// TestLinkOnlyFromARecordingSpan: without a span in the delivery's context
+// nothing is stored, and a stored text that is no traceparent gives no
+// link; neither fails the attempt.
+func TestLinkOnlyFromARecordingSpan(t *testing.T) {
+	t.Parallel()
+	tel := newTelemetry(t, nil)
+	o := tel.Observer()
+	require.Empty(t, o.Link(context.Background()))
+	ctx, done := o.Attempt(context.Background(), idempotency.InboxRecord{EventID: "evt_1", Attempt: 1}, "00-not-a-traceparent")
+	require.True(t, trace.SpanContextFromContext(ctx).IsValid())
+	done(idempotency.Result{EventID: "evt_1", Outcome: idempotency.OutcomeProcessed, Attempt: 1})
+	spans := tel.spans.GetSpans()
+	require.Len(t, spans, 1)
+	require.Empty(t, spans[0].Links)
+	require.True(t, strings.HasPrefix(o.Link(ctx), "00-"+spans[0].SpanContext.TraceID().String()+"-"), "Link gives the context span's traceparent")
+}
