@@ -36,7 +36,7 @@ const (
 )
 
 // event is a minimal event of type typ about object, with metadata.
-func event(t *testing.T, id, typ, object string) []byte {
+func event(t testing.TB, id, typ, object string) []byte {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{
 		"id": id, "object": "event", "type": typ, "created": 1756742400, "api_version": stripe.APIVersion,
