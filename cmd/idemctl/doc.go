@@ -7,7 +7,8 @@
 //
 // The database URL may come from DATABASE_URL instead; -schema is the
 // store's PgxConfig.Schema ("public" by default). The global flags may
-// come before or after the command. Commands:
+// come before or after the command; every flag comes before the command's
+// arguments (ids), and a flag after them is refused (exit 2). Commands:
 //
 //	stats                 counts by state (events and tasks), the oldest pending event's age, dead letters
 //	list                  events and tasks by -state, -type, -object, -kind, -since/-until, -limit; a table or -json; no payloads

@@ -37,7 +37,7 @@ Commands:
 	fmt.Fprint(w, `
 Run idemctl <command> -h for a command's flags.
 
-Global flags (before or after the command):
+Global flags (before or after the command; flags go before its ids):
 `)
 	fs := a.flagSet("idemctl")
 	fs.SetOutput(w)

@@ -173,3 +173,26 @@ func TestUnavailable(t *testing.T) {
 		require.NotContains(t, r.stderr, "s3cret-pw")
 	}
 }
+
+// TestFlagsAfterArguments: a flag written after an id is refused before
+// anything is done, not taken for an id: "forget evt_1 -schema billing"
+// must not forget evt_1 in the schema of the flags before the command.
+func TestFlagsAfterArguments(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	s.seed(t)
+	for _, args := range [][]string{
+		{"forget", "evt_paid_1", "-schema", "billing"},
+		{"forget", "evt_paid_1", "-quiet"},
+		{"show", "evt_paid_1", "-payload"},
+	} {
+		r := idemctl(t, s.db, nil, args...)
+		require.Equal(t, exitUsage, r.code, "%v: %s", args, r.stdout)
+		require.Empty(t, r.stdout, args)
+		require.Equal(t, "idemctl: "+args[0]+": flag "+args[2]+" after the arguments: flags go before them\n", r.stderr)
+	}
+	require.Equal(t, idempotency.InboxProcessed, s.lookup(t, "evt_paid_1").State, "not forgotten")
+	_, claimed, err := s.store.LookupEvent(t.Context(), "evt_paid_1")
+	require.NoError(t, err)
+	require.True(t, claimed, "not forgotten")
+}

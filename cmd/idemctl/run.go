@@ -110,6 +110,14 @@ func (a *app) run(ctx context.Context, args []string) error {
 		if err := a.checkGlobal(); err != nil {
 			return err
 		}
+		// Parsing stops at the first argument: a flag after an id would
+		// be taken for an id, and "forget evt_1 -schema billing" would
+		// forget evt_1 in another schema.
+		for _, arg := range cfs.Args() {
+			if len(arg) > 1 && arg[0] == '-' {
+				return fmt.Errorf("%s: %w", c.name, usageError("flag %s after the arguments: flags go before them", arg))
+			}
+		}
 		if err := runCmd(ctx, a, cfs.Args()); err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
