@@ -1,0 +1,113 @@
+package main
+
+import (
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// TestRunbook runs every idemctl command line that README's "Operating it"
+// and "Operator CLI" show, as they are written there (placeholders such as
+// evt_... filled in), against a seeded store: each is in the README, is
+// accepted, and does what the README says it does.
+func TestRunbook(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	doc := strings.Join(strings.Fields(string(readme)), " ")
+
+	s := newService(t, nil)
+	s.seed(t)
+	created := time.Now().Add(-time.Hour).Unix()
+	api := &eventsAPI{
+		events: [][]byte{eventPayload(t, "evt_paid_1", "invoice.paid", "in_1", created)},
+		types:  []string{"invoice.paid"},
+	}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	env := map[string]string{"STRIPE_SECRET_KEY": stripeKey}
+
+	// run checks that the README shows line and runs it with args (line
+	// with its placeholders filled in).
+	run := func(line string, args ...string) result {
+		t.Helper()
+		require.Contains(t, doc, line, "the README shows this command")
+		if args == nil {
+			args = strings.Fields(strings.TrimPrefix(line, "idemctl "))
+		}
+		r := idemctl(t, s.db, env, args...)
+		require.Equal(t, 0, r.code, "%s: %s", line, r.stderr)
+		return r
+	}
+	count := func(r result, pattern string) {
+		t.Helper()
+		require.Regexp(t, regexp.MustCompile(pattern), r.stdout)
+	}
+
+	// Alerts: "a check that runs idemctl stats -json".
+	r := run("idemctl stats -json")
+	require.Equal(t, 1, decode[statsJSON](t, r).DeadLetters)
+
+	// A handler has been failing for an hour.
+	r = run("idemctl stats")
+	count(r, `(?m)^failed\s+1\s+0$`)
+	count(r, `(?m)^oldest pending: \S+ \(\d+s ago\)$`)
+	r = run("idemctl list -state failed -since 2h")
+	count(r, `(?m)^evt_failed_1 .*downstream refused the charge`)
+	r = run("idemctl redrive -state failed -since 2h -dry-run")
+	count(r, `^would redrive 1 events`)
+	require.Equal(t, idempotency.InboxFailed, s.lookup(t, "evt_failed_1").State)
+	r = run("idemctl redrive -state failed -since 2h", "redrive", "-state", "failed", "-since", "2h")
+	count(r, `^redrove 1 events`)
+	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_failed_1").State)
+
+	// Stripe disabled the endpoint: recover from the start of the trouble.
+	since := time.Now().UTC().Add(-48 * time.Hour).Format(time.DateOnly)
+	require.Contains(t, doc, "STRIPE_SECRET_KEY=rk_... idemctl recover -since 2026-11-20 -types <the handled types, comma-separated> -checkpoint outage-1120")
+	r = run("idemctl recover", "recover", "-since", since, "-types", "invoice.paid", "-checkpoint", "outage-1120", "-api-base", srv.URL)
+	count(r, `(?m)^duplicate\s+1\s`)
+
+	// A bad deploy dead-lettered a thousand events.
+	require.Contains(t, doc, "idemctl list -state dead_letter -since 6h -limit 2000 -json | jq '.records | length'")
+	r = run("idemctl list -state dead_letter -since 6h -limit 2000 -json", "list", "-state", "dead_letter", "-since", "6h", "-limit", "2000", "-json")
+	require.Len(t, decode[struct {
+		Records []recordJSON `json:"records"`
+		More    bool         `json:"more"`
+	}](t, r).Records, 1)
+	r = run("idemctl show evt_...", "show", "evt_dead_1")
+	count(r, `(?m)^  last error\s+.*downstream refused the charge`)
+	r = run("idemctl redrive -since 6h -dry-run")
+	count(r, `^would redrive 1 events`)
+	r = run("idemctl redrive -since 6h", "redrive", "-since", "6h")
+	count(r, `^redrove 1 events`)
+	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_dead_1").State)
+
+	// A deploy applied events wrongly: forget them, recover them again.
+	r = run("idemctl forget evt_... evt_...", "forget", "evt_paid_1", "evt_paid_2")
+	count(r, `(?m)^evt_paid_1: forgotten`)
+	count(r, `(?m)^evt_paid_2: forgotten`)
+	r = run("idemctl recover", "recover", "-since", since, "-types", "invoice.paid", "-checkpoint", "after-forget", "-api-base", srv.URL)
+	count(r, `(?m)^queued\s+1\s`)
+	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_paid_1").State)
+
+	// Operator CLI.
+	for _, line := range []string{
+		"idemctl stats",
+		"idemctl list -state dead_letter -since 2d",
+		"idemctl redrive -type invoice.paid -dry-run",
+		"idemctl prune -payloads 3d",
+	} {
+		run(line)
+	}
+	run("idemctl show evt_1Nq... # -payload to see the body", "show", "-payload", "evt_pending_1")
+	require.Contains(t, doc, "STRIPE_SECRET_KEY=rk_... go run github.com/seed-a84bb619/idempotency/cmd/idemctl recover -since 3d -types invoice.paid,invoice.payment_succeeded -checkpoint ops")
+	run("idemctl recover -since 3d -types invoice.paid,invoice.payment_succeeded -checkpoint ops",
+		"recover", "-since", "3d", "-types", "invoice.paid,invoice.payment_succeeded", "-checkpoint", "ops", "-api-base", srv.URL)
+}
