@@ -272,8 +272,11 @@ or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 					doc.Ledger = &ledgerJSON{Outcome: string(ledger.Outcome), SkipReason: ledger.SkipReason,
 						ReceivedAt: optionalTime(ledger.ReceivedAt), ProcessedAt: optionalTime(ledger.ProcessedAt)}
 				}
-				if hasBody {
+				switch {
+				case hasBody:
 					doc.Payload = json.RawMessage(body)
+				case *payload:
+					doc.Payload = json.RawMessage("null") // asked for, not stored
 				}
 				return writeJSON(a.stdout, doc)
 			}
@@ -287,7 +290,7 @@ type showJSON struct {
 	ID      string          `json:"id"`
 	Inbox   *recordJSON     `json:"inbox"`
 	Ledger  *ledgerJSON     `json:"ledger"`
-	Payload json.RawMessage `json:"payload,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"` // with -payload only; null when not stored
 }
 
 type ledgerJSON struct {

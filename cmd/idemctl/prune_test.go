@@ -100,6 +100,16 @@ func TestPrune(t *testing.T) {
 	_, claimed, err := s.store.LookupEvent(t.Context(), "evt_old_paid")
 	require.NoError(t, err)
 	require.True(t, claimed, "the claim is kept 45 days")
+	// show -payload -json of an event whose payload is gone says so with
+	// "payload": null, as show -h documents; without -payload there is no
+	// "payload" at all.
+	r = idemctl(t, s.db, nil, "show", "-json", "-payload", "evt_old_paid")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"inbox": null`)
+	require.Contains(t, r.stdout, `"payload": null`)
+	r = idemctl(t, s.db, nil, "show", "-json", "evt_old_paid")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, `"payload"`)
 
 	r = idemctl(t, s.db, nil, "prune", "-dead-letters", "20d", "-json", "-quiet")
 	require.Equal(t, 0, r.code, r.stderr)
