@@ -1,0 +1,60 @@
+package dashboard_test
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/dashboard"
+)
+
+// TestOverviewCountsAndBounds: the overview's counts are the inbox's, events
+// and tasks apart; it lists at most 20 dead letters and links to the rest;
+// a list's limit is bounded, so that a huge inbox never makes a page of
+// unbounded rows.
+func TestOverviewCountsAndBounds(t *testing.T) {
+	t.Parallel()
+	f := memoryFixture(t, dashboard.Config{})
+	for i := range 20 {
+		f.deliver(t, "invoice.paid", fmt.Sprintf("evt_dead_more_%02d", i), fmt.Sprintf("in_dead_more_%02d", i))
+	}
+	f.work(t)
+	st, err := f.inbox.Stats(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 22, st.Counts[idempotency.InboxDeadLetter], "evt_waiting failed too")
+
+	_, body := f.get(t, "")
+	for state, want := range map[idempotency.InboxState][2]int{ // events, tasks
+		idempotency.InboxPending: {0, 0}, idempotency.InboxProcessed: {2, 2}, idempotency.InboxSkipped: {1, 0},
+		idempotency.InboxDeadLetter: {22, 0}, idempotency.InboxFailed: {0, 0}, idempotency.InboxIgnored: {0, 0},
+	} {
+		row := regexp.MustCompile(`(?s)<tr data-state="` + string(state) + `">.*?</tr>`).FindString(body)
+		require.NotEmpty(t, row, state)
+		require.Regexp(t, fmt.Sprintf(`class="num events"><a [^>]*>%d</a>`, want[0]), row, state)
+		require.Regexp(t, fmt.Sprintf(`class="num tasks"><a [^>]*>%d</a>`, want[1]), row, state)
+	}
+	contains(t, body, `id="events-total">25<`)
+	contains(t, body, `id="tasks-total">2<`)
+	contains(t, body, `id="dead-total">22<`)
+	_, dead, ok := strings.Cut(body, `<h2 id="dead">`)
+	require.True(t, ok)
+	require.Equal(t, 20, strings.Count(dead, `<tr data-id=`), "the overview lists 20 dead letters")
+	contains(t, dead, `<a href="events?state=dead_letter">All 22 dead-lettered</a>`)
+
+	status, body := f.get(t, "events?state=dead_letter&limit=5")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, 5, strings.Count(body, `<tr data-id=`))
+	contains(t, body, "Showing the newest 5; there may be more")
+	status, _ = f.get(t, "events?limit=1000")
+	require.Equal(t, http.StatusOK, status)
+	for _, limit := range []string{"0", "1001", "100000000", "-1", "x"} {
+		status, body := f.get(t, "events?limit="+limit)
+		require.Equal(t, http.StatusBadRequest, status, limit)
+		contains(t, body, "The limit must be a number from 1 to 1000.", limit)
+	}
+}
