@@ -58,3 +58,27 @@ func TestOverviewCountsAndBounds(t *testing.T) {
 		contains(t, body, "The limit must be a number from 1 to 1000.", limit)
 	}
 }
+
+// TestSearchSaysWhenThereMayBeMore: a search shows at most 100 records of
+// an object, and then says that there may be more, with a link to the list
+// of the object's records.
+func TestSearchSaysWhenThereMayBeMore(t *testing.T) {
+	t.Parallel()
+	f := memoryFixture(t, dashboard.Config{})
+	_, body := f.get(t, "search?q=in_paid_1")
+	notContains(t, body, `id="more-records"`)
+	notContains(t, body, `id="more-claims"`)
+
+	f.failing.Store(false)
+	for i := range 100 {
+		f.deliver(t, "invoice.paid", fmt.Sprintf("evt_busy_%03d", i), "in_busy")
+	}
+	f.work(t)
+	_, body = f.get(t, "search?q=in_busy")
+	_, records, _ := strings.Cut(body, "Inbox records of object")
+	records, claims, _ := strings.Cut(records, "Ledger records of object")
+	require.Equal(t, 100, strings.Count(records, `<tr data-id="evt_busy_`))
+	require.Equal(t, 100, strings.Count(claims, `<a href="event?id=evt_busy_`))
+	contains(t, body, `id="more-records">Showing the newest 100; there may be more: <a href="events?object=in_busy&amp;limit=1000">`)
+	contains(t, body, `id="more-claims"`)
+}

@@ -244,6 +244,9 @@ type searchData struct {
 	Claims   []idempotency.EventRecord // the ledger's records of the object Q
 	Ledger   bool                      // Config.Ledger is set
 	Searched bool
+	// Limit is searchLimit, which Object and Claims may have reached:
+	// there may be more.
+	Limit int
 }
 
 // searchLimit is how many records of one object a search shows.
@@ -252,7 +255,7 @@ const searchLimit = 100
 // search: an event (or task) by id, and the events of an object by its id.
 func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	data := searchData{Q: q, Ledger: d.cfg.Ledger != nil}
+	data := searchData{Q: q, Ledger: d.cfg.Ledger != nil, Limit: searchLimit}
 	if q == "" {
 		d.render(w, r, http.StatusOK, "search", "Search", data)
 		return
