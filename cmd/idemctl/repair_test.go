@@ -196,3 +196,26 @@ func TestFlagsAfterArguments(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, claimed, "not forgotten")
 }
+
+// TestDatabaseURLPasswordNeverPrinted: whatever is wrong with the database
+// URL, the error names it without the password.
+func TestDatabaseURLPasswordNeverPrinted(t *testing.T) {
+	t.Parallel()
+	for url, code := range map[string]int{
+		"postgres://idemctl:s3cret-pw@127.0.0.1:notaport/db":                     exitUsage,
+		"postgres://idemctl:s3cret-pw@[::1/db":                                   exitUsage,
+		"postgres://idemctl:s3cret-pw%zz@127.0.0.1/db":                           exitUsage,
+		"postgres://idemctl:s3cret-pw@127.0.0.1/db?sslmode=bogus":                exitUsage,
+		"postgres://idemctl:s3cret-pw@127.0.0.1/db?pool_max_conns=x":             exitUsage,
+		"postgres://idemctl@127.0.0.1/db?password=s3cret-pw&sslmode=bogus":       exitUsage,
+		"host=127.0.0.1 password=s3cret-pw port=x":                               exitUsage,
+		"host=127.0.0.1 password='s3cret-pw":                                     exitUsage,
+		"postgres://idemctl:s3cret-pw@127.0.0.1:1/nodb?connect_timeout=5":        exitUnavailable,
+		"host=127.0.0.1 port=1 password=s3cret-pw dbname=nodb connect_timeout=5": exitUnavailable,
+	} {
+		r := idemctlCtx(t.Context(), nil, map[string]string{"DATABASE_URL": url}, "stats")
+		require.Equal(t, code, r.code, "%s: %s", url, r.stderr)
+		require.Len(t, lines(r.stderr), 1, url)
+		require.NotContains(t, r.stdout+r.stderr, "s3cret", url)
+	}
+}
