@@ -1,8 +1,15 @@
 package dashboard_test
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"html"
+	"log/slog"
 	"net/http"
+	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -81,4 +88,75 @@ func TestSearchSaysWhenThereMayBeMore(t *testing.T) {
 	require.Equal(t, 100, strings.Count(claims, `<a href="event?id=evt_busy_`))
 	contains(t, body, `id="more-records">Showing the newest 100; there may be more: <a href="events?object=in_busy&amp;limit=1000">`)
 	contains(t, body, `id="more-claims"`)
+}
+
+// TestRunbookSteps follows the dashboard steps of README's "Operating it"
+// by the names it gives: Failed → "Redrive every failed event and task";
+// Dead letters → "Redrive every dead_letter event and task"; an event's
+// page → Forget.
+func TestRunbookSteps(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	doc := strings.Join(strings.Fields(string(readme)), " ")
+	f := memoryFixture(t, dashboard.Config{AllowRedrive: true, AllowForget: true})
+	// An inbox that retries: a failure leaves the event failed.
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error {
+		return errors.New("downstream is down")
+	})
+	retrying, err := idempotency.NewInbox(f.store, hs, idempotency.InboxConfig{MaxAttempts: 5, Now: f.clock.Now, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	f.deliver(t, "invoice.paid", "evt_failing", "in_failing")
+	_, err = retrying.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, idempotency.InboxFailed, f.state(t, "evt_failing"))
+
+	// follow returns the page the link or button named name leads to.
+	link := regexp.MustCompile(`<a href="([^"]+)">([^<]+)</a>`)
+	follow := func(body, name string) string {
+		t.Helper()
+		for _, m := range link.FindAllStringSubmatch(body, -1) {
+			if m[2] == name {
+				_, page := f.get(t, html.UnescapeString(m[1]))
+				return page
+			}
+		}
+		t.Fatalf("no link %q", name)
+		return ""
+	}
+	button := func(body, name string) url.Values {
+		t.Helper()
+		re := regexp.MustCompile(`(?s)<form[^>]*method="post" action="(\w+)">\s*((?:<input[^>]*>\s*)*)<button[^>]*>` + regexp.QuoteMeta(name) + `</button>`)
+		m := re.FindStringSubmatch(body)
+		require.NotNil(t, m, "no button %q", name)
+		form := url.Values{"action": {m[1]}}
+		for _, in := range regexp.MustCompile(`name="(\w+)" value="([^"]*)"`).FindAllStringSubmatch(m[2], -1) {
+			form.Set(in[1], html.UnescapeString(in[2]))
+		}
+		return form
+	}
+	press := func(form url.Values) {
+		t.Helper()
+		action := form.Get("action")
+		form.Del("action")
+		resp := f.post(t, action, form.Encode(), nil)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, resp.body)
+	}
+
+	_, overview := f.get(t, "")
+	require.Contains(t, doc, "(dashboard: *Failed* → *Redrive every failed event and task*)")
+	press(button(follow(overview, "Failed"), "Redrive every failed event and task"))
+	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_failing"))
+
+	require.Contains(t, doc, "Dashboard: *Dead letters* → *Redrive every dead_letter event and task*")
+	press(button(follow(overview, "Dead letters"), "Redrive every dead_letter event and task"))
+	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_dead_1"))
+
+	require.Contains(t, doc, "(dashboard: the event's page → *Forget*)")
+	_, page := f.get(t, "event?id=evt_paid_1")
+	press(button(page, "Forget"))
+	_, claimed, err := f.store.LookupEvent(t.Context(), "evt_paid_1")
+	require.NoError(t, err)
+	require.False(t, claimed, "forgotten")
 }
