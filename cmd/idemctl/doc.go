@@ -26,7 +26,10 @@
 // Results go to stdout; errors to stderr, one line each starting
 // "idemctl: ". Nothing idemctl prints holds a payload (unless show -payload
 // asks for it), the database password or the Stripe API key, which recover
-// reads from STRIPE_SECRET_KEY alone.
+// reads from STRIPE_SECRET_KEY alone. Text that payloads and handlers put
+// in the store (ids, last errors) is printed without its control
+// characters, so that it cannot drive the terminal: in tables each becomes
+// U+FFFD, in -json the C1 ones are \u escapes too.
 //
 // Long operations (prune, recover, redrive) show progress on stderr: a bar
 // when stderr is a terminal; one line per step with -progress lines;

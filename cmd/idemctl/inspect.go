@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -165,7 +166,7 @@ match than -limit let through; the table says so on stderr.
 			tw := newTable(a.stdout)
 			fmt.Fprintln(tw, "ID\tKIND\tTYPE\tOBJECT\tSTATE\tATTEMPTS\tRECEIVED\tLAST ERROR")
 			for _, r := range recs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.EventID, r.Kind, r.EventType, dash(r.ObjectID),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", oneLine(r.EventID), r.Kind, oneLine(r.EventType), dash(r.ObjectID),
 					r.State, r.Attempt, formatTime(r.ReceivedAt), dash(truncate(oneLine(r.LastError), 60)))
 			}
 			if err := tw.Flush(); err != nil {
@@ -302,10 +303,10 @@ type ledgerJSON struct {
 
 func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ledger idempotency.EventRecord, claimed, wantBody bool, body []byte, hasBody bool) error {
 	tw := newTable(a.stdout)
-	fmt.Fprintf(tw, "id\t%s\n", id)
+	fmt.Fprintf(tw, "id\t%s\n", oneLine(id))
 	if inInbox {
 		fmt.Fprintf(tw, "kind\t%s\n", rec.Kind)
-		fmt.Fprintf(tw, "type\t%s\n", rec.EventType)
+		fmt.Fprintf(tw, "type\t%s\n", oneLine(rec.EventType))
 		fmt.Fprintf(tw, "object\t%s\n", dash(rec.ObjectID))
 		fmt.Fprintf(tw, "account\t%s\n", dash(rec.Account))
 		fmt.Fprintf(tw, "livemode\t%t\n", rec.Livemode)
@@ -315,13 +316,13 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, le
 		fmt.Fprintln(tw, "inbox\t")
 		fmt.Fprintf(tw, "  state\t%s\n", rec.State)
 		fmt.Fprintf(tw, "  attempts\t%d\n", rec.Attempt)
-		fmt.Fprintf(tw, "  last error\t%s\n", dash(oneLine(rec.LastError)))
+		fmt.Fprintf(tw, "  last error\t%s\n", dash(rec.LastError))
 		fmt.Fprintf(tw, "  received\t%s\n", formatTime(rec.ReceivedAt))
 		fmt.Fprintf(tw, "  attempted\t%s\n", formatTime(rec.AttemptedAt))
 		fmt.Fprintf(tw, "  next attempt\t%s\n", formatTime(rec.NextAttemptAt))
 		fmt.Fprintf(tw, "  finished\t%s\n", formatTime(rec.FinishedAt))
 	} else {
-		fmt.Fprintf(tw, "type\t%s\n", ledger.EventType)
+		fmt.Fprintf(tw, "type\t%s\n", oneLine(ledger.EventType))
 		fmt.Fprintf(tw, "object\t%s\n", dash(ledger.ObjectID))
 		fmt.Fprintf(tw, "account\t%s\n", dash(ledger.Account))
 		fmt.Fprintf(tw, "livemode\t%t\n", ledger.Livemode)
@@ -352,7 +353,7 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, le
 		return err
 	}
 	fmt.Fprintln(a.stdout, "\npayload:")
-	_, err := fmt.Fprintf(a.stdout, "%s\n", body)
+	_, err := fmt.Fprintf(a.stdout, "%s\n", jsonForTerminal(body))
 	return err
 }
 
@@ -403,17 +404,40 @@ func formatTime(t time.Time) string {
 }
 
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, jsonForTerminal(buf.Bytes()))
+	return err
+}
+
+// jsonForTerminal is the JSON document b with DEL and the C1 controls
+// (U+0080 to U+009F) escaped: encoding/json, and Stripe, escape the C0
+// controls but not those, which a terminal may take for the start of an
+// escape sequence. In JSON they can only be inside strings, where \u
+// escapes read the same.
+func jsonForTerminal(b []byte) string {
+	var out strings.Builder
+	for _, r := range string(b) {
+		if r == 0x7f || r >= 0x80 && r <= 0x9f {
+			fmt.Fprintf(&out, "\\u%04x", r)
+			continue
+		}
+		out.WriteRune(r)
+	}
+	return out.String()
 }
 
 func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 }
 
+// dash is s as oneLine prints it, or "-" when that is empty.
 func dash(s string) string {
-	if s == "" {
+	if s = oneLine(s); s == "" {
 		return "-"
 	}
 	return s

@@ -211,3 +211,32 @@ func TestTimes(t *testing.T) {
 	require.Equal(t, "36h0m0s", formatDuration(36*time.Hour))
 	require.Regexp(t, regexp.MustCompile(`not a time`), func() string { _, err := parseTime("x", now); return err.Error() }())
 }
+
+// TestNoTerminalControl: the text that payloads and handlers put in the
+// store (an object id, an event id, a last error) reaches the operator's
+// terminal without its control characters, so that it cannot move the
+// cursor, retitle the window or hide lines; -json escapes them.
+func TestNoTerminalControl(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	const evil = "ch_\x1b]0;pwned\x07\x1b[2J\r\u009b"
+	s.deliver(t, "evt_ctl\x1b[1A", "charge.failed", evil)
+	s.work(t, s.dead)
+	for _, args := range [][]string{
+		{"list"}, {"list", "-json"}, {"show", "-payload", "evt_ctl\x1b[1A"}, {"show", "-json", "-payload", "evt_ctl\x1b[1A"},
+		{"show", "nope\x1b[2J"}, {"forget", "nope\x1b[2J"},
+	} {
+		r := idemctl(t, s.db, nil, args...)
+		require.Contains(t, []int{0, exitNotFound}, r.code, "%q: %s", args, r.stderr)
+		out := r.stdout + r.stderr
+		require.NotContains(t, out, "\x1b", "%q", args)
+		require.NotContains(t, out, "\x07", "%q", args)
+		require.NotContains(t, out, "\r", "%q", args)
+		require.NotContains(t, out, "\u009b", "%q", args)
+	}
+	r := idemctl(t, s.db, nil, "list", "-json")
+	require.Equal(t, evil, decode[struct {
+		Records []recordJSON `json:"records"`
+		More    bool         `json:"more"`
+	}](t, r).Records[0].ObjectID, "-json keeps the text, escaped")
+}

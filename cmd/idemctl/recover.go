@@ -181,7 +181,7 @@ func (a *app) writeRecover(rep idempotency.RecoverReport, interrupted, asJSON bo
 	fmt.Fprintf(tw, "queued\t%d\tstored pending, for the service's workers\n", rep.Queued)
 	fmt.Fprintf(tw, "duplicate\t%d\talready in the inbox or claimed\n", rep.Duplicate)
 	fmt.Fprintf(tw, "ignored\t%d\n", rep.Ignored)
-	fmt.Fprintf(tw, "failed\t%d\t%s\n", rep.Failed, strings.Join(rep.FailedIDs, ","))
+	fmt.Fprintf(tw, "failed\t%d\t%s\n", rep.Failed, oneLine(strings.Join(rep.FailedIDs, ",")))
 	fmt.Fprintf(tw, "requests\t%d\n", rep.Requests)
 	fmt.Fprintf(tw, "resumed\t%t\n", rep.Resumed)
 	fmt.Fprintf(tw, "checkpoint at\t%s\n", dash(rep.LastEventID))

@@ -118,14 +118,14 @@ forgotten), 1 when one was refused or failed.`,
 				switch {
 				case errors.Is(err, idempotency.ErrUnfinished):
 					refused = append(refused, id)
-					fmt.Fprintf(a.stdout, "%s: refused: still to be applied in the inbox (pending, processing or failed); nothing of it deleted\n", id)
+					fmt.Fprintf(a.stdout, "%s: refused: still to be applied in the inbox (pending, processing or failed); nothing of it deleted\n", oneLine(id))
 				case err != nil:
 					return a.storeErr(err)
 				case !found:
 					missing = append(missing, id)
-					fmt.Fprintf(a.stdout, "%s: not found: the store has no claim, guard or inbox row of it\n", id)
+					fmt.Fprintf(a.stdout, "%s: not found: the store has no claim, guard or inbox row of it\n", oneLine(id))
 				default:
-					fmt.Fprintf(a.stdout, "%s: forgotten: its claim, its guards and its inbox row are deleted; it is applied again when it comes next\n", id)
+					fmt.Fprintf(a.stdout, "%s: forgotten: its claim, its guards and its inbox row are deleted; it is applied again when it comes next\n", oneLine(id))
 				}
 			}
 			if len(refused) > 0 {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -268,9 +269,17 @@ func exitCode(ctx context.Context, err error) int {
 	return exitFailed
 }
 
-// oneLine keeps an error message on one line of stderr.
+// oneLine makes s one line of plain text for a terminal: each run of
+// whitespace becomes one space, and any other control character (C0, DEL,
+// C1: what starts an escape sequence) becomes U+FFFD. Event ids, object
+// ids and errors come from payloads and handlers, and are printed with it.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, strings.Join(strings.Fields(s), " "))
 }
 
 // storeErr adds a hint to errors that mean the store's tables are not in
