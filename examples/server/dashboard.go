@@ -24,12 +24,12 @@ type dashboardFlags struct {
 	password *string
 }
 
-func addDashboardFlags(fs *flag.FlagSet, getenv func(string) string) dashboardFlags {
+func addDashboardFlags(fs *flag.FlagSet) dashboardFlags {
 	return dashboardFlags{
 		on: fs.Bool("dashboard", false, "serve the operator dashboard at "+dashboardPath+
 			" behind HTTP basic auth (user "+dashboardUser+", password -dashboard-password), in both modes"),
-		password: fs.String("dashboard-password", getenv("DASHBOARD_PASSWORD"),
-			"the dashboard's basic-auth password (env DASHBOARD_PASSWORD); required with -dashboard"),
+		password: fs.String("dashboard-password", "",
+			"the dashboard's basic-auth password (default env DASHBOARD_PASSWORD); required with -dashboard"),
 	}
 }
 

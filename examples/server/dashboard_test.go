@@ -62,3 +62,31 @@ func TestDashboardNeedsAPassword(t *testing.T) {
 	err := run(t.Context(), []string{"-secret", secret, "-dashboard"}, func(string) string { return "" }, &stderr, nil)
 	require.ErrorContains(t, err, "-dashboard needs -dashboard-password")
 }
+
+// TestUsageHidesSecrets: -h, and the usage a bad flag prints, show no value
+// from the environment: the webhook secret, the database URL and the
+// dashboard's password are read from it after parsing, and are not the
+// flags' defaults; they still apply when their flag is not given.
+func TestUsageHidesSecrets(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"STRIPE_WEBHOOK_SECRET": "whsec_from_env_0123",
+		"DATABASE_URL":          "postgres://app:db-pw-0123@127.0.0.1:1/app",
+		"DASHBOARD_PASSWORD":    "dash-pw-0123",
+	}
+	getenv := func(k string) string { return env[k] }
+	for _, args := range [][]string{{"-h"}, {"-no-such-flag"}} {
+		var stderr strings.Builder
+		err := run(t.Context(), args, getenv, &stderr, nil)
+		require.Error(t, err, args)
+		require.Contains(t, stderr.String(), "-dashboard-password", "usage was printed")
+		for _, v := range env {
+			require.NotContains(t, stderr.String(), v, args)
+		}
+		require.NotContains(t, stderr.String(), "0123", args)
+	}
+
+	c := startServerEnv(t, map[string]string{"DASHBOARD_PASSWORD": "dash-pw"}, io.Discard, "-dashboard")
+	status, _, _ := dashboardGet(t, c, dashboardUser, "dash-pw")
+	require.Equal(t, http.StatusOK, status, "the password from the environment")
+}

@@ -93,8 +93,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:4242", "listen address")
-	secrets := fs.String("secret", getenv("STRIPE_WEBHOOK_SECRET"), "webhook signing secrets, comma-separated (env STRIPE_WEBHOOK_SECRET)")
-	dbURL := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL); empty uses the in-memory store")
+	secrets := fs.String("secret", "", "webhook signing secrets, comma-separated (default env STRIPE_WEBHOOK_SECRET)")
+	dbURL := fs.String("database-url", "", "PostgreSQL URL (default env DATABASE_URL); empty uses the in-memory store")
 	dbWait := fs.Duration("db-wait", 60*time.Second, "how long start-up keeps retrying a database that is not up yet before giving up")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	inboxMode := fs.Bool("inbox", false, "store each event and answer at once; workers apply it (durable inbox)")
@@ -105,9 +105,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	pruneEvery := fs.Duration("prune-every", time.Hour, "delete what the default idempotency.Retention no longer keeps (ids after 45 days, finished events after 7, dead letters after 90) this often, on every replica; 0 is off")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9090); empty is off")
 	recoverSince := fs.Duration("recover-since", 0, "with STRIPE_SECRET_KEY: at start, replay the events of this last period (at most 720h) from the Events API through the webhook path, resuming a stopped run (checkpoint "+recoverCheckpoint+"); 0 is off")
-	dash := addDashboardFlags(fs, getenv)
+	dash := addDashboardFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	// The environment fills what the flags leave empty after parsing: as
+	// the flags' defaults these secrets would be printed by -h and by the
+	// usage a mistyped flag prints.
+	for p, key := range map[*string]string{secrets: "STRIPE_WEBHOOK_SECRET", dbURL: "DATABASE_URL", dash.password: "DASHBOARD_PASSWORD"} {
+		if *p == "" {
+			*p = getenv(key)
+		}
 	}
 	if err := dash.check(); err != nil {
 		return err
