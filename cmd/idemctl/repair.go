@@ -94,7 +94,8 @@ after undoing an event's effects by hand. The tasks it enqueued stay done,
 and CheckOrder's record of it stays.
 
 An event still to be applied in the inbox (pending, processing, failed) is
-refused: there is nothing to forget yet.
+refused: there is nothing to forget yet. A task's id is refused too: its
+inbox row is what makes it run once per key.
 
 The service's running replicas may still answer the event duplicate from
 their memory of recent claims for up to PgxConfig.RecentClaimsTTL (1 minute
@@ -114,6 +115,17 @@ forgotten), 1 when one was refused or failed.`,
 			defer closeFn()
 			var missing, refused []string
 			for _, id := range args {
+				// A task's row is what makes it run once per key: deleted,
+				// the task would run again when enqueued again.
+				rec, inInbox, err := in.Lookup(ctx, id)
+				if err != nil {
+					return a.storeErr(err)
+				}
+				if inInbox && rec.Kind == idempotency.KindTask {
+					refused = append(refused, id)
+					fmt.Fprintf(a.stdout, "%s: refused: a task, not an event; nothing of it deleted\n", oneLine(id))
+					continue
+				}
 				found, err := in.Forget(ctx, id)
 				switch {
 				case errors.Is(err, idempotency.ErrUnfinished):
@@ -129,7 +141,7 @@ forgotten), 1 when one was refused or failed.`,
 				}
 			}
 			if len(refused) > 0 {
-				return fmt.Errorf("%d of %d ids refused, still to be applied in the inbox: %s", len(refused), len(args), refused[0])
+				return fmt.Errorf("%d of %d ids refused: %s", len(refused), len(args), refused[0])
 			}
 			if len(missing) > 0 {
 				return notFoundError("%d of %d ids not found: %s", len(missing), len(args), missing[0])

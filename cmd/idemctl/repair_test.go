@@ -82,7 +82,7 @@ func TestForget(t *testing.T) {
 	require.Equal(t, exitFailed, r.code)
 	require.Contains(t, r.stdout, "evt_pending_1: refused: still to be applied in the inbox")
 	require.Contains(t, r.stdout, "evt_paid_2: forgotten")
-	require.Equal(t, "idemctl: forget: 1 of 2 ids refused, still to be applied in the inbox: evt_pending_1\n", r.stderr)
+	require.Equal(t, "idemctl: forget: 1 of 2 ids refused: evt_pending_1\n", r.stderr)
 	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_pending_1").State)
 
 	// Delivered again, it is stored and applied as new: at once by a
@@ -218,4 +218,20 @@ func TestDatabaseURLPasswordNeverPrinted(t *testing.T) {
 		require.Len(t, lines(r.stderr), 1, url)
 		require.NotContains(t, r.stdout+r.stderr, "s3cret", url)
 	}
+}
+
+// TestForgetRefusesTasks: forget takes event ids; a task's id (list shows
+// tasks beside events) is refused and its record kept, so that the task is
+// not enqueued and run again (the dashboard offers no forget for a task
+// either).
+func TestForgetRefusesTasks(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	s.seed(t)
+	r := idemctl(t, s.db, nil, "forget", "task:send-receipt:in_1", "evt_paid_2")
+	require.Equal(t, exitFailed, r.code, r.stderr)
+	require.Contains(t, r.stdout, "task:send-receipt:in_1: refused: a task, not an event; nothing of it deleted\n")
+	require.Contains(t, r.stdout, "evt_paid_2: forgotten")
+	require.Equal(t, "idemctl: forget: 1 of 2 ids refused: task:send-receipt:in_1\n", r.stderr)
+	require.Equal(t, idempotency.InboxProcessed, s.lookup(t, "task:send-receipt:in_1").State)
 }
