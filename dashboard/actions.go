@@ -113,7 +113,8 @@ func isKind(k idempotency.InboxKind) bool {
 
 // forget deletes the form's event from the ledger and the inbox (its claim,
 // the guards its transaction claimed, its inbox row), so that its next
-// delivery is processed as new. An event still to be applied is refused.
+// delivery is processed as new. An event still to be applied, and a task,
+// are refused.
 func (d *Dashboard) forget(w http.ResponseWriter, r *http.Request) {
 	id := strings.TrimSpace(r.PostFormValue("id"))
 	if id == "" {
@@ -121,6 +122,19 @@ func (d *Dashboard) forget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	back := url.Values{"id": {id}}
+	// A task's row is what makes it run once per key: deleted, the task
+	// would run again when enqueued again. Its page offers no forget.
+	rec, isInInbox, err := d.cfg.Inbox.Lookup(r.Context(), id)
+	if err != nil {
+		d.unavailable(w, r, "forgetting an event", err)
+		return
+	}
+	if isInInbox && rec.Kind == idempotency.KindTask {
+		d.cfg.Logger.Warn("dashboard: forget refused: a task", "event_id", id)
+		back.Set("msg", "forget-task")
+		seeOther(w, "event", back)
+		return
+	}
 	ok, err := d.cfg.Inbox.Forget(r.Context(), id)
 	switch {
 	case errors.Is(err, idempotency.ErrUnfinished):

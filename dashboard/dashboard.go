@@ -59,7 +59,8 @@
 // Redrive (Inbox.Redrive: a dead-lettered or failed event or task back to
 // pending, with a fresh attempt budget) and forget (Inbox.Forget: the event
 // leaves the ledger and the inbox, so that its next delivery is applied
-// again as new; an event still to be applied is refused) are off unless Config.AllowRedrive and Config.AllowForget turn them
+// again as new; an event still to be applied, and a task, are refused)
+// are off unless Config.AllowRedrive and Config.AllowForget turn them
 // on; a page shows no button for an action that is off, and a POST to it is
 // answered 403. They accept POST only (any other method is answered 405),
 // and http.CrossOriginProtection refuses a cross-origin POST from a browser

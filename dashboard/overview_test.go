@@ -160,3 +160,20 @@ func TestRunbookSteps(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, claimed, "forgotten")
 }
+
+// TestForgetRefusesTasks: the event page offers no forget for a task, and
+// a POST of one is refused too, its record kept: a task's row is what makes
+// it run once per key.
+func TestForgetRefusesTasks(t *testing.T) {
+	t.Parallel()
+	f := memoryFixture(t, dashboard.Config{AllowForget: true})
+	const task = "task:send-receipt:in_paid_1"
+	_, body := f.get(t, "event?id="+task)
+	notContains(t, body, `action="forget"`)
+	resp := f.post(t, "forget", "id="+task, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "./event?id="+url.QueryEscape(task)+"&msg=forget-task", resp.Header.Get("Location"))
+	require.Equal(t, idempotency.InboxProcessed, f.state(t, task))
+	_, body = f.get(t, "event?id="+task+"&msg=forget-task")
+	contains(t, body, "Not forgotten: this is a task")
+}

@@ -103,6 +103,8 @@ func flash(r *http.Request) string {
 		return "Nothing to forget: the event is neither in the ledger nor in the inbox."
 	case "forget-unfinished":
 		return "Not forgotten: the event is still to be applied (pending, processing or failed)."
+	case "forget-task":
+		return "Not forgotten: this is a task, which runs once per key; forget takes events."
 	}
 	return ""
 }
