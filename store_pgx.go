@@ -596,6 +596,7 @@ func (t *pgxTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) {
 const (
 	pgSerializationFailure = "40001"
 	pgDeadlockDetected     = "40P01"
+	pgLockNotAvailable     = "55P03"
 )
 
 // retryable reports a conflict that a new attempt of the whole transaction

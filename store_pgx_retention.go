@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // pgxRetentionSQL are the statements of Prune and Forget, on the store's
@@ -50,12 +51,16 @@ SELECT count(*) OVER (), scope, key FROM d ORDER BY scope DESC, key DESC LIMIT 1
 		eventIDs: `DELETE FROM ` + s + `.idempotency_events WHERE event_id IN (SELECT event_id FROM ` + s + `.idempotency_events
 WHERE processed_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
 RETURNING event_id`,
-		events:       deleteInbox(`kind = 'event' AND state IN ('processed', 'skipped', 'ignored')`),
-		tasks:        deleteInbox(`kind = 'task' AND state IN ('processed', 'skipped')`),
-		deadLetters:  deleteInbox(`kind IN ('event', 'task') AND state = 'dead_letter'`),
-		guards:       deleteByKey(`idempotency_guards`, `claimed_at`),
-		order:        deleteByKey(`idempotency_order`, `created`),
-		inboxState:   `SELECT state FROM ` + inbox + ` WHERE event_id = $1 FOR UPDATE`,
+		events:      deleteInbox(`kind = 'event' AND state IN ('processed', 'skipped', 'ignored')`),
+		tasks:       deleteInbox(`kind = 'task' AND state IN ('processed', 'skipped')`),
+		deadLetters: deleteInbox(`kind IN ('event', 'task') AND state = 'dead_letter'`),
+		guards:      deleteByKey(`idempotency_guards`, `claimed_at`),
+		order:       deleteByKey(`idempotency_order`, `created`),
+		// NOWAIT: a row locked is one an attempt is applying (or a
+		// lease, a settle or a redrive is changing); Forget refuses it
+		// rather than wait for the attempt and then forget the event it
+		// has just applied.
+		inboxState:   `SELECT state FROM ` + inbox + ` WHERE event_id = $1 FOR UPDATE NOWAIT`,
 		forgetInbox:  `DELETE FROM ` + inbox + ` WHERE event_id = $1`,
 		forgetEvent:  `DELETE FROM ` + s + `.idempotency_events WHERE event_id = $1`,
 		forgetGuards: `DELETE FROM ` + s + `.idempotency_guards WHERE event_id = $1`,
@@ -185,7 +190,9 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 // object).
 //
 // An event still to be applied in the inbox (pending, processing, failed)
-// is refused with [ErrUnfinished]. This process forgets the id at once,
+// is refused with [ErrUnfinished], at once, also while an attempt at it is
+// in flight: Forget does not wait for the attempt, which would then have
+// it forget the event that attempt has just applied. This process forgets the id at once,
 // and inbox workers always ask the database; but a delivery that reaches
 // another replica may be answered duplicate from its memory of recent ids
 // for up to PgxConfig.RecentClaimsTTL (1 minute by default), and a copy
@@ -200,7 +207,10 @@ func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
 		return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
 			var st InboxState
 			err := tx.QueryRow(ctx, s.retention.inboxState, eventID).Scan(&st)
+			var pgErr *pgconn.PgError
 			switch {
+			case errors.As(err, &pgErr) && pgErr.Code == pgLockNotAvailable:
+				return fmt.Errorf("idempotency: forget %q: %w (an attempt at it is in flight)", eventID, ErrUnfinished)
 			case errors.Is(err, pgx.ErrNoRows):
 			case err != nil:
 				return err

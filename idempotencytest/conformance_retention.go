@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ var retentionTests = []struct {
 	{"PruneRefusesUnsafeSettings", testPruneRefuses},
 	{"PruneInBatches", testPruneBatches},
 	{"ForgetLetsAnEventApplyAgain", testForget},
+	{"PruneKeepsUnfinishedEvents", testPruneKeepsUnfinished},
 }
 
 func retentionStore(t *testing.T, b StoreBackend) RetentionStore {
@@ -248,4 +250,73 @@ func testForget(t *testing.T, b StoreBackend) {
 	a := Deliver(h, body, inboxSecret)
 	require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, "applied again after Forget")
 	require.Equal(t, 2, b.Get(t, "sync"))
+}
+
+// testPruneKeepsUnfinished: however old, an event still to be applied —
+// pending, failed, processing under a worker, or a dead letter redriven
+// to pending — is neither pruned nor forgotten (Forget refuses at once,
+// even while an attempt is in its transaction), and is applied once
+// afterwards.
+func testPruneKeepsUnfinished(t *testing.T, b StoreBackend) {
+	rs := retentionStore(t, b)
+	entered, release := make(chan struct{}), make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce) // a failure below must not leave the attempt holding its transaction
+	ib := newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 3, Workers: 1}, func(id string, attempt int) error {
+		switch {
+		case id == "evt_u_busy":
+			close(entered)
+			<-release
+		case id == "evt_u_failed" && attempt == 1, id == "evt_u_redriven" && attempt <= 3:
+			return errDownstream
+		}
+		return nil
+	})
+	ib.deliver(t, "evt_u_redriven", "invoice.paid", "in_u_redriven", 1756742400, idempotency.OutcomeQueued)
+	for range 3 {
+		ib.work(t, 1)
+		ib.clock.Advance(time.Hour)
+	}
+	require.Equal(t, idempotency.InboxDeadLetter, ib.record(t, "evt_u_redriven").State)
+	ib.deliver(t, "evt_u_failed", "invoice.paid", "in_u_failed", 1756742400, idempotency.OutcomeQueued)
+	ib.work(t, 1)
+	n, err := ib.inbox.Redrive(ctxT(t), idempotency.RedriveFilter{EventIDs: []string{"evt_u_redriven"}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	// Back in time: of what follows, only the two new events are due, the
+	// one the worker will hold first.
+	ib.clock.Advance(-2 * time.Hour)
+	ib.deliver(t, "evt_u_busy", "invoice.paid", "in_u_busy", 1756742400, idempotency.OutcomeQueued)
+	ib.clock.Advance(time.Second)
+	ib.deliver(t, "evt_u_pending", "invoice.paid", "in_u_pending", 1756742400, idempotency.OutcomeQueued)
+	worked := make(chan error, 1)
+	go func() {
+		_, err := ib.inbox.WorkDue(ctxT(t))
+		worked <- err
+	}()
+	<-entered // evt_u_busy is processing, its handler in its transaction
+
+	far := time.Now().Add(10 * 365 * 24 * time.Hour)
+	rep := prune(t, rs, idempotency.Retention{Guards: 45 * 24 * time.Hour, Tasks: 45 * 24 * time.Hour, BatchSize: 1, Pause: -1}, far)
+	require.Zero(t, rep.Events+rep.DeadLetters+rep.Tasks, "no inbox row was finished: %+v", rep)
+	want := map[string]idempotency.InboxState{
+		"evt_u_failed": idempotency.InboxFailed, "evt_u_redriven": idempotency.InboxPending,
+		"evt_u_pending": idempotency.InboxPending, "evt_u_busy": idempotency.InboxProcessing,
+	}
+	for id, st := range want {
+		require.Equal(t, st, ib.record(t, id).State, "%s is kept as it was", id)
+		_, err := rs.Forget(ctxT(t), id)
+		require.ErrorIs(t, err, idempotency.ErrUnfinished, "%s is not forgotten", id)
+	}
+	releaseOnce()
+	require.NoError(t, <-worked)
+
+	ib.clock.Advance(48 * time.Hour)
+	for ib.counts(t)[idempotency.InboxProcessed] < len(want) {
+		n, err := ib.inbox.WorkDue(ctxT(t))
+		require.NoError(t, err)
+		require.NotZero(t, n, "the events still to apply are due: %v", ib.counts(t))
+	}
+	require.ElementsMatch(t, []string{"evt_u_busy", "evt_u_pending", "evt_u_failed", "evt_u_redriven"}, ib.appliedOrder())
+	require.Equal(t, len(want), b.Get(t, "c"), "each applied once")
 }
