@@ -185,18 +185,20 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 // afterwards, a resend from Stripe's Dashboard or a [Handler.Recover], is
 // applied again as new: use it after undoing an event's effects by hand,
 // to have it processed again. The tasks it enqueued stay done (enqueueing
-// them again does nothing), and CheckOrder's record of it stays (applying
-// it again finds a tie, as for an event of the same second: fetch the
-// object).
+// them again does nothing), and CheckOrder's record of it stays: applying
+// it again, [CheckOrder] answers [OrderNewer] when it is still the newest
+// event applied for the key, and [OrderOlder] or [OrderTie] when a later
+// one was applied since, as for any event.
 //
 // An event still to be applied in the inbox (pending, processing, failed)
 // is refused with [ErrUnfinished], at once, also while an attempt at it is
 // in flight: Forget does not wait for the attempt, which would then have
-// it forget the event that attempt has just applied. This process forgets the id at once,
-// and inbox workers always ask the database; but a delivery that reaches
-// another replica may be answered duplicate from its memory of recent ids
-// for up to PgxConfig.RecentClaimsTTL (1 minute by default), and a copy
-// answered duplicate is not applied: resend the event after that.
+// it forget the event that attempt has just applied. This process forgets
+// the id at once, and inbox workers always ask the database; but a
+// delivery that reaches another replica may be answered duplicate from its
+// memory of recent ids for up to PgxConfig.RecentClaimsTTL (1 minute by
+// default), and a copy answered duplicate is not applied: resend the event
+// after that.
 func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
 	if !validText(eventID) {
 		return false, nil // no row can hold it

@@ -2,6 +2,7 @@ package idempotencytest
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -31,6 +32,7 @@ var retentionTests = []struct {
 	{"PruneInBatches", testPruneBatches},
 	{"ForgetLetsAnEventApplyAgain", testForget},
 	{"PruneKeepsUnfinishedEvents", testPruneKeepsUnfinished},
+	{"PruneWalksKeysInBatches", testPruneWalksKeys},
 }
 
 func retentionStore(t *testing.T, b StoreBackend) RetentionStore {
@@ -194,8 +196,9 @@ func testPruneBatches(t *testing.T, b StoreBackend) {
 }
 
 // testForget: a forgotten event is applied again when it comes next, in
-// inbox mode and synchronous mode, by the process that forgot it; an
-// event still to be applied is refused; an unknown one reports false.
+// inbox mode and synchronous mode, by the process that forgot it, and
+// CheckOrder finds it newest again; an event still to be applied is
+// refused; an unknown one reports false.
 func testForget(t *testing.T, b StoreBackend) {
 	rs := retentionStore(t, b)
 	ib := newInboxBench(t, b, idempotency.InboxConfig{}, nil)
@@ -233,7 +236,13 @@ func testForget(t *testing.T, b StoreBackend) {
 	// Synchronous mode: the duplicate is answered from the ledger (or the
 	// store's memory of it) until the event is forgotten.
 	hs := idempotency.NewHandlers()
-	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, _ idempotency.Event[inboxObject]) error {
+	var orders []idempotency.Order
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[inboxObject]) error {
+		o, err := idempotency.CheckOrder(ctx, tx, "forget-order", ev.Object.ID, ev.Created)
+		if err != nil {
+			return err
+		}
+		tx.AfterCommit(func(context.Context) { orders = append(orders, o) })
 		return b.Add(ctx, tx, "sync", 1)
 	})
 	h, err := idempotency.NewHandler(b.Store, hs, idempotency.Config{Secrets: []string{inboxSecret}, Logger: slog.New(slog.DiscardHandler)})
@@ -250,6 +259,8 @@ func testForget(t *testing.T, b StoreBackend) {
 	a := Deliver(h, body, inboxSecret)
 	require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, "applied again after Forget")
 	require.Equal(t, 2, b.Get(t, "sync"))
+	require.Equal(t, []idempotency.Order{idempotency.OrderNewer, idempotency.OrderNewer}, orders,
+		"CheckOrder's record stays, and the event applied again is still the newest for its key")
 }
 
 // testPruneKeepsUnfinished: however old, an event still to be applied —
@@ -319,4 +330,75 @@ func testPruneKeepsUnfinished(t *testing.T, b StoreBackend) {
 	}
 	require.ElementsMatch(t, []string{"evt_u_busy", "evt_u_pending", "evt_u_failed", "evt_u_redriven"}, ib.appliedOrder())
 	require.Equal(t, len(want), b.Get(t, "c"), "each applied once")
+}
+
+// testPruneWalksKeysInBatches: guards and CheckOrder keys are pruned in
+// batches that walk the keys in order; the old ones go, across scopes
+// and between kept ones, and the young ones stay.
+func testPruneWalksKeys(t *testing.T, b StoreBackend) {
+	rs := retentionStore(t, b)
+	scopes := []string{"Scope", "scope", "scope-b", "t"}
+	keys := []string{"10", "9", "A", "a", "a b", "ab", "B", "b", "é", "z"}
+	// run claims, in one event, the guards and order keys of the keys
+	// whose index has the given parity, with the order keys created then.
+	run := func(id string, parity int, created time.Time) {
+		_, err := b.Store.Run(ctxT(t), idempotency.Claim{EventID: id, EventType: "invoice.paid"}, func(ctx context.Context, tx idempotency.Tx) error {
+			for i, k := range keys {
+				if i%2 != parity {
+					continue
+				}
+				for _, sc := range scopes {
+					if _, err := tx.Guard(ctx, sc, k); err != nil {
+						return err
+					}
+					if _, err := idempotency.CheckOrder(ctx, tx, sc, k, created); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	start := time.Now()
+	oldCreated, newCreated := start.Add(-90*24*time.Hour), start.Add(time.Hour)
+	run("evt_walk_old", 0, oldCreated)
+	mid := time.Now()
+	run("evt_walk_new", 1, newCreated)
+
+	// Measured at mid plus the window: the first event's guards and
+	// order keys are older than it, the second's younger.
+	var batches int
+	r := idempotency.Retention{Guards: 60 * 24 * time.Hour, EventIDs: 60 * 24 * time.Hour, BatchSize: 3, Pause: -1,
+		OnBatch: func(idempotency.PruneReport) { batches++ }}
+	rep := prune(t, rs, r, mid.Add(60*24*time.Hour))
+	half := len(keys) / 2 * len(scopes)
+	require.Equal(t, 2*half, rep.Guards, "every old guard and order key: %+v", rep)
+	require.GreaterOrEqual(t, batches, 2*half/3, "in batches of 3")
+	for i, k := range keys {
+		for _, sc := range scopes {
+			_, ok, err := b.Store.LookupGuard(ctxT(t), sc, k)
+			require.NoError(t, err)
+			require.Equal(t, i%2 == 1, ok, "guard (%s, %s)", sc, k)
+		}
+	}
+	// The order keys of the young guards stay: an event of the same
+	// second as the newest applied is still a tie.
+	_, err := b.Store.Run(ctxT(t), idempotency.Claim{EventID: "evt_walk_check", EventType: "invoice.paid"}, func(ctx context.Context, tx idempotency.Tx) error {
+		for i, k := range keys {
+			want := idempotency.OrderNewer
+			if i%2 == 1 {
+				want = idempotency.OrderTie
+			}
+			got, err := idempotency.CheckOrder(ctx, tx, scopes[0], k, newCreated)
+			if err != nil {
+				return err
+			}
+			if got != want {
+				return fmt.Errorf("order key %q: %v, want %v", k, got, want)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
 }
