@@ -254,3 +254,133 @@ func TestObserverNil(t *testing.T) {
 		})
 	}
 }
+
+// doneCounter is an Observer whose every done counts its calls, so that a
+// test sees each delivery and attempt ended exactly once.
+type doneCounter struct {
+	mu      sync.Mutex
+	started int
+	calls   []int                // calls of each started done
+	results []idempotency.Result // the Result of each first call
+}
+
+func (c *doneCounter) start() func(idempotency.Result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := c.started
+	c.started++
+	c.calls = append(c.calls, 0)
+	c.results = append(c.results, idempotency.Result{})
+	return func(res idempotency.Result) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.calls[i]++
+		if c.calls[i] == 1 {
+			c.results[i] = res
+		}
+	}
+}
+
+func (c *doneCounter) observer() *idempotency.Observer {
+	return &idempotency.Observer{
+		Delivery: func(ctx context.Context, _ *http.Request) (context.Context, func(idempotency.Result)) {
+			return ctx, c.start()
+		},
+		Attempt: func(ctx context.Context, _ idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
+			return ctx, c.start()
+		},
+	}
+}
+
+// requireOnce fails unless every done started was called exactly once,
+// and returns their Results.
+func (c *doneCounter) requireOnce(t *testing.T, started int) []idempotency.Result {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	require.Equal(t, started, c.started)
+	for i, n := range c.calls {
+		require.Equal(t, 1, n, "done %d was called %d times", i, n)
+	}
+	return append([]idempotency.Result(nil), c.results...)
+}
+
+// TestObserverDoneOnceOnEveryEnd: Delivery's and Attempt's done are called
+// exactly once, with the Result OnResult gets, however a delivery or an
+// attempt ends: rejected, a handler that panics or outlives its timeout, a
+// store that cannot be reached, a task that panics.
+func TestObserverDoneOnceOnEveryEnd(t *testing.T) {
+	t.Parallel()
+	c := &doneCounter{}
+	var onResult []idempotency.Result
+	var mu sync.Mutex
+	record := func(r idempotency.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		onResult = append(onResult, r)
+	}
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[map[string]any]) error {
+		panic("handler bug")
+	})
+	idempotency.On(hs, "invoice.updated", func(ctx context.Context, _ idempotency.Tx, _ idempotency.Event[map[string]any]) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	crash := idempotency.NewTask(hs, "crash", func(context.Context, idempotency.TaskRun[string]) error { panic("task bug") })
+	idempotency.On(hs, "invoice.finalized", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[map[string]any]) error {
+		_, err := crash.Enqueue(ctx, tx, ev.ID, "args")
+		return err
+	})
+	event := func(id, typ string) []byte {
+		return []byte(`{"id":"` + id + `","object":"event","type":"` + typ + `","created":1756742400,"data":{"object":{"id":"in_1","object":"invoice"}}}`)
+	}
+	cfg := idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Observer: c.observer(), OnResult: record, Timeout: 50 * time.Millisecond}
+	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, cfg)
+	require.NoError(t, err)
+	down, err := idempotency.NewHandler(unavailableStore{}, hs, cfg)
+	require.NoError(t, err)
+
+	statuses := []int{
+		idempotencytest.Deliver(h, event("evt_panic", "invoice.paid"), testSecret).Status,
+		idempotencytest.Deliver(h, event("evt_slow", "invoice.updated"), testSecret).Status,
+		idempotencytest.Deliver(h, event("evt_forged", "invoice.paid"), "whsec_forged").Status,
+		idempotencytest.Deliver(down, event("evt_down", "invoice.paid"), testSecret).Status,
+	}
+	get := httptest.NewRecorder()
+	h.ServeHTTP(get, httptest.NewRequest(http.MethodGet, "/", nil))
+	statuses = append(statuses, get.Code)
+	require.Equal(t, []int{500, 500, 400, 503, 405}, statuses)
+
+	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	in, err := idempotency.NewInbox(idempotency.NewMemoryStore(), hs, idempotency.InboxConfig{
+		Logger: discardLogger(), Now: clock.Now, MaxAttempts: 1, Observer: c.observer(), OnResult: record,
+	})
+	require.NoError(t, err)
+	ih, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Now: clock.Now})
+	require.NoError(t, err)
+	for id, typ := range map[string]string{"evt_in_panic": "invoice.paid", "evt_in_task": "invoice.finalized"} {
+		require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(ih, event(id, typ), testSecret).Outcome)
+	}
+	n, err := in.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 3, n, "two events and the task one of them enqueued")
+
+	results := c.requireOnce(t, 8)
+	mu.Lock()
+	defer mu.Unlock()
+	require.ElementsMatch(t, onResult, results, "done gets what OnResult got")
+	type end struct {
+		outcome idempotency.Outcome
+		state   idempotency.InboxState
+	}
+	ends := map[string]end{}
+	for _, r := range results[5:] {
+		ends[r.EventID] = end{r.Outcome, r.State}
+	}
+	require.Equal(t, map[string]end{
+		"evt_in_panic":           {idempotency.OutcomeFailed, idempotency.InboxDeadLetter},
+		"evt_in_task":            {idempotency.OutcomeProcessed, idempotency.InboxProcessed},
+		"task:crash:evt_in_task": {idempotency.OutcomeFailed, idempotency.InboxDeadLetter},
+	}, ends)
+}
