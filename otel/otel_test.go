@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
 	"go.opentelemetry.io/otel/attribute"
@@ -365,4 +366,49 @@ func TestLinkOnlyFromARecordingSpan(t *testing.T) {
 	require.Len(t, spans, 1)
 	require.Empty(t, spans[0].Links)
 	require.True(t, strings.HasPrefix(o.Link(ctx), "00-"+spans[0].SpanContext.TraceID().String()+"-"), "Link gives the context span's traceparent")
+}
+
+// TestObserveInboxStatsFailureAndUnregister: a collection whose inbox
+// query fails returns the error (to the reader, which hands it to
+// OpenTelemetry's error handler) and leaves the gauges out rather than
+// reporting zeros; once unregistered, the inbox is not asked again.
+func TestObserveInboxStatsFailureAndUnregister(t *testing.T) {
+	t.Parallel()
+	db := idempotencytest.Postgres(t)
+	pool, err := pgxpool.New(t.Context(), db.URL)
+	require.NoError(t, err)
+	defer pool.Close()
+	store, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	require.NoError(t, store.Migrate(t.Context()))
+	in, err := idempotency.NewInbox(store, handlers(), idempotency.InboxConfig{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	tel := newTelemetry(t, nil)
+	reg, err := tel.ObserveInbox(in)
+	require.NoError(t, err)
+
+	collect := func() (map[string]bool, error) {
+		var rm metricdata.ResourceMetrics
+		err := tel.reader.Collect(t.Context(), &rm)
+		names := map[string]bool{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				names[m.Name] = true
+			}
+		}
+		return names, err
+	}
+	names, err := collect()
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"idempotency.inbox.depth": true, "idempotency.inbox.oldest_pending_age": true}, names)
+
+	pool.Close() // the database is gone
+	names, err = collect()
+	require.ErrorContains(t, err, "idempotencyotel: inbox stats")
+	require.Empty(t, names, "no gauge reads 0 for an inbox that could not be read")
+
+	require.NoError(t, reg.Unregister())
+	names, err = collect()
+	require.NoError(t, err, "the callback no longer runs")
+	require.Empty(t, names)
 }
