@@ -34,8 +34,8 @@ func startMetrics(addr string, logger *slog.Logger) (*metrics, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	// A registry of its own: the exporter's metrics and Go's, nothing
-	// another package registered globally.
+	// A registry of its own: the exporter's metrics alone (no Go runtime
+	// collector), nothing another package registered globally.
 	reg := prometheus.NewRegistry()
 	exporter, err := otelprometheus.New(otelprometheus.WithRegisterer(reg))
 	if err != nil {
@@ -44,7 +44,7 @@ func startMetrics(addr string, logger *slog.Logger) (*metrics, error) {
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
 	tel, err := idempotencyotel.New(idempotencyotel.Config{MeterProvider: provider})
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, provider.Shutdown(context.Background()))
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
