@@ -1,5 +1,10 @@
 -- Retention (Prune) and Forget.
 -- {{schema}} is replaced by the configured schema, quoted.
+--
+-- Migrate runs in one transaction, where CREATE INDEX cannot be
+-- CONCURRENTLY: building these blocks writes to the inbox and the guards
+-- until it commits. On a large inbox, create them beforehand with CREATE
+-- INDEX CONCURRENTLY and these definitions; IF NOT EXISTS then skips them.
 
 -- Prune deletes finished events, finished tasks and dead letters by the
 -- time they finished, batch by batch; without this index each batch would
