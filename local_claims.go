@@ -66,13 +66,14 @@ func (l *localClaims) acquire(ctx context.Context, id string) (done bool, releas
 	}
 	ch := make(chan struct{})
 	l.inFlight[id] = ch
+	since := l.recent.forgets
 	l.mu.Unlock()
 	return false, func(committed bool) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		delete(l.inFlight, id)
 		if committed {
-			l.recent.add(id)
+			l.recent.addSince(id, since)
 		}
 		close(ch)
 	}, nil
@@ -94,6 +95,10 @@ type recentIDs struct {
 	next int
 	ttl  time.Duration
 	now  func() time.Time // time.Now; tests set another
+	// forgets counts the calls of forget. What a caller learned from the
+	// database before one may be stale: the row it found may be the one
+	// forgotten.
+	forgets uint64
 }
 
 func newRecentIDs(capacity int, ttl time.Duration) recentIDs {
@@ -129,6 +134,17 @@ func (r *recentIDs) add(id string) {
 // trip, never a wrong answer.
 func (r *recentIDs) forget(id string) {
 	delete(r.set, id)
+	r.forgets++
+}
+
+// addSince adds id, as add does, unless an id was forgotten since forgets
+// read since: the caller's knowledge that id is in the database dates from
+// then, and the row may be the one forgotten (Forget or Prune deleted it
+// while the caller's statement ran). Not adding costs a round trip.
+func (r *recentIDs) addSince(id string, since uint64) {
+	if r.forgets == since {
+		r.add(id)
+	}
 }
 
 // storedIDs remembers the ids of events this process stored in the inbox,
@@ -146,10 +162,18 @@ func (s *storedIDs) has(id string) bool {
 	return s.ids.has(id)
 }
 
-func (s *storedIDs) add(id string) {
+// since is what addSince takes: read it before the statement that finds
+// or stores the ids.
+func (s *storedIDs) since() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ids.add(id)
+	return s.ids.forgets
+}
+
+func (s *storedIDs) addSince(id string, since uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids.addSince(id, since)
 }
 
 func (s *storedIDs) forget(id string) {

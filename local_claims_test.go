@@ -78,3 +78,31 @@ func TestRecentIDsExpireAndForget(t *testing.T) {
 	r.add("a")
 	require.True(t, r.has("a"))
 }
+
+// TestForgetDuringRunIsNotUndone: an id forgotten while a run of it was
+// in flight (Forget or Prune deleted the claim that run found or made)
+// is not remembered when the run ends; nor is an id found stored in the
+// inbox while it was being forgotten.
+func TestForgetDuringRunIsNotUndone(t *testing.T) {
+	t.Parallel()
+	l := newLocalClaims(4, time.Hour)
+	_, release, err := l.acquire(context.Background(), "a")
+	require.NoError(t, err)
+	l.forget("a") // the claim the run found is deleted before it ends
+	release(true)
+	done, release, err := l.acquire(context.Background(), "a")
+	require.NoError(t, err)
+	require.False(t, done, "the forgotten id goes to the database")
+	release(true)
+	done, _, err = l.acquire(context.Background(), "a")
+	require.NoError(t, err)
+	require.True(t, done, "a run that ends with no forget in between is remembered")
+
+	s := &storedIDs{ids: newRecentIDs(4, time.Hour)}
+	since := s.since()
+	s.forget("b")
+	s.addSince("b", since)
+	require.False(t, s.has("b"), "the inbox row found was deleted meanwhile")
+	s.addSince("b", s.since())
+	require.True(t, s.has("b"))
+}

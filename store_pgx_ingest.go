@@ -96,6 +96,10 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 	// up must not fail the others'.
 	ctx, cancel := latestDeadline(context.Background(), batch)
 	defer cancel()
+	var since uint64 // before the insert: a row it finds may be deleted meanwhile
+	if s.stored != nil {
+		since = s.stored.since()
+	}
 
 	if len(batch) == 1 {
 		// Alone, the common case at rest: the plain insert, answered
@@ -106,7 +110,7 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 			return err
 		})
 		if req.err == nil && s.stored != nil {
-			s.stored.add(req.row.EventID) // stored now, by this insert or before it
+			s.stored.addSince(req.row.EventID, since) // stored now, by this insert or before it
 		}
 		close(req.done)
 		return
@@ -140,7 +144,7 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 	})
 	if err == nil && s.stored != nil {
 		for id := range first {
-			s.stored.add(id) // stored now, by this insert or before it
+			s.stored.addSince(id, since) // stored now, by this insert or before it
 		}
 	}
 	inserted := make(map[string]bool, len(stored))
