@@ -212,7 +212,7 @@ func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
 			var pgErr *pgconn.PgError
 			switch {
 			case errors.As(err, &pgErr) && pgErr.Code == pgLockNotAvailable:
-				return fmt.Errorf("idempotency: forget %q: %w (an attempt at it is in flight)", eventID, ErrUnfinished)
+				return fmt.Errorf("idempotency: forget %q: %w (its inbox row is held: an attempt or a redrive is changing it)", eventID, ErrUnfinished)
 			case errors.Is(err, pgx.ErrNoRows):
 			case err != nil:
 				return err
