@@ -84,6 +84,9 @@ func (s *MemoryStore) Forget(ctx context.Context, eventID string) (bool, error) 
 	defer s.mu.Unlock()
 	found := false
 	if r, ok := s.inbox[eventID]; ok {
+		if r.Kind == KindTask {
+			return false, fmt.Errorf("idempotency: forget %q: %w", eventID, ErrForgetTask)
+		}
 		if !r.State.final() {
 			return false, fmt.Errorf("idempotency: forget %q: %w (inbox state %s)", eventID, ErrUnfinished, r.State)
 		}

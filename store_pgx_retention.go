@@ -60,7 +60,7 @@ RETURNING event_id`,
 		// lease, a settle or a redrive is changing); Forget refuses it
 		// rather than wait for the attempt and then forget the event it
 		// has just applied.
-		inboxState:   `SELECT state FROM ` + inbox + ` WHERE event_id = $1 FOR UPDATE NOWAIT`,
+		inboxState:   `SELECT state, kind FROM ` + inbox + ` WHERE event_id = $1 FOR UPDATE NOWAIT`,
 		forgetInbox:  `DELETE FROM ` + inbox + ` WHERE event_id = $1`,
 		forgetEvent:  `DELETE FROM ` + s + `.idempotency_events WHERE event_id = $1`,
 		forgetGuards: `DELETE FROM ` + s + `.idempotency_guards WHERE event_id = $1`,
@@ -193,7 +193,8 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 // An event still to be applied in the inbox (pending, processing, failed)
 // is refused with [ErrUnfinished], at once, also while an attempt at it is
 // in flight: Forget does not wait for the attempt, which would then have
-// it forget the event that attempt has just applied. This process forgets
+// it forget the event that attempt has just applied. A task's id is
+// refused with [ErrForgetTask]. This process forgets
 // the id at once, and inbox workers always ask the database; but a
 // delivery that reaches another replica may be answered duplicate from its
 // memory of recent ids for up to PgxConfig.RecentClaimsTTL (1 minute by
@@ -208,7 +209,8 @@ func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
 		found = false
 		return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
 			var st InboxState
-			err := tx.QueryRow(ctx, s.retention.inboxState, eventID).Scan(&st)
+			var kind InboxKind
+			err := tx.QueryRow(ctx, s.retention.inboxState, eventID).Scan(&st, &kind)
 			var pgErr *pgconn.PgError
 			switch {
 			case errors.As(err, &pgErr) && pgErr.Code == pgLockNotAvailable:
@@ -216,6 +218,8 @@ func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
 			case errors.Is(err, pgx.ErrNoRows):
 			case err != nil:
 				return err
+			case kind == KindTask:
+				return fmt.Errorf("idempotency: forget %q: %w", eventID, ErrForgetTask)
 			case !st.final():
 				return fmt.Errorf("idempotency: forget %q: %w (inbox state %s)", eventID, ErrUnfinished, st)
 			default:
@@ -231,7 +235,7 @@ func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
 			return nil
 		})
 	})
-	if errors.Is(err, ErrUnfinished) {
+	if errors.Is(err, ErrUnfinished) || errors.Is(err, ErrForgetTask) {
 		return false, err
 	}
 	if err != nil {

@@ -424,6 +424,14 @@ func testTaskOncePerKey(t *testing.T, b StoreBackend, mode taskMode) {
 	require.Len(t, calls, 1, "one task for three events")
 	require.Equal(t, "evt_twin_1", calls[0].Args.Event, "the first Enqueue's arguments")
 	require.Equal(t, map[idempotency.InboxState]int{idempotency.InboxProcessed: 1}, tb.taskCounts(t))
+
+	// Its row is the key's record: Forget refuses it and keeps it.
+	if rs, ok := b.Store.(RetentionStore); ok {
+		task := tb.task(t, "in_twin")
+		_, err := rs.Forget(ctxT(t), task.EventID)
+		require.ErrorIs(t, err, idempotency.ErrForgetTask)
+		require.Equal(t, idempotency.InboxProcessed, tb.task(t, "in_twin").State)
+	}
 }
 
 // testTaskTwiceInOneTx: a second Enqueue of a key in the transaction that
