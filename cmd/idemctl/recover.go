@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/stripeapi"
 )
 
 var recoverCommand = command{
@@ -78,12 +78,13 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			if key == "" {
 				return usageError("STRIPE_SECRET_KEY is not set: recovery lists events from the Stripe API with it")
 			}
-			if !strings.HasPrefix(key, "sk_") && !strings.HasPrefix(key, "rk_") {
-				return usageError("STRIPE_SECRET_KEY is not a secret (sk_...) or restricted (rk_...) API key")
+			pages := &pageCounter{next: http.DefaultTransport} // its meter is set once connected
+			client, err := stripeapi.NewClient(key, *apiBase, &http.Client{Transport: pages})
+			if be, ok := errors.AsType[*stripeapi.BaseURLError](err); ok {
+				return usageError("-api-base %v", be)
 			}
-			u, err := url.Parse(*apiBase)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return usageError("-api-base %q is not an http(s) URL", *apiBase)
+			if err != nil {
+				return usageError("%v", err)
 			}
 			store, closeFn, err := a.open(ctx)
 			if err != nil {
@@ -109,17 +110,7 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 				return err
 			}
 			m := a.meter("recover", "events")
-			pages := &pageCounter{next: http.DefaultTransport, meter: m}
-			cfg := &stripe.BackendConfig{
-				HTTPClient: &http.Client{Transport: pages},
-				// Failures come back in the report; stripe-go's own log
-				// would repeat them.
-				LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
-			}
-			if *apiBase != stripe.APIURL {
-				cfg.URL = stripe.String(*apiBase)
-			}
-			client := stripe.NewClient(key, stripe.WithBackends(stripe.NewBackendsWithConfig(cfg)))
+			pages.meter = m
 			rep, err := h.Recover(ctx, client, idempotency.RecoverOptions{
 				Since: since.t, Types: types, Checkpoint: *checkpoint, OnlyUndelivered: *onlyUndelivered,
 			})

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/stripeapi"
 )
 
 // subscriptionEvents are the events the subscription projection handles.
@@ -74,24 +73,11 @@ func subscriptionRow(sub *stripe.Subscription, now time.Time) Subscription {
 // subscriptions only), apiBase the API's base URL. Neither error names the
 // key.
 func newStripeClient(key, apiBase string) (*stripe.Client, error) {
-	if !strings.HasPrefix(key, "sk_") && !strings.HasPrefix(key, "rk_") {
-		return nil, errors.New("STRIPE_SECRET_KEY is not a secret (sk_...) or restricted (rk_...) API key")
+	c, err := stripeapi.NewClient(key, apiBase, nil)
+	if be, ok := errors.AsType[*stripeapi.BaseURLError](err); ok {
+		return nil, fmt.Errorf("-stripe-api-base %v", be)
 	}
-	u, err := url.Parse(apiBase)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("-stripe-api-base %q is not an http(s) URL", apiBase)
-	}
-	cfg := &stripe.BackendConfig{
-		// The handler logs a failed fetch with its event; stripe-go's own
-		// log would repeat it on the process's stderr.
-		LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
-	}
-	if apiBase != stripe.APIURL {
-		// A local stripe-mock or fake serves every backend; Stripe's own
-		// uploads and meter events hosts are other URLs.
-		cfg.URL = stripe.String(apiBase)
-	}
-	return stripe.NewClient(key, stripe.WithBackends(stripe.NewBackendsWithConfig(cfg))), nil
+	return c, err
 }
 
 // memorySubscriptions keeps the projection in memory, writing each row when
