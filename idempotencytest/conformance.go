@@ -68,7 +68,9 @@ type StoreBackend struct {
 // RunStoreTests runs the store conformance suite: every guarantee of the
 // idempotency.Store contract (claim and business writes commit or roll back
 // together, concurrent copies wait and run once, guards, skips, after-commit
-// funcs, actions, deadlocks, bad input), as parallel subtests of t. It is how
+// funcs, actions, deadlocks, bad input), the inbox's, the tasks', the
+// current-state handlers', and retention's and Forget's on a store that is
+// a [RetentionStore], as parallel subtests of t. It is how
 // MemoryStore and PgxStore prove they behave alike, and how another
 // implementation of idempotency.Store proves it can replace them.
 //

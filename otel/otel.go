@@ -149,7 +149,9 @@ const statsTimeout = 5 * time.Second
 // (each scrape) asks in.Stats once, one query on PostgreSQL; a failed
 // query is reported to OpenTelemetry's error handler and the gauges are
 // left out of that collection. Unregister the returned registration to
-// stop.
+// stop. Observe one inbox per Telemetry: the gauges carry no attribute
+// naming the inbox, so two would report the same series; a service with
+// two stores makes a Telemetry for each, on meters of their own.
 func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, error) {
 	if in == nil {
 		return nil, errors.New("idempotencyotel: ObserveInbox: nil *Inbox")
