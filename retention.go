@@ -27,6 +27,11 @@ import (
 //     answers it duplicate when a worker takes it.
 //   - A dead letter waits for an operator to fix the cause and redrive
 //     it: 90 days by default, and never less than the finished events'.
+//   - An object's row of [OnCurrent] (its lock, and the number of its
+//     last fetch, which spares an event covered by a later fetch its own)
+//     goes when the object was not fetched for as long as the event ids
+//     are kept: an event that comes after that fetches the object again,
+//     which is always right.
 //   - A guard ([Tx.Guard], [CheckOrder]'s keys) and a finished task (the
 //     record that its key was enqueued) stop a different event from doing
 //     the same thing again, so they are kept unless a window at least as
@@ -154,11 +159,12 @@ type PruneReport struct {
 	DeadLetters int // dead-lettered events and tasks
 	Guards      int // natural-key guards and CheckOrder keys
 	Tasks       int // finished tasks
+	Objects     int // OnCurrent's rows of objects not fetched within EventIDs
 }
 
 // Total is the number of rows deleted.
 func (r PruneReport) Total() int {
-	return r.EventIDs + r.Events + r.DeadLetters + r.Guards + r.Tasks
+	return r.EventIDs + r.Events + r.DeadLetters + r.Guards + r.Tasks + r.Objects
 }
 
 // Pruner deletes what a [Retention] no longer keeps: [PgxStore] and
@@ -215,7 +221,7 @@ func PruneEvery(ctx context.Context, p Pruner, r Retention, interval time.Durati
 			logger.WarnContext(ctx, "idempotency: prune failed", "err", err, "deleted", rep.Total())
 		case rep.Total() > 0:
 			logger.InfoContext(ctx, "idempotency: pruned", "event_ids", rep.EventIDs, "events", rep.Events,
-				"dead_letters", rep.DeadLetters, "guards", rep.Guards, "tasks", rep.Tasks)
+				"dead_letters", rep.DeadLetters, "guards", rep.Guards, "tasks", rep.Tasks, "objects", rep.Objects)
 		}
 		select {
 		case <-ctx.Done():

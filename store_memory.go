@@ -39,8 +39,8 @@ type MemoryStore struct {
 
 	// seq is PgxStore's idempotency_seq: the last number handed out.
 	seq     int64
-	objects map[guardID]int64       // (scope, object id) → fetch sequence; see store_memory_objects.go
-	order   map[guardID]orderRecord // (scope, key) → newest event applied
+	objects map[guardID]objectRecord // (scope, object id) → last fetch; see store_memory_objects.go
+	order   map[guardID]orderRecord  // (scope, key) → newest event applied
 
 	recovery map[string]recoveryCheckpoint // by name; see recover_store.go
 }
@@ -75,7 +75,7 @@ func (s *MemoryStore) init() {
 		s.guards = make(map[guardID]GuardRecord)
 		s.locks = make(map[lockID]*keyLock)
 		s.inbox = make(map[string]*memoryInboxRow)
-		s.objects = make(map[guardID]int64)
+		s.objects = make(map[guardID]objectRecord)
 		s.order = make(map[guardID]orderRecord)
 	}
 }

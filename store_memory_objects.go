@@ -53,7 +53,7 @@ func (tx *memoryTx) commitRecord(k lockID) {
 	}
 	switch k.record {
 	case recordObject:
-		tx.s.objects[k.guardID] = v.(int64)
+		tx.s.objects[k.guardID] = v.(objectRecord)
 	case recordOrder:
 		tx.s.order[k.guardID] = v.(orderRecord)
 	}
@@ -78,8 +78,8 @@ func (tx *memoryTx) lockObject(ctx context.Context, scope, id string) (int64, in
 	tx.s.mu.Lock()
 	defer tx.s.mu.Unlock()
 	last, _ := tx.recordValue(k)
-	lastFetch, _ := last.(int64)
-	return lastFetch, tx.s.nextSeq(), nil
+	rec, _ := last.(objectRecord) // the zero record when never fetched
+	return rec.fetchSeq, tx.s.nextSeq(), nil
 }
 
 func (tx *memoryTx) markFetched(ctx context.Context, scope, id string, seq int64) error {
@@ -89,8 +89,15 @@ func (tx *memoryTx) markFetched(ctx context.Context, scope, id string, seq int64
 	}
 	tx.s.mu.Lock()
 	defer tx.s.mu.Unlock()
-	tx.setRecord(k, seq)
+	tx.setRecord(k, objectRecord{fetchSeq: seq, fetchedAt: time.Now()})
 	return nil
+}
+
+// objectRecord is the last fetch of an object, as idempotency_objects
+// keeps it.
+type objectRecord struct {
+	fetchSeq  int64
+	fetchedAt time.Time
 }
 
 func (tx *memoryTx) order(ctx context.Context, scope, key string, created time.Time) (Order, error) {

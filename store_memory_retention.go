@@ -36,6 +36,11 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 		inboxStep(&rep.Events, []InboxKind{KindEvent}, []InboxState{InboxProcessed, InboxSkipped, InboxIgnored}, c.payloads),
 		inboxStep(&rep.DeadLetters, []InboxKind{KindEvent, KindTask}, []InboxState{InboxDeadLetter}, c.deadLetters),
 	}
+	steps = append(steps, pruneStep{count: &rep.Objects, del: func(_ context.Context, n int) (int, error) {
+		return s.pruneBatch(n, func() int {
+			return deleteWhere(s.objects, n, func(o objectRecord) bool { return o.fetchedAt.Before(c.eventIDs) })
+		}), nil
+	}})
 	if !c.tasks.IsZero() {
 		steps = append(steps, inboxStep(&rep.Tasks, []InboxKind{KindTask}, []InboxState{InboxProcessed, InboxSkipped}, c.tasks))
 	}

@@ -15,7 +15,7 @@ import (
 type pgxRetentionSQL struct {
 	tryLock, lock                        string
 	eventIDs, events, deadLetters, tasks string
-	guards, order                        string
+	guards, order, objects               string
 	inboxState, forgetInbox              string
 	forgetEvent, forgetGuards, payload   string
 }
@@ -33,15 +33,16 @@ LIMIT $2 FOR UPDATE SKIP LOCKED)
 RETURNING event_id`
 	}
 	// deleteByKey deletes a batch of rows of a (scope, key) table older
-	// than $1 by column at, walking the primary key from ($3, $4), so
-	// that a run reads each row it keeps once instead of once per batch.
-	deleteByKey := func(table, at string) string {
+	// than $1 by column at, walking the primary key (scope, key) from
+	// ($3, $4), so that a run reads each row it keeps once instead of
+	// once per batch.
+	deleteByKey := func(table, key, at string) string {
 		t := s + `.` + table
-		return `WITH d AS (DELETE FROM ` + t + ` WHERE (scope, key) IN (SELECT scope, key FROM ` + t + `
-WHERE ` + at + ` < $1 AND (scope, key) > ($3, $4)
-ORDER BY scope, key LIMIT $2 FOR UPDATE SKIP LOCKED)
-RETURNING scope, key)
-SELECT count(*) OVER (), scope, key FROM d ORDER BY scope DESC, key DESC LIMIT 1`
+		return `WITH d AS (DELETE FROM ` + t + ` WHERE (scope, ` + key + `) IN (SELECT scope, ` + key + ` FROM ` + t + `
+WHERE ` + at + ` < $1 AND (scope, ` + key + `) > ($3, $4)
+ORDER BY scope, ` + key + ` LIMIT $2 FOR UPDATE SKIP LOCKED)
+RETURNING scope, ` + key + `)
+SELECT count(*) OVER (), scope, ` + key + ` FROM d ORDER BY scope DESC, ` + key + ` DESC LIMIT 1`
 	}
 	return pgxRetentionSQL{
 		// One batch at a time across every replica; the key is the
@@ -54,8 +55,11 @@ RETURNING event_id`,
 		events:      deleteInbox(`kind = 'event' AND state IN ('processed', 'skipped', 'ignored')`),
 		tasks:       deleteInbox(`kind = 'task' AND state IN ('processed', 'skipped')`),
 		deadLetters: deleteInbox(`kind IN ('event', 'task') AND state = 'dead_letter'`),
-		guards:      deleteByKey(`idempotency_guards`, `claimed_at`),
-		order:       deleteByKey(`idempotency_order`, `created`),
+		guards:      deleteByKey(`idempotency_guards`, `key`, `claimed_at`),
+		// A row whose fetch never committed (no fetched_at) says nothing a
+		// missing row does not.
+		objects: deleteByKey(`idempotency_objects`, `object_id`, `coalesce(fetched_at, '-infinity')`),
+		order:   deleteByKey(`idempotency_order`, `key`, `created`),
 		// NOWAIT: a row locked is one an attempt is applying (or a
 		// lease, a settle or a redrive is changing); Forget refuses it
 		// rather than wait for the attempt and then forget the event it
@@ -162,6 +166,7 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 		idStep(&rep.Events, s.retention.events, c.payloads),
 		idStep(&rep.DeadLetters, s.retention.deadLetters, c.deadLetters),
 	}
+	steps = append(steps, keyedStep(&rep.Objects, s.retention.objects, c.eventIDs))
 	if !c.tasks.IsZero() {
 		steps = append(steps, idStep(&rep.Tasks, s.retention.tasks, c.tasks))
 	}

@@ -31,6 +31,7 @@ var retentionTests = []struct {
 	{"PruneRefusesUnsafeSettings", testPruneRefuses},
 	{"PruneInBatches", testPruneBatches},
 	{"ForgetLetsAnEventApplyAgain", testForget},
+	{"PruneObjectsNotFetchedSince", testPruneObjects},
 	{"PruneKeepsUnfinishedEvents", testPruneKeepsUnfinished},
 	{"PruneWalksKeysInBatches", testPruneWalksKeys},
 }
@@ -401,4 +402,27 @@ func testPruneWalksKeys(t *testing.T, b StoreBackend) {
 		return nil
 	})
 	require.NoError(t, err)
+}
+
+// testPruneObjects: OnCurrent's row of an object goes once the object was
+// not fetched for the event ids' window, not before, and an event after
+// that fetches the object as any event does.
+func testPruneObjects(t *testing.T, b StoreBackend) {
+	rs := retentionStore(t, b)
+	cb := newCurrentBench(t, b)
+	cb.api.set("sub_prune", "active", 1)
+	cb.deliverSync(t, subscriptionEvent("evt_prune_1", subUpdated, "sub_prune", "", currentCreated, "active"), http.StatusOK, idempotency.OutcomeProcessed)
+	require.Len(t, cb.api.callsOf("sub_prune"), 1)
+
+	rep := prune(t, rs, idempotency.Retention{}, time.Now().Add(44*24*time.Hour))
+	require.Zero(t, rep.Objects, "fetched within the window: kept")
+	rep = prune(t, rs, idempotency.Retention{}, time.Now().Add(46*24*time.Hour))
+	require.Equal(t, 1, rep.Objects, "%+v", rep)
+	rep = prune(t, rs, idempotency.Retention{}, time.Now().Add(46*24*time.Hour))
+	require.Zero(t, rep.Objects, "gone")
+
+	cb.api.set("sub_prune", "past_due", 2)
+	cb.deliverSync(t, subscriptionEvent("evt_prune_2", subUpdated, "sub_prune", "", currentCreated+1, "past_due"), http.StatusOK, idempotency.OutcomeProcessed)
+	require.Len(t, cb.api.callsOf("sub_prune"), 2, "the next event fetches the object")
+	cb.requireRow(t, "sub_prune", fakeSubscription{"past_due", 2}, 2)
 }

@@ -14,8 +14,9 @@ var pruneCommand = command{
 	args:    "[-event-ids d] [-payloads d] [-dead-letters d] [-guards d] [-tasks d] [-batch n] [-pause d] [-json]",
 	summary: "delete what the retention windows no longer keep, batch by batch",
 	help: `Deletes what the retention windows no longer keep (PgxStore.Prune): claimed
-event ids, finished inbox events with their payloads, dead letters, and,
-when their windows are set, guards and finished tasks. Each window is
+event ids, finished inbox events with their payloads, dead letters,
+OnCurrent's rows of objects not fetched within -event-ids, and, when
+their windows are set, guards and finished tasks. Each window is
 measured back from now; an unset flag is the library's default
 (idempotency.Retention). A window that breaks one of Retention's rules is
 refused with the rule, and nothing is deleted.
@@ -31,7 +32,7 @@ exits 5 and deletes nothing.
 
 Durations are written 45d, 36h, 1d12h. With -json the report is one JSON
 document: {"event_ids":N,"events":N,"dead_letters":N,"guards":N,"tasks":N,
-"total":N,"interrupted":bool}.`,
+"objects":N,"total":N,"interrupted":bool}.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		var eventIDs, payloads, deadLetters, guards, tasks durationFlag
 		fs.Var(&eventIDs, "event-ids", fmt.Sprintf("keep claimed event ids this long (default %s, the least accepted)", formatDuration(idempotency.DefaultEventIDRetention)))
@@ -81,8 +82,8 @@ document: {"event_ids":N,"events":N,"dead_letters":N,"guards":N,"tasks":N,
 			defer closeFn()
 			m := a.meter("prune", "rows")
 			r.OnBatch = func(rep idempotency.PruneReport) {
-				m.set(rep.Total(), fmt.Sprintf("%d rows deleted (event ids %d, events %d, dead letters %d, guards %d, tasks %d)",
-					rep.Total(), rep.EventIDs, rep.Events, rep.DeadLetters, rep.Guards, rep.Tasks))
+				m.set(rep.Total(), fmt.Sprintf("%d rows deleted (event ids %d, events %d, dead letters %d, guards %d, tasks %d, objects %d)",
+					rep.Total(), rep.EventIDs, rep.Events, rep.DeadLetters, rep.Guards, rep.Tasks, rep.Objects))
 			}
 			rep, err := store.Prune(ctx, r)
 			m.done()
@@ -108,6 +109,7 @@ type pruneJSON struct {
 	DeadLetters int  `json:"dead_letters"`
 	Guards      int  `json:"guards"`
 	Tasks       int  `json:"tasks"`
+	Objects     int  `json:"objects"`
 	Total       int  `json:"total"`
 	Interrupted bool `json:"interrupted"`
 }
@@ -115,7 +117,7 @@ type pruneJSON struct {
 func (a *app) writePrune(rep idempotency.PruneReport, interrupted, asJSON bool) error {
 	if asJSON {
 		return writeJSON(a.stdout, pruneJSON{EventIDs: rep.EventIDs, Events: rep.Events, DeadLetters: rep.DeadLetters,
-			Guards: rep.Guards, Tasks: rep.Tasks, Total: rep.Total(), Interrupted: interrupted})
+			Guards: rep.Guards, Tasks: rep.Tasks, Objects: rep.Objects, Total: rep.Total(), Interrupted: interrupted})
 	}
 	if interrupted {
 		fmt.Fprintf(a.stdout, "interrupted: stopped between batches; %d rows deleted, every batch committed:\n", rep.Total())
@@ -128,5 +130,6 @@ func (a *app) writePrune(rep idempotency.PruneReport, interrupted, asJSON bool) 
 	fmt.Fprintf(tw, "  dead letters\t%d\n", rep.DeadLetters)
 	fmt.Fprintf(tw, "  guards\t%d\n", rep.Guards)
 	fmt.Fprintf(tw, "  tasks\t%d\n", rep.Tasks)
+	fmt.Fprintf(tw, "  objects\t%d\n", rep.Objects)
 	return tw.Flush()
 }

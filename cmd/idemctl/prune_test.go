@@ -90,10 +90,10 @@ func TestPrune(t *testing.T) {
 
 	r := idemctl(t, s.db, nil, "prune", "-batch", "2", "-pause", "0", "-progress", "lines")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "deleted 6 rows:\n  event ids     0\n  events        6\n  dead letters  0\n  guards        0\n  tasks         0\n", r.stdout)
-	require.Equal(t, "idemctl: prune: 2 rows deleted (event ids 0, events 2, dead letters 0, guards 0, tasks 0)\n"+
-		"idemctl: prune: 4 rows deleted (event ids 0, events 4, dead letters 0, guards 0, tasks 0)\n"+
-		"idemctl: prune: 6 rows deleted (event ids 0, events 6, dead letters 0, guards 0, tasks 0)\n", r.stderr)
+	require.Equal(t, "deleted 6 rows:\n  event ids     0\n  events        6\n  dead letters  0\n  guards        0\n  tasks         0\n  objects       0\n", r.stdout)
+	require.Equal(t, "idemctl: prune: 2 rows deleted (event ids 0, events 2, dead letters 0, guards 0, tasks 0, objects 0)\n"+
+		"idemctl: prune: 4 rows deleted (event ids 0, events 4, dead letters 0, guards 0, tasks 0, objects 0)\n"+
+		"idemctl: prune: 6 rows deleted (event ids 0, events 6, dead letters 0, guards 0, tasks 0, objects 0)\n", r.stderr)
 	require.Equal(t, 2, inboxCount(t, s))
 	s.lookup(t, "evt_old_dead")
 	s.lookup(t, "task:send-receipt:in_1")
