@@ -115,19 +115,11 @@ forgotten), 1 when one was refused or failed.`,
 			defer closeFn()
 			var missing, refused []string
 			for _, id := range args {
-				// A task's row is what makes it run once per key: deleted,
-				// the task would run again when enqueued again.
-				rec, inInbox, err := in.Lookup(ctx, id)
-				if err != nil {
-					return a.storeErr(err)
-				}
-				if inInbox && rec.Kind == idempotency.KindTask {
-					refused = append(refused, id)
-					fmt.Fprintf(a.stdout, "%s: refused: a task, not an event; nothing of it deleted\n", oneLine(id))
-					continue
-				}
 				found, err := in.Forget(ctx, id)
 				switch {
+				case errors.Is(err, idempotency.ErrForgetTask):
+					refused = append(refused, id)
+					fmt.Fprintf(a.stdout, "%s: refused: a task, not an event; nothing of it deleted\n", oneLine(id))
 				case errors.Is(err, idempotency.ErrUnfinished):
 					refused = append(refused, id)
 					fmt.Fprintf(a.stdout, "%s: refused: still to be applied in the inbox (pending, processing or failed); nothing of it deleted\n", oneLine(id))
