@@ -669,13 +669,12 @@ func testCurrentReverseOrder(t *testing.T, b StoreBackend, inbox bool) {
 
 // testCurrentConcurrentSync: 100 updates of one subscription delivered at
 // once to the synchronous Handler: the local row is the API's state, and
-// every event is processed (an answer other than processed, a store's
-// conflict reruns exhausted, is redelivered, as Stripe would). The
-// deliveries that arrived before a fetch began share it, whether they
-// waited on the object's lock or for a pooled connection, and a rerun of a
-// delivery's transaction keeps its number: a few fetches in all (1–4 on
-// every store configuration of this suite; how many depends on the
-// scheduling, and is logged), well under a quarter of the events.
+// every delivery is answered processed (none fails on the object's lock or
+// a store's conflict). The deliveries that arrived before a fetch began
+// share it, whether they waited on the object's lock or for a pooled
+// connection, and a rerun of a delivery's transaction keeps its number: a
+// few fetches in all (1–4 on every store configuration of this suite; how
+// many depends on the scheduling, and is logged), at most 10.
 func testCurrentConcurrentSync(t *testing.T, b StoreBackend) {
 	cb := newCurrentBench(t, b)
 	counting := &attemptCountingStore{Store: b.Store}
@@ -702,24 +701,10 @@ func testCurrentConcurrentSync(t *testing.T, b StoreBackend) {
 	close(start)
 	waitAll(t, &done, "the concurrent deliveries")
 	burstFetches, burstAttempts := len(cb.api.callsOf("sub_burst")), counting.attempts.Load()
-	failed := 0
+	t.Logf("%d concurrent deliveries of one subscription: %d fetches in %d transactions", events, burstFetches, burstAttempts)
 	for i, a := range answers {
-		if a.Outcome == idempotency.OutcomeProcessed {
-			continue
-		}
-		require.Equal(t, http.StatusInternalServerError, a.Status, "delivery %d: %s", i, a.Body)
-		failed++
-		for attempt := 1; ; attempt++ {
-			a = Deliver(h, payloads[i], currentSecret)
-			if a.Outcome == idempotency.OutcomeProcessed || attempt == 5 {
-				break
-			}
-		}
-		require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, "redelivery of %d: %s", i, a.Body)
+		require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, "delivery %d: %d %s", i, a.Status, a.Body)
 	}
-	t.Logf("%d concurrent deliveries of one subscription: %d fetches in %d transactions; %d answered 500, then %d fetches in all",
-		events, burstFetches, burstAttempts, failed, len(cb.api.callsOf("sub_burst")))
-	require.Zero(t, failed, "covered deliveries neither wait on the lock nor conflict")
 	require.LessOrEqual(t, burstFetches, 10, "the concurrent deliveries shared few fetches (%d transactions)", burstAttempts)
 	for i := range events {
 		requireEvent(t, b, fmt.Sprintf("evt_burst_%03d", i), idempotency.OutcomeProcessed)
