@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
 	"go.opentelemetry.io/otel/attribute"
@@ -375,13 +374,7 @@ func TestLinkOnlyFromARecordingSpan(t *testing.T) {
 func TestObserveInboxStatsFailureAndUnregister(t *testing.T) {
 	t.Parallel()
 	db := idempotencytest.Postgres(t)
-	pool, err := pgxpool.New(t.Context(), db.URL)
-	require.NoError(t, err)
-	defer pool.Close()
-	store, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: db.Schema})
-	require.NoError(t, err)
-	require.NoError(t, store.Migrate(t.Context()))
-	in, err := idempotency.NewInbox(store, handlers(), idempotency.InboxConfig{Logger: slog.New(slog.DiscardHandler)})
+	in, err := idempotency.NewInbox(db.NewStore(t, idempotency.PgxConfig{}), handlers(), idempotency.InboxConfig{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	tel := newTelemetry(t, nil)
 	reg, err := tel.ObserveInbox(in)
@@ -402,7 +395,7 @@ func TestObserveInboxStatsFailureAndUnregister(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]bool{"idempotency.inbox.depth": true, "idempotency.inbox.oldest_pending_age": true}, names)
 
-	pool.Close() // the database is gone
+	db.Pool.Close() // the database is gone
 	names, err = collect()
 	require.ErrorContains(t, err, "idempotencyotel: inbox stats")
 	require.Empty(t, names, "no gauge reads 0 for an inbox that could not be read")
