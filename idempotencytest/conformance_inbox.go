@@ -155,11 +155,28 @@ func (ib *inboxBench) counts(t *testing.T) map[idempotency.InboxState]int {
 	t.Helper()
 	st, err := ib.inbox.Stats(ctxT(t))
 	require.NoError(t, err)
+	return nonZero(st.Counts)
+}
+
+// nonZero is counts (InboxStats.Counts or TaskCounts) without the zeros.
+func nonZero(counts map[idempotency.InboxState]int) map[idempotency.InboxState]int {
 	out := map[idempotency.InboxState]int{}
-	for s, n := range st.Counts {
+	for s, n := range counts {
 		if n != 0 {
 			out[s] = n
 		}
+	}
+	return out
+}
+
+// listIDs returns the ids of the records in.List selects, in its order.
+func listIDs(t *testing.T, in *idempotency.Inbox, f idempotency.InboxFilter) []string {
+	t.Helper()
+	recs, err := in.List(ctxT(t), f)
+	require.NoError(t, err)
+	var out []string
+	for _, r := range recs {
+		out = append(out, r.EventID)
 	}
 	return out
 }
@@ -510,16 +527,7 @@ func testInboxListStats(t *testing.T, b StoreBackend) {
 	ib.deliver(t, "evt_ls_3", "invoice.paid", "in_ls_3", 1756742400, idempotency.OutcomeQueued)
 	ib.work(t, 3)
 
-	ids := func(f idempotency.InboxFilter) []string {
-		t.Helper()
-		recs, err := ib.inbox.List(ctxT(t), f)
-		require.NoError(t, err)
-		var out []string
-		for _, r := range recs {
-			out = append(out, r.EventID)
-		}
-		return out
-	}
+	ids := func(f idempotency.InboxFilter) []string { t.Helper(); return listIDs(t, ib.inbox, f) }
 	require.Equal(t, []string{"evt_ls_3", "evt_ls_fail", "evt_ls_1"}, ids(idempotency.InboxFilter{}))
 	require.Equal(t, []string{"evt_ls_fail"}, ids(idempotency.InboxFilter{States: []idempotency.InboxState{idempotency.InboxFailed}}))
 	require.Equal(t, []string{"evt_ls_3", "evt_ls_1"}, ids(idempotency.InboxFilter{EventType: "invoice.paid"}))

@@ -327,13 +327,7 @@ func (tb *taskBench) taskCounts(t *testing.T) map[idempotency.InboxState]int {
 	t.Helper()
 	st, err := tb.inbox.Stats(ctxT(t))
 	require.NoError(t, err)
-	out := map[idempotency.InboxState]int{}
-	for s, n := range st.TaskCounts {
-		if n != 0 {
-			out[s] = n
-		}
-	}
-	return out
+	return nonZero(st.TaskCounts)
 }
 
 func (tb *taskBench) enqueuedSnapshot() map[string]bool {
@@ -780,29 +774,11 @@ func testTaskStatsList(t *testing.T, b StoreBackend) {
 
 	st, err = tb.inbox.Stats(ctxT(t))
 	require.NoError(t, err)
-	nonZero := func(m map[idempotency.InboxState]int) map[idempotency.InboxState]int {
-		out := map[idempotency.InboxState]int{}
-		for s, n := range m {
-			if n != 0 {
-				out[s] = n
-			}
-		}
-		return out
-	}
 	require.Equal(t, map[idempotency.InboxState]int{idempotency.InboxProcessed: 3, idempotency.InboxFailed: 1}, nonZero(st.Counts))
 	require.Equal(t, map[idempotency.InboxState]int{idempotency.InboxProcessed: 1, idempotency.InboxFailed: 1}, nonZero(st.TaskCounts))
 	require.True(t, st.OldestPending.Equal(t0.Add(time.Second)), "the failed task is the oldest still to run: %s", st.OldestPending)
 
-	ids := func(f idempotency.InboxFilter) []string {
-		t.Helper()
-		recs, err := tb.inbox.List(ctxT(t), f)
-		require.NoError(t, err)
-		var out []string
-		for _, r := range recs {
-			out = append(out, r.EventID)
-		}
-		return out
-	}
+	ids := func(f idempotency.InboxFilter) []string { t.Helper(); return listIDs(t, tb.inbox, f) }
 	taskA, taskB := tb.receipt.ID("in_st_a"), tb.receipt.ID("in_st_b")
 	require.Equal(t, "task:send-receipt:in_st_a", taskA)
 	require.Equal(t, []string{taskB, "evt_st_b", taskA, "evt_st_a"}, ids(idempotency.InboxFilter{}), "newest first, then by id")
