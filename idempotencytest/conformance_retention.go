@@ -306,7 +306,7 @@ func testPruneKeepsUnfinished(t *testing.T, b StoreBackend) {
 		_, err := ib.inbox.WorkDue(ctxT(t))
 		worked <- err
 	}()
-	<-entered // evt_u_busy is processing, its handler in its transaction
+	receive(t, entered, "evt_u_busy's handler") // processing, its handler in its transaction
 
 	far := time.Now().Add(10 * 365 * 24 * time.Hour)
 	rep := prune(t, rs, idempotency.Retention{Guards: 45 * 24 * time.Hour, Tasks: 45 * 24 * time.Hour, BatchSize: 1, Pause: -1}, far)
@@ -321,7 +321,7 @@ func testPruneKeepsUnfinished(t *testing.T, b StoreBackend) {
 		require.ErrorIs(t, err, idempotency.ErrUnfinished, "%s is not forgotten", id)
 	}
 	releaseOnce()
-	require.NoError(t, <-worked)
+	require.NoError(t, receive(t, worked, "the WorkDue that applied evt_u_busy"))
 
 	ib.clock.Advance(48 * time.Hour)
 	for ib.counts(t)[idempotency.InboxProcessed] < len(want) {
@@ -333,7 +333,7 @@ func testPruneKeepsUnfinished(t *testing.T, b StoreBackend) {
 	require.Equal(t, len(want), b.Get(t, "c"), "each applied once")
 }
 
-// testPruneWalksKeysInBatches: guards and CheckOrder keys are pruned in
+// testPruneWalksKeys: guards and CheckOrder keys are pruned in
 // batches that walk the keys in order; the old ones go, across scopes
 // and between kept ones, and the young ones stay.
 func testPruneWalksKeys(t *testing.T, b StoreBackend) {
