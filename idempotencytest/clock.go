@@ -25,7 +25,8 @@ func (c *Clock) Now() time.Time {
 	return c.now
 }
 
-// Advance moves the clock forward by d.
+// Advance moves the clock by d: forward, or back when d is negative (as
+// the conformance suite does to make rows due in a chosen order).
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
