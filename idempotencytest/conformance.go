@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,10 +70,11 @@ type StoreBackend struct {
 // RunStoreTests runs the store conformance suite: every guarantee of the
 // idempotency.Store contract (claim and business writes commit or roll back
 // together, concurrent copies wait and run once, guards, skips, after-commit
-// funcs, actions, deadlocks, bad input), the inbox's, the tasks', the
-// current-state handlers', and retention's and Forget's on a store that is
-// a [RetentionStore], as parallel subtests of t. It is how
-// MemoryStore and PgxStore prove they behave alike, and how another
+// funcs, actions, deadlocks, bad input, the synchronous Handler's answers
+// on the store), the inbox's, the tasks', the current-state handlers', and
+// retention's and Forget's on a store that is a [RetentionStore], as
+// parallel subtests of t. It is how MemoryStore and PgxStore prove they
+// behave alike, and how another
 // implementation of idempotency.Store proves it can replace them.
 //
 // newBackend is called once per subtest, with the subtest's t, and returns a
@@ -117,6 +120,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"WaiterSeesHolderAfterCommitWrites", testWaiterSeesAfterCommitWrites},
 		{"ListEvents", testListEvents},
 		{"ListEventsRefusesBadFilters", testListEventsBadFilter},
+		{"HandlerAnswersAndFailuresWriteNothing", testHandlerAnswers},
 	}
 	tests = append(tests, inboxTests...)
 	tests = append(tests, taskTests...)
@@ -1124,4 +1128,79 @@ func testListEventsBadFilter(t *testing.T, b StoreBackend) {
 		_, err := b.Store.ListEvents(ctx, f)
 		require.ErrorContains(t, err, "EventFilter."+strings.TrimSpace(field))
 	}
+}
+
+// testHandlerAnswers: the synchronous Handler on the store answers as the
+// store's outcomes say, end to end. Concurrent copies of an event run its
+// handler once and are answered 200, one processed and the others
+// duplicate; a handler that fails or panics after its guard and its write
+// is answered 500 without its error, and neither the claim, the guard nor
+// the write is committed, so Stripe's retry is processed; a skip is
+// answered 200 skipped and is final; an event type without a handler is
+// answered 200 ignored.
+func testHandlerAnswers(t *testing.T, b StoreBackend) {
+	var runs atomic.Int32
+	var fixed atomic.Bool
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[inboxObject]) error {
+		runs.Add(1)
+		first, err := tx.Guard(ctx, "object-credit", ev.Object.ID)
+		if err != nil {
+			return err
+		}
+		if first {
+			if err := b.Add(ctx, tx, "c", 1); err != nil {
+				return err
+			}
+		}
+		if !fixed.Load() {
+			switch ev.ID {
+			case "evt_ha_error":
+				return errHandler
+			case "evt_ha_panic":
+				panic("the handler panicked after its write")
+			}
+		}
+		return nil
+	})
+	idempotency.On(hs, "checkout.session.completed", func(context.Context, idempotency.Tx, idempotency.Event[inboxObject]) error {
+		return idempotency.Skip("no account in metadata")
+	})
+	h, err := idempotency.NewHandler(b.Store, hs, idempotency.Config{Secrets: []string{inboxSecret}, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	deliver := func(id, typ string, wantStatus int, want idempotency.Outcome) Answer {
+		t.Helper()
+		a := Deliver(h, inboxEvent(id, typ, "in_"+id, 1756742400), inboxSecret)
+		require.Equal(t, wantStatus, a.Status, "delivery of %s: %s", id, a.Body)
+		require.Equal(t, want, a.Outcome, "delivery of %s: %s", id, a.Body)
+		return a
+	}
+
+	answers := Replay(h, inboxEvent("evt_ha_copies", "invoice.paid", "in_evt_ha_copies", 1756742400), inboxSecret, 20)
+	require.Equal(t, map[int]int{http.StatusOK: 20}, answers.Statuses())
+	require.Equal(t, 1, answers.Count(idempotency.OutcomeProcessed))
+	require.Equal(t, 19, answers.Count(idempotency.OutcomeDuplicate))
+	require.EqualValues(t, 1, runs.Load(), "the handler ran once for 20 copies")
+	require.Equal(t, 1, b.Get(t, "c"))
+
+	for _, id := range []string{"evt_ha_error", "evt_ha_panic"} {
+		a := deliver(id, "invoice.paid", http.StatusInternalServerError, "")
+		require.NotContains(t, a.Body, errHandler.Error())
+		require.NotContains(t, a.Body, "panicked")
+		requireNoEvent(t, b, id)
+		requireGuard(t, b, "object-credit", "in_"+id, false)
+	}
+	require.Equal(t, 1, b.Get(t, "c"), "the failed deliveries' writes rolled back")
+	fixed.Store(true)
+	for _, id := range []string{"evt_ha_error", "evt_ha_panic"} {
+		deliver(id, "invoice.paid", http.StatusOK, idempotency.OutcomeProcessed)
+		deliver(id, "invoice.paid", http.StatusOK, idempotency.OutcomeDuplicate)
+		requireGuard(t, b, "object-credit", "in_"+id, true)
+	}
+	require.Equal(t, 3, b.Get(t, "c"), "each retry applied once")
+
+	deliver("evt_ha_skip", "checkout.session.completed", http.StatusOK, idempotency.OutcomeSkipped)
+	deliver("evt_ha_skip", "checkout.session.completed", http.StatusOK, idempotency.OutcomeDuplicate)
+	require.Equal(t, "no account in metadata", requireEvent(t, b, "evt_ha_skip", idempotency.OutcomeSkipped).SkipReason)
+	deliver("evt_ha_ignored", "customer.created", http.StatusOK, idempotency.OutcomeIgnored)
 }
