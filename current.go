@@ -103,7 +103,9 @@ func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn 
 	types := slices.Sorted(slices.Values(eventTypes))
 	reg := &currentRegistration{scope: "current:" + strings.Join(types, ","), local: localFetches{started: map[string]time.Time{}}}
 	for _, eventType := range types {
-		On(hs, eventType, func(ctx context.Context, tx Tx, ev Event[objectRef]) error {
+		// The object is the envelope's (Event.ObjectID): data.object is not
+		// decoded, and a thin event's data, the event's own fields, names none.
+		On(hs, eventType, func(ctx context.Context, tx Tx, ev Event[struct{}]) error {
 			return applyCurrent(ctx, tx, reg, ev, fetch, fn)
 		})
 	}
@@ -161,11 +163,6 @@ func (l *localFetches) record(id string, started time.Time) {
 	}
 }
 
-// objectRef is all OnCurrent decodes of data.object.
-type objectRef struct {
-	ID string `json:"id"`
-}
-
 // objectTx is a store transaction that keeps per-object locks and order
 // records: the Tx of MemoryStore and of PgxStore.
 type objectTx interface {
@@ -185,16 +182,13 @@ type objectTx interface {
 	order(ctx context.Context, scope, key string, created time.Time) (Order, error)
 }
 
-func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, ev Event[objectRef], fetch FetchFunc[T], fn EventFunc[T]) error {
+func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, ev Event[struct{}], fetch FetchFunc[T], fn EventFunc[T]) error {
 	scope := reg.scope
 	ot, ok := tx.(objectTx)
 	if !ok {
 		return fmt.Errorf("%w (got %T)", ErrNeedsStoreTx, tx)
 	}
 	id := ev.ObjectID // data.object.id, or a thin event's related_object.id
-	if id == "" {
-		id = ev.Object.ID
-	}
 	if id == "" {
 		return Skip("the event names no object to fetch")
 	}

@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -294,4 +295,30 @@ func TestThinEventOnCurrent(t *testing.T) {
 		require.Equal(t, []meter{{ID: thinMeter, Status: "inactive"}}, got)
 		app.requireAppliedOnce(t, []string{"evt_thin_current"})
 	})
+}
+
+// TestThinEventOnCurrentWithoutRelatedObject: a thin event that names no
+// related object is skipped by an OnCurrent handler, without a fetch: the
+// id in the event's own data is not the id of an object to fetch.
+func TestThinEventOnCurrentWithoutRelatedObject(t *testing.T) {
+	t.Parallel()
+	app := newService(t, "memory")
+	var fetched []string
+	idempotency.OnCurrent(app.hs, []string{thinType}, func(ctx context.Context, id, account string) (struct{}, error) {
+		fetched = append(fetched, id)
+		return struct{}{}, nil
+	}, func(context.Context, idempotency.Tx, idempotency.Event[struct{}]) error {
+		return errors.New("the handler runs only with a fetched object")
+	})
+	const id = "evt_thin_unrelated"
+	notification := fmt.Appendf(nil, `{"id":%q,"object":"v2.core.event","type":%q,"livemode":false,"created":"2024-09-26T17:46:22.134Z"}`, id, thinType)
+	f := newFakeStripe()
+	f.v2[id] = fmt.Appendf(nil, `{"id":%q,"object":"v2.core.event","type":%q,"livemode":false,"created":"2024-09-26T17:46:22.134Z","data":{"id":"not_an_object_id"},"related_object":null}`, id, thinType)
+	h, err := idempotency.NewHandler(app.store, app.hs, idempotency.Config{
+		Secrets: []string{testSecret}, Logger: discardLogger(), StripeClient: f.serve(t),
+	})
+	require.NoError(t, err)
+	a := idempotencytest.Deliver(h, notification, testSecret)
+	require.Empty(t, fetched)
+	require.Equal(t, idempotency.OutcomeSkipped, a.Outcome, a.Body)
 }
