@@ -242,6 +242,24 @@ func TestRecoverFailedEventHoldsTheCheckpoint(t *testing.T) {
 	})
 }
 
+// TestRecoverReportNamesTheFirst1000Failures: every failed event is
+// counted, and FailedIDs names the first 1000 of them in the order they
+// were met.
+func TestRecoverReportNamesTheFirst1000Failures(t *testing.T) {
+	t.Parallel()
+	app := newService(t, "memory")
+	o := newOutage(t, 1200)
+	app.fail = func(string) error { return errors.New("the accounting service is down") }
+	opts := o.opts
+	opts.RequestsPerSecond = 100
+	rep, err := app.handler(t).Recover(t.Context(), o.client, opts)
+	require.NoError(t, err)
+	require.Equal(t, len(o.handled), rep.Failed)
+	require.Greater(t, rep.Failed, 1000)
+	require.Equal(t, o.handled[:1000], rep.FailedIDs)
+	require.Empty(t, rep.LastEventID, "the checkpoint stays before the first failure")
+}
+
 // TestRecoverInbox: through an Inbox's Handler, recovered events are
 // stored (queued) rather than applied, those in the inbox already are
 // duplicates, and the workers apply each once.
