@@ -158,7 +158,8 @@ const (
 //	200 processed or skipped before                 {"outcome":"duplicate"}
 //	200 no handler for the type                     {"outcome":"ignored"}
 //	200 handler returned Skip                       {"outcome":"skipped"}
-//	500 handler error, panic or timeout             {"error":"processing_failed"}
+//	500 handler error, panic or timeout; thin
+//	    event: the Stripe API refused the fetch     {"error":"processing_failed"}
 //	503 store unreachable                           {"error":"store_unavailable"}
 //	503 thin event: the Stripe API unreachable,
 //	    rate-limited or failing                     {"error":"stripe_unavailable"}
