@@ -74,10 +74,10 @@ RETURNING event_id`,
 
 // Prune deletes what r no longer keeps (see [Retention]), in batches of
 // r.BatchSize rows, each in its own short transaction: claimed event ids,
-// finished inbox events, dead letters, then finished tasks and guards
-// when r keeps them for a time. A row that a transaction in flight holds
-// is passed over, never waited for, so deliveries and workers are not
-// blocked.
+// finished inbox events, dead letters, [OnCurrent]'s rows of objects not
+// fetched within r.EventIDs, then finished tasks and guards when r keeps
+// them for a time. A row that a transaction in flight holds is passed
+// over, never waited for, so deliveries and workers are not blocked.
 //
 // One batch runs at a time across every replica on the database: a batch
 // that finds another prune's batch in flight waits for it, except the
