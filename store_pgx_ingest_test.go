@@ -54,6 +54,27 @@ func TestPgxIngestBatch(t *testing.T) {
 	require.Equal(t, 4, n)
 }
 
+// A delivery that gave up before its batch was sent does not fail the
+// others': the insert runs as long as the most patient one allows.
+func TestPgxIngestBatchOutlivesImpatientDelivery(t *testing.T) {
+	t.Parallel()
+	s, _ := newIngestStore(t)
+	gaveUp, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+	defer cancel()
+	patient, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	batch := []*ingestReq{
+		{ctx: gaveUp, row: ingestRow("evt_gave_up"), done: make(chan struct{})},
+		{ctx: patient, row: ingestRow("evt_patient"), done: make(chan struct{})},
+	}
+	s.insertIngest(batch)
+	for _, req := range batch {
+		<-req.done
+		require.NoError(t, req.err, req.row.EventID)
+		require.True(t, req.inserted, req.row.EventID)
+	}
+}
+
 // Concurrent deliveries, sharing inserts as they come: each id is stored
 // once and reported stored to exactly one of its deliveries.
 func TestPgxIngestConcurrent(t *testing.T) {
