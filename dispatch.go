@@ -35,30 +35,17 @@ func (d *dispatcher) handles(eventType string) bool {
 // finishes the event's inbox row in the same transaction. AfterCommit
 // panics are added to res.
 func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []byte, receivedAt time.Time, fence *inboxFence, res *Result) (Outcome, error) {
-	claim := Claim{
-		EventID: env.ID, EventType: env.Type, ObjectID: env.ObjectID,
-		Account: env.Account, Livemode: env.Livemode, ReceivedAt: receivedAt,
-		OnAfterCommitPanic: func(p *PanicError) { res.AfterCommitPanics = append(res.AfterCommitPanics, p) },
-		fence:              fence,
-		seq:                new(int64),
-	}
+	claim := d.claim(env, receivedAt, fence)
+	claim.OnAfterCommitPanic = func(p *PanicError) { res.AfterCommitPanics = append(res.AfterCommitPanics, p) }
 	if fence == nil {
 		claim.arrived = time.Now()
 	}
 	var apply ApplyFunc
 	if reg, ok := d.handlers[env.Type]; ok {
-		if scopes := d.early[env.Type]; len(scopes) > 0 && env.ObjectID != "" {
-			claim.Guards = make([]GuardKey, len(scopes))
-			for i, scope := range scopes {
-				claim.Guards[i] = GuardKey{Scope: scope, Key: env.ObjectID}
-			}
-		}
 		apply = func(ctx context.Context, tx Tx) (err error) {
 			defer recoverPanic(&err)
 			return reg.apply(ctx, tx, env, payload, d.fast)
 		}
-	} else {
-		claim.Outcome = OutcomeIgnored
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
@@ -68,6 +55,28 @@ func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []
 		return OutcomeUnavailable, err
 	}
 	return outcome, timeoutErr(ctx, d.timeout, err)
+}
+
+// claim is the claim of env's event, with the guards its handler claims
+// with the event.
+func (d *dispatcher) claim(env *envelope.Envelope, receivedAt time.Time, fence *inboxFence) Claim {
+	c := Claim{
+		EventID: env.ID, EventType: env.Type, ObjectID: env.ObjectID,
+		Account: env.Account, Livemode: env.Livemode, ReceivedAt: receivedAt,
+		fence: fence,
+		seq:   new(int64),
+	}
+	if !d.handles(env.Type) {
+		c.Outcome = OutcomeIgnored
+		return c
+	}
+	if scopes := d.early[env.Type]; len(scopes) > 0 && env.ObjectID != "" {
+		c.Guards = make([]GuardKey, len(scopes))
+		for i, scope := range scopes {
+			c.Guards[i] = GuardKey{Scope: scope, Key: env.ObjectID}
+		}
+	}
+	return c
 }
 
 // recoverPanic, deferred, turns a panic of the function it is deferred in

@@ -54,7 +54,21 @@ func LeaseInbox(ctx context.Context, in *Inbox, n int) ([]InboxLeased, error) {
 
 // ApplyLeased applies l as the worker that leased it would: fenced on its
 // attempt, however long ago that was.
-func ApplyLeased(ctx context.Context, in *Inbox, l InboxLeased) { in.attempt(ctx, l.row) }
+func ApplyLeased(ctx context.Context, in *Inbox, l InboxLeased) { in.attempt(ctx, l.row, nil) }
+
+// ApplyChained applies ls in order as one of Run's workers does, each
+// event's commit beginning the next one's transaction when it can, and
+// returns how many commits did.
+func ApplyChained(ctx context.Context, in *Inbox, ls ...InboxLeased) int {
+	queue := make(chan inboxRow, len(ls))
+	for _, l := range ls {
+		queue <- l.row
+	}
+	close(queue)
+	w := inboxWorker{in: in, stop: ctx, queue: queue}
+	w.run(ctx)
+	return w.chain.chained
+}
 
 // SettleLeased records the end of l's attempt as its worker would, and
 // reports whether the fence let it.

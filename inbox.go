@@ -348,39 +348,27 @@ func (in *Inbox) Run(ctx context.Context) error {
 	if n, ok := in.store.(inboxNotifier); ok && !in.cfg.PollOnly {
 		workers.Go(func() { in.listen(ctx, n) })
 	}
-	// Events are leased ahead into a queue as long as the workers: a
-	// worker that finishes takes the next event at once instead of waiting
-	// for a lease round trip, and leases come in batches of at least half
-	// the queue rather than one per finished event. A queued event waits
-	// for at most one attempt of another before its own starts.
-	queue := make(chan inboxRow, in.cfg.Workers)
+	// Events are leased ahead into a queue twice as long as the workers:
+	// a worker that finishes takes the next event at once instead of
+	// waiting for a lease round trip, a worker about to commit finds the
+	// event after its own waiting (inboxWorker.next), and leases come in
+	// batches of at least half the queue rather than one per finished
+	// event. The events workers took ahead count as queued. A queued
+	// event waits for at most two attempts of others before its own
+	// starts.
+	queue := make(chan inboxRow, 2*in.cfg.Workers)
+	var ahead atomic.Int64
 	for range in.cfg.Workers {
 		workers.Go(func() {
-			for row := range queue {
-				if ctx.Err() != nil {
-					in.release(workCtx, &row) // stopping: start nothing new
-					continue
-				}
-				if row.LeaseUntil.Sub(in.cfg.Now()) < in.cfg.Timeout {
-					// It waited in the queue for too long: an attempt
-					// started now could outlast its lease, and another
-					// worker would take the event over while it runs.
-					// Given back, it is leased again afresh.
-					in.release(workCtx, &row)
-					in.signal()
-					continue
-				}
-				in.signal() // room in the queue
-				in.attempt(workCtx, row)
-				in.signal() // the object's next event may be due
-			}
+			w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: &ahead}
+			w.run(workCtx)
 		})
 	}
 	ticker := time.NewTicker(in.cfg.PollInterval)
 	defer ticker.Stop()
 	failing := false
 	for ctx.Err() == nil {
-		if free := cap(queue) - len(queue); free >= (cap(queue)+1)/2 {
+		if free := cap(queue) - len(queue) - int(ahead.Load()); free >= (cap(queue)+1)/2 {
 			rows, err := in.lease(ctx, free)
 			switch {
 			case err != nil && ctx.Err() == nil:
@@ -428,6 +416,112 @@ func (in *Inbox) Run(ctx context.Context) error {
 		<-done
 	}
 	return nil
+}
+
+// inboxWorker is one of Run's workers. It applies the events of the
+// queue one at a time; while an attempt commits, it takes the next one
+// ahead from the queue, so that on PostgreSQL the commit begins that
+// event's transaction in the same round trip (txChain).
+type inboxWorker struct {
+	in     *Inbox
+	stop   context.Context // Run's: done when Run is to stop
+	queue  <-chan inboxRow
+	ahead  *inboxRow // taken from the queue by next, applied next
+	closed bool      // the queue is closed and empty
+	chain  txChain
+	// aheadCount, when not nil, counts the events Run's workers took
+	// ahead, for Run to count them as queued.
+	aheadCount *atomic.Int64
+}
+
+func (w *inboxWorker) run(ctx context.Context) {
+	in := w.in
+	w.chain.next = w.next
+	defer w.chain.discard(ctx)
+	for {
+		row, ok := w.take()
+		if !ok {
+			return
+		}
+		if w.stop.Err() != nil {
+			w.chain.discard(ctx)
+			in.release(ctx, &row) // stopping: start nothing new
+			continue
+		}
+		if !in.leaseLeft(&row) {
+			// It waited in the queue for too long: an attempt started
+			// now could outlast its lease, and another worker would take
+			// the event over while it runs. Given back, it is leased
+			// again afresh.
+			w.chain.discard(ctx)
+			in.release(ctx, &row)
+			in.signal()
+			continue
+		}
+		in.signal() // room in the queue
+		in.attempt(ctx, row, &w.chain)
+		in.signal() // the object's next event may be due
+	}
+}
+
+// take returns the event taken ahead, or else the queue's next.
+func (w *inboxWorker) take() (inboxRow, bool) {
+	if r := w.ahead; r != nil {
+		w.ahead = nil
+		w.countAhead(-1)
+		return *r, true
+	}
+	if w.closed {
+		return inboxRow{}, false
+	}
+	r, ok := <-w.queue
+	return r, ok
+}
+
+// next is the chain's: it takes the queue's next event ahead, if one is
+// waiting, and returns its claim when an attempt at it can begin at once.
+func (w *inboxWorker) next() *Claim {
+	if w.ahead != nil || w.closed || w.stop.Err() != nil {
+		return nil
+	}
+	var row inboxRow
+	select {
+	case r, ok := <-w.queue:
+		if !ok {
+			w.closed = true
+			return nil
+		}
+		row = r
+	default:
+		return nil
+	}
+	w.ahead = &row
+	w.countAhead(1)
+	if row.Kind != KindEvent || !w.in.leaseLeft(&row) {
+		return nil
+	}
+	env, err := envelope.ParseAny(row.Payload)
+	if err != nil || !w.in.d.handles(env.Type) {
+		return nil
+	}
+	c := w.in.d.claim(&env, row.ReceivedAt, w.in.fence(&row, &w.chain))
+	return &c
+}
+
+func (w *inboxWorker) countAhead(delta int64) {
+	if w.aheadCount != nil {
+		w.aheadCount.Add(delta)
+	}
+}
+
+// leaseLeft reports whether row's lease outlasts an attempt started now.
+func (in *Inbox) leaseLeft(row *inboxRow) bool {
+	return row.LeaseUntil.Sub(in.cfg.Now()) >= in.cfg.Timeout
+}
+
+// fence is the fence of an attempt at row, started now.
+func (in *Inbox) fence(row *inboxRow, chain *txChain) *inboxFence {
+	return &inboxFence{Attempt: row.Attempt, AttemptedAt: row.AttemptedAt, Now: in.cfg.Now(), Seq: row.Seq, chain: chain}
 }
 
 // listen relays notifications from other processes to the workers, and
@@ -483,7 +577,7 @@ func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 			return attempts, err
 		}
 		for _, row := range rows {
-			in.attempt(ctx, row)
+			in.attempt(ctx, row, nil)
 			attempts++
 		}
 	}
@@ -491,7 +585,9 @@ func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 
 // attempt applies one leased event, or runs one leased task, and records
 // how it ended.
-func (in *Inbox) attempt(ctx context.Context, row inboxRow) {
+//
+// chain, when not nil, is the worker's (see inboxWorker).
+func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) {
 	var done func(Result)
 	if o := in.cfg.Observer; o != nil {
 		if o.Attempt != nil {
@@ -522,8 +618,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow) {
 		res.State = settled(InboxIgnored, in.settle(ctx, &row, InboxIgnored, nil))
 		return
 	}
-	now := in.cfg.Now()
-	outcome, err := in.d.run(ctx, &env, row.Payload, row.ReceivedAt, &inboxFence{Attempt: row.Attempt, AttemptedAt: row.AttemptedAt, Now: now, Seq: row.Seq}, &res)
+	outcome, err := in.d.run(ctx, &env, row.Payload, row.ReceivedAt, in.fence(&row, chain), &res)
 	res.Outcome, res.Err = outcome, err
 	switch {
 	case errors.Is(err, errLeaseLost):

@@ -174,6 +174,9 @@ type inboxFence struct {
 	Now         time.Time
 	// Seq is the event's sequence number from ingest; 0 when unknown.
 	Seq int64
+	// chain, when not nil, is the worker's: on PostgreSQL the commit may
+	// begin its next event's transaction (txChain).
+	chain *txChain
 }
 
 // errLeaseLost: an inbox attempt's lease was taken over (it expired and

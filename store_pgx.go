@@ -239,7 +239,18 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 	if apply == nil {
 		outcome = c.nilApplyOutcome()
 	}
-	tx, early, claimed, err := s.beginClaim(ctx, c, outcome, apply != nil)
+	var tx pgx.Tx
+	var early []earlyGuard
+	claimed := true
+	var err error
+	if b := c.chainOf().take(c.EventID); b != nil && apply != nil {
+		tx, early = b.tx, b.early // claimed by the commit of the worker's previous event
+	} else {
+		if b != nil {
+			rollback(ctx, b.tx)
+		}
+		tx, early, claimed, err = s.beginClaim(ctx, c, outcome, apply != nil)
+	}
 	if err != nil || !claimed {
 		if err != nil {
 			return OutcomeFailed, err
@@ -270,7 +281,7 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 			return OutcomeFailed, err
 		}
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := s.commit(ctx, tx, c.chainOf()); err != nil {
 		return OutcomeFailed, fmt.Errorf("idempotency: commit: %w", err)
 	}
 	committed = true
@@ -362,52 +373,76 @@ func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome,
 	if err != nil {
 		return nil, nil, false, err
 	}
-	claimAt := batch.Len()
+	layout := s.queueClaim(batch, &c, outcome, handler)
+	tx, results, _ := s.sendBatch(ctx, batch, tx, false)
+	early, claimed, err := layout.read(results, 0)
+	if err == nil && claimed {
+		return tx, early, true, nil
+	}
+	rollback(ctx, tx) // also returns a pooled connection whose begin failed
+	return nil, nil, false, err
+}
+
+// claimLayout is where a claim's statements sit in a batch.
+type claimLayout struct {
+	claimAt, fenceAt, guardsAt, end int
+	early                           []earlyGuard
+}
+
+// queueClaim queues the statements that claim c in a transaction: the
+// event id, with c.fence the inbox row's end, and when a handler will run
+// the savepoint and the claims of c.Guards.
+func (s *PgxStore) queueClaim(batch *pgx.Batch, c *Claim, outcome Outcome, handler bool) claimLayout {
+	l := claimLayout{claimAt: batch.Len(), fenceAt: -1}
 	batch.Queue(s.sql.claim, c.EventID, c.EventType, c.ObjectID, string(outcome), c.Livemode, c.Account, c.receivedAt())
-	fenceAt := -1
 	if c.fence != nil {
 		// The row lock this takes is held until the transaction ends: no
 		// lease can take the event meanwhile (they skip locked rows).
-		fenceAt = batch.Len()
+		l.fenceAt = batch.Len()
 		batch.Queue(s.inbox.finish, c.EventID, c.fence.Attempt, string(inboxState(outcome)), c.fence.Now, c.fence.AttemptedAt)
 	}
-	var early []earlyGuard
 	if handler {
 		batch.Queue(sqlSavepoint)
 		if len(c.Guards) > 0 {
-			early = make([]earlyGuard, len(c.Guards))
+			l.early = make([]earlyGuard, len(c.Guards))
 		}
 		for i, g := range c.Guards {
-			early[i].GuardKey = g
+			l.early[i].GuardKey = g
 			batch.Queue(s.sql.guard, g.Scope, g.Key, c.EventID)
 		}
 	}
-	guardsAt := batch.Len() - len(early)
-	tx, results, _ := s.sendBatch(ctx, batch, tx, false)
+	l.guardsAt = batch.Len() - len(l.early)
+	l.end = batch.Len()
+	return l
+}
+
+// read reads the results of a batch from its from-th statement on, and
+// closes it. claimed is false when the event id was claimed before; the
+// error is errLeaseLost when the fence found the inbox row taken over.
+func (l claimLayout) read(results pgx.BatchResults, from int) (early []earlyGuard, claimed bool, err error) {
 	var claimTag, fenceTag pgconn.CommandTag
-	for i := 0; i < batch.Len() && err == nil; i++ {
+	for i := from; i < l.end && err == nil; i++ {
 		var tag pgconn.CommandTag
 		tag, err = results.Exec()
 		switch {
-		case i == claimAt:
+		case i == l.claimAt:
 			claimTag = tag
-		case i == fenceAt:
+		case i == l.fenceAt:
 			fenceTag = tag
-		case i >= guardsAt:
-			early[i-guardsAt].first = tag.RowsAffected() == 1
+		case i >= l.guardsAt:
+			l.early[i-l.guardsAt].first = tag.RowsAffected() == 1
 		}
 	}
 	if closeErr := results.Close(); err == nil {
 		err = closeErr
 	}
-	if err == nil && claimTag.RowsAffected() == 1 {
-		if fenceAt < 0 || fenceTag.RowsAffected() == 1 {
-			return tx, early, true, nil
-		}
-		err = errLeaseLost
+	if err != nil || claimTag.RowsAffected() != 1 {
+		return nil, false, err
 	}
-	rollback(ctx, tx) // also returns a pooled connection whose begin failed
-	return nil, nil, false, err
+	if l.fenceAt >= 0 && fenceTag.RowsAffected() != 1 {
+		return nil, false, errLeaseLost
+	}
+	return l.early, true, nil
 }
 
 const (

@@ -740,7 +740,7 @@ WHERE state = 'processing' AND object_id <> ''`)
 		return nil
 	})
 	var slow, ordered []faultEvent
-	for i := range 2 * workers { // the busy workers' events and the queue's
+	for i := range 3 * workers { // the busy workers' events and the queue's (twice as long)
 		slow = append(slow, faultEvent{ID: fmt.Sprintf("evt_slow_%d", i), Type: "invoice.paid", Invoice: fmt.Sprintf("in_slow_%d", i), Account: "acct_slow"})
 	}
 	// Event k of object o is evt_order_o_k; k = 1..6 are created 5, 4, 3,
@@ -756,13 +756,14 @@ WHERE state = 'processing' AND object_id <> ''`)
 	t.Cleanup(g.open)
 	a.sendAll(t, []http.Handler{p.handler}, slow, workers)
 	g.await(t, workers)
-	// Workers lease ahead while at least half their queue (as long as the
-	// workers) is free: with 3 of 4 places taken they lease nothing more.
+	// Workers lease ahead while at least half their queue (twice as long
+	// as the workers) is free: with more than half of its places taken
+	// they lease nothing more.
 	var busy int
 	faultAwait(t, 15*time.Second, "the queue leased ahead", func() bool {
 		st, err := a.observer.Stats(t.Context())
 		busy = st.Counts[idempotency.InboxProcessing]
-		return err == nil && busy >= workers+3
+		return err == nil && busy >= workers+workers+1
 	})
 	a.sendAll(t, []http.Handler{p.handler}, ordered, 1) // one sender: in this order
 	st, err := a.observer.Stats(t.Context())

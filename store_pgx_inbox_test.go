@@ -43,9 +43,11 @@ type pgInbox struct {
 	mu      sync.Mutex
 	results []idempotency.Result
 	// block, when set, is called inside the handler's transaction; fail,
-	// when set, makes the handler return its error.
+	// when set, makes the handler return its error; write, when set,
+	// writes more in the handler's transaction.
 	block func(eventID string)
 	fail  func(eventID string) error
+	write func(ctx context.Context, tx idempotency.Tx, eventID string) error
 }
 
 type pgInboxObject struct {
@@ -60,8 +62,13 @@ func newPgInbox(t *testing.T, b *pgBackend, cfg idempotency.InboxConfig) *pgInbo
 			return err
 		}
 		p.mu.Lock()
-		block, fail := p.block, p.fail
+		block, fail, write := p.block, p.fail, p.write
 		p.mu.Unlock()
+		if write != nil {
+			if err := write(ctx, tx, ev.ID); err != nil {
+				return err
+			}
+		}
 		if block != nil {
 			block(ev.ID)
 		}

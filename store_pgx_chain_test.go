@@ -1,0 +1,121 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// A worker's commit begins its next event's transaction in the same round
+// trip (COMMIT AND CHAIN). Each event keeps a transaction of its own: what
+// one event's commit or handler does to the chain never changes what
+// another event's transaction keeps.
+
+// chainInbox is a pgInbox with n events delivered and leased, evt_chain_1
+// about in_chain_1 and so on, in that order.
+func chainInbox(t *testing.T, n int) (*pgBackend, *pgInbox, []idempotency.InboxLeased) {
+	t.Helper()
+	b := newPgBackend(t, idempotency.PgxConfig{})
+	p := newPgInbox(t, b, idempotency.InboxConfig{Lease: time.Minute, Timeout: 10 * time.Second})
+	for i := 1; i <= n; i++ {
+		p.deliver(t, fmt.Sprintf("evt_chain_%d", i), fmt.Sprintf("in_chain_%d", i), int64(i))
+	}
+	return b, p, p.lease(t, n)
+}
+
+// requireChainResults checks each event's counter, inbox state and
+// result, in order: want[i] is evt_chain_{i+1}'s count of applications.
+func requireChainResults(t *testing.T, b *pgBackend, p *pgInbox, want []int, states []idempotency.InboxState) {
+	t.Helper()
+	for i := range want {
+		id := fmt.Sprintf("evt_chain_%d", i+1)
+		require.Equal(t, want[i], b.get(t, fmt.Sprintf("in_chain_%d", i+1)), "%s applied", id)
+		require.Equal(t, states[i], p.record(t, id).State, id)
+		_, claimed, err := b.store.LookupEvent(t.Context(), id)
+		require.NoError(t, err)
+		require.Equal(t, want[i] == 1, claimed, "%s claimed with its writes", id)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	require.Len(t, p.results, len(want), "one result per attempt")
+	for i, r := range p.results {
+		require.Equal(t, fmt.Sprintf("evt_chain_%d", i+1), r.EventID, "results in order")
+		require.Equal(t, states[i], r.State, r.EventID)
+	}
+}
+
+func TestPgxInboxChainedCommits(t *testing.T) {
+	t.Parallel()
+	processed, failed := idempotency.InboxProcessed, idempotency.InboxFailed
+
+	t.Run("each commit begins the next event", func(t *testing.T) {
+		t.Parallel()
+		b, p, leased := chainInbox(t, 5)
+		require.Equal(t, 4, idempotency.ApplyChained(t.Context(), p.inbox, leased...))
+		requireChainResults(t, b, p, []int{1, 1, 1, 1, 1}, []idempotency.InboxState{processed, processed, processed, processed, processed})
+	})
+
+	t.Run("a commit that fails keeps nothing and the next event begins alone", func(t *testing.T) {
+		t.Parallel()
+		b, p, leased := chainInbox(t, 3)
+		// A deferred constraint fails evt_chain_2 at its commit, the one
+		// that would begin evt_chain_3.
+		_, err := b.db.Pool.Exec(t.Context(), `CREATE TABLE deferred_once (v int, CONSTRAINT deferred_once_v UNIQUE (v) DEFERRABLE INITIALLY DEFERRED)`)
+		require.NoError(t, err)
+		p.write = func(ctx context.Context, tx idempotency.Tx, eventID string) error {
+			if eventID != "evt_chain_2" {
+				return nil
+			}
+			_, err := idempotency.PgxTx(tx).Exec(ctx, `INSERT INTO deferred_once VALUES (1), (1)`)
+			return err
+		}
+		require.Equal(t, 1, idempotency.ApplyChained(t.Context(), p.inbox, leased...), "only evt_chain_1's commit began the next")
+		requireChainResults(t, b, p, []int{1, 0, 1}, []idempotency.InboxState{processed, failed, processed})
+		require.ErrorContains(t, p.results[1].Err, "deferred_once_v")
+		require.Contains(t, p.record(t, "evt_chain_2").LastError, "commit")
+	})
+
+	t.Run("a handler that fails after its transaction was begun by the commit before", func(t *testing.T) {
+		t.Parallel()
+		b, p, leased := chainInbox(t, 3)
+		p.fail = func(eventID string) error {
+			if eventID == "evt_chain_2" {
+				return errors.New("downstream refused")
+			}
+			return nil
+		}
+		require.Equal(t, 1, idempotency.ApplyChained(t.Context(), p.inbox, leased...))
+		requireChainResults(t, b, p, []int{1, 0, 1}, []idempotency.InboxState{processed, failed, processed})
+	})
+
+	t.Run("an event claimed elsewhere is not begun", func(t *testing.T) {
+		t.Parallel()
+		b, p, leased := chainInbox(t, 3)
+		// The synchronous Handler of another replica applied evt_chain_2.
+		_, err := b.store.Run(t.Context(), idempotency.Claim{EventID: "evt_chain_2", EventType: "invoice.paid"},
+			func(ctx context.Context, tx idempotency.Tx) error { return b.add(ctx, tx, "in_chain_2", 1) })
+		require.NoError(t, err)
+		// evt_chain_1's commit found evt_chain_2 claimed and began
+		// nothing; evt_chain_2, a duplicate, committed nothing.
+		require.Equal(t, 0, idempotency.ApplyChained(t.Context(), p.inbox, leased...))
+		requireChainResults(t, b, p, []int{1, 1, 1}, []idempotency.InboxState{processed, processed, processed})
+		require.Equal(t, idempotency.OutcomeDuplicate, p.results[1].Outcome)
+	})
+
+	t.Run("a task between events", func(t *testing.T) {
+		t.Parallel()
+		b, p, leased := chainInbox(t, 2)
+		var tasks []idempotency.InboxLeased
+		tasks = append(tasks, leased[0])
+		require.Equal(t, 0, idempotency.ApplyChained(t.Context(), p.inbox, tasks...), "nothing after it")
+		require.Equal(t, 1, b.get(t, "in_chain_1"))
+		require.Equal(t, 0, idempotency.ApplyChained(t.Context(), p.inbox, leased[1]))
+		requireChainResults(t, b, p, []int{1, 1}, []idempotency.InboxState{processed, processed})
+	})
+}
