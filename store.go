@@ -272,7 +272,28 @@ type txState struct {
 
 	mu          sync.Mutex
 	ended       bool
+	sealed      bool // the store is ending it: the handler's SQL is refused
 	afterCommit []func(ctx context.Context)
+}
+
+// seal refuses the handler's SQL from now on (see handlerTx), and reports
+// whether AfterCommit funcs wait for the commit.
+func (t *txState) seal() (afterCommit bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sealed = true
+	return len(t.afterCommit) > 0
+}
+
+// checkSQL returns ErrTxDone once the store has begun to end the
+// transaction.
+func (t *txState) checkSQL() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sealed || t.ended {
+		return ErrTxDone
+	}
+	return nil
 }
 
 func (t *txState) EventID() string   { return t.claim.EventID }

@@ -184,14 +184,76 @@ func PgxTx(tx Tx) pgx.Tx {
 	if !ok {
 		panic(fmt.Sprintf("idempotency: PgxTx: %T is not a PgxStore transaction", tx))
 	}
-	return handlerTx{ptx.tx}
+	return handlerTx{Tx: ptx.tx, st: &ptx.txState}
 }
 
-// handlerTx is the handler's view of the event transaction.
-type handlerTx struct{ pgx.Tx }
+// handlerTx is the handler's view of the event transaction. Once the store
+// ends it, its statements fail with [ErrTxDone]: on an inbox worker the
+// same connection may already carry the next event's transaction
+// (txChain), which SQL kept from this handler must never join.
+type handlerTx struct {
+	pgx.Tx
+	st *txState
+}
 
 func (handlerTx) Commit(context.Context) error   { return ErrTxOwnedByStore }
 func (handlerTx) Rollback(context.Context) error { return ErrTxOwnedByStore }
+
+func (t handlerTx) Begin(ctx context.Context) (pgx.Tx, error) {
+	if err := t.st.checkSQL(); err != nil {
+		return nil, err
+	}
+	return t.Tx.Begin(ctx)
+}
+
+func (t handlerTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := t.st.checkSQL(); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return t.Tx.Exec(ctx, sql, args...)
+}
+
+func (t handlerTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := t.st.checkSQL(); err != nil {
+		return nil, err
+	}
+	return t.Tx.Query(ctx, sql, args...)
+}
+
+func (t handlerTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := t.st.checkSQL(); err != nil {
+		return errRow{err}
+	}
+	return t.Tx.QueryRow(ctx, sql, args...)
+}
+
+func (t handlerTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if err := t.st.checkSQL(); err != nil {
+		return errBatchResults{err}
+	}
+	return t.Tx.SendBatch(ctx, b)
+}
+
+func (t handlerTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	if err := t.st.checkSQL(); err != nil {
+		return 0, err
+	}
+	return t.Tx.CopyFrom(ctx, table, columns, src)
+}
+
+// errRow is a pgx.Row whose Scan fails with err.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// errBatchResults are pgx.BatchResults that fail with err.
+type errBatchResults struct{ err error }
+
+func (r errBatchResults) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, r.err }
+func (r errBatchResults) Query() (pgx.Rows, error)         { return nil, r.err }
+func (r errBatchResults) QueryRow() pgx.Row                { return errRow(r) }
+func (r errBatchResults) Close() error                     { return r.err }
+func (r errBatchResults) Tx() pgx.Tx                       { return nil }
 
 // Run implements [Store].
 func (s *PgxStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
@@ -281,7 +343,14 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 			return OutcomeFailed, err
 		}
 	}
-	if err := s.commit(ctx, tx, c.chainOf()); err != nil {
+	chain := c.chainOf()
+	if ptx.seal() {
+		// AfterCommit funcs run once the commit returns: a transaction
+		// begun for the next event would hold a pooled connection, and
+		// that event's row, while they run, and they may need the pool.
+		chain = nil
+	}
+	if err := s.commit(ctx, tx, chain); err != nil {
 		return OutcomeFailed, fmt.Errorf("idempotency: commit: %w", err)
 	}
 	committed = true

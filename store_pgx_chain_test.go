@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -108,13 +109,44 @@ func TestPgxInboxChainedCommits(t *testing.T) {
 		require.Equal(t, idempotency.OutcomeDuplicate, p.results[1].Outcome)
 	})
 
-	t.Run("a task between events", func(t *testing.T) {
+	t.Run("an AfterCommit func keeps its commit from beginning the next event", func(t *testing.T) {
+		t.Parallel()
+		b, p, leased := chainInbox(t, 3)
+		ran := make(chan string, 3)
+		p.write = func(ctx context.Context, tx idempotency.Tx, eventID string) error {
+			if eventID == "evt_chain_1" {
+				tx.AfterCommit(func(context.Context) { ran <- eventID })
+			}
+			return nil
+		}
+		require.Equal(t, 1, idempotency.ApplyChained(t.Context(), p.inbox, leased...), "only evt_chain_2's commit began the next")
+		require.Equal(t, "evt_chain_1", <-ran)
+		requireChainResults(t, b, p, []int{1, 1, 1}, []idempotency.InboxState{processed, processed, processed})
+	})
+
+	t.Run("the handler's pgx transaction refuses SQL once its event is committed", func(t *testing.T) {
 		t.Parallel()
 		b, p, leased := chainInbox(t, 2)
-		var tasks []idempotency.InboxLeased
-		tasks = append(tasks, leased[0])
-		require.Equal(t, 0, idempotency.ApplyChained(t.Context(), p.inbox, tasks...), "nothing after it")
-		require.Equal(t, 1, b.get(t, "in_chain_1"))
+		var kept pgx.Tx
+		p.write = func(ctx context.Context, tx idempotency.Tx, eventID string) error {
+			if eventID == "evt_chain_1" {
+				kept = idempotency.PgxTx(tx)
+			}
+			return nil
+		}
+		require.Equal(t, 1, idempotency.ApplyChained(t.Context(), p.inbox, leased...))
+		_, err := kept.Exec(t.Context(), `INSERT INTO counters (name, value) VALUES ('kept', 1)`)
+		require.ErrorIs(t, err, idempotency.ErrTxDone)
+		require.ErrorIs(t, kept.QueryRow(t.Context(), `SELECT 1`).Scan(new(int)), idempotency.ErrTxDone)
+		require.ErrorIs(t, kept.SendBatch(t.Context(), &pgx.Batch{}).Close(), idempotency.ErrTxDone)
+		require.Equal(t, 0, b.get(t, "kept"))
+		requireChainResults(t, b, p, []int{1, 1}, []idempotency.InboxState{processed, processed})
+	})
+
+	t.Run("an event with nothing queued after it commits alone", func(t *testing.T) {
+		t.Parallel()
+		b, p, leased := chainInbox(t, 2)
+		require.Equal(t, 0, idempotency.ApplyChained(t.Context(), p.inbox, leased[0]))
 		require.Equal(t, 0, idempotency.ApplyChained(t.Context(), p.inbox, leased[1]))
 		requireChainResults(t, b, p, []int{1, 1}, []idempotency.InboxState{processed, processed})
 	})
