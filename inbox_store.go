@@ -42,7 +42,16 @@ func (st InboxState) final() bool {
 	return st != InboxPending && st != InboxProcessing && st != InboxFailed
 }
 
-var inboxStates = []InboxState{InboxPending, InboxProcessing, InboxProcessed, InboxSkipped, InboxFailed, InboxDeadLetter, InboxIgnored}
+// inboxStates are the states in the order InboxStates gives them.
+var inboxStates = []InboxState{
+	InboxPending, InboxProcessing, InboxFailed,
+	InboxDeadLetter, InboxProcessed, InboxSkipped,
+	InboxIgnored,
+}
+
+// InboxStates returns every [InboxState] in the order an operator reads
+// them: still to be applied, then given up on, then final.
+func InboxStates() []InboxState { return slices.Clone(inboxStates) }
 
 // InboxKind tells the events of an inbox from its tasks.
 type InboxKind string

@@ -461,3 +461,14 @@ func TestInboxLeasedAheadTooLongIsLeasedAfresh(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, map[string]int{"k1": 1, "k2": 1}, runs)
 }
+
+func TestInboxStatesListsEachStateOnce(t *testing.T) {
+	got := idempotency.InboxStates()
+	require.ElementsMatch(t, []idempotency.InboxState{
+		idempotency.InboxPending, idempotency.InboxProcessing, idempotency.InboxProcessed, idempotency.InboxSkipped,
+		idempotency.InboxFailed, idempotency.InboxDeadLetter, idempotency.InboxIgnored,
+	}, got)
+	require.Equal(t, idempotency.InboxPending, got[0], "still to be applied first")
+	got[0] = "changed"
+	require.Equal(t, idempotency.InboxPending, idempotency.InboxStates()[0], "a copy")
+}

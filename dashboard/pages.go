@@ -12,13 +12,8 @@ import (
 	"github.com/seed-a84bb619/idempotency"
 )
 
-// states are the inbox states in the order pages show them: still to be
-// applied, then given up on, then done.
-var states = []idempotency.InboxState{
-	idempotency.InboxPending, idempotency.InboxProcessing, idempotency.InboxFailed,
-	idempotency.InboxDeadLetter, idempotency.InboxProcessed, idempotency.InboxSkipped,
-	idempotency.InboxIgnored,
-}
+// states are the inbox states in the order pages show them.
+var states = idempotency.InboxStates()
 
 // overviewRows is how many failed and dead-lettered records the overview
 // lists; the list page has the rest.

@@ -15,13 +15,8 @@ import (
 	"github.com/seed-a84bb619/idempotency"
 )
 
-// states are the inbox states in the order idemctl prints them: still to
-// be applied first, then given up on, then final.
-var states = []idempotency.InboxState{
-	idempotency.InboxPending, idempotency.InboxProcessing, idempotency.InboxFailed,
-	idempotency.InboxDeadLetter, idempotency.InboxProcessed, idempotency.InboxSkipped,
-	idempotency.InboxIgnored,
-}
+// states are the inbox states in the order idemctl prints them.
+var states = idempotency.InboxStates()
 
 var statsCommand = command{
 	name:    "stats",
