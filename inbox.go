@@ -500,11 +500,11 @@ func (w *inboxWorker) next() *Claim {
 	if row.Kind != KindEvent || !w.in.leaseLeft(&row) {
 		return nil
 	}
-	env, err := envelope.ParseAny(row.Payload)
+	env, err := w.ahead.parsed()
 	if err != nil || !w.in.d.handles(env.Type) {
 		return nil
 	}
-	c := w.in.d.claim(&env, row.ReceivedAt, w.in.fence(&row, &w.chain))
+	c := w.in.d.claim(env, row.ReceivedAt, w.in.fence(&row, &w.chain))
 	return &c
 }
 
@@ -605,7 +605,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) {
 		res.Duration = time.Since(start)
 		report(ctx, in.log, in.cfg.OnResult, done, &res)
 	}()
-	env, err := envelope.ParseAny(row.Payload)
+	env, err := row.parsed()
 	if err != nil { // verified and parsed at ingest: the stored bytes changed
 		res.Outcome, res.Err = OutcomeFailed, fmt.Errorf("%w: stored payload: %w", ErrMalformedEvent, err)
 		res.State = settled(InboxDeadLetter, in.settle(ctx, &row, InboxDeadLetter, res.Err))
@@ -618,7 +618,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) {
 		res.State = settled(InboxIgnored, in.settle(ctx, &row, InboxIgnored, nil))
 		return
 	}
-	outcome, err := in.d.run(ctx, &env, row.Payload, row.ReceivedAt, in.fence(&row, chain), &res)
+	outcome, err := in.d.run(ctx, env, row.Payload, row.ReceivedAt, in.fence(&row, chain), &res)
 	res.Outcome, res.Err = outcome, err
 	switch {
 	case errors.Is(err, errLeaseLost):

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/seed-a84bb619/idempotency/internal/envelope"
 )
 
 // InboxState is where an event stands in the inbox.
@@ -101,6 +103,20 @@ type inboxRow struct {
 	// Trace is what Observer.Link returned when the event was stored: the
 	// delivery's traceparent; "" when none.
 	Trace string
+	// env is Payload parsed, when a worker parsed it ahead (inboxWorker.next).
+	env *envelope.Envelope
+}
+
+// parsed parses the row's payload, once.
+func (r *inboxRow) parsed() (*envelope.Envelope, error) {
+	if r.env == nil {
+		env, err := envelope.ParseAny(r.Payload)
+		if err != nil {
+			return nil, err
+		}
+		r.env = &env
+	}
+	return r.env, nil
 }
 
 // maxInboxErrorLen bounds InboxRecord.LastError.
