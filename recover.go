@@ -87,6 +87,11 @@ type RecoverOptions struct {
 	// Now is the clock that RecoveryWindow is measured on, and that dates
 	// the checkpoint. Defaults to time.Now.
 	Now func() time.Time
+
+	// OnPage, when set, is called after each page of events is handled
+	// (and the checkpoint saved), with the totals so far: the place for a
+	// progress bar.
+	OnPage func(RecoverReport)
 }
 
 // RecoverReport counts what [Handler.Recover] did with the events it
@@ -448,7 +453,13 @@ func (r *recovery) handlePage(ctx context.Context, page eventPage) error {
 			return err
 		}
 	}
-	return r.save(ctx)
+	if err := r.save(ctx); err != nil {
+		return err
+	}
+	if r.opts.OnPage != nil && len(page.events) > 0 {
+		r.opts.OnPage(*r.report)
+	}
+	return nil
 }
 
 // handle hands one event to the Handler, as a delivery.

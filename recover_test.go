@@ -313,9 +313,14 @@ func TestRecoverManyEventsInOneSecond(t *testing.T) {
 		all = append(all, id)
 	}
 	h := app.handler(t)
-	rep, err := h.Recover(t.Context(), client, idempotency.RecoverOptions{Since: now.Add(-2 * time.Hour), RequestsPerSecond: 100})
+	var progress []int
+	rep, err := h.Recover(t.Context(), client, idempotency.RecoverOptions{Since: now.Add(-2 * time.Hour), RequestsPerSecond: 100,
+		OnPage: func(r idempotency.RecoverReport) { progress = append(progress, r.Listed) }})
 	require.NoError(t, err)
 	require.Equal(t, 280, rep.Processed)
+	require.GreaterOrEqual(t, len(progress), 3, "OnPage after each page of at most 100")
+	require.True(t, slices.IsSorted(progress) && len(slices.Compact(slices.Clone(progress))) == len(progress), "totals so far, growing: %v", progress)
+	require.Equal(t, 280, progress[len(progress)-1], "the last page's totals are the report's")
 	require.Equal(t, all, app.appliedOrder())
 	app.requireAppliedOnce(t, all)
 	var walked int

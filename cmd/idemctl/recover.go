@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/stripe/stripe-go/v82"
 
@@ -78,8 +74,7 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			if key == "" {
 				return usageError("STRIPE_SECRET_KEY is not set: recovery lists events from the Stripe API with it")
 			}
-			pages := &pageCounter{next: http.DefaultTransport} // its meter is set once connected
-			client, err := stripeapi.NewClient(key, *apiBase, &http.Client{Transport: pages})
+			client, err := stripeapi.NewClient(key, *apiBase, nil)
 			if be, ok := errors.AsType[*stripeapi.BaseURLError](err); ok {
 				return usageError("-api-base %v", be)
 			}
@@ -110,9 +105,13 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 				return err
 			}
 			m := a.meter("recover", "events")
-			pages.meter = m
+			pages := 0
 			rep, err := h.Recover(ctx, client, idempotency.RecoverOptions{
 				Since: since.t, Types: types, Checkpoint: *checkpoint, OnlyUndelivered: *onlyUndelivered,
+				OnPage: func(rep idempotency.RecoverReport) {
+					pages++
+					m.set(rep.Listed, fmt.Sprintf("%d pages, %d events received", pages, rep.Listed))
+				},
 			})
 			m.done()
 			if errors.Is(err, idempotency.ErrRecoveryWindow) || errors.Is(err, idempotency.ErrCheckpointMismatch) {
@@ -177,38 +176,4 @@ func (a *app) writeRecover(rep idempotency.RecoverReport, interrupted, asJSON bo
 	fmt.Fprintf(tw, "resumed\t%t\n", rep.Resumed)
 	fmt.Fprintf(tw, "checkpoint at\t%s\n", dash(rep.LastEventID))
 	return tw.Flush()
-}
-
-// pageCounter counts the pages and events the Events API answers, for the
-// progress of recover: Recover reports only when it is done.
-type pageCounter struct {
-	next  http.RoundTripper
-	meter *meter
-
-	mu            sync.Mutex
-	pages, events int
-}
-
-func (p *pageCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := p.next.RoundTrip(r)
-	if err != nil || resp.StatusCode != http.StatusOK || r.URL.Path != "/v1/events" {
-		return resp, err
-	}
-	body, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	var page struct {
-		Data []json.RawMessage `json:"data"`
-	}
-	_ = json.Unmarshal(body, &page) // a page that does not decode counts none; Recover reports it
-	p.mu.Lock()
-	p.pages++
-	p.events += len(page.Data)
-	pages, events := p.pages, p.events
-	p.mu.Unlock()
-	p.meter.set(events, fmt.Sprintf("%d pages, %d events received", pages, events))
-	return resp, nil
 }
