@@ -620,10 +620,12 @@ func (s *PgxStore) LookupGuard(ctx context.Context, scope, key string) (GuardRec
 	return r, found, err
 }
 
+// queryRow scans the one row sql finds into dest, in one round trip on a
+// pool or a connection (see autocommit); found is false when there is none.
 func (s *PgxStore) queryRow(ctx context.Context, sql string, args []any, dest ...any) (bool, error) {
 	found := false
-	err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, sql, args...).Scan(dest...)
+	err := s.autocommit(ctx, func(q pgxQuerier) error {
+		err := q.QueryRow(ctx, sql, args...).Scan(dest...)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
