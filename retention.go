@@ -238,6 +238,37 @@ type pruneStep struct {
 	del   func(ctx context.Context, n int) (int, error)
 }
 
+// pruneDeleter deletes one batch, at most n rows of one kind older than
+// cutoff, and reports how many it deleted.
+type pruneDeleter func(ctx context.Context, n int, cutoff time.Time) (int, error)
+
+// pruneDeleters are a store's deleters, one per kind of row.
+type pruneDeleters struct {
+	eventIDs, events, deadLetters, objects, tasks, guards, order pruneDeleter
+}
+
+// pruneSteps are a prune's steps in order: what every Retention deletes,
+// then finished tasks and guards (with CheckOrder's keys) when c keeps
+// them for a time.
+func pruneSteps(rep *PruneReport, c pruneCutoffs, d pruneDeleters) []pruneStep {
+	step := func(count *int, del pruneDeleter, cutoff time.Time) pruneStep {
+		return pruneStep{count: count, del: func(ctx context.Context, n int) (int, error) { return del(ctx, n, cutoff) }}
+	}
+	steps := []pruneStep{
+		step(&rep.EventIDs, d.eventIDs, c.eventIDs),
+		step(&rep.Events, d.events, c.payloads),
+		step(&rep.DeadLetters, d.deadLetters, c.deadLetters),
+		step(&rep.Objects, d.objects, c.eventIDs),
+	}
+	if !c.tasks.IsZero() {
+		steps = append(steps, step(&rep.Tasks, d.tasks, c.tasks))
+	}
+	if !c.guards.IsZero() {
+		steps = append(steps, step(&rep.Guards, d.guards, c.guards), step(&rep.Guards, d.order, c.guards))
+	}
+	return steps
+}
+
 // runPrune runs steps in order, each until a batch deletes fewer than
 // r.BatchSize rows, calling r.OnBatch after each batch that deleted
 // something, and stops between batches when ctx is done.

@@ -16,42 +16,41 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 	if err := r.check(); err != nil {
 		return rep, err
 	}
-	c := r.cutoffs()
-	inboxStep := func(count *int, kinds []InboxKind, states []InboxState, cutoff time.Time) pruneStep {
-		return pruneStep{count: count, del: func(_ context.Context, n int) (int, error) {
+	// inbox deletes the finished rows of kinds in states.
+	inbox := func(kinds []InboxKind, states ...InboxState) pruneDeleter {
+		return func(_ context.Context, n int, cutoff time.Time) (int, error) {
 			return s.pruneBatch(n, func() int {
 				return deleteWhere(s.inbox, n, func(r *memoryInboxRow) bool {
 					return r.heldBy == nil && slices.Contains(kinds, r.Kind) && slices.Contains(states, r.State) &&
 						!r.FinishedAt.IsZero() && r.FinishedAt.Before(cutoff)
 				})
 			}), nil
-		}}
+		}
 	}
-	steps := []pruneStep{
-		{count: &rep.EventIDs, del: func(_ context.Context, n int) (int, error) {
-			return s.pruneBatch(n, func() int {
-				return deleteWhere(s.events, n, func(e EventRecord) bool { return e.ProcessedAt.Before(c.eventIDs) })
-			}), nil
-		}},
-		inboxStep(&rep.Events, []InboxKind{KindEvent}, []InboxState{InboxProcessed, InboxSkipped, InboxIgnored}, c.payloads),
-		inboxStep(&rep.DeadLetters, []InboxKind{KindEvent, KindTask}, []InboxState{InboxDeadLetter}, c.deadLetters),
+	// older runs del, which deletes at most n entries dated before
+	// cutoff, as one batch.
+	older := func(del func(n int, cutoff time.Time) int) pruneDeleter {
+		return func(_ context.Context, n int, cutoff time.Time) (int, error) {
+			return s.pruneBatch(n, func() int { return del(n, cutoff) }), nil
+		}
 	}
-	steps = append(steps, pruneStep{count: &rep.Objects, del: func(_ context.Context, n int) (int, error) {
-		return s.pruneBatch(n, func() int {
-			return deleteWhere(s.objects, n, func(o objectRecord) bool { return o.fetchedAt.Before(c.eventIDs) })
-		}), nil
-	}})
-	if !c.tasks.IsZero() {
-		steps = append(steps, inboxStep(&rep.Tasks, []InboxKind{KindTask}, []InboxState{InboxProcessed, InboxSkipped}, c.tasks))
-	}
-	if !c.guards.IsZero() {
-		steps = append(steps, pruneStep{count: &rep.Guards, del: func(_ context.Context, n int) (int, error) {
-			return s.pruneBatch(n, func() int {
-				k := deleteWhere(s.guards, n, func(g GuardRecord) bool { return g.ClaimedAt.Before(c.guards) })
-				return k + deleteWhere(s.order, n-k, func(o orderRecord) bool { return o.created.Before(c.guards) })
-			}), nil
-		}})
-	}
+	steps := pruneSteps(&rep, r.cutoffs(), pruneDeleters{
+		eventIDs: older(func(n int, cutoff time.Time) int {
+			return deleteWhere(s.events, n, func(e EventRecord) bool { return e.ProcessedAt.Before(cutoff) })
+		}),
+		events:      inbox([]InboxKind{KindEvent}, InboxProcessed, InboxSkipped, InboxIgnored),
+		deadLetters: inbox([]InboxKind{KindEvent, KindTask}, InboxDeadLetter),
+		objects: older(func(n int, cutoff time.Time) int {
+			return deleteWhere(s.objects, n, func(o objectRecord) bool { return o.fetchedAt.Before(cutoff) })
+		}),
+		tasks: inbox([]InboxKind{KindTask}, InboxProcessed, InboxSkipped),
+		guards: older(func(n int, cutoff time.Time) int {
+			return deleteWhere(s.guards, n, func(g GuardRecord) bool { return g.ClaimedAt.Before(cutoff) })
+		}),
+		order: older(func(n int, cutoff time.Time) int {
+			return deleteWhere(s.order, n, func(o orderRecord) bool { return o.created.Before(cutoff) })
+		}),
+	})
 	return rep, runPrune(ctx, &r, &rep, steps)
 }
 

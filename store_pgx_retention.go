@@ -123,11 +123,11 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 		first = false
 		return n, err
 	}
-	// idStep is the step of a table keyed by event id; the ids deleted
-	// are dropped from this process's memories of recent ids once their
-	// batch committed.
-	idStep := func(count *int, sql string, cutoff time.Time) pruneStep {
-		return pruneStep{count: count, del: func(ctx context.Context, n int) (int, error) {
+	// byID deletes from a table keyed by event id; the ids deleted are
+	// dropped from this process's memories of recent ids once their batch
+	// committed.
+	byID := func(sql string) pruneDeleter {
+		return func(ctx context.Context, n int, cutoff time.Time) (int, error) {
 			var ids []string
 			deleted, err := batch(ctx, func(tx pgx.Tx) (int, error) {
 				rows, err := tx.Query(ctx, sql, cutoff, n)
@@ -143,14 +143,13 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 				}
 			}
 			return deleted, err
-		}}
+		}
 	}
-	// keyedStep is the step of a (scope, key) table: each batch goes on
-	// from the last key, in the database's order, that the one before
-	// deleted.
-	keyedStep := func(count *int, sql string, cutoff time.Time) pruneStep {
+	// byKey deletes from a (scope, key) table: each batch goes on from the
+	// last key, in the database's order, that the one before deleted.
+	byKey := func(sql string) pruneDeleter {
 		var scope, key string
-		return pruneStep{count: count, del: func(ctx context.Context, n int) (int, error) {
+		return func(ctx context.Context, n int, cutoff time.Time) (int, error) {
 			return batch(ctx, func(tx pgx.Tx) (int, error) {
 				var deleted int
 				err := tx.QueryRow(ctx, sql, cutoff, n, scope, key).Scan(&deleted, &scope, &key)
@@ -159,21 +158,17 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 				}
 				return deleted, err
 			})
-		}}
+		}
 	}
-	steps := []pruneStep{
-		idStep(&rep.EventIDs, s.retention.eventIDs, c.eventIDs),
-		idStep(&rep.Events, s.retention.events, c.payloads),
-		idStep(&rep.DeadLetters, s.retention.deadLetters, c.deadLetters),
-	}
-	steps = append(steps, keyedStep(&rep.Objects, s.retention.objects, c.eventIDs))
-	if !c.tasks.IsZero() {
-		steps = append(steps, idStep(&rep.Tasks, s.retention.tasks, c.tasks))
-	}
-	if !c.guards.IsZero() {
-		steps = append(steps, keyedStep(&rep.Guards, s.retention.guards, c.guards),
-			keyedStep(&rep.Guards, s.retention.order, c.guards))
-	}
+	steps := pruneSteps(&rep, c, pruneDeleters{
+		eventIDs:    byID(s.retention.eventIDs),
+		events:      byID(s.retention.events),
+		deadLetters: byID(s.retention.deadLetters),
+		objects:     byKey(s.retention.objects),
+		tasks:       byID(s.retention.tasks),
+		guards:      byKey(s.retention.guards),
+		order:       byKey(s.retention.order),
+	})
 	err := runPrune(ctx, &r, &rep, steps)
 	switch {
 	case err == nil:
