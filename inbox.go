@@ -627,8 +627,6 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) {
 		// Claimed before, by the synchronous Handler or another inbox: the
 		// ledger has it.
 		res.State = settled(InboxProcessed, in.settle(ctx, &row, InboxProcessed, nil))
-	case err == nil && outcome == OutcomeSkipped:
-		res.State = InboxSkipped // recorded in the transaction that applied it
 	case err == nil:
 		res.State = inboxState(outcome) // recorded in the transaction that applied it
 	default:

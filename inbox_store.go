@@ -44,6 +44,17 @@ func (st InboxState) final() bool {
 	return st != InboxPending && st != InboxProcessing && st != InboxFailed
 }
 
+// inboxState is the inbox state that records an applied event's outcome.
+func inboxState(outcome Outcome) InboxState {
+	switch outcome {
+	case OutcomeSkipped:
+		return InboxSkipped
+	case OutcomeIgnored:
+		return InboxIgnored
+	}
+	return InboxProcessed
+}
+
 // inboxStates are the states in the order InboxStates gives them.
 var inboxStates = []InboxState{
 	InboxPending, InboxProcessing, InboxFailed,

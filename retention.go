@@ -173,22 +173,6 @@ type Pruner interface {
 	Prune(ctx context.Context, r Retention) (PruneReport, error)
 }
 
-// ErrPruneRunning is returned by [PgxStore.Prune] when another prune, in
-// this process or another replica, is deleting a batch as this one starts.
-// Nothing was deleted; the other prune does the work.
-var ErrPruneRunning = errors.New("idempotency: another prune is running")
-
-// ErrUnfinished is returned by Forget for an event that is still to be
-// applied in the inbox (pending, processing or failed): there is nothing
-// to forget yet.
-var ErrUnfinished = errors.New("idempotency: the event is still to be applied")
-
-// ErrForgetTask is returned by Forget for a task's id: a task's row is
-// what makes enqueueing its key again do nothing, and deleting it would
-// let the task run a second time (a second email). Tasks are not
-// forgotten.
-var ErrForgetTask = errors.New("idempotency: a task's id cannot be forgotten: enqueueing its key again would run it again")
-
 // PruneEvery prunes p with r at once and then every interval, until ctx is
 // done, and returns ctx's error. A failed prune is logged at Warn and
 // tried again at the next tick; a prune that finds another one running

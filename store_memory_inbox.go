@@ -275,14 +275,7 @@ func (tx *memoryTx) finishInboxRow(rec *EventRecord) {
 	if r == nil {
 		return
 	}
-	switch rec.Outcome {
-	case OutcomeSkipped:
-		r.State = InboxSkipped
-	case OutcomeIgnored:
-		r.State = InboxIgnored
-	default:
-		r.State = InboxProcessed
-	}
+	r.State = inboxState(rec.Outcome)
 	r.FinishedAt, r.LastError = tx.claim.fence.Now, ""
 	r.NextAttemptAt, r.LeaseUntil = time.Time{}, time.Time{}
 }

@@ -384,14 +384,6 @@ func scanInboxRow(row pgx.CollectableRow) (inboxRow, error) {
 	return r, nil
 }
 
-// inboxState is the final inbox state of a fenced Run that records outcome.
-func inboxState(outcome Outcome) InboxState {
-	if outcome == OutcomeIgnored {
-		return InboxIgnored
-	}
-	return InboxProcessed
-}
-
 // errNotifyNeedsPool: inboxListen needs a connection of its own, which only
 // a *pgxpool.Pool gives; the Inbox's workers then find other processes'
 // events by polling.
