@@ -38,10 +38,17 @@ const (
 	InboxIgnored InboxState = "ignored"
 )
 
-// final reports whether st is an end state: not pending, processing or
-// failed, the states still to be applied.
-func (st InboxState) final() bool {
+// Final reports whether st is an end state: not pending, processing or
+// failed, the states still to be applied. Only an event in a final state
+// can be forgotten (Forget).
+func (st InboxState) Final() bool {
 	return st != InboxPending && st != InboxProcessing && st != InboxFailed
+}
+
+// Redrivable reports whether [Inbox.Redrive] takes events in st:
+// dead_letter and failed.
+func (st InboxState) Redrivable() bool {
+	return st == InboxDeadLetter || st == InboxFailed
 }
 
 // inboxState is the inbox state that records an applied event's outcome.
@@ -248,7 +255,7 @@ func (f *RedriveFilter) check() error {
 		return err
 	}
 	for _, s := range f.States {
-		if s != InboxDeadLetter && s != InboxFailed {
+		if !s.Redrivable() {
 			return fmt.Errorf("idempotency: RedriveFilter.States: %q cannot be redriven (dead_letter and failed can)", s)
 		}
 	}

@@ -472,3 +472,21 @@ func TestInboxStatesListsEachStateOnce(t *testing.T) {
 	got[0] = "changed"
 	require.Equal(t, idempotency.InboxPending, idempotency.InboxStates()[0], "a copy")
 }
+
+func TestInboxStateFinalAndRedrivable(t *testing.T) {
+	final := map[idempotency.InboxState]bool{idempotency.InboxProcessed: true, idempotency.InboxSkipped: true,
+		idempotency.InboxIgnored: true, idempotency.InboxDeadLetter: true}
+	redrivable := map[idempotency.InboxState]bool{idempotency.InboxDeadLetter: true, idempotency.InboxFailed: true}
+	in, err := idempotency.NewInbox(idempotency.NewMemoryStore(), idempotency.NewHandlers(), idempotency.InboxConfig{})
+	require.NoError(t, err)
+	for _, st := range idempotency.InboxStates() {
+		require.Equal(t, final[st], st.Final(), st)
+		require.Equal(t, redrivable[st], st.Redrivable(), st)
+		_, err := in.Redrive(t.Context(), idempotency.RedriveFilter{States: []idempotency.InboxState{st}, DryRun: true})
+		if redrivable[st] {
+			require.NoError(t, err, st)
+		} else {
+			require.ErrorContains(t, err, "cannot be redriven", st)
+		}
+	}
+}

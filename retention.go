@@ -91,6 +91,11 @@ const (
 	MaxPruneBatch              = 100000
 )
 
+// Validate reports the first rule r breaks, in the words Prune refuses it
+// with, or nil when Prune accepts r: to check a configuration before a
+// prune runs.
+func (r Retention) Validate() error { return r.check() }
+
 // check validates r, naming the rule a setting breaks, and applies the
 // defaults.
 func (r *Retention) check() error {

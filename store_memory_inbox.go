@@ -40,7 +40,7 @@ func (r *memoryInboxRow) due(now time.Time) bool {
 
 // unfinished reports whether r is still to be applied: it keeps the later
 // events of its object back.
-func (r *memoryInboxRow) unfinished() bool { return !r.State.final() }
+func (r *memoryInboxRow) unfinished() bool { return !r.State.Final() }
 
 // busy reports whether a worker is applying r at now: under an unexpired
 // lease, or in a transaction still open after its lease expired.
@@ -182,7 +182,7 @@ func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt i
 		}
 		r.State, r.LastError, r.LeaseUntil = st, storableText(lastError), time.Time{}
 		r.NextAttemptAt, r.FinishedAt = nextAt, time.Time{}
-		if st.final() {
+		if st.Final() {
 			r.NextAttemptAt, r.FinishedAt = time.Time{}, now
 		}
 		if st == InboxPending { // a snoozed task or a row given back: the attempt does not count

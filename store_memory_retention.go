@@ -91,7 +91,7 @@ func (s *MemoryStore) Forget(ctx context.Context, eventID string) (bool, error) 
 		if r.Kind == KindTask {
 			return false, fmt.Errorf("idempotency: forget %q: %w", eventID, ErrForgetTask)
 		}
-		if !r.State.final() {
+		if !r.State.Final() {
 			return false, fmt.Errorf("idempotency: forget %q: %w (inbox state %s)", eventID, ErrUnfinished, r.State)
 		}
 		delete(s.inbox, eventID)

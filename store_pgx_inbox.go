@@ -261,7 +261,7 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 // inboxSettle implements inboxBackend: one UPDATE fenced on the attempt.
 func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now time.Time) (bool, error) {
 	var finished time.Time
-	if st.final() { // failed and pending (a snoozed task, a row given back) are not finished
+	if st.Final() { // failed and pending (a snoozed task, a row given back) are not finished
 		finished = now
 	}
 	var tag pgconn.CommandTag

@@ -220,7 +220,7 @@ func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
 				return err
 			case kind == KindTask:
 				return fmt.Errorf("idempotency: forget %q: %w", eventID, ErrForgetTask)
-			case !st.final():
+			case !st.Final():
 				return fmt.Errorf("idempotency: forget %q: %w (inbox state %s)", eventID, ErrUnfinished, st)
 			default:
 				found = true

@@ -54,7 +54,7 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 	if len(f.EventIDs) == 0 {
 		// Everything a list shows: its kind, state and type.
 		state := idempotency.InboxState(r.PostFormValue("state"))
-		if !redrivable(state) {
+		if !state.Redrivable() {
 			d.renderMessage(w, r, http.StatusBadRequest, "Bad form", "Redrive takes event ids, or the state dead_letter or failed.")
 			return
 		}

@@ -143,7 +143,7 @@ func (d *Dashboard) list(w http.ResponseWriter, r *http.Request) {
 	}
 	data := listData{
 		Filter: f, Records: recs, Full: len(recs) == f.Limit,
-		Bulk: d.cfg.AllowRedrive && redrivable(f.State) && f.Object == "" && len(recs) > 0,
+		Bulk: d.cfg.AllowRedrive && f.State.Redrivable() && f.Object == "" && len(recs) > 0,
 	}
 	d.render(w, r, http.StatusOK, "list", listHeading(f), data)
 }

@@ -24,8 +24,8 @@ func parsePages(names ...string) map[string]*template.Template {
 		"when":        when,
 		"ago":         ago,
 		"age":         age,
-		"redrivable":  redrivable,
-		"forgettable": forgettable,
+		"redrivable":  idempotency.InboxState.Redrivable,
+		"forgettable": idempotency.InboxState.Final,
 		"records":     func(v view, recs []idempotency.InboxRecord) recordsTable { return recordsTable{v, recs} },
 	}).ParseFS(templateFS, "templates/layout.html", "templates/records.html"))
 	m := make(map[string]*template.Template, len(names))
@@ -143,15 +143,4 @@ func age(d time.Duration) string {
 		return fmt.Sprintf("%dh %dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
 	}
 	return fmt.Sprintf("%dd %dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
-}
-
-// redrivable reports whether Inbox.Redrive moves an event in state s.
-func redrivable(s idempotency.InboxState) bool {
-	return s == idempotency.InboxDeadLetter || s == idempotency.InboxFailed
-}
-
-// forgettable reports whether Inbox.Forget takes an event in state s: not
-// while it is still to be applied.
-func forgettable(s idempotency.InboxState) bool {
-	return s != idempotency.InboxPending && s != idempotency.InboxProcessing && s != idempotency.InboxFailed
 }

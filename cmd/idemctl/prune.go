@@ -70,9 +70,9 @@ document: {"event_ids":N,"events":N,"dead_letters":N,"guards":N,"tasks":N,
 			if *batch < 1 {
 				return usageError("-batch %d: want 1 to %d", *batch, idempotency.MaxPruneBatch)
 			}
-			// The library's own rules, on an empty store: a window that
-			// breaks one is a usage error, before connecting.
-			if _, err := idempotency.NewMemoryStore().Prune(ctx, r); err != nil {
+			// A window that breaks the library's rules is a usage error,
+			// found before connecting.
+			if err := r.Validate(); err != nil {
 				return usageError("%v", err)
 			}
 			store, closeFn, err := a.open(ctx)

@@ -39,7 +39,7 @@ many events moved (or would).
 				return err
 			}
 			for _, s := range sts {
-				if s != idempotency.InboxDeadLetter && s != idempotency.InboxFailed {
+				if !s.Redrivable() {
 					return usageError("-state %s: only dead_letter and failed events are redriven", s)
 				}
 			}
