@@ -66,7 +66,9 @@
 // and http.CrossOriginProtection refuses a cross-origin POST from a browser
 // (403, nothing changed), so that another site cannot make an operator's
 // browser run them. After an action the browser is redirected (303) to the
-// page it came from, with a message saying what was done.
+// page that shows its result (the event's page; for a bulk redrive the
+// list; for several ids at once the overview), with a message saying
+// what was done.
 //
 // # Errors
 //

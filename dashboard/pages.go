@@ -69,8 +69,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "overview", "Overview", data)
 }
 
-// listFilter is the list page's query: kind, state (repeated), type,
-// object, limit.
+// listFilter is the list page's query: kind, state, type, object, limit.
 type listFilter struct {
 	Kind     idempotency.InboxKind
 	State    idempotency.InboxState // one state, or empty for all
@@ -240,8 +239,8 @@ type searchData struct {
 	Ledger   bool                      // Config.Ledger is set
 	Searched bool
 	// Limit is searchLimit, which Object and Claims may have reached:
-	// there may be more.
-	Limit int
+	// there may be more, up to MaxLimit on the list page.
+	Limit, MaxLimit int
 }
 
 // searchLimit is how many records of one object a search shows.
@@ -250,7 +249,7 @@ const searchLimit = 100
 // search: an event (or task) by id, and the events of an object by its id.
 func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	data := searchData{Q: q, Ledger: d.cfg.Ledger != nil, Limit: searchLimit}
+	data := searchData{Q: q, Ledger: d.cfg.Ledger != nil, Limit: searchLimit, MaxLimit: maxListLimit}
 	if q == "" {
 		d.render(w, r, http.StatusOK, "search", "Search", data)
 		return

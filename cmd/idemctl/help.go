@@ -8,7 +8,8 @@ import (
 	"text/tabwriter"
 )
 
-// exitCodesHelp is the exit code table of -h, and of the package doc.
+// exitCodesHelp is the exit code table of -h; the package doc (doc.go)
+// has the same codes.
 const exitCodesHelp = `Exit codes:
   0    done
   1    the operation failed (the message says why)
