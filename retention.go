@@ -53,9 +53,10 @@ type Retention struct {
 	// after they were dead-lettered. Defaults to DefaultDeadLetterRetention
 	// (90 days); it may not be shorter than Payloads.
 	DeadLetters time.Duration
-	// Guards is how long natural-key guards and CheckOrder's keys are
-	// kept after they were claimed. Zero keeps them; otherwise it may not
-	// be shorter than EventIDs.
+	// Guards is how long natural-key guards are kept after they were
+	// claimed, and CheckOrder's keys after the created time of the newest
+	// event recorded for them. Zero keeps them; otherwise it may not be
+	// shorter than EventIDs.
 	Guards time.Duration
 	// Tasks is how long finished tasks (processed, skipped) are kept after
 	// they finished: while a task's row is there, enqueueing its key again

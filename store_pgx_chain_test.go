@@ -120,7 +120,7 @@ func TestPgxInboxChainedCommits(t *testing.T) {
 			return nil
 		}
 		require.Equal(t, 1, idempotency.ApplyChained(t.Context(), p.inbox, leased...), "only evt_chain_2's commit began the next")
-		require.Equal(t, "evt_chain_1", <-ran)
+		require.Equal(t, "evt_chain_1", recv(t, ran, "the AfterCommit func"))
 		requireChainResults(t, b, p, []int{1, 1, 1}, []idempotency.InboxState{processed, processed, processed})
 	})
 

@@ -38,7 +38,7 @@ CREATE INDEX IF NOT EXISTS idempotency_inbox_object_idx
     ON {{schema}}.idempotency_inbox (object_id, created, event_id)
     WHERE state IN ('pending', 'failed', 'processing') AND object_id <> '';
 
--- Listing, newest received first; redrive and retention by time.
+-- Listing, newest received first; redrive by time.
 CREATE INDEX IF NOT EXISTS idempotency_inbox_received_at_idx
     ON {{schema}}.idempotency_inbox (received_at);
 
