@@ -3,6 +3,7 @@ package idempotency
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -65,7 +66,7 @@ func ApplyChained(ctx context.Context, in *Inbox, ls ...InboxLeased) int {
 		queue <- l.row
 	}
 	close(queue)
-	w := inboxWorker{in: in, stop: ctx, queue: queue}
+	w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: new(atomic.Int64)}
 	w.run(ctx)
 	return w.chain.chained
 }

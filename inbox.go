@@ -429,8 +429,8 @@ type inboxWorker struct {
 	ahead  *inboxRow // taken from the queue by next, applied next
 	closed bool      // the queue is closed and empty
 	chain  txChain
-	// aheadCount, when not nil, counts the events Run's workers took
-	// ahead, for Run to count them as queued.
+	// aheadCount counts the events Run's workers took ahead, for Run to
+	// count them as queued.
 	aheadCount *atomic.Int64
 }
 
@@ -468,7 +468,7 @@ func (w *inboxWorker) run(ctx context.Context) {
 func (w *inboxWorker) take() (inboxRow, bool) {
 	if r := w.ahead; r != nil {
 		w.ahead = nil
-		w.countAhead(-1)
+		w.aheadCount.Add(-1)
 		return *r, true
 	}
 	if w.closed {
@@ -496,7 +496,7 @@ func (w *inboxWorker) next() *Claim {
 		return nil
 	}
 	w.ahead = &row
-	w.countAhead(1)
+	w.aheadCount.Add(1)
 	if row.Kind != KindEvent || !w.in.leaseLeft(&row) {
 		return nil
 	}
@@ -506,12 +506,6 @@ func (w *inboxWorker) next() *Claim {
 	}
 	c := w.in.d.claim(env, row.ReceivedAt, w.in.fence(&row, &w.chain))
 	return &c
-}
-
-func (w *inboxWorker) countAhead(delta int64) {
-	if w.aheadCount != nil {
-		w.aheadCount.Add(delta)
-	}
 }
 
 // leaseLeft reports whether row's lease outlasts an attempt started now.
