@@ -586,15 +586,15 @@ func (r *EventRecord) columns() []any {
 }
 
 // ListEvents returns the committed event claims that f selects, newest
-// first (by ProcessedAt, then event id), in one read-only query that uses
-// the ledger's index on processed_at.
+// first (by ProcessedAt, then event id), in one query (one round trip on a
+// pool or a connection) that uses the ledger's index on processed_at.
 func (s *PgxStore) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
 	var out []EventRecord
-	err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, s.sql.listEvents, texts(f.Outcomes), f.EventType, f.ObjectID, optionalTime(f.Since), optionalTime(f.Until), f.Limit)
+	err := s.autocommit(ctx, func(q pgxQuerier) error {
+		rows, err := q.Query(ctx, s.sql.listEvents, texts(f.Outcomes), f.EventType, f.ObjectID, optionalTime(f.Since), optionalTime(f.Until), f.Limit)
 		if err != nil {
 			return err
 		}
