@@ -34,6 +34,7 @@ var retentionTests = []struct {
 	{"PruneObjectsNotFetchedSince", testPruneObjects},
 	{"PruneKeepsUnfinishedEvents", testPruneKeepsUnfinished},
 	{"PruneWalksKeysInBatches", testPruneWalksKeys},
+	{"PruneTasksByTheirWindows", testPruneTasks},
 }
 
 func retentionStore(t *testing.T, b StoreBackend) RetentionStore {
@@ -262,6 +263,70 @@ func testForget(t *testing.T, b StoreBackend) {
 	require.Equal(t, 2, b.Get(t, "sync"))
 	require.Equal(t, []idempotency.Order{idempotency.OrderNewer, idempotency.OrderNewer}, orders,
 		"CheckOrder's record stays, and the event applied again is still the newest for its key")
+	// OrderNewer is also the answer when there is no record, so the above
+	// does not show that the record stayed: an event a second older than
+	// the forgotten one does, found older only against the record.
+	forgotten := time.Unix(1756742400, 0)
+	var older idempotency.Order
+	_, err = b.Store.Run(ctxT(t), idempotency.Claim{EventID: "evt_f_sync_older", EventType: "invoice.paid"}, func(ctx context.Context, tx idempotency.Tx) error {
+		o, err := idempotency.CheckOrder(ctx, tx, "forget-order", "in_f_sync", forgotten.Add(-time.Second))
+		older = o
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OrderOlder, older, "Forget keeps CheckOrder's record of the forgotten event")
+}
+
+// testPruneTasks: finished tasks are kept unless Retention.Tasks is
+// set, and then go when it has passed since they finished; a
+// dead-lettered task is not a finished one: it goes with the dead letters,
+// after Retention.DeadLetters.
+func testPruneTasks(t *testing.T, b StoreBackend) {
+	rs := retentionStore(t, b)
+	tb := newTaskBench(t, b, idempotency.InboxConfig{Backoff: minuteBackoff})
+	tb.provider.setAnswer(func(c providerCall) error {
+		if c.Key == "in_tp_dead" {
+			return &providerError{Status: http.StatusBadRequest} // Permanent
+		}
+		return nil
+	})
+	start := tb.clock.Now()
+	tb.deliver(t, viaHandler, "evt_tp_done", "invoice.paid", "in_tp_done", http.StatusOK, idempotency.OutcomeProcessed)
+	tb.deliver(t, viaHandler, "evt_tp_dead", "invoice.paid", "in_tp_dead", http.StatusOK, idempotency.OutcomeProcessed)
+	tb.work(t, 2)
+	tb.work(t, 0)
+	done, dead := tb.task(t, "in_tp_done"), tb.task(t, "in_tp_dead")
+	require.Equal(t, idempotency.InboxProcessed, done.State)
+	require.Equal(t, idempotency.InboxDeadLetter, dead.State)
+	require.Equal(t, start, done.FinishedAt, "finished on the inbox's clock")
+	require.Equal(t, start, dead.FinishedAt)
+	doneID, deadID := tb.receipt.ID("in_tp_done"), tb.receipt.ID("in_tp_dead")
+	tasks := func() []string {
+		t.Helper()
+		return listIDs(t, tb.inbox, idempotency.InboxFilter{Kind: idempotency.KindTask})
+	}
+	require.ElementsMatch(t, []string{doneID, deadID}, tasks())
+
+	tb.clock.Advance(46 * 24 * time.Hour)
+	rep := prune(t, rs, idempotency.Retention{}, tb.clock.Now())
+	require.Zero(t, rep.Tasks, "finished tasks are kept unless a window is set: %+v", rep)
+	require.Zero(t, rep.DeadLetters, "the dead letter is younger than 90 days: %+v", rep)
+	require.ElementsMatch(t, []string{doneID, deadID}, tasks(), "both tasks are kept")
+
+	rep = prune(t, rs, idempotency.Retention{Tasks: 45 * 24 * time.Hour}, tb.clock.Now())
+	require.Equal(t, 1, rep.Tasks, "the processed task finished 46 days ago: %+v", rep)
+	require.Zero(t, rep.DeadLetters, "a dead-lettered task is not a finished one: %+v", rep)
+	require.Equal(t, []string{deadID}, tasks(), "the processed task is gone, the dead letter stays")
+	require.Equal(t, idempotency.InboxDeadLetter, tb.task(t, "in_tp_dead").State)
+
+	tb.clock.Advance(45 * 24 * time.Hour) // 91 days since they finished
+	rep = prune(t, rs, idempotency.Retention{Tasks: 45 * 24 * time.Hour}, tb.clock.Now())
+	require.Equal(t, 1, rep.DeadLetters, "the dead-lettered task is counted with the dead letters: %+v", rep)
+	require.Zero(t, rep.Tasks, "%+v", rep)
+	require.Empty(t, tasks(), "the dead letter is gone")
+	_, ok, err := tb.inbox.Lookup(ctxT(t), deadID)
+	require.NoError(t, err)
+	require.False(t, ok)
 }
 
 // testPruneKeepsUnfinished: however old, an event still to be applied —
