@@ -66,7 +66,7 @@ func ApplyChained(ctx context.Context, in *Inbox, ls ...InboxLeased) int {
 		queue <- l.row
 	}
 	close(queue)
-	w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: new(atomic.Int64)}
+	w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: new(atomic.Int64), gate: newWorkGate(1)}
 	w.run(ctx)
 	return w.chain.chained
 }

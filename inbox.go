@@ -23,6 +23,24 @@ type InboxConfig struct {
 	// Workers is how many events one process applies at once. Defaults to 8.
 	Workers int
 
+	// IngestWorkers is how many of the Workers apply events while this
+	// process's Handler is storing deliveries; the others wait, leaving the
+	// process's CPU and the database to answering Stripe. A burst is then
+	// acknowledged sooner and drained by all Workers as soon as it ends:
+	// when no delivery has come for a quarter of a second, or when an
+	// event taken has been due for longer than MaxIngestLag. A process that
+	// serves no Handler of this Inbox always applies with all its Workers.
+	// Both times are read on Now: with a fake clock that stands still, a
+	// delivery holds the limit until the clock moves. Defaults to half the
+	// Workers, at least 1; set it to Workers to apply with all of them
+	// always.
+	IngestWorkers int
+
+	// MaxIngestLag bounds how long IngestWorkers holds events back: once
+	// an event taken has been due for longer, all Workers apply even while
+	// deliveries keep coming. Defaults to 10 seconds.
+	MaxIngestLag time.Duration
+
 	// MaxAttempts is how many attempts an event gets before it is
 	// dead-lettered; a worker that died holding it counts as one. Defaults
 	// to 20: with the default backoff the last attempt comes 6.5 days after
@@ -96,7 +114,12 @@ const (
 	DefaultInboxTimeout = 30 * time.Second
 	DefaultLease        = time.Minute
 	DefaultPollInterval = time.Second
+	DefaultMaxIngestLag = 10 * time.Second
 )
+
+// ingestQuiet is how long after the last delivery this process's Handler
+// stored Run applies with InboxConfig.IngestWorkers only.
+const ingestQuiet = 250 * time.Millisecond
 
 // DefaultBackoff is the wait after failed attempt n: n⁴ seconds, ±10% at
 // random so that events that failed together do not retry together. It is
@@ -137,6 +160,9 @@ type Inbox struct {
 	wake    chan struct{} // a due event may be waiting
 	running atomic.Bool
 	idle    atomic.Bool // Run's loop waits for a wake, a poll or the end (for tests)
+	// storedAt is when this process's Handler last stored a delivery, in
+	// InboxConfig.Now's Unix nanoseconds; 0 before the first.
+	storedAt atomic.Int64
 
 	notifyMu      sync.Mutex
 	notifying     bool // a goroutine sends notifications
@@ -196,6 +222,7 @@ func (cfg *InboxConfig) setDefaults() error {
 		{"Timeout", &cfg.Timeout, DefaultInboxTimeout},
 		{"Lease", &cfg.Lease, DefaultLease},
 		{"PollInterval", &cfg.PollInterval, DefaultPollInterval},
+		{"MaxIngestLag", &cfg.MaxIngestLag, DefaultMaxIngestLag},
 		{"ShutdownTimeout", &cfg.ShutdownTimeout, 0}, // defaults to Timeout, below
 	} {
 		if err := defaultDuration(f.v, f.def, "InboxConfig."+f.name); err != nil {
@@ -204,6 +231,14 @@ func (cfg *InboxConfig) setDefaults() error {
 	}
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = cfg.Timeout
+	}
+	switch {
+	case cfg.IngestWorkers < 0:
+		return fmt.Errorf("idempotency: InboxConfig.IngestWorkers is negative (%d)", cfg.IngestWorkers)
+	case cfg.IngestWorkers > cfg.Workers:
+		return fmt.Errorf("idempotency: InboxConfig.IngestWorkers (%d) exceeds Workers (%d)", cfg.IngestWorkers, cfg.Workers)
+	case cfg.IngestWorkers == 0:
+		cfg.IngestWorkers = max(1, cfg.Workers/2)
 	}
 	if cfg.Lease <= cfg.Timeout {
 		return fmt.Errorf("idempotency: InboxConfig.Lease (%s) must exceed Timeout (%s): a lease that expires while its attempt still runs hands the event to another worker, and the attempt is counted twice", cfg.Lease, cfg.Timeout)
@@ -243,6 +278,7 @@ func (in *Inbox) Handler(cfg Config) (*Handler, error) {
 func (h *Handler) enqueue(ctx context.Context, env *envelope.Envelope, payload []byte, handled bool, res *Result) (int, []byte) {
 	in := h.inbox
 	now := in.cfg.Now()
+	in.storedAt.Store(now.UnixNano())
 	row := inboxRow{InboxRecord: InboxRecord{
 		Kind: KindEvent, EventID: env.ID, EventType: env.Type, ObjectID: env.ObjectID, Account: env.Account,
 		Livemode: env.Livemode, APIVersion: env.APIVersion, Created: time.Unix(env.Created, 0),
@@ -348,27 +384,32 @@ func (in *Inbox) Run(ctx context.Context) error {
 	if n, ok := in.store.(inboxNotifier); ok && !in.cfg.PollOnly {
 		workers.Go(func() { in.listen(ctx, n) })
 	}
-	// Events are leased ahead into a queue twice as long as the workers:
-	// a worker that finishes takes the next event at once instead of
-	// waiting for a lease round trip, a worker about to commit finds the
-	// event after its own waiting (inboxWorker.next), and leases come in
-	// batches of at least half the queue rather than one per finished
-	// event. The events workers took ahead count as queued. A queued
-	// event waits for at most two attempts of others before its own
+	// Events are leased ahead into a queue twice as long as the workers
+	// that apply: a worker that finishes takes the next event at once
+	// instead of waiting for a lease round trip, a worker about to commit
+	// finds the event after its own waiting (inboxWorker.next), and leases
+	// come in batches of at least half the queue rather than one per
+	// finished event. The events workers took ahead count as queued. A
+	// queued event waits for at most two attempts of others before its own
 	// starts.
 	queue := make(chan inboxRow, 2*in.cfg.Workers)
 	var ahead atomic.Int64
+	gate := newWorkGate(in.cfg.Workers) // Run's loop sets the limit before the first lease
 	for range in.cfg.Workers {
 		workers.Go(func() {
-			w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: &ahead}
+			w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: &ahead, gate: gate}
 			w.run(workCtx)
 		})
 	}
 	ticker := time.NewTicker(in.cfg.PollInterval)
 	defer ticker.Stop()
-	failing := false
+	quiet := time.NewTimer(0) // when IngestWorkers may stop holding the others back
+	defer quiet.Stop()
+	failing, behind := false, false
 	for ctx.Err() == nil {
-		if free := cap(queue) - len(queue) - int(ahead.Load()); free >= (cap(queue)+1)/2 {
+		limit, until := in.workLimit(behind)
+		gate.setLimit(limit)
+		if free := 2*limit - len(queue) - int(ahead.Load()); free >= limit {
 			rows, err := in.lease(ctx, free)
 			switch {
 			case err != nil && ctx.Err() == nil:
@@ -381,6 +422,10 @@ func (in *Inbox) Run(ctx context.Context) error {
 				in.log.LogAttrs(ctx, slog.LevelInfo, "idempotency inbox: taking due events again")
 				failing = false
 			}
+			wasBehind := behind
+			if len(rows) > 0 {
+				behind = in.lagging(rows) // leases come in due order: the last tells
+			}
 			for _, row := range rows {
 				if ctx.Err() != nil {
 					in.release(ctx, &row) // leased as Run was stopped
@@ -388,19 +433,26 @@ func (in *Inbox) Run(ctx context.Context) error {
 				}
 				queue <- row // never blocks: only this loop sends, into the room it counted
 			}
-			if err == nil && len(rows) == free {
-				continue // more may be due
+			if err == nil && (len(rows) == free || behind != wasBehind) {
+				continue // more may be due, or more workers may apply
 			}
+		}
+		var quietC <-chan time.Time
+		if !until.IsZero() {
+			quiet.Reset(until.Sub(in.cfg.Now()))
+			quietC = quiet.C
 		}
 		in.idle.Store(true)
 		select {
 		case <-ctx.Done():
 		case <-in.wake:
 		case <-ticker.C:
+		case <-quietC:
 		}
 		in.idle.Store(false)
 	}
-	close(queue) // the workers apply what is queued, then return
+	gate.setLimit(in.cfg.Workers) // every worker drains the queue
+	close(queue)                  // the workers apply what is queued, then return
 
 	done := make(chan struct{})
 	go func() {
@@ -418,6 +470,83 @@ func (in *Inbox) Run(ctx context.Context) error {
 	return nil
 }
 
+// workLimit is how many workers apply events now: IngestWorkers while
+// this process's Handler stores deliveries and no event taken lags behind,
+// until the time returned, else all Workers (and the zero time).
+func (in *Inbox) workLimit(behind bool) (int, time.Time) {
+	stored := in.storedAt.Load()
+	if behind || stored == 0 || in.cfg.IngestWorkers >= in.cfg.Workers {
+		return in.cfg.Workers, time.Time{}
+	}
+	until := time.Unix(0, stored).Add(ingestQuiet)
+	if !in.cfg.Now().Before(until) {
+		return in.cfg.Workers, time.Time{}
+	}
+	return in.cfg.IngestWorkers, until
+}
+
+// lagging reports whether an event of rows has been due for longer than
+// InboxConfig.MaxIngestLag.
+func (in *Inbox) lagging(rows []inboxRow) bool {
+	now := in.cfg.Now()
+	for i := range rows {
+		if now.Sub(rows[i].DueAt) > in.cfg.MaxIngestLag {
+			return true
+		}
+	}
+	return false
+}
+
+// workGate bounds how many of Run's workers apply events at once. A
+// worker enters it with the event it took from the queue and leaves it
+// after the attempt, unless it took the next event ahead meanwhile, which
+// it does only while the gate is not over its limit.
+type workGate struct {
+	mu     sync.Mutex
+	cond   sync.Cond
+	active int
+	limit  int
+}
+
+func newWorkGate(limit int) *workGate {
+	g := &workGate{limit: limit}
+	g.cond.L = &g.mu
+	return g
+}
+
+func (g *workGate) enter() {
+	g.mu.Lock()
+	for g.active >= g.limit {
+		g.cond.Wait()
+	}
+	g.active++
+	g.mu.Unlock()
+}
+
+func (g *workGate) leave() {
+	g.mu.Lock()
+	g.active--
+	g.mu.Unlock()
+	g.cond.Signal()
+}
+
+// over reports whether more workers are inside than the limit lets in.
+func (g *workGate) over() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.active > g.limit
+}
+
+func (g *workGate) setLimit(n int) {
+	g.mu.Lock()
+	raised := n > g.limit
+	g.limit = n
+	g.mu.Unlock()
+	if raised {
+		g.cond.Broadcast()
+	}
+}
+
 // inboxWorker is one of Run's workers. It applies the events of the
 // queue one at a time; while an attempt commits, it takes the next one
 // ahead from the queue, so that on PostgreSQL the commit begins that
@@ -432,16 +561,27 @@ type inboxWorker struct {
 	// aheadCount counts the events Run's workers took ahead, for Run to
 	// count them as queued.
 	aheadCount *atomic.Int64
+	gate       *workGate
+	entered    bool // the worker is inside the gate
 }
 
 func (w *inboxWorker) run(ctx context.Context) {
 	in := w.in
 	w.chain.next = w.next
 	defer w.chain.discard(ctx)
+	defer func() {
+		if w.entered {
+			w.gate.leave()
+		}
+	}()
 	for {
 		row, ok := w.take()
 		if !ok {
 			return
+		}
+		if !w.entered {
+			w.gate.enter()
+			w.entered = true
 		}
 		if w.stop.Err() != nil {
 			w.chain.discard(ctx)
@@ -461,6 +601,10 @@ func (w *inboxWorker) run(ctx context.Context) {
 		in.signal() // room in the queue
 		in.attempt(ctx, row, &w.chain)
 		in.signal() // the object's next event may be due
+		if w.ahead == nil {
+			w.gate.leave()
+			w.entered = false
+		}
 	}
 }
 
@@ -481,7 +625,7 @@ func (w *inboxWorker) take() (inboxRow, bool) {
 // next is the chain's: it takes the queue's next event ahead, if one is
 // waiting, and returns its claim when an attempt at it can begin at once.
 func (w *inboxWorker) next() *Claim {
-	if w.ahead != nil || w.closed || w.stop.Err() != nil {
+	if w.ahead != nil || w.closed || w.stop.Err() != nil || w.gate.over() {
 		return nil
 	}
 	var row inboxRow

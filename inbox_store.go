@@ -115,6 +115,7 @@ type inboxRow struct {
 	InboxRecord
 	Payload    []byte    // the verified request body, as received
 	LeaseUntil time.Time // processing: when the lease expires
+	DueAt      time.Time // leased: when it came due (its next attempt's time, or its lost lease's end)
 	// Seq is the store's sequence number taken when the event was stored
 	// (see current.go); 0 when unknown.
 	Seq int64

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -153,6 +154,9 @@ func TestNewInboxRefusesMisuse(t *testing.T) {
 		{idempotency.InboxConfig{Timeout: time.Minute, Lease: time.Minute}, "InboxConfig.Lease"},
 		{idempotency.InboxConfig{PollInterval: -1}, "InboxConfig.PollInterval"},
 		{idempotency.InboxConfig{ShutdownTimeout: -1}, "InboxConfig.ShutdownTimeout"},
+		{idempotency.InboxConfig{IngestWorkers: -1}, "InboxConfig.IngestWorkers is negative"},
+		{idempotency.InboxConfig{Workers: 4, IngestWorkers: 5}, "InboxConfig.IngestWorkers (5) exceeds Workers (4)"},
+		{idempotency.InboxConfig{MaxIngestLag: -time.Second}, "InboxConfig.MaxIngestLag"},
 	} {
 		_, err := idempotency.NewInbox(idempotency.NewMemoryStore(), hs, tc.cfg)
 		require.ErrorContains(t, err, tc.want)
@@ -321,11 +325,114 @@ func TestInboxConfigDefaults(t *testing.T) {
 	require.Equal(t, idempotency.DefaultLease, cfg.Lease)
 	require.Equal(t, idempotency.DefaultPollInterval, cfg.PollInterval)
 	require.Equal(t, idempotency.DefaultInboxTimeout, cfg.ShutdownTimeout, "ShutdownTimeout defaults to Timeout")
+	require.Equal(t, idempotency.DefaultWorkers/2, cfg.IngestWorkers, "IngestWorkers defaults to half the Workers")
+	require.Equal(t, idempotency.DefaultMaxIngestLag, cfg.MaxIngestLag)
 	require.NotNil(t, cfg.Backoff)
 	require.NotNil(t, cfg.Now)
 	cfg, err = idempotency.InboxConfigWithDefaults(idempotency.InboxConfig{Timeout: 2 * time.Second})
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Second, cfg.ShutdownTimeout)
+	cfg, err = idempotency.InboxConfigWithDefaults(idempotency.InboxConfig{Workers: 1})
+	require.NoError(t, err)
+	require.Equal(t, 1, cfg.IngestWorkers, "at least one worker applies")
+}
+
+// While the process's Handler stores deliveries, only IngestWorkers of the
+// Workers apply events; once deliveries stop, or once an event taken has
+// been due for longer than MaxIngestLag, all of them do. The fake clock
+// says when the last delivery came and how long events waited; channels
+// hold each handler until the test lets it go, so the test sees exactly
+// how many run at once, on either store.
+func TestInboxIngestWorkers(t *testing.T) {
+	t.Parallel()
+	stores := map[string]func() idempotency.Store{
+		"memory":   func() idempotency.Store { return idempotency.NewMemoryStore() },
+		"postgres": func() idempotency.Store { return newPgBackend(t, idempotency.PgxConfig{}).store },
+	}
+	for name, newStore := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			var active, most atomic.Int32
+			entered := make(chan string, 16)
+			release := make(chan struct{})
+			hs := idempotency.NewHandlers()
+			idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+				n := active.Add(1)
+				defer active.Add(-1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				entered <- ev.ID
+				select {
+				case <-release:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})
+			inbox, err := idempotency.NewInbox(newStore(), hs, idempotency.InboxConfig{
+				Workers: 4, IngestWorkers: 1, MaxIngestLag: 10 * time.Second, Now: clock.Now, Logger: discardLogger(),
+			})
+			require.NoError(t, err)
+			h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+			require.NoError(t, err)
+			deliver := func(ids ...string) {
+				for _, id := range ids {
+					res := idempotencytest.Deliver(h, invoicePayload(t, "evt_"+id, "in_"+id, "acct_1"), testSecret)
+					require.Equal(t, idempotency.OutcomeQueued, res.Outcome)
+				}
+			}
+			run := func() func() {
+				ctx, stop := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- inbox.Run(ctx) }()
+				return func() {
+					stop()
+					require.NoError(t, recv(t, done, "Run"))
+				}
+			}
+
+			// Deliveries just came (the clock stands still): one worker
+			// applies, the event after each other.
+			deliver("a1", "a2", "a3", "a4", "a5", "a6")
+			stopRun := run()
+			for range 3 {
+				recv(t, entered, "an attempt while deliveries come")
+				require.EqualValues(t, 1, active.Load())
+				release <- struct{}{}
+			}
+			require.EqualValues(t, 1, most.Load(), "one worker applies while deliveries come")
+
+			// No delivery for a second: the other three events run together.
+			clock.Advance(time.Second)
+			for range 3 {
+				recv(t, entered, "an attempt once deliveries stopped")
+			}
+			require.EqualValues(t, 3, active.Load(), "all workers apply once deliveries stop")
+			for range 3 {
+				release <- struct{}{}
+			}
+			stopRun()
+
+			// Four events have waited for longer than MaxIngestLag when a
+			// fifth comes: all workers apply though deliveries come.
+			deliver("b1", "b2", "b3", "b4")
+			clock.Advance(11 * time.Second)
+			deliver("b5")
+			stopRun = run()
+			for range 4 {
+				recv(t, entered, "an attempt at a lagging event")
+			}
+			require.EqualValues(t, 4, active.Load(), "all workers apply once events lag")
+			for range 5 {
+				release <- struct{}{}
+			}
+			stopRun()
+			st, err := inbox.Stats(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, 11, st.Counts[idempotency.InboxProcessed])
+		})
+	}
 }
 
 // A worker stalled since before a redrive holds a lease with the same

@@ -141,11 +141,13 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 			}
 			busy[r.ObjectID] = true
 		}
+		dueAt := r.dueAt()
 		r.State = InboxProcessing
 		r.Attempt++
 		r.AttemptedAt, r.LeaseUntil, r.NextAttemptAt = now, now.Add(lease), time.Time{}
 		leased := r.inboxRow
 		leased.Payload = bytes.Clone(r.Payload) // the worker's own copy
+		leased.DueAt = dueAt
 		out = append(out, leased)
 	}
 	return out, nil

@@ -120,7 +120,7 @@ WHERE i.event_id = x.event_id`,
     WHERE i.event_id = picked.event_id
     RETURNING picked.due_at, i.*
 )
-SELECT ` + inboxColumns + `, payload, lease_until, coalesce(seq, 0), trace FROM leased ORDER BY due_at, event_id`,
+SELECT ` + inboxColumns + `, payload, lease_until, coalesce(seq, 0), trace, due_at FROM leased ORDER BY due_at, event_id`,
 		// A snoozed task goes back to pending without counting the attempt.
 		settle: `UPDATE ` + t + ` SET state = $3, last_error = $4, next_attempt_at = $5, finished_at = $6, lease_until = NULL,
     attempt = CASE WHEN $3 = 'pending' THEN attempt - 1 ELSE attempt END
@@ -371,12 +371,13 @@ func (r *InboxRecord) columns(t *inboxTimes) []any {
 		&r.State, &r.Attempt, &r.LastError, &r.ReceivedAt, &t.attemptedAt, &t.nextAttemptAt, &t.finishedAt}
 }
 
-// scanInboxRow scans inboxColumns, payload, lease_until, seq and trace.
+// scanInboxRow scans inboxColumns, payload, lease_until, seq, trace and
+// due_at: a leased row.
 func scanInboxRow(row pgx.CollectableRow) (inboxRow, error) {
 	var r inboxRow
 	var times inboxTimes
 	var leaseUntil pgtype.Timestamptz
-	if err := row.Scan(append(r.columns(&times), &r.Payload, &leaseUntil, &r.Seq, &r.Trace)...); err != nil {
+	if err := row.Scan(append(r.columns(&times), &r.Payload, &leaseUntil, &r.Seq, &r.Trace, &r.DueAt)...); err != nil {
 		return r, err
 	}
 	times.set(&r.InboxRecord)

@@ -365,7 +365,9 @@ func testInboxObjectOrder(t *testing.T, b StoreBackend) {
 func testInboxObjectOneAtATime(t *testing.T, b StoreBackend) {
 	holding, release := make(chan struct{}), make(chan struct{})
 	var held, released sync.Once
-	ib := newInboxBench(t, b, idempotency.InboxConfig{Workers: 2}, func(id string, attempt int) error {
+	// Both workers apply while deliveries come: the bench's clock stands
+	// still, so IngestWorkers would otherwise hold one back throughout.
+	ib := newInboxBench(t, b, idempotency.InboxConfig{Workers: 2, IngestWorkers: 2}, func(id string, attempt int) error {
 		if id == "evt_busy_2" {
 			held.Do(func() { close(holding) })
 			<-release
