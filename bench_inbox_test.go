@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,6 +88,18 @@ func newInboxBench(b *testing.B, store idempotency.Store, cfg idempotency.InboxC
 	require.NoError(b, err)
 	ib.inbox, ib.h = in, h
 	return ib
+}
+
+// waitApplied returns once n events were applied, failing if Run
+// returns (on done) first.
+func (ib *inboxBench) waitApplied(b *testing.B, n int64, done <-chan error) {
+	for ib.applied.Load() < n {
+		select {
+		case err := <-done:
+			b.Fatalf("Run returned early: %v", err)
+		case <-time.After(100 * time.Microsecond):
+		}
+	}
 }
 
 // memoryInvoiceWrite claims the invoice as a guard: the memory store's
@@ -180,6 +193,12 @@ func BenchmarkInboxIngest(b *testing.B) {
 	}
 }
 
+// drainConfig is the drain benchmarks' inbox: every worker applies,
+// though the events were delivered through its Handler just before the
+// timer starts (IngestWorkers would otherwise hold half of them back for
+// the first 250 ms).
+var drainConfig = idempotency.InboxConfig{Workers: idempotency.DefaultWorkers, IngestWorkers: idempotency.DefaultWorkers}
+
 func BenchmarkInboxDrain(b *testing.B) {
 	tmpl := newDeliveryTemplate(b)
 	stores := []struct {
@@ -191,12 +210,12 @@ func BenchmarkInboxDrain(b *testing.B) {
 	}{
 		{"memory", func(b *testing.B) func() *inboxBench {
 			return func() *inboxBench {
-				return newInboxBench(b, idempotency.NewMemoryStore(), idempotency.InboxConfig{}, memoryInvoiceWrite)
+				return newInboxBench(b, idempotency.NewMemoryStore(), drainConfig, memoryInvoiceWrite)
 			}
 		}},
 		{"postgres", func(b *testing.B) func() *inboxBench {
 			store := newInboxPgStore(b)
-			return func() *inboxBench { return newInboxBench(b, store, idempotency.InboxConfig{}, pgInvoiceWrite) }
+			return func() *inboxBench { return newInboxBench(b, store, drainConfig, pgInvoiceWrite) }
 		}},
 	}
 	drains := []struct {
@@ -207,13 +226,7 @@ func BenchmarkInboxDrain(b *testing.B) {
 			ctx, cancel := context.WithCancel(b.Context())
 			done := make(chan error, 1)
 			go func() { done <- ib.inbox.Run(ctx) }()
-			for ib.applied.Load() < inboxDrainEvents {
-				select {
-				case err := <-done:
-					b.Fatalf("Run returned early: %v", err)
-				case <-time.After(100 * time.Microsecond):
-				}
-			}
+			ib.waitApplied(b, inboxDrainEvents, done)
 			cancel()
 			require.NoError(b, <-done)
 		}},
@@ -255,5 +268,72 @@ func BenchmarkInboxDrain(b *testing.B) {
 				b.ReportMetric(float64(elapsed.Nanoseconds())/float64(iterations*inboxDrainEvents), "ns/event")
 			})
 		}
+	}
+}
+
+// BenchmarkInboxBurst sends inboxBurstEvents new events through the inbox
+// Handler from 32 goroutines while Run's 8 workers apply them, on
+// PostgreSQL, with InboxConfig.IngestWorkers at its default (4 of the 8
+// apply while deliveries come) and at 8 (the limit off). It reports the
+// time per delivery until the last was acknowledged (ns/ack) and until the
+// last was applied (ns/event): the over-HTTP comparison's acknowledged and
+// end-to-end figures, in process and on the test server (fsync off).
+func BenchmarkInboxBurst(b *testing.B) {
+	const inboxBurstEvents, senders = 1024, 32
+	tmpl := newDeliveryTemplate(b)
+	store := newInboxPgStore(b)
+	sent := 0
+	for _, iw := range []int{0, idempotency.DefaultWorkers} {
+		name := "default"
+		if iw != 0 {
+			name = strconv.Itoa(iw)
+		}
+		b.Run("postgres/ingest-workers="+name, func(b *testing.B) {
+			var acked, applied time.Duration
+			iterations := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				ib := newInboxBench(b, store, idempotency.InboxConfig{IngestWorkers: iw}, pgInvoiceWrite)
+				ds := inboxDeliveries(tmpl, sent, inboxBurstEvents)
+				sent += inboxBurstEvents
+				ctx, cancel := context.WithCancel(b.Context())
+				done := make(chan error, 1)
+				go func() { done <- ib.inbox.Run(ctx) }()
+				var next, failed atomic.Int64
+				var wg sync.WaitGroup
+				start := time.Now()
+				b.StartTimer()
+				for range senders {
+					wg.Go(func() {
+						req, err := http.NewRequest(http.MethodPost, "/webhook", nil)
+						if err != nil {
+							panic(err)
+						}
+						var body bytes.Reader
+						w := &discardWriter{h: http.Header{}}
+						for i := next.Add(1) - 1; i < inboxBurstEvents; i = next.Add(1) - 1 {
+							w.status = 0
+							ib.h.ServeHTTP(w, ds[i].request(req, &body))
+							if w.status != http.StatusOK {
+								failed.Add(1)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				acked += time.Since(start)
+				ib.waitApplied(b, inboxBurstEvents, done)
+				applied += time.Since(start)
+				b.StopTimer()
+				cancel()
+				require.NoError(b, <-done)
+				require.Zero(b, failed.Load(), "deliveries not answered 200")
+				iterations++
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(acked.Nanoseconds())/float64(iterations*inboxBurstEvents), "ns/ack")
+			b.ReportMetric(float64(applied.Nanoseconds())/float64(iterations*inboxBurstEvents), "ns/event")
+		})
 	}
 }
