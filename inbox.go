@@ -23,22 +23,26 @@ type InboxConfig struct {
 	// Workers is how many events one process applies at once. Defaults to 8.
 	Workers int
 
-	// IngestWorkers is how many of the Workers apply events while this
-	// process's Handler is storing deliveries; the others wait, leaving the
-	// process's CPU and the database to answering Stripe. A burst is then
-	// acknowledged sooner and drained by all Workers as soon as it ends:
-	// when no delivery has come for a quarter of a second, or when an
-	// event taken has been due for longer than MaxIngestLag. A process that
-	// serves no Handler of this Inbox always applies with all its Workers.
-	// Both times are read on Now: with a fake clock that stands still, a
-	// delivery holds the limit until the clock moves. Defaults to half the
-	// Workers, at least 1; set it to Workers to apply with all of them
-	// always.
+	// IngestWorkers is how many of the Workers apply events and run tasks
+	// while this process's Handler is receiving deliveries (any that
+	// reached the store, duplicates included); the others wait, leaving
+	// the process's CPU and the database to answering Stripe. A burst is
+	// then acknowledged sooner and drained by all Workers as soon as it
+	// ends: when no delivery has come for a quarter of a second, or when a
+	// lease takes an event that has been due for longer than MaxIngestLag.
+	// A lowered limit takes effect as the attempts already begun end. A
+	// process that serves no Handler of this Inbox always applies with all
+	// its Workers. Both times are read on Now: with a fake clock that
+	// stands still, a delivery holds the limit until the clock moves.
+	// Defaults to half the Workers, at least 1; set it to Workers to apply
+	// with all of them always, as before this field existed.
 	IngestWorkers int
 
 	// MaxIngestLag bounds how long IngestWorkers holds events back: once
-	// an event taken has been due for longer, all Workers apply even while
-	// deliveries keep coming. Defaults to 10 seconds.
+	// a lease takes an event that has been due for longer (checked at each
+	// lease, from the time the event came due or its lost lease ended),
+	// all Workers apply even while deliveries keep coming. Defaults to 10
+	// seconds.
 	MaxIngestLag time.Duration
 
 	// MaxAttempts is how many attempts an event gets before it is
@@ -394,7 +398,8 @@ func (in *Inbox) Run(ctx context.Context) error {
 	// starts.
 	queue := make(chan inboxRow, 2*in.cfg.Workers)
 	var ahead atomic.Int64
-	gate := newWorkGate(in.cfg.Workers) // Run's loop sets the limit before the first lease
+	first, _ := in.workLimit(false)
+	gate := newWorkGate(first) // the limit before any worker enters
 	for range in.cfg.Workers {
 		workers.Go(func() {
 			w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: &ahead, gate: gate}
@@ -424,7 +429,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 			}
 			wasBehind := behind
 			if len(rows) > 0 {
-				behind = in.lagging(rows) // leases come in due order: the last tells
+				behind = in.lagging(rows)
 			}
 			for _, row := range rows {
 				if ctx.Err() != nil {
@@ -498,9 +503,11 @@ func (in *Inbox) lagging(rows []inboxRow) bool {
 }
 
 // workGate bounds how many of Run's workers apply events at once. A
-// worker enters it with the event it took from the queue and leaves it
-// after the attempt, unless it took the next event ahead meanwhile, which
-// it does only while the gate is not over its limit.
+// worker enters it before it takes an event from the queue, so that no
+// event waits outside the queue, and leaves it after the attempt, unless
+// it took the next event ahead meanwhile, which it does only while the
+// gate is not over its limit. A lowered limit takes effect as the
+// attempts begun under the old one end.
 type workGate struct {
 	mu     sync.Mutex
 	cond   sync.Cond
@@ -575,13 +582,13 @@ func (w *inboxWorker) run(ctx context.Context) {
 		}
 	}()
 	for {
-		row, ok := w.take()
-		if !ok {
-			return
-		}
 		if !w.entered {
 			w.gate.enter()
 			w.entered = true
+		}
+		row, ok := w.take()
+		if !ok {
+			return
 		}
 		if w.stop.Err() != nil {
 			w.chain.discard(ctx)

@@ -372,6 +372,7 @@ func TestInboxIngestWorkers(t *testing.T) {
 			})
 			inbox, err := idempotency.NewInbox(newStore(), hs, idempotency.InboxConfig{
 				Workers: 4, IngestWorkers: 1, MaxIngestLag: 10 * time.Second, Now: clock.Now, Logger: discardLogger(),
+				PollInterval: time.Hour, PollOnly: true, // only the quiet timer lifts the limit
 			})
 			require.NoError(t, err)
 			h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
@@ -382,44 +383,59 @@ func TestInboxIngestWorkers(t *testing.T) {
 					require.Equal(t, idempotency.OutcomeQueued, res.Outcome)
 				}
 			}
-			run := func() func() {
-				ctx, stop := context.WithCancel(t.Context())
-				done := make(chan error, 1)
-				go func() { done <- inbox.Run(ctx) }()
-				return func() {
-					stop()
-					require.NoError(t, recv(t, done, "Run"))
-				}
+			run := func() (stop func(), done <-chan error) {
+				ctx, cancel := context.WithCancel(t.Context())
+				ch := make(chan error, 1)
+				go func() { ch <- inbox.Run(ctx) }()
+				return cancel, ch
+			}
+			stopRun := func(stop func(), done <-chan error) {
+				stop()
+				require.NoError(t, recv(t, done, "Run"))
 			}
 
 			// Deliveries just came (the clock stands still): one worker
-			// applies, the event after each other.
+			// applies, the events after each other, and the others wait
+			// without holding any: what is leased ahead waits in the
+			// queue, twice IngestWorkers long.
+			idle := func() {
+				require.Eventually(t, func() bool { return idempotency.InboxIdle(inbox) }, 10*time.Second, time.Millisecond)
+			}
 			deliver("a1", "a2", "a3", "a4", "a5", "a6")
-			stopRun := run()
-			for range 3 {
+			stop, done := run()
+			for i := range 3 {
 				recv(t, entered, "an attempt while deliveries come")
 				require.EqualValues(t, 1, active.Load())
+				if i == 0 {
+					idle()
+					st, err := inbox.Stats(t.Context())
+					require.NoError(t, err)
+					require.Equal(t, 3, st.Counts[idempotency.InboxProcessing], "the attempt and the two queued: none held by a waiting worker")
+				}
 				release <- struct{}{}
 			}
+			recv(t, entered, "the fourth attempt")
+			idle()
 			require.EqualValues(t, 1, most.Load(), "one worker applies while deliveries come")
 
-			// No delivery for a second: the other three events run together.
+			// No delivery for a second: nothing wakes Run but the end of
+			// the quiet, and the last two events run beside the fourth.
 			clock.Advance(time.Second)
-			for range 3 {
+			for range 2 {
 				recv(t, entered, "an attempt once deliveries stopped")
 			}
 			require.EqualValues(t, 3, active.Load(), "all workers apply once deliveries stop")
 			for range 3 {
 				release <- struct{}{}
 			}
-			stopRun()
+			stopRun(stop, done)
 
 			// Four events have waited for longer than MaxIngestLag when a
 			// fifth comes: all workers apply though deliveries come.
 			deliver("b1", "b2", "b3", "b4")
 			clock.Advance(11 * time.Second)
 			deliver("b5")
-			stopRun = run()
+			stop, done = run()
 			for range 4 {
 				recv(t, entered, "an attempt at a lagging event")
 			}
@@ -427,10 +443,32 @@ func TestInboxIngestWorkers(t *testing.T) {
 			for range 5 {
 				release <- struct{}{}
 			}
-			stopRun()
+			stopRun(stop, done)
+			recv(t, entered, "b5's attempt")
+
+			// Stopped while the limit holds workers back: the attempt in
+			// flight finishes, and the events leased ahead are given back
+			// pending, their attempt not counted.
+			deliver("c1", "c2", "c3", "c4")
+			stop, done = run()
+			first := recv(t, entered, "an attempt before the stop")
+			stop()
+			release <- struct{}{}
+			require.NoError(t, recv(t, done, "Run"))
+			for _, id := range []string{"evt_c1", "evt_c2", "evt_c3", "evt_c4"} {
+				r, found, err := inbox.Lookup(t.Context(), id)
+				require.NoError(t, err)
+				require.True(t, found)
+				if id == first {
+					require.Equal(t, idempotency.InboxProcessed, r.State)
+					continue
+				}
+				require.Equal(t, idempotency.InboxPending, r.State, id)
+				require.Zero(t, r.Attempt, id)
+			}
 			st, err := inbox.Stats(t.Context())
 			require.NoError(t, err)
-			require.Equal(t, 11, st.Counts[idempotency.InboxProcessed])
+			require.Equal(t, 12, st.Counts[idempotency.InboxProcessed])
 		})
 	}
 }
