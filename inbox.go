@@ -122,7 +122,7 @@ const (
 )
 
 // ingestQuiet is how long after the last delivery this process's Handler
-// stored Run applies with InboxConfig.IngestWorkers only.
+// received Run applies with InboxConfig.IngestWorkers only.
 const ingestQuiet = 250 * time.Millisecond
 
 // DefaultBackoff is the wait after failed attempt n: n⁴ seconds, ±10% at
@@ -164,8 +164,9 @@ type Inbox struct {
 	wake    chan struct{} // a due event may be waiting
 	running atomic.Bool
 	idle    atomic.Bool // Run's loop waits for a wake, a poll or the end (for tests)
-	// storedAt is when this process's Handler last stored a delivery, in
-	// InboxConfig.Now's Unix nanoseconds; 0 before the first.
+	// storedAt is when this process's Handler last received a delivery
+	// that reached the store (a duplicate too), in InboxConfig.Now's Unix
+	// nanoseconds; 0 before the first.
 	storedAt atomic.Int64
 
 	notifyMu      sync.Mutex

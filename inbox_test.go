@@ -393,6 +393,17 @@ func TestInboxIngestWorkers(t *testing.T) {
 				stop()
 				require.NoError(t, recv(t, done, "Run"))
 			}
+			// together waits for n more attempts to start, checks that
+			// want handlers then run at once, and lets them all go.
+			together := func(n int, want int32, what string) {
+				for range n {
+					recv(t, entered, what)
+				}
+				require.EqualValues(t, want, active.Load(), what)
+				for range want {
+					release <- struct{}{}
+				}
+			}
 
 			// Deliveries just came (the clock stands still): one worker
 			// applies, the events after each other, and the others wait
@@ -421,13 +432,7 @@ func TestInboxIngestWorkers(t *testing.T) {
 			// No delivery for a second: nothing wakes Run but the end of
 			// the quiet, and the last two events run beside the fourth.
 			clock.Advance(time.Second)
-			for range 2 {
-				recv(t, entered, "an attempt once deliveries stopped")
-			}
-			require.EqualValues(t, 3, active.Load(), "all workers apply once deliveries stop")
-			for range 3 {
-				release <- struct{}{}
-			}
+			together(2, 3, "all workers apply once deliveries stop")
 			stopRun(stop, done)
 
 			// Four events have waited for longer than MaxIngestLag when a
@@ -436,15 +441,10 @@ func TestInboxIngestWorkers(t *testing.T) {
 			clock.Advance(11 * time.Second)
 			deliver("b5")
 			stop, done = run()
-			for range 4 {
-				recv(t, entered, "an attempt at a lagging event")
-			}
-			require.EqualValues(t, 4, active.Load(), "all workers apply once events lag")
-			for range 5 {
-				release <- struct{}{}
-			}
-			stopRun(stop, done)
+			together(4, 4, "all workers apply once events lag")
 			recv(t, entered, "b5's attempt")
+			release <- struct{}{}
+			stopRun(stop, done)
 
 			// Stopped while the limit holds workers back: the attempt in
 			// flight finishes, and the events leased ahead are given back
