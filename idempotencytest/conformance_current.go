@@ -672,16 +672,20 @@ func testCurrentReverseOrder(t *testing.T, b StoreBackend, inbox bool) {
 // every delivery is answered processed (none fails on the object's lock or
 // a store's conflict). The deliveries that arrived before a fetch began
 // share it, whether they waited on the object's lock or for a pooled
-// connection, and a rerun of a delivery's transaction keeps its number: a
-// few fetches in all (1–4 on every store configuration of this suite; how
-// many depends on the scheduling, and is logged), at most 10.
+// connection, and a rerun of a delivery's transaction keeps its number.
+// The first fetch is held until every delivery has reached the store, so
+// a fetch after it began after all had arrived: one or two fetches, and
+// one more for each delivery that took its number between a fetch's lock
+// and its commit (how many is logged), at most 10. Without the hold, deliveries
+// that a busy machine lets arrive one by one each need a fetch of their own.
 func testCurrentConcurrentSync(t *testing.T, b StoreBackend) {
 	cb := newCurrentBench(t, b)
-	counting := &attemptCountingStore{Store: b.Store}
+	const events = 100
+	counting := &attemptCountingStore{Store: b.Store, want: events, allEntered: make(chan struct{})}
 	h, err := idempotency.NewHandler(counting, cb.hs, cb.hcfg)
 	require.NoError(t, err)
 	cb.api.set("sub_burst", "past_due", 7)
-	const events = 100
+	fetching, release := cb.api.hold("sub_burst")
 	payloads := make([][]byte, events)
 	for i := range payloads {
 		payloads[i] = subscriptionEvent(fmt.Sprintf("evt_burst_%03d", i), subUpdated, "sub_burst", "", currentCreated, "active")
@@ -699,6 +703,9 @@ func testCurrentConcurrentSync(t *testing.T, b StoreBackend) {
 	}
 	ready.Wait()
 	close(start)
+	receive(t, fetching, "the first fetch")
+	receive(t, counting.allEntered, "the deliveries reaching the store")
+	close(release)
 	waitAll(t, &done, "the concurrent deliveries")
 	burstFetches, burstAttempts := len(cb.api.callsOf("sub_burst")), counting.attempts.Load()
 	t.Logf("%d concurrent deliveries of one subscription: %d fetches in %d transactions", events, burstFetches, burstAttempts)
@@ -721,13 +728,20 @@ func testCurrentConcurrentSync(t *testing.T, b StoreBackend) {
 }
 
 // attemptCountingStore is a Store that counts the transactions it runs a
-// handler in, its reruns included.
+// handler in, its reruns included, and closes allEntered when want calls
+// of Run have begun.
 type attemptCountingStore struct {
 	idempotency.Store
-	attempts atomic.Int64
+	attempts   atomic.Int64
+	entered    atomic.Int64
+	want       int64
+	allEntered chan struct{}
 }
 
 func (s *attemptCountingStore) Run(ctx context.Context, c idempotency.Claim, apply idempotency.ApplyFunc) (idempotency.Outcome, error) {
+	if s.entered.Add(1) == s.want {
+		close(s.allEntered)
+	}
 	if apply == nil {
 		return s.Store.Run(ctx, c, nil)
 	}
