@@ -346,6 +346,12 @@ type InboxStats struct {
 	OldestPending time.Time
 }
 
+// Events is how many events, tasks left out, are in state: Counts[state]
+// − TaskCounts[state].
+func (st InboxStats) Events(state InboxState) int {
+	return st.Counts[state] - st.TaskCounts[state]
+}
+
 // checkKind validates a filter's Kind: empty, event or task.
 func checkKind(filter string, k InboxKind) error {
 	if k != "" && k != KindEvent && k != KindTask {

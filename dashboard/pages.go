@@ -46,10 +46,10 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	data := overviewData{OldestPending: st.OldestPending}
 	for _, s := range states {
-		tasks := st.TaskCounts[s]
-		data.Events = append(data.Events, stateCount{s, st.Counts[s] - tasks})
+		events, tasks := st.Events(s), st.TaskCounts[s]
+		data.Events = append(data.Events, stateCount{s, events})
 		data.Tasks = append(data.Tasks, stateCount{s, tasks})
-		data.EventsN += st.Counts[s] - tasks
+		data.EventsN += events
 		data.TasksN += tasks
 	}
 	data.FailedN, data.DeadN = st.Counts[idempotency.InboxFailed], st.Counts[idempotency.InboxDeadLetter]

@@ -748,7 +748,7 @@ func testTaskSnooze(t *testing.T, b StoreBackend) {
 }
 
 // testTaskStatsList: InboxStats.TaskCounts counts the tasks alone, Counts
-// events and tasks together; List and Redrive select by Kind; Lookup of a
+// events and tasks together, Events the events alone; List and Redrive select by Kind; Lookup of a
 // task's id returns its record, kind task, typed by the task's name.
 func testTaskStatsList(t *testing.T, b StoreBackend) {
 	tb := newTaskBench(t, b, idempotency.InboxConfig{Backoff: minuteBackoff})
@@ -776,6 +776,8 @@ func testTaskStatsList(t *testing.T, b StoreBackend) {
 	require.NoError(t, err)
 	require.Equal(t, map[idempotency.InboxState]int{idempotency.InboxProcessed: 3, idempotency.InboxFailed: 1}, nonZero(st.Counts))
 	require.Equal(t, map[idempotency.InboxState]int{idempotency.InboxProcessed: 1, idempotency.InboxFailed: 1}, nonZero(st.TaskCounts))
+	require.Equal(t, 2, st.Events(idempotency.InboxProcessed), "the events alone")
+	require.Zero(t, st.Events(idempotency.InboxFailed), "the failed row is a task")
 	require.True(t, st.OldestPending.Equal(t0.Add(time.Second)), "the failed task is the oldest still to run: %s", st.OldestPending)
 
 	ids := func(f idempotency.InboxFilter) []string { t.Helper(); return listIDs(t, tb.inbox, f) }

@@ -173,10 +173,9 @@ func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, er
 		if err != nil {
 			return fmt.Errorf("idempotencyotel: inbox stats: %w", err)
 		}
-		for state, n := range st.Counts {
-			tasks := st.TaskCounts[state]
-			o.ObserveInt64(depth, int64(n-tasks), metric.WithAttributes(kindKey.String(string(idempotency.KindEvent)), stateKey.String(string(state))))
-			o.ObserveInt64(depth, int64(tasks), metric.WithAttributes(kindKey.String(string(idempotency.KindTask)), stateKey.String(string(state))))
+		for state := range st.Counts {
+			o.ObserveInt64(depth, int64(st.Events(state)), metric.WithAttributes(kindKey.String(string(idempotency.KindEvent)), stateKey.String(string(state))))
+			o.ObserveInt64(depth, int64(st.TaskCounts[state]), metric.WithAttributes(kindKey.String(string(idempotency.KindTask)), stateKey.String(string(state))))
 		}
 		var seconds float64
 		if !st.OldestPending.IsZero() {

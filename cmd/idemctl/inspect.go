@@ -61,7 +61,7 @@ type statsJSON struct {
 func (a *app) writeStats(st idempotency.InboxStats, asJSON bool) error {
 	events := map[idempotency.InboxState]int{}
 	for _, s := range states {
-		events[s] = st.Counts[s] - st.TaskCounts[s]
+		events[s] = st.Events(s)
 	}
 	var age time.Duration
 	if !st.OldestPending.IsZero() {
