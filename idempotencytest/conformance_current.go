@@ -676,8 +676,9 @@ func testCurrentReverseOrder(t *testing.T, b StoreBackend, inbox bool) {
 // The first fetch is held until every delivery has reached the store, so
 // a fetch after it began after all had arrived: one or two fetches, and
 // one more for each delivery that took its number between a fetch's lock
-// and its commit (how many is logged), at most 10. Without the hold, deliveries
-// that a busy machine lets arrive one by one each need a fetch of their own.
+// and its commit (how many is logged), at most 10. Without the hold,
+// deliveries that a busy machine lets arrive one by one each need a
+// fetch of their own.
 func testCurrentConcurrentSync(t *testing.T, b StoreBackend) {
 	cb := newCurrentBench(t, b)
 	const events = 100
@@ -685,7 +686,9 @@ func testCurrentConcurrentSync(t *testing.T, b StoreBackend) {
 	h, err := idempotency.NewHandler(counting, cb.hs, cb.hcfg)
 	require.NoError(t, err)
 	cb.api.set("sub_burst", "past_due", 7)
-	fetching, release := cb.api.hold("sub_burst")
+	fetching, hold := cb.api.hold("sub_burst")
+	release := sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(release) // a failed wait must not leave the deliveries held
 	payloads := make([][]byte, events)
 	for i := range payloads {
 		payloads[i] = subscriptionEvent(fmt.Sprintf("evt_burst_%03d", i), subUpdated, "sub_burst", "", currentCreated, "active")
@@ -705,7 +708,7 @@ func testCurrentConcurrentSync(t *testing.T, b StoreBackend) {
 	close(start)
 	receive(t, fetching, "the first fetch")
 	receive(t, counting.allEntered, "the deliveries reaching the store")
-	close(release)
+	release()
 	waitAll(t, &done, "the concurrent deliveries")
 	burstFetches, burstAttempts := len(cb.api.callsOf("sub_burst")), counting.attempts.Load()
 	t.Logf("%d concurrent deliveries of one subscription: %d fetches in %d transactions", events, burstFetches, burstAttempts)

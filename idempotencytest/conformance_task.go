@@ -748,8 +748,9 @@ func testTaskSnooze(t *testing.T, b StoreBackend) {
 }
 
 // testTaskStatsList: InboxStats.TaskCounts counts the tasks alone, Counts
-// events and tasks together, Events the events alone; List and Redrive select by Kind; Lookup of a
-// task's id returns its record, kind task, typed by the task's name.
+// events and tasks together, Events the events alone; List and Redrive
+// select by Kind; Lookup of a task's id returns its record, kind task,
+// typed by the task's name.
 func testTaskStatsList(t *testing.T, b StoreBackend) {
 	tb := newTaskBench(t, b, idempotency.InboxConfig{Backoff: minuteBackoff})
 	tb.provider.setAnswer(func(c providerCall) error {
