@@ -674,7 +674,7 @@ func testCurrentReverseOrder(t *testing.T, b StoreBackend, inbox bool) {
 // share it, whether they waited on the object's lock or for a pooled
 // connection, and a rerun of a delivery's transaction keeps its number.
 // The first fetch is held until every delivery has reached the store, so
-// a fetch after it began after all had arrived: one or two fetches, and
+// every later fetch begins after all have arrived: one or two fetches, and
 // one more for each delivery that took its number between a fetch's lock
 // and its commit (how many is logged), at most 10. Without the hold,
 // deliveries that a busy machine lets arrive one by one each need a
