@@ -509,15 +509,28 @@ func (h *Handler) checkAPIVersion(ctx context.Context, env *envelope.Envelope) e
 	return nil
 }
 
+// The range of created that checkEnvelope accepts: the years 1 to 9999,
+// which every store can keep (PostgreSQL's timestamptz, Go's time
+// formats).
+const (
+	minCreated = -62135596800 // 0001-01-01T00:00:00Z
+	maxCreated = 253402300799 // 9999-12-31T23:59:59Z
+)
+
 // checkEnvelope refuses an event whose columns no store can keep: it would
-// fail on every retry on PostgreSQL.
+// fail on every retry on PostgreSQL, and in the inbox it would fail the
+// deliveries stored in the same statement.
 func checkEnvelope(env *envelope.Envelope) error {
 	for _, f := range [...]struct{ name, value string }{
 		{"id", env.ID}, {"type", env.Type}, {"data.object.id", env.ObjectID}, {"account", env.Account},
+		{"api_version", env.APIVersion},
 	} {
 		if !validText(f.value) {
 			return fmt.Errorf("the event's %s contains a NUL byte or invalid UTF-8", f.name)
 		}
+	}
+	if env.Created < minCreated || env.Created > maxCreated {
+		return errors.New("the event's created is not a time between the years 1 and 9999")
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -97,16 +98,22 @@ func withField(t *testing.T, eventID string, set func(ev, obj map[string]any)) [
 	return b
 }
 
-// An id, type, object id or account PostgreSQL cannot store is refused
-// with 400 on both stores, instead of a 500 on every retry on PostgreSQL
-// and a success on the memory store.
-func TestHandlerRefusesTextNoStoreKeeps(t *testing.T) {
+// An id, type, object id, account, API version or created time PostgreSQL
+// cannot store is refused with 400 on both stores and in both modes,
+// instead of a 500 (synchronous) or a 503 (inbox) on every retry on
+// PostgreSQL and a success on the memory store.
+func TestHandlerRefusesEnvelopeNoStoreKeeps(t *testing.T) {
 	t.Parallel()
 	cases := map[string]func(ev, obj map[string]any){
-		"event id":   func(ev, _ map[string]any) { ev["id"] = "evt_nul\x00" },
-		"event type": func(ev, _ map[string]any) { ev["type"] = "invoice.paid\x00" },
-		"object id":  func(_, obj map[string]any) { obj["id"] = "in_\x00nul" },
-		"account":    func(ev, _ map[string]any) { ev["account"] = "acct_\x00" },
+		"event id":     func(ev, _ map[string]any) { ev["id"] = "evt_nul\x00" },
+		"event type":   func(ev, _ map[string]any) { ev["type"] = "invoice.paid\x00" },
+		"object id":    func(_, obj map[string]any) { obj["id"] = "in_\x00nul" },
+		"account":      func(ev, _ map[string]any) { ev["account"] = "acct_\x00" },
+		"api version":  func(ev, _ map[string]any) { ev["api_version"] = stripe.APIVersion + "\x00" },
+		"created late": func(ev, _ map[string]any) { ev["created"] = int64(253402300800) }, // year 10000
+		"created early": func(ev, _ map[string]any) {
+			ev["created"] = int64(-62135596801) // 1 second before the year 1
+		},
 	}
 	for name, store := range bothStores(t) {
 		t.Run(name, func(t *testing.T) {
@@ -117,18 +124,25 @@ func TestHandlerRefusesTextNoStoreKeeps(t *testing.T) {
 				runs++
 				return nil
 			})
+			inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: discardLogger()})
+			require.NoError(t, err)
 			var results []idempotency.Result
-			h, err := idempotency.NewHandler(store, hs, idempotency.Config{
+			cfg := idempotency.Config{
 				Secrets: []string{testSecret}, Logger: discardLogger(),
 				OnResult: func(r idempotency.Result) { results = append(results, r) },
-			})
+			}
+			syncHandler, err := idempotency.NewHandler(store, hs, cfg)
 			require.NoError(t, err)
-			for field, set := range cases {
-				payload := withField(t, "evt_text_"+strings.ReplaceAll(field, " ", "_"), set)
-				a := idempotencytest.Deliver(h, payload, testSecret)
-				require.Equal(t, 400, a.Status, field)
-				require.JSONEq(t, `{"error":"invalid_event"}`, a.Body, field)
-				require.ErrorIs(t, results[len(results)-1].Err, idempotency.ErrMalformedEvent, field)
+			inboxHandler, err := inbox.Handler(cfg)
+			require.NoError(t, err)
+			for mode, h := range map[string]http.Handler{"synchronous": syncHandler, "inbox": inboxHandler} {
+				for field, set := range cases {
+					payload := withField(t, "evt_text_"+strings.ReplaceAll(field, " ", "_"), set)
+					a := idempotencytest.Deliver(h, payload, testSecret)
+					require.Equal(t, 400, a.Status, "%s: %s", mode, field)
+					require.JSONEq(t, `{"error":"invalid_event"}`, a.Body, "%s: %s", mode, field)
+					require.ErrorIs(t, results[len(results)-1].Err, idempotency.ErrMalformedEvent, "%s: %s", mode, field)
+				}
 			}
 			require.Zero(t, runs)
 			list, err := store.(interface {
@@ -136,6 +150,9 @@ func TestHandlerRefusesTextNoStoreKeeps(t *testing.T) {
 			}).ListEvents(t.Context(), idempotency.EventFilter{})
 			require.NoError(t, err)
 			require.Empty(t, list, "nothing stored")
+			stored, err := inbox.List(t.Context(), idempotency.InboxFilter{})
+			require.NoError(t, err)
+			require.Empty(t, stored, "nothing stored in the inbox")
 		})
 	}
 }

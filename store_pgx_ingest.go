@@ -2,10 +2,13 @@ package idempotency
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -142,6 +145,18 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 		stored, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	})
+	if dataError(err) && len(first) > 1 {
+		// One row PostgreSQL refuses (checkEnvelope lets none through that
+		// we know of) must not fail the deliveries stored beside it: each
+		// event is inserted on its own, and only its copies share its
+		// error.
+		for _, req := range batch {
+			if first[req.row.EventID] == req {
+				s.insertIngest(sameEvent(batch, req.row.EventID))
+			}
+		}
+		return
+	}
 	if err == nil && s.stored != nil {
 		for id := range first {
 			s.stored.addSince(id, since) // stored now, by this insert or before it
@@ -156,6 +171,24 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 		req.inserted = err == nil && first[req.row.EventID] == req && inserted[req.row.EventID]
 		close(req.done)
 	}
+}
+
+// sameEvent returns the requests of batch that store the event id.
+func sameEvent(batch []*ingestReq, id string) []*ingestReq {
+	var out []*ingestReq
+	for _, req := range batch {
+		if req.row.EventID == id {
+			out = append(out, req)
+		}
+	}
+	return out
+}
+
+// dataError reports PostgreSQL's refusal of a value (SQLSTATE class 22,
+// data exception), which no retry of the same row overcomes.
+func dataError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22")
 }
 
 // insertStored runs insert, which stores events in the inbox, on its own

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency/internal/pgtest"
@@ -52,6 +53,48 @@ func TestPgxIngestBatch(t *testing.T) {
 	var n int
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM idempotency_inbox`).Scan(&n))
 	require.Equal(t, 4, n)
+}
+
+// A row PostgreSQL refuses fails only its own deliveries: the events
+// batched with it are stored and answered as if it had not been there.
+// (The Handler refuses such rows before they reach the store; this is the
+// store's own defence.)
+func TestPgxIngestBadRowFailsOnlyItself(t *testing.T) {
+	t.Parallel()
+	s, db := newIngestStore(t)
+	bad := ingestRow("evt_bad")
+	bad.Created = time.Unix(1e13, 0) // beyond timestamptz's range
+	nul := ingestRow("evt_nul")
+	nul.APIVersion = "2025-08-27.basil\x00"
+	batch := []*ingestReq{
+		{row: ingestRow("evt_good")},
+		{row: bad},
+		{row: ingestRow("evt_known")},
+		{row: nul},
+		{row: ingestRow("evt_good")},
+	}
+	_, err := s.inboxEnqueue(t.Context(), ingestRow("evt_known"))
+	require.NoError(t, err)
+	for _, req := range batch {
+		req.ctx, req.done = t.Context(), make(chan struct{})
+	}
+	s.insertIngest(batch)
+	for _, req := range batch {
+		<-req.done
+	}
+	require.NoError(t, batch[0].err)
+	require.True(t, batch[0].inserted, "evt_good stored by its first delivery")
+	require.ErrorContains(t, batch[1].err, "timestamp out of range")
+	require.NoError(t, batch[2].err)
+	require.False(t, batch[2].inserted, "evt_known was stored before")
+	require.ErrorContains(t, batch[3].err, "invalid byte sequence")
+	require.NoError(t, batch[4].err)
+	require.False(t, batch[4].inserted, "evt_good's copy")
+	rows, err := db.Pool.Query(t.Context(), `SELECT event_id FROM idempotency_inbox ORDER BY event_id`)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"evt_good", "evt_known"}, ids)
 }
 
 // A delivery that gave up before its batch was sent does not fail the
