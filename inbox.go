@@ -133,10 +133,14 @@ const ingestQuiet = 250 * time.Millisecond
 //	wait           1s   16s  81s   4m16s  10m25s  2h47m   14h4m   1d12h
 //
 // The 20th attempt (InboxConfig.MaxAttempts's default) starts 6.5 days
-// after the first.
+// after the first. From about the 300th, the wait is the longest
+// time.Duration, about 292 years.
 func DefaultBackoff(attempt int) time.Duration {
-	d := math.Pow(float64(attempt), 4) * float64(time.Second)
-	return time.Duration(d * (0.9 + 0.2*rand.Float64()))
+	d := math.Pow(float64(attempt), 4) * float64(time.Second) * (0.9 + 0.2*rand.Float64())
+	if d >= math.MaxInt64 { // converted, it would wrap to a negative wait
+		return math.MaxInt64
+	}
+	return time.Duration(d)
 }
 
 // An Inbox applies verified events after answering Stripe: its [Handler]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -335,6 +336,21 @@ func TestInboxConfigDefaults(t *testing.T) {
 	cfg, err = idempotency.InboxConfigWithDefaults(idempotency.InboxConfig{Workers: 1})
 	require.NoError(t, err)
 	require.Equal(t, 1, cfg.IngestWorkers, "at least one worker applies")
+}
+
+// DefaultBackoff waits n⁴ seconds ±10% after attempt n, and the longest
+// time.Duration once n⁴ seconds is longer: never a negative wait (which
+// would retry at once), however large MaxAttempts is.
+func TestDefaultBackoff(t *testing.T) {
+	t.Parallel()
+	require.Zero(t, idempotency.DefaultBackoff(0))
+	for n := 1; n <= 2000; n++ {
+		want := math.Pow(float64(n), 4) * float64(time.Second)
+		d := idempotency.DefaultBackoff(n)
+		require.GreaterOrEqual(t, float64(d), min(0.9*want, math.MaxInt64), "after attempt %d", n)
+		require.LessOrEqual(t, float64(d), 1.1*want, "after attempt %d", n)
+	}
+	require.Equal(t, time.Duration(math.MaxInt64), idempotency.DefaultBackoff(math.MaxInt))
 }
 
 // While the process's Handler stores deliveries, only IngestWorkers of the
