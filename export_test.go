@@ -25,9 +25,24 @@ func PgxLocalWaiting(s *PgxStore) int {
 	return s.local.waiters()
 }
 
-// InboxIdle reports whether in's Run waits with no wake pending: only a
-// wake, a poll or its end makes it lease again.
-func InboxIdle(in *Inbox) bool { return in.idle.Load() && len(in.wake) == 0 }
+// InboxIdle reports whether in's Run waits, and has had no wake since its
+// last pass began: only a wake, a poll or its end makes it lease again.
+// (Asking whether a wake is pending would not do: Run may have taken it
+// and not yet begun the pass.)
+func InboxIdle(in *Inbox) bool { return in.idleAt.Load() == in.signals.Load()+1 }
+
+// InboxGate returns how many of the workers of in's Run are inside its
+// gate (applying, or waiting in the queue for an event to apply) and the
+// gate's limit: zeros before Run.
+func InboxGate(in *Inbox) (active, limit int) {
+	g := in.gate.Load()
+	if g == nil {
+		return 0, 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.active, g.limit
+}
 
 // InboxLeased is an inbox event leased by LeaseInbox, for a test to apply
 // late or never.

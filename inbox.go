@@ -30,8 +30,8 @@ type InboxConfig struct {
 	// then acknowledged sooner and drained by all Workers as soon as it
 	// ends: when no delivery has come for a quarter of a second, or when a
 	// lease takes an event that has been due for longer than MaxIngestLag.
-	// A lowered limit takes effect as the attempts already begun end. A
-	// process that serves no Handler of this Inbox always applies with all
+	// A lowered limit holds back at once the workers waiting for an event,
+	// and the others as their attempts already begun end. A process that serves no Handler of this Inbox always applies with all
 	// its Workers. Both times are read on Now: with a fake clock that
 	// stands still, a delivery holds the limit until the clock moves.
 	// Defaults to half the Workers, at least 1; set it to Workers to apply
@@ -167,7 +167,12 @@ type Inbox struct {
 
 	wake    chan struct{} // a due event may be waiting
 	running atomic.Bool
-	idle    atomic.Bool // Run's loop waits for a wake, a poll or the end (for tests)
+	// For tests: how many times signal was called; while Run's loop waits
+	// for a wake, a poll or its end, 1 + that count when the loop's last
+	// pass began (0 while it works); and Run's workGate.
+	signals atomic.Uint64
+	idleAt  atomic.Uint64
+	gate    atomic.Pointer[workGate]
 	// storedAt is when this process's Handler last received a delivery
 	// that reached the store (a duplicate too), in InboxConfig.Now's Unix
 	// nanoseconds; 0 before the first.
@@ -317,6 +322,7 @@ func (h *Handler) enqueue(ctx context.Context, env *envelope.Envelope, payload [
 
 // signal wakes this process's workers.
 func (in *Inbox) signal() {
+	in.signals.Add(1)
 	select {
 	case in.wake <- struct{}{}:
 	default:
@@ -405,6 +411,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 	var ahead atomic.Int64
 	first, _ := in.workLimit(false)
 	gate := newWorkGate(first) // the limit before any worker enters
+	in.gate.Store(gate)
 	for range in.cfg.Workers {
 		workers.Go(func() {
 			w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: &ahead, gate: gate}
@@ -417,6 +424,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 	defer quiet.Stop()
 	failing, behind := false, false
 	for ctx.Err() == nil {
+		pass := in.signals.Load()
 		limit, until := in.workLimit(behind)
 		gate.setLimit(limit)
 		if free := 2*limit - len(queue) - int(ahead.Load()); free >= limit {
@@ -452,14 +460,14 @@ func (in *Inbox) Run(ctx context.Context) error {
 			quiet.Reset(until.Sub(in.cfg.Now()))
 			quietC = quiet.C
 		}
-		in.idle.Store(true)
+		in.idleAt.Store(pass + 1)
 		select {
 		case <-ctx.Done():
 		case <-in.wake:
 		case <-ticker.C:
 		case <-quietC:
 		}
-		in.idle.Store(false)
+		in.idleAt.Store(0)
 	}
 	gate.setLimit(in.cfg.Workers) // every worker drains the queue
 	close(queue)                  // the workers apply what is queued, then return
@@ -512,18 +520,34 @@ func (in *Inbox) lagging(rows []inboxRow) bool {
 // event waits outside the queue, and leaves it after the attempt, unless
 // it took the next event ahead meanwhile, which it does only while the
 // gate is not over its limit. A lowered limit takes effect as the
-// attempts begun under the old one end.
+// attempts begun under the old one end; a worker inside that waits for
+// an event, with none begun, steps out at once (stay).
 type workGate struct {
-	mu     sync.Mutex
-	cond   sync.Cond
-	active int
-	limit  int
+	mu      sync.Mutex
+	cond    sync.Cond
+	active  int
+	limit   int
+	lowered chan struct{} // closed when the limit is lowered, then replaced
 }
 
 func newWorkGate(limit int) *workGate {
-	g := &workGate{limit: limit}
+	g := &workGate{limit: limit, lowered: make(chan struct{})}
 	g.cond.L = &g.mu
 	return g
+}
+
+// stay is for a worker inside the gate that is about to wait for an
+// event: it leaves the gate and reports false when the gate is over its
+// limit; otherwise it returns a channel closed when the limit is lowered,
+// which the worker waits on too, to ask again.
+func (g *workGate) stay() (<-chan struct{}, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.active > g.limit {
+		g.active-- // the others are kept out while it is over: no one to wake
+		return nil, false
+	}
+	return g.lowered, true
 }
 
 func (g *workGate) enter() {
@@ -552,6 +576,10 @@ func (g *workGate) over() bool {
 func (g *workGate) setLimit(n int) {
 	g.mu.Lock()
 	raised := n > g.limit
+	if n < g.limit {
+		close(g.lowered)
+		g.lowered = make(chan struct{})
+	}
 	g.limit = n
 	g.mu.Unlock()
 	if raised {
@@ -587,10 +615,6 @@ func (w *inboxWorker) run(ctx context.Context) {
 		}
 	}()
 	for {
-		if !w.entered {
-			w.gate.enter()
-			w.entered = true
-		}
 		row, ok := w.take()
 		if !ok {
 			return
@@ -620,9 +644,10 @@ func (w *inboxWorker) run(ctx context.Context) {
 	}
 }
 
-// take returns the event taken ahead, or else the queue's next.
+// take returns the event taken ahead, or else the queue's next, taken
+// inside the gate. It returns false when the queue is closed and empty.
 func (w *inboxWorker) take() (inboxRow, bool) {
-	if r := w.ahead; r != nil {
+	if r := w.ahead; r != nil { // the worker kept its place in the gate
 		w.ahead = nil
 		w.aheadCount.Add(-1)
 		return *r, true
@@ -630,8 +655,22 @@ func (w *inboxWorker) take() (inboxRow, bool) {
 	if w.closed {
 		return inboxRow{}, false
 	}
-	r, ok := <-w.queue
-	return r, ok
+	for {
+		if !w.entered {
+			w.gate.enter()
+			w.entered = true
+		}
+		lowered, ok := w.gate.stay()
+		if !ok {
+			w.entered = false
+			continue
+		}
+		select {
+		case r, ok := <-w.queue:
+			return r, ok
+		case <-lowered:
+		}
+	}
 }
 
 // next is the chain's: it takes the queue's next event ahead, if one is

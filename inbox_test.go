@@ -482,9 +482,40 @@ func TestInboxIngestWorkers(t *testing.T) {
 				require.Equal(t, idempotency.InboxPending, r.State, id)
 				require.Zero(t, r.Attempt, id)
 			}
+
+			// Once deliveries stopped, the events given back are applied by
+			// all workers.
+			clock.Advance(time.Second)
+			stop, done = run()
+			together(3, 3, "the events given back, once deliveries stopped")
+			stopRun(stop, done)
+
+			// Deliveries come while Run waits with nothing to do, every
+			// worker inside the gate and waiting for an event: those
+			// waiting step out, and again one worker applies.
+			stop, done = run()
+			require.Eventually(t, func() bool {
+				active, limit := idempotency.InboxGate(inbox)
+				return active == 4 && limit == 4 && idempotency.InboxIdle(inbox)
+			}, 10*time.Second, time.Millisecond, "every worker waits inside the gate")
+			most.Store(0)
+			deliver("d1", "d2", "d3", "d4")
+			for i := range 4 {
+				recv(t, entered, "an attempt once deliveries came")
+				if i == 0 {
+					require.Eventually(t, func() bool {
+						active, limit := idempotency.InboxGate(inbox)
+						return active == 1 && limit == 1
+					}, 10*time.Second, time.Millisecond, "the waiting workers stepped out")
+				}
+				require.EqualValues(t, 1, most.Load(), "one worker applies while deliveries come")
+				release <- struct{}{}
+			}
+			stopRun(stop, done)
+
 			st, err := inbox.Stats(t.Context())
 			require.NoError(t, err)
-			require.Equal(t, 12, st.Counts[idempotency.InboxProcessed])
+			require.Equal(t, 19, st.Counts[idempotency.InboxProcessed])
 		})
 	}
 }
