@@ -86,10 +86,14 @@ func ApplyChained(ctx context.Context, in *Inbox, ls ...InboxLeased) int {
 	return w.chain.chained
 }
 
+// ReleaseLeased gives l back unapplied, as Run does with the events it
+// leased ahead when it stops.
+func ReleaseLeased(ctx context.Context, in *Inbox, l InboxLeased) { in.release(ctx, &l.row) }
+
 // SettleLeased records the end of l's attempt as its worker would, and
 // reports whether the fence let it.
 func SettleLeased(ctx context.Context, in *Inbox, l InboxLeased, st InboxState, lastError string) (bool, error) {
-	return in.store.inboxSettle(ctx, l.row.EventID, l.row.Attempt, l.row.AttemptedAt, st, lastError, in.cfg.Now(), in.cfg.Now())
+	return in.store.inboxSettle(ctx, l.row.EventID, l.row.Attempt, l.row.AttemptedAt, st, lastError, in.cfg.Now(), in.cfg.Now(), l.row.AttemptedAt)
 }
 
 // ErrLeaseLost is what a fenced Run returns when its lease was taken over.

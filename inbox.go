@@ -840,7 +840,7 @@ func (in *Inbox) release(ctx context.Context, row *inboxRow) {
 	if row.LastError != "" {
 		last = errors.New(row.LastError)
 	}
-	in.settleAt(ctx, row, InboxPending, last, in.cfg.Now())
+	in.settleAt(ctx, row, InboxPending, last, in.cfg.Now(), row.PrevAttemptedAt)
 }
 
 // settleFailure records a failed attempt: failed and due again after the
@@ -861,17 +861,18 @@ func (in *Inbox) settle(ctx context.Context, row *inboxRow, st InboxState, cause
 	if st == InboxFailed {
 		next = in.cfg.Now().Add(max(in.cfg.Backoff(row.Attempt), 0))
 	}
-	return in.settleAt(ctx, row, st, cause, next)
+	return in.settleAt(ctx, row, st, cause, next, row.AttemptedAt)
 }
 
 // settleAt records an attempt's end, due again at next when st is failed
-// or pending (snoozed), on a context that outlives a cancelled attempt. If
-// the store cannot be reached, the lease expires and the event is retried.
-func (in *Inbox) settleAt(ctx context.Context, row *inboxRow, st InboxState, cause error, next time.Time) error {
+// or pending (snoozed, or given back: then attemptedAt is what the record
+// shows), on a context that outlives a cancelled attempt. If the store
+// cannot be reached, the lease expires and the event is retried.
+func (in *Inbox) settleAt(ctx context.Context, row *inboxRow, st InboxState, cause error, next, attemptedAt time.Time) error {
 	now := in.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
 	defer cancel()
-	ok, err := in.store.inboxSettle(ctx, row.EventID, row.Attempt, row.AttemptedAt, st, errorText(cause), next, now)
+	ok, err := in.store.inboxSettle(ctx, row.EventID, row.Attempt, row.AttemptedAt, st, errorText(cause), next, now, attemptedAt)
 	if wait := next.Sub(now); ok && err == nil && !next.IsZero() && wait < in.cfg.PollInterval {
 		time.AfterFunc(wait, in.signal) // due again sooner than the next poll
 	}

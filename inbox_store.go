@@ -116,6 +116,9 @@ type inboxRow struct {
 	Payload    []byte    // the verified request body, as received
 	LeaseUntil time.Time // processing: when the lease expires
 	DueAt      time.Time // leased: when it came due (its next attempt's time, or its lost lease's end)
+	// PrevAttemptedAt is, on a leased row, its AttemptedAt before the
+	// lease (zero before the first attempt): what a give-back restores.
+	PrevAttemptedAt time.Time
 	// Seq is the store's sequence number taken when the event was stored
 	// (see current.go); 0 when unknown.
 	Seq int64
@@ -174,13 +177,16 @@ type inboxBackend interface {
 	// inboxSettle records the end of attempt `attempt` of eventID, leased
 	// at attemptedAt: it sets state (failed, dead_letter, processed,
 	// ignored, skipped for a task, or pending for a snoozed task or an
-	// event given back, whose Attempt goes back one),
-	// LastError, NextAttemptAt (zero unless failed or pending) and, for a
-	// final state, FinishedAt = now. It is fenced: it changes nothing and reports false
-	// unless the event is processing under exactly that lease (attempt and
-	// AttemptedAt), so a worker whose lease expired cannot overwrite a
-	// newer attempt's result, not even one that a redrive numbered alike.
-	inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now time.Time) (bool, error)
+	// event given back, whose Attempt goes back one and whose AttemptedAt
+	// becomes shownAttemptedAt: the lease's own for a snoozed task, the
+	// one before the lease for an event given back), LastError,
+	// NextAttemptAt (zero unless failed or pending) and, for a final
+	// state, FinishedAt = now. It is fenced: it changes nothing and
+	// reports false unless the event is processing under exactly that
+	// lease (attempt and AttemptedAt), so a worker whose lease expired
+	// cannot overwrite a newer attempt's result, not even one that a
+	// redrive numbered alike.
+	inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now, shownAttemptedAt time.Time) (bool, error)
 
 	// inboxRedrive moves the events f selects, in f.States (default
 	// dead_letter), back to pending with Attempt 0, NextAttemptAt = now and

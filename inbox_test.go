@@ -481,6 +481,7 @@ func TestInboxIngestWorkers(t *testing.T) {
 				}
 				require.Equal(t, idempotency.InboxPending, r.State, id)
 				require.Zero(t, r.Attempt, id)
+				require.True(t, r.AttemptedAt.IsZero(), "%s: given back before any attempt, yet AttemptedAt = %s", id, r.AttemptedAt)
 			}
 
 			// Once deliveries stopped, the events given back are applied by
@@ -526,11 +527,7 @@ func TestInboxIngestWorkers(t *testing.T) {
 // apply the event, on either store.
 func TestInboxStaleLeaseAcrossRedrive(t *testing.T) {
 	t.Parallel()
-	stores := map[string]idempotency.Store{
-		"memory":   idempotency.NewMemoryStore(),
-		"postgres": newPgBackend(t, idempotency.PgxConfig{}).store,
-	}
-	for name, store := range stores {
+	for name, store := range bothStores(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
@@ -578,6 +575,63 @@ func TestInboxStaleLeaseAcrossRedrive(t *testing.T) {
 			require.Equal(t, idempotency.InboxProcessed, r.State)
 			n2, _ := runs.Load("evt_stall")
 			require.Equal(t, 1, *n2.(*int))
+		})
+	}
+}
+
+// An event given back unapplied (Run stopping, or too little of its lease
+// left) shows the attempt before the lease: its number, its time (zero
+// before the first) and its error, on either store.
+func TestInboxGiveBackShowsTheAttemptBefore(t *testing.T) {
+	t.Parallel()
+	for name, store := range bothStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+			clock := idempotencytest.NewClock(start)
+			hs := idempotency.NewHandlers()
+			idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error { return nil })
+			inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: discardLogger()})
+			require.NoError(t, err)
+			h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+			require.NoError(t, err)
+			require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, "evt_back", "in_back", "acct_1"), testSecret).Outcome)
+			lease := func() idempotency.InboxLeased {
+				t.Helper()
+				clock.Advance(time.Second)
+				ls, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
+				require.NoError(t, err)
+				require.Len(t, ls, 1)
+				return ls[0]
+			}
+			requireRecord := func(state idempotency.InboxState, attempt int, attemptedAt time.Time, lastError string) {
+				t.Helper()
+				r, found, err := inbox.Lookup(t.Context(), "evt_back")
+				require.NoError(t, err)
+				require.True(t, found)
+				require.Equal(t, state, r.State)
+				require.Equal(t, attempt, r.Attempt)
+				require.True(t, attemptedAt.Equal(r.AttemptedAt), "AttemptedAt %s, want %s", r.AttemptedAt, attemptedAt)
+				require.Equal(t, lastError, r.LastError)
+			}
+
+			idempotency.ReleaseLeased(t.Context(), inbox, lease())
+			requireRecord(idempotency.InboxPending, 0, time.Time{}, "")
+
+			first := lease()
+			ok, err := idempotency.SettleLeased(t.Context(), inbox, first, idempotency.InboxFailed, "downstream down")
+			require.NoError(t, err)
+			require.True(t, ok)
+			requireRecord(idempotency.InboxFailed, 1, start.Add(2*time.Second), "downstream down")
+
+			idempotency.ReleaseLeased(t.Context(), inbox, lease())
+			requireRecord(idempotency.InboxPending, 1, start.Add(2*time.Second), "downstream down")
+
+			clock.Advance(time.Second)
+			n, err := inbox.WorkDue(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			requireRecord(idempotency.InboxProcessed, 2, start.Add(4*time.Second), "")
 		})
 	}
 }

@@ -141,19 +141,19 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 			}
 			busy[r.ObjectID] = true
 		}
-		dueAt := r.dueAt()
+		dueAt, prev := r.dueAt(), r.AttemptedAt
 		r.State = InboxProcessing
 		r.Attempt++
 		r.AttemptedAt, r.LeaseUntil, r.NextAttemptAt = now, now.Add(lease), time.Time{}
 		leased := r.inboxRow
 		leased.Payload = bytes.Clone(r.Payload) // the worker's own copy
-		leased.DueAt = dueAt
+		leased.DueAt, leased.PrevAttemptedAt = dueAt, prev
 		out = append(out, leased)
 	}
 	return out, nil
 }
 
-func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now time.Time) (bool, error) {
+func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now, shownAttemptedAt time.Time) (bool, error) {
 	switch st {
 	case InboxFailed, InboxDeadLetter, InboxProcessed, InboxIgnored, InboxSkipped, InboxPending:
 	default:
@@ -189,6 +189,7 @@ func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt i
 		}
 		if st == InboxPending { // a snoozed task or a row given back: the attempt does not count
 			r.Attempt--
+			r.AttemptedAt = shownAttemptedAt
 		}
 		s.mu.Unlock()
 		return true, nil

@@ -96,21 +96,21 @@ WHERE i.event_id = x.event_id`,
 		// Two ordered candidate sets, each read through its partial index
 		// and stopping at the limit, merged by the time they came due.
 		lease: `WITH expired AS (
-    SELECT i.event_id, i.lease_until AS due_at FROM ` + t + ` AS i
+    SELECT i.event_id, i.lease_until AS due_at, i.attempted_at FROM ` + t + ` AS i
     WHERE i.state = 'processing' AND i.lease_until <= $1 AND ` + free + `
     ORDER BY i.lease_until
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 ), due AS (
-    SELECT i.event_id, i.next_attempt_at AS due_at FROM ` + t + ` AS i
+    SELECT i.event_id, i.next_attempt_at AS due_at, i.attempted_at FROM ` + t + ` AS i
     WHERE i.state IN ('pending', 'failed') AND i.next_attempt_at <= $1 AND ` + free + `
     ORDER BY i.next_attempt_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT event_id, due_at FROM expired
+    SELECT event_id, due_at, attempted_at FROM expired
     UNION ALL
-    SELECT event_id, due_at FROM due
+    SELECT event_id, due_at, attempted_at FROM due
     ORDER BY due_at, event_id
     LIMIT $2
 ), leased AS (
@@ -118,12 +118,15 @@ WHERE i.event_id = x.event_id`,
     SET state = 'processing', attempt = i.attempt + 1, attempted_at = $1, lease_until = $3, next_attempt_at = NULL
     FROM picked
     WHERE i.event_id = picked.event_id
-    RETURNING picked.due_at, i.*
+    RETURNING picked.due_at, picked.attempted_at AS prev_attempted_at, i.*
 )
-SELECT ` + inboxColumns + `, payload, lease_until, coalesce(seq, 0), trace, due_at FROM leased ORDER BY due_at, event_id`,
-		// A snoozed task goes back to pending without counting the attempt.
+SELECT ` + inboxColumns + `, payload, lease_until, coalesce(seq, 0), trace, due_at, prev_attempted_at FROM leased ORDER BY due_at, event_id`,
+		// A snoozed task, or an event given back unapplied, goes back to
+		// pending without counting the attempt, showing the attempt time $8:
+		// the snoozed run's, or the one before the lease given back.
 		settle: `UPDATE ` + t + ` SET state = $3, last_error = $4, next_attempt_at = $5, finished_at = $6, lease_until = NULL,
-    attempt = CASE WHEN $3 = 'pending' THEN attempt - 1 ELSE attempt END
+    attempt = CASE WHEN $3 = 'pending' THEN attempt - 1 ELSE attempt END,
+    attempted_at = CASE WHEN $3 = 'pending' THEN $8 ELSE attempted_at END
 WHERE event_id = $1 AND attempt = $2 AND attempted_at = $7 AND state = 'processing'`,
 		redrive: `UPDATE ` + t + ` SET state = 'pending', attempt = 0, next_attempt_at = $7, finished_at = NULL
 WHERE ` + redriveWhere,
@@ -259,7 +262,7 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 }
 
 // inboxSettle implements inboxBackend: one UPDATE fenced on the attempt.
-func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now time.Time) (bool, error) {
+func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now, shownAttemptedAt time.Time) (bool, error) {
 	var finished time.Time
 	if st.Final() { // failed and pending (a snoozed task, a row given back) are not finished
 		finished = now
@@ -272,7 +275,7 @@ func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int,
 	// would wait for its lease to expire instead of its backoff.
 	err := retryStale(ctx, func() error {
 		return s.autocommit(ctx, func(q pgxQuerier) (err error) {
-			tag, err = q.Exec(ctx, s.inbox.settle, eventID, attempt, string(st), storableText(lastError), optionalTime(nextAt), optionalTime(finished), attemptedAt)
+			tag, err = q.Exec(ctx, s.inbox.settle, eventID, attempt, string(st), storableText(lastError), optionalTime(nextAt), optionalTime(finished), attemptedAt, optionalTime(shownAttemptedAt))
 			return err
 		})
 	})
@@ -371,17 +374,17 @@ func (r *InboxRecord) columns(t *inboxTimes) []any {
 		&r.State, &r.Attempt, &r.LastError, &r.ReceivedAt, &t.attemptedAt, &t.nextAttemptAt, &t.finishedAt}
 }
 
-// scanInboxRow scans inboxColumns, payload, lease_until, seq, trace and
-// due_at: a leased row.
+// scanInboxRow scans inboxColumns, payload, lease_until, seq, trace,
+// due_at and prev_attempted_at: a leased row.
 func scanInboxRow(row pgx.CollectableRow) (inboxRow, error) {
 	var r inboxRow
 	var times inboxTimes
-	var leaseUntil pgtype.Timestamptz
-	if err := row.Scan(append(r.columns(&times), &r.Payload, &leaseUntil, &r.Seq, &r.Trace, &r.DueAt)...); err != nil {
+	var leaseUntil, prev pgtype.Timestamptz
+	if err := row.Scan(append(r.columns(&times), &r.Payload, &leaseUntil, &r.Seq, &r.Trace, &r.DueAt, &prev)...); err != nil {
 		return r, err
 	}
 	times.set(&r.InboxRecord)
-	r.LeaseUntil = leaseUntil.Time
+	r.LeaseUntil, r.PrevAttemptedAt = leaseUntil.Time, prev.Time
 	return r, nil
 }
 

@@ -274,7 +274,7 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 		res.State = settled(InboxSkipped, in.settle(ctx, row, InboxSkipped, errors.New(reason)))
 	case errors.As(err, &snooze):
 		res.Outcome = OutcomeQueued
-		res.State = settled(InboxPending, in.settleAt(ctx, row, InboxPending, nil, in.cfg.Now().Add(snooze.After)))
+		res.State = settled(InboxPending, in.settleAt(ctx, row, InboxPending, nil, in.cfg.Now().Add(snooze.After), row.AttemptedAt))
 	case errors.As(err, &permanent):
 		res.Outcome, res.Err = OutcomeFailed, err
 		res.State = settled(InboxDeadLetter, in.settle(ctx, row, InboxDeadLetter, err))
