@@ -136,11 +136,16 @@ const ingestQuiet = 250 * time.Millisecond
 // after the first. From about the 300th, the wait is the longest
 // time.Duration, about 292 years.
 func DefaultBackoff(attempt int) time.Duration {
-	d := math.Pow(float64(attempt), 4) * float64(time.Second) * (0.9 + 0.2*rand.Float64())
-	if d >= math.MaxInt64 { // converted, it would wrap to a negative wait
+	return nanoseconds(math.Pow(float64(attempt), 4) * float64(time.Second) * (0.9 + 0.2*rand.Float64()))
+}
+
+// nanoseconds converts ns (not negative) to a Duration, the longest one
+// when ns is longer: converted, it would wrap to a negative one.
+func nanoseconds(ns float64) time.Duration {
+	if ns >= math.MaxInt64 {
 		return math.MaxInt64
 	}
-	return time.Duration(d)
+	return time.Duration(ns)
 }
 
 // An Inbox applies verified events after answering Stripe: its [Handler]

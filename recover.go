@@ -175,7 +175,7 @@ func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts Recov
 	r := &recovery{
 		h: h, client: client, opts: opts, report: &report,
 		since: opts.Since.Unix(),
-		pace:  pacer{interval: time.Duration(float64(time.Second) / opts.RequestsPerSecond)},
+		pace:  pacer{interval: nanoseconds(float64(time.Second) / opts.RequestsPerSecond)},
 	}
 	now := opts.Now()
 	if opts.Since.After(now) {

@@ -436,6 +436,15 @@ func TestRecoverRefusesBadInput(t *testing.T) {
 	require.Equal(t, "evt_bad_19", f.calls()[calls].Query.Get("ending_before"))
 }
 
+// addPaidEvents adds n invoice.paid events of one invoice to f,
+// evt_<name>_00 and on, one a second from an hour before now.
+func addPaidEvents(t *testing.T, f *fakeStripe, name string, n int, now time.Time) {
+	t.Helper()
+	for i := range n {
+		f.add(snapshotEvent(t, fmt.Sprintf("evt_%s_%02d", name, i), "invoice.paid", "in_"+name, now.Add(-time.Hour).Unix()+int64(i)))
+	}
+}
+
 // TestRecoverRate: requests are spaced by 1/RequestsPerSecond, 10 a second
 // by default, measured on testing/synctest's fake clock: deterministic,
 // and without waiting.
@@ -448,9 +457,7 @@ func TestRecoverRate(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			f := newFakeStripe()
 			now := time.Now()
-			for i := range 95 {
-				f.add(snapshotEvent(t, fmt.Sprintf("evt_rate_%02d", i), "invoice.paid", "in_rate", now.Add(-time.Hour).Unix()+int64(i)))
-			}
+			addPaidEvents(t, f, "rate", 95, now)
 			app := newService(t, "memory")
 			rep, err := app.handler(t).Recover(t.Context(), f.inProcess(), idempotency.RecoverOptions{
 				Since: now.Add(-2 * time.Hour), PageSize: 10, RequestsPerSecond: c.rate,
@@ -465,6 +472,26 @@ func TestRecoverRate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRecoverTinyRate: a rate so small that the gap between requests is
+// longer than the longest time.Duration still spaces them (the gap did
+// not wrap to a negative one, which sent every request at once).
+func TestRecoverTinyRate(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeStripe()
+		now := time.Now()
+		addPaidEvents(t, f, "tiny", 30, now)
+		app := newService(t, "memory")
+		ctx, cancel := context.WithTimeout(t.Context(), 24*time.Hour)
+		defer cancel()
+		_, err := app.handler(t).Recover(ctx, f.inProcess(), idempotency.RecoverOptions{
+			Since: now.Add(-2 * time.Hour), PageSize: 10, RequestsPerSecond: 1e-10,
+		})
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Len(t, f.calls(), 1, "one request in a day at 1e-10 requests a second")
+	})
 }
 
 // TestRecoverStopsWhenTheStoreIsDown: a store that cannot be reached
