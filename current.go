@@ -24,8 +24,13 @@ type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 //	idempotency.Retrieve(client.V1Subscriptions.Retrieve)
 //
 // It sets Stripe-Account for events of a connected account, so that the
-// object is fetched as that account and never as the platform, and turns
-// a 404 into [ErrObjectNotFound].
+// object is fetched as that account and never as the platform. Its errors
+// wrap [ErrStripeAPI] and quote nothing Stripe answered (an object
+// stripe-go could not decode would otherwise be quoted in them, and so in
+// logs and in the inbox's LastError): they give the status, the error's
+// type and code and the request id; stripe-go's *stripe.Error stays
+// reachable with errors.As, and a network or context error with
+// errors.Is. A 404 also wraps [ErrObjectNotFound].
 func Retrieve[T any, P interface {
 	*PT
 	SetStripeAccount(string)
@@ -36,8 +41,12 @@ func Retrieve[T any, P interface {
 			params.SetStripeAccount(account)
 		}
 		obj, err := retrieve(ctx, id, params)
+		if err == nil {
+			return obj, nil
+		}
 		var serr *stripe.Error
-		if errors.As(err, &serr) && serr.HTTPStatusCode == http.StatusNotFound {
+		notFound := errors.As(err, &serr) && serr.HTTPStatusCode == http.StatusNotFound
+		if err = apiError("retrieving the object", err); notFound {
 			err = fmt.Errorf("%w: %w", ErrObjectNotFound, err)
 		}
 		return obj, err

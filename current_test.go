@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -87,8 +88,9 @@ func panicValue(f func()) (v any) {
 }
 
 // TestRetrieve: the adapter sets Stripe-Account only for a connected
-// account, turns a 404 into ErrObjectNotFound (the *stripe.Error still
-// reachable), and leaves any other error as it is.
+// account, and wraps every error in ErrStripeAPI, a 404 in
+// ErrObjectNotFound too, the *stripe.Error, a network or a context error
+// still reachable.
 func TestRetrieve(t *testing.T) {
 	t.Parallel()
 	var gotID string
@@ -127,18 +129,53 @@ func TestRetrieve(t *testing.T) {
 	_, err = fetch(ctx, "sub_3", "")
 	require.ErrorIs(t, err, idempotency.ErrObjectNotFound, "a wrapped 404 is a 404 too")
 
-	for _, other := range []error{
-		&stripe.Error{HTTPStatusCode: http.StatusTooManyRequests, Type: stripe.ErrorTypeInvalidRequest, Code: stripe.ErrorCodeRateLimit},
-		&stripe.Error{HTTPStatusCode: http.StatusInternalServerError, Type: stripe.ErrorTypeAPI},
-		&stripe.Error{HTTPStatusCode: http.StatusBadRequest, Type: stripe.ErrorTypeInvalidRequest, Code: stripe.ErrorCodeResourceMissing},
-		errors.New("connection reset by peer"),
-		context.DeadlineExceeded,
+	for _, other := range []*stripe.Error{
+		{HTTPStatusCode: http.StatusTooManyRequests, Type: stripe.ErrorTypeInvalidRequest, Code: stripe.ErrorCodeRateLimit, RequestID: "req_429"},
+		{HTTPStatusCode: http.StatusInternalServerError, Type: stripe.ErrorTypeAPI},
+		{HTTPStatusCode: http.StatusBadRequest, Type: stripe.ErrorTypeInvalidRequest, Code: stripe.ErrorCodeResourceMissing, Msg: "about jane@example.com"},
 	} {
 		answer = other
 		_, err = fetch(ctx, "sub_4", "")
-		require.True(t, err == other, "%v is returned as it is, got %v", other, err) //nolint:errorlint // the very error
+		require.ErrorIs(t, err, idempotency.ErrStripeAPI)
 		require.NotErrorIs(t, err, idempotency.ErrObjectNotFound)
+		require.ErrorAs(t, err, &se)
+		require.Same(t, other, se)
+		require.Contains(t, err.Error(), fmt.Sprintf("HTTP %d %s", other.HTTPStatusCode, other.Type))
+		require.NotContains(t, err.Error(), "jane@example.com", "the message is not quoted")
 	}
+	answer = context.DeadlineExceeded
+	_, err = fetch(ctx, "sub_5", "")
+	require.ErrorIs(t, err, idempotency.ErrStripeAPI)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// TestRetrieveQuotesNoAnswer: an object stripe-go cannot decode makes an
+// error that quotes the answer's body; neither the error the handler gets
+// nor the delivery's log line quotes it.
+func TestRetrieveQuotesNoAnswer(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"sub_1","object":"subscription","status":12,"metadata":{"email":"jane.doe@example.com"}}`))
+	}))
+	t.Cleanup(srv.Close)
+	client := stripe.NewClient(fakeStripeKey, fakeBackends(srv.URL, nil))
+	hs := idempotency.NewHandlers()
+	idempotency.OnCurrent(hs, []string{"customer.subscription.updated"},
+		idempotency.Retrieve(client.V1Subscriptions.Retrieve), handleNothing)
+	log, logs := testLogger()
+	var res idempotency.Result
+	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
+		Secrets: []string{testSecret}, Logger: log, OnResult: func(r idempotency.Result) { res = r },
+	})
+	require.NoError(t, err)
+	a := idempotencytest.Deliver(h, fixture(t, "customer.subscription.updated"), testSecret)
+	require.Equal(t, http.StatusInternalServerError, a.Status)
+	require.ErrorIs(t, res.Err, idempotency.ErrStripeAPI)
+	require.Contains(t, res.Err.Error(), "could not read")
+	require.NotContains(t, res.Err.Error(), "jane.doe@example.com")
+	require.Contains(t, logs.String(), "could not read")
+	require.NotContains(t, logs.String(), "jane.doe@example.com")
 }
 
 // TestFetchTimeoutBoundsAHangingFetch: a fetch that never answers is cut at

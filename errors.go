@@ -235,16 +235,18 @@ var ErrNeedsStoreTx = errors.New("idempotency: needs the Tx of a MemoryStore or 
 // [OnCurrent] handler fetched. A [FetchFunc] wraps it.
 var ErrObjectNotFound = errors.New("idempotency: object not found")
 
-// Talking to the Stripe API: fetching a thin event's event, and
-// [Handler.Recover].
+// Talking to the Stripe API: fetching a thin event's event, [Retrieve]'s
+// fetches, and [Handler.Recover].
 var (
 	// ErrStripeAPI: a request to the Stripe API failed: the network, a
 	// timeout, a rate limit (429), Stripe itself (5xx), or a refusal (an
 	// invalid key, an unknown event). Its text has the HTTP status,
 	// Stripe's error type and code and the request id, never the key or a
-	// payload. A thin event whose fetch fails is answered 503 (network,
-	// timeout, 429, 5xx) or 500 (a refusal), so Stripe sends it again;
-	// [Handler.Recover] stops with it, its checkpoint kept.
+	// payload; stripe-go's *stripe.Error is reachable with errors.As. A
+	// thin event whose fetch fails is answered 503 (network, timeout, 429,
+	// 5xx) or 500 (a refusal), so Stripe sends it again; an [OnCurrent]
+	// handler's fails its event; [Handler.Recover] stops with it, its
+	// checkpoint kept.
 	ErrStripeAPI = errors.New("idempotency: Stripe API request failed")
 	// ErrRecoveryWindow: [Handler.Recover] was asked to start before
 	// [RecoveryWindow] (30 days) ago, by RecoverOptions.Since or by the

@@ -83,11 +83,13 @@ func apiError(op string, err error) error {
 	switch {
 	case errors.As(err, &se):
 		e.status, e.typ, e.code, e.requestID = se.HTTPStatusCode, string(se.Type), string(se.Code), se.RequestID
+		e.answer = se
 	case errors.As(err, &v2):
 		if v2.Type != nil {
 			e.typ = string(*v2.Type)
 		}
 		e.code = v2.Code
+		e.answer = v2
 	case errors.As(err, &ue), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		// The network, a timeout or the context: a *url.Error's text names
 		// the URL (path and list filters), never the key, which travels in
@@ -101,12 +103,13 @@ func apiError(op string, err error) error {
 
 // stripeAPIError is a request that failed: without an answer (cause set),
 // with an answer stripe-go could not read (unreadable), or with an error
-// answer (status, or for a v2 error only its type and code).
+// answer (status, or for a v2 error only its type and code; answer is
+// stripe-go's error, for errors.As, never quoted).
 type stripeAPIError struct {
 	op                   string
 	status               int
 	typ, code, requestID string
-	cause                error
+	cause, answer        error
 	unreadable           bool
 }
 
@@ -135,7 +138,15 @@ func (e *stripeAPIError) Error() string {
 }
 
 func (e *stripeAPIError) Is(target error) bool { return target == ErrStripeAPI }
-func (e *stripeAPIError) Unwrap() error        { return e.cause }
+func (e *stripeAPIError) Unwrap() []error {
+	switch {
+	case e.cause != nil:
+		return []error{e.cause}
+	case e.answer != nil:
+		return []error{e.answer}
+	}
+	return nil
+}
 
 // transientAPIError reports a failed request that a later one may not
 // meet: no answer (the network, a timeout), a rate limit (429), a failure
