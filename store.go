@@ -286,7 +286,10 @@ func (t *txState) seal() (afterCommit bool) {
 }
 
 // checkSQL returns ErrTxDone once the store has begun to end the
-// transaction.
+// transaction: from then on no statement of the handler's, through its
+// pgx.Tx or a Tx method (Guard, a task's Enqueue, OnCurrent's), may run
+// in it, nor in the next event's transaction that a chained commit begins
+// on the same connection.
 func (t *txState) checkSQL() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -308,16 +311,6 @@ func (t *txState) AfterCommit(fn func(ctx context.Context)) {
 	if !t.ended {
 		t.afterCommit = append(t.afterCommit, fn)
 	}
-}
-
-// checkOpen returns ErrTxDone once the transaction has ended.
-func (t *txState) checkOpen() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.ended {
-		return ErrTxDone
-	}
-	return nil
 }
 
 // end marks the transaction ended and, when committed, runs the

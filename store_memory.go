@@ -258,19 +258,36 @@ func (tx *memoryTx) take(ctx context.Context, k lockID) (bool, error) {
 	return first, err
 }
 
+// enqueueTask puts the task's row in tx before it takes the task's key:
+// finish, which may run at any moment (a handler that returned while a
+// goroutine of its own enqueues), commits every task key tx holds with its
+// row.
 func (tx *memoryTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) {
-	first, err := tx.take(ctx, lockID{task: true, guardID: guardID{key: r.EventID}})
-	if err != nil || !first {
-		return false, err
-	}
 	row := *r
 	row.Payload = slices.Clone(r.Payload)
-	tx.s.mu.Lock()
-	defer tx.s.mu.Unlock()
-	if tx.tasks == nil {
-		tx.tasks = make(map[string]*inboxRow)
+	s := tx.s
+	s.mu.Lock()
+	if tx.done {
+		s.mu.Unlock()
+		return false, ErrTxDone
 	}
-	tx.tasks[r.EventID] = &row
+	_, again := tx.tasks[r.EventID] // enqueued by tx before: that row stays
+	if !again {
+		if tx.tasks == nil {
+			tx.tasks = make(map[string]*inboxRow)
+		}
+		tx.tasks[r.EventID] = &row
+	}
+	s.mu.Unlock()
+	first, err := tx.take(ctx, lockID{task: true, guardID: guardID{key: r.EventID}})
+	if err != nil || !first {
+		if !again { // tx does not hold the key: finish never reads the row
+			s.mu.Lock()
+			delete(tx.tasks, r.EventID)
+			s.mu.Unlock()
+		}
+		return false, err
+	}
 	return true, nil
 }
 

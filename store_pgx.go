@@ -671,7 +671,7 @@ func (t *pgxTx) Guard(ctx context.Context, scope, key string) (bool, error) {
 	if err := checkGuardKey(scope, key); err != nil {
 		return false, err
 	}
-	if err := t.checkOpen(); err != nil {
+	if err := t.checkSQL(); err != nil {
 		return false, err
 	}
 	for i := range t.early {
@@ -688,7 +688,7 @@ func (t *pgxTx) Guard(ctx context.Context, scope, key string) (bool, error) {
 }
 
 func (t *pgxTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) {
-	if err := t.checkOpen(); err != nil {
+	if err := t.checkSQL(); err != nil {
 		return false, err
 	}
 	tag, err := t.tx.Exec(ctx, t.s.inbox.enqueueTask, r.EventID, r.EventType, r.Created, r.Payload)

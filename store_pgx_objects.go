@@ -47,7 +47,7 @@ func (t *pgxTx) eventSeq(ctx context.Context) (int64, error) {
 }
 
 func (t *pgxTx) lockObject(ctx context.Context, scope, id string) (lastFetch, now int64, err error) {
-	if err := t.checkOpen(); err != nil {
+	if err := t.checkSQL(); err != nil {
 		return 0, 0, err
 	}
 	err = t.tx.QueryRow(ctx, t.s.objects.lockObject, scope, id).Scan(&lastFetch, &now)
@@ -55,7 +55,7 @@ func (t *pgxTx) lockObject(ctx context.Context, scope, id string) (lastFetch, no
 }
 
 func (t *pgxTx) markFetched(ctx context.Context, scope, id string, seq int64) error {
-	if err := t.checkOpen(); err != nil {
+	if err := t.checkSQL(); err != nil {
 		return err
 	}
 	_, err := t.tx.Exec(ctx, t.s.objects.markFetched, scope, id, seq)
@@ -63,7 +63,7 @@ func (t *pgxTx) markFetched(ctx context.Context, scope, id string, seq int64) er
 }
 
 func (t *pgxTx) order(ctx context.Context, scope, key string, created time.Time) (Order, error) {
-	if err := t.checkOpen(); err != nil {
+	if err := t.checkSQL(); err != nil {
 		return 0, err
 	}
 	var prev orderRecord

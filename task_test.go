@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -188,6 +189,52 @@ func TestTaskEnqueueNeedsStoreTx(t *testing.T) {
 	for s, n := range st.TaskCounts {
 		require.Zero(t, n, "tasks %s", s)
 	}
+}
+
+// TestTaskEnqueueRacingTheCommit: a handler that returns while a goroutine
+// of its own enqueues a task (a misuse: a Tx is the handler's only while
+// it runs) gets, each time, either the task committed with its event or
+// ErrTxDone and no task; the MemoryStore stays usable. The commit used to
+// find the task's key held without its row: it panicked holding the
+// store's lock, and every later call on the store hung.
+func TestTaskEnqueueRacingTheCommit(t *testing.T) {
+	t.Parallel()
+	store := idempotency.NewMemoryStore()
+	hs := idempotency.NewHandlers()
+	task := idempotency.NewTask(hs, "late", func(context.Context, idempotency.TaskRun[int]) error { return nil })
+	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: discardLogger()})
+	require.NoError(t, err)
+	const events = 2000
+	enqueued := 0
+	for i := range events {
+		late := make(chan error, 1)
+		var ok bool
+		ran := make(chan error, 1)
+		go func() { // a Run that hangs fails the test, not the whole run
+			_, err := store.Run(t.Context(), idempotency.Claim{EventID: fmt.Sprint("evt_late_", i), EventType: "invoice.paid"},
+				func(ctx context.Context, tx idempotency.Tx) error {
+					go func() {
+						var err error
+						ok, err = task.Enqueue(context.Background(), tx, fmt.Sprint("k", i), i)
+						late <- err
+					}()
+					return nil
+				})
+			ran <- err
+		}()
+		require.NoError(t, recv(t, ran, "Run"))
+		if err := recv(t, late, "the late Enqueue"); err != nil {
+			require.ErrorIs(t, err, idempotency.ErrTxDone)
+			require.False(t, ok)
+			continue
+		}
+		require.True(t, ok)
+		enqueued++
+	}
+	st, err := in.Stats(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, enqueued, st.TaskCounts[idempotency.InboxPending], "every task reported enqueued is stored, and only those")
+	t.Logf("%d of %d late Enqueues came before the commit", enqueued, events)
 }
 
 // TestTaskArgsThatNoLongerDecodeAreDeadLettered: a task enqueued with
