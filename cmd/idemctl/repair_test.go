@@ -209,6 +209,8 @@ func TestDatabaseURLPasswordNeverPrinted(t *testing.T) {
 		"postgres://idemctl:s3cret-pw@127.0.0.1/db?pool_max_conns=x":             exitUsage,
 		"postgres://idemctl@127.0.0.1/db?password=s3cret-pw&sslmode=bogus":       exitUsage,
 		"host=127.0.0.1 password=s3cret-pw port=x":                               exitUsage,
+		"host=127.0.0.1 password = s3cret-pw port=x":                             exitUsage,
+		"host=127.0.0.1 password= s3cret-pw port=x":                              exitUsage,
 		"host=127.0.0.1 password='s3cret-pw":                                     exitUsage,
 		"postgres://idemctl:s3cret-pw@127.0.0.1:1/nodb?connect_timeout=5":        exitUnavailable,
 		"host=127.0.0.1 port=1 password=s3cret-pw dbname=nodb connect_timeout=5": exitUnavailable,

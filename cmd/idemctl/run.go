@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/pgconfig"
 )
 
 // The exit codes; the package doc lists them for scripts.
@@ -196,8 +197,7 @@ func (a *app) open(ctx context.Context) (store *idempotency.PgxStore, closeFn fu
 	if url == "" {
 		return nil, nil, usageError("no database: pass -database-url or set DATABASE_URL")
 	}
-	// pgx masks the password in a parse error's copy of the URL.
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := pgconfig.Parse(url) // its error never quotes the URL
 	if err != nil {
 		return nil, nil, usageError("-database-url: %v", err)
 	}

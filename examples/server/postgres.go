@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/pgconfig"
 )
 
 // businessDDL creates the example's business tables at start, next to the
@@ -41,8 +42,7 @@ var businessDDL = []string{`CREATE TABLE IF NOT EXISTS accounts (
 // [retryStartup] says, for up to wait in all; an error that waiting cannot
 // fix ends it at once.
 func openPostgres(ctx context.Context, dbURL string, wait time.Duration, logger *slog.Logger) (service, func(), error) {
-	// pgx masks the password in a parse error's copy of the URL.
-	cfg, err := pgxpool.ParseConfig(dbURL)
+	cfg, err := pgconfig.Parse(dbURL) // its error never quotes the URL
 	if err != nil {
 		return service{}, nil, fmt.Errorf("database: %w", err)
 	}

@@ -366,8 +366,8 @@ func TestRunStartupErrors(t *testing.T) {
 	}{
 		{
 			name:    "malformed URL",
-			dbURL:   "postgres://app:hunter2@localhost:notaport/app",
-			wantErr: []string{"cannot parse", "invalid port"},
+			dbURL:   "host=localhost user=app password = hunter2 port=notaport",
+			wantErr: []string{"not a PostgreSQL connection string", "invalid port"},
 		},
 		{
 			name:    "unknown role",
