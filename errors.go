@@ -116,13 +116,22 @@ func Skip(reason string) error {
 }
 
 // skipReason reports whether err is or wraps a SkipError, and its reason
-// as a store keeps it.
+// as a store keeps it. A panic is never a skip, whatever its value wraps.
 func skipReason(err error) (string, bool) {
 	var s *SkipError
-	if errors.As(err, &s) {
+	if errors.As(err, &s) && !panicked(err) {
 		return storableText(s.Reason), true
 	}
 	return "", false
+}
+
+// panicked reports whether err is or wraps a PanicError. A handler or a
+// task that panics has failed, even when the panic's value wraps an error
+// that, returned, would mean otherwise (Skip, Permanent, Snooze): a bug
+// that panics must not drop an event for good.
+func panicked(err error) bool {
+	var p *PanicError
+	return errors.As(err, &p)
 }
 
 func skipped(err error) bool {
@@ -145,7 +154,9 @@ func validText(s string) bool {
 
 // PanicError is the error a handler's panic is turned into: the transaction
 // is rolled back, [Store.Run] returns it with [OutcomeFailed], and the
-// delivery is answered 500. A panicking AfterCommit func is reported as a
+// delivery is answered 500 (in the inbox, a failed attempt), even when the
+// panic's value wraps a [Skip], [Permanent] or [Snooze] error, which only
+// count when returned. A panicking AfterCommit func is reported as a
 // PanicError too, in [Result.AfterCommitPanics], never as an error.
 type PanicError struct {
 	Value any    // the value passed to panic

@@ -257,6 +257,49 @@ func TestHandlerPanicLogsStack(t *testing.T) {
 	require.Contains(t, b.logs.String(), "handler_test.go", "the log carries the panic's stack")
 }
 
+// A handler that panics has failed, even when the panic's value wraps a
+// Skip: answered 500 and nothing kept, on both stores, so that Stripe's
+// next delivery applies the event once the bug is fixed. It was answered
+// 200 skipped, the event dropped for good.
+func TestHandlerPanicWrappingSkipIsAFailure(t *testing.T) {
+	t.Parallel()
+	for name, store := range bothStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fixed := false
+			hs := idempotency.NewHandlers()
+			idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
+				if !fixed {
+					panic(fmt.Errorf("a helper's bug: %w", idempotency.Skip("no such plan")))
+				}
+				return nil
+			})
+			var res idempotency.Result
+			h, err := idempotency.NewHandler(store, hs, idempotency.Config{
+				Secrets: []string{testSecret}, Logger: discardLogger(), OnResult: func(r idempotency.Result) { res = r },
+			})
+			require.NoError(t, err)
+			payload := eventPayload(t, "invoice.paid", "evt_panic_skip", paid)
+			a := idempotencytest.Deliver(h, payload, testSecret)
+			require.Equal(t, 500, a.Status)
+			require.JSONEq(t, `{"error":"processing_failed"}`, a.Body)
+			require.Equal(t, idempotency.OutcomeFailed, res.Outcome)
+			var pe *idempotency.PanicError
+			require.ErrorAs(t, res.Err, &pe)
+			_, kept, err := store.(interface {
+				LookupEvent(context.Context, string) (idempotency.EventRecord, bool, error)
+			}).LookupEvent(t.Context(), "evt_panic_skip")
+			require.NoError(t, err)
+			require.False(t, kept, "nothing kept")
+
+			fixed = true
+			a = idempotencytest.Deliver(h, payload, testSecret)
+			require.Equal(t, 200, a.Status)
+			require.JSONEq(t, `{"outcome":"processed"}`, a.Body)
+		})
+	}
+}
+
 // unavailableStore fails every call as a store whose database is down.
 type unavailableStore struct{}
 

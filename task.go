@@ -272,10 +272,10 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 	case skipped:
 		res.Outcome = OutcomeSkipped
 		res.State = settled(InboxSkipped, in.settle(ctx, row, InboxSkipped, errors.New(reason)))
-	case errors.As(err, &snooze):
+	case errors.As(err, &snooze) && !panicked(err):
 		res.Outcome = OutcomeQueued
 		res.State = settled(InboxPending, in.settleAt(ctx, row, InboxPending, nil, in.cfg.Now().Add(snooze.After), row.AttemptedAt))
-	case errors.As(err, &permanent):
+	case errors.As(err, &permanent) && !panicked(err):
 		res.Outcome, res.Err = OutcomeFailed, err
 		res.State = settled(InboxDeadLetter, in.settle(ctx, row, InboxDeadLetter, err))
 	default:

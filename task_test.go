@@ -328,37 +328,50 @@ func (rs *misuseResults) last(t *testing.T) idempotency.Result {
 
 // TestTaskPanicIsAFailedAttempt: a TaskFunc that panics fails the attempt,
 // with the panic in LastError and a PanicError (with its stack) in the
-// Result; the worker goes on, and the task is retried.
+// Result; the worker goes on, and the task is retried. A panic whose value
+// wraps Permanent, Snooze or Skip fails the same way: it is not
+// dead-lettered, snoozed or skipped as if the func had returned it.
 func TestTaskPanicIsAFailedAttempt(t *testing.T) {
 	t.Parallel()
-	r := newMisuseRig()
-	hs := idempotency.NewHandlers()
-	task := idempotency.NewTask(hs, "send-receipt", func(_ context.Context, run idempotency.TaskRun[misuseArgs]) error {
-		if run.Attempt == 1 {
-			panic("mailer exploded")
-		}
-		return nil
-	})
-	r.enqueue(t, "evt_panic", func(ctx context.Context, tx idempotency.Tx) error {
-		_, err := task.Enqueue(ctx, tx, "in_1", misuseArgs{})
-		return err
-	})
-	var rs misuseResults
-	in := r.inbox(t, hs, idempotency.InboxConfig{OnResult: rs.add})
-	misuseWork(t, in, 1)
-	rec := misuseLookup(t, in, task.ID("in_1"))
-	require.Equal(t, idempotency.InboxFailed, rec.State)
-	require.Contains(t, rec.LastError, "panicked: mailer exploded")
-	res := rs.last(t)
-	require.Equal(t, idempotency.OutcomeFailed, res.Outcome)
-	var p *idempotency.PanicError
-	require.ErrorAs(t, res.Err, &p)
-	require.Equal(t, "mailer exploded", p.Value)
-	require.NotEmpty(t, p.Stack)
+	for name, value := range map[string]any{
+		"a string":           "mailer exploded",
+		"wrapping Permanent": fmt.Errorf("a helper's bug: %w", idempotency.Permanent(errors.New("card declined"))),
+		"wrapping Snooze":    fmt.Errorf("a helper's bug: %w", idempotency.Snooze(time.Hour)),
+		"wrapping Skip":      fmt.Errorf("a helper's bug: %w", idempotency.Skip("nothing to send")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := newMisuseRig()
+			hs := idempotency.NewHandlers()
+			task := idempotency.NewTask(hs, "send-receipt", func(_ context.Context, run idempotency.TaskRun[misuseArgs]) error {
+				if run.Attempt == 1 {
+					panic(value)
+				}
+				return nil
+			})
+			r.enqueue(t, "evt_panic", func(ctx context.Context, tx idempotency.Tx) error {
+				_, err := task.Enqueue(ctx, tx, "in_1", misuseArgs{})
+				return err
+			})
+			var rs misuseResults
+			in := r.inbox(t, hs, idempotency.InboxConfig{OnResult: rs.add})
+			misuseWork(t, in, 1)
+			rec := misuseLookup(t, in, task.ID("in_1"))
+			require.Equal(t, idempotency.InboxFailed, rec.State)
+			require.Equal(t, 1, rec.Attempt)
+			require.Contains(t, rec.LastError, fmt.Sprint("panicked: ", value))
+			res := rs.last(t)
+			require.Equal(t, idempotency.OutcomeFailed, res.Outcome)
+			var p *idempotency.PanicError
+			require.ErrorAs(t, res.Err, &p)
+			require.Equal(t, value, p.Value)
+			require.NotEmpty(t, p.Stack)
 
-	r.clock.Advance(time.Minute)
-	misuseWork(t, in, 1)
-	require.Equal(t, idempotency.InboxProcessed, misuseLookup(t, in, task.ID("in_1")).State)
+			r.clock.Advance(time.Minute)
+			misuseWork(t, in, 1)
+			require.Equal(t, idempotency.InboxProcessed, misuseLookup(t, in, task.ID("in_1")).State)
+		})
+	}
 }
 
 // TestTaskTimeout: a TaskFunc still running at InboxConfig.Timeout has its
