@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
@@ -288,10 +290,14 @@ func isAPIKey(s string) bool {
 	return false
 }
 
-// validAPIVersion reports a yyyy-mm-dd.train version.
+// validAPIVersion reports a yyyy-mm-dd.train version, its train a word:
+// no dot, no white space (a line end read from a file with the value) or
+// other control character.
 func validAPIVersion(v string) bool {
 	date, train, ok := strings.Cut(v, ".")
-	if !ok || train == "" || strings.ContainsAny(train, " \t.") {
+	if !ok || train == "" || strings.IndexFunc(train, func(r rune) bool {
+		return r == '.' || unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError
+	}) >= 0 {
 		return false
 	}
 	_, err := time.Parse(time.DateOnly, date)
@@ -386,7 +392,7 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 	}
 	res.EventID, res.EventType, res.ObjectID = env.ID, env.Type, env.ObjectID
 	handled := h.handles(env.Type)
-	if (handled || h.cfg.RecordIgnored) && !env.V2 { // a v2 event is unversioned
+	if handled && !env.V2 { // a v2 event is unversioned; an ignored one is not decoded
 		if err := h.checkAPIVersion(ctx, env); err != nil {
 			res.Err = err
 			return http.StatusBadRequest, bodyInvalidEvent

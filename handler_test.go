@@ -600,11 +600,34 @@ func TestHandlerSignatureEdgeCases(t *testing.T) {
 	require.ErrorContains(t, err, "white space")
 }
 
+// StrictAPIVersion refuses only events a handler would decode: one of
+// another release train with no handler is answered ignored, recorded
+// with RecordIgnored, synchronously and in the inbox. With RecordIgnored
+// it was refused (400), and Stripe retried it for days.
 func TestHandlerStrictAPIVersionIgnoresUnhandledTypes(t *testing.T) {
 	t.Parallel()
-	b := newBench(t, idempotency.Config{StrictAPIVersion: true}, nil)
 	clover := bytes.Replace(fixture(t, "invoice.paid.api_version-clover"), []byte(`"invoice.paid"`), []byte(`"invoice.created"`), 1)
-	requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", clover, testSecret)), 200, `{"outcome":"ignored"}`)
+	for _, record := range []bool{false, true} {
+		cfg := idempotency.Config{StrictAPIVersion: true, RecordIgnored: record}
+		b := newBench(t, cfg, nil)
+		requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", clover, testSecret)), 200, `{"outcome":"ignored"}`)
+		rec, kept, err := b.store.LookupEvent(t.Context(), "evt_1S2kq5B7WZ01zgkWcLv9Xp0T")
+		require.NoError(t, err)
+		require.Equal(t, record, kept, "recorded with RecordIgnored: %v", record)
+		if record {
+			require.Equal(t, idempotency.OutcomeIgnored, rec.Outcome)
+		}
+
+		store := idempotency.NewMemoryStore()
+		inbox, err := idempotency.NewInbox(store, registry(), idempotency.InboxConfig{Logger: discardLogger()})
+		require.NoError(t, err)
+		cfg.Secrets, cfg.Logger = []string{testSecret}, discardLogger()
+		h, err := inbox.Handler(cfg)
+		require.NoError(t, err)
+		a := idempotencytest.Deliver(h, clover, testSecret)
+		require.Equal(t, 200, a.Status, "inbox, RecordIgnored: %v", record)
+		require.JSONEq(t, `{"outcome":"ignored"}`, a.Body)
+	}
 }
 
 func TestHandlerDecodeErrorKeepsValuesOut(t *testing.T) {

@@ -62,7 +62,9 @@ func TestNewHandlerRefusesAPIKeysAsSecrets(t *testing.T) {
 
 func TestConfigAPIVersion(t *testing.T) {
 	t.Parallel()
-	for _, bad := range []string{"basil", "2025-08-27", "2025-13-01.basil", "2025-08-27.", "2025-08-27.basil extra"} {
+	for _, bad := range []string{"basil", "2025-08-27", "2025-13-01.basil", "2025-08-27.", "2025-08-27.basil extra",
+		stripe.APIVersion + "\n", stripe.APIVersion + "\r\n", "\n" + stripe.APIVersion, stripe.APIVersion + "\x00", stripe.APIVersion + "\xff",
+		stripe.APIVersion + "\u00a0", "2025-08-27.basil.preview"} {
 		_, err := idempotency.NewHandler(idempotency.NewMemoryStore(), idempotency.NewHandlers(),
 			idempotency.Config{Secrets: []string{testSecret}, APIVersion: bad})
 		require.ErrorContains(t, err, "Config.APIVersion", bad)
