@@ -50,7 +50,11 @@ func NewHandlers() *Handlers {
 
 // On registers fn for eventType. data.object is decoded into T only after
 // the event is claimed, so a duplicate costs no decode. T is a stripe-go
-// type such as *stripe.Invoice, or a struct of the fields fn needs.
+// type such as *stripe.Invoice, or a struct of the fields fn needs. The
+// value is json.Unmarshal's, with one difference: a T with its own
+// UnmarshalJSON is given data.object without insignificant white space
+// (stripe-go's decode the compact form faster); one that keeps its input
+// keeps those bytes, not Stripe's indented ones, which Event.Raw has.
 //
 // On panics on a programming error: an empty event type, a nil fn, or a
 // second handler for one event type. [OnSafely] returns the error instead.

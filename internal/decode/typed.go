@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -92,6 +93,11 @@ func jsonDecoderFor[T any]() func(raw []byte, dst *T) error {
 	case rt.Kind() == reflect.Pointer && rt.Implements(unmarshalerType):
 		elem := rt.Elem()
 		return func(raw []byte, dst *T) error {
+			if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) { // json.Unmarshal sets the pointer to nil, calling nothing
+				var zero T
+				*dst = zero
+				return nil
+			}
 			v := reflect.New(elem)
 			if err := decodeCompact(rt, raw, v.Interface().(json.Unmarshaler).UnmarshalJSON); err != nil {
 				return err

@@ -116,6 +116,17 @@ func TestDecoderDoesNotAliasItsBuffers(t *testing.T) {
 	requireSameDecode[json.RawMessage](t, []byte("{ \"a\" : 1 }"))
 }
 
+// A null data.object (a v2 event without data) decodes into a pointer T
+// whose type decodes itself as json.Unmarshal decodes it: a nil pointer.
+// The plain decoder used to allocate one and call UnmarshalJSON("null").
+func TestDecoderNullIntoPointerUnmarshaler(t *testing.T) {
+	t.Parallel()
+	requireSameDecode[*stripe.Customer](t, []byte("null"))
+	requireSameDecode[*keeper](t, []byte("null"))
+	requireSameDecode[keeper](t, []byte("null"))
+	requireSameDecode[*slimTest](t, []byte("null"))
+}
+
 type keeper struct{ b []byte }
 
 func (k *keeper) UnmarshalJSON(b []byte) error { k.b = b; return nil }
