@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -296,6 +297,35 @@ func TestHandlerPanicWrappingSkipIsAFailure(t *testing.T) {
 			a = idempotencytest.Deliver(h, payload, testSecret)
 			require.Equal(t, 200, a.Status)
 			require.JSONEq(t, `{"outcome":"processed"}`, a.Body)
+		})
+	}
+}
+
+// A handler's own error that looks like a lost connection (an EOF or a
+// network error from another service it called) is a failure, answered
+// 500, on both stores: PostgreSQL's store took it for its database gone
+// and answered 503 store_unavailable.
+func TestHandlerNetworkErrorOfItsOwnIsAFailure(t *testing.T) {
+	t.Parallel()
+	for name, store := range bothStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for i, own := range []error{io.ErrUnexpectedEOF, io.EOF, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}} {
+				out, err := store.Run(t.Context(), idempotency.Claim{EventID: fmt.Sprint("evt_own_", i), EventType: "invoice.paid"},
+					func(context.Context, idempotency.Tx) error { return fmt.Errorf("calling the CRM: %w", own) })
+				require.Equal(t, idempotency.OutcomeFailed, out, "%v", own)
+				require.ErrorIs(t, err, own)
+				require.NotErrorIs(t, err, idempotency.ErrStoreUnavailable, "%v", own)
+			}
+			hs := idempotency.NewHandlers()
+			idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
+				return fmt.Errorf("calling the CRM: %w", io.ErrUnexpectedEOF)
+			})
+			h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+			require.NoError(t, err)
+			a := idempotencytest.Deliver(h, eventPayload(t, "invoice.paid", "evt_own_http", paid), testSecret)
+			require.Equal(t, 500, a.Status)
+			require.JSONEq(t, `{"error":"processing_failed"}`, a.Body)
 		})
 	}
 }

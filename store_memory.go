@@ -384,6 +384,12 @@ func (s *MemoryStore) committed(k lockID) bool {
 	return ok
 }
 
+// unlock releases k, waking those that wait for it; s.mu is held.
+func (s *MemoryStore) unlock(k lockID) {
+	close(s.locks[k].released)
+	delete(s.locks, k)
+}
+
 // finish ends tx. It stores rec (the event's ledger record; nil on
 // rollback) with the final state of the inbox row a fenced claim holds
 // and, when commit is set, the guards tx claimed, and runs its AfterCommit
@@ -410,6 +416,22 @@ func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) {
 	if rec != nil {
 		tx.finishInboxRow(rec)
 	}
+	// The keys of records (OnCurrent's objects, CheckOrder's keys) are
+	// released now, as PostgreSQL releases its row locks at the commit: an
+	// AfterCommit func that runs another event's transaction on the same
+	// object would otherwise wait for its own. The keys of the claim, the
+	// guards and the tasks are held until the AfterCommit funcs have run,
+	// so that a copy of the event that waits wakes to all their effects;
+	// a func that runs into one finds it committed, not held.
+	kept := tx.held[:0]
+	for _, k := range tx.held {
+		if k.record != "" {
+			s.unlock(k)
+		} else {
+			kept = append(kept, k)
+		}
+	}
+	tx.held = kept
 	s.mu.Unlock()
 
 	tx.end(ctx, commit)
@@ -417,8 +439,7 @@ func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range tx.held {
-		close(s.locks[k].released)
-		delete(s.locks, k)
+		s.unlock(k)
 	}
 	tx.held = nil
 	tx.releaseInboxRow()

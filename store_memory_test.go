@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -86,4 +87,38 @@ func TestMemorySwallowedDeadlockFailsTheCommit(t *testing.T) {
 	require.Equal(t, idempotency.OutcomeFailed, out)
 	require.Equal(t, 1, attempts, "an aborted transaction is not retried")
 	require.NoError(t, <-done)
+}
+
+// An AfterCommit func that runs another event's transaction on the same
+// CheckOrder key does not wait for the transaction that ran it, on either
+// store: PostgreSQL released the key at the commit, and the MemoryStore
+// now does too (it waited for itself, for ever without a deadline).
+func TestAfterCommitRunsOnTheKeysItsTransactionHeld(t *testing.T) {
+	t.Parallel()
+	for name, store := range bothStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var inner idempotency.Outcome
+			var innerErr error
+			out, err := store.Run(t.Context(), idempotency.Claim{EventID: "evt_first", EventType: "customer.updated"}, func(ctx context.Context, tx idempotency.Tx) error {
+				tx.AfterCommit(func(ctx context.Context) {
+					ctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the deadlock's bound
+					defer cancel()
+					inner, innerErr = store.Run(ctx, idempotency.Claim{EventID: "evt_second", EventType: "customer.updated"}, func(ctx context.Context, tx idempotency.Tx) error {
+						order, err := idempotency.CheckOrder(ctx, tx, "customer", "cus_1", time.Unix(1756742401, 0))
+						if err == nil && order != idempotency.OrderNewer {
+							return fmt.Errorf("order %v, want newer", order)
+						}
+						return err
+					})
+				})
+				_, err := idempotency.CheckOrder(ctx, tx, "customer", "cus_1", time.Unix(1756742400, 0))
+				return err
+			})
+			require.NoError(t, err)
+			require.Equal(t, idempotency.OutcomeProcessed, out)
+			require.NoError(t, innerErr)
+			require.Equal(t, idempotency.OutcomeProcessed, inner)
+		})
+	}
 }

@@ -332,7 +332,7 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 		if err := apply(ctx, ptx); err != nil {
 			reason, ok := skipReason(err)
 			if !ok {
-				return OutcomeFailed, err
+				return OutcomeFailed, handlerError(tx, err)
 			}
 			if err := s.keepSkipped(ctx, tx, &c, reason); err != nil {
 				return OutcomeFailed, err
@@ -698,6 +698,13 @@ func (t *pgxTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) {
 	return tag.RowsAffected() == 1, nil
 }
 
+// readCommitted is the isolation of the store's own transactions that wait
+// for a lock and then read (Migrate, a Prune batch, Forget), whatever the
+// server's default: at REPEATABLE READ the snapshot would be taken by the
+// lock statement, before the wait, and miss what the holder committed (a
+// second replica's Migrate created the schema again and failed).
+var readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+
 // PostgreSQL error codes the store acts on.
 const (
 	pgSerializationFailure = "40001"
@@ -713,13 +720,35 @@ func retryable(err error) bool {
 }
 
 // translate wraps errors that mean the database cannot be reached in
-// ErrStoreUnavailable.
+// ErrStoreUnavailable; a handler's own error (see handlerError) is
+// returned as it is.
 func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
+	if h, ok := errors.AsType[*handlerErr](err); ok {
+		return outcome, h.err
+	}
 	if err == nil || outcome == OutcomeProcessed || !unavailable(err) {
 		return outcome, err
 	}
 	return OutcomeUnavailable, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 }
+
+// handlerError is err, which a handler returned, marked as the handler's
+// own unless tx's connection is gone: a handler that met a network error
+// or an EOF of its own (another service it called) failed, and is not
+// answered 503 as if the database had gone away; one whose statement met
+// a database that went away is.
+func handlerError(tx pgx.Tx, err error) error {
+	if tx.Conn().IsClosed() {
+		return err
+	}
+	return &handlerErr{err}
+}
+
+// handlerErr is a handler's error that translate leaves alone.
+type handlerErr struct{ err error }
+
+func (e *handlerErr) Error() string { return e.err.Error() }
+func (e *handlerErr) Unwrap() error { return e.err }
 
 // unavailableErr translates the error of an operation that records no
 // outcome: err, wrapped in ErrStoreUnavailable when it means the database
@@ -814,7 +843,7 @@ func (s *PgxStore) Migrate(ctx context.Context) error {
 		return err
 	}
 	schema := pgx.Identifier{s.cfg.Schema}.Sanitize()
-	err = pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, s.db, readCommitted, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('idempotency.migrate:' || $1, 0))`, s.cfg.Schema); err != nil {
 			return err
 		}

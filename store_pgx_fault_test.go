@@ -334,22 +334,8 @@ func TestPgxMigrate(t *testing.T) {
 	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: schema})
 	require.NoError(t, err)
 	// Several replicas migrate at once, then again.
-	var wg sync.WaitGroup
-	errs := make(chan error, 6)
-	for range 6 {
-		wg.Go(func() { errs <- store.Migrate(t.Context()) })
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	migrateAtOnce(t, db, store, schema, 6)
 	require.NoError(t, store.Migrate(t.Context()))
-	var versions int
-	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM `+quoteIdent(schema)+`.idempotency_migrations`).Scan(&versions))
-	files, err := filepath.Glob("migrations/*.up.sql")
-	require.NoError(t, err)
-	require.Equal(t, len(files), versions, "each embedded migration applied once")
 	out, err := store.Run(t.Context(), idempotency.Claim{EventID: "evt_m", EventType: "invoice.paid"}, func(ctx context.Context, tx idempotency.Tx) error {
 		order, err := idempotency.CheckOrder(ctx, tx, "customer", "cus_m", time.Unix(1756742400, 0))
 		require.Equal(t, idempotency.OrderNewer, order)
@@ -379,6 +365,53 @@ func TestPgxMigrate(t *testing.T) {
 	require.ErrorContains(t, err, "IsoLevel")
 	_, err = idempotency.NewPgxStore(nil, idempotency.PgxConfig{})
 	require.Error(t, err)
+}
+
+// TestPgxMigrateConcurrentAtAnyDefaultIsolation: replicas migrating at
+// once succeed when the server's default isolation is repeatable read or
+// serializable, a new schema or an existing empty one. The replica that
+// waited for the lock read a snapshot taken before the first committed:
+// "schema already exists", or every migration applied again.
+func TestPgxMigrateConcurrentAtAnyDefaultIsolation(t *testing.T) {
+	t.Parallel()
+	for _, iso := range []string{"repeatable read", "serializable"} {
+		t.Run(iso, func(t *testing.T) {
+			t.Parallel()
+			db := pgtest.NewWithConfig(t, func(c *pgxpool.Config) {
+				c.ConnConfig.RuntimeParams["default_transaction_isolation"] = iso
+			})
+			fresh := db.Schema + "_new"
+			t.Cleanup(func() {
+				_, _ = db.Pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+quoteIdent(fresh)+` CASCADE`)
+			})
+			for _, schema := range []string{fresh, db.Schema} {
+				store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: schema})
+				require.NoError(t, err)
+				migrateAtOnce(t, db, store, schema, 4)
+			}
+		})
+	}
+}
+
+// migrateAtOnce runs n Migrates of store at once, as replicas starting
+// together do, and checks that each embedded migration was applied once.
+func migrateAtOnce(t *testing.T, db *pgtest.DB, store *idempotency.PgxStore, schema string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() { errs <- store.Migrate(t.Context()) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err, schema)
+	}
+	var versions int
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM `+quoteIdent(schema)+`.idempotency_migrations`).Scan(&versions))
+	files, err := filepath.Glob("migrations/*.up.sql")
+	require.NoError(t, err)
+	require.Equal(t, len(files), versions, "each embedded migration applied once")
 }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

@@ -103,7 +103,7 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 	batch := func(ctx context.Context, do func(tx pgx.Tx) (int, error)) (int, error) {
 		var n int
 		err := retryStale(ctx, func() error {
-			return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
+			return pgx.BeginTxFunc(ctx, s.db, readCommitted, func(tx pgx.Tx) error {
 				lockSQL := s.retention.tryLock
 				if !first {
 					lockSQL = s.retention.lock
@@ -207,7 +207,7 @@ func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
 	var found bool
 	err := retryStale(ctx, func() error {
 		found = false
-		return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		return pgx.BeginTxFunc(ctx, s.db, readCommitted, func(tx pgx.Tx) error {
 			var st InboxState
 			var kind InboxKind
 			err := tx.QueryRow(ctx, s.retention.inboxState, eventID).Scan(&st, &kind)
