@@ -2,6 +2,7 @@ package idempotencytest
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -43,7 +44,11 @@ func (as Answers) Statuses() map[int]int {
 // as Stripe's retries and duplicate sends might, and returns the answers in
 // no particular order. The deliveries are released together once all n
 // goroutines are ready. It returns when every delivery has been answered.
+// It panics when n is negative.
 func Replay(h http.Handler, payload []byte, secret string, n int) Answers {
+	if n < 0 {
+		panic(fmt.Sprintf("idempotencytest: Replay: n is %d; it must not be negative", n))
+	}
 	answers := make(Answers, n)
 	var ready, done sync.WaitGroup
 	start := make(chan struct{})

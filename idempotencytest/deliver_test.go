@@ -26,4 +26,9 @@ func TestReplayAndDeliver(t *testing.T) {
 	require.Equal(t, 400, a.Status)
 	require.Empty(t, a.Outcome)
 	require.Equal(t, 100, credits.get("acct_replay"))
+
+	require.Empty(t, idempotencytest.Replay(h, payload, testSecret, 0))
+	require.PanicsWithValue(t, "idempotencytest: Replay: n is -1; it must not be negative", func() {
+		idempotencytest.Replay(h, payload, testSecret, -1)
+	})
 }
