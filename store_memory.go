@@ -118,7 +118,7 @@ func (s *MemoryStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Ou
 			tx.finish(ctx, nil, false)
 		}
 	}()
-	first, err := tx.acquire(ctx, lockID{guardID: guardID{key: c.EventID}})
+	first, err := tx.acquire(ctx, lockID{guardID: guardID{key: c.EventID}}, nil)
 	if err != nil || !first {
 		tx.finish(ctx, nil, false)
 		if err != nil {
@@ -237,58 +237,41 @@ func (tx *memoryTx) Guard(ctx context.Context, scope, key string) (bool, error) 
 	if err := checkGuardKey(scope, key); err != nil {
 		return false, err
 	}
-	return tx.take(ctx, lockID{guard: true, guardID: guardID{scope, key}})
+	return tx.take(ctx, lockID{guard: true, guardID: guardID{scope, key}}, nil)
 }
 
 // take is a statement of tx that takes k: it fails in an aborted
 // transaction or a done ctx, and a wait that fails (a deadlock, a
 // cancelled ctx) aborts tx, as PostgreSQL aborts a transaction whose
-// statement failed. It reports acquire's answer.
-func (tx *memoryTx) take(ctx context.Context, k lockID) (bool, error) {
+// statement failed. It reports acquire's answer; held, when not nil, is
+// acquire's.
+func (tx *memoryTx) take(ctx context.Context, k lockID, held func()) (bool, error) {
 	if err := tx.abortErr(); err != nil {
 		return false, err
 	}
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	first, err := tx.acquire(ctx, k)
+	first, err := tx.acquire(ctx, k, held)
 	if err != nil && !errors.Is(err, ErrTxDone) {
 		tx.abort(err)
 	}
 	return first, err
 }
 
-// enqueueTask puts the task's row in tx before it takes the task's key:
-// finish, which may run at any moment (a handler that returned while a
-// goroutine of its own enqueues), commits every task key tx holds with its
-// row.
+// enqueueTask puts the task's row in tx as it takes the task's key, under
+// the store's lock: finish, which may run at any moment (a handler that
+// returned while a goroutine of its own enqueues), finds every task key
+// tx holds with its row.
 func (tx *memoryTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) {
 	row := *r
 	row.Payload = slices.Clone(r.Payload)
-	s := tx.s
-	s.mu.Lock()
-	if tx.done {
-		s.mu.Unlock()
-		return false, ErrTxDone
-	}
-	_, again := tx.tasks[r.EventID] // enqueued by tx before: that row stays
-	if !again {
+	return tx.take(ctx, lockID{task: true, guardID: guardID{key: r.EventID}}, func() {
 		if tx.tasks == nil {
 			tx.tasks = make(map[string]*inboxRow)
 		}
 		tx.tasks[r.EventID] = &row
-	}
-	s.mu.Unlock()
-	first, err := tx.take(ctx, lockID{task: true, guardID: guardID{key: r.EventID}})
-	if err != nil || !first {
-		if !again { // tx does not hold the key: finish never reads the row
-			s.mu.Lock()
-			delete(tx.tasks, r.EventID)
-			s.mu.Unlock()
-		}
-		return false, err
-	}
-	return true, nil
+	})
 }
 
 func (tx *memoryTx) abort(err error) {
@@ -317,8 +300,10 @@ func (tx *memoryTx) isDone() bool {
 }
 
 // acquire takes key k for tx. It reports false when k is committed or
-// already held by tx, and waits while another transaction holds it.
-func (tx *memoryTx) acquire(ctx context.Context, k lockID) (bool, error) {
+// already held by tx, and waits while another transaction holds it. held,
+// when not nil, is called under s.mu as tx comes to hold k, so that what
+// goes with the key is there whenever the key is.
+func (tx *memoryTx) acquire(ctx context.Context, k lockID, held func()) (bool, error) {
 	s := tx.s
 	for {
 		s.mu.Lock()
@@ -335,6 +320,9 @@ func (tx *memoryTx) acquire(ctx context.Context, k lockID) (bool, error) {
 			s.init()
 			s.locks[k] = &keyLock{owner: tx, released: make(chan struct{})}
 			tx.held = append(tx.held, k)
+			if held != nil {
+				held()
+			}
 			s.mu.Unlock()
 			return true, nil
 		}

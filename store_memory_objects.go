@@ -72,7 +72,7 @@ func (tx *memoryTx) eventSeq(ctx context.Context) (int64, error) {
 
 func (tx *memoryTx) lockObject(ctx context.Context, scope, id string) (int64, int64, error) {
 	k := lockID{record: recordObject, guardID: guardID{scope, id}}
-	if _, err := tx.take(ctx, k); err != nil { // waits while another transaction holds it
+	if _, err := tx.take(ctx, k, nil); err != nil { // waits while another transaction holds it
 		return 0, 0, err
 	}
 	tx.s.mu.Lock()
@@ -84,7 +84,7 @@ func (tx *memoryTx) lockObject(ctx context.Context, scope, id string) (int64, in
 
 func (tx *memoryTx) markFetched(ctx context.Context, scope, id string, seq int64) error {
 	k := lockID{record: recordObject, guardID: guardID{scope, id}}
-	if _, err := tx.take(ctx, k); err != nil {
+	if _, err := tx.take(ctx, k, nil); err != nil {
 		return err
 	}
 	tx.s.mu.Lock()
@@ -102,7 +102,7 @@ type objectRecord struct {
 
 func (tx *memoryTx) order(ctx context.Context, scope, key string, created time.Time) (Order, error) {
 	k := lockID{record: recordOrder, guardID: guardID{scope, key}}
-	if _, err := tx.take(ctx, k); err != nil {
+	if _, err := tx.take(ctx, k, nil); err != nil {
 		return 0, err
 	}
 	tx.s.mu.Lock()

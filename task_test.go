@@ -237,6 +237,70 @@ func TestTaskEnqueueRacingTheCommit(t *testing.T) {
 	t.Logf("%d of %d late Enqueues came before the commit", enqueued, events)
 }
 
+// TestTaskEnqueueTwiceWhileAnotherHoldsTheKey: two goroutines of one
+// handler enqueue the same task while another event's transaction holds
+// its key; that one rolls back. One of the two enqueues it, the other is
+// told it was enqueued before, and the transaction commits it once. When
+// the row was put in before the key was taken, the goroutine that lost
+// the race removed it, and the commit found the key without its row: it
+// panicked holding the MemoryStore's lock and the store hung.
+func TestTaskEnqueueTwiceWhileAnotherHoldsTheKey(t *testing.T) {
+	t.Parallel()
+	store := idempotency.NewMemoryStore()
+	hs := idempotency.NewHandlers()
+	task := idempotency.NewTask(hs, "once", func(context.Context, idempotency.TaskRun[int]) error { return nil })
+	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: discardLogger()})
+	require.NoError(t, err)
+	waiting := func(n int) {
+		require.Eventually(t, func() bool { return idempotency.MemoryWaiting(store) == n }, 10*time.Second, time.Millisecond)
+	}
+
+	holding, rollBack := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		_, err := store.Run(t.Context(), idempotency.Claim{EventID: "evt_holds", EventType: "invoice.paid"},
+			func(ctx context.Context, tx idempotency.Tx) error {
+				if _, err := task.Enqueue(ctx, tx, "k", 1); err != nil {
+					return err
+				}
+				close(holding)
+				<-rollBack
+				return errors.New("rolled back")
+			})
+		first <- err
+	}()
+	recv(t, holding, "the first transaction holds the key")
+
+	var enqueued atomic.Int32
+	second := make(chan error, 1)
+	go func() {
+		_, err := store.Run(t.Context(), idempotency.Claim{EventID: "evt_twice", EventType: "invoice.paid"},
+			func(ctx context.Context, tx idempotency.Tx) error {
+				errs := make(chan error, 2)
+				enqueue := func() {
+					ok, err := task.Enqueue(ctx, tx, "k", 2)
+					if ok {
+						enqueued.Add(1)
+					}
+					errs <- err
+				}
+				go enqueue()
+				waiting(1)
+				go enqueue()
+				waiting(2)
+				close(rollBack)
+				return errors.Join(<-errs, <-errs)
+			})
+		second <- err
+	}()
+	require.ErrorContains(t, recv(t, first, "the first Run"), "rolled back")
+	require.NoError(t, recv(t, second, "the second Run"))
+	require.EqualValues(t, 1, enqueued.Load(), "one Enqueue reports the task enqueued")
+	st, err := in.Stats(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, st.TaskCounts[idempotency.InboxPending])
+}
+
 // TestTaskArgsThatNoLongerDecodeAreDeadLettered: a task enqueued with
 // arguments of one type and run by a process that registered the name with
 // another type, into which they do not decode, is dead-lettered at once
