@@ -13,9 +13,11 @@ import (
 // Parse is pgxpool.ParseConfig with an error that never quotes connString.
 // pgx's error quotes it with the password masked on a best-effort basis
 // only, as its documentation warns: in the keyword/value form with spaces
-// around '=' ("password = secret") the password is printed. The error
-// keeps pgx's reason ("invalid port", "failed to parse as URL: ..."),
-// which names a setting, never the string.
+// around '=' ("password = secret") the password is printed. It also adds
+// the error of the step that failed, which may quote a piece of the
+// string ("missing \"=\" after \"horse\"" for "password=correct horse").
+// The error keeps pgx's reason alone ("invalid port", "failed to parse as
+// keyword/value"), which names a setting or a form, never the string.
 func Parse(connString string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err == nil {
@@ -29,6 +31,9 @@ func Parse(connString string) (*pgxpool.Config, error) {
 	unquoted.ConnString = ""
 	const prefix = "cannot parse ``: "
 	if reason, ok := strings.CutPrefix(unquoted.Error(), prefix); ok {
+		if inner := pe.Unwrap(); inner != nil {
+			reason = strings.TrimSuffix(reason, " ("+inner.Error()+")")
+		}
 		return nil, errors.New("not a PostgreSQL connection string: " + reason)
 	}
 	return nil, errors.New("not a PostgreSQL connection string")

@@ -17,11 +17,12 @@ func TestParseNeverQuotesThePassword(t *testing.T) {
 		"host=db user=app password = 's3cret-pw' port=x":         "invalid port",
 		"host=db password=s3cret-pw port=x":                      "invalid port",
 		"host=db password='s3cret-pw":                            "failed to parse as keyword/value",
+		"host=db user=app password=correct s3cret-pw port=5432":  "failed to parse as keyword/value",
 		"postgres://app:s3cret-pw@db:notaport/app":               "invalid port",
 		"postgres://app:s3cret-pw@[::1/app":                      "failed to parse as URL",
-		"postgres://app:s3c@ret-pw@db/app?sslmode=bogus":         "sslmode",
+		"postgres://app:s3c@ret-pw@db/app?sslmode=bogus":         "failed to configure TLS",
 		"postgres://app:s3cret-pw@db/app?pool_max_conns=x":       "pool_max_conns",
-		"postgres://app@db/app?password=s3cret-pw&sslmode=bogus": "sslmode",
+		"postgres://app@db/app?password=s3cret-pw&sslmode=bogus": "failed to configure TLS",
 	} {
 		_, err := Parse(connString)
 		require.Error(t, err, connString)
@@ -29,6 +30,7 @@ func TestParseNeverQuotesThePassword(t *testing.T) {
 		require.ErrorContains(t, err, reason, connString)
 		require.NotContains(t, err.Error(), "s3c", connString)
 		require.NotContains(t, err.Error(), "ret-pw", connString)
+		require.NotContains(t, err.Error(), "(", "%s: the error of the step that failed may quote the string", connString)
 	}
 	cfg, err := Parse("postgres://app:s3cret-pw@db:5433/app?pool_max_conns=7")
 	require.NoError(t, err)
