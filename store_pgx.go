@@ -733,12 +733,14 @@ func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
 }
 
 // handlerError is err, which a handler returned, marked as the handler's
-// own unless tx's connection is gone: a handler that met a network error
+// own unless tx's connection is gone (or unknown): a handler that met a network error
 // or an EOF of its own (another service it called) failed, and is not
 // answered 503 as if the database had gone away; one whose statement met
 // a database that went away is.
 func handlerError(tx pgx.Tx, err error) error {
-	if tx.Conn().IsClosed() {
+	// A pgx.Tx of a PgxBeginner's own may have no *pgx.Conn to ask: the
+	// error is then translated as any other.
+	if c := tx.Conn(); c == nil || c.IsClosed() {
 		return err
 	}
 	return &handlerErr{err}

@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"sync"
 	"testing"
@@ -37,6 +38,38 @@ type beginOnly struct{ pool *pgxpool.Pool }
 
 func (b beginOnly) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
 	return b.pool.BeginTx(ctx, opts)
+}
+
+// connlessBegin is a PgxBeginner of the user's own whose pgx.Tx has no
+// *pgx.Conn to give (a wrapper that adds tracing, say).
+type connlessBegin struct{ pool *pgxpool.Pool }
+
+type connlessTx struct{ pgx.Tx }
+
+func (connlessTx) Conn() *pgx.Conn { return nil }
+
+func (b connlessBegin) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	tx, err := b.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return connlessTx{tx}, nil
+}
+
+// A handler's error on a transaction whose pgx.Tx has no *pgx.Conn is
+// translated as before the store asked the connection (an EOF reads as
+// the database gone), and nothing panics; a plain error is a failure.
+func TestPgxHandlerErrorWithoutAConn(t *testing.T) {
+	t.Parallel()
+	b := newPgBackendOn(t, idempotency.PgxConfig{}, func(p *pgxpool.Pool) idempotency.PgxBeginner { return connlessBegin{p} })
+	out, err := b.store.Run(t.Context(), idempotency.Claim{EventID: "evt_connless_eof", EventType: "invoice.paid"},
+		func(context.Context, idempotency.Tx) error { return io.ErrUnexpectedEOF })
+	require.Equal(t, idempotency.OutcomeUnavailable, out)
+	require.ErrorIs(t, err, idempotency.ErrStoreUnavailable)
+	out, err = b.store.Run(t.Context(), idempotency.Claim{EventID: "evt_connless_fail", EventType: "invoice.paid"},
+		func(context.Context, idempotency.Tx) error { return errors.New("no such plan") })
+	require.Equal(t, idempotency.OutcomeFailed, out)
+	require.EqualError(t, err, "no such plan")
 }
 
 func newPgBackendOn(t *testing.T, cfg idempotency.PgxConfig, db func(*pgxpool.Pool) idempotency.PgxBeginner) *pgBackend {
