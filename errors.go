@@ -34,8 +34,9 @@ var (
 	// ErrBodyTooLarge: the body exceeds Config.MaxBodyBytes. Answered 413.
 	ErrBodyTooLarge = errors.New("idempotency: request body too large")
 	// ErrMalformedEvent: the verified body is not a Stripe event, or its id,
-	// type, object id or account is text no store can keep (a NUL byte,
-	// invalid UTF-8). Answered 400.
+	// type, object id, account or API version is text no store can keep (a
+	// NUL byte, invalid UTF-8), or its created is not a time between the
+	// years 1 and 9999. Answered 400.
 	ErrMalformedEvent = errors.New("idempotency: malformed event")
 	// ErrThinEvent: the body is a thin (v2) event notification, which
 	// carries no snapshot of the object, and Config.StripeClient is not set

@@ -150,12 +150,16 @@ const (
 //
 //	405 wrong method                                {"error":"method_not_allowed"}
 //	413 body over Config.MaxBodyBytes               {"error":"body_too_large"}
+//	400 body not read in full (the sender hung up
+//	    before its Content-Length)                  {"error":"unreadable_body"}
 //	400 missing, malformed or wrong signature,
 //	    timestamp outside Config.Tolerance          {"error":"invalid_signature"}
-//	400 not a Stripe event, an id, type, object id
-//	    or account with a NUL byte, thin event
-//	    without Config.StripeClient, API version
-//	    rejected by Config.StrictAPIVersion         {"error":"invalid_event"}
+//	400 not a Stripe event; an id, type, object id,
+//	    account or API version with a NUL byte or
+//	    invalid UTF-8, or created outside the years
+//	    1 to 9999; thin event without
+//	    Config.StripeClient; API version rejected
+//	    by Config.StrictAPIVersion                  {"error":"invalid_event"}
 //	200 handler ran and committed                   {"outcome":"processed"}
 //	200 processed or skipped before                 {"outcome":"duplicate"}
 //	200 no handler for the type                     {"outcome":"ignored"}

@@ -469,6 +469,15 @@ func TestHandlerBodyLimit(t *testing.T) {
 	requireAnswer(t, d.serve(idempotencytest.NewSignedRequest("/", huge, testSecret)), 413, `{"error":"body_too_large"}`)
 	padded := append(bytes.Repeat([]byte(" "), idempotency.DefaultMaxBodyBytes-len(payload)), payload...)
 	requireAnswer(t, d.serve(idempotencytest.NewSignedRequest("/", padded, testSecret)), 200, `{"outcome":"processed"}`)
+
+	// A body that ends before its Content-Length (the sender hung up) is
+	// refused without a verification.
+	e := newBench(t, idempotency.Config{}, nil)
+	short := idempotencytest.NewSignedRequest("/", payload, testSecret)
+	short.Body = io.NopCloser(bytes.NewReader(payload[:len(payload)/2]))
+	requireAnswer(t, e.serve(short), 400, `{"error":"unreadable_body"}`)
+	require.ErrorIs(t, e.lastResult(t).Err, io.ErrUnexpectedEOF)
+	e.requireNothingStored(t)
 }
 
 func TestHandlerThinEvent(t *testing.T) {

@@ -74,18 +74,19 @@ func TestRunbook(t *testing.T) {
 	r = run("idemctl recover", "recover", "-since", since, "-types", "invoice.paid", "-checkpoint", "outage-1120", "-api-base", srv.URL)
 	count(r, `(?m)^duplicate\s+1\s`)
 
-	// A bad deploy dead-lettered a thousand events.
-	require.Contains(t, doc, "idemctl list -state dead_letter -since 6h -limit 2000 -json | jq '.records | length'")
-	r = run("idemctl list -state dead_letter -since 6h -limit 2000 -json", "list", "-state", "dead_letter", "-since", "6h", "-limit", "2000", "-json")
+	// A bug dead-lettered a thousand events.
+	require.Contains(t, doc, "idemctl list -state dead_letter -type charge.failed -since 8d -limit 2000 -json | jq '.records | length'")
+	r = run("idemctl list -state dead_letter -type charge.failed -since 8d -limit 2000 -json",
+		"list", "-state", "dead_letter", "-type", "charge.failed", "-since", "8d", "-limit", "2000", "-json")
 	require.Len(t, decode[struct {
 		Records []recordJSON `json:"records"`
 		More    bool         `json:"more"`
 	}](t, r).Records, 1)
 	r = run("idemctl show evt_...", "show", "evt_dead_1")
 	count(r, `(?m)^  last error\s+.*downstream refused the charge`)
-	r = run("idemctl redrive -since 6h -dry-run")
+	r = run("idemctl redrive -type charge.failed -since 8d -dry-run")
 	count(r, `^would redrive 1 events`)
-	r = run("idemctl redrive -since 6h", "redrive", "-since", "6h")
+	r = run("idemctl redrive -type charge.failed -since 8d", "redrive", "-type", "charge.failed", "-since", "8d")
 	count(r, `^redrove 1 events`)
 	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_dead_1").State)
 
