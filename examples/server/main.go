@@ -110,6 +110,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		// The flag package stops at the first argument that is not a
+		// flag: "-inbox true" would silently ignore every flag after it.
+		return fmt.Errorf("unexpected argument %q: this command takes flags only (a bool flag takes its value as -inbox=false)", fs.Arg(0))
+	}
 	// The environment fills what the flags leave empty after parsing: as
 	// the flags' defaults these secrets would be printed by -h and by the
 	// usage a mistyped flag prints.
@@ -190,6 +195,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	} else {
 		logger.Info("subscription events refetch the subscription from the Stripe API", "stripe_api", *stripeAPIBase)
 	}
+	// The address and the routes first: a failure there returns before any
+	// goroutine starts.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	routes, err := dash.mount(srv, svc.store, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	// Cancelled by the first deferred call to run (it is deferred last):
+	// should Serve fail, the goroutines below stop and their waits end.
+	ctx, cancel := context.WithCancel(ctx)
 	// The workers run in both modes: they send the receipts, and with
 	// -inbox they apply the events too.
 	workersDone := make(chan struct{})
@@ -206,16 +225,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}()
 		defer func() { <-pruned }() // a batch in flight commits before the store closes
 	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	routes, err := dash.mount(srv, svc.store, logger)
-	if err != nil {
-		return err
-	}
 	httpSrv := &http.Server{Handler: routes, ReadHeaderTimeout: 10 * time.Second}
+	drained := make(chan struct{}) // the deliveries in flight at the stop are answered
 	go func() {
+		defer close(drained)
 		<-ctx.Done()
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
@@ -233,12 +246,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}()
 		defer func() { <-recovered }()
 	}
+	defer cancel()
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
 	if err := httpSrv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	// Serve returns as Shutdown begins; the deliveries in flight are
+	// answered before the workers, the metrics and the store close.
+	<-drained
 	return nil
 }
 

@@ -407,6 +407,100 @@ func TestRunRejectsNonPositiveDBWait(t *testing.T) {
 	require.ErrorContains(t, err, "-db-wait must be positive")
 }
 
+// A stray argument is refused: the flag package stops at it, and every
+// flag after it would be ignored ("-inbox true" ran synchronously on the
+// default address).
+func TestRunRefusesStrayArguments(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // should it serve after all
+	defer cancel()
+	ready := make(chan string, 1)
+	err := run(ctx, []string{"-secret", secret, "-inbox", "true", "-addr", "127.0.0.1:0"}, noEnv, io.Discard, ready)
+	require.ErrorContains(t, err, `unexpected argument "true"`)
+	require.Empty(t, ready, "nothing served")
+}
+
+// An address in use fails run at once, before any worker starts: it used
+// to wait for its workers, which nothing stopped, for ever.
+func TestRunReturnsWhenTheAddressIsTaken(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(t.Context(), []string{"-secret", secret, "-addr", taken.Addr().String()}, noEnv, io.Discard, nil)
+	}()
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "address already in use")
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return")
+	}
+}
+
+// A delivery in flight when the server is stopped is answered, and run
+// returns only then, before the store closes: Serve returns as the
+// shutdown begins, and run used to return with it.
+func TestRunAnswersTheDeliveryInFlightAtTheStop(t *testing.T) {
+	t.Parallel()
+	ctx, stop := context.WithCancel(t.Context())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-secret", secret, "-addr", "127.0.0.1:0"}, noEnv, io.Discard, ready)
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("run returned early: %v", err)
+	}
+
+	payload := invoiceEvent(t, "invoice.paid", "evt_in_flight", "acct_in_flight")
+	body, rest := io.Pipe()
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/webhook", body)
+	require.NoError(t, err)
+	req.ContentLength = int64(len(payload))
+	req.Header.Set("Stripe-Signature", idempotencytest.SignatureHeader(payload, secret, time.Now()))
+	// The body is sent only once the server asks for it (100 Continue),
+	// which it does as the handler first reads it: when the write below
+	// returns, the handler runs.
+	req.Header.Set("Expect", "100-continue")
+	hc := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
+	answered := make(chan string, 1)
+	go func() {
+		resp, err := hc.Do(req)
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answered <- fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}()
+	half := len(payload) / 2
+	_, err = rest.Write(payload[:half]) // the delivery is in flight
+	require.NoError(t, err)
+
+	stop()
+	require.Eventually(t, func() bool { // the shutdown began: the listener is closed
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			conn.Close()
+		}
+		return err != nil
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Never(t, func() bool { return len(done) > 0 }, 300*time.Millisecond, 5*time.Millisecond,
+		"run returned with a delivery in flight")
+
+	_, err = rest.Write(payload[half:])
+	require.NoError(t, err)
+	require.NoError(t, rest.Close())
+	require.Equal(t, `200 {"outcome":"processed"}`, <-answered)
+	require.NoError(t, <-done)
+}
+
 func TestTransientStartupError(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
