@@ -246,6 +246,9 @@ func (tx *memoryTx) Guard(ctx context.Context, scope, key string) (bool, error) 
 // statement failed. It reports acquire's answer; held, when not nil, is
 // acquire's.
 func (tx *memoryTx) take(ctx context.Context, k lockID, held func()) (bool, error) {
+	if tx.isDone() { // first, as PgxStore's checkSQL: whatever else went wrong, it ended
+		return false, ErrTxDone
+	}
 	if err := tx.abortErr(); err != nil {
 		return false, err
 	}

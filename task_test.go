@@ -183,6 +183,15 @@ func TestTaskEnqueueNeedsStoreTx(t *testing.T) {
 	enqueued, err = task.Enqueue(t.Context(), leaked, "in_1", misuseArgs{})
 	require.ErrorIs(t, err, idempotency.ErrTxDone)
 	require.False(t, enqueued)
+	// With the handler's context, done by now, it is still ErrTxDone, as on
+	// PostgreSQL; and so is a Guard.
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	enqueued, err = task.Enqueue(cancelled, leaked, "in_1", misuseArgs{})
+	require.ErrorIs(t, err, idempotency.ErrTxDone)
+	require.False(t, enqueued)
+	_, err = leaked.Guard(cancelled, "invoice", "in_1")
+	require.ErrorIs(t, err, idempotency.ErrTxDone)
 
 	st, err := in.Stats(t.Context())
 	require.NoError(t, err)

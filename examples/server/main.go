@@ -250,12 +250,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
-	if err := httpSrv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+	err = httpSrv.Serve(ln)
+	// Serve returns as Shutdown begins; the deliveries in flight are
+	// answered before the workers, the metrics and the store close. Should
+	// Serve fail instead, cancel starts that shutdown.
+	cancel()
+	<-drained
+	if !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	// Serve returns as Shutdown begins; the deliveries in flight are
-	// answered before the workers, the metrics and the store close.
-	<-drained
 	return nil
 }
 
