@@ -349,3 +349,40 @@ func TestForget(t *testing.T) {
 	f.work(t)
 	require.Equal(t, idempotency.InboxProcessed, f.state(t, "evt_paid_1"))
 }
+
+// An id, a type or an object the inbox refuses (a NUL byte, invalid
+// UTF-8: a typo or a crafted link) is the request's fault: 400 Bad input,
+// and nothing logged as an error. It was 503 Store unavailable, logged as
+// an outage.
+func TestMalformedInputIsABadRequest(t *testing.T) {
+	t.Parallel()
+	f := memoryFixture(t, dashboard.Config{AllowRedrive: true, AllowForget: true})
+	for _, path := range []string{"search?q=%00", "search?q=%FF", "events?type=%FF", "events?object=%00"} {
+		status, body := f.get(t, path)
+		require.Equal(t, http.StatusBadRequest, status, path)
+		require.Contains(t, body, "Bad input", path)
+	}
+	resp := f.post(t, "redrive", "id=%FF", nil)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.NotContains(t, f.logs(t), "level=ERROR")
+	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, "evt_dead_1"), "nothing redriven")
+}
+
+// A redrive that moves nothing (the event left dead letter since the page
+// was shown) says so, instead of "they are pending".
+func TestRedriveOfEventNoLongerDeadLettered(t *testing.T) {
+	t.Parallel()
+	f := memoryFixture(t, dashboard.Config{AllowRedrive: true})
+	f.failing.Store(false)
+	n, err := f.inbox.Redrive(t.Context(), idempotency.RedriveFilter{EventIDs: []string{"evt_dead_1"}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	f.work(t)
+	require.Equal(t, idempotency.InboxProcessed, f.state(t, "evt_dead_1"))
+
+	resp := f.post(t, "redrive", "id=evt_dead_1", nil) // the stale page's button
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	_, body := f.get(t, resp.Header.Get("Location")[2:])
+	require.Contains(t, body, "Nothing redriven")
+	notContains(t, body, "pending, with a fresh attempt budget", "nothing was redriven")
+}

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -78,9 +79,16 @@ func (d *Dashboard) renderMessage(w http.ResponseWriter, r *http.Request, status
 	d.render(w, r, status, "message", heading, text)
 }
 
-// unavailable logs err, which may hold SQL or connection details, and
-// tells the operator only that the store failed.
+// unavailable answers err, the inbox's: input it refused (a NUL byte or
+// invalid UTF-8 in an id, a type or an object, from a typo or a crafted
+// link) with 400; anything else it logs, as it may hold SQL or connection
+// details, and tells the operator only that the store failed.
 func (d *Dashboard) unavailable(w http.ResponseWriter, r *http.Request, doing string, err error) {
+	if errors.Is(err, idempotency.ErrInvalidKey) {
+		d.renderMessage(w, r, http.StatusBadRequest, "Bad input",
+			"An id, a type or an object in the request is not text the inbox can hold (a NUL byte or invalid UTF-8).")
+		return
+	}
 	d.cfg.Logger.Error("dashboard: "+doing, "path", r.URL.Path, "error", err)
 	d.renderMessage(w, r, http.StatusServiceUnavailable, "Store unavailable",
 		"The inbox could not be read or changed just now. The error is in the service's log.")
@@ -93,7 +101,10 @@ func flash(r *http.Request) string {
 	n, _ := strconv.Atoi(q.Get("n"))
 	switch q.Get("msg") {
 	case "redriven":
-		if n == 1 {
+		switch {
+		case n == 0:
+			return "Nothing redriven: no event selected is dead-lettered or failed any more."
+		case n == 1:
 			return "Redrove 1 event: it is pending, with a fresh attempt budget."
 		}
 		return fmt.Sprintf("Redrove %d events: they are pending, with a fresh attempt budget.", n)
