@@ -217,11 +217,23 @@ func kindOf(k idempotency.InboxKind) string {
 	return string(k)
 }
 
+// knownMethod is m when it is one of HTTP's methods, and "_OTHER" when
+// not, as OpenTelemetry's HTTP conventions ask: the method is the
+// sender's, unverified, and may be up to a header's size.
+func knownMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "_OTHER"
+}
+
 // delivery is Observer.Delivery: a server span for the request, and the
 // delivery's metrics when it is answered.
 func (t *Telemetry) delivery(ctx context.Context, r *http.Request) (context.Context, func(idempotency.Result)) {
 	ctx, span := t.tracer.Start(ctx, "stripe webhook", trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(httpMethod.String(r.Method)))
+		trace.WithAttributes(httpMethod.String(knownMethod(r.Method))))
 	return ctx, func(res idempotency.Result) {
 		outcome := outcomeKey.String(string(res.Outcome))
 		t.deliveries.Add(ctx, 1, metric.WithAttributes(outcome, statusKey.String(strconv.Itoa(res.Status))))

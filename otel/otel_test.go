@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -404,4 +405,37 @@ func TestObserveInboxStatsFailureAndUnregister(t *testing.T) {
 	names, err = collect()
 	require.NoError(t, err, "the callback no longer runs")
 	require.Empty(t, names)
+}
+
+// The delivery span's http.request.method is the request's method when it
+// is one of HTTP's, and "_OTHER" when not, as OpenTelemetry's HTTP
+// conventions ask: the method is the sender's, unverified, and Go's server
+// takes one as long as a header (a 64 KiB one was stored whole).
+func TestDeliverySpanMethodIsBounded(t *testing.T) {
+	t.Parallel()
+	tel := newTelemetry(t, nil)
+	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), handlers(), idempotency.Config{
+		Secrets: []string{secret}, Logger: slog.New(slog.DiscardHandler), Observer: tel.Observer(),
+	})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h) // a real server: the method comes over the wire
+	defer srv.Close()
+	for method, want := range map[string]string{
+		http.MethodGet:                    http.MethodGet,
+		"X" + strings.Repeat("A", 64<<10): "_OTHER",
+		"post":                            "_OTHER",
+	} {
+		tel.spans.Reset()
+		req, err := http.NewRequest(method, srv.URL+"/webhook", nil)
+		require.NoError(t, err)
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+		spans := tel.spans.GetSpans()
+		require.Len(t, spans, 1)
+		v, ok := attr(spans[0], "http.request.method")
+		require.True(t, ok)
+		require.Equal(t, want, v.AsString(), "method of %d bytes", len(method))
+	}
 }
