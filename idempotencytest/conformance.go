@@ -111,13 +111,15 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"EarlyGuardAcrossEventsCreditsOnce", testEarlyGuardAcrossEvents},
 		{"ActionOncePerKeyAcrossOwners", testActionOnce},
 		{"ActionNotOwner", testActionNotOwner},
-		{"DeadlockRetried", testDeadlockRetried},
+		{"DeadlockRetried", func(t *testing.T, b StoreBackend) { testDeadlockRetried(t, b, 2) }},
+		{"DeadlockOfThreeRetried", func(t *testing.T, b StoreBackend) { testDeadlockRetried(t, b, 3) }},
 		{"NilApplyRecordsClaim", testNilApply},
 		{"TxUnusableAfterRun", testTxDone},
 		{"BadInput", testBadInput},
 		{"TextNoStoreKeeps", testTextNoStoreKeeps},
 		{"EarlyGuardOtherKeyIsGuardedApart", testEarlyGuardOtherKey},
-		{"WaiterSeesHolderAfterCommitWrites", testWaiterSeesAfterCommitWrites},
+		{"WaiterSeesHolderAfterCommitWrites", func(t *testing.T, b StoreBackend) { testWaiterSeesAfterCommitWrites(t, b, false) }},
+		{"CopySeesHolderAfterCommitWrites", func(t *testing.T, b StoreBackend) { testWaiterSeesAfterCommitWrites(t, b, true) }},
 		{"ListEvents", testListEvents},
 		{"ListEventsRefusesBadFilters", testListEventsBadFilter},
 		{"HandlerAnswersAndFailuresWriteNothing", testHandlerAnswers},
@@ -623,18 +625,20 @@ func testWaiterCancelled(t *testing.T, b StoreBackend) {
 	require.Equal(t, 1, b.Get(t, "c"))
 }
 
-// testDeadlockRetried crosses two transactions' guards. The store breaks the
-// cycle by failing one transaction and runs it again; both events end up
-// processed and each key is claimed once.
-func testDeadlockRetried(t *testing.T, b StoreBackend) {
+// testDeadlockRetried crosses n transactions' guards in a cycle (each
+// holds its key and wants the next one's). The store breaks the cycle by
+// failing one transaction and runs it again; every event ends up processed,
+// and each key is claimed once: one committed transaction was told it
+// claimed it first.
+func testDeadlockRetried(t *testing.T, b StoreBackend, n int) {
 	ctx := ctxT(t)
 	var bothHeld sync.WaitGroup
-	bothHeld.Add(2)
+	bothHeld.Add(n)
 	cross := func(id, mine, theirs string) (idempotency.Outcome, error) {
 		attempt := 0
 		return b.Store.Run(ctx, claim(id), func(ctx context.Context, tx idempotency.Tx) error {
 			attempt++
-			_, err := tx.Guard(ctx, "k", mine)
+			firstMine, err := tx.Guard(ctx, "k", mine)
 			if attempt == 1 {
 				// Done whatever err is, so that the other run never waits
 				// for one that failed.
@@ -646,28 +650,35 @@ func testDeadlockRetried(t *testing.T, b StoreBackend) {
 			if err != nil {
 				return err
 			}
-			first, err := tx.Guard(ctx, "k", theirs)
+			firstTheirs, err := tx.Guard(ctx, "k", theirs)
 			if err != nil {
 				return err
 			}
-			if first {
-				return b.Add(ctx, tx, "c", 1)
+			// Each key counts the transactions told they claimed it first.
+			for k, first := range map[string]bool{mine: firstMine, theirs: firstTheirs} {
+				if first {
+					if err := b.Add(ctx, tx, "first_"+k, 1); err != nil {
+						return err
+					}
+				}
 			}
 			return nil
 		})
 	}
+	key := func(i int) string { return string(rune('a' + i%n)) }
 	var wg sync.WaitGroup
-	for _, p := range [][3]string{{"evt_dl_a", "a", "b"}, {"evt_dl_b", "b", "a"}} {
+	for i := range n {
 		wg.Go(func() {
-			out, err := cross(p[0], p[1], p[2])
+			out, err := cross("evt_dl_"+key(i), key(i), key(i+1))
 			assert.NoError(t, err)
 			assert.Equal(t, idempotency.OutcomeProcessed, out)
 		})
 	}
-	waitAll(t, &wg, "two transactions waiting for each other's guard (is the deadlock detected?)")
-	requireGuard(t, b, "k", "a", true)
-	requireGuard(t, b, "k", "b", true)
-	require.Equal(t, 1, b.Get(t, "c"), "the transaction that ran second found both keys claimed")
+	waitAll(t, &wg, fmt.Sprintf("%d transactions waiting for each other's guards (is the deadlock detected?)", n))
+	for i := range n {
+		requireGuard(t, b, "k", key(i), true)
+		require.Equal(t, 1, b.Get(t, "first_"+key(i)), "key %s: the committed transactions told they claimed it first", key(i))
+	}
 }
 
 func testNilApply(t *testing.T, b StoreBackend) {
@@ -1000,7 +1011,11 @@ func testEarlyGuardOtherKey(t *testing.T, b StoreBackend) {
 // on it). The holder's first AfterCommit func stalls before its business
 // write runs; a store that woke the waiter at the commit, before the
 // AfterCommit funcs, lets it read the counter without the write.
-func testWaiterSeesAfterCommitWrites(t *testing.T, b StoreBackend) {
+//
+// With onClaim, the waiter is a copy of the holder's event (Stripe's
+// duplicate, a retry): answered duplicate once the holder commits, it
+// must find the holder's writes all there too.
+func testWaiterSeesAfterCommitWrites(t *testing.T, b StoreBackend, onClaim bool) {
 	ctx := ctxT(t)
 	held, release, inAfter, waiterRead := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan int, 1)
 	holder := make(chan error, 1)
@@ -1032,32 +1047,55 @@ func testWaiterSeesAfterCommitWrites(t *testing.T, b StoreBackend) {
 	receive(t, held, "the holder's guard")
 	seen := make(chan int, 1)
 	waiter := make(chan error, 1)
-	go func() {
-		_, err := b.Store.Run(ctx, claim("evt_after_slow_write"), func(ctx context.Context, tx idempotency.Tx) error {
-			first, err := tx.Guard(ctx, "invoice", "in_slow")
-			if err != nil {
-				return err // at repeatable read and serializable, a conflict the store reruns
-			}
-			if first {
-				return errors.New("the guard the holder committed reads as first")
+	if onClaim {
+		go func() {
+			out, err := b.Store.Run(ctx, claim("evt_slow_write"), func(context.Context, idempotency.Tx) error {
+				return errors.New("a copy of the event ran its handler")
+			})
+			if err == nil && out != idempotency.OutcomeDuplicate {
+				err = fmt.Errorf("the copy's outcome is %s, want duplicate", out)
 			}
 			n := b.Get(t, "c")
+			seen <- n
 			select {
-			case seen <- n:
-				waiterRead <- n
-			default: // a rerun of the transaction: the first read counts
+			case waiterRead <- n:
+			default:
 			}
-			return nil
-		})
-		waiter <- err
-	}()
+			waiter <- err
+		}()
+	} else {
+		go waitOnGuard(ctx, t, b, seen, waiterRead, waiter)
+	}
 	require.Eventually(t, func() bool { return b.Waiting(t) == 1 }, waitLimit, 5*time.Millisecond,
-		"the second Guard should wait for the holder")
+		"the second run should wait for the holder")
 	close(release)
 	receive(t, inAfter, "the holder's commit")
 	require.NoError(t, receive(t, holder, "the holder's Run"))
 	require.NoError(t, receive(t, waiter, "the waiting Run"))
 	require.Equal(t, 1, receive(t, seen, "the waiter's read"), "the waiter woke before the holder's committed write was visible")
+}
+
+// waitOnGuard runs an event that waits for in_slow's guard, which
+// testWaiterSeesAfterCommitWrites's holder holds, and reads the counter
+// once it is granted.
+func waitOnGuard(ctx context.Context, t *testing.T, b StoreBackend, seen, waiterRead chan<- int, waiter chan<- error) {
+	_, err := b.Store.Run(ctx, claim("evt_after_slow_write"), func(ctx context.Context, tx idempotency.Tx) error {
+		first, err := tx.Guard(ctx, "invoice", "in_slow")
+		if err != nil {
+			return err // at repeatable read and serializable, a conflict the store reruns
+		}
+		if first {
+			return errors.New("the guard the holder committed reads as first")
+		}
+		n := b.Get(t, "c")
+		select {
+		case seen <- n:
+			waiterRead <- n
+		default: // a rerun of the transaction: the first read counts
+		}
+		return nil
+	})
+	waiter <- err
 }
 
 // testListEvents: ListEvents returns committed claims of every outcome,

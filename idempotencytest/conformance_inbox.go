@@ -342,7 +342,7 @@ func testInboxDeadLetter(t *testing.T, b StoreBackend) {
 // order whatever order they arrived in; other objects are not held back.
 func testInboxObjectOrder(t *testing.T, b StoreBackend) {
 	ib := newInboxBench(t, b, idempotency.InboxConfig{Workers: 4}, nil)
-	ib.deliver(t, "evt_o_3", "invoice.paid", "in_o", 1756742403, idempotency.OutcomeQueued)
+	ib.deliver(t, "evt_o_0", "invoice.paid", "in_o", 1756742403, idempotency.OutcomeQueued) // first by id, last by created
 	ib.deliver(t, "evt_o_1", "invoice.paid", "in_o", 1756742401, idempotency.OutcomeQueued)
 	ib.deliver(t, "evt_o_2b", "invoice.paid", "in_o", 1756742402, idempotency.OutcomeQueued)
 	ib.deliver(t, "evt_o_2a", "invoice.paid", "in_o", 1756742402, idempotency.OutcomeQueued) // same second: by id
@@ -354,7 +354,7 @@ func testInboxObjectOrder(t *testing.T, b StoreBackend) {
 			ofObject = append(ofObject, id)
 		}
 	}
-	require.Equal(t, []string{"evt_o_1", "evt_o_2a", "evt_o_2b", "evt_o_3"}, ofObject)
+	require.Equal(t, []string{"evt_o_1", "evt_o_2a", "evt_o_2b", "evt_o_0"}, ofObject, "by created, then by id")
 	require.Contains(t, ib.appliedOrder()[:2], "evt_other", "another object's event does not wait for in_o's")
 }
 
