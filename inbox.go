@@ -31,9 +31,10 @@ type InboxConfig struct {
 	// ends: when no delivery has come for a quarter of a second, or when a
 	// lease takes an event that has been due for longer than MaxIngestLag.
 	// A lowered limit holds back at once the workers waiting for an event,
-	// and the others as their attempts already begun end. A process that serves no Handler of this Inbox always applies with all
-	// its Workers. Both times are read on Now: with a fake clock that
-	// stands still, a delivery holds the limit until the clock moves.
+	// and the others as their attempts already begun end. A process that
+	// serves no Handler of this Inbox always applies with all its Workers.
+	// Both times are read on Now: with a fake clock that stands still, a
+	// delivery holds the limit until the clock moves.
 	// Defaults to half the Workers, at least 1; set it to Workers to apply
 	// with all of them always, as before this field existed.
 	IngestWorkers int

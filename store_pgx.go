@@ -733,10 +733,10 @@ func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
 }
 
 // handlerError is err, which a handler returned, marked as the handler's
-// own unless tx's connection is gone (or unknown): a handler that met a network error
-// or an EOF of its own (another service it called) failed, and is not
-// answered 503 as if the database had gone away; one whose statement met
-// a database that went away is.
+// own unless tx's connection is gone (or unknown): a handler that met a
+// network error or an EOF of its own (another service it called) failed,
+// and is not answered 503 as if the database had gone away; one whose
+// statement met a database that went away is.
 func handlerError(tx pgx.Tx, err error) error {
 	// A pgx.Tx of a PgxBeginner's own may have no *pgx.Conn to ask: the
 	// error is then translated as any other.

@@ -150,10 +150,12 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 		// we know of) must not fail the deliveries stored beside it: each
 		// event is inserted on its own, and only its copies share its
 		// error.
+		byEvent := make(map[string][]*ingestReq, len(first))
 		for _, req := range batch {
-			if first[req.row.EventID] == req {
-				s.insertIngest(sameEvent(batch, req.row.EventID))
-			}
+			byEvent[req.row.EventID] = append(byEvent[req.row.EventID], req)
+		}
+		for _, reqs := range byEvent {
+			s.insertIngest(reqs)
 		}
 		return
 	}
@@ -171,17 +173,6 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 		req.inserted = err == nil && first[req.row.EventID] == req && inserted[req.row.EventID]
 		close(req.done)
 	}
-}
-
-// sameEvent returns the requests of batch that store the event id.
-func sameEvent(batch []*ingestReq, id string) []*ingestReq {
-	var out []*ingestReq
-	for _, req := range batch {
-		if req.row.EventID == id {
-			out = append(out, req)
-		}
-	}
-	return out
 }
 
 // dataError reports PostgreSQL's refusal of a value (SQLSTATE class 22,

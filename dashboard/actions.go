@@ -69,7 +69,7 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := d.cfg.Inbox.Redrive(r.Context(), f)
 	if err != nil {
-		d.unavailable(w, r, "redriving", err)
+		d.inboxError(w, r, "redriving", err)
 		return
 	}
 	d.cfg.Logger.Info("dashboard: redrove", "count", n, "event_ids", f.EventIDs,
@@ -133,7 +133,7 @@ func (d *Dashboard) forget(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, idempotency.ErrUnfinished):
 		back.Set("msg", "forget-unfinished")
 	case err != nil:
-		d.unavailable(w, r, "forgetting an event", err)
+		d.inboxError(w, r, "forgetting an event", err)
 		return
 	case !ok:
 		back.Set("msg", "forget-none")

@@ -41,7 +41,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	st, err := d.cfg.Inbox.Stats(ctx)
 	if err != nil {
-		d.unavailable(w, r, "reading inbox stats", err)
+		d.inboxError(w, r, "reading inbox stats", err)
 		return
 	}
 	data := overviewData{OldestPending: st.OldestPending}
@@ -56,13 +56,13 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	if data.Failed, err = d.cfg.Inbox.List(ctx, idempotency.InboxFilter{
 		States: []idempotency.InboxState{idempotency.InboxFailed}, Limit: overviewRows,
 	}); err != nil {
-		d.unavailable(w, r, "listing the inbox", err)
+		d.inboxError(w, r, "listing the inbox", err)
 		return
 	}
 	if data.Dead, err = d.cfg.Inbox.List(ctx, idempotency.InboxFilter{
 		States: []idempotency.InboxState{idempotency.InboxDeadLetter}, Limit: overviewRows,
 	}); err != nil {
-		d.unavailable(w, r, "listing the inbox", err)
+		d.inboxError(w, r, "listing the inbox", err)
 		return
 	}
 	data.MoreFailed, data.MoreDead = data.FailedN > len(data.Failed), data.DeadN > len(data.Dead)
@@ -137,7 +137,7 @@ func (d *Dashboard) list(w http.ResponseWriter, r *http.Request) {
 	}
 	recs, err := d.cfg.Inbox.List(r.Context(), inf)
 	if err != nil {
-		d.unavailable(w, r, "listing the inbox", err)
+		d.inboxError(w, r, "listing the inbox", err)
 		return
 	}
 	data := listData{
@@ -188,7 +188,7 @@ func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
 	}
 	data, err := d.lookup(r, id)
 	if err != nil {
-		d.unavailable(w, r, "looking an event up", err)
+		d.inboxError(w, r, "looking an event up", err)
 		return
 	}
 	if data.Record == nil && data.Claim == nil {
@@ -198,7 +198,7 @@ func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
 	if data.ShowPayloads = d.cfg.ShowPayloads; data.ShowPayloads && data.Record != nil {
 		body, ok, err := d.cfg.Inbox.Payload(r.Context(), id)
 		if err != nil {
-			d.unavailable(w, r, "reading a payload", err)
+			d.inboxError(w, r, "reading a payload", err)
 			return
 		}
 		if ok {
@@ -257,16 +257,16 @@ func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 	data.Searched = true
 	var err error
 	if data.Event, err = d.lookup(r, q); err != nil {
-		d.unavailable(w, r, "searching", err)
+		d.inboxError(w, r, "searching", err)
 		return
 	}
 	if data.Object, err = d.cfg.Inbox.List(r.Context(), idempotency.InboxFilter{ObjectID: q, Limit: searchLimit}); err != nil {
-		d.unavailable(w, r, "searching", err)
+		d.inboxError(w, r, "searching", err)
 		return
 	}
 	if d.cfg.Ledger != nil {
 		if data.Claims, err = d.cfg.Ledger.ListEvents(r.Context(), idempotency.EventFilter{ObjectID: q, Limit: searchLimit}); err != nil {
-			d.unavailable(w, r, "searching", err)
+			d.inboxError(w, r, "searching", err)
 			return
 		}
 	}

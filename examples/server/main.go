@@ -206,8 +206,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		ln.Close()
 		return err
 	}
-	// Cancelled by the first deferred call to run (it is deferred last):
-	// should Serve fail, the goroutines below stop and their waits end.
+	// Cancelled once Serve returns, however it ends: the goroutines below
+	// stop, and their waits, deferred, end.
 	ctx, cancel := context.WithCancel(ctx)
 	// The workers run in both modes: they send the receipts, and with
 	// -inbox they apply the events too.
@@ -246,7 +246,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}()
 		defer func() { <-recovered }()
 	}
-	defer cancel()
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
