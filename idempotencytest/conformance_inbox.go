@@ -1,6 +1,7 @@
 package idempotencytest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
 
@@ -36,6 +38,7 @@ var inboxTests = []struct {
 	{"InboxObjectOneAtATime", testInboxObjectOneAtATime},
 	{"InboxFailedEventHoldsItsObject", testInboxFailedHoldsObject},
 	{"InboxDeadWorkerCountsAsAttempt", testInboxDeadWorker},
+	{"InboxAttemptPastItsLeaseIsNotTakenOver", testInboxPastLease},
 	{"InboxSkipAndIgnored", testInboxSkipAndIgnored},
 	{"InboxClaimedBeforeIsNotRerun", testInboxClaimedBefore},
 	{"InboxListStatsAndBadFilters", testInboxListStats},
@@ -75,7 +78,8 @@ func newInboxBench(t *testing.T, b StoreBackend, cfg idempotency.InboxConfig, fa
 		ib.attempts[ev.ID]++
 		n := ib.attempts[ev.ID]
 		ib.mu.Unlock()
-		first, err := tx.Guard(ctx, "object-credit", ev.Object.ID)
+		// An event about no object credits as its own object.
+		first, err := tx.Guard(ctx, "object-credit", cmp.Or(ev.Object.ID, ev.ID))
 		if err != nil {
 			return err
 		}
@@ -481,6 +485,77 @@ func testInboxDeadWorker(t *testing.T, b StoreBackend) {
 	require.Equal(t, idempotency.InboxDeadLetter, r.State)
 	require.Equal(t, 2, r.Attempt)
 	require.Contains(t, r.LastError, "lease expired")
+}
+
+// testInboxPastLease: a worker whose handler runs past the lease (the
+// fake clock moves on while it is blocked) keeps the event: another
+// process finds neither it nor an earlier or later event of its object
+// due, and the attempt's commit is recorded as the only one. The object's
+// other events then follow, in created order. An event about no object is
+// kept the same way.
+func testInboxPastLease(t *testing.T, b StoreBackend) {
+	for _, object := range []string{"in_long", ""} {
+		t.Run(cmp.Or(object, "no object"), func(t *testing.T) {
+			// Both cases share the backend's store.
+			id := func(n int) string { return fmt.Sprintf("evt_%s_%d", cmp.Or(object, "lone"), n) }
+			holding, release := make(chan struct{}), make(chan struct{})
+			var held, released sync.Once
+			cfg := idempotency.InboxConfig{Lease: time.Minute, Timeout: 30 * time.Second}
+			ib := newInboxBench(t, b, cfg, func(eventID string, attempt int) error {
+				if eventID == id(1) {
+					held.Do(func() { close(holding) })
+					<-release
+				}
+				return nil
+			})
+			defer released.Do(func() { close(release) })
+			credits := b.Get(t, "c")
+			ib.deliver(t, id(1), "invoice.paid", object, 1756742401, idempotency.OutcomeQueued)
+			want := []string{id(1)}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				n, err := ib.inbox.WorkDue(context.Background())
+				assert.NoError(t, err)
+				// WorkDue goes on to the object's events that came due meanwhile.
+				assert.Equal(t, len(want), n, "the blocked worker's attempts")
+			}()
+			receive(t, holding, "the blocked handler")
+			if object != "" {
+				ib.deliver(t, id(2), "invoice.paid", object, 1756742402, idempotency.OutcomeQueued)
+				ib.deliver(t, id(0), "invoice.paid", object, 1756742400, idempotency.OutcomeQueued)
+				want = append(want, id(0), id(2))
+			}
+
+			// Another process, its clock past the lease as well.
+			other := newInboxBench(t, b, cfg, nil)
+			ib.clock.Advance(2 * time.Minute)
+			other.clock.Advance(2 * time.Minute)
+			other.work(t, 0)
+			for _, eventID := range want {
+				want := idempotency.InboxPending
+				if eventID == id(1) {
+					want = idempotency.InboxProcessing
+				}
+				require.Equal(t, want, ib.record(t, eventID).State, "state of %s", eventID)
+			}
+			require.Equal(t, credits, b.Get(t, "c"))
+
+			released.Do(func() { close(release) })
+			receive(t, done, "the blocked worker")
+			r := ib.record(t, id(1))
+			require.Equal(t, idempotency.InboxProcessed, r.State)
+			require.Equal(t, 1, r.Attempt)
+			require.Empty(t, r.LastError)
+			require.Equal(t, want, ib.appliedOrder())
+			for _, eventID := range want {
+				require.Equal(t, idempotency.InboxProcessed, ib.record(t, eventID).State, "state of %s", eventID)
+				require.Equal(t, 1, ib.attempts[eventID], "attempts of %s", eventID)
+			}
+			require.Empty(t, other.attempts)
+			require.Equal(t, 1, b.Get(t, "c")-credits, "the credit, given once")
+		})
+	}
 }
 
 // testInboxSkipAndIgnored: a skip is final and recorded in the ledger; an
