@@ -358,9 +358,12 @@ func registry() *idempotency.Handlers {
 func TestHandlerRejects(t *testing.T) {
 	t.Parallel()
 	payload := eventPayload(t, "invoice.paid", "evt_rej", paid)
-	// Timestamps stay 3 minutes from the 5-minute edge (here and below), so
-	// a slow machine between here and the request cannot move one across.
+	// The handler's clock stands at now (here and below): a parallel
+	// subtest may wait minutes for its turn on a busy machine, and a
+	// signature 8 minutes ahead of the wall clock would then be within
+	// tolerance.
 	now := time.Now()
+	at := func() time.Time { return now }
 	sig := func(p []byte, secret string, at time.Time) string {
 		return idempotencytest.SignatureHeader(p, secret, at)
 	}
@@ -392,7 +395,7 @@ func TestHandlerRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := newBench(t, idempotency.Config{}, nil)
+			b := newBench(t, idempotency.Config{Now: at}, nil)
 			req := httptest.NewRequest(tt.method, "/", bytes.NewReader(tt.body))
 			if tt.header != "" {
 				req.Header.Set("Stripe-Signature", tt.header)
@@ -418,6 +421,7 @@ func TestHandlerSignatureVariants(t *testing.T) {
 	t.Parallel()
 	payload := eventPayload(t, "invoice.paid", "evt_sig", paid)
 	now := time.Now()
+	at := func() time.Time { return now } // as in TestHandlerRejects
 	good := idempotencytest.SignatureHeader(payload, testSecret, now)
 	_, goodV1, _ := strings.Cut(good, ",")
 	bad := idempotencytest.SignatureHeader(payload, "whsec_old", now)
@@ -425,7 +429,7 @@ func TestHandlerSignatureVariants(t *testing.T) {
 
 	t.Run("several v1 signatures, one matching", func(t *testing.T) {
 		t.Parallel()
-		b := newBench(t, idempotency.Config{}, nil)
+		b := newBench(t, idempotency.Config{Now: at}, nil)
 		req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(payload))
 		req.Header.Set("Stripe-Signature", fmt.Sprintf("t=%d,%s,v0=deadbeef,%s,v1=nothex", now.Unix(), badV1, goodV1))
 		requireAnswer(t, b.serve(req), 200, `{"outcome":"processed"}`)
@@ -438,13 +442,13 @@ func TestHandlerSignatureVariants(t *testing.T) {
 	})
 	t.Run("within tolerance both ways", func(t *testing.T) {
 		t.Parallel()
-		b := newBench(t, idempotency.Config{}, nil)
+		b := newBench(t, idempotency.Config{Now: at}, nil)
 		requireAnswer(t, b.serve(idempotencytest.NewSignedRequestAt("/", payload, testSecret, now.Add(-2*time.Minute))), 200, `{"outcome":"processed"}`)
 		requireAnswer(t, b.serve(idempotencytest.NewSignedRequestAt("/", payload, testSecret, now.Add(2*time.Minute))), 200, `{"outcome":"duplicate"}`)
 	})
 	t.Run("custom tolerance", func(t *testing.T) {
 		t.Parallel()
-		b := newBench(t, idempotency.Config{Tolerance: 10 * time.Minute}, nil)
+		b := newBench(t, idempotency.Config{Tolerance: 10 * time.Minute, Now: at}, nil)
 		requireAnswer(t, b.serve(idempotencytest.NewSignedRequestAt("/", payload, testSecret, now.Add(-7*time.Minute))), 200, `{"outcome":"processed"}`)
 		requireAnswer(t, b.serve(idempotencytest.NewSignedRequestAt("/", payload, testSecret, now.Add(13*time.Minute))), 400, `{"error":"invalid_signature"}`)
 	})
@@ -626,7 +630,7 @@ func TestHandlerSignatureEdgeCases(t *testing.T) {
 	now := time.Now()
 	future := idempotencytest.SignatureHeader(payload, testSecret, now.Add(time.Hour))
 
-	b := newBench(t, idempotency.Config{}, nil)
+	b := newBench(t, idempotency.Config{Now: func() time.Time { return now }}, nil)
 	// stripe-go signs against the last t=; an earlier, current one must not
 	// let a future signature through.
 	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(payload))
