@@ -63,7 +63,10 @@ func TestInboxRunShutsDownGracefully(t *testing.T) {
 	var resultsMu sync.Mutex
 	newInbox := func() *idempotency.Inbox {
 		in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-			Workers: 2, Timeout: 5 * time.Second, Lease: 10 * time.Second, ShutdownTimeout: 100 * time.Millisecond,
+			// evt_quick must finish within ShutdownTimeout after the stop,
+			// with a delivery in between: 100 ms was too little on a
+			// loaded machine. evt_slow waits it out.
+			Workers: 2, Timeout: 5 * time.Second, Lease: 10 * time.Second, ShutdownTimeout: 2 * time.Second,
 			Backoff: func(int) time.Duration { return 0 },
 			Logger:  slog.New(slog.DiscardHandler),
 			OnResult: func(r idempotency.Result) {

@@ -1127,7 +1127,10 @@ func (w *helperWorker) kill(t *testing.T) {
 func TestPgxInboxFaultWorkerKilled(t *testing.T) {
 	t.Parallel()
 	a := newFaultApp(t)
-	p := a.process(t, "parent", idempotency.InboxConfig{Lease: 2 * time.Second, Timeout: time.Second, PollInterval: 100 * time.Millisecond})
+	// The parent's attempt has a generous Timeout: on a loaded machine a
+	// second was too little for it, and a timed-out attempt counts. When it
+	// may start depends on the killed worker's Lease alone.
+	p := a.process(t, "parent", idempotency.InboxConfig{Lease: 12 * time.Second, Timeout: 10 * time.Second, PollInterval: 100 * time.Millisecond})
 	ev := faultEvent{ID: "evt_killed", Type: "invoice.paid", Invoice: "in_killed", Account: "acct_killed"}
 	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{ev}, 1)
 
