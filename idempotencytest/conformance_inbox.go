@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -42,6 +43,7 @@ var inboxTests = []struct {
 	{"InboxSkipAndIgnored", testInboxSkipAndIgnored},
 	{"InboxClaimedBeforeIsNotRerun", testInboxClaimedBefore},
 	{"InboxListStatsAndBadFilters", testInboxListStats},
+	{"InboxFilterTimesOutOfRange", testInboxFilterTimesOutOfRange},
 	{"InboxObserverLinkRoundTrips", testInboxObserverLink},
 }
 
@@ -632,6 +634,53 @@ func testInboxListStats(t *testing.T, b StoreBackend) {
 		"RedriveFilter.EventIDs": {EventIDs: []string{""}},
 	} {
 		_, err := ib.inbox.Redrive(ctxT(t), f)
+		require.ErrorContains(t, err, field)
+	}
+}
+
+// testInboxFilterTimesOutOfRange: a filter time outside the years 1 to
+// 9999 (what PostgreSQL's timestamptz cannot hold, or what pgx encodes
+// wrapped around: time.Unix(math.MaxInt64, 0) as "no end" becomes 1969) is
+// refused, naming the field, by every store, and a refused redrive moves
+// nothing.
+func testInboxFilterTimesOutOfRange(t *testing.T, b StoreBackend) {
+	ib := newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 1}, func(string, int) error { return errDownstream })
+	ib.deliver(t, "evt_range_dead", "invoice.paid", "in_range", 1756742400, idempotency.OutcomeQueued)
+	ib.work(t, 1)
+	require.Equal(t, idempotency.InboxDeadLetter, ib.record(t, "evt_range_dead").State)
+
+	// Its microseconds since 1970 are 2^64 µs past 2000-01-01 (less
+	// 0.55 s): encoded as PostgreSQL's int64, the year 2000.
+	wrapsTo2000 := time.Unix(946684800+18446744073709, 0)
+	noEnd := time.Unix(math.MaxInt64, 0)
+	far := time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)
+	early := time.Date(-5000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		field string
+		f     idempotency.RedriveFilter
+	}{
+		{"RedriveFilter.Since", idempotency.RedriveFilter{Since: wrapsTo2000}},
+		{"RedriveFilter.Until", idempotency.RedriveFilter{Until: far}},
+		{"RedriveFilter.Since", idempotency.RedriveFilter{Since: early, DryRun: true}},
+	} {
+		n, err := ib.inbox.Redrive(ctxT(t), c.f)
+		require.Equal(t, idempotency.InboxDeadLetter, ib.record(t, "evt_range_dead").State, "%s %v: a refused redrive moves nothing", c.field, c.f)
+		require.ErrorContains(t, err, c.field)
+		require.Zero(t, n)
+	}
+	for field, f := range map[string]idempotency.InboxFilter{
+		"InboxFilter.Until":  {Until: noEnd},
+		"InboxFilter.Since":  {Since: far},
+		"InboxFilter.Since ": {Since: early},
+	} {
+		_, err := ib.inbox.List(ctxT(t), f)
+		require.ErrorContains(t, err, strings.TrimSpace(field))
+	}
+	for field, f := range map[string]idempotency.EventFilter{
+		"EventFilter.Until": {Until: noEnd},
+		"EventFilter.Since": {Since: far},
+	} {
+		_, err := b.Store.ListEvents(ctxT(t), f)
 		require.ErrorContains(t, err, field)
 	}
 }
