@@ -397,8 +397,34 @@ func checkLimit(filter string, limit *int) error {
 	return nil
 }
 
-// checkRange rejects a time range that selects nothing.
+// The filter times every store can hold: PostgreSQL's timestamptz ends in
+// the year 294276, and pgx encodes a time beyond about the year 294000 as
+// microseconds that wrap around the int64, a time of another century
+// (time.Unix(math.MaxInt64, 0) becomes 1969). The years 1 to 9999 are
+// those of an event's created (checkEnvelope) and of RFC 3339.
+var (
+	minFilterTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxFilterTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// checkFilterTime rejects a bound no store can compare with: the zero
+// time is an open bound.
+func checkFilterTime(field string, t time.Time) error {
+	if !t.IsZero() && (t.Before(minFilterTime) || !t.Before(maxFilterTime)) {
+		return fmt.Errorf("idempotency: %s is not a time between the years 1 and 9999", field)
+	}
+	return nil
+}
+
+// checkRange rejects a time range that selects nothing, or that a store
+// cannot hold.
 func checkRange(filter string, since, until time.Time) error {
+	if err := checkFilterTime(filter+".Since", since); err != nil {
+		return err
+	}
+	if err := checkFilterTime(filter+".Until", until); err != nil {
+		return err
+	}
 	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
 		return fmt.Errorf("idempotency: %s.Since (%s) is not before Until (%s)", filter, since.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))
 	}
