@@ -237,3 +237,49 @@ func TestForgetRefusesTasks(t *testing.T) {
 	require.Equal(t, "idemctl: forget: 1 of 2 ids refused: task:send-receipt:in_1\n", r.stderr)
 	require.Equal(t, idempotency.InboxProcessed, s.lookup(t, "task:send-receipt:in_1").State)
 }
+
+// TestRedriveUntilYearOne: -until 0001-01-01 selects the events received
+// before the year 1, none; it must not become an open end (the zero time)
+// and redrive every dead letter of the type.
+func TestRedriveUntilYearOne(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	s.seed(t)
+	for _, until := range []string{"0001-01-01", "0001-01-01T00:00:00Z"} {
+		r := idemctl(t, s.db, nil, "redrive", "-type", "charge.failed", "-until", until)
+		require.Equal(t, idempotency.InboxDeadLetter, s.lookup(t, "evt_dead_1").State, "-until %s: %s", until, r.stdout)
+		require.Equal(t, exitUsage, r.code, "-until %s: %s%s", until, r.stdout, r.stderr)
+		require.Contains(t, r.stderr, "-until", until)
+	}
+	r := idemctl(t, s.db, nil, "list", "-until", "0001-01-01", "-json")
+	require.Equal(t, exitUsage, r.code, "%s%s", r.stdout, r.stderr)
+}
+
+// TestRedriveAllWithSelector: -all and a selector contradict each other
+// (every dead letter, or only those selected): refused, nothing moved.
+func TestRedriveAllWithSelector(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	s.seed(t)
+	r := idemctl(t, s.db, nil, "redrive", "-all", "-id", "evt_dead_1", "-dry-run")
+	require.Equal(t, exitUsage, r.code, "%s%s", r.stdout, r.stderr)
+	require.Contains(t, r.stderr, "-all")
+}
+
+// TestBadTextIsUsage: a flag value the store cannot hold (invalid UTF-8)
+// is a usage error, exit 2, as the package doc says of a bad flag.
+func TestBadTextIsUsage(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	s.seed(t)
+	for _, args := range [][]string{
+		{"list", "-type", "invoice.\xff"},
+		{"list", "-object", "in_\xff"},
+		{"redrive", "-type", "invoice.\xff"},
+		{"redrive", "-id", "evt_\xff"},
+	} {
+		r := idemctl(t, s.db, nil, args...)
+		require.Equal(t, exitUsage, r.code, "%q: %s", args, r.stderr)
+		require.Equal(t, idempotency.InboxDeadLetter, s.lookup(t, "evt_dead_1").State)
+	}
+}
