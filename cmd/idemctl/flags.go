@@ -47,11 +47,18 @@ func formatDuration(d time.Duration) string {
 }
 
 // parseTime parses an RFC 3339 time, a date (UTC), or a duration before now.
+// A time at or before 0001-01-01T00:00:00Z is refused: the zero time is
+// what the library takes for an open bound, and -until 0001-01-01 would
+// select everything instead of nothing.
 func parseTime(s string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t, err = time.Parse(time.DateOnly, s)
 	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
+	if err == nil {
+		if !t.After(time.Time{}) {
+			return time.Time{}, fmt.Errorf("%q is not after 0001-01-01T00:00:00Z", s)
+		}
 		return t, nil
 	}
 	if d, err := parseDuration(s); err == nil {

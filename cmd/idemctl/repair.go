@@ -44,6 +44,9 @@ many events moved (or would).
 				}
 			}
 			selected := len(ids) > 0 || f.eventType != "" || !f.since.t.IsZero() || !f.until.t.IsZero()
+			if selected && *all {
+				return usageError("-all redrives every %s event: it takes no -id, -type, -since or -until", joinStates(orDefault(sts)))
+			}
 			if !selected && !*all {
 				return usageError("no selector: pass -id, -type, -since or -until, or -all to redrive every %s event", joinStates(orDefault(sts)))
 			}

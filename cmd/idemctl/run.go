@@ -263,6 +263,8 @@ func exitCode(ctx context.Context, err error) int {
 		return exitInterrupted
 	case errors.As(err, &ee):
 		return ee.code
+	case errors.Is(err, idempotency.ErrInvalidKey): // a flag or argument the store cannot hold
+		return exitUsage
 	case errors.Is(err, idempotency.ErrStoreUnavailable):
 		return exitUnavailable
 	}
