@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,4 +127,28 @@ func TestRecover(t *testing.T) {
 		require.Contains(t, r.stderr, c.want, c.args)
 		require.NotContains(t, r.stderr, "whsec_oops")
 	}
+}
+
+// TestRecoverBadOptions: options the library refuses before any request
+// (more types than the Events API takes, a checkpoint name the store
+// cannot hold) are usage errors, exit 2, and nothing is requested.
+func TestRecoverBadOptions(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	api := &eventsAPI{}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	env := map[string]string{"STRIPE_SECRET_KEY": stripeKey}
+	types := make([]string, 21)
+	for i := range types {
+		types[i] = "type." + strconv.Itoa(i)
+	}
+	for _, args := range [][]string{
+		{"-since", "1h", "-types", strings.Join(types, ","), "-api-base", srv.URL},
+		{"-since", "1h", "-types", "invoice.paid", "-checkpoint", "ops\xff", "-api-base", srv.URL},
+	} {
+		r := idemctl(t, s.db, env, append([]string{"recover"}, args...)...)
+		require.Equal(t, exitUsage, r.code, "%q: %s", args, r.stderr)
+	}
+	require.Empty(t, api.queries)
 }
