@@ -70,6 +70,9 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			}
 			slices.Sort(types)
 			types = slices.Compact(types)
+			if len(types) > maxRecoverTypes {
+				return usageError("-types lists %d types; the Events API takes at most %d", len(types), maxRecoverTypes)
+			}
 			key := a.getenv("STRIPE_SECRET_KEY")
 			if key == "" {
 				return usageError("STRIPE_SECRET_KEY is not set: recovery lists events from the Stripe API with it")
@@ -135,6 +138,10 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 // inbox stores those events pending rather than ignored. idemctl never runs
 // the inbox's workers, so it is never called; if it were, it fails the
 // attempt rather than mark the event applied.
+// maxRecoverTypes is the most types the Events API lists at once, as
+// RecoverOptions.Types takes them.
+const maxRecoverTypes = 20
+
 func standIn(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error {
 	return errors.New("idemctl applies no events: the service's workers do")
 }
