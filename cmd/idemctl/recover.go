@@ -134,14 +134,14 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 	},
 }
 
-// standIn is the handler registered for each -types type, so that the
-// inbox stores those events pending rather than ignored. idemctl never runs
-// the inbox's workers, so it is never called; if it were, it fails the
-// attempt rather than mark the event applied.
 // maxRecoverTypes is the most types the Events API lists at once, as
 // RecoverOptions.Types takes them.
 const maxRecoverTypes = 20
 
+// standIn is the handler registered for each -types type, so that the
+// inbox stores those events pending rather than ignored. idemctl never runs
+// the inbox's workers, so it is never called; if it were, it fails the
+// attempt rather than mark the event applied.
 func standIn(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error {
 	return errors.New("idemctl applies no events: the service's workers do")
 }
