@@ -2,10 +2,12 @@ package main
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -239,4 +241,35 @@ func TestNoTerminalControl(t *testing.T) {
 		Records []recordJSON `json:"records"`
 		More    bool         `json:"more"`
 	}](t, r).Records[0].ObjectID, "-json keeps the text, escaped")
+}
+
+// TestListMoreAtMaxLimit: at -limit MaxListLimit, the most the library
+// lists at once, "more" still says whether more records match, also
+// among records received in the same microsecond as the last one listed.
+func TestListMoreAtMaxLimit(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	s.seed(t)                         // 7 rows received now, 3 of them invoice.paid events
+	n := idempotency.MaxListLimit - 3 // invoice.paid: exactly MaxListLimit; in all, more
+	received := time.Now().Add(-time.Hour)
+	_, err := s.db.Pool.Exec(t.Context(), `INSERT INTO `+pgx.Identifier{s.db.Schema}.Sanitize()+`.idempotency_inbox
+    (event_id, event_type, created, payload, state, received_at, finished_at)
+SELECT 'evt_bulk_' || lpad(i::text, 6, '0'), 'invoice.paid', $2, '\x7b7d', 'processed', $2, $2
+FROM generate_series(1, $1) AS i`, n, received)
+	require.NoError(t, err)
+
+	type listDoc struct {
+		Records []recordJSON `json:"records"`
+		More    bool         `json:"more"`
+	}
+	limit := strconv.Itoa(idempotency.MaxListLimit)
+	doc := decode[listDoc](t, idemctl(t, s.db, nil, "list", "-json", "-limit", limit))
+	require.Len(t, doc.Records, idempotency.MaxListLimit)
+	require.True(t, doc.More, "%d records match, %d listed", n+7, len(doc.Records))
+	r := idemctl(t, s.db, nil, "list", "-limit", limit)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "more than "+limit+" records match")
+
+	doc = decode[listDoc](t, idemctl(t, s.db, nil, "list", "-json", "-limit", limit, "-type", "invoice.paid"))
+	require.False(t, doc.More, "exactly %d match", len(doc.Records))
 }
