@@ -245,7 +245,8 @@ type RedriveFilter struct {
 	// EventType, when not empty, selects events of this type.
 	EventType string
 	// Since and Until bound ReceivedAt: Since <= ReceivedAt < Until; a zero
-	// time leaves that side open.
+	// time leaves that side open. Another time outside the years 1 to 9999
+	// is refused.
 	Since, Until time.Time
 	// States are the states to redrive: dead_letter, failed or both.
 	// Defaults to dead_letter.
@@ -297,7 +298,9 @@ type InboxFilter struct {
 	// them exactly.
 	EventType string
 	ObjectID  string
-	// Since and Until bound ReceivedAt: Since <= ReceivedAt < Until.
+	// Since and Until bound ReceivedAt: Since <= ReceivedAt < Until; a zero
+	// time leaves that side open. Another time outside the years 1 to 9999
+	// is refused.
 	Since, Until time.Time
 	// Limit is the most events returned. Defaults to 100; at most
 	// MaxListLimit.

@@ -208,7 +208,8 @@ type EventFilter struct {
 	EventType string
 	ObjectID  string
 	// Since and Until bound ProcessedAt: Since <= ProcessedAt < Until. A
-	// zero time leaves that side open.
+	// zero time leaves that side open; another time outside the years 1 to
+	// 9999 is refused.
 	Since, Until time.Time
 	// Limit is the most records returned. Defaults to 100; at most
 	// MaxListLimit.
