@@ -763,15 +763,24 @@ func (in *Inbox) lease(ctx context.Context, n int) ([]inboxRow, error) {
 // made. With a fake clock (InboxConfig.Now) it drives the inbox
 // deterministically in tests: deliver, WorkDue, advance the clock past a
 // backoff, WorkDue again. It must not run together with Run on one
-// process's inbox.
+// process's inbox. Once ctx is done it starts no attempt: it gives back
+// the events it leased and did not start (pending, their attempt not
+// counted) and returns ctx's error.
 func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 	attempts := 0
 	for {
+		if err := ctx.Err(); err != nil {
+			return attempts, err
+		}
 		rows, err := in.lease(ctx, in.cfg.Workers)
 		if err != nil || len(rows) == 0 {
 			return attempts, err
 		}
 		for _, row := range rows {
+			if ctx.Err() != nil {
+				in.release(ctx, &row) // leased with the others; never started
+				continue
+			}
 			in.attempt(ctx, row, nil)
 			attempts++
 		}
