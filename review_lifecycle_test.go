@@ -61,3 +61,25 @@ func TestInboxWorkDueStopsWhenItsContextEnds(t *testing.T) {
 	}
 	require.Equal(t, 1, started, "events whose handler ran")
 }
+
+// The same on PostgreSQL: the lease did not look at ctx there either.
+func TestPgxInboxWorkDueOnCancelledContextTakesNothing(t *testing.T) {
+	t.Parallel()
+	p := newPgInbox(t, newPgBackend(t, idempotency.PgxConfig{}), idempotency.InboxConfig{})
+	p.deliver(t, "evt_pc1", "in_pc1", 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	n, err := p.inbox.WorkDue(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Zero(t, n, "attempts made on a cancelled context")
+	rec := p.record(t, "evt_pc1")
+	require.Equal(t, idempotency.InboxPending, rec.State, rec.LastError)
+	require.Zero(t, rec.Attempt, "attempts charged to the event")
+
+	n, err = p.inbox.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	rec = p.record(t, "evt_pc1")
+	require.Equal(t, idempotency.InboxProcessed, rec.State)
+	require.Equal(t, 1, rec.Attempt)
+}
