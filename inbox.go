@@ -61,10 +61,12 @@ type InboxConfig struct {
 	Timeout time.Duration
 
 	// Lease is how long a worker holds an event before another may take it
-	// over, as from a worker that died. It must exceed Timeout; an attempt
-	// lasts up to Timeout plus its rollback and the recording of its
-	// failure (5 seconds each at most), so leave that margin. Defaults to
-	// 1 minute.
+	// over, as from a worker that died. It must exceed Timeout by a second
+	// at least: Run's workers give back an event whose lease has less than
+	// Timeout left when they take it, so the margin is what an event may
+	// wait between its lease and its attempt. An attempt lasts up to
+	// Timeout plus its rollback and the recording of its failure (5
+	// seconds each at most), so leave that margin. Defaults to 1 minute.
 	Lease time.Duration
 
 	// PollInterval is how often workers look for due events when nothing
@@ -121,6 +123,13 @@ const (
 	DefaultPollInterval = time.Second
 	DefaultMaxIngestLag = 10 * time.Second
 )
+
+// minLeaseMargin is how much longer than InboxConfig.Timeout its Lease
+// must be at least: an event leased by Run waits for a worker before its
+// attempt begins, and one whose lease has less than Timeout left by then
+// is given back. With a margin shorter than that wait (microseconds for
+// an idle worker), every event was given back and leased again, forever.
+const minLeaseMargin = time.Second
 
 // ingestQuiet is how long after the last delivery this process's Handler
 // received Run applies with InboxConfig.IngestWorkers only.
@@ -260,8 +269,8 @@ func (cfg *InboxConfig) setDefaults() error {
 	case cfg.IngestWorkers == 0:
 		cfg.IngestWorkers = max(1, cfg.Workers/2)
 	}
-	if cfg.Lease <= cfg.Timeout {
-		return fmt.Errorf("idempotency: InboxConfig.Lease (%s) must exceed Timeout (%s): a lease that expires while its attempt still runs hands the event to another worker, and the attempt is counted twice", cfg.Lease, cfg.Timeout)
+	if cfg.Lease < cfg.Timeout+minLeaseMargin {
+		return fmt.Errorf("idempotency: InboxConfig.Lease (%s) must exceed Timeout (%s) by %s at least: a lease that expires while its attempt still runs hands the event to another worker, and the attempt is counted twice; and an event whose lease has less than Timeout left when a worker takes it is given back instead of attempted", cfg.Lease, cfg.Timeout, minLeaseMargin)
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = DefaultBackoff

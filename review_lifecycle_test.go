@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // WorkDue on a context that is already done takes nothing: it returns the
@@ -82,4 +84,41 @@ func TestPgxInboxWorkDueOnCancelledContextTakesNothing(t *testing.T) {
 	rec = p.record(t, "evt_pc1")
 	require.Equal(t, idempotency.InboxProcessed, rec.State)
 	require.Equal(t, 1, rec.Attempt)
+}
+
+// NewInbox accepts only a Lease with which Run can apply an event. A
+// worker gives back an event whose lease has less than Timeout left when
+// it takes it from Run's queue, and the event is leased afresh; a Lease
+// that exceeds Timeout by less than the time from a lease to a worker
+// taking the event (microseconds) had every event given back and leased
+// again, forever, and none applied, while NewInbox accepted it.
+func TestInboxLeaseLeavesRoomToStartAnAttempt(t *testing.T) {
+	t.Parallel()
+	for _, margin := range []time.Duration{time.Microsecond, time.Second} {
+		m := newMemInbox(t, idempotency.InboxConfig{})
+		in, err := idempotency.NewInbox(m.store, m.hs, idempotency.InboxConfig{
+			Timeout: time.Second, Lease: time.Second + margin, Logger: discardLogger(),
+		})
+		if err != nil {
+			require.ErrorContains(t, err, "InboxConfig.Lease", "margin %s", margin)
+			require.Less(t, margin, time.Second, "a Lease a second longer than Timeout is refused")
+			continue
+		}
+		h, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+		require.NoError(t, err)
+		ctx, stop := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- in.Run(ctx) }()
+		a := idempotencytest.Deliver(h, memInboxPayload(t, "evt_margin", "in_margin", memCreated), testSecret)
+		require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+		applied := assert.Eventually(t, func() bool {
+			r, _, err := in.Lookup(t.Context(), "evt_margin")
+			return err == nil && r.State == idempotency.InboxProcessed
+		}, 10*time.Second, time.Millisecond, "Lease = Timeout + %s: accepted by NewInbox, but Run never applies the event", margin)
+		stop()
+		require.NoError(t, recv(t, done, "Run"))
+		if !applied {
+			t.FailNow()
+		}
+	}
 }
