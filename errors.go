@@ -168,7 +168,26 @@ func newPanicError(v any) *PanicError {
 	return &PanicError{Value: v, Stack: debug.Stack()}
 }
 
-func (e *PanicError) Error() string { return fmt.Sprintf("idempotency: handler panicked: %v", e.Value) }
+// Error quotes the panic's value when it is a string or an error, the
+// handler's own message like a returned error's, and otherwise names only
+// its type: a panic with the event, its object or a map from it would put
+// the customer's details in every log line, Result.Err and stored
+// LastError. Value keeps the value itself.
+func (e *PanicError) Error() string {
+	return "idempotency: handler panicked: " + panicText(e.Value)
+}
+
+// panicText describes a panic's value without formatting what could be
+// payload data.
+func panicText(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case error:
+		return v.Error()
+	}
+	return fmt.Sprintf("a value of type %T", v)
+}
 
 // Unwrap returns the panic value when it is an error.
 func (e *PanicError) Unwrap() error {

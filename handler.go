@@ -599,7 +599,7 @@ func report(ctx context.Context, log *slog.Logger, onResult, observed func(Resul
 			attrs = append(attrs, slog.String("stack", string(stack.Stack)))
 		}
 		for _, p := range res.AfterCommitPanics {
-			attrs = append(attrs, slog.Any("after_commit_panic", p.Value), slog.String("after_commit_stack", string(p.Stack)))
+			attrs = append(attrs, slog.String("after_commit_panic", panicText(p.Value)), slog.String("after_commit_stack", string(p.Stack)))
 		}
 		msg := "stripe webhook"
 		switch {

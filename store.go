@@ -342,7 +342,7 @@ func (t *txState) reportPanic(ctx context.Context, p *PanicError) {
 	}
 	slog.Default().LogAttrs(ctx, slog.LevelError, "idempotency: an AfterCommit func panicked after the commit",
 		slog.String("event_id", t.claim.EventID), slog.String("event_type", t.claim.EventType),
-		slog.Any("panic", p.Value), slog.String("stack", string(p.Stack)))
+		slog.String("panic", panicText(p.Value)), slog.String("stack", string(p.Stack)))
 }
 
 func callRecover(ctx context.Context, fn func(context.Context)) *PanicError {
