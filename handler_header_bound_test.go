@@ -1,0 +1,53 @@
+package idempotency_test
+
+import (
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// An unauthenticated sender's Stripe-Signature of many signatures (up to
+// the server's header limit, 1 MiB by default) is refused without work
+// that grows with the number of secrets times the number of signatures:
+// each secret used to parse the whole header again, allocating about 20
+// times its size.
+func TestHandlerHugeSignatureHeaderIsCheap(t *testing.T) {
+	// Not parallel: it measures the allocations of one request.
+	secrets := []string{testSecret, "whsec_second_0123456789", "whsec_third_0123456789"}
+	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), registry(), idempotency.Config{
+		Secrets: secrets, Logger: discardLogger(),
+	})
+	require.NoError(t, err)
+	payload := invoicePayload(t, "evt_hdr", "in_hdr", "acct_1")
+	var sb strings.Builder
+	sb.WriteString("t=" + strconv.FormatInt(time.Now().Unix(), 10))
+	for sb.Len() < 1<<20-16 {
+		sb.WriteString(",v1=00")
+	}
+	header := sb.String()
+
+	serve := func() *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/", strings.NewReader(string(payload)))
+		req.Header.Set("Stripe-Signature", header)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	require.Equal(t, 400, serve().Code) // warm up
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	rec := serve()
+	runtime.ReadMemStats(&after)
+	require.Equal(t, 400, rec.Code)
+	require.JSONEq(t, `{"error":"invalid_signature"}`, rec.Body.String())
+	allocated := after.TotalAlloc - before.TotalAlloc
+	require.Less(t, allocated, uint64(4<<20), "bytes allocated for a %d-byte header", len(header))
+}
