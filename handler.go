@@ -431,11 +431,13 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		return nil, ErrBodyTooLarge
 	}
 	body := http.MaxBytesReader(w, r.Body, limit)
-	var buf []byte
 	if r.ContentLength >= 0 {
-		// net/http never yields more than Content-Length bytes.
-		buf = make([]byte, r.ContentLength)
-		if _, err := io.ReadFull(body, buf); err != nil {
+		// net/http never yields more than Content-Length bytes. The buffer
+		// grows with what arrives, not with what the unauthenticated sender
+		// claims: a Content-Length of the whole limit and a trickle must not
+		// hold the limit's worth of memory per connection.
+		buf, err := readFull(body, r.ContentLength)
+		if err != nil {
 			return nil, fmt.Errorf("idempotency: reading body: %w", err)
 		}
 		return buf, nil
@@ -447,6 +449,34 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 			return nil, ErrBodyTooLarge
 		}
 		return nil, fmt.Errorf("idempotency: reading body: %w", err)
+	}
+	return buf, nil
+}
+
+// initialBodyBuffer is the buffer readFull starts with: most events fit.
+const initialBodyBuffer = 32 << 10
+
+// readFull reads exactly n bytes from r into a buffer that starts at
+// initialBodyBuffer and doubles as they arrive, up to n; a body that ends
+// early is io.ErrUnexpectedEOF, as io.ReadFull reports it.
+func readFull(r io.Reader, n int64) ([]byte, error) {
+	buf := make([]byte, min(n, initialBodyBuffer))
+	read := 0
+	for int64(read) < n {
+		if read == len(buf) {
+			buf = append(buf, make([]byte, min(n-int64(read), int64(read)))...)
+			buf = buf[:cap(buf)][:min(int64(cap(buf)), n)]
+		}
+		m, err := r.Read(buf[read:])
+		read += m
+		switch {
+		case int64(read) == n:
+			return buf, nil
+		case err == io.EOF:
+			return nil, io.ErrUnexpectedEOF
+		case err != nil:
+			return nil, err
+		}
 	}
 	return buf, nil
 }

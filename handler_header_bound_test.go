@@ -1,6 +1,7 @@
 package idempotency_test
 
 import (
+	"io"
 	"net/http/httptest"
 	"runtime"
 	"strconv"
@@ -50,4 +51,57 @@ func TestHandlerHugeSignatureHeaderIsCheap(t *testing.T) {
 	require.JSONEq(t, `{"error":"invalid_signature"}`, rec.Body.String())
 	allocated := after.TotalAlloc - before.TotalAlloc
 	require.Less(t, allocated, uint64(4<<20), "bytes allocated for a %d-byte header", len(header))
+}
+
+// stallingBody yields a few bytes, then reports its stall once and blocks
+// until released: a sender that claims a large Content-Length and trickles.
+type stallingBody struct {
+	sent    bool
+	stalled chan struct{}
+	release chan struct{}
+}
+
+func (b *stallingBody) Read(p []byte) (int, error) {
+	if !b.sent {
+		b.sent = true
+		return copy(p, `{"id":`), nil
+	}
+	close(b.stalled)
+	<-b.release
+	return 0, io.ErrUnexpectedEOF
+}
+
+func (b *stallingBody) Close() error { return nil }
+
+// A sender that claims a Content-Length of the whole limit and sends a few
+// bytes must not make the handler hold the limit's worth of memory while
+// it waits: a thousand such connections would hold a gigabyte for a few
+// hundred bytes of headers each. The buffer grows with what arrives.
+func TestHandlerClaimedContentLengthIsNotPreallocated(t *testing.T) {
+	// Not parallel: it measures the allocations of one request.
+	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), registry(), idempotency.Config{
+		Secrets: []string{testSecret}, Logger: discardLogger(),
+	})
+	require.NoError(t, err)
+	body := &stallingBody{stalled: make(chan struct{}), release: make(chan struct{})}
+	req := httptest.NewRequest("POST", "/", nil)
+	req.Body, req.ContentLength = body, idempotency.DefaultMaxBodyBytes
+	req.Header.Set("Stripe-Signature", "t=1,v1=00")
+	rec := httptest.NewRecorder()
+
+	var before, during runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(rec, req)
+	}()
+	<-body.stalled
+	runtime.ReadMemStats(&during)
+	close(body.release)
+	<-done
+	require.Equal(t, 400, rec.Code)
+	held := during.TotalAlloc - before.TotalAlloc
+	require.Less(t, held, uint64(idempotency.DefaultMaxBodyBytes/4), "bytes allocated while %d of a claimed %d arrived", 6, idempotency.DefaultMaxBodyBytes)
 }
