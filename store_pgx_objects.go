@@ -18,15 +18,15 @@ type pgxObjectSQL struct {
 
 func newPgxObjectSQL(schema string) pgxObjectSQL {
 	s := pgx.Identifier{schema}.Sanitize()
-	seq := sqlLiteralText(s + `.idempotency_seq`) // inside nextval('...')
+	seq := sqlLiteralText(s + `.idempotency_seq`) // inside nextval(E'...')
 	return pgxObjectSQL{
-		nextSeq: `SELECT nextval('` + seq + `')`,
+		nextSeq: `SELECT nextval(E'` + seq + `')`,
 		// The no-op update takes the row lock (or waits for it), and
 		// RETURNING then reads the latest committed fetch; nextval comes
 		// after the lock.
 		lockObject: `INSERT INTO ` + s + `.idempotency_objects AS o (scope, object_id) VALUES ($1, $2)
 ON CONFLICT (scope, object_id) DO UPDATE SET scope = o.scope
-RETURNING o.fetch_seq, nextval('` + seq + `')`,
+RETURNING o.fetch_seq, nextval(E'` + seq + `')`,
 		markFetched: `UPDATE ` + s + `.idempotency_objects SET fetch_seq = $3, fetched_at = now() WHERE scope = $1 AND object_id = $2`,
 		orderLock: `INSERT INTO ` + s + `.idempotency_order AS r (scope, key, created, event_id) VALUES ($1, $2, $3, $4)
 ON CONFLICT (scope, key) DO UPDATE SET scope = r.scope
@@ -35,9 +35,14 @@ RETURNING r.created, r.event_id, r.xmax = 0`,
 	}
 }
 
-// sqlLiteralText is s as the text of a SQL string literal: its quotes
-// doubled.
-func sqlLiteralText(s string) string { return strings.ReplaceAll(s, "'", "''") }
+// sqlLiteralText is s as the text of an escape string literal (E'...'):
+// its backslashes and quotes doubled. An escape string reads the same
+// whatever standard_conforming_strings says; in a plain literal a
+// backslash of the schema's name would escape the character after it on
+// a server where it is off, bending the name or ending the literal.
+func sqlLiteralText(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", "''")
+}
 
 func (t *pgxTx) eventSeq(ctx context.Context) (int64, error) {
 	return t.claim.eventSeq(func() (n int64, err error) {

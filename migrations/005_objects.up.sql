@@ -9,9 +9,10 @@ CREATE SEQUENCE IF NOT EXISTS {{schema}}.idempotency_seq;
 
 -- Inbox events stored from now on carry their number (NULL before: such an
 -- event takes one when its handler starts, as a synchronous delivery does).
--- {{schema_literal}} is the quoted schema as the text of a string literal.
+-- {{schema_literal}} is the quoted schema as the text of an escape string
+-- literal (E'...'), which reads the same whatever standard_conforming_strings.
 ALTER TABLE {{schema}}.idempotency_inbox ADD COLUMN seq bigint;
-ALTER TABLE {{schema}}.idempotency_inbox ALTER COLUMN seq SET DEFAULT nextval('{{schema_literal}}.idempotency_seq');
+ALTER TABLE {{schema}}.idempotency_inbox ALTER COLUMN seq SET DEFAULT nextval(E'{{schema_literal}}.idempotency_seq');
 
 -- One row per (registration, object): its lock, and the number taken just
 -- before its last fetch.
