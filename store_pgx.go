@@ -882,6 +882,12 @@ func (s *PgxStore) Migrate(ctx context.Context) error {
 		for _, v := range applied {
 			done[int(v)] = true
 		}
+		// For the dollar-quoted bodies of DO blocks, which must not hold
+		// the name as text (a name with the block's tag would end the
+		// body): they read it here, and quote it with format's %I.
+		if _, err := tx.Exec(ctx, `SELECT set_config('idempotency.migrate_schema', $1, true)`, s.cfg.Schema); err != nil {
+			return err
+		}
 		for _, m := range ms {
 			if done[m.version] {
 				continue
