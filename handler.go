@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -464,8 +465,8 @@ func readFull(r io.Reader, n int64) ([]byte, error) {
 	read := 0
 	for int64(read) < n {
 		if read == len(buf) {
-			buf = append(buf, make([]byte, min(n-int64(read), int64(read)))...)
-			buf = buf[:cap(buf)][:min(int64(cap(buf)), n)]
+			buf = slices.Grow(buf, int(min(n-int64(read), int64(read))))
+			buf = buf[:min(int64(cap(buf)), n)]
 		}
 		m, err := r.Read(buf[read:])
 		read += m
