@@ -69,8 +69,10 @@ var (
 	// ErrInvalidKey: a [Tx.Guard] scope or key, or a [Claim]'s event id,
 	// type, object id, account or guard, is text a store cannot keep: empty
 	// where a value is required, a NUL byte (PostgreSQL's text refuses it),
-	// or invalid UTF-8. Both stores refuse the same input, so the memory
-	// store never accepts what PostgreSQL would fail on every retry.
+	// invalid UTF-8, or, for an event id and a guard's scope and key, more
+	// than 1024 bytes (PostgreSQL's indexes refuse a longer key). Both
+	// stores refuse the same input, so the memory store never accepts what
+	// PostgreSQL would fail on every retry.
 	ErrInvalidKey = errors.New("idempotency: invalid key")
 	// ErrTxDone: a [Tx] was used after its transaction ended, e.g. from a
 	// goroutine that outlived the handler.

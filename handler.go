@@ -581,6 +581,13 @@ func checkEnvelope(env *envelope.Envelope) error {
 			return fmt.Errorf("the event's %s contains a NUL byte or invalid UTF-8", f.name)
 		}
 	}
+	// The id and the object id are keys of PostgreSQL's indexes (the
+	// ledger's, the inbox's per-object order, OnCurrent's objects).
+	for _, f := range [...]struct{ name, value string }{{"id", env.ID}, {"data.object.id", env.ObjectID}} {
+		if len(f.value) > maxKeyLen {
+			return fmt.Errorf("the event's %s is %d bytes long (at most %d)", f.name, len(f.value), maxKeyLen)
+		}
+	}
 	if env.Created < minCreated || env.Created > maxCreated {
 		return errors.New("the event's created is not a time between the years 1 and 9999")
 	}

@@ -110,7 +110,7 @@ type GuardKey struct{ Scope, Key string }
 
 // check rejects a claim no store can keep, alike on every store.
 func (c *Claim) check() error {
-	if err := checkText("Claim.EventID", c.EventID, true); err != nil {
+	if err := checkKey("Claim.EventID", c.EventID); err != nil {
 		return err
 	}
 	for _, f := range [...]struct{ name, value string }{
@@ -146,11 +146,29 @@ func checkText(field, value string, required bool) error {
 // means a field the handler expected (metadata, an expandable id) was
 // absent, and claiming it would make every such event share one key.
 func checkGuardKey(scope, key string) error {
-	if err := checkText("Guard scope", scope, true); err != nil {
+	if err := checkKey("Guard scope", scope); err != nil {
 		return err
 	}
-	if err := checkText(fmt.Sprintf("Guard key (scope %q)", scope), key, true); err != nil {
+	if err := checkKey(fmt.Sprintf("Guard key (scope %q)", scope), key); err != nil {
 		return err
+	}
+	return nil
+}
+
+// maxKeyLen bounds, in bytes, the text a PostgreSQL index keeps: an event
+// id, a guard's scope and key (CheckOrder's and OnCurrent's objects' too).
+// A btree entry holds at most 2704 bytes (after compression, which ids
+// and hashes defeat), and an insert of a longer one fails on every retry
+// where MemoryStore would keep it; two keys at the bound fit in one entry.
+const maxKeyLen = 1024
+
+// checkKey is checkText for required text that a store indexes.
+func checkKey(field, value string) error {
+	if err := checkText(field, value, true); err != nil {
+		return err
+	}
+	if len(value) > maxKeyLen {
+		return fmt.Errorf("%w: %s is %d bytes long (at most %d)", ErrInvalidKey, field, len(value), maxKeyLen)
 	}
 	return nil
 }

@@ -117,6 +117,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"TxUnusableAfterRun", testTxDone},
 		{"BadInput", testBadInput},
 		{"TextNoStoreKeeps", testTextNoStoreKeeps},
+		{"LongKeysRefusedAlike", testLongKeys},
 		{"EarlyGuardOtherKeyIsGuardedApart", testEarlyGuardOtherKey},
 		{"WaiterSeesHolderAfterCommitWrites", func(t *testing.T, b StoreBackend) { testWaiterSeesAfterCommitWrites(t, b, false) }},
 		{"CopySeesHolderAfterCommitWrites", func(t *testing.T, b StoreBackend) { testWaiterSeesAfterCommitWrites(t, b, true) }},
@@ -1241,4 +1242,65 @@ func testHandlerAnswers(t *testing.T, b StoreBackend) {
 	deliver("evt_ha_skip", "checkout.session.completed", http.StatusOK, idempotency.OutcomeDuplicate)
 	require.Equal(t, "no account in metadata", requireEvent(t, b, "evt_ha_skip", idempotency.OutcomeSkipped).SkipReason)
 	deliver("evt_ha_ignored", "customer.created", http.StatusOK, idempotency.OutcomeIgnored)
+}
+
+// incompressible is n bytes of text that no compression shortens, as a
+// key made of ids, emails and hashes can be: PostgreSQL compresses a long
+// index entry before it checks the entry's size.
+func incompressible(n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
+	b := make([]byte, n)
+	x := uint64(0x9E3779B97F4A7C15)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = alphabet[x%uint64(len(alphabet))]
+	}
+	return string(b)
+}
+
+// testLongKeys: a key too long for PostgreSQL's indexes (an index entry
+// holds at most 2704 bytes) is refused with ErrInvalidKey by every store
+// before anything runs, as a NUL byte is, rather than accepted by one store
+// and failed by the other on every retry; a long key inside the bound is
+// claimed on every store.
+func testLongKeys(t *testing.T, b StoreBackend) {
+	ctx := ctxT(t)
+	long := incompressible(8 << 10)
+	out, err := b.Store.Run(ctx, claim("evt_longguard"), func(ctx context.Context, tx idempotency.Tx) error {
+		if err := b.Add(ctx, tx, "c", 1); err != nil {
+			return err
+		}
+		_, err := tx.Guard(ctx, "invoice", long)
+		return err
+	})
+	require.ErrorIs(t, err, idempotency.ErrInvalidKey, "a guard key of %d bytes", len(long))
+	require.Equal(t, idempotency.OutcomeFailed, out)
+	_, err = b.Store.Run(ctx, claim("evt_longscope"), func(ctx context.Context, tx idempotency.Tx) error {
+		_, err := tx.Guard(ctx, long, "in_1")
+		return err
+	})
+	require.ErrorIs(t, err, idempotency.ErrInvalidKey, "a guard scope of %d bytes", len(long))
+	for field, c := range map[string]idempotency.Claim{
+		"EventID": {EventID: "evt_" + long},
+		"Guards":  {EventID: "evt_longguards", Guards: []idempotency.GuardKey{{Scope: "invoice", Key: long}}},
+	} {
+		out, err := b.Store.Run(ctx, c, addOne(b, "c"))
+		require.ErrorIs(t, err, idempotency.ErrInvalidKey, "Claim.%s of %d bytes", field, len(long))
+		require.Equal(t, idempotency.OutcomeFailed, out)
+		requireNoEvent(t, b, c.EventID)
+	}
+	requireNoEvent(t, b, "evt_longguard")
+	require.Equal(t, 0, b.Get(t, "c"))
+
+	// Inside the bound, a long scope and key are claimed alike.
+	scope, key := incompressible(1000), incompressible(1000)+"k"
+	_, err = b.Store.Run(ctx, claim("evt_"+incompressible(900)), func(ctx context.Context, tx idempotency.Tx) error {
+		requireGuardFirst(ctx, t, tx, scope, key, true, "a long key")
+		return b.Add(ctx, tx, "c", 1)
+	})
+	require.NoError(t, err)
+	requireGuard(t, b, scope, key, true)
+	require.Equal(t, 1, b.Get(t, "c"))
 }
