@@ -77,6 +77,11 @@ var (
 	// ErrTxDone: a [Tx] was used after its transaction ended, e.g. from a
 	// goroutine that outlived the handler.
 	ErrTxDone = errors.New("idempotency: transaction already ended")
+	// ErrTxBusy: a statement of a [Tx] was started while another of the
+	// same transaction was running, from another goroutine. A transaction
+	// runs one statement at a time, on PostgreSQL's one connection, and
+	// both stores refuse the overlap alike.
+	ErrTxBusy = errors.New("idempotency: another statement of the transaction is running")
 	// ErrTxOwnedByStore: returned by Commit and Rollback of the transaction
 	// [PgxTx] hands to a handler. Committing early would separate the claim
 	// from the writes that follow; return an error from the handler to roll

@@ -196,6 +196,11 @@ type Tx interface {
 	// short.
 	AfterCommit(fn func(ctx context.Context))
 
+	// A Tx is not safe for concurrent use: it runs one statement at a
+	// time, and a Guard, a task's Enqueue, CheckOrder or OnCurrent's
+	// statements, or (PgxStore) the SQL of PgxTx, started from another
+	// goroutine while one of them runs fails with ErrTxBusy.
+
 	// EventID is the id of the event this transaction claimed.
 	EventID() string
 	// EventType is the type of that event.
@@ -292,6 +297,7 @@ type txState struct {
 	mu          sync.Mutex
 	ended       bool
 	sealed      bool // the store is ending it: the handler's SQL is refused
+	busy        bool // a statement runs in it (see enter)
 	afterCommit []func(ctx context.Context)
 }
 
@@ -304,17 +310,42 @@ func (t *txState) seal() (afterCommit bool) {
 	return len(t.afterCommit) > 0
 }
 
-// checkSQL returns ErrTxDone once the store has begun to end the
-// transaction: from then on no statement of the handler's, through its
-// pgx.Tx or a Tx method (Guard, a task's Enqueue, OnCurrent's), may run
-// in it, nor in the next event's transaction that a chained commit begins
-// on the same connection.
-func (t *txState) checkSQL() error {
+// enter begins a statement in the transaction, which leave ends. It
+// returns ErrTxDone once the store has begun to end the transaction: from
+// then on no statement of the handler's, through its pgx.Tx or a Tx method
+// (Guard, a task's Enqueue, OnCurrent's), may run in it, nor in the next
+// event's transaction that a chained commit begins on the same connection.
+// It returns ErrTxBusy while another statement runs in it, from another
+// goroutine: a transaction runs one statement at a time (PostgreSQL's runs
+// on one connection, which pgx must not use from two goroutines at once),
+// and MemoryStore refuses the overlap as PgxStore does, so that a unit test
+// shows it.
+func (t *txState) enter() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.sealed || t.ended {
 		return ErrTxDone
 	}
+	if t.busy {
+		return ErrTxBusy
+	}
+	t.busy = true
+	return nil
+}
+
+func (t *txState) leave() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.busy = false
+}
+
+// checkIdle is enter and leave at once, for a statement whose results
+// outlive the call (a query's rows): ErrTxBusy while another runs.
+func (t *txState) checkIdle() error {
+	if err := t.enter(); err != nil {
+		return err
+	}
+	t.leave()
 	return nil
 }
 

@@ -246,9 +246,13 @@ func (tx *memoryTx) Guard(ctx context.Context, scope, key string) (bool, error) 
 // statement failed. It reports acquire's answer; held, when not nil, is
 // acquire's.
 func (tx *memoryTx) take(ctx context.Context, k lockID, held func()) (bool, error) {
-	if tx.isDone() { // first, as PgxStore's checkSQL: whatever else went wrong, it ended
+	if tx.isDone() { // first, as PgxStore's enter: whatever else went wrong, it ended
 		return false, ErrTxDone
 	}
+	if err := tx.enter(); err != nil {
+		return false, err
+	}
+	defer tx.leave()
 	if err := tx.abortErr(); err != nil {
 		return false, err
 	}

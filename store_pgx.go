@@ -200,44 +200,47 @@ func (handlerTx) Commit(context.Context) error   { return ErrTxOwnedByStore }
 func (handlerTx) Rollback(context.Context) error { return ErrTxOwnedByStore }
 
 func (t handlerTx) Begin(ctx context.Context) (pgx.Tx, error) {
-	if err := t.st.checkSQL(); err != nil {
+	if err := t.st.enter(); err != nil {
 		return nil, err
 	}
+	defer t.st.leave()
 	return t.Tx.Begin(ctx)
 }
 
 func (t handlerTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if err := t.st.checkSQL(); err != nil {
+	if err := t.st.enter(); err != nil {
 		return pgconn.CommandTag{}, err
 	}
+	defer t.st.leave()
 	return t.Tx.Exec(ctx, sql, args...)
 }
 
 func (t handlerTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if err := t.st.checkSQL(); err != nil {
+	if err := t.st.checkIdle(); err != nil {
 		return nil, err
 	}
 	return t.Tx.Query(ctx, sql, args...)
 }
 
 func (t handlerTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if err := t.st.checkSQL(); err != nil {
+	if err := t.st.checkIdle(); err != nil {
 		return errRow{err}
 	}
 	return t.Tx.QueryRow(ctx, sql, args...)
 }
 
 func (t handlerTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if err := t.st.checkSQL(); err != nil {
+	if err := t.st.checkIdle(); err != nil {
 		return errBatchResults{err}
 	}
 	return t.Tx.SendBatch(ctx, b)
 }
 
 func (t handlerTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
-	if err := t.st.checkSQL(); err != nil {
+	if err := t.st.enter(); err != nil {
 		return 0, err
 	}
+	defer t.st.leave()
 	return t.Tx.CopyFrom(ctx, table, columns, src)
 }
 
@@ -671,9 +674,10 @@ func (t *pgxTx) Guard(ctx context.Context, scope, key string) (bool, error) {
 	if err := checkGuardKey(scope, key); err != nil {
 		return false, err
 	}
-	if err := t.checkSQL(); err != nil {
+	if err := t.enter(); err != nil {
 		return false, err
 	}
+	defer t.leave()
 	for i := range t.early {
 		if g := &t.early[i]; g.Scope == scope && g.Key == key && !g.asked {
 			g.asked = true
@@ -688,9 +692,10 @@ func (t *pgxTx) Guard(ctx context.Context, scope, key string) (bool, error) {
 }
 
 func (t *pgxTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) {
-	if err := t.checkSQL(); err != nil {
+	if err := t.enter(); err != nil {
 		return false, err
 	}
+	defer t.leave()
 	tag, err := t.tx.Exec(ctx, t.s.inbox.enqueueTask, r.EventID, r.EventType, r.Created, r.Payload)
 	if err != nil {
 		return false, err

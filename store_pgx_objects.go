@@ -46,31 +46,38 @@ func sqlLiteralText(s string) string {
 
 func (t *pgxTx) eventSeq(ctx context.Context) (int64, error) {
 	return t.claim.eventSeq(func() (n int64, err error) {
+		if err := t.enter(); err != nil {
+			return 0, err
+		}
+		defer t.leave()
 		err = t.tx.QueryRow(ctx, t.s.objects.nextSeq).Scan(&n)
 		return n, err
 	})
 }
 
 func (t *pgxTx) lockObject(ctx context.Context, scope, id string) (lastFetch, now int64, err error) {
-	if err := t.checkSQL(); err != nil {
+	if err := t.enter(); err != nil {
 		return 0, 0, err
 	}
+	defer t.leave()
 	err = t.tx.QueryRow(ctx, t.s.objects.lockObject, scope, id).Scan(&lastFetch, &now)
 	return lastFetch, now, err
 }
 
 func (t *pgxTx) markFetched(ctx context.Context, scope, id string, seq int64) error {
-	if err := t.checkSQL(); err != nil {
+	if err := t.enter(); err != nil {
 		return err
 	}
+	defer t.leave()
 	_, err := t.tx.Exec(ctx, t.s.objects.markFetched, scope, id, seq)
 	return err
 }
 
 func (t *pgxTx) order(ctx context.Context, scope, key string, created time.Time) (Order, error) {
-	if err := t.checkSQL(); err != nil {
+	if err := t.enter(); err != nil {
 		return 0, err
 	}
+	defer t.leave()
 	var prev orderRecord
 	var inserted bool
 	if err := t.tx.QueryRow(ctx, t.s.objects.orderLock, scope, key, created, t.claim.EventID).Scan(&prev.created, &prev.eventID, &inserted); err != nil {

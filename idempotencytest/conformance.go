@@ -118,6 +118,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"BadInput", testBadInput},
 		{"TextNoStoreKeeps", testTextNoStoreKeeps},
 		{"LongKeysRefusedAlike", testLongKeys},
+		{"TxOneStatementAtATime", testTxOneStatementAtATime},
 		{"EarlyGuardOtherKeyIsGuardedApart", testEarlyGuardOtherKey},
 		{"WaiterSeesHolderAfterCommitWrites", func(t *testing.T, b StoreBackend) { testWaiterSeesAfterCommitWrites(t, b, false) }},
 		{"CopySeesHolderAfterCommitWrites", func(t *testing.T, b StoreBackend) { testWaiterSeesAfterCommitWrites(t, b, true) }},
@@ -1303,4 +1304,60 @@ func testLongKeys(t *testing.T, b StoreBackend) {
 	require.NoError(t, err)
 	requireGuard(t, b, scope, key, true)
 	require.Equal(t, 1, b.Get(t, "c"))
+}
+
+// testTxOneStatementAtATime: a Tx runs one statement at a time, as the one
+// connection of a PostgreSQL transaction does. A Guard made while a Guard
+// of the same transaction, from another goroutine, waits for a key held
+// elsewhere fails with ErrTxBusy on every store, rather than succeeding in
+// a unit test on the memory store and racing inside pgx on PostgreSQL; the
+// statement that waits is not disturbed, and the transaction commits.
+func testTxOneStatementAtATime(t *testing.T, b StoreBackend) {
+	ctx := ctxT(t)
+	held, release := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		_, err := b.Store.Run(ctx, claim("evt_busy_holder"), func(ctx context.Context, tx idempotency.Tx) error {
+			if _, err := tx.Guard(ctx, "invoice", "in_busy"); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+		holder <- err
+	}()
+	receive(t, held, "the holder's Guard")
+	var overlapping error
+	attempts := 0
+	out, err := b.Store.Run(ctx, claim("evt_busy"), func(ctx context.Context, tx idempotency.Tx) error {
+		if attempts++; attempts > 1 {
+			// At REPEATABLE READ and above, the wait ends in a
+			// serialization failure, and the store runs the transaction
+			// again: the holder has committed by now.
+			first, err := tx.Guard(ctx, "invoice", "in_busy")
+			if err == nil && first {
+				err = errors.New("the held key was reported first")
+			}
+			return err
+		}
+		waited := make(chan error, 1)
+		go func() {
+			first, err := tx.Guard(ctx, "invoice", "in_busy")
+			if err == nil && first {
+				err = errors.New("the held key was reported first")
+			}
+			waited <- err
+		}()
+		require.Eventually(t, func() bool { return b.Waiting(t) == 1 }, waitLimit, 5*time.Millisecond,
+			"the first Guard should wait for the holder")
+		_, overlapping = tx.Guard(ctx, "invoice", "in_other")
+		close(release)
+		return receive(t, waited, "the Guard waiting for the holder")
+	})
+	require.ErrorIs(t, overlapping, idempotency.ErrTxBusy, "a Guard while another statement of the transaction runs")
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+	require.NoError(t, receive(t, holder, "the holder's Run"))
+	requireGuard(t, b, "invoice", "in_other", false)
 }
