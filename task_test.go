@@ -249,7 +249,8 @@ func TestTaskEnqueueRacingTheCommit(t *testing.T) {
 // TestTaskEnqueueTwiceWhileAnotherHoldsTheKey: two goroutines of one
 // handler enqueue the same task while another event's transaction holds
 // its key; that one rolls back. One of the two enqueues it, the other is
-// told it was enqueued before, and the transaction commits it once. When
+// refused with ErrTxBusy while the first waits (a transaction runs one
+// statement at a time), and the transaction commits it once. When
 // the row was put in before the key was taken, the goroutine that lost
 // the race removed it, and the commit found the key without its row: it
 // panicked holding the MemoryStore's lock and the store hung.
@@ -285,20 +286,23 @@ func TestTaskEnqueueTwiceWhileAnotherHoldsTheKey(t *testing.T) {
 	go func() {
 		_, err := store.Run(t.Context(), idempotency.Claim{EventID: "evt_twice", EventType: "invoice.paid"},
 			func(ctx context.Context, tx idempotency.Tx) error {
-				errs := make(chan error, 2)
-				enqueue := func() {
+				errs := make(chan error, 1)
+				go func() {
 					ok, err := task.Enqueue(ctx, tx, "k", 2)
 					if ok {
 						enqueued.Add(1)
 					}
 					errs <- err
-				}
-				go enqueue()
+				}()
 				waiting(1)
-				go enqueue()
-				waiting(2)
+				// A transaction runs one statement at a time: the second
+				// Enqueue is refused while the first waits, as PostgreSQL's
+				// connection would refuse it, rather than racing it.
+				if ok, err := task.Enqueue(ctx, tx, "k", 2); ok || !errors.Is(err, idempotency.ErrTxBusy) {
+					return fmt.Errorf("a second Enqueue while the first waits: %v, %w", ok, err)
+				}
 				close(rollBack)
-				return errors.Join(<-errs, <-errs)
+				return <-errs
 			})
 		second <- err
 	}()
