@@ -131,6 +131,11 @@ func (s *MemoryStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Ou
 		return OutcomeFailed, errLeaseLost
 	}
 	tx.claimedAt = time.Now()
+	if tx.claim.ReceivedAt.IsZero() {
+		// Received when claimed, as PgxStore sends it with the claim; not
+		// when record is called, after the handler ran.
+		tx.claim.ReceivedAt = tx.claimedAt
+	}
 	if apply == nil {
 		if err := ctx.Err(); err != nil {
 			tx.finish(ctx, nil, false)

@@ -119,6 +119,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"TextNoStoreKeeps", testTextNoStoreKeeps},
 		{"LongKeysRefusedAlike", testLongKeys},
 		{"TxOneStatementAtATime", testTxOneStatementAtATime},
+		{"ReceivedAtZeroIsTheClaim", testReceivedAtZeroIsTheClaim},
 		{"EarlyGuardOtherKeyIsGuardedApart", testEarlyGuardOtherKey},
 		{"WaiterSeesHolderAfterCommitWrites", func(t *testing.T, b StoreBackend) { testWaiterSeesAfterCommitWrites(t, b, false) }},
 		{"CopySeesHolderAfterCommitWrites", func(t *testing.T, b StoreBackend) { testWaiterSeesAfterCommitWrites(t, b, true) }},
@@ -1360,4 +1361,23 @@ func testTxOneStatementAtATime(t *testing.T, b StoreBackend) {
 	require.Equal(t, idempotency.OutcomeProcessed, out)
 	require.NoError(t, receive(t, holder, "the holder's Run"))
 	requireGuard(t, b, "invoice", "in_other", false)
+}
+
+// testReceivedAtZeroIsTheClaim: a claim without ReceivedAt is recorded as
+// received when it was claimed, before its handler ran, on every store; not
+// when its transaction ended.
+func testReceivedAtZeroIsTheClaim(t *testing.T, b StoreBackend) {
+	ctx := ctxT(t)
+	c := claim("evt_received_now")
+	c.ReceivedAt = time.Time{}
+	var during time.Time
+	_, err := b.Store.Run(ctx, c, func(ctx context.Context, tx idempotency.Tx) error {
+		during = time.Now()
+		for !time.Now().After(during) { // the clock moves on before the handler returns
+		}
+		return b.Add(ctx, tx, "c", 1)
+	})
+	require.NoError(t, err)
+	rec := requireEvent(t, b, "evt_received_now", idempotency.OutcomeProcessed)
+	require.False(t, rec.ReceivedAt.After(during), "received at %s, after the handler ran (%s)", rec.ReceivedAt, during)
 }
