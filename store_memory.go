@@ -136,11 +136,13 @@ func (s *MemoryStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Ou
 		// when record is called, after the handler ran.
 		tx.claim.ReceivedAt = tx.claimedAt
 	}
+	if err := ctx.Err(); err != nil {
+		// PostgreSQL cannot begin a transaction on a done context: the
+		// handler never runs.
+		tx.finish(ctx, nil, false)
+		return OutcomeFailed, err
+	}
 	if apply == nil {
-		if err := ctx.Err(); err != nil {
-			tx.finish(ctx, nil, false)
-			return OutcomeFailed, err
-		}
 		outcome := c.nilApplyOutcome()
 		tx.finish(ctx, tx.record(outcome, ""), false)
 		return outcome, nil

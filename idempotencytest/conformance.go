@@ -120,6 +120,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"LongKeysRefusedAlike", testLongKeys},
 		{"TxOneStatementAtATime", testTxOneStatementAtATime},
 		{"ReceivedAtZeroIsTheClaim", testReceivedAtZeroIsTheClaim},
+		{"CancelledContextRunsNothing", testCancelledContextRunsNothing},
 		{"EarlyGuardOtherKeyIsGuardedApart", testEarlyGuardOtherKey},
 		{"WaiterSeesHolderAfterCommitWrites", func(t *testing.T, b StoreBackend) { testWaiterSeesAfterCommitWrites(t, b, false) }},
 		{"CopySeesHolderAfterCommitWrites", func(t *testing.T, b StoreBackend) { testWaiterSeesAfterCommitWrites(t, b, true) }},
@@ -1380,4 +1381,23 @@ func testReceivedAtZeroIsTheClaim(t *testing.T, b StoreBackend) {
 	require.NoError(t, err)
 	rec := requireEvent(t, b, "evt_received_now", idempotency.OutcomeProcessed)
 	require.False(t, rec.ReceivedAt.After(during), "received at %s, after the handler ran (%s)", rec.ReceivedAt, during)
+}
+
+// testCancelledContextRunsNothing: Run on a context that is already done
+// fails without calling apply, on every store: PostgreSQL cannot begin the
+// transaction, so a handler that MemoryStore ran anyway would do in a unit
+// test what it never does in production.
+func testCancelledContextRunsNothing(t *testing.T, b StoreBackend) {
+	ctx, cancel := context.WithCancel(ctxT(t))
+	cancel()
+	ran := false
+	out, err := b.Store.Run(ctx, claim("evt_cancelled"), func(ctx context.Context, tx idempotency.Tx) error {
+		ran = true
+		return b.Add(ctx, tx, "c", 1)
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, idempotency.OutcomeFailed, out)
+	require.False(t, ran, "the handler ran on a cancelled context")
+	requireNoEvent(t, b, "evt_cancelled")
+	require.Equal(t, 0, b.Get(t, "c"))
 }
