@@ -199,7 +199,10 @@ type Tx interface {
 	// A Tx is not safe for concurrent use: it runs one statement at a
 	// time, and a Guard, a task's Enqueue, CheckOrder or OnCurrent's
 	// statements, or (PgxStore) the SQL of PgxTx, started from another
-	// goroutine while one of them runs fails with ErrTxBusy.
+	// goroutine while one of them runs fails with ErrTxBusy. The context
+	// a handler is given is cancelled when it returns; a statement it
+	// left running then (from a goroutine of its own) is waited for, and
+	// the attempt fails with ErrTxBusy, rolled back.
 
 	// EventID is the id of the event this transaction claimed.
 	EventID() string
@@ -294,11 +297,44 @@ const maxAttempts = 5
 type txState struct {
 	claim Claim
 
-	mu          sync.Mutex
-	ended       bool
-	sealed      bool // the store is ending it: the handler's SQL is refused
-	busy        bool // a statement runs in it (see enter)
+	mu     sync.Mutex
+	ended  bool
+	sealed bool // the store is ending it: the handler's SQL is refused
+	busy   bool // a statement runs in it (see enter)
+	// left, when not nil, is closed by the leave of a statement the
+	// handler left running when it returned (see handlerReturned).
+	left        chan struct{}
 	afterCommit []func(ctx context.Context)
+}
+
+// errStatementLeftRunning fails an attempt whose handler returned while a
+// statement it began, from a goroutine of its own, was still running in
+// its transaction.
+var errStatementLeftRunning = fmt.Errorf("%w: the handler returned while one of its statements still ran (a goroutine it left behind); the transaction was rolled back", ErrTxBusy)
+
+// runHandler runs apply on the transaction t, with a context that is
+// cancelled when apply returns, as net/http cancels a request's. From then
+// on the handler's statements are refused. If one is still running, from a
+// goroutine the handler left behind, its context is cancelled, the
+// statement is waited for, and the attempt fails with
+// errStatementLeftRunning: what that statement did is unknown, and a
+// commit or a rollback must not share the connection with it.
+func (t *txState) runHandler(ctx context.Context, apply ApplyFunc, tx Tx) error {
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	err := apply(hctx, tx)
+	t.mu.Lock()
+	t.sealed = true
+	if !t.busy {
+		t.mu.Unlock()
+		return err
+	}
+	left := make(chan struct{})
+	t.left = left
+	t.mu.Unlock()
+	cancel()
+	<-left
+	return errStatementLeftRunning
 }
 
 // seal refuses the handler's SQL from now on (see handlerTx), and reports
@@ -337,6 +373,10 @@ func (t *txState) leave() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.busy = false
+	if t.left != nil {
+		close(t.left)
+		t.left = nil
+	}
 }
 
 // checkIdle is enter and leave at once, for a statement whose results

@@ -147,7 +147,7 @@ func (s *MemoryStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Ou
 		tx.finish(ctx, tx.record(outcome, ""), false)
 		return outcome, nil
 	}
-	err = apply(ctx, tx)
+	err = tx.runHandler(ctx, apply, tx)
 	if err == nil {
 		err = tx.abortErr() // PostgreSQL fails the commit of an aborted transaction
 	}

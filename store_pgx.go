@@ -332,7 +332,7 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 	}()
 
 	if apply != nil {
-		if err := apply(ctx, ptx); err != nil {
+		if err := ptx.runHandler(ctx, apply, ptx); err != nil {
 			reason, ok := skipReason(err)
 			if !ok {
 				return OutcomeFailed, handlerError(tx, err)

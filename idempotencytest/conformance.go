@@ -119,6 +119,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"TextNoStoreKeeps", testTextNoStoreKeeps},
 		{"LongKeysRefusedAlike", testLongKeys},
 		{"TxOneStatementAtATime", testTxOneStatementAtATime},
+		{"HandlerLeavesAStatementRunning", testHandlerLeavesStatementRunning},
 		{"ReceivedAtZeroIsTheClaim", testReceivedAtZeroIsTheClaim},
 		{"CancelledContextRunsNothing", testCancelledContextRunsNothing},
 		{"EarlyGuardOtherKeyIsGuardedApart", testEarlyGuardOtherKey},
@@ -1400,4 +1401,65 @@ func testCancelledContextRunsNothing(t *testing.T, b StoreBackend) {
 	require.False(t, ran, "the handler ran on a cancelled context")
 	requireNoEvent(t, b, "evt_cancelled")
 	require.Equal(t, 0, b.Get(t, "c"))
+}
+
+// testHandlerLeavesStatementRunning: a handler returns while a Guard it
+// began from a goroutine of its own still waits for a key held elsewhere.
+// The store cancels the handler's context, waits for that statement to
+// end, and fails the attempt with ErrTxBusy, rolled back: what the
+// statement did is unknown, and a commit must not share the connection
+// with it. The holder is not disturbed, and a later delivery applies the
+// event.
+func testHandlerLeavesStatementRunning(t *testing.T, b StoreBackend) {
+	ctx := ctxT(t)
+	held, release := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		_, err := b.Store.Run(ctx, claim("evt_left_holder"), func(ctx context.Context, tx idempotency.Tx) error {
+			if _, err := tx.Guard(ctx, "invoice", "in_left"); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return idempotency.Skip("the holder keeps no claim")
+		})
+		holder <- err
+	}()
+	receive(t, held, "the holder's Guard")
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+
+	left := make(chan error, 1)
+	_, err := b.Store.Run(ctx, claim("evt_left"), func(ctx context.Context, tx idempotency.Tx) error {
+		go func() {
+			_, err := tx.Guard(ctx, "invoice", "in_left")
+			left <- err
+		}()
+		require.Eventually(t, func() bool { return b.Waiting(t) == 1 }, waitLimit, 5*time.Millisecond,
+			"the Guard should wait for the holder")
+		return nil
+	})
+	require.ErrorIs(t, err, idempotency.ErrTxBusy, "the delivery")
+	require.Error(t, receive(t, left, "the Guard left running"))
+	requireNoEvent(t, b, "evt_left")
+	require.Zero(t, b.Waiting(t))
+
+	close(release)
+	require.NoError(t, receive(t, holder, "the holder's Run"))
+	requireGuard(t, b, "invoice", "in_left", false)
+	out, err := b.Store.Run(ctx, claim("evt_left"), func(ctx context.Context, tx idempotency.Tx) error {
+		if _, err := tx.Guard(ctx, "invoice", "in_left"); err != nil {
+			return err
+		}
+		return b.Add(ctx, tx, "c", 1)
+	})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+	require.Equal(t, 1, b.Get(t, "c"))
+	requireGuard(t, b, "invoice", "in_left", true)
 }
