@@ -82,7 +82,18 @@ func (s *PgxStore) commit(ctx context.Context, tx pgx.Tx, ch *txChain) error {
 	}
 	batch := &pgx.Batch{}
 	batch.Queue(`COMMIT AND CHAIN`)
+	// The server answers the batch as a whole: a claim that waited for a
+	// lock (the next event claimed by another transaction, a guard key it
+	// claims early held by one) would hold back the answer of the commit
+	// that succeeded, until the attempt timed out and reported it failed.
+	// It waits for no lock here: rather than wait, it fails, and the next
+	// event begins on its own (where it waits within its own attempt). The
+	// setting in force is restored after the claim; a skip's rollback to
+	// the savepoint brings the short one back, for statements on rows the
+	// transaction holds already.
+	batch.Queue(`SELECT set_config('idempotency.lock_timeout', current_setting('lock_timeout'), true), set_config('lock_timeout', '10ms', true)`)
 	layout := s.queueClaim(batch, next, OutcomeProcessed, true)
+	batch.Queue(`SELECT set_config('lock_timeout', current_setting('idempotency.lock_timeout'), true)`)
 	results := tx.SendBatch(ctx, batch)
 	tag, err := results.Exec()
 	if err == nil && tag.String() != "COMMIT" {

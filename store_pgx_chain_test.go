@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,4 +151,48 @@ func TestPgxInboxChainedCommits(t *testing.T) {
 		require.Equal(t, 0, idempotency.ApplyChained(t.Context(), p.inbox, leased[1]))
 		requireChainResults(t, b, p, []int{1, 1}, []idempotency.InboxState{processed, processed})
 	})
+}
+
+// TestPgxInboxChainedCommitNotHeldByNextClaim: a chained commit carries
+// the next event's claim, which may have to wait for a lock (that event
+// being claimed by another transaction, a guard key it claims early held
+// by another). The event that committed is reported processed at once,
+// not held behind that wait until its attempt times out and then
+// reported failed although it committed.
+func TestPgxInboxChainedCommitNotHeldByNextClaim(t *testing.T) {
+	t.Parallel()
+	b := newPgBackend(t, idempotency.PgxConfig{})
+	p := newPgInbox(t, b, idempotency.InboxConfig{Lease: time.Minute, Timeout: 2 * time.Second})
+	// Another transaction holds evt_chain_2's claim, uncommitted, until
+	// evt_chain_1's attempt is reported; then it rolls back.
+	entered, release := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		_, err := b.store.Run(context.Background(), idempotency.Claim{EventID: "evt_chain_2", EventType: "invoice.paid"},
+			func(ctx context.Context, tx idempotency.Tx) error {
+				close(entered)
+				<-release
+				return errors.New("rolled back")
+			})
+		held <- err
+	}()
+	recv(t, entered, "the other transaction's claim")
+	record := p.cfg.OnResult
+	var once sync.Once
+	p.cfg.OnResult = func(r idempotency.Result) {
+		record(r)
+		once.Do(func() { close(release) })
+	}
+	p.inbox = p.newInbox(t, b.store)
+	for i := 1; i <= 2; i++ {
+		p.deliver(t, fmt.Sprintf("evt_chain_%d", i), fmt.Sprintf("in_chain_%d", i), int64(i))
+	}
+	leased := p.lease(t, 2)
+	idempotency.ApplyChained(t.Context(), p.inbox, leased...)
+	require.ErrorContains(t, recv(t, held, "the other transaction's end"), "rolled back")
+	first := p.results[0]
+	require.Equal(t, "evt_chain_1", first.EventID)
+	require.NoError(t, first.Err, "evt_chain_1 committed")
+	require.Equal(t, idempotency.OutcomeProcessed, first.Outcome)
+	requireChainResults(t, b, p, []int{1, 1}, []idempotency.InboxState{idempotency.InboxProcessed, idempotency.InboxProcessed})
 }
