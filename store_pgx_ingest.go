@@ -3,6 +3,7 @@ package idempotency
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -120,13 +121,21 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 	}
 
 	first := make(map[string]*ingestReq, len(batch))
-	var cols ingestColumns
+	unique := make([]*inboxRow, 0, len(batch))
 	for _, req := range batch {
 		if _, ok := first[req.row.EventID]; ok {
 			continue
 		}
 		first[req.row.EventID] = req
-		cols.add(req.row)
+		unique = append(unique, req.row)
+	}
+	// Every batch inserts in event id order: two batches that hold the
+	// same events in other orders would each insert one and wait for the
+	// other's, a deadlock that fails one of them.
+	slices.SortFunc(unique, func(a, b *inboxRow) int { return strings.Compare(a.EventID, b.EventID) })
+	var cols ingestColumns
+	for _, r := range unique {
+		cols.add(r)
 	}
 	var stored []string
 	err := s.insertStored(ctx, func(q pgxQuerier) error {

@@ -152,3 +152,53 @@ func TestPgxIngestConcurrent(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM idempotency_inbox`).Scan(&n))
 	require.Equal(t, ids, n)
 }
+
+// Two batches that hold the same events in opposite orders must not
+// deadlock: each would insert its first row, then wait for the other's.
+// A transaction of the test's holds one of the events uncommitted, both
+// batches wait for it, and it rolls back; PostgreSQL then wakes both, and
+// without one order of insertion the batch that inserted its own first row
+// and the one that takes the released row wait for each other (40P01),
+// which fails every delivery of the losing batch with 503.
+func TestPgxIngestBatchesInOppositeOrders(t *testing.T) {
+	t.Parallel()
+	s, db := newIngestStore(t)
+	waiting := func(n int) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			var got int
+			require.NoError(t, pgtest.AdminPool(t).QueryRow(context.Background(),
+				`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = $1`, db.Schema).Scan(&got))
+			return got == n
+		}, 10*time.Second, time.Millisecond, "%d inserts waiting", n)
+	}
+	for round := range 8 {
+		x, y := fmt.Sprintf("evt_x_%d", round), fmt.Sprintf("evt_y_%d", round)
+		holder, err := db.Pool.Begin(t.Context())
+		require.NoError(t, err)
+		_, err = s.insertOne(t.Context(), holder, ingestRow(x))
+		require.NoError(t, err)
+
+		var batches [2][]*ingestReq
+		var wg sync.WaitGroup
+		for i, ids := range [][]string{{y, x}, {x, y}} {
+			for _, id := range ids {
+				batches[i] = append(batches[i], &ingestReq{ctx: t.Context(), row: ingestRow(id), done: make(chan struct{})})
+			}
+			wg.Go(func() { s.insertIngest(batches[i]) })
+			waiting(i + 1) // the first batch waits for x before the second starts
+		}
+		require.NoError(t, holder.Rollback(t.Context()))
+		wg.Wait()
+		stored := map[string]int{}
+		for _, batch := range batches {
+			for _, req := range batch {
+				require.NoError(t, req.err, "round %d: %s", round, req.row.EventID)
+				if req.inserted {
+					stored[req.row.EventID]++
+				}
+			}
+		}
+		require.Equal(t, map[string]int{x: 1, y: 1}, stored, "round %d", round)
+	}
+}
