@@ -301,8 +301,9 @@ type txState struct {
 	ended  bool
 	sealed bool // the store is ending it: the handler's SQL is refused
 	busy   bool // a statement runs in it (see enter)
+	sent   int  // statements begun in it (see enter and count)
 	// left, when not nil, is closed by the leave of a statement the
-	// handler left running when it returned (see handlerReturned).
+	// handler left running when it returned (see runHandler).
 	left        chan struct{}
 	afterCommit []func(ctx context.Context)
 }
@@ -366,7 +367,23 @@ func (t *txState) enter() error {
 		return ErrTxBusy
 	}
 	t.busy = true
+	t.sent++
 	return nil
+}
+
+// count adds n statements to those begun in the transaction: the store's
+// own, or those a pseudo-nested transaction runs unseen.
+func (t *txState) count(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sent += n
+}
+
+// statements is how many statements were begun in the transaction.
+func (t *txState) statements() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sent
 }
 
 func (t *txState) leave() {

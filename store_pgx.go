@@ -204,6 +204,7 @@ func (t handlerTx) Begin(ctx context.Context) (pgx.Tx, error) {
 		return nil, err
 	}
 	defer t.st.leave()
+	t.st.count(1) // the pseudo-nested transaction's statements go unseen: at least one more
 	return t.Tx.Begin(ctx)
 }
 
@@ -293,13 +294,38 @@ func (s *PgxStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, 
 func (s *PgxStore) run(ctx context.Context, c Claim, apply ApplyFunc, committed func()) (Outcome, error) {
 	for attempt := 1; ; attempt++ {
 		outcome, err := s.runOnce(ctx, c, apply, committed)
-		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
+		lost, chained := errors.AsType[*chainedSessionLost](err)
+		if chained {
+			err = lost.err
+		}
+		if err == nil || !(retryable(err) || chained) || attempt == maxAttempts || ctx.Err() != nil {
 			return s.translate(outcome, err)
 		}
 	}
 }
 
-func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onCommit func()) (Outcome, error) {
+// chainedSessionLost is the failure of an attempt whose transaction a
+// chained commit began (txChain) on a session that had ended before the
+// attempt used it: its first statement (the handler's, or the store's
+// after it) failed with the session, and nothing was kept. Begun on its
+// own, the transaction would have gone out on another connection
+// (retryStale); run runs it again, as after a deadlock, claiming the event
+// afresh. A session that ends after the attempt's first statement went
+// through fails the attempt, as it does unchained.
+type chainedSessionLost struct{ err error }
+
+func (e *chainedSessionLost) Error() string { return e.err.Error() }
+func (e *chainedSessionLost) Unwrap() error { return e.err }
+
+// sessionEnded reports that err, the failure of a statement in tx, is the
+// end of tx's session: the server closed it (a terminated backend, a
+// restart, idle_in_transaction_session_timeout) and pgx knows it closed.
+func sessionEnded(tx pgx.Tx, err error) bool {
+	c := tx.Conn()
+	return c != nil && c.IsClosed() && staleConn(err)
+}
+
+func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onCommit func()) (_ Outcome, err error) {
 	outcome := OutcomeProcessed
 	if apply == nil {
 		outcome = c.nilApplyOutcome()
@@ -307,9 +333,10 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 	var tx pgx.Tx
 	var early []earlyGuard
 	claimed := true
-	var err error
+	chained, commitSent := false, false
 	if b := c.chainOf().take(c.EventID); b != nil && apply != nil {
 		tx, early = b.tx, b.early // claimed by the commit of the worker's previous event
+		chained = true
 	} else {
 		if b != nil {
 			rollback(ctx, b.tx)
@@ -326,6 +353,9 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 	committed := false
 	defer func() {
 		if !committed {
+			if chained && err != nil && !commitSent && ptx.statements() <= 1 && sessionEnded(tx, err) {
+				err = &chainedSessionLost{err}
+			}
 			rollback(ctx, tx)
 			ptx.end(ctx, false)
 		}
@@ -337,6 +367,7 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 			if !ok {
 				return OutcomeFailed, handlerError(tx, err)
 			}
+			ptx.count(1)
 			if err := s.keepSkipped(ctx, tx, &c, reason); err != nil {
 				return OutcomeFailed, err
 			}
@@ -353,6 +384,7 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 		// that event's row, while they run, and they may need the pool.
 		chain = nil
 	}
+	commitSent = true
 	if err := s.commit(ctx, tx, chain); err != nil {
 		return OutcomeFailed, fmt.Errorf("idempotency: commit: %w", err)
 	}
@@ -663,6 +695,7 @@ func (t *pgxTx) releaseUnasked(ctx context.Context) error {
 		if !g.first || g.asked {
 			continue
 		}
+		t.count(1)
 		if _, err := t.tx.Exec(ctx, t.s.sql.releaseGuard, g.Scope, g.Key, t.claim.EventID); err != nil {
 			return fmt.Errorf("idempotency: releasing an unused guard: %w", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
 // A worker's commit begins its next event's transaction in the same round
@@ -151,6 +152,76 @@ func TestPgxInboxChainedCommits(t *testing.T) {
 		require.Equal(t, 0, idempotency.ApplyChained(t.Context(), p.inbox, leased[1]))
 		requireChainResults(t, b, p, []int{1, 1}, []idempotency.InboxState{processed, processed})
 	})
+}
+
+// TestPgxInboxChainedTransactionSessionEnds: the session of a worker ends
+// between two of its events (an operator's pg_terminate_backend, a
+// failover, idle_in_transaction_session_timeout), after the first event's
+// commit began the next one's transaction on it. The next event is then
+// claimed again on another connection, as it is when the pool hands out a
+// connection that went stale: it is applied in its first attempt, rather
+// than failed, counted and retried after a backoff for a session it never
+// got to use.
+func TestPgxInboxChainedTransactionSessionEnds(t *testing.T) {
+	t.Parallel()
+	b := newPgBackend(t, idempotency.PgxConfig{})
+	p := newPgInbox(t, b, idempotency.InboxConfig{Lease: time.Minute, Timeout: 10 * time.Second})
+	admin := pgtest.AdminPool(t)
+	var pid uint32 // evt_chain_1's session, which its commit left in evt_chain_2's transaction
+	p.write = func(ctx context.Context, tx idempotency.Tx, eventID string) error {
+		if eventID == "evt_chain_1" {
+			pid = idempotency.PgxTx(tx).Conn().PgConn().PID()
+		}
+		return nil
+	}
+	record := p.cfg.OnResult
+	p.cfg.OnResult = func(r idempotency.Result) {
+		record(r)
+		if r.EventID != "evt_chain_1" {
+			return
+		}
+		// On the worker's goroutine, before it takes evt_chain_2: the
+		// session ends while that event's transaction waits idle on it.
+		var ended bool
+		require.NoError(t, admin.QueryRow(t.Context(), `SELECT pg_terminate_backend($1, 10000)`, int64(pid)).Scan(&ended))
+		require.True(t, ended, "session %d ended", pid)
+	}
+	p.inbox = p.newInbox(t, b.store)
+	for i := 1; i <= 2; i++ {
+		p.deliver(t, fmt.Sprintf("evt_chain_%d", i), fmt.Sprintf("in_chain_%d", i), int64(i))
+	}
+	leased := p.lease(t, 2)
+	require.Equal(t, 1, idempotency.ApplyChained(t.Context(), p.inbox, leased...), "evt_chain_1's commit began evt_chain_2")
+	requireChainResults(t, b, p, []int{1, 1}, []idempotency.InboxState{idempotency.InboxProcessed, idempotency.InboxProcessed})
+	require.Equal(t, 1, p.record(t, "evt_chain_2").Attempt, "applied in its first attempt")
+}
+
+// TestPgxInboxChainedSessionEndsInsideAttempt: a session that ends once
+// the attempt has used its chained transaction fails the attempt, as it
+// does unchained: the handler is not run again within it.
+func TestPgxInboxChainedSessionEndsInsideAttempt(t *testing.T) {
+	t.Parallel()
+	b, p, leased := chainInbox(t, 2)
+	admin := pgtest.AdminPool(t)
+	runs := 0
+	p.write = func(ctx context.Context, tx idempotency.Tx, eventID string) error {
+		if eventID != "evt_chain_2" {
+			return nil
+		}
+		runs++
+		// The handler's first statement went through on the session the
+		// chained commit left it; then the session ends.
+		q := idempotency.PgxTx(tx)
+		var ended bool
+		require.NoError(t, admin.QueryRow(ctx, `SELECT pg_terminate_backend($1, 10000)`, int64(q.Conn().PgConn().PID())).Scan(&ended))
+		require.True(t, ended)
+		_, err := q.Exec(ctx, `SELECT 1`)
+		return err
+	}
+	require.Equal(t, 1, idempotency.ApplyChained(t.Context(), p.inbox, leased...))
+	requireChainResults(t, b, p, []int{1, 0}, []idempotency.InboxState{idempotency.InboxProcessed, idempotency.InboxFailed})
+	require.Equal(t, 1, runs, "the handler ran once")
+	require.Equal(t, 1, p.record(t, "evt_chain_2").Attempt)
 }
 
 // TestPgxInboxChainedCommitNotHeldByNextClaim: a chained commit carries
