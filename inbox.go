@@ -98,7 +98,9 @@ type InboxConfig struct {
 
 	// OnResult, when set, is called once per attempt, on the worker's
 	// goroutine, with Result.Attempt set: the place for metrics. It must
-	// not block.
+	// not block. It may query the store's pool: with it set, a worker's
+	// commit does not also begin its next event's transaction, which
+	// would hold a connection of that pool while OnResult runs.
 	OnResult func(Result)
 
 	// Observer, when set, watches each attempt at an event or a task
@@ -650,7 +652,15 @@ func (w *inboxWorker) run(ctx context.Context) {
 			continue
 		}
 		in.signal() // room in the queue
-		in.attempt(ctx, row, &w.chain)
+		chain := &w.chain
+		if in.cfg.OnResult != nil {
+			// OnResult runs once the commit returns. A chained commit
+			// would have begun the next event's transaction by then, on a
+			// pooled connection: an OnResult that queries the same pool
+			// would wait for ever once every connection is held so.
+			chain = nil
+		}
+		in.attempt(ctx, row, chain)
 		in.signal() // the object's next event may be due
 		if w.ahead == nil {
 			w.gate.leave()

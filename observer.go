@@ -35,7 +35,9 @@ type Observer struct {
 	// returns is the attempt's from then on (derive it from ctx: its
 	// cancellation stops the attempt); done is called once, when the
 	// attempt's end was recorded and InboxConfig.OnResult was called, with
-	// the attempt's Result.
+	// the attempt's Result. On PostgreSQL, done may run while the worker
+	// holds a pooled connection for its next event: it must not wait for
+	// a connection of the store's pool (use OnResult for that).
 	Attempt func(ctx context.Context, rec InboxRecord, link string) (_ context.Context, done func(Result))
 
 	// Fetch is called after each fetch of an object's current state from

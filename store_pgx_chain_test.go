@@ -9,9 +9,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
@@ -266,4 +270,46 @@ func TestPgxInboxChainedCommitNotHeldByNextClaim(t *testing.T) {
 	require.NoError(t, first.Err, "evt_chain_1 committed")
 	require.Equal(t, idempotency.OutcomeProcessed, first.Outcome)
 	requireChainResults(t, b, p, []int{1, 1}, []idempotency.InboxState{idempotency.InboxProcessed, idempotency.InboxProcessed})
+}
+
+// An OnResult that queries the store's pool does not wait for ever. With
+// chained commits, each worker would hold a connection for its next event
+// while OnResult runs: with pgxpool's default of 4 connections (on this
+// machine) and 8 workers, every connection was so held and every OnResult
+// waited for one.
+func TestPgxInboxOnResultMayQueryThePool(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewWithConfig(t, func(c *pgxpool.Config) { c.MaxConns = 4 })
+	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	require.NoError(t, store.Migrate(t.Context()))
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		_, err := idempotency.PgxTx(tx).Exec(ctx, `SELECT 1`)
+		return err
+	})
+	const events = 20
+	results := make(chan idempotency.Result, events)
+	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Workers: 8, IngestWorkers: 8, Logger: discardLogger(),
+		OnResult: func(r idempotency.Result) {
+			var one int
+			assert.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT 1`).Scan(&one))
+			results <- r
+		}})
+	require.NoError(t, err)
+	h, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	for i := range events {
+		a := idempotencytest.Deliver(h, invoicePayload(t, fmt.Sprintf("evt_or_%d", i), fmt.Sprintf("in_or_%d", i), "acct_1"), testSecret)
+		require.Equal(t, idempotency.OutcomeQueued, a.Outcome)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	for range events {
+		r := recv(t, results, "an attempt's OnResult")
+		require.NoError(t, r.Err)
+	}
+	cancel()
+	require.NoError(t, recv(t, done, "Run"))
 }
