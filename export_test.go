@@ -8,6 +8,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// LiveInboxes returns how many inboxes built on hs are still in use: those
+// a committed task wakes.
+func LiveInboxes(hs *Handlers) int { return len(hs.wakers.live()) }
+
 // MemoryWaiting returns how many transactions wait for a key held by
 // another transaction, for the conformance suite.
 func MemoryWaiting(s *MemoryStore) int {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"weak"
 )
 
 // A Task is a side effect that must happen once per business key: the
@@ -204,10 +205,30 @@ func taskIdempotencyKey(name, key string) string {
 	return name + "-" + hex.EncodeToString(sum[:])
 }
 
-// wakers are the inboxes built on a Handlers, which a committed task wakes.
+// wakers are the inboxes built on a Handlers, which a committed task
+// wakes. They are held weakly: a Handlers shared by many inboxes (one
+// registry for a whole test binary, each test with an inbox of its own)
+// must not keep the inboxes, and their stores, that are gone.
 type wakers struct {
 	mu      sync.Mutex
-	inboxes []*Inbox
+	inboxes []weak.Pointer[Inbox]
+}
+
+// live returns the inboxes still in use, and forgets the others.
+func (w *wakers) live() []*Inbox {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]*Inbox, 0, len(w.inboxes))
+	kept := w.inboxes[:0]
+	for _, p := range w.inboxes {
+		if in := p.Value(); in != nil {
+			out = append(out, in)
+			kept = append(kept, p)
+		}
+	}
+	clear(w.inboxes[len(kept):])
+	w.inboxes = kept
+	return out
 }
 
 // wakeWorkers wakes the workers of the inboxes built on hs: a task was
@@ -215,10 +236,7 @@ type wakers struct {
 // workers of other processes are notified. A process that runs no Inbox
 // at all leaves its tasks to other processes' polls (PollInterval).
 func (hs *Handlers) wakeWorkers() {
-	hs.wakers.mu.Lock()
-	inboxes := hs.wakers.inboxes
-	hs.wakers.mu.Unlock()
-	for _, in := range inboxes {
+	for _, in := range hs.wakers.live() {
 		if in.running.Load() {
 			in.signal()
 			continue
@@ -227,16 +245,12 @@ func (hs *Handlers) wakeWorkers() {
 	}
 }
 
-func (hs *Handlers) hasInbox() bool {
-	hs.wakers.mu.Lock()
-	defer hs.wakers.mu.Unlock()
-	return len(hs.wakers.inboxes) > 0
-}
+func (hs *Handlers) hasInbox() bool { return len(hs.wakers.live()) > 0 }
 
 func (hs *Handlers) addInbox(in *Inbox) {
 	hs.wakers.mu.Lock()
 	defer hs.wakers.mu.Unlock()
-	hs.wakers.inboxes = append(hs.wakers.inboxes, in)
+	hs.wakers.inboxes = append(hs.wakers.inboxes, weak.Make(in))
 }
 
 // attemptTask runs one leased task and records how it ended, as attempt

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -126,6 +127,34 @@ func TestNewTaskRefusesMisuse(t *testing.T) {
 // invalid UTF-8, or exceeds 200 bytes is refused with ErrInvalidKey before
 // anything is stored, and the transaction stays usable: it commits the
 // valid task alone.
+// A task registered after an inbox was built on its Handlers is refused:
+// the inbox would never run it. An inbox that is gone is forgotten: one
+// Handlers shared by many tests' inboxes keeps none of them, nor their
+// stores, and a committed task wakes only the inboxes in use.
+func TestHandlersHoldTheirInboxesWeakly(t *testing.T) {
+	t.Parallel()
+	hs := idempotency.NewHandlers()
+	type args struct{}
+	idempotency.NewTask(hs, "first", func(context.Context, idempotency.TaskRun[args]) error { return nil })
+	in, err := idempotency.NewInbox(idempotency.NewMemoryStore(), hs, idempotency.InboxConfig{})
+	require.NoError(t, err)
+	require.PanicsWithError(t, `idempotency: NewTask: "second" registered after NewInbox; register tasks first`, func() {
+		idempotency.NewTask(hs, "second", func(context.Context, idempotency.TaskRun[args]) error { return nil })
+	})
+	require.Equal(t, 1, idempotency.LiveInboxes(hs))
+	runtime.KeepAlive(in)
+
+	for range 50 {
+		_, err := idempotency.NewInbox(idempotency.NewMemoryStore(), hs, idempotency.InboxConfig{})
+		require.NoError(t, err)
+	}
+	// Polled, with a collection each time: not a synchronisation.
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		return idempotency.LiveInboxes(hs) == 0
+	}, 10*time.Second, 10*time.Millisecond, "inboxes no longer in use are forgotten")
+}
+
 func TestTaskEnqueueRefusesBadKeys(t *testing.T) {
 	t.Parallel()
 	r := newMisuseRig()
