@@ -997,8 +997,10 @@ func (in *Inbox) Payload(ctx context.Context, eventID string) ([]byte, bool, err
 
 // Forget deletes what makes an event known, so that it is applied again
 // when it comes next: its claim, the guards its transaction claimed and
-// its inbox row. See [PgxStore.Forget] for what stays and for how long
-// other replicas still answer it duplicate.
+// its inbox row. An id no event can have (empty, a NUL byte, invalid
+// UTF-8, over 1024 bytes) is refused with [ErrInvalidKey]. See
+// [PgxStore.Forget] for what stays and for how long other replicas still
+// answer it duplicate.
 func (in *Inbox) Forget(ctx context.Context, eventID string) (bool, error) {
 	return in.store.Forget(ctx, eventID)
 }

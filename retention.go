@@ -292,3 +292,13 @@ func runPrune(ctx context.Context, r *Retention, rep *PruneReport, steps []prune
 	}
 	return nil
 }
+
+// checkForget refuses an event id no event can have (empty, a NUL byte,
+// invalid UTF-8, too long): bad input, which Forget reports as such
+// rather than as an event it does not know.
+func checkForget(eventID string) error {
+	if err := checkKey("event id", eventID); err != nil {
+		return fmt.Errorf("idempotency: forget: %w", err)
+	}
+	return nil
+}

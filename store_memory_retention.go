@@ -81,6 +81,9 @@ func deleteWhere[K comparable, V any](m map[K]V, n int, doomed func(V) bool) int
 // claim, the guards its transaction claimed and its inbox row, refusing
 // with [ErrUnfinished] an event still to be applied in the inbox.
 func (s *MemoryStore) Forget(ctx context.Context, eventID string) (bool, error) {
+	if err := checkForget(eventID); err != nil {
+		return false, err
+	}
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}

@@ -201,8 +201,8 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 // default), and a copy answered duplicate is not applied: resend the event
 // after that.
 func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
-	if !validText(eventID) {
-		return false, nil // no row can hold it
+	if err := checkForget(eventID); err != nil {
+		return false, err
 	}
 	var found bool
 	err := retryStale(ctx, func() error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -234,6 +235,11 @@ func testForget(t *testing.T, b StoreBackend) {
 	found, err = rs.Forget(ctxT(t), "evt_never")
 	require.NoError(t, err)
 	require.False(t, found)
+	// An id no event can have is bad input, not an unknown event.
+	for _, id := range []string{"", "evt_\x00", "evt_\xff", "evt_" + strings.Repeat("x", 1100)} {
+		_, err := rs.Forget(ctxT(t), id)
+		require.ErrorIs(t, err, idempotency.ErrInvalidKey, "Forget(%q)", id)
+	}
 
 	// Synchronous mode: the duplicate is answered from the ledger (or the
 	// store's memory of it) until the event is forgotten.
