@@ -320,22 +320,28 @@ var errStatementLeftRunning = fmt.Errorf("%w: the handler returned while one of 
 // statement is waited for, and the attempt fails with
 // errStatementLeftRunning: what that statement did is unknown, and a
 // commit or a rollback must not share the connection with it.
-func (t *txState) runHandler(ctx context.Context, apply ApplyFunc, tx Tx) error {
+//
+// It does so in a defer, so that a panic of apply, which goes on up once
+// the statement ended, does not reach the store's rollback while the
+// statement still holds the connection.
+func (t *txState) runHandler(ctx context.Context, apply ApplyFunc, tx Tx) (err error) {
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	err := apply(hctx, tx)
-	t.mu.Lock()
-	t.sealed = true
-	if !t.busy {
+	defer func() {
+		t.mu.Lock()
+		t.sealed = true
+		if !t.busy {
+			t.mu.Unlock()
+			return
+		}
+		left := make(chan struct{})
+		t.left = left
 		t.mu.Unlock()
-		return err
-	}
-	left := make(chan struct{})
-	t.left = left
-	t.mu.Unlock()
-	cancel()
-	<-left
-	return errStatementLeftRunning
+		cancel()
+		<-left
+		err = errStatementLeftRunning
+	}()
+	return apply(hctx, tx)
 }
 
 // seal refuses the handler's SQL from now on (see handlerTx), and reports
