@@ -186,11 +186,19 @@ func (e *PanicError) Error() string {
 
 // panicText describes a panic's value without formatting what could be
 // payload data.
-func panicText(v any) string {
+func panicText(v any) (text string) {
 	switch v := v.(type) {
 	case string:
 		return v
 	case error:
+		// The value of a panic may be a typed nil error, or one whose Error
+		// method panics: reporting it must not panic again (fmt, which
+		// formatted it before, recovers the same way).
+		defer func() {
+			if recover() != nil {
+				text = fmt.Sprintf("a value of type %T whose Error method panicked", v)
+			}
+		}()
 		return v.Error()
 	}
 	return fmt.Sprintf("a value of type %T", v)
