@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
@@ -39,4 +40,27 @@ func TestReviewFHandlerPanicTypedNilError(t *testing.T) {
 		rec = b.serve(idempotencytest.NewSignedRequest("/", eventPayload(t, "invoice.paid", "evt_pnil", paid), testSecret))
 	})
 	require.Equal(t, 500, rec.Code)
+}
+
+// Through the inbox: WorkDue records the attempt's error with err.Error(),
+// outside any recover; the typed nil error's panic takes the worker (and,
+// in a Start'ed worker goroutine, the process) down.
+func TestReviewFInboxPanicTypedNilError(t *testing.T) {
+	store := idempotency.NewMemoryStore()
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
+		var e *reviewFNilErr
+		panic(e)
+	})
+	inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: discardLogger()})
+	require.NoError(t, err)
+	h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeQueued,
+		idempotencytest.Deliver(h, invoicePayload(t, "evt_pnil_inbox", "in_pnil", "acct_1"), testSecret).Outcome)
+	require.NotPanics(t, func() {
+		n, err := inbox.WorkDue(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+	})
 }
