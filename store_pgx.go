@@ -204,8 +204,43 @@ func (t handlerTx) Begin(ctx context.Context) (pgx.Tx, error) {
 		return nil, err
 	}
 	defer t.st.leave()
-	t.st.count(1) // the pseudo-nested transaction's statements go unseen: at least one more
-	return t.Tx.Begin(ctx)
+	t.st.count(1) // the pseudo-nested transaction's RELEASE or ROLLBACK TO: at least one more
+	nested, err := t.Tx.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Its statements go out on the same connection, in the same
+	// transaction: they are the handler's, refused alike once the store
+	// ends it (a chained commit may have begun the next event's on it).
+	return nestedTx{handlerTx{Tx: nested, st: t.st}}, nil
+}
+
+// nestedTx is a pseudo-nested transaction (a savepoint) of the handler's,
+// which it may commit or roll back itself.
+type nestedTx struct{ handlerTx }
+
+func (t nestedTx) Commit(ctx context.Context) error {
+	if err := t.st.enter(); err != nil {
+		return err
+	}
+	defer t.st.leave()
+	return t.Tx.Commit(ctx)
+}
+
+func (t nestedTx) Rollback(ctx context.Context) error {
+	if err := t.st.enter(); err != nil {
+		return err
+	}
+	defer t.st.leave()
+	return t.Tx.Rollback(ctx)
+}
+
+func (t handlerTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	if err := t.st.enter(); err != nil {
+		return nil, err
+	}
+	defer t.st.leave()
+	return t.Tx.Prepare(ctx, name, sql)
 }
 
 func (t handlerTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
