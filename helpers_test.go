@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
 )
 
 const testSecret = "whsec_test_0123456789abcdef"
@@ -76,4 +79,29 @@ func invoicePayload(t testing.TB, eventID, invoiceID, account string) []byte {
 	b, err := json.Marshal(ev)
 	require.NoError(t, err)
 	return b
+}
+
+// observeResults has fn called with each inbox attempt's Result through
+// the Observer's done, not OnResult: with OnResult set, a worker's commit
+// does not begin its next event's transaction, and the PostgreSQL inbox
+// tests are to run that chained path.
+func observeResults(cfg *idempotency.InboxConfig, fn func(idempotency.Result)) {
+	o := &idempotency.Observer{}
+	if cfg.Observer != nil {
+		*o = *cfg.Observer
+	}
+	inner := o.Attempt
+	o.Attempt = func(ctx context.Context, rec idempotency.InboxRecord, link string) (context.Context, func(idempotency.Result)) {
+		var done func(idempotency.Result)
+		if inner != nil {
+			ctx, done = inner(ctx, rec, link)
+		}
+		return ctx, func(r idempotency.Result) {
+			if done != nil {
+				done(r)
+			}
+			fn(r)
+		}
+	}
+	cfg.Observer = o
 }

@@ -293,15 +293,12 @@ func TestPgxBouncerInbox(t *testing.T) {
 	rr := &roundRobin{}
 	applied := make([]atomic.Int32, len(a.stores)) // attempts per process
 	for i, store := range a.stores {
-		in, err := idempotency.NewInbox(store, a.hs, idempotency.InboxConfig{
-			PollOnly:     true,
-			PollInterval: 100 * time.Millisecond,
-			Logger:       a.logger,
-			OnResult: func(res idempotency.Result) {
-				applied[i].Add(1)
-				a.record(res)
-			},
+		cfg := idempotency.InboxConfig{PollOnly: true, PollInterval: 100 * time.Millisecond, Logger: a.logger}
+		observeResults(&cfg, func(res idempotency.Result) {
+			applied[i].Add(1)
+			a.record(res)
 		})
+		in, err := idempotency.NewInbox(store, a.hs, cfg)
 		require.NoError(t, err)
 		h, err := in.Handler(a.config())
 		require.NoError(t, err)

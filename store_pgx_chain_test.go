@@ -178,9 +178,7 @@ func TestPgxInboxChainedTransactionSessionEnds(t *testing.T) {
 		}
 		return nil
 	}
-	record := p.cfg.OnResult
-	p.cfg.OnResult = func(r idempotency.Result) {
-		record(r)
+	p.onResult = func(r idempotency.Result) {
 		if r.EventID != "evt_chain_1" {
 			return
 		}
@@ -252,10 +250,8 @@ func TestPgxInboxChainedCommitNotHeldByNextClaim(t *testing.T) {
 		held <- err
 	}()
 	recv(t, entered, "the other transaction's claim")
-	record := p.cfg.OnResult
 	var once sync.Once
-	p.cfg.OnResult = func(r idempotency.Result) {
-		record(r)
+	p.onResult = func(r idempotency.Result) {
 		once.Do(func() { close(release) })
 	}
 	p.inbox = p.newInbox(t, b.store)

@@ -188,12 +188,12 @@ func (a *faultApp) processOn(t *testing.T, name, url string, cfg idempotency.Inb
 	store, err := idempotency.NewPgxStore(p.pool, idempotency.PgxConfig{Schema: a.db.Schema})
 	require.NoError(t, err)
 	cfg.Logger = a.logger
-	cfg.OnResult = func(r idempotency.Result) {
+	observeResults(&cfg, func(r idempotency.Result) {
 		p.attempts.Add(1)
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		a.results[r.EventID] = append(a.results[r.EventID], r)
-	}
+	})
 	p.inbox, err = idempotency.NewInbox(store, a.handlers(name), cfg)
 	require.NoError(t, err)
 	p.handler, err = p.inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: a.logger})

@@ -48,6 +48,9 @@ type pgInbox struct {
 	block func(eventID string)
 	fail  func(eventID string) error
 	write func(ctx context.Context, tx idempotency.Tx, eventID string) error
+	// onResult, when set, is called with each attempt's Result, on the
+	// worker's goroutine, after it is recorded in results.
+	onResult func(idempotency.Result)
 }
 
 type pgInboxObject struct {
@@ -81,11 +84,15 @@ func newPgInbox(t *testing.T, b *pgBackend, cfg idempotency.InboxConfig) *pgInbo
 		cfg.Now = p.clock.Now
 	}
 	cfg.Logger = discardLogger()
-	cfg.OnResult = func(r idempotency.Result) {
+	observeResults(&cfg, func(r idempotency.Result) {
 		p.mu.Lock()
-		defer p.mu.Unlock()
 		p.results = append(p.results, r)
-	}
+		hook := p.onResult
+		p.mu.Unlock()
+		if hook != nil {
+			hook(r)
+		}
+	})
 	p.cfg = cfg
 	p.inbox = p.newInbox(t, b.store)
 	h, err := p.inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})

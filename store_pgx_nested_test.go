@@ -15,7 +15,7 @@ import (
 // Kept past its handler (a goroutine left behind), it writes into the next
 // event's transaction that a chained commit began on the same connection,
 // which then commits it with that other event.
-func TestReviewFNestedTxJoinsNextChainedEvent(t *testing.T) {
+func TestNestedTxJoinsNextChainedEvent(t *testing.T) {
 	b, p, leased := chainInbox(t, 2)
 	var kept pgx.Tx
 	var keptErr error

@@ -14,7 +14,7 @@ import (
 // goroutine still runs: the panic goes up through runHandler, whose only
 // defer cancels the context, and runOnce's deferred rollback then uses the
 // connection while that statement is still on it.
-func TestReviewFPanicWithStatementLeftRunning(t *testing.T) {
+func TestPanicWithStatementLeftRunning(t *testing.T) {
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	ctx := t.Context()
 	holder, err := b.db.Pool.Acquire(ctx)

@@ -12,16 +12,16 @@ import (
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
-type reviewFNilErr struct{ msg string }
+type nilPointerErr struct{ msg string }
 
-func (e *reviewFNilErr) Error() string { return e.msg }
+func (e *nilPointerErr) Error() string { return e.msg }
 
 // A handler that panics with a typed nil error (a *T that implements error)
 // or an error whose Error method panics: fmt, which the message used before,
 // prints "<nil>" or a PANIC note; panicText calls Error itself and panics
 // again, while the library reports the first panic.
-func TestReviewFPanicTextTypedNilError(t *testing.T) {
-	var v error = (*reviewFNilErr)(nil)
+func TestPanicTextTypedNilError(t *testing.T) {
+	var v error = (*nilPointerErr)(nil)
 	p := &idempotency.PanicError{Value: v}
 	var msg string
 	require.NotPanics(t, func() { msg = p.Error() })
@@ -30,9 +30,9 @@ func TestReviewFPanicTextTypedNilError(t *testing.T) {
 
 // End to end: a handler's panic with a typed nil error is answered 500 and
 // reported, as any other panic; here the report itself panics.
-func TestReviewFHandlerPanicTypedNilError(t *testing.T) {
+func TestHandlerPanicTypedNilError(t *testing.T) {
 	b := newBench(t, idempotency.Config{}, failing(func(context.Context) error {
-		var e *reviewFNilErr
+		var e *nilPointerErr
 		panic(e)
 	}))
 	var rec *httptest.ResponseRecorder
@@ -45,11 +45,11 @@ func TestReviewFHandlerPanicTypedNilError(t *testing.T) {
 // Through the inbox: WorkDue records the attempt's error with err.Error(),
 // outside any recover; the typed nil error's panic takes the worker (and,
 // in a Start'ed worker goroutine, the process) down.
-func TestReviewFInboxPanicTypedNilError(t *testing.T) {
+func TestInboxPanicTypedNilError(t *testing.T) {
 	store := idempotency.NewMemoryStore()
 	hs := idempotency.NewHandlers()
 	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
-		var e *reviewFNilErr
+		var e *nilPointerErr
 		panic(e)
 	})
 	inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: discardLogger()})
