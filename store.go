@@ -299,7 +299,7 @@ type txState struct {
 
 	mu     sync.Mutex
 	ended  bool
-	sealed bool // the store is ending it: the handler's SQL is refused
+	sealed bool // the handler returned (runHandler): its SQL is refused
 	busy   bool // a statement runs in it (see enter)
 	sent   int  // statements begun in it (see enter and count)
 	// left, when not nil, is closed by the leave of a statement the
@@ -344,12 +344,11 @@ func (t *txState) runHandler(ctx context.Context, apply ApplyFunc, tx Tx) (err e
 	return apply(hctx, tx)
 }
 
-// seal refuses the handler's SQL from now on (see handlerTx), and reports
-// whether AfterCommit funcs wait for the commit.
-func (t *txState) seal() (afterCommit bool) {
+// hasAfterCommit reports whether AfterCommit funcs wait for the commit.
+// (runHandler sealed the transaction when the handler returned.)
+func (t *txState) hasAfterCommit() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.sealed = true
 	return len(t.afterCommit) > 0
 }
 

@@ -413,7 +413,7 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 		}
 	}
 	chain := c.chainOf()
-	if ptx.seal() {
+	if ptx.hasAfterCommit() {
 		// AfterCommit funcs run once the commit returns: a transaction
 		// begun for the next event would hold a pooled connection, and
 		// that event's row, while they run, and they may need the pool.

@@ -1,13 +1,14 @@
 package idempotency
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// Once the store has begun to end a transaction (sealed, before its
+// Once the handler has returned (its transaction sealed, before the
 // commit, which may begin the next event's transaction on the same
 // connection), every statement a Tx method would send is refused with
 // ErrTxDone: a goroutine the handler left running cannot write into the
@@ -17,7 +18,8 @@ func TestPgxTxRefusesStatementsOnceSealed(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	ptx := &pgxTx{txState: txState{claim: Claim{EventID: "evt_sealed", EventType: "invoice.paid"}}}
-	ptx.seal()
+	// The handler returns: from then on its transaction is sealed.
+	require.NoError(t, ptx.runHandler(ctx, func(context.Context, Tx) error { return nil }, ptx))
 	_, err := ptx.Guard(ctx, "invoice", "in_1")
 	require.ErrorIs(t, err, ErrTxDone, "Guard")
 	_, err = ptx.enqueueTask(ctx, &inboxRow{InboxRecord: InboxRecord{EventID: "task:late:k1", EventType: "late"}})
