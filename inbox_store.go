@@ -404,10 +404,11 @@ func checkLimit(filter string, limit *int) error {
 // the year 294276, and pgx encodes a time beyond about the year 294000 as
 // microseconds that wrap around the int64, a time of another century
 // (time.Unix(math.MaxInt64, 0) becomes 1969). The years 1 to 9999 are
-// those of an event's created (checkEnvelope) and of RFC 3339.
+// those of an event's created (checkEnvelope's range) and of RFC 3339;
+// maxFilterTime is the first instant after them.
 var (
-	minFilterTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxFilterTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	minFilterTime = time.Unix(minCreated, 0).UTC()
+	maxFilterTime = time.Unix(maxCreated+1, 0).UTC()
 )
 
 // checkFilterTime rejects a bound no store can compare with: the zero
