@@ -78,9 +78,12 @@ var (
 	// goroutine that outlived the handler.
 	ErrTxDone = errors.New("idempotency: transaction already ended")
 	// ErrTxBusy: a statement of a [Tx] was started while another of the
-	// same transaction was running, from another goroutine. A transaction
-	// runs one statement at a time, on PostgreSQL's one connection, and
-	// both stores refuse the overlap alike.
+	// same transaction was running, from another goroutine, or while the
+	// rows of an earlier query (through [PgxTx]) were still open. A
+	// transaction runs one statement at a time, on PostgreSQL's one
+	// connection, and both stores refuse the overlap alike. An attempt
+	// whose handler returned with a statement still running or rows still
+	// open fails with it, rolled back.
 	ErrTxBusy = errors.New("idempotency: another statement of the transaction is running")
 	// ErrTxOwnedByStore: returned by Commit and Rollback of the transaction
 	// [PgxTx] hands to a handler. Committing early would separate the claim

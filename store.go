@@ -304,8 +304,20 @@ type txState struct {
 	sent   int  // statements begun in it (see enter and count)
 	// left, when not nil, is closed by the leave of a statement the
 	// handler left running when it returned (see runHandler).
-	left        chan struct{}
+	left chan struct{}
+	// open holds the results a handler's statements left open (a query's
+	// rows, a batch's results): they hold the transaction's connection
+	// until closed (see opened).
+	open        []openResult
 	afterCommit []func(ctx context.Context)
+}
+
+// openResult is a result of the handler's that holds the transaction's
+// connection until it is closed: a query's rows, a batch's results.
+type openResult interface {
+	// closeResult closes it for the store: runHandler calls it, once no
+	// call of the handler's can reach it any more.
+	closeResult()
 }
 
 // errStatementLeftRunning fails an attempt whose handler returned while a
@@ -313,13 +325,21 @@ type txState struct {
 // its transaction.
 var errStatementLeftRunning = fmt.Errorf("%w: the handler returned while one of its statements still ran (a goroutine it left behind); the transaction was rolled back", ErrTxBusy)
 
+// errResultsLeftOpen fails an attempt whose handler returned with a
+// query's rows or a batch's results still open: not closed, or still read
+// by a goroutine it left behind.
+var errResultsLeftOpen = fmt.Errorf("%w: the handler returned with a query's rows or a batch's results still open (not closed, or read by a goroutine it left behind); the transaction was rolled back", ErrTxBusy)
+
 // runHandler runs apply on the transaction t, with a context that is
 // cancelled when apply returns, as net/http cancels a request's. From then
-// on the handler's statements are refused. If one is still running, from a
-// goroutine the handler left behind, its context is cancelled, the
-// statement is waited for, and the attempt fails with
-// errStatementLeftRunning: what that statement did is unknown, and a
-// commit or a rollback must not share the connection with it.
+// on the handler's statements, and its calls on the results they left
+// open, are refused. If one is still running, from a goroutine the
+// handler left behind, its context is cancelled, the statement is waited
+// for, and the attempt fails with errStatementLeftRunning: what that
+// statement did is unknown, and a commit or a rollback must not share the
+// connection with it. Results still open (rows not closed, or read by such
+// a goroutine) are closed here, which no call of the handler's can reach
+// any more, and the attempt fails with errResultsLeftOpen.
 //
 // It does so in a defer, so that a panic of apply, which goes on up once
 // the statement ended, does not reach the store's rollback while the
@@ -330,16 +350,24 @@ func (t *txState) runHandler(ctx context.Context, apply ApplyFunc, tx Tx) (err e
 	defer func() {
 		t.mu.Lock()
 		t.sealed = true
-		if !t.busy {
+		if t.busy {
+			left := make(chan struct{})
+			t.left = left
 			t.mu.Unlock()
-			return
+			cancel()
+			<-left
+			err = errStatementLeftRunning
+			t.mu.Lock()
 		}
-		left := make(chan struct{})
-		t.left = left
+		open := t.open
+		t.open = nil
 		t.mu.Unlock()
-		cancel()
-		<-left
-		err = errStatementLeftRunning
+		for i := len(open) - 1; i >= 0; i-- {
+			open[i].closeResult()
+		}
+		if len(open) > 0 && err != errStatementLeftRunning {
+			err = errResultsLeftOpen
+		}
 	}()
 	return apply(hctx, tx)
 }
@@ -358,13 +386,34 @@ func (t *txState) hasAfterCommit() bool {
 // (Guard, a task's Enqueue, OnCurrent's), may run in it, nor in the next
 // event's transaction that a chained commit begins on the same connection.
 // It returns ErrTxBusy while another statement runs in it, from another
-// goroutine: a transaction runs one statement at a time (PostgreSQL's runs
-// on one connection, which pgx must not use from two goroutines at once),
-// and MemoryStore refuses the overlap as PgxStore does, so that a unit test
-// shows it.
+// goroutine, or while a result of an earlier one is open: a transaction
+// runs one statement at a time (PostgreSQL's runs on one connection, which
+// pgx must not use from two goroutines at once, nor for a statement while
+// rows are unread), and MemoryStore refuses the overlap as PgxStore does,
+// so that a unit test shows it.
 func (t *txState) enter() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if len(t.open) > 0 && !t.sealed && !t.ended {
+		return ErrTxBusy
+	}
+	if err := t.enterLocked(); err != nil {
+		return err
+	}
+	t.sent++
+	return nil
+}
+
+// use begins a call on a result the handler holds open (see opened), which
+// leave ends: refused like a statement once the store has begun to end the
+// transaction, or while another call or statement runs.
+func (t *txState) use() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.enterLocked()
+}
+
+func (t *txState) enterLocked() error {
 	if t.sealed || t.ended {
 		return ErrTxDone
 	}
@@ -372,8 +421,24 @@ func (t *txState) enter() error {
 		return ErrTxBusy
 	}
 	t.busy = true
-	t.sent++
 	return nil
+}
+
+// opened records r, a result that holds the connection until closed, left
+// open by the statement that runs now: from now on statements are refused
+// with ErrTxBusy until closed(r), and if the handler returns first,
+// runHandler closes it.
+func (t *txState) opened(r openResult) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.open = append(t.open, r)
+}
+
+// closed forgets the results rs: they were closed, or read to their end.
+func (t *txState) closed(rs ...openResult) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.open = slices.DeleteFunc(t.open, func(o openResult) bool { return slices.Contains(rs, o) })
 }
 
 // count adds n statements to those begun in the transaction: the store's
@@ -399,16 +464,6 @@ func (t *txState) leave() {
 		close(t.left)
 		t.left = nil
 	}
-}
-
-// checkIdle is enter and leave at once, for a statement whose results
-// outlive the call (a query's rows): ErrTxBusy while another runs.
-func (t *txState) checkIdle() error {
-	if err := t.enter(); err != nil {
-		return err
-	}
-	t.leave()
-	return nil
 }
 
 func (t *txState) EventID() string   { return t.claim.EventID }

@@ -177,8 +177,12 @@ LIMIT $6`,
 // PgxTx returns the pgx transaction behind tx, for the handler's own SQL:
 // what it writes there commits or rolls back with the event's claim. Its
 // Commit and Rollback fail with [ErrTxOwnedByStore]: the store ends the
-// transaction when the handler returns (Begin, a savepoint, is fine). It
-// panics when tx does not come from a [PgxStore], a programming error.
+// transaction when the handler returns (Begin, a savepoint, is fine).
+// The rows of its queries and the results of its batches hold the
+// connection until closed, as pgx's do: a statement sent meanwhile fails
+// with [ErrTxBusy], and a handler that returns with them open fails its
+// attempt with ErrTxBusy, rolled back. It panics when tx does not come from
+// a [PgxStore], a programming error.
 func PgxTx(tx Tx) pgx.Tx {
 	ptx, ok := tx.(*pgxTx)
 	if !ok {
@@ -252,24 +256,30 @@ func (t handlerTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Co
 }
 
 func (t handlerTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if err := t.st.checkIdle(); err != nil {
-		return nil, err
+	if err := t.st.enter(); err != nil {
+		return errRows{err}, err
 	}
-	return t.Tx.Query(ctx, sql, args...)
+	defer t.st.leave()
+	rows, err := t.Tx.Query(ctx, sql, args...)
+	if err != nil {
+		return rows, err // closed already: it holds nothing
+	}
+	return t.st.rows(rows, nil), nil
 }
 
 func (t handlerTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if err := t.st.checkIdle(); err != nil {
-		return errRow{err}
-	}
-	return t.Tx.QueryRow(ctx, sql, args...)
+	rows, _ := t.Query(ctx, sql, args...)
+	return handlerRow{rows}
 }
 
 func (t handlerTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if err := t.st.checkIdle(); err != nil {
+	if err := t.st.enter(); err != nil {
 		return errBatchResults{err}
 	}
-	return t.Tx.SendBatch(ctx, b)
+	defer t.st.leave()
+	br := &handlerBatch{br: t.Tx.SendBatch(ctx, b), tx: t}
+	t.st.opened(br)
+	return br
 }
 
 func (t handlerTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
@@ -279,20 +289,6 @@ func (t handlerTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns [
 	defer t.st.leave()
 	return t.Tx.CopyFrom(ctx, table, columns, src)
 }
-
-// errRow is a pgx.Row whose Scan fails with err.
-type errRow struct{ err error }
-
-func (r errRow) Scan(...any) error { return r.err }
-
-// errBatchResults are pgx.BatchResults that fail with err.
-type errBatchResults struct{ err error }
-
-func (r errBatchResults) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, r.err }
-func (r errBatchResults) Query() (pgx.Rows, error)         { return nil, r.err }
-func (r errBatchResults) QueryRow() pgx.Row                { return errRow(r) }
-func (r errBatchResults) Close() error                     { return r.err }
-func (r errBatchResults) Tx() pgx.Tx                       { return nil }
 
 // Run implements [Store].
 func (s *PgxStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
