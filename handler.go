@@ -81,7 +81,7 @@ type Config struct {
 
 	// OnResult, when set, is called once per delivery after the answer is
 	// written, on the request's goroutine: the place for metrics. It must
-	// not block.
+	// not block. A panic in it is logged, at Error, and goes no further.
 	OnResult func(Result)
 
 	// Observer, when set, watches each delivery (Observer.Delivery), gives
@@ -660,7 +660,12 @@ func report(ctx context.Context, log *slog.Logger, onResult, observed func(Resul
 		log.LogAttrs(ctx, level, msg, attrs...)
 	}
 	if onResult != nil {
-		onResult(*res)
+		if p := callRecover(ctx, func(context.Context) { onResult(*res) }); p != nil {
+			// Not the event's failure: it is recorded already. The worker
+			// goes on, and the Observer still sees the result.
+			log.LogAttrs(ctx, slog.LevelError, "idempotency: OnResult panicked",
+				slog.String("event_id", res.EventID), slog.String("panic", panicText(p.Value)), slog.String("stack", string(p.Stack)))
+		}
 	}
 	if observed != nil {
 		observed(*res)

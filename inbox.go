@@ -100,7 +100,8 @@ type InboxConfig struct {
 	// goroutine, with Result.Attempt set: the place for metrics. It must
 	// not block. It may query the store's pool: with it set, a worker's
 	// commit does not also begin its next event's transaction, which
-	// would hold a connection of that pool while OnResult runs.
+	// would hold a connection of that pool while OnResult runs. A panic in
+	// it is logged, at Error, and the worker goes on.
 	OnResult func(Result)
 
 	// Observer, when set, watches each attempt at an event or a task
