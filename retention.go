@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 )
 
@@ -35,8 +36,10 @@ import (
 //   - A guard ([Tx.Guard], [CheckOrder]'s keys) and a finished task (the
 //     record that its key was enqueued) stop a different event from doing
 //     the same thing again, so they are kept unless a window at least as
-//     long as EventIDs is set: a shorter one would let an event that the
-//     ledger still answers for write a natural key a second time.
+//     long as EventIDs and DeadLetters together is set: a different event
+//     about the same key may come up to EventIDs after the key was written
+//     (Stripe's retries, a recovery), fail until it is dead-lettered, and
+//     wait DeadLetters for a redrive, and it must still find the key taken.
 //
 // Settings that break one of these rules are refused with an error naming
 // the rule, and nothing is deleted.
@@ -56,12 +59,12 @@ type Retention struct {
 	// Guards is how long natural-key guards are kept after they were
 	// claimed, and CheckOrder's keys after the created time of the newest
 	// event recorded for them. Zero keeps them; otherwise it may not be
-	// shorter than EventIDs.
+	// shorter than EventIDs plus DeadLetters (135 days with the defaults).
 	Guards time.Duration
 	// Tasks is how long finished tasks (processed, skipped) are kept after
 	// they finished: while a task's row is there, enqueueing its key again
 	// does nothing. Zero keeps them; otherwise it may not be shorter than
-	// EventIDs.
+	// EventIDs plus DeadLetters.
 	Tasks time.Duration
 
 	// BatchSize is how many rows one transaction deletes, so that a prune
@@ -118,6 +121,10 @@ func (r *Retention) check() error {
 	if r.Pause == 0 {
 		r.Pause = DefaultPrunePause
 	}
+	keys := r.EventIDs + r.DeadLetters // the least window of guards and tasks
+	if keys < r.EventIDs {
+		keys = math.MaxInt64 // windows that add up past time.Duration's range
+	}
 	switch {
 	case r.EventIDs < DefaultEventIDRetention:
 		return fmt.Errorf("idempotency: Retention.EventIDs %v: claimed event ids are kept at least %v, longer than recovery from the Events API reaches back (%v), so that no event is applied twice",
@@ -126,10 +133,10 @@ func (r *Retention) check() error {
 		return fmt.Errorf("idempotency: Retention.Payloads %v is negative", r.Payloads)
 	case r.DeadLetters < r.Payloads:
 		return fmt.Errorf("idempotency: Retention.DeadLetters %v: dead letters are kept at least as long as finished events (Payloads, %v), so that they can be redriven", r.DeadLetters, r.Payloads)
-	case r.Guards != 0 && r.Guards < r.EventIDs:
-		return fmt.Errorf("idempotency: Retention.Guards %v: natural-key guards are kept (0) or kept at least as long as the event ids (EventIDs, %v), so that an event still answered duplicate cannot find its keys free", r.Guards, r.EventIDs)
-	case r.Tasks != 0 && r.Tasks < r.EventIDs:
-		return fmt.Errorf("idempotency: Retention.Tasks %v: finished tasks are kept (0) or kept at least as long as the event ids (EventIDs, %v), so that a task key is not enqueued twice while its event is still answered duplicate", r.Tasks, r.EventIDs)
+	case r.Guards != 0 && r.Guards < keys:
+		return fmt.Errorf("idempotency: Retention.Guards %v: natural-key guards are kept (0) or kept at least as long as the event ids and the dead letters together (EventIDs %v + DeadLetters %v), so that an event still answered duplicate, or a dead letter redriven, cannot find its keys free", r.Guards, r.EventIDs, r.DeadLetters)
+	case r.Tasks != 0 && r.Tasks < keys:
+		return fmt.Errorf("idempotency: Retention.Tasks %v: finished tasks are kept (0) or kept at least as long as the event ids and the dead letters together (EventIDs %v + DeadLetters %v), so that a task key is not enqueued twice by an event still answered duplicate or a dead letter redriven", r.Tasks, r.EventIDs, r.DeadLetters)
 	case r.BatchSize < 1 || r.BatchSize > MaxPruneBatch:
 		return fmt.Errorf("idempotency: Retention.BatchSize %d is not between 1 and %d", r.BatchSize, MaxPruneBatch)
 	}

@@ -18,7 +18,9 @@ func TestRetentionValidate(t *testing.T) {
 		ok bool
 	}{
 		{idempotency.Retention{}, true},
-		{idempotency.Retention{EventIDs: 60 * day, Tasks: 60 * day, Guards: 90 * day}, true},
+		{idempotency.Retention{EventIDs: 60 * day, Tasks: 150 * day, Guards: 150 * day}, true},
+		{idempotency.Retention{EventIDs: 60 * day, Tasks: 60 * day, Guards: 90 * day}, false},
+		{idempotency.Retention{EventIDs: 1<<63 - 1, Guards: day}, false},
 		{idempotency.Retention{EventIDs: 30 * day}, false},
 		{idempotency.Retention{Payloads: 10 * day, DeadLetters: 5 * day}, false},
 		{idempotency.Retention{Guards: day}, false},

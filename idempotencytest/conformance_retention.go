@@ -38,6 +38,10 @@ var retentionTests = []struct {
 	{"PruneTasksByTheirWindows", testPruneTasks},
 }
 
+// keysWindow is the least window Retention accepts for guards and tasks
+// with the other windows at their defaults.
+const keysWindow = idempotency.DefaultEventIDRetention + idempotency.DefaultDeadLetterRetention
+
 func retentionStore(t *testing.T, b StoreBackend) RetentionStore {
 	t.Helper()
 	rs, ok := b.Store.(RetentionStore)
@@ -128,7 +132,8 @@ func testPruneRules(t *testing.T, b StoreBackend) {
 	require.NoError(t, err)
 	require.True(t, ok, "guards are kept unless a window is set")
 
-	rep = prune(t, rs, idempotency.Retention{Guards: 45 * 24 * time.Hour}, later)
+	// The least window of guards: the event ids' and the dead letters'.
+	rep = prune(t, rs, idempotency.Retention{Guards: 52 * 24 * time.Hour, DeadLetters: 7 * 24 * time.Hour}, later.Add(7*24*time.Hour))
 	require.Equal(t, 3, rep.Guards, "%+v", rep) // in_r_done, in_r_new, in_r_late
 	_, ok, err = b.Store.LookupGuard(ctxT(t), "object-credit", "in_r_done")
 	require.NoError(t, err)
@@ -153,6 +158,8 @@ func testPruneRefuses(t *testing.T, b StoreBackend) {
 		{idempotency.Retention{Payloads: 30 * day, DeadLetters: 10 * day}, "Retention.DeadLetters"},
 		{idempotency.Retention{Guards: 44 * day}, "Retention.Guards"},
 		{idempotency.Retention{EventIDs: 60 * day, Guards: 50 * day}, "as long as the event ids"},
+		{idempotency.Retention{Guards: 134 * day}, "the dead letters"},
+		{idempotency.Retention{DeadLetters: 10 * day, Tasks: 54 * day}, "Retention.Tasks"},
 		{idempotency.Retention{Tasks: day}, "Retention.Tasks"},
 		{idempotency.Retention{BatchSize: -1}, "Retention.BatchSize"},
 	} {
@@ -319,20 +326,20 @@ func testPruneTasks(t *testing.T, b StoreBackend) {
 	require.Zero(t, rep.DeadLetters, "the dead letter is younger than 90 days: %+v", rep)
 	require.ElementsMatch(t, []string{doneID, deadID}, tasks(), "both tasks are kept")
 
-	rep = prune(t, rs, idempotency.Retention{Tasks: 45 * 24 * time.Hour}, tb.clock.Now())
-	require.Equal(t, 1, rep.Tasks, "the processed task finished 46 days ago: %+v", rep)
-	require.Zero(t, rep.DeadLetters, "a dead-lettered task is not a finished one: %+v", rep)
-	require.Equal(t, []string{deadID}, tasks(), "the processed task is gone, the dead letter stays")
-	require.Equal(t, idempotency.InboxDeadLetter, tb.task(t, "in_tp_dead").State)
-
 	tb.clock.Advance(45 * 24 * time.Hour) // 91 days since they finished
-	rep = prune(t, rs, idempotency.Retention{Tasks: 45 * 24 * time.Hour}, tb.clock.Now())
+	rep = prune(t, rs, idempotency.Retention{}, tb.clock.Now())
 	require.Equal(t, 1, rep.DeadLetters, "the dead-lettered task is counted with the dead letters: %+v", rep)
 	require.Zero(t, rep.Tasks, "%+v", rep)
-	require.Empty(t, tasks(), "the dead letter is gone")
+	require.Equal(t, []string{doneID}, tasks(), "the dead letter is gone, the processed task stays")
 	_, ok, err := tb.inbox.Lookup(ctxT(t), deadID)
 	require.NoError(t, err)
 	require.False(t, ok)
+
+	tb.clock.Advance(45 * 24 * time.Hour) // 136 days
+	rep = prune(t, rs, idempotency.Retention{Tasks: keysWindow}, tb.clock.Now())
+	require.Equal(t, 1, rep.Tasks, "the processed task finished 136 days ago: %+v", rep)
+	require.Zero(t, rep.DeadLetters, "%+v", rep)
+	require.Empty(t, tasks())
 }
 
 // testPruneKeepsUnfinished: however old, an event still to be applied —
@@ -380,7 +387,7 @@ func testPruneKeepsUnfinished(t *testing.T, b StoreBackend) {
 	receive(t, entered, "evt_u_busy's handler") // processing, its handler in its transaction
 
 	far := time.Now().Add(10 * 365 * 24 * time.Hour)
-	rep := prune(t, rs, idempotency.Retention{Guards: 45 * 24 * time.Hour, Tasks: 45 * 24 * time.Hour, BatchSize: 1, Pause: -1}, far)
+	rep := prune(t, rs, idempotency.Retention{Guards: keysWindow, Tasks: keysWindow, BatchSize: 1, Pause: -1}, far)
 	require.Zero(t, rep.Events+rep.DeadLetters+rep.Tasks, "no inbox row was finished: %+v", rep)
 	want := map[string]idempotency.InboxState{
 		"evt_u_failed": idempotency.InboxFailed, "evt_u_redriven": idempotency.InboxPending,
@@ -441,9 +448,10 @@ func testPruneWalksKeys(t *testing.T, b StoreBackend) {
 	// Measured at mid plus the window: the first event's guards and
 	// order keys are older than it, the second's younger.
 	var batches int
-	r := idempotency.Retention{Guards: 60 * 24 * time.Hour, EventIDs: 60 * 24 * time.Hour, BatchSize: 3, Pause: -1,
+	window := 67 * 24 * time.Hour // the least: EventIDs plus DeadLetters
+	r := idempotency.Retention{Guards: window, EventIDs: 60 * 24 * time.Hour, DeadLetters: 7 * 24 * time.Hour, BatchSize: 3, Pause: -1,
 		OnBatch: func(idempotency.PruneReport) { batches++ }}
-	rep := prune(t, rs, r, mid.Add(60*24*time.Hour))
+	rep := prune(t, rs, r, mid.Add(window))
 	half := len(keys) / 2 * len(scopes)
 	require.Equal(t, 2*half, rep.Guards, "every old guard and order key: %+v", rep)
 	require.GreaterOrEqual(t, batches, 2*half/3, "in batches of 3")
