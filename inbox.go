@@ -782,12 +782,21 @@ func (in *Inbox) lease(ctx context.Context, n int) ([]inboxRow, error) {
 // event of an object), until none is due; it returns how many attempts it
 // made. With a fake clock (InboxConfig.Now) it drives the inbox
 // deterministically in tests: deliver, WorkDue, advance the clock past a
-// backoff, WorkDue again. It must not run together with Run on one
-// process's inbox. Once ctx is done it starts no attempt: it gives back
-// the events it leased and did not start (pending, their attempt not
-// counted) and returns ctx's error.
+// backoff, WorkDue again. It runs a task that snoozes once per call: one
+// that comes due again within the call (Snooze(0) on a clock that stands
+// still) is given back, pending and due, for the next call. It must not
+// run together with Run on one process's inbox. Once ctx is done it starts
+// no attempt: it gives back the events it leased and did not start
+// (pending, their attempt not counted) and returns ctx's error.
 func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 	attempts := 0
+	snoozed := make(map[string]bool) // the tasks that snoozed in this call
+	var held []inboxRow              // those leased again, kept leased until the call returns
+	defer func() {
+		for i := range held {
+			in.release(ctx, &held[i])
+		}
+	}()
 	for {
 		if err := ctx.Err(); err != nil {
 			return attempts, err
@@ -797,21 +806,27 @@ func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 			return attempts, err
 		}
 		for _, row := range rows {
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				in.release(ctx, &row) // leased with the others; never started
-				continue
+			case snoozed[row.EventID]:
+				held = append(held, row)
+			default:
+				if in.attempt(ctx, row, nil) {
+					snoozed[row.EventID] = true
+				}
+				attempts++
 			}
-			in.attempt(ctx, row, nil)
-			attempts++
 		}
 	}
 }
 
 // attempt applies one leased event, or runs one leased task, and records
-// how it ended.
+// how it ended. It reports whether the task snoozed: it is pending again,
+// its attempt not counted.
 //
 // chain, when not nil, is the worker's (see inboxWorker).
-func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) {
+func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (snoozed bool) {
 	var done func(Result)
 	if o := in.cfg.Observer; o != nil {
 		if o.Attempt != nil {
@@ -820,8 +835,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) {
 		ctx = o.withFetch(ctx)
 	}
 	if row.Kind == KindTask {
-		in.attemptTask(ctx, &row, done)
-		return
+		return in.attemptTask(ctx, &row, done)
 	}
 	start := time.Now()
 	res := Result{EventID: row.EventID, EventType: row.EventType, ObjectID: row.ObjectID, Attempt: row.Attempt}
@@ -856,6 +870,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) {
 	default:
 		res.State = in.settleFailure(ctx, &row, err)
 	}
+	return false
 }
 
 // settled is st when err, the error of recording an attempt's end as st,

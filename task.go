@@ -254,8 +254,9 @@ func (hs *Handlers) addInbox(in *Inbox) {
 }
 
 // attemptTask runs one leased task and records how it ended, as attempt
-// does for an event.
-func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Result)) {
+// does for an event. It reports whether the task snoozed, recorded
+// pending.
+func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Result)) (snoozed bool) {
 	start := time.Now()
 	res := Result{EventID: row.EventID, EventType: row.EventType, Attempt: row.Attempt, Kind: KindTask}
 	defer func() {
@@ -289,6 +290,7 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 	case errors.As(err, &snooze) && !panicked(err):
 		res.Outcome = OutcomeQueued
 		res.State = settled(InboxPending, in.settleAt(ctx, row, InboxPending, nil, in.cfg.Now().Add(snooze.After), row.AttemptedAt))
+		snoozed = res.State == InboxPending
 	case errors.As(err, &permanent) && !panicked(err):
 		res.Outcome, res.Err = OutcomeFailed, err
 		res.State = settled(InboxDeadLetter, in.settle(ctx, row, InboxDeadLetter, err))
@@ -296,6 +298,7 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 		res.Outcome, res.Err = OutcomeFailed, err
 		res.State = in.settleFailure(ctx, row, err)
 	}
+	return snoozed
 }
 
 // runTask calls the task's func within InboxConfig.Timeout, turning a
