@@ -224,19 +224,39 @@ type DecodeError struct {
 }
 
 func (e *DecodeError) Error() string {
-	detail := "invalid JSON"
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(e.Err, &typeErr):
-		detail = fmt.Sprintf("field %q: cannot decode a JSON %s into %s", typeErr.Field, jsonKind(typeErr.Value), typeErr.Type)
-	case errors.As(e.Err, &syntaxErr):
-		detail = fmt.Sprintf("invalid JSON at offset %d", syntaxErr.Offset)
-	}
-	return fmt.Sprintf("idempotency: decoding data.object of %s event into %s: %s", e.EventType, e.Target, detail)
+	return fmt.Sprintf("idempotency: decoding data.object of %s event into %s: %s", e.EventType, e.Target, jsonErrorDetail(e.Err))
 }
 
 func (e *DecodeError) Unwrap() error { return e.Err }
+
+// jsonErrorDetail describes an error of encoding/json's decoder by the
+// field and the types, or the offset, and never quotes a value: the
+// decoder's own message does (a number that overflows its field).
+func jsonErrorDetail(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		return fmt.Sprintf("field %q: cannot decode a JSON %s into %s", typeErr.Field, jsonKind(typeErr.Value), typeErr.Type)
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("invalid JSON at offset %d", syntaxErr.Offset)
+	}
+	return "invalid JSON"
+}
+
+// argsDecodeError reports that a task's stored arguments did not decode
+// into its type. Its message, the task's LastError, names the task, the
+// field and the types, never a value of the arguments.
+type argsDecodeError struct {
+	task string
+	err  error // the decoder's error; its text may quote the arguments
+}
+
+func (e *argsDecodeError) Error() string {
+	return fmt.Sprintf("decoding the arguments of task %s: %s", e.task, jsonErrorDetail(e.err))
+}
+
+func (e *argsDecodeError) Unwrap() error { return e.err }
 
 // jsonKind keeps the kind of an UnmarshalTypeError's value ("number",
 // "string") and drops the value itself.

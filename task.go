@@ -109,7 +109,7 @@ func NewTask[T any](hs *Handlers, name string, fn TaskFunc[T]) *Task[T] {
 		run := TaskRun[T]{Task: name, Key: key, ID: row.EventID, IdempotencyKey: taskIdempotencyKey(name, key), Attempt: row.Attempt}
 		if err := json.Unmarshal(row.Payload, &run.Args); err != nil {
 			// The arguments were encoded from a T: the type changed since.
-			return Permanent(fmt.Errorf("decoding the arguments of task %s: %w", name, err))
+			return Permanent(&argsDecodeError{task: name, err: err})
 		}
 		return fn(ctx, run)
 	}}
