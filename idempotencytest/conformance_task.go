@@ -45,6 +45,7 @@ var taskTests = []struct {
 	{"TaskDeadLetterThenRedrive", testTaskDeadLetter},
 	{"TaskPermanentDeadLettersAtOnce", testTaskPermanent},
 	{"TaskSnoozeDoesNotCountTheAttempt", testTaskSnooze},
+	{"TaskSnoozeZeroRunsOncePerWorkDue", testTaskSnoozeZero},
 	{"TaskStatsListLookup", testTaskStatsList},
 	{"TaskRunByWorkersSync", func(t *testing.T, b StoreBackend) { testTaskRunByWorkers(t, b, viaHandler) }},
 	{"TaskRunByWorkersInbox", func(t *testing.T, b StoreBackend) { testTaskRunByWorkers(t, b, viaInbox) }},
@@ -745,6 +746,30 @@ func testTaskSnooze(t *testing.T, b StoreBackend) {
 		require.Equal(t, 1, c.Attempt, "TaskRun.Attempt does not count snoozes")
 	}
 	require.Equal(t, map[string]int{"in_snooze": 1}, tb.provider.effectsSnapshot())
+}
+
+// testTaskSnoozeZero: a task that keeps answering Snooze(0) is due again
+// at once, at a clock that stands still; WorkDue runs it once per call
+// and returns, the task pending and due, its attempt not counted.
+func testTaskSnoozeZero(t *testing.T, b StoreBackend) {
+	tb := newTaskBench(t, b, idempotency.InboxConfig{})
+	tb.provider.setAnswer(func(providerCall) error {
+		return &providerError{Status: http.StatusTooManyRequests} // Retry-After: 0
+	})
+	tb.deliver(t, viaInbox, "evt_snooze0", "invoice.paid", "in_snooze0", http.StatusOK, idempotency.OutcomeQueued)
+	tb.work(t, 2) // the event, then its task once
+	for i := range 2 {
+		r := tb.task(t, "in_snooze0")
+		require.Equal(t, idempotency.InboxPending, r.State, "snooze %d", i+1)
+		require.Zero(t, r.Attempt, "a snoozed attempt is not counted")
+		require.Equal(t, tb.clock.Now(), r.NextAttemptAt, "due at once")
+		require.Len(t, tb.provider.snapshot(), i+1)
+		tb.work(t, 1)
+	}
+	tb.provider.setAnswer(nil)
+	tb.work(t, 1)
+	require.Equal(t, idempotency.InboxProcessed, tb.task(t, "in_snooze0").State)
+	require.Equal(t, map[string]int{"in_snooze0": 1}, tb.provider.effectsSnapshot())
 }
 
 // testTaskStatsList: InboxStats.TaskCounts counts the tasks alone, Counts
