@@ -1,0 +1,54 @@
+package idempotency_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestHandlerReturningTypedNilErrorFails: an event handler that returns a
+// typed nil error (a nil *T whose Error method dereferences it) fails the
+// event, answered 500 by the synchronous Handler and recorded as a failed
+// attempt by the inbox, with a LastError that names the type; neither
+// panics.
+func TestHandlerReturningTypedNilErrorFails(t *testing.T) {
+	t.Parallel()
+	store := idempotency.NewMemoryStore()
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
+		var e *nilPointerErr
+		return e
+	})
+	cfg := idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()}
+
+	h, err := idempotency.NewHandler(store, hs, cfg)
+	require.NoError(t, err)
+	var a idempotencytest.Answer
+	require.NotPanics(t, func() {
+		a = idempotencytest.Deliver(h, invoicePayload(t, "evt_nil_sync", "in_nil_sync", "acct_1"), testSecret)
+	})
+	require.Equal(t, http.StatusInternalServerError, a.Status)
+
+	inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: discardLogger()})
+	require.NoError(t, err)
+	ih, err := inbox.Handler(cfg)
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeQueued,
+		idempotencytest.Deliver(ih, invoicePayload(t, "evt_nil_inbox", "in_nil_inbox", "acct_1"), testSecret).Outcome)
+	require.NotPanics(t, func() {
+		n, err := inbox.WorkDue(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+	})
+	rec, ok, err := inbox.Lookup(t.Context(), "evt_nil_inbox")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, idempotency.InboxFailed, rec.State)
+	require.Contains(t, rec.LastError, "*idempotency_test.nilPointerErr")
+}
