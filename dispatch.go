@@ -80,11 +80,32 @@ func (d *dispatcher) claim(env *envelope.Envelope, receivedAt time.Time, fence *
 }
 
 // recoverPanic, deferred, turns a panic of the function it is deferred in
-// into a *PanicError in *err.
+// into a *PanicError in *err, and an error it returned whose Error method
+// panics into one that says so.
 func recoverPanic(err *error) {
 	if v := recover(); v != nil {
 		*err = newPanicError(v)
+		return
 	}
+	*err = describableError(*err)
+}
+
+// describableError returns err, or, when its Error method panics, an
+// error that names its type instead: a typed nil (a nil *T returned as an
+// error, whose Error dereferences it) would panic again wherever the
+// attempt is recorded, logged or reported, outside any recover, and take
+// an inbox worker, and its process, down.
+func describableError(err error) (out error) {
+	if err == nil {
+		return nil
+	}
+	defer func() {
+		if recover() != nil {
+			out = fmt.Errorf("idempotency: returned an error of type %T whose Error method panics (a typed nil?)", err)
+		}
+	}()
+	_ = err.Error()
+	return err
 }
 
 // timeoutErr wraps err in ErrTimeout when ctx, bounded by d, ran out.
