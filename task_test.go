@@ -231,8 +231,10 @@ func TestTaskEnqueueNeedsStoreTx(t *testing.T) {
 
 // TestTaskEnqueueRacingTheCommit: a handler that returns while a goroutine
 // of its own enqueues a task (a misuse: a Tx is the handler's only while
-// it runs) gets, each time, either the task committed with its event or
-// ErrTxDone and no task; the MemoryStore stays usable. The commit used to
+// it runs) gets, each time, either the task committed with its event,
+// ErrTxDone and no task, or, when the Enqueue still ran as the handler
+// returned, the attempt failed with ErrTxBusy and rolled back with the
+// task; the MemoryStore stays usable. The commit used to
 // find the task's key held without its row: it panicked holding the
 // store's lock, and every later call on the store hung.
 func TestTaskEnqueueRacingTheCommit(t *testing.T) {
@@ -260,8 +262,13 @@ func TestTaskEnqueueRacingTheCommit(t *testing.T) {
 				})
 			ran <- err
 		}()
-		require.NoError(t, recv(t, ran, "Run"))
-		if err := recv(t, late, "the late Enqueue"); err != nil {
+		runErr := recv(t, ran, "Run")
+		lateErr := recv(t, late, "the late Enqueue")
+		if runErr != nil {
+			require.ErrorIs(t, runErr, idempotency.ErrTxBusy) // rolled back, the task with it
+			continue
+		}
+		if err := lateErr; err != nil {
 			require.ErrorIs(t, err, idempotency.ErrTxDone)
 			require.False(t, ok)
 			continue
