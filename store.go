@@ -338,8 +338,10 @@ var errResultsLeftOpen = fmt.Errorf("%w: the handler returned with a query's row
 // for, and the attempt fails with errStatementLeftRunning: what that
 // statement did is unknown, and a commit or a rollback must not share the
 // connection with it. Results still open (rows not closed, or read by such
-// a goroutine) are closed here, which no call of the handler's can reach
-// any more, and the attempt fails with errResultsLeftOpen.
+// a goroutine) are closed here, once the context is cancelled (a query
+// still running ends rather than being read to its end), which no call of
+// the handler's can reach any more, and the attempt fails with
+// errResultsLeftOpen.
 //
 // It does so in a defer, so that a panic of apply, which goes on up once
 // the statement ended, does not reach the store's rollback while the
@@ -350,15 +352,21 @@ func (t *txState) runHandler(ctx context.Context, apply ApplyFunc, tx Tx) (err e
 	defer func() {
 		t.mu.Lock()
 		t.sealed = true
+		var left chan struct{}
 		if t.busy {
-			left := make(chan struct{})
+			left = make(chan struct{})
 			t.left = left
-			t.mu.Unlock()
-			cancel()
+		}
+		t.mu.Unlock()
+		// Before the results left open are closed too: closing reads
+		// what remains of them, which a query may still be producing, or
+		// waiting for a lock to produce.
+		cancel()
+		if left != nil {
 			<-left
 			err = errStatementLeftRunning
-			t.mu.Lock()
 		}
+		t.mu.Lock()
 		open := t.open
 		t.open = nil
 		t.mu.Unlock()
