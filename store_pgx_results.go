@@ -23,7 +23,7 @@ func (t *txState) rows(rows pgx.Rows, owner *handlerBatch) *handlerRows {
 	r := &handlerRows{rows: rows, st: t}
 	t.opened(r)
 	if owner != nil {
-		owner.rows = r
+		owner.rows = append(owner.rows, r)
 	}
 	return r
 }
@@ -158,7 +158,7 @@ func (r handlerRow) Scan(dest ...any) error {
 type handlerBatch struct {
 	br   pgx.BatchResults
 	tx   handlerTx
-	rows *handlerRows // the last Query's
+	rows []openResult // its queries', which pgx ends with it
 }
 
 func (b *handlerBatch) closeResult() { b.br.Close() }
@@ -194,7 +194,7 @@ func (b *handlerBatch) Close() error {
 	}
 	defer b.tx.st.leave()
 	err := b.br.Close()
-	b.tx.st.closed(b, b.rows) // its rows end with it
+	b.tx.st.closed(append(b.rows, b)...) // its rows end with it
 	return err
 }
 
