@@ -32,17 +32,27 @@ func (t *txState) rows(rows pgx.Rows, owner *handlerBatch) *handlerRows {
 type handlerRows struct {
 	rows pgx.Rows
 	st   *txState
-	err  error // why a call was refused, for Err
+	err  error // why a call was first refused, for Err (under st.mu)
 }
 
 func (r *handlerRows) closeResult() { r.rows.Close() }
 
-// refused records why a call was refused and returns it.
+// refused records why a call was refused and returns it: as an error
+// ends pgx's rows, Err reports it from then on.
 func (r *handlerRows) refused(err error) error {
+	r.st.mu.Lock()
+	defer r.st.mu.Unlock()
 	if r.err == nil {
 		r.err = err
 	}
 	return err
+}
+
+// refusal is the error that refused records first, or nil.
+func (r *handlerRows) refusal() error {
+	r.st.mu.Lock()
+	defer r.st.mu.Unlock()
+	return r.err
 }
 
 func (r *handlerRows) Next() bool {
@@ -68,10 +78,10 @@ func (r *handlerRows) Close() {
 }
 
 func (r *handlerRows) Err() error {
+	if err := r.refusal(); err != nil {
+		return err
+	}
 	if err := r.st.use(); err != nil {
-		if r.err != nil {
-			return r.err
-		}
 		return err
 	}
 	defer r.st.leave()
