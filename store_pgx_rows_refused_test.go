@@ -10,9 +10,10 @@ import (
 	"github.com/seed-a84bb619/idempotency"
 )
 
-// A call on a query's rows refused because another goroutine's call on
-// them was running ends them, as an error ends pgx's: Next reports false
-// and Err the refusal, ErrTxBusy, also once the other call has ended.
+// A Next on a query's rows refused because another goroutine's call on
+// them was running reports false, and Err reports the refusal, ErrTxBusy,
+// also once the other call has ended, as pgx's Err reports what ended its
+// rows.
 // Before, Err asked pgx's rows again once it could, and reported nil: the
 // rows looked read to their end.
 func TestPgxRowsRefusedNextReportedByErr(t *testing.T) {
