@@ -37,8 +37,8 @@ type handlerRows struct {
 
 func (r *handlerRows) closeResult() { r.rows.Close() }
 
-// refused records why a call was refused and returns it: as an error
-// ends pgx's rows, Err reports it from then on.
+// refused records why a call was refused and returns it: Err reports it
+// from then on, as pgx's Err reports the error that ended its rows.
 func (r *handlerRows) refused(err error) error {
 	r.st.mu.Lock()
 	defer r.st.mu.Unlock()
