@@ -93,7 +93,9 @@ func (r *handlerRows) Scan(dest ...any) error {
 		return r.refused(err)
 	}
 	defer r.st.leave()
-	return r.rows.Scan(dest...)
+	err := r.rows.Scan(dest...)
+	r.failed(err)
+	return err
 }
 
 func (r *handlerRows) Values() ([]any, error) {
@@ -101,7 +103,17 @@ func (r *handlerRows) Values() ([]any, error) {
 		return nil, r.refused(err)
 	}
 	defer r.st.leave()
-	return r.rows.Values()
+	values, err := r.rows.Values()
+	r.failed(err)
+	return values, err
+}
+
+// failed forgets the rows when err, a Scan's or a Values', ended them:
+// pgx closes its rows on such an error, which Err then reports.
+func (r *handlerRows) failed(err error) {
+	if err != nil && r.rows.Err() != nil {
+		r.st.closed(r)
+	}
 }
 
 func (r *handlerRows) RawValues() [][]byte {
