@@ -341,7 +341,8 @@ var errResultsLeftOpen = fmt.Errorf("%w: the handler returned with a query's row
 // a goroutine) are closed here, once the context is cancelled (a query
 // still running ends rather than being read to its end), which no call of
 // the handler's can reach any more, and the attempt fails with
-// errResultsLeftOpen.
+// errResultsLeftOpen. Closing a batch runs its queued callbacks, as pgx
+// does; one that panics is reported with the attempt's error.
 //
 // It does so in a defer, so that a panic of apply, which goes on up once
 // the statement ended, does not reach the store's rollback while the
@@ -370,11 +371,18 @@ func (t *txState) runHandler(ctx context.Context, apply ApplyFunc, tx Tx) (err e
 		open := t.open
 		t.open = nil
 		t.mu.Unlock()
+		var closing error // a batch's queued callback that panicked
 		for i := len(open) - 1; i >= 0; i-- {
-			open[i].closeResult()
+			func() {
+				defer recoverPanic(&closing)
+				open[i].closeResult()
+			}()
 		}
 		if len(open) > 0 && err != errStatementLeftRunning {
 			err = errResultsLeftOpen
+		}
+		if closing != nil {
+			err = fmt.Errorf("%w; closing them: %w", err, closing)
 		}
 	}()
 	return apply(hctx, tx)

@@ -181,8 +181,10 @@ LIMIT $6`,
 // The rows of its queries and the results of its batches hold the
 // connection until closed, as pgx's do: a statement sent meanwhile fails
 // with [ErrTxBusy], and a handler that returns with them open fails its
-// attempt with ErrTxBusy, rolled back. It panics when tx does not come from
-// a [PgxStore], a programming error.
+// attempt with ErrTxBusy, rolled back. Conn and LargeObjects are pgx's
+// own, outside these rules (pgx.LargeObjects cannot be wrapped): use them
+// only while the handler runs, from its goroutine. It panics when tx does
+// not come from a [PgxStore], a programming error.
 func PgxTx(tx Tx) pgx.Tx {
 	ptx, ok := tx.(*pgxTx)
 	if !ok {

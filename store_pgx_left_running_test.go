@@ -265,3 +265,26 @@ func TestPgxHandlerResultsClosed(t *testing.T) {
 	require.ErrorAs(t, err, &pgErr)
 	require.Equal(t, "42703", pgErr.Code)
 }
+
+// A batch left open runs its queued callbacks when the store closes it,
+// after the handler returned: one that panics fails the attempt with
+// ErrTxBusy, and its panic goes no further (an inbox worker's process
+// crashed, outside the recover that guards the handler).
+func TestPgxBatchCallbackPanicsWhenTheStoreClosesIt(t *testing.T) {
+	b := newPgBackend(t, idempotency.PgxConfig{})
+	ctx := t.Context()
+	var err error
+	require.NotPanics(t, func() {
+		_, err = b.store.Run(ctx, idempotency.Claim{EventID: "evt_batch_panic", EventType: "invoice.paid"},
+			func(hctx context.Context, tx idempotency.Tx) error {
+				batch := &pgx.Batch{}
+				batch.Queue(`SELECT 1`).QueryRow(func(pgx.Row) error { panic("a callback's bug") })
+				idempotency.PgxTx(tx).SendBatch(hctx, batch)
+				return nil
+			})
+	})
+	require.ErrorIs(t, err, idempotency.ErrTxBusy)
+	var p *idempotency.PanicError
+	require.ErrorAs(t, err, &p)
+	require.Equal(t, "a callback's bug", p.Value)
+}
