@@ -71,7 +71,9 @@ type RecoverOptions struct {
 	// OnlyUndelivered, or an earlier Since, fails with
 	// [ErrCheckpointMismatch] (a later Since is fine: a relative one such
 	// as "5 days ago" moves on between calls). Run one Recover per
-	// checkpoint at a time. Empty keeps no checkpoint.
+	// checkpoint at a time. Empty keeps no checkpoint. A name is valid
+	// UTF-8 without NUL bytes, at most 1024 bytes long ([ErrInvalidKey]
+	// otherwise, before any request).
 	Checkpoint string
 
 	// RequestsPerSecond bounds the calls to the Events API (one per page,
@@ -231,8 +233,11 @@ func (o *RecoverOptions) setDefaults() error {
 	case o.PageSize == 0:
 		o.PageSize = maxRecoverPageSize
 	}
-	if err := checkText("RecoverOptions.Checkpoint", o.Checkpoint, false); err != nil {
-		return err
+	if o.Checkpoint != "" {
+		// The name is the checkpoint's key: PgxStore indexes it.
+		if err := checkKey("RecoverOptions.Checkpoint", o.Checkpoint); err != nil {
+			return err
+		}
 	}
 	if o.Now == nil {
 		o.Now = time.Now
