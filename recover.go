@@ -353,11 +353,27 @@ func (r *recovery) walk(ctx context.Context) error {
 // page: about log2 of the seconds between Since and the newest event's
 // (22 requests at most for 30 days). When more than a page of events share
 // the window's first second, it pages to the end of that second's list.
+//
+// Events found by one request may no longer be listed by the next: with
+// OnlyUndelivered, Stripe's retries deliver them meanwhile. A search that
+// ends on an empty page starts again, so that the events after the ones
+// that went are not taken for none.
 func (r *recovery) oldest(ctx context.Context) (eventPage, error) {
-	page, err := r.list(ctx, eventQuery{})
-	if err != nil || !page.hasMore {
-		return page, err
+	for {
+		page, err := r.list(ctx, eventQuery{})
+		if err != nil || !page.hasMore {
+			return page, err
+		}
+		if page, err = r.search(ctx, page); err != nil || len(page.events) > 0 {
+			return page, err
+		}
 	}
+}
+
+// search finds the oldest page from the first page listed, which has
+// more after it.
+func (r *recovery) search(ctx context.Context, page eventPage) (eventPage, error) {
+	var err error
 	empty := r.since                       // [since, empty) holds no event
 	full := page.events[0].env.Created + 1 // [since, full) holds more than a page
 	for full-empty > 1 {
