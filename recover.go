@@ -70,7 +70,8 @@ type RecoverOptions struct {
 	// Since it was started with; continuing it with other Types or
 	// OnlyUndelivered, or an earlier Since, fails with
 	// [ErrCheckpointMismatch] (a later Since is fine: a relative one such
-	// as "5 days ago" moves on between calls). Run one Recover per
+	// as "5 days ago" moves on between calls; one after the checkpoint's
+	// last event starts at Since, as a new run). Run one Recover per
 	// checkpoint at a time. Empty keeps no checkpoint. A name is valid
 	// UTF-8 without NUL bytes, at most 1024 bytes long ([ErrInvalidKey]
 	// otherwise, before any request).
@@ -154,7 +155,8 @@ type RecoverReport struct {
 //
 // It refuses, with [ErrRecoveryWindow] and before any request, a Since
 // earlier than RecoveryWindow before opts.Now, or a checkpoint whose last
-// event is that old.
+// event is that old and not before Since (one before Since is not needed:
+// the run starts at Since).
 //
 // The Events API renders each event in the API version that was the
 // account's default when the event was created, which may not be the
@@ -187,12 +189,12 @@ func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts Recov
 		return report, err
 	}
 	start := opts.Since
-	if r.last.id != "" {
-		start = r.last.created
+	if r.last.id != "" && r.last.created.Unix() >= r.since {
+		start, r.cursor = r.last.created, r.last.id
 	}
 	if oldest := now.Add(-RecoveryWindow); start.Before(oldest) {
 		what := "RecoverOptions.Since"
-		if r.last.id != "" {
+		if r.cursor != "" {
 			what = fmt.Sprintf("the last event of checkpoint %q", opts.Checkpoint)
 		}
 		return report, fmt.Errorf("%w: %s is %s, before %s", ErrRecoveryWindow, what,
@@ -258,6 +260,7 @@ type recovery struct {
 	cp      *recoveryCheckpoint // the checkpoint as stored, or to store
 	last    listedRef           // the last event up to which every event was handled
 	saved   string              // the last event id the checkpoint holds
+	cursor  string              // the event the walk starts after: last's, unless it is before since
 	failed  bool                // an event failed: last stays before it
 }
 
@@ -317,7 +320,7 @@ func (r *recovery) loadCheckpoint(ctx context.Context) error {
 // cannot be split below one second, and a checkpoint of (second, count)
 // is not exact while events of that second are still being created.
 func (r *recovery) walk(ctx context.Context) error {
-	cursor := r.last.id
+	cursor := r.cursor
 	if cursor == "" {
 		page, err := r.oldest(ctx)
 		if err != nil {
