@@ -242,7 +242,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		recovered := make(chan struct{})
 		go func() {
 			defer close(recovered)
-			recoverEvents(ctx, srv.webhook, api, time.Now().Add(-*recoverSince), logger)
+			recoverEvents(ctx, srv.webhook, api, *recoverSince, logger)
 		}()
 		defer func() { <-recovered }()
 	}
@@ -325,11 +325,21 @@ type server struct {
 // stopped continues where it was.
 const recoverCheckpoint = "examples-server"
 
-// recoverEvents replays the events created since from the Events API
-// through h, as deliveries. Recover logs its report; a run that stopped
-// is continued by the next start.
-func recoverEvents(ctx context.Context, h *idempotency.Handler, api *stripe.Client, since time.Time, logger *slog.Logger) {
-	if _, err := h.Recover(ctx, api, idempotency.RecoverOptions{Since: since, Checkpoint: recoverCheckpoint}); err != nil && ctx.Err() == nil {
+// recoverEvents replays the events created in the last period from the
+// Events API through h, as deliveries. Recover logs its report; a run that
+// stopped is continued by the next start.
+//
+// Since and the Events API's window are measured from one reading of the
+// clock (which also dates the checkpoint: with the run's start): with
+// two, a period of the whole window (720h) would reach a moment before
+// it, and be refused.
+func recoverEvents(ctx context.Context, h *idempotency.Handler, api *stripe.Client, period time.Duration, logger *slog.Logger) {
+	start := time.Now()
+	opts := idempotency.RecoverOptions{
+		Since: start.Add(-period), Checkpoint: recoverCheckpoint,
+		Now: func() time.Time { return start },
+	}
+	if _, err := h.Recover(ctx, api, opts); err != nil && ctx.Err() == nil {
 		logger.Error("recovery stopped; start again to continue from its checkpoint", "error", err)
 	}
 }
