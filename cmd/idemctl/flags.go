@@ -68,7 +68,10 @@ func parseTime(s string, now time.Time) (time.Time, error) {
 }
 
 // timeFlag is a -since or -until flag.
-type timeFlag struct{ t time.Time }
+//
+// now is the clock's reading that a duration before now was measured
+// from: recover measures the Events API's window from it too.
+type timeFlag struct{ t, now time.Time }
 
 func (f *timeFlag) String() string {
 	if f == nil || f.t.IsZero() {
@@ -78,11 +81,12 @@ func (f *timeFlag) String() string {
 }
 
 func (f *timeFlag) Set(s string) error {
-	t, err := parseTime(s, time.Now())
+	now := time.Now()
+	t, err := parseTime(s, now)
 	if err != nil {
 		return err
 	}
-	f.t = t
+	f.t, f.now = t, now
 	return nil
 }
 

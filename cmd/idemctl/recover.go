@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/stripe/stripe-go/v82"
 
@@ -111,6 +112,9 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			pages := 0
 			rep, err := h.Recover(ctx, client, idempotency.RecoverOptions{
 				Since: since.t, Types: types, Checkpoint: *checkpoint, OnlyUndelivered: *onlyUndelivered,
+				// The window (and the checkpoint's date) from the reading
+				// -since was measured from: a later one refuses -since 30d.
+				Now: func() time.Time { return since.now },
 				OnPage: func(rep idempotency.RecoverReport) {
 					pages++
 					m.set(rep.Listed, fmt.Sprintf("%d pages, %d events received", pages, rep.Listed))
