@@ -116,7 +116,7 @@ func isKind(k idempotency.InboxKind) bool {
 // delivery is processed as new. An event still to be applied, and a task,
 // are refused.
 func (d *Dashboard) forget(w http.ResponseWriter, r *http.Request) {
-	id := strings.TrimSpace(r.PostFormValue("id"))
+	id := r.PostFormValue("id") // the event page's, as stored
 	if id == "" {
 		d.renderMessage(w, r, http.StatusBadRequest, "Bad form", "Forget takes an event id.")
 		return

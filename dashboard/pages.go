@@ -179,9 +179,11 @@ type eventData struct {
 	Payload      string
 }
 
-// event: one event's (or task's) inbox record and ledger record.
+// event: one event's (or task's) inbox record and ledger record. The id
+// comes from the dashboard's own links, as stored: it is not trimmed, since
+// a task's key may begin or end with a space.
 func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
-	id := strings.TrimSpace(r.URL.Query().Get("id"))
+	id := r.URL.Query().Get("id")
 	if id == "" {
 		d.renderMessage(w, r, http.StatusBadRequest, "No event", "Give an event id: event?id=evt_...")
 		return
