@@ -20,6 +20,12 @@ import (
 // days. [Handler.Recover] cannot start earlier.
 const RecoveryWindow = 30 * 24 * time.Hour
 
+// recoveryLeeway is how much earlier than RecoveryWindow before Now a
+// Since may be: one taken as time.Now().Add(-RecoveryWindow) read the
+// clock before Recover does, and was refused for being microseconds too
+// early.
+const recoveryLeeway = time.Minute
+
 // DefaultRecoverRate is RecoverOptions.RequestsPerSecond's default: well
 // under Stripe's limits of 25 requests per second for one endpoint (and
 // for all of a sandbox), and leaving room for the service's own calls,
@@ -40,7 +46,9 @@ const maxRecoverFailedIDs = 1000
 type RecoverOptions struct {
 	// Since is the oldest creation time recovered: events created at or
 	// after it (in whole seconds). Required; no earlier than
-	// RecoveryWindow (30 days) before Now. Take it from before the outage
+	// RecoveryWindow (30 days) before Now, within a minute, so that
+	// time.Now().Add(-RecoveryWindow), read before Recover reads Now, is
+	// the whole window. Take it from before the outage
 	// began: an event delivered and applied already costs only a
 	// duplicate.
 	Since time.Time
@@ -154,7 +162,8 @@ type RecoverReport struct {
 // short; Config.Timeout does), and the checkpoint is saved.
 //
 // It refuses, with [ErrRecoveryWindow] and before any request, a Since
-// earlier than RecoveryWindow before opts.Now, or a checkpoint whose last
+// earlier than RecoveryWindow (and a minute) before opts.Now, or a
+// checkpoint whose last
 // event is that old and not before Since (one before Since is not needed:
 // the run starts at Since).
 //
@@ -192,7 +201,7 @@ func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts Recov
 	if r.last.id != "" && r.last.created.Unix() >= r.since {
 		start, r.cursor = r.last.created, r.last.id
 	}
-	if oldest := now.Add(-RecoveryWindow); start.Before(oldest) {
+	if oldest := now.Add(-RecoveryWindow); start.Before(oldest.Add(-recoveryLeeway)) {
 		what := "RecoverOptions.Since"
 		if r.cursor != "" {
 			what = fmt.Sprintf("the last event of checkpoint %q", opts.Checkpoint)

@@ -399,7 +399,7 @@ func TestRecoverRefusesBadInput(t *testing.T) {
 		{"no since", with(func(o *idempotency.RecoverOptions) { o.Since = time.Time{} }), client, nil, "Since is required"},
 		{"since in the future", with(func(o *idempotency.RecoverOptions) { o.Since = now.Add(time.Minute) }), client, nil, "in the future"},
 		{"since beyond 30 days", with(func(o *idempotency.RecoverOptions) {
-			o.Since = now.Add(-idempotency.RecoveryWindow - time.Second)
+			o.Since = now.Add(-idempotency.RecoveryWindow - time.Minute - time.Second)
 			o.Checkpoint = ""
 		}), client, idempotency.ErrRecoveryWindow, "RecoverOptions.Since"},
 		{"checkpoint beyond 30 days", with(func(o *idempotency.RecoverOptions) {
@@ -540,4 +540,19 @@ func TestRecoverLogsNoPayload(t *testing.T) {
 	require.NotContains(t, out, "in_outage_", "no payload field")
 	require.NotContains(t, out, fakeStripeKey)
 	require.False(t, strings.Contains(out, "amount_paid"))
+}
+
+// TestRecoverTheWholeWindow: a Since of time.Now() less RecoveryWindow,
+// the whole window as a user writes it, is accepted; it read the clock
+// before Recover did, and was refused for being microseconds too early.
+func TestRecoverTheWholeWindow(t *testing.T) {
+	t.Parallel()
+	f := newFakeStripe()
+	addPaidEvents(t, f, "window", 3, time.Now())
+	app := newService(t, "memory")
+	rep, err := app.handler(t).Recover(t.Context(), f.inProcess(), idempotency.RecoverOptions{
+		Since: time.Now().Add(-idempotency.RecoveryWindow),
+	})
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.Processed, "%+v", rep)
 }
