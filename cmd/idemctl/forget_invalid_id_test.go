@@ -29,3 +29,14 @@ func TestForgetInvalidIDForgetsNothing(t *testing.T) {
 		require.True(t, found, "evt_paid_1's claim is kept")
 	}
 }
+
+// TestForgetIDBoundIsTheLibrarys: forget's bound on an id's length is the
+// one Forget itself keeps.
+func TestForgetIDBoundIsTheLibrarys(t *testing.T) {
+	t.Parallel()
+	store := idempotency.NewMemoryStore()
+	_, err := store.Forget(t.Context(), strings.Repeat("x", maxEventIDLen))
+	require.NoError(t, err)
+	_, err = store.Forget(t.Context(), strings.Repeat("x", maxEventIDLen+1))
+	require.ErrorIs(t, err, idempotency.ErrInvalidKey)
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/seed-a84bb619/idempotency"
 )
@@ -111,6 +113,12 @@ forgotten), 1 when one was refused or failed.`,
 			if len(args) == 0 {
 				return usageError("want at least one event id")
 			}
+			// A bad id is a usage error, found before any id is forgotten.
+			for i, id := range args {
+				if err := checkEventID(id); err != nil {
+					return usageError("argument %d: %v", i+1, err)
+				}
+			}
 			_, in, closeFn, err := a.openInbox(ctx)
 			if err != nil {
 				return err
@@ -144,6 +152,26 @@ forgotten), 1 when one was refused or failed.`,
 			return nil
 		}
 	},
+}
+
+// maxEventIDLen is the longest id, in bytes, that a store keeps (the
+// library's bound on the keys it indexes).
+const maxEventIDLen = 1024
+
+// checkEventID refuses an id that no store can hold, as Forget does; it
+// does not quote the id.
+func checkEventID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("an empty event id")
+	case strings.IndexByte(id, 0) >= 0:
+		return errors.New("the event id contains a NUL byte")
+	case !utf8.ValidString(id):
+		return errors.New("the event id is not valid UTF-8")
+	case len(id) > maxEventIDLen:
+		return fmt.Errorf("the event id is %d bytes long (at most %d)", len(id), maxEventIDLen)
+	}
+	return nil
 }
 
 var migrateCommand = command{
