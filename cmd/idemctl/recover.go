@@ -42,8 +42,9 @@ printed. -api-base points the client at a local stripe-mock or a fake.
 -checkpoint keeps, under a name, how far the run got: a run stopped by an
 error, a failed event or SIGINT continues there when run again with the same
 name and options. Progress shows the pages listed. It exits 1 when events
-failed to be stored (their ids are printed), 2 when -since is beyond the
-Events API's window or -checkpoint was started with other options.
+failed to be stored (their ids are printed), 2 when -since is in the
+future or beyond the Events API's window, or -checkpoint was started with
+other options.
 
 With -json the report is one JSON document: {"listed":N,"queued":N,
 "duplicate":N,"ignored":N,"failed":N,"failed_ids":[..],"requests":N,
@@ -65,6 +66,9 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			}
 			if since.t.IsZero() {
 				return usageError("-since is required")
+			}
+			if since.t.After(since.now) {
+				return usageError("-since %s is in the future", formatTime(since.t))
 			}
 			if len(types) == 0 {
 				return usageError("-types is required: the service's handled event types, a comma list")
