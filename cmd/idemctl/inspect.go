@@ -274,6 +274,9 @@ or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 				return usageError("want one event id, got %d arguments", len(args))
 			}
 			id := args[0]
+			if err := checkEventID(id); err != nil {
+				return usageError("%v", err)
+			}
 			store, in, closeFn, err := a.openInbox(ctx)
 			if err != nil {
 				return err

@@ -158,8 +158,8 @@ forgotten), 1 when one was refused or failed.`,
 // library's bound on the keys it indexes).
 const maxEventIDLen = 1024
 
-// checkEventID refuses an id that no store can hold, as Forget does; it
-// does not quote the id.
+// checkEventID refuses an id that no store can hold, as Forget does: show
+// and forget refuse it before connecting. It does not quote the id.
 func checkEventID(id string) error {
 	switch {
 	case id == "":
