@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -119,6 +120,14 @@ forgotten), 1 when one was refused or failed.`,
 					return usageError("argument %d: %v", i+1, err)
 				}
 			}
+			// An id given twice is forgotten once: the second time it would
+			// be reported not found.
+			seen := make(map[string]bool, len(args))
+			args = slices.DeleteFunc(slices.Clone(args), func(id string) bool {
+				dup := seen[id]
+				seen[id] = true
+				return dup
+			})
 			_, in, closeFn, err := a.openInbox(ctx)
 			if err != nil {
 				return err
