@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	receiptEmails := fs.Bool("receipt-emails", true, "send one receipt email per paid invoice through a task (false: credits only, as the benchmark's baseline does)")
 	pruneEvery := fs.Duration("prune-every", time.Hour, "delete what the default idempotency.Retention no longer keeps (ids after 45 days, finished events after 7, dead letters after 90) this often, on every replica; 0 is off")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9090); empty is off")
-	recoverSince := fs.Duration("recover-since", 0, "with STRIPE_SECRET_KEY: at start, replay the events of this last period (at most 720h) from the Events API through the webhook path, resuming a stopped run (checkpoint "+recoverCheckpoint+"); 0 is off")
+	recoverSince := fs.Duration("recover-since", 0, "with STRIPE_SECRET_KEY: at start, replay the events of this last period (at most 720h) from the Events API through the webhook path, resuming a stopped run of the same period (checkpoint "+recoverCheckpoint+"-<period>); 0 is off")
 	dash := addDashboardFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -321,8 +321,12 @@ type server struct {
 	inbox   *idempotency.Inbox
 }
 
-// recoverCheckpoint names the example's recovery checkpoint: a run that
-// stopped continues where it was.
+// recoverCheckpoint starts the names of the example's recovery
+// checkpoints, one per period: a run that stopped continues where it was
+// when started again with the same -recover-since. A checkpoint refuses a
+// Since earlier than its own, so a longer period has a checkpoint of its
+// own: under one name, -recover-since 240h after a start with 2h was
+// refused on every start for ten days.
 const recoverCheckpoint = "examples-server"
 
 // recoverEvents replays the events created in the last period from the
@@ -336,7 +340,7 @@ const recoverCheckpoint = "examples-server"
 func recoverEvents(ctx context.Context, h *idempotency.Handler, api *stripe.Client, period time.Duration, logger *slog.Logger) {
 	start := time.Now()
 	opts := idempotency.RecoverOptions{
-		Since: start.Add(-period), Checkpoint: recoverCheckpoint,
+		Since: start.Add(-period), Checkpoint: recoverCheckpoint + "-" + period.String(),
 		Now: func() time.Time { return start },
 	}
 	if _, err := h.Recover(ctx, api, opts); err != nil && ctx.Err() == nil {
