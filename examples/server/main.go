@@ -72,6 +72,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stripe/stripe-go/v82"
 
@@ -454,10 +455,17 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 }
 
 // getRow answers GET /.../{id} with the row get returns as JSON, 404 when
-// there is none, or 503 when it cannot be read.
+// there is none, or 503 when it cannot be read. An id that no row can
+// have (a NUL byte, not UTF-8) is not looked up: PostgreSQL would refuse
+// the query, and the answer would say the store is unavailable.
 func getRow[T any](logger *slog.Logger, what string, get func(context.Context, string) (T, bool, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		row, ok, err := get(r.Context(), r.PathValue("id"))
+		id := r.PathValue("id")
+		if strings.IndexByte(id, 0) >= 0 || !utf8.ValidString(id) {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "not_found"})
+			return
+		}
+		row, ok, err := get(r.Context(), id)
 		switch {
 		case err != nil:
 			logger.Error("reading "+what, "error", err)
