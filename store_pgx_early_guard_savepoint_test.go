@@ -1,0 +1,56 @@
+package idempotency_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// A guard claimed inside a pseudo-nested transaction (PgxTx's Begin) that
+// the handler rolls back is not kept: the next event about the key finds
+// it free. Claim.Guards, the hint KeyIsObjectID gives, must not change
+// that: the store claimed the key before the savepoint, and answered the
+// handler's Guard from that claim, which the rollback left in place.
+func TestPgxGuardRolledBackWithNestedTxEvenWhenClaimedEarly(t *testing.T) {
+	t.Parallel()
+	b := newPgBackend(t, idempotency.PgxConfig{})
+	for _, early := range []bool{false, true} {
+		name := map[bool]string{false: "guard-in-handler", true: "claimed-early"}[early]
+		t.Run(name, func(t *testing.T) {
+			key := "in_" + name
+			first := idempotency.Claim{EventID: "evt_nested_1_" + name, EventType: "invoice.paid", ObjectID: key}
+			if early {
+				first.Guards = []idempotency.GuardKey{{Scope: "action:grant", Key: key}}
+			}
+			out, err := b.store.Run(t.Context(), first, func(ctx context.Context, tx idempotency.Tx) error {
+				nested, err := idempotency.PgxTx(tx).Begin(ctx)
+				if err != nil {
+					return err
+				}
+				ran, err := tx.Guard(ctx, "action:grant", key)
+				if err != nil {
+					return err
+				}
+				require.True(t, ran, "the first event's guard")
+				// The action's write failed: the handler rolls back what
+				// it tried, the guard with it, and goes on.
+				return nested.Rollback(ctx)
+			})
+			require.NoError(t, err)
+			require.Equal(t, idempotency.OutcomeProcessed, out)
+
+			var again bool
+			out, err = b.store.Run(t.Context(), idempotency.Claim{EventID: "evt_nested_2_" + name, EventType: "invoice.payment_succeeded", ObjectID: key},
+				func(ctx context.Context, tx idempotency.Tx) (err error) {
+					again, err = tx.Guard(ctx, "action:grant", key)
+					return err
+				})
+			require.NoError(t, err)
+			require.Equal(t, idempotency.OutcomeProcessed, out)
+			require.True(t, again, "the twin event must find the key free: the first claimed it only in a savepoint it rolled back")
+		})
+	}
+}
