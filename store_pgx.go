@@ -177,7 +177,10 @@ LIMIT $6`,
 // PgxTx returns the pgx transaction behind tx, for the handler's own SQL:
 // what it writes there commits or rolls back with the event's claim. Its
 // Commit and Rollback fail with [ErrTxOwnedByStore]: the store ends the
-// transaction when the handler returns (Begin, a savepoint, is fine).
+// transaction when the handler returns (Begin, a savepoint, is fine; a
+// key claimed early for an action declared KeyIsObjectID that the
+// handler has not asked for yet is released first, so that Guard claims
+// it inside the savepoint).
 // The rows of its queries and the results of its batches hold the
 // connection until closed, as pgx's do: a statement sent meanwhile fails
 // with [ErrTxBusy], and a handler that returns with them open fails its
@@ -190,7 +193,7 @@ func PgxTx(tx Tx) pgx.Tx {
 	if !ok {
 		panic(fmt.Sprintf("idempotency: PgxTx: %T is not a PgxStore transaction", tx))
 	}
-	return handlerTx{Tx: ptx.tx, st: &ptx.txState}
+	return handlerTx{Tx: ptx.tx, st: &ptx.txState, p: ptx}
 }
 
 // handlerTx is the handler's view of the event transaction. Once the store
@@ -200,6 +203,7 @@ func PgxTx(tx Tx) pgx.Tx {
 type handlerTx struct {
 	pgx.Tx
 	st *txState
+	p  *pgxTx
 }
 
 func (handlerTx) Commit(context.Context) error   { return ErrTxOwnedByStore }
@@ -210,6 +214,12 @@ func (t handlerTx) Begin(ctx context.Context) (pgx.Tx, error) {
 		return nil, err
 	}
 	defer t.st.leave()
+	// A key claimed early, before any savepoint of the handler's, would
+	// outlive a rollback of this one if Guard answered from that claim
+	// within it: released now, it is claimed where Guard asks for it.
+	if err := t.p.releaseUnasked(ctx); err != nil {
+		return nil, err
+	}
 	t.st.count(1) // the pseudo-nested transaction's RELEASE or ROLLBACK TO: at least one more
 	nested, err := t.Tx.Begin(ctx)
 	if err != nil {
@@ -218,7 +228,7 @@ func (t handlerTx) Begin(ctx context.Context) (pgx.Tx, error) {
 	// Its statements go out on the same connection, in the same
 	// transaction: they are the handler's, refused alike once the store
 	// ends it (a chained commit may have begun the next event's on it).
-	return nestedTx{handlerTx{Tx: nested, st: t.st}}, nil
+	return nestedTx{handlerTx{Tx: nested, st: t.st, p: t.p}}, nil
 }
 
 // nestedTx is a pseudo-nested transaction (a savepoint) of the handler's,
@@ -718,13 +728,16 @@ type pgxTx struct {
 type earlyGuard struct {
 	GuardKey
 	first bool // the claim was new
-	asked bool // Guard has reported it
+	asked bool // Guard has reported it, or releaseUnasked released it
 }
 
-// releaseUnasked deletes the early claims the handler never asked for, so
-// that they are not kept for an action this event did not run.
+// releaseUnasked deletes the early claims the handler has not asked for,
+// so that they are not kept for an action this event did not run, and
+// so that Guard claims them anew: the store calls it when the handler
+// returns, and PgxTx's Begin before the handler's savepoint.
 func (t *pgxTx) releaseUnasked(ctx context.Context) error {
-	for _, g := range t.early {
+	for i := range t.early {
+		g := &t.early[i]
 		if !g.first || g.asked {
 			continue
 		}
@@ -732,6 +745,7 @@ func (t *pgxTx) releaseUnasked(ctx context.Context) error {
 		if _, err := t.tx.Exec(ctx, t.s.sql.releaseGuard, g.Scope, g.Key, t.claim.EventID); err != nil {
 			return fmt.Errorf("idempotency: releasing an unused guard: %w", err)
 		}
+		g.asked = true // released: Guard claims it with a statement of its own
 	}
 	return nil
 }
