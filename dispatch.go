@@ -33,7 +33,7 @@ func (d *dispatcher) handles(eventType string) bool {
 // run claims env's event and applies its handler, or with no handler
 // records the claim as ignored, within d.timeout. fence, when not nil,
 // finishes the event's inbox row in the same transaction. AfterCommit
-// panics are added to res.
+// panics are added to res, and a skip's reason.
 func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []byte, receivedAt time.Time, fence *inboxFence, res *Result) (Outcome, error) {
 	claim := d.claim(env, receivedAt, fence)
 	claim.OnAfterCommitPanic = func(p *PanicError) { res.AfterCommitPanics = append(res.AfterCommitPanics, p) }
@@ -41,8 +41,10 @@ func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []
 		claim.arrived = time.Now()
 	}
 	var apply ApplyFunc
+	var skip string // the reason of the last attempt's Skip, for the log
 	if reg, ok := d.handlers[env.Type]; ok {
 		apply = func(ctx context.Context, tx Tx) (err error) {
+			defer func() { skip, _ = skipReason(err) }()
 			defer recoverPanic(&err)
 			return reg.apply(ctx, tx, env, payload, d.fast)
 		}
@@ -53,6 +55,9 @@ func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []
 	outcome, err := d.store.Run(ctx, claim, apply)
 	if errors.Is(err, ErrStoreUnavailable) {
 		return OutcomeUnavailable, err
+	}
+	if outcome == OutcomeSkipped {
+		res.skipReason = skip
 	}
 	return outcome, timeoutErr(ctx, d.timeout, err)
 }

@@ -73,7 +73,8 @@ type Config struct {
 	RecordIgnored bool
 
 	// Logger receives one record per delivery: event id, type, object id,
-	// outcome, status and duration, never the payload or a secret.
+	// outcome, status and duration, and a skip's reason, never the
+	// payload or a secret.
 	// Processed and skipped events log at Info, duplicates and ignored
 	// events at Debug, rejections at Warn, failures at Error. Defaults to
 	// slog.Default().
@@ -135,6 +136,8 @@ type Result struct {
 	// that panicked after the commit. The commit stands and the delivery is
 	// answered 200; the panics are logged at Error.
 	AfterCommitPanics []*PanicError
+
+	skipReason string // a skipped event's Skip reason, logged as skip_reason
 }
 
 // The defaults of Config.
@@ -642,6 +645,9 @@ func report(ctx context.Context, log *slog.Logger, onResult, observed func(Resul
 		}
 		if res.Err != nil {
 			attrs = append(attrs, slog.String("error", res.Err.Error()))
+		}
+		if res.skipReason != "" {
+			attrs = append(attrs, slog.String("skip_reason", res.skipReason))
 		}
 		var stack *PanicError
 		if errors.As(res.Err, &stack) {
