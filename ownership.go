@@ -34,7 +34,9 @@ type ActionFunc[A any] func(ctx context.Context, tx Tx, key string, arg A) error
 // ActionSpec declares an action.
 type ActionSpec struct {
 	// Name identifies the action; it is part of the guard scope, so renaming
-	// an action forgets which keys it ran for. Required, unique per registry.
+	// an action forgets which keys it ran for. Required, unique per
+	// registry; valid UTF-8 without NUL bytes, at most 1017 bytes (the
+	// scope "action:" + Name is indexed), or [ErrInvalidKey].
 	Name string
 	// Key says what the natural key is ("invoice id"), for the ownership
 	// table. Required.
@@ -84,6 +86,11 @@ func NewActionSafely[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) (*A
 		return nil, fmt.Errorf("idempotency: NewAction %q: nil func", spec.Name)
 	case slices.Contains(spec.Owners, ""):
 		return nil, fmt.Errorf("idempotency: NewAction %q: empty owner event type", spec.Name)
+	}
+	// The name is part of a guard scope, which a store indexes: one no
+	// store can keep would fail every event of the owners at run time.
+	if err := checkKey("its guard scope", actionScope(spec.Name)); err != nil {
+		return nil, fmt.Errorf("idempotency: NewAction %q: %w", spec.Name, err)
 	}
 	for _, a := range hs.actions {
 		if a.Name == spec.Name {

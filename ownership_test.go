@@ -154,6 +154,15 @@ func TestActionRegistrationErrors(t *testing.T) {
 	}
 	_, err = idempotency.NewActionSafely[int](hs, idempotency.ActionSpec{Name: "d", Key: "k"}, nil)
 	require.Error(t, err)
+
+	// A name is part of a guard scope, which a store indexes: one it
+	// cannot keep is refused here, not by every event at run time.
+	for _, name := range []string{"a\x00b", "bad\xff", strings.Repeat("n", 1018)} {
+		_, err := idempotency.NewActionSafely(hs, idempotency.ActionSpec{Name: name, Key: "k"}, fn)
+		require.ErrorIs(t, err, idempotency.ErrInvalidKey, "%q", name)
+	}
+	_, err = idempotency.NewActionSafely(hs, idempotency.ActionSpec{Name: strings.Repeat("n", 1017), Key: "k"}, fn)
+	require.NoError(t, err, "the longest name whose scope a store keeps")
 }
 
 // claimRecorder is a MemoryStore that keeps the claims it is given.
