@@ -68,8 +68,11 @@ type Config struct {
 	DisableFastDecoder bool
 
 	// RecordIgnored stores the claim of events that have no handler, with
-	// outcome ignored, so that the ledger lists every delivery. Defaults to
-	// false: ignored events touch no store.
+	// outcome ignored, so that the ledger lists every delivery. Such a
+	// claim answers a later delivery of the event duplicate, also once a
+	// handler for its type is added: to apply it then, Forget it first.
+	// Defaults to false: ignored events touch no store, and a handler
+	// added later applies the event's next delivery.
 	RecordIgnored bool
 
 	// Logger receives one record per delivery: event id, type, object id,
