@@ -38,7 +38,8 @@ type PgxConfig struct {
 	// idempotency_guards, idempotency_inbox, idempotency_objects,
 	// idempotency_order, idempotency_recovery, idempotency_migrations) and
 	// the sequence idempotency_seq. It is quoted as an identifier, never
-	// interpolated raw. Migrate creates it if needed.
+	// interpolated raw. Migrate creates it if needed. Valid UTF-8 without
+	// NUL bytes, at most 63 bytes (PostgreSQL cuts longer names short).
 	// Defaults to "public".
 	Schema string
 
@@ -111,6 +112,10 @@ type pgxStatements struct {
 	claim, markSkipped, guard, releaseGuard, lookupEvent, lookupGuard, listEvents string
 }
 
+// maxIdentifierLen is the longest name PostgreSQL keeps whole, in bytes
+// (NAMEDATALEN - 1).
+const maxIdentifierLen = 63
+
 // NewPgxStore returns a PostgreSQL store on db. It fails when cfg is
 // invalid.
 func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
@@ -119,6 +124,12 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 	}
 	if cfg.Schema == "" {
 		cfg.Schema = "public"
+	}
+	if err := checkText("PgxConfig.Schema", cfg.Schema, true); err != nil {
+		return nil, fmt.Errorf("idempotency: %w", err)
+	}
+	if len(cfg.Schema) > maxIdentifierLen {
+		return nil, fmt.Errorf("idempotency: PgxConfig.Schema is %d bytes long: PostgreSQL keeps the first %d bytes of a name, so two longer schemas could share one's tables", len(cfg.Schema), maxIdentifierLen)
 	}
 	switch cfg.IsoLevel {
 	case "":
