@@ -285,7 +285,7 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 			res.Err = fmt.Errorf("idempotency: task %s ran, but its end was not recorded; it runs again: %w", row.EventType, err)
 		}
 	case skipped:
-		res.Outcome = OutcomeSkipped
+		res.Outcome, res.skipReason = OutcomeSkipped, reason
 		res.State = settled(InboxSkipped, in.settle(ctx, row, InboxSkipped, errors.New(reason)))
 	case errors.As(err, &snooze) && !panicked(err):
 		res.Outcome = OutcomeQueued
