@@ -1,0 +1,46 @@
+package idempotency_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestOnCurrentRefusesTypesNoScopeFits: OnCurrent's guard scope is
+// "current:" and its event types joined, a key both stores index (at most
+// 1024 bytes). Types that add up past it are refused at registration, as
+// NewAction refuses a name whose scope no store keeps. Accepted, every
+// event of those types was skipped for good, answered 200, with the
+// reason "data.object.id is not valid text", and never fetched.
+func TestOnCurrentRefusesTypesNoScopeFits(t *testing.T) {
+	t.Parallel()
+	types := []string{"customer.subscription.updated"}
+	for i := len(types); len("current:"+strings.Join(types, ",")) <= 1024; i++ {
+		types = append(types, fmt.Sprintf("customer.subscription.custom_event_%03d", i))
+	}
+	hs := idempotency.NewHandlers()
+	fetched := false
+	v := panicValue(func() {
+		idempotency.OnCurrent(hs, types, func(context.Context, string, string) (*stripe.Subscription, error) {
+			fetched = true
+			return &stripe.Subscription{}, nil
+		}, handleNothing)
+	})
+	if v == nil {
+		// What a delivery met before: the event skipped, unfetched.
+		h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+		require.NoError(t, err)
+		res := idempotencytest.Deliver(h, eventPayload(t, "customer.subscription.updated", "evt_current_scope", nil), testSecret)
+		t.Fatalf("OnCurrent accepted %d types (a scope of more than 1024 bytes); a delivery: outcome %s, fetched %t", len(types), res.Outcome, fetched)
+	}
+	err, ok := v.(error)
+	require.True(t, ok, "the panic value is an error: %v", v)
+	require.ErrorIs(t, err, idempotency.ErrInvalidKey)
+}
