@@ -99,7 +99,9 @@ const FetchTimeout = 5 * time.Second
 //     handler sees that state.
 //
 // OnCurrent panics on a programming error, as [On] does: no event types, a
-// nil fetch or fn, or an event type that already has a handler.
+// nil fetch or fn, an event type that already has a handler, or event
+// types whose scope, "current:" and the types joined with commas, no store
+// can keep (a NUL byte, invalid UTF-8, over 1024 bytes: [ErrInvalidKey]).
 func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn EventFunc[T]) {
 	switch {
 	case hs == nil:
@@ -111,6 +113,11 @@ func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn 
 	}
 	types := slices.Sorted(slices.Values(eventTypes))
 	reg := &currentRegistration{scope: "current:" + strings.Join(types, ","), local: localFetches{started: map[string]time.Time{}}}
+	// The scope is part of each object's key, which a store indexes: one
+	// no store can keep would skip every event of the types at run time.
+	if err := checkKey("its scope (\"current:\" and the event types joined)", reg.scope); err != nil {
+		panic(fmt.Errorf("idempotency: OnCurrent: %w", err))
+	}
 	for _, eventType := range types {
 		// The object is the envelope's (Event.ObjectID): data.object is not
 		// decoded, and a thin event's data, the event's own fields, names none.
