@@ -388,6 +388,11 @@ func (r *recovery) search(ctx context.Context, page eventPage) (eventPage, error
 	var err error
 	empty := r.since                       // [since, empty) holds no event
 	full := page.events[0].env.Created + 1 // [since, full) holds more than a page
+	if full <= empty {
+		// Asked for created >= since: an answer that breaks its own
+		// filter would make every search end empty, and start again.
+		return page, fmt.Errorf("%w: listing events: an event created before the created[gte] asked for", ErrStripeAPI)
+	}
 	for full-empty > 1 {
 		mid := empty + (full-empty)/2
 		page, err = r.list(ctx, eventQuery{before: mid})
