@@ -88,13 +88,16 @@ func (l *localClaims) waiters() int {
 // recentIDs is a bounded set of ids: the newest capacity ids added, each
 // for ttl after it was added. The bound in time is what lets a deleted
 // ledger row or inbox row ([PgxStore.Forget], or by hand) be honoured by
-// every process within ttl. It is not safe for concurrent use.
+// every process within ttl. It grows with the ids added, up to capacity,
+// so that a bound far above the traffic costs nothing until reached. It
+// is not safe for concurrent use.
 type recentIDs struct {
-	set  map[string]time.Time // id → when it was added
-	ring []string             // the ids, oldest at next once full
-	next int
-	ttl  time.Duration
-	now  func() time.Time // time.Now; tests set another
+	set      map[string]time.Time // id → when it was added
+	ring     []string             // the ids, oldest at next once full
+	capacity int
+	next     int
+	ttl      time.Duration
+	now      func() time.Time // time.Now; tests set another
 	// forgets counts the calls of forget. What a caller learned from the
 	// database before one may be stale: the row it found may be the one
 	// forgotten.
@@ -102,7 +105,7 @@ type recentIDs struct {
 }
 
 func newRecentIDs(capacity int, ttl time.Duration) recentIDs {
-	return recentIDs{set: make(map[string]time.Time, capacity), ring: make([]string, 0, capacity), ttl: ttl, now: time.Now}
+	return recentIDs{set: make(map[string]time.Time), capacity: capacity, ttl: ttl, now: time.Now}
 }
 
 func (r *recentIDs) has(id string) bool {
@@ -112,14 +115,14 @@ func (r *recentIDs) has(id string) bool {
 
 // add adds id, or renews it, forgetting the oldest when full.
 func (r *recentIDs) add(id string) {
-	if cap(r.ring) == 0 {
+	if r.capacity <= 0 {
 		return
 	}
 	if _, ok := r.set[id]; ok {
 		r.set[id] = r.now()
 		return
 	}
-	if len(r.ring) < cap(r.ring) {
+	if len(r.ring) < r.capacity {
 		r.ring = append(r.ring, id)
 	} else {
 		delete(r.set, r.ring[r.next])
