@@ -103,7 +103,9 @@ type Config struct {
 	// or stored like a snapshot event; see [Handler] for what its handler
 	// receives. A fetch that fails answers 503 (network, timeout, 429,
 	// 5xx) or 500 (any other refusal), so Stripe sends the notification
-	// again. Nil answers thin notifications 400, as [ErrThinEvent] says.
+	// again. A notification of a type with no handler is answered ignored
+	// without a fetch, unless RecordIgnored records it. Nil answers thin
+	// notifications 400, as [ErrThinEvent] says.
 	StripeClient *stripe.Client
 
 	// Now is the clock of what the Handler records: when a delivery was

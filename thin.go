@@ -16,7 +16,8 @@ var bodyStripeUnavailable = []byte(`{"error":"stripe_unavailable"}`)
 // event the notification names with Config.StripeClient and accepts it as
 // a snapshot event is accepted, claimed by its id. A notification carries
 // no object, so without a client it is refused, as before thin events were
-// supported.
+// supported. One of a type with no handler is answered ignored without a
+// fetch, unless Config.RecordIgnored records it.
 //
 // The event is fetched in the request, in inbox mode too, so that the
 // inbox stores (and its workers apply) the event itself: a 2xx means the
@@ -28,14 +29,22 @@ func (h *Handler) serveThin(ctx context.Context, notification []byte, res *Resul
 		return http.StatusBadRequest, bodyInvalidEvent
 	}
 	n, err := envelope.ParseThin(notification)
-	if err == nil && !validText(n.ID) {
-		err = fmt.Errorf("the notification's id contains a NUL byte or invalid UTF-8")
+	if err == nil {
+		// What accept checks of the event, checked of the notification
+		// first: one of a type with no handler is answered without a fetch.
+		err = checkEnvelope(&envelope.Envelope{ID: n.ID, Type: n.Type, Account: n.Context})
 	}
 	if err != nil {
 		res.Err = fmt.Errorf("%w: thin event notification: %w", ErrMalformedEvent, err)
 		return http.StatusBadRequest, bodyInvalidEvent
 	}
 	res.EventID, res.EventType = n.ID, n.Type
+	if !h.handles(n.Type) && !h.cfg.RecordIgnored {
+		// The fetched event would be dropped, as accept drops any event
+		// of a type with no handler: no API call, and no 503 for it.
+		res.Outcome = OutcomeIgnored
+		return http.StatusOK, bodyOutcome[OutcomeIgnored]
+	}
 
 	fetchCtx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	payload, err := retrieveV2Event(fetchCtx, client, n.ID, n.Context)

@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,4 +29,11 @@ func TestThinEventUnhandledTypeIsIgnored(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.Status)
 	require.Equal(t, idempotency.OutcomeIgnored, a.Outcome)
 	require.Empty(t, f.calls(), "nothing fetched")
+
+	// What no store can keep is refused as it is in a snapshot event of
+	// a type with no handler.
+	long, _ := thinEvent("evt_" + strings.Repeat("x", 1100))
+	a = idempotencytest.Deliver(h, long, testSecret)
+	require.Equal(t, http.StatusBadRequest, a.Status)
+	require.JSONEq(t, `{"error":"invalid_event"}`, a.Body)
 }
