@@ -17,7 +17,7 @@ import (
 // committed always goes to it, so replicas and restarts change nothing.
 // Only committed claims are remembered, each for PgxConfig.RecentClaimsTTL:
 // a claim deleted since ([PgxStore.Forget], [PgxStore.Prune]) is honoured
-// by this process at once and by every other within that time.
+// by this store at once and by every other within that time.
 type localClaims struct {
 	mu       sync.Mutex
 	inFlight map[string]chan struct{} // closed when the run ends

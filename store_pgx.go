@@ -69,8 +69,10 @@ type PgxConfig struct {
 
 	// RecentClaimsTTL is how long an id stays in those memories. It bounds
 	// how long a forgotten event ([PgxStore.Forget], or a ledger row deleted
-	// by hand) is still answered duplicate by another replica: the process
-	// that forgets it drops it at once, every other within RecentClaimsTTL.
+	// by hand) is still answered duplicate by another replica: the
+	// PgxStore that forgets it drops it at once, every other (another
+	// replica's, or another PgxStore of the same process) within
+	// RecentClaimsTTL.
 	// Stripe's copies of one event come within seconds of each other, so a
 	// short time keeps nearly all of the memories' gain. Defaults to
 	// DefaultRecentClaimsTTL (1 minute).
