@@ -407,7 +407,13 @@ func (t *txState) hasAfterCommit() bool {
 // pgx must not use from two goroutines at once, nor for a statement while
 // rows are unread), and MemoryStore refuses the overlap as PgxStore does,
 // so that a unit test shows it.
-func (t *txState) enter() error {
+func (t *txState) enter() error { return t.enterCounting(1) }
+
+// enterCounting is enter for a call that sends n statements as one, or 0
+// when it counts its statements itself (count) as it sends them: the
+// count then holds what went out before one failed (see
+// chainedSessionLost).
+func (t *txState) enterCounting(n int) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.open) > 0 && !t.sealed && !t.ended {
@@ -416,7 +422,7 @@ func (t *txState) enter() error {
 	if err := t.enterLocked(); err != nil {
 		return err
 	}
-	t.sent++
+	t.sent += n
 	return nil
 }
 

@@ -223,7 +223,9 @@ func (handlerTx) Commit(context.Context) error   { return ErrTxOwnedByStore }
 func (handlerTx) Rollback(context.Context) error { return ErrTxOwnedByStore }
 
 func (t handlerTx) Begin(ctx context.Context) (pgx.Tx, error) {
-	if err := t.st.enter(); err != nil {
+	// Its statements are counted as they go out: on a chained session
+	// that had ended, the first one fails the attempt's first statement.
+	if err := t.st.enterCounting(0); err != nil {
 		return nil, err
 	}
 	defer t.st.leave()
@@ -233,11 +235,12 @@ func (t handlerTx) Begin(ctx context.Context) (pgx.Tx, error) {
 	if err := t.p.releaseUnasked(ctx); err != nil {
 		return nil, err
 	}
-	t.st.count(1) // the pseudo-nested transaction's RELEASE or ROLLBACK TO: at least one more
+	t.st.count(1) // the savepoint
 	nested, err := t.Tx.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
+	t.st.count(1) // the pseudo-nested transaction's RELEASE or ROLLBACK TO: at least one more
 	// Its statements go out on the same connection, in the same
 	// transaction: they are the handler's, refused alike once the store
 	// ends it (a chained commit may have begun the next event's on it).
