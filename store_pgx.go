@@ -770,7 +770,9 @@ func (t *pgxTx) Guard(ctx context.Context, scope, key string) (bool, error) {
 	if err := checkGuardKey(scope, key); err != nil {
 		return false, err
 	}
-	if err := t.enter(); err != nil {
+	// Counted when its statement goes out: answered from an early claim,
+	// it sends none (see chainedSessionLost).
+	if err := t.enterCounting(0); err != nil {
 		return false, err
 	}
 	defer t.leave()
@@ -780,6 +782,7 @@ func (t *pgxTx) Guard(ctx context.Context, scope, key string) (bool, error) {
 			return g.first, nil
 		}
 	}
+	t.count(1)
 	tag, err := t.tx.Exec(ctx, t.s.sql.guard, scope, key, t.claim.EventID)
 	if err != nil {
 		return false, fmt.Errorf("idempotency: guard %s: %w", scope, err)
