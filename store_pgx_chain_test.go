@@ -170,7 +170,6 @@ func TestPgxInboxChainedTransactionSessionEnds(t *testing.T) {
 	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	p := newPgInbox(t, b, idempotency.InboxConfig{Lease: time.Minute, Timeout: 10 * time.Second})
-	admin := pgtest.AdminPool(t)
 	var pid uint32 // evt_chain_1's session, which its commit left in evt_chain_2's transaction
 	p.write = func(ctx context.Context, tx idempotency.Tx, eventID string) error {
 		if eventID == "evt_chain_1" {
@@ -178,6 +177,18 @@ func TestPgxInboxChainedTransactionSessionEnds(t *testing.T) {
 		}
 		return nil
 	}
+	applyChainedSessionEnds(t, b, p, &pid)
+}
+
+// applyChainedSessionEnds delivers evt_chain_1 and evt_chain_2 to p, with
+// a new inbox on p.hs, and applies them with one worker's chained commit,
+// ending the session *pid (evt_chain_1's, which p's handlers record) once
+// that commit began evt_chain_2's transaction on it. It checks that
+// evt_chain_2 was claimed again on another connection and applied in its
+// first attempt.
+func applyChainedSessionEnds(t *testing.T, b *pgBackend, p *pgInbox, pid *uint32) {
+	t.Helper()
+	admin := pgtest.AdminPool(t)
 	p.onResult = func(r idempotency.Result) {
 		if r.EventID != "evt_chain_1" {
 			return
@@ -185,15 +196,20 @@ func TestPgxInboxChainedTransactionSessionEnds(t *testing.T) {
 		// On the worker's goroutine, before it takes evt_chain_2: the
 		// session ends while that event's transaction waits idle on it.
 		var ended bool
-		require.NoError(t, admin.QueryRow(t.Context(), `SELECT pg_terminate_backend($1, 10000)`, int64(pid)).Scan(&ended))
-		require.True(t, ended, "session %d ended", pid)
+		require.NoError(t, admin.QueryRow(t.Context(), `SELECT pg_terminate_backend($1, 10000)`, int64(*pid)).Scan(&ended))
+		require.True(t, ended, "session %d ended", *pid)
 	}
 	p.inbox = p.newInbox(t, b.store)
+	h, err := p.inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	p.h = h
 	for i := 1; i <= 2; i++ {
 		p.deliver(t, fmt.Sprintf("evt_chain_%d", i), fmt.Sprintf("in_chain_%d", i), int64(i))
 	}
 	leased := p.lease(t, 2)
 	require.Equal(t, 1, idempotency.ApplyChained(t.Context(), p.inbox, leased...), "evt_chain_1's commit began evt_chain_2")
+	require.Len(t, p.results, 2)
+	require.NoError(t, p.results[1].Err, "evt_chain_2's attempt: its session ended before the attempt used it")
 	requireChainResults(t, b, p, []int{1, 1}, []idempotency.InboxState{idempotency.InboxProcessed, idempotency.InboxProcessed})
 	require.Equal(t, 1, p.record(t, "evt_chain_2").Attempt, "applied in its first attempt")
 }
