@@ -942,14 +942,32 @@ func migrations() ([]migration, error) {
 // migrations it has not applied yet. It is idempotent, and safe when several
 // replicas start at once: a transaction-scoped advisory lock per schema
 // serialises them, and the pending migrations commit together with their
-// version rows in idempotency_migrations.
+// version rows in idempotency_migrations. A migration's DDL may deadlock
+// with the transactions of replicas still serving (an index built on the
+// guards while an event transaction that claimed a guard waits for a table
+// Migrate holds): PostgreSQL then fails one of them, and Migrate, like an
+// event transaction, runs again, up to 5 attempts in all.
 func (s *PgxStore) Migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
 	}
+	for attempt := 1; ; attempt++ {
+		err = s.migrateOnce(ctx, ms)
+		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("idempotency: migrate schema %s: %w", pgx.Identifier{s.cfg.Schema}.Sanitize(), s.unavailableErr(err))
+	}
+	return nil
+}
+
+// migrateOnce applies the pending migrations ms in one transaction.
+func (s *PgxStore) migrateOnce(ctx context.Context, ms []migration) error {
 	schema := pgx.Identifier{s.cfg.Schema}.Sanitize()
-	err = pgx.BeginTxFunc(ctx, s.db, readCommitted, func(tx pgx.Tx) error {
+	return pgx.BeginTxFunc(ctx, s.db, readCommitted, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('idempotency.migrate:' || $1, 0))`, s.cfg.Schema); err != nil {
 			return err
 		}
@@ -1006,10 +1024,6 @@ func (s *PgxStore) Migrate(ctx context.Context) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("idempotency: migrate schema %s: %w", schema, s.unavailableErr(err))
-	}
-	return nil
 }
 
 // staleConn reports a failure of the connection the statements went out
