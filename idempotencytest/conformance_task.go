@@ -49,6 +49,8 @@ var taskTests = []struct {
 	{"TaskStatsListLookup", testTaskStatsList},
 	{"TaskRunByWorkersSync", func(t *testing.T, b StoreBackend) { testTaskRunByWorkers(t, b, viaHandler) }},
 	{"TaskRunByWorkersInbox", func(t *testing.T, b StoreBackend) { testTaskRunByWorkers(t, b, viaInbox) }},
+	{"TaskStaleAttemptCannotSettle", func(t *testing.T, b StoreBackend) { testTaskStaleAttemptCannotSettle(t, b, false) }},
+	{"TaskStaleAttemptCannotSettleARedrivenOne", func(t *testing.T, b StoreBackend) { testTaskStaleAttemptCannotSettle(t, b, true) }},
 }
 
 // taskMode is how the bench's events reach their handler.
@@ -895,4 +897,99 @@ func testTaskRunByWorkers(t *testing.T, b StoreBackend, mode taskMode) {
 	require.Equal(t, idempotency.InboxProcessed, tb.task(t, "in_run").State)
 	require.Equal(t, 1, b.Get(t, "c"))
 	require.Equal(t, map[string]int{"in_run": 1}, tb.provider.effectsSnapshot())
+}
+
+// testTaskStaleAttemptCannotSettle: settling is fenced on the lease
+// (attempt number and AttemptedAt). A task's attempt 1 runs past its
+// lease; a second worker takes the task over and runs it too; attempt 1
+// then fails, and its end is not recorded over the attempt in flight: the
+// task stays processing under the newer lease, and the newer attempt's
+// success makes it processed. With redriven set, the task is
+// dead-lettered (MaxAttempts 1) while attempt 1 runs and redriven, so the
+// newer attempt is numbered 1 too: only AttemptedAt tells them apart.
+func testTaskStaleAttemptCannotSettle(t *testing.T, b StoreBackend, redriven bool) {
+	clock := NewClock(taskStart)
+	hs := idempotency.NewHandlers()
+	type call struct {
+		attempt int
+		result  chan error // what the attempt returns
+	}
+	calls := make(chan call)
+	stale := idempotency.NewTask(hs, "stale-settle", func(ctx context.Context, run idempotency.TaskRun[struct{}]) error {
+		c := call{attempt: run.Attempt, result: make(chan error)}
+		calls <- c
+		return <-c.result
+	})
+	cfg := idempotency.InboxConfig{Now: clock.Now, Logger: slog.New(slog.DiscardHandler), Backoff: minuteBackoff, MaxAttempts: 3}
+	if redriven {
+		cfg.MaxAttempts = 1
+	}
+	in, err := idempotency.NewInbox(b.Store, hs, cfg)
+	if err != nil && b.NoInbox {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	id := stale.ID("k")
+	c := claim("evt_stale_settle")
+	c.ReceivedAt = clock.Now() // the task is due then
+	out, err := b.Store.Run(ctxT(t), c, func(ctx context.Context, tx idempotency.Tx) error {
+		_, err := stale.Enqueue(ctx, tx, "k", struct{}{})
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+	lookup := func() idempotency.InboxRecord {
+		t.Helper()
+		r, ok, err := in.Lookup(ctxT(t), id)
+		require.NoError(t, err)
+		require.True(t, ok)
+		return normalize(r)
+	}
+	workDue := func() chan int {
+		done := make(chan int, 1)
+		go func() {
+			n, _ := in.WorkDue(context.Background())
+			done <- n
+		}()
+		return done
+	}
+
+	firstDone := workDue()
+	first := receive(t, calls, "attempt 1")
+	require.Equal(t, 1, first.attempt)
+	clock.Advance(idempotency.DefaultLease + time.Second) // attempt 1 is past its lease
+	if redriven {
+		n, err := in.WorkDue(ctxT(t))
+		require.NoError(t, err)
+		require.Zero(t, n)
+		require.Equal(t, idempotency.InboxDeadLetter, lookup().State, "its lease expired at the last attempt")
+		n, err = in.Redrive(ctxT(t), idempotency.RedriveFilter{Kind: idempotency.KindTask})
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+	}
+	secondDone := workDue()
+	second := receive(t, calls, "the attempt that took the task over")
+	wantAttempt := 2
+	if redriven {
+		wantAttempt = 1
+	}
+	require.Equal(t, wantAttempt, second.attempt)
+	taken := lookup()
+	require.Equal(t, idempotency.InboxProcessing, taken.State)
+	require.Equal(t, clock.Now(), taken.AttemptedAt)
+
+	first.result <- errors.New("attempt 1 failed past its lease")
+	require.Equal(t, 1, receive(t, firstDone, "the WorkDue of attempt 1"))
+	r := lookup()
+	require.Equal(t, idempotency.InboxProcessing, r.State, "the stale attempt's failure was recorded over the attempt in flight")
+	require.Equal(t, wantAttempt, r.Attempt)
+	require.Equal(t, taken.AttemptedAt, r.AttemptedAt)
+	require.Equal(t, taken.LastError, r.LastError, "attempt 1's error is not recorded")
+
+	second.result <- nil
+	require.Equal(t, 1, receive(t, secondDone, "the WorkDue of the newer attempt"))
+	r = lookup()
+	require.Equal(t, idempotency.InboxProcessed, r.State, "the newer attempt's success is recorded")
+	require.Equal(t, wantAttempt, r.Attempt)
+	require.Equal(t, clock.Now(), r.FinishedAt)
 }
