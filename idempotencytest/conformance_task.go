@@ -51,6 +51,7 @@ var taskTests = []struct {
 	{"TaskRunByWorkersInbox", func(t *testing.T, b StoreBackend) { testTaskRunByWorkers(t, b, viaInbox) }},
 	{"TaskStaleAttemptCannotSettle", func(t *testing.T, b StoreBackend) { testTaskStaleAttemptCannotSettle(t, b, false) }},
 	{"TaskStaleAttemptCannotSettleARedrivenOne", func(t *testing.T, b StoreBackend) { testTaskStaleAttemptCannotSettle(t, b, true) }},
+	{"TaskStatsWhileRunning", testTaskStatsWhileRunning},
 }
 
 // taskMode is how the bench's events reach their handler.
@@ -992,4 +993,50 @@ func testTaskStaleAttemptCannotSettle(t *testing.T, b StoreBackend, redriven boo
 	require.Equal(t, idempotency.InboxProcessed, r.State, "the newer attempt's success is recorded")
 	require.Equal(t, wantAttempt, r.Attempt)
 	require.Equal(t, clock.Now(), r.FinishedAt)
+}
+
+// testTaskStatsWhileRunning: a task being run is processing, and still to
+// be applied: Stats counts it, among the tasks too, and its ReceivedAt is
+// OldestPending when nothing older waits.
+func testTaskStatsWhileRunning(t *testing.T, b StoreBackend) {
+	clock := NewClock(taskStart)
+	hs := idempotency.NewHandlers()
+	var in *idempotency.Inbox
+	var seen []idempotency.InboxStats
+	var seenErr error
+	task := idempotency.NewTask(hs, "stats-running", func(ctx context.Context, run idempotency.TaskRun[struct{}]) error {
+		st, err := in.Stats(ctx)
+		seen, seenErr = append(seen, st), err
+		return nil
+	})
+	in, err := idempotency.NewInbox(b.Store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil && b.NoInbox {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	c := claim("evt_stats_running")
+	c.ReceivedAt = clock.Now()
+	_, err = b.Store.Run(ctxT(t), c, func(ctx context.Context, tx idempotency.Tx) error {
+		_, err := task.Enqueue(ctx, tx, "k", struct{}{})
+		return err
+	})
+	require.NoError(t, err)
+	received := clock.Now()
+	clock.Advance(time.Minute)
+	n, err := in.WorkDue(ctxT(t))
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NoError(t, seenErr)
+	require.Len(t, seen, 1)
+	st := seen[0]
+	require.Equal(t, 1, st.Counts[idempotency.InboxProcessing])
+	require.Equal(t, 1, st.TaskCounts[idempotency.InboxProcessing])
+	require.Zero(t, st.Events(idempotency.InboxProcessing))
+	require.True(t, st.OldestPending.Equal(received), "the running task is still to apply: OldestPending %s, want %s", st.OldestPending, received)
+
+	st, err = in.Stats(ctxT(t))
+	require.NoError(t, err)
+	require.Equal(t, 1, st.TaskCounts[idempotency.InboxProcessed])
+	require.Zero(t, st.Counts[idempotency.InboxProcessing])
+	require.True(t, st.OldestPending.IsZero(), "nothing left to apply")
 }
