@@ -350,17 +350,20 @@ func testInboxObjectOrder(t *testing.T, b StoreBackend) {
 	ib := newInboxBench(t, b, idempotency.InboxConfig{Workers: 4}, nil)
 	ib.deliver(t, "evt_o_0", "invoice.paid", "in_o", 1756742403, idempotency.OutcomeQueued) // first by id, last by created
 	ib.deliver(t, "evt_o_1", "invoice.paid", "in_o", 1756742401, idempotency.OutcomeQueued)
-	ib.deliver(t, "evt_o_2b", "invoice.paid", "in_o", 1756742402, idempotency.OutcomeQueued)
-	ib.deliver(t, "evt_o_2a", "invoice.paid", "in_o", 1756742402, idempotency.OutcomeQueued) // same second: by id
+	// Same second: by id. Five of them, so that a store that leaves such
+	// ties to chance (a map's order) cannot pass but by a 1 in 120 fluke.
+	for _, id := range []string{"evt_o_2d", "evt_o_2b", "evt_o_2e", "evt_o_2a", "evt_o_2c"} {
+		ib.deliver(t, id, "invoice.paid", "in_o", 1756742402, idempotency.OutcomeQueued)
+	}
 	ib.deliver(t, "evt_other", "invoice.paid", "in_other", 1756742409, idempotency.OutcomeQueued)
-	ib.work(t, 5)
+	ib.work(t, 8)
 	var ofObject []string
 	for _, id := range ib.appliedOrder() {
 		if id != "evt_other" {
 			ofObject = append(ofObject, id)
 		}
 	}
-	require.Equal(t, []string{"evt_o_1", "evt_o_2a", "evt_o_2b", "evt_o_0"}, ofObject, "by created, then by id")
+	require.Equal(t, []string{"evt_o_1", "evt_o_2a", "evt_o_2b", "evt_o_2c", "evt_o_2d", "evt_o_2e", "evt_o_0"}, ofObject, "by created, then by id")
 	require.Contains(t, ib.appliedOrder()[:2], "evt_other", "another object's event does not wait for in_o's")
 }
 
