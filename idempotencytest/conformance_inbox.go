@@ -335,6 +335,7 @@ func testInboxDeadLetter(t *testing.T, b StoreBackend) {
 	require.Equal(t, idempotency.InboxPending, r.State)
 	require.Zero(t, r.Attempt, "a fresh attempt budget")
 	require.Equal(t, ib.clock.Now(), r.NextAttemptAt)
+	require.True(t, r.FinishedAt.IsZero(), "no longer finished: %s", r.FinishedAt)
 	ib.work(t, 1)
 	require.Equal(t, idempotency.InboxProcessed, ib.record(t, "evt_poison").State)
 	require.Equal(t, 1, b.Get(t, "c"))
