@@ -289,6 +289,9 @@ func testInboxRetries(t *testing.T, b StoreBackend) {
 	r = normalize(ib.record(t, "evt_retry"))
 	require.Equal(t, idempotency.InboxProcessed, r.State)
 	require.Equal(t, 3, r.Attempt)
+	require.Empty(t, r.LastError, "cleared on success, as a task's is")
+	require.Equal(t, ib.clock.Now(), r.FinishedAt)
+	require.True(t, r.NextAttemptAt.IsZero())
 	require.Equal(t, 1, b.Get(t, "c"))
 	require.Equal(t, map[idempotency.InboxState]int{idempotency.InboxProcessed: 1}, ib.counts(t))
 }
