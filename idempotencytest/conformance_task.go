@@ -52,6 +52,7 @@ var taskTests = []struct {
 	{"TaskStaleAttemptCannotSettle", func(t *testing.T, b StoreBackend) { testTaskStaleAttemptCannotSettle(t, b, false) }},
 	{"TaskStaleAttemptCannotSettleARedrivenOne", func(t *testing.T, b StoreBackend) { testTaskStaleAttemptCannotSettle(t, b, true) }},
 	{"TaskStatsWhileRunning", testTaskStatsWhileRunning},
+	{"TaskGivenBackKeepsItsAttemptTime", testTaskGivenBackKeepsItsAttemptTime},
 }
 
 // taskMode is how the bench's events reach their handler.
@@ -1039,4 +1040,57 @@ func testTaskStatsWhileRunning(t *testing.T, b StoreBackend) {
 	require.Equal(t, 1, st.TaskCounts[idempotency.InboxProcessed])
 	require.Zero(t, st.Counts[idempotency.InboxProcessing])
 	require.True(t, st.OldestPending.IsZero(), "nothing left to apply")
+}
+
+// testTaskGivenBackKeepsItsAttemptTime: a task leased but not attempted
+// (WorkDue leases a task that snoozed in the same call again, and gives it
+// back) is pending, due at once, with the Attempt and AttemptedAt of its
+// last attempt: the lease it was given back from started none. The task's
+// func moves the clock on, so that the lease given back started later than
+// the snoozed attempt.
+func testTaskGivenBackKeepsItsAttemptTime(t *testing.T, b StoreBackend) {
+	clock := NewClock(taskStart)
+	hs := idempotency.NewHandlers()
+	var runs atomic.Int32
+	task := idempotency.NewTask(hs, "given-back", func(ctx context.Context, run idempotency.TaskRun[struct{}]) error {
+		if runs.Add(1) == 1 {
+			clock.Advance(time.Second)
+			return idempotency.Snooze(0)
+		}
+		return nil
+	})
+	in, err := idempotency.NewInbox(b.Store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil && b.NoInbox {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	c := claim("evt_given_back")
+	c.ReceivedAt = clock.Now()
+	_, err = b.Store.Run(ctxT(t), c, func(ctx context.Context, tx idempotency.Tx) error {
+		_, err := task.Enqueue(ctx, tx, "k", struct{}{})
+		return err
+	})
+	require.NoError(t, err)
+	attempted := clock.Now()
+
+	n, err := in.WorkDue(ctxT(t))
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the snoozed attempt; the lease after it is given back")
+	require.EqualValues(t, 1, runs.Load())
+	r, ok, err := in.Lookup(ctxT(t), task.ID("k"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	r = normalize(r)
+	require.Equal(t, idempotency.InboxPending, r.State)
+	require.Zero(t, r.Attempt, "neither the snoozed attempt nor the lease given back counts")
+	require.Equal(t, attempted, r.AttemptedAt, "the snoozed attempt's start, not the lease given back's")
+	require.Equal(t, clock.Now(), r.NextAttemptAt, "due at once")
+
+	n, err = in.WorkDue(ctxT(t))
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	r, _, err = in.Lookup(ctxT(t), task.ID("k"))
+	require.NoError(t, err)
+	require.Equal(t, idempotency.InboxProcessed, r.State)
+	require.Equal(t, 1, r.Attempt)
 }
