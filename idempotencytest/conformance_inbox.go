@@ -321,6 +321,9 @@ func testInboxDeadLetter(t *testing.T, b StoreBackend) {
 	require.True(t, r.NextAttemptAt.IsZero())
 	require.False(t, r.FinishedAt.IsZero())
 	require.Equal(t, map[idempotency.InboxState]int{idempotency.InboxDeadLetter: 1}, ib.counts(t))
+	st, err := ib.inbox.Stats(ctxT(t))
+	require.NoError(t, err)
+	require.True(t, st.OldestPending.IsZero(), "a dead letter is not still to apply: OldestPending %s", st.OldestPending)
 
 	n, err := ib.inbox.Redrive(ctxT(t), idempotency.RedriveFilter{DryRun: true})
 	require.NoError(t, err)
@@ -494,6 +497,9 @@ func testInboxDeadWorker(t *testing.T, b StoreBackend) {
 	require.Equal(t, idempotency.InboxDeadLetter, r.State)
 	require.Equal(t, 2, r.Attempt)
 	require.Contains(t, r.LastError, "lease expired")
+	r = normalize(r)
+	require.Equal(t, ib.clock.Now(), r.FinishedAt, "finished when its lease was found expired")
+	require.True(t, r.NextAttemptAt.IsZero())
 }
 
 // testInboxPastLease: a worker whose handler runs past the lease (the
