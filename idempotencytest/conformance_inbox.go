@@ -45,6 +45,7 @@ var inboxTests = []struct {
 	{"InboxListStatsAndBadFilters", testInboxListStats},
 	{"InboxFilterTimesOutOfRange", testInboxFilterTimesOutOfRange},
 	{"InboxObserverLinkRoundTrips", testInboxObserverLink},
+	{"InboxStaleAttemptCannotApplyARedrivenOne", testInboxStaleAttemptCannotApplyARedrivenOne},
 }
 
 const inboxSecret = "whsec_conformance_inbox"
@@ -791,4 +792,82 @@ func testInboxObserverLink(t *testing.T, b StoreBackend) {
 		require.Equal(t, idempotency.InboxProcessed, res.State, id)
 		require.Equal(t, 1, res.Attempt, id)
 	}
+}
+
+// testInboxStaleAttemptCannotApplyARedrivenOne: a fenced Run claims the
+// event only under exactly its lease, attempt number and AttemptedAt.
+// Attempt 1 stalls before its transaction (in Observer.Attempt) past its
+// lease, is dead-lettered (MaxAttempts 1) and redriven; the redriven
+// attempt, numbered 1 too, is leased and stalls alike. The stale attempt
+// then runs: it loses its lease, its handler's writes roll back, and the
+// event stays processing under the newer lease, which applies it.
+func testInboxStaleAttemptCannotApplyARedrivenOne(t *testing.T, b StoreBackend) {
+	var mu sync.Mutex
+	stalls := map[int]chan struct{}{} // by Observer.Attempt call, from 1
+	calls := 0
+	entered := make(chan int, 4)
+	obs := &idempotency.Observer{Attempt: func(ctx context.Context, rec idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
+		mu.Lock()
+		calls++
+		n := calls
+		release := make(chan struct{})
+		stalls[n] = release
+		mu.Unlock()
+		entered <- n
+		<-release
+		return ctx, func(idempotency.Result) {}
+	}}
+	ib := newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 1, Observer: obs}, nil)
+	// release lets Observer.Attempt call n return; every call is let go
+	// when the test ends, failed or not.
+	release := func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if c, ok := stalls[n]; ok {
+			close(c)
+			delete(stalls, n)
+		}
+	}
+	t.Cleanup(func() {
+		for n := 1; n <= 4; n++ {
+			release(n)
+		}
+	})
+	workDue := func() chan int {
+		done := make(chan int, 1)
+		go func() {
+			n, _ := ib.inbox.WorkDue(context.Background())
+			done <- n
+		}()
+		return done
+	}
+	ib.deliver(t, "evt_stale_apply", "invoice.paid", "in_stale_apply", 1756742400, idempotency.OutcomeQueued)
+	staleDone := workDue()
+	require.Equal(t, 1, receive(t, entered, "the Observer of attempt 1"))
+
+	ib.clock.Advance(idempotency.DefaultLease + time.Second)
+	ib.work(t, 0)
+	require.Equal(t, idempotency.InboxDeadLetter, ib.record(t, "evt_stale_apply").State, "its lease expired at the last attempt")
+	n, err := ib.inbox.Redrive(ctxT(t), idempotency.RedriveFilter{EventIDs: []string{"evt_stale_apply"}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	newerDone := workDue()
+	require.Equal(t, 2, receive(t, entered, "the Observer of the redriven attempt"))
+	newer := normalize(ib.record(t, "evt_stale_apply"))
+	require.Equal(t, idempotency.InboxProcessing, newer.State)
+	require.Equal(t, 1, newer.Attempt, "numbered 1 again")
+	require.Equal(t, ib.clock.Now(), newer.AttemptedAt)
+
+	release(1)
+	require.Equal(t, 1, receive(t, staleDone, "the WorkDue of the stale attempt"))
+	r := normalize(ib.record(t, "evt_stale_apply"))
+	require.Equal(t, idempotency.InboxProcessing, r.State, "the stale attempt applied the event under another's lease")
+	require.Equal(t, newer.AttemptedAt, r.AttemptedAt)
+	require.Equal(t, 0, b.Get(t, "c"), "the stale attempt's writes rolled back")
+
+	release(2)
+	require.Equal(t, 1, receive(t, newerDone, "the WorkDue of the redriven attempt"))
+	require.Equal(t, idempotency.InboxProcessed, ib.record(t, "evt_stale_apply").State)
+	require.Equal(t, 1, b.Get(t, "c"))
+	require.Equal(t, []string{"evt_stale_apply"}, ib.appliedOrder())
 }
