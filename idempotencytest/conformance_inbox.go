@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
 
@@ -528,13 +527,16 @@ func testInboxPastLease(t *testing.T, b StoreBackend) {
 			credits := b.Get(t, "c")
 			ib.deliver(t, id(1), "invoice.paid", object, 1756742401, idempotency.OutcomeQueued)
 			want := []string{id(1)}
-			done := make(chan struct{})
+			// The worker reports here, not to t: on a store that fails
+			// the test before it ends, it would call t after the test.
+			type worked struct {
+				n   int
+				err error
+			}
+			done := make(chan worked, 1)
 			go func() {
-				defer close(done)
 				n, err := ib.inbox.WorkDue(context.Background())
-				assert.NoError(t, err)
-				// WorkDue goes on to the object's events that came due meanwhile.
-				assert.Equal(t, len(want), n, "the blocked worker's attempts")
+				done <- worked{n, err}
 			}()
 			receive(t, holding, "the blocked handler")
 			if object != "" {
@@ -558,7 +560,10 @@ func testInboxPastLease(t *testing.T, b StoreBackend) {
 			require.Equal(t, credits, b.Get(t, "c"))
 
 			released.Do(func() { close(release) })
-			receive(t, done, "the blocked worker")
+			w := receive(t, done, "the blocked worker")
+			require.NoError(t, w.err)
+			// WorkDue goes on to the object's events that came due meanwhile.
+			require.Equal(t, len(want), w.n, "the blocked worker's attempts")
 			r := ib.record(t, id(1))
 			require.Equal(t, idempotency.InboxProcessed, r.State)
 			require.Equal(t, 1, r.Attempt)
