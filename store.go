@@ -416,12 +416,13 @@ func (t *txState) enter() error { return t.enterCounting(1) }
 func (t *txState) enterCounting(n int) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.open) > 0 && !t.sealed && !t.ended {
-		return ErrTxBusy
-	}
-	if err := t.enterLocked(); err != nil {
+	if err := t.refusalLocked(); err != nil {
 		return err
 	}
+	if len(t.open) > 0 {
+		return ErrTxBusy
+	}
+	t.busy = true
 	t.sent += n
 	return nil
 }
@@ -432,17 +433,21 @@ func (t *txState) enterCounting(n int) error {
 func (t *txState) use() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.enterLocked()
+	if err := t.refusalLocked(); err != nil {
+		return err
+	}
+	t.busy = true
+	return nil
 }
 
-func (t *txState) enterLocked() error {
+// refusalLocked is why nothing may begin in the transaction now, or nil.
+func (t *txState) refusalLocked() error {
 	if t.sealed || t.ended {
 		return ErrTxDone
 	}
 	if t.busy {
 		return ErrTxBusy
 	}
-	t.busy = true
 	return nil
 }
 
