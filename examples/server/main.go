@@ -90,6 +90,10 @@ func main() {
 
 // run parses args, opens the store and serves until ctx is done. When ready
 // is not nil, it receives the listening address.
+// readTimeout bounds the reading of a whole request, its body included
+// (Stripe's own deliveries take a few milliseconds); a test shortens it.
+var readTimeout = 30 * time.Second
+
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready chan<- string) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -226,7 +230,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}()
 		defer func() { <-pruned }() // a batch in flight commits before the store closes
 	}
-	httpSrv := &http.Server{Handler: routes, ReadHeaderTimeout: 10 * time.Second}
+	// A sender that stalls in its headers or its body gives its connection
+	// back after the timeouts, and an idle keep-alive one after two minutes.
+	httpSrv := &http.Server{Handler: routes, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: 2 * time.Minute}
 	drained := make(chan struct{}) // the deliveries in flight at the stop are answered
 	go func() {
 		defer close(drained)
