@@ -124,6 +124,9 @@ func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn 
 		On(hs, eventType, func(ctx context.Context, tx Tx, ev Event[struct{}]) error {
 			return applyCurrent(ctx, tx, reg, ev, fetch, fn)
 		})
+		r := hs.byType[eventType]
+		r.fetched = true
+		hs.byType[eventType] = r
 	}
 }
 

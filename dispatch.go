@@ -30,6 +30,13 @@ func (d *dispatcher) handles(eventType string) bool {
 	return ok
 }
 
+// decodes reports whether eventType's handler is given the payload's
+// data.object, whose shape follows the event's API version.
+func (d *dispatcher) decodes(eventType string) bool {
+	r, ok := d.handlers[eventType]
+	return ok && !r.fetched
+}
+
 // run claims env's event and applies its handler, or with no handler
 // records the claim as ignored, within d.timeout. fence, when not nil,
 // finishes the event's inbox row in the same transaction. AfterCommit

@@ -55,9 +55,11 @@ type Config struct {
 
 	// StrictAPIVersion rejects (400) events whose API version belongs to
 	// another release train than APIVersion, unless no handler would decode
-	// them (they are answered ignored). By default they are accepted,
-	// decoded best-effort, and logged once per version: rejecting them
-	// means days of retries and, in the end, a disabled endpoint.
+	// them: events with no handler are answered ignored, and those of
+	// [OnCurrent]'s types, whose handlers are given the object fetched from
+	// the API, are applied. By default such events are accepted, decoded
+	// best-effort, and logged once per version: rejecting them means days
+	// of retries and, in the end, a disabled endpoint.
 	StrictAPIVersion bool
 
 	// DisableFastDecoder decodes data.object with encoding/json alone. By
@@ -405,7 +407,9 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 	}
 	res.EventID, res.EventType, res.ObjectID = env.ID, env.Type, env.ObjectID
 	handled := h.handles(env.Type)
-	if handled && !env.V2 { // a v2 event is unversioned; an ignored one is not decoded
+	// A v2 event is unversioned; an ignored one is not decoded, and
+	// OnCurrent's handlers are given the object fetched from the API.
+	if !env.V2 && h.decodes(env.Type) {
 		if err := h.checkAPIVersion(ctx, env); err != nil {
 			res.Err = err
 			return http.StatusBadRequest, bodyInvalidEvent

@@ -41,6 +41,10 @@ type registration struct {
 	// apply decodes data.object, with the fast decoder when fast is set,
 	// and runs the func.
 	apply func(ctx context.Context, tx Tx, env *envelope.Envelope, raw []byte, fast bool) error
+	// fetched marks OnCurrent's registrations: their func is given the
+	// object fetched from the API, at the client's API version, never the
+	// payload's data.object, so the payload's API version does not matter.
+	fetched bool
 }
 
 // NewHandlers returns an empty registry.
