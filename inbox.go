@@ -272,7 +272,10 @@ func (cfg *InboxConfig) setDefaults() error {
 	case cfg.IngestWorkers == 0:
 		cfg.IngestWorkers = max(1, cfg.Workers/2)
 	}
-	if cfg.Lease < cfg.Timeout+minLeaseMargin {
+	// A Timeout within minLeaseMargin of the longest Duration would wrap
+	// Timeout+minLeaseMargin around to a negative bound that every Lease
+	// passes.
+	if cfg.Timeout > math.MaxInt64-minLeaseMargin || cfg.Lease < cfg.Timeout+minLeaseMargin {
 		return fmt.Errorf("idempotency: InboxConfig.Lease (%s) must exceed Timeout (%s) by %s at least: a lease that expires while its attempt still runs hands the event to another worker, and the attempt is counted twice; and an event whose lease has less than Timeout left when a worker takes it is given back instead of attempted", cfg.Lease, cfg.Timeout, minLeaseMargin)
 	}
 	if cfg.Backoff == nil {
