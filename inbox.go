@@ -20,7 +20,8 @@ import (
 // InboxConfig configures an [Inbox]. Every field has a default; [NewInbox]
 // validates them and names the field at fault.
 type InboxConfig struct {
-	// Workers is how many events one process applies at once. Defaults to 8.
+	// Workers is how many events one process applies at once. Defaults to 8;
+	// at most 10,000.
 	Workers int
 
 	// IngestWorkers is how many of the Workers apply events and run tasks
@@ -133,6 +134,10 @@ const (
 // is given back. With a margin shorter than that wait (microseconds for
 // an idle worker), every event was given back and leased again, forever.
 const minLeaseMargin = time.Second
+
+// maxInboxWorkers bounds InboxConfig.Workers: each applies on a
+// connection of its own, and no database serves more at once.
+const maxInboxWorkers = 10000
 
 // ingestQuiet is how long after the last delivery this process's Handler
 // received Run applies with InboxConfig.IngestWorkers only.
@@ -263,6 +268,11 @@ func (cfg *InboxConfig) setDefaults() error {
 	}
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = cfg.Timeout
+	}
+	if cfg.Workers > maxInboxWorkers {
+		// Run starts a goroutine per worker and a queue twice as long:
+		// past an int's half, its make panics.
+		return fmt.Errorf("idempotency: InboxConfig.Workers %d is over %d", cfg.Workers, maxInboxWorkers)
 	}
 	switch {
 	case cfg.IngestWorkers < 0:
