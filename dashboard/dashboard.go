@@ -80,10 +80,12 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"path"
+	"reflect"
 	"strings"
 	"time"
 
@@ -152,11 +154,18 @@ type Dashboard struct {
 	actions http.Handler // the actions behind http.CrossOriginProtection
 }
 
-// New returns the dashboard cfg describes. It fails when cfg.Inbox is nil
-// or a trusted origin is malformed.
+// New returns the dashboard cfg describes. It fails when cfg.Inbox is nil,
+// cfg.Ledger is a nil pointer, or a trusted origin is malformed.
 func New(cfg Config) (*Dashboard, error) {
 	if cfg.Inbox == nil {
 		return nil, errors.New("dashboard: Config.Inbox is required")
+	}
+	if cfg.Ledger != nil {
+		// A nil *PgxStore in the interface would pass the nil checks of
+		// the pages and panic on every event page and search.
+		if v := reflect.ValueOf(cfg.Ledger); v.Kind() == reflect.Pointer && v.IsNil() {
+			return nil, fmt.Errorf("dashboard: Config.Ledger is a nil %T; leave it nil for no ledger", cfg.Ledger)
+		}
 	}
 	if cfg.Title == "" {
 		cfg.Title = "Stripe webhooks"
