@@ -60,8 +60,10 @@ func NewHandlers() *Handlers {
 // (stripe-go's decode the compact form faster); one that keeps its input
 // keeps those bytes, not Stripe's indented ones, which Event.Raw has.
 //
-// On panics on a programming error: an empty event type, a nil fn, or a
-// second handler for one event type. [OnSafely] returns the error instead.
+// On panics on a programming error: an empty event type, one with a NUL
+// byte or invalid UTF-8 (no event has such a type: [ErrInvalidKey]), a nil
+// fn, or a second handler for one event type. [OnSafely] returns the error
+// instead.
 func On[T any](hs *Handlers, eventType string, fn EventFunc[T]) {
 	if err := OnSafely(hs, eventType, fn); err != nil {
 		panic(err)
@@ -69,7 +71,8 @@ func On[T any](hs *Handlers, eventType string, fn EventFunc[T]) {
 }
 
 // OnSafely is [On] returning the error instead of panicking; the error wraps
-// [ErrDuplicateRegistration] when eventType already has a handler.
+// [ErrDuplicateRegistration] when eventType already has a handler, and
+// [ErrInvalidKey] when it has a NUL byte or invalid UTF-8.
 func OnSafely[T any](hs *Handlers, eventType string, fn EventFunc[T]) error {
 	var zero T
 	objectType := fmt.Sprintf("%T", zero)
@@ -81,6 +84,11 @@ func OnSafely[T any](hs *Handlers, eventType string, fn EventFunc[T]) error {
 		return errors.New("idempotency: On: empty event type")
 	case fn == nil:
 		return fmt.Errorf("idempotency: On: nil func for %q", eventType)
+	}
+	// The Handler refuses every event whose type is such text: a handler
+	// registered for one could never run.
+	if err := checkText("event type", eventType, true); err != nil {
+		return fmt.Errorf("idempotency: On: %w", err)
 	}
 	if prev, ok := hs.byType[eventType]; ok {
 		return fmt.Errorf("%w: event type %q has a handler for %s; a second one (for %s) would make the outcome depend on registration order",
