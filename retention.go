@@ -193,9 +193,12 @@ type Pruner interface {
 // every replica: with a [PgxStore], one batch at a time is deleted across
 // all of them. A nil logger logs to slog.Default().
 //
-// It refuses an interval under a minute and a Retention that breaks a
-// rule, before pruning anything.
+// It refuses a nil p, an interval under a minute and a Retention that
+// breaks a rule, before pruning anything.
 func PruneEvery(ctx context.Context, p Pruner, r Retention, interval time.Duration, logger *slog.Logger) error {
+	if isNil(p) {
+		return fmt.Errorf("idempotency: PruneEvery: nil Pruner (a nil %T)", p)
+	}
 	if interval < time.Minute {
 		return fmt.Errorf("idempotency: PruneEvery: interval %v is under a minute", interval)
 	}
