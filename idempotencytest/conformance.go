@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,7 +79,8 @@ type StoreBackend struct {
 // implementation of idempotency.Store proves it can replace them.
 //
 // newBackend is called once per subtest, with the subtest's t, and returns a
-// fresh StoreBackend; register its cleanup with t.Cleanup.
+// fresh StoreBackend; register its cleanup with t.Cleanup. A StoreBackend
+// with a nil Store, Add, Get or Waiting fails every case, naming the field.
 func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 	tests := []struct {
 		name string
@@ -136,9 +138,28 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			tt.fn(t, newBackend(t))
+			b := newBackend(t)
+			if field := b.nilField(); field != "" {
+				t.Fatalf("idempotencytest: RunStoreTests: StoreBackend.%s is nil; every field but NoInbox is required", field)
+			}
+			tt.fn(t, b)
 		})
 	}
+}
+
+// nilField names the first required field of b that is nil, or is "".
+func (b StoreBackend) nilField() string {
+	switch {
+	case b.Store == nil || reflect.ValueOf(b.Store).Kind() == reflect.Pointer && reflect.ValueOf(b.Store).IsNil():
+		return "Store"
+	case b.Add == nil:
+		return "Add"
+	case b.Get == nil:
+		return "Get"
+	case b.Waiting == nil:
+		return "Waiting"
+	}
+	return ""
 }
 
 var errHandler = errors.New("handler failed")
