@@ -47,7 +47,8 @@ type registration struct {
 	fetched bool
 }
 
-// NewHandlers returns an empty registry.
+// NewHandlers returns an empty registry. The zero value is an empty
+// registry too.
 func NewHandlers() *Handlers {
 	return &Handlers{byType: make(map[string]registration)}
 }
@@ -89,6 +90,9 @@ func OnSafely[T any](hs *Handlers, eventType string, fn EventFunc[T]) error {
 	// registered for one could never run.
 	if err := checkText("event type", eventType, true); err != nil {
 		return fmt.Errorf("idempotency: On: %w", err)
+	}
+	if hs.byType == nil { // a zero Handlers, as NewTask and NewAction take it
+		hs.byType = make(map[string]registration)
 	}
 	if prev, ok := hs.byType[eventType]; ok {
 		return fmt.Errorf("%w: event type %q has a handler for %s; a second one (for %s) would make the outcome depend on registration order",
