@@ -110,11 +110,12 @@ type Config struct {
 	// notifications 400, as [ErrThinEvent] says.
 	StripeClient *stripe.Client
 
-	// Now is the clock of what the Handler records: when a delivery was
-	// received, and when the tasks its handler enqueues come due. Tests
-	// that drive an Inbox with a fake InboxConfig.Now give the Handler the
-	// same clock. The signature's timestamp is always checked against
-	// the real time. Defaults to time.Now.
+	// Now is the clock of what a synchronous Handler records: when a
+	// delivery was received, and when the tasks its handler enqueues come
+	// due. An [Inbox.Handler] does not use it: the inbox's clock
+	// (InboxConfig.Now) dates what it stores, and its workers apply. The
+	// signature's timestamp is always checked against the real time.
+	// Defaults to time.Now.
 	Now func() time.Time
 }
 
