@@ -20,7 +20,10 @@ import (
 //     retries for three days, and [Handler.Recover] lists events up to
 //     [RecoveryWindow] (30 days) back, so an id deleted sooner could be
 //     applied a second time. EventIDs is at least 45 days, the 30 days
-//     plus a margin for a recovery run and for clocks.
+//     plus a margin for a recovery run and for clocks. A claim whose event
+//     is in the inbox again, still to be applied or dead-lettered (a copy
+//     stored after the first one's row was pruned), is kept however old:
+//     it is what answers that copy duplicate.
 //   - A finished inbox event (processed, skipped or ignored) keeps its
 //     payload for an operator to look at. It is not what stops a
 //     redelivery (its claim is), so it may go sooner: after a week by
@@ -46,7 +49,8 @@ import (
 type Retention struct {
 	// EventIDs is how long claimed event ids are kept in the ledger.
 	// Defaults to DefaultEventIDRetention (45 days), which is also the
-	// least accepted.
+	// least accepted. The claim of an event that is in the inbox still to
+	// be applied, or dead-lettered, is kept until it left that state.
 	EventIDs time.Duration
 	// Payloads is how long finished inbox events (processed, skipped,
 	// ignored), with their payloads, are kept after they finished.

@@ -36,7 +36,9 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 	}
 	steps := pruneSteps(&rep, r.cutoffs(), pruneDeleters{
 		eventIDs: older(func(n int, cutoff time.Time) int {
-			return deleteWhere(s.events, n, func(e EventRecord) bool { return e.ProcessedAt.Before(cutoff) })
+			return deleteWhere(s.events, n, func(e EventRecord) bool {
+				return e.ProcessedAt.Before(cutoff) && !s.inboxAwaits(e.EventID)
+			})
 		}),
 		events:      inbox([]InboxKind{KindEvent}, InboxProcessed, InboxSkipped, InboxIgnored),
 		deadLetters: inbox([]InboxKind{KindEvent, KindTask}, InboxDeadLetter),
@@ -52,6 +54,15 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 		}),
 	})
 	return rep, runPrune(ctx, &r, &rep, steps)
+}
+
+// inboxAwaits reports whether eventID is in the inbox still to be applied
+// or waiting for a redrive, as a copy stored again after its first one was
+// applied can be: its claim is what answers that copy duplicate, and is
+// kept; s.mu is held.
+func (s *MemoryStore) inboxAwaits(eventID string) bool {
+	r, ok := s.inbox[eventID]
+	return ok && r.Kind == KindEvent && (!r.State.Final() || r.State == InboxDeadLetter)
 }
 
 // pruneBatch runs del, which deletes at most n rows, under s.mu.

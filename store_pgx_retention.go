@@ -49,8 +49,12 @@ SELECT count(*) OVER (), scope, ` + key + ` FROM d ORDER BY scope DESC, ` + key 
 		// schema's, as Migrate's is.
 		tryLock: `SELECT pg_try_advisory_xact_lock(hashtextextended('idempotency.prune:' || $1, 0))`,
 		lock:    `SELECT true FROM pg_advisory_xact_lock(hashtextextended('idempotency.prune:' || $1, 0))`,
-		eventIDs: `DELETE FROM ` + s + `.idempotency_events WHERE event_id IN (SELECT event_id FROM ` + s + `.idempotency_events
-WHERE processed_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+		// A claim whose event is in the inbox still to be applied or
+		// redriven is what answers that copy duplicate: it stays.
+		eventIDs: `DELETE FROM ` + s + `.idempotency_events WHERE event_id IN (SELECT e.event_id FROM ` + s + `.idempotency_events AS e
+WHERE e.processed_at < $1 AND NOT EXISTS (SELECT 1 FROM ` + inbox + ` AS i
+    WHERE i.event_id = e.event_id AND i.kind = 'event' AND i.state IN ('pending', 'processing', 'failed', 'dead_letter'))
+LIMIT $2 FOR UPDATE OF e SKIP LOCKED)
 RETURNING event_id`,
 		events:      deleteInbox(`kind = 'event' AND state IN ('processed', 'skipped', 'ignored')`),
 		tasks:       deleteInbox(`kind = 'task' AND state IN ('processed', 'skipped')`),

@@ -36,6 +36,7 @@ var retentionTests = []struct {
 	{"PruneKeepsUnfinishedEvents", testPruneKeepsUnfinished},
 	{"PruneWalksKeysInBatches", testPruneWalksKeys},
 	{"PruneTasksByTheirWindows", testPruneTasks},
+	{"PruneKeepsClaimsOfInboxEvents", testPruneKeepsClaimsOfInboxEvents},
 }
 
 // keysWindow is the least window Retention accepts for guards and tasks
