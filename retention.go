@@ -43,6 +43,9 @@ import (
 //     about the same key may come up to EventIDs after the key was written
 //     (Stripe's retries, a recovery), fail until it is dead-lettered, and
 //     wait DeadLetters for a redrive, and it must still find the key taken.
+//     A dead-lettered task is its key's record too: it is kept for that
+//     window (or Tasks, when longer) after it was dead-lettered, even
+//     when DeadLetters is shorter.
 //
 // Settings that break one of these rules are refused with an error naming
 // the rule, and nothing is deleted.
@@ -56,9 +59,11 @@ type Retention struct {
 	// ignored), with their payloads, are kept after they finished.
 	// Defaults to DefaultPayloadRetention (7 days).
 	Payloads time.Duration
-	// DeadLetters is how long dead-lettered events and tasks are kept
-	// after they were dead-lettered. Defaults to DefaultDeadLetterRetention
-	// (90 days); it may not be shorter than Payloads.
+	// DeadLetters is how long dead-lettered events are kept after they
+	// were dead-lettered. Defaults to DefaultDeadLetterRetention (90 days);
+	// it may not be shorter than Payloads. A dead-lettered task, the record
+	// of its key, is kept EventIDs plus DeadLetters (or Tasks, when set
+	// and longer) after it was dead-lettered.
 	DeadLetters time.Duration
 	// Guards is how long natural-key guards are kept after they were
 	// claimed, and CheckOrder's keys after the created time of the newest
@@ -125,10 +130,7 @@ func (r *Retention) check() error {
 	if r.Pause == 0 {
 		r.Pause = DefaultPrunePause
 	}
-	keys := r.EventIDs + r.DeadLetters // the least window of guards and tasks
-	if keys < r.EventIDs {
-		keys = math.MaxInt64 // windows that add up past time.Duration's range
-	}
+	keys := r.keysWindow()
 	switch {
 	case r.EventIDs < DefaultEventIDRetention:
 		return fmt.Errorf("idempotency: Retention.EventIDs %v: claimed event ids are kept at least %v, longer than recovery from the Events API reaches back (%v), so that no event is applied twice",
@@ -147,18 +149,32 @@ func (r *Retention) check() error {
 	return nil
 }
 
+// keysWindow is the least window of guards and task keys: EventIDs plus
+// DeadLetters, or the longest duration when they add up past its range.
+func (r *Retention) keysWindow() time.Duration {
+	keys := r.EventIDs + r.DeadLetters
+	if keys < r.EventIDs {
+		keys = math.MaxInt64 // windows that add up past time.Duration's range
+	}
+	return keys
+}
+
 // pruneCutoffs are the times before which each kind of row is deleted; a
 // zero time deletes none.
 type pruneCutoffs struct {
-	eventIDs, payloads, deadLetters, guards, tasks time.Time
+	eventIDs, payloads, deadLetters, deadTasks, guards, tasks time.Time
 }
 
 func (r *Retention) cutoffs() pruneCutoffs {
 	now := r.Now()
+	// A dead-lettered task is its key's record, as a finished one is: it
+	// outlasts the dead letters' window by the keys' (Tasks when longer).
+	deadTasks := max(r.keysWindow(), r.Tasks, r.DeadLetters)
 	c := pruneCutoffs{
 		eventIDs:    now.Add(-r.EventIDs),
 		payloads:    now.Add(-r.Payloads),
 		deadLetters: now.Add(-r.DeadLetters),
+		deadTasks:   now.Add(-deadTasks),
 	}
 	if r.Guards > 0 {
 		c.guards = now.Add(-r.Guards)
@@ -248,7 +264,7 @@ type pruneDeleter func(ctx context.Context, n int, cutoff time.Time) (int, error
 
 // pruneDeleters are a store's deleters, one per kind of row.
 type pruneDeleters struct {
-	eventIDs, events, deadLetters, objects, tasks, guards, order pruneDeleter
+	eventIDs, events, deadLetters, deadTasks, objects, tasks, guards, order pruneDeleter
 }
 
 // pruneSteps are a prune's steps in order: what every Retention deletes,
@@ -262,6 +278,7 @@ func pruneSteps(rep *PruneReport, c pruneCutoffs, d pruneDeleters) []pruneStep {
 		step(&rep.EventIDs, d.eventIDs, c.eventIDs),
 		step(&rep.Events, d.events, c.payloads),
 		step(&rep.DeadLetters, d.deadLetters, c.deadLetters),
+		step(&rep.DeadLetters, d.deadTasks, c.deadTasks),
 		step(&rep.Objects, d.objects, c.eventIDs),
 	}
 	if !c.tasks.IsZero() {

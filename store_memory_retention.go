@@ -41,7 +41,8 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 			})
 		}),
 		events:      inbox([]InboxKind{KindEvent}, InboxProcessed, InboxSkipped, InboxIgnored),
-		deadLetters: inbox([]InboxKind{KindEvent, KindTask}, InboxDeadLetter),
+		deadLetters: inbox([]InboxKind{KindEvent}, InboxDeadLetter),
+		deadTasks:   inbox([]InboxKind{KindTask}, InboxDeadLetter),
 		objects: older(func(n int, cutoff time.Time) int {
 			return deleteWhere(s.objects, n, func(o objectRecord) bool { return o.fetchedAt.Before(cutoff) })
 		}),

@@ -15,6 +15,7 @@ import (
 type pgxRetentionSQL struct {
 	tryLock, lock                        string
 	eventIDs, events, deadLetters, tasks string
+	deadTasks                            string
 	guards, order, objects               string
 	inboxState, forgetInbox              string
 	forgetEvent, forgetGuards, payload   string
@@ -58,7 +59,8 @@ LIMIT $2 FOR UPDATE OF e SKIP LOCKED)
 RETURNING event_id`,
 		events:      deleteInbox(`kind = 'event' AND state IN ('processed', 'skipped', 'ignored')`),
 		tasks:       deleteInbox(`kind = 'task' AND state IN ('processed', 'skipped')`),
-		deadLetters: deleteInbox(`kind IN ('event', 'task') AND state = 'dead_letter'`),
+		deadLetters: deleteInbox(`kind = 'event' AND state = 'dead_letter'`),
+		deadTasks:   deleteInbox(`kind = 'task' AND state = 'dead_letter'`),
 		guards:      deleteByKey(`idempotency_guards`, `key`, `claimed_at`),
 		// A row whose fetch never committed (no fetched_at) says nothing a
 		// missing row does not.
@@ -168,6 +170,7 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 		eventIDs:    byID(s.retention.eventIDs),
 		events:      byID(s.retention.events),
 		deadLetters: byID(s.retention.deadLetters),
+		deadTasks:   byID(s.retention.deadTasks),
 		objects:     byKey(s.retention.objects),
 		tasks:       byID(s.retention.tasks),
 		guards:      byKey(s.retention.guards),

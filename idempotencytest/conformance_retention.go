@@ -37,6 +37,7 @@ var retentionTests = []struct {
 	{"PruneWalksKeysInBatches", testPruneWalksKeys},
 	{"PruneTasksByTheirWindows", testPruneTasks},
 	{"PruneKeepsClaimsOfInboxEvents", testPruneKeepsClaimsOfInboxEvents},
+	{"PruneKeepsDeadTaskKeys", testPruneKeepsDeadTaskKeys},
 }
 
 // keysWindow is the least window Retention accepts for guards and tasks
@@ -293,8 +294,9 @@ func testForget(t *testing.T, b StoreBackend) {
 
 // testPruneTasks: finished tasks are kept unless Retention.Tasks is
 // set, and then go when it has passed since they finished; a
-// dead-lettered task is not a finished one: it goes with the dead letters,
-// after Retention.DeadLetters.
+// dead-lettered task is counted with the dead letters, and goes when the
+// keys' window (EventIDs plus DeadLetters, or Tasks when longer) has
+// passed since it was dead-lettered.
 func testPruneTasks(t *testing.T, b StoreBackend) {
 	rs := retentionStore(t, b)
 	tb := newTaskBench(t, b, idempotency.InboxConfig{Backoff: minuteBackoff})
@@ -329,14 +331,18 @@ func testPruneTasks(t *testing.T, b StoreBackend) {
 
 	tb.clock.Advance(45 * 24 * time.Hour) // 91 days since they finished
 	rep = prune(t, rs, idempotency.Retention{}, tb.clock.Now())
-	require.Equal(t, 1, rep.DeadLetters, "the dead-lettered task is counted with the dead letters: %+v", rep)
+	require.Zero(t, rep.DeadLetters+rep.Tasks, "the dead-lettered task is its key's record, kept with the keys: %+v", rep)
+	require.ElementsMatch(t, []string{doneID, deadID}, tasks(), "both tasks are kept")
+
+	tb.clock.Advance(45 * 24 * time.Hour) // 136 days
+	rep = prune(t, rs, idempotency.Retention{}, tb.clock.Now())
+	require.Equal(t, 1, rep.DeadLetters, "the dead-lettered task is counted with the dead letters, after the keys' window: %+v", rep)
 	require.Zero(t, rep.Tasks, "%+v", rep)
 	require.Equal(t, []string{doneID}, tasks(), "the dead letter is gone, the processed task stays")
 	_, ok, err := tb.inbox.Lookup(ctxT(t), deadID)
 	require.NoError(t, err)
 	require.False(t, ok)
 
-	tb.clock.Advance(45 * 24 * time.Hour) // 136 days
 	rep = prune(t, rs, idempotency.Retention{Tasks: keysWindow}, tb.clock.Now())
 	require.Equal(t, 1, rep.Tasks, "the processed task finished 136 days ago: %+v", rep)
 	require.Zero(t, rep.DeadLetters, "%+v", rep)
