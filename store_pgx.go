@@ -688,7 +688,7 @@ func (s *PgxStore) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord
 	}
 	var out []EventRecord
 	err := s.autocommit(ctx, func(q pgxQuerier) error {
-		rows, err := q.Query(ctx, s.sql.listEvents, texts(f.Outcomes), f.EventType, f.ObjectID, optionalTime(f.Since), optionalTime(f.Until), f.Limit)
+		rows, err := q.Query(ctx, s.sql.listEvents, texts(f.Outcomes), f.EventType, f.ObjectID, filterBound(f.Since), filterBound(f.Until), f.Limit)
 		if err != nil {
 			return err
 		}
@@ -877,6 +877,18 @@ func texts[T ~string](v []T) []string {
 // optionalTime is t as a nullable timestamptz: NULL for the zero time.
 func optionalTime(t time.Time) pgtype.Timestamptz {
 	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
+}
+
+// filterBound is a filter's Since or Until as a query compares it with
+// the microseconds PostgreSQL keeps: rounded up to the next microsecond,
+// so that "Since <= t" and "t < Until" select the times they select at
+// full precision (pgx would truncate it: Until T+1ns would become Until T
+// and leave out what was stored at T). A zero time is an open bound.
+func filterBound(t time.Time) pgtype.Timestamptz {
+	if r := t.Truncate(time.Microsecond); !r.Equal(t) {
+		t = r.Add(time.Microsecond)
+	}
+	return optionalTime(t)
 }
 
 // unavailable reports errors of the connection rather than of the

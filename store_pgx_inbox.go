@@ -292,7 +292,7 @@ func (s *PgxStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.T
 	if ids == nil {
 		ids = []string{}
 	}
-	args := []any{texts(f.States), ids, f.EventType, optionalTime(f.Since), optionalTime(f.Until), string(f.Kind)}
+	args := []any{texts(f.States), ids, f.EventType, filterBound(f.Since), filterBound(f.Until), string(f.Kind)}
 	var n int64
 	err := s.autocommit(ctx, func(q pgxQuerier) error {
 		if f.DryRun {
@@ -337,7 +337,7 @@ func (s *PgxStore) inboxStats(ctx context.Context) (InboxStats, error) {
 func (s *PgxStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord, error) {
 	var out []InboxRecord
 	err := s.autocommit(ctx, func(q pgxQuerier) error {
-		rows, err := q.Query(ctx, s.inbox.list, texts(f.States), f.EventType, f.ObjectID, optionalTime(f.Since), optionalTime(f.Until), f.Limit, f.EventIDs, string(f.Kind))
+		rows, err := q.Query(ctx, s.inbox.list, texts(f.States), f.EventType, f.ObjectID, filterBound(f.Since), filterBound(f.Until), f.Limit, f.EventIDs, string(f.Kind))
 		if err != nil {
 			return err
 		}

@@ -45,6 +45,7 @@ var inboxTests = []struct {
 	{"InboxFilterTimesOutOfRange", testInboxFilterTimesOutOfRange},
 	{"InboxObserverLinkRoundTrips", testInboxObserverLink},
 	{"InboxStaleAttemptCannotApplyARedrivenOne", testInboxStaleAttemptCannotApplyARedrivenOne},
+	{"FilterBoundsBelowMicrosecond", testFilterBoundsBelowMicrosecond},
 }
 
 const inboxSecret = "whsec_conformance_inbox"
