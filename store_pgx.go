@@ -181,7 +181,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`,
 WHERE (cardinality($1::text[]) = 0 OR outcome = ANY ($1))
   AND ($2 = '' OR event_type = $2) AND ($3 = '' OR object_id = $3)
   AND ($4::timestamptz IS NULL OR processed_at >= $4) AND ($5::timestamptz IS NULL OR processed_at < $5)
-ORDER BY processed_at DESC, event_id DESC
+ORDER BY processed_at DESC, event_id COLLATE "C" DESC
 LIMIT $6`,
 		},
 	}, nil

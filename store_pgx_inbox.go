@@ -60,7 +60,7 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
 	free := `(i.object_id = '' OR NOT EXISTS (SELECT 1 FROM ` + t + ` AS o
         WHERE o.object_id = i.object_id AND o.object_id <> ''
           AND o.state IN ('pending', 'failed', 'processing') AND o.event_id <> i.event_id
-          AND ((o.created, o.event_id) < (i.created, i.event_id)
+          AND ((o.created, o.event_id COLLATE "C") < (i.created, i.event_id COLLATE "C")
             OR (o.state = 'processing' AND (o.lease_until > $1 OR NOT EXISTS (
                 SELECT 1 FROM ` + t + ` AS probe WHERE probe.event_id = o.event_id FOR SHARE SKIP LOCKED))))))`
 	redriveWhere := `state = ANY ($1::text[])
@@ -108,10 +108,12 @@ WHERE i.event_id = x.event_id`,
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT event_id, due_at, attempted_at FROM expired
-    UNION ALL
-    SELECT event_id, due_at, attempted_at FROM due
-    ORDER BY due_at, event_id
+    SELECT event_id, due_at, attempted_at FROM (
+        SELECT event_id, due_at, attempted_at FROM expired
+        UNION ALL
+        SELECT event_id, due_at, attempted_at FROM due
+    ) AS candidates
+    ORDER BY due_at, event_id COLLATE "C"
     LIMIT $2
 ), leased AS (
     UPDATE ` + t + ` AS i
@@ -120,7 +122,7 @@ WHERE i.event_id = x.event_id`,
     WHERE i.event_id = picked.event_id
     RETURNING picked.due_at, picked.attempted_at AS prev_attempted_at, i.*
 )
-SELECT ` + inboxColumns + `, payload, lease_until, coalesce(seq, 0), trace, due_at, prev_attempted_at FROM leased ORDER BY due_at, event_id`,
+SELECT ` + inboxColumns + `, payload, lease_until, coalesce(seq, 0), trace, due_at, prev_attempted_at FROM leased ORDER BY due_at, event_id COLLATE "C"`,
 		// A snoozed task, or an event given back unapplied, goes back to
 		// pending without counting the attempt, showing the attempt time $8:
 		// the snoozed run's, or the one before the lease given back.
@@ -139,7 +141,7 @@ WHERE (cardinality($1::text[]) = 0 OR state = ANY ($1::text[]))
   AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)
   AND (coalesce(cardinality($7::text[]), 0) = 0 OR event_id = ANY ($7::text[]))
   AND ($8 = '' OR kind = $8)
-ORDER BY received_at DESC, event_id DESC
+ORDER BY received_at DESC, event_id COLLATE "C" DESC
 LIMIT $6`,
 		channel: fmt.Sprintf("idempotency_inbox_%016x", h.Sum64()),
 	}
