@@ -132,3 +132,24 @@ func (f *listFlag) Set(s string) error {
 	}
 	return nil
 }
+
+// idsFlag collects redrive's -id: repeatable; a value is a comma list of
+// event ids, or one task's id as it is. A task's id is task:<name>:<key>,
+// and its key may hold commas and begin or end with spaces (a customer's
+// name): split or trimmed, it would name another task, or none.
+type idsFlag []string
+
+func (f *idsFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	return strings.Join(*f, ",")
+}
+
+func (f *idsFlag) Set(s string) error {
+	if strings.HasPrefix(s, "task:") {
+		*f = append(*f, s)
+		return nil
+	}
+	return (*listFlag)(f).Set(s)
+}

@@ -29,8 +29,8 @@ many events moved (or would).
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		var f inboxFlags
 		f.register(fs, "redrive")
-		var ids listFlag
-		fs.Var(&ids, "id", "redrive these event (or task) ids (repeatable, or a comma list)")
+		var ids idsFlag
+		fs.Var(&ids, "id", "redrive these event ids (repeatable, or a comma list), or this task's id as it is (task:<name>:<key>, one per -id)")
 		all := fs.Bool("all", false, "redrive every event in -state (dead_letter by default), with no other selector")
 		dryRun := fs.Bool("dry-run", false, "count the events that would move; move none")
 		return func(ctx context.Context, a *app, args []string) error {

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestRedriveTaskIDWithCommaAndSpaces: redrive -id takes a task's id as
+// it is. A task key may hold a comma and begin or end with a space (a
+// customer's name, a composite key); -id split it at the comma and
+// trimmed it, so that the dead-lettered task its id names was not
+// redriven, and the run said "redrove 0 events" and exited 0.
+func TestRedriveTaskIDWithCommaAndSpaces(t *testing.T) {
+	t.Parallel()
+	db := idempotencytest.Postgres(t)
+	store := db.NewStore(t, idempotency.PgxConfig{})
+	hs := idempotency.NewHandlers()
+	notify := idempotency.NewTask(hs, "notify", func(context.Context, idempotency.TaskRun[string]) error {
+		return idempotency.Permanent(errors.New("the mail provider refused the address"))
+	})
+	const key = " Rosen, Jenny "
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		_, err := notify.Enqueue(ctx, tx, key, "hello")
+		return err
+	})
+	quiet := slog.New(slog.DiscardHandler)
+	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: quiet})
+	require.NoError(t, err)
+	hook, err := in.Handler(idempotency.Config{Secrets: []string{secret}, Logger: quiet})
+	require.NoError(t, err)
+	a := idempotencytest.Deliver(hook, eventPayload(t, "evt_notify", "invoice.paid", "in_notify", 1756742400), secret)
+	require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+	_, err = in.WorkDue(t.Context())
+	require.NoError(t, err)
+	id := "task:notify:" + key
+	rec, ok, err := in.Lookup(t.Context(), id)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, idempotency.InboxDeadLetter, rec.State)
+
+	// With another id in the same run: each in its own -id.
+	r := idemctl(t, db, nil, "redrive", "-id", id, "-id", "evt_unknown", "-dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "would redrive 1 events (dry run: none moved)\n", r.stdout)
+	r = idemctl(t, db, nil, "redrive", "-id", id)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "redrove 1 events: pending again, with a fresh attempt budget\n", r.stdout)
+	rec, _, err = in.Lookup(t.Context(), id)
+	require.NoError(t, err)
+	require.Equal(t, idempotency.InboxPending, rec.State)
+
+	// Event ids still go as a comma list.
+	r = idemctl(t, db, nil, "redrive", "-id", "evt_a, evt_b", "-dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+}
