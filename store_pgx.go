@@ -813,7 +813,6 @@ var readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 const (
 	pgSerializationFailure = "40001"
 	pgDeadlockDetected     = "40P01"
-	pgLockNotAvailable     = "55P03"
 )
 
 // retryable reports a conflict that a new attempt of the whole transaction

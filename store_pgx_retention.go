@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // pgxRetentionSQL are the statements of Prune and Forget, on the store's
@@ -17,7 +17,7 @@ type pgxRetentionSQL struct {
 	eventIDs, events, deadLetters, tasks string
 	deadTasks                            string
 	guards, order, objects               string
-	inboxState, forgetInbox              string
+	inboxState, inboxLock, forgetInbox   string
 	forgetEvent, forgetGuards, payload   string
 }
 
@@ -66,11 +66,15 @@ RETURNING event_id`,
 		// missing row does not.
 		objects: deleteByKey(`idempotency_objects`, `object_id`, `coalesce(fetched_at, '-infinity')`),
 		order:   deleteByKey(`idempotency_order`, `key`, `created`),
-		// NOWAIT: a row locked is one an attempt is applying (or a
-		// lease, a settle or a redrive is changing); Forget refuses it
-		// rather than wait for the attempt and then forget the event it
-		// has just applied.
-		inboxState:   `SELECT state, kind FROM ` + inbox + ` WHERE event_id = $1 FOR UPDATE NOWAIT`,
+		// inboxState reads the row as last committed, without waiting:
+		// while an attempt applies the event it is processing, and Forget
+		// refuses it rather than wait for the attempt and then forget the
+		// event it has just applied. A row committed final is locked only
+		// for a moment, by a prune batch deleting it, a redrive moving it
+		// back or another Forget: inboxLock waits for them, and Forget
+		// compares what it then finds with what it read.
+		inboxState:   `SELECT state, kind, attempt, attempted_at FROM ` + inbox + ` WHERE event_id = $1`,
+		inboxLock:    `SELECT state, kind, attempt, attempted_at FROM ` + inbox + ` WHERE event_id = $1 FOR UPDATE`,
 		forgetInbox:  `DELETE FROM ` + inbox + ` WHERE event_id = $1`,
 		forgetEvent:  `DELETE FROM ` + s + `.idempotency_events WHERE event_id = $1`,
 		forgetGuards: `DELETE FROM ` + s + `.idempotency_guards WHERE event_id = $1`,
@@ -200,7 +204,10 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 // An event still to be applied in the inbox (pending, processing, failed)
 // is refused with [ErrUnfinished], at once, also while an attempt at it is
 // in flight: Forget does not wait for the attempt, which would then have
-// it forget the event that attempt has just applied. A task's id is
+// it forget the event that attempt has just applied. A finished event's
+// row that a prune batch or a redrive holds for a moment is waited for:
+// once pruned, the rest is forgotten; moved back to pending, or attempted
+// again meanwhile, it is refused with ErrUnfinished. A task's id is
 // refused with [ErrForgetTask]. This process forgets
 // the id at once, and inbox workers always ask the database; but a
 // delivery that reaches another replica may be answered duplicate from its
@@ -215,22 +222,32 @@ func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
 	err := retryStale(ctx, func() error {
 		found = false
 		return pgx.BeginTxFunc(ctx, s.db, readCommitted, func(tx pgx.Tx) error {
-			var st InboxState
-			var kind InboxKind
-			err := tx.QueryRow(ctx, s.retention.inboxState, eventID).Scan(&st, &kind)
-			var pgErr *pgconn.PgError
+			var committed forgetRow
+			err := committed.read(ctx, tx, s.retention.inboxState, eventID)
 			switch {
-			case errors.As(err, &pgErr) && pgErr.Code == pgLockNotAvailable:
-				return fmt.Errorf("idempotency: forget %q: %w (its inbox row is held: an attempt or a redrive is changing it)", eventID, ErrUnfinished)
 			case errors.Is(err, pgx.ErrNoRows):
 			case err != nil:
 				return err
-			case kind == KindTask:
+			case committed.kind == KindTask:
 				return fmt.Errorf("idempotency: forget %q: %w", eventID, ErrForgetTask)
-			case !st.Final():
-				return fmt.Errorf("idempotency: forget %q: %w (inbox state %s)", eventID, ErrUnfinished, st)
+			case !committed.state.Final():
+				return fmt.Errorf("idempotency: forget %q: %w (inbox state %s)", eventID, ErrUnfinished, committed.state)
 			default:
-				found = true
+				// Final: no attempt holds it. Wait for a prune batch or
+				// a redrive that does.
+				var locked forgetRow
+				err := locked.read(ctx, tx, s.retention.inboxLock, eventID)
+				switch {
+				case errors.Is(err, pgx.ErrNoRows): // pruned meanwhile
+				case err != nil:
+					return err
+				case !locked.state.Final():
+					return fmt.Errorf("idempotency: forget %q: %w (inbox state %s)", eventID, ErrUnfinished, locked.state)
+				case !locked.same(committed):
+					return fmt.Errorf("idempotency: forget %q: %w (attempted again while forget waited for its inbox row)", eventID, ErrUnfinished)
+				default:
+					found = true
+				}
 			}
 			for _, sql := range []string{s.retention.forgetInbox, s.retention.forgetEvent, s.retention.forgetGuards} {
 				tag, err := tx.Exec(ctx, sql, eventID)
@@ -250,6 +267,24 @@ func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
 	}
 	s.forgetLocal(eventID)
 	return found, nil
+}
+
+// forgetRow is what Forget reads of an inbox row.
+type forgetRow struct {
+	state       InboxState
+	kind        InboxKind
+	attempt     int
+	attemptedAt pgtype.Timestamptz
+}
+
+func (r *forgetRow) read(ctx context.Context, tx pgx.Tx, sql, eventID string) error {
+	return tx.QueryRow(ctx, sql, eventID).Scan(&r.state, &r.kind, &r.attempt, &r.attemptedAt)
+}
+
+// same reports whether r is the row o was: no attempt since.
+func (r forgetRow) same(o forgetRow) bool {
+	return r.state == o.state && r.attempt == o.attempt && r.attemptedAt.Valid == o.attemptedAt.Valid &&
+		r.attemptedAt.Time.Equal(o.attemptedAt.Time)
 }
 
 // forgetLocal drops eventID from this process's memories of recent ids.
