@@ -384,7 +384,14 @@ func TestRunStartupErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			stderr := newLogWatch(retryLogged)
-			err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-secret", secret, "-database-url", tc.dbURL, "-db-wait", "300ms"},
+			// Long enough for a first attempt on a busy machine: with
+			// 300 ms it sometimes ended at the deadline before the server
+			// answered 3D000.
+			wait := "300ms"
+			if tc.retried {
+				wait = "3s"
+			}
+			err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-secret", secret, "-database-url", tc.dbURL, "-db-wait", wait},
 				noEnv, stderr, nil)
 			require.Error(t, err)
 			for _, want := range tc.wantErr {
