@@ -586,6 +586,12 @@ const (
 // fail on every retry on PostgreSQL, and in the inbox it would fail the
 // deliveries stored in the same statement.
 func checkEnvelope(env *envelope.Envelope) error {
+	// The parser decodes invalid text to U+FFFD, as encoding/json does:
+	// distinct ids would be claimed as one, and the event sent second
+	// never applied.
+	if env.Replaced != "" {
+		return fmt.Errorf("the event's %s contains invalid UTF-8 or an unpaired surrogate escape", env.Replaced)
+	}
 	for _, f := range [...]struct{ name, value string }{
 		{"id", env.ID}, {"type", env.Type}, {"data.object.id", env.ObjectID}, {"account", env.Account},
 		{"api_version", env.APIVersion},

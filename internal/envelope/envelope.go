@@ -42,6 +42,7 @@ import (
 	"fmt"
 	"math/bits"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -58,6 +59,13 @@ type Envelope struct {
 	ObjectID   string // data.object.id; "" when absent
 	ObjectKind string // data.object.object (e.g. "invoice"); "" when absent
 	V2         bool   // a v2 event (ParseV2Event): unversioned, Object is its data
+	// Replaced names the first of id, type, data.object.id, account and
+	// api_version whose value had invalid UTF-8 or an unpaired UTF-16
+	// surrogate escape ("\ud800"), which decoding replaced with U+FFFD as
+	// encoding/json does; "" when none had. Distinct values decode alike
+	// so ("evt_\ud800" and "evt_\udc00" are both "evt_\ufffd"): a
+	// receiver that keys on them refuses the event.
+	Replaced string
 }
 
 var (
@@ -88,6 +96,7 @@ type strRef struct {
 	start, end int
 	str        string
 	dec        bool
+	replaced   bool // dec, and decoding replaced invalid text with U+FFFD
 }
 
 func (r *strRef) len() int {
@@ -212,6 +221,19 @@ func Parse(b []byte) (Envelope, error) {
 	if out[1] == "" {
 		return Envelope{}, fieldErr("type", "is empty")
 	}
+	replaced := ""
+	switch {
+	case p.id.replaced:
+		replaced = "id"
+	case p.typ.replaced:
+		replaced = "type"
+	case p.objID.replaced:
+		replaced = "data.object.id"
+	case p.account.replaced:
+		replaced = "account"
+	case p.apiVer.replaced:
+		replaced = "api_version"
+	}
 	return Envelope{
 		ID:         out[0],
 		Type:       out[1],
@@ -223,6 +245,7 @@ func Parse(b []byte) (Envelope, error) {
 		Previous:   p.previous,
 		ObjectID:   out[4],
 		ObjectKind: out[5],
+		Replaced:   replaced,
 	}, nil
 }
 
@@ -509,7 +532,7 @@ func (p *parser) stringField() (strRef, bool, error) {
 		if err != nil {
 			return strRef{}, false, err
 		}
-		return strRef{str: s, dec: true}, true, nil
+		return strRef{str: s, dec: true, replaced: replacesText(p.b[start:end])}, true, nil
 	}
 	return strRef{start: start, end: end}, true, nil
 }
@@ -591,6 +614,58 @@ func unquote(tok []byte) (string, error) {
 		return "", fmt.Errorf("%w: invalid string", ErrMalformed)
 	}
 	return s, nil
+}
+
+// replacesText reports whether decoding the contents of a valid JSON
+// string token (without its quotes) replaces anything with U+FFFD, as
+// encoding/json does for invalid UTF-8 and for a \u escape of a UTF-16
+// surrogate that is not a high one followed at once by an escaped low one.
+func replacesText(s []byte) bool {
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case c == '\\' && s[i+1] == 'u':
+			r := hex4(s[i+2 : i+6])
+			i += 6
+			if !utf16.IsSurrogate(r) {
+				continue
+			}
+			if r >= 0xdc00 || i+6 > len(s) || s[i] != '\\' || s[i+1] != 'u' {
+				return true
+			}
+			if lo := hex4(s[i+2 : i+6]); lo < 0xdc00 || lo > 0xdfff {
+				return true
+			}
+			i += 6
+		case c == '\\':
+			i += 2
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, n := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				return true
+			}
+			i += n
+		}
+	}
+	return false
+}
+
+// hex4 is the value of four hex digits.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // strClass marks the bytes that end the fast string scan: '"', '\\' and
