@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // stdEvent is the encoding/json equivalent of Envelope: the struct the
@@ -372,12 +374,12 @@ func TestSemantics(t *testing.T) {
 		{
 			name: "escapes decoded like encoding/json",
 			in:   `{"id":"evt_\u00e9\n\"\\\/\b\f\r\t","type":"a\ud83d\ude00b","account":"\ud800","api_version":"\u0032","data":{"object":{"id":"in_\u0031","object":"in\u0076oice"}}}`,
-			want: Envelope{ID: "evt_é\n\"\\/\b\f\r\t", Type: "a😀b", Account: "\ufffd", APIVersion: "2", Object: []byte(`{"id":"in_\u0031","object":"in\u0076oice"}`), ObjectID: "in_1", ObjectKind: "invoice"},
+			want: Envelope{ID: "evt_é\n\"\\/\b\f\r\t", Type: "a😀b", Account: "\ufffd", APIVersion: "2", Object: []byte(`{"id":"in_\u0031","object":"in\u0076oice"}`), ObjectID: "in_1", ObjectKind: "invoice", Replaced: "account"},
 		},
 		{
 			name: "invalid UTF-8 replaced",
 			in:   "{\"id\":\"evt_\xff1\",\"type\":\"t\xc3\",\"api_version\":\"\xed\xa0\x80\",\"data\":{\"object\":{\"id\":\"in_\xe2\x82\"}}}",
-			want: Envelope{ID: "evt_\ufffd1", Type: "t\ufffd", APIVersion: "\ufffd\ufffd\ufffd", Object: []byte("{\"id\":\"in_\xe2\x82\"}"), ObjectID: "in_\ufffd\ufffd"},
+			want: Envelope{ID: "evt_\ufffd1", Type: "t\ufffd", APIVersion: "\ufffd\ufffd\ufffd", Object: []byte("{\"id\":\"in_\xe2\x82\"}"), ObjectID: "in_\ufffd\ufffd", Replaced: "id"},
 		},
 		{
 			name: "valid UTF-8 kept",
@@ -452,6 +454,7 @@ func TestSemantics(t *testing.T) {
 			got, err := Parse(in)
 			noErr(t, err)
 			sameEnvelope(t, tt.want, got)
+			equal(t, tt.want.Replaced, got.Replaced, "Replaced")
 			if !strings.Contains(tt.name, "case-sensitive") && !strings.Contains(tt.name, "escaped keys") {
 				// encoding/json agrees (it would not on those two: it
 				// matches keys case-insensitively).
@@ -563,6 +566,7 @@ func refParse(t testing.TB, in []byte) (Envelope, error) {
 		bad, thin, haveID, haveType, haveData, haveObj bool
 	)
 	str := func(raw json.RawMessage) string { return rawString(t, raw) }
+	replaced := map[string]bool{}
 	for _, m := range top {
 		switch m.key {
 		case "id", "type":
@@ -572,8 +576,10 @@ func refParse(t testing.TB, in []byte) (Envelope, error) {
 			}
 			if m.key == "id" {
 				env.ID, haveID = str(m.raw), true
+				replaced["id"] = modelReplaced(t, m.raw)
 			} else {
 				env.Type, haveType = str(m.raw), true
+				replaced["type"] = modelReplaced(t, m.raw)
 			}
 		case "object":
 			thin = isKind(m.raw, '"') && str(m.raw) == thinObject
@@ -584,8 +590,10 @@ func refParse(t testing.TB, in []byte) (Envelope, error) {
 				bad = true
 			case m.key == "api_version":
 				env.APIVersion = str(m.raw)
+				replaced["api_version"] = modelReplaced(t, m.raw)
 			default:
 				env.Account = str(m.raw)
+				replaced["account"] = modelReplaced(t, m.raw)
 			}
 		case "created":
 			n, err := strconv.ParseInt(string(m.raw), 10, 64)
@@ -618,10 +626,12 @@ func refParse(t testing.TB, in []byte) (Envelope, error) {
 					}
 					haveObj = true
 					env.Object, env.ObjectID, env.ObjectKind = d.raw, "", ""
+					replaced["data.object.id"] = false
 					for _, o := range obj {
 						switch o.key {
 						case "id":
 							env.ObjectID = str(o.raw)
+							replaced["data.object.id"] = isKind(o.raw, '"') && modelReplaced(t, o.raw)
 						case "object":
 							env.ObjectKind = str(o.raw)
 						}
@@ -645,7 +655,54 @@ func refParse(t testing.TB, in []byte) (Envelope, error) {
 	case bad || !haveID || !haveType || !haveData || !haveObj || env.ID == "" || env.Type == "":
 		return Envelope{}, ErrMalformed
 	}
+	for _, f := range []string{"id", "type", "data.object.id", "account", "api_version"} {
+		if replaced[f] {
+			env.Replaced = f
+			break
+		}
+	}
 	return env, nil
+}
+
+// modelReplaced reports whether encoding/json replaces anything with U+FFFD
+// when it decodes the string token raw: whether raw, read as UTF-8 bytes
+// and UTF-16 code units from its \u escapes, is not a valid sequence of
+// Unicode scalar values.
+func modelReplaced(t testing.TB, raw json.RawMessage) bool {
+	t.Helper()
+	var units []uint16
+	for i := 1; i < len(raw)-1; {
+		if raw[i] == '\\' {
+			if raw[i+1] == 'u' {
+				n, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+				noErr(t, err)
+				units = append(units, uint16(n))
+				i += 6
+			} else {
+				units = append(units, '?')
+				i += 2
+			}
+			continue
+		}
+		r, n := utf8.DecodeRune(raw[i:])
+		if r == utf8.RuneError && n == 1 {
+			return true
+		}
+		units = utf16.AppendRune(units, r)
+		i += n
+	}
+	for i := 0; i < len(units); i++ {
+		switch u := rune(units[i]); {
+		case u >= 0xdc00 && u <= 0xdfff:
+			return true
+		case u >= 0xd800 && u <= 0xdbff:
+			if i+1 == len(units) || units[i+1] < 0xdc00 || units[i+1] > 0xdfff {
+				return true
+			}
+			i++
+		}
+	}
+	return false
 }
 
 // stdFieldNames are the field names encoding/json matches, per object level
@@ -745,6 +802,8 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(`{"id":"evt_\u00e9","ID":"x","type":"a\ud83d","data":{"object":{"id":"\u0069","object":"o"},"previous_attributes":null},"created":-0,"livemode":true,"account":null}`))
 	f.Add([]byte(`{"id":"evt_1","type":"t","api_verſion":"v","Livemode":true,"data":{"object":{"ID":"x","object":"o"}}}`))
+	f.Add([]byte(`{"id":"evt_\ud800\udc00\udbff","type":"t\\ud800","account":"\ud800","account":null,"data":{"object":{"id":"\udc00\ud800"}}}`))
+	f.Add([]byte("{\"id\":\"evt_\xed\xa0\x80\",\"type\":\"t\",\"api_version\":\"v\xff\",\"data\":{\"object\":{\"id\":\"o\xc3\"}}}"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if got, want := plainEnd(in, 0), naivePlainEnd(in, 0); got != want {
 			t.Fatalf("plainEnd = %d, want %d", got, want)
@@ -762,6 +821,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		sameEnvelope(t, want, got)
+		equal(t, want.Replaced, got.Replaced, "Replaced")
 		isSubslice(t, in, got.Object)
 		if hasFoldedKeys(t, in) {
 			return
