@@ -735,6 +735,19 @@ func testNilApply(t *testing.T, b StoreBackend) {
 	out, err = b.Store.Run(ctx, c, nil)
 	require.NoError(t, err)
 	require.Equal(t, idempotency.OutcomeDuplicate, out)
+
+	// Any other Claim.Outcome, the zero one included, records processed.
+	for id, outcome := range map[string]idempotency.Outcome{"evt_nil_processed": idempotency.OutcomeProcessed, "evt_nil_zero": ""} {
+		c := claim(id)
+		c.Outcome = outcome
+		out, err := b.Store.Run(ctx, c, nil)
+		require.NoError(t, err)
+		require.Equal(t, idempotency.OutcomeProcessed, out, "a nil apply with Claim.Outcome %q", outcome)
+		requireEvent(t, b, id, idempotency.OutcomeProcessed)
+		out, err = b.Store.Run(ctx, c, nil)
+		require.NoError(t, err)
+		require.Equal(t, idempotency.OutcomeDuplicate, out)
+	}
 }
 
 func testTxDone(t *testing.T, b StoreBackend) {
