@@ -593,6 +593,54 @@ func freeLoopbackPort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
+// clusterPort picks the cluster's port; a test replaces it.
+var clusterPort = freeLoopbackPort
+
+// maxPortAttempts is how many ports the cluster's first start tries, each
+// free when picked, before PostgreSQL counts as unavailable.
+const maxPortAttempts = 5
+
+// pickPort gives the cluster a port that is free now, and the connection
+// string that goes with it (the unix socket's name carries the port too).
+func (c *Cluster) pickPort() error {
+	port, err := clusterPort()
+	if err != nil {
+		return unavailable("find a free loopback port: %v", err)
+	}
+	c.port = port
+	c.url = (&url.URL{Scheme: "postgres", Path: "/postgres", RawQuery: encodeQuery(url.Values{
+		"host":    {c.dir},
+		"port":    {strconv.Itoa(c.port)},
+		"user":    {"postgres"},
+		"sslmode": {"disable"},
+	})}).String()
+	return nil
+}
+
+// portTaken reports whether the server log, past its first logged bytes,
+// says that the server could not bind its port because it is in use.
+func (c *Cluster) portTaken(logged int64) bool {
+	f, err := os.Open(c.logFile)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if _, err := f.Seek(logged, io.SeekStart); err != nil {
+		return false
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, 1<<20))
+	return bytes.Contains(b, []byte("could not bind")) && bytes.Contains(b, []byte("Address already in use"))
+}
+
+// fileSize is the size of the file at path, 0 if it cannot be read.
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
 // LogFile returns the path of the server log, useful when a fault test fails.
 func (c *Cluster) LogFile() string { return c.logFile }
 
@@ -618,7 +666,8 @@ func (c *Cluster) stop(mode string) error {
 }
 
 func (c *Cluster) pgCtlStart() error {
-	out, err := c.run(c.pgCtl, "start", "-D", c.data, "-l", c.logFile, "-w", "-t", strconv.Itoa(pgCtlTimeout), "-s")
+	out, err := c.run(c.pgCtl, "start", "-D", c.data, "-l", c.logFile, "-o", "-p "+strconv.Itoa(c.port),
+		"-w", "-t", strconv.Itoa(pgCtlTimeout), "-s")
 	if err != nil {
 		return fmt.Errorf("pgtest: pg_ctl start: %v\n%s%s", err, out, c.logTail())
 	}
@@ -761,15 +810,9 @@ func startCluster() (*Cluster, error) {
 	// The server also listens on a free loopback port, for tests of what a
 	// TCP connection does that a socket does not (see Cluster.TCP). The
 	// unix socket takes the same number in its file name.
-	if c.port, err = freeLoopbackPort(); err != nil {
-		return nil, unavailable("find a free loopback port: %v", err)
+	if err := c.pickPort(); err != nil {
+		return nil, err
 	}
-	c.url = (&url.URL{Scheme: "postgres", Path: "/postgres", RawQuery: encodeQuery(url.Values{
-		"host":    {c.dir},
-		"port":    {strconv.Itoa(c.port)},
-		"user":    {"postgres"},
-		"sslmode": {"disable"},
-	})}).String()
 
 	if out, err := c.run(c.initdb, "-D", c.data, "-U", "postgres", "--auth=trust",
 		"--encoding=UTF8", "--locale=C", "--no-sync"); err != nil {
@@ -779,7 +822,7 @@ func startCluster() (*Cluster, error) {
 # pgtest: throwaway test cluster
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '%s'
-port = %d
+# port: given to each start (pg_ctl start -o "-p N"), see Cluster.pgCtlStart
 max_connections = 300
 shared_buffers = 32MB
 fsync = off
@@ -787,7 +830,7 @@ full_page_writes = off
 # synchronous_commit stays on: with fsync=off a commit costs only a write(),
 # and Cluster.Kill must not lose commits that were acknowledged.
 synchronous_commit = on
-`, strings.ReplaceAll(c.dir, "'", "''"), c.port)
+`, strings.ReplaceAll(c.dir, "'", "''"))
 	f, err := os.OpenFile(filepath.Join(c.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return nil, unavailable("configure cluster: %v", err)
@@ -799,8 +842,21 @@ synchronous_commit = on
 	if err != nil {
 		return nil, unavailable("configure cluster: %v", err)
 	}
-	if err := c.pgCtlStart(); err != nil {
-		return nil, unavailable("%v", err)
+	// The port was free when it was picked, before initdb; another process
+	// (another test binary starting its cluster, any listener) may have
+	// taken it since. Then the server cannot bind it: start on another.
+	for attempt := 1; ; attempt++ {
+		logged := fileSize(c.logFile)
+		err := c.pgCtlStart()
+		if err == nil {
+			break
+		}
+		if attempt == maxPortAttempts || !c.portTaken(logged) {
+			return nil, unavailable("%v", err)
+		}
+		if err := c.pickPort(); err != nil {
+			return nil, err
+		}
 	}
 	c.running = true
 	ok = true
