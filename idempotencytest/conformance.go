@@ -62,9 +62,12 @@ type StoreBackend struct {
 	// polls it to know that a copy has reached the wait it tests.
 	Waiting func(t testing.TB) int
 
-	// NoInbox declares a store that idempotency.NewInbox refuses: the
-	// cases of the inbox, of tasks and of inbox mode are skipped for it.
-	// Without it, a store NewInbox refuses fails those cases.
+	// NoInbox declares a store that idempotency.NewInbox refuses, as
+	// every store outside package idempotency is: the cases of the inbox,
+	// of tasks and of inbox mode are skipped for it, and so are those of
+	// CheckOrder and OnCurrent when its Tx is not the package's own (they
+	// fail with idempotency.ErrNeedsStoreTx on any other). Without it, a
+	// store NewInbox refuses fails those cases.
 	NoInbox bool
 }
 
@@ -134,7 +137,16 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 	tests = append(tests, inboxTests...)
 	tests = append(tests, taskTests...)
 	tests = append(tests, retentionTests...)
-	tests = append(tests, currentTests...)
+	for _, tt := range currentTests {
+		fn := tt.fn
+		tests = append(tests, struct {
+			name string
+			fn   func(t *testing.T, b StoreBackend)
+		}{tt.name, func(t *testing.T, b StoreBackend) {
+			skipWithoutStoreTx(t, b)
+			fn(t, b)
+		}})
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -163,6 +175,29 @@ func (b StoreBackend) nilField() string {
 }
 
 var errHandler = errors.New("handler failed")
+
+// errProbed ends skipWithoutStoreTx's probe, rolled back.
+var errProbed = errors.New("idempotencytest: probe of the store's Tx")
+
+// skipWithoutStoreTx skips the test on a NoInbox store whose Tx cannot
+// keep CheckOrder's and OnCurrent's records (idempotency.ErrNeedsStoreTx):
+// only the Tx of MemoryStore and PgxStore can, so no store outside package
+// idempotency can give them. It probes in a transaction it rolls back.
+func skipWithoutStoreTx(t *testing.T, b StoreBackend) {
+	t.Helper()
+	if !b.NoInbox {
+		return
+	}
+	var needs error
+	_, err := b.Store.Run(ctxT(t), claim("evt_probe_store_tx"), func(ctx context.Context, tx idempotency.Tx) error {
+		_, needs = idempotency.CheckOrder(ctx, tx, "idempotencytest-probe", "probe", time.Unix(1756742400, 0))
+		return errProbed
+	})
+	require.ErrorIs(t, err, errProbed, "the probe of the store's Tx")
+	if errors.Is(needs, idempotency.ErrNeedsStoreTx) {
+		t.Skipf("%T's Tx is not MemoryStore's or PgxStore's: CheckOrder and OnCurrent need it (%v)", b.Store, needs)
+	}
+}
 
 func claim(id string) idempotency.Claim {
 	return idempotency.Claim{EventID: id, EventType: "invoice.paid", ObjectID: "in_" + id, Account: "acct_1", Livemode: false}
