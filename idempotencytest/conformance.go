@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -544,18 +543,20 @@ func creditOnce(b StoreBackend, invoice string) idempotency.ApplyFunc {
 func testGuardAcrossEvents(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	const events = 20
-	outs := make([]idempotency.Outcome, events)
+	// The runs report here, not to t: on a store that leaves one waiting,
+	// they return after the test has failed and ended.
+	outs := make([]ranResult, events)
 	var wg sync.WaitGroup
 	for i := range events {
 		wg.Go(func() {
 			out, err := b.Store.Run(ctx, claim(fmt.Sprintf("evt_twin_%d", i)), creditOnce(b, "in_twins"))
-			assert.NoError(t, err)
-			outs[i] = out
+			outs[i] = ranResult{out, err}
 		})
 	}
 	waitAll(t, &wg, "the concurrent runs")
-	for _, o := range outs {
-		require.Equal(t, idempotency.OutcomeProcessed, o, "each event id is new")
+	for _, r := range outs {
+		require.NoError(t, r.err)
+		require.Equal(t, idempotency.OutcomeProcessed, r.out, "each event id is new")
 	}
 	require.Equal(t, 100, b.Get(t, "credits"), "%d events for one invoice credit once", events)
 }
@@ -565,6 +566,7 @@ func testConcurrentDuplicates(t *testing.T, b StoreBackend) {
 	const n = 50
 	var ran atomic.Int32
 	counts := make(map[idempotency.Outcome]int)
+	var errs []error // the runs report here, not to t (see testGuardAcrossEvents)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -575,14 +577,17 @@ func testConcurrentDuplicates(t *testing.T, b StoreBackend) {
 				ran.Add(1)
 				return b.Add(ctx, tx, "c", 1)
 			})
-			assert.NoError(t, err)
 			mu.Lock()
 			counts[out]++
+			if err != nil {
+				errs = append(errs, err)
+			}
 			mu.Unlock()
 		})
 	}
 	close(start)
 	waitAll(t, &wg, "the concurrent runs")
+	require.Empty(t, errs)
 	require.Equal(t, map[idempotency.Outcome]int{idempotency.OutcomeProcessed: 1, idempotency.OutcomeDuplicate: n - 1}, counts)
 	require.EqualValues(t, 1, ran.Load())
 	require.Equal(t, 1, b.Get(t, "c"))
@@ -612,17 +617,18 @@ func holdClaim(t *testing.T, b StoreBackend, id string, result error) (release c
 
 // startWaiters starts n deliveries of id and returns once all n wait for the
 // claim held by another transaction.
-func startWaiters(t *testing.T, b StoreBackend, id string, n int, ran *atomic.Int32) chan idempotency.Outcome {
+func startWaiters(t *testing.T, b StoreBackend, id string, n int, ran *atomic.Int32) chan ranResult {
 	ctx := ctxT(t)
-	outs := make(chan idempotency.Outcome, n)
+	// The copies report here, not to t: on a store that leaves them
+	// waiting, they return after the test has failed and ended.
+	outs := make(chan ranResult, n)
 	for range n {
 		go func() {
 			out, err := b.Store.Run(ctx, claim(id), func(ctx context.Context, tx idempotency.Tx) error {
 				ran.Add(1)
 				return b.Add(ctx, tx, "c", 1)
 			})
-			assert.NoError(t, err)
-			outs <- out
+			outs <- ranResult{out, err}
 		}()
 	}
 	require.Eventually(t, func() bool { return b.Waiting(t) == n },
@@ -630,10 +636,18 @@ func startWaiters(t *testing.T, b StoreBackend, id string, n int, ran *atomic.In
 	return outs
 }
 
-func tally(t *testing.T, ch chan idempotency.Outcome, n int) map[idempotency.Outcome]int {
+// ranResult is what a Run started on another goroutine returned.
+type ranResult struct {
+	out idempotency.Outcome
+	err error
+}
+
+func tally(t *testing.T, ch chan ranResult, n int) map[idempotency.Outcome]int {
 	m := make(map[idempotency.Outcome]int)
 	for i := range n {
-		m[receive(t, ch, fmt.Sprintf("copy %d of %d, waiting for a transaction that has ended,", i+1, n))]++
+		r := receive(t, ch, fmt.Sprintf("copy %d of %d, waiting for a transaction that has ended,", i+1, n))
+		require.NoError(t, r.err, "copy %d of %d", i+1, n)
+		m[r.out]++
 	}
 	return m
 }
@@ -864,15 +878,19 @@ func testEarlyGuardSkip(t *testing.T, b StoreBackend) {
 func testEarlyGuardAcrossEvents(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	const events = 20
+	outs := make([]ranResult, events) // not to t: see testGuardAcrossEvents
 	var wg sync.WaitGroup
 	for i := range events {
 		wg.Go(func() {
 			out, err := b.Store.Run(ctx, claimGuarding(fmt.Sprintf("evt_etwin_%d", i), "invoice-credit", "in_etwins"), creditOnce(b, "in_etwins"))
-			assert.NoError(t, err)
-			assert.Equal(t, idempotency.OutcomeProcessed, out, "each event id is new")
+			outs[i] = ranResult{out, err}
 		})
 	}
 	waitAll(t, &wg, "the concurrent runs")
+	for _, r := range outs {
+		require.NoError(t, r.err)
+		require.Equal(t, idempotency.OutcomeProcessed, r.out, "each event id is new")
+	}
 	require.Equal(t, 100, b.Get(t, "credits"), "%d events for one invoice credit once", events)
 }
 
@@ -998,9 +1016,8 @@ func testAfterCommitRedelivers(t *testing.T, b StoreBackend) {
 // delivery's AfterCommit funcs still run is answered duplicate at once.
 func testCopyDuringAfterCommit(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
-	inAfter, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	inAfter, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		defer close(done)
 		_, err := b.Store.Run(ctx, claim("evt_slow_after"), func(ctx context.Context, tx idempotency.Tx) error {
 			tx.AfterCommit(func(context.Context) {
 				close(inAfter)
@@ -1008,14 +1025,14 @@ func testCopyDuringAfterCommit(t *testing.T, b StoreBackend) {
 			})
 			return nil
 		})
-		assert.NoError(t, err)
+		done <- err // not to t: see testGuardAcrossEvents
 	}()
 	receive(t, inAfter, "the first delivery's AfterCommit func")
 	copyCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, err := b.Store.Run(copyCtx, claim("evt_slow_after"), addOne(b, "c"))
 	close(release)
-	receive(t, done, "the first delivery's Run")
+	require.NoError(t, receive(t, done, "the first delivery's Run"))
 	require.NoError(t, err, "the copy must not wait for the first delivery's AfterCommit funcs")
 	require.Equal(t, idempotency.OutcomeDuplicate, out)
 }
