@@ -240,6 +240,22 @@ func waitWithin(wg *sync.WaitGroup) bool {
 	}
 }
 
+// waitingReaches polls b.Waiting until it reports n, and fails the test
+// once within has passed. It polls on the test's goroutine: Waiting gets
+// t and may fail the test with it, which no other goroutine may do.
+func waitingReaches(t *testing.T, b StoreBackend, n int, within time.Duration, msgAndArgs ...any) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for got := b.Waiting(t); got != n; got = b.Waiting(t) {
+		if time.Now().After(deadline) {
+			require.Fail(t, fmt.Sprintf("Waiting reported %d runs waiting for %s, not %d", got, within, n), msgAndArgs...)
+		}
+		<-tick.C
+	}
+}
+
 // waitAll waits for wg like receive waits for a value.
 func waitAll(t *testing.T, wg *sync.WaitGroup, what string) {
 	t.Helper()
@@ -631,8 +647,7 @@ func startWaiters(t *testing.T, b StoreBackend, id string, n int, ran *atomic.In
 			outs <- ranResult{out, err}
 		}()
 	}
-	require.Eventually(t, func() bool { return b.Waiting(t) == n },
-		10*time.Second, 5*time.Millisecond, "%d deliveries should wait for the held claim", n)
+	waitingReaches(t, b, n, 10*time.Second, "%d deliveries should wait for the held claim", n)
 	return outs
 }
 
@@ -699,10 +714,10 @@ func testWaiterCancelled(t *testing.T, b StoreBackend) {
 		_, err := b.Store.Run(ctx, claim("evt_wait_cancel"), addOne(b, "c"))
 		errc <- err
 	}()
-	require.Eventually(t, func() bool { return b.Waiting(t) == 1 }, 10*time.Second, 5*time.Millisecond)
+	waitingReaches(t, b, 1, 10*time.Second)
 	cancel()
 	require.Error(t, receive(t, errc, "the cancelled waiter"), "a cancelled waiter returns an error, not an outcome")
-	require.Eventually(t, func() bool { return b.Waiting(t) == 0 }, 10*time.Second, 5*time.Millisecond,
+	waitingReaches(t, b, 0, 10*time.Second,
 		"the cancelled waiter no longer waits")
 	close(release)
 	require.Equal(t, idempotency.OutcomeProcessed, receive(t, done, "the holder's Run"))
@@ -931,7 +946,7 @@ func testGuardWaits(t *testing.T, b StoreBackend, holderResult error, early bool
 		})
 		waiter <- result{first, err}
 	}()
-	require.Eventually(t, func() bool { return b.Waiting(t) == 1 }, 10*time.Second, 5*time.Millisecond,
+	waitingReaches(t, b, 1, 10*time.Second,
 		"the second Guard should wait for the holder")
 	select {
 	case <-waiter:
@@ -1177,7 +1192,7 @@ func testWaiterSeesAfterCommitWrites(t *testing.T, b StoreBackend, onClaim bool)
 	} else {
 		go waitOnGuard(ctx, t, b, seen, waiterRead, waiter)
 	}
-	require.Eventually(t, func() bool { return b.Waiting(t) == 1 }, waitLimit, 5*time.Millisecond,
+	waitingReaches(t, b, 1, waitLimit,
 		"the second run should wait for the holder")
 	close(release)
 	receive(t, inAfter, "the holder's commit")
@@ -1458,7 +1473,7 @@ func testTxOneStatementAtATime(t *testing.T, b StoreBackend) {
 			}
 			waited <- err
 		}()
-		require.Eventually(t, func() bool { return b.Waiting(t) == 1 }, waitLimit, 5*time.Millisecond,
+		waitingReaches(t, b, 1, waitLimit,
 			"the first Guard should wait for the holder")
 		_, overlapping = tx.Guard(ctx, "invoice", "in_other")
 		close(release)
@@ -1546,7 +1561,7 @@ func testHandlerLeavesStatementRunning(t *testing.T, b StoreBackend) {
 			_, err := tx.Guard(ctx, "invoice", "in_left")
 			left <- err
 		}()
-		require.Eventually(t, func() bool { return b.Waiting(t) == 1 }, waitLimit, 5*time.Millisecond,
+		waitingReaches(t, b, 1, waitLimit,
 			"the Guard should wait for the holder")
 		return nil
 	})

@@ -482,7 +482,7 @@ func testCurrentObjectLock(t *testing.T, b StoreBackend) {
 	// was read when the request arrived, as the API's would be.
 	cb.api.set("sub_lock_x", "past_due", 2)
 	second := cb.deliverSyncAsync(subscriptionEvent("evt_lock_2", subUpdated, "sub_lock_x", "", currentCreated+1, "past_due"))
-	require.Eventually(t, func() bool { return b.Waiting(t) == 1 }, waitLimit, 5*time.Millisecond,
+	waitingReaches(t, b, 1, waitLimit,
 		"the second event of the object should wait for the first's lock")
 
 	cb.deliverSync(t, subscriptionEvent("evt_y_meanwhile", subUpdated, "sub_lock_y", "", currentCreated, "active"), http.StatusOK, idempotency.OutcomeProcessed)
@@ -988,7 +988,7 @@ func testCheckOrderWaits(t *testing.T, b StoreBackend, holderResult error) {
 		})
 		waiter <- result{o, err}
 	}()
-	require.Eventually(t, func() bool { return b.Waiting(t) == 1 }, waitLimit, 5*time.Millisecond,
+	waitingReaches(t, b, 1, waitLimit,
 		"the second CheckOrder should wait for the holder")
 	select {
 	case r := <-waiter:

@@ -519,7 +519,7 @@ func testTaskEnqueueWaits(t *testing.T, b StoreBackend, holderResult error) {
 		})
 		waiter <- result{enqueued, err}
 	}()
-	require.Eventually(t, func() bool { return b.Waiting(t) == 1 }, waitLimit, 5*time.Millisecond,
+	waitingReaches(t, b, 1, waitLimit,
 		"the second Enqueue should wait for the holder")
 	select {
 	case <-waiter:
