@@ -45,7 +45,8 @@
 //
 // With [EnvDatabaseURL] (IDEMPOTENCY_TEST_DATABASE_URL) set, no cluster is
 // started: each test's schema is created in, and dropped from, that server
-// instead.
+// instead; the schemas of a test binary that died before its tests ended
+// are dropped by the next test binary that uses the server.
 //
 // When no server can be had (no binaries, no "postgres" user when root, a
 // failed start), every test that calls [Postgres] is skipped, and one

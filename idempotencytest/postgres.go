@@ -18,7 +18,11 @@ const (
 	// postgres://user:pass@localhost:5432/db?sslmode=disable. The role must
 	// be allowed to create schemas in that database; each test gets a new
 	// schema, dropped when it ends, and nothing else on the server is
-	// touched. The project's own tests read the same variable.
+	// touched. The schemas of a test binary that died before its tests
+	// ended (-timeout, a panic, SIGKILL) are dropped by the next test
+	// binary that starts on that server: each names, in its comment, a
+	// session advisory lock that its binary held while it ran. The
+	// project's own tests read the same variable.
 	EnvDatabaseURL = "IDEMPOTENCY_TEST_DATABASE_URL"
 
 	// EnvPgBinDir names an optional environment variable: a directory
@@ -110,7 +114,9 @@ func (db *Database) NewStore(t testing.TB, cfg idempotency.PgxConfig) *idempoten
 // runs the tests). If the test binary dies before Main can clean up (a
 // panicking test, -timeout, Ctrl-C, SIGKILL), a small watchdog process
 // started with the cluster notices the binary is gone and removes the
-// cluster (on Unix; elsewhere it is left in the temporary directory).
+// cluster (on Unix; elsewhere it is left in the temporary directory). On
+// a server named by [EnvDatabaseURL], the next test binary that uses it
+// drops the schemas of the tests the dead binary was running.
 func Main(m *testing.M) int {
 	mainCalled.Store(true)
 	return pgtest.Main(m)

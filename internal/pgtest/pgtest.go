@@ -25,7 +25,10 @@
 //
 // If the environment variable IDEMPOTENCY_TEST_DATABASE_URL is set, that
 // server is used instead and no cluster is started; schemas are still created
-// per test inside it, and [Server] skips.
+// per test inside it, and [Server] skips. A test binary that dies before its
+// tests' cleanups run leaves their schemas there: each carries a comment
+// naming a session advisory lock its binary held, and the next binary to
+// start on that server drops the schemas whose lock nobody holds any more.
 //
 // # Finding the binaries
 //
@@ -58,6 +61,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -148,7 +152,13 @@ func NewWithConfig(t testing.TB, configure func(*pgxpool.Config)) *DB {
 
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if err := s.adminExec(ctx, "CREATE SCHEMA "+ident); err != nil {
+	create := "CREATE SCHEMA " + ident
+	if s.owner != nil {
+		// One statement list, one implicit transaction: no schema exists
+		// without the comment that lets a later binary sweep it.
+		create += "; COMMENT ON SCHEMA " + ident + " IS '" + ownerTag + strconv.FormatInt(s.ownerKey, 10) + "'"
+	}
+	if err := s.adminExec(ctx, create); err != nil {
 		t.Fatalf("pgtest: create schema %s: %v", schema, err)
 	}
 
@@ -244,6 +254,93 @@ type server struct {
 	url     string        // connection string for the default database
 	cluster *Cluster      // nil when an external server is used
 	admin   *pgxpool.Pool // pgtest's own pool for CREATE/DROP SCHEMA
+
+	// owner, on an external server only, is a session that holds the
+	// advisory lock ownerKey while this binary runs. Every schema the
+	// binary creates there names the key in its comment, so that a later
+	// binary can tell the schemas of one that died (see sweepOrphans).
+	owner    *pgx.Conn
+	ownerKey int64
+}
+
+// ownerTag starts the comment of a schema created on an external server,
+// followed by the owner's advisory lock key.
+const ownerTag = "pgtest: schema of the test binary holding advisory lock "
+
+// takeOwnership opens s.owner and takes a fresh advisory lock with it.
+func (s *server) takeOwnership() error {
+	cfg, err := pgx.ParseConfig(s.url)
+	if err != nil {
+		return err
+	}
+	cfg.RuntimeParams["application_name"] = "pgtest_harness"
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	key := int64(binary.BigEndian.Uint64(b[:]) >> 1) // positive, random
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
+		_ = conn.Close(ctx)
+		return err
+	}
+	s.owner, s.ownerKey = conn, key
+	return nil
+}
+
+// sweepOrphans drops the schemas that test binaries which died before
+// their cleanup (-timeout, a panic, SIGKILL) left on the external server:
+// those whose comment names an advisory lock that nobody holds any more,
+// and that no session is connected to under the schema's name (as a
+// running test's pool is). The schemas of binaries still running, and
+// every schema pgtest did not create, are left alone. It is best effort: a failure is reported on
+// stderr only.
+func (s *server) sweepOrphans() {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	rows, err := s.owner.Query(ctx, `SELECT n.nspname, d.description FROM pg_namespace n
+JOIN pg_description d ON d.objoid = n.oid AND d.classoid = 'pg_namespace'::regclass AND d.objsubid = 0
+WHERE n.nspname LIKE 't\_%' AND starts_with(d.description, $1)
+-- A pool of a running test is connected under its schema's name.
+AND NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.application_name = n.nspname)`, ownerTag)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: look for schemas left by test binaries that died: %v\n", err)
+		return
+	}
+	type orphan struct {
+		schema string
+		key    int64
+	}
+	var found []orphan
+	for rows.Next() {
+		var schema, comment string
+		if err := rows.Scan(&schema, &comment); err != nil {
+			break
+		}
+		key, err := strconv.ParseInt(strings.TrimPrefix(comment, ownerTag), 10, 64)
+		if err == nil && key != s.ownerKey {
+			found = append(found, orphan{schema, key})
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: look for schemas left by test binaries that died: %v\n", err)
+		return
+	}
+	for _, o := range found {
+		var free bool
+		if err := s.owner.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", o.key).Scan(&free); err != nil || !free {
+			continue // its binary still runs
+		}
+		_, err := s.owner.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{o.schema}.Sanitize()+" CASCADE")
+		_, _ = s.owner.Exec(ctx, "SELECT pg_advisory_unlock($1)", o.key)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "pgtest: drop schema %s, left by a test binary that died: %v\n", o.schema, err)
+		}
+	}
 }
 
 var (
@@ -319,6 +416,11 @@ func startServer() (*server, error) {
 		if err := s.connectAdmin(); err != nil {
 			return nil, fmt.Errorf("pgtest: cannot use %s: %w", EnvDatabaseURL, err)
 		}
+		if err := s.takeOwnership(); err != nil {
+			s.admin.Close()
+			return nil, fmt.Errorf("pgtest: cannot use %s: %w", EnvDatabaseURL, err)
+		}
+		s.sweepOrphans()
 		return s, nil
 	}
 	if !mainCalled.Load() {
@@ -358,6 +460,11 @@ func shutdown() {
 		return
 	}
 	srv.admin.Close()
+	if srv.owner != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		_ = srv.owner.Close(ctx) // releases the lock: nothing of ours is left
+		cancel()
+	}
 	if srv.cluster != nil {
 		srv.cluster.destroy()
 	}
