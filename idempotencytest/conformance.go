@@ -1171,7 +1171,13 @@ func testWaiterSeesAfterCommitWrites(t *testing.T, b StoreBackend, onClaim bool)
 		holder <- err
 	}()
 	receive(t, held, "the holder's guard")
-	seen := make(chan int, 1)
+	// The waiting run says when it has its answer and holds still while
+	// the test reads the counter, on the test's goroutine: Get gets t, and
+	// may fail the test with it, which no other goroutine may do.
+	woke, readDone := make(chan struct{}, 1), make(chan struct{})
+	var readOnce sync.Once
+	read := func() { readOnce.Do(func() { close(readDone) }) }
+	t.Cleanup(read) // a failed test lets the waiter finish, and release what it holds
 	waiter := make(chan error, 1)
 	if onClaim {
 		go func() {
@@ -1181,30 +1187,40 @@ func testWaiterSeesAfterCommitWrites(t *testing.T, b StoreBackend, onClaim bool)
 			if err == nil && out != idempotency.OutcomeDuplicate {
 				err = fmt.Errorf("the copy's outcome is %s, want duplicate", out)
 			}
-			n := b.Get(t, "c")
-			seen <- n
-			select {
-			case waiterRead <- n:
-			default:
-			}
+			woke <- struct{}{}
+			<-readDone
 			waiter <- err
 		}()
 	} else {
-		go waitOnGuard(ctx, t, b, seen, waiterRead, waiter)
+		go waitOnGuard(ctx, b, woke, readDone, waiter)
 	}
 	waitingReaches(t, b, 1, waitLimit,
 		"the second run should wait for the holder")
 	close(release)
 	receive(t, inAfter, "the holder's commit")
+	var n int
+	timer := time.NewTimer(waitLimit)
+	defer timer.Stop()
+	select {
+	case <-woke:
+		n = b.Get(t, "c")
+		waiterRead <- n // the holder's AfterCommit func may go on
+		read()
+	case err := <-waiter: // it failed before its answer
+		require.NoError(t, err, "the waiting Run")
+	case <-timer.C:
+		t.Fatalf("the waiting Run got no answer within %s: a run was left waiting", waitLimit)
+	}
 	require.NoError(t, receive(t, holder, "the holder's Run"))
 	require.NoError(t, receive(t, waiter, "the waiting Run"))
-	require.Equal(t, 1, receive(t, seen, "the waiter's read"), "the waiter woke before the holder's committed write was visible")
+	require.Equal(t, 1, n, "the waiter woke before the holder's committed write was visible")
 }
 
 // waitOnGuard runs an event that waits for in_slow's guard, which
-// testWaiterSeesAfterCommitWrites's holder holds, and reads the counter
-// once it is granted.
-func waitOnGuard(ctx context.Context, t *testing.T, b StoreBackend, seen, waiterRead chan<- int, waiter chan<- error) {
+// testWaiterSeesAfterCommitWrites's holder holds; once it is granted, it
+// signals woke and waits for readDone, while the test reads the counter.
+func waitOnGuard(ctx context.Context, b StoreBackend, woke chan<- struct{}, readDone <-chan struct{}, waiter chan<- error) {
+	var once sync.Once
 	_, err := b.Store.Run(ctx, claim("evt_after_slow_write"), func(ctx context.Context, tx idempotency.Tx) error {
 		first, err := tx.Guard(ctx, "invoice", "in_slow")
 		if err != nil {
@@ -1213,12 +1229,10 @@ func waitOnGuard(ctx context.Context, t *testing.T, b StoreBackend, seen, waiter
 		if first {
 			return errors.New("the guard the holder committed reads as first")
 		}
-		n := b.Get(t, "c")
-		select {
-		case seen <- n:
-			waiterRead <- n
-		default: // a rerun of the transaction: the first read counts
-		}
+		once.Do(func() { // a rerun of the transaction: the first read counts
+			woke <- struct{}{}
+			<-readDone
+		})
 		return nil
 	})
 	waiter <- err
