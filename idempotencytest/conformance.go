@@ -830,10 +830,22 @@ func testTxDone(t *testing.T, b StoreBackend) {
 	requireGuard(t, b, "invoice", "in_leak", false)
 }
 
+// refusedApply is the apply of a claim the store must refuse before
+// anything starts (Store.Run): it counts its runs in ran, and writes c
+// like addOne.
+func refusedApply(b StoreBackend, ran *int) idempotency.ApplyFunc {
+	return func(ctx context.Context, tx idempotency.Tx) error {
+		*ran++
+		return b.Add(ctx, tx, "c", 1)
+	}
+}
+
 func testBadInput(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
-	_, err := b.Store.Run(ctx, idempotency.Claim{}, addOne(b, "c"))
+	ran := 0
+	_, err := b.Store.Run(ctx, idempotency.Claim{}, refusedApply(b, &ran))
 	require.Error(t, err, "a claim without an event id")
+	require.Zero(t, ran, "the handler ran for a claim without an event id")
 	_, err = b.Store.Run(ctx, claim("evt_badguard"), func(ctx context.Context, tx idempotency.Tx) error {
 		_, err := tx.Guard(ctx, "invoice", "")
 		return err
@@ -843,8 +855,9 @@ func testBadInput(t *testing.T, b StoreBackend) {
 	for _, g := range []idempotency.GuardKey{{Scope: "invoice"}, {Key: "in_1"}} {
 		c := claim("evt_badearly")
 		c.Guards = []idempotency.GuardKey{{Scope: "invoice", Key: "in_ok"}, g}
-		_, err = b.Store.Run(ctx, c, addOne(b, "c"))
+		_, err = b.Store.Run(ctx, c, refusedApply(b, &ran))
 		require.Error(t, err, "an empty key in Claim.Guards: %+v", g)
+		require.Zero(t, ran, "the handler ran for an empty key in Claim.Guards: %+v", g)
 	}
 	requireNoEvent(t, b, "evt_badearly")
 	requireGuard(t, b, "invoice", "in_ok", false)
@@ -1082,8 +1095,10 @@ func testTextNoStoreKeeps(t *testing.T, b StoreBackend) {
 			"Account":   {EventID: "evt_badaccount", Account: "acct_" + key},
 			"Guards":    {EventID: "evt_badguards", Guards: []idempotency.GuardKey{{Scope: "invoice", Key: key}}},
 		} {
-			out, err := b.Store.Run(ctx, c, addOne(b, "c"))
+			ran := 0
+			out, err := b.Store.Run(ctx, c, refusedApply(b, &ran))
 			require.ErrorIs(t, err, idempotency.ErrInvalidKey, "Claim.%s with %s", field, name)
+			require.Zero(t, ran, "the handler ran for Claim.%s with %s: the claim must fail before anything starts", field, name)
 			require.ErrorContains(t, err, field)
 			require.Equal(t, idempotency.OutcomeFailed, out)
 			requireNoEvent(t, b, c.EventID)
@@ -1425,8 +1440,10 @@ func testLongKeys(t *testing.T, b StoreBackend) {
 		"EventID": {EventID: "evt_" + long},
 		"Guards":  {EventID: "evt_longguards", Guards: []idempotency.GuardKey{{Scope: "invoice", Key: long}}},
 	} {
-		out, err := b.Store.Run(ctx, c, addOne(b, "c"))
+		ran := 0
+		out, err := b.Store.Run(ctx, c, refusedApply(b, &ran))
 		require.ErrorIs(t, err, idempotency.ErrInvalidKey, "Claim.%s of %d bytes", field, len(long))
+		require.Zero(t, ran, "the handler ran for Claim.%s of %d bytes: the claim must fail before anything starts", field, len(long))
 		require.Equal(t, idempotency.OutcomeFailed, out)
 		requireNoEvent(t, b, c.EventID)
 	}
