@@ -88,6 +88,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		name string
 		fn   func(t *testing.T, b StoreBackend)
 	}{
+		{"PingAnswers", testPing},
 		{"ProcessedCommitsClaimAndWrites", testProcessed},
 		{"DuplicateRunsNothing", testDuplicate},
 		{"ErrorRollsBackClaimAndWrites", testErrorRollsBack},
@@ -298,6 +299,11 @@ func requireGuard(t *testing.T, b StoreBackend, scope, key string, want bool) {
 	_, ok, err := b.Store.LookupGuard(ctxT(t), scope, key)
 	require.NoError(t, err)
 	require.Equal(t, want, ok, "guard %s/%s claimed", scope, key)
+}
+
+// testPing: a store that answers says so to Ping, its health check.
+func testPing(t *testing.T, b StoreBackend) {
+	require.NoError(t, b.Store.Ping(ctxT(t)))
 }
 
 func testProcessed(t *testing.T, b StoreBackend) {
