@@ -523,6 +523,10 @@ func testGuardFirstOnce(t *testing.T, b StoreBackend, early bool) {
 	require.Equal(t, "evt_g1", rec.EventID)
 	require.Equal(t, "invoice-credit", rec.Scope)
 	require.Equal(t, "in_1", rec.Key)
+	// Claimed in the event's transaction: when, on the store's clock.
+	ev := requireEvent(t, b, "evt_g1", idempotency.OutcomeProcessed)
+	require.False(t, rec.ClaimedAt.IsZero(), "GuardRecord.ClaimedAt")
+	require.WithinDuration(t, ev.ProcessedAt, rec.ClaimedAt, 5*time.Second, "GuardRecord.ClaimedAt")
 	requireGuard(t, b, "invoice-receipt", "in_1", true)
 
 	_, err = b.Store.Run(ctx, claimOf("evt_g2"), func(ctx context.Context, tx idempotency.Tx) error {
