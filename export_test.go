@@ -144,3 +144,27 @@ func PgxLeasePlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, bare bool) (
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return strings.Join(lines, "\n"), err
 }
+
+// PgxPruneClaimsPlan is the plan PostgreSQL makes for Prune's statement
+// deleting a batch of claims on conn, generic, from the statistics of
+// the moment.
+func PgxPruneClaimsPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn) (string, error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // nothing was written
+	if _, err := tx.Exec(ctx, `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`); err != nil {
+		return "", err
+	}
+	if _, err := tx.Exec(ctx, `PREPARE idempotency_prune_claims_plan AS `+s.retention.eventIDs); err != nil {
+		return "", err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE idempotency_prune_claims_plan`) //nolint:errcheck // after the rollback
+	rows, err := tx.Query(ctx, `EXPLAIN EXECUTE idempotency_prune_claims_plan(now() - interval '45 days', 1000)`)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
+}

@@ -51,10 +51,14 @@ SELECT count(*) OVER (), scope, ` + key + ` FROM d ORDER BY scope DESC, ` + key 
 		tryLock: `SELECT pg_try_advisory_xact_lock(hashtextextended('idempotency.prune:' || $1, 0))`,
 		lock:    `SELECT true FROM pg_advisory_xact_lock(hashtextextended('idempotency.prune:' || $1, 0))`,
 		// A claim whose event is in the inbox still to be applied or
-		// redriven is what answers that copy duplicate: it stays.
+		// redriven is what answers that copy duplicate: it stays. The
+		// inbox is asked about each claim by its primary key, in a scalar
+		// subquery: a NOT EXISTS became an anti join against every
+		// unfinished inbox row, which with a backlog and statistics taken
+		// before it compared each claim of a batch with each pending row.
 		eventIDs: `DELETE FROM ` + s + `.idempotency_events WHERE event_id IN (SELECT e.event_id FROM ` + s + `.idempotency_events AS e
-WHERE e.processed_at < $1 AND NOT EXISTS (SELECT 1 FROM ` + inbox + ` AS i
-    WHERE i.event_id = e.event_id AND i.kind = 'event' AND i.state IN ('pending', 'processing', 'failed', 'dead_letter'))
+WHERE e.processed_at < $1 AND NOT coalesce((SELECT i.kind = 'event' AND i.state IN ('pending', 'processing', 'failed', 'dead_letter')
+    FROM ` + inbox + ` AS i WHERE i.event_id = e.event_id), false)
 LIMIT $2 FOR UPDATE OF e SKIP LOCKED)
 RETURNING event_id`,
 		events:      deleteInbox(`kind = 'event' AND state IN ('processed', 'skipped', 'ignored')`),
