@@ -153,7 +153,7 @@ func NewWithConfig(t testing.TB, configure func(*pgxpool.Config)) *DB {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	create := "CREATE SCHEMA " + ident
-	if s.owner != nil {
+	if s.ownerKey != 0 { // an external server
 		// One statement list, one implicit transaction: no schema exists
 		// without the comment that lets a later binary sweep it.
 		create += "; COMMENT ON SCHEMA " + ident + " IS '" + ownerTag + strconv.FormatInt(s.ownerKey, 10) + "'"
@@ -261,7 +261,19 @@ type server struct {
 	// binary can tell the schemas of one that died (see sweepOrphans).
 	owner    *pgx.Conn
 	ownerKey int64
+	// ownerStop ends keepOwnership, which closes owner and then ownerDone.
+	ownerStop, ownerDone chan struct{}
 }
+
+// ownerCheck is how often keepOwnership checks that the owner session is
+// alive, and ownerGrace how long sweepOrphans gives a binary whose lock is
+// free to take it again before calling it dead: a session the server ended
+// (a restart, pg_terminate_backend, idle_session_timeout: the owner sits
+// idle all run long) releases the lock of a binary still running.
+const (
+	ownerCheck = 250 * time.Millisecond
+	ownerGrace = 8 * ownerCheck
+)
 
 // ownerTag starts the comment of a schema created on an external server,
 // followed by the owner's advisory lock key.
@@ -269,20 +281,15 @@ const ownerTag = "pgtest: schema of the test binary holding advisory lock "
 
 // takeOwnership opens s.owner and takes a fresh advisory lock with it.
 func (s *server) takeOwnership() error {
-	cfg, err := pgx.ParseConfig(s.url)
-	if err != nil {
-		return err
-	}
-	cfg.RuntimeParams["application_name"] = "pgtest_harness"
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := s.ownerConn(ctx)
 	if err != nil {
 		return err
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	key := int64(binary.BigEndian.Uint64(b[:]) >> 1) // positive, random
+	key := int64(binary.BigEndian.Uint64(b[:])>>1) | 1 // positive (never 0: no owner), random
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
 		_ = conn.Close(ctx)
 		return err
@@ -291,11 +298,62 @@ func (s *server) takeOwnership() error {
 	return nil
 }
 
+// keepOwnership runs while the binary does: when the server ended the
+// owner session, it connects again and takes the same lock again, well
+// within ownerGrace, so that the binary's schemas are not taken for a
+// dead binary's. It owns s.owner; it closes it when s.ownerStop closes.
+func (s *server) keepOwnership() {
+	defer close(s.ownerDone)
+	t := time.NewTicker(ownerCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ownerStop:
+			if s.owner != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+				_ = s.owner.Close(ctx) // releases the lock: nothing of ours is left
+				cancel()
+			}
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		if s.owner != nil && s.owner.Ping(ctx) == nil {
+			cancel()
+			continue
+		}
+		if s.owner != nil {
+			_ = s.owner.Close(ctx)
+			s.owner = nil
+		}
+		if conn, err := s.ownerConn(ctx); err == nil {
+			// Blocks while a sweeping binary holds it for a moment.
+			if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", s.ownerKey); err == nil {
+				s.owner = conn
+			} else {
+				_ = conn.Close(ctx)
+			}
+		}
+		cancel()
+	}
+}
+
+func (s *server) ownerConn(ctx context.Context) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(s.url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeParams["application_name"] = "pgtest_harness"
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
 // sweepOrphans drops the schemas that test binaries which died before
 // their cleanup (-timeout, a panic, SIGKILL) left on the external server:
 // those whose comment names an advisory lock that nobody holds any more,
 // and that no session is connected to under the schema's name (as a
-// running test's pool is). The schemas of binaries still running, and
+// running test's pool is), nor again after ownerGrace (a running binary
+// whose session the server ended takes its lock again meanwhile, see
+// keepOwnership). The schemas of binaries still running, and
 // every schema pgtest did not create, are left alone. It is best effort: a failure is reported on
 // stderr only.
 func (s *server) sweepOrphans() {
@@ -330,9 +388,31 @@ AND NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.application_name = n.nspn
 		fmt.Fprintf(os.Stderr, "pgtest: look for schemas left by test binaries that died: %v\n", err)
 		return
 	}
+	// free reports whether nobody holds key's lock now, and leaves it so.
+	free := func(key int64) bool {
+		var ok bool
+		if err := s.owner.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&ok); err != nil || !ok {
+			return false
+		}
+		_, err := s.owner.Exec(ctx, "SELECT pg_advisory_unlock($1)", key)
+		return err == nil
+	}
+	// A lock free once may be a running binary's whose session the server
+	// ended: it is free for good only if still free after ownerGrace, in
+	// which keepOwnership takes it again.
+	var suspects []orphan
 	for _, o := range found {
-		var free bool
-		if err := s.owner.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", o.key).Scan(&free); err != nil || !free {
+		if free(o.key) {
+			suspects = append(suspects, o)
+		}
+	}
+	if len(suspects) == 0 {
+		return
+	}
+	time.Sleep(ownerGrace)
+	for _, o := range suspects {
+		var got bool
+		if err := s.owner.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", o.key).Scan(&got); err != nil || !got {
 			continue // its binary still runs
 		}
 		_, err := s.owner.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{o.schema}.Sanitize()+" CASCADE")
@@ -421,6 +501,8 @@ func startServer() (*server, error) {
 			return nil, fmt.Errorf("pgtest: cannot use %s: %w", EnvDatabaseURL, err)
 		}
 		s.sweepOrphans()
+		s.ownerStop, s.ownerDone = make(chan struct{}), make(chan struct{})
+		go s.keepOwnership()
 		return s, nil
 	}
 	if !mainCalled.Load() {
@@ -460,10 +542,9 @@ func shutdown() {
 		return
 	}
 	srv.admin.Close()
-	if srv.owner != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		_ = srv.owner.Close(ctx) // releases the lock: nothing of ours is left
-		cancel()
+	if srv.ownerStop != nil {
+		close(srv.ownerStop) // keepOwnership closes the owner session
+		<-srv.ownerDone
 	}
 	if srv.cluster != nil {
 		srv.cluster.destroy()
