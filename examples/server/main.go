@@ -88,11 +88,12 @@ func main() {
 	}
 }
 
-// run parses args, opens the store and serves until ctx is done. When ready
-// is not nil, it receives the listening address.
 // readTimeout bounds the reading of a whole request, its body included
 // (Stripe's own deliveries take a few milliseconds); a test shortens it.
 var readTimeout = 30 * time.Second
+
+// run parses args, opens the store and serves until ctx is done. When ready
+// is not nil, it receives the listening address.
 
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready chan<- string) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
