@@ -85,6 +85,12 @@ var (
 	// whose handler returned with a statement still running or rows still
 	// open fails with it, rolled back.
 	ErrTxBusy = errors.New("idempotency: another statement of the transaction is running")
+	// ErrLeaseExpired is the error of an inbox attempt whose worker died,
+	// hung or lost its connection while the event's (or the task's) lease
+	// ran out at its last attempt: the next lease dead-letters it and
+	// reports that attempt, failed, with this error (Result.Err, to
+	// InboxConfig.OnResult and the Observer).
+	ErrLeaseExpired = errors.New("idempotency: lease expired: its worker died, hung or lost its connection")
 	// ErrTxOwnedByStore: returned by Commit and Rollback of the transaction
 	// [PgxTx] hands to a handler. Committing early would separate the claim
 	// from the writes that follow; return an error from the handler to roll

@@ -786,9 +786,29 @@ func (in *Inbox) lease(ctx context.Context, n int) ([]inboxRow, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.Timeout)
+	leaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.Timeout)
 	defer cancel()
-	return in.store.inboxLease(ctx, in.cfg.Now(), n, in.cfg.Lease, in.cfg.MaxAttempts)
+	rows, dead, err := in.store.inboxLease(leaseCtx, in.cfg.Now(), n, in.cfg.Lease, in.cfg.MaxAttempts)
+	for _, rec := range dead {
+		in.reportLeaseExpired(ctx, rec)
+	}
+	return rows, err
+}
+
+// reportLeaseExpired reports the end of an attempt whose worker died (or
+// hung, or lost its connection) holding the event's or the task's last
+// attempt: the lease dead-lettered it, and the attempt is reported failed,
+// as any attempt is, to InboxConfig.OnResult, the Observer and the log.
+// Without it, a poison event that kills its process every time reached
+// dead letter unseen by the dead-letter metrics.
+func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord) {
+	var done func(Result)
+	if o := in.cfg.Observer; o != nil && o.Attempt != nil {
+		ctx, done = o.Attempt(ctx, rec, "")
+	}
+	res := Result{EventID: rec.EventID, EventType: rec.EventType, ObjectID: rec.ObjectID, Attempt: rec.Attempt, Kind: rec.Kind,
+		Outcome: OutcomeFailed, State: InboxDeadLetter, Err: fmt.Errorf("%w after attempt %d", ErrLeaseExpired, rec.Attempt)}
+	report(ctx, in.log, in.cfg.OnResult, done, &res)
 }
 
 // WorkDue applies, on the caller's goroutine, every event due at the

@@ -162,7 +162,8 @@ type inboxBackend interface {
 	// them with their payloads. Due: pending or failed with NextAttemptAt <=
 	// now, or processing with LeaseUntil <= now (a worker died). An expired
 	// lease whose Attempt is already maxAttempts is not leased again: it
-	// goes to dead letter with LastError saying the lease expired.
+	// goes to dead letter with LastError saying the lease expired, and its
+	// record, as dead-lettered, is returned in dead.
 	//
 	// Per object (ObjectID not empty): an event is not leased while another
 	// event of the same object is processing under an unexpired lease, nor
@@ -172,7 +173,7 @@ type inboxBackend interface {
 	//
 	// Two concurrent calls, in this process or another, never lease one
 	// event twice, and never lease two events of one object.
-	inboxLease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) ([]inboxRow, error)
+	inboxLease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) (rows []inboxRow, dead []InboxRecord, err error)
 
 	// inboxSettle records the end of attempt `attempt` of eventID, leased
 	// at attemptedAt: it sets state (failed, dead_letter, processed,

@@ -31,7 +31,7 @@ func TestPgxIngestKeepsTrace(t *testing.T) {
 	}
 	send(traced("evt_one", "00-one"))
 	send(traced("evt_batch_1", "00-batch-1"), traced("evt_batch_2", ""), traced("evt_batch_3", "00-batch-3"))
-	rows, err := s.inboxLease(t.Context(), time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), 10, time.Minute, 5)
+	rows, _, err := s.inboxLease(t.Context(), time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), 10, time.Minute, 5)
 	require.NoError(t, err)
 	got := map[string]string{}
 	for _, r := range rows {

@@ -87,12 +87,12 @@ func (s *MemoryStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, erro
 	return true, nil
 }
 
-func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) ([]inboxRow, error) {
+func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) (_ []inboxRow, dead []InboxRecord, _ error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if limit <= 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -105,6 +105,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 			r.NextAttemptAt, r.LeaseUntil = time.Time{}, time.Time{}
 			// PgxStore's wording.
 			r.LastError = fmt.Sprintf("lease expired after attempt %d: its worker died, hung or lost its connection", r.Attempt)
+			dead = append(dead, r.InboxRecord)
 		}
 	}
 
@@ -150,7 +151,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 		leased.DueAt, leased.PrevAttemptedAt = dueAt, prev
 		out = append(out, leased)
 	}
-	return out, nil
+	return out, dead, nil
 }
 
 func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now, shownAttemptedAt time.Time) (bool, error) {

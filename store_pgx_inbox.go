@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -92,7 +93,8 @@ SET state = 'dead_letter', finished_at = $1, lease_until = NULL, next_attempt_at
 FROM (SELECT event_id FROM ` + t + `
       WHERE state = 'processing' AND lease_until <= $1 AND attempt >= $2
       FOR UPDATE SKIP LOCKED) AS x
-WHERE i.event_id = x.event_id`,
+WHERE i.event_id = x.event_id
+RETURNING ` + prefixed("i.", inboxColumns),
 		// Two ordered candidate sets, each read through its partial index
 		// and stopping at the limit, merged by the time they came due.
 		lease: `WITH expired AS (
@@ -211,26 +213,27 @@ const leaseSettings = `SELECT set_config('jit', 'off', true), set_config('plan_c
 // connection): the schema's lease lock, then dead-lettering the expired
 // leases that used the last attempt (so that they no longer hold their
 // objects back), then the lease itself.
-func (s *PgxStore) inboxLease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) ([]inboxRow, error) {
+func (s *PgxStore) inboxLease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) ([]inboxRow, []InboxRecord, error) {
 	if limit <= 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	out, err := s.lease(ctx, now, limit, lease, maxAttempts)
+	out, dead, err := s.lease(ctx, now, limit, lease, maxAttempts)
 	if err != nil {
-		return nil, s.inboxError("lease", err)
+		return nil, nil, s.inboxError("lease", err)
 	}
-	return out, nil
+	return out, dead, nil
 }
 
-func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) (out []inboxRow, err error) {
+func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) (out []inboxRow, dead []InboxRecord, err error) {
 	// READ COMMITTED whatever the server's default: the lease statement
 	// must take its snapshot after the lock is granted.
 	batch, tx, err := s.beginBatch(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	batch.Queue(leaseSettings)
 	batch.Queue(s.inbox.lock, s.cfg.Schema)
+	deadAt := batch.Len()
 	batch.Queue(s.inbox.deadLetter, now, maxAttempts)
 	leaseAt := batch.Len()
 	batch.Queue(s.inbox.lease, now, limit, now.Add(lease))
@@ -240,27 +243,32 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 	tx, results, commitQueued := s.sendBatch(ctx, batch, tx, true)
 	defer rollback(ctx, tx) // after a commit: nothing to do
 	for i := 0; i < batch.Len() && err == nil; i++ {
-		if i != leaseAt {
-			_, err = results.Exec()
-			continue
-		}
 		var rows pgx.Rows
-		if rows, err = results.Query(); err == nil {
-			out, err = pgx.CollectRows(rows, scanInboxRow)
+		switch i {
+		case deadAt:
+			if rows, err = results.Query(); err == nil {
+				dead, err = pgx.CollectRows(rows, scanInboxRecord)
+			}
+		case leaseAt:
+			if rows, err = results.Query(); err == nil {
+				out, err = pgx.CollectRows(rows, scanInboxRow)
+			}
+		default:
+			_, err = results.Exec()
 		}
 	}
 	if closeErr := results.Close(); err == nil {
 		err = closeErr
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !commitQueued {
 		if err := tx.Commit(ctx); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	return out, dead, nil
 }
 
 // inboxSettle implements inboxBackend: one UPDATE fenced on the attempt.
@@ -343,15 +351,7 @@ func (s *PgxStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord,
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (InboxRecord, error) {
-			var r InboxRecord
-			var times inboxTimes
-			if err := row.Scan(r.columns(&times)...); err != nil {
-				return r, err
-			}
-			times.set(&r)
-			return r, nil
-		})
+		out, err = pgx.CollectRows(rows, scanInboxRecord)
 		return err
 	})
 	if err != nil {
@@ -374,6 +374,26 @@ func (t *inboxTimes) set(r *InboxRecord) {
 func (r *InboxRecord) columns(t *inboxTimes) []any {
 	return []any{&r.Kind, &r.EventID, &r.EventType, &r.ObjectID, &r.Account, &r.Livemode, &r.APIVersion, &r.Created,
 		&r.State, &r.Attempt, &r.LastError, &r.ReceivedAt, &t.attemptedAt, &t.nextAttemptAt, &t.finishedAt}
+}
+
+// scanInboxRecord scans inboxColumns.
+func scanInboxRecord(row pgx.CollectableRow) (InboxRecord, error) {
+	var r InboxRecord
+	var times inboxTimes
+	if err := row.Scan(r.columns(&times)...); err != nil {
+		return r, err
+	}
+	times.set(&r)
+	return r, nil
+}
+
+// prefixed qualifies each of the comma-separated columns with prefix.
+func prefixed(prefix, columns string) string {
+	fields := strings.Split(columns, ",")
+	for i, f := range fields {
+		fields[i] = prefix + strings.TrimSpace(f)
+	}
+	return strings.Join(fields, ", ")
 }
 
 // scanInboxRow scans inboxColumns, payload, lease_until, seq, trace,

@@ -45,6 +45,7 @@ var inboxTests = []struct {
 	{"InboxFilterTimesOutOfRange", testInboxFilterTimesOutOfRange},
 	{"InboxObserverLinkRoundTrips", testInboxObserverLink},
 	{"InboxStaleAttemptCannotApplyARedrivenOne", testInboxStaleAttemptCannotApplyARedrivenOne},
+	{"InboxLeaseExpiredAtLastAttemptReported", testInboxLeaseExpiredReported},
 	{"FilterBoundsBelowMicrosecond", testFilterBoundsBelowMicrosecond},
 }
 

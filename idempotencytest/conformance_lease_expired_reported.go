@@ -1,0 +1,87 @@
+package idempotencytest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// testInboxLeaseExpiredReported: a worker that dies (here, stalls before
+// its transaction) holding an event's last attempt past its lease leaves
+// the event to the next lease, which dead-letters it. That lease reports
+// the attempt, failed with ErrLeaseExpired and state dead_letter, to
+// OnResult and to the Observer, as any attempt's end is: a poison event
+// that kills its process every time is seen by the dead-letter metrics.
+// The stalled attempt, let go, reports its own end with no state: it lost
+// its lease and recorded nothing.
+func testInboxLeaseExpiredReported(t *testing.T, b StoreBackend) {
+	var mu sync.Mutex
+	var observed, reported []idempotency.Result
+	calls := 0
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(letGo)
+	obs := &idempotency.Observer{Attempt: func(ctx context.Context, _ idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
+		mu.Lock()
+		calls++
+		first := calls == 1
+		mu.Unlock()
+		if first {
+			entered <- struct{}{}
+			<-release
+		}
+		return ctx, func(res idempotency.Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			observed = append(observed, res)
+		}
+	}}
+	onResult := func(res idempotency.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		reported = append(reported, res)
+	}
+	ib := newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 1, Observer: obs, OnResult: onResult}, nil)
+	ib.deliver(t, "evt_lease_expired", "invoice.paid", "in_lease_expired", 1756742400, idempotency.OutcomeQueued)
+	stalled := make(chan int, 1)
+	go func() {
+		n, _ := ib.inbox.WorkDue(context.Background())
+		stalled <- n
+	}()
+	receive(t, entered, "the Observer of attempt 1")
+
+	ib.clock.Advance(idempotency.DefaultLease + time.Second)
+	ib.work(t, 0)
+	require.Equal(t, idempotency.InboxDeadLetter, ib.record(t, "evt_lease_expired").State)
+	mu.Lock()
+	require.Len(t, reported, 1, "the dead-lettering lease reports the dead worker's attempt to OnResult")
+	require.Len(t, observed, 1, "and to the Observer")
+	for _, res := range []idempotency.Result{reported[0], observed[0]} {
+		require.Equal(t, "evt_lease_expired", res.EventID)
+		require.Equal(t, "invoice.paid", res.EventType)
+		require.Equal(t, "in_lease_expired", res.ObjectID)
+		require.Equal(t, 1, res.Attempt)
+		require.Equal(t, idempotency.KindEvent, res.Kind)
+		require.Equal(t, idempotency.OutcomeFailed, res.Outcome)
+		require.Equal(t, idempotency.InboxDeadLetter, res.State)
+		require.True(t, errors.Is(res.Err, idempotency.ErrLeaseExpired), "Err: %v", res.Err)
+	}
+	mu.Unlock()
+
+	letGo()
+	receive(t, stalled, "the stalled WorkDue")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, reported, 2)
+	require.Equal(t, idempotency.InboxState(""), reported[1].State, "the stalled attempt lost its lease and recorded nothing")
+	require.Equal(t, idempotency.InboxDeadLetter, ib.record(t, "evt_lease_expired").State)
+	require.Zero(t, ib.attempts["evt_lease_expired"], "no handler ran")
+}
