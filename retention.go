@@ -214,19 +214,23 @@ type Pruner interface {
 // all of them. A nil logger logs to slog.Default().
 //
 // It refuses a nil p, an interval under a minute and a Retention that
-// breaks a rule, before pruning anything.
+// breaks a rule, before pruning anything: it logs the refusal at Error, as
+// it is usually started with go and what it returns is dropped, and
+// returns it.
 func PruneEvery(ctx context.Context, p Pruner, r Retention, interval time.Duration, logger *slog.Logger) error {
-	if isNil(p) {
-		return fmt.Errorf("idempotency: PruneEvery: nil Pruner (a nil %T)", p)
-	}
-	if interval < time.Minute {
-		return fmt.Errorf("idempotency: PruneEvery: interval %v is under a minute", interval)
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
 	if logger == nil {
 		logger = slog.Default()
+	}
+	err := r.check()
+	if interval < time.Minute {
+		err = fmt.Errorf("idempotency: PruneEvery: interval %v is under a minute", interval)
+	}
+	if isNil(p) {
+		err = fmt.Errorf("idempotency: PruneEvery: nil Pruner (a nil %T)", p)
+	}
+	if err != nil {
+		logger.ErrorContext(ctx, "idempotency: PruneEvery refused: nothing will be pruned", "err", err)
+		return err
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
