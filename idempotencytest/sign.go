@@ -24,6 +24,13 @@ func SignatureHeader(payload []byte, secret string, t time.Time) string {
 // NewSignedRequest returns a POST request to target whose body is payload,
 // signed with secret at the current time, as Stripe delivers an event. Sign
 // the exact bytes you send: a re-encoded payload does not verify.
+//
+// Like httptest.NewRequest, which builds it, it is an incoming server
+// request, for a handler's ServeHTTP: it panics on a target that is not a
+// valid URL or path, and an http.Client refuses to send it ("Request.RequestURI
+// can't be set in client requests"). To send one to a server over HTTP, set
+// its RequestURI to "" first, or build the request with http.NewRequest and
+// SignatureHeader.
 func NewSignedRequest(target string, payload []byte, secret string) *http.Request {
 	return NewSignedRequestAt(target, payload, secret, time.Now())
 }
