@@ -118,12 +118,16 @@ func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn 
 	if err := checkKey("its scope (\"current:\" and the event types joined)", reg.scope); err != nil {
 		panic(fmt.Errorf("idempotency: OnCurrent: %w", err))
 	}
+	var zero T
+	name := fmt.Sprintf("%T (OnCurrent)", zero) // not the struct{} registered below
 	for _, eventType := range types {
 		// The object is the envelope's (Event.ObjectID): data.object is not
 		// decoded, and a thin event's data, the event's own fields, names none.
-		On(hs, eventType, func(ctx context.Context, tx Tx, ev Event[struct{}]) error {
+		if err := onSafely(hs, eventType, name, func(ctx context.Context, tx Tx, ev Event[struct{}]) error {
 			return applyCurrent(ctx, tx, reg, ev, fetch, fn)
-		})
+		}); err != nil {
+			panic(err)
+		}
 		r := hs.byType[eventType]
 		r.fetched = true
 		hs.byType[eventType] = r

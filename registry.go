@@ -76,6 +76,14 @@ func On[T any](hs *Handlers, eventType string, fn EventFunc[T]) {
 // [ErrInvalidKey] when it has a NUL byte or invalid UTF-8.
 func OnSafely[T any](hs *Handlers, eventType string, fn EventFunc[T]) error {
 	var zero T
+	return onSafely(hs, eventType, fmt.Sprintf("%T", zero), fn)
+}
+
+// onSafely is OnSafely with the name its registration gives in messages:
+// T's, or what an OnCurrent call was for, whose registration decodes into
+// another type than its handler's.
+func onSafely[T any](hs *Handlers, eventType, name string, fn EventFunc[T]) error {
+	var zero T
 	objectType := fmt.Sprintf("%T", zero)
 	fastDecode, plainDecode := decode.For[T]()
 	switch {
@@ -96,10 +104,10 @@ func OnSafely[T any](hs *Handlers, eventType string, fn EventFunc[T]) error {
 	}
 	if prev, ok := hs.byType[eventType]; ok {
 		return fmt.Errorf("%w: event type %q has a handler for %s; a second one (for %s) would make the outcome depend on registration order",
-			ErrDuplicateRegistration, eventType, prev.objectType, objectType)
+			ErrDuplicateRegistration, eventType, prev.objectType, name)
 	}
 	hs.byType[eventType] = registration{
-		objectType: objectType,
+		objectType: name,
 		apply: func(ctx context.Context, tx Tx, env *envelope.Envelope, raw []byte, fast bool) error {
 			ev := Event[T]{
 				ID:         env.ID,
