@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/seed-a84bb619/idempotency/internal/decode"
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
@@ -62,9 +64,9 @@ func NewHandlers() *Handlers {
 // keeps those bytes, not Stripe's indented ones, which Event.Raw has.
 //
 // On panics on a programming error: an empty event type, one with a NUL
-// byte or invalid UTF-8 (no event has such a type: [ErrInvalidKey]), a nil
-// fn, or a second handler for one event type. [OnSafely] returns the error
-// instead.
+// byte or invalid UTF-8 ([ErrInvalidKey]) or with white space or a control
+// character (no Stripe event has such a type), a nil fn, or a second
+// handler for one event type. [OnSafely] returns the error instead.
 func On[T any](hs *Handlers, eventType string, fn EventFunc[T]) {
 	if err := OnSafely(hs, eventType, fn); err != nil {
 		panic(err)
@@ -98,6 +100,12 @@ func onSafely[T any](hs *Handlers, eventType, name string, fn EventFunc[T]) erro
 	// registered for one could never run.
 	if err := checkText("event type", eventType, true); err != nil {
 		return fmt.Errorf("idempotency: On: %w", err)
+	}
+	if strings.IndexFunc(eventType, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		// Never a delivered event's type ("invoice.paid\n" read from an
+		// env file): every event of the type meant would be answered 200
+		// ignored, and lost.
+		return fmt.Errorf("idempotency: On: event type %q has white space or a control character; no Stripe event has such a type", eventType)
 	}
 	if hs.byType == nil { // a zero Handlers, as NewTask and NewAction take it
 		hs.byType = make(map[string]registration)
