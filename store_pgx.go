@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -39,7 +40,9 @@ type PgxConfig struct {
 	// idempotency_order, idempotency_recovery, idempotency_migrations) and
 	// the sequence idempotency_seq. It is quoted as an identifier, never
 	// interpolated raw. Migrate creates it if needed. Valid UTF-8 without
-	// NUL bytes, at most 63 bytes (PostgreSQL cuts longer names short).
+	// NUL bytes or other control characters (a newline), without leading
+	// or trailing white space (quoted, "billing " is another schema than
+	// "billing"), at most 63 bytes (PostgreSQL cuts longer names short).
 	// Defaults to "public".
 	Schema string
 
@@ -129,6 +132,12 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 	}
 	if err := checkText("PgxConfig.Schema", cfg.Schema, true); err != nil {
 		return nil, fmt.Errorf("idempotency: %w", err)
+	}
+	if strings.TrimSpace(cfg.Schema) != cfg.Schema || strings.ContainsFunc(cfg.Schema, unicode.IsControl) {
+		// Quoted, " billing" or "billing\n" (an env file's newline) is
+		// another schema than "billing": a ledger of its own, where every
+		// event its peers applied is new.
+		return nil, fmt.Errorf("idempotency: PgxConfig.Schema %q has leading or trailing white space or a control character: quoted, it would name another schema than the one meant, with a ledger of its own", cfg.Schema)
 	}
 	if len(cfg.Schema) > maxIdentifierLen {
 		return nil, fmt.Errorf("idempotency: PgxConfig.Schema is %d bytes long: PostgreSQL keeps the first %d bytes of a name, so two longer schemas could share one's tables", len(cfg.Schema), maxIdentifierLen)
@@ -943,10 +952,24 @@ func migrations() ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		ms = append(ms, migration{version: version, name: name, sql: string(b)})
+		ms = append(ms, migration{version: version, name: name, sql: withoutLineComments(string(b))})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	return ms, nil
+}
+
+// withoutLineComments drops the lines of sql that are a comment: the
+// schema placeholders of a comment are replaced too, and a comment is no
+// place for a name, which must stay inside its quotes.
+func withoutLineComments(sql string) string {
+	lines := strings.Split(sql, "\n")
+	kept := lines[:0]
+	for _, l := range lines {
+		if !strings.HasPrefix(strings.TrimSpace(l), "--") {
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(kept, "\n")
 }
 
 // Migrate creates the schema and the store's tables, applying the embedded
