@@ -72,7 +72,8 @@ type InboxConfig struct {
 
 	// PollInterval is how often workers look for due events when nothing
 	// woke them: retries coming due, and events stored by another process
-	// whose notification was missed. Defaults to 1 second.
+	// whose notification was missed. Defaults to 1 second; at least 10
+	// milliseconds.
 	PollInterval time.Duration
 
 	// PollOnly turns off notifications between processes (PostgreSQL's
@@ -138,6 +139,11 @@ const minLeaseMargin = time.Second
 // maxInboxWorkers bounds InboxConfig.Workers: each applies on a
 // connection of its own, and no database serves more at once.
 const maxInboxWorkers = 10000
+
+// minPollInterval is the shortest InboxConfig.PollInterval: each poll is a
+// lease, a transaction on the store, and a shorter interval (PollInterval:
+// 1, a nanosecond where a second was meant) made Run lease in a loop.
+const minPollInterval = 10 * time.Millisecond
 
 // ingestQuiet is how long after the last delivery this process's Handler
 // received Run applies with InboxConfig.IngestWorkers only.
@@ -273,6 +279,10 @@ func (cfg *InboxConfig) setDefaults() error {
 		// Run starts a goroutine per worker and a queue twice as long:
 		// past an int's half, its make panics.
 		return fmt.Errorf("idempotency: InboxConfig.Workers %d is over %d", cfg.Workers, maxInboxWorkers)
+	}
+	if cfg.PollInterval < minPollInterval {
+		// PollInterval: 1 is a nanosecond: Run would lease in a loop.
+		return fmt.Errorf("idempotency: InboxConfig.PollInterval (%s) is under %s: the workers would query the store in a loop (a unit left out? PollInterval: 1 is a nanosecond)", cfg.PollInterval, minPollInterval)
 	}
 	switch {
 	case cfg.IngestWorkers < 0:
