@@ -34,7 +34,7 @@ func TestConformanceGetFails(t *testing.T) {
 			Store: s,
 			Add:   c.add,
 			Get: func(t testing.TB, _ string) int {
-				t.Fatalf(getCannotRead)
+				t.Fatal(getCannotRead)
 				return 0
 			},
 			Waiting: func(testing.TB) int { return int(s.waiting.Load()) },

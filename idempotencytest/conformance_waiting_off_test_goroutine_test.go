@@ -33,7 +33,7 @@ func TestConformanceWaitingFails(t *testing.T) {
 			Add:   c.add,
 			Get:   c.get,
 			Waiting: func(t testing.TB) int {
-				t.Fatalf(waitingCannotCount)
+				t.Fatal(waitingCannotCount)
 				return 0
 			},
 		}
