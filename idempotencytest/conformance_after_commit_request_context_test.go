@@ -3,7 +3,6 @@ package idempotencytest_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -55,9 +54,7 @@ func requireSuiteCatches(t *testing.T, store, testCase string) {
 	if testing.Short() {
 		t.Skip("runs the test binary again")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestConformanceOnBrokenStore$/^"+testCase+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), envBrokenStore+"="+store)
-	out, err := cmd.CombinedOutput()
+	out, err := runChild(envBrokenStore+"="+store, "^TestConformanceOnBrokenStore$/^"+testCase+"$")
 	require.Contains(t, string(out), "=== RUN   TestConformanceOnBrokenStore/"+testCase, "the case ran")
 	require.Error(t, err, "the conformance suite passes on a store that breaks its contract:\n%s", out)
 	require.True(t, strings.Contains(string(out), "--- FAIL: TestConformanceOnBrokenStore/"+testCase), "%s", out)

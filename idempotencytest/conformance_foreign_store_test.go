@@ -3,7 +3,6 @@ package idempotencytest_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -83,9 +82,7 @@ func TestConformanceForeignStore(t *testing.T) {
 		t.Skip("runs the test binary again")
 	}
 	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestConformanceOnForeignStore$/^(CheckOrder|Current)", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), envForeignStore+"=1")
-	out, err := cmd.CombinedOutput()
+	out, err := runChild(envForeignStore+"=1", "^TestConformanceOnForeignStore$/^(CheckOrder|Current)")
 	require.Contains(t, string(out), "=== RUN   TestConformanceOnForeignStore/CheckOrderAnswers", "the cases ran")
 	require.False(t, strings.Contains(string(out), "--- FAIL"), "a correct store from outside the package fails the suite:\n%s", out)
 	require.NoError(t, err, "%s", out)

@@ -3,7 +3,6 @@ package idempotencytest_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"sync/atomic"
 	"testing"
 
@@ -94,9 +93,7 @@ func TestConformanceGetOnTestGoroutine(t *testing.T) {
 	}
 	t.Parallel()
 	cases := []string{"WaiterSeesHolderAfterCommitWrites", "CopySeesHolderAfterCommitWrites"}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestConformanceGetFails$/^("+cases[0]+"|"+cases[1]+")$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), envGetFails+"=1")
-	out, err := cmd.CombinedOutput()
+	out, err := runChild(envGetFails+"=1", "^TestConformanceGetFails$/^("+cases[0]+"|"+cases[1]+")$")
 	require.Error(t, err, "%s", out)
 	for _, c := range cases {
 		require.Contains(t, string(out), "--- FAIL: TestConformanceGetFails/"+c+" ", "%s", out)

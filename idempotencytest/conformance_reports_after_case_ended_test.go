@@ -3,7 +3,6 @@ package idempotencytest_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -105,9 +104,7 @@ func TestConformanceReportsAfterCaseEnded(t *testing.T) {
 		t.Skip("runs the test binary again, and waits out the suite's bounded waits")
 	}
 	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestConformanceOnHangingStore$/^(WaitersSeeCommit|ConcurrentDuplicates)$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), envHangingStore+"=1")
-	out, err := cmd.CombinedOutput()
+	out, err := runChild(envHangingStore+"=1", "^TestConformanceOnHangingStore$/^(WaitersSeeCommit|ConcurrentDuplicates)$")
 	require.Error(t, err, "the cases pass on a store whose copies hang:\n%s", out)
 	require.NotContains(t, string(out), "panic:", "a case's goroutine called t after the case ended")
 	for _, c := range []string{"WaitersSeeCommit", "ConcurrentDuplicates"} {

@@ -2,7 +2,6 @@ package idempotencytest_test
 
 import (
 	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -53,10 +52,7 @@ func TestConformanceWaitingOnTestGoroutine(t *testing.T) {
 		t.Skip("runs the test binary again")
 	}
 	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestConformanceWaitingFails$/^(WaitersSeeCommit|WaiterContextCancelled|GuardWaitsForHolderCommit)$",
-		"-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), envWaitingFails+"=1")
-	out, err := cmd.CombinedOutput()
+	out, err := runChild(envWaitingFails+"=1", "^TestConformanceWaitingFails$/^(WaitersSeeCommit|WaiterContextCancelled|GuardWaitsForHolderCommit)$")
 	require.Error(t, err, "%s", out)
 	for _, c := range []string{"WaitersSeeCommit", "WaiterContextCancelled", "GuardWaitsForHolderCommit"} {
 		require.Contains(t, string(out), "--- FAIL: TestConformanceWaitingFails/"+c+" ", "%s", out)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -68,4 +70,13 @@ func newCreditHandler(t testing.TB) (*idempotency.Handler, *credits) {
 	})
 	require.NoError(t, err)
 	return h, c
+}
+
+// runChild runs this test binary again with env added, for the tests
+// matching run, verbosely, and returns its combined output: a conformance
+// case that crashes or hangs on a broken store is watched from outside.
+func runChild(env, run string) ([]byte, error) {
+	cmd := exec.Command(os.Args[0], "-test.run="+run, "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), env)
+	return cmd.CombinedOutput()
 }
