@@ -38,6 +38,12 @@ type Observer struct {
 	// the attempt's Result. On PostgreSQL, done may run while the worker
 	// holds a pooled connection for its next event: it must not wait for
 	// a connection of the store's pool (use OnResult for that).
+	//
+	// It is also called, with rec as dead-lettered (State dead_letter),
+	// for an attempt whose worker died, hung or lost its connection at
+	// the last attempt: the lease that dead-letters the event reports
+	// that attempt's end, and done follows at once, with ErrLeaseExpired.
+	// Nothing runs in between, and link is "".
 	Attempt func(ctx context.Context, rec InboxRecord, link string) (_ context.Context, done func(Result))
 
 	// Fetch is called after each fetch of an object's current state from

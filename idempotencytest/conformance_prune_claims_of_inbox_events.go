@@ -25,7 +25,7 @@ func testPruneKeepsClaimsOfInboxEvents(t *testing.T, b StoreBackend) {
 	rs := retentionStore(t, b)
 	var die atomic.Bool
 	observer := &idempotency.Observer{Attempt: func(ctx context.Context, rec idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
-		if rec.EventID == "evt_ci_dead" && die.Load() {
+		if rec.EventID == "evt_ci_dead" && rec.State == idempotency.InboxProcessing && die.Load() {
 			runtime.Goexit() // the worker dies before its transaction
 		}
 		return ctx, nil
