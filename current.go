@@ -123,14 +123,11 @@ func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn 
 	for _, eventType := range types {
 		// The object is the envelope's (Event.ObjectID): data.object is not
 		// decoded, and a thin event's data, the event's own fields, names none.
-		if err := onSafely(hs, eventType, name, func(ctx context.Context, tx Tx, ev Event[struct{}]) error {
+		if err := onSafely(hs, eventType, name, true, func(ctx context.Context, tx Tx, ev Event[struct{}]) error {
 			return applyCurrent(ctx, tx, reg, ev, fetch, fn)
 		}); err != nil {
 			panic(err)
 		}
-		r := hs.byType[eventType]
-		r.fetched = true
-		hs.byType[eventType] = r
 	}
 }
 

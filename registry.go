@@ -78,13 +78,13 @@ func On[T any](hs *Handlers, eventType string, fn EventFunc[T]) {
 // [ErrInvalidKey] when it has a NUL byte or invalid UTF-8.
 func OnSafely[T any](hs *Handlers, eventType string, fn EventFunc[T]) error {
 	var zero T
-	return onSafely(hs, eventType, fmt.Sprintf("%T", zero), fn)
+	return onSafely(hs, eventType, fmt.Sprintf("%T", zero), false, fn)
 }
 
-// onSafely is OnSafely with the name its registration gives in messages:
-// T's, or what an OnCurrent call was for, whose registration decodes into
-// another type than its handler's.
-func onSafely[T any](hs *Handlers, eventType, name string, fn EventFunc[T]) error {
+// onSafely is OnSafely with the name its registration gives in messages
+// (T's, or what an OnCurrent call was for, whose registration decodes into
+// another type than its handler's) and the registration's fetched mark.
+func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn EventFunc[T]) error {
 	var zero T
 	objectType := fmt.Sprintf("%T", zero)
 	fastDecode, plainDecode := decode.For[T]()
@@ -116,6 +116,7 @@ func onSafely[T any](hs *Handlers, eventType, name string, fn EventFunc[T]) erro
 	}
 	hs.byType[eventType] = registration{
 		objectType: name,
+		fetched:    fetched,
 		apply: func(ctx context.Context, tx Tx, env *envelope.Envelope, raw []byte, fast bool) error {
 			ev := Event[T]{
 				ID:         env.ID,

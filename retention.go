@@ -168,8 +168,9 @@ type pruneCutoffs struct {
 func (r *Retention) cutoffs() pruneCutoffs {
 	now := r.Now()
 	// A dead-lettered task is its key's record, as a finished one is: it
-	// outlasts the dead letters' window by the keys' (Tasks when longer).
-	deadTasks := max(r.keysWindow(), r.Tasks, r.DeadLetters)
+	// is kept the keys' window (Tasks when longer), which outlasts the
+	// dead letters'.
+	deadTasks := max(r.keysWindow(), r.Tasks)
 	c := pruneCutoffs{
 		eventIDs:    now.Add(-r.EventIDs),
 		payloads:    now.Add(-r.Payloads),

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -90,11 +89,10 @@ WHERE event_id = $1 AND attempt = $2 AND attempted_at = $5 AND state = 'processi
 		deadLetter: `UPDATE ` + t + ` AS i
 SET state = 'dead_letter', finished_at = $1, lease_until = NULL, next_attempt_at = NULL,
     last_error = 'lease expired after attempt ' || i.attempt || ': its worker died, hung or lost its connection'
-FROM (SELECT event_id FROM ` + t + `
+WHERE i.event_id IN (SELECT event_id FROM ` + t + `
       WHERE state = 'processing' AND lease_until <= $1 AND attempt >= $2
-      FOR UPDATE SKIP LOCKED) AS x
-WHERE i.event_id = x.event_id
-RETURNING ` + prefixed("i.", inboxColumns),
+      FOR UPDATE SKIP LOCKED)
+RETURNING ` + inboxColumns,
 		// Two ordered candidate sets, each read through its partial index
 		// and stopping at the limit, merged by the time they came due.
 		lease: `WITH expired AS (
@@ -385,15 +383,6 @@ func scanInboxRecord(row pgx.CollectableRow) (InboxRecord, error) {
 	}
 	times.set(&r)
 	return r, nil
-}
-
-// prefixed qualifies each of the comma-separated columns with prefix.
-func prefixed(prefix, columns string) string {
-	fields := strings.Split(columns, ",")
-	for i, f := range fields {
-		fields[i] = prefix + strings.TrimSpace(f)
-	}
-	return strings.Join(fields, ", ")
 }
 
 // scanInboxRow scans inboxColumns, payload, lease_until, seq, trace,
