@@ -18,6 +18,7 @@ import (
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/dashboard"
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
+	"github.com/seed-a84bb619/idempotency/internal/ci"
 )
 
 // envScreenshots names a directory the browser tests write their
@@ -38,7 +39,7 @@ func browser(t *testing.T) context.Context {
 	}
 	if path == "" {
 		const msg = "no Chromium for the browser tests: install Debian's package (apt-get install chromium)"
-		if os.Getenv("CI") == "true" {
+		if ci.On() {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seed-a84bb619/idempotency/internal/ci"
 )
 
 // BouncerPoolSize is how many server connections PgBouncer opens, at most,
@@ -85,7 +87,7 @@ func PgBouncer(t testing.TB) *Bouncer {
 		var ue *unavailableError
 		if errors.As(bouncerErr, &ue) {
 			what := "be SKIPPED"
-			if inCI() {
+			if ci.On() {
 				what = "FAIL (CI=true)"
 			}
 			fmt.Fprintf(os.Stderr, "\n*** pgtest: PgBouncer is unavailable, PgBouncer tests will %s: %v\n*** %s\n\n", what, bouncerErr, howToGetBouncer())
@@ -93,7 +95,7 @@ func PgBouncer(t testing.TB) *Bouncer {
 	})
 	if bouncerErr != nil {
 		var ue *unavailableError
-		if errors.As(bouncerErr, &ue) && !inCI() {
+		if errors.As(bouncerErr, &ue) && !ci.On() {
 			t.Skipf("pgtest: SKIPPED, no PgBouncer: %v\n%s", bouncerErr, howToGetBouncer())
 		}
 		if errors.As(bouncerErr, &ue) {

@@ -50,8 +50,9 @@
 // If no server can be started (no binaries, initdb or start fails, ...), every
 // test that asks for a database is skipped with a message on how to get
 // PostgreSQL (apt install postgresql, or set IDEMPOTENCY_TEST_DATABASE_URL),
-// also printed once to stderr. With CI=true those tests fail instead. The
-// start is attempted only once per test binary; later tests report the
+// also printed once to stderr. With CI=true (or CI=1, CI=yes: any value
+// but a false one, see internal/ci) those tests fail instead. The start is
+// attempted only once per test binary; later tests report the
 // remembered error at once. A misconfiguration that is clearly a bug (an
 // unreachable IDEMPOTENCY_TEST_DATABASE_URL, a TestMain that does not call
 // [Main]) always fails.
@@ -84,6 +85,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seed-a84bb619/idempotency/internal/ci"
 )
 
 const (
@@ -447,7 +450,7 @@ func shared(t testing.TB) *server {
 	startOnce.Do(func() { srv, srvErr = start(t) })
 	if srvErr != nil {
 		var ue *unavailableError
-		if errors.As(srvErr, &ue) && !inCI() {
+		if errors.As(srvErr, &ue) && !ci.On() {
 			t.Skipf("pgtest: SKIPPED, no PostgreSQL: %v\n%s", srvErr, howToGet())
 		}
 		if errors.As(srvErr, &ue) {
@@ -456,11 +459,6 @@ func shared(t testing.TB) *server {
 		t.Fatalf("%v", srvErr)
 	}
 	return srv
-}
-
-func inCI() bool {
-	ci, _ := strconv.ParseBool(os.Getenv("CI"))
-	return ci
 }
 
 func howToGet() string {
@@ -477,7 +475,7 @@ func start(t testing.TB) (*server, error) {
 		if errors.As(err, &ue) {
 			// Skips are invisible without -v; say it once, loudly.
 			what := "be SKIPPED"
-			if inCI() {
+			if ci.On() {
 				what = "FAIL (CI=true)"
 			}
 			fmt.Fprintf(os.Stderr, "\n*** pgtest: PostgreSQL is unavailable, database tests will %s: %v\n*** %s\n\n", what, err, howToGet())

@@ -22,11 +22,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seed-a84bb619/idempotency/internal/ci"
 )
 
 // Version is the stripe-mock release the tests are written against.
@@ -45,7 +46,7 @@ func Start(t testing.TB) string {
 	t.Helper()
 	bin, err := find()
 	if err != nil {
-		if inCI() {
+		if ci.On() {
 			t.Fatalf("stripemock: stripe-mock not found and CI=true: %v; install it with %s", err, install)
 		}
 		t.Skipf("stripemock: SKIPPED, stripe-mock not found (%v); install it with %s (CI=true fails instead)", err, install)
@@ -131,9 +132,4 @@ func find() (string, error) {
 		}
 	}
 	return "", exec.ErrNotFound
-}
-
-func inCI() bool {
-	ci, _ := strconv.ParseBool(os.Getenv("CI"))
-	return ci
 }
