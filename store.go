@@ -341,8 +341,9 @@ var errResultsLeftOpen = fmt.Errorf("%w: the handler returned with a query's row
 // a goroutine) are closed here, once the context is cancelled (a query
 // still running ends rather than being read to its end), which no call of
 // the handler's can reach any more, and the attempt fails with
-// errResultsLeftOpen. Closing a batch runs its queued callbacks, as pgx
-// does; one that panics is reported with the attempt's error.
+// errResultsLeftOpen. Either way an error the handler returned is kept in
+// the attempt's error, as text. Closing a batch runs its queued callbacks,
+// as pgx does; one that panics is reported with the attempt's error.
 //
 // It does so in a defer, so that a panic of apply, which goes on up once
 // the statement ended, does not reach the store's rollback while the
@@ -363,9 +364,20 @@ func (t *txState) runHandler(ctx context.Context, apply ApplyFunc, tx Tx) (err e
 		// what remains of them, which a query may still be producing, or
 		// waiting for a lock to produce.
 		cancel()
+		// The handler's own error is kept as text beside ErrTxBusy: for
+		// the operator, the reason it returned early; not wrapped, since
+		// a Skip, Permanent or Snooze in it would change what the failed
+		// attempt means.
+		returned := err
+		busy := func(e error) error {
+			if returned != nil {
+				return fmt.Errorf("%w; the handler returned: %v", e, returned)
+			}
+			return e
+		}
 		if left != nil {
 			<-left
-			err = errStatementLeftRunning
+			err = busy(errStatementLeftRunning)
 		}
 		t.mu.Lock()
 		open := t.open
@@ -378,8 +390,8 @@ func (t *txState) runHandler(ctx context.Context, apply ApplyFunc, tx Tx) (err e
 				open[i].closeResult()
 			}()
 		}
-		if len(open) > 0 && err != errStatementLeftRunning {
-			err = errResultsLeftOpen
+		if len(open) > 0 && left == nil {
+			err = busy(errResultsLeftOpen)
 		}
 		if closing != nil {
 			err = fmt.Errorf("%w; closing them: %w", err, closing)
