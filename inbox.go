@@ -816,8 +816,11 @@ func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord) {
 	if o := in.cfg.Observer; o != nil && o.Attempt != nil {
 		ctx, done = o.Attempt(ctx, rec, "")
 	}
-	res := Result{EventID: rec.EventID, EventType: rec.EventType, ObjectID: rec.ObjectID, Attempt: rec.Attempt, Kind: rec.Kind,
+	res := Result{EventID: rec.EventID, EventType: rec.EventType, ObjectID: rec.ObjectID, Attempt: rec.Attempt,
 		Outcome: OutcomeFailed, State: InboxDeadLetter, Err: fmt.Errorf("%w after attempt %d", ErrLeaseExpired, rec.Attempt)}
+	if rec.Kind == KindTask {
+		res.Kind = KindTask // empty for an event, as in every other event attempt's Result
+	}
 	report(ctx, in.log, in.cfg.OnResult, done, &res)
 }
 
