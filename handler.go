@@ -125,8 +125,12 @@ type Result struct {
 	EventType string
 	ObjectID  string
 	Outcome   Outcome
-	Status    int           // the HTTP status answered
-	Duration  time.Duration // from the request's arrival to the answer
+	Status    int // the HTTP status answered
+	// Duration is, for a delivery, from the request's arrival to the
+	// answer; for an inbox attempt, the attempt's, and for one whose
+	// worker died at the last attempt (ErrLeaseExpired), from its start to
+	// the lease that dead-lettered it.
+	Duration time.Duration
 	// State is, for an inbox attempt, the state the attempt left the event
 	// or task in (InboxDeadLetter when it was the last); empty for a
 	// delivery, and when the attempt's end could not be recorded.

@@ -798,9 +798,10 @@ func (in *Inbox) lease(ctx context.Context, n int) ([]inboxRow, error) {
 	}
 	leaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.Timeout)
 	defer cancel()
-	rows, dead, err := in.store.inboxLease(leaseCtx, in.cfg.Now(), n, in.cfg.Lease, in.cfg.MaxAttempts)
+	now := in.cfg.Now()
+	rows, dead, err := in.store.inboxLease(leaseCtx, now, n, in.cfg.Lease, in.cfg.MaxAttempts)
 	for _, rec := range dead {
-		in.reportLeaseExpired(ctx, rec)
+		in.reportLeaseExpired(ctx, rec, now)
 	}
 	return rows, err
 }
@@ -810,14 +811,17 @@ func (in *Inbox) lease(ctx context.Context, n int) ([]inboxRow, error) {
 // attempt: the lease dead-lettered it, and the attempt is reported failed,
 // as any attempt is, to InboxConfig.OnResult, the Observer and the log.
 // Without it, a poison event that kills its process every time reached
-// dead letter unseen by the dead-letter metrics.
-func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord) {
+// dead letter unseen by the dead-letter metrics. Its Duration runs from
+// the attempt's start to now, when the lease found it expired: the time
+// the attempt held the event, a lease at least.
+func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, now time.Time) {
 	var done func(Result)
 	if o := in.cfg.Observer; o != nil && o.Attempt != nil {
 		ctx, done = o.Attempt(ctx, rec, "")
 	}
 	res := Result{EventID: rec.EventID, EventType: rec.EventType, ObjectID: rec.ObjectID, Attempt: rec.Attempt,
-		Outcome: OutcomeFailed, State: InboxDeadLetter, Err: fmt.Errorf("%w after attempt %d", ErrLeaseExpired, rec.Attempt)}
+		Outcome: OutcomeFailed, State: InboxDeadLetter, Err: fmt.Errorf("%w after attempt %d", ErrLeaseExpired, rec.Attempt),
+		Duration: max(now.Sub(rec.AttemptedAt), 0)}
 	if rec.Kind == KindTask {
 		res.Kind = KindTask // empty for an event, as in every other event attempt's Result
 	}

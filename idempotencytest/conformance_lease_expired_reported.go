@@ -78,6 +78,11 @@ func testInboxLeaseExpiredReported(t *testing.T, b StoreBackend) {
 		require.Equal(t, idempotency.OutcomeFailed, res.Outcome)
 		require.Equal(t, idempotency.InboxDeadLetter, res.State)
 		require.True(t, errors.Is(res.Err, idempotency.ErrLeaseExpired), "Err: %v", res.Err)
+		// The attempt held the event from its start until the lease that
+		// found it expired (on the inbox's clock): not 0, which put a dead
+		// worker's attempt in the lowest bucket of the attempt duration.
+		require.GreaterOrEqual(t, res.Duration, idempotency.DefaultLease, "Duration: from the attempt's start to the lease that dead-lettered it")
+		require.LessOrEqual(t, res.Duration, idempotency.DefaultLease+2*time.Second, "the clock moved the lease and a second")
 	}
 	mu.Unlock()
 
