@@ -288,6 +288,10 @@ func (tx *memoryTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) 
 	})
 }
 
+// notifyWorkers implements taskTx: a MemoryStore has no other process to
+// wake.
+func (tx *memoryTx) notifyWorkers() {}
+
 func (tx *memoryTx) abort(err error) {
 	tx.s.mu.Lock()
 	defer tx.s.mu.Unlock()

@@ -105,6 +105,12 @@ type PgxStore struct {
 	// when PgxConfig.RecentClaims is negative.
 	stored *storedIDs
 	ingest ingest
+	// taskNotify sends the notifications of the tasks committed by a
+	// process that builds no Inbox (see notifyTaskWorkers).
+	taskNotify struct {
+		mu               sync.Mutex
+		sending, pending bool
+	}
 }
 
 // The defaults of PgxConfig.RecentClaims and RecentClaimsTTL.
@@ -798,6 +804,9 @@ func (t *pgxTx) Guard(ctx context.Context, scope, key string) (bool, error) {
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+// notifyWorkers implements taskTx.
+func (t *pgxTx) notifyWorkers() { t.s.notifyTaskWorkers() }
 
 func (t *pgxTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) {
 	if err := t.enter(); err != nil {

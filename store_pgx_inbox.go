@@ -422,6 +422,44 @@ type pgxAcquirer interface {
 	Acquire(ctx context.Context) (*pgxpool.Conn, error)
 }
 
+// notifyTaskWorkers wakes the workers of other processes after a commit
+// that stored a task in a process that builds no Inbox on the task's
+// Handlers (a synchronous receiver whose tasks a worker deployment runs),
+// as Inbox.notifyOthers does for an inbox: outside the transaction, in the
+// background, at most one notification in flight, the tasks committed
+// meanwhile sharing the next. A lost notification costs the workers' next
+// poll (PollInterval). Only a store on a pool notifies: a *pgx.Conn
+// carries one statement at a time, and the next delivery would find it
+// busy with the notification.
+func (s *PgxStore) notifyTaskWorkers() {
+	if _, ok := s.db.(pgxAcquirer); !ok {
+		return
+	}
+	n := &s.taskNotify
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.pending = true
+	if n.sending {
+		return
+	}
+	n.sending = true
+	go func() {
+		for {
+			n.mu.Lock()
+			if !n.pending {
+				n.sending = false
+				n.mu.Unlock()
+				return
+			}
+			n.pending = false
+			n.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
+			_ = s.inboxNotify(ctx) // the workers poll too
+			cancel()
+		}
+	}()
+}
+
 // inboxListen implements inboxNotifier. It holds one connection of the
 // pool while it listens, and closes it when it returns rather than give the
 // pool back a connection that listens. With a db other than a

@@ -158,7 +158,7 @@ func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enque
 		return false, fmt.Errorf("idempotency: task %s: %w", t.name, err)
 	}
 	if enqueued {
-		tx.AfterCommit(func(context.Context) { t.hs.wakeWorkers() })
+		tx.AfterCommit(func(context.Context) { t.hs.wakeWorkers(tt) })
 	}
 	return enqueued, nil
 }
@@ -172,6 +172,9 @@ type taskTx interface {
 	// taskNow is the clock of the transaction's runner: the inbox's for
 	// an inbox attempt, the Handler's otherwise.
 	taskNow() time.Time
+	// notifyWorkers wakes the workers of other processes after a commit
+	// that stored a task, when this process has no Inbox to do it.
+	notifyWorkers()
 }
 
 // arrivedAt implements objectTx for both stores' transactions.
@@ -232,16 +235,21 @@ func (w *wakers) live() []*Inbox {
 }
 
 // wakeWorkers wakes the workers of the inboxes built on hs: a task was
-// committed. An inbox whose Run is running here takes it; otherwise the
-// workers of other processes are notified. A process that runs no Inbox
-// at all leaves its tasks to other processes' polls (PollInterval).
-func (hs *Handlers) wakeWorkers() {
-	for _, in := range hs.wakers.live() {
+// committed in tt. An inbox whose Run is running here takes it; otherwise
+// the workers of other processes are notified, through the inbox, or
+// through tt's store when no inbox is built on hs in this process (a
+// synchronous receiver whose tasks a worker deployment runs).
+func (hs *Handlers) wakeWorkers(tt taskTx) {
+	inboxes := hs.wakers.live()
+	for _, in := range inboxes {
 		if in.running.Load() {
 			in.signal()
 			continue
 		}
 		in.notifyOthers()
+	}
+	if len(inboxes) == 0 {
+		tt.notifyWorkers()
 	}
 }
 
