@@ -237,7 +237,9 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 
 // jsonErrorDetail describes an error of encoding/json's decoder by the
 // field and the types, or the offset, and never quotes a value: the
-// decoder's own message does (a number that overflows its field).
+// decoder's own message does (a number that overflows its field), and so
+// does the error of a type's own UnmarshalJSON (time.Time's quotes the
+// text it could not parse), of which only the Go type is named.
 func jsonErrorDetail(err error) string {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
@@ -247,7 +249,7 @@ func jsonErrorDetail(err error) string {
 	case errors.As(err, &syntaxErr):
 		return fmt.Sprintf("invalid JSON at offset %d", syntaxErr.Offset)
 	}
-	return "invalid JSON"
+	return fmt.Sprintf("a value was refused by its type's decoder (a %T, not quoted: its text may hold the value)", err)
 }
 
 // argsDecodeError reports that a task's stored arguments did not decode

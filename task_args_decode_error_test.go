@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -56,4 +57,38 @@ func TestTaskArgsDecodeErrorQuotesNoArgument(t *testing.T) {
 		var perm *idempotency.PermanentError
 		require.True(t, errors.As(res.Err, &perm), "dead-lettered as permanent")
 	}
+}
+
+// TestTaskArgsRefusedByTheirTypeAreNotCalledInvalidJSON: stored arguments
+// that are valid JSON but that a field's own decoder refuses (a time that
+// no longer parses, an enum value removed) dead-letter the task with an
+// error that says so, and quotes none of them; it said "invalid JSON",
+// which sent the operator looking for corrupt rows.
+func TestTaskArgsRefusedByTheirTypeAreNotCalledInvalidJSON(t *testing.T) {
+	t.Parallel()
+	r := newMisuseRig()
+	before := idempotency.NewHandlers()
+	type loose struct {
+		At string `json:"at"`
+	}
+	task := idempotency.NewTask(before, "remind", func(context.Context, idempotency.TaskRun[loose]) error { return nil })
+	r.enqueue(t, "evt_remind", func(ctx context.Context, tx idempotency.Tx) error {
+		_, err := task.Enqueue(ctx, tx, "k", loose{At: "next tuesday 4111"})
+		return err
+	})
+
+	after := idempotency.NewHandlers()
+	idempotency.NewTask(after, "remind", func(context.Context, idempotency.TaskRun[struct {
+		At time.Time `json:"at"` // its UnmarshalJSON refuses the stored text
+	}]) error {
+		return nil
+	})
+	in := r.inbox(t, after, idempotency.InboxConfig{})
+	misuseWork(t, in, 1)
+	rec := misuseLookup(t, in, task.ID("k"))
+	require.Equal(t, idempotency.InboxDeadLetter, rec.State)
+	require.Contains(t, rec.LastError, "decoding the arguments of task remind")
+	require.NotContains(t, rec.LastError, "invalid JSON", "the stored JSON is valid")
+	require.Contains(t, rec.LastError, "refused by its type's decoder")
+	require.NotContains(t, rec.LastError, "4111", "LastError quotes the arguments")
 }
