@@ -20,7 +20,11 @@ import (
 // enqueues it with [Task.Enqueue] inside the event's transaction, so the
 // task is stored if and only if the handler's writes commit, and once per
 // (task, key) ever: a retry, a twin event or another event type enqueuing
-// the same key again changes nothing.
+// the same key again changes nothing. "Ever" lasts as long as the task's
+// inbox row: [PgxStore.Prune] deletes a finished task only when
+// [Retention].Tasks sets a window, and a dead-lettered one after
+// Retention.EventIDs plus Retention.DeadLetters (or Tasks, when longer);
+// the key can then be enqueued again.
 //
 // An [Inbox]'s workers run tasks after the commit with the same leases,
 // attempts, backoff, dead letter and redrive as events, in inbox mode and
@@ -125,9 +129,10 @@ func (t *Task[T]) ID(key string) string { return taskID(t.name, key) }
 // Enqueue stores the task for key with args (encoded as JSON) in tx, the
 // transaction of the event being handled: it commits or rolls back with
 // the handler's writes. It reports false, changing nothing, when the task
-// was enqueued for key before, by any event, or earlier in this
-// transaction; an enqueue of the same key in a transaction in flight
-// waits for that transaction to end, as [Tx.Guard] does.
+// was enqueued for key before (by any event, and its row was not pruned
+// since: see [Task]), or earlier in this transaction; an enqueue of the
+// same key in a transaction in flight waits for that transaction to end,
+// as [Tx.Guard] does.
 //
 // The key names the effect, not the event: a customer id for a welcome
 // email, an invoice id for a receipt. It must be 1 to 200 bytes of valid
