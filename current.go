@@ -15,7 +15,8 @@ import (
 
 // FetchFunc gets the current state of the object id from the Stripe API,
 // as the connected account when account is not empty (Stripe-Account). It
-// returns an error wrapping [ErrObjectNotFound] when the API answers 404.
+// returns an error wrapping [ErrObjectNotFound] when the API answers that
+// the object does not exist (404, code resource_missing).
 // [Retrieve] makes one from a stripe-go Retrieve method.
 type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 
@@ -30,7 +31,9 @@ type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 // logs and in the inbox's LastError): they give the status, the error's
 // type and code and the request id; stripe-go's *stripe.Error stays
 // reachable with errors.As, and a network or context error with
-// errors.Is. A 404 also wraps [ErrObjectNotFound].
+// errors.Is. A 404 with Stripe's code resource_missing (no such object)
+// also wraps [ErrObjectNotFound]; any other 404 (Unrecognized request URL)
+// does not, and fails its event as any refusal does.
 func Retrieve[T any, P interface {
 	*PT
 	SetStripeAccount(string)
@@ -44,8 +47,13 @@ func Retrieve[T any, P interface {
 		if err == nil {
 			return obj, nil
 		}
+		// Only Stripe's resource_missing says the object is gone: a 404
+		// without it (Unrecognized request URL, from a base URL with a
+		// path of its own) says nothing of the object, and skipping on it
+		// would drop every event for good.
 		var serr *stripe.Error
-		notFound := errors.As(err, &serr) && serr.HTTPStatusCode == http.StatusNotFound
+		notFound := errors.As(err, &serr) && serr.HTTPStatusCode == http.StatusNotFound &&
+			serr.Code == stripe.ErrorCodeResourceMissing
 		if err = apiError("retrieving the object", err); notFound {
 			err = fmt.Errorf("%w: %w", ErrObjectNotFound, err)
 		}
@@ -93,8 +101,8 @@ const FetchTimeout = 5 * time.Second
 //     event's connected account, and fn runs with ev.Object set to it (ev.Raw
 //     is still the payload). A fetch error fails the event: the
 //     synchronous Handler answers 500 and Stripe retries; the inbox retries
-//     with backoff. An object the API no longer knows (404, ErrObjectNotFound)
-//     is skipped with that reason: objects Stripe keeps after their end
+//     with backoff. An object the API no longer knows (404 resource_missing,
+//     ErrObjectNotFound) is skipped with that reason: objects Stripe keeps after their end
 //     (a canceled subscription, a deleted customer) are fetched and the
 //     handler sees that state.
 //

@@ -310,8 +310,8 @@ func Snooze(d time.Duration) error {
 // the transaction of a [MemoryStore] or [PgxStore] handler.
 var ErrNeedsStoreTx = errors.New("idempotency: needs the Tx of a MemoryStore or PgxStore handler")
 
-// ErrObjectNotFound: the Stripe API answered 404 for an object an
-// [OnCurrent] handler fetched. A [FetchFunc] wraps it.
+// ErrObjectNotFound: the Stripe API answered 404 resource_missing for an
+// object an [OnCurrent] handler fetched. A [FetchFunc] wraps it.
 var ErrObjectNotFound = errors.New("idempotency: object not found")
 
 // Talking to the Stripe API: fetching a thin event's event, [Retrieve]'s
