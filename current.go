@@ -89,9 +89,9 @@ const FetchTimeout = 5 * time.Second
 //     when its handler first starts (a rerun of its transaction keeps
 //     it), a fetch just before it is sent; whatever the clocks of the
 //     processes. Within one process a synchronous delivery is also covered
-//     by a committed fetch that started after it arrived, on the process's
-//     monotonic clock, before it takes a number or the lock: the wait for
-//     a pooled connection does not make it fetch again. A storm of updates
+//     by a committed fetch in its store that started after it arrived, on
+//     the process's monotonic clock, before it takes a number or the lock:
+//     the wait for a pooled connection does not make it fetch again. A storm of updates
 //     about one subscription costs one fetch in inbox mode, where events of
 //     one object are applied one after the other; 100 concurrent
 //     synchronous deliveries cost 1–4 fetches on every store configuration
@@ -120,7 +120,7 @@ func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn 
 		panic(errors.New("idempotency: OnCurrent: nil fetch or handler func"))
 	}
 	types := slices.Sorted(slices.Values(eventTypes))
-	reg := &currentRegistration{scope: "current:" + strings.Join(types, ","), local: localFetches{started: map[string]time.Time{}}}
+	reg := &currentRegistration{scope: "current:" + strings.Join(types, ","), local: localFetches{started: map[localObject]time.Time{}}}
 	// The scope is part of each object's key, which a store indexes: one
 	// no store can keep would skip every event of the types at run time.
 	if err := checkKey("its scope (\"current:\" and the event types joined)", reg.scope); err != nil {
@@ -146,13 +146,22 @@ type currentRegistration struct {
 	local localFetches
 }
 
-// localFetches remembers, per object, when this process's last committed
-// fetch started, on the monotonic clock: a synchronous delivery that
-// arrived here before it is covered by it, even though it took its number
-// on the store's counter later, after waiting for a pooled connection.
+// localFetches remembers, per store and object, when this process's last
+// committed fetch started, on the monotonic clock: a synchronous delivery
+// that arrived here before it is covered by it, even though it took its
+// number on the store's counter later, after waiting for a pooled
+// connection. Only in the same store: one Handlers may serve several, and
+// a fetch wrote the object's state in its own store alone.
 type localFetches struct {
 	mu      sync.Mutex
-	started map[string]time.Time
+	started map[localObject]time.Time
+}
+
+// localObject is an object of one store: the store (its *MemoryStore or
+// *PgxStore) and the object's id.
+type localObject struct {
+	store any
+	id    string
 }
 
 // maxLocalFetches bounds localFetches; past it, entries older than
@@ -163,20 +172,20 @@ const (
 	localFetchMemory = time.Minute
 )
 
-// covers reports whether a fetch of id that started after arrived has
-// committed in this process.
-func (l *localFetches) covers(id string, arrived time.Time) bool {
+// covers reports whether a fetch of the object that started after arrived
+// has committed in this process.
+func (l *localFetches) covers(obj localObject, arrived time.Time) bool {
 	if arrived.IsZero() {
 		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	started, ok := l.started[id]
+	started, ok := l.started[obj]
 	return ok && started.After(arrived)
 }
 
-// record notes a committed fetch of id that started at started.
-func (l *localFetches) record(id string, started time.Time) {
+// record notes a committed fetch of the object that started at started.
+func (l *localFetches) record(obj localObject, started time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.started) >= maxLocalFetches {
@@ -186,8 +195,8 @@ func (l *localFetches) record(id string, started time.Time) {
 			}
 		}
 	}
-	if prev, ok := l.started[id]; !ok || started.After(prev) {
-		l.started[id] = started
+	if prev, ok := l.started[obj]; !ok || started.After(prev) {
+		l.started[obj] = started
 	}
 }
 
@@ -206,6 +215,9 @@ type objectTx interface {
 	markFetched(ctx context.Context, scope, id string, seq int64) error
 	// arrivedAt is when the delivery reached this process (Claim.arrived).
 	arrivedAt() time.Time
+	// objectStore is the store whose transaction it is: what a fetch in
+	// it wrote, it wrote there.
+	objectStore() any
 	// order is CheckOrder's record, for tx's event.
 	order(ctx context.Context, scope, key string, created time.Time) (Order, error)
 }
@@ -223,7 +235,8 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, e
 	if err := checkGuardKey(scope, id); err != nil {
 		return Skip("data.object.id is not valid text")
 	}
-	if reg.local.covers(id, ot.arrivedAt()) {
+	local := localObject{store: ot.objectStore(), id: id}
+	if reg.local.covers(local, ot.arrivedAt()) {
 		return nil // fetched here after this delivery arrived, and that state written
 	}
 	seq, err := ot.eventSeq(ctx)
@@ -251,7 +264,7 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, e
 	if err := ot.markFetched(ctx, scope, id, now); err != nil {
 		return err
 	}
-	tx.AfterCommit(func(context.Context) { reg.local.record(id, fetchStarted) })
+	tx.AfterCommit(func(context.Context) { reg.local.record(local, fetchStarted) })
 	return fn(ctx, tx, Event[T]{
 		ID: ev.ID, Type: ev.Type, Created: ev.Created, Livemode: ev.Livemode, APIVersion: ev.APIVersion,
 		Account: ev.Account, Object: obj, Previous: ev.Previous, Raw: ev.Raw, ObjectID: id,

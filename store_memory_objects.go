@@ -70,6 +70,8 @@ func (tx *memoryTx) eventSeq(ctx context.Context) (int64, error) {
 	})
 }
 
+func (tx *memoryTx) objectStore() any { return tx.s }
+
 func (tx *memoryTx) lockObject(ctx context.Context, scope, id string) (int64, int64, error) {
 	k := lockID{record: recordObject, guardID: guardID{scope, id}}
 	if _, err := tx.take(ctx, k, nil); err != nil { // waits while another transaction holds it

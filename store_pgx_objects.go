@@ -55,6 +55,8 @@ func (t *pgxTx) eventSeq(ctx context.Context) (int64, error) {
 	})
 }
 
+func (t *pgxTx) objectStore() any { return t.s }
+
 func (t *pgxTx) lockObject(ctx context.Context, scope, id string) (lastFetch, now int64, err error) {
 	if err := t.enter(); err != nil {
 		return 0, 0, err
