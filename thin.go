@@ -32,7 +32,7 @@ func (h *Handler) serveThin(ctx context.Context, notification []byte, res *Resul
 	if err == nil {
 		// What accept checks of the event, checked of the notification
 		// first: one of a type with no handler is answered without a fetch.
-		err = checkEnvelope(&envelope.Envelope{ID: n.ID, Type: n.Type, Account: n.Context})
+		err = checkEnvelope(&envelope.Envelope{ID: n.ID, Type: n.Type, Account: n.Context, Replaced: n.Replaced})
 	}
 	if err != nil {
 		res.Err = fmt.Errorf("%w: thin event notification: %w", ErrMalformedEvent, err)

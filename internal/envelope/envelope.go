@@ -60,7 +60,8 @@ type Envelope struct {
 	ObjectKind string // data.object.object (e.g. "invoice"); "" when absent
 	V2         bool   // a v2 event (ParseV2Event): unversioned, Object is its data
 	// Replaced names the first of id, type, data.object.id, account and
-	// api_version whose value had invalid UTF-8 or an unpaired UTF-16
+	// api_version (of a v2 event: id, type, context, related_object.id)
+	// whose value had invalid UTF-8 or an unpaired UTF-16
 	// surrogate escape ("\ud800"), which decoding replaced with U+FFFD as
 	// encoding/json does; "" when none had. Distinct values decode alike
 	// so ("evt_\ud800" and "evt_\udc00" are both "evt_\ufffd"): a

@@ -19,6 +19,9 @@ type Notification struct {
 	ID      string // "id" (evt_...)
 	Type    string // "type"
 	Context string // "context": the account to fetch the event as; "" when null/absent
+	// Replaced names the first of id, type and context whose text
+	// decoding replaced with U+FFFD, as Envelope.Replaced does.
+	Replaced string
 }
 
 // ParseThin parses a thin event notification. It fails, wrapping
@@ -41,6 +44,15 @@ func ParseThin(b []byte) (Notification, error) {
 	if v.Context != nil {
 		n.Context = *v.Context
 	}
+	var raw struct {
+		ID      json.RawMessage `json:"id"`
+		Type    json.RawMessage `json:"type"`
+		Context json.RawMessage `json:"context"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return Notification{}, jsonErr(err)
+	}
+	n.Replaced = firstReplaced([]string{"id", "type", "context"}, raw.ID, raw.Type, raw.Context)
 	return n, nil
 }
 
@@ -49,8 +61,8 @@ func ParseThin(b []byte) (Notification, error) {
 // type's own fields; "null" when absent), Previous its "changes", ObjectID
 // and ObjectKind the id and type of its "related_object", Account its
 // "context", Created its RFC 3339 "created" in unix seconds, and APIVersion
-// empty: v2 events are unversioned. Like Parse, its errors wrap
-// ErrMalformed and never quote the input.
+// empty: v2 events are unversioned; Replaced as Parse sets it. Like Parse,
+// its errors wrap ErrMalformed and never quote the input.
 func ParseV2Event(b []byte) (Envelope, error) {
 	var v struct {
 		ID            *string `json:"id"`
@@ -95,6 +107,22 @@ func ParseV2Event(b []byte) (Envelope, error) {
 	if len(v.Changes) > 0 && string(v.Changes) != "null" {
 		env.Previous = v.Changes
 	}
+	var raw struct {
+		ID            json.RawMessage `json:"id"`
+		Type          json.RawMessage `json:"type"`
+		Context       json.RawMessage `json:"context"`
+		RelatedObject *struct {
+			ID json.RawMessage `json:"id"`
+		} `json:"related_object"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return Envelope{}, jsonErr(err)
+	}
+	var related json.RawMessage
+	if raw.RelatedObject != nil {
+		related = raw.RelatedObject.ID
+	}
+	env.Replaced = firstReplaced([]string{"id", "type", "context", "related_object.id"}, raw.ID, raw.Type, raw.Context, related)
 	return env, nil
 }
 
@@ -106,6 +134,18 @@ func ParseAny(b []byte) (Envelope, error) {
 		return ParseV2Event(b)
 	}
 	return env, err
+}
+
+// firstReplaced returns the first of names whose string token, in toks,
+// decodes with a replacement (invalid UTF-8, an unpaired surrogate
+// escape): encoding/json decodes it to U+FFFD, and distinct texts to one.
+func firstReplaced(names []string, toks ...json.RawMessage) string {
+	for i, tok := range toks {
+		if len(tok) >= 2 && tok[0] == '"' && replacesText(tok[1:len(tok)-1]) {
+			return names[i]
+		}
+	}
+	return ""
 }
 
 func checkV2(object string, id, typ *string) error {
