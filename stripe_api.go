@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/form"
@@ -82,13 +83,13 @@ func apiError(op string, err error) error {
 	var ue *url.Error
 	switch {
 	case errors.As(err, &se):
-		e.status, e.typ, e.code, e.requestID = se.HTTPStatusCode, string(se.Type), string(se.Code), se.RequestID
+		e.status, e.typ, e.code, e.requestID = se.HTTPStatusCode, answerToken(string(se.Type)), answerToken(string(se.Code)), answerToken(se.RequestID)
 		e.answer = se
 	case errors.As(err, &v2):
 		if v2.Type != nil {
-			e.typ = string(*v2.Type)
+			e.typ = answerToken(string(*v2.Type))
 		}
-		e.code = v2.Code
+		e.code = answerToken(v2.Code)
 		e.answer = v2
 	case errors.As(err, &ue), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		// The network, a timeout or the context: a *url.Error's text names
@@ -99,6 +100,27 @@ func apiError(op string, err error) error {
 		e.unreadable = true
 	}
 	return e
+}
+
+// maxAnswerToken bounds an error type, code or request id quoted from an
+// answer: Stripe's are identifiers of a few dozen bytes.
+const maxAnswerToken = 64
+
+// answerToken is s, an error type, code or request id from an answer, when
+// it is an identifier as Stripe's are (letters, digits, '_', '-', '.', at
+// most maxAnswerToken bytes), and a placeholder otherwise: an answer that
+// is not Stripe's (a proxy's, a gateway's) may carry anything there, a
+// payload or a megabyte, which would reach logs and LastError.
+func answerToken(s string) string {
+	if s == "" {
+		return ""
+	}
+	if len(s) > maxAnswerToken || strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.')
+	}) >= 0 {
+		return "(not an identifier, not quoted)"
+	}
+	return s
 }
 
 // stripeAPIError is a request that failed: without an answer (cause set),
