@@ -17,10 +17,32 @@ import (
 // API key. The message never contains the key.
 var ErrKey = errors.New("STRIPE_SECRET_KEY is not a secret (sk_...) or restricted (rk_...) API key")
 
-// BaseURLError is returned for a base URL that is not http(s).
+// BaseURLError is returned for a base URL that is not http(s). Its
+// message quotes the URL without the password of its user info.
 type BaseURLError struct{ URL string }
 
-func (e *BaseURLError) Error() string { return fmt.Sprintf("%q is not an http(s) URL", e.URL) }
+func (e *BaseURLError) Error() string {
+	return fmt.Sprintf("%q is not an http(s) URL", redacted(e.URL))
+}
+
+// redacted is s without the password of its user info, which need not
+// parse: what follows the first ':' of the text before the last '@',
+// after "//" (or from the start), is masked.
+func redacted(s string) string {
+	at := strings.LastIndex(s, "@")
+	if at < 0 {
+		return s
+	}
+	start := 0
+	if i := strings.Index(s[:at], "//"); i >= 0 {
+		start = i + 2
+	}
+	colon := strings.Index(s[start:at], ":")
+	if colon < 0 {
+		return s
+	}
+	return s[:start+colon+1] + "xxxxx" + s[at:]
+}
 
 // NewClient returns a client for key on base (stripe.APIURL for Stripe
 // itself), sending through hc when it is not nil. Failures come back to
