@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode"
 
 	"github.com/stripe/stripe-go/v82"
 )
 
 // ErrKey is returned for a key that is neither a secret nor a restricted
-// API key. The message never contains the key.
+// API key, or that has white space or a control character (wrapped). The
+// message never contains the key.
 var ErrKey = errors.New("STRIPE_SECRET_KEY is not a secret (sk_...) or restricted (rk_...) API key")
 
 // BaseURLError is returned for a base URL that is not http(s). Its
@@ -50,6 +52,11 @@ func redacted(s string) string {
 func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 	if !strings.HasPrefix(key, "sk_") && !strings.HasPrefix(key, "rk_") {
 		return nil, ErrKey
+	}
+	if strings.IndexFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		// A line end read with the key: every request would fail on its
+		// Authorization header, with nothing saying why.
+		return nil, fmt.Errorf("%w: it has white space or a control character (a line end read with it?)", ErrKey)
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
