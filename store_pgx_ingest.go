@@ -55,9 +55,22 @@ func (s *PgxStore) enqueueBatched(ctx context.Context, r *inboxRow) (bool, error
 	case <-req.done:
 		return req.inserted, req.err
 	case <-ctx.Done():
-		// The insert may still commit; a redelivery then finds it stored.
-		return false, ctx.Err()
 	}
+	select {
+	case <-req.done: // answered as the deadline passed: the answer is known
+		return req.inserted, req.err
+	default:
+	}
+	g.mu.Lock()
+	if i := slices.Index(g.pending, req); i >= 0 {
+		// No insert took it yet: none will, so that the 503 it is
+		// answered is true (nothing stored).
+		g.pending = slices.Delete(g.pending, i, i+1)
+	}
+	g.mu.Unlock()
+	// Otherwise the insert that took it may still commit; a redelivery
+	// then finds it stored.
+	return false, ctx.Err()
 }
 
 // sendIngest inserts what waits, batch after batch, until nothing does.
