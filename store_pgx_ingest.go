@@ -33,7 +33,11 @@ type ingestReq struct {
 	row      *inboxRow
 	inserted bool
 	err      error
-	done     chan struct{}
+	done     chan struct{} // closed with ingest.mu held, once inserted and err are set
+	// gaveUp, guarded by ingest.mu, is set when the delivery stopped
+	// waiting before its answer: it was answered 503, so it is not the
+	// copy told that the insert stored its event.
+	gaveUp bool
 }
 
 // enqueueBatched stores r with the deliveries waiting with it, and reports whether
@@ -56,21 +60,41 @@ func (s *PgxStore) enqueueBatched(ctx context.Context, r *inboxRow) (bool, error
 		return req.inserted, req.err
 	case <-ctx.Done():
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	select {
 	case <-req.done: // answered as the deadline passed: the answer is known
 		return req.inserted, req.err
 	default:
 	}
-	g.mu.Lock()
 	if i := slices.Index(g.pending, req); i >= 0 {
 		// No insert took it yet: none will, so that the 503 it is
 		// answered is true (nothing stored).
 		g.pending = slices.Delete(g.pending, i, i+1)
 	}
-	g.mu.Unlock()
 	// Otherwise the insert that took it may still commit; a redelivery
-	// then finds it stored.
+	// then finds it stored, and a copy of the event that still waits
+	// for that insert is the one told it stored it.
+	req.gaveUp = true
 	return false, ctx.Err()
+}
+
+// answer answers the requests of batch: err, or else, for each event
+// stored by the insert (stored), that the first of its copies still
+// waiting stored it, and the others that it was stored before.
+func (g *ingest) answer(batch []*ingestReq, err error, stored func(eventID string) bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	told := make(map[string]bool, len(batch))
+	for _, req := range batch {
+		id := req.row.EventID
+		req.err = err
+		req.inserted = err == nil && !req.gaveUp && !told[id] && stored(id)
+		if req.inserted {
+			told[id] = true
+		}
+		close(req.done)
+	}
 }
 
 // sendIngest inserts what waits, batch after batch, until nothing does.
@@ -106,8 +130,8 @@ func (s *PgxStore) sendIngest(inline bool) {
 
 // insertIngest stores batch in one INSERT ... ON CONFLICT DO NOTHING and
 // answers each request. Requests for one event id share the row: the
-// first is told whether the insert stored it, the others that it was
-// stored before.
+// first still waiting is told whether the insert stored it, the others
+// that it was stored before.
 func (s *PgxStore) insertIngest(batch []*ingestReq) {
 	// The batch lives as long as its most patient delivery: one that gave
 	// up must not fail the others'.
@@ -122,14 +146,15 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 		// Alone, the common case at rest: the plain insert, answered
 		// directly.
 		req := batch[0]
-		req.err = s.insertStored(ctx, func(q pgxQuerier) (err error) {
-			req.inserted, err = s.insertOne(ctx, q, req.row)
+		var inserted bool
+		err := s.insertStored(ctx, func(q pgxQuerier) (err error) {
+			inserted, err = s.insertOne(ctx, q, req.row)
 			return err
 		})
-		if req.err == nil && s.stored != nil {
+		if err == nil && s.stored != nil {
 			s.stored.addSince(req.row.EventID, since) // stored now, by this insert or before it
 		}
-		close(req.done)
+		s.ingest.answer(batch, err, func(string) bool { return inserted })
 		return
 	}
 
@@ -190,11 +215,7 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 	for _, id := range stored {
 		inserted[id] = true
 	}
-	for _, req := range batch {
-		req.err = err
-		req.inserted = err == nil && first[req.row.EventID] == req && inserted[req.row.EventID]
-		close(req.done)
-	}
+	s.ingest.answer(batch, err, func(id string) bool { return inserted[id] })
 }
 
 // dataError reports PostgreSQL's refusal of a value (SQLSTATE class 22,

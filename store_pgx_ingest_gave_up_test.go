@@ -70,3 +70,59 @@ func TestPgxIngestCommittedAnswerWinsOverDeadline(t *testing.T) {
 		require.True(t, ok, "round %d", i)
 	}
 }
+
+// Two copies of one event share an insert, and the first gives up while
+// the insert waits (another transaction holds the id, and rolls back): the
+// insert stores the event, and the copy still waiting is told so
+// (queued), rather than duplicate while the copy that was to be told
+// queued had already been answered 503: one copy of the two is queued.
+func TestPgxIngestCopyThatGaveUpLeavesQueuedToTheOther(t *testing.T) {
+	t.Parallel()
+	s, db := newIngestStore(t)
+	g := &s.ingest
+	holder, err := db.Pool.Begin(t.Context())
+	require.NoError(t, err)
+	defer holder.Rollback(context.Background()) //nolint:errcheck // rolled back below
+	_, err = s.insertOne(t.Context(), holder, ingestRow("evt_copies"))
+	require.NoError(t, err)
+
+	g.mu.Lock()
+	g.senders = ingestSenders // the first copy waits for a sender
+	g.mu.Unlock()
+	impatient, giveUp := context.WithCancel(t.Context())
+	type answer struct {
+		ok  bool
+		err error
+	}
+	first := make(chan answer, 1)
+	go func() {
+		ok, err := s.inboxEnqueue(impatient, ingestRow("evt_copies"))
+		first <- answer{ok, err}
+	}()
+	require.Eventually(t, func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.pending) == 1
+	}, 10*time.Second, time.Millisecond)
+	g.mu.Lock()
+	g.senders = 0
+	g.mu.Unlock()
+	second := make(chan answer, 1)
+	go func() { // sends both copies, and waits for the holder
+		ok, err := s.inboxEnqueue(t.Context(), ingestRow("evt_copies"))
+		second <- answer{ok, err}
+	}()
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, db.Pool.QueryRow(t.Context(),
+			`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = $1`, db.Schema).Scan(&n))
+		return n == 1
+	}, 10*time.Second, time.Millisecond, "the shared insert waits for the holder")
+	giveUp()
+	a := <-first
+	require.ErrorIs(t, a.err, context.Canceled)
+	require.NoError(t, holder.Rollback(t.Context()))
+	b := <-second
+	require.NoError(t, b.err)
+	require.True(t, b.ok, "the shared insert stored evt_copies: the copy answered 200 is queued")
+}
