@@ -771,7 +771,7 @@ func (in *Inbox) listen(ctx context.Context, n inboxNotifier) {
 		if ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, errNotifyNeedsPool) {
+		if errors.Is(err, errNotifyNeedsPool) || errors.Is(err, errNotifyPoolOfOne) {
 			in.log.LogAttrs(ctx, slog.LevelInfo, "idempotency inbox: polling only", slog.String("reason", err.Error()))
 			return
 		}

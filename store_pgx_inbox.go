@@ -417,6 +417,11 @@ func (s *PgxStore) inboxNotify(ctx context.Context) error {
 	return nil
 }
 
+// errNotifyPoolOfOne: inboxListen would hold the only connection of the
+// pool for as long as Run runs, and every insert, lease and attempt would
+// wait for it until it timed out; the workers poll instead.
+var errNotifyPoolOfOne = errors.New("idempotency: inbox notifications need a pool of at least 2 connections (LISTEN holds one for as long as Run runs, and the pool's MaxConns is 1); workers poll instead")
+
 // pgxAcquirer lends a connection of its own: a *pgxpool.Pool.
 type pgxAcquirer interface {
 	Acquire(ctx context.Context) (*pgxpool.Conn, error)
@@ -463,11 +468,15 @@ func (s *PgxStore) notifyTaskWorkers() {
 // inboxListen implements inboxNotifier. It holds one connection of the
 // pool while it listens, and closes it when it returns rather than give the
 // pool back a connection that listens. With a db other than a
-// *pgxpool.Pool it fails at once with errNotifyNeedsPool.
+// *pgxpool.Pool it fails at once with errNotifyNeedsPool, and with a pool
+// of one connection with errNotifyPoolOfOne.
 func (s *PgxStore) inboxListen(ctx context.Context, wake func()) error {
 	pool, ok := s.db.(pgxAcquirer)
 	if !ok {
 		return fmt.Errorf("%w (the store's db is a %T)", errNotifyNeedsPool, s.db)
+	}
+	if p, ok := s.db.(interface{ Stat() *pgxpool.Stat }); ok && p.Stat().MaxConns() < 2 {
+		return errNotifyPoolOfOne
 	}
 	pc, err := pool.Acquire(ctx)
 	if err != nil {
