@@ -317,7 +317,9 @@ func (cfg *InboxConfig) setDefaults() error {
 //	200 no handler for the type                     {"outcome":"ignored"}
 //	503 the event could not be stored               {"error":"store_unavailable"}
 //
-// A 2xx means the event is durably stored. cfg.Timeout bounds the insert;
+// A 2xx means the event is durably stored; a 503 given as cfg.Timeout ran
+// out while the insert was on its way may come with it stored (a retry is
+// then a duplicate). cfg.Timeout bounds the insert;
 // cfg.Now is not used: InboxConfig.Now dates the stored event.
 func (in *Inbox) Handler(cfg Config) (*Handler, error) {
 	h, err := newHandler(in.d.store, cfg)
