@@ -84,9 +84,12 @@ type InboxConfig struct {
 	PollOnly bool
 
 	// ShutdownTimeout is how long Run lets attempts in flight finish after
-	// its context is done; then their contexts are cancelled, their
-	// transactions roll back, and the events are retried by the next worker
-	// to run. Defaults to Timeout.
+	// its context is done; then their contexts are cancelled and their
+	// transactions roll back. Each such attempt is recorded failed, as a
+	// timed-out one is: the event is retried after the backoff by the next
+	// worker to run, or dead-lettered if that was its last attempt.
+	// Defaults to Timeout, so that with the defaults only an attempt that
+	// would soon have timed out is cut.
 	ShutdownTimeout time.Duration
 
 	// DisableFastDecoder decodes data.object with encoding/json alone, as
@@ -425,7 +428,8 @@ func (in *Inbox) notifyOthers() {
 // done; then it stops taking events, gives back those leased ahead that no
 // worker started (pending again, their attempt not counted), lets the
 // attempts in flight finish for up to InboxConfig.ShutdownTimeout, cancels
-// the rest (they roll back and are retried), and returns nil once they
+// the rest (they roll back and are recorded failed attempts, retried after
+// the backoff), and returns nil once they
 // have returned: a handler that ignores its context holds Run up. While it
 // runs, an event leased ahead that has less than InboxConfig.Timeout of
 // its lease left when a worker takes it is given back the same way and
