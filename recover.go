@@ -157,7 +157,9 @@ type RecoverReport struct {
 // run of the checkpoint tries it again (the events after it come out
 // duplicates). The run stops, with the report so far and an error, when
 // the store cannot be reached ([ErrStoreUnavailable]), a call to the API
-// fails after the client's own retries ([ErrStripeAPI]), or ctx is done;
+// fails after the client's own retries or answers a page it cannot go on
+// from, such as an empty one with has_more true ([ErrStripeAPI]), or ctx
+// is done;
 // the event in hand is finished first (ctx does not cut its transaction
 // short; Config.Timeout does), and the checkpoint is saved.
 //
@@ -463,6 +465,11 @@ func (r *recovery) list(ctx context.Context, q eventQuery) (eventPage, error) {
 	raw, err := listEvents(ctx, r.client, params)
 	if err != nil {
 		return eventPage{}, err
+	}
+	if raw.HasMore && len(raw.Data) == 0 {
+		// No event to take the next cursor from: going on would ask
+		// the same again, and stopping would take it for the end.
+		return eventPage{}, fmt.Errorf("%w: listing events: an empty page with has_more true", ErrStripeAPI)
 	}
 	page := eventPage{events: make([]listedEvent, len(raw.Data)), hasMore: raw.HasMore}
 	for i, b := range raw.Data {
