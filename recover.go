@@ -56,7 +56,9 @@ type RecoverOptions struct {
 	// Types lists only events of these types (at most 20, as the Events
 	// API takes). Empty lists every type, and those without a handler are
 	// answered ignored as a delivery would be: pass the handled types
-	// (Handlers.EventTypes) to list fewer.
+	// (Handlers.EventTypes) to list fewer. They are exact types: a
+	// wildcard such as "invoice.*" is refused before any request (the
+	// Events API's types[] does not expand it, nor do handlers).
 	Types []string
 
 	// OnlyUndelivered lists only the events Stripe reports as not
@@ -231,6 +233,11 @@ func (o *RecoverOptions) setDefaults() error {
 	for i, t := range o.Types {
 		if err := checkText(fmt.Sprintf("RecoverOptions.Types[%d]", i), t, true); err != nil {
 			return err
+		}
+		if strings.Contains(t, "*") {
+			// types[] matches exact types (only the API's single type
+			// takes a wildcard), and handlers are registered per type.
+			return fmt.Errorf("idempotency: RecoverOptions.Types[%d] (%q) is a wildcard; list the exact event types (Handlers.EventTypes)", i, t)
 		}
 	}
 	o.Types = slices.Compact(slices.Sorted(slices.Values(o.Types)))

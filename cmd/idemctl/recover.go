@@ -30,8 +30,9 @@ a period that was partly delivered, or recovered before, costs nothing twice.
 
 idemctl does not know the service's handlers, and the inbox stores only the
 events of types that have one (the others are answered ignored and not
-stored): -types names the types to recover, the service's handled types, and
-idemctl registers a stand-in for each so that the inbox stores them pending.
+stored): -types names the types to recover, the service's handled types,
+exact (no wildcard such as invoice.*), and idemctl registers a stand-in for
+each so that the inbox stores them pending.
 It never applies an event itself. A type the service has no handler for is
 recorded ignored by its workers.
 
@@ -75,6 +76,11 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			}
 			slices.Sort(types)
 			types = slices.Compact(types)
+			for _, t := range types {
+				if strings.Contains(t, "*") {
+					return usageError("-types %q is a wildcard: list the exact event types the service handles", t)
+				}
+			}
 			if len(types) > maxRecoverTypes {
 				return usageError("-types lists %d types; the Events API takes at most %d", len(types), maxRecoverTypes)
 			}

@@ -146,6 +146,7 @@ func TestRecoverBadOptions(t *testing.T) {
 	for _, args := range [][]string{
 		{"-since", "1h", "-types", strings.Join(types, ","), "-api-base", srv.URL},
 		{"-since", "1h", "-types", "invoice.paid", "-checkpoint", "ops\xff", "-api-base", srv.URL},
+		{"-since", "1h", "-types", "invoice.*", "-api-base", srv.URL},
 	} {
 		r := idemctl(t, s.db, env, append([]string{"recover"}, args...)...)
 		require.Equal(t, exitUsage, r.code, "%q: %s", args, r.stderr)
