@@ -134,7 +134,7 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			if errors.Is(err, idempotency.ErrRecoveryWindow) || errors.Is(err, idempotency.ErrCheckpointMismatch) {
 				return usageError("%v", err)
 			}
-			if werr := a.writeRecover(rep, ctx.Err() != nil, *asJSON); werr != nil && err == nil {
+			if werr := a.writeRecover(rep, ctx.Err() != nil, *checkpoint != "", *asJSON); werr != nil && err == nil {
 				err = werr
 			}
 			switch {
@@ -174,7 +174,7 @@ type recoverJSON struct {
 	Interrupted bool     `json:"interrupted"`
 }
 
-func (a *app) writeRecover(rep idempotency.RecoverReport, interrupted, asJSON bool) error {
+func (a *app) writeRecover(rep idempotency.RecoverReport, interrupted, checkpointed, asJSON bool) error {
 	if asJSON {
 		ids := rep.FailedIDs
 		if ids == nil {
@@ -184,8 +184,11 @@ func (a *app) writeRecover(rep idempotency.RecoverReport, interrupted, asJSON bo
 			Ignored: rep.Ignored, Failed: rep.Failed, FailedIDs: ids, Requests: rep.Requests, Resumed: rep.Resumed,
 			LastEventID: rep.LastEventID, Interrupted: interrupted})
 	}
-	if interrupted {
+	switch {
+	case interrupted && checkpointed:
 		fmt.Fprintln(a.stdout, "interrupted: the event in hand was finished and the checkpoint saved")
+	case interrupted:
+		fmt.Fprintln(a.stdout, "interrupted: the event in hand was finished; no checkpoint kept (-checkpoint keeps one)")
 	}
 	tw := newTable(a.stdout)
 	fmt.Fprintf(tw, "listed\t%d\n", rep.Listed)
@@ -195,6 +198,10 @@ func (a *app) writeRecover(rep idempotency.RecoverReport, interrupted, asJSON bo
 	fmt.Fprintf(tw, "failed\t%d\t%s\n", rep.Failed, oneLine(strings.Join(rep.FailedIDs, ",")))
 	fmt.Fprintf(tw, "requests\t%d\n", rep.Requests)
 	fmt.Fprintf(tw, "resumed\t%t\n", rep.Resumed)
-	fmt.Fprintf(tw, "checkpoint at\t%s\n", dash(rep.LastEventID))
+	if checkpointed {
+		fmt.Fprintf(tw, "checkpoint at\t%s\n", dash(rep.LastEventID))
+	} else {
+		fmt.Fprintf(tw, "last event\t%s\n", dash(rep.LastEventID))
+	}
 	return tw.Flush()
 }
