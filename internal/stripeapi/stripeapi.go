@@ -20,10 +20,17 @@ import (
 var ErrKey = errors.New("STRIPE_SECRET_KEY is not a secret (sk_...) or restricted (rk_...) API key")
 
 // BaseURLError is returned for a base URL that is not http(s). Its
-// message quotes the URL without the password of its user info.
-type BaseURLError struct{ URL string }
+// message quotes the URL without the password of its user info, and not
+// at all when it holds the API key.
+type BaseURLError struct {
+	URL     string
+	withKey bool // URL holds the API key
+}
 
 func (e *BaseURLError) Error() string {
+	if e.withKey {
+		return "is not an http(s) URL (not quoted: it holds the API key)"
+	}
 	return fmt.Sprintf("%q is not an http(s) URL", redacted(e.URL))
 }
 
@@ -60,7 +67,7 @@ func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &BaseURLError{URL: base}
+		return nil, &BaseURLError{URL: base, withKey: strings.Contains(base, key)}
 	}
 	cfg := &stripe.BackendConfig{
 		HTTPClient:    hc,
