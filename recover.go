@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/stripe/stripe-go/v82"
 
@@ -58,7 +59,8 @@ type RecoverOptions struct {
 	// answered ignored as a delivery would be: pass the handled types
 	// (Handlers.EventTypes) to list fewer. They are exact types: a
 	// wildcard such as "invoice.*" is refused before any request (the
-	// Events API's types[] does not expand it, nor do handlers).
+	// Events API's types[] does not expand it, nor do handlers), as is a
+	// type with white space, a control character or a comma.
 	Types []string
 
 	// OnlyUndelivered lists only the events Stripe reports as not
@@ -233,6 +235,11 @@ func (o *RecoverOptions) setDefaults() error {
 	for i, t := range o.Types {
 		if err := checkText(fmt.Sprintf("RecoverOptions.Types[%d]", i), t, true); err != nil {
 			return err
+		}
+		if strings.IndexFunc(t, func(r rune) bool { return r == ',' || unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+			// Never an event's type, as On refuses it: the run would list
+			// none of the events meant, and report success.
+			return fmt.Errorf("idempotency: RecoverOptions.Types[%d] (%q) has white space, a control character or a comma; no Stripe event has such a type", i, t)
 		}
 		if strings.Contains(t, "*") {
 			// types[] matches exact types (only the API's single type
