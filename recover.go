@@ -524,9 +524,12 @@ func (r *recovery) handlePage(ctx context.Context, page eventPage) error {
 // handle hands one event to the Handler, as a delivery.
 func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
 	res := Result{EventID: ev.env.ID}
-	if ev.err != nil {
+	switch {
+	case ev.err != nil:
 		res.Outcome, res.Err = OutcomeRejected, fmt.Errorf("%w: %w", ErrMalformedEvent, ev.err)
-	} else {
+	case r.claimed(ctx, &ev.env):
+		res.Outcome = OutcomeDuplicate
+	default:
 		r.h.accept(ctx, &ev.env, ev.raw, &res)
 	}
 	rep := r.report
@@ -560,6 +563,27 @@ func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
 		r.last = listedRef{id: ev.env.ID, created: time.Unix(ev.env.Created, 0)}
 	}
 	return nil
+}
+
+// ledgerLookup is a store whose ledger can be read by event id:
+// MemoryStore and PgxStore.
+type ledgerLookup interface {
+	LookupEvent(ctx context.Context, eventID string) (EventRecord, bool, error)
+}
+
+// claimed reports whether an inbox Handler's event of a handled type has
+// a claim in the ledger already: the inbox no longer holds it (its
+// finished row pruned, or applied before the service used the inbox), and
+// storing it again would only have a worker find it claimed. A
+// synchronous Handler's claim answers that itself; a lookup that fails
+// leaves it to the inbox, whose enqueue reports the store.
+func (r *recovery) claimed(ctx context.Context, env *envelope.Envelope) bool {
+	lk, ok := r.h.store.(ledgerLookup)
+	if !ok || r.h.inbox == nil || !r.h.handles(env.Type) {
+		return false
+	}
+	_, found, err := lk.LookupEvent(ctx, env.ID)
+	return err == nil && found
 }
 
 // save stores the checkpoint when it has moved, on a context that outlives
