@@ -370,9 +370,16 @@ func (r *recovery) walk(ctx context.Context) error {
 		if !page.hasMore || len(page.events) == 0 {
 			return nil
 		}
+		if page.events[0].env.ID == cursor {
+			return errNoProgress
+		}
 		cursor = page.events[0].env.ID
 	}
 }
+
+// errNoProgress is a page with more after it that would give the next
+// request the cursor it was asked with: asking again would loop.
+var errNoProgress = fmt.Errorf("%w: listing events: a page with has_more true ends at the cursor it was asked for", ErrStripeAPI)
 
 // oldest returns the oldest events created at or after Since, at most a
 // page, newest first. The first request lists them all when they fit in a
@@ -424,11 +431,16 @@ func (r *recovery) search(ctx context.Context, page eventPage) (eventPage, error
 		}
 	}
 	page, err = r.list(ctx, eventQuery{before: full})
+	after := ""
 	for err == nil && page.hasMore {
 		last := page.events[len(page.events)-1].env.ID
-		if last == "" {
+		switch last {
+		case "":
 			return page, fmt.Errorf("%w: listing events: an event without an id", ErrStripeAPI)
+		case after:
+			return page, errNoProgress
 		}
+		after = last
 		page, err = r.list(ctx, eventQuery{before: full, startingAfter: last})
 	}
 	return page, err
