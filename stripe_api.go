@@ -156,6 +156,12 @@ func (e *stripeAPIError) Error() string {
 	if e.requestID != "" {
 		s += ", request " + e.requestID
 	}
+	switch e.status {
+	case http.StatusUnauthorized:
+		s += ": the API key was refused"
+	case http.StatusForbidden:
+		s += ": the API key is not allowed this request (a restricted key without the permission)"
+	}
 	return s
 }
 
