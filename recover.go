@@ -60,7 +60,9 @@ type RecoverOptions struct {
 	// (Handlers.EventTypes) to list fewer. They are exact types: a
 	// wildcard such as "invoice.*" is refused before any request (the
 	// Events API's types[] does not expand it, nor do handlers), as is a
-	// type with white space, a control character or a comma.
+	// type with white space, a control character or a comma, and a type
+	// without a handler (a typo: its events would be answered ignored),
+	// unless Config.RecordIgnored records them.
 	Types []string
 
 	// OnlyUndelivered lists only the events Stripe reports as not
@@ -190,6 +192,13 @@ func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts Recov
 	}
 	if err := opts.setDefaults(); err != nil {
 		return report, err
+	}
+	if !h.cfg.RecordIgnored {
+		for _, t := range opts.Types {
+			if !h.handles(t) {
+				return report, fmt.Errorf("idempotency: RecoverOptions.Types lists %q, which has no handler: its events would be answered ignored, unrecorded (Config.RecordIgnored records them)", t)
+			}
+		}
 	}
 	r := &recovery{
 		h: h, client: client, opts: opts, report: &report,

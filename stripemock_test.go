@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -84,6 +85,9 @@ func TestStripeMockRecover(t *testing.T) {
 		got = append(got, ev)
 		return nil
 	})
+	// Listed as a second type (Recover refuses a type without a handler);
+	// stripe-mock lists no event of it.
+	On(hs, "invoice.paid", func(context.Context, Tx, Event[json.RawMessage]) error { return nil })
 	h, err := NewHandler(store, hs, Config{Secrets: []string{"whsec_test"}, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	// stripe-mock's fixture event was created in 2009: the options' clock
