@@ -49,7 +49,10 @@ type RecoverOptions struct {
 	// after it (in whole seconds). Required; no earlier than
 	// RecoveryWindow (30 days) before Now, within a minute, so that
 	// time.Now().Add(-RecoveryWindow), read before Recover reads Now, is
-	// the whole window. Take it from before the outage
+	// the whole window; a run that continues its Checkpoint from an event
+	// after Since is held to the window from that event instead, so that
+	// the same options run again after 30 days still continue it. Take it
+	// from before the outage
 	// began: an event delivered and applied already costs only a
 	// duplicate.
 	Since time.Time
@@ -169,11 +172,12 @@ type RecoverReport struct {
 // the event in hand is finished first (ctx does not cut its transaction
 // short; Config.Timeout does), and the checkpoint is saved.
 //
-// It refuses, with [ErrRecoveryWindow] and before any request, a Since
-// earlier than RecoveryWindow (and a minute) before opts.Now, or a
-// checkpoint whose last
-// event is that old and not before Since (one before Since is not needed:
-// the run starts at Since).
+// It refuses, with [ErrRecoveryWindow] and before any request, the place
+// it would start from when it is earlier than RecoveryWindow (and a
+// minute) before opts.Now: Since, or the last event of a checkpoint it
+// continues when that is not before Since (one before Since is not
+// needed: the run starts at Since). A Since that old is accepted when the
+// checkpoint's last event is within the window.
 //
 // The Events API renders each event in the API version that was the
 // account's default when the event was created, which may not be the
