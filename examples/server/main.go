@@ -37,7 +37,8 @@
 // for a Connect event) and replaces its row in the subscriptions table, so
 // that events delivered out of order leave the API's state. The key comes
 // from the environment alone, STRIPE_SECRET_KEY (a restricted key with read
-// access to subscriptions is enough), and is never logged; -stripe-api-base
+// access to subscriptions is enough; -recover-since needs read access to
+// events too), and is never logged; -stripe-api-base
 // points the client at a local stripe-mock or fake. Without a key those
 // events are answered ignored, and the server says so at start.
 //
@@ -111,7 +112,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	receiptEmails := fs.Bool("receipt-emails", true, "send one receipt email per paid invoice through a task (false: credits only, as the benchmark's baseline does)")
 	pruneEvery := fs.Duration("prune-every", time.Hour, "delete what the default idempotency.Retention no longer keeps (ids after 45 days, finished events after 7, dead-lettered events after 90, dead-lettered tasks after 135) this often, on every replica; 0 is off")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9090); empty is off")
-	recoverSince := fs.Duration("recover-since", 0, "with STRIPE_SECRET_KEY: at start, replay the events of this last period (at most 720h) from the Events API through the webhook path, resuming a stopped run of the same period (checkpoint "+recoverCheckpoint+"-<period>); 0 is off")
+	recoverSince := fs.Duration("recover-since", 0, "with STRIPE_SECRET_KEY (read access to events): at start, replay this account's events of this last period (at most 720h; not connected accounts') from the Events API through the webhook path, resuming a stopped run of the same period (checkpoint "+recoverCheckpoint+"-<period>); 0 is off")
 	dash := addDashboardFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
