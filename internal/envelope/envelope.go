@@ -158,8 +158,10 @@ func (p *parser) setSem(field, what string) {
 // It returns ErrThinEvent when b is valid JSON and its top-level "object" is
 // "v2.core.event", whatever the other fields hold.
 //
-// A data.object whose "id" or "object" is not a string leaves ObjectID or
-// ObjectKind empty. Unknown keys are skipped at every level (but validated).
+// ObjectID and ObjectKind are the last string values of data.object's "id"
+// and "object", as encoding/json leaves them in a string field: a value
+// that is not a string, null included, changes neither; "" when there is
+// no string. Unknown keys are skipped at every level (but validated).
 func Parse(b []byte) (Envelope, error) {
 	p := parser{b: b}
 	if err := p.top(); err != nil {
@@ -375,11 +377,12 @@ func (p *parser) dataObject() error {
 		}
 		switch string(key) {
 		case "id":
-			// A value that is not a string (null included) leaves
-			// ObjectID empty.
-			p.objID, _, err = p.stringField()
+			// A value that is not a string (null included) leaves an
+			// earlier id in place, as encoding/json leaves a string
+			// field, and so the id of the resource a handler is given.
+			p.objID, err = p.objectString(p.objID)
 		case "object":
-			p.objKind, _, err = p.stringField()
+			p.objKind, err = p.objectString(p.objKind)
 		default:
 			err = p.skipValue()
 		}
@@ -393,6 +396,16 @@ func (p *parser) dataObject() error {
 	p.object = p.b[start:p.i]
 	p.haveObject = true
 	return nil
+}
+
+// objectString reads data.object's "id" or "object": a string replaces
+// cur; any other value leaves it.
+func (p *parser) objectString(cur strRef) (strRef, error) {
+	ref, isStr, err := p.stringField()
+	if err != nil || !isStr {
+		return cur, err
+	}
+	return ref, nil
 }
 
 // refEquals reports whether the string at r equals s.

@@ -30,17 +30,19 @@ type stdEvent struct {
 	} `json:"data"`
 }
 
-// stdObject is the second, small decode of data.object.
+// stdObject is the second, small decode of data.object. A value that is
+// not a string leaves a field as it was: encoding/json reports the type
+// error after decoding the rest.
 type stdObject struct {
-	ID     json.RawMessage `json:"id"`
-	Object json.RawMessage `json:"object"`
+	ID     string `json:"id"`
+	Object string `json:"object"`
 }
 
-// rawString returns the string a raw JSON value holds, or "" when the value
-// is not a string (Parse leaves ObjectID/ObjectKind empty then).
 // fixtureDir holds the repository's Stripe event fixtures (see its README).
 const fixtureDir = "../../testdata/stripe-events"
 
+// rawString returns the string a raw JSON value holds, or "" when the value
+// is not a string.
 func rawString(t testing.TB, raw json.RawMessage) string {
 	t.Helper()
 	if len(raw) == 0 || raw[0] != '"' {
@@ -58,7 +60,10 @@ func stdDecode(t testing.TB, in []byte) Envelope {
 	var ev stdEvent
 	noErr(t, json.Unmarshal(in, &ev))
 	var obj stdObject
-	noErr(t, json.Unmarshal(ev.Data.Object, &obj))
+	if err := json.Unmarshal(ev.Data.Object, &obj); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		isTrue(t, errors.As(err, &typeErr), "decoding data.object: %v", err)
+	}
 	prev := []byte(ev.Data.PreviousAttributes)
 	if string(prev) == "null" { // RawMessage keeps a literal null; Parse returns nil
 		prev = nil
@@ -72,8 +77,8 @@ func stdDecode(t testing.TB, in []byte) Envelope {
 		Account:    ev.Account,
 		Object:     ev.Data.Object,
 		Previous:   prev,
-		ObjectID:   rawString(t, obj.ID),
-		ObjectKind: rawString(t, obj.Object),
+		ObjectID:   obj.ID,
+		ObjectKind: obj.Object,
 	}
 }
 
@@ -630,10 +635,14 @@ func refParse(t testing.TB, in []byte) (Envelope, error) {
 					for _, o := range obj {
 						switch o.key {
 						case "id":
-							env.ObjectID = str(o.raw)
-							replaced["data.object.id"] = isKind(o.raw, '"') && modelReplaced(t, o.raw)
+							if isKind(o.raw, '"') { // anything else leaves an earlier id
+								env.ObjectID = str(o.raw)
+								replaced["data.object.id"] = modelReplaced(t, o.raw)
+							}
 						case "object":
-							env.ObjectKind = str(o.raw)
+							if isKind(o.raw, '"') {
+								env.ObjectKind = str(o.raw)
+							}
 						}
 					}
 				case "previous_attributes":
