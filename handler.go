@@ -66,7 +66,9 @@ type Config struct {
 	// default a decoder compiled per handler type gives encoding/json's
 	// result several times faster, and hands encoding/json whatever it
 	// does not decode itself; this is the way out should it ever be in
-	// doubt. Defaults to false.
+	// doubt. Defaults to false. In inbox mode the workers decode, as
+	// InboxConfig.DisableFastDecoder says; Inbox.Handler refuses this
+	// field set without that one.
 	DisableFastDecoder bool
 
 	// RecordIgnored stores the claim of events that have no handler, with
