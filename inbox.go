@@ -322,13 +322,10 @@ func (cfg *InboxConfig) setDefaults() error {
 //
 // A 2xx means the event is durably stored; a 503 given as cfg.Timeout ran
 // out while the insert was on its way may come with it stored (a retry is
-// then a duplicate). cfg.Timeout bounds the insert;
-// cfg.Now is not used: InboxConfig.Now dates the stored event.
-// A 2xx means the event is durably stored. cfg.Timeout bounds the insert;
-// cfg.Now is not used: InboxConfig.Now dates the stored event. The
-// workers decode data.object as InboxConfig.DisableFastDecoder says:
-// cfg.DisableFastDecoder set without it is refused, as it would change
-// nothing.
+// then a duplicate). cfg.Timeout bounds the insert; cfg.Now is not used:
+// InboxConfig.Now dates the stored event. The workers decode data.object
+// as InboxConfig.DisableFastDecoder says: cfg.DisableFastDecoder set
+// without it is refused, as it would change nothing.
 func (in *Inbox) Handler(cfg Config) (*Handler, error) {
 	if cfg.DisableFastDecoder && in.d.fast {
 		return nil, errors.New("idempotency: Inbox.Handler: Config.DisableFastDecoder has no effect in inbox mode, where the workers decode data.object: set InboxConfig.DisableFastDecoder")
