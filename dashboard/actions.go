@@ -31,7 +31,7 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxActionForm)
 	if err := r.ParseForm(); err != nil {
-		d.renderMessage(w, r, http.StatusBadRequest, "Bad form", "The form could not be read.")
+		d.badForm(w, r, action, "The form could not be read.")
 		return
 	}
 	switch action {
@@ -55,12 +55,12 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 		// Everything a list shows: its kind, state and type.
 		state := idempotency.InboxState(r.PostFormValue("state"))
 		if !state.Redrivable() {
-			d.renderMessage(w, r, http.StatusBadRequest, "Bad form", "Redrive takes event ids, or the state dead_letter or failed.")
+			d.badForm(w, r, "redrive", "Redrive takes event ids, or the state dead_letter or failed.")
 			return
 		}
 		f.Kind, f.EventType, f.States = idempotency.InboxKind(r.PostFormValue("kind")), r.PostFormValue("type"), []idempotency.InboxState{state}
 		if !isKind(f.Kind) {
-			d.renderMessage(w, r, http.StatusBadRequest, "Bad form", "Unknown kind: use event or task.")
+			d.badForm(w, r, "redrive", "Unknown kind: use event or task.")
 			return
 		}
 		setNonEmpty(back, "kind", string(f.Kind))
@@ -85,6 +85,13 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 	default:
 		seeOther(w, "events", back)
 	}
+}
+
+// badForm refuses an action for its form, 400, and logs the refusal (the
+// reason is the page's own text, never the form's).
+func (d *Dashboard) badForm(w http.ResponseWriter, r *http.Request, action, reason string) {
+	d.cfg.Logger.Warn("dashboard: action refused: bad form", "action", action, "reason", reason)
+	d.renderMessage(w, r, http.StatusBadRequest, "Bad form", reason)
 }
 
 // seeOther redirects the browser to the dashboard's page with query q, by
@@ -118,7 +125,7 @@ func isKind(k idempotency.InboxKind) bool {
 func (d *Dashboard) forget(w http.ResponseWriter, r *http.Request) {
 	id := r.PostFormValue("id") // the event page's, as stored
 	if id == "" {
-		d.renderMessage(w, r, http.StatusBadRequest, "Bad form", "Forget takes an event id.")
+		d.badForm(w, r, "forget", "Forget takes an event id.")
 		return
 	}
 	back := url.Values{"id": {id}}
