@@ -210,9 +210,7 @@ type Inbox struct {
 	// nanoseconds; 0 before the first.
 	storedAt atomic.Int64
 
-	notifyMu      sync.Mutex
-	notifying     bool // a goroutine sends notifications
-	notifyPending bool // another notification is wanted
+	notify coalescer // notifications to other processes
 }
 
 // NewInbox returns the inbox of store, which applies the handlers
@@ -401,30 +399,45 @@ func (in *Inbox) notifyOthers() {
 	if !ok || in.cfg.PollOnly {
 		return
 	}
-	in.notifyMu.Lock()
-	defer in.notifyMu.Unlock()
-	in.notifyPending = true
-	if in.notifying {
+	in.notify.do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), in.cfg.Timeout)
+		defer cancel()
+		if err := n.inboxNotify(ctx); err != nil {
+			// Workers of other processes poll: a lost notification
+			// costs at most PollInterval.
+			in.log.LogAttrs(ctx, slog.LevelDebug, "idempotency inbox: notify failed", slog.String("error", err.Error()))
+		}
+	})
+}
+
+// coalescer runs a func on a goroutine of its own, one run at a time: the
+// calls made while a run is in flight share the next run.
+type coalescer struct {
+	mu               sync.Mutex
+	running, pending bool
+}
+
+// do asks for a run of fn: at once, or after the run in flight. Calls
+// that share a run run the fn of the first of them: pass the same work.
+func (c *coalescer) do(fn func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending = true
+	if c.running {
 		return
 	}
-	in.notifying = true
+	c.running = true
 	go func() {
 		for {
-			in.notifyMu.Lock()
-			if !in.notifyPending {
-				in.notifying = false
-				in.notifyMu.Unlock()
+			c.mu.Lock()
+			if !c.pending {
+				c.running = false
+				c.mu.Unlock()
 				return
 			}
-			in.notifyPending = false
-			in.notifyMu.Unlock()
-			ctx, cancel := context.WithTimeout(context.Background(), in.cfg.Timeout)
-			if err := n.inboxNotify(ctx); err != nil {
-				// Workers of other processes poll: a lost notification
-				// costs at most PollInterval.
-				in.log.LogAttrs(ctx, slog.LevelDebug, "idempotency inbox: notify failed", slog.String("error", err.Error()))
-			}
-			cancel()
+			c.pending = false
+			c.mu.Unlock()
+			fn()
 		}
 	}()
 }

@@ -107,10 +107,7 @@ type PgxStore struct {
 	ingest ingest
 	// taskNotify sends the notifications of the tasks committed by a
 	// process that builds no Inbox (see notifyTaskWorkers).
-	taskNotify struct {
-		mu               sync.Mutex
-		sending, pending bool
-	}
+	taskNotify coalescer
 }
 
 // The defaults of PgxConfig.RecentClaims and RecentClaimsTTL.

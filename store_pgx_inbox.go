@@ -440,29 +440,11 @@ func (s *PgxStore) notifyTaskWorkers() {
 	if _, ok := s.db.(pgxAcquirer); !ok {
 		return
 	}
-	n := &s.taskNotify
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.pending = true
-	if n.sending {
-		return
-	}
-	n.sending = true
-	go func() {
-		for {
-			n.mu.Lock()
-			if !n.pending {
-				n.sending = false
-				n.mu.Unlock()
-				return
-			}
-			n.pending = false
-			n.mu.Unlock()
-			ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
-			_ = s.inboxNotify(ctx) // the workers poll too
-			cancel()
-		}
-	}()
+	s.taskNotify.do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
+		defer cancel()
+		_ = s.inboxNotify(ctx) // the workers poll too
+	})
 }
 
 // inboxListen implements inboxNotifier. It holds one connection of the
