@@ -29,30 +29,26 @@ type Notification struct {
 // whose "object" is "v2.core.event" with a string id and type.
 func ParseThin(b []byte) (Notification, error) {
 	var v struct {
-		ID      *string `json:"id"`
-		Object  string  `json:"object"`
-		Type    *string `json:"type"`
-		Context *string `json:"context"`
+		ID      json.RawMessage `json:"id"`
+		Object  string          `json:"object"`
+		Type    json.RawMessage `json:"type"`
+		Context json.RawMessage `json:"context"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return Notification{}, jsonErr(err)
 	}
-	if err := checkV2(v.Object, v.ID, v.Type); err != nil {
+	texts, replaced, err := v2Texts([]string{"id", "type", "context"}, v.ID, v.Type, v.Context)
+	if err != nil {
 		return Notification{}, err
 	}
-	n := Notification{ID: *v.ID, Type: *v.Type}
-	if v.Context != nil {
-		n.Context = *v.Context
+	id, typ, context := texts[0], texts[1], texts[2]
+	if err := checkV2(v.Object, id, typ); err != nil {
+		return Notification{}, err
 	}
-	var raw struct {
-		ID      json.RawMessage `json:"id"`
-		Type    json.RawMessage `json:"type"`
-		Context json.RawMessage `json:"context"`
+	n := Notification{ID: *id, Type: *typ, Replaced: replaced}
+	if context != nil {
+		n.Context = *context
 	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return Notification{}, jsonErr(err)
-	}
-	n.Replaced = firstReplaced([]string{"id", "type", "context"}, raw.ID, raw.Type, raw.Context)
 	return n, nil
 }
 
@@ -65,15 +61,15 @@ func ParseThin(b []byte) (Notification, error) {
 // its errors wrap ErrMalformed and never quote the input.
 func ParseV2Event(b []byte) (Envelope, error) {
 	var v struct {
-		ID            *string `json:"id"`
-		Object        string  `json:"object"`
-		Type          *string `json:"type"`
-		Created       *string `json:"created"`
-		Livemode      bool    `json:"livemode"`
-		Context       *string `json:"context"`
+		ID            json.RawMessage `json:"id"`
+		Object        string          `json:"object"`
+		Type          json.RawMessage `json:"type"`
+		Created       *string         `json:"created"`
+		Livemode      bool            `json:"livemode"`
+		Context       json.RawMessage `json:"context"`
 		RelatedObject *struct {
-			ID   string `json:"id"`
-			Type string `json:"type"`
+			ID   json.RawMessage `json:"id"`
+			Type string          `json:"type"`
 		} `json:"related_object"`
 		Data    json.RawMessage `json:"data"`
 		Changes json.RawMessage `json:"changes"`
@@ -81,7 +77,16 @@ func ParseV2Event(b []byte) (Envelope, error) {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return Envelope{}, jsonErr(err)
 	}
-	if err := checkV2(v.Object, v.ID, v.Type); err != nil {
+	var related json.RawMessage
+	if v.RelatedObject != nil {
+		related = v.RelatedObject.ID
+	}
+	texts, replaced, err := v2Texts([]string{"id", "type", "context", "related_object.id"}, v.ID, v.Type, v.Context, related)
+	if err != nil {
+		return Envelope{}, err
+	}
+	id, typ, context, objectID := texts[0], texts[1], texts[2], texts[3]
+	if err := checkV2(v.Object, id, typ); err != nil {
 		return Envelope{}, err
 	}
 	if v.Created == nil {
@@ -92,14 +97,17 @@ func ParseV2Event(b []byte) (Envelope, error) {
 		return Envelope{}, fieldErr("created", "is not an RFC 3339 time")
 	}
 	env := Envelope{
-		ID: *v.ID, Type: *v.Type, Created: created.Unix(), Livemode: v.Livemode,
-		Object: v.Data, V2: true,
+		ID: *id, Type: *typ, Created: created.Unix(), Livemode: v.Livemode,
+		Object: v.Data, V2: true, Replaced: replaced,
 	}
-	if v.Context != nil {
-		env.Account = *v.Context
+	if context != nil {
+		env.Account = *context
 	}
 	if v.RelatedObject != nil {
-		env.ObjectID, env.ObjectKind = v.RelatedObject.ID, v.RelatedObject.Type
+		env.ObjectKind = v.RelatedObject.Type
+		if objectID != nil {
+			env.ObjectID = *objectID
+		}
 	}
 	if len(env.Object) == 0 {
 		env.Object = []byte("null")
@@ -107,22 +115,6 @@ func ParseV2Event(b []byte) (Envelope, error) {
 	if len(v.Changes) > 0 && string(v.Changes) != "null" {
 		env.Previous = v.Changes
 	}
-	var raw struct {
-		ID            json.RawMessage `json:"id"`
-		Type          json.RawMessage `json:"type"`
-		Context       json.RawMessage `json:"context"`
-		RelatedObject *struct {
-			ID json.RawMessage `json:"id"`
-		} `json:"related_object"`
-	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return Envelope{}, jsonErr(err)
-	}
-	var related json.RawMessage
-	if raw.RelatedObject != nil {
-		related = raw.RelatedObject.ID
-	}
-	env.Replaced = firstReplaced([]string{"id", "type", "context", "related_object.id"}, raw.ID, raw.Type, raw.Context, related)
 	return env, nil
 }
 
@@ -136,16 +128,28 @@ func ParseAny(b []byte) (Envelope, error) {
 	return env, err
 }
 
-// firstReplaced returns the first of names whose string token, in toks,
-// decodes with a replacement (invalid UTF-8, an unpaired surrogate
-// escape): encoding/json decodes it to U+FFFD, and distinct texts to one.
-func firstReplaced(names []string, toks ...json.RawMessage) string {
+// v2Texts decodes toks, the JSON strings of the fields names, as
+// encoding/json decodes them: nil for one absent or null, and an error
+// naming the first that is not a string. replaced is the first whose
+// decoding replaced invalid text (invalid UTF-8, an unpaired surrogate
+// escape) with U+FFFD, as Envelope.Replaced names it: distinct texts then
+// decode to one.
+func v2Texts(names []string, toks ...json.RawMessage) (texts []*string, replaced string, err error) {
+	texts = make([]*string, len(toks))
 	for i, tok := range toks {
-		if len(tok) >= 2 && tok[0] == '"' && replacesText(tok[1:len(tok)-1]) {
-			return names[i]
+		if len(tok) == 0 || string(tok) == "null" {
+			continue
+		}
+		var s string
+		if tok[0] != '"' || json.Unmarshal(tok, &s) != nil {
+			return nil, "", fieldErr(names[i], "has the wrong type")
+		}
+		texts[i] = &s
+		if replaced == "" && replacesText(tok[1:len(tok)-1]) {
+			replaced = names[i]
 		}
 	}
-	return ""
+	return texts, replaced, nil
 }
 
 func checkV2(object string, id, typ *string) error {
