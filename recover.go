@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/stripe/stripe-go/v82"
 
@@ -249,7 +248,7 @@ func (o *RecoverOptions) setDefaults() error {
 		if err := checkText(fmt.Sprintf("RecoverOptions.Types[%d]", i), t, true); err != nil {
 			return err
 		}
-		if strings.IndexFunc(t, func(r rune) bool { return r == ',' || unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		if notAnEventType(t) || strings.Contains(t, ",") {
 			// Never an event's type, as On refuses it: the run would list
 			// none of the events meant, and report success.
 			return fmt.Errorf("idempotency: RecoverOptions.Types[%d] (%q) has white space, a control character or a comma; no Stripe event has such a type", i, t)

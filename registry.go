@@ -81,6 +81,13 @@ func OnSafely[T any](hs *Handlers, eventType string, fn EventFunc[T]) error {
 	return onSafely(hs, eventType, fmt.Sprintf("%T", zero), false, fn)
 }
 
+// notAnEventType reports whether t has text no Stripe event's type has:
+// white space or a control character ("invoice.paid\n" read from an env
+// file).
+func notAnEventType(t string) bool {
+	return strings.ContainsFunc(t, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
+}
+
 // onSafely is OnSafely with the name its registration gives in messages
 // (T's, or what an OnCurrent call was for, whose registration decodes into
 // another type than its handler's) and the registration's fetched mark.
@@ -101,7 +108,7 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 	if err := checkText("event type", eventType, true); err != nil {
 		return fmt.Errorf("idempotency: On: %w", err)
 	}
-	if strings.IndexFunc(eventType, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+	if notAnEventType(eventType) {
 		// Never a delivered event's type ("invoice.paid\n" read from an
 		// env file): every event of the type meant would be answered 200
 		// ignored, and lost.
