@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -16,6 +17,16 @@ import (
 // rows.
 // Before, Err asked pgx's rows again once it could, and reported nil: the
 // rows looked read to their end.
+//
+// Two goroutines read the rows at once. The last row waits for a lock the
+// test holds, so the rows cannot end before one goroutine's Next is
+// refused: by overlapping the other's, or, at the latest, while the other
+// waits in Next for that row. The first goroutine to stop was refused; the
+// lock is released then, and Err is read once both have stopped. (The
+// test used to check the refusal from the handler's goroutine once the
+// server waited for the lock; the reading goroutine could still be
+// between two calls of Next then, the handler's Next read a row, and the
+// rows' Close, waiting for the lock never released, hung the test binary.)
 func TestPgxRowsRefusedNextReportedByErr(t *testing.T) {
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	ctx := t.Context()
@@ -34,19 +45,32 @@ func TestPgxRowsRefusedNextReportedByErr(t *testing.T) {
 				return err
 			}
 			defer rows.Close()
-			read := make(chan struct{})
-			go func() { // reads until the row that waits for the lock
-				defer close(read)
-				for rows.Next() {
-				}
-			}()
-			require.Eventually(t, func() bool { return b.waiting(t) == 1 }, 10*time.Second, 5*time.Millisecond)
-			require.False(t, rows.Next(), "refused while the other goroutine's Next runs")
-			_, err = holder.Exec(ctx, `SELECT pg_advisory_unlock(4545)`)
-			require.NoError(t, err)
-			<-read
+			stopped := make(chan struct{}, 2)
+			for range 2 {
+				go func() {
+					for rows.Next() {
+					}
+					stopped <- struct{}{}
+				}()
+			}
+			var refused error
+			waiting := 2 // goroutines still reading
+			select {
+			case <-stopped: // refused: the rows cannot end while the lock is held
+				waiting--
+			case <-time.After(time.Minute):
+				// Neither was refused (the calls wait for each other):
+				// released, the rows end, and the test fails, not hangs.
+				refused = errors.New("no Next was refused within a minute")
+			}
+			if _, err := holder.Exec(ctx, `SELECT pg_advisory_unlock(4545)`); err != nil {
+				return err
+			}
+			for range waiting {
+				<-stopped
+			}
 			afterRefusal = rows.Err()
-			return nil
+			return refused
 		})
 	require.NoError(t, err)
 	require.ErrorIs(t, afterRefusal, idempotency.ErrTxBusy)
