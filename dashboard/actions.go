@@ -75,6 +75,9 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 	d.cfg.Logger.Info("dashboard: redrove", "count", n, "event_ids", f.EventIDs,
 		"kind", f.Kind, "event_type", f.EventType, "states", f.States)
 	back.Set("msg", "redriven")
+	if redrivesTasks(f) {
+		back.Set("msg", "redriven-tasks")
+	}
 	back.Set("n", strconv.Itoa(n))
 	switch {
 	case len(f.EventIDs) == 1:
@@ -85,6 +88,15 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 	default:
 		seeOther(w, "events", back)
 	}
+}
+
+// redrivesTasks reports whether f selects tasks only: by kind, or by ids
+// that are all tasks' (task:<name>:<key>).
+func redrivesTasks(f idempotency.RedriveFilter) bool {
+	if len(f.EventIDs) == 0 {
+		return f.Kind == idempotency.KindTask
+	}
+	return !slices.ContainsFunc(f.EventIDs, func(id string) bool { return !strings.HasPrefix(id, "task:") })
 }
 
 // badForm refuses an action for its form, 400, and logs the refusal (the

@@ -100,14 +100,18 @@ func flash(r *http.Request) string {
 	q := r.URL.Query()
 	n, _ := strconv.Atoi(q.Get("n"))
 	switch q.Get("msg") {
-	case "redriven":
+	case "redriven", "redriven-tasks":
+		what := "event"
+		if q.Get("msg") == "redriven-tasks" {
+			what = "task"
+		}
 		switch {
 		case n == 0:
-			return "Nothing redriven: no event selected is dead-lettered or failed any more."
+			return "Nothing redriven: no " + what + " selected is dead-lettered or failed any more."
 		case n == 1:
-			return "Redrove 1 event: it is pending, with a fresh attempt budget."
+			return "Redrove 1 " + what + ": it is pending, with a fresh attempt budget."
 		}
-		return fmt.Sprintf("Redrove %d events: they are pending, with a fresh attempt budget.", n)
+		return fmt.Sprintf("Redrove %d %ss: they are pending, with a fresh attempt budget.", n, what)
 	case "forgotten":
 		return "Forgot the event: its claim, guards and inbox row are gone; its next delivery (a resend from Stripe's Dashboard, a recovery) is applied as new. Other replicas may still answer it duplicate for up to a minute (PgxConfig.RecentClaimsTTL)."
 	case "forget-none":

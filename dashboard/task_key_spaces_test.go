@@ -69,5 +69,5 @@ func TestTaskKeyWithEdgeSpacesHasItsPage(t *testing.T) {
 	page = serve(http.MethodGet, "/"+strings.TrimPrefix(loc, "./"), "")
 	require.Equal(t, http.StatusOK, page.Code, "the page a redrive leads back to: %s", loc)
 	contains(t, page.Body.String(), `id="state">pending<`)
-	contains(t, page.Body.String(), "Redrove 1 event")
+	contains(t, page.Body.String(), "Redrove 1 task: it is pending")
 }
