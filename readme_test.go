@@ -1,12 +1,15 @@
 package idempotency_test
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,4 +30,40 @@ func TestReadmeProgramBuilds(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte("package main\n"+program), 0o600))
 	out, err := exec.Command("go", "vet", file).CombinedOutput()
 	require.NoError(t, err, "%s", out)
+}
+
+// TestDocsNameExistingTests: every Test, Benchmark or Example function the
+// README or the CHANGELOG cites as the proof of a behaviour exists in the
+// module, so that a reader who looks for it finds it.
+func TestDocsNameExistingTests(t *testing.T) {
+	t.Parallel()
+	defined := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Example)[A-Za-z0-9_]*)\(`)
+	require.NoError(t, filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir // .git, .ci
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range decl.FindAllSubmatch(src, -1) {
+			defined[string(m[1])] = true
+		}
+		return nil
+	}))
+	cited := regexp.MustCompile("`((?:Test|Benchmark)[A-Z][A-Za-z0-9_]*)`")
+	for _, doc := range []string{"README.md", "CHANGELOG.md"} {
+		text, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for _, m := range cited.FindAllSubmatch(text, -1) {
+			assert.True(t, defined[string(m[1])], "%s cites %s, which no test file defines", doc, m[1])
+		}
+	}
 }
