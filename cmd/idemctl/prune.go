@@ -37,7 +37,7 @@ document: {"event_ids":N,"events":N,"dead_letters":N,"guards":N,"tasks":N,
 		var eventIDs, payloads, deadLetters, guards, tasks durationFlag
 		fs.Var(&eventIDs, "event-ids", fmt.Sprintf("keep claimed event ids this long (default %s, the least accepted)", formatDuration(idempotency.DefaultEventIDRetention)))
 		fs.Var(&payloads, "payloads", fmt.Sprintf("keep finished inbox events and their payloads this long after they finished (default %s)", formatDuration(idempotency.DefaultPayloadRetention)))
-		fs.Var(&deadLetters, "dead-letters", fmt.Sprintf("keep dead-lettered events this long (default %s; at least -payloads); dead-lettered tasks are kept -event-ids plus -dead-letters", formatDuration(idempotency.DefaultDeadLetterRetention)))
+		fs.Var(&deadLetters, "dead-letters", fmt.Sprintf("keep dead-lettered events this long (default %s; at least -payloads); dead-lettered tasks are kept -event-ids plus -dead-letters, or -tasks when longer", formatDuration(idempotency.DefaultDeadLetterRetention)))
 		fs.Var(&guards, "guards", "keep natural-key guards and CheckOrder keys this long (default: keep them; else at least -event-ids plus -dead-letters)")
 		fs.Var(&tasks, "tasks", "keep finished tasks this long (default: keep them; else at least -event-ids plus -dead-letters)")
 		batch := fs.Int("batch", idempotency.DefaultPruneBatch, fmt.Sprintf("rows per transaction, 1 to %d", idempotency.MaxPruneBatch))
