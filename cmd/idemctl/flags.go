@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -23,16 +24,22 @@ func parseDuration(s string) (time.Duration, error) {
 		}
 		days, rest = n, s[i+1:]
 	}
-	d := time.Duration(days) * 24 * time.Hour
+	const day = 24 * time.Hour
+	if int64(days) > math.MaxInt64/int64(day) {
+		return 0, fmt.Errorf("%q is too long", s)
+	}
+	d := time.Duration(days) * day
 	if rest != "" {
 		r, err := time.ParseDuration(rest)
 		if err != nil || r < 0 || strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
 			return 0, fmt.Errorf("%q is not a duration such as 45d, 36h or 1d12h", s)
 		}
+		// What follows the days may be a day or more (36h, 0d48h): only
+		// a sum past time.Duration's range is too long.
+		if r > math.MaxInt64-d {
+			return 0, fmt.Errorf("%q is too long", s)
+		}
 		d += r
-	}
-	if d/(24*time.Hour) != time.Duration(days) {
-		return 0, fmt.Errorf("%q is too long", s)
 	}
 	return d, nil
 }
