@@ -71,6 +71,13 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			if since.t.After(since.now) {
 				return usageError("-since %s is in the future", formatTime(since.t))
 			}
+			// Refused here, before the database is opened, when no
+			// checkpoint could continue from within the window (Recover
+			// refuses it too, and decides when one could), with the
+			// minute of leeway Recover allows.
+			if oldest := since.now.Add(-idempotency.RecoveryWindow); *checkpoint == "" && since.t.Before(oldest.Add(-time.Minute)) {
+				return usageError("%v: -since %s is before %s", idempotency.ErrRecoveryWindow, formatTime(since.t), formatTime(oldest))
+			}
 			if len(types) == 0 {
 				return usageError("-types is required: the service's handled event types, a comma list")
 			}
