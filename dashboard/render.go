@@ -113,7 +113,7 @@ func flash(r *http.Request) string {
 		}
 		return fmt.Sprintf("Redrove %d %ss: they are pending, with a fresh attempt budget.", n, what)
 	case "forgotten":
-		return "Forgot the event: its claim, guards and inbox row are gone; its next delivery (a resend from Stripe's Dashboard, a recovery) is applied as new. Other replicas may still answer it duplicate for up to a minute (PgxConfig.RecentClaimsTTL)."
+		return "Forgot the event: its claim, guards and inbox row are gone; its next delivery (a resend from Stripe's Dashboard, a recovery) is applied as new. Other replicas may still answer it duplicate for up to PgxConfig.RecentClaimsTTL (a minute by default)."
 	case "forget-none":
 		return "Nothing to forget: the event is neither in the ledger nor in the inbox."
 	case "forget-unfinished":
