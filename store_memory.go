@@ -25,6 +25,10 @@ import (
 // It backs an [Inbox] too, with the leases, per-object order and fencing
 // of PgxStore's; drive it with [Inbox.WorkDue] and a fake InboxConfig.Now.
 //
+// It keeps times as PostgreSQL does, to the microsecond (truncated): a
+// record made on a finer clock shows, filters and comes due at the time
+// PgxStore would show.
+//
 // The zero value is an empty store, ready to use. A MemoryStore is safe for
 // concurrent use and starts no goroutines; it must not be copied after
 // first use.
@@ -130,7 +134,7 @@ func (s *MemoryStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Ou
 		tx.finish(ctx, nil, false)
 		return OutcomeFailed, errLeaseLost
 	}
-	tx.claimedAt = time.Now()
+	tx.claimedAt = kept(time.Now())
 	if tx.claim.ReceivedAt.IsZero() {
 		// Received when claimed, as PgxStore sends it with the claim; not
 		// when record is called, after the handler ran.
@@ -175,9 +179,16 @@ func (tx *memoryTx) record(o Outcome, reason string) *EventRecord {
 	return &EventRecord{
 		EventID: c.EventID, EventType: c.EventType, ObjectID: c.ObjectID,
 		Account: c.Account, Livemode: c.Livemode, Outcome: o, SkipReason: reason,
-		ReceivedAt: c.receivedAt(), ProcessedAt: tx.claimedAt,
+		ReceivedAt: kept(c.receivedAt()), ProcessedAt: tx.claimedAt,
 	}
 }
+
+// kept is t as the store keeps it: to the microsecond, truncated, as
+// PostgreSQL keeps a timestamptz that pgx sends. Every time MemoryStore
+// stores or compares with what it stored goes through it, so that records,
+// filters, what is due and what a prune deletes are PgxStore's on a clock
+// finer than that (a test's fake clock, time.Now).
+func kept(t time.Time) time.Time { return t.Truncate(time.Microsecond) }
 
 // Ping implements [Store]; an in-memory store always answers.
 func (s *MemoryStore) Ping(context.Context) error { return nil }
@@ -280,6 +291,7 @@ func (tx *memoryTx) take(ctx context.Context, k lockID, held func()) (bool, erro
 func (tx *memoryTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) {
 	row := *r
 	row.Payload = slices.Clone(r.Payload)
+	row.Created, row.ReceivedAt, row.NextAttemptAt = kept(r.Created), kept(r.ReceivedAt), kept(r.NextAttemptAt)
 	return tx.take(ctx, lockID{task: true, guardID: guardID{key: r.EventID}}, func() {
 		if tx.tasks == nil {
 			tx.tasks = make(map[string]*inboxRow)
@@ -404,7 +416,7 @@ func (s *MemoryStore) unlock(k lockID) {
 // writes a test fake applies after commit included, are all visible.
 func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) {
 	s := tx.s
-	now := time.Now()
+	now := kept(time.Now())
 	s.mu.Lock()
 	tx.done = true
 	for _, k := range tx.held {

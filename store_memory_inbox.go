@@ -77,8 +77,8 @@ func (s *MemoryStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, erro
 	s.inbox[r.EventID] = &memoryInboxRow{inboxRow: inboxRow{
 		InboxRecord: InboxRecord{
 			Kind: KindEvent, EventID: r.EventID, EventType: r.EventType, ObjectID: r.ObjectID, Account: r.Account,
-			Livemode: r.Livemode, APIVersion: r.APIVersion, Created: r.Created,
-			State: r.State, ReceivedAt: r.ReceivedAt, NextAttemptAt: r.NextAttemptAt, FinishedAt: r.FinishedAt,
+			Livemode: r.Livemode, APIVersion: r.APIVersion, Created: kept(r.Created),
+			State: r.State, ReceivedAt: kept(r.ReceivedAt), NextAttemptAt: kept(r.NextAttemptAt), FinishedAt: kept(r.FinishedAt),
 		},
 		Payload: bytes.Clone(r.Payload), // the caller may reuse its buffer
 		Seq:     s.nextSeq(),
@@ -94,6 +94,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 	if limit <= 0 {
 		return nil, nil, nil
 	}
+	now = kept(now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
@@ -160,6 +161,7 @@ func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt i
 	default:
 		return false, fmt.Errorf("idempotency: inbox: an attempt cannot end as %q", st)
 	}
+	attemptedAt, nextAt, now, shownAttemptedAt = kept(attemptedAt), kept(nextAt), kept(now), kept(shownAttemptedAt)
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, err
@@ -201,6 +203,7 @@ func (s *MemoryStore) inboxRedrive(ctx context.Context, f RedriveFilter, now tim
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	now = kept(now)
 	s.mu.Lock() // f was checked and given its defaults by Inbox.Redrive
 	defer s.mu.Unlock()
 	n := 0
@@ -280,7 +283,7 @@ func (tx *memoryTx) finishInboxRow(rec *EventRecord) {
 		return
 	}
 	r.State = inboxState(rec.Outcome)
-	r.FinishedAt, r.LastError = tx.claim.fence.Now, ""
+	r.FinishedAt, r.LastError = kept(tx.claim.fence.Now), ""
 	r.NextAttemptAt, r.LeaseUntil = time.Time{}, time.Time{}
 }
 

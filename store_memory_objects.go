@@ -91,7 +91,7 @@ func (tx *memoryTx) markFetched(ctx context.Context, scope, id string, seq int64
 	}
 	tx.s.mu.Lock()
 	defer tx.s.mu.Unlock()
-	tx.setRecord(k, objectRecord{fetchSeq: seq, fetchedAt: time.Now()})
+	tx.setRecord(k, objectRecord{fetchSeq: seq, fetchedAt: kept(time.Now())})
 	return nil
 }
 
@@ -111,7 +111,7 @@ func (tx *memoryTx) order(ctx context.Context, scope, key string, created time.T
 	defer tx.s.mu.Unlock()
 	v, found := tx.recordValue(k)
 	prev, _ := v.(orderRecord)
-	ev := orderRecord{created: created, eventID: tx.claim.EventID}
+	ev := orderRecord{created: kept(created), eventID: tx.claim.EventID}
 	answer, newest := ev.compare(prev, found)
 	if newest {
 		tx.setRecord(k, ev)

@@ -19,6 +19,7 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 	// inbox deletes the finished rows of kinds in states.
 	inbox := func(kinds []InboxKind, states ...InboxState) pruneDeleter {
 		return func(_ context.Context, n int, cutoff time.Time) (int, error) {
+			cutoff = kept(cutoff) // as PgxStore sends it
 			return s.pruneBatch(n, func() int {
 				return deleteWhere(s.inbox, n, func(r *memoryInboxRow) bool {
 					return r.heldBy == nil && slices.Contains(kinds, r.Kind) && slices.Contains(states, r.State) &&
@@ -31,6 +32,7 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 	// cutoff, as one batch.
 	older := func(del func(n int, cutoff time.Time) int) pruneDeleter {
 		return func(_ context.Context, n int, cutoff time.Time) (int, error) {
+			cutoff = kept(cutoff) // as PgxStore sends it
 			return s.pruneBatch(n, func() int { return del(n, cutoff) }), nil
 		}
 	}

@@ -47,6 +47,7 @@ var inboxTests = []struct {
 	{"InboxStaleAttemptCannotApplyARedrivenOne", testInboxStaleAttemptCannotApplyARedrivenOne},
 	{"InboxLeaseExpiredAtLastAttemptReported", testInboxLeaseExpiredReported},
 	{"FilterBoundsBelowMicrosecond", testFilterBoundsBelowMicrosecond},
+	{"TimesKeptToTheMicrosecond", testTimesKeptToTheMicrosecond},
 }
 
 const inboxSecret = "whsec_conformance_inbox"
