@@ -52,9 +52,13 @@ func (o Order) String() string {
 //
 // Like a guard, the record commits or rolls back with tx, and a check of
 // the same key in a transaction in flight waits for it to end. The scope
-// and key follow Guard's rules ([ErrInvalidKey]).
+// and key follow Guard's rules ([ErrInvalidKey]); created must be a time
+// between the years 1 and 9999, or the zero time ([ErrInvalidKey]).
 func CheckOrder(ctx context.Context, tx Tx, scope, key string, created time.Time) (Order, error) {
 	if err := checkGuardKey(scope, key); err != nil {
+		return 0, err
+	}
+	if err := checkStoredTime("CheckOrder's created", created); err != nil {
 		return 0, err
 	}
 	ot, ok := tx.(objectTx)

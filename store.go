@@ -59,7 +59,7 @@ type Claim struct {
 	ObjectID   string // data.object.id, e.g. in_...
 	Account    string // the connected account, for Stripe Connect
 	Livemode   bool
-	ReceivedAt time.Time // when the delivery arrived; zero means now
+	ReceivedAt time.Time // when the delivery arrived; zero means now; else in the years 1 to 9999 (ErrInvalidKey)
 	// Outcome is what Run records when apply is nil: OutcomeIgnored or
 	// OutcomeProcessed. It is ignored when apply is not nil.
 	Outcome Outcome
@@ -124,6 +124,18 @@ func (c *Claim) check() error {
 		if err := checkGuardKey(g.Scope, g.Key); err != nil {
 			return fmt.Errorf("Claim.Guards[%d]: %w", i, err)
 		}
+	}
+	return checkStoredTime("Claim.ReceivedAt", c.ReceivedAt)
+}
+
+// checkStoredTime rejects a time a store is to keep that is outside the
+// years 1 to 9999, the range of an event's created and of the filters'
+// bounds: PostgreSQL refuses one before 4713 BC or after the year 294276,
+// and pgx stores a time past that as one of another century (see
+// minFilterTime), where MemoryStore would keep it. The zero time passes.
+func checkStoredTime(field string, t time.Time) error {
+	if !t.IsZero() && (t.Before(minFilterTime) || !t.Before(maxFilterTime)) {
+		return fmt.Errorf("%w: %s is not a time between the years 1 and 9999", ErrInvalidKey, field)
 	}
 	return nil
 }

@@ -121,6 +121,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"NilApplyRecordsClaim", testNilApply},
 		{"TxUnusableAfterRun", testTxDone},
 		{"BadInput", testBadInput},
+		{"TimesOutOfRangeRefusedAlike", testTimesOutOfRangeRefusedAlike},
 		{"TextNoStoreKeeps", testTextNoStoreKeeps},
 		{"LongKeysRefusedAlike", testLongKeys},
 		{"TxOneStatementAtATime", testTxOneStatementAtATime},
