@@ -71,8 +71,9 @@ var (
 	// where a value is required, a NUL byte (PostgreSQL's text refuses it),
 	// invalid UTF-8, or, for an event id and a guard's scope and key, more
 	// than 1024 bytes (PostgreSQL's indexes refuse a longer key); or a
-	// Claim's ReceivedAt or [CheckOrder]'s created is not the zero time nor
-	// a time between the years 1 and 9999. Both stores refuse the same
+	// Claim's ReceivedAt, [CheckOrder]'s created or the time of an inbox's
+	// clock (InboxConfig.Now) is not the zero time nor a time between the
+	// years 1 and 9999. Both stores refuse the same
 	// input, so the memory store never accepts what PostgreSQL would fail
 	// on every retry, or store as another time.
 	ErrInvalidKey = errors.New("idempotency: invalid key")

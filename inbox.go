@@ -118,7 +118,9 @@ type InboxConfig struct {
 
 	// Now is the inbox's clock: what makes an event due, and the times it
 	// records. Defaults to time.Now. Tests set a fake one and advance it to
-	// reach a retry (see idempotencytest.Clock).
+	// reach a retry (see idempotencytest.Clock). A time outside the years
+	// 1 to 9999 stores nothing: deliveries are answered 500 and leases fail
+	// with ErrInvalidKey.
 	Now func() time.Time
 }
 
@@ -342,6 +344,10 @@ func (in *Inbox) Handler(cfg Config) (*Handler, error) {
 func (h *Handler) enqueue(ctx context.Context, env *envelope.Envelope, payload []byte, handled bool, res *Result) (int, []byte) {
 	in := h.inbox
 	now := in.cfg.Now()
+	if err := checkStoredTime("InboxConfig.Now", now); err != nil {
+		res.Outcome, res.Err = OutcomeFailed, err // a clock set wrong: nothing is stored
+		return http.StatusInternalServerError, bodyFailed
+	}
 	in.storedAt.Store(now.UnixNano())
 	row := inboxRow{InboxRecord: InboxRecord{
 		Kind: KindEvent, EventID: env.ID, EventType: env.Type, ObjectID: env.ObjectID, Account: env.Account,
@@ -823,6 +829,9 @@ func (in *Inbox) lease(ctx context.Context, n int) ([]inboxRow, error) {
 	leaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.Timeout)
 	defer cancel()
 	now := in.cfg.Now()
+	if err := checkStoredTime("InboxConfig.Now", now); err != nil {
+		return nil, err
+	}
 	rows, dead, err := in.store.inboxLease(leaseCtx, now, n, in.cfg.Lease, in.cfg.MaxAttempts)
 	for _, rec := range dead {
 		in.reportLeaseExpired(ctx, rec, now)
