@@ -134,6 +134,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"ListEvents", testListEvents},
 		{"ListEventsRefusesBadFilters", testListEventsBadFilter},
 		{"HandlerAnswersAndFailuresWriteNothing", testHandlerAnswers},
+		{"HandlerLedgerRowHoldsTheEvent", testHandlerLedgerRow},
 	}
 	tests = append(tests, inboxTests...)
 	tests = append(tests, taskTests...)
