@@ -1,0 +1,57 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// outcomeStore is a Store of another package whose Run answers outcome
+// and err, whatever the claim.
+type outcomeStore struct {
+	*idempotency.MemoryStore
+	outcome idempotency.Outcome
+	err     error
+}
+
+func (s outcomeStore) Run(context.Context, idempotency.Claim, idempotency.ApplyFunc) (idempotency.Outcome, error) {
+	return s.outcome, s.err
+}
+
+// TestHandlerUnknownStoreOutcomeIsAFailure: a Store that answers Run with
+// an outcome no delivery can have (none, or one of the inbox's) is
+// answered 500, and OnResult is told the delivery failed, as the answer
+// says, not the store's outcome.
+func TestHandlerUnknownStoreOutcomeIsAFailure(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		outcome idempotency.Outcome
+		err     error
+	}{
+		{"no outcome", "", errors.New("the store failed")},
+		{"an outcome of no delivery", "retried", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			results := make(chan idempotency.Result, 1)
+			hs := idempotency.NewHandlers()
+			idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[map[string]any]) error { return nil })
+			h, err := idempotency.NewHandler(outcomeStore{idempotency.NewMemoryStore(), tc.outcome, tc.err}, hs, idempotency.Config{
+				Secrets: []string{testSecret}, Logger: discardLogger(), OnResult: func(r idempotency.Result) { results <- r },
+			})
+			require.NoError(t, err)
+			a := idempotencytest.Deliver(h, eventPayload(t, "invoice.paid", "evt_odd_outcome", paid), testSecret)
+			require.Equal(t, 500, a.Status, a.Body)
+			require.Equal(t, `{"error":"processing_failed"}`, a.Body)
+			r := <-results
+			require.Equal(t, idempotency.OutcomeFailed, r.Outcome, "the Result of a delivery answered 500")
+			require.Equal(t, 500, r.Status)
+		})
+	}
+}
