@@ -442,6 +442,10 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 	case outcome == OutcomeUnavailable: // the dispatcher's answer to ErrStoreUnavailable
 		return http.StatusServiceUnavailable, bodyUnavailable
 	case outcome == OutcomeFailed || bodyOutcome[outcome] == nil:
+		if res.Outcome != OutcomeFailed && res.Err == nil {
+			// A Store of another package answered an outcome no delivery has.
+			res.Err = fmt.Errorf("idempotency: the Store's Run answered the outcome %q, which no delivery has", outcome)
+		}
 		res.Outcome = OutcomeFailed
 		return http.StatusInternalServerError, bodyFailed
 	}

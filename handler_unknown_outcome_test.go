@@ -52,6 +52,7 @@ func TestHandlerUnknownStoreOutcomeIsAFailure(t *testing.T) {
 			r := <-results
 			require.Equal(t, idempotency.OutcomeFailed, r.Outcome, "the Result of a delivery answered 500")
 			require.Equal(t, 500, r.Status)
+			require.Error(t, r.Err, "Result.Err is nil only for a 200")
 		})
 	}
 }
