@@ -46,6 +46,7 @@ var inboxTests = []struct {
 	{"InboxObserverLinkRoundTrips", testInboxObserverLink},
 	{"InboxStaleAttemptCannotApplyARedrivenOne", testInboxStaleAttemptCannotApplyARedrivenOne},
 	{"InboxLeaseExpiredAtLastAttemptReported", testInboxLeaseExpiredReported},
+	{"InboxUnexpiredLeaseHoldsObject", testInboxUnexpiredLeaseHoldsObject},
 	{"FilterBoundsBelowMicrosecond", testFilterBoundsBelowMicrosecond},
 	{"TimesKeptToTheMicrosecond", testTimesKeptToTheMicrosecond},
 }
