@@ -47,6 +47,7 @@ var inboxTests = []struct {
 	{"InboxStaleAttemptCannotApplyARedrivenOne", testInboxStaleAttemptCannotApplyARedrivenOne},
 	{"InboxLeaseExpiredAtLastAttemptReported", testInboxLeaseExpiredReported},
 	{"InboxUnexpiredLeaseHoldsObject", testInboxUnexpiredLeaseHoldsObject},
+	{"InboxRedriveFilters", testInboxRedriveFilters},
 	{"FilterBoundsBelowMicrosecond", testFilterBoundsBelowMicrosecond},
 	{"TimesKeptToTheMicrosecond", testTimesKeptToTheMicrosecond},
 }
