@@ -48,6 +48,7 @@ var inboxTests = []struct {
 	{"InboxLeaseExpiredAtLastAttemptReported", testInboxLeaseExpiredReported},
 	{"InboxUnexpiredLeaseHoldsObject", testInboxUnexpiredLeaseHoldsObject},
 	{"InboxRedriveFilters", testInboxRedriveFilters},
+	{"InboxLeasesLongestDueFirst", testInboxLeasesLongestDueFirst},
 	{"FilterBoundsBelowMicrosecond", testFilterBoundsBelowMicrosecond},
 	{"TimesKeptToTheMicrosecond", testTimesKeptToTheMicrosecond},
 }
