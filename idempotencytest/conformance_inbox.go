@@ -49,6 +49,7 @@ var inboxTests = []struct {
 	{"InboxUnexpiredLeaseHoldsObject", testInboxUnexpiredLeaseHoldsObject},
 	{"InboxRedriveFilters", testInboxRedriveFilters},
 	{"InboxLeasesLongestDueFirst", testInboxLeasesLongestDueFirst},
+	{"InboxDeadLetterCopyIsDuplicate", testInboxDeadLetterCopyIsDuplicate},
 	{"FilterBoundsBelowMicrosecond", testFilterBoundsBelowMicrosecond},
 	{"TimesKeptToTheMicrosecond", testTimesKeptToTheMicrosecond},
 }
