@@ -639,41 +639,53 @@ func TestInboxGiveBackShowsTheAttemptBefore(t *testing.T) {
 	}
 }
 
-// A task leased ahead waits in the queue while the worker is busy; when
-// the worker is free, less of its lease is left than an attempt may take.
-// It is given back and leased afresh rather than started, so that another
-// process, taking over the lease that would expire mid-run, cannot run it
-// a second time. A fake clock and channels make the schedule exact.
-func TestInboxLeasedAheadTooLongIsLeasedAfresh(t *testing.T) {
-	t.Parallel()
-	store := idempotency.NewMemoryStore()
-	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	hs := idempotency.NewHandlers()
-	var mu sync.Mutex
-	runs := map[string]int{}
-	started := make(chan string, 4)
-	release := map[string]chan struct{}{"k1": make(chan struct{}), "k2": make(chan struct{})}
-	task := idempotency.NewTask(hs, "slow", func(ctx context.Context, run idempotency.TaskRun[struct{}]) error {
-		mu.Lock()
-		runs[run.Key]++
-		mu.Unlock()
-		started <- run.Key
+// leasedAhead is a task inbox on a fake clock with one worker: Run
+// attempts k1, which waits for release["k1"], while k2 is leased ahead and
+// waits for the worker. Its tasks count their runs.
+type leasedAhead struct {
+	store   *idempotency.MemoryStore
+	clock   *idempotencytest.Clock
+	cfg     idempotency.InboxConfig
+	hs      *idempotency.Handlers
+	task    *idempotency.Task[struct{}]
+	inbox   *idempotency.Inbox
+	started chan string
+	release map[string]chan struct{}
+	mu      sync.Mutex
+	runs    map[string]int
+}
+
+// newLeasedAhead runs the inbox until k1 is being attempted and k2 is
+// leased ahead, with a Timeout of a minute and a Lease of 90 s.
+func newLeasedAhead(t *testing.T) *leasedAhead {
+	f := &leasedAhead{
+		store:   idempotency.NewMemoryStore(),
+		clock:   idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)),
+		started: make(chan string, 4),
+		release: map[string]chan struct{}{"k1": make(chan struct{}), "k2": make(chan struct{})},
+		runs:    map[string]int{},
+	}
+	f.hs = idempotency.NewHandlers()
+	f.task = idempotency.NewTask(f.hs, "slow", func(ctx context.Context, run idempotency.TaskRun[struct{}]) error {
+		f.mu.Lock()
+		f.runs[run.Key]++
+		f.mu.Unlock()
+		f.started <- run.Key
 		select {
-		case <-release[run.Key]:
+		case <-f.release[run.Key]:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	})
-	cfg := idempotency.InboxConfig{Workers: 1, Timeout: time.Minute, Lease: 90 * time.Second, Now: clock.Now, Logger: discardLogger()}
-	a, err := idempotency.NewInbox(store, hs, cfg)
-	require.NoError(t, err)
-	b, err := idempotency.NewInbox(store, hs, cfg) // another process's
+	f.cfg = idempotency.InboxConfig{Workers: 1, Timeout: time.Minute, Lease: 90 * time.Second, Now: f.clock.Now, Logger: discardLogger()}
+	var err error
+	f.inbox, err = idempotency.NewInbox(f.store, f.hs, f.cfg)
 	require.NoError(t, err)
 	for _, key := range []string{"k1", "k2"} {
-		_, err := store.Run(t.Context(), idempotency.Claim{EventID: "evt_" + key, EventType: "invoice.paid", ReceivedAt: clock.Now()},
+		_, err := f.store.Run(t.Context(), idempotency.Claim{EventID: "evt_" + key, EventType: "invoice.paid", ReceivedAt: f.clock.Now()},
 			func(ctx context.Context, tx idempotency.Tx) error {
-				_, err := task.Enqueue(ctx, tx, key, struct{}{})
+				_, err := f.task.Enqueue(ctx, tx, key, struct{}{})
 				return err
 			})
 		require.NoError(t, err)
@@ -681,34 +693,65 @@ func TestInboxLeasedAheadTooLongIsLeasedAfresh(t *testing.T) {
 
 	ctx, stop := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		close(release["k2"])
+	go func() { done <- f.inbox.Run(ctx) }()
+	t.Cleanup(func() {
+		close(f.release["k2"])
 		stop()
 		require.NoError(t, recv(t, done, "Run"))
-	}()
-	require.Equal(t, "k1", recv(t, started, "k1's attempt"))
+	})
+	require.Equal(t, "k1", recv(t, f.started, "k1's attempt"))
 	require.Eventually(t, func() bool { // k2 leased ahead, waiting for the worker
-		st, err := a.Stats(t.Context())
+		st, err := f.inbox.Stats(t.Context())
 		return err == nil && st.TaskCounts[idempotency.InboxProcessing] == 2
 	}, 10*time.Second, time.Millisecond)
+	return f
+}
 
-	clock.Advance(40 * time.Second) // k2's lease has 50 s left, less than Timeout
-	close(release["k1"])
-	require.Equal(t, "k2", recv(t, started, "k2's attempt"))
-	rec, found, err := a.Lookup(t.Context(), task.ID("k2"))
+// A task leased ahead waits in the queue while the worker is busy; when
+// the worker is free, less of its lease is left than an attempt may take.
+// It is given back and leased afresh rather than started, so that another
+// process, taking over the lease that would expire mid-run, cannot run it
+// a second time. A fake clock and channels make the schedule exact.
+func TestInboxLeasedAheadTooLongIsLeasedAfresh(t *testing.T) {
+	t.Parallel()
+	f := newLeasedAhead(t)
+	b, err := idempotency.NewInbox(f.store, f.hs, f.cfg) // another process's
+	require.NoError(t, err)
+
+	f.clock.Advance(40 * time.Second) // k2's lease has 50 s left, less than Timeout
+	close(f.release["k1"])
+	require.Equal(t, "k2", recv(t, f.started, "k2's attempt"))
+	rec, found, err := f.inbox.Lookup(t.Context(), f.task.ID("k2"))
 	require.NoError(t, err)
 	require.True(t, found)
 	require.Equal(t, 1, rec.Attempt, "given back without counting, then leased afresh")
-	require.Equal(t, clock.Now(), rec.AttemptedAt)
+	require.Equal(t, f.clock.Now(), rec.AttemptedAt)
 
-	clock.Advance(60 * time.Second) // past the lease it was queued with, within the fresh one
+	f.clock.Advance(60 * time.Second) // past the lease it was queued with, within the fresh one
 	n, err := b.WorkDue(t.Context())
 	require.NoError(t, err)
 	require.Zero(t, n, "the other process finds k2 under a live lease")
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, map[string]int{"k1": 1, "k2": 1}, runs)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Equal(t, map[string]int{"k1": 1, "k2": 1}, f.runs)
+}
+
+// A task leased ahead whose lease has exactly Timeout left when the worker
+// takes it is attempted under that lease: only one with less than Timeout
+// left is given back (InboxConfig.Lease, Run).
+func TestInboxLeasedAheadWithTimeoutLeftIsAttempted(t *testing.T) {
+	t.Parallel()
+	f := newLeasedAhead(t)
+	t0 := f.clock.Now()
+
+	f.clock.Advance(30 * time.Second) // k2's lease has 60 s left: Timeout exactly
+	close(f.release["k1"])
+	require.Equal(t, "k2", recv(t, f.started, "k2's attempt"))
+	rec, found, err := f.inbox.Lookup(t.Context(), f.task.ID("k2"))
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, 1, rec.Attempt)
+	require.Equal(t, t0, rec.AttemptedAt, "attempted under the lease it was queued with, not given back")
 }
 
 func TestInboxStatesListsEachStateOnce(t *testing.T) {
