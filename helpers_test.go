@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -104,4 +105,21 @@ func observeResults(cfg *idempotency.InboxConfig, fn func(idempotency.Result)) {
 		}
 	}
 	cfg.Observer = o
+}
+
+// counterValues returns the name and value of each row query selects
+// from the counters table.
+func counterValues(t *testing.T, pool *pgxpool.Pool, query string) map[string]int {
+	t.Helper()
+	rows, err := pool.Query(t.Context(), query)
+	require.NoError(t, err)
+	counts := map[string]int{}
+	for rows.Next() {
+		var name string
+		var v int
+		require.NoError(t, rows.Scan(&name, &v))
+		counts[name] = v
+	}
+	require.NoError(t, rows.Err())
+	return counts
 }

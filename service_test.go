@@ -118,17 +118,7 @@ func (a *service) appliedCounts(t *testing.T) map[string]int {
 		defer a.mu.Unlock()
 		return maps.Clone(a.counts)
 	}
-	rows, err := a.pg.db.Pool.Query(t.Context(), `SELECT name, value FROM counters`)
-	require.NoError(t, err)
-	counts := map[string]int{}
-	for rows.Next() {
-		var name string
-		var v int
-		require.NoError(t, rows.Scan(&name, &v))
-		counts[name] = v
-	}
-	require.NoError(t, rows.Err())
-	return counts
+	return counterValues(t, a.pg.db.Pool, `SELECT name, value FROM counters`)
 }
 
 func (a *service) appliedOrder() []string {

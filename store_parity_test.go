@@ -331,17 +331,7 @@ func runParity(t *testing.T, seed uint64, steps int) {
 			return out
 		}),
 		newParitySide(t, "postgres", pg.store, clock, clockSync, icfg, pg.add, func(t *testing.T) map[string]int {
-			rows, err := pg.db.Pool.Query(ctx, `SELECT name, value FROM counters WHERE value <> 0`)
-			require.NoError(t, err)
-			out := map[string]int{}
-			for rows.Next() {
-				var k string
-				var v int
-				require.NoError(t, rows.Scan(&k, &v))
-				out[k] = v
-			}
-			require.NoError(t, rows.Err())
-			return out
+			return counterValues(t, pg.db.Pool, `SELECT name, value FROM counters WHERE value <> 0`)
 		}),
 	}
 

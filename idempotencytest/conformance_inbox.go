@@ -156,6 +156,19 @@ func (ib *inboxBench) work(t *testing.T, want int) {
 	require.Equal(t, want, n, "attempts made by WorkDue")
 }
 
+// workDying runs WorkDue on a goroutine whose handler ends it with
+// runtime.Goexit, as a worker that dies mid-attempt: the event it leased
+// stays processing until its lease expires.
+func (ib *inboxBench) workDying(t *testing.T) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = ib.inbox.WorkDue(ctxT(t))
+	}()
+	receive(t, done, "the dying worker")
+}
+
 func (ib *inboxBench) record(t *testing.T, id string) idempotency.InboxRecord {
 	t.Helper()
 	r, ok, err := ib.inbox.Lookup(t.Context(), id)
@@ -469,16 +482,8 @@ func testInboxDeadWorker(t *testing.T, b StoreBackend) {
 			}
 			return nil
 		})
-	workDying := func() {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_, _ = ib.inbox.WorkDue(ctxT(t))
-		}()
-		receive(t, done, "the dying worker")
-	}
 	ib.deliver(t, "evt_dies_once", "invoice.paid", "in_dies_once", 1756742400, idempotency.OutcomeQueued)
-	workDying()
+	ib.workDying(t)
 	r := ib.record(t, "evt_dies_once")
 	require.Equal(t, idempotency.InboxProcessing, r.State)
 	require.Equal(t, 1, r.Attempt)
@@ -496,7 +501,7 @@ func testInboxDeadWorker(t *testing.T, b StoreBackend) {
 
 	ib.deliver(t, "evt_dies_always", "invoice.paid", "in_dies_always", 1756742400, idempotency.OutcomeQueued)
 	for range 2 {
-		workDying()
+		ib.workDying(t)
 		ib.clock.Advance(time.Minute)
 	}
 	ib.work(t, 0)

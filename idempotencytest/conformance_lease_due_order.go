@@ -23,12 +23,7 @@ func testInboxLeasesLongestDueFirst(t *testing.T, b StoreBackend) {
 			return nil
 		})
 	ib.deliver(t, "evt_ldf_x", "invoice.paid", "in_ldf_x", 1756742400, idempotency.OutcomeQueued)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = ib.inbox.WorkDue(ctxT(t))
-	}()
-	receive(t, done, "the dying worker")
+	ib.workDying(t)
 	require.Equal(t, idempotency.InboxProcessing, ib.record(t, "evt_ldf_x").State)
 
 	// Due at +30s, +60s (the lease's end) and +90s; ids in another order.

@@ -49,12 +49,7 @@ func testPruneKeepsClaimsOfInboxEvents(t *testing.T, b StoreBackend) {
 	// waits for a worker, the other's worker dies at its last attempt.
 	ib.deliver(t, "evt_ci_dead", "invoice.paid", "in_evt_ci_dead", 1756742400, idempotency.OutcomeQueued)
 	die.Store(true)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = ib.inbox.WorkDue(ctxT(t))
-	}()
-	receive(t, done, "the dying worker")
+	ib.workDying(t)
 	die.Store(false)
 	ib.clock.Advance(time.Hour) // past the dead worker's lease
 	ib.work(t, 0)               // finds the lease expired at the last attempt

@@ -25,12 +25,7 @@ func testInboxUnexpiredLeaseHoldsObject(t *testing.T, b StoreBackend) {
 			return nil
 		})
 	ib.deliver(t, "evt_ul_2", "invoice.paid", "in_ul", 1756742402, idempotency.OutcomeQueued)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = ib.inbox.WorkDue(ctxT(t))
-	}()
-	receive(t, done, "the dying worker")
+	ib.workDying(t)
 	r := ib.record(t, "evt_ul_2")
 	require.Equal(t, idempotency.InboxProcessing, r.State)
 	require.Equal(t, 1, r.Attempt)
