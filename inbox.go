@@ -866,12 +866,14 @@ func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, now ti
 // event of an object), until none is due; it returns how many attempts it
 // made. With a fake clock (InboxConfig.Now) it drives the inbox
 // deterministically in tests: deliver, WorkDue, advance the clock past a
-// backoff, WorkDue again. It runs a task that snoozes once per call: one
-// that comes due again within the call (Snooze(0) on a clock that stands
-// still) is given back, pending and due, for the next call. It must not
-// run together with Run on one process's inbox. Once ctx is done it starts
-// no attempt: it gives back the events it leased and did not start
-// (pending, their attempt not counted) and returns ctx's error.
+// backoff, WorkDue again. Events of different objects due at one moment
+// are attempted in an order the store picks. It runs a task that snoozes
+// once per call: one that comes due again within the call (Snooze(0) on a
+// clock that stands still) is given back, pending and due, for the next
+// call. It must not run together with Run on one process's inbox. Once
+// ctx is done it starts no attempt: it gives back the events it leased
+// and did not start (pending, their attempt not counted) and returns
+// ctx's error.
 func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 	attempts := 0
 	snoozed := make(map[string]bool) // the tasks that snoozed in this call
