@@ -294,9 +294,12 @@ func (f *EventFilter) matches(r *EventRecord) bool {
 
 // GuardRecord is one claimed natural key.
 type GuardRecord struct {
-	Scope     string
-	Key       string
-	EventID   string // the event whose transaction claimed it
+	Scope   string
+	Key     string
+	EventID string // the event whose transaction claimed it
+	// ClaimedAt is when the guard was claimed, on the store's own clock,
+	// not Config.Now: PostgreSQL's at the Guard call, MemoryStore's at the
+	// commit. Retention.Guards counts from it.
 	ClaimedAt time.Time
 }
 
