@@ -1,0 +1,29 @@
+package idempotency
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestLocalFetchesForgetsOldFetches: the memory of this process's recent
+// fetches is bounded: once it holds maxLocalFetches objects, fetches older
+// than localFetchMemory are dropped, so that a service seeing many
+// distinct objects does not keep one entry per object forever.
+func TestLocalFetchesForgetsOldFetches(t *testing.T) {
+	t.Parallel()
+	l := localFetches{started: map[localObject]time.Time{}}
+	old := time.Now().Add(-2 * localFetchMemory)
+	for i := range maxLocalFetches {
+		l.record(localObject{id: fmt.Sprintf("sub_%d", i)}, old)
+	}
+	fresh := localObject{id: "sub_fresh"}
+	now := time.Now()
+	l.record(fresh, now)
+	if n := len(l.started); n != 1 {
+		t.Fatalf("the memory holds %d objects after a fetch past the bound; want 1 (the stale ones dropped)", n)
+	}
+	if !l.covers(fresh, now.Add(-time.Second)) {
+		t.Fatal("the fresh fetch is remembered")
+	}
+}
