@@ -40,6 +40,7 @@ var currentTests = []struct {
 	{"CurrentReverseOrderSameSecondSync", func(t *testing.T, b StoreBackend) { testCurrentReverseOrder(t, b, false) }},
 	{"CurrentReverseOrderSameSecondInbox", func(t *testing.T, b StoreBackend) { testCurrentReverseOrder(t, b, true) }},
 	{"CurrentConcurrentSyncDeliveries", testCurrentConcurrentSync},
+	{"CurrentFetchMarksOnlyItsObject", testCurrentFetchMarksOnlyItsObject},
 	{"CurrentNotFoundIsSkipped", testCurrentNotFound},
 	{"CurrentFetchErrorSync", testCurrentFetchErrorSync},
 	{"CurrentFetchErrorInbox", testCurrentFetchErrorInbox},
@@ -543,6 +544,30 @@ func testCurrentInboxStorm(t *testing.T, b StoreBackend) {
 		requireEvent(t, b, id, idempotency.OutcomeProcessed)
 	}
 	cb.work(t, 0)
+}
+
+// testCurrentFetchMarksOnlyItsObject: a fetch stands for the events of
+// its own object only. An event of another object of the same
+// registration, stored before that fetch, still fetches its own object
+// and writes its newer state.
+func testCurrentFetchMarksOnlyItsObject(t *testing.T, b StoreBackend) {
+	cb := newCurrentBench(t, b)
+	cb.needInbox(t)
+	cb.api.set("sub_mark_x", "active", 1)
+	cb.store(t, subscriptionEvent("evt_mark_x1", subUpdated, "sub_mark_x", "", currentCreated, "active"))
+	cb.work(t, 1)
+	cb.requireRow(t, "sub_mark_x", fakeSubscription{"active", 1}, 1)
+
+	cb.api.set("sub_mark_a", "active", 1)
+	cb.api.set("sub_mark_x", "past_due", 2)
+	// Due together on the inbox's clock, applied in event id order: the
+	// fetch of sub_mark_a comes after evt_mark_x2 was stored.
+	cb.store(t, subscriptionEvent("evt_mark_a1", subUpdated, "sub_mark_a", "", currentCreated+1, "active"))
+	cb.store(t, subscriptionEvent("evt_mark_x2", subUpdated, "sub_mark_x", "", currentCreated+1, "past_due"))
+	cb.work(t, 2)
+	cb.requireRow(t, "sub_mark_a", fakeSubscription{"active", 1}, 1)
+	require.Len(t, cb.api.callsOf("sub_mark_x"), 2, "the fetch of sub_mark_a does not stand for sub_mark_x's event")
+	cb.requireRow(t, "sub_mark_x", fakeSubscription{"past_due", 2}, 2)
 }
 
 // testCurrentNewerState: coalescing never loses a newer state. An event
