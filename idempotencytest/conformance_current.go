@@ -46,6 +46,7 @@ var currentTests = []struct {
 	{"CurrentFetchErrorInbox", testCurrentFetchErrorInbox},
 	{"CurrentConnectAccount", testCurrentConnect},
 	{"CheckOrderAnswers", testCheckOrderAnswers},
+	{"CheckOrderKeysApart", testCheckOrderKeysApart},
 	{"CheckOrderCommitsAndRollsBack", testCheckOrderTransactional},
 	{"CheckOrderWaitsForHolderCommit", func(t *testing.T, b StoreBackend) { testCheckOrderWaits(t, b, nil) }},
 	{"CheckOrderWaitsForHolderRollback", func(t *testing.T, b StoreBackend) { testCheckOrderWaits(t, b, errHandler) }},
@@ -946,6 +947,18 @@ func testCheckOrderAnswers(t *testing.T, b StoreBackend) {
 
 	require.Equal(t, []idempotency.Order{newer}, orderIn(t, b, "evt_ord_other_key", scope, "sub_other", nil, sec(1)), "another key")
 	require.Equal(t, []idempotency.Order{newer}, orderIn(t, b, "evt_ord_other_scope", "customer", "sub_order", nil, sec(1)), "another scope")
+}
+
+// testCheckOrderKeysApart: a newer event of one key moves that key's
+// record only: another key of the scope keeps its own newest event.
+func testCheckOrderKeysApart(t *testing.T, b StoreBackend) {
+	const scope = "subscription"
+	newer, older := idempotency.OrderNewer, idempotency.OrderOlder
+	require.Equal(t, []idempotency.Order{newer}, orderIn(t, b, "evt_apart_1", scope, "sub_apart_1", nil, sec(10)))
+	require.Equal(t, []idempotency.Order{newer}, orderIn(t, b, "evt_apart_2", scope, "sub_apart_2", nil, sec(5)))
+	require.Equal(t, []idempotency.Order{newer}, orderIn(t, b, "evt_apart_3", scope, "sub_apart_2", nil, sec(6)), "a newer event of the second key")
+	require.Equal(t, []idempotency.Order{older}, orderIn(t, b, "evt_apart_4", scope, "sub_apart_1", nil, sec(8)),
+		"the first key's newest is still its own event of second 10")
 }
 
 // testCheckOrderTransactional: the record commits and rolls back with the
