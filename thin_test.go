@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,6 +182,13 @@ func TestThinEventFetchFailures(t *testing.T) {
 		{"another event", func(f *fakeStripe, _ string) *stripe.Client {
 			_, other := thinEvent("evt_other")
 			f.v2["evt_thin_fail"] = other
+			return nil
+		},
+			500, `{"error":"processing_failed"}`, "another id or type"},
+		{"another type", func(f *fakeStripe, _ string) *stripe.Client {
+			// The event asked for, its type another: a handler would be
+			// given an event it was not registered for.
+			f.v2["evt_thin_fail"] = []byte(strings.ReplaceAll(string(f.v2["evt_thin_fail"]), thinType, "v1.billing.meter.no_meter_found"))
 			return nil
 		},
 			500, `{"error":"processing_failed"}`, "another id or type"},
