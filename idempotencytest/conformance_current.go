@@ -1071,6 +1071,18 @@ func testCheckOrderBadInput(t *testing.T, b StoreBackend) {
 		require.ErrorIs(t, err, idempotency.ErrInvalidKey, name)
 		require.Equal(t, idempotency.OutcomeFailed, out, name)
 	}
+	// created outside the years 1 to 9999, which Event.Created never is.
+	for name, created := range map[string]time.Time{
+		"created in the year 10000": time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		"created before the year 1": time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC),
+	} {
+		out, err := b.Store.Run(ctx, claim("evt_ord_bad"), func(ctx context.Context, tx idempotency.Tx) error {
+			_, err := idempotency.CheckOrder(ctx, tx, "subscription", "sub_1", created)
+			return err
+		})
+		require.ErrorIs(t, err, idempotency.ErrInvalidKey, name)
+		require.Equal(t, idempotency.OutcomeFailed, out, name)
+	}
 	requireNoEvent(t, b, "evt_ord_bad")
 	// The store still works for the key, and nothing was recorded for it.
 	require.Equal(t, []idempotency.Order{idempotency.OrderNewer}, orderIn(t, b, "evt_ord_good", "subscription", "sub_1", nil, sec(0)))
