@@ -38,6 +38,7 @@ var retentionTests = []struct {
 	{"PruneTasksByTheirWindows", testPruneTasks},
 	{"PruneKeepsClaimsOfInboxEvents", testPruneKeepsClaimsOfInboxEvents},
 	{"PruneKeepsDeadTaskKeys", testPruneKeepsDeadTaskKeys},
+	{"PruneTaskWindows", testPruneTaskWindows},
 }
 
 // keysWindow is the least window Retention accepts for guards and tasks
