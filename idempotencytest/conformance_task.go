@@ -53,6 +53,7 @@ var taskTests = []struct {
 	{"TaskStaleAttemptCannotSettleARedrivenOne", func(t *testing.T, b StoreBackend) { testTaskStaleAttemptCannotSettle(t, b, true) }},
 	{"TaskStatsWhileRunning", testTaskStatsWhileRunning},
 	{"TaskGivenBackKeepsItsAttemptTime", testTaskGivenBackKeepsItsAttemptTime},
+	{"TaskEnqueuedAtItsAttempt", testTaskEnqueuedAtItsAttempt},
 }
 
 // taskMode is how the bench's events reach their handler.
