@@ -442,7 +442,7 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 	case outcome == OutcomeUnavailable: // the dispatcher's answer to ErrStoreUnavailable
 		return http.StatusServiceUnavailable, bodyUnavailable
 	case outcome == OutcomeFailed || bodyOutcome[outcome] == nil:
-		if res.Outcome != OutcomeFailed && res.Err == nil {
+		if outcome != OutcomeFailed && err == nil {
 			// A Store of another package answered an outcome no delivery has.
 			res.Err = fmt.Errorf("idempotency: the Store's Run answered the outcome %q, which no delivery has", outcome)
 		}

@@ -101,10 +101,7 @@ func flash(r *http.Request) string {
 	n, _ := strconv.Atoi(q.Get("n"))
 	switch q.Get("msg") {
 	case "redriven", "redriven-tasks":
-		what := "event"
-		if q.Get("msg") == "redriven-tasks" {
-			what = "task"
-		}
+		what := map[string]string{"redriven": "event", "redriven-tasks": "task"}[q.Get("msg")]
 		switch {
 		case n == 0:
 			return "Nothing redriven: no " + what + " selected is dead-lettered or failed any more."
