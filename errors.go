@@ -301,7 +301,9 @@ func (e *SnoozeError) Error() string { return fmt.Sprintf("idempotency: snoozed 
 // Snooze tells the inbox to run a task again after d (at least 0) without
 // counting this attempt: for a provider that asked to come back later (a
 // rate limit's Retry-After), or work that waits on something else. The
-// task goes back to pending, due at the inbox's clock plus d: with 0, Run
+// task goes back to pending, due at the inbox's clock plus d, its
+// LastError still the error of the attempt before (a snooze is not a
+// success), if one failed: with 0, Run
 // takes it again as soon as a worker is free, and [Inbox.WorkDue] runs it
 // once per call.
 func Snooze(d time.Duration) error {

@@ -972,11 +972,17 @@ func settled(st InboxState, err error) InboxState {
 // due at once, its attempt not counted. If that cannot be recorded, the
 // lease expires and the event is retried then.
 func (in *Inbox) release(ctx context.Context, row *inboxRow) {
-	var last error // the error of the attempt before, kept
-	if row.LastError != "" {
-		last = errors.New(row.LastError)
+	in.settleAt(ctx, row, InboxPending, previousError(row), in.cfg.Now(), row.PrevAttemptedAt)
+}
+
+// previousError is the error of the attempt before row's lease, to keep
+// when the leased attempt ends pending (given back, or snoozed): neither
+// is a success, and an operator must still see why the last one failed.
+func previousError(row *inboxRow) error {
+	if row.LastError == "" {
+		return nil
 	}
-	in.settleAt(ctx, row, InboxPending, last, in.cfg.Now(), row.PrevAttemptedAt)
+	return errors.New(row.LastError)
 }
 
 // settleFailure records a failed attempt: failed and due again after the

@@ -302,7 +302,7 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 		res.State = settled(InboxSkipped, in.settle(ctx, row, InboxSkipped, errors.New(reason)))
 	case errors.As(err, &snooze) && !panicked(err):
 		res.Outcome = OutcomeQueued
-		res.State = settled(InboxPending, in.settleAt(ctx, row, InboxPending, nil, in.cfg.Now().Add(snooze.After), row.AttemptedAt))
+		res.State = settled(InboxPending, in.settleAt(ctx, row, InboxPending, previousError(row), in.cfg.Now().Add(snooze.After), row.AttemptedAt))
 		snoozed = res.State == InboxPending
 	case errors.As(err, &permanent) && !panicked(err):
 		res.Outcome, res.Err = OutcomeFailed, err

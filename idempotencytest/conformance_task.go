@@ -46,6 +46,7 @@ var taskTests = []struct {
 	{"TaskPermanentDeadLettersAtOnce", testTaskPermanent},
 	{"TaskSnoozeDoesNotCountTheAttempt", testTaskSnooze},
 	{"TaskSnoozeZeroRunsOncePerWorkDue", testTaskSnoozeZero},
+	{"TaskSnoozeKeepsLastError", testTaskSnoozeKeepsLastError},
 	{"TaskStatsListLookup", testTaskStatsList},
 	{"TaskRunByWorkersSync", func(t *testing.T, b StoreBackend) { testTaskRunByWorkers(t, b, viaHandler) }},
 	{"TaskRunByWorkersInbox", func(t *testing.T, b StoreBackend) { testTaskRunByWorkers(t, b, viaInbox) }},
