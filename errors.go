@@ -177,10 +177,13 @@ func validText(s string) bool {
 // delivery is answered 500 (in the inbox, a failed attempt), even when the
 // panic's value wraps a [Skip], [Permanent] or [Snooze] error, which only
 // count when returned. A panicking AfterCommit func is reported as a
-// PanicError too, in [Result.AfterCommitPanics], never as an error.
+// PanicError too, in [Result.AfterCommitPanics], never as an error; so is
+// a panicking [TaskFunc], a failed attempt of its task.
 type PanicError struct {
 	Value any    // the value passed to panic
 	Stack []byte // the goroutine's stack at the panic
+
+	task string // the task whose func panicked; "" for a handler
 }
 
 func newPanicError(v any) *PanicError {
@@ -191,8 +194,12 @@ func newPanicError(v any) *PanicError {
 // handler's own message like a returned error's, and otherwise names only
 // its type: a panic with the event, its object or a map from it would put
 // the customer's details in every log line, Result.Err and stored
-// LastError. Value keeps the value itself.
+// LastError. Value keeps the value itself. A task's panic names the task:
+// "idempotency: task <name> panicked: ...".
 func (e *PanicError) Error() string {
+	if e.task != "" {
+		return "idempotency: task " + e.task + " panicked: " + panicText(e.Value)
+	}
 	return "idempotency: handler panicked: " + panicText(e.Value)
 }
 

@@ -48,7 +48,8 @@ type Task[T any] struct {
 // it at once; [Snooze] to run it again later without counting the attempt;
 // [Skip] when there is nothing to do any more (the task ends skipped, with
 // the reason as its LastError).
-// ctx carries InboxConfig.Timeout. A panic is an error.
+// ctx carries InboxConfig.Timeout. A panic is an error, a [PanicError]
+// whose text names the task.
 type TaskFunc[T any] func(ctx context.Context, run TaskRun[T]) error
 
 // TaskRun is one attempt of a task.
@@ -315,10 +316,15 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 }
 
 // runTask calls the task's func within InboxConfig.Timeout, turning a
-// panic into an error.
+// panic into an error that names the task.
 func (in *Inbox) runTask(ctx context.Context, reg taskRegistration, row *inboxRow) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, in.cfg.Timeout)
 	defer cancel()
+	defer func() {
+		if p, ok := err.(*PanicError); ok {
+			p.task = row.EventType
+		}
+	}()
 	defer recoverPanic(&err)
 	return timeoutErr(ctx, in.cfg.Timeout, reg.run(ctx, row))
 }
