@@ -102,7 +102,10 @@ type InboxConfig struct {
 	Logger *slog.Logger
 
 	// OnResult, when set, is called once per attempt, on the worker's
-	// goroutine, with Result.Attempt set: the place for metrics. It must
+	// goroutine, with Result.Attempt set: the place for metrics. An
+	// attempt whose worker hung past its lease at the last attempt is
+	// reported by the lease that dead-letters it (ErrLeaseExpired); when
+	// the worker returns, its end is logged, not reported again. It must
 	// not block. It may query the store's pool: with it set, a worker's
 	// commit does not also begin its next event's transaction, which
 	// would hold a connection of that pool while OnResult runs. A panic in
@@ -927,7 +930,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 	res := Result{EventID: row.EventID, EventType: row.EventType, ObjectID: row.ObjectID, Attempt: row.Attempt}
 	defer func() {
 		res.Duration = time.Since(start)
-		report(ctx, in.log, in.cfg.OnResult, done, &res)
+		report(ctx, in.log, in.onResult(&row), done, &res)
 	}()
 	env, err := row.parsed()
 	if err != nil { // verified and parsed at ingest: the stored bytes changed
@@ -947,6 +950,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 	switch {
 	case errors.Is(err, errLeaseLost):
 		res.Outcome = OutcomeFailed // not recorded: the newer attempt owns the event
+		row.leaseLost = true
 	case err == nil && outcome == OutcomeDuplicate:
 		// Claimed before, by the synchronous Handler or another inbox: the
 		// ledger has it.
@@ -957,6 +961,18 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 		res.State = in.settleFailure(ctx, &row, err)
 	}
 	return false
+}
+
+// onResult is InboxConfig.OnResult for the attempt at row, or nil when the
+// attempt must not be reported to it: its lease was lost at the last
+// attempt, so the lease that took it over dead-lettered it and reported
+// that attempt's end already (reportLeaseExpired), with ErrLeaseExpired.
+// OnResult is called once per attempt; the worker's own end is logged.
+func (in *Inbox) onResult(row *inboxRow) func(Result) {
+	if row.leaseLost && row.Attempt >= in.cfg.MaxAttempts {
+		return nil
+	}
+	return in.cfg.OnResult
 }
 
 // settled is st when err, the error of recording an attempt's end as st,
@@ -1024,6 +1040,7 @@ func (in *Inbox) settleAt(ctx context.Context, row *inboxRow, st InboxState, cau
 			slog.String("event_id", row.EventID), slog.Int("attempt", row.Attempt), slog.String("error", err.Error()))
 		return err
 	case !ok:
+		row.leaseLost = true
 		in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: lease lost to a newer attempt; this attempt's result is dropped",
 			slog.String("event_id", row.EventID), slog.Int("attempt", row.Attempt))
 		return errLeaseLost

@@ -127,6 +127,9 @@ type inboxRow struct {
 	Trace string
 	// env is Payload parsed, when a worker parsed it ahead (inboxWorker.next).
 	env *envelope.Envelope
+	// leaseLost is set when the attempt at the leased row found its lease
+	// taken over: its end was not recorded.
+	leaseLost bool
 }
 
 // parsed parses the row's payload, once.

@@ -43,7 +43,10 @@ type Observer struct {
 	// for an attempt whose worker died, hung or lost its connection at
 	// the last attempt: the lease that dead-letters the event reports
 	// that attempt's end, and done follows at once, with ErrLeaseExpired.
-	// Nothing runs in between, and link is "".
+	// Nothing runs in between, and link is "". A worker that hung and
+	// returns after it still gets its own done, with State empty (its end
+	// was not recorded), so that its span ends; OnResult is not called
+	// for it a second time.
 	Attempt func(ctx context.Context, rec InboxRecord, link string) (_ context.Context, done func(Result))
 
 	// Fetch is called after each fetch of an object's current state from

@@ -18,8 +18,9 @@ import (
 // the attempt, failed with ErrLeaseExpired and state dead_letter, to
 // OnResult and to the Observer, as any attempt's end is: a poison event
 // that kills its process every time is seen by the dead-letter metrics.
-// The stalled attempt, let go, reports its own end with no state: it lost
-// its lease and recorded nothing. The Result is an event attempt's as any
+// The stalled attempt, let go, recorded nothing (it lost its lease): its
+// end goes to the Observer's done, with no state, and not to OnResult,
+// which the lease already called for that attempt. The Result is an event attempt's as any
 // other: no Kind (it was KindEvent, where every other event attempt's is
 // empty).
 func testInboxLeaseExpiredReported(t *testing.T, b StoreBackend) {
@@ -90,8 +91,9 @@ func testInboxLeaseExpiredReported(t *testing.T, b StoreBackend) {
 	receive(t, stalled, "the stalled WorkDue")
 	mu.Lock()
 	defer mu.Unlock()
-	require.Len(t, reported, 2)
-	require.Equal(t, idempotency.InboxState(""), reported[1].State, "the stalled attempt lost its lease and recorded nothing")
+	require.Len(t, reported, 1, "OnResult is called once per attempt: the lease reported this one")
+	require.Len(t, observed, 2, "the stalled attempt's span ends")
+	require.Equal(t, idempotency.InboxState(""), observed[1].State, "the stalled attempt lost its lease and recorded nothing")
 	require.Equal(t, idempotency.InboxDeadLetter, ib.record(t, "evt_lease_expired").State)
 	require.Zero(t, ib.attempts["evt_lease_expired"], "no handler ran")
 }
