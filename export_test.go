@@ -168,3 +168,10 @@ func PgxPruneClaimsPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn) (strin
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return strings.Join(lines, "\n"), err
 }
+
+// RecoveryCheckpoint returns the last event of s's recovery checkpoint
+// name, as a later Recover of it would load it, and whether s holds it.
+func RecoveryCheckpoint(ctx context.Context, s Store, name string) (string, bool, error) {
+	cp, found, err := s.(recoveryBackend).loadCheckpoint(ctx, name)
+	return cp.LastEventID, found, err
+}
