@@ -163,7 +163,11 @@ type RecoverReport struct {
 // Config.StrictAPIVersion) is counted, logged and listed in the report,
 // and the run goes on; the checkpoint stops before it, so that the next
 // run of the checkpoint tries it again (the events after it come out
-// duplicates). The run stops, with the report so far and an error, when
+// duplicates). An event that fails in every run holds the checkpoint
+// there: each run lists it and every event after it again, until its
+// handler succeeds or returns [Skip] for it, and once the checkpoint's
+// last event is older than RecoveryWindow the checkpoint is refused with
+// [ErrRecoveryWindow]. The run stops, with the report so far and an error, when
 // the store cannot be reached ([ErrStoreUnavailable]), a call to the API
 // fails after the client's own retries or answers a page it cannot go on
 // from, such as an empty one with has_more true ([ErrStripeAPI]), or ctx
