@@ -129,7 +129,10 @@ type RecoverReport struct {
 	FailedIDs []string
 	// Requests is how many calls were made to the Events API.
 	Requests int
-	// Resumed reports that the run continued a checkpoint.
+	// Resumed reports that the run continued a checkpoint: it started
+	// after the checkpoint's last event. A run of a checkpoint whose last
+	// event is before Since starts at Since, as a new run, and is not
+	// resumed.
 	Resumed bool
 	// LastEventID is the event up to which every event listed, in this
 	// run or the runs of its checkpoint, was handled: where the checkpoint
@@ -231,6 +234,7 @@ func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts Recov
 		return report, fmt.Errorf("%w: %s is %s, before %s", ErrRecoveryWindow, what,
 			start.UTC().Format(time.RFC3339), oldest.UTC().Format(time.RFC3339))
 	}
+	report.Resumed = r.cursor != ""
 
 	err := r.walk(ctx)
 	if saveErr := r.save(ctx); err == nil {
@@ -342,7 +346,6 @@ func (r *recovery) loadCheckpoint(ctx context.Context) error {
 	r.cp = &stored
 	r.last = listedRef{id: stored.LastEventID, created: stored.LastCreated}
 	r.saved = stored.LastEventID
-	r.report.Resumed = true
 	return nil
 }
 
