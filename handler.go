@@ -36,7 +36,8 @@ type Config struct {
 	Tolerance time.Duration
 
 	// MaxBodyBytes limits the request body; a larger one is answered 413.
-	// Real invoice events exceed 64 KiB. Defaults to 1 MiB.
+	// Real invoice events exceed 64 KiB. Defaults to 1 MiB. It does not
+	// limit the events [Handler.Recover] lists from the Events API.
 	MaxBodyBytes int64
 
 	// Timeout bounds the claim and the handler's transaction. The context

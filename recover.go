@@ -185,6 +185,11 @@ type RecoverReport struct {
 // needed: the run starts at Since). A Since that old is accepted when the
 // checkpoint's last event is within the window.
 //
+// Config.MaxBodyBytes does not limit listed events: it bounds what an
+// unauthenticated sender can make the Handler read, and the Events API's
+// answer comes from Stripe, read whole by client. An event a delivery was
+// refused for as too large (413) is recovered.
+//
 // The Events API renders each event in the API version that was the
 // account's default when the event was created, which may not be the
 // webhook endpoint's: such events are decoded best-effort with one
