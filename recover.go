@@ -108,8 +108,8 @@ type RecoverOptions struct {
 	Now func() time.Time
 
 	// OnPage, when set, is called after each page of events is handled
-	// (and the checkpoint saved), with the totals so far: the place for a
-	// progress bar.
+	// (and the checkpoint saved), with the report so far, its LastEventID
+	// where the checkpoint stands: the place for a progress bar.
 	OnPage func(RecoverReport)
 }
 
@@ -552,6 +552,7 @@ func (r *recovery) handlePage(ctx context.Context, page eventPage) error {
 		return err
 	}
 	if r.opts.OnPage != nil && len(page.events) > 0 {
+		r.report.LastEventID = r.last.id
 		r.opts.OnPage(*r.report)
 	}
 	return nil
