@@ -41,11 +41,13 @@ type Handlers struct {
 type registration struct {
 	objectType string // T, for messages
 	// apply decodes data.object, with the fast decoder when fast is set,
-	// and runs the func.
+	// unless fetched, and runs the func.
 	apply func(ctx context.Context, tx Tx, env *envelope.Envelope, raw []byte, fast bool) error
 	// fetched marks OnCurrent's registrations: their func is given the
 	// object fetched from the API, at the client's API version, never the
-	// payload's data.object, so the payload's API version does not matter.
+	// payload's data.object, so the payload's API version does not matter
+	// and data.object is not decoded: a thin event's data may be any JSON
+	// value.
 	fetched bool
 }
 
@@ -137,6 +139,9 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 			}
 			if env.Created != 0 {
 				ev.Created = time.Unix(env.Created, 0)
+			}
+			if fetched {
+				return fn(ctx, tx, ev)
 			}
 			decode := plainDecode
 			if fast {
