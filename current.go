@@ -32,8 +32,10 @@ type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 // type and code and the request id; stripe-go's *stripe.Error stays
 // reachable with errors.As, and a network or context error with
 // errors.Is. A 404 with Stripe's code resource_missing (no such object)
-// also wraps [ErrObjectNotFound]; any other 404 (Unrecognized request URL)
-// does not, and fails its event as any refusal does.
+// also wraps [ErrObjectNotFound], and so does a v2 method's error answer
+// with that code (stripe-go keeps no status of a v2 answer); any other 404
+// (Unrecognized request URL) does not, and fails its event as any refusal
+// does.
 func Retrieve[T any, P interface {
 	*PT
 	SetStripeAccount(string)
@@ -51,9 +53,13 @@ func Retrieve[T any, P interface {
 		// without it (Unrecognized request URL, from a base URL with a
 		// path of its own) says nothing of the object, and skipping on it
 		// would drop every event for good.
+		// stripe-go keeps no status of a v2 error answer (a
+		// *stripe.V2RawError), only its code.
 		var serr *stripe.Error
+		var v2err *stripe.V2RawError
 		notFound := errors.As(err, &serr) && serr.HTTPStatusCode == http.StatusNotFound &&
-			serr.Code == stripe.ErrorCodeResourceMissing
+			serr.Code == stripe.ErrorCodeResourceMissing ||
+			errors.As(err, &v2err) && v2err.Code == string(stripe.ErrorCodeResourceMissing)
 		if err = apiError("retrieving the object", err); notFound {
 			err = fmt.Errorf("%w: %w", ErrObjectNotFound, err)
 		}
