@@ -43,6 +43,9 @@ type Config struct {
 	// Timeout bounds the claim and the handler's transaction. The context
 	// is detached from the request, so a sender that hangs up does not cut a
 	// transaction short; the timeout does, and the delivery is answered 500.
+	// A thin event notification's fetch of its event (StripeClient) comes
+	// before them, within a Timeout of its own: its answer can take up to
+	// twice Timeout.
 	// Defaults to 10 seconds: Stripe treats a slow answer as a failed
 	// delivery and sends the event again, so answer well before it gives up.
 	Timeout time.Duration
@@ -109,7 +112,8 @@ type Config struct {
 	// notification is verified, the event is fetched from
 	// GET /v2/core/events/{id} (as the notification's context, with
 	// Stripe-Context) within Timeout, and then claimed by its id and applied
-	// or stored like a snapshot event; see [Handler] for what its handler
+	// or stored like a snapshot event, within another Timeout (the answer
+	// takes up to twice Timeout); see [Handler] for what its handler
 	// receives. A fetch that fails answers 503 (network, timeout, 429,
 	// 5xx) or 500 (any other refusal), so Stripe sends the notification
 	// again. A notification of a type with no handler is answered ignored
