@@ -35,7 +35,8 @@ type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 // also wraps [ErrObjectNotFound], and so does a v2 method's error answer
 // with that code (stripe-go keeps no status of a v2 answer); any other 404
 // (Unrecognized request URL) does not, and fails its event as any refusal
-// does.
+// does. It returns when ctx ends, also while stripe-go sleeps before a
+// retry (that sleep does not watch the context).
 func Retrieve[T any, P interface {
 	*PT
 	SetStripeAccount(string)
@@ -45,7 +46,7 @@ func Retrieve[T any, P interface {
 		if account != "" {
 			params.SetStripeAccount(account)
 		}
-		obj, err := retrieve(ctx, id, params)
+		obj, err := withinContext(ctx, func() (T, error) { return retrieve(ctx, id, params) })
 		if err == nil {
 			return obj, nil
 		}

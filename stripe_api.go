@@ -19,6 +19,45 @@ import (
 // Stripe rendered it, never a re-encoding of stripe-go's structs, which
 // would drop the fields stripe-go does not know.
 
+// withinContext returns call's result, or ctx's error as soon as ctx is
+// done, whichever comes first. call is a stripe-go request made on ctx:
+// stripe-go sleeps before each of its retries (MaxNetworkRetries, 2 by
+// default; up to 5 s a sleep) without watching the context, so a request
+// whose context ended would otherwise return only after the sleep. call
+// goes on alone until then, and its next attempt fails on the done
+// context. A panic of call is raised again on the caller's goroutine.
+func withinContext[T any](ctx context.Context, call func() (T, error)) (T, error) {
+	type result struct {
+		v        T
+		err      error
+		panicked bool
+		p        any
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			if r.panicked {
+				r.p = recover()
+			}
+			done <- r
+		}()
+		r.panicked = true
+		r.v, r.err = call()
+		r.panicked = false
+	}()
+	select {
+	case r := <-done:
+		if r.panicked {
+			panic(r.p)
+		}
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
 // rawEventPage is one page of GET /v1/events with its events as sent.
 type rawEventPage struct {
 	stripe.APIResource
@@ -31,9 +70,11 @@ type rawEventPage struct {
 func listEvents(ctx context.Context, c *stripe.Client, params *stripe.EventListParams) (*rawEventPage, error) {
 	values := &form.Values{}
 	form.AppendTo(values, params)
-	page := &rawEventPage{}
-	err := c.V1Events.B.CallRaw(http.MethodGet, "/v1/events", c.V1Events.Key, []byte(values.Encode()),
-		&stripe.Params{Context: ctx}, page)
+	page, err := withinContext(ctx, func() (*rawEventPage, error) {
+		page := &rawEventPage{}
+		return page, c.V1Events.B.CallRaw(http.MethodGet, "/v1/events", c.V1Events.Key, []byte(values.Encode()),
+			&stripe.Params{Context: ctx}, page)
+	})
 	if err != nil {
 		return nil, apiError("listing events", err)
 	}
@@ -53,8 +94,11 @@ func retrieveV2Event(ctx context.Context, c *stripe.Client, id, stripeContext st
 	if stripeContext != "" {
 		params.SetStripeContext(stripeContext)
 	}
-	var res stripe.APIResource
-	if err := c.V2CoreEvents.B.Call(http.MethodGet, stripe.FormatURLPath("/v2/core/events/%s", id), c.V2CoreEvents.Key, params, &res); err != nil {
+	res, err := withinContext(ctx, func() (*stripe.APIResource, error) {
+		var res stripe.APIResource
+		return &res, c.V2CoreEvents.B.Call(http.MethodGet, stripe.FormatURLPath("/v2/core/events/%s", id), c.V2CoreEvents.Key, params, &res)
+	})
+	if err != nil {
 		return nil, apiError("retrieving the v2 event", err)
 	}
 	if res.LastResponse == nil {
