@@ -221,13 +221,13 @@ func (e *stripeAPIError) Unwrap() []error {
 }
 
 // transientAPIError reports a failed request that a later one may not
-// meet: no answer (the network, a timeout), a rate limit (429), a failure
-// of Stripe's own (5xx; for a v2 answer, whose status stripe-go drops, an
-// api_error), or an answer stripe-go could not read (an HTML error page of
-// a proxy, most likely).
+// meet: no answer (the network, a timeout), a rate limit (429; for a v2
+// answer, whose status stripe-go drops, the type rate_limit), a failure of
+// Stripe's own (5xx; for a v2 answer, an api_error), or an answer
+// stripe-go could not read (an HTML error page of a proxy, most likely).
 func transientAPIError(err error) bool {
 	var e *stripeAPIError
 	return errors.As(err, &e) && (e.cause != nil || e.unreadable ||
 		e.status == http.StatusTooManyRequests || e.status >= 500 ||
-		e.typ == string(stripe.ErrorTypeAPI) || e.typ == "rate_limit_error" || e.code == "rate_limit")
+		e.typ == string(stripe.ErrorTypeAPI) || e.typ == "rate_limit_error" || e.typ == "rate_limit" || e.code == "rate_limit")
 }
