@@ -27,3 +27,26 @@ func TestLocalFetchesForgetsOldFetches(t *testing.T) {
 		t.Fatal("the fresh fetch is remembered")
 	}
 }
+
+// TestLocalFetchesKeepsTheLatestFetch: a fetch that started later replaces
+// the one remembered, and one that started earlier (committed after it)
+// does not: a delivery that arrived between the two is covered.
+func TestLocalFetchesKeepsTheLatestFetch(t *testing.T) {
+	t.Parallel()
+	l := localFetches{started: map[localObject]time.Time{}}
+	obj := localObject{id: "sub_1"}
+	first := time.Now()
+	arrived, second := first.Add(time.Millisecond), first.Add(2*time.Millisecond)
+	l.record(obj, first)
+	l.record(obj, second)
+	if !l.covers(obj, arrived) {
+		t.Fatal("a fetch that started after the delivery arrived covers it")
+	}
+	l.record(obj, first)
+	if !l.covers(obj, arrived) {
+		t.Fatal("an earlier fetch committed later does not replace a later one")
+	}
+	if l.covers(obj, second) {
+		t.Fatal("a fetch that started as the delivery arrived does not cover it")
+	}
+}
