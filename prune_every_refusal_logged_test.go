@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"testing"
 	"time"
@@ -29,7 +30,11 @@ func TestPruneEveryRefusalLogged(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var log bytes.Buffer
 			logger := slog.New(slog.NewTextHandler(&log, nil))
-			err := idempotency.PruneEvery(t.Context(), idempotency.NewMemoryStore(), c.r, c.interval, logger)
+			// Bounded: a loop that ran instead of refusing fails here
+			// rather than running until the suite's timeout.
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			err := idempotency.PruneEvery(ctx, idempotency.NewMemoryStore(), c.r, c.interval, logger)
 			require.ErrorContains(t, err, c.want)
 			require.Contains(t, log.String(), "level=ERROR", "the refusal reaches the logger")
 			require.Contains(t, log.String(), c.want)

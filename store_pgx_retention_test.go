@@ -31,8 +31,12 @@ func TestPgxPruneLeavesWorkToRunningPrune(t *testing.T) {
 	require.NoError(t, other.QueryRow(t.Context(), `SELECT pg_try_advisory_xact_lock(hashtextextended('idempotency.prune:' || $1, 0))`, b.db.Schema).Scan(&got))
 	require.True(t, got)
 
-	rep, err := b.store.Prune(t.Context(), later)
-	require.ErrorIs(t, err, idempotency.ErrPruneRunning)
+	// A first batch that waited for the lock would wait for the test's
+	// rollback below: bounded, it fails here instead of hanging the suite.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	rep, err := b.store.Prune(ctx, later)
+	require.ErrorIs(t, err, idempotency.ErrPruneRunning, "the first batch does not wait for the running prune")
 	require.Zero(t, rep.Total())
 	_, found, err := b.store.LookupEvent(t.Context(), "evt_old")
 	require.NoError(t, err)
@@ -114,8 +118,12 @@ func TestPruneEvery(t *testing.T) {
 	require.NoError(t, err)
 	r := idempotency.Retention{Now: func() time.Time { return time.Now().Add(46 * 24 * time.Hour) }}
 
-	require.ErrorContains(t, idempotency.PruneEvery(t.Context(), s, r, time.Second, nil), "under a minute")
-	require.ErrorContains(t, idempotency.PruneEvery(t.Context(), s, idempotency.Retention{EventIDs: time.Hour}, time.Hour, nil), "Retention.EventIDs")
+	// A refusal returns at once; a loop that ran instead would run until
+	// its context is done: bounded, it fails here instead of hanging.
+	refused, cancelRefused := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancelRefused()
+	require.ErrorContains(t, idempotency.PruneEvery(refused, s, r, time.Second, nil), "under a minute")
+	require.ErrorContains(t, idempotency.PruneEvery(refused, s, idempotency.Retention{EventIDs: time.Hour}, time.Hour, nil), "Retention.EventIDs")
 	_, found, err := s.LookupEvent(t.Context(), "evt_old")
 	require.NoError(t, err)
 	require.True(t, found, "nothing pruned by a refused loop")
