@@ -88,6 +88,8 @@ type Retention struct {
 	// a quiet time.
 	Pause time.Duration
 	// Now is the clock the windows are measured on. Defaults to time.Now.
+	// A time outside the years 1 to 9999 (a fake clock set wrong) is
+	// refused with [ErrInvalidKey], naming it, and nothing is deleted.
 	Now func() time.Time
 	// OnBatch, when set, is called after each committed batch with the
 	// totals so far: the place for a progress bar.
@@ -165,8 +167,15 @@ type pruneCutoffs struct {
 	eventIDs, payloads, deadLetters, deadTasks, guards, tasks time.Time
 }
 
-func (r *Retention) cutoffs() pruneCutoffs {
+// cutoffs refuses a clock outside the years 1 to 9999, as the inbox's is
+// refused: PostgreSQL cannot hold a cutoff past the year 294276, pgx sends
+// one past about the year 294000 as a time of another century, and
+// MemoryStore would compare with it and delete everything.
+func (r *Retention) cutoffs() (pruneCutoffs, error) {
 	now := r.Now()
+	if err := checkStoredTime("Retention.Now", now); err != nil {
+		return pruneCutoffs{}, fmt.Errorf("idempotency: prune: %w", err)
+	}
 	// A dead-lettered task is its key's record, as a finished one is: it
 	// is kept the keys' window (Tasks when longer), which outlasts the
 	// dead letters'.
@@ -183,7 +192,7 @@ func (r *Retention) cutoffs() pruneCutoffs {
 	if r.Tasks > 0 {
 		c.tasks = now.Add(-r.Tasks)
 	}
-	return c
+	return c, nil
 }
 
 // PruneReport counts the rows a prune deleted.

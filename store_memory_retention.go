@@ -16,6 +16,10 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 	if err := r.check(); err != nil {
 		return rep, err
 	}
+	c, err := r.cutoffs()
+	if err != nil {
+		return rep, err
+	}
 	// inbox deletes the finished rows of kinds in states.
 	inbox := func(kinds []InboxKind, states ...InboxState) pruneDeleter {
 		return func(_ context.Context, n int, cutoff time.Time) (int, error) {
@@ -36,7 +40,7 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 			return s.pruneBatch(n, func() int { return del(n, cutoff) }), nil
 		}
 	}
-	steps := pruneSteps(&rep, r.cutoffs(), pruneDeleters{
+	steps := pruneSteps(&rep, c, pruneDeleters{
 		eventIDs: older(func(n int, cutoff time.Time) int {
 			return deleteWhere(s.events, n, func(e EventRecord) bool {
 				return e.ProcessedAt.Before(cutoff) && !s.inboxAwaits(e.EventID)

@@ -110,7 +110,10 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 	if err := r.check(); err != nil {
 		return rep, err
 	}
-	c := r.cutoffs()
+	c, err := r.cutoffs()
+	if err != nil {
+		return rep, err
+	}
 	first := true
 	// batch runs do, which deletes at most r.BatchSize rows, in a
 	// transaction under the prune lock.
@@ -184,7 +187,7 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 		guards:      byKey(s.retention.guards),
 		order:       byKey(s.retention.order),
 	})
-	err := runPrune(ctx, &r, &rep, steps)
+	err = runPrune(ctx, &r, &rep, steps)
 	switch {
 	case err == nil:
 		return rep, nil
