@@ -214,8 +214,13 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 // it forget the event that attempt has just applied. A finished event's
 // row that a prune batch or a redrive holds for a moment is waited for:
 // once pruned, the rest is forgotten; moved back to pending, or attempted
-// again meanwhile, it is refused with ErrUnfinished. A task's id is
-// refused with [ErrForgetTask]. This process forgets
+// again meanwhile, it is refused with ErrUnfinished. A first delivery
+// that a [Handler] (not the inbox) is applying as Forget runs is not
+// seen: its claim is not committed yet, so Forget neither waits for it
+// nor refuses it, and reports false when nothing else made the event
+// known; once that delivery commits the event is known. Forget again
+// after it was answered. A task's id is refused with [ErrForgetTask].
+// This process forgets
 // the id at once, and inbox workers always ask the database; but a
 // delivery that reaches another replica may be answered duplicate from its
 // memory of recent ids for up to PgxConfig.RecentClaimsTTL (1 minute by
