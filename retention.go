@@ -43,6 +43,11 @@ import (
 //     about the same key may come up to EventIDs after the key was written
 //     (Stripe's retries, a recovery), fail until it is dead-lettered, and
 //     wait DeadLetters for a redrive, and it must still find the key taken.
+//     Its attempts before it is dead-lettered (6.5 days with the inbox's
+//     defaults) are in no window: whatever the windows, a guard, a
+//     CheckOrder key or a task written less than EventIDs before the
+//     oldest event still to be applied or dead-lettered in the inbox was
+//     received is kept while that event is there.
 //     A dead-lettered task is its key's record too: it is kept for that
 //     window (or Tasks, when longer) after it was dead-lettered, even
 //     when DeadLetters is shorter.
@@ -69,11 +74,13 @@ type Retention struct {
 	// claimed, and CheckOrder's keys after the created time of the newest
 	// event recorded for them. Zero keeps them; otherwise it may not be
 	// shorter than EventIDs plus DeadLetters (135 days with the defaults).
+	// Those an event awaiting in the inbox may find are kept longer (see
+	// above).
 	Guards time.Duration
 	// Tasks is how long finished tasks (processed, skipped) are kept after
 	// they finished: while a task's row is there, enqueueing its key again
 	// does nothing. Zero keeps them; otherwise it may not be shorter than
-	// EventIDs plus DeadLetters.
+	// EventIDs plus DeadLetters; kept longer as guards are.
 	Tasks time.Duration
 
 	// BatchSize is how many rows one transaction deletes, so that a prune
@@ -193,6 +200,25 @@ func (r *Retention) cutoffs() (pruneCutoffs, error) {
 		c.tasks = now.Add(-r.Tasks)
 	}
 	return c, nil
+}
+
+// keepKeysOf moves the cutoffs of guards, CheckOrder's keys and tasks back
+// so that they keep every key an event still awaiting in the inbox may
+// find: one written less than eventIDs before oldest, when the oldest of
+// those events (still to be applied, or dead-lettered) was received. Their
+// windows count from the key, the dead letters' from when the event was
+// dead-lettered: the attempts between (6.5 days with the inbox's
+// defaults, any time with its settings) are in neither.
+func (c *pruneCutoffs) keepKeysOf(oldest time.Time, eventIDs time.Duration) {
+	if oldest.IsZero() {
+		return
+	}
+	bound := oldest.Add(-eventIDs)
+	for _, t := range []*time.Time{&c.guards, &c.tasks, &c.deadTasks} {
+		if !t.IsZero() && bound.Before(*t) {
+			*t = bound
+		}
+	}
 }
 
 // PruneReport counts the rows a prune deleted.

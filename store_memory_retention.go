@@ -20,6 +20,7 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 	if err != nil {
 		return rep, err
 	}
+	c.keepKeysOf(s.oldestAwaiting(), r.EventIDs)
 	// inbox deletes the finished rows of kinds in states.
 	inbox := func(kinds []InboxKind, states ...InboxState) pruneDeleter {
 		return func(_ context.Context, n int, cutoff time.Time) (int, error) {
@@ -70,6 +71,20 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 func (s *MemoryStore) inboxAwaits(eventID string) bool {
 	r, ok := s.inbox[eventID]
 	return ok && r.Kind == KindEvent && (!r.State.Final() || r.State == InboxDeadLetter)
+}
+
+// oldestAwaiting is when the oldest event still awaiting in the inbox
+// (inboxAwaits) was received, or the zero time when there is none.
+func (s *MemoryStore) oldestAwaiting() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var oldest time.Time
+	for id, r := range s.inbox {
+		if s.inboxAwaits(id) && (oldest.IsZero() || r.ReceivedAt.Before(oldest)) {
+			oldest = r.ReceivedAt
+		}
+	}
+	return oldest
 }
 
 // pruneBatch runs del, which deletes at most n rows, under s.mu.

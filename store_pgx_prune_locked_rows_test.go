@@ -23,16 +23,18 @@ func TestPgxPrunePassesOverLockedRowsOfEveryKind(t *testing.T) {
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	ctx := t.Context()
 	table := func(name string) string { return pgx.Identifier{b.db.Schema, name}.Sanitize() }
-	old := `now() - interval '400 days'`
+	// Keys are older than the dead letters' receipt by more than the ids'
+	// window: an event still awaiting keeps the keys it may find.
+	old, older := `now() - interval '400 days'`, `now() - interval '1000 days'`
 	for _, sql := range []string{
 		`INSERT INTO ` + table("idempotency_events") + ` (event_id, event_type, outcome, received_at, processed_at)
 SELECT 'evt_' || h, 'invoice.paid', 'processed', ` + old + `, ` + old + ` FROM unnest(ARRAY['free', 'held']) AS h`,
 		`INSERT INTO ` + table("idempotency_inbox") + ` (event_id, kind, event_type, created, payload, state, received_at, finished_at)
-SELECT p || h, k, 'invoice.paid', ` + old + `, '\x7b7d', st, ` + old + `, ` + old + `
+SELECT p || h, k, 'invoice.paid', ` + old + `, '\x7b7d', st, ` + old + `, CASE k WHEN 'task' THEN ` + older + ` ELSE ` + old + ` END
 FROM unnest(ARRAY['evi_', 'evd_', 'task:p:', 'task:d:'], ARRAY['event', 'event', 'task', 'task'], ARRAY['processed', 'dead_letter', 'processed', 'dead_letter']) AS x(p, k, st),
      unnest(ARRAY['free', 'held']) AS h`,
-		`INSERT INTO ` + table("idempotency_guards") + ` (scope, key, event_id, claimed_at) SELECT 's', h, 'evt_' || h, ` + old + ` FROM unnest(ARRAY['free', 'held']) AS h`,
-		`INSERT INTO ` + table("idempotency_order") + ` (scope, key, created, event_id) SELECT 's', h, ` + old + `, 'evt_' || h FROM unnest(ARRAY['free', 'held']) AS h`,
+		`INSERT INTO ` + table("idempotency_guards") + ` (scope, key, event_id, claimed_at) SELECT 's', h, 'evt_' || h, ` + older + ` FROM unnest(ARRAY['free', 'held']) AS h`,
+		`INSERT INTO ` + table("idempotency_order") + ` (scope, key, created, event_id) SELECT 's', h, ` + older + `, 'evt_' || h FROM unnest(ARRAY['free', 'held']) AS h`,
 		`INSERT INTO ` + table("idempotency_objects") + ` (scope, object_id, fetch_seq, fetched_at) SELECT 's', h, 1, ` + old + ` FROM unnest(ARRAY['free', 'held']) AS h`,
 	} {
 		_, err := b.db.Pool.Exec(ctx, sql)

@@ -17,6 +17,7 @@ type pgxRetentionSQL struct {
 	eventIDs, events, deadLetters, tasks string
 	deadTasks                            string
 	guards, order, objects               string
+	oldestAwaiting                       string
 	inboxState, inboxLock, forgetInbox   string
 	forgetEvent, forgetGuards, payload   string
 }
@@ -61,6 +62,9 @@ WHERE e.processed_at < $1 AND NOT coalesce((SELECT i.kind = 'event' AND i.state 
     FROM ` + inbox + ` AS i WHERE i.event_id = e.event_id), false)
 LIMIT $2 FOR UPDATE OF e SKIP LOCKED)
 RETURNING event_id`,
+		// The oldest event still awaiting, whose keys stay (keepKeysOf).
+		oldestAwaiting: `SELECT min(received_at) FROM ` + inbox + `
+WHERE kind = 'event' AND state IN ('pending', 'processing', 'failed', 'dead_letter')`,
 		events:      deleteInbox(`kind = 'event' AND state IN ('processed', 'skipped', 'ignored')`),
 		tasks:       deleteInbox(`kind = 'task' AND state IN ('processed', 'skipped')`),
 		deadLetters: deleteInbox(`kind = 'event' AND state = 'dead_letter'`),
@@ -114,6 +118,11 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 	if err != nil {
 		return rep, err
 	}
+	var oldest pgtype.Timestamptz
+	if _, err := s.queryRow(ctx, s.retention.oldestAwaiting, nil, &oldest); err != nil {
+		return rep, fmt.Errorf("idempotency: prune: %w", err)
+	}
+	c.keepKeysOf(oldest.Time, r.EventIDs)
 	first := true
 	// batch runs do, which deletes at most r.BatchSize rows, in a
 	// transaction under the prune lock.
