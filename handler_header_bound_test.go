@@ -97,10 +97,20 @@ func TestHandlerClaimedContentLengthIsNotPreallocated(t *testing.T) {
 		defer close(done)
 		h.ServeHTTP(rec, req)
 	}()
-	<-body.stalled
+	select {
+	case <-body.stalled:
+	case <-done:
+		t.Fatalf("answered %d before reading the body's second part", rec.Code)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not read the body")
+	}
 	runtime.ReadMemStats(&during)
 	close(body.release)
-	<-done
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not answer once the body failed")
+	}
 	require.Equal(t, 400, rec.Code)
 	held := during.TotalAlloc - before.TotalAlloc
 	require.Less(t, held, uint64(idempotency.DefaultMaxBodyBytes/4), "bytes allocated while %d of a claimed %d arrived", 6, idempotency.DefaultMaxBodyBytes)
