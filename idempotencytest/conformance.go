@@ -129,6 +129,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"ReceivedAtZeroIsTheClaim", testReceivedAtZeroIsTheClaim},
 		{"CancelledContextRunsNothing", testCancelledContextRunsNothing},
 		{"EarlyGuardOtherKeyIsGuardedApart", testEarlyGuardOtherKey},
+		{"EarlyGuardOtherScopeIsGuardedApart", testEarlyGuardOtherScope},
 		{"WaiterSeesHolderAfterCommitWrites", func(t *testing.T, b StoreBackend) { testWaiterSeesAfterCommitWrites(t, b, false) }},
 		{"CopySeesHolderAfterCommitWrites", func(t *testing.T, b StoreBackend) { testWaiterSeesAfterCommitWrites(t, b, true) }},
 		{"ListEvents", testListEvents},
