@@ -930,7 +930,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 	res := Result{EventID: row.EventID, EventType: row.EventType, ObjectID: row.ObjectID, Attempt: row.Attempt}
 	defer func() {
 		res.Duration = time.Since(start)
-		report(ctx, in.log, in.onResult(&row), done, &res)
+		in.reportEnd(ctx, &row, done, &res)
 	}()
 	env, err := row.parsed()
 	if err != nil { // verified and parsed at ingest: the stored bytes changed
@@ -963,16 +963,24 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 	return false
 }
 
-// onResult is InboxConfig.OnResult for the attempt at row, or nil when the
-// attempt must not be reported to it: its lease was lost at the last
-// attempt, so the lease that took it over dead-lettered it and reported
-// that attempt's end already (reportLeaseExpired), with ErrLeaseExpired.
-// OnResult is called once per attempt; the worker's own end is logged.
-func (in *Inbox) onResult(row *inboxRow) func(Result) {
+// reportEnd reports the end of the attempt at row: logged, to OnResult
+// and to the Observer's done. An attempt whose lease was lost at the last
+// attempt was reported already, by the lease that took it over and
+// dead-lettered it (reportLeaseExpired): its end is logged and ends its
+// Observer span, with no State and Err wrapping ErrLeaseExpired, so that
+// a metric counts that attempt once; OnResult, called once per attempt,
+// is not called again.
+func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result), res *Result) {
+	onResult := in.cfg.OnResult
 	if row.leaseLost && row.Attempt >= in.cfg.MaxAttempts {
-		return nil
+		onResult, res.State = nil, ""
+		lost := fmt.Errorf("%w after attempt %d", ErrLeaseExpired, row.Attempt)
+		if res.Err != nil {
+			lost = fmt.Errorf("%w: %w", lost, res.Err)
+		}
+		res.Err = lost
 	}
-	return in.cfg.OnResult
+	report(ctx, in.log, onResult, done, res)
 }
 
 // settled is st when err, the error of recording an attempt's end as st,

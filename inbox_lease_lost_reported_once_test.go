@@ -19,7 +19,8 @@ import (
 // When the hung worker returns, its write is fenced off, and its end must
 // not be reported to OnResult a second time: OnResult is called once per
 // attempt, and a metric counting its calls counted that attempt twice.
-// The worker's end is still logged. Both stores, on a fake clock.
+// The worker's end is still logged, and ends its Observer span marked as
+// counted (ErrLeaseExpired, no state). Both stores, on a fake clock.
 func TestInboxHungLastAttemptReportedOnce(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []string{"event", "task"} {
@@ -38,10 +39,14 @@ func TestInboxHungLastAttemptReportedOnce(t *testing.T) {
 					}
 					return errors.New("the event's handler fails") // returns late, too
 				})
-				var rs misuseResults
+				var rs, observed misuseResults
+				obs := &idempotency.Observer{Attempt: func(ctx context.Context, _ idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
+					return ctx, observed.add
+				}}
 				log, buf := testLogger()
 				inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
 					Now: clock.Now, MaxAttempts: 1, Lease: time.Minute, Timeout: 10 * time.Second, Logger: log, OnResult: rs.add,
+					Observer: obs,
 				})
 				require.NoError(t, err)
 				id := "evt_hung"
@@ -78,6 +83,15 @@ func TestInboxHungLastAttemptReportedOnce(t *testing.T) {
 				rs.mu.Unlock()
 				require.Equal(t, 1, reported, "attempt 1 of %s reported to OnResult %d times", id, reported)
 				require.Contains(t, buf.String(), "lease lost to a newer attempt", "the hung worker's end is logged")
+				// The Observer's done ends the hung attempt's span, marked as
+				// counted by the lease: no state, Err wrapping ErrLeaseExpired.
+				observed.mu.Lock()
+				require.Len(t, observed.all, 2, "the lease's report and the hung worker's end")
+				back := observed.all[1]
+				observed.mu.Unlock()
+				require.Equal(t, 1, back.Attempt)
+				require.Empty(t, back.State, "its end was not recorded")
+				require.ErrorIs(t, back.Err, idempotency.ErrLeaseExpired)
 				rec, _, err = inbox.Lookup(t.Context(), id)
 				require.NoError(t, err)
 				require.Equal(t, idempotency.InboxDeadLetter, rec.State, "the fence kept its write out")

@@ -44,9 +44,10 @@ type Observer struct {
 	// the last attempt: the lease that dead-letters the event reports
 	// that attempt's end, and done follows at once, with ErrLeaseExpired.
 	// Nothing runs in between, and link is "". A worker that hung and
-	// returns after it still gets its own done, with State empty (its end
-	// was not recorded), so that its span ends; OnResult is not called
-	// for it a second time.
+	// returns after it still gets its own done, so that its span ends,
+	// with State empty (its end was not recorded) and Err wrapping
+	// ErrLeaseExpired: that attempt was counted already, by the lease's
+	// report; OnResult is not called for it a second time.
 	Attempt func(ctx context.Context, rec InboxRecord, link string) (_ context.Context, done func(Result))
 
 	// Fetch is called after each fetch of an object's current state from

@@ -275,7 +275,7 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 	res := Result{EventID: row.EventID, EventType: row.EventType, Attempt: row.Attempt, Kind: KindTask}
 	defer func() {
 		res.Duration = time.Since(start)
-		report(ctx, in.log, in.onResult(row), done, &res)
+		in.reportEnd(ctx, row, done, &res)
 	}()
 	reg, ok := in.tasks[row.EventType]
 	if !ok {

@@ -94,6 +94,7 @@ func testInboxLeaseExpiredReported(t *testing.T, b StoreBackend) {
 	require.Len(t, reported, 1, "OnResult is called once per attempt: the lease reported this one")
 	require.Len(t, observed, 2, "the stalled attempt's span ends")
 	require.Equal(t, idempotency.InboxState(""), observed[1].State, "the stalled attempt lost its lease and recorded nothing")
+	require.ErrorIs(t, observed[1].Err, idempotency.ErrLeaseExpired, "so that a metric counts the attempt once, by the lease's report")
 	require.Equal(t, idempotency.InboxDeadLetter, ib.record(t, "evt_lease_expired").State)
 	require.Zero(t, ib.attempts["evt_lease_expired"], "no handler ran")
 }

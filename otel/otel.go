@@ -29,6 +29,10 @@
 //	idempotency.inbox.depth               gauge       kind, state; rows in the inbox (ObserveInbox)
 //	idempotency.inbox.oldest_pending_age  gauge       seconds since the oldest row still to apply was received, 0 when none (ObserveInbox)
 //
+// An attempt whose worker hung past its lease at the last attempt is
+// counted once, by the lease that dead-lettered its event, not again when
+// the worker comes back (its span ends then).
+//
 // Spans: "stripe webhook" (server) per request to a Handler;
 // "stripe webhook attempt" or "idempotency task" (consumer) per inbox
 // attempt, a new trace linked to the span of the delivery that stored the
@@ -303,8 +307,13 @@ func (t *Telemetry) attempt(ctx context.Context, rec idempotency.InboxRecord, st
 	ctx, span := t.tracer.Start(ctx, name, opts...)
 	return ctx, func(res idempotency.Result) {
 		outcome, kind := outcomeKey.String(string(res.Outcome)), kindKey.String(kindOf(res.Kind))
-		t.attempts.Add(ctx, 1, metric.WithAttributes(outcome, kind, stateKey.String(string(res.State))))
-		t.attemptDuration.Record(ctx, res.Duration.Seconds(), metric.WithAttributes(outcome, kind))
+		// A worker that hung past its lease at the last attempt and came
+		// back: the lease that dead-lettered its event counted that attempt.
+		counted := res.State == "" && errors.Is(res.Err, idempotency.ErrLeaseExpired)
+		if !counted {
+			t.attempts.Add(ctx, 1, metric.WithAttributes(outcome, kind, stateKey.String(string(res.State))))
+			t.attemptDuration.Record(ctx, res.Duration.Seconds(), metric.WithAttributes(outcome, kind))
+		}
 		if res.State == idempotency.InboxDeadLetter {
 			t.deadLetters.Add(ctx, 1, metric.WithAttributes(kind))
 		}
