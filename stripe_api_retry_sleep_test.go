@@ -35,7 +35,7 @@ func (t ctxTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err := r.Context().Err(); err != nil {
 		return nil, err
 	}
-	return handlerTransport{t.h}.RoundTrip(r)
+	return handlerTransport(t).RoundTrip(r)
 }
 
 // retryingClient is a client of h with stripe-go's default retries.

@@ -51,7 +51,7 @@ func TestThinEventOnCurrentDataNotObject(t *testing.T) {
 
 				// In inbox mode, the workers apply it as well.
 				const id = "evt_thin_data_inbox"
-				notification, event = thinEvent(id)
+				notification, _ = thinEvent(id)
 				f.v2[id] = []byte(strings.Replace(string(f.v2["evt_thin_data"]), "evt_thin_data", id, 1))
 				in, ih := app.inbox(t, f.serve(t))
 				require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(ih, notification, testSecret).Outcome)
