@@ -107,7 +107,7 @@ func TestRunbook(t *testing.T) {
 	} {
 		run(line)
 	}
-	run("idemctl show evt_1Nq... # -payload to see the body", "show", "-payload", "evt_pending_1")
+	run("idemctl show evt_1Nq... # show -payload evt_1Nq... to see the body", "show", "-payload", "evt_pending_1")
 	require.Contains(t, doc, "STRIPE_SECRET_KEY=rk_... go run github.com/seed-a84bb619/idempotency/cmd/idemctl recover -since 3d -types invoice.paid,invoice.payment_succeeded -checkpoint ops")
 	run("idemctl recover -since 3d -types invoice.paid,invoice.payment_succeeded -checkpoint ops",
 		"recover", "-since", "3d", "-types", "invoice.paid,invoice.payment_succeeded", "-checkpoint", "ops", "-api-base", srv.URL)
