@@ -27,9 +27,11 @@ import (
 type EventFunc[T any] func(ctx context.Context, tx Tx, ev Event[T]) error
 
 // Handlers is the registry of event handlers and actions. Build it at
-// start-up with [On] and [NewAction], then pass it to [NewHandler], which
-// takes a snapshot: registrations made afterwards do not affect that
-// handler. It is not safe for concurrent registration.
+// start-up with [On] and [NewAction], then pass it to [NewHandler] or
+// [NewInbox], which take a snapshot: registrations made afterwards do not
+// affect that handler, nor that inbox's Handler and workers (its Handler
+// answers an event type registered after NewInbox ignored). It is not
+// safe for concurrent registration.
 type Handlers struct {
 	byType  map[string]registration
 	actions []ActionInfo

@@ -1,0 +1,37 @@
+package idempotency_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// NewInbox takes a snapshot of the Handlers, as the Handlers godoc and the
+// README say: an event type registered after it is answered ignored by the
+// inbox's Handler, even one made after the registration, and nothing is
+// stored.
+func TestInboxHandlersSnapshotAtNewInbox(t *testing.T) {
+	t.Parallel()
+	hs := idempotency.NewHandlers()
+	in, err := idempotency.NewInbox(idempotency.NewMemoryStore(), hs, idempotency.InboxConfig{Logger: discardLogger()})
+	require.NoError(t, err)
+	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
+		t.Error("a handler registered after NewInbox ran")
+		return nil
+	})
+	h, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	a := idempotencytest.Deliver(h, invoicePayload(t, "evt_late", "in_late", "acct_1"), testSecret)
+	require.Equal(t, idempotency.OutcomeIgnored, a.Outcome)
+	_, found, err := in.Lookup(t.Context(), "evt_late")
+	require.NoError(t, err)
+	require.False(t, found)
+	n, err := in.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
