@@ -292,7 +292,9 @@ func (e *PermanentError) Unwrap() error { return e.Err }
 // Permanent tells the inbox that a task can never succeed (the provider
 // refused the request for good: an invalid address, an account closed):
 // returned from a [TaskFunc], wrapped or not, it dead-letters the task at
-// once instead of retrying it. [Inbox.Redrive] runs it again.
+// once instead of retrying it. [Inbox.Redrive] runs it again. Returned from
+// an event handler it is an ordinary error: the Handler answers 500, the
+// inbox retries the event with its backoff; [Skip] is what ends an event.
 func Permanent(err error) error {
 	if err == nil {
 		err = errors.New("no reason given")
@@ -312,7 +314,9 @@ func (e *SnoozeError) Error() string { return fmt.Sprintf("idempotency: snoozed 
 // LastError still the error of the attempt before (a snooze is not a
 // success), if one failed: with 0, Run
 // takes it again as soon as a worker is free, and [Inbox.WorkDue] runs it
-// once per call.
+// once per call. Returned from an event handler it is an ordinary error,
+// as [Permanent] is: the attempt counts, and the event is due again after
+// the backoff, not after d.
 func Snooze(d time.Duration) error {
 	return &SnoozeError{After: max(d, 0)}
 }
