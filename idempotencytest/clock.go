@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// Clock is a fake clock for idempotency.InboxConfig.Now: it stands still
-// until the test advances it, so that a test reaches an inbox retry or a
-// lease expiry without sleeping. It is safe for concurrent use.
+// Clock is a fake clock for idempotency.InboxConfig.Now (and, for a
+// synchronous Handler whose tasks the inbox runs, Config.Now): it stands
+// still until the test advances it, so that a test reaches an inbox retry
+// or a lease expiry without sleeping. It is safe for concurrent use.
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time

@@ -3,12 +3,16 @@
 // It lives apart from package idempotency so that production binaries never
 // link it.
 //
-// It has three parts:
+// It has four parts:
 //
 //   - Deliveries: [SignatureHeader], [NewSignedRequest] and friends sign a
 //     payload as Stripe does; [Deliver] sends it once to a handler and
 //     [Replay] sends n copies at once, as Stripe's retries and duplicates
 //     might, and both return the [Answer]s.
+//   - A fake clock: [NewClock] gives a [Clock] to set as
+//     idempotency.InboxConfig.Now (and Config.Now), advanced by the test, so
+//     that Inbox.WorkDue reaches a retry's backoff or a lease's expiry
+//     without sleeping.
 //   - A throwaway PostgreSQL: [Postgres] gives a test its own empty schema
 //     on a real server, and [Database.NewStore] a migrated PgxStore in it.
 //   - The store conformance suite: [RunStoreTests] checks that an
