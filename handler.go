@@ -182,11 +182,13 @@ const (
 //	400 missing, malformed or wrong signature,
 //	    timestamp outside Config.Tolerance          {"error":"invalid_signature"}
 //	400 not a Stripe event; an id, type, object id,
-//	    account or API version with a NUL byte or
-//	    invalid UTF-8, or created outside the years
-//	    1 to 9999; thin event without
-//	    Config.StripeClient; API version rejected
-//	    by Config.StrictAPIVersion                  {"error":"invalid_event"}
+//	    account or API version with a NUL byte,
+//	    invalid UTF-8 or an unpaired surrogate
+//	    escape; an id or object id over 1024 bytes;
+//	    created outside the years 1 to 9999; thin
+//	    event without Config.StripeClient; API
+//	    version rejected by
+//	    Config.StrictAPIVersion                     {"error":"invalid_event"}
 //	200 handler ran and committed                   {"outcome":"processed"}
 //	200 processed or skipped before                 {"outcome":"duplicate"}
 //	200 no handler for the type                     {"outcome":"ignored"}
