@@ -112,7 +112,7 @@ func (a *Action[A]) Name() string { return a.name }
 // can return it and roll everything back.
 func (a *Action[A]) Do(ctx context.Context, tx Tx, key string, arg A) (ran bool, err error) {
 	if len(a.owners) > 0 && !slices.Contains(a.owners, tx.EventType()) {
-		return false, fmt.Errorf("%w: action %q is owned by %s, called from a %s event",
+		return false, fmt.Errorf("%w: action %q is owned by %s, called from an event of type %s",
 			ErrNotOwner, a.name, strings.Join(a.owners, ", "), tx.EventType())
 	}
 	first, err := tx.Guard(ctx, actionScope(a.name), key)

@@ -27,7 +27,9 @@ func TestActionWithOneOwnerRefusesOthers(t *testing.T) {
 		})
 		return err
 	}
-	require.ErrorIs(t, do("evt_one_owner_other", "customer.updated"), idempotency.ErrNotOwner)
+	err := do("evt_one_owner_other", "customer.updated")
+	require.ErrorIs(t, err, idempotency.ErrNotOwner)
+	require.ErrorContains(t, err, `action "welcome" is owned by customer.created, called from an event of type customer.updated`)
 	require.Zero(t, ran)
 	require.NoError(t, do("evt_one_owner", "customer.created"))
 	require.Equal(t, 1, ran)
