@@ -4,8 +4,10 @@ import (
 	"context"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // LiveInboxes returns how many inboxes built on hs are still in use: those
@@ -167,6 +169,23 @@ func PgxPruneClaimsPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn) (strin
 	}
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return strings.Join(lines, "\n"), err
+}
+
+// PgxOldestAwaitingPlan runs Prune's query of the oldest event still
+// awaiting in the inbox on conn under EXPLAIN (ANALYZE, BUFFERS), and
+// returns the plan and what the query answers.
+func PgxOldestAwaitingPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn) (string, time.Time, error) {
+	rows, err := conn.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) `+s.retention.oldestAwaiting)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	var oldest pgtype.Timestamptz
+	err = conn.QueryRow(ctx, s.retention.oldestAwaiting).Scan(&oldest)
+	return strings.Join(lines, "\n"), oldest.Time, err
 }
 
 // RecoveryCheckpoint returns the last event of s's recovery checkpoint

@@ -62,9 +62,18 @@ WHERE e.processed_at < $1 AND NOT coalesce((SELECT i.kind = 'event' AND i.state 
     FROM ` + inbox + ` AS i WHERE i.event_id = e.event_id), false)
 LIMIT $2 FOR UPDATE OF e SKIP LOCKED)
 RETURNING event_id`,
-		// The oldest event still awaiting, whose keys stay (keepKeysOf).
-		oldestAwaiting: `SELECT min(received_at) FROM ` + inbox + `
-WHERE kind = 'event' AND state IN ('pending', 'processing', 'failed', 'dead_letter')`,
+		// The oldest event still awaiting, whose keys stay (keepKeysOf):
+		// the least of each state's oldest, each read on
+		// idempotency_inbox_state_idx from its oldest row. With the state
+		// written as equality, PostgreSQL read idempotency_inbox_received_at_idx
+		// instead, from the inbox's oldest row, and passed over every
+		// finished event older than the backlog; a range of one state it
+		// does not take for a constant, and only the (state, received_at)
+		// index gives the order asked.
+		oldestAwaiting: `SELECT least(` + oldestIn(inbox, "pending") + `,
+    ` + oldestIn(inbox, "processing") + `,
+    ` + oldestIn(inbox, "failed") + `,
+    ` + oldestIn(inbox, "dead_letter") + `)`,
 		events:      deleteInbox(`kind = 'event' AND state IN ('processed', 'skipped', 'ignored')`),
 		tasks:       deleteInbox(`kind = 'task' AND state IN ('processed', 'skipped')`),
 		deadLetters: deleteInbox(`kind = 'event' AND state = 'dead_letter'`),
@@ -88,6 +97,14 @@ WHERE kind = 'event' AND state IN ('pending', 'processing', 'failed', 'dead_lett
 		forgetGuards: `DELETE FROM ` + s + `.idempotency_guards WHERE event_id = $1`,
 		payload:      `SELECT payload FROM ` + inbox + ` WHERE event_id = $1`,
 	}
+}
+
+// oldestIn is a subquery of when the oldest event in state (a constant)
+// was received in the inbox table, or NULL.
+func oldestIn(inbox, state string) string {
+	return `(SELECT received_at FROM ` + inbox + `
+      WHERE state >= '` + state + `' AND state <= '` + state + `' AND kind = 'event'
+      ORDER BY state, received_at LIMIT 1)`
 }
 
 // Prune deletes what r no longer keeps (see [Retention]), in batches of
