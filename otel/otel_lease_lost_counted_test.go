@@ -1,0 +1,80 @@
+package idempotencyotel_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestHungAttemptBeforeTheLastCounted: only a worker that hung past its
+// lease at the last attempt is left uncounted when it comes back (the
+// lease that dead-lettered its event counted it). One that hung at an
+// earlier attempt was counted by nobody: the next lease took the event
+// over as a new attempt, without a report. Its end, not recorded (no
+// state; here a duplicate: attempt 2 applied the event meanwhile), is
+// counted. (No test failed when every attempt with no state went
+// uncounted.)
+func TestHungAttemptBeforeTheLastCounted(t *testing.T) {
+	t.Parallel()
+	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	tel := newTelemetry(t, clock.Now)
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(letGo)
+	var calls atomic.Int32
+	obs := *tel.Observer()
+	attempt := obs.Attempt
+	obs.Attempt = func(ctx context.Context, rec idempotency.InboxRecord, link string) (context.Context, func(idempotency.Result)) {
+		if calls.Add(1) == 1 { // the first attempt stalls before its transaction
+			entered <- struct{}{}
+			<-release
+		}
+		return attempt(ctx, rec, link)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	in, err := idempotency.NewInbox(idempotency.NewMemoryStore(), handlers(), idempotency.InboxConfig{
+		Now: clock.Now, MaxAttempts: 2, Lease: time.Minute, Logger: logger, Observer: &obs,
+	})
+	require.NoError(t, err)
+	h, err := in.Handler(idempotency.Config{Secrets: []string{secret}, Now: clock.Now, Logger: logger})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, event(t, "evt_hung_early", "invoice.paid", "in_1"), secret).Outcome)
+
+	stalled := make(chan error, 1)
+	go func() {
+		_, err := in.WorkDue(context.Background())
+		stalled <- err
+	}()
+	select {
+	case <-entered:
+	case <-time.After(time.Minute):
+		t.Fatal("the first attempt did not start")
+	}
+	clock.Advance(time.Minute + time.Second)
+	n, err := in.WorkDue(t.Context()) // attempt 2 takes the event over and applies it
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	letGo()
+	select {
+	case err := <-stalled:
+		require.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("the stalled attempt did not return")
+	}
+
+	pts := tel.points(t)
+	require.Equal(t, map[string]float64{
+		"kind=event,outcome=processed,state=processed": 1,
+		"kind=event,outcome=duplicate,state=":          1,
+	}, pts["idempotency.attempts"], "both attempts are counted, each once")
+	require.Equal(t, map[string]float64{"kind=event,outcome=processed": 1, "kind=event,outcome=duplicate": 1}, pts["idempotency.attempt.duration"])
+}
