@@ -316,15 +316,19 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 }
 
 // runTask calls the task's func within InboxConfig.Timeout, turning a
-// panic into an error that names the task.
+// panic into an error that names the task. A *PanicError the func
+// returns is its own, and is left as it is.
 func (in *Inbox) runTask(ctx context.Context, reg taskRegistration, row *inboxRow) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, in.cfg.Timeout)
 	defer cancel()
+	returned := false
 	defer func() {
-		if p, ok := err.(*PanicError); ok {
+		if p, ok := err.(*PanicError); ok && !returned {
 			p.task = row.EventType
 		}
 	}()
 	defer recoverPanic(&err)
-	return timeoutErr(ctx, in.cfg.Timeout, reg.run(ctx, row))
+	err = reg.run(ctx, row)
+	returned = true
+	return timeoutErr(ctx, in.cfg.Timeout, err)
 }
