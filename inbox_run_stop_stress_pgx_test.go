@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -17,13 +18,25 @@ import (
 // is left processing (those leased ahead and not started are pending
 // again, their attempt not counted), and a second Run applies every event
 // exactly once, each object's in (created, id) order.
+//
+// The order is the order in which the handlers' transactions committed:
+// each handler writes its event into applied_order, in its transaction,
+// numbered by a sequence. An object's next event is not leased before the
+// transaction of the one before it committed, so its number is greater.
+// (The order of the attempts' results is not that order: a worker reports
+// its event after the commit, and another worker may apply the object's
+// next event and report it first.)
 func TestPgxInboxRunStopWhileChaining(t *testing.T) {
 	t.Parallel()
 	const objects, perObject, stopAfter = 6, 10, 17
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	p := newPgInbox(t, b, idempotency.InboxConfig{Workers: 4, IngestWorkers: 4, Lease: time.Minute, Timeout: 10 * time.Second})
-	var mu sync.Mutex
-	applied := map[string][]string{} // object -> event ids, in commit order of their handlers
+	_, err := b.db.Pool.Exec(t.Context(), `CREATE TABLE applied_order (seq bigserial PRIMARY KEY, event_id text NOT NULL)`)
+	require.NoError(t, err)
+	p.write = func(ctx context.Context, tx idempotency.Tx, eventID string) error {
+		_, err := idempotency.PgxTx(tx).Exec(ctx, `INSERT INTO applied_order (event_id) VALUES ($1)`, eventID)
+		return err
+	}
 	for o := range objects {
 		for k := range perObject {
 			// Equal created for a whole object: the id decides.
@@ -32,13 +45,11 @@ func TestPgxInboxRunStopWhileChaining(t *testing.T) {
 		}
 	}
 	ctx, stop := context.WithCancel(t.Context())
+	var mu sync.Mutex
 	var seen int
 	p.onResult = func(r idempotency.Result) {
 		mu.Lock()
 		defer mu.Unlock()
-		if r.Err == nil && r.State == idempotency.InboxProcessed {
-			applied[r.ObjectID] = append(applied[r.ObjectID], r.EventID)
-		}
 		seen++
 		if seen == stopAfter {
 			stop()
@@ -80,9 +91,11 @@ func TestPgxInboxRunStopWhileChaining(t *testing.T) {
 	for o := range objects {
 		object := fmt.Sprintf("in_stop_%d", o)
 		require.Equal(t, perObject, b.get(t, object), "%s: each event applied once", object)
-		mu.Lock()
-		got := slices.Clone(applied[object])
-		mu.Unlock()
+		rows, err := b.db.Pool.Query(t.Context(), `SELECT event_id FROM applied_order WHERE event_id LIKE $1 ORDER BY seq`,
+			fmt.Sprintf("evt_stop_%d_%%", o))
+		require.NoError(t, err)
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
 		require.True(t, slices.IsSorted(got), "%s applied in id order: %v", object, got)
 		require.Len(t, got, perObject)
 	}
