@@ -92,6 +92,35 @@ func ApplyChained(ctx context.Context, in *Inbox, ls ...InboxLeased) int {
 	return w.chain.chained
 }
 
+// ApplyWithBegun applies y as a worker whose chain holds the transaction a
+// commit began for x, x's claim inside (the commit of a transaction that
+// wrote nothing, chained as a worker's commit is), and which no attempt at
+// x took: the state a worker that took x ahead and then never attempted it
+// would leave. It reports whether that commit began x's transaction; what
+// the attempt at y left of it is rolled back before it returns.
+func ApplyWithBegun(ctx context.Context, in *Inbox, x, y InboxLeased) (bool, error) {
+	s := in.store.(*PgxStore)
+	var ch txChain
+	env, err := x.row.parsed()
+	if err != nil {
+		return false, err
+	}
+	c := in.d.claim(env, x.row.ReceivedAt, in.fence(&x.row, &ch))
+	ch.next = func() *Claim { return &c }
+	tx, err := s.db.BeginTx(ctx, s.opts)
+	if err != nil {
+		return false, err
+	}
+	if err := s.commit(ctx, tx, &ch); err != nil {
+		return false, err
+	}
+	ch.next = nil
+	begun := ch.begun != nil
+	in.attempt(ctx, y.row, &ch)
+	ch.discard(ctx)
+	return begun, nil
+}
+
 // ReleaseLeased gives l back unapplied, as Run does with the events it
 // leased ahead when it stops.
 func ReleaseLeased(ctx context.Context, in *Inbox, l InboxLeased) { in.release(ctx, &l.row) }
