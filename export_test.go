@@ -82,12 +82,45 @@ func ApplyLeased(ctx context.Context, in *Inbox, l InboxLeased) { in.attempt(ctx
 // event's commit beginning the next one's transaction when it can, and
 // returns how many commits did.
 func ApplyChained(ctx context.Context, in *Inbox, ls ...InboxLeased) int {
-	queue := make(chan inboxRow, len(ls))
-	for _, l := range ls {
+	return RunChainedWorker(ctx, ctx, in, NewWorkGate(1), ls, nil)
+}
+
+// WorkGate is the gate of Run's workers (see workGate).
+type WorkGate struct{ g *workGate }
+
+// NewWorkGate is a gate that lets limit workers in.
+func NewWorkGate(limit int) WorkGate { return WorkGate{newWorkGate(limit)} }
+
+// Enter enters the gate, as a worker other than RunChainedWorker's would.
+func (g WorkGate) Enter() { g.g.enter() }
+
+// Leave leaves the gate.
+func (g WorkGate) Leave() { g.g.leave() }
+
+// SetLimit sets the gate's limit, as Run does.
+func (g WorkGate) SetLimit(n int) { g.g.setLimit(n) }
+
+// RunChainedWorker runs one of Run's workers, inside gate, on the events
+// of queue: first, queued before it starts, then those sent to more (none
+// when nil), until more is closed. stop is Run's context, ctx the
+// attempts'. It returns how many of its commits began the next event's
+// transaction.
+func RunChainedWorker(ctx, stop context.Context, in *Inbox, gate WorkGate, first []InboxLeased, more <-chan InboxLeased) int {
+	queue := make(chan inboxRow, len(first)+1)
+	for _, l := range first {
 		queue <- l.row
 	}
-	close(queue)
-	w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: new(atomic.Int64), gate: newWorkGate(1)}
+	if more == nil {
+		close(queue)
+	} else {
+		go func() {
+			defer close(queue)
+			for l := range more {
+				queue <- l.row // the worker takes every row until the queue is closed
+			}
+		}()
+	}
+	w := inboxWorker{in: in, stop: stop, queue: queue, aheadCount: new(atomic.Int64), gate: gate.g}
 	w.run(ctx)
 	return w.chain.chained
 }
