@@ -378,11 +378,13 @@ func (s *PgxStore) run(ctx context.Context, c Claim, apply ApplyFunc, committed 
 // chainedSessionLost is the failure of an attempt whose transaction a
 // chained commit began (txChain) on a session that had ended before the
 // attempt used it: its first statement (the handler's, or the store's
-// after it) failed with the session, and nothing was kept. Begun on its
-// own, the transaction would have gone out on another connection
-// (retryStale); run runs it again, as after a deadlock, claiming the event
-// afresh. A session that ends after the attempt's first statement went
-// through fails the attempt, as it does unchained.
+// after it, or its COMMIT when nothing went before it) failed with the
+// session, and nothing was kept. Begun on its own, the transaction would
+// have gone out on another connection (retryStale); run runs it again, as
+// after a deadlock, claiming the event afresh (a COMMIT that went through
+// as its session ended is found so: the event is a duplicate, never
+// applied twice). A session that ends after the attempt's first statement
+// went through fails the attempt, as it does unchained.
 type chainedSessionLost struct{ err error }
 
 func (e *chainedSessionLost) Error() string { return e.err.Error() }
@@ -424,7 +426,8 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 	committed := false
 	defer func() {
 		if !committed {
-			if chained && err != nil && !commitSent && ptx.statements() <= 1 && sessionEnded(tx, err) {
+			first := ptx.statements() == 0 || ptx.statements() == 1 && !commitSent // the failed statement was the attempt's first
+			if chained && err != nil && first && sessionEnded(tx, err) {
 				err = &chainedSessionLost{err}
 			}
 			rollback(ctx, tx)
