@@ -14,16 +14,13 @@ import (
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
-// TestHungAttemptBeforeTheLastCounted: only a worker that hung past its
-// lease at the last attempt is left uncounted when it comes back (the
-// lease that dead-lettered its event counted it). One that hung at an
-// earlier attempt was counted by nobody: the next lease took the event
-// over as a new attempt, without a report. Its end, not recorded (no
-// state; here a duplicate: attempt 2 applied the event meanwhile), is
-// counted. (No test failed when every attempt with no state went
-// uncounted.)
-func TestHungAttemptBeforeTheLastCounted(t *testing.T) {
-	t.Parallel()
+// hungAttempt delivers one invoice.paid to an inbox on store with
+// maxAttempts, stalls the first attempt before its transaction past its
+// lease, runs WorkDue (the next lease takes the event over), then lets
+// the stalled worker come back. It returns the telemetry and how many
+// attempts the second WorkDue made.
+func hungAttempt(t *testing.T, store idempotency.Store, maxAttempts int) (*telemetry, int) {
+	t.Helper()
 	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	tel := newTelemetry(t, clock.Now)
 	entered, release := make(chan struct{}, 1), make(chan struct{})
@@ -41,13 +38,13 @@ func TestHungAttemptBeforeTheLastCounted(t *testing.T) {
 		return attempt(ctx, rec, link)
 	}
 	logger := slog.New(slog.DiscardHandler)
-	in, err := idempotency.NewInbox(idempotency.NewMemoryStore(), handlers(), idempotency.InboxConfig{
-		Now: clock.Now, MaxAttempts: 2, Lease: time.Minute, Logger: logger, Observer: &obs,
+	in, err := idempotency.NewInbox(store, handlers(), idempotency.InboxConfig{
+		Now: clock.Now, MaxAttempts: maxAttempts, Lease: time.Minute, Logger: logger, Observer: &obs,
 	})
 	require.NoError(t, err)
 	h, err := in.Handler(idempotency.Config{Secrets: []string{secret}, Now: clock.Now, Logger: logger})
 	require.NoError(t, err)
-	require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, event(t, "evt_hung_early", "invoice.paid", "in_1"), secret).Outcome)
+	require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, event(t, "evt_hung", "invoice.paid", "in_1"), secret).Outcome)
 
 	stalled := make(chan error, 1)
 	go func() {
@@ -60,9 +57,8 @@ func TestHungAttemptBeforeTheLastCounted(t *testing.T) {
 		t.Fatal("the first attempt did not start")
 	}
 	clock.Advance(time.Minute + time.Second)
-	n, err := in.WorkDue(t.Context()) // attempt 2 takes the event over and applies it
+	n, err := in.WorkDue(t.Context()) // the next lease finds the first expired
 	require.NoError(t, err)
-	require.Equal(t, 1, n)
 	letGo()
 	select {
 	case err := <-stalled:
@@ -70,7 +66,43 @@ func TestHungAttemptBeforeTheLastCounted(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the stalled attempt did not return")
 	}
+	return tel, n
+}
 
+// TestHungLastAttemptCountedOnce: a worker stalls holding an event's last
+// attempt past its lease; the next lease dead-letters the event and
+// reports that attempt. When the stalled worker comes back (its write
+// fenced off), its span ends, but the attempt is not counted again: one
+// attempt, one dead letter, two spans. Both stores, on a fake clock.
+func TestHungLastAttemptCountedOnce(t *testing.T) {
+	t.Parallel()
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tel, n := hungAttempt(t, open(t), 1)
+			require.Zero(t, n, "the lease dead-letters the event, no attempt runs")
+			pts := tel.points(t)
+			require.Equal(t, map[string]float64{"kind=event,outcome=failed,state=dead_letter": 1}, pts["idempotency.attempts"],
+				"the attempt is counted once, by the lease that dead-lettered it")
+			require.Equal(t, map[string]float64{"kind=event,outcome=failed": 1}, pts["idempotency.attempt.duration"])
+			require.Equal(t, map[string]float64{"kind=event": 1}, pts["idempotency.dead_letters"])
+			require.Len(t, byName(tel.spans.GetSpans(), "stripe webhook attempt"), 2, "both spans end: the lease's report and the stalled worker's")
+		})
+	}
+}
+
+// TestHungAttemptBeforeTheLastCounted: only a worker that hung past its
+// lease at the last attempt is left uncounted when it comes back (the
+// lease that dead-lettered its event counted it). One that hung at an
+// earlier attempt was counted by nobody: the next lease took the event
+// over as a new attempt, without a report. Its end, not recorded (no
+// state; here a duplicate: attempt 2 applied the event meanwhile), is
+// counted. (No test failed when every attempt with no state went
+// uncounted.)
+func TestHungAttemptBeforeTheLastCounted(t *testing.T) {
+	t.Parallel()
+	tel, n := hungAttempt(t, idempotency.NewMemoryStore(), 2)
+	require.Equal(t, 1, n, "attempt 2 takes the event over and applies it")
 	pts := tel.points(t)
 	require.Equal(t, map[string]float64{
 		"kind=event,outcome=processed,state=processed": 1,

@@ -10,8 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,18 +182,20 @@ func byEvent(spans tracetest.SpanStubs, name string) map[string]tracetest.SpanSt
 // that stored its event, the link stored in between by the store.
 func TestInbox(t *testing.T) {
 	t.Parallel()
-	stores := map[string]func(t *testing.T) idempotency.Store{
-		"memory": func(*testing.T) idempotency.Store { return idempotency.NewMemoryStore() },
-		"postgres": func(t *testing.T) idempotency.Store {
-			return idempotencytest.Postgres(t).NewStore(t, idempotency.PgxConfig{})
-		},
-	}
 	for name, open := range stores {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			testInbox(t, open(t))
 		})
 	}
+}
+
+// stores opens each store the inbox tests run on.
+var stores = map[string]func(t *testing.T) idempotency.Store{
+	"memory": func(*testing.T) idempotency.Store { return idempotency.NewMemoryStore() },
+	"postgres": func(t *testing.T) idempotency.Store {
+		return idempotencytest.Postgres(t).NewStore(t, idempotency.PgxConfig{})
+	},
 }
 
 func testInbox(t *testing.T, store idempotency.Store) {
@@ -439,78 +439,6 @@ func TestDeliverySpanMethodIsBounded(t *testing.T) {
 		v, ok := attr(spans[0], "http.request.method")
 		require.True(t, ok)
 		require.Equal(t, want, v.AsString(), "method of %d bytes", len(method))
-	}
-}
-
-// TestHungLastAttemptCountedOnce: a worker stalls holding an event's last
-// attempt past its lease; the next lease dead-letters the event and
-// reports that attempt. When the stalled worker comes back (its write
-// fenced off), its span ends, but the attempt is not counted again: one
-// attempt, one dead letter, two spans. Both stores, on a fake clock.
-func TestHungLastAttemptCountedOnce(t *testing.T) {
-	t.Parallel()
-	stores := map[string]func(t *testing.T) idempotency.Store{
-		"memory": func(*testing.T) idempotency.Store { return idempotency.NewMemoryStore() },
-		"postgres": func(t *testing.T) idempotency.Store {
-			return idempotencytest.Postgres(t).NewStore(t, idempotency.PgxConfig{})
-		},
-	}
-	for name, open := range stores {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-			tel := newTelemetry(t, clock.Now)
-			entered, release := make(chan struct{}, 1), make(chan struct{})
-			var once sync.Once
-			letGo := func() { once.Do(func() { close(release) }) }
-			t.Cleanup(letGo)
-			var calls atomic.Int32
-			obs := *tel.Observer()
-			attempt := obs.Attempt
-			obs.Attempt = func(ctx context.Context, rec idempotency.InboxRecord, link string) (context.Context, func(idempotency.Result)) {
-				if calls.Add(1) == 1 { // the first attempt stalls before its transaction
-					entered <- struct{}{}
-					<-release
-				}
-				return attempt(ctx, rec, link)
-			}
-			logger := slog.New(slog.DiscardHandler)
-			in, err := idempotency.NewInbox(open(t), handlers(), idempotency.InboxConfig{
-				Now: clock.Now, MaxAttempts: 1, Lease: time.Minute, Logger: logger, Observer: &obs,
-			})
-			require.NoError(t, err)
-			h, err := in.Handler(idempotency.Config{Secrets: []string{secret}, Now: clock.Now, Logger: logger})
-			require.NoError(t, err)
-			require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, event(t, "evt_hung", "invoice.paid", "in_1"), secret).Outcome)
-
-			stalled := make(chan error, 1)
-			go func() {
-				_, err := in.WorkDue(context.Background())
-				stalled <- err
-			}()
-			select {
-			case <-entered:
-			case <-time.After(time.Minute):
-				t.Fatal("the first attempt did not start")
-			}
-			clock.Advance(time.Minute + time.Second)
-			_, err = in.WorkDue(t.Context()) // the lease finds it expired at its last attempt
-			require.NoError(t, err)
-			letGo()
-			select {
-			case err := <-stalled:
-				require.NoError(t, err)
-			case <-time.After(time.Minute):
-				t.Fatal("the stalled attempt did not return")
-			}
-
-			pts := tel.points(t)
-			require.Equal(t, map[string]float64{"kind=event,outcome=failed,state=dead_letter": 1}, pts["idempotency.attempts"],
-				"the attempt is counted once, by the lease that dead-lettered it")
-			require.Equal(t, map[string]float64{"kind=event,outcome=failed": 1}, pts["idempotency.attempt.duration"])
-			require.Equal(t, map[string]float64{"kind=event": 1}, pts["idempotency.dead_letters"])
-			require.Len(t, byName(tel.spans.GetSpans(), "stripe webhook attempt"), 2, "both spans end: the lease's report and the stalled worker's")
-		})
 	}
 }
 
