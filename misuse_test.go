@@ -229,3 +229,18 @@ func bothStores(t *testing.T) map[string]idempotency.Store {
 		"postgres": newPgBackend(t, idempotency.PgxConfig{}).store,
 	}
 }
+
+// prunerStore is a Store that prunes, as both of the package's are.
+type prunerStore interface {
+	idempotency.Store
+	idempotency.Pruner
+}
+
+// bothPruners is bothStores, for tests of Prune.
+func bothPruners(t *testing.T) map[string]prunerStore {
+	t.Helper()
+	return map[string]prunerStore{
+		"memory":   idempotency.NewMemoryStore(),
+		"postgres": newPgBackend(t, idempotency.PgxConfig{}).store,
+	}
+}

@@ -26,11 +26,7 @@ import (
 func TestRetentionGuardsOutlastARetriedDeadLetter(t *testing.T) {
 	t.Parallel()
 	day := 24 * time.Hour
-	type store interface {
-		idempotency.Store
-		idempotency.Pruner
-	}
-	for name, s := range map[string]store{"memory": idempotency.NewMemoryStore(), "postgres": newPgBackend(t, idempotency.PgxConfig{}).store} {
+	for name, s := range bothPruners(t) {
 		start := time.Now() // the stores date a guard by the real time
 		clock := idempotencytest.NewClock(start)
 		var mu sync.Mutex

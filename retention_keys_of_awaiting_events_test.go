@@ -42,14 +42,10 @@ func TestPruneKeepsKeysOfAwaitingEvents(t *testing.T) {
 		"pending, and a newer":   {awaiting: []awaiting{{"evt_late", "in_kept", 44 * day, false}, {"evt_newer", "in_other", 90 * day, false}}, pruneAt: 140 * day},
 		"recent, keys in window": {awaiting: []awaiting{{"evt_late", "in_kept", 50 * day, false}}, pruneAt: 100 * day},
 	}
-	type store interface {
-		idempotency.Store
-		idempotency.Pruner
-	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			for sname, s := range map[string]store{"memory": idempotency.NewMemoryStore(), "postgres": newPgBackend(t, idempotency.PgxConfig{}).store} {
+			for sname, s := range bothPruners(t) {
 				start := time.Now() // the stores date a guard by the real time
 				clock := idempotencytest.NewClock(start)
 				var mu sync.Mutex

@@ -44,11 +44,7 @@ func TestPruneStopsDuringPause(t *testing.T) {
 // done after a batch runs no other batch, on either store.
 func TestPruneStopsBetweenBatches(t *testing.T) {
 	t.Parallel()
-	type store interface {
-		idempotency.Store
-		idempotency.Pruner
-	}
-	for name, s := range map[string]store{"memory": idempotency.NewMemoryStore(), "postgres": newPgBackend(t, idempotency.PgxConfig{}).store} {
+	for name, s := range bothPruners(t) {
 		for i := range 3 {
 			_, err := s.Run(t.Context(), idempotency.Claim{EventID: "evt_" + strconv.Itoa(i), EventType: "invoice.paid"}, nil)
 			require.NoError(t, err, name)

@@ -16,12 +16,8 @@ import (
 // (what is older than the window goes), on both stores.
 func TestPruneWindowEdge(t *testing.T) {
 	t.Parallel()
-	type store interface {
-		idempotency.Store
-		idempotency.Pruner
-	}
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	for name, s := range map[string]store{"memory": idempotency.NewMemoryStore(), "postgres": newPgBackend(t, idempotency.PgxConfig{}).store} {
+	for name, s := range bothPruners(t) {
 		hs := idempotency.NewHandlers()
 		idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[map[string]any]) error { return nil })
 		in, err := idempotency.NewInbox(s, hs, idempotency.InboxConfig{Now: idempotencytest.NewClock(at).Now, Logger: discardLogger()})
