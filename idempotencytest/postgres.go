@@ -67,7 +67,9 @@ var mainCalled atomic.Bool
 //
 // When the test ends, the pool is closed, sessions still connected with
 // [Database.URL] are terminated, and the schema is dropped with everything
-// in it. The cluster itself is removed by [Main] after the last test.
+// in it. A connection of the pool the test left in use (rows not closed, a
+// transaction neither committed nor rolled back) fails the test 30 seconds
+// after it ended, rather than hang the test binary until -timeout. The cluster itself is removed by [Main] after the last test.
 func Postgres(t testing.TB) *Database {
 	t.Helper()
 	if !mainCalled.Load() && os.Getenv(EnvDatabaseURL) == "" {

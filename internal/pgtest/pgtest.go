@@ -108,6 +108,10 @@ const (
 	opTimeout    = time.Minute
 )
 
+// releaseWait is how long a test's cleanup waits for the connections of its
+// pool to be released before it reports them as left in use.
+var releaseWait = 30 * time.Second
+
 // DB is one test's private schema and a pool bound to it.
 type DB struct {
 	// Pool is a pool whose every connection has search_path set to Schema
@@ -132,7 +136,9 @@ type DB struct {
 // (MaxConns [DefaultMaxConns]) whose connections use that schema as their only
 // search_path. When the test ends, the pool is closed, any session still
 // connected with [DB.URL] is terminated, and the schema is dropped with
-// CASCADE. It is safe to call from parallel tests; every call returns a
+// CASCADE. A connection of the pool still in use 30 seconds after the test
+// ended (rows not closed, a transaction not ended) fails the test; the
+// sessions are terminated and the schema dropped all the same. It is safe to call from parallel tests; every call returns a
 // different schema. If PostgreSQL is unavailable the test is skipped (or
 // fails under CI=true); see the package documentation.
 func New(t testing.TB) *DB {
@@ -206,8 +212,35 @@ func AdminPool(t testing.TB) *pgxpool.Pool {
 	if err != nil {
 		t.Fatalf("pgtest: open admin pool: %v", err)
 	}
-	t.Cleanup(pool.Close)
+	t.Cleanup(func() { closePool(t, pool, "AdminPool", "The pool is left open.") })
 	return pool
+}
+
+// closePool closes pool, which waits until every connection acquired from
+// it is released. A test that left one in use would make that wait, and so
+// the whole test binary, last until -timeout; after [releaseWait] the test
+// fails instead, with what saying whose pool it is and after saying what
+// happens next. The pool's Close goes on waiting in its goroutine.
+func closePool(t testing.TB, pool *pgxpool.Pool, what, after string) {
+	closed := make(chan struct{})
+	go func() {
+		pool.Close()
+		close(closed)
+	}()
+	timer := time.NewTimer(releaseWait)
+	defer timer.Stop()
+	select {
+	case <-closed:
+	case <-timer.C:
+		n := pool.Stat().AcquiredConns()
+		conns := "connections"
+		if n == 1 {
+			conns = "connection"
+		}
+		t.Errorf("pgtest: the pool of %s still has %d %s not released %v after the test ended: "+
+			"the test left it in use (rows not closed, a transaction neither committed nor rolled back, "+
+			"or an acquired connection not released). %s", what, n, conns, releaseWait, after)
+	}
 }
 
 // Server returns the throwaway cluster, for fault tests that stop, kill and
@@ -617,7 +650,8 @@ func isConnectionError(err error) bool {
 
 func (s *server) dropSchema(t testing.TB, db *DB) {
 	if db.Pool != nil {
-		db.Pool.Close()
+		closePool(t, db.Pool, "schema "+db.Schema,
+			"Its sessions are terminated and its schema dropped all the same.")
 	}
 	if s.cluster != nil {
 		s.cluster.ensureRunning(t)
