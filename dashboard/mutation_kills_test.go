@@ -1,0 +1,63 @@
+package dashboard_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/dashboard"
+)
+
+// TestBulkRedriveKeepsTheType: a list of one type offers to redrive that
+// type only, and the redirect comes back to the same list.
+func TestBulkRedriveKeepsTheType(t *testing.T) {
+	t.Parallel()
+	f := memoryFixture(t, dashboard.Config{AllowRedrive: true})
+	_, body := f.get(t, "events?state=dead_letter&type=invoice.paid")
+	contains(t, body, `id="redrive-all"`)
+	contains(t, body, `<input type="hidden" name="type" value="invoice.paid">`)
+	resp := f.post(t, "redrive", "kind=&state=dead_letter&type=invoice.paid", nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "./events?msg=redriven&n=1&state=dead_letter&type=invoice.paid", resp.Header.Get("Location"))
+}
+
+// TestRedriveOfEventsAndTasksSaysEvents: ids of an event and a task are
+// not "tasks" in the message.
+func TestRedriveOfEventsAndTasksSaysEvents(t *testing.T) {
+	t.Parallel()
+	f := memoryFixture(t, dashboard.Config{AllowRedrive: true})
+	resp := f.post(t, "redrive", "id=evt_dead_1&id=task:send-receipt:in_paid_1", nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "./?msg=redriven&n=1", resp.Header.Get("Location"))
+	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_dead_1"))
+}
+
+// TestPagesAnswerHead: a page answers HEAD as GET, without the body.
+func TestPagesAnswerHead(t *testing.T) {
+	t.Parallel()
+	f := memoryFixture(t, dashboard.Config{})
+	req, err := http.NewRequest(http.MethodHead, f.srv.URL+mount+"events", nil)
+	require.NoError(t, err)
+	resp := f.do(t, req)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Empty(t, resp.body)
+}
+
+// TestRedriveButtonsOnlyWhereRedriveWorks: no bulk redrive on a list of
+// one object (Redrive has no object filter), and no row's button for a
+// state that is not redriven.
+func TestRedriveButtonsOnlyWhereRedriveWorks(t *testing.T) {
+	t.Parallel()
+	f := memoryFixture(t, dashboard.Config{AllowRedrive: true})
+	_, body := f.get(t, "events?state=dead_letter")
+	contains(t, body, `id="redrive-all"`)
+	contains(t, body, `class="redrive"`)
+	_, body = f.get(t, "events?state=dead_letter&object=in_dead_1")
+	contains(t, body, "evt_dead_1")
+	notContains(t, body, `id="redrive-all"`, "no bulk redrive of one object")
+	_, body = f.get(t, "events?state=processed")
+	contains(t, body, "evt_paid_1")
+	notContains(t, body, `action="redrive"`, "processed records are not redriven")
+}
