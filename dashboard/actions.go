@@ -50,6 +50,10 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 		EventIDs: r.PostForm["id"],
 		States:   []idempotency.InboxState{idempotency.InboxDeadLetter, idempotency.InboxFailed},
 	}
+	if slices.Contains(f.EventIDs, "") {
+		d.badForm(w, r, "redrive", "An event id is empty.")
+		return
+	}
 	back := url.Values{}
 	if len(f.EventIDs) == 0 {
 		// Everything a list shows: its kind, state and type.
