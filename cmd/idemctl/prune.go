@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/seed-a84bb619/idempotency"
 )
@@ -52,10 +53,7 @@ document: {"event_ids":N,"events":N,"dead_letters":N,"guards":N,"tasks":N,
 			}
 			r := idempotency.Retention{
 				EventIDs: eventIDs.d, Payloads: payloads.d, DeadLetters: deadLetters.d,
-				Guards: guards.d, Tasks: tasks.d, BatchSize: *batch, Pause: *pause,
-			}
-			if *pause == 0 {
-				r.Pause = -1 // Retention's "no pause"; its zero is the default
+				Guards: guards.d, Tasks: tasks.d, BatchSize: *batch, Pause: retentionPause(*pause),
 			}
 			for _, f := range []struct {
 				name string
@@ -132,4 +130,13 @@ func (a *app) writePrune(rep idempotency.PruneReport, interrupted, asJSON bool) 
 	fmt.Fprintf(tw, "  tasks\t%d\n", rep.Tasks)
 	fmt.Fprintf(tw, "  objects\t%d\n", rep.Objects)
 	return tw.Flush()
+}
+
+// retentionPause is -pause as Retention.Pause: 0 on the command line is
+// no wait, which Retention spells -1 (its zero is the default pause).
+func retentionPause(flag time.Duration) time.Duration {
+	if flag == 0 {
+		return -1
+	}
+	return flag
 }
