@@ -36,7 +36,7 @@ Commands:
 	}
 	_ = tw.Flush()
 	fmt.Fprint(w, `
-Run idemctl <command> -h for a command's flags.
+Run idemctl <command> -h (or idemctl help <command>) for a command's flags.
 
 Global flags (before or after the command; flags go before its ids):
 `)

@@ -150,7 +150,7 @@ func TestUsage(t *testing.T) {
 	require.Equal(t, exitUsage, run(t.Context(), []string{"stats"}, &stdout, &stderr, func(string) string { return "" }))
 	require.Equal(t, "idemctl: stats: no database: pass -database-url or set DATABASE_URL\n", stderr.String())
 
-	for _, args := range [][]string{{"-h"}, {"help"}, {"help", "prune"}, {"prune", "-h"}} {
+	for _, args := range [][]string{{"-h"}, {"help"}, {"help", "-h"}, {"help", "prune"}, {"prune", "-h"}} {
 		var stdout, stderr strings.Builder
 		code := run(t.Context(), args, &stdout, &stderr, func(string) string { return "" })
 		require.Equal(t, 0, code, args)

@@ -94,7 +94,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 	}
 	name, rest := fs.Arg(0), fs.Args()[1:]
 	if name == "help" {
-		if len(rest) == 0 {
+		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") { // help, help -h
 			a.usage(a.stdout)
 			return errHelp
 		}
