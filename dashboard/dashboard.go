@@ -63,8 +63,9 @@
 // are off unless Config.AllowRedrive and Config.AllowForget turn them
 // on; a page shows no button for an action that is off, and a POST to it is
 // answered 403. They accept POST only (any other method is answered 405),
-// and http.CrossOriginProtection refuses a cross-origin POST from a browser
-// (403, nothing changed), so that another site cannot make an operator's
+// and http.CrossOriginProtection refuses a cross-origin request from a
+// browser with any method but GET, HEAD and OPTIONS (403 before the method
+// is looked at; nothing changed), so that another site cannot make an operator's
 // browser run them. After an action the browser is redirected (303) to the
 // page that shows its result (the event's page; for a bulk redrive the
 // list; for several ids at once the overview), with a message saying
