@@ -118,7 +118,8 @@ func (db *Database) NewStore(t testing.TB, cfg idempotency.PgxConfig) *idempoten
 // started with the cluster notices the binary is gone and removes the
 // cluster (on Unix; elsewhere it is left in the temporary directory). On
 // a server named by [EnvDatabaseURL], the next test binary that uses it
-// drops the schemas of the tests the dead binary was running.
+// drops the schemas of the tests the dead binary was running. Once Main
+// has returned, Postgres fails the test: Main has finished.
 func Main(m *testing.M) int {
 	mainCalled.Store(true)
 	return pgtest.Main(m)

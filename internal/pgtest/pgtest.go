@@ -569,16 +569,20 @@ func shutdown() {
 	stopBouncer() // before the server it leads to
 	// Do waits for a start in progress and prevents any later one.
 	startOnce.Do(func() { srvErr = errClosed })
-	if srv == nil {
+	s := srv
+	if s == nil {
 		return
 	}
-	srv.admin.Close()
-	if srv.ownerStop != nil {
-		close(srv.ownerStop) // keepOwnership closes the owner session
-		<-srv.ownerDone
+	// A test of a later m.Run (Main called again) is told Main has
+	// finished, rather than handed the server torn down here.
+	srv, srvErr = nil, errClosed
+	s.admin.Close()
+	if s.ownerStop != nil {
+		close(s.ownerStop) // keepOwnership closes the owner session
+		<-s.ownerDone
 	}
-	if srv.cluster != nil {
-		srv.cluster.destroy()
+	if s.cluster != nil {
+		s.cluster.destroy()
 	}
 }
 
