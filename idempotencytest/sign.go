@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -48,7 +49,8 @@ func NewSignedRequestAt(target string, payload []byte, secret string, t time.Tim
 // that encodes to a Stripe event) with encoding/json and returns it as a
 // signed request, like [NewSignedRequest]. A stripe.Event whose Data.Raw is
 // empty gets its data.object from Data.Object, which stripe-go does not
-// encode. The caller's event is not modified.
+// encode. The caller's event is not modified. A nil event (nil, a nil
+// pointer or map), which encodes to null, is an error.
 func NewSignedRequestJSON(target string, event any, secret string) (*http.Request, error) {
 	switch ev := event.(type) {
 	case *stripe.Event:
@@ -69,6 +71,9 @@ func NewSignedRequestJSON(target string, event any, secret string) (*http.Reques
 	payload, err := json.Marshal(event)
 	if err != nil {
 		return nil, fmt.Errorf("idempotencytest: encoding event: %w", err)
+	}
+	if string(payload) == "null" {
+		return nil, errors.New("idempotencytest: NewSignedRequestJSON: event is nil")
 	}
 	return NewSignedRequest(target, payload, secret), nil
 }
