@@ -62,8 +62,8 @@ func TestLeakedConnectionFailsTheTestInsteadOfHanging(t *testing.T) {
 
 	rec.runCleanups()
 
-	if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "1 connection") ||
-		!strings.Contains(rec.errs[0], db.Schema) || !strings.Contains(rec.errs[0], "not released") {
+	if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], " 1 connection not released") ||
+		!strings.Contains(rec.errs[0], db.Schema) {
 		t.Fatalf("cleanup errors = %q, want one naming the schema and its 1 connection not released", rec.errs)
 	}
 	if schemaExists(t, db.Schema) {
