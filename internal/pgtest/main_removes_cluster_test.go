@@ -1,0 +1,49 @@
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// envClusterDirChild makes TestMainRemovesClusterChild run, in the child
+// test binary TestMainRemovesTheCluster starts.
+const envClusterDirChild = "PGTEST_TEST_CLUSTER_DIR_CHILD"
+
+// TestMainRemovesTheCluster: Main stops the throwaway cluster and removes
+// its directory before it returns, not only the watchdog once the test
+// binary has exited.
+func TestMainRemovesTheCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster in a child test binary")
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMainRemovesClusterChild$", "-test.count=1", "-test.v")
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, EnvDatabaseURL+"=") || strings.HasPrefix(kv, "CI=")
+	}), envClusterDirChild+"=1", "CI=true")
+	out, err := cmd.CombinedOutput()
+	m := regexp.MustCompile(`CLUSTERDIR=(\S+)`).FindSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(string(m[1])); !os.IsNotExist(err) {
+		t.Fatalf("the cluster's directory %s is still there when the test binary has exited: %v", m[1], err)
+	}
+}
+
+// TestMainRemovesClusterChild starts the cluster and says where it is.
+func TestMainRemovesClusterChild(t *testing.T) {
+	if os.Getenv(envClusterDirChild) != "1" {
+		t.Skip("run by TestMainRemovesTheCluster")
+	}
+	if _, err := New(t).Pool.Exec(context.Background(), "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("CLUSTERDIR=%s\n", srv.cluster.dir)
+}
