@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // envClusterDirChild makes TestMainRemovesClusterChild run, in the child
@@ -37,13 +38,49 @@ func TestMainRemovesTheCluster(t *testing.T) {
 	}
 }
 
-// TestMainRemovesClusterChild starts the cluster and says where it is.
+// TestWatchdogRemovesTheClusterOfADeadBinary: a test binary that dies
+// before Main can clean up (here os.Exit in a test, as a panic, -timeout
+// or SIGKILL would end it) leaves its cluster to the watchdog, which
+// stops it and removes its directory.
+func TestWatchdogRemovesTheClusterOfADeadBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster in a child test binary")
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMainRemovesClusterChild$", "-test.count=1", "-test.v")
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, EnvDatabaseURL+"=") || strings.HasPrefix(kv, "CI=")
+	}), envClusterDirChild+"=die", "CI=true")
+	out, err := cmd.CombinedOutput()
+	m := regexp.MustCompile(`CLUSTERDIR=(\S+)`).FindSubmatch(out)
+	if err == nil || m == nil {
+		t.Fatalf("child: want it dead after printing the cluster's directory: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := os.Stat(string(m[1]))
+		if os.IsNotExist(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster's directory %s is still there 30 s after its test binary died: %v", m[1], err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestMainRemovesClusterChild starts the cluster and says where it is;
+// with envClusterDirChild=die, it then exits at once, running no cleanup.
 func TestMainRemovesClusterChild(t *testing.T) {
-	if os.Getenv(envClusterDirChild) != "1" {
-		t.Skip("run by TestMainRemovesTheCluster")
+	mode := os.Getenv(envClusterDirChild)
+	if mode == "" {
+		t.Skip("run by TestMainRemovesTheCluster and TestWatchdogRemovesTheClusterOfADeadBinary")
 	}
 	if _, err := New(t).Pool.Exec(context.Background(), "SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Printf("CLUSTERDIR=%s\n", srv.cluster.dir)
+	if mode == "die" {
+		os.Exit(3)
+	}
 }
