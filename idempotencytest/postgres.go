@@ -45,8 +45,9 @@ type Database struct {
 	// idempotency.PgxConfig.Schema, or use [Database.NewStore], which does.
 	Schema string
 
-	// URL is a connection string for the same database whose sessions have
-	// search_path set to Schema, for code that opens its own connections (a
+	// URL is a connection string for the same database, with the options
+	// of the server's connection string, whose sessions have search_path
+	// set to Schema, for code that opens its own connections (a
 	// pool with more connections, a subprocess, psql). Sessions opened with
 	// it are terminated when the test ends.
 	URL string

@@ -125,8 +125,9 @@ type DB struct {
 	Schema string
 
 	// URL is a connection string for the same database whose connections
-	// have search_path set to Schema (through the "options" parameter, which
-	// both pgx and libpq tools such as psql understand), for code that opens
+	// have search_path set to Schema (added to the "options" parameter of
+	// the server's connection string, which both pgx and libpq tools such
+	// as psql understand), for code that opens
 	// its own connections, e.g. a subprocess. Sessions opened with it carry
 	// application_name=Schema and are terminated when the test ends.
 	URL string
@@ -688,8 +689,13 @@ func withSchema(base, schema string) string {
 			return u.String()
 		}
 	}
-	// Keyword/value form; a later keyword overrides an earlier one.
-	return base + " options='-csearch_path=" + schema + "' application_name=" + schema
+	// Keyword/value form; a later keyword overrides an earlier one, so the
+	// options of base are repeated in the one added.
+	options := "-csearch_path=" + schema
+	if cfg, err := pgconn.ParseConfig(base); err == nil && cfg.RuntimeParams["options"] != "" {
+		options = cfg.RuntimeParams["options"] + " " + options
+	}
+	return base + " options='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(options) + "' application_name=" + schema
 }
 
 // encodeQuery is url.Values.Encode, but with spaces as %20: libpq does not
