@@ -387,10 +387,14 @@ func testPruneKeepsUnfinished(t *testing.T, b StoreBackend) {
 	ib.deliver(t, "evt_u_busy", "invoice.paid", "in_u_busy", 1756742400, idempotency.OutcomeQueued)
 	ib.clock.Advance(time.Second)
 	ib.deliver(t, "evt_u_pending", "invoice.paid", "in_u_pending", 1756742400, idempotency.OutcomeQueued)
-	worked := make(chan error, 1)
+	type workedDue struct {
+		n   int
+		err error
+	}
+	worked := make(chan workedDue, 1)
 	go func() {
-		_, err := ib.inbox.WorkDue(ctxT(t))
-		worked <- err
+		n, err := ib.inbox.WorkDue(ctxT(t))
+		worked <- workedDue{n, err}
 	}()
 	receive(t, entered, "evt_u_busy's handler") // processing, its handler in its transaction
 
@@ -407,7 +411,9 @@ func testPruneKeepsUnfinished(t *testing.T, b StoreBackend) {
 		require.ErrorIs(t, err, idempotency.ErrUnfinished, "%s is not forgotten", id)
 	}
 	releaseOnce()
-	require.NoError(t, receive(t, worked, "the WorkDue that applied evt_u_busy"))
+	w := receive(t, worked, "the WorkDue that applied evt_u_busy")
+	require.NoError(t, w.err)
+	require.Equal(t, 2, w.n, "only evt_u_busy and evt_u_pending were due, with the clock set back")
 
 	ib.clock.Advance(48 * time.Hour)
 	for ib.counts(t)[idempotency.InboxProcessed] < len(want) {
