@@ -920,9 +920,19 @@ func testTaskStaleAttemptCannotSettle(t *testing.T, b StoreBackend, redriven boo
 	}
 	calls := make(chan call)
 	stale := idempotency.NewTask(hs, "stale-settle", func(ctx context.Context, run idempotency.TaskRun[struct{}]) error {
-		c := call{attempt: run.Attempt, result: make(chan error)}
-		calls <- c
-		return <-c.result
+		c := call{attempt: run.Attempt, result: make(chan error, 1)}
+		// An attempt the test did not expect fails it, not hangs it.
+		select {
+		case calls <- c:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case err := <-c.result:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	})
 	cfg := idempotency.InboxConfig{Now: clock.Now, Logger: slog.New(slog.DiscardHandler), Backoff: minuteBackoff, MaxAttempts: 3}
 	if redriven {
