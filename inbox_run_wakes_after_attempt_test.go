@@ -21,11 +21,7 @@ import (
 // On both stores.
 func TestInboxRunWakesForWorkItsAttemptsMakeDue(t *testing.T) {
 	t.Parallel()
-	stores := map[string]func() idempotency.Store{
-		"memory":   func() idempotency.Store { return idempotency.NewMemoryStore() },
-		"postgres": func() idempotency.Store { return newPgBackend(t, idempotency.PgxConfig{}).store },
-	}
-	for name, newStore := range stores {
+	for name, store := range bothStores(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			const backoff = time.Second
@@ -52,7 +48,7 @@ func TestInboxRunWakesForWorkItsAttemptsMakeDue(t *testing.T) {
 				applied <- ev.ID
 				return nil
 			})
-			in, err := idempotency.NewInbox(newStore(), hs, idempotency.InboxConfig{
+			in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
 				Workers: 1, IngestWorkers: 1, PollInterval: time.Hour, PollOnly: true, Logger: discardLogger(),
 				Backoff: func(int) time.Duration { return backoff },
 			})

@@ -24,18 +24,28 @@ func TestMainRemovesTheCluster(t *testing.T) {
 		t.Skip("starts a cluster in a child test binary")
 	}
 	t.Parallel()
+	dir, out, err := runClusterChild("1")
+	if err != nil || dir == "" {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the cluster's directory %s is still there when the test binary has exited: %v", dir, err)
+	}
+}
+
+// runClusterChild runs TestMainRemovesClusterChild in a child test binary
+// with envClusterDirChild set to mode, on a throwaway cluster of its own,
+// and returns the cluster's directory it printed ("" if none).
+func runClusterChild(mode string) (dir string, out []byte, err error) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMainRemovesClusterChild$", "-test.count=1", "-test.v")
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, EnvDatabaseURL+"=") || strings.HasPrefix(kv, "CI=")
-	}), envClusterDirChild+"=1", "CI=true")
-	out, err := cmd.CombinedOutput()
-	m := regexp.MustCompile(`CLUSTERDIR=(\S+)`).FindSubmatch(out)
-	if err != nil || m == nil {
-		t.Fatalf("child: %v\n%s", err, out)
+	}), envClusterDirChild+"="+mode, "CI=true")
+	out, err = cmd.CombinedOutput()
+	if m := regexp.MustCompile(`CLUSTERDIR=(\S+)`).FindSubmatch(out); m != nil {
+		dir = string(m[1])
 	}
-	if _, err := os.Stat(string(m[1])); !os.IsNotExist(err) {
-		t.Fatalf("the cluster's directory %s is still there when the test binary has exited: %v", m[1], err)
-	}
+	return dir, out, err
 }
 
 // TestWatchdogRemovesTheClusterOfADeadBinary: a test binary that dies
@@ -47,23 +57,18 @@ func TestWatchdogRemovesTheClusterOfADeadBinary(t *testing.T) {
 		t.Skip("starts a cluster in a child test binary")
 	}
 	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMainRemovesClusterChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, EnvDatabaseURL+"=") || strings.HasPrefix(kv, "CI=")
-	}), envClusterDirChild+"=die", "CI=true")
-	out, err := cmd.CombinedOutput()
-	m := regexp.MustCompile(`CLUSTERDIR=(\S+)`).FindSubmatch(out)
-	if err == nil || m == nil {
+	dir, out, err := runClusterChild("die")
+	if err == nil || dir == "" {
 		t.Fatalf("child: want it dead after printing the cluster's directory: %v\n%s", err, out)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, err := os.Stat(string(m[1]))
+		_, err := os.Stat(dir)
 		if os.IsNotExist(err) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the cluster's directory %s is still there 30 s after its test binary died: %v", m[1], err)
+			t.Fatalf("the cluster's directory %s is still there 30 s after its test binary died: %v", dir, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
