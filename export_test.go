@@ -256,3 +256,20 @@ func RecoveryCheckpoint(ctx context.Context, s Store, name string) (string, bool
 	cp, found, err := s.(recoveryBackend).loadCheckpoint(ctx, name)
 	return cp.LastEventID, found, err
 }
+
+// PgxMigrateTo applies the embedded migrations up to version last that
+// s's schema has not applied yet, in one transaction, as Migrate applies
+// them all: the schema a release that shipped up to last would leave.
+func PgxMigrateTo(ctx context.Context, s *PgxStore, last int) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	var upTo []migration
+	for _, m := range ms {
+		if m.version <= last {
+			upTo = append(upTo, m)
+		}
+	}
+	return s.migrateOnce(ctx, upTo)
+}
