@@ -17,8 +17,8 @@ import (
 )
 
 // pgxCatalog describes what schema holds, one line per relation, column,
-// constraint, index and sequence, sorted, with the schema's name written
-// {{schema}}: columns with their type, nullability, default, collation
+// constraint, index (and whether it is valid) and sequence, sorted, with
+// the schema's name written {{schema}}: columns with their type, nullability, default, collation
 // and compression; constraints and indexes with their definitions.
 func pgxCatalog(t *testing.T, db *pgxpool.Pool, schema string) string {
 	t.Helper()
@@ -41,7 +41,9 @@ SELECT 'constraint ' || c.relname || '.' || k.conname || ' ' || pg_get_constrain
 FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = $1
 UNION ALL
-SELECT 'index ' || indexdef FROM pg_indexes WHERE schemaname = $1
+SELECT 'index ' || pg_get_indexdef(i.indexrelid) || CASE WHEN i.indisvalid THEN '' ELSE ' INVALID' END
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1
 UNION ALL
 SELECT 'sequence ' || sequencename || ' ' || data_type::text || ' start ' || start_value || ' increment ' || increment_by
     || ' min ' || min_value || ' max ' || max_value || ' cache ' || cache_size || CASE WHEN cycle THEN ' cycle' ELSE '' END
