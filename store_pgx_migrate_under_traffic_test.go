@@ -15,7 +15,9 @@ import (
 // row, next. Migrate builds migration 007's index on the inbox, then waits
 // to build the one on the guards; the event transaction waits for the
 // inbox: PostgreSQL breaks the deadlock by failing one of them, and
-// Migrate, which waited first, is the one it fails. Migrate runs again, as
+// Migrate, which waited first, is the one it fails (a backend checks for
+// a deadlock after deadlock_timeout; the old replica's is raised here, so
+// that on a loaded machine its check cannot come first). Migrate runs again, as
 // an event transaction does after a deadlock, rather than failing the
 // replica's start with "deadlock detected".
 func TestPgxMigrateRetriesADeadlockWithOldReplicaTraffic(t *testing.T) {
@@ -31,6 +33,12 @@ func TestPgxMigrateRetriesADeadlockWithOldReplicaTraffic(t *testing.T) {
 	old, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer old.Rollback(context.Background())
+	var super bool
+	require.NoError(t, old.QueryRow(ctx, `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`).Scan(&super))
+	if super { // deadlock_timeout is a superuser's setting; the test's own server runs as one
+		_, err = old.Exec(ctx, `SET LOCAL deadlock_timeout = '30s'`)
+		require.NoError(t, err)
+	}
 	_, err = old.Exec(ctx, `INSERT INTO `+q+`.idempotency_events (event_id, event_type, outcome, received_at) VALUES ('evt_old', 'invoice.paid', 'processed', now())`)
 	require.NoError(t, err)
 	_, err = old.Exec(ctx, `INSERT INTO `+q+`.idempotency_guards (scope, key, event_id) VALUES ('action:grant', 'in_1', 'evt_old')`)
