@@ -2,7 +2,6 @@ package idempotency_test
 
 import (
 	"context"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,7 +30,7 @@ func TestInboxFenceOnAttemptNumberAtOneTime(t *testing.T) {
 				return nil
 			})
 			inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-				Now: clock.Now, Lease: time.Minute, Timeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler),
+				Now: clock.Now, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(),
 			})
 			require.NoError(t, err)
 			h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})

@@ -47,9 +47,9 @@ type Database struct {
 
 	// URL is a connection string for the same database, with the options
 	// of the server's connection string, whose sessions have search_path
-	// set to Schema, for code that opens its own connections (a
-	// pool with more connections, a subprocess, psql). Sessions opened with
-	// it are terminated when the test ends.
+	// set to Schema, for code that opens its own connections (a pool with
+	// more connections, a subprocess, psql). Sessions opened with it are
+	// terminated when the test ends.
 	URL string
 }
 
@@ -70,7 +70,8 @@ var mainCalled atomic.Bool
 // [Database.URL] are terminated, and the schema is dropped with everything
 // in it. A connection of the pool the test left in use (rows not closed, a
 // transaction neither committed nor rolled back) fails the test 30 seconds
-// after it ended, rather than hang the test binary until -timeout. The cluster itself is removed by [Main] after the last test.
+// after it ended, rather than hang the test binary until -timeout. The
+// cluster itself is removed by [Main] after the last test.
 func Postgres(t testing.TB) *Database {
 	t.Helper()
 	if !mainCalled.Load() && os.Getenv(EnvDatabaseURL) == "" {

@@ -127,9 +127,9 @@ type DB struct {
 	// URL is a connection string for the same database whose connections
 	// have search_path set to Schema (added to the "options" parameter of
 	// the server's connection string, which both pgx and libpq tools such
-	// as psql understand), for code that opens
-	// its own connections, e.g. a subprocess. Sessions opened with it carry
-	// application_name=Schema and are terminated when the test ends.
+	// as psql understand), for code that opens its own connections, e.g. a
+	// subprocess. Sessions opened with it carry application_name=Schema and
+	// are terminated when the test ends.
 	URL string
 }
 
@@ -139,9 +139,10 @@ type DB struct {
 // connected with [DB.URL] is terminated, and the schema is dropped with
 // CASCADE. A connection of the pool still in use 30 seconds after the test
 // ended (rows not closed, a transaction not ended) fails the test; the
-// sessions are terminated and the schema dropped all the same. It is safe to call from parallel tests; every call returns a
-// different schema. If PostgreSQL is unavailable the test is skipped (or
-// fails under CI=true); see the package documentation.
+// sessions are terminated and the schema dropped all the same. It is safe
+// to call from parallel tests; every call returns a different schema. If
+// PostgreSQL is unavailable the test is skipped (or fails under CI=true);
+// see the package documentation.
 func New(t testing.TB) *DB {
 	t.Helper()
 	return NewWithConfig(t, nil)
@@ -220,8 +221,9 @@ func AdminPool(t testing.TB) *pgxpool.Pool {
 // closePool closes pool, which waits until every connection acquired from
 // it is released. A test that left one in use would make that wait, and so
 // the whole test binary, last until -timeout; after [releaseWait] the test
-// fails instead, with what saying whose pool it is and after saying what
-// happens next. The pool's Close goes on waiting in its goroutine.
+// fails instead. Its error names the pool (what) and ends with what the
+// cleanup does next (after). The pool's Close goes on waiting in its
+// goroutine.
 func closePool(t testing.TB, pool *pgxpool.Pool, what, after string) {
 	closed := make(chan struct{})
 	go func() {
