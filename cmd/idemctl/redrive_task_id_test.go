@@ -21,12 +21,35 @@ import (
 func TestRedriveTaskIDWithCommaAndSpaces(t *testing.T) {
 	t.Parallel()
 	db := idempotencytest.Postgres(t)
+	const key = " Rosen, Jenny "
+	in, id := deadLetteredTask(t, db, key)
+
+	// With another id in the same run: each in its own -id.
+	r := idemctl(t, db, nil, "redrive", "-id", id, "-id", "evt_unknown", "-dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "would redrive 1 event (dry run: none moved)\n", r.stdout)
+	r = idemctl(t, db, nil, "redrive", "-id", id)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "redrove 1 event: pending again, with a fresh attempt budget\n", r.stdout)
+	rec, _, err := in.Lookup(t.Context(), id)
+	require.NoError(t, err)
+	require.Equal(t, idempotency.InboxPending, rec.State)
+
+	// Event ids still go as a comma list.
+	r = idemctl(t, db, nil, "redrive", "-id", "evt_a, evt_b", "-dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+}
+
+// deadLetteredTask stores in db an event whose handler enqueues the task
+// "notify" with key, applies it, and lets the task fail permanently: the
+// inbox, and the task's id, dead-lettered.
+func deadLetteredTask(t *testing.T, db *idempotencytest.Database, key string) (*idempotency.Inbox, string) {
+	t.Helper()
 	store := db.NewStore(t, idempotency.PgxConfig{})
 	hs := idempotency.NewHandlers()
 	notify := idempotency.NewTask(hs, "notify", func(context.Context, idempotency.TaskRun[string]) error {
 		return idempotency.Permanent(errors.New("the mail provider refused the address"))
 	})
-	const key = " Rosen, Jenny "
 	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
 		_, err := notify.Enqueue(ctx, tx, key, "hello")
 		return err
@@ -45,19 +68,5 @@ func TestRedriveTaskIDWithCommaAndSpaces(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, idempotency.InboxDeadLetter, rec.State)
-
-	// With another id in the same run: each in its own -id.
-	r := idemctl(t, db, nil, "redrive", "-id", id, "-id", "evt_unknown", "-dry-run")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "would redrive 1 events (dry run: none moved)\n", r.stdout)
-	r = idemctl(t, db, nil, "redrive", "-id", id)
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "redrove 1 events: pending again, with a fresh attempt budget\n", r.stdout)
-	rec, _, err = in.Lookup(t.Context(), id)
-	require.NoError(t, err)
-	require.Equal(t, idempotency.InboxPending, rec.State)
-
-	// Event ids still go as a comma list.
-	r = idemctl(t, db, nil, "redrive", "-id", "evt_a, evt_b", "-dry-run")
-	require.Equal(t, 0, r.code, r.stderr)
+	return in, id
 }

@@ -23,7 +23,7 @@ then apply them as new. Fix the cause first.
 It refuses to run without a selector (-id, -type, -since, -until) unless
 -all is given: -state and -kind narrow a selection but do not make one.
 -dry-run counts the events that would move and moves none. It prints how
-many events moved (or would).
+many events (with -kind task, tasks) moved, or would.
 
 ` + timesHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
@@ -71,13 +71,26 @@ many events moved (or would).
 				return a.storeErr(err)
 			}
 			if *dryRun {
-				_, err = fmt.Fprintf(a.stdout, "would redrive %d events (dry run: none moved)\n", n)
+				_, err = fmt.Fprintf(a.stdout, "would redrive %s (dry run: none moved)\n", counted(n, kind))
 				return err
 			}
-			_, err = fmt.Fprintf(a.stdout, "redrove %d events: pending again, with a fresh attempt budget\n", n)
+			_, err = fmt.Fprintf(a.stdout, "redrove %s: pending again, with a fresh attempt budget\n", counted(n, kind))
 			return err
 		}
 	},
+}
+
+// counted is n with the noun for what kind selects: "1 task", "2 tasks";
+// "events" otherwise, as the rest of idemctl calls an inbox's rows.
+func counted(n int, kind idempotency.InboxKind) string {
+	one, many := "event", "events"
+	if kind == idempotency.KindTask {
+		one, many = "task", "tasks"
+	}
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // orDefault is the states Redrive takes for sts: dead_letter when empty.

@@ -39,7 +39,7 @@ func TestRedrive(t *testing.T) {
 
 	r = idemctl(t, s.db, nil, "redrive", "-id", "evt_dead_1", "-since", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "redrove 1 events: pending again, with a fresh attempt budget\n", r.stdout)
+	require.Equal(t, "redrove 1 event: pending again, with a fresh attempt budget\n", r.stdout)
 	rec := s.lookup(t, "evt_dead_1")
 	require.Equal(t, idempotency.InboxPending, rec.State)
 	require.Zero(t, rec.Attempt, "a fresh budget")
@@ -47,7 +47,7 @@ func TestRedrive(t *testing.T) {
 
 	r = idemctl(t, s.db, nil, "redrive", "-id", "evt_failed_1,evt_paid_1", "-state", "failed")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "redrove 1 events: pending again, with a fresh attempt budget\n", r.stdout)
+	require.Equal(t, "redrove 1 event: pending again, with a fresh attempt budget\n", r.stdout)
 	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_failed_1").State)
 }
 

@@ -62,10 +62,10 @@ func TestRunbook(t *testing.T) {
 	r = run("idemctl list -state failed -since 2h")
 	count(r, `(?m)^evt_failed_1 .*downstream refused the charge`)
 	r = run("idemctl redrive -state failed -since 2h -dry-run")
-	count(r, `^would redrive 1 events`)
+	count(r, `^would redrive 1 event `)
 	require.Equal(t, idempotency.InboxFailed, s.lookup(t, "evt_failed_1").State)
 	r = run("idemctl redrive -state failed -since 2h", "redrive", "-state", "failed", "-since", "2h")
-	count(r, `^redrove 1 events`)
+	count(r, `^redrove 1 event:`)
 	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_failed_1").State)
 
 	// Stripe disabled the endpoint: recover from the start of the trouble.
@@ -85,9 +85,9 @@ func TestRunbook(t *testing.T) {
 	r = run("idemctl show evt_...", "show", "evt_dead_1")
 	count(r, `(?m)^  last error\s+.*downstream refused the charge`)
 	r = run("idemctl redrive -type charge.failed -since 8d -dry-run")
-	count(r, `^would redrive 1 events`)
+	count(r, `^would redrive 1 event `)
 	r = run("idemctl redrive -type charge.failed -since 8d", "redrive", "-type", "charge.failed", "-since", "8d")
-	count(r, `^redrove 1 events`)
+	count(r, `^redrove 1 event:`)
 	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_dead_1").State)
 
 	// A deploy applied events wrongly: forget them, recover them again.
