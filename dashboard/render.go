@@ -98,9 +98,12 @@ func (d *Dashboard) inboxError(w http.ResponseWriter, r *http.Request, doing str
 // code, so that a crafted link cannot put words on the page.
 func flash(r *http.Request) string {
 	q := r.URL.Query()
-	n, _ := strconv.Atoi(q.Get("n"))
 	switch q.Get("msg") {
 	case "redriven", "redriven-tasks":
+		n, err := strconv.Atoi(q.Get("n"))
+		if err != nil || n < 0 {
+			return "" // not a count a redrive gave
+		}
 		what := map[string]string{"redriven": "event", "redriven-tasks": "task"}[q.Get("msg")]
 		switch {
 		case n == 0:
