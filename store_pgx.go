@@ -989,7 +989,9 @@ func withoutLineComments(sql string) string {
 // with the transactions of replicas still serving (an index built on the
 // guards while an event transaction that claimed a guard waits for a table
 // Migrate holds): PostgreSQL then fails one of them, and Migrate, like an
-// event transaction, runs again, up to 5 attempts in all.
+// event transaction, runs again, up to 5 attempts in all. Versions a
+// newer release applied are left as they are, so that a deploy can be
+// rolled back.
 func (s *PgxStore) Migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
