@@ -953,8 +953,13 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 		row.leaseLost = true
 	case err == nil && outcome == OutcomeDuplicate:
 		// Claimed before, by the synchronous Handler or another inbox: the
-		// ledger has it.
-		res.State = settled(InboxProcessed, in.settle(ctx, &row, InboxProcessed, nil))
+		// ledger has it. Or by the newer attempt that took this one's lease
+		// over: then this attempt lost its lease, as above.
+		err = in.settle(ctx, &row, InboxProcessed, nil)
+		if errors.Is(err, errLeaseLost) {
+			res.Outcome, res.Err = OutcomeFailed, err
+		}
+		res.State = settled(InboxProcessed, err)
 	case err == nil:
 		res.State = inboxState(outcome) // recorded in the transaction that applied it
 	default:

@@ -1,0 +1,70 @@
+package idempotency_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestInboxHungAttemptAfterTheNextAppliedIt: a worker hangs holding an
+// event's first attempt past its lease; the second attempt applies the
+// event. When the hung worker goes on, its claim finds the event claimed,
+// by that second attempt. Its end was reported to OnResult as a
+// duplicate, as if another delivery had applied the event, with no
+// state: a metric of duplicates counted a lost lease. It is reported as
+// any attempt that lost its lease is: failed, with the lease lost, and
+// the event stays as the second attempt left it. Both stores, on a fake
+// clock.
+func TestInboxHungAttemptAfterTheNextAppliedIt(t *testing.T) {
+	t.Parallel()
+	for name, store := range bothStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			var ran atomic.Int32
+			hs := idempotency.NewHandlers()
+			idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
+				ran.Add(1)
+				return nil
+			})
+			var rs misuseResults
+			inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+				Now: clock.Now, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(), OnResult: rs.add,
+			})
+			require.NoError(t, err)
+			h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+			require.NoError(t, err)
+			require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, "evt_hung_late", "in_hung_late", "acct_1"), testSecret).Outcome)
+
+			hung, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
+			require.NoError(t, err)
+			require.Len(t, hung, 1)
+			clock.Advance(time.Minute)
+			n, err := inbox.WorkDue(t.Context()) // attempt 2 applies it
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			second := rs.last(t)
+			require.Equal(t, 2, second.Attempt)
+			require.Equal(t, idempotency.OutcomeProcessed, second.Outcome)
+
+			idempotency.ApplyLeased(t.Context(), inbox, hung[0]) // the hung worker goes on
+			late := rs.last(t)
+			require.Equal(t, 1, late.Attempt, "the hung attempt is reported")
+			require.Equal(t, idempotency.OutcomeFailed, late.Outcome, "not a duplicate: its lease was lost")
+			require.ErrorContains(t, late.Err, "lease lost to a newer attempt")
+			require.Empty(t, late.State, "its end was not recorded")
+			require.Equal(t, int32(1), ran.Load())
+			rec, _, err := inbox.Lookup(t.Context(), "evt_hung_late")
+			require.NoError(t, err)
+			require.Equal(t, idempotency.InboxProcessed, rec.State)
+			require.Equal(t, 2, rec.Attempt)
+		})
+	}
+}
