@@ -105,7 +105,8 @@ type InboxConfig struct {
 	// goroutine, with Result.Attempt set: the place for metrics. An
 	// attempt whose worker hung past its lease at the last attempt is
 	// reported by the lease that dead-letters it (ErrLeaseExpired); when
-	// the worker returns, its end is logged, not reported again. It must
+	// the worker returns, its end is logged, not reported again, even if
+	// its process counts MaxAttempts differently (a deploy). It must
 	// not block. It may query the store's pool: with it set, a worker's
 	// commit does not also begin its next event's transaction, which
 	// would hold a connection of that pool while OnResult runs. A panic in
@@ -977,7 +978,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 // is not called again.
 func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result), res *Result) {
 	onResult := in.cfg.OnResult
-	if row.leaseLost && row.Attempt >= in.cfg.MaxAttempts {
+	if row.leaseLost && in.reportedByLease(ctx, row) {
 		onResult, res.State = nil, ""
 		lost := fmt.Errorf("%w after attempt %d", ErrLeaseExpired, row.Attempt)
 		if res.Err != nil {
@@ -986,6 +987,21 @@ func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result)
 		res.Err = lost
 	}
 	report(ctx, in.log, onResult, done, res)
+}
+
+// reportedByLease reports whether the lease that took row's attempt over
+// dead-lettered it, and so reported it: the row is dead-lettered at that
+// very attempt. This process's MaxAttempts cannot tell, since the
+// processes of one inbox may differ in it during a deploy; it decides only
+// when the row cannot be read.
+func (in *Inbox) reportedByLease(ctx context.Context, row *inboxRow) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
+	defer cancel()
+	recs, err := in.store.inboxList(ctx, InboxFilter{EventIDs: []string{row.EventID}, Limit: 1})
+	if err != nil {
+		return row.Attempt >= in.cfg.MaxAttempts
+	}
+	return len(recs) == 1 && recs[0].State == InboxDeadLetter && recs[0].Attempt == row.Attempt
 }
 
 // settled is st when err, the error of recording an attempt's end as st,
