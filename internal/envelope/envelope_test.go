@@ -288,6 +288,11 @@ var malformedCases = map[string]string{
 	"deep nesting top level":          deep(100000, "[", "]"),
 	"deep unclosed nesting":           `{"x":` + strings.Repeat("[", 100000),
 	"depth 10001 (encoding/json max)": `{"id":"evt_1","type":"t","data":{"object":{}},"x":` + deep(10000, "[", "]") + `}`,
+	"unicode escape cut at end":       `{"id":"evt_\u123`,
+	"non-hex last digit of escape":    `{"id":"evt_1","type":"t","data":{"object":{"x":"\u123G"}}}`,
+	"other byte for colon":            `{"id"="evt_1","type":"t","data":{"object":{}}}`,
+	"skipped key without colon":       `{"id":"evt_1","type":"t","x":{"a";1},"data":{"object":{}}}`,
+	"upper-case data.Object only":     `{"id":"evt_1","type":"t","data":{"Object":{}}}`,
 }
 
 func TestMalformed(t *testing.T) {
