@@ -818,6 +818,11 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"id":"evt_1","type":"t","api_verſion":"v","Livemode":true,"data":{"object":{"ID":"x","object":"o"}}}`))
 	f.Add([]byte(`{"id":"evt_\ud800\udc00\udbff","type":"t\\ud800","account":"\ud800","account":null,"data":{"object":{"id":"\udc00\ud800"}}}`))
 	f.Add([]byte("{\"id\":\"evt_\xed\xa0\x80\",\"type\":\"t\",\"api_version\":\"v\xff\",\"data\":{\"object\":{\"id\":\"o\xc3\"}}}"))
+	// Replaced at the edges of the surrogate ranges and of ASCII: two low
+	// surrogates, the last low surrogate closing a pair, a lone 0x80 byte.
+	f.Add([]byte(`{"id":"evt_\udc00\udc00","type":"t","data":{"object":{}}}`))
+	f.Add([]byte(`{"id":"evt_\ud800\udfff","type":"t","data":{"object":{}}}`))
+	f.Add([]byte("{\"id\":\"evt_\x80\",\"type\":\"t\",\"data\":{\"object\":{}}}"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if got, want := plainEnd(in, 0), naivePlainEnd(in, 0); got != want {
 			t.Fatalf("plainEnd = %d, want %d", got, want)
