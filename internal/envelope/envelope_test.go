@@ -348,6 +348,7 @@ func TestErrorsDoNotLeakPayload(t *testing.T) {
 		`{"id":"` + secret + `","type":"t","created":"` + secret + `","data":{"object":{}}}`,
 		`{"id":"` + secret + `","type":"t","created":9` + strings.Repeat("9", 30) + `,"data":{"object":{}}}`,
 		`{"id":"` + secret + `"` + secret,
+		`{"` + secret + `"=1}`,
 	} {
 		_, err := Parse([]byte(in))
 		errIs(t, err, ErrMalformed)
@@ -358,6 +359,11 @@ func TestErrorsDoNotLeakPayload(t *testing.T) {
 	errContains(t, err, "data.object")
 	_, err = Parse([]byte(`{"id":1,"type":"t","data":{"object":{}}}`))
 	errContains(t, err, `"id"`)
+	_, err = Parse([]byte(`{"type":"t","data":{"object":{}}}`))
+	errContains(t, err, `"id" is missing`)
+	// The offset is the offending byte's: here the '}' where a key belongs.
+	_, err = Parse([]byte(`{"id":"evt_1",}`))
+	errContains(t, err, "expected a string key at offset 14")
 }
 
 func TestSemantics(t *testing.T) {
