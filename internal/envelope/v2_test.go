@@ -61,6 +61,39 @@ func TestParseV2Event(t *testing.T) {
 	if string(env.Object) != "null" || env.Previous != nil || env.Account != "" || env.ObjectID != "" {
 		t.Fatalf("bare: %+v", env)
 	}
+	// Without the data key at all, Object is "null" too.
+	env, err = ParseV2Event([]byte(`{"id":"evt_1","object":"v2.core.event","type":"t","created":"2024-09-26T17:46:22Z"}`))
+	if err != nil || string(env.Object) != "null" {
+		t.Fatalf("no data: %q, %v", env.Object, err)
+	}
+}
+
+// TestParseV2Replaced: Replaced names the first of a v2 event's id, type,
+// context and related_object.id (a notification's id, type and context)
+// whose text decoding replaced with U+FFFD.
+func TestParseV2Replaced(t *testing.T) {
+	ev := func(id, typ, context, related string) string {
+		return `{"id":"` + id + `","object":"v2.core.event","type":"` + typ + `","context":"` + context +
+			`","created":"2024-09-26T17:46:22Z","related_object":{"id":"` + related + `","type":"billing.meter"}}`
+	}
+	for _, c := range []struct{ in, want, wantThin string }{
+		{ev("evt_1", "t", "acct_1", "mtr_1"), "", ""},
+		{ev(`evt_\ud83d\ude00`, "t", "acct_1", "mtr_1"), "", ""},
+		{ev(`evt_\ud800`, "t", "acct_1", "mtr_1"), "id", "id"},
+		{ev("evt_1", "t\xff", "acct_1", "mtr_1"), "type", "type"},
+		{ev("evt_1", "t", `acct_\udc00`, `mtr_\udc00`), "context", "context"},
+		{ev("evt_1", "t", "acct_1", `mtr_\udc00`), "related_object.id", ""},
+		{ev("evt_1", "t\xff", `acct_\udc00`, `mtr_\udc00`), "type", "type"},
+	} {
+		env, err := ParseV2Event([]byte(c.in))
+		if err != nil || env.Replaced != c.want {
+			t.Errorf("ParseV2Event(%s): Replaced %q, %v; want %q", c.in, env.Replaced, err, c.want)
+		}
+		n, err := ParseThin([]byte(c.in))
+		if err != nil || n.Replaced != c.wantThin {
+			t.Errorf("ParseThin(%s): Replaced %q, %v; want %q", c.in, n.Replaced, err, c.wantThin)
+		}
+	}
 }
 
 func TestParseThin(t *testing.T) {
@@ -92,6 +125,8 @@ func TestParseV2Malformed(t *testing.T) {
 		"unix created":    `{"id":"SECRET_PAYLOAD","object":"v2.core.event","type":"t","created":1727372782}`,
 		"bad created":     `{"id":"evt","object":"v2.core.event","type":"t","created":"SECRET_PAYLOAD"}`,
 		"context object":  `{"id":"evt","object":"v2.core.event","type":"t","created":"2024-09-17T06:20:52Z","context":{"x":"SECRET_PAYLOAD"}}`,
+		"empty id":        `{"id":"","object":"v2.core.event","type":"SECRET_PAYLOAD","created":"2024-09-17T06:20:52Z"}`,
+		"empty type":      `{"id":"SECRET_PAYLOAD","object":"v2.core.event","type":"","created":"2024-09-17T06:20:52Z"}`,
 	}
 	for name, in := range cases {
 		_, err := ParseV2Event([]byte(in))
@@ -101,6 +136,9 @@ func TestParseV2Malformed(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), secret) {
 			t.Errorf("%s: the error quotes the input: %v", name, err)
+		}
+		if name == "unix created" && !strings.Contains(err.Error(), `"created" has the wrong type`) {
+			t.Errorf("%s: the error does not name the field: %v", name, err)
 		}
 		if name == "no created" || name == "unix created" || name == "bad created" {
 			continue // a notification needs no created
