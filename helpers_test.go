@@ -7,13 +7,18 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 const testSecret = "whsec_test_0123456789abcdef"
@@ -122,4 +127,27 @@ func counterValues(t *testing.T, pool *pgxpool.Pool, query string) map[string]in
 	}
 	require.NoError(t, rows.Err())
 	return counts
+}
+
+// queuedInvoice is an inbox on store, on a fake clock at 2026-03-01 12:00
+// UTC, with cfg's Now and Logger set, whose invoice.paid handler counts
+// its runs in runs; an event eventID about the invoice of the same name
+// with "evt" replaced by "in" is delivered to it and queued.
+func queuedInvoice(t *testing.T, store idempotency.Store, cfg idempotency.InboxConfig, eventID string) (inbox *idempotency.Inbox, clock *idempotencytest.Clock, runs *atomic.Int32) {
+	t.Helper()
+	clock = idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	runs = new(atomic.Int32)
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
+		runs.Add(1)
+		return nil
+	})
+	cfg.Now, cfg.Logger = clock.Now, discardLogger()
+	inbox, err := idempotency.NewInbox(store, hs, cfg)
+	require.NoError(t, err)
+	h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	payload := invoicePayload(t, eventID, "in_"+strings.TrimPrefix(eventID, "evt_"), "acct_1")
+	require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, payload, testSecret).Outcome)
+	return inbox, clock, runs
 }

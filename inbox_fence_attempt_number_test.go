@@ -1,16 +1,12 @@
 package idempotency_test
 
 import (
-	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
-	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // The fence is the attempt's number and its time together: a stalled
@@ -22,20 +18,7 @@ func TestInboxFenceOnAttemptNumberAtOneTime(t *testing.T) {
 	for name, store := range bothStores(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-			var runs atomic.Int32
-			hs := idempotency.NewHandlers()
-			idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
-				runs.Add(1)
-				return nil
-			})
-			inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-				Now: clock.Now, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(),
-			})
-			require.NoError(t, err)
-			h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
-			require.NoError(t, err)
-			require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, "evt_same_time", "in_same_time", "acct_1"), testSecret).Outcome)
+			inbox, clock, runs := queuedInvoice(t, store, idempotency.InboxConfig{Lease: time.Minute, Timeout: 10 * time.Second}, "evt_same_time")
 
 			stale, err := idempotency.LeaseInbox(t.Context(), inbox, 1) // attempt 1, at t0; its worker stalls
 			require.NoError(t, err)

@@ -1,16 +1,12 @@
 package idempotency_test
 
 import (
-	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
-	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // TestInboxHungAttemptAfterTheNextAppliedIt: a worker hangs holding an
@@ -27,21 +23,10 @@ func TestInboxHungAttemptAfterTheNextAppliedIt(t *testing.T) {
 	for name, store := range bothStores(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-			var ran atomic.Int32
-			hs := idempotency.NewHandlers()
-			idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
-				ran.Add(1)
-				return nil
-			})
 			var rs misuseResults
-			inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-				Now: clock.Now, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(), OnResult: rs.add,
-			})
-			require.NoError(t, err)
-			h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
-			require.NoError(t, err)
-			require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, "evt_hung_late", "in_hung_late", "acct_1"), testSecret).Outcome)
+			inbox, clock, runs := queuedInvoice(t, store, idempotency.InboxConfig{
+				Lease: time.Minute, Timeout: 10 * time.Second, OnResult: rs.add,
+			}, "evt_hung_late")
 
 			hung, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
 			require.NoError(t, err)
@@ -60,7 +45,7 @@ func TestInboxHungAttemptAfterTheNextAppliedIt(t *testing.T) {
 			require.Equal(t, idempotency.OutcomeFailed, late.Outcome, "not a duplicate: its lease was lost")
 			require.ErrorContains(t, late.Err, "lease lost to a newer attempt")
 			require.Empty(t, late.State, "its end was not recorded")
-			require.Equal(t, int32(1), ran.Load())
+			require.Equal(t, int32(1), runs.Load())
 			rec, _, err := inbox.Lookup(t.Context(), "evt_hung_late")
 			require.NoError(t, err)
 			require.Equal(t, idempotency.InboxProcessed, rec.State)
