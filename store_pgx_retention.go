@@ -189,18 +189,25 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 		}
 	}
 	// byKey deletes from a (scope, key) table: each batch goes on from the
-	// last key, in the database's order, that the one before deleted.
+	// last key, in the database's order, that the one before deleted and
+	// committed. A batch whose commit failed deleted nothing: run again
+	// (its session ended), it starts where it did.
 	byKey := func(sql string) pruneDeleter {
 		var scope, key string
 		return func(ctx context.Context, n int, cutoff time.Time) (int, error) {
-			return batch(ctx, func(tx pgx.Tx) (int, error) {
+			var lastScope, lastKey string
+			deleted, err := batch(ctx, func(tx pgx.Tx) (int, error) {
 				var deleted int
-				err := tx.QueryRow(ctx, sql, cutoff, n, scope, key).Scan(&deleted, &scope, &key)
+				err := tx.QueryRow(ctx, sql, cutoff, n, scope, key).Scan(&deleted, &lastScope, &lastKey)
 				if errors.Is(err, pgx.ErrNoRows) {
 					return 0, nil
 				}
 				return deleted, err
 			})
+			if err == nil && deleted > 0 {
+				scope, key = lastScope, lastKey
+			}
+			return deleted, err
 		}
 	}
 	steps := pruneSteps(&rep, c, pruneDeleters{

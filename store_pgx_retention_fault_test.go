@@ -1,0 +1,248 @@
+package idempotency_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
+)
+
+// Prune and Forget on a real PostgreSQL, with faults: the service of the
+// inbox's fault tests (faultApp). A deferred trigger holds the commit of a
+// transaction that deletes guards (a prune batch, a Forget) until the test
+// opens it; meanwhile the process's sessions end (pg_terminate_backend) or
+// the database stops.
+
+// commitGate holds, at its commit, each transaction that deleted rows of
+// a table: a deferred constraint trigger waits for an advisory lock that
+// the test holds on a connection of its own until open.
+type commitGate struct {
+	key  int64
+	conn *pgxpool.Conn
+}
+
+func newCommitGate(t *testing.T, a *faultApp, table string) *commitGate {
+	t.Helper()
+	ctx := t.Context()
+	g := &commitGate{}
+	require.NoError(t, a.db.Pool.QueryRow(ctx, `SELECT hashtextextended($1, 0)`, a.db.Schema+".commit_gate").Scan(&g.key))
+	schema := quoteIdent(a.db.Schema)
+	_, err := a.db.Pool.Exec(ctx, fmt.Sprintf(`
+CREATE FUNCTION %[1]s.commit_gate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(%[3]d);
+    RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER commit_gate AFTER DELETE ON %[1]s.%[2]s
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION %[1]s.commit_gate();`, schema, quoteIdent(table), g.key))
+	require.NoError(t, err)
+	g.conn, err = a.db.Pool.Acquire(ctx) // not a session of the processes: no fault ends it but a stop
+	require.NoError(t, err)
+	t.Cleanup(g.conn.Release)
+	_, err = g.conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, g.key)
+	require.NoError(t, err)
+	return g
+}
+
+// awaitHeld waits until a session of p waits at the gate.
+func (g *commitGate) awaitHeld(t *testing.T, a *faultApp, p *faultProc) {
+	t.Helper()
+	faultAwait(t, 15*time.Second, p.name+" held at its commit", func() bool {
+		var n int
+		err := a.admin.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+WHERE application_name = $1 AND wait_event_type = 'Lock' AND wait_event = 'advisory'`, p.appName).Scan(&n)
+		return err == nil && n > 0
+	})
+}
+
+// open lets the held commits go on, when the gate's session is still there.
+func (g *commitGate) open(t *testing.T) {
+	t.Helper()
+	if _, err := g.conn.Exec(t.Context(), `SELECT pg_advisory_unlock($1)`, g.key); err != nil {
+		t.Logf("the gate's session ended with the database: %v", err)
+	}
+}
+
+// retentionFault takes the database from p while a transaction of p is
+// held at the gate; the function it returns brings it back.
+type retentionFault func(t *testing.T, a *faultApp, p *faultProc) (back func())
+
+func terminateRetention(t *testing.T, a *faultApp, p *faultProc) func() {
+	require.Positive(t, a.terminateSessions(t, p))
+	return func() {}
+}
+
+func stopRetention(cluster *pgtest.Cluster) retentionFault {
+	return func(t *testing.T, _ *faultApp, _ *faultProc) func() {
+		cluster.Stop(t)
+		return func() { cluster.Start(t) }
+	}
+}
+
+const day = 24 * time.Hour
+
+// pruneScene is what TestPgxPruneFault stores, dated back by SQL: 30 old
+// events (claims 60 days old, finished 60 days ago, their guards 300 days
+// old, but the first 5 guards 200 days old: the keys of the awaiting
+// event), 5 recent events, a dead letter, and an event pending for 170
+// days.
+type pruneScene struct {
+	old, recent      []faultEvent
+	dead, pending    faultEvent
+	keptOld, goneOld []string // invoices of the old events whose guards stay, go
+}
+
+func newPruneScene(t *testing.T, a *faultApp, p *faultProc) *pruneScene {
+	t.Helper()
+	ctx := t.Context()
+	s := &pruneScene{
+		old:     faultEvents("prune_old", 30, 0),
+		recent:  faultEvents("prune_new", 5, 0),
+		dead:    faultEvent{ID: "evt_prune_dead", Type: "invoice.paid", Invoice: "in_prune_dead", Account: "acct_prune_dead"},
+		pending: faultEvent{ID: "evt_prune_pending", Type: "invoice.paid", Invoice: "in_prune_pending", Account: "acct_prune_pending"},
+	}
+	a.setHook(func(_ context.Context, _ idempotency.Tx, _, eventID string) error {
+		if eventID == s.dead.ID {
+			return idempotency.Permanent(fmt.Errorf("refused"))
+		}
+		return nil
+	})
+	a.sendAll(t, []http.Handler{p.handler}, append(append(append([]faultEvent{}, s.old...), s.recent...), s.dead), 4)
+	for {
+		n, err := p.inbox.WorkDue(ctx)
+		require.NoError(t, err)
+		if n == 0 {
+			break
+		}
+	}
+	a.setHook(nil)
+	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{s.pending}, 1)
+	require.Equal(t, idempotency.InboxDeadLetter, a.record(t, s.dead.ID).State)
+	require.Equal(t, idempotency.InboxPending, a.record(t, s.pending.ID).State)
+
+	var oldIDs, oldInvoices []string
+	for i, ev := range s.old {
+		oldIDs = append(oldIDs, ev.ID)
+		oldInvoices = append(oldInvoices, ev.Invoice)
+		if i < 5 {
+			s.keptOld = append(s.keptOld, ev.Invoice)
+		} else {
+			s.goneOld = append(s.goneOld, ev.Invoice)
+		}
+	}
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`UPDATE idempotency_events SET processed_at = processed_at - interval '60 days' WHERE event_id = ANY ($1)`, []any{oldIDs}},
+		{`UPDATE idempotency_inbox SET received_at = received_at - interval '60 days', finished_at = finished_at - interval '60 days' WHERE event_id = ANY ($1)`, []any{oldIDs}},
+		{`UPDATE idempotency_guards SET claimed_at = claimed_at - interval '300 days' WHERE key = ANY ($1)`, []any{s.goneOld}},
+		{`UPDATE idempotency_guards SET claimed_at = claimed_at - interval '200 days' WHERE key = ANY ($1)`, []any{s.keptOld}},
+		{`UPDATE idempotency_inbox SET received_at = received_at - interval '170 days' WHERE event_id = $1`, []any{s.pending.ID}},
+	} {
+		_, err := a.db.Pool.Exec(ctx, q.sql, q.args...)
+		require.NoError(t, err, q.sql)
+	}
+	return s
+}
+
+// requireKept checks that nothing the retention keeps is gone, and
+// reports how many rows it deletes are left.
+func (s *pruneScene) requireKept(t *testing.T, a *faultApp) (left int) {
+	t.Helper()
+	ctx := t.Context()
+	count := func(q string, args ...any) int {
+		t.Helper()
+		var n int
+		require.NoError(t, a.db.Pool.QueryRow(ctx, q, args...).Scan(&n), q)
+		return n
+	}
+	var recentIDs, recentInvoices, oldIDs []string
+	for _, ev := range s.recent {
+		recentIDs = append(recentIDs, ev.ID)
+		recentInvoices = append(recentInvoices, ev.Invoice)
+	}
+	for _, ev := range s.old {
+		oldIDs = append(oldIDs, ev.ID)
+	}
+	require.Equal(t, len(s.recent), count(`SELECT count(*) FROM idempotency_events WHERE event_id = ANY ($1)`, recentIDs), "claims in their window")
+	require.Equal(t, len(s.recent), count(`SELECT count(*) FROM idempotency_inbox WHERE event_id = ANY ($1)`, recentIDs), "finished events in their window")
+	require.Equal(t, len(s.recent), count(`SELECT count(*) FROM idempotency_guards WHERE key = ANY ($1)`, recentInvoices), "guards in their window")
+	require.Equal(t, len(s.keptOld), count(`SELECT count(*) FROM idempotency_guards WHERE key = ANY ($1)`, s.keptOld), "the awaiting event's keys")
+	require.Equal(t, idempotency.InboxDeadLetter, a.record(t, s.dead.ID).State, "the dead letter in its window")
+	require.Equal(t, idempotency.InboxPending, a.record(t, s.pending.ID).State, "the pending event")
+	return count(`SELECT count(*) FROM idempotency_events WHERE event_id = ANY ($1)`, oldIDs) +
+		count(`SELECT count(*) FROM idempotency_inbox WHERE event_id = ANY ($1)`, oldIDs) +
+		count(`SELECT count(*) FROM idempotency_guards WHERE key = ANY ($1)`, s.goneOld)
+}
+
+// TestPgxPruneFault: a prune in batches of 4 whose first batch of guards
+// is held at its commit when the process's sessions end, or when the
+// database stops (not parallel). The batch's deletions are undone with
+// it; the prune either goes on and completes (a session that ended is
+// another connection away) or returns an error, ErrStoreUnavailable.
+// Nothing the retention keeps is deleted: claims and finished events in
+// their windows, guards in theirs, the keys of the event pending for 170
+// days, the dead letter, the pending event. Once the database is back,
+// a prune deletes every row past its window.
+func TestPgxPruneFault(t *testing.T) {
+	t.Run("sessions-terminated", func(t *testing.T) {
+		t.Parallel()
+		pruneFault(t, newFaultApp(t), "", terminateRetention)
+	})
+	t.Run("database-stopped", func(t *testing.T) {
+		cluster := pgtest.Server(t) // not parallel: it stops the shared server
+		a := newFaultApp(t)
+		pruneFault(t, a, cluster.TCP(t, a.db.URL), stopRetention(cluster))
+	})
+}
+
+func pruneFault(t *testing.T, a *faultApp, url string, fault retentionFault) {
+	if url == "" {
+		url = a.db.URL
+	}
+	p := a.processOn(t, "pruner", url, idempotency.InboxConfig{MaxAttempts: 1})
+	store, err := idempotency.NewPgxStore(p.pool, idempotency.PgxConfig{Schema: a.db.Schema})
+	require.NoError(t, err)
+	s := newPruneScene(t, a, p)
+	const all = 30 + 30 + 25 // the old claims, their finished events, their guards past every window
+	require.Equal(t, all, s.requireKept(t, a))
+
+	r := idempotency.Retention{Guards: idempotency.DefaultEventIDRetention + idempotency.DefaultDeadLetterRetention, BatchSize: 4, Pause: -1}
+	g := newCommitGate(t, a, "idempotency_guards")
+	type result struct {
+		rep idempotency.PruneReport
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := store.Prune(context.Background(), r)
+		done <- result{rep, err}
+	}()
+	g.awaitHeld(t, a, p)
+	back := fault(t, a, p)
+	g.open(t)
+	first := recv(t, done, "the interrupted prune")
+	back()
+	t.Logf("the interrupted prune: %+v, %v", first.rep, first.err)
+	left := s.requireKept(t, a)
+	if first.err != nil {
+		require.ErrorIs(t, first.err, idempotency.ErrStoreUnavailable)
+	} else {
+		require.Zero(t, left, "the prune reported success and left rows past their windows: %+v", first.rep)
+		require.Equal(t, idempotency.PruneReport{EventIDs: 30, Events: 30, Guards: 25}, first.rep)
+	}
+	require.Equal(t, all-first.rep.Total(), left, "the report counts what was deleted: %+v", first.rep)
+
+	rep, err := store.Prune(t.Context(), r)
+	require.NoError(t, err)
+	require.Equal(t, left, rep.Total(), "the rerun deletes the rest: %+v", rep)
+	require.Zero(t, s.requireKept(t, a))
+}
