@@ -246,3 +246,82 @@ func pruneFault(t *testing.T, a *faultApp, url string, fault retentionFault) {
 	require.Equal(t, left, rep.Total(), "the rerun deletes the rest: %+v", rep)
 	require.Zero(t, s.requireKept(t, a))
 }
+
+// TestPgxForgetFault: Forget of a processed event (its claim, its guard,
+// its finished inbox row) is held at its commit when the process's
+// sessions end, or when the database stops (not parallel). It leaves all
+// of the event or none of it: either it reports the event forgotten (a
+// session that ended is another connection away) and nothing of it is
+// left, or it returns ErrStoreUnavailable and everything is there; then
+// Forget again forgets it all, and a resend is applied again.
+func TestPgxForgetFault(t *testing.T) {
+	t.Run("sessions-terminated", func(t *testing.T) {
+		t.Parallel()
+		forgetFault(t, newFaultApp(t), "", terminateRetention)
+	})
+	t.Run("database-stopped", func(t *testing.T) {
+		cluster := pgtest.Server(t) // not parallel: it stops the shared server
+		a := newFaultApp(t)
+		forgetFault(t, a, cluster.TCP(t, a.db.URL), stopRetention(cluster))
+	})
+}
+
+func forgetFault(t *testing.T, a *faultApp, url string, fault retentionFault) {
+	if url == "" {
+		url = a.db.URL
+	}
+	p := a.processOn(t, "forgetter", url, idempotency.InboxConfig{})
+	ev := faultEvent{ID: "evt_forget_fault", Type: "invoice.paid", Invoice: "in_forget_fault", Account: "acct_forget_fault"}
+	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{ev}, 1)
+	n, err := p.inbox.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	a.requireExactlyOnce(t, []faultEvent{ev})
+	// What makes the event known: its claim, its guard, its inbox row.
+	known := func() (claims, guards, rows int) {
+		t.Helper()
+		require.NoError(t, a.db.Pool.QueryRow(t.Context(), `SELECT
+    (SELECT count(*) FROM idempotency_events WHERE event_id = $1),
+    (SELECT count(*) FROM idempotency_guards WHERE event_id = $1),
+    (SELECT count(*) FROM idempotency_inbox WHERE event_id = $1)`, ev.ID).Scan(&claims, &guards, &rows))
+		return claims, guards, rows
+	}
+
+	g := newCommitGate(t, a, "idempotency_guards")
+	type result struct {
+		found bool
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		found, err := p.inbox.Forget(context.Background(), ev.ID)
+		done <- result{found, err}
+	}()
+	g.awaitHeld(t, a, p)
+	back := fault(t, a, p)
+	g.open(t)
+	first := recv(t, done, "the interrupted Forget")
+	back()
+	claims, guards, rows := known()
+	t.Logf("the interrupted Forget: %v, %v; left: %d claims, %d guards, %d inbox rows", first.found, first.err, claims, guards, rows)
+	if first.err != nil {
+		require.ErrorIs(t, first.err, idempotency.ErrStoreUnavailable)
+		require.False(t, first.found)
+		require.Equal(t, [3]int{1, 1, 1}, [3]int{claims, guards, rows}, "a failed Forget leaves all of the event")
+		found, err := p.inbox.Forget(t.Context(), ev.ID)
+		require.NoError(t, err)
+		require.True(t, found)
+		claims, guards, rows = known()
+	} else {
+		require.True(t, first.found, "the event was known")
+	}
+	require.Equal(t, [3]int{0, 0, 0}, [3]int{claims, guards, rows}, "a Forget that succeeded leaves none of the event")
+
+	// Forgotten, the event is applied again when it is sent again.
+	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{ev}, 1)
+	n, err = p.inbox.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, idempotency.InboxProcessed, a.record(t, ev.ID).State)
+	require.Equal(t, 2, a.handlerRuns(ev.ID), "applied again after Forget")
+}
