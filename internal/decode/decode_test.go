@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -88,6 +89,32 @@ type conflict struct {
 	Promoted string `json:"promoted"`
 }
 
+// twins embeds two structs with the name "Shadow" at the same depth:
+// encoding/json decodes neither.
+type twins struct {
+	Embedded
+	twin
+}
+
+type twin struct {
+	Shadow string
+}
+
+// foldTwins has two names that fold together: encoding/json decodes a key
+// that equals neither into the first.
+type foldTwins struct {
+	First  string `json:"id"`
+	Second string `json:"ID"`
+}
+
+// upperKey decodes itself as a map key, upper-cased.
+type upperKey string
+
+func (k *upperKey) UnmarshalText(b []byte) error {
+	*k = upperKey(strings.ToUpper(string(b)))
+	return nil
+}
+
 // same decodes in with the Decoder and with json.Unmarshal and requires
 // equal values whenever the Decoder succeeds; it reports whether it did.
 func same[T any](t *testing.T, in string) bool {
@@ -124,6 +151,10 @@ func TestDecodeMatchesEncodingJSON(t *testing.T) {
 		`{"i":-9223372036854775808}`,
 		`{"S":"case-insensitive match","UNTAGGED":"u","I8":2,"Self":{"ſ":"long s folds to s"}}`,
 		`{"s":"invalid utf-8 ` + "\xff" + `, replaced as encoding/json does"}`,
+		`{"s":"a lone continuation byte ` + "\x80" + `, the lowest not ASCII"}`,
+		`{"f32":1.0000000596046447753906250000000001}`, // rounds up as a float32, to even via a float64
+		`{"f":2.5E-3,"f32":1E2}`,
+		`{"objs":{"a":{"n":1},"b":{"name":"b has no n"}}}`,
 	}
 	for _, in := range fast {
 		require.True(t, same[kinds](t, in), "fast path expected for %s", in)
@@ -161,6 +192,7 @@ func TestDecodeMatchesEncodingJSON(t *testing.T) {
 	require.Equal(t, !jsonV2, same[withStringOption](t, `{"s":"null"}`))
 	for _, in := range []string{
 		`{"n":12}`, `{"n":"12 "}`, `{"n":" 12"}`, `{"n":"1.5"}`, `{"u":"256"}`, `{"b":"yes"}`, `{"s":"unquoted"}`, `{"f":"x"}`,
+		`{"s":"\"a\tb\""}`, // a raw tab once unquoted
 	} {
 		require.False(t, same[withStringOption](t, in), "the fast path should give up on %s", in)
 	}
@@ -174,6 +206,9 @@ func TestDecodeMatchesEncodingJSON(t *testing.T) {
 	}
 	require.True(t, same[embeddedPointer](t, `{"n":1,"x":2}`), "an embedded pointer is handed to encoding/json")
 	require.True(t, same[conflict](t, `{"promoted":"outer"}`), "a shadowed name is handed to encoding/json")
+	require.True(t, same[twins](t, `{"Shadow":"neither"}`), "a name two embedded structs share is handed to encoding/json")
+	require.True(t, same[foldTwins](t, `{"Id":"the first"}`), "a key that folds onto two names goes to the first")
+	require.True(t, same[map[upperKey]int](t, `{"a":1}`), "a key type with UnmarshalText is handed to encoding/json")
 	require.True(t, same[float64](t, `1e-320`))
 	require.False(t, same[float64](t, `1e400`))
 	var f float64
@@ -226,6 +261,40 @@ func TestDecodeUnmarshalers(t *testing.T) {
 			require.Equal(t, want, got, in)
 		}
 	}
+}
+
+// withCnt decodes itself as stripe-go's expandable resources do, through
+// a plain copy of its type; that copy has the UnmarshalJSON of the Cnt it
+// embeds, which json.Unmarshal calls instead of decoding the fields.
+type withCnt struct {
+	Cnt
+	ID string `json:"id"`
+}
+
+func (w *withCnt) UnmarshalJSON(b []byte) error {
+	type plain withCnt
+	var p plain
+	err := json.Unmarshal(b, &p)
+	*w = withCnt(p)
+	return err
+}
+
+// TestDecodePlainEmbeddingMethods: a type plain reports whose struct
+// embeds a type with UnmarshalJSON decodes through its own UnmarshalJSON:
+// its objects are not what the fields decode to.
+func TestDecodePlainEmbeddingMethods(t *testing.T) {
+	t.Parallel()
+	type holder struct {
+		W  withCnt  `json:"w"`
+		PW *withCnt `json:"pw"`
+	}
+	plain := func(t reflect.Type) bool { return t == reflect.TypeFor[withCnt]() }
+	in := []byte(`{"w":{"n":1,"id":"w_1"},"pw":{"n":2,"id":"w_2"}}`)
+	var got, want holder
+	require.True(t, New(reflect.TypeFor[holder](), plain).Decode(in, reflect.ValueOf(&got).Elem()))
+	require.NoError(t, json.Unmarshal(in, &want))
+	require.Equal(t, want, got)
+	require.Equal(t, holder{W: withCnt{Cnt: Cnt{N: 99}}, PW: &withCnt{Cnt: Cnt{N: 99}}}, got, "what encoding/json does, for the record")
 }
 
 func FuzzDecode(f *testing.F) {

@@ -442,6 +442,9 @@ func FuzzDecoderStripeInvoice(f *testing.F) {
 		f.Add(raw)
 	}
 	f.Add([]byte(`{"id":"in_1","customer":{"id":"cus_1"},"lines":{"data":[{"id":"il_1","amount":1}]},"total":1}`))
+	// A repeated key of a field past the 64th: json.Unmarshal merges the two
+	// objects.
+	f.Add([]byte(`{"id":"in_1","status_transitions":{"paid_at":1},"status_transitions":{"voided_at":2}}`))
 	withBypass, _ := forBypass[*stripe.Invoice](true)
 	without, _ := forBypass[*stripe.Invoice](false)
 	f.Fuzz(func(t *testing.T, raw []byte) {
