@@ -163,6 +163,7 @@ func TestStripeVerified(t *testing.T) {
 		{"/home/me/stripe-go/stripe.go", false},                                               // replaced by a directory
 		{stripeModule + "/stripe.go", false},                                                  // the same, with -trimpath
 		{"/app/vendor/" + stripeModule + "/stripe.go", false},
+		{"/root/go/pkg/mod/not" + stripeModule + "@" + pinned + "/stripe.go", false}, // a module whose path ends in stripe-go's, not at a slash
 		{"", false},
 	} {
 		require.Equal(t, tt.want, stripeVerified(testBinary, true, tt.file), tt.file)

@@ -179,6 +179,66 @@ func BenchmarkDecodeInvoice(b *testing.B) {
 	})
 }
 
+// tally counts the calls of its UnmarshalJSON, as a type that decodes
+// into what it holds would.
+type tally int
+
+func (n *tally) UnmarshalJSON([]byte) error { *n++; return nil }
+
+// TestDecoderFallbackStartsFresh: when the compiled path gives up partway
+// (at a repeated key here), what it wrote is dropped before encoding/json
+// decodes, which calls UnmarshalJSON once per occurrence.
+func TestDecoderFallbackStartsFresh(t *testing.T) {
+	t.Parallel()
+	type counted struct {
+		T  tally  `json:"t"`
+		ID string `json:"id"`
+	}
+	raw := []byte(`{"t":0,"id":"a","id":"b"}`)
+	requireSameDecode[counted](t, raw)
+	fast, _ := For[counted]()
+	var v counted
+	require.NoError(t, fast(raw, &v))
+	require.Equal(t, counted{T: 1, ID: "b"}, v)
+}
+
+// TestDecoderBypassDecidesPath: with the bypass on, For's fast func
+// decodes a stripe-go expandable resource on the compiled path; with it
+// off, stripe-go's UnmarshalJSON does. Both give json.Unmarshal's value.
+func TestDecoderBypassDecidesPath(t *testing.T) {
+	t.Parallel()
+	count := CountFast[*stripe.Payout]() // no other test decodes a Payout
+	raw := []byte(`{"id":"po_1","object":"payout","amount":1000,"currency":"usd","destination":"ba_1"}`)
+	before := count()
+	off, _ := forBypass[*stripe.Payout](false)
+	var p *stripe.Payout
+	require.NoError(t, off(raw, &p))
+	require.Equal(t, before, count(), "bypass off: stripe-go's UnmarshalJSON decodes")
+	on, _ := forBypass[*stripe.Payout](true)
+	require.NoError(t, on(raw, &p))
+	require.Equal(t, before+1, count(), "bypass on: the compiled path decodes")
+	require.Equal(t, int64(1000), p.Amount)
+	require.Equal(t, "ba_1", p.Destination.ID)
+	requireSameDecode[*stripe.Payout](t, raw)
+}
+
+// TestDecoderCompiledPerBypass: the cache keeps a type's Decoders with the
+// bypass on and off apart. With it off, a stripe-go resource in a user's
+// type decodes through its UnmarshalJSON, which takes a repeated key the
+// field by field decoding gives up on.
+func TestDecoderCompiledPerBypass(t *testing.T) {
+	t.Parallel()
+	type refs struct {
+		Customer *stripe.Customer `json:"customer"`
+	}
+	raw := []byte(`{"customer":{"id":"cus_1","id":"cus_2"}}`)
+	rt := reflect.TypeFor[refs]()
+	var on, off refs
+	require.False(t, compiled(rt, true).Decode(raw, reflect.ValueOf(&on).Elem()), "bypass on: a repeated key gives up")
+	require.True(t, compiled(rt, false).Decode(raw, reflect.ValueOf(&off).Elem()), "bypass off: stripe-go's UnmarshalJSON decodes")
+	require.Equal(t, "cus_2", off.Customer.ID)
+}
+
 // TestCountFast: the count is of decodes the compiled path completed, not
 // of those handed to encoding/json.
 func TestCountFast(t *testing.T) {
