@@ -26,7 +26,13 @@ import (
 	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(mainChildEnv) != "" { // a test runs the command: see mainCommand
+		main()
+		os.Exit(0)
+	}
+	os.Exit(pgtest.Main(m))
+}
 
 const secret = "whsec_server_test"
 
