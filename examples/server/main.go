@@ -82,7 +82,12 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	go func() {
+		// After the first signal, a second one kills at once: the drain
+		// can take 15 s and more.
+		<-ctx.Done()
+		stop()
+	}()
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil)
 	switch {
 	case errors.Is(err, flag.ErrHelp): // -h: the usage was printed, nothing failed

@@ -3,12 +3,18 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
+	"net"
 	"os"
 	"os/exec"
+	"regexp"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // mainChildEnv makes the test binary run main with its arguments instead
@@ -48,4 +54,83 @@ func TestMainHelpExitsZero(t *testing.T) {
 	}
 	require.Contains(t, stderr.String(), "Usage of server")
 	require.NotContains(t, stderr.String(), "help requested")
+}
+
+// syncBuffer is a bytes.Buffer that a child process's output can be
+// written to while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestMainSecondSignalKills: after a first SIGINT the server drains its
+// deliveries for up to 15 s; a second one ends it at once, as it ends
+// idemctl. It used to be swallowed: a stalled delivery held Ctrl-C for
+// the whole drain.
+func TestMainSecondSignalKills(t *testing.T) {
+	t.Parallel()
+	var stderr syncBuffer
+	cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-secret", secret)
+	cmd.Env = []string{mainChildEnv + "=1"}
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	listening := regexp.MustCompile(`msg=listening addr=(\S+)`)
+	var addr string
+	require.Eventually(t, func() bool {
+		m := listening.FindStringSubmatch(stderr.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	}, 30*time.Second, 10*time.Millisecond, "the server did not start:\n%s", &stderr)
+
+	// A delivery stalled in its body: the drain waits for it.
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = io.WriteString(conn, "POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n"+
+		"Stripe-Signature: "+idempotencytest.SignatureHeader([]byte("{}"), secret, time.Now())+"\r\n\r\n{")
+	require.NoError(t, err)
+
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	require.Eventually(t, func() bool { // the drain began: the listener is closed
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	}, 10*time.Second, 5*time.Millisecond)
+	deadline := time.After(5 * time.Second)
+	for {
+		require.NoError(t, cmd.Process.Signal(os.Interrupt))
+		select {
+		case err := <-exited:
+			exited <- err // for the cleanup
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "killed by the signal:\n%s", &stderr)
+			require.Equal(t, -1, exit.ExitCode(), "killed by the signal, not exited:\n%s", &stderr)
+			return
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("a second SIGINT did not end the server within 5 s:\n%s", &stderr)
+		}
+	}
 }
