@@ -37,10 +37,10 @@ var businessDDL = []string{`CREATE TABLE IF NOT EXISTS accounts (
 
 // openPostgres connects, runs the store's migrations in the connection's
 // current schema (the first of its search_path) and creates the business
-// tables there. A database that is not up yet (refused connections, "the
-// database system is starting up", a dropped connection) is tried again as
-// [retryStartup] says, for up to wait in all; an error that waiting cannot
-// fix ends it at once.
+// tables there ([createBusinessTables]). A database that is not up yet
+// (refused connections, "the database system is starting up", a dropped
+// connection) is tried again as [retryStartup] says, for up to wait in
+// all; an error that waiting cannot fix ends it at once.
 func openPostgres(ctx context.Context, dbURL string, wait time.Duration, logger *slog.Logger) (service, func(), error) {
 	cfg, err := pgconfig.Parse(dbURL) // its error never quotes the URL
 	if err != nil {
@@ -73,10 +73,8 @@ func openPostgres(ctx context.Context, dbURL string, wait time.Duration, logger 
 		if err := s.Migrate(ctx); err != nil {
 			return err
 		}
-		for _, ddl := range businessDDL {
-			if _, err := pool.Exec(ctx, ddl); err != nil {
-				return fmt.Errorf("creating the business tables: %w", err)
-			}
+		if err := createBusinessTables(ctx, pool, schema); err != nil {
+			return fmt.Errorf("creating the business tables: %w", err)
 		}
 		store = s
 		return nil
@@ -86,6 +84,24 @@ func openPostgres(ctx context.Context, dbURL string, wait time.Duration, logger 
 		return service{}, nil, err
 	}
 	return service{store: store, accounts: pgAccounts{pool: pool}, subscriptions: pgSubscriptions{pool: pool}}, pool.Close, nil
+}
+
+// createBusinessTables runs businessDDL in schema in one transaction. A
+// lock per schema takes replicas started together in turn, as Migrate
+// does: PostgreSQL fails all but one of concurrent CREATE TABLE IF NOT
+// EXISTS of a new table with a unique violation, which is not retried.
+func createBusinessTables(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('examples-server.tables:' || $1, 0))`, schema); err != nil {
+			return err
+		}
+		for _, ddl := range businessDDL {
+			if _, err := tx.Exec(ctx, ddl); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // The pauses between start-up attempts: firstRetryDelay, doubling up to
