@@ -178,6 +178,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 		api = c
 	}
+	if *recoverSince > 0 && api == nil {
+		return errors.New("-recover-since needs STRIPE_SECRET_KEY: recovery lists events from the Stripe API")
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
 	svc, closeStore, err := openStore(ctx, *dbURL, *dbWait, logger)
@@ -201,9 +204,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	inbox := srv.inbox
-	if *recoverSince > 0 && api == nil {
-		return errors.New("-recover-since needs STRIPE_SECRET_KEY: recovery lists events from the Stripe API")
-	}
 	if api == nil {
 		logger.Warn("subscription events are ignored: STRIPE_SECRET_KEY is not set, and the subscriptions table is written from the Stripe API, never from payloads",
 			"events", strings.Join(subscriptionEvents, ","))
