@@ -171,7 +171,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return errors.New("no webhook signing secret: pass -secret whsec_... or set STRIPE_WEBHOOK_SECRET (`stripe listen` prints one)")
 	}
 	var api *stripe.Client
-	if key := getenv("STRIPE_SECRET_KEY"); key != "" {
+	key := getenv("STRIPE_SECRET_KEY")
+	if key != "" {
 		c, err := newStripeClient(key, *stripeAPIBase)
 		if err != nil {
 			return err
@@ -208,7 +209,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		logger.Warn("subscription events are ignored: STRIPE_SECRET_KEY is not set, and the subscriptions table is written from the Stripe API, never from payloads",
 			"events", strings.Join(subscriptionEvents, ","))
 	} else {
-		logger.Info("subscription events refetch the subscription from the Stripe API", "stripe_api", *stripeAPIBase)
+		logger.Info("subscription events refetch the subscription from the Stripe API", "stripe_api", loggedAPIBase(key, *stripeAPIBase))
 	}
 	// The address and the routes first: a failure there returns before any
 	// goroutine starts.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/stripe/stripe-go/v82"
@@ -78,6 +80,21 @@ func newStripeClient(key, apiBase string) (*stripe.Client, error) {
 		return nil, fmt.Errorf("-stripe-api-base %v", be)
 	}
 	return c, err
+}
+
+// loggedAPIBase is apiBase, which newStripeClient accepted with key, as
+// the start-up log names it: without the password of its user info (a
+// proxy's), and not at all when it holds the key, as the error refusing a
+// base URL does.
+func loggedAPIBase(key, apiBase string) string {
+	if strings.Contains(apiBase, key) {
+		return "(not logged: it holds the API key)"
+	}
+	u, err := url.Parse(apiBase)
+	if err != nil { // newStripeClient refuses it
+		return "(not logged: not a URL)"
+	}
+	return u.Redacted()
 }
 
 // memorySubscriptions keeps the projection in memory, writing each row when
