@@ -59,7 +59,7 @@ func TestDashboardOffByDefault(t *testing.T) {
 func TestDashboardNeedsAPassword(t *testing.T) {
 	t.Parallel()
 	var stderr strings.Builder
-	err := run(t.Context(), []string{"-secret", secret, "-dashboard"}, func(string) string { return "" }, &stderr, nil)
+	err := runRefused(t, []string{"-secret", secret, "-dashboard"}, noEnv, &stderr)
 	require.ErrorContains(t, err, "-dashboard needs -dashboard-password")
 }
 

@@ -42,6 +42,7 @@ func startServerEnv(t *testing.T, env map[string]string, stderr io.Writer, args 
 	case addr := <-ready:
 		return client{t: t, url: "http://" + addr}
 	case err := <-done:
+		done <- err // for the cleanup, which would wait for ever
 		t.Fatalf("run returned early: %v", err)
 		return client{}
 	}

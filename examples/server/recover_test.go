@@ -40,7 +40,7 @@ func TestRunRecoverSinceNeedsKey(t *testing.T) {
 		"-recover-since=24h":  "-recover-since needs STRIPE_SECRET_KEY",
 		"-recover-since=721h": "-recover-since must be between 0 and 720h0m0s",
 	} {
-		err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-secret", secret, args}, noEnv, discardWriter{}, nil)
+		err := runRefused(t, []string{"-secret", secret, args}, noEnv, discardWriter{})
 		require.ErrorContains(t, err, want, args)
 	}
 }
@@ -52,6 +52,6 @@ func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 // TestRunPruneEveryBounds: -prune-every is off (0) or at least a minute.
 func TestRunPruneEveryBounds(t *testing.T) {
 	t.Parallel()
-	err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-secret", secret, "-prune-every=30s"}, noEnv, discardWriter{}, nil)
+	err := runRefused(t, []string{"-secret", secret, "-prune-every=30s"}, noEnv, discardWriter{})
 	require.ErrorContains(t, err, "-prune-every must be 0 (off) or at least a minute")
 }

@@ -151,7 +151,7 @@ func TestServerMemory(t *testing.T) {
 func TestRunNeedsSecret(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer
-	err := run(t.Context(), nil, func(string) string { return "" }, &stderr, nil)
+	err := runRefused(t, nil, noEnv, &stderr)
 	require.ErrorContains(t, err, "STRIPE_WEBHOOK_SECRET")
 }
 
@@ -176,6 +176,29 @@ func startRun(t *testing.T, args []string, getenv func(string) string, stderr io
 		cancel()
 		return <-done
 	}
+}
+
+// runRefused runs the server with args, which it must refuse to start
+// with, and returns run's error. Should run serve instead (on an address
+// of its own) or neither, the test fails rather than hang.
+func runRefused(t *testing.T, args []string, getenv func(string) string, stderr io.Writer) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), getenv, stderr, ready) }()
+	select {
+	case err := <-done:
+		return err
+	case addr := <-ready:
+		cancel()
+		<-done
+		t.Fatalf("run served on %s instead of refusing %q", addr, args)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("run neither refused %q nor served within 30 s", args)
+	}
+	return nil
 }
 
 func TestRunServesAndStops(t *testing.T) {
@@ -416,7 +439,7 @@ func TestRunStartupErrors(t *testing.T) {
 
 func TestRunRejectsNonPositiveDBWait(t *testing.T) {
 	t.Parallel()
-	err := run(t.Context(), []string{"-secret", secret, "-db-wait", "0s"}, noEnv, io.Discard, nil)
+	err := runRefused(t, []string{"-secret", secret, "-db-wait", "0s"}, noEnv, io.Discard)
 	require.ErrorContains(t, err, "-db-wait must be positive")
 }
 

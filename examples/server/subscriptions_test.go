@@ -386,12 +386,12 @@ func TestRunRejectsBadStripeConfig(t *testing.T) {
 		}
 		return ""
 	}
-	err := run(t.Context(), []string{"-secret", secret}, env, newLogWatch(""), nil)
+	err := runRefused(t, []string{"-secret", secret}, env, newLogWatch(""))
 	require.ErrorContains(t, err, "STRIPE_SECRET_KEY is not a secret")
 	require.NotContains(t, err.Error(), notAKey)
 
-	err = run(t.Context(), []string{"-secret", secret, "-stripe-api-base", "localhost:12111"},
-		func(k string) string { return map[string]string{"STRIPE_SECRET_KEY": fakeKey}[k] }, newLogWatch(""), nil)
+	err = runRefused(t, []string{"-secret", secret, "-stripe-api-base", "localhost:12111"},
+		func(k string) string { return map[string]string{"STRIPE_SECRET_KEY": fakeKey}[k] }, newLogWatch(""))
 	require.ErrorContains(t, err, "-stripe-api-base")
 	require.NotContains(t, err.Error(), fakeKey)
 }
