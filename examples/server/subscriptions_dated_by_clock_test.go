@@ -1,0 +1,40 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestSubscriptionRowsDatedByTheClock: newServer dates the subscription
+// rows with InboxConfig.Now, the clock the Handler and the inbox run on,
+// as its doc says, on both stores.
+func TestSubscriptionRowsDatedByTheClock(t *testing.T) {
+	t.Parallel()
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			api := newFakeStripe(t)
+			svc := newStore(t, kind)
+			svc.stripe = api.client(t)
+			// A minute back: within the signatures' tolerance, and far
+			// from the wall clock's now.
+			at := time.Now().Add(-time.Minute).Truncate(time.Second).UTC()
+			c, _, _ := serve(t, svc, false, idempotency.InboxConfig{Now: idempotencytest.NewClock(at).Now})
+			api.set("sub_clock", fakeSub{Customer: "cus_clock", Status: "active", PeriodEnd: subPeriodEnd})
+			c.deliverAll(idempotency.OutcomeProcessed,
+				subscriptionEvent(t, "evt_clock", "customer.subscription.created", "sub_clock", "", subCreated, "incomplete"))
+			status, body := c.get("/subscriptions/sub_clock")
+			require.Equal(t, http.StatusOK, status, body)
+			var row Subscription
+			require.NoError(t, json.Unmarshal([]byte(body), &row))
+			require.Equal(t, at, row.UpdatedAt, body)
+		})
+	}
+}
