@@ -220,12 +220,12 @@ func runCheckOrder(w io.Writer, client *stripe.Client, api *fakeStripeAPI) error
 
 	before := api.calls()
 	fmt.Fprintln(w, "15. CheckOrder, for an object applied from its payloads: cus_demo's email became b@ at 16:00:05, then c@")
-	fmt.Fprintln(w, "    and d@ both at 16:00:10; the API says d@. The events arrive c@, b@, d@")
+	fmt.Fprintln(w, "    and d@ both at 16:00:10; the API says d@. The events arrive d@, b@, c@")
 	for _, e := range []struct {
 		id    string
 		sec   int
 		email string
-	}{{"evt_demo_cus_c", 10, "c@example.com"}, {"evt_demo_cus_b", 5, "b@example.com"}, {"evt_demo_cus_d", 10, "d@example.com"}} {
+	}{{"evt_demo_cus_d", 10, "d@example.com"}, {"evt_demo_cus_b", 5, "b@example.com"}, {"evt_demo_cus_c", 10, "c@example.com"}} {
 		payload, err := stripeEvent(e.id, "customer.updated", t0.Add(time.Duration(e.sec)*time.Second),
 			map[string]any{"id": "cus_demo", "object": "customer", "email": e.email})
 		if err != nil {
@@ -234,7 +234,7 @@ func runCheckOrder(w io.Writer, client *stripe.Client, api *fakeStripeAPI) error
 		a := idempotencytest.Deliver(h, payload, secret)
 		fmt.Fprintf(w, "   %s 16:00:%02d %s -> %d %-24s %-28s local: %s\n", e.id, e.sec, e.email, a.Status, a.Body, did, local.get("cus_demo"))
 	}
-	fmt.Fprintf(w, "   3 events, %s: the tie's\n", plural(api.calls()-before, "fetch"))
+	fmt.Fprintf(w, "   3 events, %s: the tie's, which kept d@ where c@'s payload would have gone back\n", plural(api.calls()-before, "fetch"))
 	return nil
 }
 

@@ -66,10 +66,10 @@ Current state: refetch, don't trust the payload (OnCurrent; a fake Stripe API in
    evt_demo_sub_1 -> 200 {"outcome":"queued"}
    worker: 3 events, 1 fetch (made after all three were received)   local: past_due
 15. CheckOrder, for an object applied from its payloads: cus_demo's email became b@ at 16:00:05, then c@
-    and d@ both at 16:00:10; the API says d@. The events arrive c@, b@, d@
-   evt_demo_cus_c 16:00:10 c@example.com -> 200 {"outcome":"processed"}  newer: payload applied       local: c@example.com
-   evt_demo_cus_b 16:00:05 b@example.com -> 200 {"outcome":"skipped"}    older: stale, skipped        local: c@example.com
-   evt_demo_cus_d 16:00:10 d@example.com -> 200 {"outcome":"processed"}  tie: fetched, API's applied  local: d@example.com
-   3 events, 1 fetch: the tie's
+    and d@ both at 16:00:10; the API says d@. The events arrive d@, b@, c@
+   evt_demo_cus_d 16:00:10 d@example.com -> 200 {"outcome":"processed"}  newer: payload applied       local: d@example.com
+   evt_demo_cus_b 16:00:05 b@example.com -> 200 {"outcome":"skipped"}    older: stale, skipped        local: d@example.com
+   evt_demo_cus_c 16:00:10 c@example.com -> 200 {"outcome":"processed"}  tie: fetched, API's applied  local: d@example.com
+   3 events, 1 fetch: the tie's, which kept d@ where c@'s payload would have gone back
 `, out.String())
 }
