@@ -192,15 +192,22 @@ func runInbox(w io.Writer) error {
 		stop()
 		<-workersDone
 	}()
-	// attempts prints the workers' attempts at evt until one ends it.
-	attempts := func(evt string) {
-		for r := range results {
-			if r.EventID != evt {
-				continue
-			}
-			printAttempt(w, r, fmt.Sprintf("   credits: %d", accts.get("acct_inbox")))
-			if r.Outcome == idempotency.OutcomeProcessed || r.Attempt == maxAttempts {
-				return
+	// attempts prints the workers' attempts at evt until one ends it, or
+	// fails after 30 s without that end rather than wait forever.
+	attempts := func(evt string) error {
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case r := <-results:
+				if r.EventID != evt {
+					continue
+				}
+				printAttempt(w, r, fmt.Sprintf("   credits: %d", accts.get("acct_inbox")))
+				if r.Outcome == idempotency.OutcomeProcessed || r.Attempt == maxAttempts {
+					return nil
+				}
+			case <-timeout:
+				return fmt.Errorf("the attempts at %s did not end within 30 s", evt)
 			}
 		}
 	}
@@ -214,7 +221,9 @@ func runInbox(w io.Writer) error {
 	fmt.Fprintln(w, "6. invoice.paid evt_demo_D while the accounting API fails three times")
 	a := idempotencytest.Deliver(h, evtD, secret)
 	fmt.Fprintf(w, "   -> %d %s   (stored; a worker applies it)\n", a.Status, a.Body)
-	attempts("evt_demo_D")
+	if err := attempts("evt_demo_D"); err != nil {
+		return err
+	}
 
 	evtE, err := invoiceEvent("evt_demo_E", "invoice.paid", "in_demo_poison", "acct_inbox")
 	if err != nil {
@@ -223,7 +232,9 @@ func runInbox(w io.Writer) error {
 	fmt.Fprintln(w, "7. invoice.paid evt_demo_E, which the handler cannot process (a bug)")
 	a = idempotencytest.Deliver(h, evtE, secret)
 	fmt.Fprintf(w, "   -> %d %s\n", a.Status, a.Body)
-	attempts("evt_demo_E")
+	if err := attempts("evt_demo_E"); err != nil {
+		return err
+	}
 	dead, err := inbox.List(ctx, idempotency.InboxFilter{States: []idempotency.InboxState{idempotency.InboxDeadLetter}})
 	if err != nil {
 		return err
@@ -239,8 +250,7 @@ func runInbox(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "   redriven: %d\n", n)
-	attempts("evt_demo_E")
-	return nil
+	return attempts("evt_demo_E")
 }
 
 // printAttempt prints one attempt of an inbox worker, then more.

@@ -103,7 +103,6 @@ var readTimeout = 30 * time.Second
 
 // run parses args, opens the store and serves until ctx is done. When ready
 // is not nil, it receives the listening address.
-
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready chan<- string) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
