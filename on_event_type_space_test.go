@@ -24,7 +24,7 @@ func TestOnRefusesEventTypeNoEventHas(t *testing.T) {
 		ran = true
 		return nil
 	}
-	for _, typ := range []string{"invoice.paid\n", " invoice.paid", "invoice. paid", "invoice.paid\x00", "invoice.\xffpaid"} {
+	for _, typ := range []string{"invoice.paid\n", " invoice.paid", "invoice. paid", "invoice.paid\x01", "invoice.\x7fpaid", "invoice.paid\x00", "invoice.\xffpaid"} {
 		hs := idempotency.NewHandlers()
 		err := idempotency.OnSafely(hs, typ, fn)
 		if err == nil {
