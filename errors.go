@@ -172,13 +172,16 @@ func validText(s string) bool {
 	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
 
-// PanicError is the error a handler's panic is turned into: the transaction
-// is rolled back, [Store.Run] returns it with [OutcomeFailed], and the
-// delivery is answered 500 (in the inbox, a failed attempt), even when the
-// panic's value wraps a [Skip], [Permanent] or [Snooze] error, which only
-// count when returned. A panicking AfterCommit func is reported as a
-// PanicError too, in [Result.AfterCommitPanics], never as an error; so is
-// a panicking [TaskFunc], a failed attempt of its task.
+// PanicError is the error a handler's panic is turned into by the
+// [Handler] and the [Inbox]: the transaction is rolled back, the
+// [Store.Run] they call returns it with [OutcomeFailed], and the delivery
+// is answered 500 (in the inbox, a failed attempt), even when the panic's
+// value wraps a [Skip], [Permanent] or [Snooze] error, which only count
+// when returned. Store.Run itself does not recover: called with an apply
+// that panics, it rolls back and the panic goes on up to its caller. A
+// panicking AfterCommit func is reported as a PanicError too, in
+// [Result.AfterCommitPanics], never as an error; so is a panicking
+// [TaskFunc], a failed attempt of its task.
 type PanicError struct {
 	Value any    // the value passed to panic
 	Stack []byte // the goroutine's stack at the panic

@@ -38,7 +38,9 @@ type Store interface {
 	//
 	// A non-nil error always means that nothing was applied. A claim with
 	// text no store can keep (see [ErrInvalidKey]) fails before anything
-	// starts.
+	// starts. A panic in apply rolls the transaction back, the claim with
+	// it, and goes on up to Run's caller: the [Handler] and the [Inbox]
+	// turn a handler's panic into a [PanicError] before it reaches Run.
 	//
 	// A nil apply only records the claim (used for ignored events when
 	// Config.RecordIgnored is set).
