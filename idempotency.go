@@ -80,7 +80,9 @@ const (
 	// apply it.
 	OutcomeQueued Outcome = "queued"
 	// OutcomeFailed: the handler returned an error, panicked or ran out of
-	// time; nothing was written. Answered 500.
+	// time, or the Stripe API failed the fetch of a thin event's event;
+	// nothing was written. Answered 500; 503 when that fetch met the API
+	// unreachable, rate-limited or failing (5xx).
 	OutcomeFailed Outcome = "failed"
 	// OutcomeUnavailable: the store could not be reached; nothing was
 	// written. Answered 503.

@@ -36,5 +36,7 @@ func TestThinEventV2RateLimitIsUnavailable(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, a.Status, a.Body)
 	require.JSONEq(t, `{"error":"stripe_unavailable"}`, a.Body)
 	require.ErrorIs(t, res.Err, idempotency.ErrStripeAPI)
+	require.Equal(t, idempotency.OutcomeFailed, res.Outcome, "failed, answered 503, as OutcomeFailed says")
+	require.Equal(t, http.StatusServiceUnavailable, res.Status)
 	require.Empty(t, app.appliedCounts(t))
 }
