@@ -77,7 +77,8 @@ const (
 	// reason so that the event is never retried, the handler's writes are not.
 	OutcomeSkipped Outcome = "skipped"
 	// OutcomeQueued: the event was stored in the [Inbox]; a worker will
-	// apply it.
+	// apply it. Also the outcome of an inbox attempt at a task that
+	// returned [Snooze]: pending again (Result.State), not counted.
 	OutcomeQueued Outcome = "queued"
 	// OutcomeFailed: the handler returned an error, panicked or ran out of
 	// time, or the Stripe API failed the fetch of a thin event's event;
