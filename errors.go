@@ -54,7 +54,10 @@ var (
 // Failures of a delivery or a [Store.Run]: nothing was written.
 var (
 	// ErrTimeout: the claim and the handler did not finish within
-	// Config.Timeout; the transaction was rolled back. Answered 500.
+	// Config.Timeout; the transaction was rolled back. Answered 500. An
+	// [Inbox.Handler] whose insert of the event did not finish within it
+	// answers 503 with it, as for any event it could not store (the insert
+	// may have committed all the same: Stripe's retry is then a duplicate).
 	ErrTimeout = errors.New("idempotency: handler timed out")
 	// ErrStoreUnavailable: the store could not be reached (connection
 	// refused or lost, the database shutting down or starting). Returned by

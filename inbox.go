@@ -366,7 +366,7 @@ func (h *Handler) enqueue(ctx context.Context, env *envelope.Envelope, payload [
 	inserted, err := in.store.inboxEnqueue(ctx, &row)
 	switch {
 	case err != nil:
-		res.Outcome, res.Err = OutcomeUnavailable, err
+		res.Outcome, res.Err = OutcomeUnavailable, timeoutErr(ctx, h.cfg.Timeout, err)
 		return http.StatusServiceUnavailable, bodyUnavailable
 	case !inserted:
 		res.Outcome = OutcomeDuplicate
