@@ -96,8 +96,8 @@ func TestHungLastAttemptCountedOnce(t *testing.T) {
 // lease that dead-lettered its event counted it). One that hung at an
 // earlier attempt was counted by nobody: the next lease took the event
 // over as a new attempt, without a report. Its end, not recorded (no
-// state; here a duplicate: attempt 2 applied the event meanwhile), is
-// counted. (No test failed when every attempt with no state went
+// state; failed, its lease lost: attempt 2 applied the event meanwhile),
+// is counted. (No test failed when every attempt with no state went
 // uncounted.)
 func TestHungAttemptBeforeTheLastCounted(t *testing.T) {
 	t.Parallel()
@@ -106,7 +106,7 @@ func TestHungAttemptBeforeTheLastCounted(t *testing.T) {
 	pts := tel.points(t)
 	require.Equal(t, map[string]float64{
 		"kind=event,outcome=processed,state=processed": 1,
-		"kind=event,outcome=duplicate,state=":          1,
+		"kind=event,outcome=failed,state=":             1,
 	}, pts["idempotency.attempts"], "both attempts are counted, each once")
-	require.Equal(t, map[string]float64{"kind=event,outcome=processed": 1, "kind=event,outcome=duplicate": 1}, pts["idempotency.attempt.duration"])
+	require.Equal(t, map[string]float64{"kind=event,outcome=processed": 1, "kind=event,outcome=failed": 1}, pts["idempotency.attempt.duration"])
 }
