@@ -648,6 +648,18 @@ func compatibleAPIVersion(sdk, event string) bool {
 	return eventTrain == sdkTrain
 }
 
+// appendIDs appends to attrs the log's names of what res is about: a
+// task's id and name, or an event's id and type; then more.
+func (res *Result) appendIDs(attrs []slog.Attr, more ...slog.Attr) []slog.Attr {
+	switch {
+	case res.Kind == KindTask:
+		attrs = append(attrs, slog.String("task_id", res.EventID), slog.String("task", res.EventType))
+	case res.EventID != "":
+		attrs = append(attrs, slog.String("event_id", res.EventID), slog.String("event_type", res.EventType))
+	}
+	return append(attrs, more...)
+}
+
 // report logs a delivery or an inbox attempt, and calls onResult, then
 // observed (an Observer's done), those of them that are set.
 func report(ctx context.Context, log *slog.Logger, onResult, observed func(Result), res *Result) {
@@ -671,12 +683,7 @@ func report(ctx context.Context, log *slog.Logger, onResult, observed func(Resul
 			attrs = append(attrs, slog.Int("attempt", res.Attempt))
 		}
 		attrs = append(attrs, slog.Duration("duration", res.Duration))
-		switch {
-		case res.Kind == KindTask:
-			attrs = append(attrs, slog.String("task_id", res.EventID), slog.String("task", res.EventType))
-		case res.EventID != "":
-			attrs = append(attrs, slog.String("event_id", res.EventID), slog.String("event_type", res.EventType))
-		}
+		attrs = res.appendIDs(attrs)
 		if res.ObjectID != "" {
 			attrs = append(attrs, slog.String("object_id", res.ObjectID))
 		}
@@ -707,7 +714,7 @@ func report(ctx context.Context, log *slog.Logger, onResult, observed func(Resul
 			// Not the event's failure: it is recorded already. The worker
 			// goes on, and the Observer still sees the result.
 			log.LogAttrs(ctx, slog.LevelError, "idempotency: OnResult panicked",
-				slog.String("event_id", res.EventID), slog.String("panic", panicText(p.Value)), slog.String("stack", string(p.Stack)))
+				res.appendIDs(nil, slog.String("panic", panicText(p.Value)), slog.String("stack", string(p.Stack)))...)
 		}
 	}
 	if observed != nil {

@@ -11,7 +11,10 @@ import (
 // OpenTelemetry. Every func is optional; a nil *Observer, or a nil func,
 // costs nothing but a nil check. The funcs are called on the goroutine of
 // the delivery or attempt and must not block; they see ids, types,
-// outcomes and durations, never a payload or a secret.
+// outcomes and durations, never a payload or a secret. They must not
+// panic either: unlike OnResult's, their panics are not recovered, so one
+// in Attempt, its done or Link ends an inbox worker's process, and one in
+// Fetch fails the attempt as the handler's own panic would.
 type Observer struct {
 	// Delivery is called when a request reaches a [Handler], synchronous or
 	// of an inbox, before anything is read. The context it returns is the
