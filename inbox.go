@@ -105,8 +105,9 @@ type InboxConfig struct {
 	// goroutine, with Result.Attempt set: the place for metrics. An
 	// attempt whose worker hung past its lease at the last attempt is
 	// reported by the lease that dead-letters it (ErrLeaseExpired); when
-	// the worker returns, its end is logged, not reported again, even if
-	// its process counts MaxAttempts differently (a deploy). It must
+	// the worker returns, its end is logged, not reported again, also when
+	// its process counts MaxAttempts differently (a deploy) unless the
+	// event was redriven or forgotten meanwhile. It must
 	// not block. It may query the store's pool: with it set, a worker's
 	// commit does not also begin its next event's transaction, which
 	// would hold a connection of that pool while OnResult runs. A panic in
