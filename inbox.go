@@ -994,15 +994,16 @@ func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result)
 // dead-lettered it, and so reported it: the row is dead-lettered at that
 // very attempt. This process's MaxAttempts cannot tell, since the
 // processes of one inbox may differ in it during a deploy; it decides only
-// when the row cannot be read.
+// when the row no longer tells: it cannot be read, or it was forgotten
+// or redriven (its attempts started again) since.
 func (in *Inbox) reportedByLease(ctx context.Context, row *inboxRow) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
 	defer cancel()
 	recs, err := in.store.inboxList(ctx, InboxFilter{EventIDs: []string{row.EventID}, Limit: 1})
-	if err != nil {
+	if err != nil || len(recs) == 0 || recs[0].Attempt < row.Attempt {
 		return row.Attempt >= in.cfg.MaxAttempts
 	}
-	return len(recs) == 1 && recs[0].State == InboxDeadLetter && recs[0].Attempt == row.Attempt
+	return recs[0].State == InboxDeadLetter && recs[0].Attempt == row.Attempt
 }
 
 // settled is st when err, the error of recording an attempt's end as st,

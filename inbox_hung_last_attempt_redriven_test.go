@@ -1,0 +1,73 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestInboxHungLastAttemptRedrivenOrForgottenReportedOnce: a worker hangs
+// holding an event's last attempt past its lease; the next lease
+// dead-letters it and reports that attempt. An operator then redrives the
+// dead letter, or forgets the event, before the hung worker returns. The
+// worker's end must still not reach OnResult a second time: the row no
+// longer shows the dead letter at that attempt (pending at attempt 0, or
+// gone), which does not mean that no lease reported it. Both stores, on a
+// fake clock.
+func TestInboxHungLastAttemptRedrivenOrForgottenReportedOnce(t *testing.T) {
+	t.Parallel()
+	for _, meanwhile := range []string{"redriven", "forgotten"} {
+		for name, store := range bothStores(t) {
+			t.Run(meanwhile+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+				hs := idempotency.NewHandlers()
+				idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
+					return errors.New("the event's handler fails") // returns late
+				})
+				var rs misuseResults
+				inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+					Now: clock.Now, MaxAttempts: 1, Lease: time.Minute, Timeout: 10 * time.Second,
+					Logger: discardLogger(), OnResult: rs.add,
+				})
+				require.NoError(t, err)
+				h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+				require.NoError(t, err)
+				require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, "evt_hung", "in_hung", "acct_1"), testSecret).Outcome)
+
+				hung, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
+				require.NoError(t, err)
+				require.Len(t, hung, 1)
+				clock.Advance(time.Minute)
+				_, err = inbox.WorkDue(t.Context()) // dead-letters and reports attempt 1
+				require.NoError(t, err)
+				res := rs.last(t)
+				require.Equal(t, idempotency.InboxDeadLetter, res.State)
+				require.ErrorIs(t, res.Err, idempotency.ErrLeaseExpired)
+
+				if meanwhile == "redriven" {
+					n, err := inbox.Redrive(t.Context(), idempotency.RedriveFilter{EventIDs: []string{"evt_hung"}})
+					require.NoError(t, err)
+					require.Equal(t, 1, n)
+				} else {
+					ok, err := inbox.Forget(t.Context(), "evt_hung")
+					require.NoError(t, err)
+					require.True(t, ok)
+				}
+
+				idempotency.ApplyLeased(t.Context(), inbox, hung[0]) // the hung worker returns
+				rs.mu.Lock()
+				reported := len(rs.all)
+				rs.mu.Unlock()
+				require.Equal(t, 1, reported, "attempt 1 of evt_hung reported to OnResult %d times", reported)
+			})
+		}
+	}
+}
