@@ -1,0 +1,86 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestInboxHungAttemptReportedWhenTheNextEndedOtherwise: a task's worker
+// hangs past its lease at attempt 1, not the last; the next lease takes
+// the task over at attempt 2, which either fails at its last attempt
+// (dead-lettered at attempt 2) or snoozes (pending again, the row back
+// at attempt 1). No lease reported attempt 1 in either case, so the hung
+// worker's end must reach OnResult, failed: the row's state alone
+// (dead_letter) or its attempt alone (1) does not say the lease reported
+// it. Both stores, on a fake clock.
+func TestInboxHungAttemptReportedWhenTheNextEndedOtherwise(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name        string
+		maxAttempts int
+		next        error // what the taker's run returns
+		state       idempotency.InboxState
+	}{
+		{"dead-lettered", 2, errors.New("the provider refuses"), idempotency.InboxDeadLetter},
+		{"snoozed", 3, idempotency.Snooze(time.Hour), idempotency.InboxPending},
+	} {
+		for name, store := range bothStores(t) {
+			t.Run(c.name+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+				hs := idempotency.NewHandlers()
+				var runs atomic.Int32
+				task := idempotency.NewTask(hs, "send-receipt", func(context.Context, idempotency.TaskRun[misuseArgs]) error {
+					if runs.Add(1) == 1 {
+						return c.next // the taker's run; the hung worker's returns later
+					}
+					return nil
+				})
+				idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+					_, err := task.Enqueue(ctx, tx, ev.Object.ID, misuseArgs{})
+					return err
+				})
+				var rs misuseResults
+				inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+					Now: clock.Now, MaxAttempts: c.maxAttempts, Lease: time.Minute, Timeout: 10 * time.Second,
+					Logger: discardLogger(), OnResult: rs.add,
+				})
+				require.NoError(t, err)
+				h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Now: clock.Now})
+				require.NoError(t, err)
+				require.Equal(t, idempotency.OutcomeProcessed, idempotencytest.Deliver(h, invoicePayload(t, "evt_hung", "in_hung", "acct_1"), testSecret).Outcome)
+
+				hung, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
+				require.NoError(t, err)
+				require.Len(t, hung, 1)
+				clock.Advance(time.Minute)
+				n, err := inbox.WorkDue(t.Context()) // the taker: attempt 2
+				require.NoError(t, err)
+				require.Equal(t, 1, n)
+				rec, ok, err := inbox.Lookup(t.Context(), task.ID("in_hung"))
+				require.NoError(t, err)
+				require.True(t, ok)
+				require.Equal(t, c.state, rec.State)
+
+				idempotency.ApplyLeased(t.Context(), inbox, hung[0]) // the hung worker returns
+				rs.mu.Lock()
+				got := make([]idempotency.Result, len(rs.all))
+				for i, r := range rs.all {
+					got[i] = idempotency.Result{Attempt: r.Attempt, Outcome: r.Outcome}
+				}
+				rs.mu.Unlock()
+				require.Len(t, got, 2, "attempt 2 by the taker, attempt 1 by the hung worker: %v", got)
+				require.Equal(t, idempotency.Result{Attempt: 1, Outcome: idempotency.OutcomeFailed}, got[1], "the hung worker's attempt, lease lost")
+			})
+		}
+	}
+}
