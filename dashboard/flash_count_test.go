@@ -13,7 +13,7 @@ import (
 func TestFlashIgnoresACountNoRedriveGives(t *testing.T) {
 	t.Parallel()
 	f := memoryFixture(t, dashboard.Config{})
-	for _, q := range []string{"n=-3", "n=3x", "n=", "n=99999999999999999999"} {
+	for _, q := range []string{"n=-3", "n=-1", "n=3x", "n=", "n=99999999999999999999"} {
 		_, body := f.get(t, "?msg=redriven&"+q)
 		notContains(t, body, `id="flash"`, q)
 	}
