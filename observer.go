@@ -13,8 +13,11 @@ import (
 // the delivery or attempt and must not block; they see ids, types,
 // outcomes and durations, never a payload or a secret. They must not
 // panic either: unlike OnResult's, their panics are not recovered, so one
-// in Attempt, its done or Link ends an inbox worker's process, and one in
-// Fetch fails the attempt as the handler's own panic would.
+// in Attempt or its done ends an inbox worker's process; one in Delivery,
+// its done or Link goes up out of the Handler's ServeHTTP, where net/http
+// drops the connection unanswered and Stripe retries (Link's comes before
+// the event is stored); and one in Fetch fails the attempt as the
+// handler's own panic would.
 type Observer struct {
 	// Delivery is called when a request reaches a [Handler], synchronous or
 	// of an inbox, before anything is read. The context it returns is the
