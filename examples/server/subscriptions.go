@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -84,17 +83,14 @@ func newStripeClient(key, apiBase string) (*stripe.Client, error) {
 
 // loggedAPIBase is apiBase, which newStripeClient accepted with key, as
 // the start-up log names it: without the password of its user info (a
-// proxy's), and not at all when it holds the key, as the error refusing a
-// base URL does.
+// proxy's), masked as text up to the last '@' even where Go's parser read
+// part of it as a port, and not at all when it holds the key, as the
+// error refusing a base URL does.
 func loggedAPIBase(key, apiBase string) string {
 	if strings.Contains(apiBase, key) {
 		return "(not logged: it holds the API key)"
 	}
-	u, err := url.Parse(apiBase)
-	if err != nil { // newStripeClient refuses it
-		return "(not logged: not a URL)"
-	}
-	return u.Redacted()
+	return stripeapi.Redacted(apiBase)
 }
 
 // memorySubscriptions keeps the projection in memory, writing each row when

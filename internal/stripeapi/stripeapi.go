@@ -31,13 +31,13 @@ func (e *BaseURLError) Error() string {
 	if e.withKey {
 		return "is not an http(s) URL (not quoted: it holds the API key)"
 	}
-	return fmt.Sprintf("%q is not an http(s) URL", redacted(e.URL))
+	return fmt.Sprintf("%q is not an http(s) URL", Redacted(e.URL))
 }
 
-// redacted is s without the password of its user info, which need not
+// Redacted is s without the password of its user info, which need not
 // parse: what follows the first ':' of the text before the last '@',
 // after "//" (or from the start), is masked.
-func redacted(s string) string {
+func Redacted(s string) string {
 	at := strings.LastIndex(s, "@")
 	if at < 0 {
 		return s
