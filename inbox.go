@@ -107,11 +107,11 @@ type InboxConfig struct {
 	// reported by the lease that dead-letters it (ErrLeaseExpired); when
 	// the worker returns, its end is logged, not reported again, also when
 	// its process counts MaxAttempts differently (a deploy) unless the
-	// event was redriven or forgotten meanwhile. It must
-	// not block. It may query the store's pool: with it set, a worker's
-	// commit does not also begin its next event's transaction, which
-	// would hold a connection of that pool while OnResult runs. A panic in
-	// it is logged, at Error, and the worker goes on.
+	// event was redriven or forgotten meanwhile. It must not block. It
+	// may query the store's pool: with it set, a worker's commit does not
+	// also begin its next event's transaction, which would hold a
+	// connection of that pool while OnResult runs. A panic in it is
+	// logged, at Error, and the worker goes on.
 	OnResult func(Result)
 
 	// Observer, when set, watches each attempt at an event or a task
