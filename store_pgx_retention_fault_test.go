@@ -86,8 +86,6 @@ func stopRetention(cluster *pgtest.Cluster) retentionFault {
 	}
 }
 
-const day = 24 * time.Hour
-
 // pruneScene is what TestPgxPruneFault stores, dated back by SQL: 30 old
 // events (claims 60 days old, finished 60 days ago, their guards 300 days
 // old, but the first 5 guards 200 days old: the keys of the awaiting
@@ -127,10 +125,9 @@ func newPruneScene(t *testing.T, a *faultApp, p *faultProc) *pruneScene {
 	require.Equal(t, idempotency.InboxDeadLetter, a.record(t, s.dead.ID).State)
 	require.Equal(t, idempotency.InboxPending, a.record(t, s.pending.ID).State)
 
-	var oldIDs, oldInvoices []string
+	var oldIDs []string
 	for i, ev := range s.old {
 		oldIDs = append(oldIDs, ev.ID)
-		oldInvoices = append(oldInvoices, ev.Invoice)
 		if i < 5 {
 			s.keptOld = append(s.keptOld, ev.Invoice)
 		} else {
