@@ -1311,6 +1311,7 @@ func testListEvents(t *testing.T, b StoreBackend) {
 	require.Equal(t, []string{"evt_list_2", "evt_list_1"}, ids(idempotency.EventFilter{EventType: "invoice.paid"}))
 	require.Equal(t, []string{"evt_list_3"}, ids(idempotency.EventFilter{ObjectID: "in_evt_list_3"}))
 	require.Equal(t, []string{"evt_list_4", "evt_list_3"}, ids(idempotency.EventFilter{Limit: 2}))
+	require.Equal(t, []string{"evt_list_4", "evt_list_3", "evt_list_2"}, ids(idempotency.EventFilter{Limit: 3}), "one fewer than there are")
 	require.Equal(t, []string{"evt_list_3", "evt_list_2"}, ids(idempotency.EventFilter{Since: s2.ProcessedAt, Until: p4.ProcessedAt}), "Since is inclusive, Until exclusive")
 	require.Equal(t, []string{"evt_list_4"}, ids(idempotency.EventFilter{Since: p4.ProcessedAt}))
 	require.Equal(t, []string{"evt_list_1"}, ids(idempotency.EventFilter{Until: p1.ProcessedAt.Add(time.Microsecond)}))
