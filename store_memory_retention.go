@@ -8,9 +8,9 @@ import (
 )
 
 // Prune deletes what r no longer keeps, as [PgxStore.Prune] does: in
-// batches of r.BatchSize rows (r.OnBatch is called after each), passing
-// over an inbox row that a transaction in flight holds, and stopping
-// between batches when ctx is done.
+// batches of r.BatchSize rows (r.OnBatch is called after each), deleting
+// an inbox row once its transaction committed (its AfterCommit funcs may
+// still run), and stopping between batches when ctx is done.
 func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, error) {
 	var rep PruneReport
 	if err := r.check(); err != nil {
@@ -27,7 +27,7 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 			cutoff = kept(cutoff) // as PgxStore sends it
 			return s.pruneBatch(n, func() int {
 				return deleteWhere(s.inbox, n, func(r *memoryInboxRow) bool {
-					return r.heldBy == nil && slices.Contains(kinds, r.Kind) && slices.Contains(states, r.State) &&
+					return slices.Contains(kinds, r.Kind) && slices.Contains(states, r.State) &&
 						!r.FinishedAt.IsZero() && r.FinishedAt.Before(cutoff)
 				})
 			}), nil
