@@ -16,10 +16,22 @@ import (
 	"github.com/seed-a84bb619/idempotency"
 )
 
+// freshCatalog is pgxCatalog of a schema a fresh Migrate made: what a
+// migrated one must equal.
+func freshCatalog(t *testing.T) string {
+	t.Helper()
+	fresh := newPgDB(t)
+	store, err := idempotency.NewPgxStore(fresh.Pool, idempotency.PgxConfig{Schema: fresh.Schema})
+	require.NoError(t, err)
+	require.NoError(t, store.Migrate(t.Context()))
+	return pgxCatalog(t, fresh.Pool, fresh.Schema)
+}
+
 // pgxCatalog describes what schema holds, one line per relation, column,
 // constraint, index (and whether it is valid) and sequence, sorted, with
-// the schema's name written {{schema}}: columns with their type, nullability, default, collation
-// and compression; constraints and indexes with their definitions.
+// the schema's name written {{schema}}: columns with their type,
+// nullability, default, collation and compression; constraints and
+// indexes with their definitions.
 func pgxCatalog(t *testing.T, db *pgxpool.Pool, schema string) string {
 	t.Helper()
 	rows, err := db.Query(t.Context(), `
