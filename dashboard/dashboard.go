@@ -66,10 +66,10 @@
 // and http.CrossOriginProtection refuses a cross-origin request from a
 // browser with any method but GET, HEAD and OPTIONS (403 before the method
 // is looked at; nothing changed), so that another site cannot make an
-// operator's browser run them. After an action the browser is redirected (303) to the
-// page that shows its result (the event's page; for a bulk redrive the
-// list; for several ids at once the overview), with a message saying
-// what was done.
+// operator's browser run them. After an action the browser is redirected
+// (303) to the page that shows its result (the event's page; for a bulk
+// redrive the list; for several ids at once the overview), with a message
+// saying what was done.
 //
 // # Errors
 //
