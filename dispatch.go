@@ -66,7 +66,7 @@ func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []
 	if outcome == OutcomeSkipped {
 		res.skipReason = skip
 	}
-	return outcome, timeoutErr(ctx, d.timeout, err)
+	return outcome, timeoutErr(ctx, d.timeout, "the handler's transaction", err)
 }
 
 // claim is the claim of env's event, with the guards its handler claims
@@ -120,10 +120,11 @@ func describableError(err error) (out error) {
 	return err
 }
 
-// timeoutErr wraps err in ErrTimeout when ctx, bounded by d, ran out.
-func timeoutErr(ctx context.Context, d time.Duration, err error) error {
+// timeoutErr wraps err in ErrTimeout when ctx, bounded by d, ran out; the
+// text names what timed out.
+func timeoutErr(ctx context.Context, d time.Duration, what string, err error) error {
 	if err != nil && ctx.Err() == context.DeadlineExceeded {
-		return fmt.Errorf("%w after %s: %w", ErrTimeout, d, err)
+		return fmt.Errorf("%w after %s (%s): %w", ErrTimeout, d, what, err)
 	}
 	return err
 }

@@ -54,11 +54,15 @@ var (
 // Failures of a delivery or a [Store.Run]: nothing was written.
 var (
 	// ErrTimeout: the claim and the handler did not finish within
-	// Config.Timeout; the transaction was rolled back. Answered 500. An
-	// [Inbox.Handler] whose insert of the event did not finish within it
-	// answers 503 with it, as for any event it could not store (the insert
-	// may have committed all the same: Stripe's retry is then a duplicate).
-	ErrTimeout = errors.New("idempotency: handler timed out")
+	// Config.Timeout (an inbox attempt's, InboxConfig.Timeout); the
+	// transaction was rolled back. Answered 500. An [Inbox.Handler] whose
+	// insert of the event did not finish within it answers 503 with it, as
+	// for any event it could not store (the insert may have committed all
+	// the same: Stripe's retry is then a duplicate). A [TaskFunc] still
+	// running at InboxConfig.Timeout fails its attempt with it. The error
+	// that wraps it names what timed out: the handler's transaction, the
+	// insert, or the task.
+	ErrTimeout = errors.New("idempotency: timed out")
 	// ErrStoreUnavailable: the store could not be reached (connection
 	// refused or lost, the database shutting down or starting). Returned by
 	// [Store.Run] with [OutcomeUnavailable], and by Ping, Migrate and the

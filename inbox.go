@@ -367,7 +367,7 @@ func (h *Handler) enqueue(ctx context.Context, env *envelope.Envelope, payload [
 	inserted, err := in.store.inboxEnqueue(ctx, &row)
 	switch {
 	case err != nil:
-		res.Outcome, res.Err = OutcomeUnavailable, timeoutErr(ctx, h.cfg.Timeout, err)
+		res.Outcome, res.Err = OutcomeUnavailable, timeoutErr(ctx, h.cfg.Timeout, "storing the event in the inbox", err)
 		return http.StatusServiceUnavailable, bodyUnavailable
 	case !inserted:
 		res.Outcome = OutcomeDuplicate
