@@ -47,8 +47,12 @@ var (
 	// release train than Config.APIVersion, and Config.StrictAPIVersion is
 	// set. Answered 400.
 	ErrAPIVersionMismatch = errors.New("idempotency: event API version differs from Config.APIVersion")
-	// errMethodNotAllowed: a method other than POST. Answered 405.
-	errMethodNotAllowed = errors.New("idempotency: method not allowed")
+	// ErrMethodNotAllowed: a method other than POST. Answered 405.
+	ErrMethodNotAllowed = errors.New("idempotency: method not allowed")
+	// ErrUnreadableBody: the body could not be read in full (it ended
+	// before its Content-Length: the sender hung up). It wraps the read's
+	// error too. Answered 400.
+	ErrUnreadableBody = errors.New("idempotency: request body unreadable")
 )
 
 // Failures of a delivery or a [Store.Run]: nothing was written.

@@ -389,7 +389,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (in
 	res.Outcome = OutcomeRejected
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		res.Err = errMethodNotAllowed
+		res.Err = ErrMethodNotAllowed
 		return http.StatusMethodNotAllowed, bodyMethodNotAllowed
 	}
 	payload, err := h.readBody(w, r)
@@ -473,7 +473,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		// hold the limit's worth of memory per connection.
 		buf, err := readFull(body, r.ContentLength)
 		if err != nil {
-			return nil, fmt.Errorf("idempotency: reading body: %w", err)
+			return nil, fmt.Errorf("%w: %w", ErrUnreadableBody, err)
 		}
 		return buf, nil
 	}
@@ -483,7 +483,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		if errors.As(err, &tooLarge) {
 			return nil, ErrBodyTooLarge
 		}
-		return nil, fmt.Errorf("idempotency: reading body: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrUnreadableBody, err)
 	}
 	return buf, nil
 }
