@@ -105,6 +105,19 @@ var (
 	// reports that attempt, failed, with this error (Result.Err, to
 	// InboxConfig.OnResult and the Observer).
 	ErrLeaseExpired = errors.New("idempotency: lease expired: its worker died, hung or lost its connection")
+	// ErrLeaseLost is the error of an inbox attempt whose lease a newer
+	// attempt took over before it ended (its worker hung, or lost its
+	// connection, past the lease): its transaction was rolled back and its
+	// end is not recorded, the newer attempt's is. It is reported to
+	// InboxConfig.OnResult and the Observer as a failed attempt with no
+	// State; at the last attempt the error wraps [ErrLeaseExpired] too.
+	ErrLeaseLost = errors.New("idempotency: inbox lease lost to a newer attempt; rolled back")
+	// ErrTaskNotRegistered is the error of an inbox attempt at a task
+	// whose name no [NewTask] registered in the worker's process (a
+	// deployment that removed it, or one not yet rolled out): the attempt
+	// fails and the task is retried with backoff, so that a process that
+	// registers it runs it.
+	ErrTaskNotRegistered = errors.New("idempotency: no task registered")
 	// ErrTxOwnedByStore: returned by Commit and Rollback of the transaction
 	// [PgxTx] hands to a handler. Committing early would separate the claim
 	// from the writes that follow; return an error from the handler to roll

@@ -164,9 +164,6 @@ func SettleLeased(ctx context.Context, in *Inbox, l InboxLeased, st InboxState, 
 	return in.store.inboxSettle(ctx, l.row.EventID, l.row.Attempt, l.row.AttemptedAt, st, lastError, in.cfg.Now(), in.cfg.Now(), l.row.AttemptedAt)
 }
 
-// ErrLeaseLost is what a fenced Run returns when its lease was taken over.
-var ErrLeaseLost = errLeaseLost
-
 // PgxInboxListen is s's LISTEN loop, for the notification tests.
 func PgxInboxListen(ctx context.Context, s *PgxStore, wake func()) error {
 	return s.inboxListen(ctx, wake)

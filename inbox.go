@@ -950,7 +950,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 	outcome, err := in.d.run(ctx, env, row.Payload, row.ReceivedAt, in.fence(&row, chain), &res)
 	res.Outcome, res.Err = outcome, err
 	switch {
-	case errors.Is(err, errLeaseLost):
+	case errors.Is(err, ErrLeaseLost):
 		res.Outcome = OutcomeFailed // not recorded: the newer attempt owns the event
 		row.leaseLost = true
 	case err == nil && outcome == OutcomeDuplicate:
@@ -958,7 +958,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 		// ledger has it. Or by the newer attempt that took this one's lease
 		// over: then this attempt lost its lease, as above.
 		err = in.settle(ctx, &row, InboxProcessed, nil)
-		if errors.Is(err, errLeaseLost) {
+		if errors.Is(err, ErrLeaseLost) {
 			res.Outcome, res.Err = OutcomeFailed, err
 		}
 		res.State = settled(InboxProcessed, err)
@@ -1074,7 +1074,7 @@ func (in *Inbox) settleAt(ctx context.Context, row *inboxRow, st InboxState, cau
 		row.leaseLost = true
 		in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: lease lost to a newer attempt; this attempt's result is dropped",
 			slog.String("event_id", row.EventID), slog.Int("attempt", row.Attempt))
-		return errLeaseLost
+		return ErrLeaseLost
 	}
 	return nil
 }

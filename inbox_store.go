@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -216,7 +215,7 @@ type inboxBackend interface {
 
 // inboxFence is set on the Claim of an inbox attempt: the store's Run
 // makes the event's inbox row final in the transaction that applies it
-// (processed, or skipped with the reason), and fails with errLeaseLost,
+// (processed, or skipped with the reason), and fails with ErrLeaseLost,
 // rolling back, unless the row is processing under exactly that lease. While
 // that transaction is open the row cannot be leased again.
 type inboxFence struct {
@@ -232,10 +231,6 @@ type inboxFence struct {
 	// begin its next event's transaction (txChain).
 	chain *txChain
 }
-
-// errLeaseLost: an inbox attempt's lease was taken over (it expired and
-// another worker leased the event); its transaction was rolled back.
-var errLeaseLost = errors.New("idempotency: inbox lease lost to a newer attempt; rolled back")
 
 // RedriveFilter selects the events [Inbox.Redrive] moves back to pending.
 // The zero value selects every dead-lettered event.

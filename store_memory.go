@@ -132,7 +132,7 @@ func (s *MemoryStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc) (Ou
 	}
 	if c.fence != nil && !tx.holdInboxRow() {
 		tx.finish(ctx, nil, false)
-		return OutcomeFailed, errLeaseLost
+		return OutcomeFailed, ErrLeaseLost
 	}
 	tx.claimedAt = kept(time.Now())
 	if tx.claim.ReceivedAt.IsZero() {

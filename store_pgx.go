@@ -477,7 +477,7 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 // claimed already. With c.fence it also makes the event's inbox row final,
 // before the savepoint, so that a skip keeps it; if the row is not
 // processing at the fence's attempt it rolls back and fails with
-// errLeaseLost. On a pool or a connection all of it travels in one round
+// ErrLeaseLost. On a pool or a connection all of it travels in one round
 // trip (pgx's Batch.BeginTx).
 func (s *PgxStore) beginClaim(ctx context.Context, c Claim, outcome Outcome, handler bool) (tx pgx.Tx, early []earlyGuard, claimed bool, err error) {
 	// The batch holds no COMMIT: whatever a stale connection failed to do
@@ -486,7 +486,7 @@ func (s *PgxStore) beginClaim(ctx context.Context, c Claim, outcome Outcome, han
 		tx, early, claimed, err = s.beginClaimOnce(ctx, c, outcome, handler)
 		return err
 	})
-	if err != nil && !errors.Is(err, errLeaseLost) {
+	if err != nil && !errors.Is(err, ErrLeaseLost) {
 		err = fmt.Errorf("idempotency: claiming event: %w", err)
 	}
 	return tx, early, claimed, err
@@ -596,7 +596,7 @@ func (s *PgxStore) queueClaim(batch *pgx.Batch, c *Claim, outcome Outcome, handl
 
 // read reads the results of a batch from its from-th statement on, and
 // closes it. claimed is false when the event id was claimed before; the
-// error is errLeaseLost when the fence found the inbox row taken over.
+// error is ErrLeaseLost when the fence found the inbox row taken over.
 func (l claimLayout) read(results pgx.BatchResults, from int) (early []earlyGuard, claimed bool, err error) {
 	var claimTag, fenceTag pgconn.CommandTag
 	for i := from; i < l.end && err == nil; i++ {
@@ -618,7 +618,7 @@ func (l claimLayout) read(results pgx.BatchResults, from int) (early []earlyGuar
 		return nil, false, err
 	}
 	if l.fenceAt >= 0 && fenceTag.RowsAffected() != 1 {
-		return nil, false, errLeaseLost
+		return nil, false, ErrLeaseLost
 	}
 	return l.early, true, nil
 }

@@ -281,7 +281,7 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 	if !ok {
 		// Not registered in this process (yet, or any more): retried with
 		// backoff, so that a deployment that registers it still runs it.
-		res.Outcome, res.Err = OutcomeFailed, fmt.Errorf("idempotency: no task registered as %q", row.EventType)
+		res.Outcome, res.Err = OutcomeFailed, fmt.Errorf("%w as %q", ErrTaskNotRegistered, row.EventType)
 		res.State = in.settleFailure(ctx, row, res.Err)
 		return
 	}

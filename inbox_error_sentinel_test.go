@@ -1,0 +1,72 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestInboxAttemptErrorsWrapASentinel: the package documents that every
+// error it returns is, or wraps, one of its exported sentinels or types.
+// Two inbox attempts reported errors no caller could name in OnResult:
+// one whose lease a newer attempt took over before it ended (its worker
+// hung), an unexported sentinel, and one at a task no NewTask registered
+// in the process, a bare error. They wrap ErrLeaseLost and
+// ErrTaskNotRegistered. The lease, on both stores.
+func TestInboxAttemptErrorsWrapASentinel(t *testing.T) {
+	t.Parallel()
+	t.Run("task not registered", func(t *testing.T) {
+		t.Parallel()
+		r := newMisuseRig()
+		hs := idempotency.NewHandlers()
+		task := idempotency.NewTask(hs, "send-receipt", func(context.Context, idempotency.TaskRun[misuseArgs]) error { return nil })
+		r.enqueue(t, "evt_unregistered", func(ctx context.Context, tx idempotency.Tx) error {
+			_, err := task.Enqueue(ctx, tx, "in_1", misuseArgs{})
+			return err
+		})
+		var rs misuseResults
+		misuseWork(t, r.inbox(t, idempotency.NewHandlers(), idempotency.InboxConfig{OnResult: rs.add}), 1)
+		res := rs.last(t)
+		require.Equal(t, idempotency.OutcomeFailed, res.Outcome)
+		require.True(t, errors.Is(res.Err, idempotency.ErrTaskNotRegistered), "Result.Err %q", res.Err)
+	})
+	for name, store := range bothStores(t) {
+		t.Run("lease lost/"+name, func(t *testing.T) {
+			t.Parallel()
+			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			hs := idempotency.NewHandlers()
+			task := idempotency.NewTask(hs, "send-receipt", func(context.Context, idempotency.TaskRun[misuseArgs]) error { return nil })
+			var rs misuseResults
+			inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+				Now: clock.Now, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(), OnResult: rs.add,
+			})
+			require.NoError(t, err)
+			_, err = store.Run(t.Context(), idempotency.Claim{EventID: "evt_hung_" + name, ReceivedAt: clock.Now()}, func(ctx context.Context, tx idempotency.Tx) error {
+				_, err := task.Enqueue(ctx, tx, "in_hung", misuseArgs{})
+				return err
+			})
+			require.NoError(t, err)
+
+			hung, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
+			require.NoError(t, err)
+			require.Len(t, hung, 1)
+			clock.Advance(time.Minute)
+			n, err := inbox.WorkDue(t.Context()) // takes the lease over: attempt 2, processed
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+
+			idempotency.ApplyLeased(t.Context(), inbox, hung[0]) // the hung worker returns
+			res := rs.last(t)
+			require.Equal(t, 1, res.Attempt, "the hung worker's attempt")
+			require.Equal(t, idempotency.OutcomeFailed, res.Outcome)
+			require.True(t, errors.Is(res.Err, idempotency.ErrLeaseLost), "Result.Err %q", res.Err)
+			require.False(t, errors.Is(res.Err, idempotency.ErrLeaseExpired), "not the last attempt: no lease reported it")
+		})
+	}
+}
