@@ -10,9 +10,8 @@ import (
 	"unicode/utf8"
 )
 
-// Every error the package returns is one of the sentinels below, one of the
-// error types after them, or wraps one; compare with [errors.Is] and
-// [errors.As]. Both stores translate their backend's failures to these.
+// Which errors the package returns, and which to branch on: see the
+// package doc's Errors section.
 //
 // The contract of errors next to an [Outcome]: a non-nil error from
 // [Store.Run] always means the event was not applied (nothing it wrote
