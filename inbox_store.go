@@ -99,8 +99,8 @@ type InboxRecord struct {
 	State InboxState
 	// Attempt counts the attempts made, a lease that expired included.
 	Attempt int
-	// LastError is the last failed attempt's error, at most 1000 bytes
-	// (maxInboxErrorLen); never the payload.
+	// LastError is the last failed attempt's error, at most 1000 bytes;
+	// never the payload.
 	LastError string
 
 	ReceivedAt    time.Time // when the delivery was stored

@@ -85,8 +85,8 @@ func (s *MemoryStore) init() {
 }
 
 // Run implements [Store]. A transaction failed by [ErrDeadlock] is rolled
-// back and run again, up to maxAttempts times in all, as [PgxStore] does
-// with PostgreSQL's deadlocks and serialization failures.
+// back and run again, up to 5 attempts in all, as [PgxStore] does with
+// PostgreSQL's deadlocks and serialization failures.
 func (s *MemoryStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
 	// Claim.Guards is a hint this store has no use for: a Guard costs no
 	// round trip here.
