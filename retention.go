@@ -96,7 +96,8 @@ type Retention struct {
 	Pause time.Duration
 	// Now is the clock the windows are measured on. Defaults to time.Now.
 	// A time outside the years 1 to 9999 (a fake clock set wrong) is
-	// refused with [ErrInvalidKey], naming it, and nothing is deleted.
+	// refused with [ErrInvalidKey], naming it, and nothing is deleted;
+	// Validate and PruneEvery refuse it as they find it.
 	Now func() time.Time
 	// OnBatch, when set, is called after each committed batch with the
 	// totals so far: the place for a progress bar.
@@ -115,11 +116,11 @@ const (
 
 // Validate reports the first rule r breaks, in the words Prune refuses it
 // with, or nil when Prune accepts r: to check a configuration before a
-// prune runs.
+// prune runs. It reads the clock, r.Now, once.
 func (r Retention) Validate() error { return r.check() }
 
-// check validates r, naming the rule a setting breaks, and applies the
-// defaults.
+// check validates r, naming the rule a setting breaks, and its clock, and
+// applies the defaults.
 func (r *Retention) check() error {
 	if r.EventIDs == 0 {
 		r.EventIDs = DefaultEventIDRetention
@@ -155,7 +156,7 @@ func (r *Retention) check() error {
 	case r.BatchSize < 1 || r.BatchSize > MaxPruneBatch:
 		return fmt.Errorf("idempotency: Retention.BatchSize %d is not between 1 and %d", r.BatchSize, MaxPruneBatch)
 	}
-	return nil
+	return checkStoredTime("Retention.Now", r.Now())
 }
 
 // keysWindow is the least window of guards and task keys: EventIDs plus
