@@ -130,7 +130,9 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Result describes one delivery, for Config.OnResult.
+// Result describes one delivery, for Config.OnResult, or one inbox
+// attempt at an event or a task, for InboxConfig.OnResult; the Observer's
+// done funcs are given it too.
 type Result struct {
 	EventID   string // empty when the request was rejected before parsing
 	EventType string
@@ -146,8 +148,10 @@ type Result struct {
 	// or task in (InboxDeadLetter when it was the last); empty for a
 	// delivery, and when the attempt's end could not be recorded.
 	State InboxState
-	// Err is why the delivery failed or was rejected; nil when it was
-	// answered 200. It is for logs and metrics, never sent to the client.
+	// Err is why the delivery failed or was rejected, or why the attempt
+	// failed; nil when the delivery was answered 200, or the attempt
+	// succeeded, skipped or snoozed. It is for logs and metrics, never
+	// sent to the client.
 	Err error
 	// Attempt is the inbox attempt this result reports (1, 2, ...); 0 for
 	// a delivery answered by the Handler (Status is then set).
