@@ -106,11 +106,13 @@ var (
 	ErrLeaseExpired = errors.New("idempotency: lease expired: its worker died, hung or lost its connection")
 	// ErrLeaseLost is the error of an inbox attempt whose lease a newer
 	// attempt took over before it ended (its worker hung, or lost its
-	// connection, past the lease): its transaction was rolled back and its
-	// end is not recorded, the newer attempt's is. It is reported to
-	// InboxConfig.OnResult and the Observer as a failed attempt with no
-	// State; at the last attempt the error wraps [ErrLeaseExpired] too.
-	ErrLeaseLost = errors.New("idempotency: inbox lease lost to a newer attempt; rolled back")
+	// connection, past the lease): its end is not recorded, the newer
+	// attempt's is. An event's transaction was rolled back; a task's func
+	// had returned, and the task is the newer attempt's to run (with the
+	// same idempotency key). It is reported to InboxConfig.OnResult and
+	// the Observer as a failed attempt with no State; at the last attempt
+	// the error wraps [ErrLeaseExpired] too.
+	ErrLeaseLost = errors.New("idempotency: inbox lease lost to a newer attempt")
 	// ErrTaskNotRegistered is the error of an inbox attempt at a task
 	// whose name no [NewTask] registered in the worker's process (a
 	// deployment that removed it, or one not yet rolled out): the attempt

@@ -67,6 +67,7 @@ func TestInboxAttemptErrorsWrapASentinel(t *testing.T) {
 			require.Equal(t, idempotency.OutcomeFailed, res.Outcome)
 			require.True(t, errors.Is(res.Err, idempotency.ErrLeaseLost), "Result.Err %q", res.Err)
 			require.False(t, errors.Is(res.Err, idempotency.ErrLeaseExpired), "not the last attempt: no lease reported it")
+			require.NotContains(t, res.Err.Error(), "rolled back", "the task's func ran: nothing was rolled back")
 		})
 	}
 }
