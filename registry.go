@@ -16,14 +16,17 @@ import (
 // EventFunc handles the events of one type. It runs inside the transaction that
 // claimed the event: its writes through tx (and through [PgxTx] on
 // PostgreSQL) commit with the claim or not at all. Returning an error rolls
-// everything back and answers 500, so Stripe sends the event again;
-// returning [Skip] answers 200 and never retries it.
+// everything back and fails the event: the [Handler] answers 500, so Stripe
+// sends the event again, and an [Inbox] retries it after its backoff;
+// returning [Skip] ends it for good (the Handler answers 200), never
+// retried.
 //
-// ctx carries Config.Timeout and is not cancelled when the sender hangs up;
-// a handler must return when ctx is done. When the database fails the
-// transaction for a deadlock or a serialization conflict, the store rolls it
-// back and runs the handler again (up to 5 attempts): keep side effects
-// outside the transaction in AfterCommit.
+// ctx carries Config.Timeout (in an inbox, InboxConfig.Timeout) and is not
+// cancelled when the sender hangs up; a handler must return when ctx is
+// done. When the database fails the transaction for a deadlock or a
+// serialization conflict, the store rolls it back and runs the handler
+// again (up to 5 attempts): keep side effects out of it, in a [Task] for
+// what must happen and in Tx.AfterCommit for what may be lost.
 type EventFunc[T any] func(ctx context.Context, tx Tx, ev Event[T]) error
 
 // Handlers is the registry of event handlers and actions. Build it at
