@@ -34,19 +34,20 @@
 //
 // The errors to branch on are the package's Err sentinels and its error
 // types ([SkipError], [PanicError], [DecodeError], [PermanentError],
-// [SnoozeError]); compare with [errors.Is] and [errors.As]. Every error
-// the package reports about a delivery, an inbox attempt or a store call
-// is one of them or wraps one (both stores translate their backend's
-// failures to them), or is the context's error once ctx is done; but an
-// error of the caller's own code (a handler, an action, a task, a
-// [FetchFunc], a Store of another package) is passed on as it was, at
-// most wrapped. A configuration, option, filter or registration the
-// package refuses ([Config], [InboxConfig], [Retention], a filter, a second
-// concurrent [Inbox.Run]) is a plain error whose text names what is at
-// fault, or, from [On], [NewAction] and [NewTask], a panic, unless its doc
-// names a sentinel (such as [ErrDuplicateRegistration] or
-// [ErrInvalidKey]): a programming error to fix, not a condition to branch
-// on.
+// [SnoozeError]); compare with [errors.Is] and [errors.As]. What the
+// package itself finds wrong with a delivery, an inbox attempt or a store
+// call is one of them or wraps one. Other errors are passed on as they
+// came, at most wrapped: the context's once ctx is done; those of the
+// caller's own code (a handler, an action, a task, a [FetchFunc], a Store
+// of another package); and PostgreSQL's, which [PgxStore] wraps in
+// [ErrStoreUnavailable] only when the database cannot be reached (a
+// missing table or a refused permission stays pgx's *pgconn.PgError). A
+// configuration, option, filter or registration the package refuses
+// ([Config], [InboxConfig], [Retention], a filter, a second concurrent
+// [Inbox.Run]) is a plain error whose text names what is at fault, or,
+// from [On], [NewAction] and [NewTask], a panic, unless its doc names a
+// sentinel (such as [ErrDuplicateRegistration] or [ErrInvalidKey]): a
+// programming error to fix, not a condition to branch on.
 package idempotency
 
 import (
