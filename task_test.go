@@ -488,7 +488,10 @@ func TestTaskPanicIsAFailedAttempt(t *testing.T) {
 }
 
 // TestTaskTimeout: a TaskFunc still running at InboxConfig.Timeout has its
-// context cancelled; the attempt fails with ErrTimeout and is retried.
+// context cancelled; the attempt fails with ErrTimeout and is retried. Its
+// error, Result.Err and the stored LastError, names the task that timed
+// out, not a handler: no event handler ran in that attempt (it said
+// "idempotency: handler timed out").
 func TestTaskTimeout(t *testing.T) {
 	t.Parallel()
 	r := newMisuseRig()
@@ -519,6 +522,10 @@ func TestTaskTimeout(t *testing.T) {
 	rec := misuseLookup(t, in, task.ID("in_1"))
 	require.Equal(t, idempotency.InboxFailed, rec.State)
 	require.Contains(t, rec.LastError, idempotency.ErrTimeout.Error())
+	for _, text := range []string{res.Err.Error(), rec.LastError} {
+		require.Contains(t, text, "task send-receipt")
+		require.NotContains(t, text, "handler")
+	}
 
 	r.clock.Advance(time.Minute)
 	misuseWork(t, in, 1)
