@@ -54,7 +54,9 @@ var (
 	ErrUnreadableBody = errors.New("idempotency: request body unreadable")
 )
 
-// Failures of a delivery or a [Store.Run]: nothing was written.
+// Failures of a delivery, an inbox attempt or a [Store.Run]: the event's
+// transaction was rolled back, and nothing was written unless said below
+// (a task's func may have run).
 var (
 	// ErrTimeout: the claim and the handler did not finish within
 	// Config.Timeout (an inbox attempt's, InboxConfig.Timeout); the
