@@ -39,15 +39,17 @@
 // call is one of them or wraps one. Other errors are passed on as they
 // came, at most wrapped: the context's once ctx is done; those of the
 // caller's own code (a handler, an action, a task, a [FetchFunc], a Store
-// of another package); and PostgreSQL's, which [PgxStore] wraps in
-// [ErrStoreUnavailable] only when the database cannot be reached (a
-// missing table or a refused permission stays pgx's *pgconn.PgError). A
-// configuration, option, filter or registration the package refuses
-// ([Config], [InboxConfig], [Retention], a filter, a second concurrent
-// [Inbox.Run]) is a plain error whose text names what is at fault, or,
-// from [On], [NewAction] and [NewTask], a panic, unless its doc names a
-// sentinel (such as [ErrDuplicateRegistration] or [ErrInvalidKey]): a
-// programming error to fix, not a condition to branch on.
+// of another package), or a plain text about its misbehaviour (an error
+// whose Error method panics, an outcome no delivery has); and
+// PostgreSQL's, which [PgxStore] wraps in [ErrStoreUnavailable] only when
+// the database cannot be reached (a missing table or a refused permission
+// stays pgx's *pgconn.PgError). A configuration, option, filter or
+// registration the package refuses ([Config], [InboxConfig], [Retention],
+// a filter, a second concurrent [Inbox.Run]) is a plain error whose text
+// names what is at fault, or, from [On], [OnCurrent], [NewAction] and
+// [NewTask], a panic, unless its doc names a sentinel (such as
+// [ErrDuplicateRegistration] or [ErrInvalidKey]): a programming error to
+// fix, not a condition to branch on.
 package idempotency
 
 import (
