@@ -97,7 +97,8 @@ type Retention struct {
 	// Now is the clock the windows are measured on. Defaults to time.Now.
 	// A time outside the years 1 to 9999 (a fake clock set wrong) is
 	// refused with [ErrInvalidKey], naming it, and nothing is deleted;
-	// Validate and PruneEvery refuse it as they find it.
+	// Validate reports it too, and PruneEvery tries again at its next
+	// tick.
 	Now func() time.Time
 	// OnBatch, when set, is called after each committed batch with the
 	// totals so far: the place for a progress bar.
@@ -116,11 +117,17 @@ const (
 
 // Validate reports the first rule r breaks, in the words Prune refuses it
 // with, or nil when Prune accepts r: to check a configuration before a
-// prune runs. It reads the clock, r.Now, once.
-func (r Retention) Validate() error { return r.check() }
+// prune runs. It reads the clock, r.Now, once: a time outside the years 1
+// to 9999 fails every prune while the clock shows it.
+func (r Retention) Validate() error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	return checkStoredTime("Retention.Now", r.Now())
+}
 
-// check validates r, naming the rule a setting breaks, and its clock, and
-// applies the defaults.
+// check validates r, naming the rule a setting breaks, and applies the
+// defaults.
 func (r *Retention) check() error {
 	if r.EventIDs == 0 {
 		r.EventIDs = DefaultEventIDRetention
@@ -156,7 +163,7 @@ func (r *Retention) check() error {
 	case r.BatchSize < 1 || r.BatchSize > MaxPruneBatch:
 		return fmt.Errorf("idempotency: Retention.BatchSize %d is not between 1 and %d", r.BatchSize, MaxPruneBatch)
 	}
-	return checkStoredTime("Retention.Now", r.Now())
+	return nil
 }
 
 // keysWindow is the least window of guards and task keys: EventIDs plus
