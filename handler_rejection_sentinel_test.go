@@ -14,9 +14,9 @@ import (
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
-// TestHandlerRejectionsWrapASentinel: the package documents that every
-// error it returns is, or wraps, one of its exported sentinels or types,
-// for errors.Is and errors.As; Result.Err of a request of another method
+// TestHandlerRejectionsWrapASentinel: the package documents that what it
+// finds wrong with a delivery is, or wraps, one of its exported sentinels
+// or types, for errors.Is and errors.As; Result.Err of a request of another method
 // than POST (405) and of a body that ended before its Content-Length (400)
 // were errors no caller could name: an unexported sentinel, and the read's
 // error (io.ErrUnexpectedEOF) alone. They wrap ErrMethodNotAllowed and

@@ -12,8 +12,9 @@ import (
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
-// TestInboxAttemptErrorsWrapASentinel: the package documents that every
-// error it returns is, or wraps, one of its exported sentinels or types.
+// TestInboxAttemptErrorsWrapASentinel: the package documents that what it
+// finds wrong with an inbox attempt is, or wraps, one of its exported
+// sentinels or types.
 // Two inbox attempts reported errors no caller could name in OnResult:
 // one whose lease a newer attempt took over before it ended (its worker
 // hung), an unexported sentinel, and one at a task no NewTask registered
