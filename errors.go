@@ -34,7 +34,8 @@ var (
 	ErrBodyTooLarge = errors.New("idempotency: request body too large")
 	// ErrMalformedEvent: the verified body is not a Stripe event, or its id,
 	// type, object id, account or API version is text no store can keep (a
-	// NUL byte, invalid UTF-8), or its created is not a time between the
+	// NUL byte, invalid UTF-8 or an unpaired surrogate escape; an id or
+	// object id over 1024 bytes), or its created is not a time between the
 	// years 1 and 9999. Answered 400.
 	ErrMalformedEvent = errors.New("idempotency: malformed event")
 	// ErrThinEvent: the body is a thin (v2) event notification, which
