@@ -1,0 +1,90 @@
+package idempotency_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+)
+
+// Two promises of "Workers that die" and "Order" under a real SIGKILL, by
+// the worker process of TestPgxInboxFaultWorkerKilled (TestHelperInboxWorker:
+// its handler hangs inside the event's transaction, under a lease of 2 s).
+
+// TestPgxInboxFaultKilledWorkerHoldsItsObject kills a worker process while
+// it applies the first event of an invoice; the invoice's second event
+// (created a second later) arrives after the kill. The dead worker's lease
+// still holds the object: the parent applies the first event (attempt 2)
+// once the lease has expired, and the second after it, never before.
+func TestPgxInboxFaultKilledWorkerHoldsItsObject(t *testing.T) {
+	t.Parallel()
+	a := newFaultApp(t)
+	p := a.process(t, "parent", idempotency.InboxConfig{Lease: 12 * time.Second, Timeout: 10 * time.Second, PollInterval: 100 * time.Millisecond})
+	first := faultEvent{ID: "evt_held_1", Type: "invoice.paid", Invoice: "in_held", Account: "acct_held"}
+	second := faultEvent{ID: "evt_held_2", Type: "invoice.payment_succeeded", Invoice: "in_held", Account: "acct_held", Created: 1}
+	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{first}, 1)
+
+	w := a.startHelperWorker(t, "TestHelperInboxWorker", helperWorkerEntered)
+	w.await(t, "its handler")
+	w.kill(t)
+	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{second}, 1)
+	require.Equal(t, idempotency.InboxProcessing, a.record(t, first.ID).State, "the dead worker's lease")
+
+	p.run(t)
+	a.awaitDrained(t, 2, 30*time.Second)
+	p.stop()
+	a.requireExactlyOnce(t, []faultEvent{first, second})
+	rows, err := a.db.Pool.Query(t.Context(), `SELECT event_id FROM applied ORDER BY seq`)
+	require.NoError(t, err)
+	order, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{first.ID, second.ID}, order, "the dead worker's event first, then the later one of its object")
+	require.Equal(t, 2, a.record(t, first.ID).Attempt, "the killed worker's attempt counts")
+	require.Equal(t, 1, a.record(t, second.ID).Attempt)
+}
+
+// TestPgxInboxFaultKilledAtLastAttemptDeadLetters kills a worker process
+// inside the last attempt of an event (the parent's MaxAttempts is 1): once
+// the lease has expired, the parent's lease dead-letters the event instead
+// of applying it, records why, and reports the attempt to OnResult, so that
+// an event that kills every worker ends in dead letter. Redrive then applies
+// it once, with a fresh budget.
+func TestPgxInboxFaultKilledAtLastAttemptDeadLetters(t *testing.T) {
+	t.Parallel()
+	a := newFaultApp(t)
+	p := a.process(t, "parent", idempotency.InboxConfig{MaxAttempts: 1, Lease: 12 * time.Second, Timeout: 10 * time.Second, PollInterval: 100 * time.Millisecond})
+	ev := faultEvent{ID: "evt_killed_last", Type: "invoice.paid", Invoice: "in_killed_last", Account: "acct_killed_last"}
+	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{ev}, 1)
+
+	w := a.startHelperWorker(t, "TestHelperInboxWorker", helperWorkerEntered)
+	w.await(t, "its handler")
+	w.kill(t)
+
+	p.run(t)
+	faultAwait(t, 30*time.Second, "the event dead-lettered", func() bool { return a.record(t, ev.ID).State == idempotency.InboxDeadLetter })
+	r := a.record(t, ev.ID)
+	require.Equal(t, 1, r.Attempt)
+	require.Contains(t, r.LastError, "lease expired after attempt 1")
+	require.Zero(t, a.handlerRuns(ev.ID), "the parent did not run the handler")
+	var n int
+	require.NoError(t, a.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM applied`).Scan(&n))
+	require.Zero(t, n, "the killed worker's writes rolled back")
+	results := a.attemptResults(ev.ID)
+	require.Len(t, results, 1, "the dead worker's attempt, reported by the lease that dead-lettered it")
+	require.Equal(t, idempotency.OutcomeFailed, results[0].Outcome)
+	require.Equal(t, idempotency.InboxDeadLetter, results[0].State)
+	require.Equal(t, 1, results[0].Attempt)
+	require.ErrorIs(t, results[0].Err, idempotency.ErrLeaseExpired)
+
+	n, err := p.inbox.Redrive(t.Context(), idempotency.RedriveFilter{EventIDs: []string{ev.ID}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	a.awaitDrained(t, 1, 30*time.Second)
+	p.stop()
+	a.requireExactlyOnce(t, []faultEvent{ev})
+	require.Equal(t, 1, a.record(t, ev.ID).Attempt, "a fresh attempt budget")
+}
