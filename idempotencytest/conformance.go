@@ -116,8 +116,8 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"EarlyGuardAcrossEventsCreditsOnce", testEarlyGuardAcrossEvents},
 		{"ActionOncePerKeyAcrossOwners", testActionOnce},
 		{"ActionNotOwner", testActionNotOwner},
-		{"DeadlockRetried", func(t *testing.T, b StoreBackend) { testDeadlockRetried(t, b, 2) }},
-		{"DeadlockOfThreeRetried", func(t *testing.T, b StoreBackend) { testDeadlockRetried(t, b, 3) }},
+		{"DeadlockRetried", func(t *testing.T, b StoreBackend) { testDeadlockRetried(t, b, 2, guardKeys(b)) }},
+		{"DeadlockOfThreeRetried", func(t *testing.T, b StoreBackend) { testDeadlockRetried(t, b, 3, guardKeys(b)) }},
 		{"NilApplyRecordsClaim", testNilApply},
 		{"TxUnusableAfterRun", testTxDone},
 		{"BadInput", testBadInput},
@@ -737,12 +737,30 @@ func testWaiterCancelled(t *testing.T, b StoreBackend) {
 	require.Equal(t, 1, b.Get(t, "c"))
 }
 
-// testDeadlockRetried crosses n transactions' guards in a cycle (each
+// deadlockKeys are the keys testDeadlockRetried crosses: take takes key
+// in tx and reports whether tx is the first to take it; stored, when not
+// nil, requires that key is stored once the runs are over.
+type deadlockKeys struct {
+	take   func(ctx context.Context, tx idempotency.Tx, key string) (bool, error)
+	stored func(t *testing.T, key string)
+}
+
+// guardKeys are keys taken with tx.Guard in the scope "k".
+func guardKeys(b StoreBackend) deadlockKeys {
+	return deadlockKeys{
+		take: func(ctx context.Context, tx idempotency.Tx, key string) (bool, error) {
+			return tx.Guard(ctx, "k", key)
+		},
+		stored: func(t *testing.T, key string) { requireGuard(t, b, "k", key, true) },
+	}
+}
+
+// testDeadlockRetried crosses n transactions' keys in a cycle (each
 // holds its key and wants the next one's). The store breaks the cycle by
 // failing one transaction and runs it again; every event ends up processed,
 // and each key is claimed once: one committed transaction was told it
 // claimed it first.
-func testDeadlockRetried(t *testing.T, b StoreBackend, n int) {
+func testDeadlockRetried(t *testing.T, b StoreBackend, n int, keys deadlockKeys) {
 	ctx := ctxT(t)
 	var bothHeld sync.WaitGroup
 	bothHeld.Add(n)
@@ -750,19 +768,19 @@ func testDeadlockRetried(t *testing.T, b StoreBackend, n int) {
 		attempt := 0
 		return b.Store.Run(ctx, claim(id), func(ctx context.Context, tx idempotency.Tx) error {
 			attempt++
-			firstMine, err := tx.Guard(ctx, "k", mine)
+			firstMine, err := keys.take(ctx, tx, mine)
 			if attempt == 1 {
 				// Done whatever err is, so that the other run never waits
 				// for one that failed.
 				bothHeld.Done()
 				if !waitWithin(&bothHeld) {
-					return errors.New("the other transaction never held its guard")
+					return errors.New("the other transaction never held its key")
 				}
 			}
 			if err != nil {
 				return err
 			}
-			firstTheirs, err := tx.Guard(ctx, "k", theirs)
+			firstTheirs, err := keys.take(ctx, tx, theirs)
 			if err != nil {
 				return err
 			}
@@ -792,14 +810,16 @@ func testDeadlockRetried(t *testing.T, b StoreBackend, n int) {
 			results <- ran{out, err}
 		})
 	}
-	waitAll(t, &wg, fmt.Sprintf("%d transactions waiting for each other's guards (is the deadlock detected?)", n))
+	waitAll(t, &wg, fmt.Sprintf("%d transactions waiting for each other's keys (is the deadlock detected?)", n))
 	for range n {
 		r := <-results
 		require.NoError(t, r.err)
 		require.Equal(t, idempotency.OutcomeProcessed, r.out)
 	}
 	for i := range n {
-		requireGuard(t, b, "k", key(i), true)
+		if keys.stored != nil {
+			keys.stored(t, key(i))
+		}
 		require.Equal(t, 1, b.Get(t, "first_"+key(i)), "key %s: the committed transactions told they claimed it first", key(i))
 	}
 }

@@ -51,6 +51,7 @@ var currentTests = []struct {
 	{"CheckOrderWaitsForHolderCommit", func(t *testing.T, b StoreBackend) { testCheckOrderWaits(t, b, nil) }},
 	{"CheckOrderWaitsForHolderRollback", func(t *testing.T, b StoreBackend) { testCheckOrderWaits(t, b, errHandler) }},
 	{"CheckOrderBadInput", testCheckOrderBadInput},
+	{"CheckOrderDeadlockRetried", testCheckOrderDeadlockRetried},
 }
 
 // fakeSubscription is the state of a subscription at the fake Stripe API:

@@ -55,6 +55,8 @@ var taskTests = []struct {
 	{"TaskStatsWhileRunning", testTaskStatsWhileRunning},
 	{"TaskGivenBackKeepsItsAttemptTime", testTaskGivenBackKeepsItsAttemptTime},
 	{"TaskEnqueuedAtItsAttempt", testTaskEnqueuedAtItsAttempt},
+	{"TaskDeadlockRetried", testTaskDeadlockRetried},
+	{"TaskAndGuardDeadlockRetried", testTaskAndGuardDeadlockRetried},
 }
 
 // taskMode is how the bench's events reach their handler.
