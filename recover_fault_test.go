@@ -23,27 +23,87 @@ import (
 // event is applied exactly once.
 
 // TestPgxRecoverFault: see above; the restart's subtest is not parallel.
-func TestPgxRecoverFault(t *testing.T) {
+func TestPgxRecoverFault(t *testing.T) { recoverFaults(t, recoverFault) }
+
+// recoverFaultScenario runs a recovery on a's schema, connecting with url;
+// fault ends the process's sessions or stops the database, and the
+// function it returns brings the database back.
+type recoverFaultScenario func(t *testing.T, a *faultApp, url string, fault func(t *testing.T, p *faultProc) (back func()))
+
+// recoverFaults runs scenario with each fault: the process's sessions
+// terminated, and the database restarted (not parallel: it stops the
+// shared server).
+func recoverFaults(t *testing.T, scenario recoverFaultScenario) {
 	t.Run("sessions-terminated", func(t *testing.T) {
 		t.Parallel()
 		a := newFaultApp(t)
-		recoverFault(t, a, a.db.URL, func(t *testing.T, p *faultProc) func() {
+		scenario(t, a, a.db.URL, func(t *testing.T, p *faultProc) func() {
 			require.Positive(t, a.terminateSessions(t, p))
 			return func() {}
 		})
 	})
 	t.Run("database-restart", func(t *testing.T) {
-		cluster := pgtest.Server(t) // not parallel: it stops the shared server
+		cluster := pgtest.Server(t)
 		a := newFaultApp(t)
-		recoverFault(t, a, cluster.TCP(t, a.db.URL), func(t *testing.T, _ *faultProc) func() {
+		scenario(t, a, cluster.TCP(t, a.db.URL), func(t *testing.T, _ *faultProc) func() {
 			cluster.Stop(t)
 			return func() { cluster.Start(t) }
 		})
 	})
 }
 
-// recoverFault is the scenario; fault strikes while the 26th event's
-// handler is held, and the function it returns brings the database back.
+// recoverFaultEvents are the 60 events of a recovery scenario, one a
+// second and in order (twins after their invoice.paid), their ids, the
+// fake Events API that lists them, and the options that recover them 10 a
+// page under checkpoint.
+func recoverFaultEvents(a *faultApp, prefix, checkpoint string) ([]faultEvent, []string, *fakeStripe, idempotency.RecoverOptions) {
+	events := faultEvents(prefix, 60, 5)
+	ids := make([]string, len(events))
+	f := newFakeStripe()
+	for k := range events {
+		events[k].Created = int64(k)
+		ids[k] = events[k].ID
+		f.add(a.payload(events[k]))
+	}
+	opts := idempotency.RecoverOptions{
+		Since: time.Unix(faultCreated, 0), Now: func() time.Time { return time.Unix(faultCreated+3600, 0) },
+		Checkpoint: checkpoint, PageSize: 10, RequestsPerSecond: 100,
+	}
+	return events, ids, f, opts
+}
+
+// requireCheckpointBehind requires the checkpoint, as stored and as
+// reported, at index from of ids or later, and never ahead of what was
+// handled: handled holds for every event up to it. It returns the stored
+// checkpoint's event.
+func requireCheckpointBehind(t *testing.T, a *faultApp, checkpoint, reported string, ids []string, from int, handled func(id string) bool) string {
+	t.Helper()
+	var stored string
+	err := a.db.Pool.QueryRow(t.Context(), `SELECT last_event_id FROM idempotency_recovery WHERE name = $1`, checkpoint).Scan(&stored)
+	require.NoError(t, err, "the first pages' checkpoint")
+	for what, last := range map[string]string{"stored": stored, "reported": reported} {
+		at := slices.Index(ids, last)
+		require.GreaterOrEqual(t, at, from, "the %s checkpoint %q: the first pages were handled", what, last)
+		for _, id := range ids[:at+1] {
+			require.True(t, handled(id), "the %s checkpoint %q is ahead of %s, not handled", what, last, id)
+		}
+	}
+	return stored
+}
+
+// requireResumed requires the checkpoint's next run to have continued
+// after stored and handled every event left, none failed.
+func requireResumed(t *testing.T, rep idempotency.RecoverReport, ids []string, stored string) {
+	t.Helper()
+	require.True(t, rep.Resumed)
+	require.Equal(t, ids[len(ids)-1], rep.LastEventID)
+	require.Zero(t, rep.Failed, "%+v", rep)
+	require.Equal(t, rep.Listed, rep.Processed+rep.Queued+rep.Duplicate, "%+v", rep)
+	require.Equal(t, len(ids)-1-slices.Index(ids, stored), rep.Listed, "the run continues after the stored checkpoint: %+v", rep)
+}
+
+// recoverFault is the scenario (a recoverFaultScenario); fault strikes
+// while the 26th event's handler is held.
 func recoverFault(t *testing.T, a *faultApp, url string, fault func(t *testing.T, p *faultProc) (back func())) {
 	p := a.processOn(t, "recover", url, idempotency.InboxConfig{})
 	store, err := idempotency.NewPgxStore(p.pool, idempotency.PgxConfig{Schema: a.db.Schema})
@@ -53,17 +113,8 @@ func recoverFault(t *testing.T, a *faultApp, url string, fault func(t *testing.T
 	})
 	require.NoError(t, err)
 
-	events := faultEvents("recover", 60, 5)
-	f := newFakeStripe()
-	for k := range events {
-		events[k].Created = int64(k) // one a second, in order; twins after their invoice.paid
-		f.add(a.payload(events[k]))
-	}
+	events, ids, f, opts := recoverFaultEvents(a, "recover", "fault")
 	client := f.serve(t)
-	opts := idempotency.RecoverOptions{
-		Since: time.Unix(faultCreated, 0), Now: func() time.Time { return time.Unix(faultCreated+3600, 0) },
-		Checkpoint: "fault", PageSize: 10, RequestsPerSecond: 100,
-	}
 
 	held := events[25].ID
 	g := newFaultGate(1)
@@ -100,30 +151,14 @@ func recoverFault(t *testing.T, a *faultApp, url string, fault func(t *testing.T
 		require.NoError(t, err)
 		return ok
 	}
-	ids := make([]string, len(events))
-	for k, ev := range events {
-		ids[k] = ev.ID
-	}
-	var stored string
-	err = a.db.Pool.QueryRow(t.Context(), `SELECT last_event_id FROM idempotency_recovery WHERE name = 'fault'`).Scan(&stored)
-	require.NoError(t, err, "the first pages' checkpoint")
-	for what, last := range map[string]string{"stored": stored, "reported": first.rep.LastEventID} {
-		at := slices.Index(ids, last)
-		require.GreaterOrEqual(t, at, 9, "the %s checkpoint %q: the first page was handled", what, last)
-		require.Less(t, at, 25, "the %s checkpoint %q is at or after the held event", what, last)
-		for _, id := range ids[:at+1] {
-			require.True(t, applied(id), "the %s checkpoint %q is ahead of %s, not applied", what, last, id)
-		}
-	}
+	stored := requireCheckpointBehind(t, a, opts.Checkpoint, first.rep.LastEventID, ids, 9, applied)
+	require.Less(t, slices.Index(ids, stored), 25, "the stored checkpoint %q is at or after the held event", stored)
+	require.Less(t, slices.Index(ids, first.rep.LastEventID), 25, "the reported checkpoint %q is at or after the held event", first.rep.LastEventID)
 	require.False(t, applied(held), "the held event committed through the fault")
 
 	second, err := h.Recover(t.Context(), client, opts)
 	require.NoError(t, err)
-	require.True(t, second.Resumed)
-	require.Equal(t, ids[len(ids)-1], second.LastEventID)
-	require.Zero(t, second.Failed, "%+v", second)
-	require.Equal(t, second.Listed, second.Processed+second.Duplicate, "%+v", second)
-	require.Equal(t, len(ids)-1-slices.Index(ids, stored), second.Listed, "the run continues after the stored checkpoint: %+v", second)
+	requireResumed(t, second, ids, stored)
 	requireAppliedOnceSync(t, a, events)
 }
 

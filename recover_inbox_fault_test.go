@@ -12,7 +12,6 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
-	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
 // Handler.Recover of an inbox Handler on a real PostgreSQL, with faults,
@@ -26,42 +25,17 @@ import (
 
 // TestPgxRecoverInboxFault: see above; the restart's subtest is not
 // parallel.
-func TestPgxRecoverInboxFault(t *testing.T) {
-	t.Run("sessions-terminated", func(t *testing.T) {
-		t.Parallel()
-		a := newFaultApp(t)
-		recoverInboxFault(t, a, a.db.URL, func(t *testing.T, p *faultProc) func() {
-			require.Positive(t, a.terminateSessions(t, p))
-			return func() {}
-		})
-	})
-	t.Run("database-restart", func(t *testing.T) {
-		cluster := pgtest.Server(t) // not parallel: it stops the shared server
-		a := newFaultApp(t)
-		recoverInboxFault(t, a, cluster.TCP(t, a.db.URL), func(t *testing.T, _ *faultProc) func() {
-			cluster.Stop(t)
-			return func() { cluster.Start(t) }
-		})
-	})
-}
+func TestPgxRecoverInboxFault(t *testing.T) { recoverFaults(t, recoverInboxFault) }
 
-// recoverInboxFault is the scenario; fault strikes as the third page is
-// asked for (the second request with a cursor), and the function it returns brings the database back.
+// recoverInboxFault is the scenario (a recoverFaultScenario); fault
+// strikes as the third page is asked for (the second request with a
+// cursor).
 func recoverInboxFault(t *testing.T, a *faultApp, url string, fault func(t *testing.T, p *faultProc) (back func())) {
 	p := a.processOn(t, "recover", url, idempotency.InboxConfig{PollInterval: 100 * time.Millisecond})
 	h, err := p.inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: a.logger, Timeout: 5 * time.Second})
 	require.NoError(t, err)
 
-	events := faultEvents("irecover", 60, 5)
-	f := newFakeStripe()
-	for k := range events {
-		events[k].Created = int64(k) // one a second, in order; twins after their invoice.paid
-		f.add(a.payload(events[k]))
-	}
-	ids := make([]string, len(events))
-	for k, ev := range events {
-		ids[k] = ev.ID
-	}
+	events, ids, f, opts := recoverFaultEvents(a, "irecover", "ifault")
 	var (
 		mu     sync.Mutex
 		pages  int    // requests with a cursor: the pages after the oldest
@@ -80,10 +54,6 @@ func recoverInboxFault(t *testing.T, a *faultApp, url string, fault func(t *test
 	}))
 	t.Cleanup(srv.Close)
 	client := stripe.NewClient(fakeStripeKey, fakeBackends(srv.URL, nil))
-	opts := idempotency.RecoverOptions{
-		Since: time.Unix(faultCreated, 0), Now: func() time.Time { return time.Unix(faultCreated+3600, 0) },
-		Checkpoint: "ifault", PageSize: 10, RequestsPerSecond: 100,
-	}
 
 	first, err := h.Recover(t.Context(), client, opts)
 	mu.Lock()
@@ -102,24 +72,11 @@ func recoverInboxFault(t *testing.T, a *faultApp, url string, fault func(t *test
 		require.NoError(t, err)
 		return ok
 	}
-	var saved string
-	require.NoError(t, a.db.Pool.QueryRow(t.Context(), `SELECT last_event_id FROM idempotency_recovery WHERE name = 'ifault'`).Scan(&saved),
-		"the first pages' checkpoint")
-	for what, last := range map[string]string{"stored": saved, "reported": first.LastEventID} {
-		at := slices.Index(ids, last)
-		require.GreaterOrEqual(t, at, cursor, "the %s checkpoint %q: the first two pages were handled", what, last)
-		for _, id := range ids[:at+1] {
-			require.True(t, stored(id), "the %s checkpoint %q is ahead of %s, not in the inbox", what, last, id)
-		}
-	}
+	saved := requireCheckpointBehind(t, a, opts.Checkpoint, first.LastEventID, ids, cursor, stored)
 
 	second, err := h.Recover(t.Context(), client, opts)
 	require.NoError(t, err)
-	require.True(t, second.Resumed)
-	require.Equal(t, ids[len(ids)-1], second.LastEventID)
-	require.Zero(t, second.Failed, "%+v", second)
-	require.Equal(t, second.Listed, second.Queued+second.Duplicate, "%+v", second)
-	require.Equal(t, len(ids)-1-slices.Index(ids, saved), second.Listed, "the run continues after the stored checkpoint: %+v", second)
+	requireResumed(t, second, ids, saved)
 
 	p.run(t)
 	a.awaitDrained(t, len(events), time.Minute)

@@ -38,12 +38,7 @@ ON CONFLICT (id) DO UPDATE SET credits = a.credits + 100`, ev.Object.Metadata["a
 		}
 		if hold {
 			hold = false
-			var pid int32
-			if err := q.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-				return err
-			}
-			pids <- pid
-			<-release
+			return holdSession(ctx, tx, pids, release)
 		}
 		return nil
 	})

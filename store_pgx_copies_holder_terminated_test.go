@@ -33,13 +33,7 @@ func TestPgxCopiesOfATerminatedHolder(t *testing.T) {
 					if err := b.add(ctx, tx, "holder", 1); err != nil {
 						return err
 					}
-					var pid int32
-					if err := idempotency.PgxTx(tx).QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-						return err
-					}
-					pids <- pid
-					<-release
-					return nil
+					return holdSession(ctx, tx, pids, release)
 				})
 				holder <- err
 			}()

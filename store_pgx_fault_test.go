@@ -241,21 +241,26 @@ func TestPgxDatabaseStoppedInFlight(t *testing.T) {
 	}
 }
 
+// holdSession sends the pid of tx's session on pids, then waits for
+// release: a transaction held open for the test to end from outside
+// (pg_terminate_backend).
+func holdSession(ctx context.Context, tx idempotency.Tx, pids chan<- int32, release <-chan struct{}) error {
+	var pid int32
+	if err := idempotency.PgxTx(tx).QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		return err
+	}
+	pids <- pid
+	<-release
+	return nil
+}
+
 // TestPgxBackendTerminated kills the backend of an in-flight transaction.
 func TestPgxBackendTerminated(t *testing.T) {
 	t.Parallel()
 	w := newPgWebhook(t, idempotency.Config{})
 	pids := make(chan int32, 1)
 	release := make(chan struct{})
-	w.hook = func(ctx context.Context, tx idempotency.Tx) error {
-		var pid int32
-		if err := idempotency.PgxTx(tx).QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-			return err
-		}
-		pids <- pid
-		<-release
-		return nil
-	}
+	w.hook = func(ctx context.Context, tx idempotency.Tx) error { return holdSession(ctx, tx, pids, release) }
 	payload := invoicePayload(t, "evt_kill", "in_kill", "acct_kill")
 	done := make(chan idempotencytest.Answer, 1)
 	go func() { done <- idempotencytest.Deliver(w.handler, payload, testSecret) }()
