@@ -21,6 +21,12 @@
 // message. Errors that waiting cannot fix (a malformed URL, a wrong
 // password, an unknown role) end it at once.
 //
+// A flag, a flag's value, an argument or an environment variable that the
+// server refuses is reported on one line, and it exits 2; one that the flag
+// package refuses (an unknown flag, a value that does not parse) is
+// followed by the usage, as flag.ExitOnError prints it. Any other failure
+// exits 1; -h exits 0.
+//
 // With -inbox, deliveries are stored and answered {"outcome":"queued"} at
 // once, and workers in the same process apply them (idempotency.Inbox):
 // /accounts/{id} shows a grant once a worker has applied it. Without it,
@@ -89,12 +95,35 @@ func main() {
 		stop()
 	}()
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil)
+	var usage *usageError
 	switch {
 	case errors.Is(err, flag.ErrHelp): // -h: the usage was printed, nothing failed
+	case errors.As(err, &usage):
+		if !usage.printed {
+			fmt.Fprintln(os.Stderr, "server:", err)
+		}
+		os.Exit(2)
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(1)
 	}
+}
+
+// usageError is a flag, a flag's value, an argument or an environment
+// variable that run refuses: the command exits 2, as the flag package's
+// commands and idemctl do, where a failure exits 1. printed is set when the
+// flag package has printed the error already, with the usage.
+type usageError struct {
+	err     error
+	printed bool
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usagef returns a usageError with the message format makes of args.
+func usagef(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
 }
 
 // readTimeout bounds the reading of a whole request, its body included
@@ -122,12 +151,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	recoverSince := fs.Duration("recover-since", 0, "with STRIPE_SECRET_KEY (read access to events): at start, replay this account's events of this last period (at most 720h; not connected accounts') from the Events API through the webhook path, resuming a stopped run of the same period (checkpoint "+recoverCheckpoint+"-<period>); 0 is off")
 	dash := addDashboardFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{err: err, printed: true}
 	}
 	if fs.NArg() > 0 {
 		// The flag package stops at the first argument that is not a
 		// flag: "-inbox true" would silently ignore every flag after it.
-		return fmt.Errorf("unexpected argument %q: this command takes flags only (a bool flag takes its value as -inbox=false)", fs.Arg(0))
+		return usagef("unexpected argument %q: this command takes flags only (a bool flag takes its value as -inbox=false)", fs.Arg(0))
 	}
 	// The environment fills what the flags leave empty after parsing: as
 	// the flags' defaults these secrets would be printed by -h and by the
@@ -138,16 +170,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}
 	if err := dash.check(); err != nil {
-		return err
+		return &usageError{err: err}
 	}
 	if *dbWait <= 0 {
-		return fmt.Errorf("-db-wait must be positive, got %s", *dbWait)
+		return usagef("-db-wait must be positive, got %s", *dbWait)
 	}
 	if *pruneEvery != 0 && *pruneEvery < time.Minute {
-		return fmt.Errorf("-prune-every must be 0 (off) or at least a minute, got %s", *pruneEvery)
+		return usagef("-prune-every must be 0 (off) or at least a minute, got %s", *pruneEvery)
 	}
 	if *recoverSince < 0 || *recoverSince > idempotency.RecoveryWindow {
-		return fmt.Errorf("-recover-since must be between 0 and %s (the Events API's window), got %s", idempotency.RecoveryWindow, *recoverSince)
+		return usagef("-recover-since must be between 0 and %s (the Events API's window), got %s", idempotency.RecoveryWindow, *recoverSince)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -167,19 +199,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}
 	if len(secretList) == 0 {
-		return errors.New("no webhook signing secret: pass -secret whsec_... or set STRIPE_WEBHOOK_SECRET (`stripe listen` prints one)")
+		return usagef("no webhook signing secret: pass -secret whsec_... or set STRIPE_WEBHOOK_SECRET (`stripe listen` prints one)")
 	}
 	var api *stripe.Client
 	key := getenv("STRIPE_SECRET_KEY")
 	if key != "" {
 		c, err := newStripeClient(key, *stripeAPIBase)
 		if err != nil {
-			return err
+			return &usageError{err: err} // the key or -stripe-api-base
 		}
 		api = c
 	}
 	if *recoverSince > 0 && api == nil {
-		return errors.New("-recover-since needs STRIPE_SECRET_KEY: recovery lists events from the Stripe API")
+		return usagef("-recover-since needs STRIPE_SECRET_KEY: recovery lists events from the Stripe API")
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 

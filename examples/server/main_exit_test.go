@@ -23,7 +23,7 @@ const mainChildEnv = "EXAMPLES_SERVER_RUN_MAIN"
 
 // mainCommand is the command run with args in a process of its own, with an
 // empty environment but for mainChildEnv; its output goes to stderr.
-func mainCommand(t *testing.T, stderr *bytes.Buffer, args ...string) *exec.Cmd {
+func mainCommand(t *testing.T, stderr io.Writer, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = []string{mainChildEnv + "=1"}
@@ -31,29 +31,40 @@ func mainCommand(t *testing.T, stderr *bytes.Buffer, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// TestMainHelpExitsZero: -h prints the usage and exits 0, as the flag
-// package's commands and idemctl do; it used to add "server: flag: help
-// requested" and exit 1, as if the command had failed.
-func TestMainHelpExitsZero(t *testing.T) {
-	t.Parallel()
-	var stderr bytes.Buffer
-	cmd := mainCommand(t, &stderr, "-h")
-	done := make(chan error, 1)
+// mainExit runs the command with args in a process of its own (see
+// mainCommand) and returns its exit status and what it wrote to stderr. A
+// command that has not exited within 30 s is killed, and the test fails.
+func mainExit(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var stderr syncBuffer
+	cmd := mainCommand(t, &stderr, args...)
 	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
-			t.Fatalf("-h exited with status %d:\n%s", exit.ExitCode(), &stderr)
+			return exit.ExitCode(), stderr.String()
 		}
 		require.NoError(t, err)
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
-		t.Fatal("-h did not exit")
+		<-done
+		t.Fatalf("%q did not exit within 30 s:\n%s", args, &stderr)
 	}
-	require.Contains(t, stderr.String(), "Usage of server")
-	require.NotContains(t, stderr.String(), "help requested")
+	return 0, stderr.String()
+}
+
+// TestMainHelpExitsZero: -h prints the usage and exits 0, as the flag
+// package's commands and idemctl do; it used to add "server: flag: help
+// requested" and exit 1, as if the command had failed.
+func TestMainHelpExitsZero(t *testing.T) {
+	t.Parallel()
+	code, stderr := mainExit(t, "-h")
+	require.Zero(t, code, "-h exited with status %d:\n%s", code, stderr)
+	require.Contains(t, stderr, "Usage of server")
+	require.NotContains(t, stderr, "help requested")
 }
 
 // syncBuffer is a bytes.Buffer that a child process's output can be
@@ -82,9 +93,7 @@ func (b *syncBuffer) String() string {
 func TestMainSecondSignalKills(t *testing.T) {
 	t.Parallel()
 	var stderr syncBuffer
-	cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-secret", secret)
-	cmd.Env = []string{mainChildEnv + "=1"}
-	cmd.Stderr = &stderr
+	cmd := mainCommand(t, &stderr, "-addr", "127.0.0.1:0", "-secret", secret)
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
