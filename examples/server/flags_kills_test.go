@@ -13,7 +13,7 @@ import (
 
 // TestRunFlagBounds: the flags' documented bounds, at their edges:
 // -prune-every takes a minute, -recover-since refuses a negative period,
-// and -ingest-workers may not exceed -workers (it reaches the inbox).
+// and -ingest-workers may not exceed -workers.
 func TestRunFlagBounds(t *testing.T) {
 	t.Parallel()
 	c := startServer(t, "-prune-every=1m")
@@ -23,7 +23,7 @@ func TestRunFlagBounds(t *testing.T) {
 	err := runRefused(t, []string{"-secret", secret, "-recover-since=-1h"}, noEnv, io.Discard)
 	require.ErrorContains(t, err, "-recover-since must be between 0 and")
 	err = runRefused(t, []string{"-secret", secret, "-workers=2", "-ingest-workers=3"}, noEnv, io.Discard)
-	require.ErrorContains(t, err, "IngestWorkers (3) exceeds Workers (2)")
+	require.ErrorContains(t, err, "-ingest-workers must be between 0 (half of -workers) and -workers (2), got 3")
 }
 
 // TestRunSecretsWithSpaces: -secret's list may have spaces after its

@@ -126,6 +126,9 @@ func usagef(format string, args ...any) error {
 	return &usageError{err: fmt.Errorf(format, args...)}
 }
 
+// maxWorkers is the most -workers the inbox takes (InboxConfig.Workers).
+const maxWorkers = 10000
+
 // readTimeout bounds the reading of a whole request, its body included
 // (Stripe's own deliveries take a few milliseconds); a test shortens it.
 var readTimeout = 30 * time.Second
@@ -141,7 +144,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	dbWait := fs.Duration("db-wait", 60*time.Second, "how long start-up keeps retrying a database that is not up yet before giving up")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	inboxMode := fs.Bool("inbox", false, "store each event and answer at once; workers apply it (durable inbox)")
-	workers := fs.Int("workers", idempotency.DefaultWorkers, "inbox workers: tasks (receipt emails) run at once, and with -inbox events applied")
+	workers := fs.Int("workers", idempotency.DefaultWorkers, "inbox workers (1 to 10000): tasks (receipt emails) run at once, and with -inbox events applied")
 	ingestWorkers := fs.Int("ingest-workers", 0, "with -inbox, how many of the workers apply events while this process is storing deliveries (0: half of -workers; -workers: all, always)")
 	pollOnly := fs.Bool("poll-only", false, "no LISTEN/NOTIFY for the inbox's workers (behind PgBouncer in transaction mode)")
 	stripeAPIBase := fs.String("stripe-api-base", stripe.APIURL, "the Stripe API the subscription projection fetches from (a local stripe-mock or fake); the key is env STRIPE_SECRET_KEY")
@@ -180,6 +183,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if *recoverSince < 0 || *recoverSince > idempotency.RecoveryWindow {
 		return usagef("-recover-since must be between 0 and %s (the Events API's window), got %s", idempotency.RecoveryWindow, *recoverSince)
+	}
+	// Here, not where the inbox is made: that is once the database is up,
+	// and its error names InboxConfig's fields.
+	if *workers < 1 || *workers > maxWorkers {
+		return usagef("-workers must be between 1 and %d, got %d", maxWorkers, *workers)
+	}
+	if *ingestWorkers < 0 || *ingestWorkers > *workers {
+		return usagef("-ingest-workers must be between 0 (half of -workers) and -workers (%d), got %d", *workers, *ingestWorkers)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
