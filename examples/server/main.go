@@ -25,7 +25,8 @@
 // server refuses is reported on one line, and it exits 2; one that the flag
 // package refuses (an unknown flag, a value that does not parse) is
 // followed by the usage, as flag.ExitOnError prints it. Any other failure
-// exits 1; -h exits 0.
+// exits 1. -h exits 0, and so does a stop (SIGINT, SIGTERM), also one
+// while start-up waits for the database.
 //
 // With -inbox, deliveries are stored and answered {"outcome":"queued"} at
 // once, and workers in the same process apply them (idempotency.Inbox):
@@ -228,6 +229,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 
 	svc, closeStore, err := openStore(ctx, *dbURL, *dbWait, logger)
 	if err != nil {
+		if ctx.Err() != nil {
+			// SIGINT or SIGTERM: a stop asked for, as once serving, and
+			// not the database's failure.
+			logger.Info("stopped while waiting for the database")
+			return nil
+		}
 		return err
 	}
 	defer closeStore()
