@@ -193,6 +193,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if *ingestWorkers < 0 || *ingestWorkers > *workers {
 		return usagef("-ingest-workers must be between 0 (half of -workers) and -workers (%d), got %d", *workers, *ingestWorkers)
 	}
+	if err := checkAddr("addr", *addr); err != nil {
+		return err
+	}
+	if *metricsAddr != "" {
+		if err := checkAddr("metrics-addr", *metricsAddr); err != nil {
+			return err
+		}
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -324,6 +332,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	<-drained
 	if !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	return nil
+}
+
+// checkAddr refuses the value of the address flag name that no listen
+// could take: one without a port, or whose port is none. That is found
+// here, before the database is waited for; a host that is not this
+// machine's is left to the listen.
+func checkAddr(name, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		return usagef("-%s %q: %v", name, addr, err)
 	}
 	return nil
 }
