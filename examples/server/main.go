@@ -85,6 +85,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/pgconfig"
 )
 
 func main() {
@@ -165,6 +166,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		// flag: "-inbox true" would silently ignore every flag after it.
 		return usagef("unexpected argument %q: this command takes flags only (a bool flag takes its value as -inbox=false)", fs.Arg(0))
 	}
+	dbURLFrom := "-database-url" // or the environment, below
+	if *dbURL == "" {
+		dbURLFrom = "DATABASE_URL"
+	}
 	// The environment fills what the flags leave empty after parsing: as
 	// the flags' defaults these secrets would be printed by -h and by the
 	// usage a mistyped flag prints.
@@ -192,6 +197,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if *ingestWorkers < 0 || *ingestWorkers > *workers {
 		return usagef("-ingest-workers must be between 0 (half of -workers) and -workers (%d), got %d", *workers, *ingestWorkers)
+	}
+	if *dbURL != "" {
+		// Here, before the database is waited for, as a flag's value;
+		// openPostgres parses it again.
+		if _, err := pgconfig.Parse(*dbURL); err != nil { // its error never quotes the URL
+			return usagef("%s: %v", dbURLFrom, err)
+		}
 	}
 	if err := checkAddr("addr", *addr); err != nil {
 		return err
