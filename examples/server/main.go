@@ -213,17 +213,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return err
 		}
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
 	var secretList []string
 	for s := range strings.SplitSeq(*secrets, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -244,6 +233,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if *recoverSince > 0 && api == nil {
 		return usagef("-recover-since needs STRIPE_SECRET_KEY: recovery lists events from the Stripe API")
+	}
+	// After every check: a refused start leaves the last run's profile.
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
