@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -111,12 +112,22 @@ func TestMainSecondSignalKills(t *testing.T) {
 		return m != nil
 	}, 30*time.Second, 10*time.Millisecond, "the server did not start:\n%s", &stderr)
 
-	// A delivery stalled in its body: the drain waits for it.
+	// A delivery stalled in its body: the drain waits for it. The server
+	// answers 100 Continue once the handler reads the body: only then is
+	// the delivery in flight. A connection the listener had not accepted
+	// yet when the signal came was dropped with it, and the server exited
+	// 0 at the first signal.
 	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer conn.Close()
-	_, err = io.WriteString(conn, "POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n"+
-		"Stripe-Signature: "+idempotencytest.SignatureHeader([]byte("{}"), secret, time.Now())+"\r\n\r\n{")
+	_, err = io.WriteString(conn, "POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n"+
+		"Stripe-Signature: "+idempotencytest.SignatureHeader([]byte("{}"), secret, time.Now())+"\r\n\r\n")
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	require.NoError(t, err, "no 100 Continue within 10 s:\n%s", &stderr)
+	require.Equal(t, "HTTP/1.1 100 Continue\r\n", status)
+	_, err = io.WriteString(conn, "{")
 	require.NoError(t, err)
 
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
