@@ -77,6 +77,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -164,7 +165,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if fs.NArg() > 0 {
 		// The flag package stops at the first argument that is not a
 		// flag: "-inbox true" would silently ignore every flag after it.
-		return usagef("unexpected argument %q: this command takes flags only (a bool flag takes its value as -inbox=false)", fs.Arg(0))
+		// Only a bool's value is quoted: another may be part of a secret
+		// ("-secret whsec_a, whsec_b" unquoted in the shell).
+		if _, err := strconv.ParseBool(fs.Arg(0)); err == nil {
+			return usagef("unexpected argument %q: this command takes flags only (a bool flag takes its value as -inbox=false)", fs.Arg(0))
+		}
+		return usagef("unexpected argument after the flags (not shown: it may be part of a secret): this command takes flags only (a value with spaces needs quotes)")
 	}
 	dbURLFrom := "-database-url" // or the environment, below
 	if *dbURL == "" {
