@@ -228,6 +228,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if len(secretList) == 0 {
 		return usagef("no webhook signing secret: pass -secret whsec_... or set STRIPE_WEBHOOK_SECRET (`stripe listen` prints one)")
 	}
+	// The Handler that uses them is made once the database is up: its
+	// check of the secrets (an API key passed for one) runs here too.
+	if _, err := idempotency.NewHandler(idempotency.NewMemoryStore(), idempotency.NewHandlers(), idempotency.Config{Secrets: secretList}); err != nil {
+		return usagef("-secret (or STRIPE_WEBHOOK_SECRET): %v", err)
+	}
 	var api *stripe.Client
 	key := getenv("STRIPE_SECRET_KEY")
 	if key != "" {
