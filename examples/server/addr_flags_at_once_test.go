@@ -24,15 +24,7 @@ func TestRunRefusesMalformedAddressesAtOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			stderr := newLogWatch(retryLogged)
-			// Nothing listens on port 1: start-up would retry it for
-			// -db-wait.
-			args := append([]string{"-secret", secret, "-database-url", "postgres://app@127.0.0.1:1/app", "-db-wait", "3s"}, tc.args...)
-			err := runRefused(t, args, noEnv, stderr)
-			require.ErrorContains(t, err, tc.want)
-			var usage *usageError
-			require.ErrorAs(t, err, &usage, "exits 2")
-			require.NotContains(t, stderr.String(), retryLogged, "refused before the database was tried")
+			require.ErrorContains(t, refusedBeforeTheDatabase(t, tc.args...), tc.want)
 		})
 	}
 }

@@ -32,6 +32,23 @@ func mainCommand(t *testing.T, stderr io.Writer, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// startMain starts the command with args in a process of its own (see
+// mainCommand), its output to stderr. exited receives Wait's error; a
+// test that takes it puts it back for the cleanup, which kills the process
+// should it still run and waits for it.
+func startMain(t *testing.T, stderr io.Writer, args ...string) (cmd *exec.Cmd, exited chan error) {
+	t.Helper()
+	cmd = mainCommand(t, stderr, args...)
+	require.NoError(t, cmd.Start())
+	exited = make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	return cmd, exited
+}
+
 // mainExit runs the command with args in a process of its own (see
 // mainCommand) and returns its exit status and what it wrote to stderr. A
 // command that has not exited within 30 s is killed, and the test fails.
@@ -94,14 +111,7 @@ func (b *syncBuffer) String() string {
 func TestMainSecondSignalKills(t *testing.T) {
 	t.Parallel()
 	var stderr syncBuffer
-	cmd := mainCommand(t, &stderr, "-addr", "127.0.0.1:0", "-secret", secret)
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
+	cmd, exited := startMain(t, &stderr, "-addr", "127.0.0.1:0", "-secret", secret)
 	listening := regexp.MustCompile(`msg=listening addr=(\S+)`)
 	var addr string
 	require.Eventually(t, func() bool {

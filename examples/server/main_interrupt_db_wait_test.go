@@ -21,16 +21,8 @@ func TestMainStopWhileWaitingForTheDatabase(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
 			stderr := newLogWatch(retryLogged)
-			// Nothing listens on port 1: start-up retries it for -db-wait.
-			cmd := mainCommand(t, stderr, "-addr", "127.0.0.1:0", "-secret", secret,
-				"-database-url", "postgres://app@127.0.0.1:1/app", "-db-wait", "1m")
-			require.NoError(t, cmd.Start())
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				<-exited
-			})
+			cmd, exited := startMain(t, stderr, "-addr", "127.0.0.1:0", "-secret", secret,
+				"-database-url", unansweredDatabaseURL, "-db-wait", "1m")
 			select {
 			case <-stderr.matched:
 			case err := <-exited:

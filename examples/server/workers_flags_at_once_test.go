@@ -6,6 +6,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// unansweredDatabaseURL is a database nobody answers (nothing listens on
+// port 1): start-up retries it for -db-wait.
+const unansweredDatabaseURL = "postgres://app@127.0.0.1:1/app"
+
+// refusedBeforeTheDatabase runs the server with args against
+// unansweredDatabaseURL, which it must refuse before it tries the
+// database, as a usage error (exit 2), and returns that error.
+func refusedBeforeTheDatabase(t *testing.T, args ...string) error {
+	t.Helper()
+	stderr := newLogWatch(retryLogged)
+	err := runRefused(t, append([]string{"-secret", secret, "-database-url", unansweredDatabaseURL, "-db-wait", "3s"}, args...), noEnv, stderr)
+	var usage *usageError
+	require.ErrorAs(t, err, &usage, "exits 2")
+	require.NotContains(t, stderr.String(), retryLogged, "refused before the database was tried")
+	return err
+}
+
 // TestRunRefusesWorkerCountsAtOnce: a -workers or -ingest-workers that the
 // inbox cannot take is refused before the database is tried, naming the
 // flag (exit 2). They reached the inbox only once the database was up,
@@ -26,16 +43,9 @@ func TestRunRefusesWorkerCountsAtOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			stderr := newLogWatch(retryLogged)
-			// Nothing listens on port 1: start-up would retry it for
-			// -db-wait.
-			args := append([]string{"-secret", secret, "-database-url", "postgres://app@127.0.0.1:1/app", "-db-wait", "3s"}, tc.args...)
-			err := runRefused(t, args, noEnv, stderr)
+			err := refusedBeforeTheDatabase(t, tc.args...)
 			require.ErrorContains(t, err, tc.want)
 			require.NotContains(t, err.Error(), "InboxConfig")
-			var usage *usageError
-			require.ErrorAs(t, err, &usage, "exits 2")
-			require.NotContains(t, stderr.String(), retryLogged, "refused before the database was tried")
 		})
 	}
 }
