@@ -147,7 +147,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	dbWait := fs.Duration("db-wait", 60*time.Second, "how long start-up keeps retrying a database that is not up yet before giving up")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	inboxMode := fs.Bool("inbox", false, "store each event and answer at once; workers apply it (durable inbox)")
-	workers := fs.Int("workers", idempotency.DefaultWorkers, "inbox workers (1 to 10000): tasks (receipt emails) run at once, and with -inbox events applied")
+	workers := fs.Int("workers", idempotency.DefaultWorkers, "inbox workers (1 to "+strconv.Itoa(maxWorkers)+"): tasks (receipt emails) run at once, and with -inbox events applied")
 	ingestWorkers := fs.Int("ingest-workers", 0, "with -inbox, how many of the workers apply events while this process is storing deliveries (0: half of -workers; -workers: all, always)")
 	pollOnly := fs.Bool("poll-only", false, "no LISTEN/NOTIFY for the inbox's workers (behind PgBouncer in transaction mode)")
 	stripeAPIBase := fs.String("stripe-api-base", stripe.APIURL, "the Stripe API the subscription projection fetches from (a local stripe-mock or fake); the key is env STRIPE_SECRET_KEY")
