@@ -138,8 +138,16 @@ func apiError(op string, err error) error {
 	case errors.As(err, &ue), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		// The network, a timeout or the context: a *url.Error's text names
 		// the URL (path and list filters), never the key, which travels in
-		// a header.
+		// a header, unless the base URL carries it as its user name
+		// (http://sk_...@host, as curl -u puts it): Go hides only a
+		// password, so the URL's user information is masked whole.
 		e.cause = err
+		if ue != nil {
+			if u, perr := url.Parse(ue.URL); perr == nil && u.User != nil {
+				u.User = url.User("***")
+				e.causeText = strings.ReplaceAll(err.Error(), ue.URL, u.String())
+			}
+		}
 	default:
 		e.unreadable = true
 	}
@@ -176,12 +184,15 @@ type stripeAPIError struct {
 	status               int
 	typ, code, requestID string
 	cause, answer        error
+	causeText            string // cause's text with a URL's user information masked; "" when it needs none
 	unreadable           bool
 }
 
 func (e *stripeAPIError) Error() string {
 	s := ErrStripeAPI.Error() + ": " + e.op
 	switch {
+	case e.causeText != "":
+		return s + ": " + e.causeText
 	case e.cause != nil:
 		return s + ": " + e.cause.Error()
 	case e.unreadable:
