@@ -91,20 +91,26 @@ func TestPgxForgetOnOtherReplicaHonouredWithinTTL(t *testing.T) {
 		require.Equal(t, http.StatusOK, a.Status, a.Body)
 		return a.Outcome
 	}
+	// The replica meets the claim during the first delivery, after
+	// before: the time since before, read once a delivery has returned,
+	// is more than the age of its memory when that delivery looked.
+	before := time.Now()
 	require.Equal(t, idempotency.OutcomeProcessed, deliver())
-	metAt := time.Now()
 	require.Equal(t, idempotency.OutcomeDuplicate, deliver())
 
 	found, err := b.store.Forget(t.Context(), "evt_forget") // on the other replica
 	require.NoError(t, err)
 	require.True(t, found)
-	if time.Since(metAt) < ttl/2 {
-		require.Equal(t, idempotency.OutcomeDuplicate, deliver(), "the replica still remembers the claim")
+	again := deliver()
+	if took := time.Since(before); took < ttl {
+		require.Equal(t, idempotency.OutcomeDuplicate, again, "the replica still remembers the claim")
 	} else {
-		t.Logf("the machine took %s of the %s memory: the check that the replica still remembers is not made", time.Since(metAt), ttl)
+		t.Logf("the machine took %s of the %s memory: the check that the replica still remembers is not made", took, ttl)
 	}
-	require.Eventually(t, func() bool { return deliver() == idempotency.OutcomeProcessed }, 10*time.Second, 20*time.Millisecond,
-		"the replica applies the forgotten event once its memory of it has expired")
+	if again != idempotency.OutcomeProcessed {
+		require.Eventually(t, func() bool { return deliver() == idempotency.OutcomeProcessed }, 10*time.Second, 20*time.Millisecond,
+			"the replica applies the forgotten event once its memory of it has expired")
+	}
 	require.Equal(t, idempotency.OutcomeDuplicate, deliver())
 	require.Equal(t, 2, b.get(t, "applied"))
 }
