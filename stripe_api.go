@@ -140,18 +140,39 @@ func apiError(op string, err error) error {
 		// the URL (path and list filters), never the key, which travels in
 		// a header, unless the base URL carries it as its user name
 		// (http://sk_...@host, as curl -u puts it): Go hides only a
-		// password, so the URL's user information is masked whole.
+		// password, so the URL's user information is masked whole, also
+		// in a URL that does not parse (the request then fails before it
+		// is sent, quoting it).
 		e.cause = err
 		if ue != nil {
-			if u, perr := url.Parse(ue.URL); perr == nil && u.User != nil {
-				u.User = url.User("***")
-				e.causeText = strings.ReplaceAll(err.Error(), ue.URL, u.String())
+			if masked, ok := maskedUserinfo(ue.URL); ok {
+				e.causeText = strings.ReplaceAll(err.Error(), ue.Error(), (&url.Error{Op: ue.Op, URL: masked, Err: ue.Err}).Error())
 			}
 		}
 	default:
 		e.unreadable = true
 	}
 	return e
+}
+
+// maskedUserinfo is u with the user information of its authority, what
+// comes before the last '@' ahead of the first '/', '?' or '#' after
+// "//" (or from the start), replaced by "***"; ok is false when it has
+// none. u need not parse.
+func maskedUserinfo(u string) (masked string, ok bool) {
+	start := 0
+	if i := strings.Index(u, "//"); i >= 0 {
+		start = i + 2
+	}
+	end := len(u)
+	if i := strings.IndexAny(u[start:], "/?#"); i >= 0 {
+		end = start + i
+	}
+	at := strings.LastIndex(u[start:end], "@")
+	if at < 0 {
+		return u, false
+	}
+	return u[:start] + "***" + u[start+at:], true
 }
 
 // maxAnswerToken bounds an error type, code or request id quoted from an
