@@ -113,7 +113,8 @@ var (
 	// attempt's is. An event's transaction was rolled back; a task's func
 	// had returned, and the task is the newer attempt's to run (with the
 	// same idempotency key). It is reported to InboxConfig.OnResult and
-	// the Observer as a failed attempt with no State; at the last attempt
+	// the Observer as a failed attempt with no State, whatever the handler
+	// or the func returned (its error wrapped too); at the last attempt
 	// the error wraps [ErrLeaseExpired] too.
 	ErrLeaseLost = errors.New("idempotency: inbox lease lost to a newer attempt")
 	// ErrTaskNotRegistered is the error of an inbox attempt at a task

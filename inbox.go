@@ -971,14 +971,26 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 }
 
 // reportEnd reports the end of the attempt at row: logged, to OnResult
-// and to the Observer's done. An attempt whose lease was lost at the last
-// attempt was reported already, by the lease that took it over and
+// and to the Observer's done. An attempt whose lease was lost is failed,
+// with no State and Err wrapping ErrLeaseLost, whatever it returned. One
+// whose lease was lost at the last attempt was reported already, by the lease that took it over and
 // dead-lettered it (reportLeaseExpired): its end is logged and ends its
 // Observer span, with no State and Err wrapping ErrLeaseExpired, so that
 // a metric counts that attempt once; OnResult, called once per attempt,
 // is not called again.
 func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result), res *Result) {
 	onResult := in.cfg.OnResult
+	if row.leaseLost && !errors.Is(res.Err, ErrLeaseLost) {
+		// Found when its end was recorded: whatever the handler or the
+		// task's func returned (an error, Skip, Snooze), the newer
+		// attempt's end is recorded, not this one's.
+		res.Outcome, res.State = OutcomeFailed, ""
+		if res.Err == nil {
+			res.Err = ErrLeaseLost
+		} else {
+			res.Err = fmt.Errorf("%w: %w", ErrLeaseLost, res.Err)
+		}
+	}
 	if row.leaseLost && in.reportedByLease(ctx, row) {
 		onResult, res.State = nil, ""
 		lost := fmt.Errorf("%w after attempt %d", ErrLeaseExpired, row.Attempt)

@@ -40,30 +40,7 @@ func TestInboxAttemptErrorsWrapASentinel(t *testing.T) {
 	for name, store := range bothStores(t) {
 		t.Run("lease lost/"+name, func(t *testing.T) {
 			t.Parallel()
-			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-			hs := idempotency.NewHandlers()
-			task := idempotency.NewTask(hs, "send-receipt", func(context.Context, idempotency.TaskRun[misuseArgs]) error { return nil })
-			var rs misuseResults
-			inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-				Now: clock.Now, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(), OnResult: rs.add,
-			})
-			require.NoError(t, err)
-			_, err = store.Run(t.Context(), idempotency.Claim{EventID: "evt_hung_" + name, ReceivedAt: clock.Now()}, func(ctx context.Context, tx idempotency.Tx) error {
-				_, err := task.Enqueue(ctx, tx, "in_hung", misuseArgs{})
-				return err
-			})
-			require.NoError(t, err)
-
-			hung, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
-			require.NoError(t, err)
-			require.Len(t, hung, 1)
-			clock.Advance(time.Minute)
-			n, err := inbox.WorkDue(t.Context()) // takes the lease over: attempt 2, processed
-			require.NoError(t, err)
-			require.Equal(t, 1, n)
-
-			idempotency.ApplyLeased(t.Context(), inbox, hung[0]) // the hung worker returns
-			res := rs.last(t)
+			res := taskAttemptAfterTakeover(t, store, func(context.Context, idempotency.TaskRun[misuseArgs]) error { return nil })
 			require.Equal(t, 1, res.Attempt, "the hung worker's attempt")
 			require.Equal(t, idempotency.OutcomeFailed, res.Outcome)
 			require.True(t, errors.Is(res.Err, idempotency.ErrLeaseLost), "Result.Err %q", res.Err)
@@ -71,4 +48,36 @@ func TestInboxAttemptErrorsWrapASentinel(t *testing.T) {
 			require.NotContains(t, res.Err.Error(), "rolled back", "the task's func ran: nothing was rolled back")
 		})
 	}
+}
+
+// taskAttemptAfterTakeover enqueues a send-receipt task that fn runs, on
+// store, and leases it: attempt 1, whose worker hangs. Past its lease a
+// newer attempt (2) takes it over and runs it; then attempt 1 runs, and
+// what OnResult was given for it is returned. On a fake clock.
+func taskAttemptAfterTakeover(t *testing.T, store idempotency.Store, fn idempotency.TaskFunc[misuseArgs]) idempotency.Result {
+	t.Helper()
+	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	hs := idempotency.NewHandlers()
+	task := idempotency.NewTask(hs, "send-receipt", fn)
+	var rs misuseResults
+	inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+		Now: clock.Now, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(), OnResult: rs.add,
+	})
+	require.NoError(t, err)
+	_, err = store.Run(t.Context(), idempotency.Claim{EventID: "evt_hung", ReceivedAt: clock.Now()}, func(ctx context.Context, tx idempotency.Tx) error {
+		_, err := task.Enqueue(ctx, tx, "in_hung", misuseArgs{})
+		return err
+	})
+	require.NoError(t, err)
+
+	hung, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
+	require.NoError(t, err)
+	require.Len(t, hung, 1)
+	clock.Advance(time.Minute)
+	n, err := inbox.WorkDue(t.Context()) // takes the lease over: attempt 2
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	idempotency.ApplyLeased(t.Context(), inbox, hung[0]) // the hung worker returns
+	return rs.last(t)
 }
