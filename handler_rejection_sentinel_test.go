@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,12 +21,20 @@ import (
 // than POST (405) and of a body that ended before its Content-Length (400)
 // were errors no caller could name: an unexported sentinel, and the read's
 // error (io.ErrUnexpectedEOF) alone. They wrap ErrMethodNotAllowed and
-// ErrUnreadableBody.
+// ErrUnreadableBody, with a body sent chunked too (its own read), whose
+// read's error stays wrapped.
 func TestHandlerRejectionsWrapASentinel(t *testing.T) {
 	t.Parallel()
 	payload := invoicePayload(t, "evt_sentinel", "in_1", "acct_1")
 	short := idempotencytest.NewSignedRequest("/", payload, testSecret)
 	short.Body = io.NopCloser(bytes.NewReader(payload[:len(payload)/2]))
+	// Chunked (no Content-Length): the sender hangs up mid-body.
+	chunked := func() *http.Request {
+		r := idempotencytest.NewSignedRequest("/", payload, testSecret)
+		r.ContentLength = -1
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(payload[:len(payload)/2]), iotest.ErrReader(io.ErrUnexpectedEOF)))
+		return r
+	}
 	for _, tt := range []struct {
 		name string
 		req  *http.Request
@@ -33,6 +42,8 @@ func TestHandlerRejectionsWrapASentinel(t *testing.T) {
 	}{
 		{"GET", httptest.NewRequest(http.MethodGet, "/", nil), idempotency.ErrMethodNotAllowed},
 		{"body shorter than its Content-Length", short, idempotency.ErrUnreadableBody},
+		{"chunked body cut short", chunked(), idempotency.ErrUnreadableBody},
+		{"chunked body cut short, the read's error", chunked(), io.ErrUnexpectedEOF},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			b := newBench(t, idempotency.Config{}, nil)
