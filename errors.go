@@ -64,8 +64,10 @@ var (
 	// transaction was rolled back. Answered 500. An [Inbox.Handler] whose
 	// insert of the event did not finish within it answers 503 with it, as
 	// for any event it could not store (the insert may have committed all
-	// the same: Stripe's retry is then a duplicate). A [TaskFunc] still
-	// running at InboxConfig.Timeout fails its attempt with it. The error
+	// the same: Stripe's retry is then a duplicate). A [TaskFunc] that
+	// returns an error once InboxConfig.Timeout has run out fails its
+	// attempt with it, wrapping that error; one that returns nil, its
+	// effect done, is processed. The error
 	// that wraps it names what timed out: the handler's transaction, the
 	// insert, or the task.
 	ErrTimeout = errors.New("idempotency: timed out")

@@ -491,19 +491,21 @@ func TestTaskPanicIsAFailedAttempt(t *testing.T) {
 // context cancelled; the attempt fails with ErrTimeout and is retried. Its
 // error, Result.Err and the stored LastError, names the task that timed
 // out, not a handler: no event handler ran in that attempt (it said
-// "idempotency: handler timed out").
+// "idempotency: handler timed out"). The retry returns nil past the
+// Timeout, its effect done: it is processed (ErrTimeout's doc said any
+// func still running then failed).
 func TestTaskTimeout(t *testing.T) {
 	t.Parallel()
 	r := newMisuseRig()
 	hs := idempotency.NewHandlers()
 	task := idempotency.NewTask(hs, "send-receipt", func(ctx context.Context, run idempotency.TaskRun[misuseArgs]) error {
-		if run.Attempt > 1 {
-			return nil
-		}
 		timer := time.NewTimer(10 * time.Second)
 		defer timer.Stop()
 		select {
 		case <-ctx.Done():
+			if run.Attempt > 1 {
+				return nil // past the Timeout too, but its effect done
+			}
 			return ctx.Err()
 		case <-timer.C:
 			return errors.New("the attempt's context was not cancelled at InboxConfig.Timeout")
@@ -527,7 +529,12 @@ func TestTaskTimeout(t *testing.T) {
 		require.NotContains(t, text, "handler")
 	}
 
+	// Returning nil once the Timeout has run out, its effect done, is
+	// processed: only a returned error is wrapped in ErrTimeout.
 	r.clock.Advance(time.Minute)
 	misuseWork(t, in, 1)
+	res = rs.last(t)
+	require.NoError(t, res.Err)
+	require.Equal(t, idempotency.OutcomeProcessed, res.Outcome)
 	require.Equal(t, idempotency.InboxProcessed, misuseLookup(t, in, task.ID("in_1")).State)
 }
