@@ -123,8 +123,22 @@ func describableError(err error) (out error) {
 // timeoutErr wraps err in ErrTimeout when ctx, bounded by d, ran out; the
 // text names what timed out.
 func timeoutErr(ctx context.Context, d time.Duration, what string, err error) error {
-	if err != nil && ctx.Err() == context.DeadlineExceeded {
+	if err != nil && ranOut(ctx) {
 		return fmt.Errorf("%w after %s (%s): %w", ErrTimeout, d, what, err)
 	}
 	return err
+}
+
+// ranOut reports whether ctx's deadline has passed. ctx.Err says so only
+// once ctx's timer fired: a context of the store's with the same deadline
+// (a PgxStore's inbox insert) may have failed the call first.
+func ranOut(ctx context.Context) bool {
+	switch ctx.Err() {
+	case context.DeadlineExceeded:
+		return true
+	case nil:
+		deadline, ok := ctx.Deadline()
+		return ok && !time.Now().Before(deadline)
+	}
+	return false // cancelled
 }
