@@ -973,11 +973,11 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 // reportEnd reports the end of the attempt at row: logged, to OnResult
 // and to the Observer's done. An attempt whose lease was lost is failed,
 // with no State and Err wrapping ErrLeaseLost, whatever it returned. One
-// whose lease was lost at the last attempt was reported already, by the lease that took it over and
-// dead-lettered it (reportLeaseExpired): its end is logged and ends its
-// Observer span, with no State and Err wrapping ErrLeaseExpired, so that
-// a metric counts that attempt once; OnResult, called once per attempt,
-// is not called again.
+// whose lease was lost at the last attempt was reported already, by the
+// lease that took it over and dead-lettered it (reportLeaseExpired): its
+// end is logged and ends its Observer span, with no State and Err
+// wrapping ErrLeaseExpired, so that a metric counts that attempt once;
+// OnResult, called once per attempt, is not called again.
 func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result), res *Result) {
 	onResult := in.cfg.OnResult
 	if row.leaseLost && !errors.Is(res.Err, ErrLeaseLost) {
