@@ -123,7 +123,8 @@ var (
 	// whose name no [NewTask] registered in the worker's process (a
 	// deployment that removed it, or one not yet rolled out): the attempt
 	// fails and the task is retried with backoff, so that a process that
-	// registers it runs it.
+	// registers it runs it; at InboxConfig.MaxAttempts it is
+	// dead-lettered, as after any failed attempt, for a redrive.
 	ErrTaskNotRegistered = errors.New("idempotency: no task registered")
 	// ErrTxOwnedByStore: returned by Commit and Rollback of the transaction
 	// [PgxTx] hands to a handler. Committing early would separate the claim

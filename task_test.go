@@ -419,6 +419,36 @@ func TestTaskWithoutRegistrationIsRetried(t *testing.T) {
 	require.Equal(t, misuseArgs{Amount: 500}, runs[0].Args)
 }
 
+// TestTaskWithoutRegistrationDeadLetters: a task no process registers
+// is not retried for ever: like any failing attempt, the last of
+// InboxConfig.MaxAttempts dead-letters it, with ErrTaskNotRegistered's
+// text, where a redrive can find it once a process registers the task.
+func TestTaskWithoutRegistrationDeadLetters(t *testing.T) {
+	t.Parallel()
+	r := newMisuseRig()
+	hs := idempotency.NewHandlers()
+	task := idempotency.NewTask(hs, "send-receipt", func(context.Context, idempotency.TaskRun[misuseArgs]) error { return nil })
+	r.enqueue(t, "evt_never_registered", func(ctx context.Context, tx idempotency.Tx) error {
+		_, err := task.Enqueue(ctx, tx, "in_1", misuseArgs{})
+		return err
+	})
+	var results misuseResults
+	in := r.inbox(t, idempotency.NewHandlers(), idempotency.InboxConfig{MaxAttempts: 2, OnResult: results.add})
+	misuseWork(t, in, 1)
+	require.Equal(t, idempotency.InboxFailed, misuseLookup(t, in, task.ID("in_1")).State)
+	r.clock.Advance(time.Minute)
+	misuseWork(t, in, 1)
+	rec := misuseLookup(t, in, task.ID("in_1"))
+	require.Equal(t, idempotency.InboxDeadLetter, rec.State)
+	require.Equal(t, 2, rec.Attempt)
+	require.Equal(t, `idempotency: no task registered as "send-receipt"`, rec.LastError)
+	results.mu.Lock()
+	defer results.mu.Unlock()
+	require.Len(t, results.all, 2)
+	require.ErrorIs(t, results.all[1].Err, idempotency.ErrTaskNotRegistered)
+	require.Equal(t, idempotency.InboxDeadLetter, results.all[1].State)
+}
+
 // misuseResults collects an inbox's Results, for InboxConfig.OnResult.
 type misuseResults struct {
 	mu  sync.Mutex
