@@ -73,6 +73,9 @@ func TestPgxInboxFaultKilledAtLastAttemptDeadLetters(t *testing.T) {
 	var n int
 	require.NoError(t, a.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM applied`).Scan(&n))
 	require.Zero(t, n, "the killed worker's writes rolled back")
+	// OnResult hears of it after the lease's commit, which the state above
+	// is read from: awaited, not read at once.
+	faultAwait(t, 10*time.Second, "the dead worker's attempt reported", func() bool { return len(a.attemptResults(ev.ID)) > 0 })
 	results := a.attemptResults(ev.ID)
 	require.Len(t, results, 1, "the dead worker's attempt, reported by the lease that dead-lettered it")
 	require.Equal(t, idempotency.OutcomeFailed, results[0].Outcome)
@@ -87,4 +90,8 @@ func TestPgxInboxFaultKilledAtLastAttemptDeadLetters(t *testing.T) {
 	p.stop()
 	a.requireExactlyOnce(t, []faultEvent{ev})
 	require.Equal(t, 1, a.record(t, ev.ID).Attempt, "a fresh attempt budget")
+	results = a.attemptResults(ev.ID) // Run, stopped, has reported every attempt it made
+	require.Len(t, results, 2, "the dead worker's attempt once, then the redriven one")
+	require.Equal(t, idempotency.OutcomeProcessed, results[1].Outcome)
+	require.Equal(t, 1, results[1].Attempt)
 }
