@@ -951,17 +951,12 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 	res.Outcome, res.Err = outcome, err
 	switch {
 	case errors.Is(err, ErrLeaseLost):
-		res.Outcome = OutcomeFailed // not recorded: the newer attempt owns the event
-		row.leaseLost = true
+		row.leaseLost = true // not recorded: the newer attempt owns the event (reportEnd)
 	case err == nil && outcome == OutcomeDuplicate:
 		// Claimed before, by the synchronous Handler or another inbox: the
 		// ledger has it. Or by the newer attempt that took this one's lease
-		// over: then this attempt lost its lease, as above.
-		err = in.settle(ctx, &row, InboxProcessed, nil)
-		if errors.Is(err, ErrLeaseLost) {
-			res.Outcome, res.Err = OutcomeFailed, err
-		}
-		res.State = settled(InboxProcessed, err)
+		// over: then this attempt lost its lease, as above (settle says so).
+		res.State = settled(InboxProcessed, in.settle(ctx, &row, InboxProcessed, nil))
 	case err == nil:
 		res.State = inboxState(outcome) // recorded in the transaction that applied it
 	default:
@@ -980,14 +975,16 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 // OnResult, called once per attempt, is not called again.
 func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result), res *Result) {
 	onResult := in.cfg.OnResult
-	if row.leaseLost && !errors.Is(res.Err, ErrLeaseLost) {
-		// Found when its end was recorded: whatever the handler or the
-		// task's func returned (an error, Skip, Snooze), the newer
-		// attempt's end is recorded, not this one's.
+	if row.leaseLost {
+		// Found by the fence or when its end was recorded: whatever the
+		// handler or the task's func returned (an error, Skip, Snooze,
+		// a duplicate), the newer attempt's end is recorded, not this
+		// one's.
 		res.Outcome, res.State = OutcomeFailed, ""
-		if res.Err == nil {
+		switch {
+		case res.Err == nil:
 			res.Err = ErrLeaseLost
-		} else {
+		case !errors.Is(res.Err, ErrLeaseLost):
 			res.Err = fmt.Errorf("%w: %w", ErrLeaseLost, res.Err)
 		}
 	}
