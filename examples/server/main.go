@@ -46,8 +46,9 @@
 // from the environment alone, STRIPE_SECRET_KEY (a restricted key with read
 // access to subscriptions is enough; -recover-since needs read access to
 // events too), and is never logged; -stripe-api-base
-// points the client at a local stripe-mock or fake. Without a key those
-// events are answered ignored, and the server says so at start.
+// points the client at a local stripe-mock or fake (refused without a
+// key). Without a key those events are answered ignored, and the server
+// says so at start.
 //
 // Routes:
 //
@@ -244,6 +245,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if *recoverSince > 0 && api == nil {
 		return usagef("-recover-since needs STRIPE_SECRET_KEY: recovery lists events from the Stripe API")
+	}
+	if api == nil && flagSet(fs, "stripe-api-base") {
+		// Without a key nothing calls the API: the URL, even a malformed
+		// one, would be taken and never used.
+		return usagef("-stripe-api-base needs STRIPE_SECRET_KEY: without it nothing calls the Stripe API")
 	}
 	// After every check: a refused start leaves the last run's profile.
 	if *cpuProfile != "" {
@@ -595,4 +601,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -30,6 +30,7 @@ func TestMainUsageErrorsExitTwo(t *testing.T) {
 		{"no secret", nil, "no webhook signing secret", false},
 		{"dashboard without password", []string{"-secret", secret, "-dashboard"}, "-dashboard needs -dashboard-password", false},
 		{"recovery without key", []string{"-secret", secret, "-recover-since=1h"}, "-recover-since needs STRIPE_SECRET_KEY", false},
+		{"API base without key", []string{"-secret", secret, "-stripe-api-base", "ftp://stripe.test"}, "-stripe-api-base needs STRIPE_SECRET_KEY", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
