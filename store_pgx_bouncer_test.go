@@ -141,8 +141,16 @@ func newBouncerApp(t *testing.T, processes int, cfg idempotency.PgxConfig) *boun
 	_, err := db.Pool.Exec(ctx, `CREATE TABLE `+a.accounts+` (id text PRIMARY KEY, credits bigint NOT NULL DEFAULT 0)`)
 	require.NoError(t, err)
 
-	a.hs = idempotency.NewHandlers()
-	idempotency.On(a.hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+	a.hs = a.handlers(nil)
+	return a
+}
+
+// handlers are the service's handlers: invoice.paid credits the account
+// 100 once per invoice. hold, when not nil, is called inside the
+// transaction after the credit, as a worker process that hangs there.
+func (a *bouncerApp) handlers(hold func()) *idempotency.Handlers {
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
 		a.mu.Lock()
 		a.runs[ev.ID]++
 		a.mu.Unlock()
@@ -152,9 +160,12 @@ func newBouncerApp(t *testing.T, processes int, cfg idempotency.PgxConfig) *boun
 		}
 		_, err = idempotency.PgxTx(tx).Exec(ctx, `INSERT INTO `+a.accounts+` AS a (id, credits) VALUES ($1, 100)
 ON CONFLICT (id) DO UPDATE SET credits = a.credits + 100`, ev.Object.Metadata["account_id"])
+		if err == nil && hold != nil {
+			hold()
+		}
 		return err
 	})
-	return a
+	return hs
 }
 
 // config is the Handler configuration of every process.

@@ -1015,16 +1015,17 @@ func TestPgxInboxFaultSettleAfterFailover(t *testing.T) {
 	require.Equal(t, 2, a.record(t, ev.ID).Attempt)
 }
 
-// The worker processes of TestPgxInboxFaultWorkerKilled and
-// TestPgxTaskWorkerKilled: the environment tells them where to connect, and
-// they say on stdout when they have reached the point where they hang.
+// The worker processes of TestPgxInboxFaultWorkerKilled,
+// TestPgxTaskWorkerKilled and TestPgxBouncerKilled: the environment tells
+// them where to connect, and they say on stdout when they have reached the
+// point where they hang.
 const (
 	envHelperWorkerURL    = "IDEMPOTENCY_TEST_HELPER_WORKER_URL"
 	envHelperWorkerSchema = "IDEMPOTENCY_TEST_HELPER_WORKER_SCHEMA"
 	helperWorkerEntered   = "helper worker: inside the transaction"
 )
 
-// helperWorkerStore is, in a worker process that startHelperWorker
+// helperWorkerStore is, in a worker process that startHelperProcess
 // started, the store on the parent's schema, with its pool. Run on its own,
 // the helper test skips: it is not a test.
 func helperWorkerStore(t *testing.T, parent string) (*pgxpool.Pool, *idempotency.PgxStore) {
@@ -1073,9 +1074,17 @@ type helperWorker struct {
 // and says line when it hangs. It is killed when the test ends.
 func (a *faultApp) startHelperWorker(t *testing.T, test, line string) *helperWorker {
 	t.Helper()
+	return startHelperProcess(t, test, line, a.db.URL, a.db.Schema)
+}
+
+// startHelperProcess starts the worker process that runs test, connecting
+// with url to schema, with env (KEY=value) added to its environment, and
+// says line when it hangs. It is killed when the test ends.
+func startHelperProcess(t *testing.T, test, line, url, schema string, env ...string) *helperWorker {
+	t.Helper()
 	w := &helperWorker{stderr: &syncBuffer{}, said: make(chan struct{}), exited: make(chan struct{})}
 	w.cmd = exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.timeout=2m")
-	w.cmd.Env = append(os.Environ(), envHelperWorkerURL+"="+a.db.URL, envHelperWorkerSchema+"="+a.db.Schema)
+	w.cmd.Env = append(append(os.Environ(), envHelperWorkerURL+"="+url, envHelperWorkerSchema+"="+schema), env...)
 	w.cmd.Stderr = w.stderr
 	stdout, err := w.cmd.StdoutPipe()
 	require.NoError(t, err)
