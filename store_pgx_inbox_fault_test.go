@@ -1016,9 +1016,9 @@ func TestPgxInboxFaultSettleAfterFailover(t *testing.T) {
 }
 
 // The worker processes of TestPgxInboxFaultWorkerKilled,
-// TestPgxTaskWorkerKilled and TestPgxBouncerKilled: the environment tells
-// them where to connect, and they say on stdout when they have reached the
-// point where they hang.
+// TestPgxTaskWorkerKilled, TestPgxBouncerKilled and TestPgxPruneKilled:
+// the environment tells them where to connect, and they say on stdout when
+// they have reached the point where they hang.
 const (
 	envHelperWorkerURL    = "IDEMPOTENCY_TEST_HELPER_WORKER_URL"
 	envHelperWorkerSchema = "IDEMPOTENCY_TEST_HELPER_WORKER_SCHEMA"

@@ -21,14 +21,24 @@ import (
 // the database stops.
 
 // commitGate holds, at its commit, each transaction that deleted rows of
-// a table: a deferred constraint trigger waits for an advisory lock that
-// the test holds on a connection of its own until open.
+// a table (newTriggerGate: other writes, at other points): a constraint
+// trigger waits for an advisory lock that the test holds on a connection
+// of its own until open.
 type commitGate struct {
 	key  int64
 	conn *pgxpool.Conn
 }
 
 func newCommitGate(t *testing.T, a *faultApp, table string) *commitGate {
+	t.Helper()
+	return newTriggerGate(t, a, "DELETE", table, "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW")
+}
+
+// newTriggerGate is newCommitGate for the rows of table that event
+// (DELETE, INSERT) writes, with the trigger's spec (its deferral, FOR EACH
+// ROW, a WHEN): NOT DEFERRABLE holds the statement at its end, inside its
+// transaction, before it can commit.
+func newTriggerGate(t *testing.T, a *faultApp, event, table, spec string) *commitGate {
 	t.Helper()
 	ctx := t.Context()
 	g := &commitGate{}
@@ -40,8 +50,8 @@ BEGIN
     PERFORM pg_advisory_xact_lock_shared(%[3]d);
     RETURN NULL;
 END $$;
-CREATE CONSTRAINT TRIGGER commit_gate AFTER DELETE ON %[1]s.%[2]s
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION %[1]s.commit_gate();`, schema, quoteIdent(table), g.key))
+CREATE CONSTRAINT TRIGGER commit_gate AFTER %[4]s ON %[1]s.%[2]s
+    %[5]s EXECUTE FUNCTION %[1]s.commit_gate();`, schema, quoteIdent(table), g.key, event, spec))
 	require.NoError(t, err)
 	g.conn, err = a.db.Pool.Acquire(ctx) // not a session of the processes: no fault ends it but a stop
 	require.NoError(t, err)
@@ -51,13 +61,14 @@ CREATE CONSTRAINT TRIGGER commit_gate AFTER DELETE ON %[1]s.%[2]s
 	return g
 }
 
-// awaitHeld waits until a session of p waits at the gate.
-func (g *commitGate) awaitHeld(t *testing.T, a *faultApp, p *faultProc) {
+// awaitHeld waits until a session of application name appName (a
+// process's) waits at the gate.
+func (g *commitGate) awaitHeld(t *testing.T, a *faultApp, appName string) {
 	t.Helper()
-	faultAwait(t, 15*time.Second, p.name+" held at its commit", func() bool {
+	faultAwait(t, 15*time.Second, appName+" held at the gate", func() bool {
 		var n int
 		err := a.admin.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
-WHERE application_name = $1 AND wait_event_type = 'Lock' AND wait_event = 'advisory'`, p.appName).Scan(&n)
+WHERE application_name = $1 AND wait_event_type = 'Lock' AND wait_event = 'advisory'`, appName).Scan(&n)
 		return err == nil && n > 0
 	})
 }
@@ -150,6 +161,12 @@ func newPruneScene(t *testing.T, a *faultApp, p *faultProc) *pruneScene {
 	return s
 }
 
+// pruneSceneRetention prunes a pruneScene in batches of 4, guards past
+// their window too.
+var pruneSceneRetention = idempotency.Retention{
+	Guards: idempotency.DefaultEventIDRetention + idempotency.DefaultDeadLetterRetention, BatchSize: 4, Pause: -1,
+}
+
 // requireKept checks that nothing the retention keeps is gone, and
 // reports how many rows it deletes are left.
 func (s *pruneScene) requireKept(t *testing.T, a *faultApp) (left int) {
@@ -212,7 +229,7 @@ func pruneFault(t *testing.T, a *faultApp, url string, fault retentionFault) {
 	const all = 30 + 30 + 25 // the old claims, their finished events, their guards past every window
 	require.Equal(t, all, s.requireKept(t, a))
 
-	r := idempotency.Retention{Guards: idempotency.DefaultEventIDRetention + idempotency.DefaultDeadLetterRetention, BatchSize: 4, Pause: -1}
+	r := pruneSceneRetention
 	g := newCommitGate(t, a, "idempotency_guards")
 	type result struct {
 		rep idempotency.PruneReport
@@ -223,7 +240,7 @@ func pruneFault(t *testing.T, a *faultApp, url string, fault retentionFault) {
 		rep, err := store.Prune(context.Background(), r)
 		done <- result{rep, err}
 	}()
-	g.awaitHeld(t, a, p)
+	g.awaitHeld(t, a, p.appName)
 	back := fault(t, a, p)
 	g.open(t)
 	first := recv(t, done, "the interrupted prune")
@@ -294,7 +311,7 @@ func forgetFault(t *testing.T, a *faultApp, url string, fault retentionFault) {
 		found, err := p.inbox.Forget(context.Background(), ev.ID)
 		done <- result{found, err}
 	}()
-	g.awaitHeld(t, a, p)
+	g.awaitHeld(t, a, p.appName)
 	back := fault(t, a, p)
 	g.open(t)
 	first := recv(t, done, "the interrupted Forget")
