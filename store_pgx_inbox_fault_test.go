@@ -79,7 +79,7 @@ type faultInvoice struct {
 func newFaultApp(t *testing.T) *faultApp {
 	t.Helper()
 	a := &faultApp{db: newPgDB(t), admin: pgtest.AdminPool(t), runs: map[string]int{}, results: map[string][]idempotency.Result{},
-		tmpl: map[string]faultTemplate{}, logs: &syncBuffer{}}
+		logs: &syncBuffer{}}
 	a.logger = slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -99,10 +99,18 @@ func newFaultApp(t *testing.T) *faultApp {
 	}
 	a.observer, err = idempotency.NewInbox(store, idempotency.NewHandlers(), idempotency.InboxConfig{Logger: discardLogger()})
 	require.NoError(t, err)
-	for _, typ := range []string{"invoice.paid", "invoice.payment_succeeded"} {
-		a.tmpl[typ] = newFaultTemplate(t, typ)
-	}
+	a.tmpl = faultTemplates(t)
 	return a
+}
+
+// faultTemplates are the templates of the event types the handlers handle.
+func faultTemplates(t *testing.T) map[string]faultTemplate {
+	t.Helper()
+	tmpl := map[string]faultTemplate{}
+	for _, typ := range []string{"invoice.paid", "invoice.payment_succeeded"} {
+		tmpl[typ] = newFaultTemplate(t, typ)
+	}
+	return tmpl
 }
 
 // handlers are the service's handlers as process proc registers them.
@@ -1016,9 +1024,9 @@ func TestPgxInboxFaultSettleAfterFailover(t *testing.T) {
 }
 
 // The worker processes of TestPgxInboxFaultWorkerKilled,
-// TestPgxTaskWorkerKilled, TestPgxBouncerKilled and TestPgxPruneKilled:
-// the environment tells them where to connect, and they say on stdout when
-// they have reached the point where they hang.
+// TestPgxTaskWorkerKilled, TestPgxBouncerKilled, TestPgxPruneKilled and
+// TestPgxRecoverKilled: the environment tells them where to connect, and
+// they say on stdout when they have reached the point where they hang.
 const (
 	envHelperWorkerURL    = "IDEMPOTENCY_TEST_HELPER_WORKER_URL"
 	envHelperWorkerSchema = "IDEMPOTENCY_TEST_HELPER_WORKER_SCHEMA"
