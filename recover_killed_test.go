@@ -44,12 +44,8 @@ const recoverKilledAt = 25
 func TestPgxRecoverKilled(t *testing.T) {
 	t.Run("sync", func(t *testing.T) {
 		t.Parallel()
-		a := newFaultApp(t)
-		events, ids, f, opts := recoverFaultEvents(a, "krecover", "killed")
-		srv := httptest.NewServer(f)
-		t.Cleanup(srv.Close)
-
-		w := startHelperProcess(t, "TestHelperRecover", helperWorkerEntered, a.db.URL, a.db.Schema, envHelperStripeURL+"="+srv.URL)
+		a, events, ids, opts, stripeURL := recoverKilledScene(t, false)
+		w := startHelperProcess(t, "TestHelperRecover", helperWorkerEntered, a.db.URL, a.db.Schema, envHelperStripeURL+"="+stripeURL)
 		w.await(t, "the handler of the 26th event")
 		killInTransaction(t, a.admin, a.db.Schema, w)
 
@@ -65,7 +61,7 @@ func TestPgxRecoverKilled(t *testing.T) {
 
 		h, err := idempotency.NewHandler(store, a.handlers("parent"), idempotency.Config{Secrets: []string{testSecret}, Logger: a.logger})
 		require.NoError(t, err)
-		second, err := h.Recover(t.Context(), stripe.NewClient(fakeStripeKey, fakeBackends(srv.URL, nil)), opts)
+		second, err := h.Recover(t.Context(), stripe.NewClient(fakeStripeKey, fakeBackends(stripeURL, nil)), opts)
 		require.NoError(t, err)
 		requireResumed(t, second, ids, ids[at])
 		require.Equal(t, recoverKilledAt-1-at, second.Duplicate, "applied by the killed run after its checkpoint: %+v", second)
@@ -79,15 +75,12 @@ func TestPgxRecoverKilled(t *testing.T) {
 	})
 	t.Run("inbox", func(t *testing.T) {
 		t.Parallel()
-		a := newFaultApp(t)
-		events, ids, f, opts := recoverFaultEvents(a, "ikrecover", "ikilled")
-		srv := httptest.NewServer(f)
-		t.Cleanup(srv.Close)
+		a, events, ids, opts, stripeURL := recoverKilledScene(t, true)
 		g := newTriggerGate(t, a, "INSERT", "idempotency_inbox",
 			"NOT DEFERRABLE FOR EACH ROW WHEN (NEW.event_id = '"+ids[recoverKilledAt]+"')")
 
 		w := startHelperProcess(t, "TestHelperRecover", helperWorkerEntered, a.db.URL, a.db.Schema,
-			envHelperStripeURL+"="+srv.URL, envHelperRecoverInbox+"=1")
+			envHelperStripeURL+"="+stripeURL, envHelperRecoverInbox+"=1")
 		g.awaitHeld(t, a, a.db.Schema)
 		w.kill(t)
 		g.open(t)
@@ -103,7 +96,7 @@ func TestPgxRecoverKilled(t *testing.T) {
 
 		h, err := p.inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: a.logger})
 		require.NoError(t, err)
-		second, err := h.Recover(t.Context(), stripe.NewClient(fakeStripeKey, fakeBackends(srv.URL, nil)), opts)
+		second, err := h.Recover(t.Context(), stripe.NewClient(fakeStripeKey, fakeBackends(stripeURL, nil)), opts)
 		require.NoError(t, err)
 		requireResumed(t, second, ids, ids[at])
 		require.Equal(t, recoverKilledAt-at, second.Duplicate, "stored by the killed run after its checkpoint: %+v", second)
@@ -113,6 +106,26 @@ func TestPgxRecoverKilled(t *testing.T) {
 		p.stop()
 		a.requireExactlyOnce(t, events)
 	})
+}
+
+// recoverKilledScene is a subtest's service, events and options, with the
+// URL of the fake Events API that lists the events.
+func recoverKilledScene(t *testing.T, inbox bool) (a *faultApp, events []faultEvent, ids []string, opts idempotency.RecoverOptions, stripeURL string) {
+	t.Helper()
+	a = newFaultApp(t)
+	events, ids, f, opts := recoverKilledEvents(a, inbox)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return a, events, ids, opts, srv.URL
+}
+
+// recoverKilledEvents are the recoverFaultEvents of the inbox's subtest of
+// TestPgxRecoverKilled, or of the synchronous one's.
+func recoverKilledEvents(a *faultApp, inbox bool) ([]faultEvent, []string, *fakeStripe, idempotency.RecoverOptions) {
+	if inbox {
+		return recoverFaultEvents(a, "ikrecover", "ikilled")
+	}
+	return recoverFaultEvents(a, "krecover", "killed")
 }
 
 // requireKilledCheckpoint requires the checkpoint of a killed run, as
@@ -139,11 +152,8 @@ func requireKilledCheckpoint(t *testing.T, a *faultApp, checkpoint string, ids [
 func TestHelperRecover(t *testing.T) {
 	_, store := helperWorkerStore(t, "TestPgxRecoverKilled")
 	a := &faultApp{runs: map[string]int{}, tmpl: faultTemplates(t)}
-	prefix, checkpoint := "krecover", "killed"
-	if os.Getenv(envHelperRecoverInbox) != "" {
-		prefix, checkpoint = "ikrecover", "ikilled"
-	}
-	events, _, _, opts := recoverFaultEvents(a, prefix, checkpoint)
+	inbox := os.Getenv(envHelperRecoverInbox) != ""
+	events, _, _, opts := recoverKilledEvents(a, inbox)
 	a.hook = func(_ context.Context, _ idempotency.Tx, _, eventID string) error {
 		if eventID == events[recoverKilledAt].ID {
 			fmt.Println(helperWorkerEntered)
@@ -153,7 +163,7 @@ func TestHelperRecover(t *testing.T) {
 	}
 	cfg := idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Timeout: time.Minute}
 	h, err := idempotency.NewHandler(store, a.handlers("child"), cfg)
-	if os.Getenv(envHelperRecoverInbox) != "" {
+	if inbox {
 		var in *idempotency.Inbox
 		in, err = idempotency.NewInbox(store, a.handlers("child"), idempotency.InboxConfig{Logger: discardLogger()})
 		require.NoError(t, err)

@@ -84,10 +84,7 @@ func TestPgxBouncerKilled(t *testing.T) {
 			})
 		}
 		awaitProcessed(1)
-		after := make([][]byte, 20)
-		for i := range after {
-			after[i] = invoicePayload(t, fmt.Sprintf("evt_bnc_killed_after_%d", i), fmt.Sprintf("in_bnc_killed_after_%d", i), "acct_bnc_killed_after")
-		}
+		after := bouncerKilledAfter(t)
 		require.Equal(t, len(after), deliverAll(h, after, 4).Count(idempotency.OutcomeQueued))
 		awaitProcessed(1 + len(after))
 
@@ -117,16 +114,23 @@ func TestPgxBouncerKilled(t *testing.T) {
 		require.Equal(t, idempotency.OutcomeProcessed, ans.Outcome, "Stripe's retry: %s", ans.Body)
 		ans = idempotencytest.Deliver(h, payload, testSecret)
 		require.Equal(t, idempotency.OutcomeDuplicate, ans.Outcome, ans.Body)
-		after := make([][]byte, 20)
-		for i := range after {
-			after[i] = invoicePayload(t, fmt.Sprintf("evt_bnc_killed_after_%d", i), fmt.Sprintf("in_bnc_killed_after_%d", i), "acct_bnc_killed_after")
-		}
+		after := bouncerKilledAfter(t)
 		require.Equal(t, len(after), deliverAll(h, after, 4).Count(idempotency.OutcomeProcessed))
 		a.mu.Lock()
 		require.Equal(t, 1, a.runs[bouncerKilledEvent], "the test's process ran the handler once")
 		a.mu.Unlock()
 		requireBouncerKilledOnce(t, a, len(after))
 	})
+}
+
+// bouncerKilledAfter are the payloads of the 20 events TestPgxBouncerKilled
+// sends after the killed one, of account acct_bnc_killed_after.
+func bouncerKilledAfter(t *testing.T) [][]byte {
+	after := make([][]byte, 20)
+	for i := range after {
+		after[i] = invoicePayload(t, fmt.Sprintf("evt_bnc_killed_after_%d", i), fmt.Sprintf("in_bnc_killed_after_%d", i), "acct_bnc_killed_after")
+	}
+	return after
 }
 
 // killInTransaction kills w, whose handler hangs inside its transaction
