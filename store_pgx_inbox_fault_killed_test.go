@@ -11,8 +11,8 @@ import (
 	"github.com/seed-a84bb619/idempotency"
 )
 
-// Two promises of "Workers that die" and "Order" under a real SIGKILL, by
-// the worker process of TestPgxInboxFaultWorkerKilled (TestHelperInboxWorker:
+// Promises of "Workers that die" and "Order" under a real SIGKILL, by the
+// worker process of TestPgxInboxFaultWorkerKilled (TestHelperInboxWorker:
 // its handler hangs inside the event's transaction, under a lease of 2 s).
 
 // TestPgxInboxFaultKilledWorkerHoldsItsObject kills a worker process while
@@ -94,4 +94,44 @@ func TestPgxInboxFaultKilledAtLastAttemptDeadLetters(t *testing.T) {
 	require.Len(t, results, 2, "the dead worker's attempt once, then the redriven one")
 	require.Equal(t, idempotency.OutcomeProcessed, results[1].Outcome)
 	require.Equal(t, 1, results[1].Attempt)
+}
+
+// TestPgxInboxFaultKilledWorkerLeasedAhead kills a worker process of one
+// worker while it applies the first of three events (of three objects)
+// and holds the other two leased ahead, never started. Every lease of the
+// dead process counts as an attempt, started or not: with MaxAttempts 1
+// the parent's lease dead-letters the three, the two that never ran too,
+// and runs no handler. Redrive then applies each once.
+func TestPgxInboxFaultKilledWorkerLeasedAhead(t *testing.T) {
+	t.Parallel()
+	a := newFaultApp(t)
+	p := a.process(t, "parent", idempotency.InboxConfig{MaxAttempts: 1, Lease: 12 * time.Second, Timeout: 10 * time.Second, PollInterval: 100 * time.Millisecond})
+	events := faultEvents("ahead", 3, 0)
+	a.sendAll(t, []http.Handler{p.handler}, events, 1)
+
+	w := startHelperProcess(t, "TestHelperInboxWorker", helperWorkerEntered, a.db.URL, a.db.Schema, envHelperWorkers+"=1")
+	w.await(t, "its handler")
+	a.awaitInbox(t, 10*time.Second, "the other two leased ahead", func(st idempotency.InboxStats) bool {
+		return st.Counts[idempotency.InboxProcessing] == len(events)
+	})
+	w.kill(t)
+
+	p.run(t)
+	a.awaitInbox(t, 30*time.Second, "the three dead-lettered", func(st idempotency.InboxStats) bool {
+		return st.Counts[idempotency.InboxDeadLetter] == len(events)
+	})
+	ids := make([]string, len(events))
+	for i, ev := range events {
+		ids[i] = ev.ID
+		r := a.record(t, ev.ID)
+		require.Equal(t, 1, r.Attempt, ev.ID)
+		require.Contains(t, r.LastError, "lease expired after attempt 1", ev.ID)
+		require.Zero(t, a.handlerRuns(ev.ID), "the parent did not run the handler of %s", ev.ID)
+	}
+	n, err := p.inbox.Redrive(t.Context(), idempotency.RedriveFilter{EventIDs: ids})
+	require.NoError(t, err)
+	require.Equal(t, len(events), n)
+	a.awaitDrained(t, len(events), 30*time.Second)
+	p.stop()
+	a.requireExactlyOnce(t, events)
 }

@@ -1030,6 +1030,7 @@ func TestPgxInboxFaultSettleAfterFailover(t *testing.T) {
 const (
 	envHelperWorkerURL    = "IDEMPOTENCY_TEST_HELPER_WORKER_URL"
 	envHelperWorkerSchema = "IDEMPOTENCY_TEST_HELPER_WORKER_SCHEMA"
+	envHelperWorkers      = "IDEMPOTENCY_TEST_HELPER_WORKERS" // TestHelperInboxWorker's InboxConfig.Workers, when set
 	helperWorkerEntered   = "helper worker: inside the transaction"
 )
 
@@ -1060,8 +1061,14 @@ func TestHelperInboxWorker(t *testing.T) {
 		fmt.Println(helperWorkerEntered)
 		select {} // until SIGKILL, whatever the attempt's timeout: a worker that hangs, then dies
 	}
+	var workers int
+	if s := os.Getenv(envHelperWorkers); s != "" {
+		var err error
+		workers, err = strconv.Atoi(s)
+		require.NoError(t, err, envHelperWorkers)
+	}
 	in, err := idempotency.NewInbox(store, a.handlers("child"), idempotency.InboxConfig{
-		Lease: 2 * time.Second, Timeout: time.Second, PollInterval: 100 * time.Millisecond, Logger: discardLogger(),
+		Workers: workers, Lease: 2 * time.Second, Timeout: time.Second, PollInterval: 100 * time.Millisecond, Logger: discardLogger(),
 	})
 	require.NoError(t, err)
 	require.NoError(t, in.Run(context.Background()))
