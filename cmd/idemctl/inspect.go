@@ -114,7 +114,7 @@ match than -limit let through; the table says so on stderr.
 ` + timesHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		var f inboxFlags
-		f.register(fs, "keep")
+		f.register(fs, "keep", states)
 		object := fs.String("object", "", "keep the events of this object (data.object.id)")
 		limit := fs.Int("limit", 100, fmt.Sprintf("the most records listed, 1 to %d", idempotency.MaxListLimit))
 		asJSON := fs.Bool("json", false, "one JSON document instead of a table")
@@ -222,8 +222,10 @@ type inboxFlags struct {
 	since, until timeFlag
 }
 
-func (f *inboxFlags) register(fs *flag.FlagSet, verb string) {
-	fs.Var(&f.states, "state", verb+" events in these states (repeatable, or a comma list): "+joinStates(states))
+// register adds the flags to fs; -state offers offered, the states verb
+// accepts.
+func (f *inboxFlags) register(fs *flag.FlagSet, verb string, offered []idempotency.InboxState) {
+	fs.Var(&f.states, "state", verb+" events in these states (repeatable, or a comma list): "+joinStates(offered))
 	fs.StringVar(&f.eventType, "type", "", verb+" events of this type")
 	fs.StringVar(&f.kind, "kind", "", verb+" only events (event) or only tasks (task)")
 	fs.Var(&f.since, "since", verb+" events received at or after this time")

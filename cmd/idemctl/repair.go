@@ -28,7 +28,7 @@ many events (with -kind task, tasks) moved, or would.
 ` + timesHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		var f inboxFlags
-		f.register(fs, "redrive")
+		f.register(fs, "redrive", slices.DeleteFunc(slices.Clone(states), func(s idempotency.InboxState) bool { return !s.Redrivable() }))
 		var ids idsFlag
 		fs.Var(&ids, "id", "redrive these event ids (repeatable, or a comma list), or this task's id as it is (task:<name>:<key>, one per -id)")
 		all := fs.Bool("all", false, "redrive every event in -state (dead_letter by default), with no other selector")

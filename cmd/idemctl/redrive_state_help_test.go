@@ -1,0 +1,25 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRedriveStateHelpNamesRedrivableStates: redrive -h offers for -state
+// only the states it accepts (dead_letter, failed), not every inbox state,
+// which it refuses with exit 2; list -h still offers them all.
+func TestRedriveStateHelpNamesRedrivableStates(t *testing.T) {
+	r := idemctl(t, nil, nil, "redrive", "-h")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	help := r.stdout + r.stderr
+	line := help[strings.Index(help, "  -state"):]
+	line = line[:strings.Index(line, "\n  -type")]
+	require.Contains(t, line, "failed, dead_letter")
+	for _, s := range []string{"pending", "processing", "processed", "skipped", "ignored"} {
+		require.NotContains(t, line, s, "redrive -h offers -state %s, which redrive refuses", s)
+	}
+	r = idemctl(t, nil, nil, "list", "-h")
+	require.Contains(t, r.stdout+r.stderr, "pending, processing, failed, dead_letter, processed, skipped, ignored")
+}
