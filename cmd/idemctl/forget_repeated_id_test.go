@@ -16,7 +16,7 @@ func TestForgetRepeatedID(t *testing.T) {
 
 	r := idemctl(t, s.db, nil, "forget", "evt_paid_1", "evt_paid_2", "evt_paid_1")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "evt_paid_1: forgotten: its claim, its guards and its inbox row are deleted; it is applied again when it comes next\n"+
-		"evt_paid_2: forgotten: its claim, its guards and its inbox row are deleted; it is applied again when it comes next\n", r.stdout)
+	require.Equal(t, "evt_paid_1: forgotten: its claim, its guards and its inbox row are deleted; it is applied again when it comes next, once replicas that saw it no longer answer it duplicate from memory (up to PgxConfig.RecentClaimsTTL, 1 minute)\n"+
+		"evt_paid_2: forgotten: its claim, its guards and its inbox row are deleted; it is applied again when it comes next, once replicas that saw it no longer answer it duplicate from memory (up to PgxConfig.RecentClaimsTTL, 1 minute)\n", r.stdout)
 	require.Empty(t, r.stderr)
 }

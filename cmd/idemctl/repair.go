@@ -162,7 +162,7 @@ forgotten), 1 when one was refused or failed.`,
 					missing = append(missing, id)
 					fmt.Fprintf(a.stdout, "%s: not found: the store has no claim, guard or inbox row of it\n", oneLine(id))
 				default:
-					fmt.Fprintf(a.stdout, "%s: forgotten: its claim, its guards and its inbox row are deleted; it is applied again when it comes next\n", oneLine(id))
+					fmt.Fprintf(a.stdout, "%s: forgotten: its claim, its guards and its inbox row are deleted; it is applied again when it comes next, once replicas that saw it no longer answer it duplicate from memory (up to PgxConfig.RecentClaimsTTL, 1 minute)\n", oneLine(id))
 				}
 			}
 			if len(refused) > 0 {

@@ -65,7 +65,7 @@ func TestForget(t *testing.T) {
 
 	r := idemctl(t, s.db, nil, "forget", "evt_paid_1", "evt_unknown")
 	require.Equal(t, exitNotFound, r.code)
-	require.Equal(t, "evt_paid_1: forgotten: its claim, its guards and its inbox row are deleted; it is applied again when it comes next\n"+
+	require.Equal(t, "evt_paid_1: forgotten: its claim, its guards and its inbox row are deleted; it is applied again when it comes next, once replicas that saw it no longer answer it duplicate from memory (up to PgxConfig.RecentClaimsTTL, 1 minute)\n"+
 		"evt_unknown: not found: the store has no claim, guard or inbox row of it\n", r.stdout)
 	require.Equal(t, "idemctl: forget: 1 of 2 ids not found: evt_unknown\n", r.stderr)
 	_, found, err = s.store.LookupEvent(ctx, "evt_paid_1")
