@@ -92,7 +92,8 @@ func TestSearchSaysWhenThereMayBeMore(t *testing.T) {
 
 // TestRunbookSteps follows the dashboard steps of README's "Operating it"
 // by the names it gives: Failed → "Redrive every failed event and task";
-// Dead letters → "Redrive every dead_letter event and task"; an event's
+// Dead letters, filtered by type → "Redrive every dead_letter event and
+// task of type ..."; an event's
 // page → Forget.
 func TestRunbookSteps(t *testing.T) {
 	t.Parallel()
@@ -149,8 +150,11 @@ func TestRunbookSteps(t *testing.T) {
 	press(button(follow(overview, "Failed"), "Redrive every failed event and task"))
 	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_failing"))
 
-	require.Contains(t, doc, "Dashboard: *Dead letters* → *Redrive every dead_letter event and task*")
-	press(button(follow(overview, "Dead letters"), "Redrive every dead_letter event and task"))
+	require.Contains(t, doc, "Dashboard: *Dead letters*, *Type* `charge.failed`, *Filter* → *Redrive every dead_letter event and task of type charge.failed*")
+	deadLetters := follow(overview, "Dead letters")
+	require.Contains(t, deadLetters, `<label>Type <input name="type"`)
+	_, ofType := f.get(t, "events?state=dead_letter&type=invoice.paid") // the filter form, Type filled in
+	press(button(ofType, "Redrive every dead_letter event and task of type invoice.paid"))
 	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_dead_1"))
 
 	require.Contains(t, doc, "(dashboard: the event's page → *Forget*)")
