@@ -47,4 +47,7 @@
 //	4    the database is unavailable (refused, unreachable, shutting down)
 //	5    prune: another prune (in any process) is running; nothing was done
 //	130  interrupted (SIGINT or SIGTERM)
+//
+// They are a built idemctl's (go install or go build it for a script):
+// go run exits 1 for any of them but 0, and adds "exit status N" to stderr.
 package main
