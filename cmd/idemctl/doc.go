@@ -29,7 +29,8 @@
 // reads from STRIPE_SECRET_KEY alone. Text that payloads and handlers put
 // in the store (ids, last errors) is printed without its control
 // characters, so that it cannot drive the terminal: in tables each becomes
-// U+FFFD, in -json the C1 ones are \u escapes too.
+// U+FFFD (a run of white space, line breaks and NEL included, one space),
+// in -json the C1 ones are \u escapes too.
 //
 // Long operations (prune, recover, redrive) show progress on stderr: a bar
 // when stderr is a terminal; one line per step with -progress lines;
