@@ -217,6 +217,7 @@ func moreAfter(ctx context.Context, in *idempotency.Inbox, f idempotency.InboxFi
 // inboxFlags are the selectors list and redrive share.
 type inboxFlags struct {
 	states       listFlag
+	offered      []idempotency.InboxState // the states -state takes
 	eventType    string
 	kind         string
 	since, until timeFlag
@@ -225,6 +226,7 @@ type inboxFlags struct {
 // register adds the flags to fs; -state offers offered, the states verb
 // accepts.
 func (f *inboxFlags) register(fs *flag.FlagSet, verb string, offered []idempotency.InboxState) {
+	f.offered = offered
 	fs.Var(&f.states, "state", verb+" events in these states (repeatable, or a comma list): "+joinStates(offered))
 	fs.StringVar(&f.eventType, "type", "", verb+" events of this type")
 	fs.StringVar(&f.kind, "kind", "", verb+" only events (event) or only tasks (task)")
@@ -244,7 +246,7 @@ func (f *inboxFlags) parse() (idempotency.InboxKind, []idempotency.InboxState, e
 	var sts []idempotency.InboxState
 	for _, s := range f.states {
 		if !slices.Contains(states, idempotency.InboxState(s)) {
-			return "", nil, usageError("-state %q: want one of %s", s, joinStates(states))
+			return "", nil, usageError("-state %q: want one of %s", s, joinStates(f.offered))
 		}
 		sts = append(sts, idempotency.InboxState(s))
 	}

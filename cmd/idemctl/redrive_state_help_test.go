@@ -23,3 +23,15 @@ func TestRedriveStateHelpNamesRedrivableStates(t *testing.T) {
 	r = idemctl(t, nil, nil, "list", "-h")
 	require.Contains(t, r.stdout+r.stderr, "pending, processing, failed, dead_letter, processed, skipped, ignored")
 }
+
+// TestRedriveUnknownStateNamesRedrivableStates: a -state redrive does not
+// know (dead-letter for dead_letter) is refused naming the states redrive
+// takes, not every inbox state, most of which it refuses too.
+func TestRedriveUnknownStateNamesRedrivableStates(t *testing.T) {
+	r := idemctl(t, nil, nil, "redrive", "-state", "dead-letter", "-all")
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Equal(t, "idemctl: redrive: -state \"dead-letter\": want one of failed, dead_letter\n", r.stderr)
+	r = idemctl(t, nil, nil, "list", "-state", "dead-letter")
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "want one of pending, processing, failed, dead_letter, processed, skipped, ignored")
+}
