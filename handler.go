@@ -685,6 +685,11 @@ func report(ctx context.Context, log *slog.Logger, onResult, observed func(Resul
 			attrs = append(attrs, slog.Int("status", res.Status))
 		} else {
 			attrs = append(attrs, slog.Int("attempt", res.Attempt))
+			if res.State != "" {
+				// outcome=failed is every failed attempt's; the state
+				// tells a retry (failed) from the last (dead_letter).
+				attrs = append(attrs, slog.String("state", string(res.State)))
+			}
 		}
 		attrs = append(attrs, slog.Duration("duration", res.Duration))
 		attrs = res.appendIDs(attrs)

@@ -99,8 +99,8 @@ type InboxConfig struct {
 	DisableFastDecoder bool
 
 	// Logger receives one record per attempt (event id, type, object id,
-	// outcome, attempt, duration; never the payload) and the workers'
-	// troubles. Defaults to slog.Default().
+	// outcome, attempt, the state it left the event in, duration; never
+	// the payload) and the workers' troubles. Defaults to slog.Default().
 	Logger *slog.Logger
 
 	// OnResult, when set, is called once per attempt, on the worker's
