@@ -124,7 +124,7 @@ func (c *Claim) check() error {
 	}
 	for i, g := range c.Guards {
 		if err := checkGuardKey(g.Scope, g.Key); err != nil {
-			return fmt.Errorf("Claim.Guards[%d]: %w", i, err)
+			return fmt.Errorf("%w (Claim.Guards[%d])", err, i)
 		}
 	}
 	return checkStoredTime("Claim.ReceivedAt", c.ReceivedAt)
