@@ -37,7 +37,7 @@ type InboxConfig struct {
 	// Both times are read on Now: with a fake clock that stands still, a
 	// delivery holds the limit until the clock moves.
 	// Defaults to half the Workers, at least 1; set it to Workers to apply
-	// with all of them always, as before this field existed.
+	// with all of them always.
 	IngestWorkers int
 
 	// MaxIngestLag bounds how long IngestWorkers holds events back: once
@@ -145,7 +145,8 @@ const (
 // must be at least: an event leased by Run waits for a worker before its
 // attempt begins, and one whose lease has less than Timeout left by then
 // is given back. With a margin shorter than that wait (microseconds for
-// an idle worker), every event was given back and leased again, forever.
+// an idle worker), every event would be given back and leased again,
+// forever.
 const minLeaseMargin = time.Second
 
 // maxInboxWorkers bounds InboxConfig.Workers: each applies on a
@@ -154,7 +155,7 @@ const maxInboxWorkers = 10000
 
 // minPollInterval is the shortest InboxConfig.PollInterval: each poll is a
 // lease, a transaction on the store, and a shorter interval (PollInterval:
-// 1, a nanosecond where a second was meant) made Run lease in a loop.
+// 1, a nanosecond where a second was meant) would make Run lease in a loop.
 const minPollInterval = 10 * time.Millisecond
 
 // ingestQuiet is how long after the last delivery this process's Handler
@@ -850,8 +851,8 @@ func (in *Inbox) lease(ctx context.Context, n int) ([]inboxRow, error) {
 // hung, or lost its connection) holding the event's or the task's last
 // attempt: the lease dead-lettered it, and the attempt is reported failed,
 // as any attempt is, to InboxConfig.OnResult, the Observer and the log.
-// Without it, a poison event that kills its process every time reached
-// dead letter unseen by the dead-letter metrics. Its Duration runs from
+// Without it, a poison event that kills its process every time would
+// reach dead letter unseen by the dead-letter metrics. Its Duration runs from
 // the attempt's start to now, when the lease found it expired: the time
 // the attempt held the event, a lease at least.
 func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, now time.Time) {

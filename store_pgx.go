@@ -64,7 +64,8 @@ type PgxConfig struct {
 	// database round trip, and concurrent copies of one event wait in the
 	// process for the first copy's outcome rather than each on the claim
 	// row. The database stays the authority for every id not remembered, so
-	// replicas behave as before. It also sizes the memory of event ids this
+	// replicas agree with each other as they do with the memories off. It
+	// also sizes the memory of event ids this
 	// process stored in the inbox, which answers an inbox redelivery
 	// duplicate without a round trip in the same way. Defaults to 16384;
 	// negative turns both memories off, and with them the in-process wait.
@@ -824,7 +825,7 @@ func (t *pgxTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) {
 // for a lock and then read (Migrate, a Prune batch, Forget), whatever the
 // server's default: at REPEATABLE READ the snapshot would be taken by the
 // lock statement, before the wait, and miss what the holder committed (a
-// second replica's Migrate created the schema again and failed).
+// second replica's Migrate would create the schema again and fail).
 var readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 
 // PostgreSQL error codes the store acts on.

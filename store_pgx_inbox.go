@@ -54,9 +54,9 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
 	// nothing). An event that sorts after i and whose worker is presumed
 	// dead does not hold i back. Both conditions are one probe of the
 	// object's unfinished events on the object index, a few rows: asked
-	// apart, the second read the processing index, which holds an entry
-	// for every event leased since the last vacuum (40,000 entries made
-	// one lease read 39,000 buffers).
+	// apart, the second would read the processing index, which holds an
+	// entry for every event leased since the last vacuum (with 40,000
+	// entries, one lease reads 39,000 buffers).
 	free := `(i.object_id = '' OR NOT EXISTS (SELECT 1 FROM ` + t + ` AS o
         WHERE o.object_id = i.object_id AND o.object_id <> ''
           AND o.state IN ('pending', 'failed', 'processing') AND o.event_id <> i.event_id
@@ -198,8 +198,8 @@ func (s *PgxStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, error) 
 // generic plan is the custom one: the partial indexes match the
 // predicates and give the order, whatever the parameters. But it is
 // planned once per connection, with the statistics of that moment: a
-// connection that first leased while the inbox was small kept a
-// bitmap scan that read and sorted every due event (50,000 of them:
+// connection that first leases while the inbox is small would keep a
+// bitmap scan that reads and sorts every due event (50,000 of them:
 // 200 ms per lease, the drain 40 times slower). Without sequential
 // scans, bitmap scans and sorts the planner has one way left to read
 // the candidates, the ordered partial indexes, whatever it estimates.
