@@ -577,9 +577,10 @@ func signatureTimestamp(header string) (ts time.Time, ok bool) {
 	return ts, ok
 }
 
-// checkAPIVersion compares the event's API version with stripe-go's release
-// train, as stripe-go's webhook.ConstructEvent does, but warns instead of
-// failing unless Config.StrictAPIVersion is set.
+// checkAPIVersion compares the event's API version with the release train
+// of Config.APIVersion (stripe-go's by default), as stripe-go's
+// webhook.ConstructEvent does with its own, but warns instead of failing
+// unless Config.StrictAPIVersion is set.
 func (h *Handler) checkAPIVersion(ctx context.Context, env *envelope.Envelope) error {
 	if compatibleAPIVersion(h.cfg.APIVersion, env.APIVersion) {
 		return nil

@@ -99,8 +99,8 @@ type InboxRecord struct {
 	State InboxState
 	// Attempt counts the attempts made, a lease that expired included.
 	Attempt int
-	// LastError is the last failed attempt's error, at most 1000 bytes;
-	// never the payload.
+	// LastError is the last failed attempt's error, or a skipped task's
+	// Skip reason, at most 1000 bytes; never the payload.
 	LastError string
 
 	ReceivedAt    time.Time // when the delivery was stored
@@ -215,9 +215,10 @@ type inboxBackend interface {
 
 // inboxFence is set on the Claim of an inbox attempt: the store's Run
 // makes the event's inbox row final in the transaction that applies it
-// (processed, or skipped with the reason), and fails with ErrLeaseLost,
-// rolling back, unless the row is processing under exactly that lease. While
-// that transaction is open the row cannot be leased again.
+// (processed, or skipped: the reason goes to the ledger, and the row's
+// LastError is cleared), and fails with ErrLeaseLost, rolling back, unless
+// the row is processing under exactly that lease. While that transaction
+// is open the row cannot be leased again.
 type inboxFence struct {
 	// Attempt and AttemptedAt identify the lease: a redrive starts the
 	// attempt numbers again, the lease time tells two leases of one number
