@@ -326,9 +326,12 @@ func (cfg *InboxConfig) setDefaults() error {
 //	200 stored, to be applied by a worker          {"outcome":"queued"}
 //	200 already in the inbox, whatever its state    {"outcome":"duplicate"}
 //	200 no handler for the type                     {"outcome":"ignored"}
+//	500 InboxConfig.Now outside the years 1 to 9999
+//	    (a fake clock set wrong): nothing stored    {"error":"processing_failed"}
 //	503 the event could not be stored               {"error":"store_unavailable"}
 //
-// A 2xx means the event is durably stored; a 503 given as cfg.Timeout ran
+// Queued and duplicate mean the event is durably stored (ignored stores it
+// only with cfg.RecordIgnored); a 503 given as cfg.Timeout ran
 // out while the insert was on its way may come with it stored (a retry is
 // then a duplicate). cfg.Timeout bounds the insert; cfg.Now is not used:
 // InboxConfig.Now dates the stored event. The workers decode data.object
