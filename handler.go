@@ -283,14 +283,15 @@ func newHandler(store Store, cfg Config) (*Handler, error) {
 	return h, nil
 }
 
-// isNil reports a nil interface or one holding a nil pointer, map, func or
-// channel: a typed nil *MemoryStore would fail only at the first delivery.
+// isNil reports a nil interface or one holding a nil pointer, map, func,
+// channel or slice: a typed nil *MemoryStore would fail only at the first
+// delivery.
 func isNil(v any) bool {
 	if v == nil {
 		return true
 	}
 	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Interface, reflect.Slice:
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice:
 		return rv.IsNil()
 	}
 	return false
