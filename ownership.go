@@ -63,7 +63,9 @@ type ActionInfo struct {
 }
 
 // NewAction declares an action in hs and returns it. It panics on a
-// programming error (empty name or key, nil fn, a name already taken);
+// programming error: an empty name or key, a name no store can keep in a
+// guard scope ([ErrInvalidKey]; see ActionSpec.Name), an empty owner, a
+// nil fn, or a name already taken ([ErrDuplicateRegistration]).
 // [NewActionSafely] returns the error instead.
 func NewAction[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) *Action[A] {
 	a, err := NewActionSafely(hs, spec, fn)
@@ -73,7 +75,9 @@ func NewAction[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) *Action[A
 	return a
 }
 
-// NewActionSafely is [NewAction] returning the error instead of panicking.
+// NewActionSafely is [NewAction] returning the error instead of panicking;
+// the error wraps [ErrDuplicateRegistration] when the name is taken, and
+// [ErrInvalidKey] when no store can keep it in a guard scope.
 func NewActionSafely[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) (*Action[A], error) {
 	switch {
 	case hs == nil:
