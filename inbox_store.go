@@ -411,10 +411,16 @@ var (
 	maxFilterTime = time.Unix(maxCreated+1, 0).UTC()
 )
 
+// storableTime reports whether t is the zero time or a time in the years
+// 1 to 9999.
+func storableTime(t time.Time) bool {
+	return t.IsZero() || !t.Before(minFilterTime) && t.Before(maxFilterTime)
+}
+
 // checkFilterTime rejects a bound no store can compare with: the zero
 // time is an open bound.
 func checkFilterTime(field string, t time.Time) error {
-	if !t.IsZero() && (t.Before(minFilterTime) || !t.Before(maxFilterTime)) {
+	if !storableTime(t) {
 		return fmt.Errorf("idempotency: %s is not a time between the years 1 and 9999", field)
 	}
 	return nil

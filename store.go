@@ -136,7 +136,7 @@ func (c *Claim) check() error {
 // and pgx stores a time past that as one of another century (see
 // minFilterTime), where MemoryStore would keep it. The zero time passes.
 func checkStoredTime(field string, t time.Time) error {
-	if !t.IsZero() && (t.Before(minFilterTime) || !t.Before(maxFilterTime)) {
+	if !storableTime(t) {
 		return fmt.Errorf("%w: %s is not a time between the years 1 and 9999", ErrInvalidKey, field)
 	}
 	return nil
