@@ -834,9 +834,6 @@ func (in *Inbox) listen(ctx context.Context, n inboxNotifier) {
 // leases expired, at the cost of an attempt each. What it returns is
 // worked, within the shutdown's grace.
 func (in *Inbox) lease(ctx context.Context, n int) ([]inboxRow, error) {
-	if n <= 0 {
-		return nil, nil
-	}
 	leaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.Timeout)
 	defer cancel()
 	now := in.cfg.Now()
