@@ -153,11 +153,8 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 	default:
 		return nil, fmt.Errorf("idempotency: PgxConfig.IsoLevel %q is not one of read committed, repeatable read, serializable", cfg.IsoLevel)
 	}
-	switch {
-	case cfg.RecentClaimsTTL == 0:
-		cfg.RecentClaimsTTL = DefaultRecentClaimsTTL
-	case cfg.RecentClaimsTTL < 0:
-		return nil, fmt.Errorf("idempotency: PgxConfig.RecentClaimsTTL %v is negative", cfg.RecentClaimsTTL)
+	if err := defaultDuration(&cfg.RecentClaimsTTL, DefaultRecentClaimsTTL, "PgxConfig.RecentClaimsTTL"); err != nil {
+		return nil, err
 	}
 	var local *localClaims
 	var stored *storedIDs
