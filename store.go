@@ -226,14 +226,19 @@ type Tx interface {
 
 // EventRecord is one row of a store's ledger of claimed events.
 type EventRecord struct {
-	EventID     string
-	EventType   string
-	ObjectID    string
-	Account     string
-	Livemode    bool
-	Outcome     Outcome // OutcomeProcessed, OutcomeSkipped or OutcomeIgnored
-	SkipReason  string
-	ReceivedAt  time.Time
+	EventID    string
+	EventType  string
+	ObjectID   string
+	Account    string
+	Livemode   bool
+	Outcome    Outcome // OutcomeProcessed, OutcomeSkipped or OutcomeIgnored
+	SkipReason string  // a skipped event's Skip reason; empty otherwise
+	// ReceivedAt is Claim.ReceivedAt: when the delivery arrived, on
+	// Config.Now (an inbox's event: when it was stored, on InboxConfig.Now).
+	ReceivedAt time.Time
+	// ProcessedAt is when the event was claimed, on the store's own clock:
+	// as its transaction began, before the handler ran, not at the commit.
+	// EventFilter's Since and Until bound it.
 	ProcessedAt time.Time
 }
 
