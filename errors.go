@@ -88,9 +88,9 @@ var (
 	// than 1024 bytes (PostgreSQL's indexes refuse a longer key); or a
 	// Claim's ReceivedAt, [CheckOrder]'s created or the time of an inbox's
 	// clock (InboxConfig.Now) or of a prune's (Retention.Now) is not the
-	// zero time nor a time between the years 1 and 9999. Both stores refuse the same input, so the memory
-	// store never accepts what PostgreSQL would fail on every retry, or
-	// store as another time.
+	// zero time nor a time between the years 1 and 9999. Both stores refuse
+	// the same input, so the memory store never accepts what PostgreSQL
+	// would fail on every retry, or store as another time.
 	ErrInvalidKey = errors.New("idempotency: invalid key")
 	// ErrTxDone: a [Tx] was used after its transaction ended, e.g. from a
 	// goroutine that outlived the handler.
@@ -344,14 +344,13 @@ func (e *SnoozeError) Error() string { return fmt.Sprintf("idempotency: snoozed 
 
 // Snooze tells the inbox to run a task again after d (at least 0) without
 // counting this attempt: for a provider that asked to come back later (a
-// rate limit's Retry-After), or work that waits on something else. The
-// task goes back to pending, due at the inbox's clock plus d, its
-// LastError still the error of the attempt before (a snooze is not a
-// success), if one failed: with 0, Run
-// takes it again as soon as a worker is free, and [Inbox.WorkDue] runs it
-// once per call. Returned from an event handler it is an ordinary error,
-// as [Permanent] is: the attempt counts, and the event is due again after
-// the backoff, not after d.
+// rate limit's Retry-After), or work that waits on something else. The task
+// goes back to pending, due at the inbox's clock plus d, its LastError still
+// the error of the attempt before (a snooze is not a success), if one
+// failed: with 0, Run takes it again as soon as a worker is free, and
+// [Inbox.WorkDue] runs it once per call. Returned from an event handler it
+// is an ordinary error, as [Permanent] is: the attempt counts, and the event
+// is due again after the backoff, not after d.
 func Snooze(d time.Duration) error {
 	return &SnoozeError{After: max(d, 0)}
 }

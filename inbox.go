@@ -459,17 +459,17 @@ func (c *coalescer) do(fn func()) {
 	}()
 }
 
-// Run applies due events with InboxConfig.Workers workers until ctx is
-// done; then it stops taking events, gives back those leased ahead that no
-// worker started (pending again, their attempt not counted), lets the
-// attempts in flight finish for up to InboxConfig.ShutdownTimeout, cancels
-// the rest (they roll back and are recorded failed attempts, retried after
-// the backoff), and returns nil once they
-// have returned: a handler that ignores its context holds Run up. While it
-// runs, an event leased ahead that has less than InboxConfig.Timeout of
-// its lease left when a worker takes it is given back the same way and
-// leased afresh, so that no attempt outlasts its lease. It returns an
-// error at once if Run is already running on this Inbox.
+// Run applies due events with InboxConfig.Workers workers until ctx is done;
+// then it stops taking events, gives back those leased ahead that no worker
+// started (pending again, their attempt not counted), lets the attempts in
+// flight finish for up to InboxConfig.ShutdownTimeout, cancels the rest
+// (they roll back and are recorded failed attempts, retried after the
+// backoff), and returns nil once they have returned: a handler that ignores
+// its context holds Run up. While it runs, an event leased ahead that has
+// less than InboxConfig.Timeout of its lease left when a worker takes it is
+// given back the same way and leased afresh, so that no attempt outlasts its
+// lease. It returns an error at once if Run is already running on this
+// Inbox.
 func (in *Inbox) Run(ctx context.Context) error {
 	if !in.running.CompareAndSwap(false, true) {
 		return errors.New("idempotency: Inbox.Run is already running")

@@ -21,14 +21,14 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// PgxBeginner begins a pgx transaction: a *pgxpool.Pool or a *pgx.Conn.
-// An http.Handler serves requests concurrently, and a *pgx.Conn must never
+// PgxBeginner begins a pgx transaction: a *pgxpool.Pool or a *pgx.Conn. An
+// http.Handler serves requests concurrently, and a *pgx.Conn must never
 // carry two deliveries at once (their statements would mix in one
 // transaction, or fail with "conn busy"): give the webhook handler a pool,
-// and keep a *pgx.Conn for tools and tests that deliver one event at a
-// time. When db can also send a batch
-// (both can), the store begins the transaction, claims the event and sets
-// its savepoint in one round trip; otherwise in two.
+// and keep a *pgx.Conn for tools and tests that deliver one event at a time.
+// When db can also send a batch (both can), the store begins the
+// transaction, claims the event and sets its savepoint in one round trip;
+// otherwise in two.
 type PgxBeginner interface {
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
