@@ -135,7 +135,7 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 		cfg.Schema = "public"
 	}
 	if err := checkText("PgxConfig.Schema", cfg.Schema, true); err != nil {
-		return nil, fmt.Errorf("idempotency: %w", err)
+		return nil, err
 	}
 	if strings.TrimSpace(cfg.Schema) != cfg.Schema || strings.ContainsFunc(cfg.Schema, unicode.IsControl) {
 		// Quoted, " billing" or "billing\n" (an env file's newline) is
