@@ -453,9 +453,14 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 	switch {
 	case outcome == OutcomeUnavailable: // the dispatcher's answer to ErrStoreUnavailable
 		return http.StatusServiceUnavailable, bodyUnavailable
-	case outcome == OutcomeFailed || bodyOutcome[outcome] == nil:
-		if outcome != OutcomeFailed && err == nil {
-			// A Store of another package answered an outcome no delivery has.
+	case outcome == OutcomeFailed || err != nil || outcome == OutcomeQueued || bodyOutcome[outcome] == nil:
+		// Besides a failure, a Store of another package that breaks
+		// Store.Run's contract: an error means nothing was applied,
+		// whatever the outcome beside it, and queued is the inbox's.
+		switch {
+		case outcome != OutcomeFailed && err != nil:
+			res.Err = fmt.Errorf("idempotency: the Store's Run answered the outcome %q with an error: %w", outcome, err)
+		case outcome != OutcomeFailed:
 			res.Err = fmt.Errorf("idempotency: the Store's Run answered the outcome %q, which no delivery has", outcome)
 		}
 		res.Outcome = OutcomeFailed

@@ -24,8 +24,8 @@ func (s outcomeStore) Run(context.Context, idempotency.Claim, idempotency.ApplyF
 }
 
 // TestHandlerUnknownStoreOutcomeIsAFailure: a Store that answers Run with
-// an outcome no delivery can have (none, or one of the inbox's) is
-// answered 500, and OnResult is told the delivery failed, as the answer
+// an outcome no delivery can have (none, or one of the inbox's), or with
+// an error beside an outcome of success, is answered 500, and OnResult is told the delivery failed, as the answer
 // says, not the store's outcome.
 func TestHandlerUnknownStoreOutcomeIsAFailure(t *testing.T) {
 	t.Parallel()
@@ -36,6 +36,13 @@ func TestHandlerUnknownStoreOutcomeIsAFailure(t *testing.T) {
 	}{
 		{"no outcome", "", errors.New("the store failed")},
 		{"an outcome of no delivery", "retried", nil},
+		// The inbox's answer, from a Store's Run: nothing queues the event.
+		{"queued", idempotency.OutcomeQueued, nil},
+		// A non-nil error means nothing was applied (Store.Run's
+		// contract), whatever the outcome beside it: 200 would end
+		// Stripe's retries of an event never applied.
+		{"processed with an error", idempotency.OutcomeProcessed, errors.New("commit: connection reset")},
+		{"duplicate with an error", idempotency.OutcomeDuplicate, errors.New("waiting for the claim: canceled")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
