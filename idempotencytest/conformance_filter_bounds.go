@@ -15,9 +15,9 @@ import (
 // finer than the store keeps times (PostgreSQL: microseconds). An event
 // received at T is selected by Until T+1ns and not by Since T+1ns, in
 // List, in Redrive (dry run and real) and, for the ledger's ProcessedAt,
-// in ListEvents. PgxStore used to send the bounds truncated to the
-// microsecond, so that Until T+1ns became Until T and left the event out,
-// and Since T+1ns became Since T and took it in.
+// in ListEvents. A store that sends the bounds truncated to the
+// microsecond turns Until T+1ns into Until T and leaves the event out, and
+// Since T+1ns into Since T and takes it in.
 func testFilterBoundsBelowMicrosecond(t *testing.T, b StoreBackend) {
 	ib := newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 1}, func(string, int) error { return errDownstream })
 	at := ib.clock.Now() // a whole second: every store keeps it as it is

@@ -13,11 +13,11 @@ import (
 // testTimesKeptToTheMicrosecond: a store keeps times as PostgreSQL does,
 // truncated to the microsecond, and compares them as kept: on a clock finer
 // than that (a test's fake clock, time.Now), the records, the filters, what
-// is due and the ledger are the same on every store. MemoryStore used to
-// keep nanoseconds: an event received at T+1.5µs was listed at T+1µs by
-// PgxStore and at T+1.5µs by MemoryStore, a filter Until T+1.2µs selected
-// it on one and not the other, and a retry due at T+3.2µs was due at
-// T+3.1µs on one and not the other.
+// is due and the ledger are the same on every store. A store that keeps
+// nanoseconds lists an event received at T+1.5µs at T+1.5µs where
+// PostgreSQL lists it at T+1µs, a filter Until T+1.2µs selects it on one
+// and not the other, and a retry due at T+3.2µs is due at T+3.1µs on one
+// and not the other.
 func testTimesKeptToTheMicrosecond(t *testing.T, b StoreBackend) {
 	backoff := time.Minute + 1700*time.Nanosecond
 	ib := newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 2, Backoff: func(int) time.Duration { return backoff }},

@@ -14,10 +14,11 @@ import (
 // testTimesOutOfRangeRefusedAlike: a Claim.ReceivedAt or a CheckOrder
 // created outside the years 1 to 9999 (the range of an event's created
 // and of the filters' bounds) is refused with ErrInvalidKey by every store
-// before anything runs, and one inside it is kept. PgxStore used to fail
-// such a claim with "timestamp out of range" on every retry (the year
-// -5000, the year 300000), or to store the year 1970 for a time past what
-// pgx encodes (time.Unix(1<<62, 0)), where MemoryStore kept the time given.
+// before anything runs, and one inside it is kept. Unchecked, PostgreSQL
+// fails such a claim with "timestamp out of range" on every retry (the
+// year -5000, the year 300000), and pgx stores the year 1970 for a time
+// past what it encodes (time.Unix(1<<62, 0)), where a memory store keeps
+// the time given.
 func testTimesOutOfRangeRefusedAlike(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	bad := []time.Time{
