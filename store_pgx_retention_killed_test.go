@@ -20,9 +20,10 @@ const helperPrunerPruned = "helper pruner: the claims and the finished events pr
 // PruneEvery on a pruneScene, in batches of 4, is killed while its first
 // batch of guards is held at the end of its DELETE, inside its
 // transaction, after the claims' and the finished events' batches
-// committed. While the dead process's session still holds that batch (and
-// the prune lock), a prune in the test's process returns ErrPruneRunning
-// and deletes nothing. Once the session ends, the batch is rolled back as
+// committed: the trigger of the batch's third guard waits at the gate.
+// While the dead process's session still holds that batch (and the prune
+// lock), a prune in the test's process returns ErrPruneRunning and
+// deletes nothing. Once the session ends, the batch is rolled back as
 // a whole: every guard is there, and nothing the retention keeps is gone
 // (claims, finished events and guards in their windows, the keys of the
 // event pending for 170 days, the dead letter, the pending event). A prune
@@ -36,7 +37,12 @@ func TestPgxPruneKilled(t *testing.T) {
 	s := newPruneScene(t, a, p)
 	const all, guards = 30 + 30 + 25, 25 // the old claims, their finished events, their guards past every window
 	require.Equal(t, all, s.requireKept(t, a))
-	g := newTriggerGate(t, a, "DELETE", "idempotency_guards", "NOT DEFERRABLE FOR EACH ROW")
+	// The gate holds the third guard of the first batch, not the first:
+	// a batch that committed row by row would leave two fewer.
+	var third string
+	require.NoError(t, a.db.Pool.QueryRow(t.Context(), `SELECT key FROM idempotency_guards WHERE key = ANY ($1)
+ORDER BY scope, key OFFSET 2 LIMIT 1`, s.goneOld).Scan(&third))
+	g := newTriggerGate(t, a, "DELETE", "idempotency_guards", "NOT DEFERRABLE FOR EACH ROW WHEN (OLD.key = '"+third+"')")
 
 	// The process connects as a.db.Pool does: of its sessions, only the
 	// process's wait at the gate and hold a transaction.
