@@ -151,9 +151,24 @@ func TestRunbookSteps(t *testing.T) {
 	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_failing"))
 
 	require.Contains(t, doc, "Dashboard: *Dead letters*, *Type* `charge.failed`, *Filter* → *Redrive every dead_letter event and task of type charge.failed*")
+	// The page's filter form as a browser submits it: each input's value,
+	// each select's selected option; Type filled in.
 	deadLetters := follow(overview, "Dead letters")
-	require.Contains(t, deadLetters, `<label>Type <input name="type"`)
-	_, ofType := f.get(t, "events?state=dead_letter&type=invoice.paid") // the filter form, Type filled in
+	m := regexp.MustCompile(`(?s)<form class="filters" method="get" action="(\w+)">(.*?)</form>`).FindStringSubmatch(deadLetters)
+	require.NotNil(t, m, "no filter form")
+	filter := url.Values{}
+	for _, in := range regexp.MustCompile(`<input name="(\w+)" value="([^"]*)"`).FindAllStringSubmatch(m[2], -1) {
+		filter.Set(in[1], html.UnescapeString(in[2]))
+	}
+	for _, sel := range regexp.MustCompile(`(?s)<select name="(\w+)">(.*?)</select>`).FindAllStringSubmatch(m[2], -1) {
+		filter.Set(sel[1], "")
+		if o := regexp.MustCompile(`<option value="([^"]*)" selected>`).FindStringSubmatch(sel[2]); o != nil {
+			filter.Set(sel[1], html.UnescapeString(o[1]))
+		}
+	}
+	require.Contains(t, filter, "type", "the filter form has a Type")
+	filter.Set("type", "invoice.paid")
+	_, ofType := f.get(t, m[1]+"?"+filter.Encode())
 	press(button(ofType, "Redrive every dead_letter event and task of type invoice.paid"))
 	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_dead_1"))
 
