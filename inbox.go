@@ -50,9 +50,9 @@ type InboxConfig struct {
 	// MaxAttempts is how many attempts an event gets before it is
 	// dead-lettered; a lease that expired (its process died, hung or lost
 	// its connection) counts as one, also when Run had only leased it
-	// ahead and no worker had started it. Defaults to 20: with the default backoff the last attempt
-	// comes 6.5 days after the first, longer than Stripe's own 3 days of
-	// retries.
+	// ahead and no worker had started it. Defaults to 20: with the default
+	// backoff the last attempt comes 6.5 days after the first, longer than
+	// Stripe's own 3 days of retries.
 	MaxAttempts int
 
 	// Backoff is the wait after failed attempt n (1, 2, ...) before the
