@@ -86,14 +86,14 @@ func TestBinary(t *testing.T) {
 	for sc.Scan() {
 		stderr = append(stderr, sc.Text())
 		if len(stderr) == 1 {
-			require.Regexp(t, `^idemctl: prune: 1 rows deleted \(`, sc.Text())
+			require.Regexp(t, `^idemctl: prune: 1 row deleted \(`, sc.Text())
 			require.NoError(t, cmd.Process.Signal(os.Interrupt))
 		}
 	}
 	code := exitCodeOf(t, cmd.Wait())
 	require.Equal(t, exitInterrupted, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), strings.Join(stderr, "\n"))
 	require.Equal(t, "idemctl: interrupted", stderr[len(stderr)-1])
-	m := regexp.MustCompile(`^interrupted: stopped between batches; (\d+) rows deleted, every batch committed:\n`).FindStringSubmatch(stdout.String())
+	m := regexp.MustCompile(`^interrupted: stopped between batches; (\d+) rows? deleted, every batch committed:\n`).FindStringSubmatch(stdout.String())
 	require.NotNil(t, m, stdout.String())
 	deleted, err := strconv.Atoi(m[1])
 	require.NoError(t, err)

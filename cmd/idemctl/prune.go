@@ -80,8 +80,8 @@ document: {"event_ids":N,"events":N,"dead_letters":N,"guards":N,"tasks":N,
 			defer closeFn()
 			m := a.meter("prune", "rows")
 			r.OnBatch = func(rep idempotency.PruneReport) {
-				m.set(rep.Total(), fmt.Sprintf("%d rows deleted (event ids %d, events %d, dead letters %d, guards %d, tasks %d, objects %d)",
-					rep.Total(), rep.EventIDs, rep.Events, rep.DeadLetters, rep.Guards, rep.Tasks, rep.Objects))
+				m.set(rep.Total(), fmt.Sprintf("%s deleted (event ids %d, events %d, dead letters %d, guards %d, tasks %d, objects %d)",
+					count(rep.Total(), "row", "rows"), rep.EventIDs, rep.Events, rep.DeadLetters, rep.Guards, rep.Tasks, rep.Objects))
 			}
 			rep, err := store.Prune(ctx, r)
 			m.done()
@@ -118,9 +118,9 @@ func (a *app) writePrune(rep idempotency.PruneReport, interrupted, asJSON bool) 
 			Guards: rep.Guards, Tasks: rep.Tasks, Objects: rep.Objects, Total: rep.Total(), Interrupted: interrupted})
 	}
 	if interrupted {
-		fmt.Fprintf(a.stdout, "interrupted: stopped between batches; %d rows deleted, every batch committed:\n", rep.Total())
+		fmt.Fprintf(a.stdout, "interrupted: stopped between batches; %s deleted, every batch committed:\n", count(rep.Total(), "row", "rows"))
 	} else {
-		fmt.Fprintf(a.stdout, "deleted %d rows:\n", rep.Total())
+		fmt.Fprintf(a.stdout, "deleted %s:\n", count(rep.Total(), "row", "rows"))
 	}
 	tw := newTable(a.stdout)
 	fmt.Fprintf(tw, "  event ids\t%d\n", rep.EventIDs)

@@ -83,10 +83,14 @@ many events (with -kind task, tasks) moved, or would.
 // counted is n with the noun for what kind selects: "1 task", "2 tasks";
 // "events" otherwise, as the rest of idemctl calls an inbox's rows.
 func counted(n int, kind idempotency.InboxKind) string {
-	one, many := "event", "events"
 	if kind == idempotency.KindTask {
-		one, many = "task", "tasks"
+		return count(n, "task", "tasks")
 	}
+	return count(n, "event", "events")
+}
+
+// count is n with the noun in its number: "1 row", "0 rows", "2 rows".
+func count(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
