@@ -219,9 +219,10 @@ const (
 // related_object.id.
 type Handler struct {
 	dispatcher
-	cfg   Config
-	log   *slog.Logger
-	inbox *Inbox // nil: apply in the request
+	cfg      Config
+	log      *slog.Logger
+	inbox    *Inbox         // nil: apply in the request
+	fetchObs *fetchObserver // nil: no Observer.Fetch
 
 	warnedVersions sync.Map // API versions already logged
 }
@@ -280,6 +281,7 @@ func newHandler(store Store, cfg Config) (*Handler, error) {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
+	h.fetchObs = fetchObserverOf(cfg.Observer, h.log)
 	return h, nil
 }
 
@@ -374,10 +376,8 @@ var (
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	res := Result{}
 	start := time.Now()
-	var done func(Result)
-	if o := h.cfg.Observer; o != nil && o.Delivery != nil {
-		var ctx context.Context
-		ctx, done = o.Delivery(r.Context(), r)
+	ctx, done := h.cfg.Observer.delivery(r.Context(), h.log, r)
+	if ctx != r.Context() {
 		r = r.WithContext(ctx)
 	}
 	status, body := h.serve(w, r, &res)
@@ -448,7 +448,7 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 	}
 	// Detached from the request: a sender that hangs up must not cut a
 	// transaction short. Config.Timeout bounds it.
-	outcome, err := h.run(h.cfg.Observer.withFetch(context.WithoutCancel(ctx)), env, payload, h.cfg.Now(), nil, res)
+	outcome, err := h.run(h.fetchObs.withFetch(context.WithoutCancel(ctx)), env, payload, h.cfg.Now(), nil, res)
 	res.Outcome, res.Err = outcome, err
 	switch {
 	case outcome == OutcomeUnavailable: // the dispatcher's answer to ErrStoreUnavailable
@@ -725,15 +725,16 @@ func report(ctx context.Context, log *slog.Logger, onResult, observed func(Resul
 		}
 		log.LogAttrs(ctx, level, msg, attrs...)
 	}
+	// A panic of either is not the event's failure, which is recorded
+	// already: the worker goes on, and the Observer still sees the result.
 	if onResult != nil {
-		if p := callRecover(ctx, func(context.Context) { onResult(*res) }); p != nil {
-			// Not the event's failure: it is recorded already. The worker
-			// goes on, and the Observer still sees the result.
-			log.LogAttrs(ctx, slog.LevelError, "idempotency: OnResult panicked",
-				res.appendIDs(nil, slog.String("panic", panicText(p.Value)), slog.String("stack", string(p.Stack)))...)
-		}
+		callHook(ctx, log, "OnResult", res, func() { onResult(*res) })
 	}
 	if observed != nil {
-		observed(*res)
+		hook := "Observer.Delivery's done"
+		if res.Attempt > 0 {
+			hook = "Observer.Attempt's done"
+		}
+		callHook(ctx, log, hook, res, func() { observed(*res) })
 	}
 }

@@ -201,11 +201,12 @@ func nanoseconds(ns float64) time.Duration {
 // Several processes may run workers, and several may run Handlers, on one
 // database: no event is applied twice.
 type Inbox struct {
-	d     dispatcher
-	tasks map[string]taskRegistration
-	store inboxBackend
-	cfg   InboxConfig
-	log   *slog.Logger
+	d        dispatcher
+	tasks    map[string]taskRegistration
+	store    inboxBackend
+	cfg      InboxConfig
+	log      *slog.Logger
+	fetchObs *fetchObserver // nil: no Observer.Fetch
 
 	wake    chan struct{} // a due event may be waiting
 	running atomic.Bool
@@ -251,6 +252,7 @@ func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
 	if in.log == nil {
 		in.log = slog.Default()
 	}
+	in.fetchObs = fetchObserverOf(cfg.Observer, in.log)
 	hs.addInbox(in) // committed tasks wake its workers
 	return in, nil
 }
@@ -364,7 +366,7 @@ func (h *Handler) enqueue(ctx context.Context, env *envelope.Envelope, payload [
 		Kind: KindEvent, EventID: env.ID, EventType: env.Type, ObjectID: env.ObjectID, Account: env.Account,
 		Livemode: env.Livemode, APIVersion: env.APIVersion, Created: time.Unix(env.Created, 0),
 		State: InboxPending, ReceivedAt: now, NextAttemptAt: now,
-	}, Payload: payload, Trace: h.cfg.Observer.link(ctx)}
+	}, Payload: payload, Trace: h.cfg.Observer.link(ctx, h.log)}
 	if !handled {
 		row.State, row.NextAttemptAt, row.FinishedAt = InboxIgnored, time.Time{}, now
 	}
@@ -856,10 +858,7 @@ func (in *Inbox) lease(ctx context.Context, n int) ([]inboxRow, error) {
 // the attempt's start to now, when the lease found it expired: the time
 // the attempt held the event, a lease at least.
 func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, now time.Time) {
-	var done func(Result)
-	if o := in.cfg.Observer; o != nil && o.Attempt != nil {
-		ctx, done = o.Attempt(ctx, rec, "")
-	}
+	ctx, done := in.cfg.Observer.attempt(ctx, in.log, rec, "")
 	res := Result{EventID: rec.EventID, EventType: rec.EventType, ObjectID: rec.ObjectID, Attempt: rec.Attempt,
 		Outcome: OutcomeFailed, State: InboxDeadLetter, Err: fmt.Errorf("%w after attempt %d", ErrLeaseExpired, rec.Attempt),
 		Duration: max(now.Sub(rec.AttemptedAt), 0)}
@@ -921,13 +920,8 @@ func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 //
 // chain, when not nil, is the worker's (see inboxWorker).
 func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (snoozed bool) {
-	var done func(Result)
-	if o := in.cfg.Observer; o != nil {
-		if o.Attempt != nil {
-			ctx, done = o.Attempt(ctx, row.InboxRecord, row.Trace)
-		}
-		ctx = o.withFetch(ctx)
-	}
+	ctx, done := in.cfg.Observer.attempt(ctx, in.log, row.InboxRecord, row.Trace)
+	ctx = in.fetchObs.withFetch(ctx)
 	if row.Kind == KindTask {
 		return in.attemptTask(ctx, &row, done)
 	}

@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 )
@@ -11,13 +12,12 @@ import (
 // OpenTelemetry. Every func is optional; a nil *Observer, or a nil func,
 // costs nothing but a nil check. The funcs are called on the goroutine of
 // the delivery or attempt and must not block; they see ids, types,
-// outcomes and durations, never a payload or a secret. They must not
-// panic either: unlike OnResult's, their panics are not recovered, so one
-// in Attempt or its done ends an inbox worker's process; one in Delivery,
-// its done or Link goes up out of the Handler's ServeHTTP, where net/http
-// drops the connection unanswered and Stripe retries (Link's comes before
-// the event is stored); and one in Fetch fails the attempt as the
-// handler's own panic would.
+// outcomes and durations, never a payload or a secret. A panic in one of
+// them is recovered and logged at error level, as OnResult's is, and goes
+// no further: watching must not fail a delivery or an attempt, nor end an
+// inbox worker's process. What the func would have given is then left
+// out: a Delivery or an Attempt that panics leaves the context as it was
+// and has no done; a Link that panics stores no link.
 type Observer struct {
 	// Delivery is called when a request reaches a [Handler], synchronous or
 	// of an inbox, before anything is read. The context it returns is the
@@ -68,32 +68,97 @@ type Observer struct {
 // bytes: a W3C traceparent takes 55.
 const maxObserverLink = 256
 
-// observerKey is the context key of the Observer whose Fetch an OnCurrent
-// handler reports to.
-type observerKey struct{}
+// callHook calls fn, which calls a func of the user's that watches (an
+// Observer's, OnResult), and logs its panic at error level as hook's,
+// with the ids of res when res is not nil. It reports whether fn
+// panicked. The panic goes no further: it is not the failure of what was
+// watched, which goes on.
+func callHook(ctx context.Context, log *slog.Logger, hook string, res *Result, fn func()) (panicked bool) {
+	p := callRecover(ctx, func(context.Context) { fn() })
+	if p == nil {
+		return false
+	}
+	attrs := []slog.Attr{slog.String("panic", panicText(p.Value)), slog.String("stack", string(p.Stack))}
+	if res != nil {
+		attrs = res.appendIDs(nil, attrs...)
+	}
+	log.LogAttrs(ctx, slog.LevelError, "idempotency: "+hook+" panicked", attrs...)
+	return true
+}
 
-// withFetch returns ctx carrying o for the fetches of the handlers run
-// with it, or ctx itself when o has no Fetch.
-func (o *Observer) withFetch(ctx context.Context) context.Context {
+// delivery calls o's Delivery, if any, for r, whose context is ctx; it
+// returns ctx and no done when there is none or it panicked.
+func (o *Observer) delivery(ctx context.Context, log *slog.Logger, r *http.Request) (context.Context, func(Result)) {
+	if o == nil || o.Delivery == nil {
+		return ctx, nil
+	}
+	var out context.Context
+	var done func(Result)
+	if callHook(ctx, log, "Observer.Delivery", nil, func() { out, done = o.Delivery(ctx, r) }) || out == nil {
+		return ctx, nil
+	}
+	return out, done
+}
+
+// attempt calls o's Attempt, if any, for rec; it returns ctx and no done
+// when there is none or it panicked.
+func (o *Observer) attempt(ctx context.Context, log *slog.Logger, rec InboxRecord, link string) (context.Context, func(Result)) {
+	if o == nil || o.Attempt == nil {
+		return ctx, nil
+	}
+	var out context.Context
+	var done func(Result)
+	res := Result{Kind: rec.Kind, EventID: rec.EventID, EventType: rec.EventType}
+	if callHook(ctx, log, "Observer.Attempt", &res, func() { out, done = o.Attempt(ctx, rec, link) }) || out == nil {
+		return ctx, nil
+	}
+	return out, done
+}
+
+// fetchObserver is an Observer's Fetch with the log of its panics, as an
+// OnCurrent handler's context carries it.
+type fetchObserver struct {
+	fetch func(ctx context.Context, eventType, objectID string, d time.Duration, err error)
+	log   *slog.Logger
+}
+
+// fetchObserverOf is what withFetch puts in a context for o, logging to
+// log; nil when o has no Fetch.
+func fetchObserverOf(o *Observer, log *slog.Logger) *fetchObserver {
 	if o == nil || o.Fetch == nil {
+		return nil
+	}
+	return &fetchObserver{fetch: o.Fetch, log: log}
+}
+
+// withFetch returns ctx carrying f for the fetches of the handlers run
+// with it, or ctx itself when f is nil.
+func (f *fetchObserver) withFetch(ctx context.Context) context.Context {
+	if f == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, observerKey{}, o)
+	return context.WithValue(ctx, fetchObserverKey{}, f)
 }
+
+// fetchObserverKey is the context key of the fetchObserver an OnCurrent
+// handler reports its fetches to.
+type fetchObserverKey struct{}
 
 // observeFetch reports a fetch to the Observer ctx carries, if any.
 func observeFetch(ctx context.Context, eventType, objectID string, d time.Duration, err error) {
-	if o, ok := ctx.Value(observerKey{}).(*Observer); ok {
-		o.Fetch(ctx, eventType, objectID, d, err)
+	if f, ok := ctx.Value(fetchObserverKey{}).(*fetchObserver); ok {
+		callHook(ctx, f.log, "Observer.Fetch", nil, func() { f.fetch(ctx, eventType, objectID, d, err) })
 	}
 }
 
-// link is what o's Link returns for ctx, if it is storable; "" otherwise.
-func (o *Observer) link(ctx context.Context) string {
+// link is what o's Link returns for ctx, if it is storable; "" otherwise,
+// and when it panicked.
+func (o *Observer) link(ctx context.Context, log *slog.Logger) string {
 	if o == nil || o.Link == nil {
 		return ""
 	}
-	s := o.Link(ctx)
+	var s string
+	callHook(ctx, log, "Observer.Link", nil, func() { s = o.Link(ctx) })
 	if len(s) > maxObserverLink || !validText(s) {
 		return ""
 	}

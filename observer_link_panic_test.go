@@ -1,15 +1,10 @@
 package idempotency_test
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
@@ -18,15 +13,21 @@ import (
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
-// TestObserverLinkPanicLeavesTheHandler: Observer.Link runs in an inbox's
-// Handler, on the delivery's goroutine, not on a worker: its panic goes up
-// out of ServeHTTP, where net/http drops the connection unanswered (Stripe
-// retries) and the process goes on serving. Nothing was stored.
-func TestObserverLinkPanicLeavesTheHandler(t *testing.T) {
+// TestObserverLinkPanicStoresNoLink: Observer.Link runs in an inbox's
+// Handler, before the event is stored. Its panic is recovered there: the
+// event is stored without a link (Attempt gets ""), answered queued, and
+// the next delivery's link is stored as usual.
+func TestObserverLinkPanicStoresNoLink(t *testing.T) {
 	t.Parallel()
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	hs := idempotency.NewHandlers()
 	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error { return nil })
-	in, err := idempotency.NewInbox(idempotency.NewMemoryStore(), hs, idempotency.InboxConfig{Logger: discardLogger()})
+	links := map[string]string{}
+	in, err := idempotency.NewInbox(idempotency.NewMemoryStore(), hs, idempotency.InboxConfig{Logger: discardLogger(),
+		Observer: &idempotency.Observer{Attempt: func(ctx context.Context, rec idempotency.InboxRecord, link string) (context.Context, func(idempotency.Result)) {
+			links[rec.EventID] = link
+			return ctx, nil
+		}}})
 	require.NoError(t, err)
 	var panics atomic.Bool
 	panics.Store(true)
@@ -35,31 +36,19 @@ func TestObserverLinkPanicLeavesTheHandler(t *testing.T) {
 			if panics.Load() {
 				panic("the Link func's bug")
 			}
-			return ""
+			return traceparent
 		}}})
 	require.NoError(t, err)
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // net/http logs the recovered panic
-	srv.Start()
-	defer srv.Close()
-	client := &http.Client{Timeout: 10 * time.Second}
-	post := func(id string) (*http.Response, error) {
-		payload := invoicePayload(t, id, "in_"+id, "acct_1")
-		req, err := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(payload))
-		require.NoError(t, err)
-		req.Header.Set("Stripe-Signature", idempotencytest.SignatureHeader(payload, testSecret, time.Now()))
-		return client.Do(req)
-	}
 
-	_, err = post("evt_link_panics")
-	require.Error(t, err, "no answer: the panic left ServeHTTP and net/http dropped the connection")
-	_, ok, err := in.Lookup(t.Context(), "evt_link_panics")
-	require.NoError(t, err)
-	require.False(t, ok, "nothing stored")
-
+	a := idempotencytest.Deliver(h, invoicePayload(t, "evt_link_panics", "in_1", "acct_1"), testSecret)
+	require.Equal(t, http.StatusOK, a.Status, a.Body)
+	require.Equal(t, idempotency.OutcomeQueued, a.Outcome)
 	panics.Store(false)
-	resp, err := post("evt_link_after")
-	require.NoError(t, err, "the process goes on serving")
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	a = idempotencytest.Deliver(h, invoicePayload(t, "evt_link_after", "in_2", "acct_1"), testSecret)
+	require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+
+	n, err := in.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Equal(t, map[string]string{"evt_link_panics": "", "evt_link_after": traceparent}, links)
 }
