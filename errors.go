@@ -126,6 +126,12 @@ var (
 	// registers it runs it; at InboxConfig.MaxAttempts it is
 	// dead-lettered, as after any failed attempt, for a redrive.
 	ErrTaskNotRegistered = errors.New("idempotency: no task registered")
+	// ErrNoHandler is the error of an inbox attempt at an event whose
+	// type has no handler in the worker's process, while the event is
+	// younger than InboxConfig.RetryUnhandledFor: a process that had the
+	// handler stored it (a deployment not yet rolled out everywhere), and
+	// it is retried with backoff, so that one that has it applies it.
+	ErrNoHandler = errors.New("idempotency: no handler for the event's type in this process")
 	// ErrTxOwnedByStore: returned by Commit and Rollback of the transaction
 	// [PgxTx] hands to a handler. Committing early would separate the claim
 	// from the writes that follow; return an error from the handler to roll

@@ -59,6 +59,18 @@ type InboxConfig struct {
 	// next. Defaults to [DefaultBackoff], n⁴ seconds ±10%.
 	Backoff func(attempt int) time.Duration
 
+	// RetryUnhandledFor is how long after an event was received a worker
+	// whose process has no handler for its type retries it: the attempt
+	// fails with [ErrNoHandler], and the event is due again after the
+	// backoff (or dead-lettered at MaxAttempts), for a process that has
+	// the handler. In a rolling deploy that adds a handler, a replica not
+	// yet updated can take an event an updated one stored. After that
+	// time, the event is recorded ignored, as one whose handler was
+	// removed on purpose. Meanwhile it holds the later events of its
+	// object back, as any failed event does. Defaults to
+	// [DefaultRetryUnhandledFor], an hour.
+	RetryUnhandledFor time.Duration
+
 	// Timeout bounds one attempt: the claim, the handler and the commit.
 	// Defaults to 30 seconds.
 	Timeout time.Duration
@@ -139,6 +151,8 @@ const (
 	DefaultLease        = time.Minute
 	DefaultPollInterval = time.Second
 	DefaultMaxIngestLag = 10 * time.Second
+
+	DefaultRetryUnhandledFor = time.Hour
 )
 
 // minLeaseMargin is how much longer than InboxConfig.Timeout its Lease
@@ -279,6 +293,7 @@ func (cfg *InboxConfig) setDefaults() error {
 		{"Lease", &cfg.Lease, DefaultLease},
 		{"PollInterval", &cfg.PollInterval, DefaultPollInterval},
 		{"MaxIngestLag", &cfg.MaxIngestLag, DefaultMaxIngestLag},
+		{"RetryUnhandledFor", &cfg.RetryUnhandledFor, DefaultRetryUnhandledFor},
 		{"ShutdownTimeout", &cfg.ShutdownTimeout, 0}, // defaults to Timeout, below
 	} {
 		if err := defaultDuration(f.v, f.def, "InboxConfig."+f.name); err != nil {
@@ -938,8 +953,16 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 		return
 	}
 	if !in.d.handles(env.Type) {
-		// No handler any more (it was removed since the event was stored):
-		// recorded as ignored, like an event that never had one.
+		if in.cfg.Now().Sub(row.ReceivedAt) < in.cfg.RetryUnhandledFor {
+			// A process that had the handler stored it: one of another
+			// release (a rolling deploy) is to apply it.
+			res.Outcome, res.Err = OutcomeFailed, fmt.Errorf("%w: %s (retried for %s after it was received)", ErrNoHandler, env.Type, in.cfg.RetryUnhandledFor)
+			res.State = in.settleFailure(ctx, &row, res.Err)
+			return
+		}
+		// No process applied it: its handler was removed on purpose since
+		// it was stored. Recorded as ignored, like an event that never had
+		// one.
 		res.Outcome = OutcomeIgnored
 		res.State = settled(InboxIgnored, in.settle(ctx, &row, InboxIgnored, nil))
 		return

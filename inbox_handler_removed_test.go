@@ -13,8 +13,10 @@ import (
 )
 
 // An event stored while its type had a handler, and worked by a process
-// whose Handlers no longer have one, is recorded ignored (InboxIgnored:
-// "or the handler was removed since"), not skipped, and not applied.
+// whose Handlers no longer have one once InboxConfig.RetryUnhandledFor has
+// passed since it was received, is recorded ignored (InboxIgnored: "or the
+// handler was removed since"), not skipped, and not applied. Before, it is
+// retried (TestInboxUnhandledTypeRetried).
 func TestInboxHandlerRemovedSinceIngestIsIgnored(t *testing.T) {
 	t.Parallel()
 	store := idempotency.NewMemoryStore()
@@ -37,6 +39,7 @@ func TestInboxHandlerRemovedSinceIngestIsIgnored(t *testing.T) {
 	cfg.OnResult = func(r idempotency.Result) { results = append(results, r) }
 	later, err := idempotency.NewInbox(store, after, cfg)
 	require.NoError(t, err)
+	clock.Advance(idempotency.DefaultRetryUnhandledFor)
 	n, err := later.WorkDue(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 1, n)

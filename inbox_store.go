@@ -33,7 +33,8 @@ const (
 	// InboxDeadLetter: every attempt failed; it stays until redriven.
 	InboxDeadLetter InboxState = "dead_letter"
 	// InboxIgnored: no handler was registered for its type
-	// (Config.RecordIgnored at ingest, or the handler was removed since).
+	// (Config.RecordIgnored at ingest, or the handler was removed since
+	// and InboxConfig.RetryUnhandledFor has passed).
 	InboxIgnored InboxState = "ignored"
 )
 
