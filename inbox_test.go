@@ -161,6 +161,7 @@ func TestNewInboxRefusesMisuse(t *testing.T) {
 		{idempotency.InboxConfig{IngestWorkers: -1}, "InboxConfig.IngestWorkers is negative"},
 		{idempotency.InboxConfig{Workers: 4, IngestWorkers: 5}, "InboxConfig.IngestWorkers (5) exceeds Workers (4)"},
 		{idempotency.InboxConfig{MaxIngestLag: -time.Second}, "InboxConfig.MaxIngestLag"},
+		{idempotency.InboxConfig{RetryUnhandledFor: -time.Second}, "InboxConfig.RetryUnhandledFor is negative"},
 	} {
 		_, err := idempotency.NewInbox(idempotency.NewMemoryStore(), hs, tc.cfg)
 		require.ErrorContains(t, err, tc.want)
@@ -331,6 +332,7 @@ func TestInboxConfigDefaults(t *testing.T) {
 	require.Equal(t, idempotency.DefaultInboxTimeout, cfg.ShutdownTimeout, "ShutdownTimeout defaults to Timeout")
 	require.Equal(t, idempotency.DefaultWorkers/2, cfg.IngestWorkers, "IngestWorkers defaults to half the Workers")
 	require.Equal(t, idempotency.DefaultMaxIngestLag, cfg.MaxIngestLag)
+	require.Equal(t, idempotency.DefaultRetryUnhandledFor, cfg.RetryUnhandledFor)
 	require.NotNil(t, cfg.Backoff)
 	require.NotNil(t, cfg.Now)
 	cfg, err = idempotency.InboxConfigWithDefaults(idempotency.InboxConfig{Timeout: 2 * time.Second})
