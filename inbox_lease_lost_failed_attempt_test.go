@@ -1,0 +1,175 @@
+package idempotency_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestInboxLeaseLostAfterFailedAttempt: a worker's handler fails (returns
+// an error, panics, or runs out of its Timeout) past the worker's lease,
+// and between its rollback and the recording of its failure another
+// process takes the expired lease over as attempt 2, and is applying the
+// event or has applied it. The stale worker's failure (failed with a
+// backoff, or dead_letter when attempt 1 was the last its process
+// allows) must not overwrite the newer attempt's row, and its end is
+// reported, to OnResult and in its log line, as an attempt whose lease was
+// lost: failed, no state, Err wrapping ErrLeaseLost and the handler's
+// error. The other process counts 3 attempts (a deploy), so that attempt
+// 1 can be the stale worker's last. Both stores, on a fake clock.
+func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
+	t.Parallel()
+	for _, fail := range []string{"error", "panic", "timeout"} {
+		for _, c := range []struct {
+			name        string
+			maxAttempts int  // the stale worker's process's
+			applied     bool // the newer attempt has applied the event by then
+		}{
+			{"retry/applying", 3, false},
+			{"retry/applied", 3, true},
+			{"last/applying", 1, false},
+			{"last/applied", 1, true},
+		} {
+			for name, store := range bothStores(t) {
+				t.Run(fail+"/"+c.name+"/"+name, func(t *testing.T) {
+					t.Parallel()
+					ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+					defer cancel()
+					clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+					// takeOver, once armed, runs at the next reading of the
+					// stale worker's clock: after its rollback, before it
+					// records its failure.
+					var takeOver atomic.Pointer[func()]
+					now := func() time.Time {
+						if f := takeOver.Swap(nil); f != nil {
+							(*f)()
+						}
+						return clock.Now()
+					}
+					var calls, applied atomic.Int32
+					var newer *idempotency.Inbox
+					var taken []idempotency.InboxLeased
+					hs := idempotency.NewHandlers()
+					idempotency.On(hs, "invoice.paid", func(attemptCtx context.Context, _ idempotency.Tx, _ idempotency.Event[*stripe.Invoice]) error {
+						if calls.Add(1) > 1 {
+							applied.Add(1) // the newer attempt
+							return nil
+						}
+						clock.Advance(time.Minute) // the stale worker's lease expires
+						f := func() {
+							var err error
+							taken, err = idempotency.LeaseInbox(ctx, newer, 1)
+							require.NoError(t, err)
+							require.Len(t, taken, 1, "attempt 2 takes the expired lease over")
+							require.Equal(t, 2, taken[0].Attempt())
+							if c.applied {
+								idempotency.ApplyLeased(ctx, newer, taken[0])
+							}
+						}
+						takeOver.Store(&f)
+						switch fail {
+						case "panic":
+							panic("the downstream refused")
+						case "timeout":
+							<-attemptCtx.Done()
+							return attemptCtx.Err()
+						}
+						return errors.New("the downstream refused")
+					})
+					log, buf := testLogger()
+					var rs misuseResults
+					stale, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+						Now: now, MaxAttempts: c.maxAttempts, Lease: time.Minute, Timeout: 200 * time.Millisecond,
+						Logger: log, OnResult: rs.add,
+					})
+					require.NoError(t, err)
+					newer, err = idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+						Now: now, MaxAttempts: 3, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(),
+					})
+					require.NoError(t, err)
+					h, err := stale.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+					require.NoError(t, err)
+					require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, "evt_stale", "in_stale", "acct_1"), testSecret).Outcome)
+
+					leased, err := idempotency.LeaseInbox(ctx, stale, 1)
+					require.NoError(t, err)
+					require.Len(t, leased, 1)
+					idempotency.ApplyLeased(ctx, stale, leased[0])
+					require.Nil(t, takeOver.Load(), "the stale worker recorded nothing before the take-over")
+					require.Len(t, taken, 1)
+
+					rec, _, err := stale.Lookup(ctx, "evt_stale")
+					require.NoError(t, err)
+					want := idempotency.InboxProcessing
+					if c.applied {
+						want = idempotency.InboxProcessed
+					}
+					require.Equal(t, want, rec.State, "the stale worker's failure overwrote attempt 2's row")
+					require.Equal(t, 2, rec.Attempt)
+					require.Empty(t, rec.LastError)
+					require.True(t, rec.NextAttemptAt.IsZero(), "no backoff recorded: %s", rec.NextAttemptAt)
+
+					rs.mu.Lock()
+					got := append([]idempotency.Result(nil), rs.all...)
+					rs.mu.Unlock()
+					require.Len(t, got, 1, "the stale attempt is reported once")
+					res := got[0]
+					require.Equal(t, 1, res.Attempt)
+					require.Equal(t, idempotency.OutcomeFailed, res.Outcome)
+					require.Empty(t, res.State, "its end was not recorded")
+					require.ErrorIs(t, res.Err, idempotency.ErrLeaseLost)
+					require.NotErrorIs(t, res.Err, idempotency.ErrLeaseExpired, "no lease dead-lettered it")
+					switch fail {
+					case "panic":
+						var p *idempotency.PanicError
+						require.ErrorAs(t, res.Err, &p)
+					case "timeout":
+						require.ErrorIs(t, res.Err, idempotency.ErrTimeout)
+					default:
+						require.ErrorContains(t, res.Err, "the downstream refused")
+					}
+					line := attemptLogLine(t, buf.String(), 1)
+					require.Contains(t, line["error"], "lease lost to a newer attempt")
+					require.NotContains(t, line, "state", "the log line says no state was recorded")
+
+					if !c.applied {
+						idempotency.ApplyLeased(ctx, newer, taken[0])
+					}
+					rec, _, err = stale.Lookup(ctx, "evt_stale")
+					require.NoError(t, err)
+					require.Equal(t, idempotency.InboxProcessed, rec.State)
+					require.Equal(t, 2, rec.Attempt)
+					require.Equal(t, int32(1), applied.Load(), "applied once, by attempt 2")
+				})
+			}
+		}
+	}
+}
+
+// attemptLogLine returns the log record of the inbox attempt numbered
+// attempt in logs, JSON lines; it fails unless there is exactly one.
+func attemptLogLine(t *testing.T, logs string, attempt int) map[string]any {
+	t.Helper()
+	var found []map[string]any
+	for l := range strings.SplitSeq(logs, "\n") {
+		var rec map[string]any
+		if l == "" || json.Unmarshal([]byte(l), &rec) != nil {
+			continue
+		}
+		if rec["msg"] == "stripe webhook: inbox attempt" && rec["attempt"] == float64(attempt) {
+			found = append(found, rec)
+		}
+	}
+	require.Len(t, found, 1, "attempt %d's log lines in:\n%s", attempt, logs)
+	return found[0]
+}
