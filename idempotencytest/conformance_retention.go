@@ -38,6 +38,7 @@ var retentionTests = []struct {
 	{"PruneTasksByTheirWindows", testPruneTasks},
 	{"PruneKeepsClaimsOfInboxEvents", testPruneKeepsClaimsOfInboxEvents},
 	{"PruneKeepsDeadTaskKeys", testPruneKeepsDeadTaskKeys},
+	{"PruneKeepsKeysOfDeadLetters", testPruneKeepsKeysOfDeadLetters},
 	{"PruneTaskWindows", testPruneTaskWindows},
 }
 
