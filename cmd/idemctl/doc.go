@@ -5,6 +5,12 @@
 //
 //	go run github.com/seed-a84bb619/idempotency/cmd/idemctl -database-url postgres://... [-schema name] <command> [flags]
 //
+// Run it from the service's module, after adding the command's own
+// dependencies to its go.sum once, at the library's version that module
+// requires (go run stops at "missing go.sum entry" without them):
+//
+//	go get -tool github.com/seed-a84bb619/idempotency/cmd/idemctl@<version>
+//
 // The database URL may come from DATABASE_URL instead; -schema is the
 // store's PgxConfig.Schema ("public" by default). The global flags may
 // come before or after the command; every flag comes before the command's
@@ -49,6 +55,7 @@
 //	5    prune: another prune (in any process) is running; nothing was done
 //	130  interrupted (SIGINT or SIGTERM)
 //
-// They are a built idemctl's (go install or go build it for a script):
-// go run exits 1 for any of them but 0, and adds "exit status N" to stderr.
+// They are a built idemctl's (go install or go build it for a script) and
+// go tool idemctl's: go run exits 1 for any of them but 0, and adds
+// "exit status N" to stderr.
 package main
