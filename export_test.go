@@ -166,7 +166,7 @@ func SettleLeased(ctx context.Context, in *Inbox, l InboxLeased, st InboxState, 
 
 // PgxInboxListen is s's LISTEN loop, for the notification tests.
 func PgxInboxListen(ctx context.Context, s *PgxStore, wake func()) error {
-	return s.inboxListen(ctx, wake)
+	return s.inboxListen(ctx, func() {}, wake)
 }
 
 // PgxInboxNotify is s's NOTIFY, for the notification tests.

@@ -418,9 +418,10 @@ func (in *Inbox) signal() {
 type inboxNotifier interface {
 	// inboxNotify tells the other processes' workers that events are due.
 	inboxNotify(ctx context.Context) error
-	// inboxListen calls wake for every notification until ctx is done or
-	// the connection fails, and returns why it stopped.
-	inboxListen(ctx context.Context, wake func()) error
+	// inboxListen calls listening once it listens, then wake for every
+	// notification until ctx is done or the connection fails, and returns
+	// why it stopped.
+	inboxListen(ctx context.Context, listening, wake func()) error
 }
 
 // notifyOthers sends a notification to other processes, outside the
@@ -822,10 +823,19 @@ func (in *Inbox) fence(row *inboxRow, chain *txChain) *inboxFence {
 }
 
 // listen relays notifications from other processes to the workers, and
-// listens again after a lost connection.
+// listens again after a lost connection. A loss is logged once, however
+// many tries it takes to listen again (one every PollInterval while the
+// database is down), and so is the listening again.
 func (in *Inbox) listen(ctx context.Context, n inboxNotifier) {
+	lost := false
+	listening := func() {
+		if lost {
+			in.log.LogAttrs(ctx, slog.LevelInfo, "idempotency inbox: listening for notifications again")
+			lost = false
+		}
+	}
 	for ctx.Err() == nil {
-		err := n.inboxListen(ctx, in.signal)
+		err := n.inboxListen(ctx, listening, in.signal)
 		if ctx.Err() != nil {
 			return
 		}
@@ -833,8 +843,11 @@ func (in *Inbox) listen(ctx context.Context, n inboxNotifier) {
 			in.log.LogAttrs(ctx, slog.LevelInfo, "idempotency inbox: polling only", slog.String("reason", err.Error()))
 			return
 		}
-		in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: lost the notification connection; polling until it is back",
-			slog.String("error", fmt.Sprint(err)))
+		if !lost {
+			in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: lost the notification connection; polling until it is back",
+				slog.String("error", fmt.Sprint(err)))
+			lost = true
+		}
 		in.signal() // what was notified meanwhile is found by a poll
 		t := time.NewTimer(in.cfg.PollInterval)
 		select {

@@ -452,7 +452,7 @@ func (s *PgxStore) notifyTaskWorkers() {
 // pool back a connection that listens. With a db other than a
 // *pgxpool.Pool it fails at once with errNotifyNeedsPool, and with a pool
 // of one connection with errNotifyPoolOfOne.
-func (s *PgxStore) inboxListen(ctx context.Context, wake func()) error {
+func (s *PgxStore) inboxListen(ctx context.Context, listening, wake func()) error {
 	pool, ok := s.db.(pgxAcquirer)
 	if !ok {
 		return fmt.Errorf("%w (the store's db is a %T)", errNotifyNeedsPool, s.db)
@@ -473,6 +473,7 @@ func (s *PgxStore) inboxListen(ctx context.Context, wake func()) error {
 	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{s.inbox.channel}.Sanitize()); err != nil {
 		return s.inboxError("listen", err)
 	}
+	listening()
 	for {
 		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return s.inboxError("listen", err)

@@ -1,0 +1,75 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
+)
+
+// TestPgxInboxListenLossLoggedOnce: while the database is down, Run's
+// listen loop tries again every PollInterval. It warned "lost the
+// notification connection" at every try, 3,600 lines an hour per
+// process, where the lease says once that it cannot take events and once
+// that it takes them again. It warns once per loss, and says when it
+// listens again.
+func TestPgxInboxListenLossLoggedOnce(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	var refused atomic.Int32
+	pdb := pgtest.NewWithConfig(t, func(c *pgxpool.Config) {
+		c.MaxConns = 24
+		c.BeforeConnect = func(context.Context, *pgx.ConnConfig) error {
+			if down.Load() {
+				refused.Add(1)
+				return errors.New("test: the database is down")
+			}
+			return nil
+		}
+		// While down, no pooled connection is handed out either.
+		c.PrepareConn = func(context.Context, *pgx.Conn) (bool, error) { return !down.Load(), nil }
+	})
+	store, err := idempotency.NewPgxStore(pdb.Pool, idempotency.PgxConfig{Schema: pdb.Schema})
+	require.NoError(t, err)
+	require.NoError(t, store.Migrate(t.Context()))
+	b := &pgBackend{db: pdb, store: store}
+	logger, logs := testLogger()
+	inbox, err := idempotency.NewInbox(store, idempotency.NewHandlers(),
+		idempotency.InboxConfig{PollInterval: 10 * time.Millisecond, Logger: logger})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- inbox.Run(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-ran:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not return")
+		}
+	}()
+
+	pid := awaitListener(t, b, 0)
+	down.Store(true)
+	terminate(t, pid)
+	// The listen loop and the lease each try about every PollInterval.
+	require.Eventually(t, func() bool { return refused.Load() >= 60 }, 10*time.Second, time.Millisecond,
+		"connections refused while down")
+	down.Store(false)
+	awaitListener(t, b, pid)
+	require.Equal(t, 1, strings.Count(logs.String(), "lost the notification connection"), logs.String())
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "idempotency inbox: listening for notifications again")
+	}, 10*time.Second, time.Millisecond, "the listen loop says it listens again:\n%s", logs)
+	require.Equal(t, 1, strings.Count(logs.String(), "listening for notifications again"), logs.String())
+}
