@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
@@ -21,7 +23,7 @@ import (
 // notification connection" at every try, 3,600 lines an hour per
 // process, where the lease says once that it cannot take events and once
 // that it takes them again. It warns once per loss, and says when it
-// listens again.
+// listens again; the lease's two lines are counted too.
 func TestPgxInboxListenLossLoggedOnce(t *testing.T) {
 	t.Parallel()
 	var down atomic.Bool
@@ -43,8 +45,11 @@ func TestPgxInboxListenLossLoggedOnce(t *testing.T) {
 	require.NoError(t, store.Migrate(t.Context()))
 	b := &pgBackend{db: pdb, store: store}
 	logger, logs := testLogger()
-	inbox, err := idempotency.NewInbox(store, idempotency.NewHandlers(),
-		idempotency.InboxConfig{PollInterval: 10 * time.Millisecond, Logger: logger})
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error { return nil })
+	inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{PollInterval: 10 * time.Millisecond, Logger: logger})
+	require.NoError(t, err)
+	h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	ran := make(chan error, 1)
@@ -66,10 +71,24 @@ func TestPgxInboxListenLossLoggedOnce(t *testing.T) {
 	require.Eventually(t, func() bool { return refused.Load() >= 60 }, 10*time.Second, time.Millisecond,
 		"connections refused while down")
 	down.Store(false)
-	awaitListener(t, b, pid)
+	pid = awaitListener(t, b, pid)
 	require.Equal(t, 1, strings.Count(logs.String(), "lost the notification connection"), logs.String())
+	count := func(msg string) func() int { return func() int { return strings.Count(logs.String(), msg) } }
+	again, taking := count("listening for notifications again"), count("taking due events again")
+	require.Eventually(t, func() bool { return again() == 1 && taking() == 1 }, 10*time.Second, time.Millisecond,
+		"the listen loop and the lease say they work again:\n%s", logs)
+
+	// A later lease that works, and a second loss with the database up:
+	// each is said once more, the lease's recovery not at all.
+	require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, "evt_relisten", "in_relisten", "acct_1"), testSecret).Outcome)
 	require.Eventually(t, func() bool {
-		return strings.Contains(logs.String(), "idempotency inbox: listening for notifications again")
-	}, 10*time.Second, time.Millisecond, "the listen loop says it listens again:\n%s", logs)
-	require.Equal(t, 1, strings.Count(logs.String(), "listening for notifications again"), logs.String())
+		rec, _, err := inbox.Lookup(t.Context(), "evt_relisten")
+		return err == nil && rec.State == idempotency.InboxProcessed
+	}, 10*time.Second, time.Millisecond, "the event is applied")
+	terminate(t, pid)
+	awaitListener(t, b, pid)
+	require.Eventually(t, func() bool { return again() == 2 }, 10*time.Second, time.Millisecond, "listening again:\n%s", logs)
+	require.Equal(t, 2, strings.Count(logs.String(), "lost the notification connection"), logs.String())
+	require.Equal(t, 1, strings.Count(logs.String(), "cannot take due events"), logs.String())
+	require.Equal(t, 1, taking(), logs.String())
 }
