@@ -845,10 +845,25 @@ func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
 	if h, ok := errors.AsType[*handlerErr](err); ok {
 		return outcome, h.err
 	}
+	err = statementCacheHint(err)
 	if err == nil || outcome == OutcomeProcessed || !unavailable(err) {
 		return outcome, err
 	}
 	return OutcomeUnavailable, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+}
+
+// statementCacheHint adds the cure to err when it is PostgreSQL's answer
+// to a statement of pgx's cache (stmtcache_...) that another client
+// prepared, or that was prepared on another server connection: what a
+// transaction-pooling PgBouncer before 1.21 does with pgx's default exec
+// mode.
+func statementCacheHint(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P05" || pgErr.Code == "26000") &&
+		strings.Contains(pgErr.Message, `"stmtcache_`) {
+		return fmt.Errorf("%w (pgx's cached prepared statements on a connection pooler in transaction mode, such as PgBouncer: add default_query_exec_mode=exec to the database URL)", err)
+	}
+	return err
 }
 
 // handlerError is err, which a handler returned, marked as the handler's
