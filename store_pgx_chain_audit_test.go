@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -132,9 +134,9 @@ func TestPgxInboxChainedNotBegunWhenLeaseShort(t *testing.T) {
 }
 
 // A commit begins no transaction for a next event that has no handler
-// here (stored by a process that had one): it is recorded ignored at once,
-// not held up by the lock a transaction begun for it would hold on its
-// row.
+// here (stored by a process that had one): its attempt fails at once with
+// ErrNoHandler, to be retried (InboxConfig.RetryUnhandledFor), not held up
+// by the lock a transaction begun for it would hold on its row.
 func TestPgxInboxChainedNotBegunForUnhandledEvent(t *testing.T) {
 	t.Parallel()
 	b, p, log, _ := begunInbox(t)
@@ -159,14 +161,24 @@ func TestPgxInboxChainedNotBegunForUnhandledEvent(t *testing.T) {
 	require.Equal(t, []string{"evt_begun_v", "evt_begun_z"}, []string{leased[0].EventID(), leased[1].EventID()})
 
 	require.Zero(t, idempotency.ApplyChained(t.Context(), p.inbox, leased...), "V's commit began nothing for Z")
-	require.Equal(t, []string{"evt_begun_v", "evt_begun_z"}, resultIDs(t, p))
+	p.mu.Lock()
+	results := slices.Clone(p.results)
+	p.mu.Unlock()
+	require.Len(t, results, 2)
+	require.Equal(t, "evt_begun_v", results[0].EventID)
+	require.NoError(t, results[0].Err)
+	require.Equal(t, "evt_begun_z", results[1].EventID)
+	require.ErrorIs(t, results[1].Err, idempotency.ErrNoHandler)
 	require.Equal(t, 1, b.get(t, "in_begun_v"))
 	rec := p.record(t, "evt_begun_z")
-	require.Equal(t, idempotency.InboxIgnored, rec.State)
+	require.Equal(t, idempotency.InboxFailed, rec.State)
+	require.Equal(t, 1, rec.Attempt)
 	_, claimed, err := b.store.LookupEvent(t.Context(), "evt_begun_z")
 	require.NoError(t, err)
-	require.False(t, claimed, "an ignored event is not claimed by the inbox")
-	requireLogClean(t, log)
+	require.False(t, claimed, "an event without a handler is not claimed by the inbox")
+	require.NotContains(t, log.String(), `"level":"WARN"`)
+	require.Equal(t, 1, strings.Count(log.String(), `"level":"ERROR"`), "Z's failed attempt alone")
+	require.Contains(t, log.String(), "no handler for the event's type")
 }
 
 // A begun transaction the worker rolled back, giving its event back, is
