@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -18,6 +19,103 @@ import (
 // committed), and [Result.Err] is set only for deliveries answered with an
 // error status. What goes wrong after a commit (a panicking AfterCommit
 // func) is reported beside the outcome, never as an error.
+
+// errPrefix starts the text of every error the package returns, once.
+const errPrefix = "idempotency: "
+
+// errorf makes every error of the package other than the sentinels below:
+// it is fmt.Errorf(errPrefix+format, args...), except that an operand that
+// is one of the package's own errors (ownError) is written without its
+// leading errPrefix, so that an error wrapping another of the package's
+// reads "idempotency: forget: invalid key: ...", never with the prefix
+// twice. What it returns unwraps as fmt.Errorf's error would: errors.Is,
+// errors.As and errors.Unwrap find the operands of %w themselves. An error
+// that is not the package's (a handler's, pgx's, stripe-go's) is quoted as
+// it is, whatever its text. An error operand is written as its text: give
+// it to %w or %v, never %T (pass fmt.Sprintf("%T", err) to %s). New code makes its errors with errorf, never
+// with fmt.Errorf or errors.New and the prefix, so that ownError knows
+// them when they are wrapped in turn; a new sentinel goes in sentinels.
+func errorf(format string, args ...any) error {
+	wrapped := fmt.Errorf(format, args...)
+	shown := slices.Clone(args)
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			if text, own := ownText(err); own {
+				shown[i] = text
+			}
+		}
+	}
+	text := errPrefix + fmt.Sprintf(strings.ReplaceAll(format, "%w", "%v"), shown...)
+	if multi, ok := wrapped.(interface{ Unwrap() []error }); ok {
+		return &packageErrors{text: text, errs: multi.Unwrap()}
+	}
+	return &packageError{text: text, err: errors.Unwrap(wrapped)}
+}
+
+// packageError is an error made by errorf with at most one %w.
+type packageError struct {
+	text string
+	err  error
+}
+
+func (e *packageError) Error() string { return e.text }
+func (e *packageError) Unwrap() error { return e.err }
+
+// packageErrors is an error made by errorf with more than one %w.
+type packageErrors struct {
+	text string
+	errs []error
+}
+
+func (e *packageErrors) Error() string   { return e.text }
+func (e *packageErrors) Unwrap() []error { return e.errs }
+
+// ownText is err's text without its leading errPrefix, and true, when err
+// is one of the package's own errors: what an error quoting it writes
+// after a prefix of its own.
+func ownText(err error) (text string, own bool) {
+	if !ownError(err) {
+		return "", false
+	}
+	// A typed nil of the package's error types, returned by a handler:
+	// fmt, given it as it is, reports the Error method's panic.
+	defer func() {
+		if recover() != nil {
+			text, own = "", false
+		}
+	}()
+	return strings.TrimPrefix(err.Error(), errPrefix), true
+}
+
+// ownError reports whether err, not what it wraps, was made by the
+// package: a sentinel, an error of errorf or one of the package's error
+// types.
+func ownError(err error) bool {
+	switch e := err.(type) {
+	case *packageError, *packageErrors, *SkipError, *PanicError, *DecodeError,
+		*PermanentError, *SnoozeError, *deadlockError, *stripeAPIError:
+		return true
+	case *handlerErr:
+		return ownError(e.err)
+	case *chainedSessionLost:
+		return ownError(e.err)
+	}
+	return slices.Contains(sentinels, err)
+}
+
+// sentinels are the package's errors made by errors.New.
+var sentinels = []error{
+	ErrNotSigned, ErrInvalidSignature, ErrTimestampOutsideTolerance,
+	ErrBodyTooLarge, ErrMalformedEvent, ErrThinEvent, ErrAPIVersionMismatch,
+	ErrMethodNotAllowed, ErrUnreadableBody,
+	ErrTimeout, ErrStoreUnavailable, ErrDeadlock, ErrInvalidKey, ErrTxDone,
+	ErrTxBusy, ErrLeaseExpired, ErrLeaseLost, ErrTaskNotRegistered,
+	ErrTxOwnedByStore, ErrNotOwner, errTxAborted,
+	ErrDuplicateRegistration, ErrNeedsStoreTx, ErrObjectNotFound,
+	ErrStripeAPI, ErrRecoveryWindow, ErrCheckpointMismatch,
+	ErrPruneRunning, ErrUnfinished, ErrForgetTask,
+	errNotifyNeedsPool, errNotifyPoolOfOne,
+}
 
 // Rejections before anything is stored: [Handler] answers them 4xx and
 // reports them in [Result.Err].
@@ -259,6 +357,9 @@ func panicText(v any) (text string) {
 				text = fmt.Sprintf("a value of type %T whose Error method panicked", v)
 			}
 		}()
+		if text, own := ownText(v); own {
+			return text
+		}
 		return v.Error()
 	}
 	return fmt.Sprintf("a value of type %T", v)
@@ -327,7 +428,12 @@ func jsonKind(value string) string {
 // PermanentError is the error [Permanent] returns.
 type PermanentError struct{ Err error }
 
-func (e *PermanentError) Error() string { return "idempotency: permanent failure: " + e.Err.Error() }
+func (e *PermanentError) Error() string {
+	if text, own := ownText(e.Err); own {
+		return "idempotency: permanent failure: " + text
+	}
+	return "idempotency: permanent failure: " + e.Err.Error()
+}
 func (e *PermanentError) Unwrap() error { return e.Err }
 
 // Permanent tells the inbox that a task can never succeed (the provider

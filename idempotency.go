@@ -49,7 +49,11 @@
 // names what is at fault, or, from [On], [OnCurrent], [NewAction] and
 // [NewTask], a panic, unless its doc names a sentinel (such as
 // [ErrDuplicateRegistration] or [ErrInvalidKey]): a programming error to
-// fix, not a condition to branch on.
+// fix, not a condition to branch on. The text of every error the package
+// makes starts with "idempotency: ", once: one that wraps another of the
+// package's errors quotes it without its prefix ("idempotency: forget:
+// invalid key: event id is empty"), and a text of the caller's own code,
+// pgx's or stripe-go's is quoted as it is.
 package idempotency
 
 import (

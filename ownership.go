@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -81,24 +80,24 @@ func NewAction[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) *Action[A
 func NewActionSafely[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) (*Action[A], error) {
 	switch {
 	case hs == nil:
-		return nil, errors.New("idempotency: NewAction: nil *Handlers")
+		return nil, errorf("NewAction: nil *Handlers")
 	case spec.Name == "":
-		return nil, errors.New("idempotency: NewAction: empty name")
+		return nil, errorf("NewAction: empty name")
 	case spec.Key == "":
-		return nil, fmt.Errorf("idempotency: NewAction %q: empty Key (say what the natural key is, e.g. \"invoice id\")", spec.Name)
+		return nil, errorf("NewAction %q: empty Key (say what the natural key is, e.g. \"invoice id\")", spec.Name)
 	case fn == nil:
-		return nil, fmt.Errorf("idempotency: NewAction %q: nil func", spec.Name)
+		return nil, errorf("NewAction %q: nil func", spec.Name)
 	case slices.Contains(spec.Owners, ""):
-		return nil, fmt.Errorf("idempotency: NewAction %q: empty owner event type", spec.Name)
+		return nil, errorf("NewAction %q: empty owner event type", spec.Name)
 	}
 	// The name is part of a guard scope, which a store indexes: one no
 	// store can keep would fail every event of the owners at run time.
 	if err := checkKey("its guard scope", actionScope(spec.Name)); err != nil {
-		return nil, fmt.Errorf("idempotency: NewAction %q: %w", spec.Name, err)
+		return nil, errorf("NewAction %q: %w", spec.Name, err)
 	}
 	for _, a := range hs.actions {
 		if a.Name == spec.Name {
-			return nil, fmt.Errorf("%w: action %q", ErrDuplicateRegistration, spec.Name)
+			return nil, errorf("%w: action %q", ErrDuplicateRegistration, spec.Name)
 		}
 	}
 	owners := slices.Clone(spec.Owners)
@@ -116,7 +115,7 @@ func (a *Action[A]) Name() string { return a.name }
 // can return it and roll everything back.
 func (a *Action[A]) Do(ctx context.Context, tx Tx, key string, arg A) (ran bool, err error) {
 	if len(a.owners) > 0 && !slices.Contains(a.owners, tx.EventType()) {
-		return false, fmt.Errorf("%w: action %q is owned by %s, called from an event of type %s",
+		return false, errorf("%w: action %q is owned by %s, called from an event of type %s",
 			ErrNotOwner, a.name, strings.Join(a.owners, ", "), tx.EventType())
 	}
 	first, err := tx.Guard(ctx, actionScope(a.name), key)

@@ -3,7 +3,6 @@ package idempotency
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -211,7 +210,7 @@ func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts Recov
 	if !h.cfg.RecordIgnored {
 		for _, t := range opts.Types {
 			if !h.handles(t) {
-				return report, fmt.Errorf("idempotency: RecoverOptions.Types lists %q, which has no handler: its events would be answered ignored, unrecorded (Config.RecordIgnored records them)", t)
+				return report, errorf("RecoverOptions.Types lists %q, which has no handler: its events would be answered ignored, unrecorded (Config.RecordIgnored records them)", t)
 			}
 		}
 	}
@@ -222,7 +221,7 @@ func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts Recov
 	}
 	now := opts.Now()
 	if opts.Since.After(now) {
-		return report, fmt.Errorf("idempotency: RecoverOptions.Since (%s) is in the future", opts.Since.Format(time.RFC3339))
+		return report, errorf("RecoverOptions.Since (%s) is in the future", opts.Since.Format(time.RFC3339))
 	}
 	if err := r.loadCheckpoint(ctx); err != nil {
 		return report, err
@@ -236,7 +235,7 @@ func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts Recov
 		if r.cursor != "" {
 			what = fmt.Sprintf("the last event of checkpoint %q", opts.Checkpoint)
 		}
-		return report, fmt.Errorf("%w: %s is %s, before %s", ErrRecoveryWindow, what,
+		return report, errorf("%w: %s is %s, before %s", ErrRecoveryWindow, what,
 			start.UTC().Format(time.RFC3339), oldest.UTC().Format(time.RFC3339))
 	}
 	report.Resumed = r.cursor != ""
@@ -252,10 +251,10 @@ func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts Recov
 
 func (o *RecoverOptions) setDefaults() error {
 	if o.Since.IsZero() {
-		return errors.New("idempotency: RecoverOptions.Since is required")
+		return errorf("RecoverOptions.Since is required")
 	}
 	if len(o.Types) > maxRecoverTypes {
-		return fmt.Errorf("idempotency: RecoverOptions.Types has %d types; the Events API takes at most %d", len(o.Types), maxRecoverTypes)
+		return errorf("RecoverOptions.Types has %d types; the Events API takes at most %d", len(o.Types), maxRecoverTypes)
 	}
 	for i, t := range o.Types {
 		if err := checkText(fmt.Sprintf("RecoverOptions.Types[%d]", i), t, true); err != nil {
@@ -264,24 +263,24 @@ func (o *RecoverOptions) setDefaults() error {
 		if notAnEventType(t) || strings.Contains(t, ",") {
 			// Never an event's type, as On refuses it: the run would list
 			// none of the events meant, and report success.
-			return fmt.Errorf("idempotency: RecoverOptions.Types[%d] (%q) has white space, a control character or a comma; no Stripe event has such a type", i, t)
+			return errorf("RecoverOptions.Types[%d] (%q) has white space, a control character or a comma; no Stripe event has such a type", i, t)
 		}
 		if strings.Contains(t, "*") {
 			// types[] matches exact types (only the API's single type
 			// takes a wildcard), and handlers are registered per type.
-			return fmt.Errorf("idempotency: RecoverOptions.Types[%d] (%q) is a wildcard; list the exact event types (Handlers.EventTypes)", i, t)
+			return errorf("RecoverOptions.Types[%d] (%q) is a wildcard; list the exact event types (Handlers.EventTypes)", i, t)
 		}
 	}
 	o.Types = slices.Compact(slices.Sorted(slices.Values(o.Types)))
 	switch r := o.RequestsPerSecond; {
 	case math.IsNaN(r) || r < 0 || r > maxRecoverRate:
-		return fmt.Errorf("idempotency: RecoverOptions.RequestsPerSecond is %v; it must lie between 0 (the default, %d) and %d", r, DefaultRecoverRate, maxRecoverRate)
+		return errorf("RecoverOptions.RequestsPerSecond is %v; it must lie between 0 (the default, %d) and %d", r, DefaultRecoverRate, maxRecoverRate)
 	case r == 0:
 		o.RequestsPerSecond = DefaultRecoverRate
 	}
 	switch {
 	case o.PageSize < 0 || o.PageSize > maxRecoverPageSize:
-		return fmt.Errorf("idempotency: RecoverOptions.PageSize is %d; it must lie between 1 and %d", o.PageSize, maxRecoverPageSize)
+		return errorf("RecoverOptions.PageSize is %d; it must lie between 1 and %d", o.PageSize, maxRecoverPageSize)
 	case o.PageSize == 0:
 		o.PageSize = maxRecoverPageSize
 	}
@@ -328,7 +327,7 @@ func (r *recovery) loadCheckpoint(ctx context.Context) error {
 	}
 	backend, ok := r.h.store.(recoveryBackend)
 	if !ok {
-		return fmt.Errorf("idempotency: RecoverOptions.Checkpoint: %T keeps no checkpoints (MemoryStore and PgxStore do)", r.h.store)
+		return errorf("RecoverOptions.Checkpoint: %T keeps no checkpoints (MemoryStore and PgxStore do)", r.h.store)
 	}
 	r.backend = backend
 	want := recoveryCheckpoint{
@@ -342,10 +341,10 @@ func (r *recovery) loadCheckpoint(ctx context.Context) error {
 		r.cp = &want
 		return nil
 	case stored.Types != want.Types || stored.OnlyUndelivered != want.OnlyUndelivered:
-		return fmt.Errorf("%w: checkpoint %q lists types %q (only undelivered: %t), the options %q (%t)",
+		return errorf("%w: checkpoint %q lists types %q (only undelivered: %t), the options %q (%t)",
 			ErrCheckpointMismatch, name, stored.Types, stored.OnlyUndelivered, want.Types, want.OnlyUndelivered)
 	case want.Since.Before(stored.Since):
-		return fmt.Errorf("%w: checkpoint %q started at %s, after RecoverOptions.Since (%s)", ErrCheckpointMismatch, name,
+		return errorf("%w: checkpoint %q started at %s, after RecoverOptions.Since (%s)", ErrCheckpointMismatch, name,
 			stored.Since.UTC().Format(time.RFC3339), want.Since.UTC().Format(time.RFC3339))
 	}
 	r.cp = &stored
@@ -382,7 +381,7 @@ func (r *recovery) walk(ctx context.Context) error {
 	}
 	for {
 		if cursor == "" {
-			return fmt.Errorf("%w: listing events: an event without an id", ErrStripeAPI)
+			return errorf("%w: listing events: an event without an id", ErrStripeAPI)
 		}
 		page, err := r.list(ctx, eventQuery{endingBefore: cursor})
 		if err != nil {
@@ -403,7 +402,7 @@ func (r *recovery) walk(ctx context.Context) error {
 
 // errNoProgress is a page with more after it that would give the next
 // request the cursor it was asked with: asking again would loop.
-var errNoProgress = fmt.Errorf("%w: listing events: a page with has_more true ends at the cursor it was asked for", ErrStripeAPI)
+var errNoProgress = errorf("%w: listing events: a page with has_more true ends at the cursor it was asked for", ErrStripeAPI)
 
 // oldest returns the oldest events created at or after Since, at most a
 // page, newest first. The first request lists them all when they fit in a
@@ -438,7 +437,7 @@ func (r *recovery) search(ctx context.Context, page eventPage) (eventPage, error
 	if full <= empty {
 		// Asked for created >= since: an answer that breaks its own
 		// filter would make every search end empty, and start again.
-		return page, fmt.Errorf("%w: listing events: an event created before the created[gte] asked for", ErrStripeAPI)
+		return page, errorf("%w: listing events: an event created before the created[gte] asked for", ErrStripeAPI)
 	}
 	for full-empty > 1 {
 		mid := empty + (full-empty)/2
@@ -460,7 +459,7 @@ func (r *recovery) search(ctx context.Context, page eventPage) (eventPage, error
 		last := page.events[len(page.events)-1].env.ID
 		switch last {
 		case "":
-			return page, fmt.Errorf("%w: listing events: an event without an id", ErrStripeAPI)
+			return page, errorf("%w: listing events: an event without an id", ErrStripeAPI)
 		case after:
 			return page, errNoProgress
 		}
@@ -519,7 +518,7 @@ func (r *recovery) list(ctx context.Context, q eventQuery) (eventPage, error) {
 	if raw.HasMore && len(raw.Data) == 0 {
 		// No event to take the next cursor from: going on would ask
 		// the same again, and stopping would take it for the end.
-		return eventPage{}, fmt.Errorf("%w: listing events: an empty page with has_more true", ErrStripeAPI)
+		return eventPage{}, errorf("%w: listing events: an empty page with has_more true", ErrStripeAPI)
 	}
 	page := eventPage{events: make([]listedEvent, len(raw.Data)), hasMore: raw.HasMore}
 	for i, b := range raw.Data {
@@ -563,7 +562,7 @@ func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
 	res := Result{EventID: ev.env.ID}
 	switch {
 	case ev.err != nil:
-		res.Outcome, res.Err = OutcomeRejected, fmt.Errorf("%w: %w", ErrMalformedEvent, ev.err)
+		res.Outcome, res.Err = OutcomeRejected, errorf("%w: %w", ErrMalformedEvent, ev.err)
 	case r.claimed(ctx, &ev.env):
 		res.Outcome = OutcomeDuplicate
 	default:
@@ -584,7 +583,7 @@ func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
 		rep.Ignored++
 	case OutcomeUnavailable:
 		rep.Listed-- // not handled: the next run lists it again
-		return fmt.Errorf("idempotency: Recover: event %s: %w", ev.env.ID, res.Err)
+		return errorf("Recover: event %s: %w", ev.env.ID, res.Err)
 	default:
 		rep.Failed++
 		if len(rep.FailedIDs) < maxRecoverFailedIDs {

@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -104,28 +103,28 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 	fastDecode, plainDecode := decode.For[T]()
 	switch {
 	case hs == nil:
-		return errors.New("idempotency: On: nil *Handlers")
+		return errorf("On: nil *Handlers")
 	case eventType == "":
-		return errors.New("idempotency: On: empty event type")
+		return errorf("On: empty event type")
 	case fn == nil:
-		return fmt.Errorf("idempotency: On: nil func for %q", eventType)
+		return errorf("On: nil func for %q", eventType)
 	}
 	// The Handler refuses every event whose type is such text: a handler
 	// registered for one could never run.
 	if err := checkText("event type", eventType, true); err != nil {
-		return fmt.Errorf("idempotency: On: %w", err)
+		return errorf("On: %w", err)
 	}
 	if notAnEventType(eventType) {
 		// Never a delivered event's type ("invoice.paid\n" read from an
 		// env file): every event of the type meant would be answered 200
 		// ignored, and lost.
-		return fmt.Errorf("idempotency: On: event type %q has white space or a control character; no Stripe event has such a type", eventType)
+		return errorf("On: event type %q has white space or a control character; no Stripe event has such a type", eventType)
 	}
 	if hs.byType == nil { // a zero Handlers, as NewTask and NewAction take it
 		hs.byType = make(map[string]registration)
 	}
 	if prev, ok := hs.byType[eventType]; ok {
-		return fmt.Errorf("%w: event type %q has a handler for %s; a second one (for %s) would make the outcome depend on registration order",
+		return errorf("%w: event type %q has a handler for %s; a second one (for %s) would make the outcome depend on registration order",
 			ErrDuplicateRegistration, eventType, prev.objectType, name)
 	}
 	hs.byType[eventType] = registration{

@@ -3,7 +3,6 @@ package idempotency
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math"
 	"time"
@@ -150,18 +149,18 @@ func (r *Retention) check() error {
 	keys := r.keysWindow()
 	switch {
 	case r.EventIDs < DefaultEventIDRetention:
-		return fmt.Errorf("idempotency: Retention.EventIDs %v: claimed event ids are kept at least %v, longer than recovery from the Events API reaches back (%v), so that no event is applied twice",
+		return errorf("Retention.EventIDs %v: claimed event ids are kept at least %v, longer than recovery from the Events API reaches back (%v), so that no event is applied twice",
 			r.EventIDs, DefaultEventIDRetention, RecoveryWindow)
 	case r.Payloads < 0:
-		return fmt.Errorf("idempotency: Retention.Payloads %v is negative", r.Payloads)
+		return errorf("Retention.Payloads %v is negative", r.Payloads)
 	case r.DeadLetters < r.Payloads:
-		return fmt.Errorf("idempotency: Retention.DeadLetters %v: dead letters are kept at least as long as finished events (Payloads, %v), so that they can be redriven", r.DeadLetters, r.Payloads)
+		return errorf("Retention.DeadLetters %v: dead letters are kept at least as long as finished events (Payloads, %v), so that they can be redriven", r.DeadLetters, r.Payloads)
 	case r.Guards != 0 && r.Guards < keys:
-		return fmt.Errorf("idempotency: Retention.Guards %v: natural-key guards are kept (0) or kept at least as long as the event ids and the dead letters together (EventIDs %v + DeadLetters %v), so that an event still answered duplicate, or a dead letter redriven, cannot find its keys free", r.Guards, r.EventIDs, r.DeadLetters)
+		return errorf("Retention.Guards %v: natural-key guards are kept (0) or kept at least as long as the event ids and the dead letters together (EventIDs %v + DeadLetters %v), so that an event still answered duplicate, or a dead letter redriven, cannot find its keys free", r.Guards, r.EventIDs, r.DeadLetters)
 	case r.Tasks != 0 && r.Tasks < keys:
-		return fmt.Errorf("idempotency: Retention.Tasks %v: finished tasks are kept (0) or kept at least as long as the event ids and the dead letters together (EventIDs %v + DeadLetters %v), so that a task key is not enqueued twice by an event still answered duplicate or a dead letter redriven", r.Tasks, r.EventIDs, r.DeadLetters)
+		return errorf("Retention.Tasks %v: finished tasks are kept (0) or kept at least as long as the event ids and the dead letters together (EventIDs %v + DeadLetters %v), so that a task key is not enqueued twice by an event still answered duplicate or a dead letter redriven", r.Tasks, r.EventIDs, r.DeadLetters)
 	case r.BatchSize < 1 || r.BatchSize > MaxPruneBatch:
-		return fmt.Errorf("idempotency: Retention.BatchSize %d is not between 1 and %d", r.BatchSize, MaxPruneBatch)
+		return errorf("Retention.BatchSize %d is not between 1 and %d", r.BatchSize, MaxPruneBatch)
 	}
 	return nil
 }
@@ -189,7 +188,7 @@ type pruneCutoffs struct {
 func (r *Retention) cutoffs() (pruneCutoffs, error) {
 	now := r.Now()
 	if err := checkStoredTime("Retention.Now", now); err != nil {
-		return pruneCutoffs{}, fmt.Errorf("idempotency: prune: %w", err)
+		return pruneCutoffs{}, errorf("prune: %w", err)
 	}
 	// A dead-lettered task is its key's record, as a finished one is: it
 	// is kept the keys' window (Tasks when longer), which outlasts the
@@ -267,10 +266,10 @@ func PruneEvery(ctx context.Context, p Pruner, r Retention, interval time.Durati
 	}
 	err := r.check()
 	if interval < time.Minute {
-		err = fmt.Errorf("idempotency: PruneEvery: interval %v is under a minute", interval)
+		err = errorf("PruneEvery: interval %v is under a minute", interval)
 	}
 	if isNil(p) {
-		err = fmt.Errorf("idempotency: PruneEvery: nil Pruner (a nil %T)", p)
+		err = errorf("PruneEvery: nil Pruner (a nil %T)", p)
 	}
 	if err != nil {
 		logger.ErrorContext(ctx, "idempotency: PruneEvery refused: nothing will be pruned", "err", err)
@@ -377,7 +376,7 @@ func runPrune(ctx context.Context, r *Retention, rep *PruneReport, steps []prune
 // rather than as an event it does not know.
 func checkForget(eventID string) error {
 	if err := checkKey("event id", eventID); err != nil {
-		return fmt.Errorf("idempotency: forget: %w", err)
+		return errorf("forget: %w", err)
 	}
 	return nil
 }

@@ -124,7 +124,7 @@ func (c *Claim) check() error {
 	}
 	for i, g := range c.Guards {
 		if err := checkGuardKey(g.Scope, g.Key); err != nil {
-			return fmt.Errorf("%w (Claim.Guards[%d])", err, i)
+			return errorf("%w (Claim.Guards[%d])", err, i)
 		}
 	}
 	return checkStoredTime("Claim.ReceivedAt", c.ReceivedAt)
@@ -137,7 +137,7 @@ func (c *Claim) check() error {
 // minFilterTime), where MemoryStore would keep it. The zero time passes.
 func checkStoredTime(field string, t time.Time) error {
 	if !storableTime(t) {
-		return fmt.Errorf("%w: %s is not a time between the years 1 and 9999", ErrInvalidKey, field)
+		return errorf("%w: %s is not a time between the years 1 and 9999", ErrInvalidKey, field)
 	}
 	return nil
 }
@@ -147,11 +147,11 @@ func checkStoredTime(field string, t time.Time) error {
 func checkText(field, value string, required bool) error {
 	switch {
 	case required && value == "":
-		return fmt.Errorf("%w: %s is empty", ErrInvalidKey, field)
+		return errorf("%w: %s is empty", ErrInvalidKey, field)
 	case strings.IndexByte(value, 0) >= 0:
-		return fmt.Errorf("%w: %s contains a NUL byte", ErrInvalidKey, field)
+		return errorf("%w: %s contains a NUL byte", ErrInvalidKey, field)
 	case !utf8.ValidString(value):
-		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidKey, field)
+		return errorf("%w: %s is not valid UTF-8", ErrInvalidKey, field)
 	}
 	return nil
 }
@@ -182,7 +182,7 @@ func checkKey(field, value string) error {
 		return err
 	}
 	if len(value) > maxKeyLen {
-		return fmt.Errorf("%w: %s is %d bytes long (at most %d)", ErrInvalidKey, field, len(value), maxKeyLen)
+		return errorf("%w: %s is %d bytes long (at most %d)", ErrInvalidKey, field, len(value), maxKeyLen)
 	}
 	return nil
 }
@@ -285,7 +285,7 @@ func (f *EventFilter) check() error {
 		switch o {
 		case OutcomeProcessed, OutcomeSkipped, OutcomeIgnored:
 		default:
-			return fmt.Errorf("idempotency: EventFilter.Outcomes: %q is never stored (processed, skipped or ignored are)", o)
+			return errorf("EventFilter.Outcomes: %q is never stored (processed, skipped or ignored are)", o)
 		}
 	}
 	return nil
@@ -345,12 +345,12 @@ type openResult interface {
 // errStatementLeftRunning fails an attempt whose handler returned while a
 // statement it began, from a goroutine of its own, was still running in
 // its transaction.
-var errStatementLeftRunning = fmt.Errorf("%w: the handler returned while one of its statements still ran (a goroutine it left behind); the transaction was rolled back", ErrTxBusy)
+var errStatementLeftRunning = errorf("%w: the handler returned while one of its statements still ran (a goroutine it left behind); the transaction was rolled back", ErrTxBusy)
 
 // errResultsLeftOpen fails an attempt whose handler returned with a
 // query's rows or a batch's results still open: not closed, or still read
 // by a goroutine it left behind.
-var errResultsLeftOpen = fmt.Errorf("%w: the handler returned with a query's rows or a batch's results still open (not closed, or read by a goroutine it left behind); the transaction was rolled back", ErrTxBusy)
+var errResultsLeftOpen = errorf("%w: the handler returned with a query's rows or a batch's results still open (not closed, or read by a goroutine it left behind); the transaction was rolled back", ErrTxBusy)
 
 // runHandler runs apply on the transaction t, with a context that is
 // cancelled when apply returns, as net/http cancels a request's. From then
@@ -393,7 +393,7 @@ func (t *txState) runHandler(ctx context.Context, apply ApplyFunc, tx Tx) (err e
 		returned := err
 		busy := func(e error) error {
 			if returned != nil {
-				return fmt.Errorf("%w; the handler returned: %v", e, returned)
+				return errorf("%w; the handler returned: %v", e, returned)
 			}
 			return e
 		}
@@ -416,7 +416,7 @@ func (t *txState) runHandler(ctx context.Context, apply ApplyFunc, tx Tx) (err e
 			err = busy(errResultsLeftOpen)
 		}
 		if closing != nil {
-			err = fmt.Errorf("%w; closing them: %w", err, closing)
+			err = errorf("%w; closing them: %w", err, closing)
 		}
 	}()
 	return apply(hctx, tx)

@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 )
@@ -125,10 +124,10 @@ func (s *MemoryStore) Forget(ctx context.Context, eventID string) (bool, error) 
 	found := false
 	if r, ok := s.inbox[eventID]; ok {
 		if r.Kind == KindTask {
-			return false, fmt.Errorf("idempotency: forget %q: %w", eventID, ErrForgetTask)
+			return false, errorf("forget %q: %w", eventID, ErrForgetTask)
 		}
 		if !r.State.Final() {
-			return false, fmt.Errorf("idempotency: forget %q: %w (inbox state %s)", eventID, ErrUnfinished, r.State)
+			return false, errorf("forget %q: %w (inbox state %s)", eventID, ErrUnfinished, r.State)
 		}
 		delete(s.inbox, eventID)
 		found = true

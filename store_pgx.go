@@ -129,7 +129,7 @@ const maxIdentifierLen = 63
 // invalid.
 func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 	if db == nil {
-		return nil, errors.New("idempotency: NewPgxStore: nil db")
+		return nil, errorf("NewPgxStore: nil db")
 	}
 	if cfg.Schema == "" {
 		cfg.Schema = "public"
@@ -141,17 +141,17 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 		// Quoted, " billing" or "billing\n" (an env file's newline) is
 		// another schema than "billing": a ledger of its own, where every
 		// event its peers applied is new.
-		return nil, fmt.Errorf("idempotency: PgxConfig.Schema %q has leading or trailing white space or a control character: quoted, it would name another schema than the one meant, with a ledger of its own", cfg.Schema)
+		return nil, errorf("PgxConfig.Schema %q has leading or trailing white space or a control character: quoted, it would name another schema than the one meant, with a ledger of its own", cfg.Schema)
 	}
 	if len(cfg.Schema) > maxIdentifierLen {
-		return nil, fmt.Errorf("idempotency: PgxConfig.Schema is %d bytes long: PostgreSQL keeps the first %d bytes of a name, so two longer schemas could share one's tables", len(cfg.Schema), maxIdentifierLen)
+		return nil, errorf("PgxConfig.Schema is %d bytes long: PostgreSQL keeps the first %d bytes of a name, so two longer schemas could share one's tables", len(cfg.Schema), maxIdentifierLen)
 	}
 	switch cfg.IsoLevel {
 	case "":
 		cfg.IsoLevel = pgx.ReadCommitted
 	case pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable:
 	default:
-		return nil, fmt.Errorf("idempotency: PgxConfig.IsoLevel %q is not one of read committed, repeatable read, serializable", cfg.IsoLevel)
+		return nil, errorf("PgxConfig.IsoLevel %q is not one of read committed, repeatable read, serializable", cfg.IsoLevel)
 	}
 	if err := defaultDuration(&cfg.RecentClaimsTTL, DefaultRecentClaimsTTL, "PgxConfig.RecentClaimsTTL"); err != nil {
 		return nil, err
@@ -458,7 +458,7 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 	}
 	commitSent = true
 	if err := s.commit(ctx, tx, chain); err != nil {
-		return OutcomeFailed, fmt.Errorf("idempotency: commit: %w", err)
+		return OutcomeFailed, errorf("commit: %w", err)
 	}
 	committed = true
 	onCommit()
@@ -485,7 +485,7 @@ func (s *PgxStore) beginClaim(ctx context.Context, c Claim, outcome Outcome, han
 		return err
 	})
 	if err != nil && !errors.Is(err, ErrLeaseLost) {
-		err = fmt.Errorf("idempotency: claiming event: %w", err)
+		err = errorf("claiming event: %w", err)
 	}
 	return tx, early, claimed, err
 }
@@ -644,15 +644,15 @@ func (s *PgxStore) keepSkipped(ctx context.Context, tx pgx.Tx, c *Claim, reason 
 		batch.Queue(s.sql.markSkipped, c.EventID, reason)
 		batch.Queue(s.inbox.skip, c.EventID)
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-			return fmt.Errorf("idempotency: recording skipped event: %w", err)
+			return errorf("recording skipped event: %w", err)
 		}
 		return nil
 	}
 	if _, err := tx.Exec(ctx, sqlRollbackToSavepoint); err != nil {
-		return fmt.Errorf("idempotency: rolling back a skipped event: %w", err)
+		return errorf("rolling back a skipped event: %w", err)
 	}
 	if _, err := tx.Exec(ctx, s.sql.markSkipped, c.EventID, reason); err != nil {
-		return fmt.Errorf("idempotency: recording skipped event: %w", err)
+		return errorf("recording skipped event: %w", err)
 	}
 	return nil
 }
@@ -712,7 +712,7 @@ func (s *PgxStore) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("idempotency: listing events: %w", s.unavailableErr(err))
+		return nil, errorf("listing events: %w", s.unavailableErr(err))
 	}
 	return out, nil
 }
@@ -772,7 +772,7 @@ func (t *pgxTx) releaseUnasked(ctx context.Context) error {
 		}
 		t.count(1)
 		if _, err := t.tx.Exec(ctx, t.s.sql.releaseGuard, g.Scope, g.Key, t.claim.EventID); err != nil {
-			return fmt.Errorf("idempotency: releasing an unused guard: %w", err)
+			return errorf("releasing an unused guard: %w", err)
 		}
 		g.asked = true // released: Guard claims it with a statement of its own
 	}
@@ -798,7 +798,7 @@ func (t *pgxTx) Guard(ctx context.Context, scope, key string) (bool, error) {
 	t.count(1)
 	tag, err := t.tx.Exec(ctx, t.s.sql.guard, scope, key, t.claim.EventID)
 	if err != nil {
-		return false, fmt.Errorf("idempotency: guard %s: %w", scope, err)
+		return false, errorf("guard %s: %w", scope, err)
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -849,7 +849,7 @@ func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
 	if err == nil || outcome == OutcomeProcessed || !unavailable(err) {
 		return outcome, err
 	}
-	return OutcomeUnavailable, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+	return OutcomeUnavailable, errorf("%w: %w", ErrStoreUnavailable, err)
 }
 
 // statementCacheHint adds the cure to err when it is PostgreSQL's answer
@@ -968,7 +968,7 @@ func migrations() ([]migration, error) {
 		num, name, ok := strings.Cut(strings.TrimSuffix(base, ".up.sql"), "_")
 		version, err := strconv.Atoi(num)
 		if !ok || err != nil {
-			return nil, fmt.Errorf("idempotency: migration file %s is not named NNN_name.up.sql", base)
+			return nil, errorf("migration file %s is not named NNN_name.up.sql", base)
 		}
 		b, err := migrationFiles.ReadFile(e)
 		if err != nil {
@@ -1017,7 +1017,7 @@ func (s *PgxStore) Migrate(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("idempotency: migrate schema %s: %w", pgx.Identifier{s.cfg.Schema}.Sanitize(), s.unavailableErr(err))
+		return errorf("migrate schema %s: %w", pgx.Identifier{s.cfg.Schema}.Sanitize(), s.unavailableErr(err))
 	}
 	return nil
 }

@@ -169,7 +169,7 @@ func (s *PgxStore) autocommit(ctx context.Context, fn func(q pgxQuerier) error) 
 // inboxError translates err as every store method does, and names the
 // operation.
 func (s *PgxStore) inboxError(op string, err error) error {
-	return fmt.Errorf("idempotency: inbox %s: %w", op, s.unavailableErr(err))
+	return errorf("inbox %s: %w", op, s.unavailableErr(err))
 }
 
 // inboxEnqueue implements inboxBackend: one INSERT ... ON CONFLICT DO
@@ -455,7 +455,7 @@ func (s *PgxStore) notifyTaskWorkers() {
 func (s *PgxStore) inboxListen(ctx context.Context, listening, wake func()) error {
 	pool, ok := s.db.(pgxAcquirer)
 	if !ok {
-		return fmt.Errorf("%w (the store's db is a %T)", errNotifyNeedsPool, s.db)
+		return errorf("%w (the store's db is a %T)", errNotifyNeedsPool, s.db)
 	}
 	if p, ok := s.db.(interface{ Stat() *pgxpool.Stat }); ok && p.Stat().MaxConns() < 2 {
 		return errNotifyPoolOfOne

@@ -3,7 +3,6 @@ package idempotency
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -137,7 +136,7 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 	}
 	var oldest pgtype.Timestamptz
 	if _, err := s.queryRow(ctx, s.retention.oldestAwaiting, nil, &oldest); err != nil {
-		return rep, fmt.Errorf("idempotency: prune: %w", err)
+		return rep, errorf("prune: %w", err)
 	}
 	c.keepKeysOf(oldest.Time, r.EventIDs)
 	first := true
@@ -227,7 +226,7 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 	case errors.Is(err, ErrPruneRunning), ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return rep, err
 	}
-	return rep, fmt.Errorf("idempotency: prune: %w", s.unavailableErr(err))
+	return rep, errorf("prune: %w", s.unavailableErr(err))
 }
 
 // Forget deletes what makes eventID known: its claim in the ledger, the
@@ -274,9 +273,9 @@ func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
 			case err != nil:
 				return err
 			case committed.kind == KindTask:
-				return fmt.Errorf("idempotency: forget %q: %w", eventID, ErrForgetTask)
+				return errorf("forget %q: %w", eventID, ErrForgetTask)
 			case !committed.state.Final():
-				return fmt.Errorf("idempotency: forget %q: %w (inbox state %s)", eventID, ErrUnfinished, committed.state)
+				return errorf("forget %q: %w (inbox state %s)", eventID, ErrUnfinished, committed.state)
 			default:
 				// Final: no attempt holds it. Wait for a prune batch or
 				// a redrive that does.
@@ -287,9 +286,9 @@ func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
 				case err != nil:
 					return err
 				case !locked.state.Final():
-					return fmt.Errorf("idempotency: forget %q: %w (inbox state %s)", eventID, ErrUnfinished, locked.state)
+					return errorf("forget %q: %w (inbox state %s)", eventID, ErrUnfinished, locked.state)
 				case !locked.same(committed):
-					return fmt.Errorf("idempotency: forget %q: %w (attempted again while forget waited for its inbox row)", eventID, ErrUnfinished)
+					return errorf("forget %q: %w (attempted again while forget waited for its inbox row)", eventID, ErrUnfinished)
 				default:
 					found = true
 				}
@@ -308,7 +307,7 @@ func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
 		return false, err
 	}
 	if err != nil {
-		return false, fmt.Errorf("idempotency: forget: %w", s.unavailableErr(err))
+		return false, errorf("forget: %w", s.unavailableErr(err))
 	}
 	s.forgetLocal(eventID)
 	return found, nil

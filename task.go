@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -93,18 +92,18 @@ const maxTaskKeyLen = 200
 func NewTask[T any](hs *Handlers, name string, fn TaskFunc[T]) *Task[T] {
 	switch {
 	case hs == nil:
-		panic(errors.New("idempotency: NewTask: nil *Handlers"))
+		panic(errorf("NewTask: nil *Handlers"))
 	case !taskNamePattern.MatchString(name):
-		panic(fmt.Errorf("idempotency: NewTask: name %q is not 1 to 100 of a-z, 0-9, '.', '_' and '-', starting with a letter or a digit", name))
+		panic(errorf("NewTask: name %q is not 1 to 100 of a-z, 0-9, '.', '_' and '-', starting with a letter or a digit", name))
 	case fn == nil:
-		panic(fmt.Errorf("idempotency: NewTask: nil func for %q", name))
+		panic(errorf("NewTask: nil func for %q", name))
 	}
 	if _, ok := hs.tasks[name]; ok {
-		panic(fmt.Errorf("%w: task %q", ErrDuplicateRegistration, name))
+		panic(errorf("%w: task %q", ErrDuplicateRegistration, name))
 	}
 	if hs.hasInbox() {
 		// The inbox took a snapshot: it would never run this task.
-		panic(fmt.Errorf("idempotency: NewTask: %q registered after NewInbox; register tasks first", name))
+		panic(errorf("NewTask: %q registered after NewInbox; register tasks first", name))
 	}
 	if hs.tasks == nil {
 		hs.tasks = make(map[string]taskRegistration)
@@ -144,15 +143,15 @@ func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enque
 		return false, err // wraps ErrInvalidKey
 	}
 	if len(key) > maxTaskKeyLen {
-		return false, fmt.Errorf("%w: task key of %d bytes (at most %d)", ErrInvalidKey, len(key), maxTaskKeyLen)
+		return false, errorf("%w: task key of %d bytes (at most %d)", ErrInvalidKey, len(key), maxTaskKeyLen)
 	}
 	tt, ok := tx.(taskTx)
 	if !ok {
-		return false, fmt.Errorf("%w (got %T)", ErrNeedsStoreTx, tx)
+		return false, errorf("%w (got %T)", ErrNeedsStoreTx, tx)
 	}
 	payload, err := json.Marshal(args)
 	if err != nil {
-		return false, fmt.Errorf("idempotency: task %s: encoding its arguments: %w", t.name, err)
+		return false, errorf("task %s: encoding its arguments: %w", t.name, err)
 	}
 	now := tt.taskNow()
 	r := &inboxRow{InboxRecord: InboxRecord{
@@ -161,7 +160,7 @@ func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enque
 	}, Payload: payload}
 	enqueued, err = tt.enqueueTask(ctx, r)
 	if err != nil {
-		return false, fmt.Errorf("idempotency: task %s: %w", t.name, err)
+		return false, errorf("task %s: %w", t.name, err)
 	}
 	if enqueued {
 		tx.AfterCommit(func(context.Context) { t.hs.wakeWorkers(tt) })
@@ -281,7 +280,7 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 	if !ok {
 		// Not registered in this process (yet, or any more): retried with
 		// backoff, so that a deployment that registers it still runs it.
-		res.Outcome, res.Err = OutcomeFailed, fmt.Errorf("%w as %q", ErrTaskNotRegistered, row.EventType)
+		res.Outcome, res.Err = OutcomeFailed, errorf("%w as %q", ErrTaskNotRegistered, row.EventType)
 		res.State = in.settleFailure(ctx, row, res.Err)
 		return
 	}
@@ -296,7 +295,7 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 			// The effect happened, but the task will run again (with the
 			// same idempotency key): not a processed task yet.
 			res.Outcome, res.State = OutcomeFailed, ""
-			res.Err = fmt.Errorf("idempotency: task %s ran, but its end was not recorded; it runs again: %w", row.EventType, err)
+			res.Err = errorf("task %s ran, but its end was not recorded; it runs again: %w", row.EventType, err)
 		}
 	case skipped:
 		res.Outcome, res.skipReason = OutcomeSkipped, reason
