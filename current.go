@@ -62,7 +62,7 @@ func Retrieve[T any, P interface {
 			serr.Code == stripe.ErrorCodeResourceMissing ||
 			errors.As(err, &v2err) && v2err.Code == string(stripe.ErrorCodeResourceMissing)
 		if err = apiError("retrieving the object", err); notFound {
-			err = fmt.Errorf("%w: %w", ErrObjectNotFound, err)
+			err = errorf("%w: %w", ErrObjectNotFound, err)
 		}
 		return obj, err
 	}
@@ -120,18 +120,18 @@ const FetchTimeout = 5 * time.Second
 func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn EventFunc[T]) {
 	switch {
 	case hs == nil:
-		panic(errors.New("idempotency: OnCurrent: nil *Handlers"))
+		panic(errorf("OnCurrent: nil *Handlers"))
 	case len(eventTypes) == 0:
-		panic(errors.New("idempotency: OnCurrent: no event types"))
+		panic(errorf("OnCurrent: no event types"))
 	case fetch == nil || fn == nil:
-		panic(errors.New("idempotency: OnCurrent: nil fetch or handler func"))
+		panic(errorf("OnCurrent: nil fetch or handler func"))
 	}
 	types := slices.Sorted(slices.Values(eventTypes))
 	reg := &currentRegistration{scope: "current:" + strings.Join(types, ","), local: localFetches{started: map[localObject]time.Time{}}}
 	// The scope is part of each object's key, which a store indexes: one
 	// no store can keep would skip every event of the types at run time.
 	if err := checkKey("its scope (\"current:\" and the event types joined)", reg.scope); err != nil {
-		panic(fmt.Errorf("idempotency: OnCurrent: %w", err))
+		panic(errorf("OnCurrent: %w", err))
 	}
 	var zero T
 	name := fmt.Sprintf("%T (OnCurrent)", zero) // not the struct{} registered below
@@ -233,7 +233,7 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, e
 	scope := reg.scope
 	ot, ok := tx.(objectTx)
 	if !ok {
-		return fmt.Errorf("%w (got %T)", ErrNeedsStoreTx, tx)
+		return errorf("%w (got %T)", ErrNeedsStoreTx, tx)
 	}
 	id := ev.ObjectID // data.object.id, or a thin event's related_object.id
 	if id == "" {
@@ -266,7 +266,7 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, e
 	case errors.Is(err, ErrObjectNotFound):
 		return Skip("the API no longer knows the object (404)")
 	case err != nil:
-		return fmt.Errorf("idempotency: fetching the current object of %s: %w", ev.Type, err)
+		return errorf("fetching the current object of %s: %w", ev.Type, err)
 	}
 	if err := ot.markFetched(ctx, scope, id, now); err != nil {
 		return err

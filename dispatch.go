@@ -113,7 +113,7 @@ func describableError(err error) (out error) {
 	}
 	defer func() {
 		if recover() != nil {
-			out = fmt.Errorf("idempotency: returned an error of type %T whose Error method panics (a typed nil?)", err)
+			out = errorf("returned an error of type %s whose Error method panics (a typed nil?)", fmt.Sprintf("%T", err))
 		}
 	}()
 	_ = err.Error()
@@ -124,7 +124,7 @@ func describableError(err error) (out error) {
 // text names what timed out.
 func timeoutErr(ctx context.Context, d time.Duration, what string, err error) error {
 	if err != nil && ranOut(ctx) {
-		return fmt.Errorf("%w after %s (%s): %w", ErrTimeout, d, what, err)
+		return errorf("%w after %s (%s): %w", ErrTimeout, d, what, err)
 	}
 	return err
 }

@@ -3,12 +3,14 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
 )
@@ -47,6 +49,16 @@ func TestErrorTextPrefixOnce(t *testing.T) {
 		// Not the package's error: quoted as it is, whatever its text.
 		own := errors.New("idempotency: the service's own text")
 		require.Equal(t, "idempotency: permanent failure: idempotency: the service's own text", idempotency.Permanent(own).Error())
+	})
+
+	t.Run("retrieve", func(t *testing.T) {
+		t.Parallel()
+		fetch := idempotency.Retrieve(func(context.Context, string, *stripe.SubscriptionRetrieveParams) (*stripe.Subscription, error) {
+			return nil, &stripe.Error{HTTPStatusCode: http.StatusNotFound, Type: stripe.ErrorTypeInvalidRequest, Code: stripe.ErrorCodeResourceMissing}
+		})
+		_, err := fetch(t.Context(), "sub_1", "")
+		requirePrefixOnce(t, err, idempotency.ErrObjectNotFound)
+		requirePrefixOnce(t, err, idempotency.ErrStripeAPI)
 	})
 
 	for name, store := range bothPruners(t) {

@@ -231,7 +231,7 @@ type Handler struct {
 // registered in hs. It fails when cfg is invalid; see [Config].
 func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
 	if hs == nil {
-		return nil, errors.New("idempotency: NewHandler: nil *Handlers")
+		return nil, errorf("NewHandler: nil *Handlers")
 	}
 	h, err := newHandler(store, cfg)
 	if err != nil {
@@ -245,7 +245,7 @@ func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
 // without its dispatcher.
 func newHandler(store Store, cfg Config) (*Handler, error) {
 	if isNil(store) {
-		return nil, fmt.Errorf("idempotency: NewHandler: nil Store (a nil %T)", store)
+		return nil, errorf("NewHandler: nil Store (a nil %T)", store)
 	}
 	if err := checkSecrets(cfg.Secrets); err != nil {
 		return nil, err
@@ -259,7 +259,7 @@ func newHandler(store Store, cfg Config) (*Handler, error) {
 	case cfg.APIVersion == "":
 		cfg.APIVersion = stripe.APIVersion
 	case !validAPIVersion(cfg.APIVersion):
-		return nil, fmt.Errorf("idempotency: Config.APIVersion %q is not a Stripe API version such as %q", cfg.APIVersion, stripe.APIVersion)
+		return nil, errorf("Config.APIVersion %q is not a Stripe API version such as %q", cfg.APIVersion, stripe.APIVersion)
 	}
 	if err := defaultDuration(&cfg.Tolerance, DefaultTolerance, "Config.Tolerance"); err != nil {
 		return nil, err
@@ -269,7 +269,7 @@ func newHandler(store Store, cfg Config) (*Handler, error) {
 	}
 	switch {
 	case cfg.MaxBodyBytes < 0:
-		return nil, fmt.Errorf("idempotency: Config.MaxBodyBytes is negative (%d)", cfg.MaxBodyBytes)
+		return nil, errorf("Config.MaxBodyBytes is negative (%d)", cfg.MaxBodyBytes)
 	case cfg.MaxBodyBytes == 0:
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -303,17 +303,17 @@ func isNil(v any) bool {
 // that a misconfiguration fails at start-up rather than every delivery.
 func checkSecrets(secrets []string) error {
 	if len(secrets) == 0 {
-		return errors.New("idempotency: Config.Secrets: at least one webhook signing secret (whsec_...) is required")
+		return errorf("Config.Secrets: at least one webhook signing secret (whsec_...) is required")
 	}
 	for i, s := range secrets {
 		switch {
 		case strings.TrimSpace(s) == "":
-			return fmt.Errorf("idempotency: Config.Secrets[%d] is empty", i)
+			return errorf("Config.Secrets[%d] is empty", i)
 		case strings.TrimSpace(s) != s:
 			// A newline from an env file would fail every signature.
-			return fmt.Errorf("idempotency: Config.Secrets[%d] has leading or trailing white space", i)
+			return errorf("Config.Secrets[%d] has leading or trailing white space", i)
 		case isAPIKey(s):
-			return fmt.Errorf("idempotency: Config.Secrets[%d] is a Stripe API key, not a webhook signing secret: "+
+			return errorf("Config.Secrets[%d] is a Stripe API key, not a webhook signing secret: "+
 				"use the endpoint's signing secret (whsec_..., from the Dashboard's webhook page or `stripe listen`), and keep the API key out of the webhook's configuration", i)
 		}
 	}
@@ -347,7 +347,7 @@ func validAPIVersion(v string) bool {
 func defaultDuration(d *time.Duration, def time.Duration, field string) error {
 	switch {
 	case *d < 0:
-		return fmt.Errorf("idempotency: %s is negative (%s)", field, *d)
+		return errorf("%s is negative (%s)", field, *d)
 	case *d == 0:
 		*d = def
 	}
@@ -414,7 +414,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (in
 		return h.serveThin(r.Context(), payload, res)
 	}
 	if err != nil {
-		res.Err = fmt.Errorf("%w: %w", ErrMalformedEvent, err)
+		res.Err = errorf("%w: %w", ErrMalformedEvent, err)
 		return http.StatusBadRequest, bodyInvalidEvent
 	}
 	return h.accept(r.Context(), &env, payload, res)
@@ -425,7 +425,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, res *Result) (in
 // res and returns the answer.
 func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []byte, res *Result) (int, []byte) {
 	if err := checkEnvelope(env); err != nil {
-		res.Err = fmt.Errorf("%w: %w", ErrMalformedEvent, err)
+		res.Err = errorf("%w: %w", ErrMalformedEvent, err)
 		return http.StatusBadRequest, bodyInvalidEvent
 	}
 	res.EventID, res.EventType, res.ObjectID = env.ID, env.Type, env.ObjectID
@@ -459,9 +459,9 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 		// whatever the outcome beside it, and queued is the inbox's.
 		switch {
 		case outcome != OutcomeFailed && err != nil:
-			res.Err = fmt.Errorf("idempotency: the Store's Run answered the outcome %q with an error: %w", outcome, err)
+			res.Err = errorf("the Store's Run answered the outcome %q with an error: %w", outcome, err)
 		case outcome != OutcomeFailed:
-			res.Err = fmt.Errorf("idempotency: the Store's Run answered the outcome %q, which no delivery has", outcome)
+			res.Err = errorf("the Store's Run answered the outcome %q, which no delivery has", outcome)
 		}
 		res.Outcome = OutcomeFailed
 		return http.StatusInternalServerError, bodyFailed
@@ -483,7 +483,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		// hold the limit's worth of memory per connection.
 		buf, err := readFull(body, r.ContentLength)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUnreadableBody, err)
+			return nil, errorf("%w: %w", ErrUnreadableBody, err)
 		}
 		return buf, nil
 	}
@@ -493,7 +493,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		if errors.As(err, &tooLarge) {
 			return nil, ErrBodyTooLarge
 		}
-		return nil, fmt.Errorf("%w: %w", ErrUnreadableBody, err)
+		return nil, errorf("%w: %w", ErrUnreadableBody, err)
 	}
 	return buf, nil
 }
@@ -538,11 +538,11 @@ func (h *Handler) verify(payload []byte, header string, now time.Time) error {
 		// stripe-go parses the whole header again for each secret,
 		// allocating some 20 times its size: an unauthenticated sender's
 		// header of a megabyte would cost a second of CPU per secret.
-		return fmt.Errorf("%w: header over %d bytes", ErrInvalidSignature, maxSignatureHeader)
+		return errorf("%w: header over %d bytes", ErrInvalidSignature, maxSignatureHeader)
 	}
 	ts, ok := signatureTimestamp(header)
 	if !ok {
-		return fmt.Errorf("%w: no valid timestamp", ErrInvalidSignature)
+		return errorf("%w: no valid timestamp", ErrInvalidSignature)
 	}
 	if d := now.Sub(ts); d > h.cfg.Tolerance || d < -h.cfg.Tolerance {
 		return ErrTimestampOutsideTolerance
@@ -557,7 +557,7 @@ func (h *Handler) verify(payload []byte, header string, now time.Time) error {
 		case errors.Is(err, webhook.ErrNoValidSignature):
 			continue
 		default:
-			return fmt.Errorf("%w: %w", ErrInvalidSignature, err)
+			return errorf("%w: %w", ErrInvalidSignature, err)
 		}
 	}
 	return ErrInvalidSignature
@@ -592,7 +592,7 @@ func (h *Handler) checkAPIVersion(ctx context.Context, env *envelope.Envelope) e
 		return nil
 	}
 	if h.cfg.StrictAPIVersion {
-		return fmt.Errorf("%w: event %s has API version %q, Config.APIVersion is %q",
+		return errorf("%w: event %s has API version %q, Config.APIVersion is %q",
 			ErrAPIVersionMismatch, env.ID, env.APIVersion, h.cfg.APIVersion)
 	}
 	if _, seen := h.warnedVersions.LoadOrStore(env.APIVersion, true); !seen {

@@ -243,14 +243,14 @@ type Inbox struct {
 // [MemoryStore] and [PgxStore] do) or when cfg is invalid.
 func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
 	if isNil(store) {
-		return nil, fmt.Errorf("idempotency: NewInbox: nil Store (a nil %T)", store)
+		return nil, errorf("NewInbox: nil Store (a nil %T)", store)
 	}
 	backend, ok := store.(inboxBackend)
 	if !ok {
-		return nil, fmt.Errorf("idempotency: NewInbox: %T does not support the inbox (MemoryStore and PgxStore do)", store)
+		return nil, errorf("NewInbox: %T does not support the inbox (MemoryStore and PgxStore do)", store)
 	}
 	if hs == nil {
-		return nil, errors.New("idempotency: NewInbox: nil *Handlers")
+		return nil, errorf("NewInbox: nil *Handlers")
 	}
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -279,7 +279,7 @@ func (cfg *InboxConfig) setDefaults() error {
 	}{{"Workers", &cfg.Workers, DefaultWorkers}, {"MaxAttempts", &cfg.MaxAttempts, DefaultMaxAttempts}} {
 		switch {
 		case *f.v < 0:
-			return fmt.Errorf("idempotency: InboxConfig.%s is negative (%d)", f.name, *f.v)
+			return errorf("InboxConfig.%s is negative (%d)", f.name, *f.v)
 		case *f.v == 0:
 			*f.v = f.def
 		}
@@ -306,17 +306,17 @@ func (cfg *InboxConfig) setDefaults() error {
 	if cfg.Workers > maxInboxWorkers {
 		// Run starts a goroutine per worker and a queue twice as long:
 		// past an int's half, its make panics.
-		return fmt.Errorf("idempotency: InboxConfig.Workers %d is over %d", cfg.Workers, maxInboxWorkers)
+		return errorf("InboxConfig.Workers %d is over %d", cfg.Workers, maxInboxWorkers)
 	}
 	if cfg.PollInterval < minPollInterval {
 		// PollInterval: 1 is a nanosecond: Run would lease in a loop.
-		return fmt.Errorf("idempotency: InboxConfig.PollInterval (%s) is under %s: the workers would query the store in a loop (a unit left out? PollInterval: 1 is a nanosecond)", cfg.PollInterval, minPollInterval)
+		return errorf("InboxConfig.PollInterval (%s) is under %s: the workers would query the store in a loop (a unit left out? PollInterval: 1 is a nanosecond)", cfg.PollInterval, minPollInterval)
 	}
 	switch {
 	case cfg.IngestWorkers < 0:
-		return fmt.Errorf("idempotency: InboxConfig.IngestWorkers is negative (%d)", cfg.IngestWorkers)
+		return errorf("InboxConfig.IngestWorkers is negative (%d)", cfg.IngestWorkers)
 	case cfg.IngestWorkers > cfg.Workers:
-		return fmt.Errorf("idempotency: InboxConfig.IngestWorkers (%d) exceeds Workers (%d)", cfg.IngestWorkers, cfg.Workers)
+		return errorf("InboxConfig.IngestWorkers (%d) exceeds Workers (%d)", cfg.IngestWorkers, cfg.Workers)
 	case cfg.IngestWorkers == 0:
 		cfg.IngestWorkers = max(1, cfg.Workers/2)
 	}
@@ -324,7 +324,7 @@ func (cfg *InboxConfig) setDefaults() error {
 	// Timeout+minLeaseMargin around to a negative bound that every Lease
 	// passes.
 	if cfg.Timeout > math.MaxInt64-minLeaseMargin || cfg.Lease < cfg.Timeout+minLeaseMargin {
-		return fmt.Errorf("idempotency: InboxConfig.Lease (%s) must exceed Timeout (%s) by %s at least: a lease that expires while its attempt still runs hands the event to another worker, and the attempt is counted twice; and an event whose lease has less than Timeout left when a worker takes it is given back instead of attempted", cfg.Lease, cfg.Timeout, minLeaseMargin)
+		return errorf("InboxConfig.Lease (%s) must exceed Timeout (%s) by %s at least: a lease that expires while its attempt still runs hands the event to another worker, and the attempt is counted twice; and an event whose lease has less than Timeout left when a worker takes it is given back instead of attempted", cfg.Lease, cfg.Timeout, minLeaseMargin)
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = DefaultBackoff
@@ -356,7 +356,7 @@ func (cfg *InboxConfig) setDefaults() error {
 // without it is refused, as it would change nothing.
 func (in *Inbox) Handler(cfg Config) (*Handler, error) {
 	if cfg.DisableFastDecoder && in.d.fast {
-		return nil, errors.New("idempotency: Inbox.Handler: Config.DisableFastDecoder has no effect in inbox mode, where the workers decode data.object: set InboxConfig.DisableFastDecoder")
+		return nil, errorf("Inbox.Handler: Config.DisableFastDecoder has no effect in inbox mode, where the workers decode data.object: set InboxConfig.DisableFastDecoder")
 	}
 	h, err := newHandler(in.d.store, cfg)
 	if err != nil {
@@ -490,7 +490,7 @@ func (c *coalescer) do(fn func()) {
 // Inbox.
 func (in *Inbox) Run(ctx context.Context) error {
 	if !in.running.CompareAndSwap(false, true) {
-		return errors.New("idempotency: Inbox.Run is already running")
+		return errorf("Inbox.Run is already running")
 	}
 	defer in.running.Store(false)
 
@@ -888,7 +888,7 @@ func (in *Inbox) lease(ctx context.Context, n int) ([]inboxRow, error) {
 func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, now time.Time) {
 	ctx, done := in.cfg.Observer.attempt(ctx, in.log, rec, "")
 	res := Result{EventID: rec.EventID, EventType: rec.EventType, ObjectID: rec.ObjectID, Attempt: rec.Attempt,
-		Outcome: OutcomeFailed, State: InboxDeadLetter, Err: fmt.Errorf("%w after attempt %d", ErrLeaseExpired, rec.Attempt),
+		Outcome: OutcomeFailed, State: InboxDeadLetter, Err: errorf("%w after attempt %d", ErrLeaseExpired, rec.Attempt),
 		Duration: max(now.Sub(rec.AttemptedAt), 0)}
 	if rec.Kind == KindTask {
 		res.Kind = KindTask // empty for an event, as in every other event attempt's Result
@@ -961,7 +961,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 	}()
 	env, err := row.parsed()
 	if err != nil { // verified and parsed at ingest: the stored bytes changed
-		res.Outcome, res.Err = OutcomeFailed, fmt.Errorf("%w: stored payload: %w", ErrMalformedEvent, err)
+		res.Outcome, res.Err = OutcomeFailed, errorf("%w: stored payload: %w", ErrMalformedEvent, err)
 		res.State = settled(InboxDeadLetter, in.settle(ctx, &row, InboxDeadLetter, res.Err))
 		return
 	}
@@ -1018,14 +1018,14 @@ func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result)
 		case res.Err == nil:
 			res.Err = ErrLeaseLost
 		case !errors.Is(res.Err, ErrLeaseLost):
-			res.Err = fmt.Errorf("%w: %w", ErrLeaseLost, res.Err)
+			res.Err = errorf("%w: %w", ErrLeaseLost, res.Err)
 		}
 	}
 	if row.leaseLost && in.reportedByLease(ctx, row) {
 		onResult, res.State = nil, ""
-		lost := fmt.Errorf("%w after attempt %d", ErrLeaseExpired, row.Attempt)
+		lost := errorf("%w after attempt %d", ErrLeaseExpired, row.Attempt)
 		if res.Err != nil {
-			lost = fmt.Errorf("%w: %w", lost, res.Err)
+			lost = errorf("%w: %w", lost, res.Err)
 		}
 		res.Err = lost
 	}

@@ -265,7 +265,7 @@ func (f *RedriveFilter) check() error {
 	}
 	for _, s := range f.States {
 		if !s.Redrivable() {
-			return fmt.Errorf("idempotency: RedriveFilter.States: %q cannot be redriven (dead_letter and failed can)", s)
+			return errorf("RedriveFilter.States: %q cannot be redriven (dead_letter and failed can)", s)
 		}
 	}
 	for i, id := range f.EventIDs {
@@ -317,7 +317,7 @@ func (f *InboxFilter) check() error {
 	}
 	for _, s := range f.States {
 		if !slices.Contains(inboxStates, s) {
-			return fmt.Errorf("idempotency: InboxFilter.States: %q is not an inbox state", s)
+			return errorf("InboxFilter.States: %q is not an inbox state", s)
 		}
 	}
 	for i, id := range f.EventIDs {
@@ -365,7 +365,7 @@ func (st InboxStats) Events(state InboxState) int {
 // checkKind validates a filter's Kind: empty, event or task.
 func checkKind(filter string, k InboxKind) error {
 	if k != "" && k != KindEvent && k != KindTask {
-		return fmt.Errorf("idempotency: %s.Kind %q is not one of event, task", filter, k)
+		return errorf("%s.Kind %q is not one of event, task", filter, k)
 	}
 	return nil
 }
@@ -394,7 +394,7 @@ func (st *InboxStats) add(kind InboxKind, state InboxState, n int, oldest time.T
 func checkLimit(filter string, limit *int) error {
 	switch {
 	case *limit < 0 || *limit > MaxListLimit:
-		return fmt.Errorf("idempotency: %s.Limit %d is outside 0..%d", filter, *limit, MaxListLimit)
+		return errorf("%s.Limit %d is outside 0..%d", filter, *limit, MaxListLimit)
 	case *limit == 0:
 		*limit = defaultListLimit
 	}
@@ -422,7 +422,7 @@ func storableTime(t time.Time) bool {
 // time is an open bound.
 func checkFilterTime(field string, t time.Time) error {
 	if !storableTime(t) {
-		return fmt.Errorf("idempotency: %s is not a time between the years 1 and 9999", field)
+		return errorf("%s is not a time between the years 1 and 9999", field)
 	}
 	return nil
 }
@@ -437,7 +437,7 @@ func checkRange(filter string, since, until time.Time) error {
 		return err
 	}
 	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
-		return fmt.Errorf("idempotency: %s.Since (%s) is not before Until (%s)", filter, since.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))
+		return errorf("%s.Since (%s) is not before Until (%s)", filter, since.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))
 	}
 	return nil
 }

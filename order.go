@@ -63,7 +63,7 @@ func CheckOrder(ctx context.Context, tx Tx, scope, key string, created time.Time
 	}
 	ot, ok := tx.(objectTx)
 	if !ok {
-		return 0, fmt.Errorf("%w (got %T)", ErrNeedsStoreTx, tx)
+		return 0, errorf("%w (got %T)", ErrNeedsStoreTx, tx)
 	}
 	return ot.order(ctx, scope, key, created.Truncate(time.Second))
 }

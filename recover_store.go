@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -76,7 +75,7 @@ func (s *PgxStore) loadCheckpoint(ctx context.Context, name string) (recoveryChe
 	found, err := s.queryRow(ctx, s.recovery.load, []any{name},
 		&cp.Since, &cp.Types, &cp.OnlyUndelivered, &cp.LastEventID, &cp.LastCreated, &cp.UpdatedAt)
 	if err != nil {
-		return cp, false, fmt.Errorf("idempotency: loading recovery checkpoint: %w", err)
+		return cp, false, errorf("loading recovery checkpoint: %w", err)
 	}
 	return cp, found, nil
 }
@@ -89,7 +88,7 @@ func (s *PgxStore) saveCheckpoint(ctx context.Context, cp *recoveryCheckpoint) e
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("idempotency: saving recovery checkpoint: %w", s.unavailableErr(err))
+		return errorf("saving recovery checkpoint: %w", s.unavailableErr(err))
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package idempotency
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -318,7 +317,7 @@ func (tx *memoryTx) abortErr() error {
 	if tx.aborted != nil {
 		// %v, not %w: the cause no longer reads as a deadlock to retry,
 		// as PostgreSQL answers the commit of an aborted transaction.
-		return fmt.Errorf("%w: %v", errTxAborted, tx.aborted)
+		return errorf("%w: %v", errTxAborted, tx.aborted)
 	}
 	return nil
 }

@@ -62,10 +62,10 @@ func (s *MemoryStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, erro
 		return false, err
 	}
 	if r.EventID == "" {
-		return false, fmt.Errorf("idempotency: inbox: an event without an id")
+		return false, errorf("inbox: an event without an id")
 	}
 	if r.State != InboxPending && r.State != InboxIgnored {
-		return false, fmt.Errorf("idempotency: inbox: event %s enqueued as %q (pending or ignored expected)", r.EventID, r.State)
+		return false, errorf("inbox: event %s enqueued as %q (pending or ignored expected)", r.EventID, r.State)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -159,7 +159,7 @@ func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt i
 	switch st {
 	case InboxFailed, InboxDeadLetter, InboxProcessed, InboxIgnored, InboxSkipped, InboxPending:
 	default:
-		return false, fmt.Errorf("idempotency: inbox: an attempt cannot end as %q", st)
+		return false, errorf("inbox: an attempt cannot end as %q", st)
 	}
 	attemptedAt, nextAt, now, shownAttemptedAt = kept(attemptedAt), kept(nextAt), kept(now), kept(shownAttemptedAt)
 	for {

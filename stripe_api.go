@@ -102,7 +102,7 @@ func retrieveV2Event(ctx context.Context, c *stripe.Client, id, stripeContext st
 		return nil, apiError("retrieving the v2 event", err)
 	}
 	if res.LastResponse == nil {
-		return nil, fmt.Errorf("%w: retrieving the v2 event: the client's backend kept no answer", ErrStripeAPI)
+		return nil, errorf("%w: retrieving the v2 event: the client's backend kept no answer", ErrStripeAPI)
 	}
 	return res.LastResponse.RawJSON, nil
 }
@@ -111,7 +111,7 @@ func retrieveV2Event(ctx context.Context, c *stripe.Client, id, stripeContext st
 // through, at construction rather than at each delivery.
 func checkStripeClient(field string, c *stripe.Client) error {
 	if c == nil || c.V1Events == nil || c.V1Events.B == nil || c.V2CoreEvents == nil || c.V2CoreEvents.B == nil {
-		return fmt.Errorf("idempotency: %s is nil or not made by stripe.NewClient", field)
+		return errorf("%s is nil or not made by stripe.NewClient", field)
 	}
 	return nil
 }

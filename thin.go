@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
@@ -35,7 +34,7 @@ func (h *Handler) serveThin(ctx context.Context, notification []byte, res *Resul
 		err = checkEnvelope(&envelope.Envelope{ID: n.ID, Type: n.Type, Account: n.Context, Replaced: n.Replaced})
 	}
 	if err != nil {
-		res.Err = fmt.Errorf("%w: thin event notification: %w", ErrMalformedEvent, err)
+		res.Err = errorf("%w: thin event notification: %w", ErrMalformedEvent, err)
 		return http.StatusBadRequest, bodyInvalidEvent
 	}
 	res.EventID, res.EventType = n.ID, n.Type
@@ -54,9 +53,9 @@ func (h *Handler) serveThin(ctx context.Context, notification []byte, res *Resul
 		env, err = envelope.ParseV2Event(payload)
 		switch {
 		case err != nil:
-			err = fmt.Errorf("%w: the v2 event fetched for %s: %w", ErrStripeAPI, n.ID, err)
+			err = errorf("%w: the v2 event fetched for %s: %w", ErrStripeAPI, n.ID, err)
 		case env.ID != n.ID || env.Type != n.Type:
-			err = fmt.Errorf("%w: the v2 event fetched for %s has another id or type", ErrStripeAPI, n.ID)
+			err = errorf("%w: the v2 event fetched for %s has another id or type", ErrStripeAPI, n.ID)
 		}
 	}
 	if err != nil {

@@ -1,0 +1,127 @@
+package idempotency
+
+import (
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestErrorsMadeByErrorf: the package makes its errors with the prefix
+// one way, so that an error wrapping another of its own never repeats
+// "idempotency: ": no fmt.Errorf or errors.New with the prefix (or a %w
+// first: a sentinel's detail) outside the sentinels, and every sentinel
+// made by errors.New with the prefix is listed in sentinels, which
+// ownError knows.
+func TestErrorsMadeByErrorf(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	declared := map[string]bool{} // package-level errors.New("idempotency: ...")
+	listed := map[string]bool{}   // the names in sentinels
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		sentinelCalls := map[ast.Expr]bool{}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.VAR {
+				continue
+			}
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, v := range vs.Values {
+					name := vs.Names[i].Name
+					if name == "sentinels" {
+						for _, elt := range v.(*ast.CompositeLit).Elts {
+							listed[elt.(*ast.Ident).Name] = true
+						}
+					}
+					if call, ok := v.(*ast.CallExpr); ok && callee(call) == "errors.New" && prefixed(call) {
+						declared[name], sentinelCalls[v] = true, true
+					}
+				}
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || sentinelCalls[call] {
+				return true
+			}
+			switch callee(call) {
+			case "fmt.Errorf", "errors.New":
+				if format, ok := literal(call); ok && (strings.HasPrefix(format, errPrefix) || strings.HasPrefix(format, "%w")) {
+					t.Errorf("%s: %s(%q): make it with errorf", fset.Position(call.Pos()), callee(call), format)
+				}
+			}
+			return true
+		})
+	}
+	require.NotEmpty(t, declared)
+	require.Equal(t, declared, listed, "the sentinels made by errors.New, and those listed in sentinels")
+}
+
+func callee(call *ast.CallExpr) string {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return ""
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	if !ok {
+		return ""
+	}
+	return pkg.Name + "." + sel.Sel.Name
+}
+
+func literal(call *ast.CallExpr) (string, bool) {
+	if len(call.Args) == 0 {
+		return "", false
+	}
+	lit, ok := call.Args[0].(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return "", false
+	}
+	s, err := strconv.Unquote(lit.Value)
+	return s, err == nil
+}
+
+func prefixed(call *ast.CallExpr) bool {
+	s, ok := literal(call)
+	return ok && strings.HasPrefix(s, errPrefix)
+}
+
+// TestErrorfUnwrapsAsErrorf: errorf's error unwraps as fmt.Errorf's
+// would, one %w to errors.Unwrap, more to Unwrap() []error, quotes an
+// error that is not the package's as it is, and does not panic on a typed
+// nil of the package's error types.
+func TestErrorfUnwrapsAsErrorf(t *testing.T) {
+	t.Parallel()
+	err := errorf("forget %q: %w", "evt_1", ErrForgetTask)
+	require.Same(t, ErrForgetTask, errors.Unwrap(err))
+	require.EqualError(t, err, `idempotency: forget "evt_1": a task's id cannot be forgotten: enqueueing its key again would run it again`)
+
+	foreign := errors.New("idempotency: a handler's own text")
+	err = errorf("%w: %w", ErrLeaseLost, foreign)
+	require.Nil(t, errors.Unwrap(err))
+	require.Equal(t, []error{ErrLeaseLost, foreign}, err.(interface{ Unwrap() []error }).Unwrap())
+	require.EqualError(t, err, "idempotency: inbox lease lost to a newer attempt: idempotency: a handler's own text")
+
+	err = errorf("no operand")
+	require.Nil(t, errors.Unwrap(err))
+	require.EqualError(t, err, "idempotency: no operand")
+
+	var typedNil *PermanentError
+	err = errorf("%w after 1s: %w", ErrTimeout, error(typedNil))
+	require.ErrorIs(t, err, ErrTimeout)
+	require.EqualError(t, err, "idempotency: timed out after 1s: <nil>", "fmt's text for a nil receiver; no panic")
+}
