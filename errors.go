@@ -91,14 +91,10 @@ func ownText(err error) (text string, own bool) {
 // package: a sentinel, an error of errorf or one of the package's error
 // types.
 func ownError(err error) bool {
-	switch e := err.(type) {
+	switch err.(type) {
 	case *packageError, *packageErrors, *SkipError, *PanicError, *DecodeError,
 		*PermanentError, *SnoozeError, *deadlockError, *stripeAPIError:
 		return true
-	case *handlerErr:
-		return ownError(e.err)
-	case *chainedSessionLost:
-		return ownError(e.err)
 	}
 	return slices.Contains(sentinels, err)
 }
