@@ -46,6 +46,7 @@ func TestErrorTextPrefixOnce(t *testing.T) {
 	t.Run("permanent", func(t *testing.T) {
 		t.Parallel()
 		requirePrefixOnce(t, idempotency.Permanent(idempotency.ErrObjectNotFound), idempotency.ErrObjectNotFound)
+		requirePrefixOnce(t, &idempotency.PanicError{Value: idempotency.ErrTxDone}, idempotency.ErrTxDone)
 		// Not the package's error: quoted as it is, whatever its text.
 		own := errors.New("idempotency: the service's own text")
 		require.Equal(t, "idempotency: permanent failure: idempotency: the service's own text", idempotency.Permanent(own).Error())

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -124,4 +125,27 @@ func TestErrorfUnwrapsAsErrorf(t *testing.T) {
 	err = errorf("%w after 1s: %w", ErrTimeout, error(typedNil))
 	require.ErrorIs(t, err, ErrTimeout)
 	require.EqualError(t, err, "idempotency: timed out after 1s: <nil>", "fmt's text for a nil receiver; no panic")
+}
+
+// TestErrorfKnowsEveryOwnType: every error type of the package, wrapped
+// by errorf, is quoted without its prefix, and stays reachable.
+func TestErrorfKnowsEveryOwnType(t *testing.T) {
+	t.Parallel()
+	for _, own := range []error{
+		ErrTxDone,
+		errorf("made by errorf"),
+		errorf("%w: %w", ErrTimeout, ErrTxDone),
+		&SkipError{Reason: "refunded by hand"},
+		newPanicError("boom"),
+		&DecodeError{EventType: "invoice.paid", Target: "*stripe.Invoice", Err: errors.New("decoder")},
+		Permanent(nil),
+		Snooze(time.Second),
+		&deadlockError{},
+		&stripeAPIError{op: "retrieving the object", status: 404},
+	} {
+		err := errorf("context: %w", own)
+		require.Equal(t, 1, strings.Count(err.Error(), errPrefix), "%T: %s", own, err)
+		require.Equal(t, errPrefix+"context: "+strings.TrimPrefix(own.Error(), errPrefix), err.Error())
+		require.ErrorIs(t, err, own)
+	}
 }
