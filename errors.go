@@ -32,9 +32,10 @@ const errPrefix = "idempotency: "
 // errors.As and errors.Unwrap find the operands of %w themselves. An error
 // that is not the package's (a handler's, pgx's, stripe-go's) is quoted as
 // it is, whatever its text. An error operand is written as its text: give
-// it to %w or %v, never %T (pass fmt.Sprintf("%T", err) to %s). New code makes its errors with errorf, never
-// with fmt.Errorf or errors.New and the prefix, so that ownError knows
-// them when they are wrapped in turn; a new sentinel goes in sentinels.
+// it to %w or %v, never %T (pass fmt.Sprintf("%T", err) to %s). New code
+// makes its errors with errorf, never with fmt.Errorf or errors.New and
+// the prefix, so that ownError knows them when they are wrapped in turn;
+// a new sentinel goes in sentinels (TestErrorsMadeByErrorf checks both).
 func errorf(format string, args ...any) error {
 	wrapped := fmt.Errorf(format, args...)
 	shown := slices.Clone(args)
@@ -77,8 +78,8 @@ func ownText(err error) (text string, own bool) {
 	if !ownError(err) {
 		return "", false
 	}
-	// A typed nil of the package's error types, returned by a handler:
-	// fmt, given it as it is, reports the Error method's panic.
+	// A typed nil of the package's error types, returned by a handler,
+	// panics in Error: given to fmt as it is, it is printed "<nil>".
 	defer func() {
 		if recover() != nil {
 			text, own = "", false
