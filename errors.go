@@ -107,7 +107,7 @@ var sentinels = []error{
 	ErrMethodNotAllowed, ErrUnreadableBody,
 	ErrTimeout, ErrStoreUnavailable, ErrDeadlock, ErrInvalidKey, ErrTxDone,
 	ErrTxBusy, ErrLeaseExpired, ErrLeaseLost, ErrTaskNotRegistered,
-	ErrTxOwnedByStore, ErrNotOwner, errTxAborted,
+	ErrTxOwnedByStore, ErrNotOwner, ErrNoHandler, errTxAborted,
 	ErrDuplicateRegistration, ErrNeedsStoreTx, ErrObjectNotFound,
 	ErrStripeAPI, ErrRecoveryWindow, ErrCheckpointMismatch,
 	ErrPruneRunning, ErrUnfinished, ErrForgetTask,

@@ -969,7 +969,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 		if in.cfg.Now().Sub(row.ReceivedAt) < in.cfg.RetryUnhandledFor {
 			// A process that had the handler stored it: one of another
 			// release (a rolling deploy) is to apply it.
-			res.Outcome, res.Err = OutcomeFailed, fmt.Errorf("%w: %s (retried for %s after it was received)", ErrNoHandler, env.Type, in.cfg.RetryUnhandledFor)
+			res.Outcome, res.Err = OutcomeFailed, errorf("%w: %s (retried for %s after it was received)", ErrNoHandler, env.Type, in.cfg.RetryUnhandledFor)
 			res.State = in.settleFailure(ctx, &row, res.Err)
 			return
 		}

@@ -861,7 +861,7 @@ func statementCacheHint(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == "42P05" || pgErr.Code == "26000") &&
 		strings.Contains(pgErr.Message, `"stmtcache_`) {
-		return fmt.Errorf("%w (pgx's cached prepared statements on a connection pooler in transaction mode, such as PgBouncer: add default_query_exec_mode=exec to the database URL)", err)
+		return errorf("%w (pgx's cached prepared statements on a connection pooler in transaction mode, such as PgBouncer: add default_query_exec_mode=exec to the database URL)", err)
 	}
 	return err
 }
