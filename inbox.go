@@ -1037,12 +1037,17 @@ func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result)
 // very attempt. This process's MaxAttempts cannot tell, since the
 // processes of one inbox may differ in it during a deploy; it decides only
 // when the row no longer tells: it cannot be read, or it was forgotten
-// or redriven (its attempts started again) since.
+// or redriven (its attempts started again) since. A row leased again at
+// row's attempt under a newer lease (not pending: a snoozed task shows
+// its own lease's time) was redriven too: without a redrive, the attempt
+// numbers of the leases after row's only grow, and a lease given back
+// shows the time of the attempt before it.
 func (in *Inbox) reportedByLease(ctx context.Context, row *inboxRow) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
 	defer cancel()
 	recs, err := in.store.inboxList(ctx, InboxFilter{EventIDs: []string{row.EventID}, Limit: 1})
-	if err != nil || len(recs) == 0 || recs[0].Attempt < row.Attempt {
+	if err != nil || len(recs) == 0 || recs[0].Attempt < row.Attempt ||
+		recs[0].Attempt == row.Attempt && recs[0].State != InboxPending && !recs[0].AttemptedAt.Equal(row.AttemptedAt) {
 		return row.Attempt >= in.cfg.MaxAttempts
 	}
 	return recs[0].State == InboxDeadLetter && recs[0].Attempt == row.Attempt

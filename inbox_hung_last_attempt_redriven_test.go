@@ -16,14 +16,15 @@ import (
 // TestInboxHungLastAttemptRedrivenOrForgottenReportedOnce: a worker hangs
 // holding an event's last attempt past its lease; the next lease
 // dead-letters it and reports that attempt. An operator then redrives the
-// dead letter, or forgets the event, before the hung worker returns. The
-// worker's end must still not reach OnResult a second time: the row no
-// longer shows the dead letter at that attempt (pending at attempt 0, or
-// gone), which does not mean that no lease reported it. Both stores, on a
-// fake clock.
+// dead letter (and a worker may lease it again, at attempt 1 once more), or
+// forgets the event, before the hung worker returns. The worker's end must
+// still not reach OnResult a second time: the row no longer shows the dead
+// letter at that attempt (pending at attempt 0, processing at attempt 1
+// under a newer lease, or gone), which does not mean that no lease
+// reported it. Both stores, on a fake clock.
 func TestInboxHungLastAttemptRedrivenOrForgottenReportedOnce(t *testing.T) {
 	t.Parallel()
-	for _, meanwhile := range []string{"redriven", "forgotten"} {
+	for _, meanwhile := range []string{"redriven", "redriven and leased again", "forgotten"} {
 		for name, store := range bothStores(t) {
 			t.Run(meanwhile+"/"+name, func(t *testing.T) {
 				t.Parallel()
@@ -52,11 +53,18 @@ func TestInboxHungLastAttemptRedrivenOrForgottenReportedOnce(t *testing.T) {
 				require.Equal(t, idempotency.InboxDeadLetter, res.State)
 				require.ErrorIs(t, res.Err, idempotency.ErrLeaseExpired)
 
-				if meanwhile == "redriven" {
+				if meanwhile != "forgotten" {
 					n, err := inbox.Redrive(t.Context(), idempotency.RedriveFilter{EventIDs: []string{"evt_hung"}})
 					require.NoError(t, err)
 					require.Equal(t, 1, n)
-				} else {
+				}
+				if meanwhile == "redriven and leased again" {
+					again, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
+					require.NoError(t, err)
+					require.Len(t, again, 1)
+					require.Equal(t, 1, again[0].Attempt(), "the redrive's fresh budget")
+				}
+				if meanwhile == "forgotten" {
 					ok, err := inbox.Forget(t.Context(), "evt_hung")
 					require.NoError(t, err)
 					require.True(t, ok)
