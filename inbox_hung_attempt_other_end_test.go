@@ -1,6 +1,7 @@
 package idempotency_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync/atomic"
@@ -21,7 +22,11 @@ import (
 // at attempt 1). No lease reported attempt 1 in either case, so the hung
 // worker's end must reach OnResult, failed: the row's state alone
 // (dead_letter) or its attempt alone (1) does not say the lease reported
-// it. Both stores, on a fake clock.
+// it. The hung worker's process may count fewer attempts (a deploy that
+// raised MaxAttempts): its attempt 1, its last, snoozed over by the
+// taker, is no redrive although the row shows attempt 1 under another
+// lease time, and it is reported by the worker. Both stores, on a fake
+// clock.
 func TestInboxHungAttemptReportedWhenTheNextEndedOtherwise(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -29,9 +34,11 @@ func TestInboxHungAttemptReportedWhenTheNextEndedOtherwise(t *testing.T) {
 		maxAttempts int
 		next        error // what the taker's run returns
 		state       idempotency.InboxState
+		hungMax     int // the hung worker's process's MaxAttempts; 0: maxAttempts
 	}{
-		{"dead-lettered", 2, errors.New("the provider refuses"), idempotency.InboxDeadLetter},
-		{"snoozed", 3, idempotency.Snooze(time.Hour), idempotency.InboxPending},
+		{"dead-lettered", 2, errors.New("the provider refuses"), idempotency.InboxDeadLetter, 0},
+		{"snoozed", 3, idempotency.Snooze(time.Hour), idempotency.InboxPending, 0},
+		{"snoozed after its last", 3, idempotency.Snooze(time.Hour), idempotency.InboxPending, 1},
 	} {
 		for name, store := range bothStores(t) {
 			t.Run(c.name+"/"+name, func(t *testing.T) {
@@ -50,16 +57,20 @@ func TestInboxHungAttemptReportedWhenTheNextEndedOtherwise(t *testing.T) {
 					return err
 				})
 				var rs misuseResults
-				inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-					Now: clock.Now, MaxAttempts: c.maxAttempts, Lease: time.Minute, Timeout: 10 * time.Second,
-					Logger: discardLogger(), OnResult: rs.add,
-				})
-				require.NoError(t, err)
+				process := func(maxAttempts int) *idempotency.Inbox {
+					in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+						Now: clock.Now, MaxAttempts: maxAttempts, Lease: time.Minute, Timeout: 10 * time.Second,
+						Logger: discardLogger(), OnResult: rs.add,
+					})
+					require.NoError(t, err)
+					return in
+				}
+				inbox, old := process(c.maxAttempts), process(cmp.Or(c.hungMax, c.maxAttempts))
 				h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Now: clock.Now})
 				require.NoError(t, err)
 				require.Equal(t, idempotency.OutcomeProcessed, idempotencytest.Deliver(h, invoicePayload(t, "evt_hung", "in_hung", "acct_1"), testSecret).Outcome)
 
-				hung, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
+				hung, err := idempotency.LeaseInbox(t.Context(), old, 1)
 				require.NoError(t, err)
 				require.Len(t, hung, 1)
 				clock.Advance(time.Minute)
@@ -71,7 +82,7 @@ func TestInboxHungAttemptReportedWhenTheNextEndedOtherwise(t *testing.T) {
 				require.True(t, ok)
 				require.Equal(t, c.state, rec.State)
 
-				idempotency.ApplyLeased(t.Context(), inbox, hung[0]) // the hung worker returns
+				idempotency.ApplyLeased(t.Context(), old, hung[0]) // the hung worker returns
 				rs.mu.Lock()
 				got := make([]idempotency.Result, len(rs.all))
 				for i, r := range rs.all {
