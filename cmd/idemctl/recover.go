@@ -134,7 +134,7 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 				Now: func() time.Time { return since.now },
 				OnPage: func(rep idempotency.RecoverReport) {
 					pages++
-					m.set(rep.Listed, fmt.Sprintf("%d pages, %d events received", pages, rep.Listed))
+					m.set(rep.Listed, fmt.Sprintf("%s, %s received", count(pages, "page", "pages"), count(rep.Listed, "event", "events")))
 				},
 			})
 			m.done()
@@ -148,7 +148,7 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			case err != nil:
 				return a.storeErr(err)
 			case rep.Failed > 0:
-				return fmt.Errorf("%d events failed to be stored, first %s; run again (with -checkpoint, it continues before them)", rep.Failed, rep.FailedIDs[0])
+				return fmt.Errorf("%s to be stored, first %s; run again (with -checkpoint, it continues before them)", count(rep.Failed, "event failed", "events failed"), rep.FailedIDs[0])
 			}
 			return nil
 		}

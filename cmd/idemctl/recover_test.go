@@ -84,7 +84,7 @@ func TestRecover(t *testing.T) {
 	require.Regexp(t, `(?m)^duplicate\s+0`, r.stdout)
 	require.Regexp(t, `(?m)^failed\s+0`, r.stdout)
 	require.Regexp(t, `(?m)^checkpoint at\s+evt_rec_3$`, r.stdout)
-	require.Contains(t, r.stderr, "idemctl: recover: 1 pages, 3 events received\n", "progress while paging")
+	require.Contains(t, r.stderr, "idemctl: recover: 1 page, 3 events received\n", "progress while paging")
 	require.NotContains(t, r.stdout+r.stderr, stripeKey)
 	q := api.queries[0]
 	require.ElementsMatch(t, []string{"charge.failed", "invoice.paid"}, append(q["types[0]"], q["types[1]"]...), q)
