@@ -17,7 +17,9 @@ import (
 // no further: watching must not fail a delivery or an attempt, nor end an
 // inbox worker's process. What the func would have given is then left
 // out: a Delivery or an Attempt that panics leaves the context as it was
-// and has no done; a Link that panics stores no link.
+// and has no done; a Link that panics stores no link. A Delivery or an
+// Attempt that returns a nil context leaves the context as it was, and
+// its done is called.
 type Observer struct {
 	// Delivery is called when a request reaches a [Handler], synchronous or
 	// of an inbox, before anything is read. The context it returns is the
@@ -87,21 +89,23 @@ func callHook(ctx context.Context, log *slog.Logger, hook string, res *Result, f
 }
 
 // delivery calls o's Delivery, if any, for r, whose context is ctx; it
-// returns ctx and no done when there is none or it panicked.
+// returns ctx and no done when there is none or it panicked, and ctx with
+// its done when it returned a nil context.
 func (o *Observer) delivery(ctx context.Context, log *slog.Logger, r *http.Request) (context.Context, func(Result)) {
 	if o == nil || o.Delivery == nil {
 		return ctx, nil
 	}
 	var out context.Context
 	var done func(Result)
-	if callHook(ctx, log, "Observer.Delivery", nil, func() { out, done = o.Delivery(ctx, r) }) || out == nil {
+	if callHook(ctx, log, "Observer.Delivery", nil, func() { out, done = o.Delivery(ctx, r) }) {
 		return ctx, nil
 	}
-	return out, done
+	return keptContext(out, ctx), done
 }
 
 // attempt calls o's Attempt, if any, for rec; it returns ctx and no done
-// when there is none or it panicked.
+// when there is none or it panicked, and ctx with its done when it
+// returned a nil context.
 func (o *Observer) attempt(ctx context.Context, log *slog.Logger, rec InboxRecord, link string) (context.Context, func(Result)) {
 	if o == nil || o.Attempt == nil {
 		return ctx, nil
@@ -109,10 +113,20 @@ func (o *Observer) attempt(ctx context.Context, log *slog.Logger, rec InboxRecor
 	var out context.Context
 	var done func(Result)
 	res := Result{Kind: rec.Kind, EventID: rec.EventID, EventType: rec.EventType}
-	if callHook(ctx, log, "Observer.Attempt", &res, func() { out, done = o.Attempt(ctx, rec, link) }) || out == nil {
+	if callHook(ctx, log, "Observer.Attempt", &res, func() { out, done = o.Attempt(ctx, rec, link) }) {
 		return ctx, nil
 	}
-	return out, done
+	return keptContext(out, ctx), done
+}
+
+// keptContext is out, the context a Delivery or an Attempt returned, or
+// ctx, the one it was given, when out is nil: its done is called all the
+// same.
+func keptContext(out, ctx context.Context) context.Context {
+	if out == nil {
+		return ctx
+	}
+	return out
 }
 
 // fetchObserver is an Observer's Fetch with the log of its panics, as an
