@@ -566,6 +566,7 @@ func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
 	case r.claimed(ctx, &ev.env):
 		res.Outcome = OutcomeDuplicate
 	default:
+		res.Outcome = OutcomeRejected // what accept refuses, as ServeHTTP's serve starts
 		r.h.accept(ctx, &ev.env, ev.raw, &res)
 	}
 	rep := r.report
