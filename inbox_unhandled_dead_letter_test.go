@@ -1,8 +1,6 @@
 package idempotency_test
 
 import (
-	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -27,18 +25,8 @@ func TestInboxUnhandledTypeDeadLetteredAtMaxAttempts(t *testing.T) {
 			var results []idempotency.Result
 			cfg := idempotency.InboxConfig{Now: clock.Now, Logger: discardLogger(), MaxAttempts: 2,
 				OnResult: func(r idempotency.Result) { results = append(results, r) }}
-			applied := 0
-			updated := idempotency.NewHandlers()
-			idempotency.On(updated, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error {
-				applied++
-				return nil
-			})
-			newRelease, err := idempotency.NewInbox(store, updated, cfg)
-			require.NoError(t, err)
-			h, err := newRelease.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Now: clock.Now})
-			require.NoError(t, err)
-			oldRelease, err := idempotency.NewInbox(store, idempotency.NewHandlers(), cfg)
-			require.NoError(t, err)
+			applied := map[string]int{}
+			newRelease, h, oldRelease := rollingReleases(t, store, cfg, applied)
 
 			a := idempotencytest.Deliver(h, invoicePayload(t, "evt_unhandled_dl", "in_unhandled_dl", "acct_1"), testSecret)
 			require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
@@ -64,7 +52,7 @@ func TestInboxUnhandledTypeDeadLetteredAtMaxAttempts(t *testing.T) {
 			n, err = newRelease.WorkDue(t.Context())
 			require.NoError(t, err)
 			require.Equal(t, 1, n)
-			require.Equal(t, 1, applied)
+			require.Equal(t, map[string]int{"evt_unhandled_dl": 1}, applied)
 		})
 	}
 }

@@ -29,17 +29,7 @@ func TestInboxUnhandledTypeRetried(t *testing.T) {
 			cfg := idempotency.InboxConfig{Now: clock.Now, Logger: discardLogger(),
 				OnResult: func(r idempotency.Result) { results = append(results, r) }}
 			applied := map[string]int{}
-			updated := idempotency.NewHandlers()
-			idempotency.On(updated, "invoice.paid", func(_ context.Context, _ idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
-				applied[ev.ID]++
-				return nil
-			})
-			newRelease, err := idempotency.NewInbox(store, updated, cfg)
-			require.NoError(t, err)
-			h, err := newRelease.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Now: clock.Now})
-			require.NoError(t, err)
-			oldRelease, err := idempotency.NewInbox(store, idempotency.NewHandlers(), cfg)
-			require.NoError(t, err)
+			newRelease, h, oldRelease := rollingReleases(t, store, cfg, applied)
 			deliver := func(id string) {
 				t.Helper()
 				a := idempotencytest.Deliver(h, invoicePayload(t, id, "in_"+id, "acct_1"), testSecret)
@@ -88,4 +78,24 @@ func TestInboxUnhandledTypeRetried(t *testing.T) {
 			require.Equal(t, map[string]int{"evt_rolling": 1}, applied)
 		})
 	}
+}
+
+// rollingReleases are two inboxes of a rolling deploy on store, with cfg:
+// the new release's, which has a handler of invoice.paid (counting the
+// events it applies in applied) and the Handler that stores them, and the
+// old release's, which has none.
+func rollingReleases(t *testing.T, store idempotency.Store, cfg idempotency.InboxConfig, applied map[string]int) (newRelease *idempotency.Inbox, h *idempotency.Handler, oldRelease *idempotency.Inbox) {
+	t.Helper()
+	updated := idempotency.NewHandlers()
+	idempotency.On(updated, "invoice.paid", func(_ context.Context, _ idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		applied[ev.ID]++
+		return nil
+	})
+	newRelease, err := idempotency.NewInbox(store, updated, cfg)
+	require.NoError(t, err)
+	h, err = newRelease.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Now: cfg.Now})
+	require.NoError(t, err)
+	oldRelease, err = idempotency.NewInbox(store, idempotency.NewHandlers(), cfg)
+	require.NoError(t, err)
+	return newRelease, h, oldRelease
 }
