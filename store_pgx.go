@@ -65,10 +65,10 @@ type PgxConfig struct {
 	// process for the first copy's outcome rather than each on the claim
 	// row. The database stays the authority for every id not remembered, so
 	// replicas agree with each other as they do with the memories off. It
-	// also sizes the memory of event ids this
-	// process stored in the inbox, which answers an inbox redelivery
-	// duplicate without a round trip in the same way. Defaults to 16384;
-	// negative turns both memories off, and with them the in-process wait.
+	// also sizes the memory of event ids this process stored in the inbox,
+	// which answers an inbox redelivery duplicate without a round trip in
+	// the same way. Defaults to 16384; negative turns both memories off,
+	// and with them the in-process wait.
 	RecentClaims int
 
 	// RecentClaimsTTL is how long an id stays in those memories. It bounds
@@ -829,6 +829,8 @@ var readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 const (
 	pgSerializationFailure = "40001"
 	pgDeadlockDetected     = "40P01"
+	pgDuplicatePrepared    = "42P05"
+	pgInvalidStatementName = "26000"
 )
 
 // retryable reports a conflict that a new attempt of the whole transaction
@@ -859,7 +861,7 @@ func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
 // mode.
 func statementCacheHint(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P05" || pgErr.Code == "26000") &&
+	if errors.As(err, &pgErr) && (pgErr.Code == pgDuplicatePrepared || pgErr.Code == pgInvalidStatementName) &&
 		strings.Contains(pgErr.Message, `"stmtcache_`) {
 		return errorf("%w (pgx's cached prepared statements on a connection pooler in transaction mode, such as PgBouncer: add default_query_exec_mode=exec to the database URL)", err)
 	}
