@@ -88,6 +88,15 @@ func ownText(err error) (text string, own bool) {
 	return strings.TrimPrefix(err.Error(), errPrefix), true
 }
 
+// quotedText is err's text as an error of the package quotes it: without
+// its leading errPrefix when err is one of the package's own.
+func quotedText(err error) string {
+	if text, own := ownText(err); own {
+		return text
+	}
+	return err.Error()
+}
+
 // ownError reports whether err, not what it wraps, was made by the
 // package: a sentinel, an error of errorf or one of the package's error
 // types.
@@ -354,10 +363,7 @@ func panicText(v any) (text string) {
 				text = fmt.Sprintf("a value of type %T whose Error method panicked", v)
 			}
 		}()
-		if text, own := ownText(v); own {
-			return text
-		}
-		return v.Error()
+		return quotedText(v)
 	}
 	return fmt.Sprintf("a value of type %T", v)
 }
@@ -425,12 +431,7 @@ func jsonKind(value string) string {
 // PermanentError is the error [Permanent] returns.
 type PermanentError struct{ Err error }
 
-func (e *PermanentError) Error() string {
-	if text, own := ownText(e.Err); own {
-		return "idempotency: permanent failure: " + text
-	}
-	return "idempotency: permanent failure: " + e.Err.Error()
-}
+func (e *PermanentError) Error() string { return errPrefix + "permanent failure: " + quotedText(e.Err) }
 func (e *PermanentError) Unwrap() error { return e.Err }
 
 // Permanent tells the inbox that a task can never succeed (the provider
