@@ -20,20 +20,73 @@ import (
 // first: a sentinel's detail) outside the sentinels, and every sentinel
 // made by errors.New with the prefix is listed in sentinels, which
 // ownError knows. A format written as a sum (errPrefix + "...") counts as
-// its literal would.
+// its literal would, and fmt or errors imported under another name count
+// as themselves. Every type with an Error method is in ownError's type
+// switch or in notOwn, so that a new one is a decision, not an omission.
 func TestErrorsMadeByErrorf(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	fset := token.NewFileSet()
-	declared := map[string]bool{} // package-level errors.New("idempotency: ...")
-	listed := map[string]bool{}   // the names in sentinels
+	declared := map[string]bool{}   // package-level errors.New("idempotency: ...")
+	listed := map[string]bool{}     // the names in sentinels
+	errorTypes := map[string]bool{} // the types with an Error method
+	ownTypes := map[string]bool{}   // the types in ownError's switch
+	// notOwn are the error types whose text is not the package's own:
+	// what they wrap is someone else's, or their text has no prefix and
+	// is wrapped by errorf where it is returned.
+	notOwn := map[string]bool{
+		"argsDecodeError":    true, // wrapped by errorf where a task is decoded
+		"chainedSessionLost": true, // pgx's error, carried to retry
+		"handlerErr":         true, // a handler's error, kept as it is
+	}
 	for _, file := range files {
 		if strings.HasSuffix(file, "_test.go") {
 			continue
 		}
 		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
 		require.NoError(t, err)
+		imported := map[string]string{} // local name -> "fmt" or "errors"
+		for _, spec := range f.Imports {
+			path, _ := strconv.Unquote(spec.Path.Value)
+			if path == "fmt" || path == "errors" {
+				local := path
+				if spec.Name != nil {
+					local = spec.Name.Name
+				}
+				imported[local] = path
+			}
+		}
+		callee := func(call *ast.CallExpr) string {
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return ""
+			}
+			pkg, ok := sel.X.(*ast.Ident)
+			if !ok || imported[pkg.Name] == "" {
+				return ""
+			}
+			return imported[pkg.Name] + "." + sel.Sel.Name
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok {
+				continue
+			}
+			if fd.Recv != nil && fd.Name.Name == "Error" && fd.Type.Params.NumFields() == 0 {
+				errorTypes[receiverType(fd.Recv.List[0].Type)] = true
+			}
+			if fd.Recv == nil && fd.Name.Name == "ownError" {
+				ast.Inspect(fd.Body, func(n ast.Node) bool {
+					if c, ok := n.(*ast.CaseClause); ok {
+						for _, e := range c.List {
+							ownTypes[receiverType(e)] = true
+						}
+					}
+					return true
+				})
+			}
+		}
 		sentinelCalls := map[ast.Expr]bool{}
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
@@ -71,18 +124,28 @@ func TestErrorsMadeByErrorf(t *testing.T) {
 	}
 	require.NotEmpty(t, declared)
 	require.Equal(t, declared, listed, "the sentinels made by errors.New, and those listed in sentinels")
+	require.NotEmpty(t, ownTypes)
+	for name := range errorTypes {
+		if !ownTypes[name] && !notOwn[name] {
+			t.Errorf("%s has an Error method: add it to ownError's switch if its text is the package's, else to notOwn here", name)
+		}
+	}
+	for name := range notOwn {
+		require.False(t, ownTypes[name], "%s is in both ownError and notOwn", name)
+		require.True(t, errorTypes[name], "%s in notOwn has no Error method (renamed or gone?)", name)
+	}
 }
 
-func callee(call *ast.CallExpr) string {
-	sel, ok := call.Fun.(*ast.SelectorExpr)
-	if !ok {
-		return ""
+// receiverType is the name of a method's receiver type or a type switch
+// case: T for T and *T.
+func receiverType(e ast.Expr) string {
+	if star, ok := e.(*ast.StarExpr); ok {
+		e = star.X
 	}
-	pkg, ok := sel.X.(*ast.Ident)
-	if !ok {
-		return ""
+	if id, ok := e.(*ast.Ident); ok {
+		return id.Name
 	}
-	return pkg.Name + "." + sel.Sel.Name
+	return ""
 }
 
 // literal is the text call's first argument starts with, as far as it is
