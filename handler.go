@@ -51,10 +51,12 @@ type Config struct {
 	Timeout time.Duration
 
 	// APIVersion is the Stripe API version the handlers' types are written
-	// for (yyyy-mm-dd.train). Events of another release train are logged
-	// once per version, with both versions named, and decoded best-effort;
-	// StrictAPIVersion rejects them. Defaults to stripe.APIVersion of the
-	// stripe-go the program is built with.
+	// for (yyyy-mm-dd.train, or yyyy-mm-dd for a version from before
+	// 2024-09-30.acacia, whose events must then carry that exact version).
+	// Events of another release train are logged once per version, with
+	// both versions named, and decoded best-effort; StrictAPIVersion
+	// rejects them. Defaults to stripe.APIVersion of the stripe-go the
+	// program is built with.
 	APIVersion string
 
 	// StrictAPIVersion rejects (400) events whose API version belongs to
@@ -332,14 +334,26 @@ func isAPIKey(s string) bool {
 
 // validAPIVersion reports a yyyy-mm-dd.train version, its train a word:
 // no dot, no white space (a line end read from a file with the value) or
-// other control character.
+// other control character; or a yyyy-mm-dd version from before the
+// release trains, which began with 2024-09-30.acacia.
 func validAPIVersion(v string) bool {
 	date, train, ok := strings.Cut(v, ".")
-	if !ok || train == "" || strings.IndexFunc(train, func(r rune) bool {
+	if !ok {
+		return date < firstReleaseTrain && validDate(date)
+	}
+	if train == "" || strings.IndexFunc(train, func(r rune) bool {
 		return r == '.' || unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError
 	}) >= 0 {
 		return false
 	}
+	return validDate(date)
+}
+
+// firstReleaseTrain is the date of the first API version with a release
+// train; every version before it has none.
+const firstReleaseTrain = "2024-09-30"
+
+func validDate(date string) bool {
 	_, err := time.Parse(time.DateOnly, date)
 	return err == nil
 }
@@ -646,17 +660,16 @@ func checkEnvelope(env *envelope.Envelope) error {
 }
 
 // compatibleAPIVersion reports whether two API versions (yyyy-mm-dd.train)
-// share a release train; a preview SDK needs the exact version.
+// share a release train; a preview SDK, or one from before the release
+// trains (each of those versions had breaking changes), needs the exact
+// version.
 func compatibleAPIVersion(sdk, event string) bool {
-	_, eventTrain, ok := strings.Cut(event, ".")
-	if !ok {
-		return false
-	}
-	_, sdkTrain, _ := strings.Cut(sdk, ".")
-	if sdkTrain == "preview" {
+	_, sdkTrain, ok := strings.Cut(sdk, ".")
+	if !ok || sdkTrain == "preview" {
 		return sdk == event
 	}
-	return eventTrain == sdkTrain
+	_, eventTrain, ok := strings.Cut(event, ".")
+	return ok && eventTrain == sdkTrain
 }
 
 // appendIDs appends to attrs the log's names of what res is about: a
