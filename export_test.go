@@ -270,3 +270,7 @@ func PgxMigrateTo(ctx context.Context, s *PgxStore, last int) error {
 	}
 	return s.migrateOnce(ctx, upTo)
 }
+
+// SetListenWait sets how long after its check's NOTIFY Run's listen
+// connection must have heard a notification; call it before Run.
+func SetListenWait(in *Inbox, d time.Duration) { in.listenWait = d }

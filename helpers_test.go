@@ -151,3 +151,20 @@ func queuedInvoice(t *testing.T, store idempotency.Store, cfg idempotency.InboxC
 	require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, payload, testSecret).Outcome)
 	return inbox, clock, runs
 }
+
+// runInbox starts in.Run, and returns the func that stops it and fails the
+// test if Run fails or has not returned 10 seconds later.
+func runInbox(t *testing.T, in *idempotency.Inbox) (stop func()) {
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- in.Run(ctx) }()
+	return func() {
+		cancel()
+		select {
+		case err := <-ran:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not return")
+		}
+	}
+}

@@ -94,7 +94,12 @@ type InboxConfig struct {
 	// LISTEN/NOTIFY): behind PgBouncer in transaction pooling mode, LISTEN
 	// does not work. Workers then find events stored by other processes by
 	// polling; events stored through this process's Handler still wake its
-	// workers at once. Defaults to false.
+	// workers at once. Defaults to false. Without it, Run checks each
+	// connection it listens on once, with a NOTIFY of its own sent through
+	// another connection: when no notification has arrived 10 seconds
+	// after that NOTIFY, it warns once, at Warn, naming PollOnly and
+	// PgBouncer's transaction pooling, and its workers go on polling (a
+	// notification that arrives later is logged at Info).
 	PollOnly bool
 
 	// ShutdownTimeout is how long Run lets attempts in flight finish after
@@ -235,7 +240,8 @@ type Inbox struct {
 	// nanoseconds; 0 before the first.
 	storedAt atomic.Int64
 
-	notify coalescer // notifications to other processes
+	notify     coalescer     // notifications to other processes
+	listenWait time.Duration // listenWait; shorter in tests
 }
 
 // NewInbox returns the inbox of store, which applies the handlers
@@ -262,6 +268,8 @@ func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
 		cfg:   cfg,
 		log:   cfg.Logger,
 		wake:  make(chan struct{}, 1),
+
+		listenWait: listenWait,
 	}
 	if in.log == nil {
 		in.log = slog.Default()
@@ -827,15 +835,22 @@ func (in *Inbox) fence(row *inboxRow, chain *txChain) *inboxFence {
 // many tries it takes to listen again (one every PollInterval while the
 // database is down), and so is the listening again.
 func (in *Inbox) listen(ctx context.Context, n inboxNotifier) {
+	check := listenCheck{in: in, n: n}
+	defer check.running.Wait()
 	lost := false
 	listening := func() {
 		if lost {
 			in.log.LogAttrs(ctx, slog.LevelInfo, "idempotency inbox: listening for notifications again")
 			lost = false
 		}
+		check.start(ctx)
+	}
+	wake := func() {
+		check.heard(ctx)
+		in.signal()
 	}
 	for ctx.Err() == nil {
-		err := n.inboxListen(ctx, listening, in.signal)
+		err := n.inboxListen(ctx, listening, wake)
 		if ctx.Err() != nil {
 			return
 		}
@@ -856,6 +871,81 @@ func (in *Inbox) listen(ctx context.Context, n inboxNotifier) {
 		}
 		t.Stop()
 	}
+}
+
+// listenWait is how long after the NOTIFY of its check a listen connection
+// must have heard a notification (see listenCheck). On a direct connection
+// it arrives within milliseconds.
+const listenWait = 10 * time.Second
+
+// listenCheck finds out whether notifications reach Run's listen
+// connection. Behind PgBouncer in transaction pooling mode LISTEN succeeds
+// on a server connection that PgBouncer lends to other clients afterwards,
+// and every notification is lost; the workers would find other processes'
+// events only by polling, and nobody would say why. Once per listen
+// connection, it notifies the channel through another connection of the
+// store, as another process does, and warns when no notification reached
+// the listen connection within listenWait after that NOTIFY committed:
+// once per Run, unless a notification arrives later, which says so. The
+// workers poll meanwhile, as before.
+type listenCheck struct {
+	in      *Inbox
+	n       inboxNotifier
+	running sync.WaitGroup // the checks in flight
+
+	mu      sync.Mutex
+	conn    int  // listen connections so far
+	arrived bool // a notification reached the current one
+	warned  bool // and none has since
+}
+
+// start checks the listen connection that has just begun to listen.
+func (c *listenCheck) start(ctx context.Context) {
+	c.mu.Lock()
+	c.conn++
+	conn := c.conn
+	c.arrived = false
+	c.mu.Unlock()
+	c.running.Go(func() {
+		notifyCtx, cancel := context.WithTimeout(ctx, c.in.cfg.Timeout)
+		err := c.n.inboxNotify(notifyCtx)
+		cancel()
+		if err != nil {
+			return // nothing learnt: the connection may be lost already
+		}
+		t := time.NewTimer(c.in.listenWait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.conn != conn || c.arrived || c.warned {
+			return
+		}
+		c.warned = true
+		c.in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: no notification reached the listen connection; "+
+			"behind PgBouncer in transaction pooling mode LISTEN does not work: set InboxConfig.PollOnly (until then, other processes' events wait for a poll)",
+			slog.Duration("waited", c.in.listenWait), slog.Duration("poll_interval", c.in.cfg.PollInterval))
+	})
+}
+
+// heard records a notification on the current listen connection.
+func (c *listenCheck) heard(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.arrived {
+		return
+	}
+	c.arrived = true
+	if c.warned {
+		c.warned = false
+		c.in.log.LogAttrs(ctx, slog.LevelInfo, "idempotency inbox: a notification reached the listen connection after all")
+		return
+	}
+	c.in.log.LogAttrs(ctx, slog.LevelDebug, "idempotency inbox: notifications reach the listen connection")
 }
 
 // lease takes up to n due events.

@@ -51,18 +51,7 @@ func TestPgxInboxListenLossLoggedOnce(t *testing.T) {
 	require.NoError(t, err)
 	h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	ran := make(chan error, 1)
-	go func() { ran <- inbox.Run(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-ran:
-			require.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Fatal("Run did not return")
-		}
-	}()
+	defer runInbox(t, inbox)()
 
 	pid := awaitListener(t, b, 0)
 	down.Store(true)

@@ -1,0 +1,74 @@
+package idempotency_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// listenUnheard and listenHeard are the starts of the lines Run logs when
+// no notification reaches its listen connection, and when one does.
+const (
+	listenUnheard = "idempotency inbox: no notification reached the listen connection"
+	listenHeard   = "idempotency inbox: notifications reach the listen connection"
+)
+
+// TestPgxBouncerListenUnheardWarns: behind PgBouncer in transaction
+// pooling mode, without PollOnly, LISTEN succeeds on a server connection
+// that PgBouncer lends to other clients afterwards; every notification
+// reaches that server connection while no client is linked to it, and
+// PgBouncer drops it ("got packet 'A' from server when not linked", in
+// its own log only). The workers of another process found the events
+// only by polling, and nothing told the operator why. Run warns once,
+// naming PollOnly, and its workers go on polling: every event is applied.
+func TestPgxBouncerListenUnheardWarns(t *testing.T) {
+	t.Parallel()
+	a := newBouncerApp(t, 2, idempotency.PgxConfig{})
+	receiver, err := idempotency.NewInbox(a.stores[0], a.hs, idempotency.InboxConfig{Logger: a.logger})
+	require.NoError(t, err)
+	h, err := receiver.Handler(a.config())
+	require.NoError(t, err)
+	worker, err := idempotency.NewInbox(a.stores[1], a.hs, idempotency.InboxConfig{PollInterval: 100 * time.Millisecond, Logger: a.logger})
+	require.NoError(t, err)
+	idempotency.SetListenWait(worker, 500*time.Millisecond)
+	defer runInbox(t, worker)()
+
+	const events = 20
+	for i := range events {
+		a := idempotencytest.Deliver(h, invoicePayload(t, fmt.Sprintf("evt_unheard_%d", i), fmt.Sprintf("in_unheard_%d", i), "acct_unheard"), testSecret)
+		require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+	}
+	require.Eventually(t, func() bool { return a.credits(t, "acct_unheard") == 100*events }, 30*time.Second, 10*time.Millisecond,
+		"the other process's workers apply every event, by polling")
+	require.Eventually(t, func() bool { return strings.Contains(a.logs.String(), listenUnheard) }, 30*time.Second, 10*time.Millisecond,
+		"Run warns that notifications do not arrive:\n%s", a.logs)
+	logs := a.logs.String()
+	require.Equal(t, 1, strings.Count(logs, listenUnheard), logs)
+	require.Contains(t, logs, "PollOnly")
+	require.Contains(t, logs, "transaction pooling")
+	require.NotContains(t, logs, listenHeard)
+	a.requireClean(t)
+}
+
+// TestPgxInboxListenHeardNoWarning: on a direct connection the check of
+// the listen connection hears its own NOTIFY, and Run never warns about
+// PgBouncer, also long after the check's wait.
+func TestPgxInboxListenHeardNoWarning(t *testing.T) {
+	t.Parallel()
+	b := newPgBackend(t, idempotency.PgxConfig{})
+	logger, logs := testLogger()
+	worker, err := idempotency.NewInbox(b.store, idempotency.NewHandlers(), idempotency.InboxConfig{PollInterval: time.Hour, Logger: logger})
+	require.NoError(t, err)
+	idempotency.SetListenWait(worker, 100*time.Millisecond)
+	defer runInbox(t, worker)()
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), listenHeard) }, 10*time.Second, time.Millisecond,
+		"the listen connection hears the check's NOTIFY:\n%s", logs)
+	require.Never(t, func() bool { return strings.Contains(logs.String(), listenUnheard) }, time.Second, 10*time.Millisecond,
+		"a warning about PgBouncer on a direct connection:\n%s", logs)
+}
