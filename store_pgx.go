@@ -842,10 +842,11 @@ func retryable(err error) bool {
 
 // translate wraps errors that mean the database cannot be reached in
 // ErrStoreUnavailable; a handler's own error (see handlerError) is
-// returned as it is.
+// returned as it is, followed by the cure when a statement of the
+// handler's met another client's cached statement (statementCacheHint).
 func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
 	if h, ok := errors.AsType[*handlerErr](err); ok {
-		return outcome, h.err
+		return outcome, statementCacheHint(h.err)
 	}
 	err = statementCacheHint(err)
 	if err == nil || outcome == OutcomeProcessed || !unavailable(err) {
@@ -854,19 +855,23 @@ func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
 	return OutcomeUnavailable, errorf("%w: %w", ErrStoreUnavailable, err)
 }
 
-// statementCacheHint adds the cure to err when it is PostgreSQL's answer
-// to a statement of pgx's cache (stmtcache_...) that another client
+// statementCacheHint adds the cure to err, once, when it is PostgreSQL's
+// answer to a statement of pgx's cache (stmtcache_...) that another client
 // prepared, or that was prepared on another server connection: what a
 // transaction-pooling PgBouncer before 1.21 does with pgx's default exec
-// mode.
+// mode. A handler's error is wrapped, not changed: errors.Is and errors.As
+// find it, and its text is quoted as it is.
 func statementCacheHint(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == pgDuplicatePrepared || pgErr.Code == pgInvalidStatementName) &&
-		strings.Contains(pgErr.Message, `"stmtcache_`) {
-		return errorf("%w (pgx's cached prepared statements on a connection pooler in transaction mode, such as PgBouncer: add default_query_exec_mode=exec to the database URL)", err)
+		strings.Contains(pgErr.Message, `"stmtcache_`) && !strings.Contains(err.Error(), statementCacheCure) {
+		return errorf("%w (pgx's cached prepared statements on a connection pooler in transaction mode, such as PgBouncer: "+statementCacheCure+")", err)
 	}
 	return err
 }
+
+// statementCacheCure ends the hint of statementCacheHint.
+const statementCacheCure = "add default_query_exec_mode=exec to the database URL"
 
 // handlerError is err, which a handler returned, marked as the handler's
 // own unless tx's connection is gone (or unknown): a handler that met a
@@ -882,7 +887,8 @@ func handlerError(tx pgx.Tx, err error) error {
 	return &handlerErr{err}
 }
 
-// handlerErr is a handler's error that translate leaves alone.
+// handlerErr is a handler's error, which translate returns as it is (with
+// the cure of statementCacheHint at most).
 type handlerErr struct{ err error }
 
 func (e *handlerErr) Error() string { return e.err.Error() }

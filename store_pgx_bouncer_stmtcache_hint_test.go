@@ -19,6 +19,27 @@ import (
 // the cure the README gives; the store's error now names it.
 func TestPgxBouncerStatementCacheHint(t *testing.T) {
 	t.Parallel()
+	var inboxes []*idempotency.Inbox
+	for _, store := range cachedBouncerStores(t) {
+		in, err := idempotency.NewInbox(store, idempotency.NewHandlers(), idempotency.InboxConfig{Logger: discardLogger()})
+		require.NoError(t, err)
+		inboxes = append(inboxes, in)
+	}
+	var failed error
+	for i := 0; i < 50 && failed == nil; i++ {
+		_, failed = inboxes[i%2].Stats(t.Context())
+	}
+	require.Error(t, failed, "no statement of one pool met the other's")
+	require.ErrorContains(t, failed, "stmtcache_")
+	require.ErrorContains(t, failed, "add default_query_exec_mode=exec to the database URL")
+}
+
+// cachedBouncerStores are the stores of two processes on one migrated
+// schema behind PgBouncer, each on a pool of its own with pgx's default
+// exec mode (cached prepared statements) and two connections: they meet
+// each other's cached statements on the server connections they share.
+func cachedBouncerStores(t *testing.T) []*idempotency.PgxStore {
+	t.Helper()
 	cached := func(c *pgxpool.Config) {
 		c.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
 		c.MaxConns = 2
@@ -34,19 +55,11 @@ func TestPgxBouncerStatementCacheHint(t *testing.T) {
 	migrated, err := idempotency.NewPgxStore(pgtest.PgBouncer(t).New(t, nil).Pool, idempotency.PgxConfig{Schema: db.Schema})
 	require.NoError(t, err)
 	require.NoError(t, migrated.Migrate(t.Context()))
-	var inboxes []*idempotency.Inbox
+	var stores []*idempotency.PgxStore
 	for _, pool := range []*pgxpool.Pool{db.Pool, other} {
 		store, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: db.Schema})
 		require.NoError(t, err)
-		in, err := idempotency.NewInbox(store, idempotency.NewHandlers(), idempotency.InboxConfig{Logger: discardLogger()})
-		require.NoError(t, err)
-		inboxes = append(inboxes, in)
+		stores = append(stores, store)
 	}
-	var failed error
-	for i := 0; i < 50 && failed == nil; i++ {
-		_, failed = inboxes[i%2].Stats(t.Context())
-	}
-	require.Error(t, failed, "no statement of one pool met the other's")
-	require.ErrorContains(t, failed, "stmtcache_")
-	require.ErrorContains(t, failed, "add default_query_exec_mode=exec to the database URL")
+	return stores
 }

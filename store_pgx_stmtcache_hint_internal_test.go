@@ -27,3 +27,13 @@ func TestStatementCacheHintCodes(t *testing.T) {
 		require.Equal(t, c.hinted, strings.Contains(err.Error(), "add default_query_exec_mode=exec"), "%s %s: %v", c.code, c.msg, err)
 	}
 }
+
+// TestStatementCacheHintOnce: an error that carries the cure already (a
+// handler that returns a store's error it met, wrapped) gets it no second
+// time.
+func TestStatementCacheHintOnce(t *testing.T) {
+	pgErr := &pgconn.PgError{Code: "42P05", Message: `prepared statement "stmtcache_ab12" already exists`}
+	err := statementCacheHint(fmt.Errorf("charge: %w", statementCacheHint(pgErr)))
+	require.Equal(t, 1, strings.Count(err.Error(), statementCacheCure), err.Error())
+	require.ErrorIs(t, err, pgErr)
+}
