@@ -334,8 +334,8 @@ func isAPIKey(s string) bool {
 
 // validAPIVersion reports a yyyy-mm-dd.train version, its train a word:
 // no dot, no white space (a line end read from a file with the value) or
-// other control character; or a yyyy-mm-dd version from before the
-// release trains, which began with 2024-09-30.acacia.
+// other control character, its date from 2024-09-30.acacia on; or a
+// yyyy-mm-dd version from before the release trains, which began then.
 func validAPIVersion(v string) bool {
 	date, train, ok := strings.Cut(v, ".")
 	if !ok {
@@ -346,7 +346,7 @@ func validAPIVersion(v string) bool {
 	}) >= 0 {
 		return false
 	}
-	return validDate(date)
+	return date >= firstReleaseTrain && validDate(date)
 }
 
 // firstReleaseTrain is the date of the first API version with a release

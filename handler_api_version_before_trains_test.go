@@ -20,8 +20,9 @@ func TestConfigAPIVersionBeforeReleaseTrains(t *testing.T) {
 	requireStrictPassesOnly(t, "2024-06-20", "2023-10-16", "2024-09-30.acacia", stripe.APIVersion)
 
 	// A date from the release trains on, without its train, is still no
-	// Stripe API version.
-	for _, bad := range []string{"2024-09-30", "2025-08-27"} {
+	// Stripe API version, nor is a date before them with a train (one
+	// written for 2023-10-16 would take every acacia event as its own).
+	for _, bad := range []string{"2024-09-30", "2025-08-27", "2023-10-16.acacia", "2024-09-29.acacia", "2024-06-20.basil"} {
 		_, err := idempotency.NewHandler(idempotency.NewMemoryStore(), idempotency.NewHandlers(),
 			idempotency.Config{Secrets: []string{testSecret}, APIVersion: bad})
 		require.ErrorContains(t, err, "Config.APIVersion", bad)
