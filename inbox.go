@@ -241,7 +241,7 @@ type Inbox struct {
 	storedAt atomic.Int64
 
 	notify     coalescer     // notifications to other processes
-	listenWait time.Duration // listenWait; shorter in tests
+	listenWait time.Duration // how long a listen check waits (the const listenWait); shorter in tests
 }
 
 // NewInbox returns the inbox of store, which applies the handlers
