@@ -23,7 +23,7 @@
 //	idempotency.delivery.duration         histogram   outcome; seconds from a request's arrival to its answer
 //	idempotency.attempts                  counter     outcome, kind (event, task), state (what the attempt left)
 //	idempotency.attempt.duration          histogram   outcome, kind; seconds
-//	idempotency.dead_letters              counter     kind; attempts that dead-lettered their event or task
+//	idempotency.dead_letters              counter     kind; attempts that dead-lettered their event or task, 0 from the start for both kinds
 //	idempotency.stripe.fetches            counter     result (ok, not_found, error); OnCurrent fetches
 //	idempotency.stripe.fetch.duration     histogram   result; seconds
 //	idempotency.inbox.depth               gauge       kind, state; rows in the inbox (ObserveInbox)
@@ -136,6 +136,12 @@ func New(cfg Config) (*Telemetry, error) {
 	t.fetchDuration = histogram("idempotency.stripe.fetch.duration", "Time a fetch from the Stripe API took.")
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("idempotencyotel: creating instruments: %w", err)
+	}
+	// The dead letters' series start at 0: a counter series that first
+	// appears at 1 is missed by Prometheus's increase(), so an alert on
+	// their growth would miss each process's first dead letters.
+	for _, k := range []idempotency.InboxKind{idempotency.KindEvent, idempotency.KindTask} {
+		t.deadLetters.Add(context.Background(), 0, metric.WithAttributes(kindKey.String(string(k))))
 	}
 	t.observer = &idempotency.Observer{Delivery: t.delivery, Link: link, Attempt: t.attempt, Fetch: t.fetch}
 	return t, nil

@@ -85,7 +85,7 @@ func TestHungLastAttemptCountedOnce(t *testing.T) {
 			require.Equal(t, map[string]float64{"kind=event,outcome=failed,state=dead_letter": 1}, pts["idempotency.attempts"],
 				"the attempt is counted once, by the lease that dead-lettered it")
 			require.Equal(t, map[string]float64{"kind=event,outcome=failed": 1}, pts["idempotency.attempt.duration"])
-			require.Equal(t, map[string]float64{"kind=event": 1}, pts["idempotency.dead_letters"])
+			require.Equal(t, map[string]float64{"kind=event": 1, "kind=task": 0}, pts["idempotency.dead_letters"])
 			require.Len(t, byName(tel.spans.GetSpans(), "stripe webhook attempt"), 2, "both spans end: the lease's report and the stalled worker's")
 		})
 	}
