@@ -25,7 +25,7 @@ func TestRedriveCountNamesWhatMoved(t *testing.T) {
 		{[]string{"-kind", "task", "-all", "-dry-run"}, "would redrive 1 task (dry run: none moved)\n"},
 		{[]string{"-all", "-dry-run"}, "would redrive 1 event (dry run: none moved)\n"},
 		{[]string{"-kind", "task", "-all"}, "redrove 1 task: pending again, with a fresh attempt budget\n"},
-		{[]string{"-kind", "task", "-all"}, "redrove 0 tasks: pending again, with a fresh attempt budget\n"},
+		{[]string{"-kind", "task", "-all"}, "redrove 0 tasks: none selected is dead_letter\n"},
 	} {
 		r := idemctl(t, db, nil, append([]string{"redrive"}, c.args...)...)
 		require.Equal(t, 0, r.code, r.stderr)

@@ -26,8 +26,9 @@ func TestRedriveTaskIDWithCommaAndSpaces(t *testing.T) {
 
 	// With another id in the same run: each in its own -id.
 	r := idemctl(t, db, nil, "redrive", "-id", id, "-id", "evt_unknown", "-dry-run")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "would redrive 1 event (dry run: none moved)\n", r.stdout)
+	require.Equal(t, exitNotFound, r.code, r.stderr)
+	require.Equal(t, "evt_unknown: not found: the inbox has no event or task with this id\n"+
+		"would redrive 1 event (dry run: none moved)\n", r.stdout)
 	r = idemctl(t, db, nil, "redrive", "-id", id)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "redrove 1 event: pending again, with a fresh attempt budget\n", r.stdout)
@@ -37,7 +38,10 @@ func TestRedriveTaskIDWithCommaAndSpaces(t *testing.T) {
 
 	// Event ids still go as a comma list.
 	r = idemctl(t, db, nil, "redrive", "-id", "evt_a, evt_b", "-dry-run")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, exitNotFound, r.code, r.stderr)
+	require.Equal(t, "evt_a: not found: the inbox has no event or task with this id\n"+
+		"evt_b: not found: the inbox has no event or task with this id\n"+
+		"would redrive 0 events (dry run: none moved)\n", r.stdout)
 }
 
 // deadLetteredTask stores in db an event whose handler enqueues the task

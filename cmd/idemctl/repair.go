@@ -23,7 +23,10 @@ then apply them as new. Fix the cause first.
 It refuses to run without a selector (-id, -type, -since, -until) unless
 -all is given: -state and -kind narrow a selection but do not make one.
 -dry-run counts the events that would move and moves none. It prints how
-many events (with -kind task, tasks) moved, or would.
+many events (with -kind task, tasks) moved, or would, after a line for each
+-id it does not move saying why: not found, or its state, kind, type or
+received time not selected (a failed event needs -state failed). Exits 3
+when an -id was not found (the others are redriven).
 
 ` + timesHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
@@ -62,6 +65,12 @@ many events (with -kind task, tasks) moved, or would.
 				Kind: kind, EventIDs: ids, EventType: f.eventType, Since: f.since.t, Until: f.until.t,
 				States: sts, DryRun: *dryRun,
 			}
+			// Before the redrive, which makes the moved ones pending: each
+			// id it will not move, and why.
+			missing, err := a.notRedriven(ctx, in, filter)
+			if err != nil {
+				return err
+			}
 			// One statement: the bar only shows that it is running.
 			m := a.meter("redrive", "events")
 			m.set(0, "redriving")
@@ -70,14 +79,59 @@ many events (with -kind task, tasks) moved, or would.
 			if err != nil {
 				return a.storeErr(err)
 			}
-			if *dryRun {
+			switch {
+			case *dryRun:
 				_, err = fmt.Fprintf(a.stdout, "would redrive %s (dry run: none moved)\n", counted(n, kind))
+			case n == 0:
+				_, err = fmt.Fprintf(a.stdout, "redrove %s: none selected is %s\n", counted(n, kind), joinStates(orDefault(sts)))
+			default:
+				_, err = fmt.Fprintf(a.stdout, "redrove %s: pending again, with a fresh attempt budget\n", counted(n, kind))
+			}
+			if err != nil || len(missing) == 0 {
 				return err
 			}
-			_, err = fmt.Fprintf(a.stdout, "redrove %s: pending again, with a fresh attempt budget\n", counted(n, kind))
-			return err
+			return notFoundError("%d of %d ids not found: %s", len(missing), len(uniqueIDs(ids)), oneLine(missing[0]))
 		}
 	},
+}
+
+// aKind names a row of each kind with its article.
+var aKind = map[idempotency.InboxKind]string{idempotency.KindEvent: "an event", idempotency.KindTask: "a task"}
+
+// notRedriven prints a line for each of f's ids that f does not select:
+// not in the inbox, or not of its states, kind, type or times. It returns
+// the ids not found.
+func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempotency.RedriveFilter) (missing []string, err error) {
+	for _, id := range uniqueIDs(f.EventIDs) {
+		rec, ok, err := in.Lookup(ctx, id)
+		if err != nil {
+			return nil, a.storeErr(err)
+		}
+		why := ""
+		switch sts := orDefault(f.States); {
+		case !ok:
+			missing = append(missing, id)
+			fmt.Fprintf(a.stdout, "%s: not found: the inbox has no event or task with this id\n", oneLine(id))
+			continue
+		case f.Kind != "" && rec.Kind != f.Kind:
+			why = fmt.Sprintf("%s, and -kind %s keeps %ss", aKind[rec.Kind], f.Kind, f.Kind)
+		case !slices.Contains(sts, rec.State):
+			why = fmt.Sprintf("it is %s, not %s", rec.State, joinStates(sts))
+			if rec.State == idempotency.InboxFailed {
+				why += " (-state failed takes it)"
+			}
+		case f.EventType != "" && rec.EventType != f.EventType:
+			why = fmt.Sprintf("of type %s, not %s", oneLine(rec.EventType), oneLine(f.EventType))
+		case !f.Since.IsZero() && rec.ReceivedAt.Before(f.Since):
+			why = "received before -since"
+		case !f.Until.IsZero() && !rec.ReceivedAt.Before(f.Until):
+			why = "received at or after -until"
+		default:
+			continue
+		}
+		fmt.Fprintf(a.stdout, "%s: not redriven: %s\n", oneLine(id), why)
+	}
+	return missing, nil
 }
 
 // counted is n with the noun for what kind selects: "1 task", "2 tasks";
@@ -139,12 +193,7 @@ forgotten), 1 when one was refused or failed.`,
 			}
 			// An id given twice is forgotten once: the second time it would
 			// be reported not found.
-			seen := make(map[string]bool, len(args))
-			args = slices.DeleteFunc(slices.Clone(args), func(id string) bool {
-				dup := seen[id]
-				seen[id] = true
-				return dup
-			})
+			args = uniqueIDs(args)
 			_, in, closeFn, err := a.openInbox(ctx)
 			if err != nil {
 				return err
@@ -178,6 +227,16 @@ forgotten), 1 when one was refused or failed.`,
 			return nil
 		}
 	},
+}
+
+// uniqueIDs is ids without the repeats, in the order given.
+func uniqueIDs(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool {
+		dup := seen[id]
+		seen[id] = true
+		return dup
+	})
 }
 
 // maxEventIDLen is the longest id, in bytes, that a store keeps (the

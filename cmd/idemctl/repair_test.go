@@ -35,7 +35,7 @@ func TestRedrive(t *testing.T) {
 
 	r = idemctl(t, s.db, nil, "redrive", "-type", "invoice.paid")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "redrove 0 events: pending again, with a fresh attempt budget\n", r.stdout, "dead letters only, by default")
+	require.Equal(t, "redrove 0 events: none selected is dead_letter\n", r.stdout, "dead letters only, by default")
 
 	r = idemctl(t, s.db, nil, "redrive", "-id", "evt_dead_1", "-since", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -47,7 +47,8 @@ func TestRedrive(t *testing.T) {
 
 	r = idemctl(t, s.db, nil, "redrive", "-id", "evt_failed_1,evt_paid_1", "-state", "failed")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "redrove 1 event: pending again, with a fresh attempt budget\n", r.stdout)
+	require.Equal(t, "evt_paid_1: not redriven: it is processed, not failed\n"+
+		"redrove 1 event: pending again, with a fresh attempt budget\n", r.stdout)
 	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_failed_1").State)
 }
 
