@@ -100,7 +100,8 @@ var listCommand = command{
 	args:    "[-state s] [-type t] [-object id] [-kind event|task] [-since t] [-until t] [-limit n] [-json]",
 	summary: "list inbox events and tasks, newest received first (no payloads)",
 	help: `Lists the inbox's events and tasks that the flags select, newest received
-first (Inbox.List), without their payloads: an aligned table, or with -json
+first (Inbox.List), without their payloads: an aligned table, whose last
+error is cut at 60 characters (show, or -json, has it whole), or with -json
 one JSON document:
 
   {"records":[{"id":..,"kind":..,"type":..,"object_id":..,"account":..,
@@ -168,7 +169,7 @@ match than -limit let through; the table says so on stderr.
 			fmt.Fprintln(tw, "ID\tKIND\tTYPE\tOBJECT\tSTATE\tATTEMPTS\tRECEIVED\tLAST ERROR")
 			for _, r := range recs {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", oneLine(r.EventID), r.Kind, oneLine(r.EventType), dash(r.ObjectID),
-					r.State, r.Attempt, formatTime(r.ReceivedAt), dash(truncate(oneLine(r.LastError), 60)))
+					r.State, r.Attempt, formatTime(r.ReceivedAt), dash(truncate(oneLine(r.LastError), 60))) // as the help says
 			}
 			if err := tw.Flush(); err != nil {
 				return err
