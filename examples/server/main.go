@@ -56,7 +56,8 @@
 //	GET  /accounts/{id}       {"id":..,"credits":N,"receipts":N,"plan_until":RFC3339 or null}, or 404
 //	GET  /subscriptions/{id}  {"id":..,"customer":..,"status":..,"current_period_end":RFC3339 or null,"updated_at":RFC3339}, or 404
 //	GET  /healthz             200 when the store answers, 503 otherwise
-//	GET  /inbox/stats         {"counts":{"pending":N,...},"task_counts":{...},"oldest_pending":RFC3339 or null}
+//	GET  /inbox/stats         {"counts":{"pending":N,...},"task_counts":{...},"oldest_pending":RFC3339 or null}:
+//	                          counts are events and tasks together (Inbox.Stats), task_counts the tasks among them
 //	     /admin/webhooks/     with -dashboard: the operator dashboard (package dashboard), behind basic auth
 //
 // With -metrics-addr, GET http://ADDR/metrics serves the deliveries,
