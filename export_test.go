@@ -274,3 +274,14 @@ func PgxMigrateTo(ctx context.Context, s *PgxStore, last int) error {
 // SetListenWait sets how long after its check's NOTIFY Run's listen
 // connection must have heard a notification; call it before Run.
 func SetListenWait(in *Inbox, d time.Duration) { in.listenWait = d }
+
+// PgxHeldByPlan is what EXPLAIN ANALYZE says of Inbox.HeldBy's statement
+// for eventID at now on conn.
+func PgxHeldByPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, eventID string, now time.Time) (string, error) {
+	rows, err := conn.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) `+s.inbox.heldBy, eventID, now, maxInboxHolders)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
+}

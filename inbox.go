@@ -1267,6 +1267,41 @@ func (in *Inbox) Lookup(ctx context.Context, eventID string) (InboxRecord, bool,
 	return recs[0], true, nil
 }
 
+// HeldBy returns the events that keep eventID from being applied now,
+// in the order its object's events are applied (Created, then EventID):
+// what to look at when an event stays pending or failed past its
+// NextAttemptAt. The events of one object are applied one at a time, in
+// that order, so an event waits behind
+//   - every event of its object that sorts before it and is still to be
+//     applied (pending, failed or processing; Earlier is true): a failed
+//     one holds it until it succeeds or is dead-lettered, a pending one
+//     until it is applied;
+//   - an event of its object that sorts after it and that a worker is
+//     applying (processing under an unexpired lease, or past it in a
+//     transaction still open; Earlier is false).
+//
+// Dead-lettered, ignored and finished events hold nothing back, and
+// neither does a later event whose worker died (its lease expired). An
+// event held by nothing is due at its NextAttemptAt. HeldBy returns
+// nothing for an event that does not wait on others: one about no object
+// (and every task), one in a final state, one under its own unexpired
+// lease, and one the inbox does not have. Of an object with many events
+// it returns at most the first 100 holders that sort before eventID and
+// the first 100 that sort after it.
+//
+// It reads the store once, on PostgreSQL over the inbox's object index,
+// and only when called: the workers never ask. On PostgreSQL it probes,
+// as the lease does, whether an event past its lease is still in a
+// transaction (SELECT FOR SHARE SKIP LOCKED on its row): it needs a
+// connection that may write, not a read-only transaction or a standby,
+// and a role with UPDATE on the inbox table.
+func (in *Inbox) HeldBy(ctx context.Context, eventID string) ([]InboxHolder, error) {
+	if !validText(eventID) {
+		return nil, nil // no row can hold it
+	}
+	return in.store.inboxHeldBy(ctx, eventID, in.cfg.Now(), maxInboxHolders)
+}
+
 // List returns the events f selects, newest received first, without their
 // payloads.
 func (in *Inbox) List(ctx context.Context, f InboxFilter) ([]InboxRecord, error) {

@@ -110,6 +110,23 @@ type InboxRecord struct {
 	FinishedAt    time.Time // when it reached a final state; zero before
 }
 
+// InboxHolder is an event that holds another event of its object back:
+// see [Inbox.HeldBy].
+type InboxHolder struct {
+	InboxRecord
+	// LeaseUntil is, while it is processing, when its worker's lease
+	// expires (past, when its transaction is still open); zero otherwise.
+	LeaseUntil time.Time
+	// Earlier reports that it sorts before the held event by (Created,
+	// EventID): it is to be applied first. When false it sorts after, and
+	// holds the event back because a worker is applying it.
+	Earlier bool
+}
+
+// maxInboxHolders bounds what [Inbox.HeldBy] returns: the first holders
+// that sort before the event, and the first that sort after it.
+const maxInboxHolders = 100
+
 // inboxRow is an inbox event with what only the stores and workers see.
 type inboxRow struct {
 	InboxRecord
@@ -204,6 +221,17 @@ type inboxBackend interface {
 
 	// inboxList returns the events f selects, newest received first.
 	inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord, error)
+
+	// inboxHeldBy returns, in the object's order (Created, EventID), the
+	// events that keep eventID from being leased at now by inboxLease's
+	// rule, when eventID waits: it has an object, and it is pending, failed
+	// or processing past its lease. They are the pending, failed and
+	// processing events of its object that sort before it (the first
+	// limit of them), and those that sort after it and are processing
+	// under an unexpired lease or in a transaction still open (the first
+	// limit of them). Nothing holds an event that does not wait, or that
+	// the inbox does not have.
+	inboxHeldBy(ctx context.Context, eventID string, now time.Time, limit int) ([]InboxHolder, error)
 
 	// inboxPayload returns the payload of an inbox event (a task's
 	// arguments), and false when the inbox does not have it.

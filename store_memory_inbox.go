@@ -258,6 +258,51 @@ func (s *MemoryStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxReco
 	return out, nil
 }
 
+// waits reports whether r waits on the other events of its object at now:
+// it has an object, is still to be applied, and is not under an unexpired
+// lease.
+func (r *memoryInboxRow) waits(now time.Time) bool {
+	return r.ObjectID != "" && r.unfinished() && !(r.State == InboxProcessing && r.LeaseUntil.After(now))
+}
+
+func (s *MemoryStore) inboxHeldBy(ctx context.Context, eventID string, now time.Time, limit int) ([]InboxHolder, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now = kept(now)
+	s.mu.Lock()
+	r := s.inbox[eventID]
+	if r == nil || !r.waits(now) {
+		s.mu.Unlock()
+		return nil, nil
+	}
+	// inboxLease's rule, seen from r.
+	var earlier, later []*memoryInboxRow
+	for _, o := range s.inbox {
+		if o == r || o.ObjectID != r.ObjectID || !o.unfinished() {
+			continue
+		}
+		if compareObjectOrder(o, r) < 0 {
+			earlier = append(earlier, o)
+		} else if o.busy(now) {
+			later = append(later, o)
+		}
+	}
+	var out []InboxHolder
+	for i, rows := range [][]*memoryInboxRow{earlier, later} {
+		slices.SortFunc(rows, compareObjectOrder)
+		for _, o := range rows[:min(len(rows), limit)] {
+			h := InboxHolder{InboxRecord: o.InboxRecord, Earlier: i == 0}
+			if o.State == InboxProcessing {
+				h.LeaseUntil = o.LeaseUntil
+			}
+			out = append(out, h)
+		}
+	}
+	s.mu.Unlock()
+	return out, nil
+}
+
 // holdInboxRow is a fenced claim's check: tx's event must be processing at
 // exactly the fence's attempt. It then holds the row until tx ends and
 // reports true; otherwise the lease was lost and it reports false.

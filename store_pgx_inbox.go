@@ -36,7 +36,7 @@ var (
 // pgxInboxSQL are the inbox's statements, on the store's schema.
 type pgxInboxSQL struct {
 	enqueue, enqueueMany, enqueueTask, finish, skip, lock, deadLetter string
-	lease, settle, redrive, redriveCount, stats, list                 string
+	lease, settle, redrive, redriveCount, stats, list, heldBy         string
 	channel                                                           string // notifications
 }
 
@@ -143,6 +143,38 @@ WHERE (cardinality($1::text[]) = 0 OR state = ANY ($1::text[]))
   AND ($8 = '' OR kind = $8)
 ORDER BY received_at DESC, event_id COLLATE "C" DESC
 LIMIT $6`,
+		// The free predicate seen from the held event: its object's
+		// unfinished events that sort before it, then those after it that
+		// a worker holds, each part read in order on the object index, as
+		// the lease reads them, and stopping at its limit ($3). OFFSET 0
+		// keeps the second part on the object index: told that it wants
+		// processing rows, the planner would read the processing index,
+		// which holds an entry for every event leased since the last
+		// vacuum (see free).
+		heldBy: `WITH i AS (
+    SELECT object_id AS held_object, created AS held_created, event_id AS held_id FROM ` + t + `
+    WHERE event_id = $1 AND object_id <> '' AND state IN ('pending', 'failed', 'processing')
+      AND NOT (state = 'processing' AND lease_until > $2)
+), holders AS ((
+    SELECT ` + inboxColumns + `, lease_until, true AS earlier FROM ` + t + `, i
+    WHERE object_id = held_object AND object_id <> '' AND state IN ('pending', 'failed', 'processing')
+      AND (created, event_id COLLATE "C") < (held_created, held_id COLLATE "C")
+    ORDER BY created, event_id COLLATE "C"
+    LIMIT $3
+) UNION ALL (
+    SELECT ` + inboxColumns + `, lease_until, false FROM (
+        SELECT ` + inboxColumns + `, lease_until FROM ` + t + `, i
+        WHERE object_id = held_object AND object_id <> '' AND state IN ('pending', 'failed', 'processing')
+          AND (created, event_id COLLATE "C") > (held_created, held_id COLLATE "C")
+        OFFSET 0
+    ) AS o
+    WHERE state = 'processing' AND (lease_until > $2 OR NOT EXISTS (
+        SELECT 1 FROM ` + t + ` AS probe WHERE probe.event_id = o.event_id FOR SHARE SKIP LOCKED))
+    ORDER BY created, event_id COLLATE "C"
+    LIMIT $3
+))
+SELECT ` + inboxColumns + `, CASE WHEN state = 'processing' THEN lease_until END, earlier FROM holders
+ORDER BY created, event_id COLLATE "C"`,
 		channel: fmt.Sprintf("idempotency_inbox_%016x", h.Sum64()),
 	}
 }
@@ -354,6 +386,33 @@ func (s *PgxStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord,
 	})
 	if err != nil {
 		return nil, s.inboxError("list", err)
+	}
+	return out, nil
+}
+
+// inboxHeldBy implements inboxBackend: one query over the object index.
+func (s *PgxStore) inboxHeldBy(ctx context.Context, eventID string, now time.Time, limit int) ([]InboxHolder, error) {
+	var out []InboxHolder
+	err := s.autocommit(ctx, func(q pgxQuerier) error {
+		rows, err := q.Query(ctx, s.inbox.heldBy, eventID, now, limit)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (InboxHolder, error) {
+			var h InboxHolder
+			var times inboxTimes
+			var leaseUntil pgtype.Timestamptz
+			if err := row.Scan(append(h.columns(&times), &leaseUntil, &h.Earlier)...); err != nil {
+				return h, err
+			}
+			times.set(&h.InboxRecord)
+			h.LeaseUntil = leaseUntil.Time
+			return h, nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, s.inboxError("held by", err)
 	}
 	return out, nil
 }

@@ -47,6 +47,8 @@ var inboxTests = []struct {
 	{"InboxStaleAttemptCannotApplyARedrivenOne", testInboxStaleAttemptCannotApplyARedrivenOne},
 	{"InboxLeaseExpiredAtLastAttemptReported", testInboxLeaseExpiredReported},
 	{"InboxUnexpiredLeaseHoldsObject", testInboxUnexpiredLeaseHoldsObject},
+	{"InboxHeldByFollowsTheLeaseRule", testInboxHeldBy},
+	{"InboxHeldByOpenTransactionPastItsLease", testInboxHeldByOpenTransaction},
 	{"InboxRedriveFilters", testInboxRedriveFilters},
 	{"InboxLeasesLongestDueFirst", testInboxLeasesLongestDueFirst},
 	{"InboxDeadLetterCopyIsDuplicate", testInboxDeadLetterCopyIsDuplicate},
