@@ -260,15 +260,24 @@ func (f *inboxFlags) parse() (idempotency.InboxKind, []idempotency.InboxState, e
 var showCommand = command{
 	name:    "show",
 	args:    "[-payload] [-json] <event-id>",
-	summary: "show an event's inbox record and ledger record",
+	summary: "show an event's inbox record, what holds it back, and its ledger record",
 	help: `Shows what the store has of one event (or task, by its id task:<name>:<key>):
 its inbox record (Inbox.Lookup: state, attempts, last error, received,
 attempted, next attempt and finished times) and its ledger record
 (LookupEvent: the outcome its claim committed with, and when). The payload,
 which may hold customer data, is shown only with -payload.
 
+An event still to be applied (pending, failed, processing) also shows what
+holds it back now (Inbox.HeldBy): the events of its object created before
+it that are still to be applied, and a later one a worker is applying,
+each with its state, attempts and next attempt or lease end. Look at, fix
+or redrive those first: the event waits behind them. "-" means nothing
+holds it: it is due at its next attempt.
+
 Exits 3 when neither the inbox nor the ledger has the id. With -json, one
 JSON document: {"id":..,"inbox":<a list record> or null,
+"held_by":[<a list record> with "lease_until":.. and "earlier":true|false]
+([] when nothing holds it back, null when not in the inbox),
 "ledger":{"outcome":..,"skip_reason":..,"received_at":..,"processed_at":..}
 or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
@@ -298,6 +307,12 @@ or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 			if !inInbox && !claimed {
 				return notFoundError("%s: neither the inbox nor the ledger has it", id)
 			}
+			var holders []idempotency.InboxHolder
+			if inInbox && !rec.State.Final() {
+				if holders, err = in.HeldBy(ctx, id); err != nil {
+					return a.storeErr(err)
+				}
+			}
 			var body []byte
 			var hasBody bool
 			if *payload {
@@ -310,6 +325,10 @@ or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 				if inInbox {
 					r := toRecordJSON(rec)
 					doc.Inbox = &r
+					doc.HeldBy = make([]holderJSON, len(holders))
+					for i, h := range holders {
+						doc.HeldBy[i] = holderJSON{recordJSON: toRecordJSON(h.InboxRecord), LeaseUntil: optionalTime(h.LeaseUntil), Earlier: h.Earlier}
+					}
 				}
 				if claimed {
 					doc.Ledger = &ledgerJSON{Outcome: string(ledger.Outcome), SkipReason: ledger.SkipReason,
@@ -323,17 +342,28 @@ or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 				}
 				return writeJSON(a.stdout, doc)
 			}
-			return a.writeShow(id, rec, inInbox, ledger, claimed, *payload, body, hasBody)
+			return a.writeShow(id, rec, inInbox, holders, ledger, claimed, *payload, body, hasBody)
 		}
 	},
 }
 
 // showJSON is show -json's document.
 type showJSON struct {
-	ID      string          `json:"id"`
-	Inbox   *recordJSON     `json:"inbox"`
+	ID    string      `json:"id"`
+	Inbox *recordJSON `json:"inbox"`
+	// HeldBy is what Inbox.HeldBy says: [] when nothing holds the event
+	// back, null when it is not in the inbox.
+	HeldBy  []holderJSON    `json:"held_by"`
 	Ledger  *ledgerJSON     `json:"ledger"`
 	Payload json.RawMessage `json:"payload,omitempty"` // with -payload only; null when not stored
+}
+
+// holderJSON is an event that holds the shown one back: its record, when
+// its lease expires while processing, and whether it sorts before it.
+type holderJSON struct {
+	recordJSON
+	LeaseUntil *time.Time `json:"lease_until"`
+	Earlier    bool       `json:"earlier"`
 }
 
 type ledgerJSON struct {
@@ -343,7 +373,7 @@ type ledgerJSON struct {
 	ProcessedAt *time.Time `json:"processed_at"`
 }
 
-func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ledger idempotency.EventRecord, claimed, wantBody bool, body []byte, hasBody bool) error {
+func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, holders []idempotency.InboxHolder, ledger idempotency.EventRecord, claimed, wantBody bool, body []byte, hasBody bool) error {
 	tw := newTable(a.stdout)
 	fmt.Fprintf(tw, "id\t%s\n", oneLine(id))
 	if inInbox {
@@ -363,6 +393,9 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, le
 		fmt.Fprintf(tw, "  attempted\t%s\n", formatTime(rec.AttemptedAt))
 		fmt.Fprintf(tw, "  next attempt\t%s\n", formatTime(rec.NextAttemptAt))
 		fmt.Fprintf(tw, "  finished\t%s\n", formatTime(rec.FinishedAt))
+		if !rec.State.Final() {
+			writeHolders(tw, holders)
+		}
 	} else {
 		fmt.Fprintf(tw, "type\t%s\n", oneLine(ledger.EventType))
 		fmt.Fprintf(tw, "object\t%s\n", dash(ledger.ObjectID))
@@ -397,6 +430,30 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, le
 	fmt.Fprintln(a.stdout, "\npayload:")
 	_, err := fmt.Fprintf(a.stdout, "%s\n", jsonForTerminal(body))
 	return err
+}
+
+// writeHolders writes show's "held by" lines: one per holder, or that
+// nothing holds the event back.
+func writeHolders(w io.Writer, holders []idempotency.InboxHolder) {
+	if len(holders) == 0 {
+		fmt.Fprintln(w, "  held by\t- (nothing: due at its next attempt)")
+		return
+	}
+	for i, h := range holders {
+		label := "  held by"
+		if i > 0 {
+			label = ""
+		}
+		when := "next attempt " + formatTime(h.NextAttemptAt)
+		if h.State == idempotency.InboxProcessing {
+			when = "lease until " + formatTime(h.LeaseUntil)
+		}
+		order := "created before it"
+		if !h.Earlier {
+			order = "created after it, a worker is applying it"
+		}
+		fmt.Fprintf(w, "%s\t%s (%s, attempt %d, %s; %s)\n", label, oneLine(h.EventID), h.State, h.Attempt, when, order)
+	}
 }
 
 // recordJSON is an inbox record in -json output: stable names, every field

@@ -160,6 +160,7 @@ func TestShow(t *testing.T) {
 	type showDoc struct {
 		ID      string         `json:"id"`
 		Inbox   *recordJSON    `json:"inbox"`
+		HeldBy  []holderJSON   `json:"held_by"`
 		Ledger  *ledgerJSON    `json:"ledger"`
 		Payload map[string]any `json:"payload"`
 	}

@@ -98,6 +98,18 @@ func TestRunbook(t *testing.T) {
 	count(r, `(?m)^queued\s+1\s`)
 	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_paid_1").State)
 
+	// An event is not applied: it waits behind a failed event of its
+	// object.
+	s.deliver(t, "evt_fails_9", "charge.failed", "ch_9")
+	s.work(t, s.inbox)
+	s.deliver(t, "evt_waits_9", "invoice.paid", "ch_9")
+	r = run("idemctl show evt_...", "show", "evt_waits_9")
+	count(r, `(?m)^  held by\s+evt_fails_9 \(failed, attempt 1, `)
+	r = run("idemctl redrive -id evt_... -state failed", "redrive", "-id", "evt_fails_9", "-state", "failed")
+	count(r, `^redrove 1 event:`)
+	r = run("idemctl show evt_...", "show", "evt_fails_9")
+	count(r, `(?m)^  held by\s+- \(nothing: due at its next attempt\)$`)
+
 	// Operator CLI.
 	for _, line := range []string{
 		"idemctl stats",
