@@ -173,13 +173,17 @@ type eventData struct {
 	Record    *idempotency.InboxRecord
 	HasLedger bool // Config.Ledger is set, and this is not a task (tasks have no claim)
 	Claim     *idempotency.EventRecord
+	// HeldBy is, for a record still to be applied, what Inbox.HeldBy
+	// says holds it back.
+	HeldBy []idempotency.InboxHolder
 	// ShowPayloads is Config.ShowPayloads; Payload is the stored body,
 	// indented when it is JSON, and empty when the inbox has none.
 	ShowPayloads bool
 	Payload      string
 }
 
-// event: one event's (or task's) inbox record and ledger record. The id
+// event: one event's (or task's) inbox record, what holds it back while
+// it is still to be applied, and its ledger record. The id
 // comes from the dashboard's own links, as stored: it is not trimmed, since
 // a task's key may begin or end with a space.
 func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
@@ -196,6 +200,12 @@ func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
 	if data.Record == nil && data.Claim == nil {
 		d.render(w, r, http.StatusNotFound, "event", id, data)
 		return
+	}
+	if data.Record != nil && !data.Record.State.Final() {
+		if data.HeldBy, err = d.cfg.Inbox.HeldBy(r.Context(), id); err != nil {
+			d.inboxError(w, r, "looking up what holds an event back", err)
+			return
+		}
 	}
 	if data.ShowPayloads = d.cfg.ShowPayloads; data.ShowPayloads && data.Record != nil {
 		body, ok, err := d.cfg.Inbox.Payload(r.Context(), id)
