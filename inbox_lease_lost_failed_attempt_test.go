@@ -101,7 +101,12 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 					require.NoError(t, err)
 					require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, "evt_stale", "in_stale", "acct_1"), testSecret).Outcome)
 
-					leased, err := idempotency.LeaseInbox(ctx, stale, 1)
+					// Leased through newer, whose Timeout bounds the lease
+					// statement too: stale's 200 ms, short to keep the
+					// timeout case quick, is too short for a lease on a
+					// loaded machine. The leased row is the same whichever
+					// inbox of the store took it; stale applies it.
+					leased, err := idempotency.LeaseInbox(ctx, newer, 1)
 					require.NoError(t, err)
 					require.Len(t, leased, 1)
 					idempotency.ApplyLeased(ctx, stale, leased[0])
