@@ -182,23 +182,34 @@ func InboxConfigWithDefaults(cfg InboxConfig) (InboxConfig, error) {
 // conn, as the lease transaction plans it (with its planner settings
 // unless bare is set): generic, from the statistics of the moment.
 func PgxLeasePlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, bare bool) (string, error) {
+	settings := leaseSettings
+	if bare {
+		settings = genericPlanSetting
+	}
+	return genericPlan(ctx, conn, settings, s.inbox.lease, `now(), 8, now() + interval '1 minute'`)
+}
+
+// genericPlanSetting makes the transaction's prepared statements plan
+// generically, as a connection's cached statement does after five runs.
+const genericPlanSetting = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+
+// genericPlan is the plan PostgreSQL makes for stmt on conn, prepared in
+// a transaction that ran settings, and explained with args: generic, from
+// the statistics of the moment.
+func genericPlan(ctx context.Context, conn *pgx.Conn, settings, stmt, args string) (string, error) {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // nothing was written
-	settings := leaseSettings
-	if bare {
-		settings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
-	}
 	if _, err := tx.Exec(ctx, settings); err != nil {
 		return "", err
 	}
-	if _, err := tx.Exec(ctx, `PREPARE idempotency_lease_plan AS `+s.inbox.lease); err != nil {
+	if _, err := tx.Exec(ctx, `PREPARE idempotency_generic_plan AS `+stmt); err != nil {
 		return "", err
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE idempotency_lease_plan`) //nolint:errcheck // after the rollback
-	rows, err := tx.Query(ctx, `EXPLAIN EXECUTE idempotency_lease_plan(now(), 8, now() + interval '1 minute')`)
+	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE idempotency_generic_plan`) //nolint:errcheck // after the rollback
+	rows, err := tx.Query(ctx, `EXPLAIN EXECUTE idempotency_generic_plan(`+args+`)`)
 	if err != nil {
 		return "", err
 	}
@@ -210,24 +221,21 @@ func PgxLeasePlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, bare bool) (
 // deleting a batch of claims on conn, generic, from the statistics of
 // the moment.
 func PgxPruneClaimsPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn) (string, error) {
-	tx, err := conn.Begin(ctx)
+	return genericPlan(ctx, conn, genericPlanSetting, s.retention.eventIDs, `now() - interval '45 days', 1000`)
+}
+
+// PgxFenceUpdatePlans are the plans PostgreSQL makes on conn for the two
+// statements that end an attempt on its inbox row, fenced on the attempt:
+// the finish in the event's transaction, and the settle of a failed
+// attempt. Generic, from the statistics of the moment.
+func PgxFenceUpdatePlans(ctx context.Context, s *PgxStore, conn *pgx.Conn) (finish, settle string, err error) {
+	finish, err = genericPlan(ctx, conn, genericPlanSetting, s.inbox.finish, `'evt_plan', 1, 'processed', now(), now()`)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck // nothing was written
-	if _, err := tx.Exec(ctx, `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`); err != nil {
-		return "", err
-	}
-	if _, err := tx.Exec(ctx, `PREPARE idempotency_prune_claims_plan AS `+s.retention.eventIDs); err != nil {
-		return "", err
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE idempotency_prune_claims_plan`) //nolint:errcheck // after the rollback
-	rows, err := tx.Query(ctx, `EXPLAIN EXECUTE idempotency_prune_claims_plan(now() - interval '45 days', 1000)`)
-	if err != nil {
-		return "", err
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return strings.Join(lines, "\n"), err
+	settle, err = genericPlan(ctx, conn, genericPlanSetting, s.inbox.settle,
+		`'evt_plan', 1, 'failed', 'boom', now(), NULL, now(), NULL`)
+	return finish, settle, err
 }
 
 // PgxOldestAwaitingPlan runs Prune's query of the oldest event still

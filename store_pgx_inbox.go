@@ -63,6 +63,18 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
           AND ((o.created, o.event_id COLLATE "C") < (i.created, i.event_id COLLATE "C")
             OR (o.state = 'processing' AND (o.lease_until > $1 OR NOT EXISTS (
                 SELECT 1 FROM ` + t + ` AS probe WHERE probe.event_id = o.event_id FOR SHARE SKIP LOCKED))))))`
+	// fenced: the row of event $1 at attempt $2 begun at attemptedAt,
+	// still processing. Its state is compared in the "C" collation, which
+	// gives the same answer (text equality is bytewise in every collation a
+	// database can default to) but matches no index: the planner finds the
+	// row through the primary key. Compared plainly, state = 'processing'
+	// lets the planner read the lease index or the state index instead,
+	// which statistics taken while nothing was being applied show empty,
+	// and which hold an entry for every event leased since the last
+	// vacuum: every attempt's finish would read them all.
+	fenced := func(attemptedAt string) string {
+		return `event_id = $1 AND attempt = $2 AND attempted_at = ` + attemptedAt + ` AND state = 'processing' COLLATE "C"`
+	}
 	redriveWhere := `state = ANY ($1::text[])
   AND ($6 = '' OR kind = $6)
   AND (cardinality($2::text[]) = 0 OR event_id = ANY ($2::text[]))
@@ -83,7 +95,7 @@ RETURNING event_id`,
 		enqueueTask: `INSERT INTO ` + t + ` (kind, event_id, event_type, created, payload, state, received_at, next_attempt_at)
 VALUES ('task', $1, $2, $3, $4, 'pending', $3, $3) ON CONFLICT (event_id) DO NOTHING`,
 		finish: `UPDATE ` + t + ` SET state = $3, finished_at = $4, next_attempt_at = NULL, lease_until = NULL, last_error = ''
-WHERE event_id = $1 AND attempt = $2 AND attempted_at = $5 AND state = 'processing'`,
+WHERE ` + fenced("$5"),
 		skip: `UPDATE ` + t + ` SET state = 'skipped' WHERE event_id = $1`,
 		lock: `SELECT pg_advisory_xact_lock(hashtextextended('idempotency.inbox.lease:' || $1, 0))`,
 		deadLetter: `UPDATE ` + t + ` AS i
@@ -129,7 +141,7 @@ SELECT ` + inboxColumns + `, payload, lease_until, coalesce(seq, 0), trace, due_
 		settle: `UPDATE ` + t + ` SET state = $3, last_error = $4, next_attempt_at = $5, finished_at = $6, lease_until = NULL,
     attempt = CASE WHEN $3 = 'pending' THEN attempt - 1 ELSE attempt END,
     attempted_at = CASE WHEN $3 = 'pending' THEN $8 ELSE attempted_at END
-WHERE event_id = $1 AND attempt = $2 AND attempted_at = $7 AND state = 'processing'`,
+WHERE ` + fenced("$7"),
 		redrive: `UPDATE ` + t + ` SET state = 'pending', attempt = 0, next_attempt_at = $7, finished_at = NULL
 WHERE ` + redriveWhere,
 		redriveCount: `SELECT count(*) FROM ` + t + ` WHERE ` + redriveWhere,
