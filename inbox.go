@@ -50,7 +50,11 @@ type InboxConfig struct {
 	// MaxAttempts is how many attempts an event gets before it is
 	// dead-lettered; a lease that expired (its process died, hung or lost
 	// its connection) counts as one, also when Run had only leased it
-	// ahead and no worker had started it. Defaults to 20: with the default
+	// ahead and no worker had started it. An event whose lease expired is
+	// leased again alone, and Run leases nothing else while its attempt
+	// runs: an event that kills every process that runs it costs the
+	// events leased with it one attempt, the first time, not one per
+	// crash. Defaults to 20: with the default
 	// backoff the last attempt comes 6.5 days after the first, longer than
 	// Stripe's own 3 days of retries.
 	MaxAttempts int
@@ -494,8 +498,11 @@ func (c *coalescer) do(fn func()) {
 // its context holds Run up. While it runs, an event leased ahead that has
 // less than InboxConfig.Timeout of its lease left when a worker takes it is
 // given back the same way and leased afresh, so that no attempt outlasts its
-// lease. It returns an error at once if Run is already running on this
-// Inbox.
+// lease. An event whose lease expired (its worker died, hung or lost its
+// connection) is leased alone, and Run leases nothing else until its
+// attempt has ended: if it is what killed that worker's process, and kills
+// this one too, it dies alone. It returns an error at once if Run is
+// already running on this Inbox.
 func (in *Inbox) Run(ctx context.Context) error {
 	if !in.running.CompareAndSwap(false, true) {
 		return errorf("Inbox.Run is already running")
@@ -518,12 +525,17 @@ func (in *Inbox) Run(ctx context.Context) error {
 	// starts.
 	queue := make(chan inboxRow, 2*in.cfg.Workers)
 	var ahead atomic.Int64
+	// alone is set while an event leased alone after its worker died
+	// (inboxRow.LeaseExpired) is queued or attempted: it may be what
+	// killed that worker's process, and if it kills this one too, no event
+	// leased after it dies with it.
+	var alone atomic.Bool
 	first, _ := in.workLimit(false)
 	gate := newWorkGate(first) // the limit before any worker enters
 	in.gate.Store(gate)
 	for range in.cfg.Workers {
 		workers.Go(func() {
-			w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: &ahead, gate: gate}
+			w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: &ahead, alone: &alone, gate: gate}
 			w.run(workCtx)
 		})
 	}
@@ -536,7 +548,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 		pass := in.signals.Load()
 		limit, until := in.workLimit(behind)
 		gate.setLimit(limit)
-		if free := 2*limit - len(queue) - int(ahead.Load()); free >= limit {
+		if free := 2*limit - len(queue) - int(ahead.Load()); free >= limit && !alone.Load() {
 			rows, err := in.lease(ctx, free)
 			switch {
 			case err != nil && ctx.Err() == nil:
@@ -557,6 +569,9 @@ func (in *Inbox) Run(ctx context.Context) error {
 				if ctx.Err() != nil {
 					in.release(ctx, &row) // leased as Run was stopped
 					continue
+				}
+				if row.LeaseExpired {
+					alone.Store(true) // the only row of its lease
 				}
 				queue <- row // never blocks: only this loop sends, into the room it counted
 			}
@@ -710,6 +725,7 @@ type inboxWorker struct {
 	// aheadCount counts the events Run's workers took ahead, for Run to
 	// count them as queued.
 	aheadCount *atomic.Int64
+	alone      *atomic.Bool // Run's: cleared when the event leased alone is done with
 	gate       *workGate
 	entered    bool // the worker is inside the gate
 }
@@ -728,36 +744,46 @@ func (w *inboxWorker) run(ctx context.Context) {
 		if !ok {
 			return
 		}
-		if w.stop.Err() != nil {
-			w.chain.discard(ctx)
-			in.release(ctx, &row) // stopping: start nothing new
-			continue
+		w.work(ctx, row)
+		if row.LeaseExpired {
+			w.alone.Store(false)
+			in.signal() // Run may lease again
 		}
-		if !in.leaseLeft(&row) {
-			// It waited in the queue for too long: an attempt started
-			// now could outlast its lease, and another worker would take
-			// the event over while it runs. Given back, it is leased
-			// again afresh.
-			w.chain.discard(ctx)
-			in.release(ctx, &row)
-			in.signal()
-			continue
-		}
-		in.signal() // room in the queue
-		chain := &w.chain
-		if in.cfg.OnResult != nil {
-			// OnResult runs once the commit returns. A chained commit
-			// would have begun the next event's transaction by then, on a
-			// pooled connection: an OnResult that queries the same pool
-			// would wait for ever once every connection is held so.
-			chain = nil
-		}
-		in.attempt(ctx, row, chain)
-		in.signal() // the object's next event may be due
-		if w.ahead == nil {
-			w.gate.leave()
-			w.entered = false
-		}
+	}
+}
+
+// work applies row, or gives it back when no attempt at it may start.
+func (w *inboxWorker) work(ctx context.Context, row inboxRow) {
+	in := w.in
+	if w.stop.Err() != nil {
+		w.chain.discard(ctx)
+		in.release(ctx, &row) // stopping: start nothing new
+		return
+	}
+	if !in.leaseLeft(&row) {
+		// It waited in the queue for too long: an attempt started
+		// now could outlast its lease, and another worker would take
+		// the event over while it runs. Given back, it is leased
+		// again afresh.
+		w.chain.discard(ctx)
+		in.release(ctx, &row)
+		in.signal()
+		return
+	}
+	in.signal() // room in the queue
+	chain := &w.chain
+	if in.cfg.OnResult != nil {
+		// OnResult runs once the commit returns. A chained commit
+		// would have begun the next event's transaction by then, on a
+		// pooled connection: an OnResult that queries the same pool
+		// would wait for ever once every connection is held so.
+		chain = nil
+	}
+	in.attempt(ctx, row, chain)
+	in.signal() // the object's next event may be due
+	if w.ahead == nil {
+		w.gate.leave()
+		w.entered = false
 	}
 }
 

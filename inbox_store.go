@@ -136,6 +136,11 @@ type inboxRow struct {
 	// PrevAttemptedAt is, on a leased row, its AttemptedAt before the
 	// lease (zero before the first attempt): what a give-back restores.
 	PrevAttemptedAt time.Time
+	// LeaseExpired is set on a row leased again because the lease of its
+	// previous attempt expired: its worker died, hung or lost its
+	// connection, maybe because of this very event. Such a row is leased
+	// alone (see inboxLease), and Run leases nothing else while it runs.
+	LeaseExpired bool
 	// Seq is the store's sequence number taken when the event was stored
 	// (see current.go); 0 when unknown.
 	Seq int64
@@ -184,6 +189,14 @@ type inboxBackend interface {
 	// lease whose Attempt is already maxAttempts is not leased again: it
 	// goes to dead letter with LastError saying the lease expired, and its
 	// record, as dead-lettered, is returned in dead.
+	//
+	// An expired lease is taken alone, with LeaseExpired set: events are
+	// taken in the order they came due (an expired lease at its end), and a
+	// lease stops before the first expired one unless that is the first it
+	// takes, which it then returns alone. The events a process that died
+	// had leased expire together; each is then attempted on its own, so an
+	// event that kills every process that runs it no longer takes the
+	// others down with it at each attempt.
 	//
 	// Per object (ObjectID not empty): an event is not leased while another
 	// event of the same object is processing under an unexpired lease, nor

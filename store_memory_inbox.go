@@ -143,14 +143,21 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 			}
 			busy[r.ObjectID] = true
 		}
+		expired := r.State == InboxProcessing // its worker died: taken alone
+		if expired && len(out) > 0 {
+			break
+		}
 		dueAt, prev := r.dueAt(), r.AttemptedAt
 		r.State = InboxProcessing
 		r.Attempt++
 		r.AttemptedAt, r.LeaseUntil, r.NextAttemptAt = now, now.Add(lease), time.Time{}
 		leased := r.inboxRow
 		leased.Payload = bytes.Clone(r.Payload) // the worker's own copy
-		leased.DueAt, leased.PrevAttemptedAt = dueAt, prev
+		leased.DueAt, leased.PrevAttemptedAt, leased.LeaseExpired = dueAt, prev, expired
 		out = append(out, leased)
+		if expired {
+			break
+		}
 	}
 	return out, dead, nil
 }

@@ -106,7 +106,9 @@ WHERE i.event_id IN (SELECT event_id FROM ` + t + `
       FOR UPDATE SKIP LOCKED)
 RETURNING ` + inboxColumns,
 		// Two ordered candidate sets, each read through its partial index
-		// and stopping at the limit, merged by the time they came due.
+		// and stopping at the limit, merged by the time they came due. An
+		// expired lease is taken alone (inboxBackend.inboxLease): the
+		// lease stops before the first one unless it is the first.
 		lease: `WITH expired AS (
     SELECT i.event_id, i.lease_until AS due_at, i.attempted_at FROM ` + t + ` AS i
     WHERE i.state = 'processing' AND i.lease_until <= $1 AND ` + free + `
@@ -120,21 +122,25 @@ RETURNING ` + inboxColumns,
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT event_id, due_at, attempted_at FROM (
-        SELECT event_id, due_at, attempted_at FROM expired
-        UNION ALL
-        SELECT event_id, due_at, attempted_at FROM due
-    ) AS candidates
-    ORDER BY due_at, event_id COLLATE "C"
-    LIMIT $2
+    SELECT event_id, due_at, attempted_at, expired FROM (
+        SELECT event_id, due_at, attempted_at, expired,
+            row_number() OVER w AS n, count(*) FILTER (WHERE expired) OVER w AS expired_so_far
+        FROM (
+            SELECT event_id, due_at, attempted_at, true AS expired FROM expired
+            UNION ALL
+            SELECT event_id, due_at, attempted_at, false FROM due
+        ) AS candidates
+        WINDOW w AS (ORDER BY due_at, event_id COLLATE "C" ROWS UNBOUNDED PRECEDING)
+    ) AS ordered
+    WHERE n <= $2 AND (n = 1 OR expired_so_far = 0)
 ), leased AS (
     UPDATE ` + t + ` AS i
     SET state = 'processing', attempt = i.attempt + 1, attempted_at = $1, lease_until = $3, next_attempt_at = NULL
     FROM picked
     WHERE i.event_id = picked.event_id
-    RETURNING picked.due_at, picked.attempted_at AS prev_attempted_at, i.*
+    RETURNING picked.due_at, picked.attempted_at AS prev_attempted_at, picked.expired, i.*
 )
-SELECT ` + inboxColumns + `, payload, lease_until, coalesce(seq, 0), trace, due_at, prev_attempted_at FROM leased ORDER BY due_at, event_id COLLATE "C"`,
+SELECT ` + inboxColumns + `, payload, lease_until, coalesce(seq, 0), trace, due_at, prev_attempted_at, expired FROM leased ORDER BY due_at, event_id COLLATE "C"`,
 		// A snoozed task, or an event given back unapplied, goes back to
 		// pending without counting the attempt, showing the attempt time $8:
 		// the snoozed run's, or the one before the lease given back.
@@ -457,12 +463,12 @@ func scanInboxRecord(row pgx.CollectableRow) (InboxRecord, error) {
 }
 
 // scanInboxRow scans inboxColumns, payload, lease_until, seq, trace,
-// due_at and prev_attempted_at: a leased row.
+// due_at, prev_attempted_at and expired: a leased row.
 func scanInboxRow(row pgx.CollectableRow) (inboxRow, error) {
 	var r inboxRow
 	var times inboxTimes
 	var leaseUntil, prev pgtype.Timestamptz
-	if err := row.Scan(append(r.columns(&times), &r.Payload, &leaseUntil, &r.Seq, &r.Trace, &r.DueAt, &prev)...); err != nil {
+	if err := row.Scan(append(r.columns(&times), &r.Payload, &leaseUntil, &r.Seq, &r.Trace, &r.DueAt, &prev, &r.LeaseExpired)...); err != nil {
 		return r, err
 	}
 	times.set(&r.InboxRecord)

@@ -52,6 +52,7 @@ var inboxTests = []struct {
 	{"InboxRedriveFilters", testInboxRedriveFilters},
 	{"InboxLeasesLongestDueFirst", testInboxLeasesLongestDueFirst},
 	{"InboxDeadLetterCopyIsDuplicate", testInboxDeadLetterCopyIsDuplicate},
+	{"InboxCrashLoopSparesOthers", testInboxCrashLoopSparesOthers},
 	{"FilterBoundsBelowMicrosecond", testFilterBoundsBelowMicrosecond},
 	{"TimesKeptToTheMicrosecond", testTimesKeptToTheMicrosecond},
 }
