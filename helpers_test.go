@@ -152,6 +152,19 @@ func queuedInvoice(t *testing.T, store idempotency.Store, cfg idempotency.InboxC
 	return inbox, clock, runs
 }
 
+// workDueDying runs in.WorkDue on a goroutine that a handler ends with
+// runtime.Goexit, as a process that dies mid-attempt: what it leased
+// stays processing until its lease expires.
+func workDueDying(t *testing.T, in *idempotency.Inbox) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = in.WorkDue(t.Context())
+	}()
+	recv(t, done, "the dying worker")
+}
+
 // runInbox starts in.Run, and returns the func that stops it and fails the
 // test if Run fails or has not returned 10 seconds later.
 func runInbox(t *testing.T, in *idempotency.Inbox) (stop func()) {

@@ -121,7 +121,11 @@ type InboxConfig struct {
 
 	// Logger receives one record per attempt (event id, type, object id,
 	// outcome, attempt, the state it left the event in, duration; never
-	// the payload) and the workers' troubles. Defaults to slog.Default().
+	// the payload), written when the attempt returns, and the workers'
+	// troubles. An attempt at an event whose lease expired (its worker
+	// died, hung or lost its connection) is also logged as it starts, at
+	// Warn: a process that dies while it runs has that line last. Defaults
+	// to slog.Default().
 	Logger *slog.Logger
 
 	// OnResult, when set, is called once per attempt, on the worker's
@@ -1064,6 +1068,9 @@ func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 //
 // chain, when not nil, is the worker's (see inboxWorker).
 func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (snoozed bool) {
+	if row.LeaseExpired {
+		in.logSuspect(ctx, &row)
+	}
 	ctx, done := in.cfg.Observer.attempt(ctx, in.log, row.InboxRecord, row.Trace)
 	ctx = in.fetchObs.withFetch(ctx)
 	if row.Kind == KindTask {
@@ -1112,6 +1119,27 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 		res.State = in.settleFailure(ctx, &row, err)
 	}
 	return false
+}
+
+// logSuspect logs, as it starts, an attempt at an event or a task whose
+// last worker died, hung or lost its connection holding it. An attempt is
+// otherwise logged when it returns: an event that kills every process that
+// runs it (a fatal error recover cannot catch, os.Exit) would leave no line
+// about it until its lease dead-letters it. Leased alone, it is the only
+// attempt such a process starts: this is the last line it writes about one.
+func (in *Inbox) logSuspect(ctx context.Context, row *inboxRow) {
+	if !in.log.Enabled(ctx, slog.LevelWarn) {
+		return
+	}
+	res := Result{EventID: row.EventID, EventType: row.EventType}
+	if row.Kind == KindTask {
+		res.Kind = KindTask
+	}
+	attrs := res.appendIDs(nil, slog.Int("attempt", row.Attempt))
+	if row.ObjectID != "" {
+		attrs = append(attrs, slog.String("object_id", row.ObjectID))
+	}
+	in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: attempting, alone, what a worker held when its lease expired (it died, hung or lost its connection); if this process dies now, this is why", attrs...)
 }
 
 // reportEnd reports the end of the attempt at row: logged, to OnResult

@@ -50,12 +50,7 @@ func TestInboxRunLeasesNothingBesideAnEventWhoseWorkerDied(t *testing.T) {
 		require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, id, "in_"+id, "acct_1"), testSecret).Outcome)
 	}
 	deliver("evt_alone_suspect")
-	dying := make(chan struct{})
-	go func() {
-		defer close(dying)
-		_, _ = in.WorkDue(t.Context())
-	}()
-	recv(t, dying, "the dying worker")
+	workDueDying(t, in)
 	clock.Advance(time.Minute + time.Second) // its lease expired
 	deliver("evt_alone_other")
 
