@@ -52,7 +52,7 @@ type InboxConfig struct {
 	// its connection) counts as one, also when Run had only leased it
 	// ahead and no worker had started it. An event whose lease expired is
 	// leased again alone, and Run leases nothing else while its attempt
-	// runs: an event that kills every process that runs it costs the
+	// runs, within its lease: an event that kills every process that runs it costs the
 	// events leased with it one attempt, the first time, not one per
 	// crash. Defaults to 20: with the default backoff the last attempt
 	// comes 6.5 days after the first, longer than Stripe's own 3 days of
@@ -507,8 +507,9 @@ func (c *coalescer) do(fn func()) {
 // given back the same way and leased afresh, so that no attempt outlasts its
 // lease. An event whose lease expired (its worker died, hung or lost its
 // connection) is leased alone, and Run leases nothing else until its
-// attempt has ended: if it is what killed that worker's process, and kills
-// this one too, it dies alone. It returns an error at once if Run is
+// attempt has ended or its lease has: if it is what killed that worker's
+// process, and kills this one too, it dies alone; if its attempt hangs, it
+// holds its worker only. It returns an error at once if Run is
 // already running on this Inbox.
 func (in *Inbox) Run(ctx context.Context) error {
 	if !in.running.CompareAndSwap(false, true) {
@@ -532,11 +533,14 @@ func (in *Inbox) Run(ctx context.Context) error {
 	// starts.
 	queue := make(chan inboxRow, 2*in.cfg.Workers)
 	var ahead atomic.Int64
-	// alone is set while an event leased alone after its worker died
-	// (inboxRow.LeaseExpired) is queued or attempted: it may be what
-	// killed that worker's process, and if it kills this one too, no event
-	// leased after it dies with it.
-	var alone atomic.Bool
+	// alone is the end of the lease of an event leased alone after its
+	// worker died (inboxRow.LeaseExpired), while it is queued or
+	// attempted; nil when there is none. It may be what killed that
+	// worker's process: until its attempt ends, no event is leased to die
+	// with it if it kills this one too. Not past its lease, though: an
+	// attempt that outlasts it is hung (its handler ignores its context),
+	// and holds its worker, not the whole process.
+	var alone atomic.Pointer[time.Time]
 	first, _ := in.workLimit(false)
 	gate := newWorkGate(first) // the limit before any worker enters
 	in.gate.Store(gate)
@@ -555,7 +559,8 @@ func (in *Inbox) Run(ctx context.Context) error {
 		pass := in.signals.Load()
 		limit, until := in.workLimit(behind)
 		gate.setLimit(limit)
-		if free := 2*limit - len(queue) - int(ahead.Load()); free >= limit && !alone.Load() {
+		lone := alone.Load()
+		if free := 2*limit - len(queue) - int(ahead.Load()); free >= limit && (lone == nil || !in.cfg.Now().Before(*lone)) {
 			rows, err := in.lease(ctx, free)
 			switch {
 			case err != nil && ctx.Err() == nil:
@@ -578,7 +583,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 					continue
 				}
 				if row.LeaseExpired {
-					alone.Store(true) // the only row of its lease
+					alone.Store(&row.LeaseUntil) // the only row of its lease
 				}
 				queue <- row // never blocks: only this loop sends, into the room it counted
 			}
@@ -732,7 +737,7 @@ type inboxWorker struct {
 	// aheadCount counts the events Run's workers took ahead, for Run to
 	// count them as queued.
 	aheadCount *atomic.Int64
-	alone      *atomic.Bool // Run's: cleared when the event leased alone is done with
+	alone      *atomic.Pointer[time.Time] // Run's: cleared when the event leased alone is done with
 	gate       *workGate
 	entered    bool // the worker is inside the gate
 }
@@ -753,7 +758,7 @@ func (w *inboxWorker) run(ctx context.Context) {
 		}
 		w.work(ctx, row)
 		if row.LeaseExpired {
-			w.alone.Store(false)
+			w.alone.Store(nil)
 			in.signal() // Run may lease again
 		}
 	}
