@@ -1346,8 +1346,9 @@ func (in *Inbox) Lookup(ctx context.Context, eventID string) (InboxRecord, bool,
 // neither does a later event whose worker died (its lease expired). An
 // event held by nothing is due at its NextAttemptAt. HeldBy returns
 // nothing for an event that does not wait on others: one about no object
-// (and every task), one in a final state, one under its own unexpired
-// lease, and one the inbox does not have. Of an object with many events
+// (and every task), one in a final state, one a worker is applying (under
+// its own unexpired lease, or past it in a transaction still open), and
+// one the inbox does not have. Of an object with many events
 // it returns at most the first 100 holders that sort before eventID and
 // the first 100 that sort after it.
 //

@@ -238,7 +238,7 @@ type inboxBackend interface {
 	// inboxHeldBy returns, in the object's order (Created, EventID), the
 	// events that keep eventID from being leased at now by inboxLease's
 	// rule, when eventID waits: it has an object, and it is pending, failed
-	// or processing past its lease. They are the pending, failed and
+	// or processing past its lease with no transaction open. They are the pending, failed and
 	// processing events of its object that sort before it (the first
 	// limit of them), and those that sort after it and are processing
 	// under an unexpired lease or in a transaction still open (the first

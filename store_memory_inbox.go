@@ -266,10 +266,9 @@ func (s *MemoryStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxReco
 }
 
 // waits reports whether r waits on the other events of its object at now:
-// it has an object, is still to be applied, and is not under an unexpired
-// lease.
+// it has an object, is still to be applied, and no worker is applying it.
 func (r *memoryInboxRow) waits(now time.Time) bool {
-	return r.ObjectID != "" && r.unfinished() && !(r.State == InboxProcessing && r.LeaseUntil.After(now))
+	return r.ObjectID != "" && r.unfinished() && !r.busy(now)
 }
 
 func (s *MemoryStore) inboxHeldBy(ctx context.Context, eventID string, now time.Time, limit int) ([]InboxHolder, error) {

@@ -47,6 +47,13 @@ state, attempt, last_error, received_at, attempted_at, next_attempt_at, finished
 
 func newPgxInboxSQL(schema string) pgxInboxSQL {
 	t := pgx.Identifier{schema}.Sanitize() + `.idempotency_inbox`
+	// applying: a worker is applying row r at now: it is processing under
+	// an unexpired lease, or past it in its fenced transaction still open
+	// (the row is locked: the probe FOR SHARE SKIP LOCKED finds nothing).
+	applying := func(r, now string) string {
+		return `(` + r + `.state = 'processing' AND (` + r + `.lease_until > ` + now + ` OR NOT EXISTS (
+                SELECT 1 FROM ` + t + ` AS probe WHERE probe.event_id = ` + r + `.event_id FOR SHARE SKIP LOCKED)))`
+	}
 	// free: i is the first event of its object still to apply, and no other
 	// event of the object is being applied ($1 is now): processing under an
 	// unexpired lease, or past its lease but with its fenced transaction
@@ -61,8 +68,7 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
         WHERE o.object_id = i.object_id AND o.object_id <> ''
           AND o.state IN ('pending', 'failed', 'processing') AND o.event_id <> i.event_id
           AND ((o.created, o.event_id COLLATE "C") < (i.created, i.event_id COLLATE "C")
-            OR (o.state = 'processing' AND (o.lease_until > $1 OR NOT EXISTS (
-                SELECT 1 FROM ` + t + ` AS probe WHERE probe.event_id = o.event_id FOR SHARE SKIP LOCKED))))))`
+            OR ` + applying("o", "$1") + `)))`
 	// fenced: the row of event $1 at attempt $2 begun at attemptedAt,
 	// still processing. Its state is compared in the "C" collation, which
 	// gives the same answer (text equality is bytewise in every collation a
@@ -169,10 +175,11 @@ LIMIT $6`,
 		// processing rows, the planner would read the processing index,
 		// which holds an entry for every event leased since the last
 		// vacuum (see free).
+		// The held event waits unless a worker is applying it.
 		heldBy: `WITH i AS (
-    SELECT object_id AS held_object, created AS held_created, event_id AS held_id FROM ` + t + `
+    SELECT object_id AS held_object, created AS held_created, event_id AS held_id FROM ` + t + ` AS h
     WHERE event_id = $1 AND object_id <> '' AND state IN ('pending', 'failed', 'processing')
-      AND NOT (state = 'processing' AND lease_until > $2)
+      AND NOT ` + applying("h", "$2") + `
 ), holders AS ((
     SELECT ` + inboxColumns + `, lease_until, true AS earlier FROM ` + t + `, i
     WHERE object_id = held_object AND object_id <> '' AND state IN ('pending', 'failed', 'processing')
@@ -186,8 +193,7 @@ LIMIT $6`,
           AND (created, event_id COLLATE "C") > (held_created, held_id COLLATE "C")
         OFFSET 0
     ) AS o
-    WHERE state = 'processing' AND (lease_until > $2 OR NOT EXISTS (
-        SELECT 1 FROM ` + t + ` AS probe WHERE probe.event_id = o.event_id FOR SHARE SKIP LOCKED))
+    WHERE ` + applying("o", "$2") + `
     ORDER BY created, event_id COLLATE "C"
     LIMIT $3
 ))

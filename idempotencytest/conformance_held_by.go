@@ -2,6 +2,7 @@ package idempotencytest
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -112,7 +113,8 @@ func testInboxHeldBy(t *testing.T, b StoreBackend) {
 // testInboxHeldByOpenTransaction: an event whose attempt runs past its
 // lease, its transaction still open, holds the other events of its object
 // back, an earlier one that arrived late included, as the lease's rule
-// says; HeldBy names it, with the lease that has passed.
+// says; HeldBy names it, with the lease that has passed. The event itself
+// is being applied, not waiting: nothing holds it back.
 func testInboxHeldByOpenTransaction(t *testing.T, b StoreBackend) {
 	holding, release := make(chan struct{}), make(chan struct{})
 	var held, released sync.Once
@@ -141,10 +143,29 @@ func testInboxHeldByOpenTransaction(t *testing.T, b StoreBackend) {
 	require.Equal(t, idempotency.InboxProcessing, h.State)
 	require.False(t, h.Earlier)
 	require.Equal(t, leaseUntil, h.LeaseUntil.UTC())
+	ids, _ = ib.heldBy(t, "evt_ho_2")
+	require.Empty(t, ids, "an event whose transaction is open past its lease is being applied, held by nothing")
 
 	released.Do(func() { close(release) })
 	require.NoError(t, receive(t, done, "the blocked worker"))
 	require.Equal(t, []string{"evt_ho_2", "evt_ho_1"}, ib.appliedOrder())
 	ids, _ = ib.heldBy(t, "evt_ho_1")
 	require.Empty(t, ids)
+}
+
+// testInboxHeldByBounded: of an object with many events still to be
+// applied, HeldBy names the first 100 that sort before the event, in the
+// object's order.
+func testInboxHeldByBounded(t *testing.T, b StoreBackend) {
+	ib := newInboxBench(t, b, idempotency.InboxConfig{}, nil)
+	const n = 101
+	for i := range n + 1 {
+		ib.deliver(t, fmt.Sprintf("evt_hm_%03d", i), "invoice.paid", "in_hm", 1756742400+int64(i), idempotency.OutcomeQueued)
+	}
+	ids, _ := ib.heldBy(t, fmt.Sprintf("evt_hm_%03d", n))
+	want := make([]string, 100)
+	for i := range want {
+		want[i] = fmt.Sprintf("evt_hm_%03d", i)
+	}
+	require.Equal(t, want, ids)
 }

@@ -49,6 +49,7 @@ var inboxTests = []struct {
 	{"InboxUnexpiredLeaseHoldsObject", testInboxUnexpiredLeaseHoldsObject},
 	{"InboxHeldByFollowsTheLeaseRule", testInboxHeldBy},
 	{"InboxHeldByOpenTransactionPastItsLease", testInboxHeldByOpenTransaction},
+	{"InboxHeldByBounded", testInboxHeldByBounded},
 	{"InboxRedriveFilters", testInboxRedriveFilters},
 	{"InboxLeasesLongestDueFirst", testInboxLeasesLongestDueFirst},
 	{"InboxDeadLetterCopyIsDuplicate", testInboxDeadLetterCopyIsDuplicate},
