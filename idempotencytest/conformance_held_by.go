@@ -101,10 +101,21 @@ func testInboxHeldBy(t *testing.T, b StoreBackend) {
 	ib.work(t, 2)
 	require.Equal(t, []string{"evt_hb_2", "evt_hb_3", "evt_hb_4", "evt_hl_1", "evt_hl_2"}, ib.appliedOrder())
 
+	// A redriven event is to be applied again, after the later events of
+	// its object that were applied meanwhile: a final one is held by
+	// nothing, and nothing unfinished sorts before the redriven one.
+	n, err := ib.inbox.Redrive(ctxT(t), idempotency.RedriveFilter{EventIDs: []string{"evt_hb_1"}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	for _, id := range []string{"evt_hb_1", "evt_hb_4"} {
+		ids, _ = ib.heldBy(t, id)
+		require.Empty(t, ids, "held by of %s after evt_hb_1's redrive", id)
+	}
+
 	// Of no object, unknown, or no id an event can have: held by nothing.
 	ib.deliver(t, "evt_hn_2", "invoice.paid", "", 1756742402, idempotency.OutcomeQueued)
 	ib.deliver(t, "evt_hn_1", "invoice.paid", "", 1756742401, idempotency.OutcomeQueued)
-	for _, id := range []string{"evt_hn_2", "evt_unknown", "", "evt_\x00"} {
+	for _, id := range []string{"evt_hn_2", "evt_unknown", "", "evt_\x00", "evt_\xff"} {
 		ids, _ = ib.heldBy(t, id)
 		require.Empty(t, ids, "held by of %q", id)
 	}
