@@ -272,12 +272,16 @@ holds it back now (Inbox.HeldBy): the events of its object created before
 it that are still to be applied, and a later one a worker is applying,
 each with its state, attempts and next attempt or lease end. Look at, fix
 or redrive those first: the event waits behind them. "-" means nothing
-holds it: it is due at its next attempt.
+holds it: it is due at its next attempt. On PostgreSQL this needs a
+connection that may write (Inbox.HeldBy probes row locks); on a read-only
+one, or a standby, show prints the record with "held by ? (could not be
+read: ...)", says so on stderr, and exits 0.
 
 Exits 3 when neither the inbox nor the ledger has the id. With -json, one
 JSON document: {"id":..,"inbox":<a list record> or null,
 "held_by":[<a list record> with "lease_until":.. and "earlier":true|false]
-([] when nothing holds it back, null when not in the inbox),
+([] when nothing holds it back, null when not in the inbox or when it
+could not be read: then "held_by_error":.. says why),
 "ledger":{"outcome":..,"skip_reason":..,"received_at":..,"processed_at":..}
 or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
@@ -308,9 +312,13 @@ or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 				return notFoundError("%s: neither the inbox nor the ledger has it", id)
 			}
 			var holders []idempotency.InboxHolder
+			var heldByErr error // the record is shown without its holders
 			if inInbox && !rec.State.Final() {
-				if holders, err = in.HeldBy(ctx, id); err != nil {
-					return a.storeErr(err)
+				if holders, heldByErr = in.HeldBy(ctx, id); heldByErr != nil {
+					if ctx.Err() != nil {
+						return a.storeErr(heldByErr)
+					}
+					fmt.Fprintf(a.stderr, "idemctl: show: what holds %s back could not be read: %s\n", oneLine(id), oneLine(heldByErr.Error()))
 				}
 			}
 			var body []byte
@@ -325,9 +333,13 @@ or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 				if inInbox {
 					r := toRecordJSON(rec)
 					doc.Inbox = &r
-					doc.HeldBy = make([]holderJSON, len(holders))
-					for i, h := range holders {
-						doc.HeldBy[i] = holderJSON{recordJSON: toRecordJSON(h.InboxRecord), LeaseUntil: optionalTime(h.LeaseUntil), Earlier: h.Earlier}
+					if heldByErr != nil {
+						doc.HeldByError = heldByErr.Error()
+					} else {
+						doc.HeldBy = make([]holderJSON, len(holders))
+						for i, h := range holders {
+							doc.HeldBy[i] = holderJSON{recordJSON: toRecordJSON(h.InboxRecord), LeaseUntil: optionalTime(h.LeaseUntil), Earlier: h.Earlier}
+						}
 					}
 				}
 				if claimed {
@@ -342,7 +354,7 @@ or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 				}
 				return writeJSON(a.stdout, doc)
 			}
-			return a.writeShow(id, rec, inInbox, holders, ledger, claimed, *payload, body, hasBody)
+			return a.writeShow(id, rec, inInbox, holders, heldByErr, ledger, claimed, *payload, body, hasBody)
 		}
 	},
 }
@@ -352,10 +364,12 @@ type showJSON struct {
 	ID    string      `json:"id"`
 	Inbox *recordJSON `json:"inbox"`
 	// HeldBy is what Inbox.HeldBy says: [] when nothing holds the event
-	// back, null when it is not in the inbox.
-	HeldBy  []holderJSON    `json:"held_by"`
-	Ledger  *ledgerJSON     `json:"ledger"`
-	Payload json.RawMessage `json:"payload,omitempty"` // with -payload only; null when not stored
+	// back, null when it is not in the inbox or HeldByError says why it
+	// could not be read.
+	HeldBy      []holderJSON    `json:"held_by"`
+	HeldByError string          `json:"held_by_error,omitempty"`
+	Ledger      *ledgerJSON     `json:"ledger"`
+	Payload     json.RawMessage `json:"payload,omitempty"` // with -payload only; null when not stored
 }
 
 // holderJSON is an event that holds the shown one back: its record, when
@@ -373,7 +387,7 @@ type ledgerJSON struct {
 	ProcessedAt *time.Time `json:"processed_at"`
 }
 
-func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, holders []idempotency.InboxHolder, ledger idempotency.EventRecord, claimed, wantBody bool, body []byte, hasBody bool) error {
+func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, holders []idempotency.InboxHolder, heldByErr error, ledger idempotency.EventRecord, claimed, wantBody bool, body []byte, hasBody bool) error {
 	tw := newTable(a.stdout)
 	fmt.Fprintf(tw, "id\t%s\n", oneLine(id))
 	if inInbox {
@@ -394,7 +408,7 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		fmt.Fprintf(tw, "  next attempt\t%s\n", formatTime(rec.NextAttemptAt))
 		fmt.Fprintf(tw, "  finished\t%s\n", formatTime(rec.FinishedAt))
 		if !rec.State.Final() {
-			writeHolders(tw, holders)
+			writeHolders(tw, holders, heldByErr)
 		}
 	} else {
 		fmt.Fprintf(tw, "type\t%s\n", oneLine(ledger.EventType))
@@ -432,9 +446,13 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 	return err
 }
 
-// writeHolders writes show's "held by" lines: one per holder, or that
-// nothing holds the event back.
-func writeHolders(w io.Writer, holders []idempotency.InboxHolder) {
+// writeHolders writes show's "held by" lines: one per holder, that
+// nothing holds the event back, or that err kept them from being read.
+func writeHolders(w io.Writer, holders []idempotency.InboxHolder, err error) {
+	if err != nil {
+		fmt.Fprintf(w, "  held by\t? (could not be read: %s)\n", oneLine(err.Error()))
+		return
+	}
 	if len(holders) == 0 {
 		fmt.Fprintln(w, "  held by\t- (nothing: due at its next attempt)")
 		return
