@@ -174,8 +174,10 @@ type eventData struct {
 	HasLedger bool // Config.Ledger is set, and this is not a task (tasks have no claim)
 	Claim     *idempotency.EventRecord
 	// HeldBy is, for a record still to be applied, what Inbox.HeldBy
-	// says holds it back.
-	HeldBy []idempotency.InboxHolder
+	// says holds it back; HeldByUnread that it could not be read (on
+	// PostgreSQL, a connection that may not write), the error logged.
+	HeldBy       []idempotency.InboxHolder
+	HeldByUnread bool
 	// ShowPayloads is Config.ShowPayloads; Payload is the stored body,
 	// indented when it is JSON, and empty when the inbox has none.
 	ShowPayloads bool
@@ -203,8 +205,9 @@ func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
 	}
 	if data.Record != nil && !data.Record.State.Final() {
 		if data.HeldBy, err = d.cfg.Inbox.HeldBy(r.Context(), id); err != nil {
-			d.inboxError(w, r, "looking up what holds an event back", err)
-			return
+			// The record is shown without its holders.
+			d.cfg.Logger.Error("dashboard: looking up what holds an event back", "path", r.URL.Path, "error", err)
+			data.HeldByUnread = true
 		}
 	}
 	if data.ShowPayloads = d.cfg.ShowPayloads; data.ShowPayloads && data.Record != nil {
