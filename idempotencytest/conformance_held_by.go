@@ -52,6 +52,10 @@ func testInboxHeldBy(t *testing.T, b StoreBackend) {
 	ib.deliver(t, "evt_hb_1", "invoice.paid", "in_hb", 1756742401, idempotency.OutcomeQueued)
 	ids, _ := ib.heldBy(t, "evt_hb_3")
 	require.Equal(t, []string{"evt_hb_1", "evt_hb_2"}, ids, "every unfinished earlier event, in the object's order")
+	cancelled, cancel := context.WithCancel(ctxT(t))
+	cancel()
+	_, err := ib.inbox.HeldBy(cancelled, "evt_hb_3")
+	require.ErrorIs(t, err, context.Canceled)
 	ids, _ = ib.heldBy(t, "evt_hb_1")
 	require.Empty(t, ids, "a later pending event holds nothing back")
 
