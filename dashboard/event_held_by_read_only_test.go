@@ -3,7 +3,6 @@ package dashboard_test
 import (
 	"net/http"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -12,6 +11,7 @@ import (
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/dashboard"
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
 // TestEventHeldByOnAReadOnlyConnection: on a connection that may not
@@ -25,11 +25,7 @@ func TestEventHeldByOnAReadOnlyConnection(t *testing.T) {
 	w.deliver(t, "invoice.paid", "evt_ro_a", "in_ro")
 	w.deliver(t, "invoice.paid", "evt_ro_b", "in_ro")
 
-	sep := "?"
-	if strings.Contains(db.URL, "?") {
-		sep = "&"
-	}
-	pool, err := pgxpool.New(t.Context(), db.URL+sep+"options=-c%20default_transaction_read_only%3Don")
+	pool, err := pgxpool.New(t.Context(), pgtest.WithOptions(db.URL, "-c default_transaction_read_only=on"))
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	st, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: db.Schema})

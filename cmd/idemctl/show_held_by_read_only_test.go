@@ -1,10 +1,11 @@
 package main
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
 // TestShowHeldByOnAReadOnlyConnection: on a connection that may not
@@ -18,11 +19,7 @@ func TestShowHeldByOnAReadOnlyConnection(t *testing.T) {
 	s.deliver(t, "evt_ro_fails", "charge.failed", "ch_ro")
 	s.work(t, s.inbox)
 	s.deliver(t, "evt_ro_waits", "invoice.paid", "ch_ro")
-	sep := "?"
-	if strings.Contains(s.db.URL, "?") {
-		sep = "&"
-	}
-	env := map[string]string{"DATABASE_URL": s.db.URL + sep + "options=-c%20default_transaction_read_only%3Don"}
+	env := map[string]string{"DATABASE_URL": pgtest.WithOptions(s.db.URL, "-c default_transaction_read_only=on")}
 
 	r := idemctl(t, s.db, env, "show", "evt_ro_waits")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -680,24 +680,43 @@ func (s *server) dropSchema(t testing.TB, db *DB) {
 // withSchema returns base with options "-c search_path=schema" and
 // application_name=schema added, in a form both pgx and libpq accept.
 func withSchema(base, schema string) string {
+	return withParams(base, "-csearch_path="+schema, schema)
+}
+
+// WithOptions returns the connection string base with options (such as
+// "-c default_transaction_read_only=on") added after the "options" it has,
+// in either of its forms (a URL, or keyword/value as libpq also takes).
+func WithOptions(base, options string) string {
+	return withParams(base, options, "")
+}
+
+// withParams adds options to base's, and sets application_name when
+// appName is not empty (then a search_path parameter of a URL goes: the
+// options set it).
+func withParams(base, options, appName string) string {
 	if strings.HasPrefix(base, "postgres://") || strings.HasPrefix(base, "postgresql://") {
 		u, err := url.Parse(base)
 		if err == nil {
 			q := u.Query()
-			q.Del("search_path")
-			q.Set("options", strings.TrimSpace(q.Get("options")+" -csearch_path="+schema))
-			q.Set("application_name", schema)
+			q.Set("options", strings.TrimSpace(q.Get("options")+" "+options))
+			if appName != "" {
+				q.Del("search_path")
+				q.Set("application_name", appName)
+			}
 			u.RawQuery = encodeQuery(q)
 			return u.String()
 		}
 	}
 	// Keyword/value form; a later keyword overrides an earlier one, so the
 	// options of base are repeated in the one added.
-	options := "-csearch_path=" + schema
 	if cfg, err := pgconn.ParseConfig(base); err == nil && cfg.RuntimeParams["options"] != "" {
 		options = cfg.RuntimeParams["options"] + " " + options
 	}
-	return base + " options='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(options) + "' application_name=" + schema
+	out := base + " options='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(options) + "'"
+	if appName != "" {
+		out += " application_name=" + appName
+	}
+	return out
 }
 
 // encodeQuery is url.Values.Encode, but with spaces as %20: libpq does not
