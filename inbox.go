@@ -52,11 +52,11 @@ type InboxConfig struct {
 	// its connection) counts as one, also when Run had only leased it
 	// ahead and no worker had started it. An event whose lease expired is
 	// leased again alone, and Run leases nothing else while its attempt
-	// runs, within its lease: an event that kills every process that runs it costs the
-	// events leased with it one attempt, the first time, not one per
-	// crash. Defaults to 20: with the default backoff the last attempt
-	// comes 6.5 days after the first, longer than Stripe's own 3 days of
-	// retries. An expired lease is not backed off: the next attempt comes
+	// runs, within its lease: an event that kills every process that runs
+	// it costs the events leased with it one attempt, the first time, not
+	// one per crash. Defaults to 20: with the default backoff the last
+	// attempt comes 6.5 days after the first, longer than Stripe's own 3
+	// days of retries. An expired lease is not backed off: the next attempt comes
 	// as soon as it expired, so an event that kills its process every time
 	// is dead-lettered MaxAttempts leases after its first attempt (a Lease
 	// each, plus up to PollInterval), about 20 minutes with the defaults.

@@ -167,15 +167,14 @@ WHERE (cardinality($1::text[]) = 0 OR state = ANY ($1::text[]))
   AND ($8 = '' OR kind = $8)
 ORDER BY received_at DESC, event_id COLLATE "C" DESC
 LIMIT $6`,
-		// The free predicate seen from the held event: its object's
-		// unfinished events that sort before it, then those after it that
-		// a worker holds, each part read in order on the object index, as
-		// the lease reads them, and stopping at its limit ($3). OFFSET 0
-		// keeps the second part on the object index: told that it wants
-		// processing rows, the planner would read the processing index,
-		// which holds an entry for every event leased since the last
-		// vacuum (see free).
-		// The held event waits unless a worker is applying it.
+		// The free predicate seen from the held event, which waits unless
+		// a worker is applying it: its object's unfinished events that
+		// sort before it, then those after it that a worker holds, each
+		// part read in order on the object index, as the lease reads them,
+		// and stopping at its limit ($3). OFFSET 0 keeps the second part
+		// on the object index: told that it wants processing rows, the
+		// planner would read the processing index, which holds an entry
+		// for every event leased since the last vacuum (see free).
 		heldBy: `WITH i AS (
     SELECT object_id AS held_object, created AS held_created, event_id AS held_id FROM ` + t + ` AS h
     WHERE event_id = $1 AND object_id <> '' AND state IN ('pending', 'failed', 'processing')
