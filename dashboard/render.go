@@ -107,7 +107,13 @@ func flash(r *http.Request) string {
 		what := map[string]string{"redriven": "event", "redriven-tasks": "task"}[q.Get("msg")]
 		switch {
 		case n == 0:
-			return "Nothing redriven: no " + what + " selected is dead-lettered or failed any more."
+			// A list's redrive takes its one state; a redrive by ids takes
+			// either. Only the two states a redrive takes are named.
+			states := map[string]string{"dead_letter": "dead-lettered", "failed": "failed"}[q.Get("state")]
+			if states == "" {
+				states = "dead-lettered or failed"
+			}
+			return "Nothing redriven: no " + what + " selected is still " + states + "."
 		case n == 1:
 			return "Redrove 1 " + what + ": it is pending, with a fresh attempt budget."
 		}

@@ -1,0 +1,39 @@
+package dashboard_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency/dashboard"
+)
+
+// TestFlashNothingRedrivenNamesTheListsState: a bulk redrive of a list
+// (one state) that moves nothing names that state, not both; a redrive by
+// ids, which takes either, names both; a state no redrive takes names
+// both too, so a hand-made link cannot put words on the page.
+func TestFlashNothingRedrivenNamesTheListsState(t *testing.T) {
+	t.Parallel()
+	f := memoryFixture(t, dashboard.Config{})
+	for q, want := range map[string]string{
+		"state=dead_letter":      "Nothing redriven: no event selected is still dead-lettered.",
+		"state=failed":           "Nothing redriven: no event selected is still failed.",
+		"":                       "Nothing redriven: no event selected is still dead-lettered or failed.",
+		"state=processed":        "Nothing redriven: no event selected is still dead-lettered or failed.",
+		"state=%3Cb%3E":          "Nothing redriven: no event selected is still dead-lettered or failed.",
+		"kind=task&state=failed": "Nothing redriven: no event selected is still failed.",
+	} {
+		_, body := f.get(t, "events?msg=redriven&n=0&"+q)
+		contains(t, body, want, q)
+	}
+	_, body := f.get(t, "events?msg=redriven-tasks&n=0&kind=task&state=dead_letter")
+	contains(t, body, "Nothing redriven: no task selected is still dead-lettered.")
+
+	// The list's own redrive button carries its state to the message.
+	f = memoryFixture(t, dashboard.Config{AllowRedrive: true})
+	resp := f.post(t, "redrive", "kind=event&state=failed&type=no.such.type", nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	_, body = f.get(t, resp.Header.Get("Location")[2:])
+	contains(t, body, "Nothing redriven: no event selected is still failed.")
+}
