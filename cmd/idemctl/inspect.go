@@ -175,7 +175,7 @@ match than -limit let through; the table says so on stderr.
 				return err
 			}
 			if more {
-				fmt.Fprintf(a.stderr, "idemctl: list: more than %d records match; raise -limit or narrow the selection\n", *limit)
+				fmt.Fprintf(a.stderr, "idemctl: list: more than %s; raise -limit or narrow the selection\n", count(*limit, "record matches", "records match"))
 			}
 			return nil
 		}
