@@ -121,7 +121,11 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 					}
 					require.Equal(t, want, rec.State, "the stale worker's failure overwrote attempt 2's row")
 					require.Equal(t, 2, rec.Attempt)
-					require.Empty(t, rec.LastError)
+					if c.applied {
+						require.Empty(t, rec.LastError)
+					} else { // why attempt 2 runs, not the stale worker's error
+						require.Equal(t, "lease expired after attempt 1: its worker died, hung or lost its connection", rec.LastError)
+					}
 					require.True(t, rec.NextAttemptAt.IsZero(), "no backoff recorded: %s", rec.NextAttemptAt)
 
 					rs.mu.Lock()

@@ -9,6 +9,13 @@ import (
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
 )
 
+// leaseExpiredFormat is an event's last error once the lease of its
+// attempt ran out with no end recorded (its worker died, hung or lost its
+// connection), %s the attempt's number: on the attempt after it while that
+// runs, and on the dead letter when it was the last. The stores fill it in
+// alike (PostgreSQL's format() takes the same %s).
+const leaseExpiredFormat = "lease expired after attempt %s: its worker died, hung or lost its connection"
+
 // InboxState is where an event stands in the inbox.
 type InboxState string
 
@@ -101,7 +108,9 @@ type InboxRecord struct {
 	// Attempt counts the attempts made, a lease that expired included.
 	Attempt int
 	// LastError is the last failed attempt's error, or a skipped task's
-	// Skip reason, at most 1000 bytes; never the payload.
+	// Skip reason, at most 1000 bytes; never the payload. An attempt made
+	// because the lease of the one before it expired shows, while it runs,
+	// that the lease expired.
 	LastError string
 
 	ReceivedAt    time.Time // when the delivery was stored
@@ -190,7 +199,8 @@ type inboxBackend interface {
 	// goes to dead letter with LastError saying the lease expired, and its
 	// record, as dead-lettered, is returned in dead.
 	//
-	// An expired lease is taken alone, with LeaseExpired set: events are
+	// An expired lease is taken alone, with LeaseExpired set and LastError
+	// saying the lease expired (leaseExpiredFormat): events are
 	// taken in the order they came due (an expired lease at its end), and a
 	// lease stops before the first expired one unless that is the first it
 	// takes, which it then returns alone. The events a process that died

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -104,8 +105,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 		if r.State == InboxProcessing && r.due(now) && r.Attempt >= maxAttempts {
 			r.State, r.FinishedAt = InboxDeadLetter, now
 			r.NextAttemptAt, r.LeaseUntil = time.Time{}, time.Time{}
-			// PgxStore's wording.
-			r.LastError = fmt.Sprintf("lease expired after attempt %d: its worker died, hung or lost its connection", r.Attempt)
+			r.LastError = fmt.Sprintf(leaseExpiredFormat, strconv.Itoa(r.Attempt))
 			dead = append(dead, r.InboxRecord)
 		}
 	}
@@ -148,6 +148,9 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 			break
 		}
 		dueAt, prev := r.dueAt(), r.AttemptedAt
+		if expired {
+			r.LastError = fmt.Sprintf(leaseExpiredFormat, strconv.Itoa(r.Attempt))
+		}
 		r.State = InboxProcessing
 		r.Attempt++
 		r.AttemptedAt, r.LeaseUntil, r.NextAttemptAt = now, now.Add(lease), time.Time{}

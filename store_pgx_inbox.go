@@ -81,6 +81,7 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
 	fenced := func(attemptedAt string) string {
 		return `event_id = $1 AND attempt = $2 AND attempted_at = ` + attemptedAt + ` AND state = 'processing' COLLATE "C"`
 	}
+	leaseExpired := `format('` + leaseExpiredFormat + `', i.attempt)` // of the attempt before the update
 	redriveWhere := `state = ANY ($1::text[])
   AND ($6 = '' OR kind = $6)
   AND (cardinality($2::text[]) = 0 OR event_id = ANY ($2::text[]))
@@ -106,7 +107,7 @@ WHERE ` + fenced("$5"),
 		lock: `SELECT pg_advisory_xact_lock(hashtextextended('idempotency.inbox.lease:' || $1, 0))`,
 		deadLetter: `UPDATE ` + t + ` AS i
 SET state = 'dead_letter', finished_at = $1, lease_until = NULL, next_attempt_at = NULL,
-    last_error = 'lease expired after attempt ' || i.attempt || ': its worker died, hung or lost its connection'
+    last_error = ` + leaseExpired + `
 WHERE i.event_id IN (SELECT event_id FROM ` + t + `
       WHERE state = 'processing' AND lease_until <= $1 AND attempt >= $2
       FOR UPDATE SKIP LOCKED)
@@ -141,7 +142,8 @@ RETURNING ` + inboxColumns,
     WHERE n <= $2 AND (n = 1 OR expired_so_far = 0)
 ), leased AS (
     UPDATE ` + t + ` AS i
-    SET state = 'processing', attempt = i.attempt + 1, attempted_at = $1, lease_until = $3, next_attempt_at = NULL
+    SET state = 'processing', attempt = i.attempt + 1, attempted_at = $1, lease_until = $3, next_attempt_at = NULL,
+        last_error = CASE WHEN picked.expired THEN ` + leaseExpired + ` ELSE i.last_error END
     FROM picked
     WHERE i.event_id = picked.event_id
     RETURNING picked.due_at, picked.attempted_at AS prev_attempted_at, picked.expired, i.*

@@ -16,7 +16,7 @@ import (
 // them is then leased again alone, as the event whose worker died is, so
 // that the poison event dies alone from then on: it reaches dead letter
 // after MaxAttempts, and the others are applied, each once, instead of
-// being dead-lettered with it.
+// being dead-lettered with it. While it loops, its record says why.
 func testInboxCrashLoopSparesOthers(t *testing.T, b StoreBackend) {
 	const maxAttempts = 3
 	ib := newInboxBench(t, b, idempotency.InboxConfig{Workers: 4, MaxAttempts: maxAttempts, Lease: time.Minute, Timeout: 10 * time.Second},
@@ -39,9 +39,17 @@ func testInboxCrashLoopSparesOthers(t *testing.T, b StoreBackend) {
 	}
 
 	// The supervisor restarts the process at once; the leases expire.
-	for range maxAttempts + 1 {
+	for i := range maxAttempts + 1 {
 		ib.clock.Advance(time.Minute)
 		ib.workDying(t)
+		if i == 0 {
+			// While it loops, the event being applied says why it is
+			// applied again: an operator looking at it sees the crashes.
+			r := ib.record(t, "evt_cl_a_poison")
+			require.Equal(t, idempotency.InboxProcessing, r.State)
+			require.Equal(t, 2, r.Attempt)
+			require.Equal(t, "lease expired after attempt 1: its worker died, hung or lost its connection", r.LastError)
+		}
 	}
 	r := ib.record(t, "evt_cl_a_poison")
 	require.Equal(t, idempotency.InboxDeadLetter, r.State)
