@@ -35,7 +35,9 @@ type InboxConfig struct {
 	// and the others as their attempts already begun end. A process that
 	// serves no Handler of this Inbox always applies with all its Workers.
 	// Both times are read on Now: with a fake clock that stands still, a
-	// delivery holds the limit until the clock moves.
+	// delivery holds the limit until the clock moves; a clock stepped
+	// back past the last delivery holds it a quarter of a second from
+	// when Run sees it, not for as long as the step.
 	// Defaults to half the Workers, at least 1; set it to Workers to apply
 	// with all of them always.
 	IngestWorkers int
@@ -253,6 +255,7 @@ type Inbox struct {
 
 	notify     coalescer     // notifications to other processes
 	listenWait time.Duration // how long a listen check waits (the const listenWait); shorter in tests
+	clock      clockCheck    // Run's comparison of the inbox's clock with the store's
 }
 
 // NewInbox returns the inbox of store, which applies the handlers
@@ -269,6 +272,7 @@ func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
 	if hs == nil {
 		return nil, errorf("NewInbox: nil *Handlers")
 	}
+	realClock := cfg.Now == nil
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -281,6 +285,9 @@ func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
 		wake:  make(chan struct{}, 1),
 
 		listenWait: listenWait,
+	}
+	if realClock {
+		in.clock.now = cfg.Now
 	}
 	if in.log == nil {
 		in.log = slog.Default()
@@ -556,6 +563,9 @@ func (in *Inbox) Run(ctx context.Context) error {
 	defer quiet.Stop()
 	failing, behind := false, false
 	for ctx.Err() == nil {
+		if in.clock.due() {
+			in.clock.check(ctx, in)
+		}
 		pass := in.signals.Load()
 		limit, until := in.workLimit(behind)
 		gate.setLimit(limit)
@@ -632,8 +642,15 @@ func (in *Inbox) workLimit(behind bool) (int, time.Time) {
 	if behind || stored == 0 || in.cfg.IngestWorkers >= in.cfg.Workers {
 		return in.cfg.Workers, time.Time{}
 	}
+	now := in.cfg.Now()
+	if now.UnixNano() < stored && in.storedAt.CompareAndSwap(stored, now.UnixNano()) {
+		// The clock went back past the last delivery (NTP stepped it):
+		// the quiet time counts from now, not from a time it reaches
+		// only after as long as the step.
+		stored = now.UnixNano()
+	}
 	until := time.Unix(0, stored).Add(ingestQuiet)
-	if !in.cfg.Now().Before(until) {
+	if !now.Before(until) {
 		return in.cfg.Workers, time.Time{}
 	}
 	return in.cfg.IngestWorkers, until
