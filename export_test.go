@@ -293,3 +293,11 @@ func PgxHeldByPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, eventID str
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return strings.Join(lines, "\n"), err
 }
+
+// SetInboxClockCheck makes Run compare now, as if it were the inbox's
+// clock, with the store's (a skewed process clock in a test).
+func SetInboxClockCheck(in *Inbox, now func() time.Time) { in.clock.now = now }
+
+// CheckInboxClock compares the inbox's clock with its store's once, as Run
+// does when it starts and every minute after.
+func CheckInboxClock(ctx context.Context, in *Inbox) { in.clock.check(ctx, in) }

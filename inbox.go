@@ -158,6 +158,13 @@ type InboxConfig struct {
 	// reach a retry (see idempotencytest.Clock). A time outside the years
 	// 1 to 9999 stores nothing: deliveries are answered 500 and leases fail
 	// with ErrInvalidKey.
+	//
+	// Replicas on one database compare each other's times: keep their
+	// clocks synchronized (NTP). Left unset, on a PgxStore, Run compares
+	// it with the database's clock when it starts and every minute after
+	// (one query, none per event), and logs at Warn, once, when they are
+	// more than a second apart, and at Info when they agree again; a
+	// clock set here is never compared.
 	Now func() time.Time
 }
 

@@ -31,6 +31,7 @@ import (
 var (
 	_ inboxBackend  = (*PgxStore)(nil)
 	_ inboxNotifier = (*PgxStore)(nil)
+	_ inboxClock    = (*PgxStore)(nil)
 )
 
 // pgxInboxSQL are the inbox's statements, on the store's schema.
@@ -481,6 +482,19 @@ func scanInboxRow(row pgx.CollectableRow) (inboxRow, error) {
 	times.set(&r.InboxRecord)
 	r.LeaseUntil, r.PrevAttemptedAt = leaseUntil.Time, prev.Time
 	return r, nil
+}
+
+// inboxStoreTime implements inboxClock: the database's clock_timestamp(),
+// a statement and a transaction of its own.
+func (s *PgxStore) inboxStoreTime(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	err := s.autocommit(ctx, func(q pgxQuerier) error {
+		return q.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now)
+	})
+	if err != nil {
+		return time.Time{}, s.inboxError("clock", err)
+	}
+	return now, nil
 }
 
 // errNotifyNeedsPool: inboxListen needs a connection of its own, which only
