@@ -53,7 +53,8 @@ type InboxConfig struct {
 	// dead-lettered; a lease that expired (its process died, hung or lost
 	// its connection) counts as one, also when Run had only leased it
 	// ahead and no worker had started it. An event whose lease expired is
-	// leased again alone, and Run leases nothing else while its attempt
+	// leased again alone, attempted once the attempts at the events leased
+	// before it have ended, and Run leases nothing else while its attempt
 	// runs, within its lease: an event that kills every process that runs
 	// it costs the events leased with it one attempt, the first time, not
 	// one per crash. Defaults to 20: with the default backoff the last
@@ -520,7 +521,8 @@ func (c *coalescer) do(fn func()) {
 // less than InboxConfig.Timeout of its lease left when a worker takes it is
 // given back the same way and leased afresh, so that no attempt outlasts its
 // lease. An event whose lease expired (its worker died, hung or lost its
-// connection) is leased alone, and Run leases nothing else until its
+// connection) is leased alone, attempted once the attempts at the events
+// leased before it have ended, and Run leases nothing else until its
 // attempt has ended or its lease has: if it is what killed that worker's
 // process, and kills this one too, it dies alone; if its attempt hangs, it
 // holds its worker only. It returns an error at once if Run is
@@ -555,12 +557,24 @@ func (in *Inbox) Run(ctx context.Context) error {
 	// attempt that outlasts it is hung (its handler ignores its context),
 	// and holds its worker, not the whole process.
 	var alone atomic.Pointer[time.Time]
+	// held is that event until no other is queued or attempted (busy
+	// counts the events sent to the workers that they have not done with):
+	// started beside them, it would take them down with it too. Not past
+	// the time its attempt could still start within its lease, though:
+	// an attempt that outlasts its own lease holds it back no longer, and
+	// the worker gives it back.
+	var held *inboxRow
+	var busy atomic.Int64
+	send := func(row inboxRow) {
+		busy.Add(1)
+		queue <- row // never blocks: only this loop sends, into the room it counted
+	}
 	first, _ := in.workLimit(false)
 	gate := newWorkGate(first) // the limit before any worker enters
 	in.gate.Store(gate)
 	for range in.cfg.Workers {
 		workers.Go(func() {
-			w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: &ahead, alone: &alone, gate: gate}
+			w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: &ahead, alone: &alone, busy: &busy, gate: gate}
 			w.run(workCtx)
 		})
 	}
@@ -574,6 +588,10 @@ func (in *Inbox) Run(ctx context.Context) error {
 			in.clock.check(ctx, in)
 		}
 		pass := in.signals.Load()
+		if held != nil && (busy.Load() == 0 || !in.leaseLeft(held)) {
+			send(*held)
+			held = nil
+		}
 		limit, until := in.workLimit(behind)
 		gate.setLimit(limit)
 		lone := alone.Load()
@@ -601,10 +619,12 @@ func (in *Inbox) Run(ctx context.Context) error {
 				}
 				if row.LeaseExpired {
 					alone.Store(&row.LeaseUntil) // the only row of its lease
+					held = &row
+					continue
 				}
-				queue <- row // never blocks: only this loop sends, into the room it counted
+				send(row)
 			}
-			if err == nil && (len(rows) == free || behind != wasBehind) {
+			if held != nil || (err == nil && (len(rows) == free || behind != wasBehind)) {
 				continue // more may be due, or more workers may apply
 			}
 		}
@@ -621,6 +641,9 @@ func (in *Inbox) Run(ctx context.Context) error {
 		case <-quietC:
 		}
 		in.idleAt.Store(0)
+	}
+	if held != nil {
+		in.release(ctx, held) // leased as Run was stopped
 	}
 	gate.setLimit(in.cfg.Workers) // every worker drains the queue
 	close(queue)                  // the workers apply what is queued, then return
@@ -762,6 +785,7 @@ type inboxWorker struct {
 	// count them as queued.
 	aheadCount *atomic.Int64
 	alone      *atomic.Pointer[time.Time] // Run's: cleared when the event leased alone is done with
+	busy       *atomic.Int64              // Run's: the events sent to the workers and not done with
 	gate       *workGate
 	entered    bool // the worker is inside the gate
 }
@@ -783,7 +807,9 @@ func (w *inboxWorker) run(ctx context.Context) {
 		w.work(ctx, row)
 		if row.LeaseExpired {
 			w.alone.Store(nil)
-			in.signal() // Run may lease again
+		}
+		if w.busy.Add(-1) == 0 || row.LeaseExpired {
+			in.signal() // Run may send an event it leased alone, or lease again
 		}
 	}
 }

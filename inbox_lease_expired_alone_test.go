@@ -98,3 +98,67 @@ func TestInboxRunLeasesAgainWhenTheLoneEventsLeaseEnds(t *testing.T) {
 	s.release()
 	require.Equal(t, "evt_suspect", recv(t, s.applied, "the suspect"))
 }
+
+// Leased alone, such an event is attempted alone too: the events Run
+// leased before it, still queued or being applied when it came, are
+// applied first. Started beside them, it would take them down with it if
+// it kills this process too, each with an attempt counted, as a worker
+// that died holding them.
+func TestInboxRunAttemptsAnEventWhoseWorkerDiedOnceTheOthersEnded(t *testing.T) {
+	t.Parallel()
+	store := idempotency.NewMemoryStore()
+	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	var dead, slowRunning atomic.Bool
+	slowStarted, releaseSlow, suspectStarted := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	beside := make(chan bool, 1) // whether evt_slow's attempt ran as the suspect's started
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(_ context.Context, _ idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		switch ev.ID {
+		case "evt_suspect":
+			if dead.CompareAndSwap(false, true) {
+				runtime.Goexit() // its process died
+			}
+			beside <- slowRunning.Load()
+			close(suspectStarted)
+		case "evt_slow":
+			close(slowStarted)
+			select {
+			case <-releaseSlow:
+			case <-suspectStarted:
+			}
+		}
+		return nil
+	})
+	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+		Now: clock.Now, Workers: 2, IngestWorkers: 2, Lease: time.Minute, Timeout: 10 * time.Second,
+		PollInterval: time.Hour, Logger: discardLogger(),
+		OnResult: func(r idempotency.Result) {
+			if r.EventID == "evt_slow" {
+				slowRunning.Store(false) // its attempt has ended
+			}
+		},
+	})
+	require.NoError(t, err)
+	h, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	deliver := func(id string) {
+		t.Helper()
+		require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, id, "in_"+id, "acct_1"), testSecret).Outcome)
+	}
+	deliver("evt_suspect")
+	workDueDying(t, in) // its lease runs until 12:01
+
+	clock.Advance(50 * time.Second)
+	slowRunning.Store(true)
+	deliver("evt_slow")
+	t.Cleanup(runInbox(t, in))
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(releaseSlow) }) }) // before Run is stopped, when the test fails
+	recv(t, slowStarted, "evt_slow's attempt")
+
+	clock.Advance(11 * time.Second) // the suspect's lease expired; evt_slow's runs until 12:01:50
+	deliver("evt_other")            // wakes Run, which leases the suspect alone
+	require.Eventually(t, func() bool { return idempotency.InboxIdle(in) }, 10*time.Second, time.Millisecond, "Run waits")
+	once.Do(func() { close(releaseSlow) })
+	require.False(t, recv(t, beside, "the suspect's attempt"), "the suspect was attempted while evt_slow's attempt ran")
+}

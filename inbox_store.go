@@ -148,7 +148,9 @@ type inboxRow struct {
 	// LeaseExpired is set on a row leased again because the lease of its
 	// previous attempt expired: its worker died, hung or lost its
 	// connection, maybe because of this very event. Such a row is leased
-	// alone (see inboxLease), and Run leases nothing else while it runs.
+	// alone (see inboxLease), attempted once the attempts at the events
+	// leased before it have ended, and Run leases nothing else while it
+	// runs.
 	LeaseExpired bool
 	// Seq is the store's sequence number taken when the event was stored
 	// (see current.go); 0 when unknown.
