@@ -58,7 +58,9 @@ type StoreBackend struct {
 
 	// Waiting returns how many runs of Store are blocked, at this moment, on
 	// an event claim or a guard held by another run's transaction. The suite
-	// polls it to know that a copy has reached the wait it tests.
+	// polls it to know that a copy has reached the wait it tests. A Store
+	// that wraps a MemoryStore or a PgxStore (a metrics or logging
+	// decorator) sets it to [Waiting] of the store it wraps.
 	Waiting func(t testing.TB) int
 
 	// NoInbox declares a store that idempotency.NewInbox refuses, as

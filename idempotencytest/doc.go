@@ -17,7 +17,8 @@
 //     on a real server, and [Database.NewStore] a migrated PgxStore in it.
 //   - The store conformance suite: [RunStoreTests] checks that an
 //     implementation of idempotency.Store keeps every guarantee that
-//     MemoryStore and PgxStore keep.
+//     MemoryStore and PgxStore keep; [Waiting] counts the waiting runs of
+//     one that wraps either.
 //
 // # Which store to test handlers on
 //
