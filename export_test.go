@@ -17,18 +17,15 @@ func LiveInboxes(hs *Handlers) int { return len(hs.wakers.live()) }
 // MemoryWaiting returns how many transactions wait for a key held by
 // another transaction, for the conformance suite.
 func MemoryWaiting(s *MemoryStore) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.waiting
+	n, _, _ := storeWaiters(s)
+	return n
 }
 
 // PgxLocalWaiting returns how many runs wait in the process for another run
 // of the same event.
 func PgxLocalWaiting(s *PgxStore) int {
-	if s.local == nil {
-		return 0
-	}
-	return s.local.waiters()
+	n, _, _ := storeWaiters(s)
+	return n
 }
 
 // InboxIdle reports whether in's Run waits, and has had no wake since its
