@@ -9,6 +9,10 @@ import (
 // synchronous Handler whose tasks the inbox runs, Config.Now): it stands
 // still until the test advances it, so that a test reaches an inbox retry
 // or a lease expiry without sleeping. It is safe for concurrent use.
+//
+// The inbox's default backoff varies by ±10%: advance the clock to an
+// event's InboxRecord.NextAttemptAt, or past the longest wait, not by the
+// backoff's nominal figure, which reaches the retry in about half the runs.
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time
