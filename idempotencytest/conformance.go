@@ -246,6 +246,23 @@ func waitWithin(wg *sync.WaitGroup) bool {
 	}
 }
 
+// noInboxHint follows NewInbox's refusal of a store the StoreBackend did
+// not declare without the inbox.
+const noInboxHint = "a store that idempotency.NewInbox refuses sets StoreBackend.NoInbox"
+
+// newInbox returns an Inbox on b's store: a store that NewInbox refuses
+// skips the case when b declares NoInbox, and fails it otherwise, saying
+// so.
+func newInbox(t *testing.T, b StoreBackend, hs *idempotency.Handlers, cfg idempotency.InboxConfig) *idempotency.Inbox {
+	t.Helper()
+	in, err := idempotency.NewInbox(b.Store, hs, cfg)
+	if err != nil && b.NoInbox {
+		t.Skip(err)
+	}
+	require.NoError(t, err, noInboxHint)
+	return in
+}
+
 // waitingReaches polls b.Waiting until it reports n, and fails the test
 // once within has passed. It polls on the test's goroutine: Waiting gets
 // t and may fail the test with it, which no other goroutine may do.

@@ -311,7 +311,7 @@ func newCurrentBench(t *testing.T, b StoreBackend) *currentBench {
 	switch {
 	case err != nil && b.NoInbox: // the synchronous cases still run
 	case err != nil:
-		require.NoError(t, err)
+		require.NoError(t, err, noInboxHint)
 	default:
 		cb.inbox = in
 	}

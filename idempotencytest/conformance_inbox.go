@@ -122,11 +122,7 @@ func newInboxBench(t *testing.T, b StoreBackend, cfg idempotency.InboxConfig, fa
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	in, err := idempotency.NewInbox(b.Store, hs, cfg)
-	if err != nil && b.NoInbox {
-		t.Skip(err)
-	}
-	require.NoError(t, err)
+	in := newInbox(t, b, hs, cfg)
 	h, err := in.Handler(idempotency.Config{Secrets: []string{inboxSecret}, Logger: cfg.Logger, RecordIgnored: true})
 	require.NoError(t, err)
 	ib.inbox, ib.h = in, h

@@ -221,12 +221,9 @@ func newTaskBenchOn(t *testing.T, b StoreBackend, clock *Clock, cfg idempotency.
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	in, err := idempotency.NewInbox(b.Store, hs, cfg)
-	if err != nil && b.NoInbox {
-		t.Skip(err)
-	}
-	require.NoError(t, err)
+	in := newInbox(t, b, hs, cfg)
 	hcfg := idempotency.Config{Secrets: []string{inboxSecret}, Logger: cfg.Logger, Now: tb.clock.Now}
+	var err error
 	tb.sync, err = idempotency.NewHandler(b.Store, hs, hcfg)
 	require.NoError(t, err)
 	tb.queue, err = in.Handler(hcfg)
@@ -940,11 +937,7 @@ func testTaskStaleAttemptCannotSettle(t *testing.T, b StoreBackend, redriven boo
 	if redriven {
 		cfg.MaxAttempts = 1
 	}
-	in, err := idempotency.NewInbox(b.Store, hs, cfg)
-	if err != nil && b.NoInbox {
-		t.Skip(err)
-	}
-	require.NoError(t, err)
+	in := newInbox(t, b, hs, cfg)
 	id := stale.ID("k")
 	c := claim("evt_stale_settle")
 	c.ReceivedAt = clock.Now() // the task is due then
@@ -1024,14 +1017,10 @@ func testTaskStatsWhileRunning(t *testing.T, b StoreBackend) {
 		seen, seenErr = append(seen, st), err
 		return nil
 	})
-	in, err := idempotency.NewInbox(b.Store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil && b.NoInbox {
-		t.Skip(err)
-	}
-	require.NoError(t, err)
+	in = newInbox(t, b, hs, idempotency.InboxConfig{Now: clock.Now, Logger: slog.New(slog.DiscardHandler)})
 	c := claim("evt_stats_running")
 	c.ReceivedAt = clock.Now()
-	_, err = b.Store.Run(ctxT(t), c, func(ctx context.Context, tx idempotency.Tx) error {
+	_, err := b.Store.Run(ctxT(t), c, func(ctx context.Context, tx idempotency.Tx) error {
 		_, err := task.Enqueue(ctx, tx, "k", struct{}{})
 		return err
 	})
@@ -1073,14 +1062,10 @@ func testTaskGivenBackKeepsItsAttemptTime(t *testing.T, b StoreBackend) {
 		}
 		return nil
 	})
-	in, err := idempotency.NewInbox(b.Store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil && b.NoInbox {
-		t.Skip(err)
-	}
-	require.NoError(t, err)
+	in := newInbox(t, b, hs, idempotency.InboxConfig{Now: clock.Now, Logger: slog.New(slog.DiscardHandler)})
 	c := claim("evt_given_back")
 	c.ReceivedAt = clock.Now()
-	_, err = b.Store.Run(ctxT(t), c, func(ctx context.Context, tx idempotency.Tx) error {
+	_, err := b.Store.Run(ctxT(t), c, func(ctx context.Context, tx idempotency.Tx) error {
 		_, err := task.Enqueue(ctx, tx, "k", struct{}{})
 		return err
 	})
