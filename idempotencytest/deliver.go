@@ -41,10 +41,10 @@ func (as Answers) Statuses() map[int]int {
 }
 
 // Replay delivers payload, signed with secret, n times concurrently to h,
-// as Stripe's retries and duplicate sends might, and returns the answers in
-// no particular order. The deliveries are released together once all n
-// goroutines are ready. It returns when every delivery has been answered.
-// It panics when n is negative.
+// each as [Deliver] does, as Stripe's retries and duplicate sends might,
+// and returns the answers in no particular order. The deliveries are
+// released together once all n goroutines are ready. It returns when every
+// delivery has been answered. It panics when n is negative.
 func Replay(h http.Handler, payload []byte, secret string, n int) Answers {
 	if n < 0 {
 		panic(fmt.Sprintf("idempotencytest: Replay: n is %d; it must not be negative", n))
@@ -71,8 +71,11 @@ func Replay(h http.Handler, payload []byte, secret string, n int) Answers {
 	return answers
 }
 
-// Deliver sends payload, signed with secret, once to h and returns the
-// answer.
+// Deliver sends payload, signed with secret, once to h as a POST to "/",
+// and returns the answer. h is the webhook handler itself (an
+// idempotency.Handler, or an Inbox's): a router that serves it on its
+// route answers "/" 404. To go through the router, serve it
+// [NewSignedRequest] with the route's path.
 func Deliver(h http.Handler, payload []byte, secret string) Answer {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, NewSignedRequest("/", payload, secret))

@@ -1,6 +1,8 @@
 package idempotencytest_test
 
 import (
+	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,4 +33,27 @@ func TestReplayAndDeliver(t *testing.T) {
 	require.PanicsWithValue(t, "idempotencytest: Replay: n is -1; it must not be negative", func() {
 		idempotencytest.Replay(h, payload, testSecret, -1)
 	})
+}
+
+// TestDeliverPostsToTheRoot: Deliver and Replay send a POST to "/", the
+// path their doc names, so that a router serving the handler on its route
+// answers them 404, as the doc says.
+func TestDeliverPostsToTheRoot(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, r.Method+" "+r.URL.Path)
+	})
+	idempotencytest.Deliver(h, []byte(`{}`), testSecret)
+	idempotencytest.Replay(h, []byte(`{}`), testSecret, 2)
+	require.Equal(t, []string{"POST /", "POST /", "POST /"}, seen)
+
+	h2, _ := newCreditHandler(t)
+	mux := http.NewServeMux()
+	mux.Handle("POST /webhooks/stripe", h2)
+	a := idempotencytest.Deliver(mux, invoicePaid(t, "evt_routed", "in_routed", "acct_routed"), testSecret)
+	require.Equal(t, http.StatusNotFound, a.Status)
 }
