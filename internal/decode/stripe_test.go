@@ -350,6 +350,24 @@ func TestFastDecodeStripeFixtures(t *testing.T) {
 				requireFastSame[*stripe.Subscription](t, raw)
 			case "payment_intent":
 				requireFastSame[*stripe.PaymentIntent](t, raw)
+			case "account":
+				requireFastSame[*stripe.Account](t, raw)
+			case "application":
+				requireFastSame[*stripe.Application](t, raw)
+			case "balance":
+				requireFastSame[*stripe.Balance](t, raw)
+			case "capability":
+				requireFastSame[*stripe.Capability](t, raw)
+			case "customer":
+				requireFastSame[*stripe.Customer](t, raw)
+			case "discount":
+				requireFastSame[*stripe.Discount](t, raw)
+			case "invoiceitem":
+				requireFastSame[*stripe.InvoiceItem](t, raw)
+			case "payout":
+				requireFastSame[*stripe.Payout](t, raw)
+			case "test_helpers.test_clock":
+				requireFastSame[*stripe.TestHelpersTestClock](t, raw)
 			default:
 				t.Fatalf("fixture object %q has no stripe-go type here", kind.Object)
 			}
