@@ -79,8 +79,8 @@ type Event[T any] struct {
 	// returns.
 	Raw json.RawMessage
 	// ObjectID is the id of the object the event is about: data.object.id,
-	// or a thin event's related_object.id. It is what the inbox orders
-	// events by and what OnCurrent fetches.
+	// or a thin event's related_object.id. With Account, it is what the
+	// inbox orders events by; it is what OnCurrent fetches.
 	ObjectID string
 }
 

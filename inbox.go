@@ -1382,8 +1382,9 @@ func (in *Inbox) Lookup(ctx context.Context, eventID string) (InboxRecord, bool,
 // HeldBy returns the events that keep eventID from being applied now,
 // in the order its object's events are applied (Created, then EventID):
 // what to look at when an event stays pending or failed past its
-// NextAttemptAt. The events of one object are applied one at a time, in
-// that order, so an event waits behind
+// NextAttemptAt. The events of one object (one ObjectID under one
+// Account) are applied one at a time, in that order, so an event waits
+// behind
 //   - every event of its object that sorts before it and is still to be
 //     applied (pending, failed or processing; Earlier is true): a failed
 //     one holds it until it succeeds or is dead-lettered, a pending one

@@ -98,7 +98,7 @@ type InboxRecord struct {
 	Kind       InboxKind
 	EventID    string
 	EventType  string
-	ObjectID   string // Event.ObjectID; events of one object are applied one at a time, oldest first
+	ObjectID   string // Event.ObjectID; the events of one object (ObjectID and Account) are applied one at a time, oldest first
 	Account    string
 	Livemode   bool
 	APIVersion string

@@ -49,6 +49,14 @@ func (r *memoryInboxRow) busy(now time.Time) bool {
 	return r.State == InboxProcessing && (r.heldBy != nil || r.LeaseUntil.After(now))
 }
 
+// objectKey is what the inbox orders events by: their object's id within
+// its account. Some ids are unique within one account only (a
+// capability's is its name, an application's the platform's ca_ id): the
+// same id under two accounts names two objects.
+type objectKey struct{ account, object string }
+
+func (r *memoryInboxRow) objectKey() objectKey { return objectKey{r.Account, r.ObjectID} }
+
 // compareObjectOrder orders the events of one object: earliest created
 // first, then by event id, as they are to be applied.
 func compareObjectOrder(a, b *memoryInboxRow) int {
@@ -111,8 +119,8 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 	}
 
 	// Per object: whether a worker is on it, and which event goes next.
-	busy := make(map[string]bool)
-	next := make(map[string]*memoryInboxRow)
+	busy := make(map[objectKey]bool)
+	next := make(map[objectKey]*memoryInboxRow)
 	var due []*memoryInboxRow
 	for _, r := range s.inbox {
 		if r.due(now) {
@@ -121,11 +129,12 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 		if r.ObjectID == "" || !r.unfinished() {
 			continue
 		}
+		k := r.objectKey()
 		if r.busy(now) {
-			busy[r.ObjectID] = true
+			busy[k] = true
 		}
-		if n := next[r.ObjectID]; n == nil || compareObjectOrder(r, n) < 0 {
-			next[r.ObjectID] = r
+		if n := next[k]; n == nil || compareObjectOrder(r, n) < 0 {
+			next[k] = r
 		}
 	}
 	slices.SortFunc(due, func(a, b *memoryInboxRow) int {
@@ -137,11 +146,11 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 		if len(out) == limit {
 			break
 		}
-		if r.ObjectID != "" {
-			if busy[r.ObjectID] || next[r.ObjectID] != r {
+		if k := r.objectKey(); r.ObjectID != "" {
+			if busy[k] || next[k] != r {
 				continue
 			}
-			busy[r.ObjectID] = true
+			busy[k] = true
 		}
 		expired := r.State == InboxProcessing // its worker died: taken alone
 		if expired && len(out) > 0 {
@@ -288,7 +297,7 @@ func (s *MemoryStore) inboxHeldBy(ctx context.Context, eventID string, now time.
 	// inboxLease's rule, seen from r.
 	var earlier, later []*memoryInboxRow
 	for _, o := range s.inbox {
-		if o == r || o.ObjectID != r.ObjectID || !o.unfinished() {
+		if o == r || o.objectKey() != r.objectKey() || !o.unfinished() {
 			continue
 		}
 		if compareObjectOrder(o, r) < 0 {

@@ -66,7 +66,7 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
 	// entry for every event leased since the last vacuum (with 40,000
 	// entries, one lease reads 39,000 buffers).
 	free := `(i.object_id = '' OR NOT EXISTS (SELECT 1 FROM ` + t + ` AS o
-        WHERE o.object_id = i.object_id AND o.object_id <> ''
+        WHERE o.object_id = i.object_id AND o.object_id <> '' AND o.account = i.account
           AND o.state IN ('pending', 'failed', 'processing') AND o.event_id <> i.event_id
           AND ((o.created, o.event_id COLLATE "C") < (i.created, i.event_id COLLATE "C")
             OR ` + applying("o", "$1") + `)))`
@@ -179,19 +179,19 @@ LIMIT $6`,
 		// planner would read the processing index, which holds an entry
 		// for every event leased since the last vacuum (see free).
 		heldBy: `WITH i AS (
-    SELECT object_id AS held_object, created AS held_created, event_id AS held_id FROM ` + t + ` AS h
+    SELECT object_id AS held_object, account AS held_account, created AS held_created, event_id AS held_id FROM ` + t + ` AS h
     WHERE event_id = $1 AND object_id <> '' AND state IN ('pending', 'failed', 'processing')
       AND NOT ` + applying("h", "$2") + `
 ), holders AS ((
     SELECT ` + inboxColumns + `, lease_until, true AS earlier FROM ` + t + `, i
-    WHERE object_id = held_object AND object_id <> '' AND state IN ('pending', 'failed', 'processing')
+    WHERE object_id = held_object AND object_id <> '' AND account = held_account AND state IN ('pending', 'failed', 'processing')
       AND (created, event_id COLLATE "C") < (held_created, held_id COLLATE "C")
     ORDER BY created, event_id COLLATE "C"
     LIMIT $3
 ) UNION ALL (
     SELECT ` + inboxColumns + `, lease_until, false FROM (
         SELECT ` + inboxColumns + `, lease_until FROM ` + t + `, i
-        WHERE object_id = held_object AND object_id <> '' AND state IN ('pending', 'failed', 'processing')
+        WHERE object_id = held_object AND object_id <> '' AND account = held_account AND state IN ('pending', 'failed', 'processing')
           AND (created, event_id COLLATE "C") > (held_created, held_id COLLATE "C")
         OFFSET 0
     ) AS o
