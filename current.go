@@ -80,8 +80,8 @@ const FetchTimeout = 5 * time.Second
 //
 // For each event, in the event's transaction:
 //
-//  1. The object (data.object.id; for a thin event, its related_object.id)
-//     is locked, per registration: while one
+//  1. The object (data.object.id; for a thin event, its related_object.id;
+//     under the event's Account) is locked, per registration: while one
 //     event's handler holds it, another event of the same object waits, so
 //     two fetch-and-write sequences of one object never interleave. On
 //     PostgreSQL it is a row lock in idempotency_objects, held until the
@@ -165,10 +165,25 @@ type localFetches struct {
 }
 
 // localObject is an object of one store: the store (its *MemoryStore or
-// *PgxStore) and the object's id.
+// *PgxStore) and the object's key (fetchKey).
 type localObject struct {
 	store any
-	id    string
+	key   string
+}
+
+// fetchKey is the key of the object id of account (empty: the
+// platform's) among OnCurrent's fetch records: the id, prefixed with a
+// connected account's id and a slash. Some ids are unique within one
+// account only (a capability's is its name, card_payments), and a fetch
+// under one account says nothing of the object of that id under another.
+// No Stripe id has a slash (each is a segment of its API path), so two
+// objects never share a key; a platform's key is its id, as it was before
+// accounts were keyed.
+func fetchKey(account, id string) string {
+	if account == "" {
+		return id
+	}
+	return account + "/" + id
 }
 
 // maxLocalFetches bounds localFetches; past it, entries older than
@@ -242,7 +257,11 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, e
 	if err := checkGuardKey(scope, id); err != nil {
 		return Skip("data.object.id is not valid text")
 	}
-	local := localObject{store: ot.objectStore(), id: id}
+	key := fetchKey(ev.Account, id)
+	if err := checkGuardKey(scope, key); err != nil {
+		return Skip("account and data.object.id are too long to key the object")
+	}
+	local := localObject{store: ot.objectStore(), key: key}
 	if reg.local.covers(local, ot.arrivedAt()) {
 		return nil // fetched here after this delivery arrived, and that state written
 	}
@@ -250,7 +269,7 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, e
 	if err != nil {
 		return err
 	}
-	lastFetch, now, err := ot.lockObject(ctx, scope, id)
+	lastFetch, now, err := ot.lockObject(ctx, scope, key)
 	if err != nil {
 		return err
 	}
@@ -268,7 +287,7 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, e
 	case err != nil:
 		return errorf("fetching the current object of %s: %w", ev.Type, err)
 	}
-	if err := ot.markFetched(ctx, scope, id, now); err != nil {
+	if err := ot.markFetched(ctx, scope, key, now); err != nil {
 		return err
 	}
 	tx.AfterCommit(func(context.Context) { reg.local.record(local, fetchStarted) })

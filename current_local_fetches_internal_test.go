@@ -15,9 +15,9 @@ func TestLocalFetchesForgetsOldFetches(t *testing.T) {
 	l := localFetches{started: map[localObject]time.Time{}}
 	old := time.Now().Add(-2 * localFetchMemory)
 	for i := range maxLocalFetches {
-		l.record(localObject{id: fmt.Sprintf("sub_%d", i)}, old)
+		l.record(localObject{key: fmt.Sprintf("sub_%d", i)}, old)
 	}
-	fresh := localObject{id: "sub_fresh"}
+	fresh := localObject{key: "sub_fresh"}
 	now := time.Now()
 	l.record(fresh, now)
 	if n := len(l.started); n != 1 {
@@ -34,7 +34,7 @@ func TestLocalFetchesForgetsOldFetches(t *testing.T) {
 func TestLocalFetchesKeepsTheLatestFetch(t *testing.T) {
 	t.Parallel()
 	l := localFetches{started: map[localObject]time.Time{}}
-	obj := localObject{id: "sub_1"}
+	obj := localObject{key: "sub_1"}
 	first := time.Now()
 	arrived, second := first.Add(time.Millisecond), first.Add(2*time.Millisecond)
 	l.record(obj, first)
