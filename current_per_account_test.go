@@ -4,13 +4,11 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
-	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // OnCurrent's fetch record is the object's of one account: a capability
@@ -40,15 +38,8 @@ func TestOnCurrentFetchRecordPerAccount(t *testing.T) {
 					applied[ev.Object.Account.ID]++
 					return nil
 				})
-			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-			inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: discardLogger()})
-			require.NoError(t, err)
-			h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
-			require.NoError(t, err)
 			// Both stored before either is fetched.
-			for _, name := range []string{"capability.updated", "capability.updated.other_account"} {
-				require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, fixture(t, name), testSecret).Outcome)
-			}
+			inbox := queueFixtures(t, store, hs, "capability.updated", "capability.updated.other_account")
 			for range 2 {
 				_, err := inbox.WorkDue(t.Context())
 				require.NoError(t, err)

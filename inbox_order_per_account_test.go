@@ -7,12 +7,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
-	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // Objects whose id is unique within one account only (a capability's is
@@ -47,14 +45,7 @@ func TestInboxOrderPerObjectOfOneAccount(t *testing.T) {
 					applied[ev.Account]++
 					return nil
 				})
-				clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-				inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: discardLogger()})
-				require.NoError(t, err)
-				h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
-				require.NoError(t, err)
-				for _, name := range pair {
-					require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, fixture(t, name), testSecret).Outcome)
-				}
+				inbox := queueFixtures(t, store, hs, pair[:]...)
 				held, err := inbox.HeldBy(t.Context(), second.ID)
 				require.NoError(t, err)
 				require.Empty(t, held, "the other account's event waits behind nothing")

@@ -271,3 +271,19 @@ func TestEveryFixtureTypeBothModes(t *testing.T) {
 		}
 	}
 }
+
+// queueFixtures is an inbox on store with hs, on a fake clock at
+// 2026-03-01 12:00 UTC, to which the named fixtures are delivered and
+// queued, in that order.
+func queueFixtures(t *testing.T, store idempotency.Store, hs *idempotency.Handlers, names ...string) *idempotency.Inbox {
+	t.Helper()
+	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: discardLogger()})
+	require.NoError(t, err)
+	h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	for _, name := range names {
+		require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, fixture(t, name), testSecret).Outcome, name)
+	}
+	return inbox
+}
