@@ -390,6 +390,22 @@ func (e *DecodeError) Error() string {
 
 func (e *DecodeError) Unwrap() error { return e.Err }
 
+// objectKindError is the Err of a DecodeError for a data.object whose
+// "object" is not the one the handler's stripe-go type is the type of.
+type objectKindError struct {
+	kind, target string
+}
+
+func (e *objectKindError) Error() string {
+	if len(e.kind) > 64 || strings.ContainsFunc(e.kind, func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' && r != '.'
+	}) {
+		// Not a Stripe object's name: not quoted.
+		return fmt.Sprintf("data.object's object is not the one %s is the type of", e.target)
+	}
+	return fmt.Sprintf("data.object's object is %q: %s is another object's type", e.kind, e.target)
+}
+
 // jsonErrorDetail describes an error of encoding/json's decoder by the
 // field and the types, or the offset, and never quotes a value: the
 // decoder's own message does (a number that overflows its field), and so
@@ -398,7 +414,10 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 func jsonErrorDetail(err error) string {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
+	var kindErr *objectKindError
 	switch {
+	case errors.As(err, &kindErr):
+		return kindErr.Error()
 	case errors.As(err, &typeErr):
 		return fmt.Sprintf("field %q: cannot decode a JSON %s into %s", typeErr.Field, jsonKind(typeErr.Value), typeErr.Type)
 	case errors.As(err, &syntaxErr):

@@ -39,6 +39,7 @@ func TestErrorsMadeByErrorf(t *testing.T) {
 		"argsDecodeError":    true, // wrapped by errorf where a task is decoded
 		"chainedSessionLost": true, // pgx's error, carried to retry
 		"handlerErr":         true, // a handler's error, kept as it is
+		"objectKindError":    true, // the Err of a DecodeError, which quotes it
 	}
 	for _, file := range files {
 		if strings.HasSuffix(file, "_test.go") {

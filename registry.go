@@ -3,6 +3,7 @@ package idempotency
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -63,7 +64,11 @@ func NewHandlers() *Handlers {
 
 // On registers fn for eventType. data.object is decoded into T only after
 // the event is claimed, so a duplicate costs no decode. T is a stripe-go
-// type such as *stripe.Invoice, or a struct of the fields fn needs. The
+// type such as *stripe.Invoice, or a struct of the fields fn needs. A
+// stripe-go resource type is checked against data.object's "object": an
+// event whose object is another (an invoice given to a *stripe.Customer)
+// fails with a [DecodeError] that names it, rather than decode the fields
+// the two share and leave the others zero. The
 // value is json.Unmarshal's, with one difference: a T with its own
 // UnmarshalJSON is given data.object without insignificant white space
 // (stripe-go's decode the compact form faster); one that keeps its input
@@ -101,6 +106,7 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 	var zero T
 	objectType := fmt.Sprintf("%T", zero)
 	fastDecode, plainDecode := decode.For[T]()
+	stripeObject := decode.StripeObject(reflect.TypeFor[T]())
 	switch {
 	case hs == nil:
 		return errorf("On: nil *Handlers")
@@ -146,6 +152,11 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 			}
 			if fetched {
 				return fn(ctx, tx, ev)
+			}
+			// A v2 event's ObjectKind is its related object's type, not
+			// its data's.
+			if !env.V2 && !decode.ObjectMatches(stripeObject, env.ObjectKind) {
+				return &DecodeError{EventType: env.Type, Target: objectType, Err: &objectKindError{kind: env.ObjectKind, target: objectType}}
 			}
 			decode := plainDecode
 			if fast {
