@@ -134,6 +134,8 @@ func TestThinEventInbox(t *testing.T) {
 		require.True(t, found)
 		require.Equal(t, thinMeter, rec.ObjectID)
 		require.Equal(t, time.Date(2024, 9, 26, 17, 46, 22, 0, time.UTC), rec.Created.UTC())
+		require.Equal(t, []any{thinType, thinAccount, false, ""}, []any{rec.EventType, rec.Account, rec.Livemode, rec.APIVersion},
+			"the type, the context as the account, and no API version: v2 events are unversioned")
 
 		n, err := in.WorkDue(t.Context())
 		require.NoError(t, err)
