@@ -54,8 +54,9 @@ type InboxConfig struct {
 	// its connection) counts as one, also when Run had only leased it
 	// ahead and no worker had started it. An event whose lease expired is
 	// leased again alone, attempted once the attempts at the events leased
-	// before it have ended, and Run leases nothing else while its attempt
-	// runs, within its lease: an event that kills every process that runs
+	// before it have ended (or one hangs: then half of Lease less Timeout
+	// into its lease, so that it still runs within it), and Run leases
+	// nothing else while its attempt runs, within its lease: an event that kills every process that runs
 	// it costs the events leased with it one attempt, the first time, not
 	// one per crash. Defaults to 20: with the default backoff the last
 	// attempt comes 6.5 days after the first, longer than Stripe's own 3
@@ -522,7 +523,9 @@ func (c *coalescer) do(fn func()) {
 // given back the same way and leased afresh, so that no attempt outlasts its
 // lease. An event whose lease expired (its worker died, hung or lost its
 // connection) is leased alone, attempted once the attempts at the events
-// leased before it have ended, and Run leases nothing else until its
+// leased before it have ended (at the latest half of InboxConfig.Lease less
+// Timeout into its lease, while an attempt started then still ends within
+// it), and Run leases nothing else until its
 // attempt has ended or its lease has: if it is what killed that worker's
 // process, and kills this one too, it dies alone; if its attempt hangs, it
 // holds its worker only. It returns an error at once if Run is
@@ -560,10 +563,13 @@ func (in *Inbox) Run(ctx context.Context) error {
 	// held is that event until no other is queued or attempted (busy
 	// counts the events sent to the workers that they have not done with):
 	// started beside them, it would take them down with it too. Not past
-	// the time its attempt could still start within its lease, though:
-	// an attempt that outlasts its own lease holds it back no longer, and
-	// the worker gives it back.
+	// holdUntil, though, while its attempt can still start within its
+	// lease: an attempt that hangs beside it delays it, and does not have
+	// it given back untried and leased again as any other event. Run
+	// wakes then (heldTimer) even when nothing else wakes it.
 	var held *inboxRow
+	heldTimer := time.NewTimer(0)
+	defer heldTimer.Stop()
 	var busy atomic.Int64
 	send := func(row inboxRow) {
 		busy.Add(1)
@@ -588,7 +594,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 			in.clock.check(ctx, in)
 		}
 		pass := in.signals.Load()
-		if held != nil && (busy.Load() == 0 || !in.leaseLeft(held)) {
+		if held != nil && (busy.Load() == 0 || !in.cfg.Now().Before(in.holdUntil(held))) {
 			send(*held)
 			held = nil
 		}
@@ -633,12 +639,18 @@ func (in *Inbox) Run(ctx context.Context) error {
 			quiet.Reset(until.Sub(in.cfg.Now()))
 			quietC = quiet.C
 		}
+		var heldC <-chan time.Time
+		if held != nil {
+			heldTimer.Reset(in.holdUntil(held).Sub(in.cfg.Now()))
+			heldC = heldTimer.C
+		}
 		in.idleAt.Store(pass + 1)
 		select {
 		case <-ctx.Done():
 		case <-in.wake:
 		case <-ticker.C:
 		case <-quietC:
+		case <-heldC:
 		}
 		in.idleAt.Store(0)
 	}
@@ -906,6 +918,14 @@ func (w *inboxWorker) next() *Claim {
 	}
 	c := w.in.d.claim(env, row.ReceivedAt, w.in.fence(&row, &w.chain))
 	return &c
+}
+
+// holdUntil is how long Run may hold back row, leased alone after its
+// lease expired, while other attempts run: half the margin its lease
+// leaves beyond an attempt (Lease less Timeout), so that a worker taking it
+// then still starts it within its lease.
+func (in *Inbox) holdUntil(row *inboxRow) time.Time {
+	return row.LeaseUntil.Add(-in.cfg.Timeout - (in.cfg.Lease-in.cfg.Timeout)/2)
 }
 
 // leaseLeft reports whether row's lease outlasts an attempt started now.

@@ -49,12 +49,7 @@ func newLoneSuspect(t *testing.T) *loneSuspect {
 		PollInterval: time.Hour, Logger: discardLogger(),
 	})
 	require.NoError(t, err)
-	h, err := s.in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
-	require.NoError(t, err)
-	s.deliver = func(id string) {
-		t.Helper()
-		require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, id, "in_"+id, "acct_1"), testSecret).Outcome)
-	}
+	s.deliver = invoiceDeliverer(t, s.in)
 	s.deliver("evt_suspect")
 	workDueDying(t, s.in)
 	s.clock.Advance(time.Minute + time.Second) // its lease expired
@@ -65,6 +60,18 @@ func newLoneSuspect(t *testing.T) *loneSuspect {
 	t.Cleanup(s.release) // before Run is stopped, when the test fails
 	recv(t, started, "the suspect's second attempt")
 	return s
+}
+
+// invoiceDeliverer returns what delivers an invoice.paid event, of its own
+// invoice, through in's Handler, and requires it queued.
+func invoiceDeliverer(t *testing.T, in *idempotency.Inbox) func(id string) {
+	t.Helper()
+	h, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	return func(id string) {
+		t.Helper()
+		require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, id, "in_"+id, "acct_1"), testSecret).Outcome)
+	}
 }
 
 // An event whose worker died holding it may be what killed its process.
@@ -139,12 +146,7 @@ func TestInboxRunAttemptsAnEventWhoseWorkerDiedOnceTheOthersEnded(t *testing.T) 
 		},
 	})
 	require.NoError(t, err)
-	h, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
-	require.NoError(t, err)
-	deliver := func(id string) {
-		t.Helper()
-		require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, id, "in_"+id, "acct_1"), testSecret).Outcome)
-	}
+	deliver := invoiceDeliverer(t, in)
 	deliver("evt_suspect")
 	workDueDying(t, in) // its lease runs until 12:01
 
@@ -161,4 +163,68 @@ func TestInboxRunAttemptsAnEventWhoseWorkerDiedOnceTheOthersEnded(t *testing.T) 
 	require.Eventually(t, func() bool { return idempotency.InboxIdle(in) }, 10*time.Second, time.Millisecond, "Run waits")
 	once.Do(func() { close(releaseSlow) })
 	require.False(t, recv(t, beside, "the suspect's attempt"), "the suspect was attempted while evt_slow's attempt ran")
+}
+
+// Held back behind an attempt that hangs (its handler ignores its
+// context), such an event is attempted while its lease still lets an
+// attempt start, and still alone: Run leases nothing beside it. Held
+// until its lease ran short, it would be given back untried and leased
+// again as any other event, beside others, or, with no wake, expire and
+// have an attempt counted that never ran.
+func TestInboxRunAttemptsAHeldEventWithinItsLeaseBesideAHungAttempt(t *testing.T) {
+	t.Parallel()
+	store := idempotency.NewMemoryStore()
+	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	var dead atomic.Bool
+	slowStarted, suspectStarted, finish := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(_ context.Context, _ idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		switch ev.ID {
+		case "evt_suspect":
+			if dead.CompareAndSwap(false, true) {
+				runtime.Goexit() // its process died
+			}
+			close(suspectStarted)
+			<-finish
+		case "evt_slow":
+			close(slowStarted)
+			<-finish // its context ignored
+		}
+		return nil
+	})
+	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+		Now: clock.Now, Workers: 2, IngestWorkers: 2, Lease: time.Minute, Timeout: 10 * time.Second,
+		PollInterval: time.Hour, Logger: discardLogger(),
+	})
+	require.NoError(t, err)
+	deliver := invoiceDeliverer(t, in)
+	deliver("evt_suspect")
+	workDueDying(t, in) // its lease runs until 12:01
+
+	clock.Advance(50 * time.Second)
+	deliver("evt_slow")
+	t.Cleanup(runInbox(t, in))
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(finish) }) }) // before Run is stopped
+	recv(t, slowStarted, "evt_slow's attempt")
+
+	clock.Advance(11 * time.Second) // the suspect's lease expired
+	deliver("evt_other")            // wakes Run, which leases the suspect alone, until 12:02:01
+	require.Eventually(t, func() bool { return idempotency.InboxIdle(in) }, 10*time.Second, time.Millisecond, "Run waits")
+
+	// 12:01:41: an attempt started now ends within the suspect's lease;
+	// evt_slow's attempt still hangs.
+	clock.Advance(40 * time.Second)
+	deliver("evt_later") // wakes Run
+	recv(t, suspectStarted, "the suspect's attempt, within its lease")
+	require.Eventually(t, func() bool { return idempotency.InboxIdle(in) }, 10*time.Second, time.Millisecond, "Run waits")
+	for _, id := range []string{"evt_other", "evt_later"} {
+		rec, _, err := in.Lookup(t.Context(), id)
+		require.NoError(t, err)
+		require.Equal(t, idempotency.InboxPending, rec.State, "%s leased beside the suspect", id)
+	}
+	rec, _, err := in.Lookup(t.Context(), "evt_suspect")
+	require.NoError(t, err)
+	require.Equal(t, idempotency.InboxProcessing, rec.State)
+	require.Equal(t, 2, rec.Attempt)
 }

@@ -149,7 +149,7 @@ type inboxRow struct {
 	// previous attempt expired: its worker died, hung or lost its
 	// connection, maybe because of this very event. Such a row is leased
 	// alone (see inboxLease), attempted once the attempts at the events
-	// leased before it have ended, and Run leases nothing else while it
+	// leased before it have ended (at the latest Inbox.holdUntil), and Run leases nothing else while it
 	// runs.
 	LeaseExpired bool
 	// Seq is the store's sequence number taken when the event was stored
