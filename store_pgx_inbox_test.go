@@ -725,4 +725,7 @@ FROM generate_series(1, 5000) AS g`)
 	assert.False(t, unordered(plan), plan)
 	assert.Contains(t, plan, "Index Scan using idempotency_inbox_due_idx", plan)
 	assert.Contains(t, plan, "Index Scan using idempotency_inbox_lease_idx", plan)
+	// The per-object order (free: object and account) reads the object's
+	// own events, not every unfinished one.
+	assert.Contains(t, plan, "idempotency_inbox_object_idx", plan)
 }
