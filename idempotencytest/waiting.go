@@ -23,7 +23,10 @@ import (
 // does.
 func Waiting(store idempotency.Store) func(t testing.TB) int {
 	var mu sync.Mutex
-	var admin *pgxpool.Pool // opened at the first call, closed when its test ends
+	// admin is the pool each test that calls it counts on: opened at its
+	// first call, closed when it ends, so that a test that calls it
+	// later, or at once, is not left with a closed pool.
+	admin := map[testing.TB]*pgxpool.Pool{}
 	return func(t testing.TB) int {
 		t.Helper()
 		n, db, ok := waiters.Of(store)
@@ -46,10 +49,17 @@ func Waiting(store idempotency.Store) func(t testing.TB) int {
 		pool := func() *pgxpool.Pool {
 			mu.Lock()
 			defer mu.Unlock()
-			if admin == nil {
-				admin = pgtest.AdminPool(t)
+			if p := admin[t]; p != nil {
+				return p
 			}
-			return admin
+			p := pgtest.AdminPool(t) // closed when t ends, after it is forgotten
+			admin[t] = p
+			t.Cleanup(func() {
+				mu.Lock()
+				defer mu.Unlock()
+				delete(admin, t)
+			})
+			return p
 		}()
 		var sessions int
 		if err := pool.QueryRow(context.Background(),

@@ -115,3 +115,18 @@ func TestWaitingRefusesWhatItCannotCount(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 0, idempotencytest.Waiting(store)(t), "a connection opened with the URL is counted")
 }
+
+// The func Waiting returns may be called from any test that runs while
+// the store is open, one after another: what it opens for its counting is
+// not tied to the first of them.
+func TestWaitingOutlivesTheTestThatFirstCalledIt(t *testing.T) {
+	t.Parallel()
+	db := idempotencytest.Postgres(t)
+	store := db.NewStore(t, idempotency.PgxConfig{})
+	waiting := idempotencytest.Waiting(store)
+	for _, name := range []string{"first", "second"} {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, 0, waiting(t))
+		})
+	}
+}
