@@ -56,14 +56,15 @@ type InboxConfig struct {
 	// leased again alone, attempted once the attempts at the events leased
 	// before it have ended (or one hangs: then half of Lease less Timeout
 	// into its lease, so that it still runs within it), and Run leases
-	// nothing else while its attempt runs, within its lease: an event that kills every process that runs
-	// it costs the events leased with it one attempt, the first time, not
-	// one per crash. Defaults to 20: with the default backoff the last
-	// attempt comes 6.5 days after the first, longer than Stripe's own 3
-	// days of retries. An expired lease is not backed off: the next attempt comes
-	// as soon as it expired, so an event that kills its process every time
-	// is dead-lettered MaxAttempts leases after its first attempt (a Lease
-	// each, plus up to PollInterval), about 20 minutes with the defaults.
+	// nothing else while its attempt runs, within its lease: an event that
+	// kills every process that runs it costs the events leased with it one
+	// attempt, the first time, not one per crash. Defaults to 20: with the
+	// default backoff the last attempt comes 6.5 days after the first,
+	// longer than Stripe's own 3 days of retries. An expired lease is not
+	// backed off: the next attempt comes as soon as it expired, so an event
+	// that kills its process every time is dead-lettered MaxAttempts leases
+	// after its first attempt (a Lease each, plus up to PollInterval), about
+	// 20 minutes with the defaults.
 	MaxAttempts int
 
 	// Backoff is the wait after failed attempt n (1, 2, ...) before the
