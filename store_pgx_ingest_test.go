@@ -166,9 +166,8 @@ func TestPgxIngestBatchesInOppositeOrders(t *testing.T) {
 	waiting := func(n int) {
 		t.Helper()
 		require.Eventually(t, func() bool {
-			var got int
-			require.NoError(t, pgtest.AdminPool(t).QueryRow(context.Background(),
-				`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = $1`, db.Schema).Scan(&got))
+			got, err := pgtest.LockWaiters(t, db.Schema)
+			require.NoError(t, err)
 			return got == n
 		}, 10*time.Second, time.Millisecond, "%d inserts waiting", n)
 	}

@@ -109,9 +109,8 @@ func (b *pgBackend) waiting(t testing.TB) int { return waitingRuns(t, b.db.Schem
 // key: the sessions named after schema (application_name) waiting on a
 // lock, and the runs waiting in the process.
 func waitingRuns(t testing.TB, schema string, store *idempotency.PgxStore) int {
-	var n int
-	require.NoError(t, pgtest.AdminPool(t).QueryRow(context.Background(),
-		`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = $1`, schema).Scan(&n))
+	n, err := pgtest.LockWaiters(t, schema)
+	require.NoError(t, err)
 	return n + idempotency.PgxLocalWaiting(store)
 }
 

@@ -1,8 +1,6 @@
 package idempotencytest
 
 import (
-	"context"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -22,11 +20,6 @@ import (
 // lock count too. Any other store fails the test, as the wrapper itself
 // does.
 func Waiting(store idempotency.Store) func(t testing.TB) int {
-	var mu sync.Mutex
-	// admin is the pool each test that calls it counts on: opened at its
-	// first call, closed when it ends, so that a test that calls it
-	// later, or at once, is not left with a closed pool.
-	admin := map[testing.TB]*pgxpool.Pool{}
 	return func(t testing.TB) int {
 		t.Helper()
 		n, db, ok := waiters.Of(store)
@@ -46,24 +39,8 @@ func Waiting(store idempotency.Store) func(t testing.TB) int {
 		if app == "" {
 			t.Fatalf("idempotencytest.Waiting: the PgxStore is not on a Database's pool or URL: build it with Database.NewStore")
 		}
-		pool := func() *pgxpool.Pool {
-			mu.Lock()
-			defer mu.Unlock()
-			if p := admin[t]; p != nil {
-				return p
-			}
-			p := pgtest.AdminPool(t) // closed when t ends, after it is forgotten
-			admin[t] = p
-			t.Cleanup(func() {
-				mu.Lock()
-				defer mu.Unlock()
-				delete(admin, t)
-			})
-			return p
-		}()
-		var sessions int
-		if err := pool.QueryRow(context.Background(),
-			`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = $1`, app).Scan(&sessions); err != nil {
+		sessions, err := pgtest.LockWaiters(t, app)
+		if err != nil {
 			t.Fatalf("idempotencytest.Waiting: count the sessions waiting on a lock: %v", err)
 		}
 		return n + sessions

@@ -218,6 +218,28 @@ func AdminPool(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
+// lockPools are the admin pools [LockWaiters] counts on, one per test:
+// opened at its first call, forgotten and closed when the test ends.
+var lockPools sync.Map // testing.TB -> *pgxpool.Pool
+
+// LockWaiters returns how many sessions whose application_name is app
+// (a test schema's name: see [New]) wait on a lock now, as tests that
+// poll for a blocked run read it. The pool it reads through is opened at
+// t's first call and closed when t ends.
+func LockWaiters(t testing.TB, app string) (int, error) {
+	t.Helper()
+	p, ok := lockPools.Load(t)
+	if !ok {
+		pool := AdminPool(t) // closed when t ends, after it is forgotten
+		t.Cleanup(func() { lockPools.Delete(t) })
+		p, _ = lockPools.LoadOrStore(t, pool)
+	}
+	var n int
+	err := p.(*pgxpool.Pool).QueryRow(context.Background(),
+		`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = $1`, app).Scan(&n)
+	return n, err
+}
+
 // closePool closes pool, which waits until every connection acquired from
 // it is released. A test that left one in use would make that wait, and so
 // the whole test binary, last until -timeout; after [releaseWait] the test
