@@ -526,11 +526,10 @@ func (c *coalescer) do(fn func()) {
 // connection) is leased alone, attempted once the attempts at the events
 // leased before it have ended (at the latest half of InboxConfig.Lease less
 // Timeout into its lease, while an attempt started then still ends within
-// it), and Run leases nothing else until its
-// attempt has ended or its lease has: if it is what killed that worker's
-// process, and kills this one too, it dies alone; if its attempt hangs, it
-// holds its worker only. It returns an error at once if Run is
-// already running on this Inbox.
+// it), and Run leases nothing else until its attempt has ended or its lease
+// has: if it is what killed that worker's process, and kills this one too,
+// it dies alone; if its attempt hangs, it holds its worker only. It
+// returns an error at once if Run is already running on this Inbox.
 func (in *Inbox) Run(ctx context.Context) error {
 	if !in.running.CompareAndSwap(false, true) {
 		return errorf("Inbox.Run is already running")
@@ -921,7 +920,7 @@ func (w *inboxWorker) next() *Claim {
 	return &c
 }
 
-// holdUntil is how long Run may hold back row, leased alone after its
+// holdUntil is when Run stops holding back row, leased alone after its
 // lease expired, while other attempts run: half the margin its lease
 // leaves beyond an attempt (Lease less Timeout), so that a worker taking it
 // then still starts it within its lease.

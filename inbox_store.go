@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
@@ -15,6 +16,11 @@ import (
 // runs, and on the dead letter when it was the last. The stores fill it in
 // alike (PostgreSQL's format() takes the same %s).
 const leaseExpiredFormat = "lease expired after attempt %s: its worker died, hung or lost its connection"
+
+// leaseExpired is leaseExpiredFormat filled in for attempt.
+func leaseExpired(attempt int) string {
+	return fmt.Sprintf(leaseExpiredFormat, strconv.Itoa(attempt))
+}
 
 // InboxState is where an event stands in the inbox.
 type InboxState string
@@ -149,8 +155,8 @@ type inboxRow struct {
 	// previous attempt expired: its worker died, hung or lost its
 	// connection, maybe because of this very event. Such a row is leased
 	// alone (see inboxLease), attempted once the attempts at the events
-	// leased before it have ended (at the latest Inbox.holdUntil), and Run leases nothing else while it
-	// runs.
+	// leased before it have ended (at the latest Inbox.holdUntil), and Run
+	// leases nothing else while it runs.
 	LeaseExpired bool
 	// Seq is the store's sequence number taken when the event was stored
 	// (see current.go); 0 when unknown.

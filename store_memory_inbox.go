@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -113,7 +111,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 		if r.State == InboxProcessing && r.due(now) && r.Attempt >= maxAttempts {
 			r.State, r.FinishedAt = InboxDeadLetter, now
 			r.NextAttemptAt, r.LeaseUntil = time.Time{}, time.Time{}
-			r.LastError = fmt.Sprintf(leaseExpiredFormat, strconv.Itoa(r.Attempt))
+			r.LastError = leaseExpired(r.Attempt)
 			dead = append(dead, r.InboxRecord)
 		}
 	}
@@ -158,7 +156,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 		}
 		dueAt, prev := r.dueAt(), r.AttemptedAt
 		if expired {
-			r.LastError = fmt.Sprintf(leaseExpiredFormat, strconv.Itoa(r.Attempt))
+			r.LastError = leaseExpired(r.Attempt)
 		}
 		r.State = InboxProcessing
 		r.Attempt++
