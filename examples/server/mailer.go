@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"sync"
 )
 
@@ -19,8 +25,15 @@ type Email struct {
 // it has seen is answered as the first one was and sends nothing. It logs
 // one line per email sent, with its idempotency key and nothing of the
 // email itself. Tests read what it sent.
+//
+// With a URL (-mail-url) it keeps nothing: each Send POSTs the email as
+// JSON ({"to","subject","body"}) with an Idempotency-Key header, and any
+// answer but a 2xx is an error, retried by the task. That URL is an
+// email provider's API or a fake one.
 type Mailer struct {
-	log *slog.Logger
+	log    *slog.Logger
+	url    string       // empty: the emails stay in the process
+	client *http.Client // with url
 
 	mu       sync.Mutex
 	requests int              // Send calls, repeated keys included
@@ -37,10 +50,35 @@ func newMailer(log *slog.Logger) *Mailer {
 // errAnswerLost is the error of a request whose answer a test dropped.
 var errAnswerLost = errors.New("mailer: connection reset before the answer")
 
+// checkMailURL accepts an http or https URL with a host, or none.
+func checkMailURL(rawURL string) error {
+	if rawURL == "" {
+		return nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// The URL is not quoted: it may hold a provider's key.
+		return errors.New("-mail-url must be an http or https URL with a host")
+	}
+	return nil
+}
+
+// postingTo makes m POST each email to rawURL, which checkMailURL
+// accepted; an empty one leaves m as it is.
+func (m *Mailer) postingTo(rawURL string) *Mailer {
+	if rawURL != "" {
+		m.url, m.client = rawURL, &http.Client{}
+	}
+	return m
+}
+
 // Send sends e once per idempotency key.
 func (m *Mailer) Send(ctx context.Context, idempotencyKey string, e Email) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if m.url != "" {
+		return m.post(ctx, idempotencyKey, e)
 	}
 	m.mu.Lock()
 	m.requests++
@@ -61,6 +99,34 @@ func (m *Mailer) Send(ctx context.Context, idempotencyKey string, e Email) error
 	if lost {
 		return errAnswerLost
 	}
+	return nil
+}
+
+// post sends e to m.url. Its errors name neither the URL nor the email.
+func (m *Mailer) post(ctx context.Context, idempotencyKey string, e Email) error {
+	body, err := json.Marshal(map[string]string{"to": e.To, "subject": e.Subject, "body": e.Body})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url, bytes.NewReader(body))
+	if err != nil {
+		return errors.New("mailer: the request could not be made")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", idempotencyKey)
+	resp, err := m.client.Do(req)
+	if err != nil {
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err // without the URL
+		}
+		return fmt.Errorf("mailer: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // the connection is reused
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("mailer: answered %d", resp.StatusCode)
+	}
+	m.log.InfoContext(ctx, "email sent", "idempotency_key", idempotencyKey)
 	return nil
 }
 

@@ -36,7 +36,10 @@
 // In both modes the grant enqueues a send-receipt task in the event's
 // transaction, once per invoice, and the inbox's workers (-workers of them)
 // send the email after the commit with the task's idempotency key. The
-// mailer logs one line per email sent ("email sent").
+// mailer logs one line per email sent ("email sent"). It is a fake one in
+// the process, or with -mail-url an email provider's API (or a fake one)
+// that the email is POSTed to as JSON with an Idempotency-Key header; an
+// answer other than a 2xx fails the attempt, and the task is retried.
 //
 // The subscription projection handles customer.subscription.created,
 // .updated and .deleted: each event fetches the subscription from the
@@ -154,6 +157,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	pollOnly := fs.Bool("poll-only", false, "no LISTEN/NOTIFY for the inbox's workers (behind PgBouncer in transaction mode)")
 	stripeAPIBase := fs.String("stripe-api-base", stripe.APIURL, "the Stripe API the subscription projection fetches from (a local stripe-mock or fake); the key is env STRIPE_SECRET_KEY")
 	receiptEmails := fs.Bool("receipt-emails", true, "send one receipt email per paid invoice through a task (false: credits only, as the benchmark's baseline does)")
+	mailURL := fs.String("mail-url", "", "POST each receipt email as JSON, with its task's Idempotency-Key header, to this email provider's URL (or a fake one); empty keeps them in a fake mailer in the process")
 	pruneEvery := fs.Duration("prune-every", time.Hour, "delete what the default idempotency.Retention no longer keeps (ids after 45 days, finished events after 7, dead-lettered events after 90, dead-lettered tasks after 135) this often, on every replica; 0 is off")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9090); empty is off")
 	recoverSince := fs.Duration("recover-since", 0, "with STRIPE_SECRET_KEY (read access to events): at start, replay this account's events of this last period (at most 720h; not connected accounts') from the Events API through the webhook path, resuming a stopped run of the same period (checkpoint "+recoverCheckpoint+"-<period>); 0 is off")
@@ -212,6 +216,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		if _, err := pgconfig.Parse(*dbURL); err != nil { // its error never quotes the URL
 			return usagef("%s: %v", dbURLFrom, err)
 		}
+	}
+	if err := checkMailURL(*mailURL); err != nil {
+		return &usageError{err: err}
 	}
 	if err := checkAddr("addr", *addr); err != nil {
 		return err
@@ -277,7 +284,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer closeStore()
-	svc.mailer, svc.stripe, svc.noReceipts = newMailer(logger), api, !*receiptEmails
+	svc.mailer, svc.stripe, svc.noReceipts = newMailer(logger).postingTo(*mailURL), api, !*receiptEmails
 
 	m, err := startMetrics(*metricsAddr, logger)
 	if err != nil {
