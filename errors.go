@@ -154,8 +154,8 @@ var (
 	// ErrMethodNotAllowed: a method other than POST. Answered 405.
 	ErrMethodNotAllowed = errors.New("idempotency: method not allowed")
 	// ErrUnreadableBody: the body could not be read in full (it ended
-	// before its Content-Length: the sender hung up). It wraps the read's
-	// error too. Answered 400.
+	// before its Content-Length: the sender hung up, or the http.Server's
+	// ReadTimeout cut it off). It wraps the read's error too. Answered 400.
 	ErrUnreadableBody = errors.New("idempotency: request body unreadable")
 )
 

@@ -37,7 +37,8 @@ type Config struct {
 
 	// MaxBodyBytes limits the request body; a larger one is answered 413.
 	// Real invoice events exceed 64 KiB. Defaults to 1 MiB. It does not
-	// limit the events [Handler.Recover] lists from the Events API.
+	// limit the events [Handler.Recover] lists from the Events API, nor the
+	// time a body takes to arrive: the http.Server's ReadTimeout does.
 	MaxBodyBytes int64
 
 	// Timeout bounds the claim and the handler's transaction. The context
@@ -207,6 +208,12 @@ const (
 //
 // Nothing is stored for an answer other than 200. A Handler is safe for
 // concurrent use.
+//
+// The Handler bounds the body's size (Config.MaxBodyBytes), not the time
+// it takes to arrive: a route open to anyone needs an http.Server with
+// ReadHeaderTimeout and ReadTimeout set (http.ListenAndServe sets none), or
+// a sender that trickles its body holds a connection and a goroutine for as
+// long as it likes. A body cut off by ReadTimeout is [ErrUnreadableBody].
 //
 // A thin event notification (event destinations, API v2) carries no
 // snapshot: with Config.StripeClient the Handler fetches the event and

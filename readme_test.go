@@ -20,16 +20,23 @@ func TestReadmeProgramBuilds(t *testing.T) {
 		t.Skip("runs the go command")
 	}
 	t.Parallel()
+	file := filepath.Join(t.TempDir(), "main.go")
+	require.NoError(t, os.WriteFile(file, []byte(readmeProgram(t)), 0o600))
+	out, err := exec.Command("go", "vet", file).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
+// readmeProgram returns the README's first program, the source of its
+// main.go.
+func readmeProgram(t *testing.T) string {
+	t.Helper()
 	readme, err := os.ReadFile("README.md")
 	require.NoError(t, err)
 	_, rest, ok := strings.Cut(string(readme), "```go\npackage main\n")
 	require.True(t, ok, "the README starts with a complete program")
 	program, _, ok := strings.Cut(rest, "```")
 	require.True(t, ok)
-	file := filepath.Join(t.TempDir(), "main.go")
-	require.NoError(t, os.WriteFile(file, []byte("package main\n"+program), 0o600))
-	out, err := exec.Command("go", "vet", file).CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	return "package main\n" + program
 }
 
 // TestDocsNameExistingTests: every Test, Benchmark or Example function the
