@@ -188,7 +188,10 @@ const (
 //	    before its Content-Length)                  {"error":"unreadable_body"}
 //	400 missing, malformed or wrong signature,
 //	    timestamp outside Config.Tolerance          {"error":"invalid_signature"}
-//	400 not a Stripe event; an id, type, object id,
+//	400 not a Stripe event; a key of a field read
+//	    here (id, type, data, data.object.id, ...)
+//	    sent again in another letter case ("ID"); an
+//	    id, type, object id,
 //	    account or API version with a NUL byte,
 //	    invalid UTF-8 or an unpaired surrogate
 //	    escape; an id or object id over 1024 bytes;

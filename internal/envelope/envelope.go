@@ -19,10 +19,13 @@
 // Differences from encoding/json, on purpose:
 //
 //   - Key matching is exact and case-sensitive. encoding/json matches struct
-//     fields case-insensitively ("ID" or "Id" would fill the id field); Parse
-//     treats such keys as unknown and skips them. Stripe always sends
-//     lower-case keys. Keys are compared after unescaping, so "\u0069d" is
-//     "id", as in JSON.
+//     fields case-insensitively ("ID" or "Id" would fill the id field, the
+//     last such key winning); Parse refuses, as malformed, an input with such
+//     a key at a level it reads (the top level, data and data.object) for
+//     one of the fields it reads there, since encoding/json (stripe-go's
+//     Event, a decode of data.object) would read another value than Parse.
+//     Stripe always sends lower-case keys. Keys are compared after
+//     unescaping, so "\u0069d" is "id", as in JSON.
 //   - Types are checked strictly: a known field with the wrong type is an
 //     error even when a later duplicate of the key has the right type, and
 //     null is accepted only where documented (api_version, account,
@@ -36,6 +39,7 @@
 package envelope
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -153,7 +157,9 @@ func (p *parser) setSem(field, what string) {
 //     absent: Created is 0 then);
 //   - "livemode" is not true or false (it may be absent);
 //   - "api_version" or "account" is neither a string nor null;
-//   - data.previous_attributes is neither an object nor null.
+//   - data.previous_attributes is neither an object nor null;
+//   - a key at the top level, in data or in data.object equals one of the
+//     fields Parse reads there but for letter case ("ID", "Type").
 //
 // It returns ErrThinEvent when b is valid JSON and its top-level "object" is
 // "v2.core.event", whatever the other fields hold.
@@ -302,6 +308,7 @@ func (p *parser) top() error {
 		case "data":
 			err = p.data()
 		default:
+			p.checkFolded("", key, topKeys)
 			err = p.skipValue()
 		}
 		if err != nil {
@@ -347,6 +354,7 @@ func (p *parser) data() error {
 				err = p.skipValue()
 			}
 		default:
+			p.checkFolded("data.", key, dataKeys)
 			err = p.skipValue()
 		}
 		if err != nil {
@@ -384,6 +392,7 @@ func (p *parser) dataObject() error {
 		case "object":
 			p.objKind, err = p.objectString(p.objKind)
 		default:
+			p.checkFolded("data.object.", key, dataObjectKeys)
 			err = p.skipValue()
 		}
 		if err != nil {
@@ -396,6 +405,36 @@ func (p *parser) dataObject() error {
 	p.object = p.b[start:p.i]
 	p.haveObject = true
 	return nil
+}
+
+// The keys Parse reads at each level, as byte slices for checkFolded.
+var (
+	topKeys        = byteKeys("id", "type", "object", "api_version", "account", "created", "livemode", "data")
+	dataKeys       = byteKeys("object", "previous_attributes")
+	dataObjectKeys = byteKeys("id", "object")
+)
+
+func byteKeys(keys ...string) [][]byte {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = []byte(k)
+	}
+	return out
+}
+
+// checkFolded refuses key, one Parse does not read at its level (prefix),
+// when it equals one it reads but for letter case ("ID", "Type",
+// "api_verſion" with U+017F): encoding/json matches keys so
+// (bytes.EqualFold), and the last one wins, so that stripe-go's Event
+// and a decode of data.object would read another value than Parse.
+// The error names the field, never the key.
+func (p *parser) checkFolded(prefix string, key []byte, known [][]byte) {
+	for _, k := range known {
+		if bytes.EqualFold(key, k) {
+			p.setSem(prefix+string(k), "is also sent under a key that differs from it only in letter case")
+			return
+		}
+	}
 }
 
 // objectString reads data.object's "id" or "object": a string replaces
