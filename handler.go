@@ -190,7 +190,8 @@ const (
 //	    timestamp outside Config.Tolerance          {"error":"invalid_signature"}
 //	400 not a Stripe event; a key of a field read
 //	    here (id, type, data, data.object.id, ...)
-//	    sent again in another letter case ("ID"); an
+//	    sent again in another letter case ("ID");
+//	    "data" or data.previous_attributes twice; an
 //	    id, type, object id,
 //	    account or API version with a NUL byte,
 //	    invalid UTF-8 or an unpaired surrogate

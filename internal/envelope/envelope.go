@@ -33,9 +33,12 @@
 //
 // Like encoding/json, when a key is repeated the last value wins (a null
 // api_version or account leaves an earlier string in place, as null does for
-// a string field in encoding/json), and repeated "data" objects are merged
-// key by key (data.previous_attributes from an earlier "data" survives a
-// later "data" that lacks it).
+// a string field in encoding/json). A repeated "data", or a repeated
+// data.previous_attributes, is refused: stripe-go's Event keeps the last
+// "data" whole (its previous_attributes gone when that one lacks them),
+// where encoding/json merges them key by key, and it merges repeated
+// previous_attributes into one map, where the last value wins here; no
+// reading of Previous would agree with both.
 package envelope
 
 import (
@@ -126,6 +129,7 @@ type parser struct {
 	objID, objKind           strRef
 	haveID, haveType         bool
 	haveData, haveObject     bool
+	dataSeen, previousSeen   bool // a "data", a data.previous_attributes key read
 	thin, livemode           bool
 	created                  int64
 	object, previous         []byte
@@ -158,6 +162,7 @@ func (p *parser) setSem(field, what string) {
 //   - "livemode" is not true or false (it may be absent);
 //   - "api_version" or "account" is neither a string nor null;
 //   - data.previous_attributes is neither an object nor null;
+//   - "data" or data.previous_attributes is sent twice;
 //   - a key at the top level, in data or in data.object equals one of the
 //     fields Parse reads there but for letter case ("ID", "Type").
 //
@@ -306,6 +311,10 @@ func (p *parser) top() error {
 		case "livemode":
 			p.livemode, err = p.readLivemode(p.livemode)
 		case "data":
+			if p.dataSeen {
+				p.setSem("data", "is sent twice")
+			}
+			p.dataSeen = true
 			err = p.data()
 		default:
 			p.checkFolded("", key, topKeys)
@@ -318,8 +327,7 @@ func (p *parser) top() error {
 	return err
 }
 
-// data reads the value of a top-level "data" key. Like encoding/json, a
-// repeated "data" updates only the members it has.
+// data reads the value of a top-level "data" key.
 func (p *parser) data() error {
 	if p.i >= len(p.b) || p.b[p.i] != '{' {
 		p.setSem("data", "is not an object")
@@ -340,6 +348,10 @@ func (p *parser) data() error {
 		case "object":
 			err = p.dataObject()
 		case "previous_attributes":
+			if p.previousSeen {
+				p.setSem("data.previous_attributes", "is sent twice")
+			}
+			p.previousSeen = true
 			switch start := p.i; {
 			case p.i < len(p.b) && p.b[p.i] == '{':
 				if err = p.skipValue(); err == nil {

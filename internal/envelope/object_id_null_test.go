@@ -17,7 +17,7 @@ func TestObjectIDNullKeepsEarlierID(t *testing.T) {
 		{`{"id":"evt_1","type":"t","data":{"object":{"id":null,"id":"in_2"}}}`, "in_2"},
 		{`{"id":"evt_1","type":"t","data":{"object":{"id":null}}}`, ""},
 		// A later data.object is a new object: its null id is "".
-		{`{"id":"evt_1","type":"t","data":{"object":{"id":"in_1"}},"data":{"object":{"id":null}}}`, ""},
+		{`{"id":"evt_1","type":"t","data":{"object":{"id":"in_1"},"object":{"id":null}}}`, ""},
 		// Nor does any other value that is not a string.
 		{`{"id":"evt_1","type":"t","data":{"object":{"id":"in_1","id":5}}}`, "in_1"},
 		{`{"id":"evt_1","type":"t","data":{"object":{"id":"in_1","id":{"id":"in_2"},"id":null}}}`, "in_1"},

@@ -38,7 +38,7 @@ func TestReplacedNamesInvalidText(t *testing.T) {
 		// The last of a repeated key counts, as its value is the one kept.
 		{`{"id":"evt_\ud800","id":"evt_1","type":"t","data":{"object":{"id":"o"}}}`, ""},
 		{`{"id":"evt_1","id":"evt_\ud800","type":"t","data":{"object":{"id":"o"}}}`, "id"},
-		{`{"id":"evt_1","type":"t","data":{"object":{"id":"o\ud800"}},"data":{"object":{"id":"o"}}}`, ""},
+		{`{"id":"evt_1","type":"t","data":{"object":{"id":"o\ud800"},"object":{"id":"o"}}}`, ""},
 		{`{"id":"evt_1","type":"t","account":"\ud800","account":null,"data":{"object":{"id":"o"}}}`, "account"},
 		// Fields no receiver keys on are not named.
 		{`{"id":"evt_1","type":"t","data":{"object":{"id":"o","object":"\ud800","x":"\ud800"}},"y":"` + "\xff" + `"}`, ""},
