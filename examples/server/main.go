@@ -263,7 +263,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
-			return err
+			return usagef("-cpuprofile: %w", err)
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
