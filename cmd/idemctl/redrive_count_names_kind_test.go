@@ -11,7 +11,8 @@ import (
 
 // TestRedriveCountNamesWhatMoved: redrive's line names what its -kind
 // selects, in the number its count needs. `-kind task` printed "redrove
-// 1 events", and a single event "1 events".
+// 1 events", and a single event "1 events". Without -kind, the rows are
+// counted by kind: a dead-lettered task alone was "1 event".
 func TestRedriveCountNamesWhatMoved(t *testing.T) {
 	t.Parallel()
 	db := idempotencytest.Postgres(t)
@@ -23,7 +24,7 @@ func TestRedriveCountNamesWhatMoved(t *testing.T) {
 	}{
 		{[]string{"-kind", "event", "-all", "-dry-run"}, "would redrive 0 events (dry run: none moved)\n"},
 		{[]string{"-kind", "task", "-all", "-dry-run"}, "would redrive 1 task (dry run: none moved)\n"},
-		{[]string{"-all", "-dry-run"}, "would redrive 1 event (dry run: none moved)\n"},
+		{[]string{"-all", "-dry-run"}, "would redrive 1 task (dry run: none moved)\n"},
 		{[]string{"-kind", "task", "-all"}, "redrove 1 task: pending again, with a fresh attempt budget\n"},
 		{[]string{"-kind", "task", "-all"}, "redrove 0 tasks: none selected is dead_letter\n"},
 	} {
@@ -34,4 +35,18 @@ func TestRedriveCountNamesWhatMoved(t *testing.T) {
 	rec, _, err := in.Lookup(t.Context(), id)
 	require.NoError(t, err)
 	require.Equal(t, idempotency.InboxPending, rec.State)
+}
+
+// TestRedriveCountWordsEachKind: without -kind, a redrive that moves
+// events and tasks names each kind with its count.
+func TestRedriveCountWordsEachKind(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		events, tasks int
+		want          string
+	}{
+		{0, 0, "0 events"}, {1, 0, "1 event"}, {0, 1, "1 task"}, {2, 1, "2 events and 1 task"}, {1, 3, "1 event and 3 tasks"},
+	} {
+		require.Equal(t, c.want, countedKinds(c.events, c.tasks))
+	}
 }

@@ -72,20 +72,20 @@ when an -id was not found (the others are redriven).
 				return err
 			}
 			// One statement: the bar only shows that it is running.
-			m := a.meter("redrive", "events")
+			m := a.meter("redrive", "rows")
 			m.set(0, "redriving")
-			n, err := in.Redrive(ctx, filter)
+			n, moved, err := redriveByKind(ctx, in, filter)
 			m.done()
 			if err != nil {
 				return a.storeErr(err)
 			}
 			switch {
 			case *dryRun:
-				_, err = fmt.Fprintf(a.stdout, "would redrive %s (dry run: none moved)\n", counted(n, kind))
+				_, err = fmt.Fprintf(a.stdout, "would redrive %s (dry run: none moved)\n", moved)
 			case n == 0:
-				_, err = fmt.Fprintf(a.stdout, "redrove %s: none selected is %s\n", counted(n, kind), joinStates(orDefault(sts)))
+				_, err = fmt.Fprintf(a.stdout, "redrove %s: none selected is %s\n", moved, joinStates(orDefault(sts)))
 			default:
-				_, err = fmt.Fprintf(a.stdout, "redrove %s: pending again, with a fresh attempt budget\n", counted(n, kind))
+				_, err = fmt.Fprintf(a.stdout, "redrove %s: pending again, with a fresh attempt budget\n", moved)
 			}
 			if err != nil || len(missing) == 0 {
 				return err
@@ -132,6 +132,38 @@ func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempote
 		fmt.Fprintf(a.stdout, "%s: not redriven: %s\n", oneLine(id), why)
 	}
 	return missing, nil
+}
+
+// redriveByKind redrives what f selects and returns how many rows moved
+// (with f.DryRun, would move), worded by kind. Without f.Kind it redrives
+// the events, then the tasks, one statement each, so that each kind is
+// counted.
+func redriveByKind(ctx context.Context, in *idempotency.Inbox, f idempotency.RedriveFilter) (int, string, error) {
+	if f.Kind != "" {
+		n, err := in.Redrive(ctx, f)
+		return n, counted(n, f.Kind), err
+	}
+	var n [2]int
+	for i, k := range []idempotency.InboxKind{idempotency.KindEvent, idempotency.KindTask} {
+		f.Kind = k
+		var err error
+		if n[i], err = in.Redrive(ctx, f); err != nil {
+			return 0, "", err
+		}
+	}
+	return n[0] + n[1], countedKinds(n[0], n[1]), nil
+}
+
+// countedKinds is events and tasks counted by kind: "1 event", "2 tasks",
+// "1 event and 2 tasks"; "0 events" when both are 0.
+func countedKinds(events, tasks int) string {
+	switch {
+	case tasks == 0:
+		return counted(events, idempotency.KindEvent)
+	case events == 0:
+		return counted(tasks, idempotency.KindTask)
+	}
+	return counted(events, idempotency.KindEvent) + " and " + counted(tasks, idempotency.KindTask)
 }
 
 // counted is n with the noun for what kind selects: "1 task", "2 tasks";
