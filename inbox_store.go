@@ -355,9 +355,14 @@ type InboxFilter struct {
 	// States, when not empty, keeps events in one of them.
 	States []InboxState
 	// EventType and ObjectID, when not empty, keep the events that match
-	// them exactly.
+	// them exactly. ObjectID alone selects the object under every
+	// connected account and the platform's: Stripe reuses some object ids
+	// (a capability's card_payments) in every account.
 	EventType string
 	ObjectID  string
+	// Account, when not empty, keeps the events of this connected account
+	// (Event.Account) only.
+	Account string
 	// Since and Until bound ReceivedAt: Since <= ReceivedAt < Until; a zero
 	// time leaves that side open. Another time outside the years 1 to 9999
 	// is refused.
@@ -390,6 +395,9 @@ func (f *InboxFilter) check() error {
 	if err := checkText("InboxFilter.ObjectID", f.ObjectID, false); err != nil {
 		return err
 	}
+	if err := checkText("InboxFilter.Account", f.Account, false); err != nil {
+		return err
+	}
 	return checkRange("InboxFilter", f.Since, f.Until)
 }
 
@@ -397,7 +405,7 @@ func (f *InboxFilter) matches(r *InboxRecord) bool {
 	return (len(f.States) == 0 || slices.Contains(f.States, r.State)) && (f.Kind == "" || r.Kind == f.Kind) &&
 		(len(f.EventIDs) == 0 || slices.Contains(f.EventIDs, r.EventID)) &&
 		(f.EventType == "" || r.EventType == f.EventType) &&
-		(f.ObjectID == "" || r.ObjectID == f.ObjectID) &&
+		(f.ObjectID == "" || r.ObjectID == f.ObjectID) && (f.Account == "" || r.Account == f.Account) &&
 		inRange(r.ReceivedAt, f.Since, f.Until)
 }
 

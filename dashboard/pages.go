@@ -69,12 +69,14 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "overview", "Overview", data)
 }
 
-// listFilter is the list page's query: kind, state, type, object, limit.
+// listFilter is the list page's query: kind, state, type, object,
+// account, limit.
 type listFilter struct {
 	Kind     idempotency.InboxKind
 	State    idempotency.InboxState // one state, or empty for all
 	Type     string
 	Object   string
+	Account  string
 	Limit    int
 	AllKinds []idempotency.InboxKind
 	States   []idempotency.InboxState
@@ -94,6 +96,7 @@ func parseListFilter(r *http.Request) (listFilter, string) {
 	f := listFilter{
 		Kind: idempotency.InboxKind(q.Get("kind")), State: idempotency.InboxState(q.Get("state")),
 		Type: strings.TrimSpace(q.Get("type")), Object: strings.TrimSpace(q.Get("object")),
+		Account:  strings.TrimSpace(q.Get("account")),
 		Limit:    defaultListLimit,
 		AllKinds: []idempotency.InboxKind{idempotency.KindEvent, idempotency.KindTask},
 		States:   states,
@@ -119,8 +122,8 @@ type listData struct {
 	Records []idempotency.InboxRecord
 	Full    bool // as many records as the limit: there may be more
 	// Bulk is whether the page offers to redrive everything the filter
-	// selects: a redrivable state, and no object (Redrive has no such
-	// filter).
+	// selects: a redrivable state, and no object or account (Redrive has
+	// no such filter).
 	Bulk bool
 }
 
@@ -131,7 +134,7 @@ func (d *Dashboard) list(w http.ResponseWriter, r *http.Request) {
 		d.renderMessage(w, r, http.StatusBadRequest, "Bad filter", bad)
 		return
 	}
-	inf := idempotency.InboxFilter{Kind: f.Kind, EventType: f.Type, ObjectID: f.Object, Limit: f.Limit}
+	inf := idempotency.InboxFilter{Kind: f.Kind, EventType: f.Type, ObjectID: f.Object, Account: f.Account, Limit: f.Limit}
 	if f.State != "" {
 		inf.States = []idempotency.InboxState{f.State}
 	}
@@ -142,7 +145,7 @@ func (d *Dashboard) list(w http.ResponseWriter, r *http.Request) {
 	}
 	data := listData{
 		Filter: f, Records: recs, Full: len(recs) == f.Limit,
-		Bulk: d.cfg.AllowRedrive && f.State.Redrivable() && f.Object == "" && len(recs) > 0,
+		Bulk: d.cfg.AllowRedrive && f.State.Redrivable() && f.Object == "" && f.Account == "" && len(recs) > 0,
 	}
 	d.render(w, r, http.StatusOK, "list", listHeading(f), data)
 }

@@ -80,13 +80,13 @@ func (d *Dashboard) renderMessage(w http.ResponseWriter, r *http.Request, status
 }
 
 // inboxError answers err, the inbox's: input it refused (a NUL byte or
-// invalid UTF-8 in an id, a type or an object, from a typo or a crafted
+// invalid UTF-8 in an id, a type, an object or an account, from a typo or a crafted
 // link) with 400; anything else it logs, as it may hold SQL or connection
 // details, and tells the operator only that the store failed.
 func (d *Dashboard) inboxError(w http.ResponseWriter, r *http.Request, doing string, err error) {
 	if errors.Is(err, idempotency.ErrInvalidKey) {
 		d.renderMessage(w, r, http.StatusBadRequest, "Bad input",
-			"An id, a type or an object in the request is not text the inbox can hold (a NUL byte or invalid UTF-8).")
+			"An id, a type, an object or an account in the request is not text the inbox can hold (a NUL byte or invalid UTF-8).")
 		return
 	}
 	d.cfg.Logger.Error("dashboard: "+doing, "path", r.URL.Path, "error", err)

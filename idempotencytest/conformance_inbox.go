@@ -43,6 +43,7 @@ var inboxTests = []struct {
 	{"InboxClaimedBeforeIsNotRerun", testInboxClaimedBefore},
 	{"InboxListStatsAndBadFilters", testInboxListStats},
 	{"InboxFilterTimesOutOfRange", testInboxFilterTimesOutOfRange},
+	{"InboxListByAccount", testInboxListByAccount},
 	{"InboxObserverLinkRoundTrips", testInboxObserverLink},
 	{"InboxStaleAttemptCannotApplyARedrivenOne", testInboxStaleAttemptCannotApplyARedrivenOne},
 	{"InboxLeaseExpiredAtLastAttemptReported", testInboxLeaseExpiredReported},

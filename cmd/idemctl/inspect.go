@@ -97,7 +97,7 @@ func (a *app) writeStats(st idempotency.InboxStats, asJSON bool) error {
 
 var listCommand = command{
 	name:    "list",
-	args:    "[-state s] [-type t] [-object id] [-kind event|task] [-since t] [-until t] [-limit n] [-json]",
+	args:    "[-state s] [-type t] [-object id] [-account acct] [-kind event|task] [-since t] [-until t] [-limit n] [-json]",
 	summary: "list inbox events and tasks, newest received first (no payloads)",
 	help: `Lists the inbox's events and tasks that the flags select, newest received
 first (Inbox.List), without their payloads: an aligned table, whose last
@@ -116,7 +116,8 @@ match than -limit let through; the table says so on stderr.
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		var f inboxFlags
 		f.register(fs, "keep", states)
-		object := fs.String("object", "", "keep the events of this object (data.object.id)")
+		object := fs.String("object", "", "keep the events of this object (data.object.id), under every connected account unless -account")
+		account := fs.String("account", "", "keep the events of this connected account (the event's account)")
 		limit := fs.Int("limit", 100, fmt.Sprintf("the most records listed, 1 to %d", idempotency.MaxListLimit))
 		asJSON := fs.Bool("json", false, "one JSON document instead of a table")
 		return func(ctx context.Context, a *app, args []string) error {
@@ -136,7 +137,7 @@ match than -limit let through; the table says so on stderr.
 			}
 			defer closeFn()
 			filter := idempotency.InboxFilter{
-				Kind: kind, States: states, EventType: f.eventType, ObjectID: *object,
+				Kind: kind, States: states, EventType: f.eventType, ObjectID: *object, Account: *account,
 				Since: f.since.t, Until: f.until.t, Limit: *limit,
 			}
 			// One more than asked tells whether there are more.
