@@ -18,7 +18,15 @@ import (
 // string ("missing \"=\" after \"horse\"" for "password=correct horse").
 // The error keeps pgx's reason alone ("invalid port", "failed to parse as
 // keyword/value"), which names a setting or a form, never the string.
+//
+// A URL with a '#' is refused: the '#' starts the URL's fragment, which
+// pgx drops, so that a password or a setting after it would be cut short
+// (or the user and password read as a host and a port).
 func Parse(connString string) (*pgxpool.Config, error) {
+	if (strings.HasPrefix(connString, "postgres://") || strings.HasPrefix(connString, "postgresql://")) &&
+		strings.Contains(connString, "#") {
+		return nil, errors.New("not a PostgreSQL connection string: a '#' in a URL ends it (write %23)")
+	}
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err == nil {
 		return cfg, nil
