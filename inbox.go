@@ -1285,9 +1285,16 @@ func settled(st InboxState, err error) InboxState {
 }
 
 // release gives back a leased event that no attempt started: pending and
-// due at once, its attempt not counted. If that cannot be recorded, the
-// lease expires and the event is retried then.
+// due at once, its attempt not counted; one leased because its lease
+// expired, processing under that expired lease again. If that cannot be
+// recorded, the lease expires and the event is retried then.
 func (in *Inbox) release(ctx context.Context, row *inboxRow) {
+	if row.LeaseExpired {
+		// Still a suspect: given back under the lease it lost, it is
+		// leased alone again, not beside others as a pending event.
+		in.settleAt(ctx, row, InboxProcessing, previousError(row), row.DueAt, row.PrevAttemptedAt)
+		return
+	}
 	in.settleAt(ctx, row, InboxPending, previousError(row), in.cfg.Now(), row.PrevAttemptedAt)
 }
 

@@ -233,7 +233,10 @@ type inboxBackend interface {
 	// becomes shownAttemptedAt: the lease's own for a snoozed task, the
 	// one before the lease for an event given back), LastError,
 	// NextAttemptAt (zero unless failed or pending) and, for a final
-	// state, FinishedAt = now. It is fenced: it changes nothing and
+	// state, FinishedAt = now. State processing gives back an event leased
+	// because its lease expired as it was before: Attempt and AttemptedAt
+	// as for pending, under the lease it lost, ending at nextAt (its
+	// DueAt), so that the next lease takes it alone again. It is fenced: it changes nothing and
 	// reports false unless the event is processing under exactly that
 	// lease (attempt and AttemptedAt), so a worker whose lease expired
 	// cannot overwrite a newer attempt's result, not even one that a

@@ -174,7 +174,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 
 func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now, shownAttemptedAt time.Time) (bool, error) {
 	switch st {
-	case InboxFailed, InboxDeadLetter, InboxProcessed, InboxIgnored, InboxSkipped, InboxPending:
+	case InboxFailed, InboxDeadLetter, InboxProcessed, InboxIgnored, InboxSkipped, InboxPending, InboxProcessing:
 	default:
 		return false, errorf("inbox: an attempt cannot end as %q", st)
 	}
@@ -207,7 +207,10 @@ func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt i
 		if st.Final() {
 			r.NextAttemptAt, r.FinishedAt = time.Time{}, now
 		}
-		if st == InboxPending { // a snoozed task or a row given back: the attempt does not count
+		if st == InboxProcessing { // an expired lease given back: under its lost lease again
+			r.NextAttemptAt, r.LeaseUntil = time.Time{}, nextAt
+		}
+		if st == InboxPending || st == InboxProcessing { // a snoozed task or a row given back: the attempt does not count
 			r.Attempt--
 			r.AttemptedAt = shownAttemptedAt
 		}

@@ -152,10 +152,14 @@ RETURNING ` + inboxColumns,
 SELECT ` + inboxColumns + `, payload, lease_until, coalesce(seq, 0), trace, due_at, prev_attempted_at, expired FROM leased ORDER BY due_at, event_id COLLATE "C"`,
 		// A snoozed task, or an event given back unapplied, goes back to
 		// pending without counting the attempt, showing the attempt time $8:
-		// the snoozed run's, or the one before the lease given back.
-		settle: `UPDATE ` + t + ` SET state = $3, last_error = $4, next_attempt_at = $5, finished_at = $6, lease_until = NULL,
-    attempt = CASE WHEN $3 = 'pending' THEN attempt - 1 ELSE attempt END,
-    attempted_at = CASE WHEN $3 = 'pending' THEN $8 ELSE attempted_at END
+		// the snoozed run's, or the one before the lease given back. An
+		// expired lease given back goes back to processing under the lease
+		// it lost, which ended at $5.
+		settle: `UPDATE ` + t + ` SET state = $3, last_error = $4, finished_at = $6,
+    next_attempt_at = CASE WHEN $3 = 'processing' THEN NULL ELSE $5::timestamptz END,
+    lease_until = CASE WHEN $3 = 'processing' THEN $5::timestamptz END,
+    attempt = CASE WHEN $3 IN ('pending', 'processing') THEN attempt - 1 ELSE attempt END,
+    attempted_at = CASE WHEN $3 IN ('pending', 'processing') THEN $8 ELSE attempted_at END
 WHERE ` + fenced("$7"),
 		redrive: `UPDATE ` + t + ` SET state = 'pending', attempt = 0, next_attempt_at = $7, finished_at = NULL
 WHERE ` + redriveWhere,
