@@ -1263,13 +1263,16 @@ func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result)
 // row's attempt under a newer lease (not pending: a snoozed task shows
 // its own lease's time) was redriven too: without a redrive, the attempt
 // numbers of the leases after row's only grow, and a lease given back
-// shows the time of the attempt before it.
+// shows the time of the attempt before it. So was a row pending at row's
+// attempt whose error is not the one the lease that took row's over
+// wrote (leaseExpiredFormat), which a snooze or a give-back keeps.
 func (in *Inbox) reportedByLease(ctx context.Context, row *inboxRow) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
 	defer cancel()
 	recs, err := in.store.inboxList(ctx, InboxFilter{EventIDs: []string{row.EventID}, Limit: 1})
 	if err != nil || len(recs) == 0 || recs[0].Attempt < row.Attempt ||
-		recs[0].Attempt == row.Attempt && recs[0].State != InboxPending && !recs[0].AttemptedAt.Equal(row.AttemptedAt) {
+		recs[0].Attempt == row.Attempt && recs[0].State != InboxPending && !recs[0].AttemptedAt.Equal(row.AttemptedAt) ||
+		recs[0].Attempt == row.Attempt && recs[0].State == InboxPending && recs[0].LastError != leaseExpired(row.Attempt) {
 		return row.Attempt >= in.cfg.MaxAttempts
 	}
 	return recs[0].State == InboxDeadLetter && recs[0].Attempt == row.Attempt
