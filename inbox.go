@@ -1425,7 +1425,11 @@ func (in *Inbox) Lookup(ctx context.Context, eventID string) (InboxRecord, bool,
 //
 // Dead-lettered, ignored and finished events hold nothing back, and
 // neither does a later event whose worker died (its lease expired). An
-// event held by nothing is due at its NextAttemptAt. HeldBy returns
+// earlier event whose worker died (processing, its LeaseUntil past) is
+// listed: it holds the event back until the next lease takes it over,
+// or, if that was its last attempt, dead-letters it, and no longer
+// holds anything back then. An event held by nothing is due at its
+// NextAttemptAt. HeldBy returns
 // nothing for an event that does not wait on others: one about no object
 // (and every task), one in a final state, one a worker is applying (under
 // its own unexpired lease, or past it in a transaction still open), and

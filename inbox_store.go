@@ -130,7 +130,9 @@ type InboxRecord struct {
 type InboxHolder struct {
 	InboxRecord
 	// LeaseUntil is, while it is processing, when its worker's lease
-	// expires (past, when its transaction is still open); zero otherwise.
+	// expires (past, when its transaction is still open, or, for an
+	// earlier event, when its worker died and no lease has taken it
+	// over yet); zero otherwise.
 	LeaseUntil time.Time
 	// Earlier reports that it sorts before the held event by (Created,
 	// EventID): it is to be applied first. When false it sorts after, and
