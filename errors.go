@@ -209,10 +209,11 @@ var (
 	ErrTxBusy = errors.New("idempotency: another statement of the transaction is running")
 	// ErrLeaseExpired is the error of an inbox attempt whose worker died,
 	// hung or lost its connection while the event's (or the task's) lease
-	// ran out at its last attempt: the next lease dead-letters it and
-	// reports that attempt, failed, with this error (Result.Err, to
-	// InboxConfig.OnResult and the Observer).
-	ErrLeaseExpired = errors.New("idempotency: lease expired: its worker died, hung or lost its connection")
+	// ran out at its last attempt, or whose lease a replica with a clock
+	// ahead of its worker's found expired early: the next lease
+	// dead-letters it and reports that attempt, failed, with this error
+	// (Result.Err, to InboxConfig.OnResult and the Observer).
+	ErrLeaseExpired = errors.New("idempotency: lease expired: its worker died, hung or lost its connection, or the clocks of the replicas disagree")
 	// ErrLeaseLost is the error of an inbox attempt whose lease a newer
 	// attempt took over before it ended (its worker hung, or lost its
 	// connection, past the lease): its end is not recorded, the newer

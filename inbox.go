@@ -1217,7 +1217,7 @@ func (in *Inbox) logSuspect(ctx context.Context, row *inboxRow) {
 	if row.ObjectID != "" {
 		attrs = append(attrs, slog.String("object_id", row.ObjectID))
 	}
-	in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: attempting, alone, what a worker held when its lease expired (it died, hung or lost its connection); if this process dies now, this is why", attrs...)
+	in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: attempting, alone, what a worker held when its lease expired ("+leaseExpiredCause+"); if this process dies now, this is why", attrs...)
 }
 
 // reportEnd reports the end of the attempt at row: logged, to OnResult

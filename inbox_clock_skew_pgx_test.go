@@ -115,7 +115,7 @@ func TestPgxInboxClockSkewTakesLeasesEarly(t *testing.T) {
 			idempotency.ApplyLeased(t.Context(), r.in, leased[0]) // b's late attempt
 			require.Contains(t, r.logs.String(), "lease lost to a newer attempt")
 			idempotency.ApplyLeased(t.Context(), a.in, took[0])
-			require.Contains(t, a.logs.String(), "its lease expired (it died, hung or lost its connection)")
+			require.Contains(t, a.logs.String(), "its lease expired (its worker died, hung or lost its connection, or the clocks of the replicas disagree)")
 			require.Equal(t, 1, b.get(t, id), "applied once")
 			rec := lookup(t, r.in, id)
 			require.Equal(t, idempotency.InboxProcessed, rec.State)
@@ -140,7 +140,9 @@ func TestPgxInboxClockSkewDeadLettersAtMaxAttempts(t *testing.T) {
 	require.Empty(t, took)
 	rec := lookup(t, a.in, "evt_skew_dead")
 	require.Equal(t, idempotency.InboxDeadLetter, rec.State)
-	t.Logf("dead-lettered by skew alone: %q", rec.LastError)
+	require.Equal(t, "lease expired after attempt 1: its worker died, hung or lost its connection, or the clocks of the replicas disagree", rec.LastError,
+		"dead-lettered by skew alone: the text names it as a possible cause")
+	require.EqualError(t, idempotency.ErrLeaseExpired, "idempotency: lease expired: its worker died, hung or lost its connection, or the clocks of the replicas disagree")
 	idempotency.ApplyLeased(t.Context(), r.in, leased[0])
 	require.Equal(t, 0, b.get(t, "evt_skew_dead"))
 }

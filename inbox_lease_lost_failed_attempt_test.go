@@ -124,7 +124,7 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 					if c.applied {
 						require.Empty(t, rec.LastError)
 					} else { // why attempt 2 runs, not the stale worker's error
-						require.Equal(t, "lease expired after attempt 1: its worker died, hung or lost its connection", rec.LastError)
+						require.Equal(t, "lease expired after attempt 1: its worker died, hung or lost its connection, or the clocks of the replicas disagree", rec.LastError)
 					}
 					require.True(t, rec.NextAttemptAt.IsZero(), "no backoff recorded: %s", rec.NextAttemptAt)
 

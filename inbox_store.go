@@ -5,17 +5,26 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
 )
 
+// leaseExpiredCause is what an expired lease may mean, in every text that
+// reports one (ErrLeaseExpired, where it is written out for go doc,
+// leaseExpiredFormat, the warning of an attempt at such an event): the
+// replica that found it expired cannot tell a worker that died, hung or
+// lost its connection from one whose clock runs behind its own. Quoted
+// inside an SQL literal: no quote, no %.
+var leaseExpiredCause = strings.TrimPrefix(ErrLeaseExpired.Error(), "idempotency: lease expired: ")
+
 // leaseExpiredFormat is an event's last error once the lease of its
-// attempt ran out with no end recorded (its worker died, hung or lost its
-// connection), %s the attempt's number: on the attempt after it while that
-// runs, and on the dead letter when it was the last. The stores fill it in
-// alike (PostgreSQL's format() takes the same %s).
-const leaseExpiredFormat = "lease expired after attempt %s: its worker died, hung or lost its connection"
+// attempt ran out with no end recorded, %s the attempt's number: on the
+// attempt after it while that runs, and on the dead letter when it was
+// the last. The stores fill it in alike (PostgreSQL's format() takes the
+// same %s).
+var leaseExpiredFormat = "lease expired after attempt %s: " + leaseExpiredCause
 
 // leaseExpired is leaseExpiredFormat filled in for attempt.
 func leaseExpired(attempt int) string {

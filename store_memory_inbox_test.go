@@ -416,7 +416,7 @@ func TestMemoryInboxExpiredLastLeaseIsDeadLettered(t *testing.T) {
 	r := m.record(t, "evt_1")
 	require.Equal(t, idempotency.InboxDeadLetter, r.State)
 	require.Equal(t, 2, r.Attempt)
-	require.Equal(t, "lease expired after attempt 2: its worker died, hung or lost its connection", r.LastError)
+	require.Equal(t, "lease expired after attempt 2: its worker died, hung or lost its connection, or the clocks of the replicas disagree", r.LastError)
 	require.True(t, r.FinishedAt.Equal(m.clock.Now()))
 	require.Zero(t, m.runsOf("evt_1"))
 	require.Equal(t, []string{"evt_2"}, m.appliedOrder())
@@ -454,7 +454,7 @@ func TestMemoryInboxStaleAttemptCannotSettle(t *testing.T) {
 	r := m.record(t, "evt_s")
 	require.Equal(t, idempotency.InboxProcessing, r.State)
 	require.Equal(t, 2, r.Attempt)
-	require.Equal(t, "lease expired after attempt 1: its worker died, hung or lost its connection", r.LastError, "not the stale attempt's")
+	require.Equal(t, "lease expired after attempt 1: its worker died, hung or lost its connection, or the clocks of the replicas disagree", r.LastError, "not the stale attempt's")
 
 	idempotency.ApplyLeased(t.Context(), m.inbox, stale)
 	require.Zero(t, m.runsOf("evt_s"), "the fence fails at the claim, before the handler")

@@ -48,7 +48,7 @@ func testInboxCrashLoopSparesOthers(t *testing.T, b StoreBackend) {
 			r := ib.record(t, "evt_cl_a_poison")
 			require.Equal(t, idempotency.InboxProcessing, r.State)
 			require.Equal(t, 2, r.Attempt)
-			require.Equal(t, "lease expired after attempt 1: its worker died, hung or lost its connection", r.LastError)
+			require.Equal(t, "lease expired after attempt 1: its worker died, hung or lost its connection, or the clocks of the replicas disagree", r.LastError)
 		}
 	}
 	r := ib.record(t, "evt_cl_a_poison")
