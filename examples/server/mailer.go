@@ -28,7 +28,8 @@ type Email struct {
 //
 // With a URL (-mail-url) it keeps nothing: each Send POSTs the email as
 // JSON ({"to","subject","body"}) with an Idempotency-Key header, and any
-// answer but a 2xx is an error, retried by the task. That URL is an
+// answer but a 2xx (a redirect too: it is not followed) is an error,
+// retried by the task. That URL is an
 // email provider's API or a fake one.
 type Mailer struct {
 	log    *slog.Logger
@@ -67,7 +68,12 @@ func checkMailURL(rawURL string) error {
 // accepted; an empty one leaves m as it is.
 func (m *Mailer) postingTo(rawURL string) *Mailer {
 	if rawURL != "" {
-		m.url, m.client = rawURL, &http.Client{}
+		m.url = rawURL
+		m.client = &http.Client{
+			// A redirect has not sent the email: followed, a 302 would
+			// turn the POST into a GET whose 2xx counts as sent.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
 	}
 	return m
 }
