@@ -74,7 +74,7 @@ when an -id was not found (the others are redriven).
 			// One statement: the bar only shows that it is running.
 			m := a.meter("redrive", "rows")
 			m.set(0, "redriving")
-			n, moved, err := redriveByKind(ctx, in, filter)
+			n, moved, err := redriveByKind(ctx, in.Redrive, filter)
 			m.done()
 			if err != nil {
 				return a.storeErr(err)
@@ -137,18 +137,25 @@ func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempote
 // redriveByKind redrives what f selects and returns how many rows moved
 // (with f.DryRun, would move), worded by kind. Without f.Kind it redrives
 // the events, then the tasks, one statement each, so that each kind is
-// counted.
-func redriveByKind(ctx context.Context, in *idempotency.Inbox, f idempotency.RedriveFilter) (int, string, error) {
+// counted; when the tasks' fails, its error says how many events moved.
+func redriveByKind(ctx context.Context, redrive func(context.Context, idempotency.RedriveFilter) (int, error), f idempotency.RedriveFilter) (int, string, error) {
 	if f.Kind != "" {
-		n, err := in.Redrive(ctx, f)
+		n, err := redrive(ctx, f)
 		return n, counted(n, f.Kind), err
 	}
 	var n [2]int
 	for i, k := range []idempotency.InboxKind{idempotency.KindEvent, idempotency.KindTask} {
 		f.Kind = k
 		var err error
-		if n[i], err = in.Redrive(ctx, f); err != nil {
-			return 0, "", err
+		if n[i], err = redrive(ctx, f); err != nil {
+			if i == 0 {
+				return 0, "", err
+			}
+			// The events' statement has committed: say so.
+			if f.DryRun {
+				return 0, "", fmt.Errorf("would redrive %s (dry run: none moved), then the tasks' redrive failed: %w", counted(n[0], idempotency.KindEvent), err)
+			}
+			return 0, "", fmt.Errorf("redrove %s, then the tasks' redrive failed: %w", counted(n[0], idempotency.KindEvent), err)
 		}
 	}
 	return n[0] + n[1], countedKinds(n[0], n[1]), nil
