@@ -35,8 +35,8 @@
 // # Mounting under a prefix
 //
 // The Dashboard serves its pages at paths relative to where it is mounted:
-// / (the overview), /events (a list by kind, state, type and object),
-// /event?id= (one event, and what holds it back), /search?q= (an event id or an object id), and
+// / (the overview), /events (a list by kind, state, type, object and
+// account), /event?id= (one event, and what holds it back), /search?q= (an event id or an object id), and
 // the actions POST /redrive and POST /forget. Mount it with
 // http.StripPrefix, under any prefix that ends in a slash; every link,
 // form and redirect it writes is relative, so it needs no setting for the

@@ -127,7 +127,8 @@ type listData struct {
 	Bulk bool
 }
 
-// list: the records of one kind, state, type and object, newest first.
+// list: the records of one kind, state, type, object and account, newest
+// first.
 func (d *Dashboard) list(w http.ResponseWriter, r *http.Request) {
 	f, bad := parseListFilter(r)
 	if bad != "" {
