@@ -49,6 +49,7 @@ import (
 	"fmt"
 	"math/bits"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -419,19 +420,39 @@ func (p *parser) dataObject() error {
 	return nil
 }
 
-// The keys Parse reads at each level, as byte slices for checkFolded.
+// The keys Parse reads at each level, for checkFolded.
 var (
-	topKeys        = byteKeys("id", "type", "object", "api_version", "account", "created", "livemode", "data")
-	dataKeys       = byteKeys("object", "previous_attributes")
-	dataObjectKeys = byteKeys("id", "object")
+	topKeys        = newFoldKeys("id", "type", "object", "api_version", "account", "created", "livemode", "data")
+	dataKeys       = newFoldKeys("object", "previous_attributes")
+	dataObjectKeys = newFoldKeys("id", "object")
 )
 
-func byteKeys(keys ...string) [][]byte {
-	out := make([][]byte, len(keys))
-	for i, k := range keys {
-		out[i] = []byte(k)
+// foldKeys is a set of lower-case ASCII keys, and the first bytes of
+// the keys that equal one of them but for letter case.
+type foldKeys struct {
+	keys  [][]byte
+	first [256]bool
+}
+
+// newFoldKeys marks, for each key, the first byte of every rune that
+// bytes.EqualFold matches with its first letter (its simple-fold orbit:
+// 's' also 'S' and U+017F, 'k' also 'K' and U+212A), so that
+// checkFolded passes over most keys with one look-up.
+func newFoldKeys(keys ...string) *foldKeys {
+	f := &foldKeys{}
+	for _, k := range keys {
+		f.keys = append(f.keys, []byte(k))
+		r0 := rune(k[0])
+		for r := r0; ; {
+			var buf [utf8.UTFMax]byte
+			utf8.EncodeRune(buf[:], r)
+			f.first[buf[0]] = true
+			if r = unicode.SimpleFold(r); r == r0 {
+				break
+			}
+		}
 	}
-	return out
+	return f
 }
 
 // checkFolded refuses key, one Parse does not read at its level (prefix),
@@ -440,8 +461,11 @@ func byteKeys(keys ...string) [][]byte {
 // (bytes.EqualFold), and the last one wins, so that stripe-go's Event
 // and a decode of data.object would read another value than Parse.
 // The error names the field, never the key.
-func (p *parser) checkFolded(prefix string, key []byte, known [][]byte) {
-	for _, k := range known {
+func (p *parser) checkFolded(prefix string, key []byte, known *foldKeys) {
+	if len(key) == 0 || !known.first[key[0]] {
+		return
+	}
+	for _, k := range known.keys {
 		if bytes.EqualFold(key, k) {
 			p.setSem(prefix+string(k), "is also sent under a key that differs from it only in letter case")
 			return
