@@ -1270,12 +1270,22 @@ func (in *Inbox) reportedByLease(ctx context.Context, row *inboxRow) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
 	defer cancel()
 	recs, err := in.store.inboxList(ctx, InboxFilter{EventIDs: []string{row.EventID}, Limit: 1})
-	if err != nil || len(recs) == 0 || recs[0].Attempt < row.Attempt ||
-		recs[0].Attempt == row.Attempt && recs[0].State != InboxPending && !recs[0].AttemptedAt.Equal(row.AttemptedAt) ||
-		recs[0].Attempt == row.Attempt && recs[0].State == InboxPending && recs[0].LastError != leaseExpired(row.Attempt) {
+	if err != nil || len(recs) == 0 {
 		return row.Attempt >= in.cfg.MaxAttempts
 	}
-	return recs[0].State == InboxDeadLetter && recs[0].Attempt == row.Attempt
+	r := recs[0]
+	redriven := r.Attempt < row.Attempt
+	if r.Attempt == row.Attempt {
+		if r.State == InboxPending {
+			redriven = r.LastError != leaseExpired(row.Attempt)
+		} else {
+			redriven = !r.AttemptedAt.Equal(row.AttemptedAt)
+		}
+	}
+	if redriven {
+		return row.Attempt >= in.cfg.MaxAttempts
+	}
+	return r.State == InboxDeadLetter && r.Attempt == row.Attempt
 }
 
 // settled is st when err, the error of recording an attempt's end as st,
