@@ -71,7 +71,7 @@ when an -id was not found (the others are redriven).
 			if err != nil {
 				return err
 			}
-			// One statement: the bar only shows that it is running.
+			// One statement per kind: the bar only shows that it is running.
 			m := a.meter("redrive", "rows")
 			m.set(0, "redriving")
 			n, moved, err := redriveByKind(ctx, in.Redrive, filter)
