@@ -114,7 +114,8 @@ const FetchTimeout = 5 * time.Second
 //     handler sees that state.
 //
 // OnCurrent panics on a programming error, as [On] does: no event types, a
-// nil fetch or fn, an event type that already has a handler, or event
+// nil fetch or fn, an event type that already has a handler or that On
+// refuses (a wildcard such as "customer.subscription.*"), or event
 // types whose scope, "current:" and the types joined with commas, no store
 // can keep (a NUL byte, invalid UTF-8, over 1024 bytes: [ErrInvalidKey]).
 func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn EventFunc[T]) {

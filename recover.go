@@ -265,7 +265,7 @@ func (o *RecoverOptions) setDefaults() error {
 			// none of the events meant, and report success.
 			return errorf("RecoverOptions.Types[%d] (%q) has white space, a control character or a comma; no Stripe event has such a type", i, t)
 		}
-		if strings.Contains(t, "*") {
+		if wildcardEventType(t) {
 			// types[] matches exact types (only the API's single type
 			// takes a wildcard), and handlers are registered per type.
 			return errorf("RecoverOptions.Types[%d] (%q) is a wildcard; list the exact event types (Handlers.EventTypes)", i, t)

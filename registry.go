@@ -76,8 +76,10 @@ func NewHandlers() *Handlers {
 //
 // On panics on a programming error: an empty event type, one with a NUL
 // byte or invalid UTF-8 ([ErrInvalidKey]) or with white space or a control
-// character (no Stripe event has such a type), a nil fn, or a second
-// handler for one event type. [OnSafely] returns the error instead.
+// character (no Stripe event has such a type), a wildcard such as
+// "invoice.*" (handlers are looked up by the event's exact type: register
+// each one), a nil fn, or a second handler for one event type. [OnSafely]
+// returns the error instead.
 func On[T any](hs *Handlers, eventType string, fn EventFunc[T]) {
 	if err := OnSafely(hs, eventType, fn); err != nil {
 		panic(err)
@@ -97,6 +99,13 @@ func OnSafely[T any](hs *Handlers, eventType string, fn EventFunc[T]) error {
 // file).
 func notAnEventType(t string) bool {
 	return strings.ContainsFunc(t, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
+}
+
+// wildcardEventType reports whether t is a wildcard ("*", "invoice.*"), as
+// a Stripe endpoint's enabled events take it: no event's type has a '*',
+// so it matches none.
+func wildcardEventType(t string) bool {
+	return strings.Contains(t, "*")
 }
 
 // onSafely is OnSafely with the name its registration gives in messages
@@ -125,6 +134,12 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 		// env file): every event of the type meant would be answered 200
 		// ignored, and lost.
 		return errorf("On: event type %q has white space or a control character; no Stripe event has such a type", eventType)
+	}
+	if wildcardEventType(eventType) {
+		// Handlers are looked up by the delivered event's exact type: every
+		// event the wildcard was meant to catch would be answered 200
+		// ignored, and lost.
+		return errorf("On: event type %q is a wildcard, which no delivered event's type matches; register each exact event type", eventType)
 	}
 	if hs.byType == nil { // a zero Handlers, as NewTask and NewAction take it
 		hs.byType = make(map[string]registration)
