@@ -341,10 +341,12 @@ func (r *recovery) loadCheckpoint(ctx context.Context) error {
 		r.cp = &want
 		return nil
 	case stored.Types != want.Types || stored.OnlyUndelivered != want.OnlyUndelivered:
-		return errorf("%w: checkpoint %q lists types %q (only undelivered: %t), the options %q (%t)",
+		return errorf("%w: checkpoint %q lists types %q (only undelivered: %t), the options %q (%t): "+
+			"continue it with the options it was started with, or name another checkpoint for these",
 			ErrCheckpointMismatch, name, stored.Types, stored.OnlyUndelivered, want.Types, want.OnlyUndelivered)
 	case want.Since.Before(stored.Since):
-		return errorf("%w: checkpoint %q started at %s, after RecoverOptions.Since (%s)", ErrCheckpointMismatch, name,
+		return errorf("%w: checkpoint %q started at %s, after RecoverOptions.Since (%s): "+
+			"continue it with a Since at or after that, or name another checkpoint for this one", ErrCheckpointMismatch, name,
 			stored.Since.UTC().Format(time.RFC3339), want.Since.UTC().Format(time.RFC3339))
 	}
 	r.cp = &stored
