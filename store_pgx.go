@@ -831,6 +831,8 @@ const (
 	pgDeadlockDetected     = "40P01"
 	pgDuplicatePrepared    = "42P05"
 	pgInvalidStatementName = "26000"
+	pgUndefinedTable       = "42P01"
+	pgUndefinedColumn      = "42703"
 )
 
 // retryable reports a conflict that a new attempt of the whole transaction
@@ -848,7 +850,7 @@ func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
 	if h, ok := errors.AsType[*handlerErr](err); ok {
 		return outcome, statementCacheHint(h.err)
 	}
-	err = statementCacheHint(err)
+	err = s.notMigratedHint(statementCacheHint(err))
 	if err == nil || outcome == OutcomeProcessed || !unavailable(err) {
 		return outcome, err
 	}
@@ -866,6 +868,21 @@ func statementCacheHint(err error) error {
 	if errors.As(err, &pgErr) && (pgErr.Code == pgDuplicatePrepared || pgErr.Code == pgInvalidStatementName) &&
 		strings.Contains(pgErr.Message, `"stmtcache_`) && !strings.Contains(err.Error(), statementCacheCure) {
 		return errorf("%w (pgx's cached prepared statements on a connection pooler in transaction mode, such as PgBouncer: "+statementCacheCure+")", err)
+	}
+	return err
+}
+
+// notMigratedHint adds the cure to err when it is PostgreSQL's answer to a
+// statement of the store's own that found one of its tables, or a column
+// of one, missing: Migrate never ran on the store's schema (a process
+// that serves without running it, another PgxConfig.Schema than the
+// migrated one), or not since an upgrade. A handler's error never
+// reaches it (see translate): its tables are its own.
+func (s *PgxStore) notMigratedHint(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == pgUndefinedTable || pgErr.Code == pgUndefinedColumn) &&
+		strings.Contains(pgErr.Message, "idempotency_") {
+		return errorf("%w (the store's tables are missing from schema %q, or older than this release: run PgxStore.Migrate on it first)", err, s.cfg.Schema)
 	}
 	return err
 }
@@ -1012,7 +1029,9 @@ func withoutLineComments(sql string) string {
 // Migrate holds): PostgreSQL then fails one of them, and Migrate, like an
 // event transaction, runs again, up to 5 attempts in all. Versions a
 // newer release applied are left as they are, so that a deploy can be
-// rolled back.
+// rolled back. A store whose schema it has not run on since this release
+// fails with PostgreSQL's error for the table or column it misses, which
+// ends by naming the schema and this cure.
 func (s *PgxStore) Migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
