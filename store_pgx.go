@@ -214,7 +214,10 @@ LIMIT $6`,
 func PgxTx(tx Tx) pgx.Tx {
 	ptx, ok := tx.(*pgxTx)
 	if !ok {
-		panic(fmt.Sprintf("idempotency: PgxTx: %T is not a PgxStore transaction", tx))
+		// Most often a handler written for PostgreSQL, run by a test on a
+		// MemoryStore.
+		panic(fmt.Sprintf("idempotency: PgxTx: %T is not a PgxStore transaction: test a handler that writes through PgxTx "+
+			"on PostgreSQL (idempotencytest.Postgres), or give it, on a MemoryStore, a fake of its writes applied in tx.AfterCommit", tx))
 	}
 	return handlerTx{Tx: ptx.tx, st: &ptx.txState, p: ptx}
 }
