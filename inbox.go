@@ -21,7 +21,11 @@ import (
 // validates them and names the field at fault.
 type InboxConfig struct {
 	// Workers is how many events one process applies at once. Defaults to 8;
-	// at most 10,000.
+	// at most 10,000. On a PgxStore each worker holds a connection of the
+	// pool while it applies an event, and Run's LISTEN holds one more: size
+	// the pool's MaxConns to Workers plus one, plus what the service's other
+	// work takes (pgxpool's default is the larger of 4 and the CPUs), or the
+	// workers beyond it wait for a connection.
 	Workers int
 
 	// IngestWorkers is how many of the Workers apply events and run tasks
