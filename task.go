@@ -138,6 +138,11 @@ func (t *Task[T]) ID(key string) string { return taskID(t.name, key) }
 // email, an invoice id for a receipt. It must be 1 to 200 bytes of valid
 // UTF-8 without NUL ([ErrInvalidKey]). Enqueue fails with
 // [ErrNeedsStoreTx] for a Tx of another Store.
+//
+// The args stay in the task's row, done or not, as long as the row does
+// (see [Task]; with the default Retention, for good), where
+// [Inbox.Payload] reads them: pass ids rather than personal data, and
+// read the rest when the task runs.
 func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enqueued bool, err error) {
 	if err := checkText("task key", key, true); err != nil {
 		return false, err // wraps ErrInvalidKey
