@@ -381,9 +381,38 @@ type InboxFilter struct {
 	// time leaves that side open. Another time outside the years 1 to 9999
 	// is refused.
 	Since, Until time.Time
+	// After, when its EventID is not empty, keeps the events that come
+	// after this position in List's order: received before it, or in the
+	// same microsecond with a smaller event id (byte order). Set to the
+	// last record of a page (InboxRecord.Position), it gives the next
+	// page: no event listed twice or left out, also when many share a
+	// microsecond and while new ones arrive (they come before the first
+	// page).
+	After InboxPosition
 	// Limit is the most events returned. Defaults to 100; at most
 	// MaxListLimit.
 	Limit int
+}
+
+// InboxPosition is a record's place in List's order: InboxFilter.After
+// lists what comes after it.
+type InboxPosition struct {
+	ReceivedAt time.Time
+	EventID    string
+}
+
+// Position is r's place in List's order, for InboxFilter.After.
+func (r InboxRecord) Position() InboxPosition {
+	return InboxPosition{ReceivedAt: r.ReceivedAt, EventID: r.EventID}
+}
+
+// after reports whether r comes after p in List's order; every record
+// does when p is the zero position.
+func (p InboxPosition) after(r *InboxRecord) bool {
+	if p.EventID == "" {
+		return true
+	}
+	return r.ReceivedAt.Before(p.ReceivedAt) || r.ReceivedAt.Equal(p.ReceivedAt) && r.EventID < p.EventID
 }
 
 func (f *InboxFilter) check() error {
@@ -412,6 +441,16 @@ func (f *InboxFilter) check() error {
 	if err := checkText("InboxFilter.Account", f.Account, false); err != nil {
 		return err
 	}
+	if !f.After.ReceivedAt.IsZero() || f.After.EventID != "" {
+		if err := checkText("InboxFilter.After.EventID", f.After.EventID, true); err != nil {
+			return err
+		}
+		if err := checkFilterTime("InboxFilter.After.ReceivedAt", f.After.ReceivedAt); err != nil {
+			return err
+		}
+		// Stores keep microseconds: compared at that precision in both.
+		f.After.ReceivedAt = f.After.ReceivedAt.Truncate(time.Microsecond)
+	}
 	return checkRange("InboxFilter", f.Since, f.Until)
 }
 
@@ -420,7 +459,7 @@ func (f *InboxFilter) matches(r *InboxRecord) bool {
 		(len(f.EventIDs) == 0 || slices.Contains(f.EventIDs, r.EventID)) &&
 		(f.EventType == "" || r.EventType == f.EventType) &&
 		(f.ObjectID == "" || r.ObjectID == f.ObjectID) && (f.Account == "" || r.Account == f.Account) &&
-		inRange(r.ReceivedAt, f.Since, f.Until)
+		inRange(r.ReceivedAt, f.Since, f.Until) && f.After.after(r)
 }
 
 // InboxStats is what an alert needs: how much waits, for how long, and how

@@ -498,6 +498,9 @@ func runParity(t *testing.T, seed uint64, steps int) {
 			if rng.IntN(3) == 0 {
 				f.ObjectID = objects[rng.IntN(len(objects))]
 			}
+			if rng.IntN(3) == 0 {
+				f.After = idempotency.InboxPosition{ReceivedAt: pickTime(), EventID: ids[rng.IntN(len(ids))]}
+			}
 			for _, st := range idempotency.InboxStates() {
 				if rng.IntN(5) == 0 {
 					f.States = append(f.States, st)

@@ -172,6 +172,7 @@ WHERE (cardinality($1::text[]) = 0 OR state = ANY ($1::text[]))
   AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)
   AND (coalesce(cardinality($7::text[]), 0) = 0 OR event_id = ANY ($7::text[]))
   AND ($8 = '' OR kind = $8) AND ($9 = '' OR account = $9)
+  AND ($10 = '' OR received_at < $11 OR (received_at = $11 AND event_id COLLATE "C" < $10))
 ORDER BY received_at DESC, event_id COLLATE "C" DESC
 LIMIT $6`,
 		// The free predicate seen from the held event, which waits unless
@@ -407,7 +408,7 @@ func (s *PgxStore) inboxStats(ctx context.Context) (InboxStats, error) {
 func (s *PgxStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord, error) {
 	var out []InboxRecord
 	err := s.autocommit(ctx, func(q pgxQuerier) error {
-		rows, err := q.Query(ctx, s.inbox.list, texts(f.States), f.EventType, f.ObjectID, filterBound(f.Since), filterBound(f.Until), f.Limit, f.EventIDs, string(f.Kind), f.Account)
+		rows, err := q.Query(ctx, s.inbox.list, texts(f.States), f.EventType, f.ObjectID, filterBound(f.Since), filterBound(f.Until), f.Limit, f.EventIDs, string(f.Kind), f.Account, f.After.EventID, optionalTime(f.After.ReceivedAt))
 		if err != nil {
 			return err
 		}
