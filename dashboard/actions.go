@@ -43,8 +43,8 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request) {
 }
 
 // redrive moves the events named by the form's ids (dead-lettered or
-// failed), or every event of the form's kind, state and type, back to
-// pending.
+// failed), or every event of the form's kind, state, type and time range,
+// back to pending.
 func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 	f := idempotency.RedriveFilter{
 		EventIDs: r.PostForm["id"],
@@ -56,7 +56,7 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 	}
 	back := url.Values{}
 	if len(f.EventIDs) == 0 {
-		// Everything a list shows: its kind, state and type.
+		// Everything a list selects: its kind, state, type and time range.
 		state := idempotency.InboxState(r.PostFormValue("state"))
 		if !state.Redrivable() {
 			d.badForm(w, r, "redrive", "Redrive takes event ids, or the state dead_letter or failed.")
@@ -67,9 +67,17 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 			d.badForm(w, r, "redrive", "Unknown kind: use event or task.")
 			return
 		}
+		since, until := r.PostFormValue("since"), r.PostFormValue("until")
+		var bad string
+		if f.Since, f.Until, bad = parseRange(since, until); bad != "" {
+			d.badForm(w, r, "redrive", bad)
+			return
+		}
 		setNonEmpty(back, "kind", string(f.Kind))
 		setNonEmpty(back, "state", string(state))
 		setNonEmpty(back, "type", f.EventType)
+		setNonEmpty(back, "since", since)
+		setNonEmpty(back, "until", until)
 	}
 	n, err := d.cfg.Inbox.Redrive(r.Context(), f)
 	if err != nil {
@@ -77,7 +85,7 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.cfg.Logger.Info("dashboard: redrove", "count", n, "event_ids", f.EventIDs,
-		"kind", f.Kind, "event_type", f.EventType, "states", f.States)
+		"kind", f.Kind, "event_type", f.EventType, "states", f.States, "since", f.Since, "until", f.Until)
 	back.Set("msg", "redriven")
 	if redrivesTasks(f) {
 		back.Set("msg", "redriven-tasks")

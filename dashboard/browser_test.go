@@ -97,14 +97,15 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 	return strings.TrimSpace(s)
 }
 
-// attrs reads the attribute name of every element sel matches.
+// attrs reads the attribute name of every element sel matches, none
+// when it matches none.
 func attrs(t *testing.T, ctx context.Context, sel, name string) []string {
 	t.Helper()
-	all, err := chromedp.Run(ctx, chromedp.AttributesAll(chromedp.CSSAll(sel), chromedp.AtLeast(0)))
+	nodes, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSSAll(sel), chromedp.AtLeast(0)))
 	require.NoError(t, err, sel)
 	var vs []string
-	for _, a := range all {
-		vs = append(vs, a[name])
+	for _, n := range nodes {
+		vs = append(vs, n.AttributeValue(name))
 	}
 	return vs
 }

@@ -35,8 +35,11 @@
 // # Mounting under a prefix
 //
 // The Dashboard serves its pages at paths relative to where it is mounted:
-// / (the overview), /events (a list by kind, state, type, object and
-// account), /event?id= (one event, and what holds it back), /search?q= (an event id or an object id), and
+// / (the overview), /events (a list by kind, state, type, object,
+// account and time received, a page at a time: each page's Next link
+// starts after its last record, so that paging shows every record once
+// while new ones arrive), /event?id= (one event, and what holds it
+// back), /search?q= (an event id or an object id), and
 // the actions POST /redrive and POST /forget. Mount it with
 // http.StripPrefix, under any prefix that ends in a slash; every link,
 // form and redirect it writes is relative, so it needs no setting for the
@@ -66,7 +69,8 @@
 // and http.CrossOriginProtection refuses a cross-origin request from a
 // browser with any method but GET, HEAD and OPTIONS (403 before the method
 // is looked at; nothing changed), so that another site cannot make an
-// operator's browser run them. After an action the browser is redirected
+// operator's browser run them. A list's bulk redrive takes the list's
+// kind, state, type and time range. After an action the browser is redirected
 // (303) to the page that shows its result (the event's page; for a bulk
 // redrive the list; for several ids at once the overview), with a message
 // saying what was done.

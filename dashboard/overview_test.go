@@ -56,7 +56,7 @@ func TestOverviewCountsAndBounds(t *testing.T) {
 	status, body := f.get(t, "events?state=dead_letter&limit=5")
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, 5, strings.Count(body, `<tr data-id=`))
-	contains(t, body, "Showing the newest 5; there may be more")
+	contains(t, body, `id="next-page">Next 5</a>`)
 	status, _ = f.get(t, "events?limit=1000")
 	require.Equal(t, http.StatusOK, status)
 	for _, limit := range []string{"0", "1001", "100000000", "-1", "x"} {

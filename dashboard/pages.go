@@ -3,7 +3,9 @@ package dashboard
 import (
 	"bytes"
 	"encoding/json"
+	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,16 +72,21 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 // listFilter is the list page's query: kind, state, type, object,
-// account, limit.
+// account, time range, limit, and the position a later page starts after.
 type listFilter struct {
 	Kind     idempotency.InboxKind
 	State    idempotency.InboxState // one state, or empty for all
 	Type     string
 	Object   string
 	Account  string
+	Since    string // as typed; since and until are the times they name
+	Until    string
 	Limit    int
 	AllKinds []idempotency.InboxKind
 	States   []idempotency.InboxState
+
+	since, until time.Time
+	after        idempotency.InboxPosition
 }
 
 // defaultListLimit is the list page's default Limit, and maxListLimit its
@@ -96,7 +103,8 @@ func parseListFilter(r *http.Request) (listFilter, string) {
 	f := listFilter{
 		Kind: idempotency.InboxKind(q.Get("kind")), State: idempotency.InboxState(q.Get("state")),
 		Type: strings.TrimSpace(q.Get("type")), Object: strings.TrimSpace(q.Get("object")),
-		Account:  strings.TrimSpace(q.Get("account")),
+		Account: strings.TrimSpace(q.Get("account")),
+		Since:   strings.TrimSpace(q.Get("since")), Until: strings.TrimSpace(q.Get("until")),
 		Limit:    defaultListLimit,
 		AllKinds: []idempotency.InboxKind{idempotency.KindEvent, idempotency.KindTask},
 		States:   states,
@@ -107,6 +115,10 @@ func parseListFilter(r *http.Request) (listFilter, string) {
 	if f.State != "" && !slices.Contains(states, f.State) {
 		return f, "Unknown state."
 	}
+	var bad string
+	if f.since, f.until, bad = parseRange(f.Since, f.Until); bad != "" {
+		return f, bad
+	}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > maxListLimit {
@@ -114,28 +126,85 @@ func parseListFilter(r *http.Request) (listFilter, string) {
 		}
 		f.Limit = n
 	}
+	if id, at := q.Get("after"), q.Get("after_received"); id != "" || at != "" {
+		t, err := time.Parse(time.RFC3339Nano, at)
+		if id == "" || err != nil {
+			return f, "The page's position (after, after_received) is not one this dashboard wrote: start from the first page."
+		}
+		f.after = idempotency.InboxPosition{ReceivedAt: t, EventID: id}
+	}
 	return f, ""
+}
+
+// timeLayouts are the times a list's range takes: RFC 3339, and in UTC
+// what an HTML datetime-local or date field sends.
+var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"}
+
+// parseRange reads the since and until of a list (or of the redrive of
+// what it shows): each empty, or a time in one of timeLayouts, since
+// before until.
+func parseRange(since, until string) (time.Time, time.Time, string) {
+	var ts [2]time.Time
+	for i, s := range []string{since, until} {
+		if s == "" {
+			continue
+		}
+		for _, layout := range timeLayouts {
+			if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil && t.Year() >= 1 && t.Year() <= 9999 {
+				ts[i] = t
+				break
+			}
+		}
+		if ts[i].IsZero() {
+			return ts[0], ts[1], "Received " + [2]string{"since", "until"}[i] + ": not a time. Use 2026-11-20, 2026-11-20T14:30 (UTC) or 2026-11-20T14:30:00+01:00."
+		}
+	}
+	if !ts[0].IsZero() && !ts[1].IsZero() && !ts[0].Before(ts[1]) {
+		return ts[0], ts[1], "Received since must be before until."
+	}
+	return ts[0], ts[1], ""
+}
+
+// query is f as the list page's query, without its position.
+func (f listFilter) query() url.Values {
+	q := url.Values{}
+	setNonEmpty(q, "kind", string(f.Kind))
+	setNonEmpty(q, "state", string(f.State))
+	setNonEmpty(q, "type", f.Type)
+	setNonEmpty(q, "object", f.Object)
+	setNonEmpty(q, "account", f.Account)
+	setNonEmpty(q, "since", f.Since)
+	setNonEmpty(q, "until", f.Until)
+	if f.Limit != defaultListLimit {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	return q
 }
 
 type listData struct {
 	Filter  listFilter
 	Records []idempotency.InboxRecord
-	Full    bool // as many records as the limit: there may be more
+	// Next links the page after this one, when the filter selects more;
+	// First the first page, when this is a later one.
+	Next, First template.URL
 	// Bulk is whether the page offers to redrive everything the filter
 	// selects: a redrivable state, and no object or account (Redrive has
 	// no such filter).
 	Bulk bool
 }
 
-// list: the records of one kind, state, type, object and account, newest
-// first.
+// list: the records of one kind, state, type, object, account and time
+// range, newest first, a page at a time: each page starts after the last
+// record of the one before (InboxFilter.After), so that paging shows every
+// record once while new ones arrive.
 func (d *Dashboard) list(w http.ResponseWriter, r *http.Request) {
 	f, bad := parseListFilter(r)
 	if bad != "" {
 		d.renderMessage(w, r, http.StatusBadRequest, "Bad filter", bad)
 		return
 	}
-	inf := idempotency.InboxFilter{Kind: f.Kind, EventType: f.Type, ObjectID: f.Object, Account: f.Account, Limit: f.Limit}
+	inf := idempotency.InboxFilter{Kind: f.Kind, EventType: f.Type, ObjectID: f.Object, Account: f.Account,
+		Since: f.since, Until: f.until, After: f.after, Limit: f.Limit}
 	if f.State != "" {
 		inf.States = []idempotency.InboxState{f.State}
 	}
@@ -145,10 +214,35 @@ func (d *Dashboard) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := listData{
-		Filter: f, Records: recs, Full: len(recs) == f.Limit,
+		Filter: f, Records: recs,
 		Bulk: d.cfg.AllowRedrive && f.State.Redrivable() && f.Object == "" && f.Account == "" && len(recs) > 0,
 	}
+	if f.after.EventID != "" {
+		data.First = pageURL(f.query())
+	}
+	if len(recs) == f.Limit {
+		// A full page: is there a record after its last?
+		last := recs[len(recs)-1]
+		inf.After, inf.Limit = last.Position(), 1
+		more, err := d.cfg.Inbox.List(r.Context(), inf)
+		if err != nil {
+			d.inboxError(w, r, "listing the inbox", err)
+			return
+		}
+		if len(more) > 0 {
+			q := f.query()
+			q.Set("after", last.EventID)
+			q.Set("after_received", last.ReceivedAt.UTC().Format(time.RFC3339Nano))
+			data.Next = pageURL(q)
+		}
+	}
 	d.render(w, r, http.StatusOK, "list", listHeading(f), data)
+}
+
+// pageURL is the list page with query q: a relative URL of the
+// dashboard's own, which the template takes as it is.
+func pageURL(q url.Values) template.URL {
+	return template.URL("events?" + q.Encode())
 }
 
 // listHeading names what a list shows: "Dead-lettered tasks".
