@@ -34,11 +34,35 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request) {
 		d.badForm(w, r, action, "The form could not be read.")
 		return
 	}
-	switch action {
-	case "redrive":
-		d.redrive(w, r)
-	case "forget":
-		d.forget(w, r)
+	act := map[string]func(http.ResponseWriter, *http.Request){"redrive": d.redrive, "forget": d.forget}[action]
+	if r.PostFormValue("token") == "" {
+		act(w, r) // a form no page of the dashboard wrote
+		return
+	}
+	key := action + "?" + r.PostForm.Encode()
+	sent, first := d.sent.begin(key, d.cfg.Now())
+	if !first {
+		select {
+		case <-sent.done:
+		case <-r.Context().Done():
+			return
+		}
+		if sent.loc != "" {
+			d.cfg.Logger.Info("dashboard: form sent again: answered as the first time, nothing done", "action", action)
+			w.Header().Set("Location", sent.loc)
+			w.WriteHeader(http.StatusSeeOther)
+			return
+		}
+		// The first failed: this one acts.
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	act(sw, r)
+	if sent != nil && first {
+		loc := ""
+		if sw.status == http.StatusSeeOther {
+			loc = w.Header().Get("Location")
+		}
+		d.sent.finish(key, sent, loc)
 	}
 }
 

@@ -73,7 +73,12 @@
 // kind, state, type and time range. After an action the browser is redirected
 // (303) to the page that shows its result (the event's page; for a bulk
 // redrive the list; for several ids at once the overview), with a message
-// saying what was done.
+// saying what was done. Every action form of a page carries a token of
+// that page: the same form sent again within ten minutes (a double click,
+// a resend after the back button) is answered as the first time, with
+// its message, and nothing is done again. (Another replica, which did not
+// answer the first, acts on it: a redrive then moves nothing and says so,
+// a forget finds nothing.)
 //
 // # Errors
 //
@@ -157,6 +162,7 @@ type Config struct {
 type Dashboard struct {
 	cfg     Config
 	actions http.Handler // the actions behind http.CrossOriginProtection
+	sent    sentForms    // the action forms sent lately, answered once
 }
 
 // New returns the dashboard cfg describes. It fails when cfg.Inbox is nil,

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"crypto/rand"
 	"embed"
 	"errors"
 	"fmt"
@@ -44,7 +45,10 @@ type view struct {
 	Now     time.Time
 	Redrive bool // Config.AllowRedrive
 	Forget  bool // Config.AllowForget
-	Data    any
+	// Token is in every action form of the page, so that the same form
+	// sent twice is told from the same action asked again (sentForms).
+	Token string
+	Data  any
 }
 
 // recordsTable is what the "records" template renders: a table of inbox
@@ -59,7 +63,7 @@ type recordsTable struct {
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name, heading string, data any) {
 	v := view{
 		Title: d.cfg.Title, Heading: heading, Flash: flash(r), Now: d.cfg.Now(),
-		Redrive: d.cfg.AllowRedrive, Forget: d.cfg.AllowForget, Data: data,
+		Redrive: d.cfg.AllowRedrive, Forget: d.cfg.AllowForget, Token: rand.Text(), Data: data,
 	}
 	var buf bytes.Buffer
 	if err := pages[name].ExecuteTemplate(&buf, "layout.html", v); err != nil {
