@@ -140,22 +140,21 @@ match than -limit let through; the table says so on stderr.
 				Kind: kind, States: states, EventType: f.eventType, ObjectID: *object, Account: *account,
 				Since: f.since.t, Until: f.until.t, Limit: *limit,
 			}
-			// One more than asked tells whether there are more.
-			if *limit < idempotency.MaxListLimit {
-				filter.Limit++
-			}
 			recs, err := in.List(ctx, filter)
 			if err != nil {
 				return a.storeErr(err)
 			}
-			more := len(recs) > *limit
-			if *limit == idempotency.MaxListLimit && len(recs) == *limit {
-				// List returns no more than this: ask what comes next.
-				if more, err = moreAfter(ctx, in, filter, recs[len(recs)-1]); err != nil {
+			more := false
+			if len(recs) == *limit {
+				// A full list: is there a record after its last?
+				next := filter
+				next.After, next.Limit = recs[len(recs)-1].Position(), 1
+				after, err := in.List(ctx, next)
+				if err != nil {
 					return a.storeErr(err)
 				}
+				more = len(after) > 0
 			}
-			recs = recs[:min(len(recs), *limit)]
 			if *asJSON {
 				doc := struct {
 					Records []recordJSON `json:"records"`
@@ -181,39 +180,6 @@ match than -limit let through; the table says so on stderr.
 			return nil
 		}
 	},
-}
-
-// moreAfter reports whether f selects a record that comes after last in
-// List's order (newest received first, then the greater event id): what
-// one record more than the limit tells, when the limit is already the most
-// List returns.
-func moreAfter(ctx context.Context, in *idempotency.Inbox, f idempotency.InboxFilter, last idempotency.InboxRecord) (bool, error) {
-	older := f
-	older.Limit = 1
-	if older.Until.IsZero() || last.ReceivedAt.Before(older.Until) {
-		older.Until = last.ReceivedAt
-	}
-	if older.Since.IsZero() || older.Since.Before(older.Until) {
-		recs, err := in.List(ctx, older)
-		if err != nil || len(recs) > 0 {
-			return len(recs) > 0, err
-		}
-	}
-	// Received in the same microsecond (the store's precision) as last,
-	// with a smaller id.
-	same := f
-	same.Since, same.Limit = last.ReceivedAt, idempotency.MaxListLimit
-	if end := last.ReceivedAt.Add(time.Microsecond); f.Until.IsZero() || end.Before(f.Until) {
-		same.Until = end
-	}
-	recs, err := in.List(ctx, same)
-	if err != nil {
-		return false, err
-	}
-	if len(recs) == idempotency.MaxListLimit {
-		return true, nil // a full list of one microsecond's records: cannot tell, say more
-	}
-	return slices.ContainsFunc(recs, func(r idempotency.InboxRecord) bool { return r.EventID < last.EventID }), nil
 }
 
 // inboxFlags are the selectors list and redrive share.
