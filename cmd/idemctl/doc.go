@@ -17,7 +17,7 @@
 // arguments (ids), and a flag after them is refused (exit 2). Commands:
 //
 //	stats                 counts by state (events and tasks), the oldest pending event's age, dead letters
-//	list                  events and tasks by -state, -type, -object, -account, -kind, -since/-until, -limit; a table or -json; no payloads
+//	list                  events and tasks by -state, -type, -object, -account, -kind, -since/-until, -limit, -after (the next page); a table or -json; no payloads
 //	show <event-id>       the inbox record, what holds it back, the ledger record; the payload only with -payload
 //	redrive               dead-lettered (or -state failed) events back to pending, by -id, -type, -since/-until, or -all; -dry-run counts
 //	forget <event-id>...  delete an event's claim, guards and inbox row, so that it is applied again when it comes next

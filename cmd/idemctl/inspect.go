@@ -97,7 +97,7 @@ func (a *app) writeStats(st idempotency.InboxStats, asJSON bool) error {
 
 var listCommand = command{
 	name:    "list",
-	args:    "[-state s] [-type t] [-object id] [-account acct] [-kind event|task] [-since t] [-until t] [-limit n] [-json]",
+	args:    "[-state s] [-type t] [-object id] [-account acct] [-kind event|task] [-since t] [-until t] [-limit n] [-after id] [-json]",
 	summary: "list inbox events and tasks, newest received first (no payloads)",
 	help: `Lists the inbox's events and tasks that the flags select, newest received
 first (Inbox.List), without their payloads: an aligned table, whose last
@@ -110,7 +110,11 @@ one JSON document:
     "finished_at":..}],"more":true|false}
 
 Times are RFC 3339 in UTC, null when not set. "more" says that more records
-match than -limit let through; the table says so on stderr.
+match than -limit let through; the table says so on stderr, with the
+-after that lists the next page. -after id lists the records after that
+one (the last of the page before) in this order, with the same flags:
+page by page, every record once, also while new ones arrive. An id the
+inbox does not have exits 3.
 
 ` + timesHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
@@ -119,6 +123,7 @@ match than -limit let through; the table says so on stderr.
 		object := fs.String("object", "", "keep the events of this object (data.object.id), under every connected account unless -account")
 		account := fs.String("account", "", "keep the events of this connected account (the event's account)")
 		limit := fs.Int("limit", 100, fmt.Sprintf("the most records listed, 1 to %d", idempotency.MaxListLimit))
+		after := fs.String("after", "", "list the records after this one, the last id of the page before: the next page")
 		asJSON := fs.Bool("json", false, "one JSON document instead of a table")
 		return func(ctx context.Context, a *app, args []string) error {
 			if err := noArgs(args); err != nil {
@@ -139,6 +144,16 @@ match than -limit let through; the table says so on stderr.
 			filter := idempotency.InboxFilter{
 				Kind: kind, States: states, EventType: f.eventType, ObjectID: *object, Account: *account,
 				Since: f.since.t, Until: f.until.t, Limit: *limit,
+			}
+			if *after != "" {
+				rec, ok, err := in.Lookup(ctx, *after)
+				if err != nil {
+					return a.storeErr(err)
+				}
+				if !ok {
+					return notFoundError("-after %s: the inbox has no event or task with this id", oneLine(*after))
+				}
+				filter.After = rec.Position()
 			}
 			recs, err := in.List(ctx, filter)
 			if err != nil {
@@ -175,7 +190,8 @@ match than -limit let through; the table says so on stderr.
 				return err
 			}
 			if more {
-				fmt.Fprintf(a.stderr, "idemctl: list: more than %s; raise -limit or narrow the selection\n", count(*limit, "record matches", "records match"))
+				fmt.Fprintf(a.stderr, "idemctl: list: more than %s; next: -after %s, or raise -limit or narrow the selection\n",
+					count(*limit, "record matches", "records match"), oneLine(recs[len(recs)-1].EventID))
 			}
 			return nil
 		}

@@ -94,7 +94,7 @@ func TestListExactlyLimit(t *testing.T) {
 	require.Empty(t, r.stderr)
 	r = idemctl(t, s.db, nil, "list", "-limit", "6")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "idemctl: list: more than 6 records match; raise -limit or narrow the selection\n", r.stderr)
+	require.Regexp(t, `^idemctl: list: more than 6 records match; next: -after \S+, or raise -limit or narrow the selection\n$`, r.stderr)
 }
 
 // TestSinceEqualToUntilRefused: -since must be before -until; equal
