@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -45,6 +46,36 @@ func TestActionSubmittedTwice(t *testing.T) {
 	_, body := f.get(t, "event?id=evt_dead_1")
 	resp := f.post(t, "redrive", pageForm(t, body, "redrive"), nil)
 	require.Equal(t, "./event?id=evt_dead_1&msg=redriven&n=1", resp.Header.Get("Location"))
+
+	// Both at once: whichever comes second waits for the first's answer.
+	f.work(t)
+	_, body = f.get(t, "event?id=evt_dead_1")
+	form := pageForm(t, body, "redrive")
+	locs := make(chan string, 2)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			req, err := http.NewRequest(http.MethodPost, f.srv.URL+mount+"redrive", strings.NewReader(form))
+			if err != nil {
+				locs <- err.Error()
+				return
+			}
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+			resp, err := noRedirects.Do(req)
+			if err != nil {
+				locs <- err.Error()
+				return
+			}
+			resp.Body.Close()
+			locs <- resp.Header.Get("Location")
+		})
+	}
+	wg.Wait()
+	close(locs)
+	for loc := range locs {
+		require.Equal(t, "./event?id=evt_dead_1&msg=redriven&n=1", loc)
+	}
 }
 
 // pageForm is the encoded fields of the first form of body that posts to

@@ -56,14 +56,18 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request) {
 		// The first failed: this one acts.
 	}
 	sw := &statusWriter{ResponseWriter: w}
-	act(sw, r)
 	if sent != nil && first {
-		loc := ""
-		if sw.status == http.StatusSeeOther {
-			loc = w.Header().Get("Location")
-		}
-		d.sent.finish(key, sent, loc)
+		// Deferred: a panic of the action, which net/http recovers, must
+		// not leave the same form's next submission waiting.
+		defer func() {
+			loc := ""
+			if sw.status == http.StatusSeeOther {
+				loc = w.Header().Get("Location")
+			}
+			d.sent.finish(key, sent, loc)
+		}()
 	}
+	act(sw, r)
 }
 
 // redrive moves the events named by the form's ids (dead-lettered or
