@@ -36,7 +36,7 @@ func TestListTimeRange(t *testing.T) {
 	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_dead_late"))
 	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, "evt_dead_1"), "outside the range")
 
-	for _, q := range []string{"since=yesterday", "until=2026-13-01", "since=2026-11-20&until=2026-11-20"} {
+	for _, q := range []string{"since=yesterday", "until=2026-13-01", "since=2026-11-20&until=2026-11-20", "until=9999-12-31T23:00:00-05:00"} {
 		status, body := f.get(t, "events?"+q)
 		require.Equal(t, http.StatusBadRequest, status, q)
 		contains(t, body, "Received", q)
@@ -44,4 +44,12 @@ func TestListTimeRange(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, q)
 	}
 	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, "evt_dead_1"))
+
+	// A page's position that is not one this dashboard wrote.
+	for _, q := range []string{"after=evt_dead_1", "after_received=2026-11-20T00:00:00Z", "after=evt_dead_1&after_received=x",
+		"after=evt_dead_1&after_received=9999-12-31T23:00:00-05:00"} {
+		status, body := f.get(t, "events?"+q)
+		require.Equal(t, http.StatusBadRequest, status, q)
+		contains(t, body, "start from the first page", q)
+	}
 }

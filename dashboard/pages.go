@@ -128,7 +128,7 @@ func parseListFilter(r *http.Request) (listFilter, string) {
 	}
 	if id, at := q.Get("after"), q.Get("after_received"); id != "" || at != "" {
 		t, err := time.Parse(time.RFC3339Nano, at)
-		if id == "" || err != nil {
+		if id == "" || err != nil || !storable(t) {
 			return f, "The page's position (after, after_received) is not one this dashboard wrote: start from the first page."
 		}
 		f.after = idempotency.InboxPosition{ReceivedAt: t, EventID: id}
@@ -140,6 +140,13 @@ func parseListFilter(r *http.Request) (listFilter, string) {
 // what an HTML datetime-local or date field sends.
 var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"}
 
+// storable reports whether t is a time the inbox takes: in the years 1
+// to 9999 in UTC.
+func storable(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 1 && y <= 9999
+}
+
 // parseRange reads the since and until of a list (or of the redrive of
 // what it shows): each empty, or a time in one of timeLayouts, since
 // before until.
@@ -150,7 +157,7 @@ func parseRange(since, until string) (time.Time, time.Time, string) {
 			continue
 		}
 		for _, layout := range timeLayouts {
-			if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil && t.Year() >= 1 && t.Year() <= 9999 {
+			if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil && storable(t) {
 				ts[i] = t
 				break
 			}
