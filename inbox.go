@@ -146,11 +146,14 @@ type InboxConfig struct {
 	// reported by the lease that dead-letters it (ErrLeaseExpired); when
 	// the worker returns, its end is logged, not reported again, also when
 	// its process counts MaxAttempts differently (a deploy) unless the
-	// event was redriven or forgotten meanwhile. It must not block. It
-	// may query the store's pool: with it set, a worker's commit does not
-	// also begin its next event's transaction, which would hold a
-	// connection of that pool while OnResult runs. A panic in it is
-	// logged, at Error, and the worker goes on.
+	// event was redriven or forgotten meanwhile. An attempt whose COMMIT
+	// went through while its connection dropped before the answer (a
+	// terminated session, a network cut, the attempt's timeout) is
+	// reported as the store recorded it, processed or skipped, once. It
+	// must not block. It may query the store's pool: with it set, a
+	// worker's commit does not also begin its next event's transaction,
+	// which would hold a connection of that pool while OnResult runs. A
+	// panic in it is logged, at Error, and the worker goes on.
 	OnResult func(Result)
 
 	// Observer, when set, watches each attempt at an event or a task
@@ -1231,51 +1234,81 @@ func (in *Inbox) logSuspect(ctx context.Context, row *inboxRow) {
 // lease that took it over and dead-lettered it (reportLeaseExpired): its
 // end is logged and ends its Observer span, with no State and Err
 // wrapping ErrLeaseExpired, so that a metric counts that attempt once;
-// OnResult, called once per attempt, is not called again.
+// OnResult, called once per attempt, is not called again. One whose own
+// commit went through while its answer was lost (the connection dropped
+// after the COMMIT) only seemed to lose its lease: the record shows the
+// event applied at this very attempt, and it is reported as it was
+// recorded.
 func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result), res *Result) {
 	onResult := in.cfg.OnResult
 	if row.leaseLost {
-		// Found by the fence or when its end was recorded: whatever the
-		// handler or the task's func returned (an error, Skip, Snooze,
-		// a duplicate), the newer attempt's end is recorded, not this
-		// one's.
-		res.Outcome, res.State = OutcomeFailed, ""
+		own, byLease := in.leaseLostEnd(ctx, row)
 		switch {
-		case res.Err == nil:
-			res.Err = ErrLeaseLost
-		case !errors.Is(res.Err, ErrLeaseLost):
-			res.Err = errorf("%w: %w", ErrLeaseLost, res.Err)
+		case own != "":
+			res.Outcome, res.State, res.Err = stateOutcome(own), own, nil
+		case byLease:
+			onResult, res.Outcome, res.State = nil, OutcomeFailed, ""
+			res.Err = errorf("%w after attempt %d: %w", ErrLeaseExpired, row.Attempt, lostLease(res.Err))
+		default:
+			// Found by the fence or when its end was recorded: whatever
+			// the handler or the task's func returned (an error, Skip,
+			// Snooze, a duplicate), the newer attempt's end is recorded,
+			// not this one's.
+			res.Outcome, res.State, res.Err = OutcomeFailed, "", lostLease(res.Err)
 		}
-	}
-	if row.leaseLost && in.reportedByLease(ctx, row) {
-		onResult, res.State = nil, ""
-		lost := errorf("%w after attempt %d", ErrLeaseExpired, row.Attempt)
-		if res.Err != nil {
-			lost = errorf("%w: %w", lost, res.Err)
-		}
-		res.Err = lost
 	}
 	report(ctx, in.log, onResult, done, res)
 }
 
-// reportedByLease reports whether the lease that took row's attempt over
-// dead-lettered it, and so reported it: the row is dead-lettered at that
-// very attempt. This process's MaxAttempts cannot tell, since the
-// processes of one inbox may differ in it during a deploy; it decides only
-// when the row no longer tells: it cannot be read, or it was forgotten
-// or redriven (its attempts started again) since. A row leased again at
-// row's attempt under a newer lease (not pending: a snoozed task shows
-// its own lease's time) was redriven too: without a redrive, the attempt
-// numbers of the leases after row's only grow, and a lease given back
-// shows the time of the attempt before it. So was a row pending at row's
-// attempt whose error is not the one the lease that took row's over
-// wrote (leaseExpiredFormat), which a snooze or a give-back keeps.
-func (in *Inbox) reportedByLease(ctx context.Context, row *inboxRow) bool {
+// lostLease is err, the error of an attempt whose lease was lost, made to
+// wrap ErrLeaseLost: ErrLeaseLost itself when err is nil.
+func lostLease(err error) error {
+	switch {
+	case err == nil:
+		return ErrLeaseLost
+	case !errors.Is(err, ErrLeaseLost):
+		return errorf("%w: %w", ErrLeaseLost, err)
+	}
+	return err
+}
+
+// stateOutcome is the outcome of an attempt that left its event in st, an
+// applied event's state (inboxState's inverse).
+func stateOutcome(st InboxState) Outcome {
+	switch st {
+	case InboxSkipped:
+		return OutcomeSkipped
+	case InboxIgnored:
+		return OutcomeIgnored
+	}
+	return OutcomeProcessed
+}
+
+// leaseLostEnd looks up row's record once the fence found row's attempt
+// no longer holding it. own is the state the record shows when row's
+// attempt applied the event after all: processed, skipped or ignored at
+// row's very attempt (its number and its start), which no other attempt
+// writes: its COMMIT went through while the connection dropped before the
+// answer, and what followed (the settle of a failure, a claim again after
+// a chained commit's session ended) found it done. byLease reports whether
+// the lease that took row's attempt over dead-lettered it, and so
+// reported it: the row is dead-lettered at that very attempt. This
+// process's MaxAttempts cannot tell, since the processes of one inbox may
+// differ in it during a deploy; it decides only when the row no longer
+// tells: it cannot be read, or it was forgotten or redriven (its attempts
+// started again) since. A row leased again at row's attempt under a newer
+// lease (not pending: a snoozed task shows its own lease's time) was
+// redriven too: without a redrive, the attempt numbers of the leases after
+// row's only grow, and a lease given back shows the time of the attempt
+// before it. So was a row pending at row's attempt whose error is not the
+// one the lease that took row's over wrote (leaseExpiredFormat), which a
+// snooze or a give-back keeps.
+func (in *Inbox) leaseLostEnd(ctx context.Context, row *inboxRow) (own InboxState, byLease bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
 	defer cancel()
 	recs, err := in.store.inboxList(ctx, InboxFilter{EventIDs: []string{row.EventID}, Limit: 1})
 	if err != nil || len(recs) == 0 {
-		return row.Attempt >= in.cfg.MaxAttempts
+		return "", row.Attempt >= in.cfg.MaxAttempts
 	}
 	r := recs[0]
 	redriven := r.Attempt < row.Attempt
@@ -1287,9 +1320,15 @@ func (in *Inbox) reportedByLease(ctx context.Context, row *inboxRow) bool {
 		}
 	}
 	if redriven {
-		return row.Attempt >= in.cfg.MaxAttempts
+		return "", row.Attempt >= in.cfg.MaxAttempts
 	}
-	return r.State == InboxDeadLetter && r.Attempt == row.Attempt
+	if r.Attempt == row.Attempt {
+		switch r.State {
+		case InboxProcessed, InboxSkipped, InboxIgnored:
+			return r.State, false
+		}
+	}
+	return "", r.State == InboxDeadLetter && r.Attempt == row.Attempt
 }
 
 // settled is st when err, the error of recording an attempt's end as st,
@@ -1365,7 +1404,7 @@ func (in *Inbox) settleAt(ctx context.Context, row *inboxRow, st InboxState, cau
 		return err
 	case !ok:
 		row.leaseLost = true
-		in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: lease lost to a newer attempt; this attempt's result is dropped",
+		in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: the event is no longer held at this attempt: a newer attempt took it over (this attempt's result is dropped), or this attempt's own commit went through unanswered (its report says so)",
 			slog.String("event_id", row.EventID), slog.Int("attempt", row.Attempt))
 		return ErrLeaseLost
 	}
