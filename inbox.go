@@ -146,10 +146,11 @@ type InboxConfig struct {
 	// reported by the lease that dead-letters it (ErrLeaseExpired); when
 	// the worker returns, its end is logged, not reported again, also when
 	// its process counts MaxAttempts differently (a deploy) unless the
-	// event was redriven or forgotten meanwhile. An attempt whose COMMIT
-	// went through while its connection dropped before the answer (a
-	// terminated session, a network cut, the attempt's timeout) is
-	// reported as the store recorded it, processed or skipped, once. It
+	// event was redriven or forgotten meanwhile. An attempt whose COMMIT,
+	// or the recording of its failure, went through while its connection
+	// dropped before the answer (a terminated session, a network cut, the
+	// attempt's timeout) is reported as the store recorded it (processed,
+	// skipped, failed or dead_letter), once. It
 	// must not block. It may query the store's pool: with it set, a
 	// worker's commit does not also begin its next event's transaction,
 	// which would hold a connection of that pool while OnResult runs. A
@@ -1235,15 +1236,17 @@ func (in *Inbox) logSuspect(ctx context.Context, row *inboxRow) {
 // end is logged and ends its Observer span, with no State and Err
 // wrapping ErrLeaseExpired, so that a metric counts that attempt once;
 // OnResult, called once per attempt, is not called again. One whose own
-// commit went through while its answer was lost (the connection dropped
-// after the COMMIT) only seemed to lose its lease: the record shows the
-// event applied at this very attempt, and it is reported as it was
-// recorded.
+// commit, or the settle of its failure, went through while its answer was
+// lost (the connection dropped after the statement) only seemed to lose
+// its lease: the record shows its end at this very attempt, and it is
+// reported as it was recorded.
 func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result), res *Result) {
 	onResult := in.cfg.OnResult
 	if row.leaseLost {
 		own, byLease := in.leaseLostEnd(ctx, row)
 		switch {
+		case own == InboxFailed || own == InboxDeadLetter:
+			res.State = own // the attempt's failure, as it was recorded
 		case own != "":
 			res.Outcome, res.State, res.Err = stateOutcome(own), own, nil
 		case byLease:
@@ -1286,11 +1289,14 @@ func stateOutcome(st InboxState) Outcome {
 
 // leaseLostEnd looks up row's record once the fence found row's attempt
 // no longer holding it. own is the state the record shows when row's
-// attempt applied the event after all: processed, skipped or ignored at
-// row's very attempt (its number and its start), which no other attempt
-// writes: its COMMIT went through while the connection dropped before the
-// answer, and what followed (the settle of a failure, a claim again after
-// a chained commit's session ended) found it done. byLease reports whether
+// attempt recorded its end after all: processed, skipped, ignored or
+// failed at row's very attempt (its number and its start), which no other
+// attempt writes, or dead-lettered there with another error than the one
+// a lease that took it over writes (leaseExpiredFormat). Its COMMIT, or
+// the settle of its failure, went through while the connection dropped
+// before the answer, and what followed (the settle of the failure, the
+// settle again on another connection, a claim again after a chained
+// commit's session ended) found it done. byLease reports whether
 // the lease that took row's attempt over dead-lettered it, and so
 // reported it: the row is dead-lettered at that very attempt. This
 // process's MaxAttempts cannot tell, since the processes of one inbox may
@@ -1324,8 +1330,12 @@ func (in *Inbox) leaseLostEnd(ctx context.Context, row *inboxRow) (own InboxStat
 	}
 	if r.Attempt == row.Attempt {
 		switch r.State {
-		case InboxProcessed, InboxSkipped, InboxIgnored:
+		case InboxProcessed, InboxSkipped, InboxIgnored, InboxFailed:
 			return r.State, false
+		case InboxDeadLetter:
+			if r.LastError != leaseExpired(row.Attempt) {
+				return r.State, false
+			}
 		}
 	}
 	return "", r.State == InboxDeadLetter && r.Attempt == row.Attempt

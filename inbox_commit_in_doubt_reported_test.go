@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -18,35 +19,103 @@ import (
 	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
-// commitLostConn is a connection to PostgreSQL that, once armed, sends
-// the next COMMIT, reads the server's answer in full and then fails as a
-// connection that dropped before the answer arrived: the transaction
-// committed, and its client cannot tell.
-type commitLostConn struct {
+// answerLostConn is a connection to PostgreSQL that, once armed, sends
+// the next statement that sent matches, and fails as a connection that
+// dropped before the answer arrived when it reads the tag answered (the
+// statement's CommandComplete): the statement took effect, and its client
+// cannot tell.
+type answerLostConn struct {
 	net.Conn
-	armed      *atomic.Bool
-	committing atomic.Bool
+	armed    *atomic.Bool
+	sent     func([]byte) bool
+	answered []byte
+	losing   atomic.Bool
 }
 
-func (c *commitLostConn) Write(b []byte) (int, error) {
-	if bytes.Contains(b, []byte("commit")) && c.armed.CompareAndSwap(true, false) {
-		c.committing.Store(true)
+func (c *answerLostConn) Write(b []byte) (int, error) {
+	if c.sent(b) && c.armed.CompareAndSwap(true, false) {
+		c.losing.Store(true)
 	}
 	return c.Conn.Write(b)
 }
 
-func (c *commitLostConn) Read(b []byte) (int, error) {
+func (c *answerLostConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
-	if !c.committing.Load() {
-		return n, err
-	}
-	seen := append([]byte(nil), b[:n]...)
-	for err == nil && !bytes.Contains(seen, []byte("COMMIT\x00")) {
-		n, err = c.Conn.Read(b)
-		seen = append(seen, b[:n]...)
+	if !c.losing.Load() || !bytes.Contains(b[:n], c.answered) {
+		return n, err // what goes before the statement's answer (a prepare's) passes
 	}
 	_ = c.Conn.Close()
 	return 0, io.ErrUnexpectedEOF
+}
+
+// answerLostStore is a PgxStore whose connections lose the answer of the
+// first statement that sent matches once armed is set.
+func answerLostStore(t *testing.T, armed *atomic.Bool, sent func([]byte) bool, answered string) *idempotency.PgxStore {
+	t.Helper()
+	db := pgtest.NewWithConfig(t, func(c *pgxpool.Config) {
+		dial := c.ConnConfig.DialFunc
+		c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &answerLostConn{Conn: conn, armed: armed, sent: sent, answered: []byte(answered)}, nil
+		}
+	})
+	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	require.NoError(t, store.Migrate(t.Context()))
+	return store
+}
+
+// lostAnswerInbox is an inbox on store with maxAttempts whose
+// invoice.paid handler returns fail after arming armed, and the Results
+// given to OnResult and to the Observer; an invoice.paid eventID is
+// queued in it.
+func lostAnswerInbox(t *testing.T, store idempotency.Store, maxAttempts int, armed *atomic.Bool, fail error, eventID string) (in *idempotency.Inbox, results func() map[string][]idempotency.Result) {
+	t.Helper()
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
+		armed.Store(true)
+		return fail
+	})
+	var mu sync.Mutex
+	got := map[string][]idempotency.Result{}
+	icfg := idempotency.InboxConfig{MaxAttempts: maxAttempts, Logger: discardLogger(), OnResult: func(r idempotency.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		got["OnResult"] = append(got["OnResult"], r)
+	}}
+	observeResults(&icfg, func(r idempotency.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		got["Observer"] = append(got["Observer"], r)
+	})
+	in, err := idempotency.NewInbox(store, hs, icfg)
+	require.NoError(t, err)
+	h, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	a := idempotencytest.Deliver(h, invoicePayload(t, eventID, "in_"+eventID, "acct_1"), testSecret)
+	require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+	return in, func() map[string][]idempotency.Result {
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+}
+
+// workLostAnswer makes the one attempt at eventID in in, whose statement
+// armed loses the answer of, and returns the event's record.
+func workLostAnswer(t *testing.T, in *idempotency.Inbox, armed *atomic.Bool, eventID string) idempotency.InboxRecord {
+	t.Helper()
+	n, err := in.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.False(t, armed.Load(), "the statement was sent and its answer lost")
+	rec, ok, err := in.Lookup(t.Context(), eventID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	return rec
 }
 
 // TestInboxCommitLostReportedProcessed: an attempt whose COMMIT went
@@ -59,59 +128,16 @@ func (c *commitLostConn) Read(b []byte) (int, error) {
 func TestInboxCommitLostReportedProcessed(t *testing.T) {
 	t.Parallel()
 	var armed atomic.Bool
-	db := pgtest.NewWithConfig(t, func(c *pgxpool.Config) {
-		dial := c.ConnConfig.DialFunc
-		c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &commitLostConn{Conn: conn, armed: &armed}, nil
-		}
-	})
-	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
-	require.NoError(t, err)
-	require.NoError(t, store.Migrate(t.Context()))
+	store := answerLostStore(t, &armed, func(b []byte) bool { return bytes.Contains(b, []byte("commit")) }, "COMMIT\x00")
+	in, results := lostAnswerInbox(t, store, 1, &armed, nil, "evt_commit_lost")
 
-	var runs atomic.Int32
-	hs := idempotency.NewHandlers()
-	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
-		runs.Add(1)
-		armed.Store(true) // the transaction's COMMIT is the next
-		return nil
-	})
-	var mu sync.Mutex
-	var onResult, observed []idempotency.Result
-	icfg := idempotency.InboxConfig{Logger: discardLogger(), OnResult: func(r idempotency.Result) {
-		mu.Lock()
-		defer mu.Unlock()
-		onResult = append(onResult, r)
-	}}
-	observeResults(&icfg, func(r idempotency.Result) {
-		mu.Lock()
-		defer mu.Unlock()
-		observed = append(observed, r)
-	})
-	in, err := idempotency.NewInbox(store, hs, icfg)
-	require.NoError(t, err)
-	h, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
-	require.NoError(t, err)
-	a := idempotencytest.Deliver(h, invoicePayload(t, "evt_commit_lost", "in_commit_lost", "acct_1"), testSecret)
-	require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
-
-	n, err := in.WorkDue(t.Context())
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
-	require.False(t, armed.Load(), "the COMMIT was sent and its answer lost")
-	rec, ok, err := in.Lookup(t.Context(), "evt_commit_lost")
-	require.NoError(t, err)
-	require.True(t, ok)
+	rec := workLostAnswer(t, in, &armed, "evt_commit_lost")
 	require.Equal(t, idempotency.InboxProcessed, rec.State, "the COMMIT went through")
 	require.Equal(t, 1, rec.Attempt)
 
-	mu.Lock()
-	defer mu.Unlock()
-	for name, got := range map[string][]idempotency.Result{"OnResult": onResult, "Observer": observed} {
+	got := results()
+	require.Len(t, got, 2)
+	for name, got := range got {
 		require.Len(t, got, 1, name)
 		r := got[0]
 		require.Equal(t, idempotency.OutcomeProcessed, r.Outcome, "%s: %v", name, r.Err)
@@ -119,5 +145,43 @@ func TestInboxCommitLostReportedProcessed(t *testing.T) {
 		require.NoError(t, r.Err, name)
 		require.Equal(t, 1, r.Attempt, name)
 	}
-	require.Equal(t, int32(1), runs.Load())
+}
+
+// TestInboxSettleLostReportedAsRecorded: the UPDATE that records a failed
+// attempt went through while its connection dropped before the answer;
+// the store records it again on another connection, which finds it done.
+// The attempt is reported failed with the state recorded, failed (and
+// dead_letter at the last attempt, so that dead letters are counted), its
+// handler's error, once: not as a lease lost to a newer attempt.
+func TestInboxSettleLostReportedAsRecorded(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		maxAttempts int
+		state       idempotency.InboxState
+	}{{2, idempotency.InboxFailed}, {1, idempotency.InboxDeadLetter}} {
+		t.Run(string(c.state), func(t *testing.T) {
+			t.Parallel()
+			var armed atomic.Bool
+			settle := []byte("SET state = $3, last_error = $4") // the settle's text, sent to prepare it
+			store := answerLostStore(t, &armed, func(b []byte) bool { return bytes.Contains(b, settle) }, "UPDATE 1\x00")
+			fail := errors.New("downstream refused")
+			in, results := lostAnswerInbox(t, store, c.maxAttempts, &armed, fail, "evt_settle_lost")
+			rec := workLostAnswer(t, in, &armed, "evt_settle_lost")
+			require.Equal(t, c.state, rec.State)
+			require.Equal(t, 1, rec.Attempt)
+			require.Equal(t, fail.Error(), rec.LastError)
+
+			got := results()
+			require.Len(t, got, 2)
+			for name, got := range got {
+				require.Len(t, got, 1, name)
+				r := got[0]
+				require.Equal(t, idempotency.OutcomeFailed, r.Outcome, name)
+				require.Equal(t, c.state, r.State, "%s: %v", name, r.Err)
+				require.ErrorIs(t, r.Err, fail, name)
+				require.NotErrorIs(t, r.Err, idempotency.ErrLeaseLost, name)
+				require.Equal(t, 1, r.Attempt, name)
+			}
+		})
+	}
 }
