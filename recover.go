@@ -19,6 +19,15 @@ import (
 // days. [Handler.Recover] cannot start earlier.
 const RecoveryWindow = 30 * 24 * time.Hour
 
+// RecoveryOverlap is how far behind its checkpoint's last event a run of
+// [Handler.Recover] that continues the checkpoint starts listing: 10
+// minutes. The Events API is eventually consistent: an event can be listed
+// only after events created later than it were listed and checkpointed,
+// and a run that started after the checkpoint's last event would never see
+// it. The events listed again come out duplicates; an event listed more
+// than 10 minutes after events created after it is missed.
+const RecoveryOverlap = 10 * time.Minute
+
 // recoveryLeeway is how much earlier than RecoveryWindow before Now a
 // Since may be: one taken as time.Now().Add(-RecoveryWindow) read the
 // clock before Recover does, and was refused for being microseconds too
@@ -78,12 +87,13 @@ type RecoverOptions struct {
 	OnlyUndelivered bool
 
 	// Checkpoint names a checkpoint kept in the store, so that a run
-	// stopped by an error or by its context can be continued: a later
-	// call with the same name starts after the last event up to which
-	// every event was handled, and one after a complete run recovers only
-	// what came since. A checkpoint keeps the Types, OnlyUndelivered and
-	// Since it was started with; continuing it with other Types or
-	// OnlyUndelivered, or an earlier Since, fails with
+	// stopped by an error or by its context can be continued: a later call
+	// with the same name starts at the last event up to which every event
+	// was handled, less RecoveryOverlap (10 minutes, for events the Events
+	// API lists late; those handled already come out duplicates), and one
+	// after a complete run recovers what came since. A checkpoint keeps the
+	// Types, OnlyUndelivered and Since it was started with; continuing it
+	// with other Types or OnlyUndelivered, or an earlier Since, fails with
 	// [ErrCheckpointMismatch] (a later Since is fine: a relative one such
 	// as "5 days ago" moves on between calls; one after the checkpoint's
 	// last event starts at Since, as a new run). Run one Recover per
@@ -129,9 +139,9 @@ type RecoverReport struct {
 	// Requests is how many calls were made to the Events API.
 	Requests int
 	// Resumed reports that the run continued a checkpoint: it started
-	// after the checkpoint's last event. A run of a checkpoint whose last
-	// event is before Since starts at Since, as a new run, and is not
-	// resumed.
+	// RecoveryOverlap before the checkpoint's last event (at Since when
+	// that is later). A run of a checkpoint whose last event is before
+	// Since starts at Since, as a new run, and is not resumed.
 	Resumed bool
 	// LastEventID is the event up to which every event listed, in this
 	// run or the runs of its checkpoint, was handled: where the checkpoint
@@ -159,21 +169,21 @@ type RecoverReport struct {
 // run (an event is processed after it is created, so that covers every
 // event the Events API still lists).
 //
-// Recover handles one event at a time, in the order Stripe creates
-// them (within one second, in the Events API's order). A failed event
-// (handler error, panic, timeout, or refusal: another API version with
-// Config.StrictAPIVersion) is counted, logged and listed in the report,
-// and the run goes on; the checkpoint stops before it, so that the next
-// run of the checkpoint tries it again (the events after it come out
-// duplicates). An event that fails in every run holds the checkpoint
-// there: each run lists it and every event after it again, until its
-// handler succeeds or returns [Skip] for it, and once the checkpoint's
-// last event is older than RecoveryWindow the checkpoint is refused with
-// [ErrRecoveryWindow]. The run stops, with the report so far and an error, when
-// the store cannot be reached ([ErrStoreUnavailable]), a call to the API
-// fails after the client's own retries or answers a page it cannot go on
-// from, such as an empty one with has_more true ([ErrStripeAPI]), or ctx
-// is done;
+// Recover handles one event at a time, in the order Stripe creates them
+// (within one second, in the Events API's order). A failed event (handler
+// error, panic, timeout, or refusal: another API version with
+// Config.StrictAPIVersion) is counted, logged and listed in the report, and
+// the run goes on; the checkpoint stops before it, so that the next run of
+// the checkpoint tries it again (the events after it, and those of the
+// RecoveryOverlap before it, come out duplicates). An event that fails in
+// every run holds the checkpoint there: each run lists it and every event
+// after it again, until its handler succeeds or returns [Skip] for it, and
+// once the checkpoint's last event is older than RecoveryWindow the
+// checkpoint is refused with [ErrRecoveryWindow]. The run stops, with the
+// report so far and an error, when the store cannot be reached
+// ([ErrStoreUnavailable]), a call to the API fails after the client's own
+// retries or answers a page it cannot go on from, such as an empty one with
+// has_more true ([ErrStripeAPI]), or ctx is done;
 // the event in hand is finished first (ctx does not cut its transaction
 // short; Config.Timeout does), and the checkpoint is saved.
 //
@@ -228,17 +238,18 @@ func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts Recov
 	}
 	start := opts.Since
 	if r.last.id != "" && r.last.created.Unix() >= r.since {
-		start, r.cursor = r.last.created, r.last.id
+		start, r.behind = r.last.created, true
+		r.since = max(r.since, r.last.created.Add(-RecoveryOverlap).Unix())
 	}
 	if oldest := now.Add(-RecoveryWindow); start.Before(oldest.Add(-recoveryLeeway)) {
 		what := "RecoverOptions.Since"
-		if r.cursor != "" {
+		if r.behind {
 			what = fmt.Sprintf("the last event of checkpoint %q", opts.Checkpoint)
 		}
 		return report, errorf("%w: %s is %s, before %s", ErrRecoveryWindow, what,
 			start.UTC().Format(time.RFC3339), oldest.UTC().Format(time.RFC3339))
 	}
-	report.Resumed = r.cursor != ""
+	report.Resumed = r.behind
 
 	err := r.walk(ctx)
 	if saveErr := r.save(ctx); err == nil {
@@ -301,7 +312,7 @@ type recovery struct {
 	h      *Handler
 	client *stripe.Client
 	opts   RecoverOptions
-	since  int64 // created[gte]
+	since  int64 // created[gte]: Since, or RecoveryOverlap before the checkpoint's last event
 	pace   pacer
 	report *RecoverReport
 
@@ -309,7 +320,7 @@ type recovery struct {
 	cp      *recoveryCheckpoint // the checkpoint as stored, or to store
 	last    listedRef           // the last event up to which every event was handled
 	saved   string              // the last event id the checkpoint holds
-	cursor  string              // the event the walk starts after: last's, unless it is before since
+	behind  bool                // listing again behind the checkpoint's last event: last stays
 	failed  bool                // an event failed: last stays before it
 }
 
@@ -365,22 +376,21 @@ func (r *recovery) loadCheckpoint(ctx context.Context) error {
 // ending_before from it and reading each page backwards yields every later
 // event oldest first, and the newest event of a page is the cursor of the
 // next: a cursor is an event id, exact even among the events of one second,
-// and it is what the checkpoint keeps. The first event is found by oldest.
-// Time windows processed oldest first would need no cursor, but a window
-// cannot be split below one second, and a checkpoint of (second, count)
-// is not exact while events of that second are still being created.
+// and it is what the checkpoint keeps. The first event is found by oldest,
+// also when a checkpoint is continued: its run starts RecoveryOverlap
+// before the checkpoint's last event, not after it, for the events listed
+// late. Time windows processed oldest first would need no cursor, but a
+// window cannot be split below one second, and a checkpoint of (second,
+// count) is not exact while events of that second are still being created.
 func (r *recovery) walk(ctx context.Context) error {
-	cursor := r.cursor
-	if cursor == "" {
-		page, err := r.oldest(ctx)
-		if err != nil {
-			return err
-		}
-		if err := r.handlePage(ctx, page); err != nil || len(page.events) == 0 {
-			return err
-		}
-		cursor = page.events[0].env.ID
+	page, err := r.oldest(ctx)
+	if err != nil {
+		return err
 	}
+	if err := r.handlePage(ctx, page); err != nil || len(page.events) == 0 {
+		return err
+	}
+	cursor := page.events[0].env.ID
 	for {
 		if cursor == "" {
 			return errorf("%w: listing events: an event without an id", ErrStripeAPI)
@@ -598,7 +608,10 @@ func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
 			slog.String("outcome", string(res.Outcome)), slog.Any("error", res.Err))
 		return nil
 	}
-	if !r.failed {
+	if r.behind && (ev.env.ID == r.last.id || ev.env.Created > r.last.created.Unix()) {
+		r.behind = false // at or past the checkpoint's last event: it moves from here
+	}
+	if !r.failed && !r.behind {
 		r.last = listedRef{id: ev.env.ID, created: time.Unix(ev.env.Created, 0)}
 	}
 	return nil

@@ -39,9 +39,10 @@ func TestRecoverTakesTheBoundsThemselves(t *testing.T) {
 }
 
 // TestRecoverEndsAtTheLastPage: a page without more after it ends the
-// walk; no request follows it. A resumed run over 15 new events, in pages
-// of 10, makes two requests; one with nothing new makes one, and calls no
-// OnPage for its empty page.
+// walk; no request follows it. A resumed run over 15 new events, created
+// after the RecoveryOverlap behind its checkpoint, in pages of 10, ends at
+// the page of the last 5; one with nothing new lists the overlap again,
+// ends at its last page, and calls OnPage for no page without events.
 func TestRecoverEndsAtTheLastPage(t *testing.T) {
 	t.Parallel()
 	app := newService(t, "memory")
@@ -54,15 +55,28 @@ func TestRecoverEndsAtTheLastPage(t *testing.T) {
 	_, err := h.Recover(t.Context(), client, opts)
 	require.NoError(t, err)
 
-	addPaidEvents(t, f, "last_page_b", 15, now.Add(time.Minute))
+	addPaidEvents(t, f, "last_page_b", 15, now.Add(2*idempotency.RecoveryOverlap))
+	calls := len(f.calls())
 	rep, err := h.Recover(t.Context(), client, opts)
 	require.NoError(t, err)
 	require.True(t, rep.Resumed)
 	require.Equal(t, 15, rep.Processed)
-	require.Equal(t, 2, rep.Requests, "a page of 10 with more, then the last 5")
+	last := f.calls()[len(f.calls())-1]
+	require.Equal(t, []string{"evt_last_page_b_14", "evt_last_page_b_13", "evt_last_page_b_12", "evt_last_page_b_11", "evt_last_page_b_10"}, last.Listed, "ends at the page of the last 5")
+	require.False(t, last.HasMore)
+	require.Equal(t, rep.Requests, len(f.calls())-calls)
 
-	opts.OnPage = func(idempotency.RecoverReport) { t.Error("OnPage called for a page without events") }
+	listed := 0
+	opts.OnPage = func(rep idempotency.RecoverReport) {
+		if rep.Listed == listed {
+			t.Error("OnPage called for a page without events")
+		}
+		listed = rep.Listed
+	}
 	rep, err = h.Recover(t.Context(), client, opts)
 	require.NoError(t, err)
-	require.Equal(t, 1, rep.Requests, "one empty page: nothing new")
+	require.Zero(t, rep.Processed, "nothing new")
+	last = f.calls()[len(f.calls())-1]
+	require.False(t, last.HasMore, "ends at a page without more")
+	require.Equal(t, 15, rep.Duplicate, "the overlap behind the checkpoint, listed again")
 }

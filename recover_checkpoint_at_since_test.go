@@ -1,6 +1,7 @@
 package idempotency_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -10,9 +11,10 @@ import (
 )
 
 // TestRecoverContinuesACheckpointWhoseLastEventIsAtSince: a checkpoint
-// whose last event was created in Since's own second is continued after
-// that event, as any other: a run after a complete run lists only what
-// came since, not the whole second again.
+// whose last event was created in Since's own second is continued, as any
+// other: the run after a complete run lists again from Since, where the
+// RecoveryOverlap behind the checkpoint's last event is cut, and its
+// events come out duplicates, applied once.
 func TestRecoverContinuesACheckpointWhoseLastEventIsAtSince(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, app *service) {
@@ -34,9 +36,13 @@ func TestRecoverContinuesACheckpointWhoseLastEventIsAtSince(t *testing.T) {
 		require.Equal(t, 2, rep.Processed)
 		require.Equal(t, "evt_at_since_2", rep.LastEventID)
 
+		calls := len(f.calls())
 		rep = run()
 		require.True(t, rep.Resumed)
-		require.Zero(t, rep.Listed, "the checkpoint's events are not listed again")
+		require.Equal(t, strconv.FormatInt(since.Unix(), 10), f.calls()[calls].Query.Get("created[gte]"), "the overlap starts no earlier than Since")
+		require.Equal(t, 2, rep.Duplicate, "%+v", rep)
+		require.Zero(t, rep.Processed)
 		require.Equal(t, "evt_at_since_2", rep.LastEventID)
+		app.requireAppliedOnce(t, []string{"evt_at_since_1", "evt_at_since_2"})
 	})
 }

@@ -92,14 +92,17 @@ func requireCheckpointBehind(t *testing.T, a *faultApp, checkpoint, reported str
 }
 
 // requireResumed requires the checkpoint's next run to have continued
-// after stored and handled every event left, none failed.
+// from stored and handled every event left, none failed. The events are a
+// second apart: the RecoveryOverlap it lists again behind stored reaches
+// the first.
 func requireResumed(t *testing.T, rep idempotency.RecoverReport, ids []string, stored string) {
 	t.Helper()
 	require.True(t, rep.Resumed)
 	require.Equal(t, ids[len(ids)-1], rep.LastEventID)
 	require.Zero(t, rep.Failed, "%+v", rep)
 	require.Equal(t, rep.Listed, rep.Processed+rep.Queued+rep.Duplicate, "%+v", rep)
-	require.Equal(t, len(ids)-1-slices.Index(ids, stored), rep.Listed, "the run continues after the stored checkpoint: %+v", rep)
+	require.Equal(t, len(ids), rep.Listed, "the run lists again from RecoveryOverlap before the stored checkpoint: %+v", rep)
+	require.GreaterOrEqual(t, rep.Duplicate, slices.Index(ids, stored)+1, "the events up to the stored checkpoint are duplicates: %+v", rep)
 }
 
 // recoverFault is the scenario (a recoverFaultScenario); fault strikes

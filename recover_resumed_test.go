@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,11 +12,12 @@ import (
 )
 
 // TestRecoverResumedOnlyWhenTheRunStartsAfterTheCheckpoint: Resumed says
-// that the run continued its checkpoint, after the checkpoint's last event.
-// A run with a Since after that event starts at Since, as a new run (no
-// ending_before), and one refused because the checkpoint's last event is
-// beyond RecoveryWindow runs nothing: neither is resumed. Both reported
-// Resumed true, as if they had continued where the checkpoint stood.
+// that the run continued its checkpoint, listing from RecoveryOverlap
+// before the checkpoint's last event. A run with a Since after that event
+// starts at Since, as a new run, and one refused because the checkpoint's
+// last event is beyond RecoveryWindow runs nothing: neither is resumed.
+// Both reported Resumed true, as if they had continued where the
+// checkpoint stood.
 func TestRecoverResumedOnlyWhenTheRunStartsAfterTheCheckpoint(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, app *service) {
@@ -37,7 +39,7 @@ func TestRecoverResumedOnlyWhenTheRunStartsAfterTheCheckpoint(t *testing.T) {
 		rep, err = h.Recover(t.Context(), client, opts)
 		require.NoError(t, err)
 		require.True(t, rep.Resumed, "continued after the checkpoint's last event")
-		require.Equal(t, "evt_resumed_3", f.calls()[calls].Query.Get("ending_before"))
+		requireListedFromOverlap(t, f.calls()[calls], now.Add(-time.Hour).Unix())
 		require.Equal(t, 1, rep.Processed)
 
 		later := opts
@@ -46,7 +48,7 @@ func TestRecoverResumedOnlyWhenTheRunStartsAfterTheCheckpoint(t *testing.T) {
 		calls = len(f.calls())
 		rep, err = h.Recover(t.Context(), client, later)
 		require.NoError(t, err)
-		require.Empty(t, f.calls()[calls].Query.Get("ending_before"), "started at Since")
+		require.Equal(t, strconv.FormatInt(later.Since.Unix(), 10), f.calls()[calls].Query.Get("created[gte]"), "started at Since")
 		require.Equal(t, 1, rep.Processed)
 		require.False(t, rep.Resumed, "a Since after the checkpoint's last event starts a new run: %+v", rep)
 

@@ -79,7 +79,8 @@ func ids(events []outageEvent, typ string) []string {
 // Stripe created 500 events; some were delivered (before the outage, or
 // resent since). Recover applies every handled event exactly once, oldest
 // first, counts the delivered ones as duplicates, and a second run of the
-// checkpoint finds nothing new in one request.
+// checkpoint finds nothing new: it lists the last events again, from
+// RecoveryOverlap before the checkpoint's, as duplicates, in two requests.
 func TestRecoverAfterOutage(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, app *service) {
@@ -112,8 +113,9 @@ func TestRecoverAfterOutage(t *testing.T) {
 		calls := len(f.calls())
 		again, err := h.Recover(t.Context(), client, opts)
 		require.NoError(t, err)
-		require.Equal(t, idempotency.RecoverReport{Requests: 1, Resumed: true, LastEventID: events[499].id}, again)
-		require.Equal(t, events[499].id, f.calls()[calls].Query.Get("ending_before"))
+		// evt_outage_499 (customer.created) shares its second with 498.
+		require.Equal(t, idempotency.RecoverReport{Listed: 2, Duplicate: 1, Ignored: 1, Requests: 2, Resumed: true, LastEventID: events[499].id}, again)
+		requireListedFromOverlap(t, f.calls()[calls], events[499].created)
 		app.requireAppliedOnce(t, handled)
 
 		if app.pg != nil {
@@ -126,8 +128,9 @@ func TestRecoverAfterOutage(t *testing.T) {
 }
 
 // TestRecoverResumesAfterCancel: a run cancelled mid-way finishes the
-// event in hand, keeps its checkpoint, and the next run starts right after
-// it: every event applied once, none listed twice.
+// event in hand, keeps its checkpoint, and the next run starts
+// RecoveryOverlap before it: every event applied once, only the overlap's
+// listed twice.
 func TestRecoverResumesAfterCancel(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, app *service) {
@@ -153,10 +156,12 @@ func TestRecoverResumesAfterCancel(t *testing.T) {
 		second, err := h.Recover(t.Context(), client, opts)
 		require.NoError(t, err)
 		require.True(t, second.Resumed)
-		require.Equal(t, handled[199], f.calls()[calls].Query.Get("ending_before"), "continues after the checkpoint, no search")
+		last := slices.IndexFunc(o.events, func(ev outageEvent) bool { return ev.id == handled[199] })
+		requireListedFromOverlap(t, f.calls()[calls], o.events[last].created)
+		again := overlapped(o.events, handled[199])
 		require.Equal(t, len(handled)-200, second.Processed)
-		require.Equal(t, 500, first.Listed+second.Listed, "no event listed twice")
-		require.Zero(t, second.Duplicate)
+		require.Equal(t, 500+len(again), first.Listed+second.Listed, "only the overlap listed twice")
+		require.Equal(t, len(ids(again, "invoice.paid")), second.Duplicate)
 		app.requireAppliedOnce(t, handled)
 		require.Equal(t, handled, app.appliedOrder())
 	})
@@ -199,8 +204,9 @@ func TestRecoverResumesAfterAPIFailures(t *testing.T) {
 				second, err := h.Recover(t.Context(), client, opts)
 				require.NoError(t, err)
 				require.True(t, second.Resumed)
-				require.Equal(t, 500, first.Listed+second.Listed, "no event listed twice")
-				require.Zero(t, second.Duplicate)
+				again := overlapped(o.events, first.LastEventID)
+				require.Equal(t, 500+len(again), first.Listed+second.Listed, "only the overlap listed twice")
+				require.Equal(t, len(ids(again, "invoice.paid")), second.Duplicate)
 				app.requireAppliedOnce(t, handled)
 			})
 		})
@@ -432,8 +438,8 @@ func TestRecoverRefusesBadInput(t *testing.T) {
 	// The checkpoint is as it was: a later Since continues it.
 	rep, err = h.Recover(t.Context(), client, with(func(o *idempotency.RecoverOptions) { o.Since = o.Since.Add(time.Hour) }))
 	require.NoError(t, err)
-	require.Equal(t, idempotency.RecoverReport{Requests: 1, Resumed: true, LastEventID: "evt_bad_19"}, rep)
-	require.Equal(t, "evt_bad_19", f.calls()[calls].Query.Get("ending_before"))
+	require.Equal(t, idempotency.RecoverReport{Listed: 1, Duplicate: 1, Requests: 2, Resumed: true, LastEventID: "evt_bad_19"}, rep)
+	requireListedFromOverlap(t, f.calls()[calls], now.Add(-time.Hour).Unix())
 }
 
 // addPaidEvents adds n invoice.paid events of one invoice to f,

@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -14,8 +15,8 @@ import (
 // TestPgxBouncerRecover runs Handler.Recover behind PgBouncer in
 // transaction pooling mode, as the webhooks and the inbox are: a run
 // stopped after its first page keeps its checkpoint, which another
-// process's run continues (it lists nothing twice), and a last run finds
-// nothing new in one request. Every handled event is applied once, those
+// process's run continues (it lists again only the RecoveryOverlap behind
+// the checkpoint), and a last run finds nothing new. Every handled event is applied once, those
 // delivered before the run are duplicates, and no prepared statement is
 // mixed up between clients.
 func TestPgxBouncerRecover(t *testing.T) {
@@ -49,14 +50,19 @@ func TestPgxBouncerRecover(t *testing.T) {
 	second, err := hs[1].Recover(t.Context(), o.client, opts)
 	require.NoError(t, err)
 	require.True(t, second.Resumed, "the other process continues the checkpoint")
-	require.Equal(t, first.LastEventID, o.f.calls()[calls].Query.Get("ending_before"), "continues after the checkpoint, no search")
-	require.Equal(t, len(o.events), first.Listed+second.Listed, "no event listed twice")
-	require.Equal(t, delivered, first.Duplicate+second.Duplicate)
+	at := slices.IndexFunc(o.events, func(ev outageEvent) bool { return ev.id == first.LastEventID })
+	requireListedFromOverlap(t, o.f.calls()[calls], o.events[at].created)
+	again := overlapped(o.events, first.LastEventID)
+	require.Equal(t, len(o.events)+len(again), first.Listed+second.Listed, "only the overlap listed twice")
+	require.Equal(t, delivered+len(ids(again, "invoice.paid")), first.Duplicate+second.Duplicate)
 	require.Equal(t, len(o.handled)-delivered, first.Processed+second.Processed)
 
 	last, err := hs[0].Recover(t.Context(), o.client, opts)
 	require.NoError(t, err)
-	require.Equal(t, idempotency.RecoverReport{Requests: 1, Resumed: true, LastEventID: o.events[len(o.events)-1].id}, last)
+	again = overlapped(o.events, o.events[len(o.events)-1].id)
+	require.Equal(t, len(again), last.Listed, "nothing new but the overlap: %+v", last)
+	require.Equal(t, last.Listed, last.Duplicate+last.Ignored, "%+v", last)
+	require.Equal(t, o.events[len(o.events)-1].id, last.LastEventID)
 
 	require.Equal(t, len(o.handled), a.ledgerSize(t))
 	require.Equal(t, 100*len(o.handled), a.credits(t, ""), "one credit per invoice")
