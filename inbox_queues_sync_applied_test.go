@@ -1,0 +1,60 @@
+package idempotency_test
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestInboxQueuesARetryOfAnEventAppliedSynchronously: a service moving
+// from synchronous to inbox mode on one store. Stripe's retry of an event
+// the synchronous Handler applied (its 200 lost) reaches the inbox's
+// Handler, which answers it queued and stores it: it looks in the inbox
+// alone, not in the ledger, so that a new event costs one insert. The
+// worker finds the ledger's claim, applies nothing, and records the row
+// processed.
+func TestInboxQueuesARetryOfAnEventAppliedSynchronously(t *testing.T) {
+	t.Parallel()
+	for name, store := range bothStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var applied atomic.Int32
+			hs := idempotency.NewHandlers()
+			idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
+				applied.Add(1)
+				return nil
+			})
+			payload := invoicePayload(t, "evt_moved", "in_moved", "acct_1")
+			sync, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+			require.NoError(t, err)
+			require.Equal(t, idempotency.OutcomeProcessed, idempotencytest.Deliver(sync, payload, testSecret).Outcome)
+
+			clock := idempotencytest.NewClock(time.Now())
+			in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: discardLogger()})
+			require.NoError(t, err)
+			h, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+			require.NoError(t, err)
+			a := idempotencytest.Deliver(h, payload, testSecret)
+			require.Equal(t, http.StatusOK, a.Status)
+			require.Equal(t, `{"outcome":"queued"}`, a.Body, "the inbox's Handler does not read the ledger")
+
+			n, err := in.WorkDue(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			rec, found, err := in.Lookup(t.Context(), "evt_moved")
+			require.NoError(t, err)
+			require.True(t, found)
+			require.Equal(t, idempotency.InboxProcessed, rec.State)
+			require.Equal(t, int32(1), applied.Load(), "applied once, by the synchronous Handler")
+			require.Equal(t, `{"outcome":"duplicate"}`, idempotencytest.Deliver(h, payload, testSecret).Body, "the inbox has it now")
+		})
+	}
+}
