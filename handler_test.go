@@ -358,15 +358,15 @@ func registry() *idempotency.Handlers {
 func TestHandlerRejects(t *testing.T) {
 	t.Parallel()
 	payload := eventPayload(t, "invoice.paid", "evt_rej", paid)
-	// The handler's clock stands at now (here and below): a parallel
-	// subtest may wait minutes for its turn on a busy machine, and a
-	// signature 8 minutes ahead of the wall clock would then be within
-	// tolerance.
-	now := time.Now()
-	at := func() time.Time { return now }
-	sig := func(p []byte, secret string, at time.Time) string {
-		return idempotencytest.SignatureHeader(p, secret, at)
+	// Each header is signed when its subtest runs (here and below): the
+	// signature's timestamp is checked against the real time, and a
+	// parallel subtest may wait minutes for its turn on a busy machine,
+	// after which a signature made 8 minutes ahead beforehand would be
+	// within tolerance.
+	sig := func(p []byte, secret string, shift time.Duration) func(time.Time) string {
+		return func(now time.Time) string { return idempotencytest.SignatureHeader(p, secret, now.Add(shift)) }
 	}
+	fixed := func(h string) func(time.Time) string { return func(time.Time) string { return h } }
 	tampered := bytes.Clone(payload)
 	tampered[bytes.Index(tampered, []byte("2000"))] = '3' // one byte of amount_due
 
@@ -374,31 +374,31 @@ func TestHandlerRejects(t *testing.T) {
 		name   string
 		method string
 		body   []byte
-		header string
+		header func(now time.Time) string
 		status int
 		answer string
 		err    error
 	}{
-		{"GET", http.MethodGet, nil, "", 405, `{"error":"method_not_allowed"}`, nil},
-		{"PUT", http.MethodPut, payload, sig(payload, testSecret, now), 405, `{"error":"method_not_allowed"}`, nil},
-		{"no header", http.MethodPost, payload, "", 400, `{"error":"invalid_signature"}`, idempotency.ErrNotSigned},
-		{"garbage header", http.MethodPost, payload, "not a signature", 400, `{"error":"invalid_signature"}`, idempotency.ErrInvalidSignature},
-		{"no timestamp", http.MethodPost, payload, "v1=" + strings.Repeat("ab", 32), 400, `{"error":"invalid_signature"}`, idempotency.ErrInvalidSignature},
-		{"no v1", http.MethodPost, payload, fmt.Sprintf("t=%d,v0=abc", now.Unix()), 400, `{"error":"invalid_signature"}`, idempotency.ErrInvalidSignature},
-		{"wrong secret", http.MethodPost, payload, sig(payload, "whsec_other", now), 400, `{"error":"invalid_signature"}`, idempotency.ErrInvalidSignature},
-		{"one byte changed", http.MethodPost, tampered, sig(payload, testSecret, now), 400, `{"error":"invalid_signature"}`, idempotency.ErrInvalidSignature},
-		{"8 minutes old", http.MethodPost, payload, sig(payload, testSecret, now.Add(-8*time.Minute)), 400, `{"error":"invalid_signature"}`, idempotency.ErrTimestampOutsideTolerance},
-		{"8 minutes ahead", http.MethodPost, payload, sig(payload, testSecret, now.Add(8*time.Minute)), 400, `{"error":"invalid_signature"}`, idempotency.ErrTimestampOutsideTolerance},
-		{"not JSON", http.MethodPost, []byte("hello"), sig([]byte("hello"), testSecret, now), 400, `{"error":"invalid_event"}`, idempotency.ErrMalformedEvent},
-		{"not an event", http.MethodPost, []byte(`{"id":"evt_x"}`), sig([]byte(`{"id":"evt_x"}`), testSecret, now), 400, `{"error":"invalid_event"}`, idempotency.ErrMalformedEvent},
+		{"GET", http.MethodGet, nil, fixed(""), 405, `{"error":"method_not_allowed"}`, nil},
+		{"PUT", http.MethodPut, payload, sig(payload, testSecret, 0), 405, `{"error":"method_not_allowed"}`, nil},
+		{"no header", http.MethodPost, payload, fixed(""), 400, `{"error":"invalid_signature"}`, idempotency.ErrNotSigned},
+		{"garbage header", http.MethodPost, payload, fixed("not a signature"), 400, `{"error":"invalid_signature"}`, idempotency.ErrInvalidSignature},
+		{"no timestamp", http.MethodPost, payload, fixed("v1=" + strings.Repeat("ab", 32)), 400, `{"error":"invalid_signature"}`, idempotency.ErrInvalidSignature},
+		{"no v1", http.MethodPost, payload, func(now time.Time) string { return fmt.Sprintf("t=%d,v0=abc", now.Unix()) }, 400, `{"error":"invalid_signature"}`, idempotency.ErrInvalidSignature},
+		{"wrong secret", http.MethodPost, payload, sig(payload, "whsec_other", 0), 400, `{"error":"invalid_signature"}`, idempotency.ErrInvalidSignature},
+		{"one byte changed", http.MethodPost, tampered, sig(payload, testSecret, 0), 400, `{"error":"invalid_signature"}`, idempotency.ErrInvalidSignature},
+		{"8 minutes old", http.MethodPost, payload, sig(payload, testSecret, -8*time.Minute), 400, `{"error":"invalid_signature"}`, idempotency.ErrTimestampOutsideTolerance},
+		{"8 minutes ahead", http.MethodPost, payload, sig(payload, testSecret, 8*time.Minute), 400, `{"error":"invalid_signature"}`, idempotency.ErrTimestampOutsideTolerance},
+		{"not JSON", http.MethodPost, []byte("hello"), sig([]byte("hello"), testSecret, 0), 400, `{"error":"invalid_event"}`, idempotency.ErrMalformedEvent},
+		{"not an event", http.MethodPost, []byte(`{"id":"evt_x"}`), sig([]byte(`{"id":"evt_x"}`), testSecret, 0), 400, `{"error":"invalid_event"}`, idempotency.ErrMalformedEvent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := newBench(t, idempotency.Config{Now: at}, nil)
+			b := newBench(t, idempotency.Config{}, nil)
 			req := httptest.NewRequest(tt.method, "/", bytes.NewReader(tt.body))
-			if tt.header != "" {
-				req.Header.Set("Stripe-Signature", tt.header)
+			if h := tt.header(time.Now()); h != "" {
+				req.Header.Set("Stripe-Signature", h)
 			}
 			rec := b.serve(req)
 			requireAnswer(t, rec, tt.status, tt.answer)
@@ -420,16 +420,14 @@ func TestHandlerRejects(t *testing.T) {
 func TestHandlerSignatureVariants(t *testing.T) {
 	t.Parallel()
 	payload := eventPayload(t, "invoice.paid", "evt_sig", paid)
-	now := time.Now()
-	at := func() time.Time { return now } // as in TestHandlerRejects
-	good := idempotencytest.SignatureHeader(payload, testSecret, now)
-	_, goodV1, _ := strings.Cut(good, ",")
-	bad := idempotencytest.SignatureHeader(payload, "whsec_old", now)
-	_, badV1, _ := strings.Cut(bad, ",")
-
+	// As in TestHandlerRejects, each signature is made when its subtest
+	// runs.
 	t.Run("several v1 signatures, one matching", func(t *testing.T) {
 		t.Parallel()
-		b := newBench(t, idempotency.Config{Now: at}, nil)
+		now := time.Now()
+		_, goodV1, _ := strings.Cut(idempotencytest.SignatureHeader(payload, testSecret, now), ",")
+		_, badV1, _ := strings.Cut(idempotencytest.SignatureHeader(payload, "whsec_old", now), ",")
+		b := newBench(t, idempotency.Config{}, nil)
 		req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(payload))
 		req.Header.Set("Stripe-Signature", fmt.Sprintf("t=%d,%s,v0=deadbeef,%s,v1=nothex", now.Unix(), badV1, goodV1))
 		requireAnswer(t, b.serve(req), 200, `{"outcome":"processed"}`)
@@ -442,13 +440,15 @@ func TestHandlerSignatureVariants(t *testing.T) {
 	})
 	t.Run("within tolerance both ways", func(t *testing.T) {
 		t.Parallel()
-		b := newBench(t, idempotency.Config{Now: at}, nil)
+		now := time.Now()
+		b := newBench(t, idempotency.Config{}, nil)
 		requireAnswer(t, b.serve(idempotencytest.NewSignedRequestAt("/", payload, testSecret, now.Add(-2*time.Minute))), 200, `{"outcome":"processed"}`)
 		requireAnswer(t, b.serve(idempotencytest.NewSignedRequestAt("/", payload, testSecret, now.Add(2*time.Minute))), 200, `{"outcome":"duplicate"}`)
 	})
 	t.Run("custom tolerance", func(t *testing.T) {
 		t.Parallel()
-		b := newBench(t, idempotency.Config{Tolerance: 10 * time.Minute, Now: at}, nil)
+		now := time.Now()
+		b := newBench(t, idempotency.Config{Tolerance: 10 * time.Minute}, nil)
 		requireAnswer(t, b.serve(idempotencytest.NewSignedRequestAt("/", payload, testSecret, now.Add(-7*time.Minute))), 200, `{"outcome":"processed"}`)
 		requireAnswer(t, b.serve(idempotencytest.NewSignedRequestAt("/", payload, testSecret, now.Add(13*time.Minute))), 400, `{"error":"invalid_signature"}`)
 	})
