@@ -838,6 +838,18 @@ const (
 	pgUndefinedColumn      = "42703"
 )
 
+// retryConflicts calls fn, which commits nothing when it fails, and
+// again while it fails for a conflict (retryable), up to maxAttempts calls
+// in all or until ctx is done.
+func retryConflicts(ctx context.Context, fn func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
 // retryable reports a conflict that a new attempt of the whole transaction
 // resolves: a serialization failure or a deadlock.
 func retryable(err error) bool {
@@ -1040,13 +1052,7 @@ func (s *PgxStore) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for attempt := 1; ; attempt++ {
-		err = s.migrateOnce(ctx, ms)
-		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
-			break
-		}
-	}
-	if err != nil {
+	if err := retryConflicts(ctx, func() error { return s.migrateOnce(ctx, ms) }); err != nil {
 		return errorf("migrate schema %s: %w", pgx.Identifier{s.cfg.Schema}.Sanitize(), s.unavailableErr(err))
 	}
 	return nil

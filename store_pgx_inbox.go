@@ -222,9 +222,18 @@ type pgxQuerier interface {
 // its own (a pool or a connection), each statement then its own
 // transaction: one round trip. Otherwise (a PgxBeginner that only begins)
 // it calls fn in a transaction and commits it.
+//
+// A statement on its own runs at the session's default isolation
+// (default_transaction_isolation, which a role or a database may set to
+// repeatable read or serializable): there a conflicting write committed
+// while it waited for a row fails it with a serialization failure, where
+// read committed would read the row anew. Failed so, or by a deadlock,
+// it committed nothing, and fn (every fn given here sends one statement)
+// runs again, up to maxAttempts calls in all: its new snapshot sees the
+// write, as read committed would have.
 func (s *PgxStore) autocommit(ctx context.Context, fn func(q pgxQuerier) error) error {
 	if q, ok := s.db.(pgxQuerier); ok {
-		return fn(q)
+		return retryConflicts(ctx, func() error { return fn(q) })
 	}
 	return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error { return fn(tx) })
 }

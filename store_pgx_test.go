@@ -74,7 +74,12 @@ func TestPgxHandlerErrorWithoutAConn(t *testing.T) {
 
 func newPgBackendOn(t *testing.T, cfg idempotency.PgxConfig, db func(*pgxpool.Pool) idempotency.PgxBeginner) *pgBackend {
 	t.Helper()
-	pdb := newPgDB(t)
+	return newPgBackendIn(t, newPgDB(t), cfg, db)
+}
+
+// newPgBackendIn is newPgBackendOn in pdb's schema.
+func newPgBackendIn(t *testing.T, pdb *pgtest.DB, cfg idempotency.PgxConfig, db func(*pgxpool.Pool) idempotency.PgxBeginner) *pgBackend {
+	t.Helper()
 	cfg.Schema = pdb.Schema
 	store, err := idempotency.NewPgxStore(db(pdb.Pool), cfg)
 	require.NoError(t, err)
