@@ -1067,10 +1067,14 @@ func (s *PgxStore) migrateOnce(ctx context.Context, ms []migration) error {
 		}
 		// DDL only when something is missing: a role that may use the
 		// schema but not create objects in the database still starts.
+		// The time read alongside is the check of timesReadable.
 		var haveSchema, haveLedger bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1),
-       to_regclass($2) IS NOT NULL`, s.cfg.Schema, schema+`.idempotency_migrations`).Scan(&haveSchema, &haveLedger); err != nil {
-			return err
+		var dateStyle string
+		var now time.Time
+		err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1),
+       to_regclass($2) IS NOT NULL, current_setting('DateStyle'), now()`, s.cfg.Schema, schema+`.idempotency_migrations`).Scan(&haveSchema, &haveLedger, &dateStyle, &now)
+		if err != nil {
+			return timesReadable(err, dateStyle)
 		}
 		if !haveSchema {
 			if _, err := tx.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
@@ -1118,6 +1122,19 @@ func (s *PgxStore) migrateOnce(ctx context.Context, ms []migration) error {
 		}
 		return nil
 	})
+}
+
+// timesReadable explains err, the failure of the query that reads a time
+// beside the session's DateStyle (its 4th column, after the 3rd),
+// when the time could not be read: pgx reads a time sent as text (in
+// default_query_exec_mode exec or simple_protocol) in DateStyle ISO only,
+// and every time the store reads would fail as this one did.
+func timesReadable(err error, dateStyle string) error {
+	if scanErr, ok := errors.AsType[pgx.ScanArgError](err); ok && scanErr.ColumnIndex == 3 {
+		return errorf("the server sends times in DateStyle %q, which pgx cannot read as text (default_query_exec_mode exec or simple_protocol): "+
+			"set DateStyle=ISO for the store's connections (ConnConfig.RuntimeParams, or ALTER ROLE ... SET DateStyle = 'ISO'): %w", dateStyle, err)
+	}
+	return err
 }
 
 // staleConn reports a failure of the connection the statements went out
