@@ -176,7 +176,9 @@ var (
 	// insert, or the task.
 	ErrTimeout = errors.New("idempotency: timed out")
 	// ErrStoreUnavailable: the store could not be reached (connection
-	// refused or lost, the database shutting down or starting). Returned by
+	// refused or lost, the database shutting down or starting), or cannot
+	// store (PostgreSQL read-only: a standby, or
+	// default_transaction_read_only on). Returned by
 	// [Store.Run] with [OutcomeUnavailable], and by Ping, Migrate and the
 	// lookups. Answered 503.
 	ErrStoreUnavailable = errors.New("idempotency: store unavailable")

@@ -206,7 +206,7 @@ const (
 //	200 handler returned Skip                       {"outcome":"skipped"}
 //	500 handler error, panic or timeout; thin
 //	    event: the Stripe API refused the fetch     {"error":"processing_failed"}
-//	503 store unreachable                           {"error":"store_unavailable"}
+//	503 store unreachable or read-only              {"error":"store_unavailable"}
 //	503 thin event: the Stripe API unreachable,
 //	    rate-limited or failing                     {"error":"stripe_unavailable"}
 //

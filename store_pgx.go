@@ -962,8 +962,9 @@ func filterBound(t time.Time) pgtype.Timestamptz {
 }
 
 // unavailable reports errors of the connection rather than of the
-// transaction: refused or lost connections, and a server shutting down or
-// starting up.
+// transaction: refused or lost connections, a server shutting down or
+// starting up, and one that cannot store (a standby, or a session
+// read-only by default).
 func unavailable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -972,7 +973,8 @@ func unavailable(err error) bool {
 			pgErr.Code == "57P01", // admin_shutdown (also pg_terminate_backend)
 			pgErr.Code == "57P02", // crash_shutdown
 			pgErr.Code == "57P03", // cannot_connect_now
-			pgErr.Code == "53300": // too_many_connections
+			pgErr.Code == "53300", // too_many_connections
+			pgErr.Code == "25006": // read_only_sql_transaction
 			return true
 		}
 		return false
