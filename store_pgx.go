@@ -1064,7 +1064,15 @@ func (s *PgxStore) Migrate(ctx context.Context) error {
 func (s *PgxStore) migrateOnce(ctx context.Context, ms []migration) error {
 	schema := pgx.Identifier{s.cfg.Schema}.Sanitize()
 	return pgx.BeginTxFunc(ctx, s.db, readCommitted, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('idempotency.migrate:' || $1, 0))`, s.cfg.Schema); err != nil {
+		// The lock is held by another replica's Migrate for as long as it
+		// runs: lock_timeout (a role's or database's, meant for business
+		// writes) does not cut this wait; it is back in force for the
+		// migrations' DDL, which waits for the tables' users.
+		if _, err := tx.Exec(ctx, `SELECT set_config('idempotency.lock_timeout', current_setting('lock_timeout'), true), set_config('lock_timeout', '0', true)`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('idempotency.migrate:' || $1, 0)),
+       set_config('lock_timeout', current_setting('idempotency.lock_timeout'), true)`, s.cfg.Schema); err != nil {
 			return err
 		}
 		// DDL only when something is missing: a role that may use the

@@ -275,8 +275,15 @@ func (s *PgxStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, error) 
 // 200 ms per lease, the drain 40 times slower). Without sequential
 // scans, bitmap scans and sorts the planner has one way left to read
 // the candidates, the ordered partial indexes, whatever it estimates.
+//
+// lock_timeout 0: the lease lock is the store's own, held by another
+// process's lease for as long as it runs, and a role's or database's
+// lock_timeout, meant for business writes, would fail the lease whenever
+// that one took longer. It waits for no other lock (rows are skipped
+// when locked); statement_timeout and the context still bound it.
 const leaseSettings = `SELECT set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true),
-    set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`
+    set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true),
+    set_config('lock_timeout', '0', true)`
 
 // inboxLease implements inboxBackend. In one transaction at READ COMMITTED,
 // sent with its commit as one batch (one round trip on a pool or a

@@ -1,0 +1,193 @@
+package idempotency_test
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
+)
+
+// serverTimeouts are a role's or database's timeouts, short.
+var serverTimeouts = map[string]string{"statement_timeout": "300ms", "idle_in_transaction_session_timeout": "300ms", "lock_timeout": "100ms"}
+
+// TestPgxServerTimeoutsFailTheAttempt: a handler whose statement outlasts
+// statement_timeout, or that keeps its transaction idle past
+// idle_in_transaction_session_timeout, is cut by the server: the delivery
+// fails (500, the error saying which timeout), its writes and claim roll
+// back, and the next delivery, or the inbox's next attempt after the
+// backoff, applies the event once.
+func TestPgxServerTimeoutsFailTheAttempt(t *testing.T) {
+	t.Parallel()
+	b := newPgBackendWithSettings(t, serverTimeouts, nil)
+	admin := pgtest.AdminPool(t)
+	cut := map[string]func(ctx context.Context, tx pgx.Tx) error{
+		"statement timeout": func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `SELECT pg_sleep(5)`)
+			return err
+		},
+		"idle-in-transaction timeout": func(ctx context.Context, tx pgx.Tx) error {
+			pid := tx.Conn().PgConn().PID()
+			require.Eventually(t, func() bool {
+				var n int
+				require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&n))
+				return n == 0
+			}, 10*time.Second, 5*time.Millisecond, "the server ends the idle session")
+			return nil
+		},
+	}
+	var slow func(ctx context.Context, tx pgx.Tx) error
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[serviceObject]) error {
+		if err := b.add(ctx, tx, ev.ID, 1); err != nil {
+			return err
+		}
+		if slow != nil {
+			return slow(ctx, idempotency.PgxTx(tx))
+		}
+		return nil
+	})
+	var last idempotency.Result
+	h, err := idempotency.NewHandler(b.store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(),
+		OnResult: func(r idempotency.Result) { last = r }})
+	require.NoError(t, err)
+	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	in, err := idempotency.NewInbox(b.store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: discardLogger()})
+	require.NoError(t, err)
+	ih, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Now: clock.Now})
+	require.NoError(t, err)
+
+	for what, fn := range cut {
+		slow = fn
+		sync, queued := "evt_sync "+what, "evt_inbox "+what
+		payload := invoicePayload(t, sync, "in_sync", "acct_1")
+		a := idempotencytest.Deliver(h, payload, testSecret)
+		require.Equal(t, http.StatusInternalServerError, a.Status, a.Body)
+		require.ErrorContains(t, last.Err, what)
+		require.Zero(t, b.get(t, sync), "rolled back")
+
+		require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(ih, invoicePayload(t, queued, "in_inbox", "acct_1"), testSecret).Outcome)
+		n, err := in.WorkDue(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		r, _, err := in.Lookup(t.Context(), queued)
+		require.NoError(t, err)
+		require.Equal(t, idempotency.InboxFailed, r.State)
+		require.Contains(t, r.LastError, what)
+		require.Zero(t, b.get(t, queued), "rolled back")
+
+		slow = nil
+		require.Equal(t, idempotency.OutcomeProcessed, idempotencytest.Deliver(h, payload, testSecret).Outcome)
+		clock.Advance(r.NextAttemptAt.Sub(clock.Now()))
+		n, err = in.WorkDue(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.Equal(t, idempotency.InboxProcessed, idempotencyLookupState(t, in, queued))
+		require.Equal(t, 1, b.get(t, sync))
+		require.Equal(t, 1, b.get(t, queued))
+	}
+}
+
+func idempotencyLookupState(t *testing.T, in *idempotency.Inbox, eventID string) idempotency.InboxState {
+	t.Helper()
+	r, ok, err := in.Lookup(t.Context(), eventID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	return r.State
+}
+
+// lockTimeout is the lock_timeout of TestPgxLockTimeoutSparesTheStoresOwnLocks.
+const lockTimeout = "20ms"
+
+// heldPastLockTimeout holds the advisory lock key (as
+// hashtextextended(key, 0)) in a transaction while op runs on a
+// goroutine, until op has waited for it three times lockTimeout (or
+// returned), then releases it and returns what op returned.
+func heldPastLockTimeout(t *testing.T, b *pgBackend, key string, op func() error) error {
+	t.Helper()
+	tx, err := b.db.Pool.Begin(t.Context())
+	require.NoError(t, err)
+	defer rollbackTx(tx)
+	_, err = tx.Exec(t.Context(), `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, key)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	admin := pgtest.AdminPool(t)
+	require.Eventually(t, func() bool {
+		if len(done) > 0 {
+			return true
+		}
+		var waited bool
+		require.NoError(t, admin.QueryRow(t.Context(), `SELECT coalesce(bool_or(clock_timestamp() - query_start > 3 * $2::interval), false)
+FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, b.db.Schema, lockTimeout).Scan(&waited))
+		return waited
+	}, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, tx.Commit(t.Context()))
+	return recv(t, done, "op")
+}
+
+// TestPgxLockTimeoutSparesTheStoresOwnLocks: a role's or database's
+// lock_timeout, meant for the locks of business writes, does not cut the
+// store's waits for its own advisory locks, which another process holds
+// for as long as its lease or Migrate runs: the lease failed with
+// "canceling statement due to lock timeout" whenever another process's
+// lease took longer, and so did a replica's Migrate started while another
+// migrated, although README says replicas can all run it at start.
+func TestPgxLockTimeoutSparesTheStoresOwnLocks(t *testing.T) {
+	t.Parallel()
+	b := newPgBackendWithSettings(t, map[string]string{"lock_timeout": lockTimeout}, nil)
+	p := newPgInbox(t, b, idempotency.InboxConfig{})
+	p.deliver(t, "evt_lock_timeout", "in_lock_timeout", 0)
+	var leased []idempotency.InboxLeased
+	err := heldPastLockTimeout(t, b, "idempotency.inbox.lease:"+b.db.Schema, func() (err error) {
+		leased, err = idempotency.LeaseInbox(t.Context(), p.inbox, 10)
+		return err
+	})
+	require.NoError(t, err)
+	require.Len(t, leased, 1)
+
+	err = heldPastLockTimeout(t, b, "idempotency.migrate:"+b.db.Schema, func() error { return b.store.Migrate(t.Context()) })
+	require.NoError(t, err)
+}
+
+// TestPgxMigrateUnderLockTimeout: a migration's DDL waits for the
+// transactions that use its table under the role's or database's
+// lock_timeout, as users set it for: cut, Migrate fails naming the
+// migration and the lock timeout, applies none of the pending
+// migrations, and applies them all when run again.
+func TestPgxMigrateUnderLockTimeout(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewWithConfig(t, func(c *pgxpool.Config) { c.ConnConfig.RuntimeParams["lock_timeout"] = lockTimeout })
+	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	require.NoError(t, idempotency.PgxMigrateTo(t.Context(), store, 7))
+	versions := func() int {
+		var n int
+		require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT max(version) FROM idempotency_migrations`).Scan(&n))
+		return n
+	}
+
+	reader, err := db.Pool.Begin(t.Context())
+	require.NoError(t, err)
+	defer rollbackTx(reader)
+	_, err = reader.Exec(t.Context(), `SELECT count(*) FROM idempotency_inbox`) // holds the table as a worker's read does
+	require.NoError(t, err)
+	err = store.Migrate(t.Context())
+	require.ErrorContains(t, err, "migration 008_trace")
+	require.ErrorContains(t, err, "lock timeout")
+	require.Equal(t, 7, versions(), "nothing applied")
+
+	require.NoError(t, reader.Commit(t.Context()))
+	require.NoError(t, store.Migrate(t.Context()))
+	files, err := filepath.Glob("migrations/*.up.sql")
+	require.NoError(t, err)
+	require.Equal(t, len(files), versions(), "all applied")
+}
