@@ -47,7 +47,9 @@ type PgxConfig struct {
 	Schema string
 
 	// IsoLevel is the isolation level of every event transaction, and so of
-	// the handler's own SQL. Defaults to pgx.ReadCommitted.
+	// the handler's own SQL, set on each (BEGIN ISOLATION LEVEL) whatever
+	// the role's or database's default_transaction_isolation. Defaults to
+	// pgx.ReadCommitted.
 	//
 	// At READ COMMITTED a delivery that finds the event id (or a guard key)
 	// claimed by a transaction in flight waits for it, then sees its outcome.
@@ -1134,9 +1136,9 @@ func (s *PgxStore) migrateOnce(ctx context.Context, ms []migration) error {
 	})
 }
 
-// timesReadable explains err, the failure of the query that reads a time
-// beside the session's DateStyle (its 4th column, after the 3rd),
-// when the time could not be read: pgx reads a time sent as text (in
+// timesReadable explains err, the failure of migrateOnce's first query,
+// when the time in its 4th column could not be read (the 3rd is the
+// session's DateStyle): pgx reads a time sent as text (in
 // default_query_exec_mode exec or simple_protocol) in DateStyle ISO only,
 // and every time the store reads would fail as this one did.
 func timesReadable(err error, dateStyle string) error {
