@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -298,3 +299,32 @@ func SetInboxClockCheck(in *Inbox, now func() time.Time) { in.clock.now = now }
 // CheckInboxClock compares the inbox's clock with its store's once, as Run
 // does when it starts and every minute after.
 func CheckInboxClock(ctx context.Context, in *Inbox) { in.clock.check(ctx, in) }
+
+// PgxPruneBatchPlans is what EXPLAIN (FORMAT JSON) says of each statement
+// that deletes one batch of Prune, by the table it deletes from.
+func PgxPruneBatchPlans(ctx context.Context, s *PgxStore, conn *pgx.Conn) (map[string]string, error) {
+	r := s.retention
+	at, n, from := time.Now(), 10, ""
+	stmts := map[string]struct {
+		sql  string
+		args []any
+	}{
+		"event ids":    {r.eventIDs, []any{at, n}},
+		"events":       {r.events, []any{at, n}},
+		"tasks":        {r.tasks, []any{at, n}},
+		"dead letters": {r.deadLetters, []any{at, n}},
+		"dead tasks":   {r.deadTasks, []any{at, n}},
+		"guards":       {r.guards, []any{at, n, from, from}},
+		"objects":      {r.objects, []any{at, n, from, from}},
+		"order":        {r.order, []any{at, n, from, from}},
+	}
+	plans := make(map[string]string, len(stmts))
+	for name, st := range stmts {
+		var plan string
+		if err := conn.QueryRow(ctx, `EXPLAIN (FORMAT JSON, COSTS OFF) `+st.sql, st.args...).Scan(&plan); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		plans[name] = plan
+	}
+	return plans, nil
+}

@@ -24,13 +24,20 @@ type pgxRetentionSQL struct {
 func newPgxRetentionSQL(schema string) pgxRetentionSQL {
 	s := pgx.Identifier{schema}.Sanitize()
 	inbox := s + `.idempotency_inbox`
+	// Each statement chooses its batch once, in an InitPlan (= ANY(ARRAY(...)))
+	// or a materialized CTE: as the inner side of a join (IN (SELECT ...))
+	// PostgreSQL may run the choice again, for a rescan or to recheck a
+	// row another transaction changed, and SKIP LOCKED then passes over
+	// the rows it has just locked and takes others, so that one batch
+	// deleted more than $2 rows.
+	//
 	// deleteInbox deletes a batch ($2 rows) of inbox rows that finished
 	// before $1 in the given kind and states, on idempotency_inbox_finished_idx.
 	// SKIP LOCKED passes over a row a redrive is moving.
 	deleteInbox := func(cond string) string {
-		return `DELETE FROM ` + inbox + ` WHERE event_id IN (SELECT event_id FROM ` + inbox + `
+		return `DELETE FROM ` + inbox + ` WHERE event_id = ANY(ARRAY(SELECT event_id FROM ` + inbox + `
 WHERE ` + cond + ` AND finished_at IS NOT NULL AND finished_at < $1
-LIMIT $2 FOR UPDATE SKIP LOCKED)
+LIMIT $2 FOR UPDATE SKIP LOCKED))
 RETURNING event_id`
 	}
 	// deleteByKey deletes a batch of rows of a (scope, key) table older
@@ -39,10 +46,11 @@ RETURNING event_id`
 	// once per batch.
 	deleteByKey := func(table, key, at string) string {
 		t := s + `.` + table
-		return `WITH d AS (DELETE FROM ` + t + ` WHERE (scope, ` + key + `) IN (SELECT scope, ` + key + ` FROM ` + t + `
+		return `WITH batch AS MATERIALIZED (SELECT scope, ` + key + ` FROM ` + t + `
 WHERE ` + at + ` < $1 AND (scope, ` + key + `) > ($3, $4)
-ORDER BY scope, ` + key + ` LIMIT $2 FOR UPDATE SKIP LOCKED)
-RETURNING scope, ` + key + `)
+ORDER BY scope, ` + key + ` LIMIT $2 FOR UPDATE SKIP LOCKED),
+d AS (DELETE FROM ` + t + ` AS t USING batch WHERE (t.scope, t.` + key + `) = (batch.scope, batch.` + key + `)
+RETURNING t.scope, t.` + key + `)
 SELECT count(*) OVER (), scope, ` + key + ` FROM d ORDER BY scope DESC, ` + key + ` DESC LIMIT 1`
 	}
 	return pgxRetentionSQL{
@@ -56,10 +64,10 @@ SELECT count(*) OVER (), scope, ` + key + ` FROM d ORDER BY scope DESC, ` + key 
 		// subquery: a NOT EXISTS became an anti join against every
 		// unfinished inbox row, which with a backlog and statistics taken
 		// before it compared each claim of a batch with each pending row.
-		eventIDs: `DELETE FROM ` + s + `.idempotency_events WHERE event_id IN (SELECT e.event_id FROM ` + s + `.idempotency_events AS e
+		eventIDs: `DELETE FROM ` + s + `.idempotency_events WHERE event_id = ANY(ARRAY(SELECT e.event_id FROM ` + s + `.idempotency_events AS e
 WHERE e.processed_at < $1 AND NOT coalesce((SELECT i.kind = 'event' AND i.state IN ('pending', 'processing', 'failed', 'dead_letter')
     FROM ` + inbox + ` AS i WHERE i.event_id = e.event_id), false)
-LIMIT $2 FOR UPDATE OF e SKIP LOCKED)
+LIMIT $2 FOR UPDATE OF e SKIP LOCKED))
 RETURNING event_id`,
 		// The oldest event still awaiting, whose keys stay (keepKeysOf):
 		// the least of each state's oldest, each read on
