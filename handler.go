@@ -95,7 +95,7 @@ type Config struct {
 	// payload or a secret.
 	// Processed and skipped events log at Info, duplicates and ignored
 	// events at Debug, rejections at Warn, failures at Error. Defaults to
-	// slog.Default().
+	// slog.Default(); an [Inbox.Handler]'s, to InboxConfig.Logger.
 	Logger *slog.Logger
 
 	// OnResult, when set, is called once per delivery after the answer is
@@ -107,7 +107,8 @@ type Config struct {
 	// the link stored with each event in inbox mode (Observer.Link), and
 	// watches the Stripe API fetches of OnCurrent handlers run in the
 	// request (Observer.Fetch): the hooks of metrics and traces, such as
-	// the subpackage otel's. Defaults to nil: nothing is observed.
+	// the subpackage otel's. Defaults to nil: nothing is observed; an
+	// [Inbox.Handler]'s, to InboxConfig.Observer.
 	Observer *Observer
 
 	// StripeClient, when set, fetches the full event of each thin (v2)

@@ -136,8 +136,9 @@ type InboxConfig struct {
 	// the payload), written when the attempt returns, and the workers'
 	// troubles. An attempt at an event whose lease expired (its worker
 	// died, hung or lost its connection) is also logged as it starts, at
-	// Warn: a process that dies while it runs has that line last. Defaults
-	// to slog.Default().
+	// Warn: a process that dies while it runs has that line last. The
+	// inbox's Handler logs its deliveries to it too unless its Config sets
+	// another Logger. Defaults to slog.Default().
 	Logger *slog.Logger
 
 	// OnResult, when set, is called once per attempt, on the worker's
@@ -160,8 +161,10 @@ type InboxConfig struct {
 	// Observer, when set, watches each attempt at an event or a task
 	// (Observer.Attempt, given the link its delivery stored) and the
 	// Stripe API fetches of OnCurrent handlers run by the workers
-	// (Observer.Fetch); the deliveries are the Handler's to watch
-	// (Config.Observer). Defaults to nil: nothing is observed.
+	// (Observer.Fetch). The inbox's Handler watches its deliveries with
+	// it too (Observer.Delivery, Observer.Link) unless its Config sets
+	// another (an empty &Observer{} watches nothing). Defaults to nil:
+	// nothing is observed.
 	Observer *Observer
 
 	// Now is the inbox's clock: what makes an event due, and the times it
@@ -397,10 +400,18 @@ func (cfg *InboxConfig) setDefaults() error {
 // then a duplicate). cfg.Timeout bounds the insert; cfg.Now is not used:
 // InboxConfig.Now dates the stored event. The workers decode data.object
 // as InboxConfig.DisableFastDecoder says: cfg.DisableFastDecoder set
-// without it is refused, as it would change nothing.
+// without it is refused, as it would change nothing. A cfg without an
+// Observer or a Logger takes InboxConfig's, so that one set on the inbox
+// watches and logs the deliveries as well as the attempts.
 func (in *Inbox) Handler(cfg Config) (*Handler, error) {
 	if cfg.DisableFastDecoder && in.d.fast {
 		return nil, errorf("Inbox.Handler: Config.DisableFastDecoder has no effect in inbox mode, where the workers decode data.object: set InboxConfig.DisableFastDecoder")
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = in.cfg.Observer
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = in.cfg.Logger
 	}
 	h, err := newHandler(in.d.store, cfg)
 	if err != nil {

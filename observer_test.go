@@ -357,7 +357,9 @@ func TestObserverDoneOnceOnEveryEnd(t *testing.T) {
 		Logger: discardLogger(), Now: clock.Now, MaxAttempts: 1, Observer: c.observer(), OnResult: record,
 	})
 	require.NoError(t, err)
-	ih, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Now: clock.Now})
+	// The deliveries are not watched here (an empty Observer, not the
+	// inbox's): the attempts are.
+	ih, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Now: clock.Now, Observer: &idempotency.Observer{}})
 	require.NoError(t, err)
 	for id, typ := range map[string]string{"evt_in_panic": "invoice.paid", "evt_in_task": "invoice.finalized"} {
 		require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(ih, event(id, typ), testSecret).Outcome)

@@ -8,7 +8,7 @@
 //
 //	tel, err := idempotencyotel.New(idempotencyotel.Config{}) // the global providers
 //	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Observer: tel.Observer()})
-//	h, err := in.Handler(idempotency.Config{Secrets: secrets, Observer: tel.Observer()})
+//	h, err := in.Handler(idempotency.Config{Secrets: secrets}) // takes the inbox's Observer
 //	reg, err := tel.ObserveInbox(in) // the depth gauges; reg.Unregister() to stop
 //
 // Spans and metrics carry event ids, types, object ids, outcomes, statuses
