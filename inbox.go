@@ -25,7 +25,8 @@ type InboxConfig struct {
 	// pool while it applies an event, and Run's LISTEN holds one more: size
 	// the pool's MaxConns to Workers plus one, plus what the service's other
 	// work takes (pgxpool's default is the larger of 4 and the CPUs), or the
-	// workers beyond it wait for a connection.
+	// workers beyond it wait for a connection: Run warns of that as it
+	// starts.
 	Workers int
 
 	// IngestWorkers is how many of the Workers apply events and run tasks
@@ -468,6 +469,34 @@ func (in *Inbox) signal() {
 	}
 }
 
+// poolSizer is a store on a pool of connections: PgxStore on a
+// *pgxpool.Pool.
+type poolSizer interface {
+	// maxConns is the pool's MaxConns; false when the store is on no pool.
+	maxConns() (int32, bool)
+}
+
+// checkPoolSize warns when the store's pool has fewer connections than
+// Run's workers hold at once (and its LISTEN one more): the workers beyond
+// them would wait for a connection.
+func (in *Inbox) checkPoolSize(ctx context.Context) {
+	p, ok := in.store.(poolSizer)
+	if !ok {
+		return
+	}
+	n, ok := p.maxConns()
+	need := in.cfg.Workers
+	if _, listens := in.store.(inboxNotifier); listens && !in.cfg.PollOnly {
+		need++
+	}
+	if !ok || int(n) >= need {
+		return
+	}
+	in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: the store's pool has fewer connections than the workers hold at once; "+
+		"the workers beyond them wait for a connection: set the pool's MaxConns to InboxConfig.Workers plus one, plus what the service's other work takes",
+		slog.Int("max_conns", int(n)), slog.Int("workers", in.cfg.Workers), slog.Bool("listens", need > in.cfg.Workers))
+}
+
 // inboxNotifier is a store that wakes the workers of other processes:
 // PgxStore, with LISTEN/NOTIFY.
 type inboxNotifier interface {
@@ -554,6 +583,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 		return errorf("Inbox.Run is already running")
 	}
 	defer in.running.Store(false)
+	in.checkPoolSize(ctx)
 
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()

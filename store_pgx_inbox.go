@@ -600,3 +600,13 @@ func (s *PgxStore) inboxListen(ctx context.Context, listening, wake func()) erro
 		wake()
 	}
 }
+
+// maxConns is the MaxConns of the pool the store is on, for Run's check of
+// its workers' connections.
+func (s *PgxStore) maxConns() (int32, bool) {
+	p, ok := s.db.(*pgxpool.Pool)
+	if !ok {
+		return 0, false
+	}
+	return p.Config().MaxConns, true
+}
