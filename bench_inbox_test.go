@@ -210,8 +210,8 @@ func BenchmarkInboxDrain(b *testing.B) {
 	stores := []struct {
 		name string
 		// open returns a func that makes an inbox with nothing due; the
-		// memory store's is new each time (its lease reads every event it
-		// holds).
+		// memory store's is new each time (BenchmarkInboxDrainBesideFinished
+		// times it beside the events it keeps).
 		open func(b *testing.B) func() *inboxBench
 	}{
 		{"memory", func(b *testing.B) func() *inboxBench {

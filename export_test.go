@@ -3,6 +3,7 @@ package idempotency
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -299,6 +300,29 @@ func SetInboxClockCheck(in *Inbox, now func() time.Time) { in.clock.now = now }
 // CheckInboxClock compares the inbox's clock with its store's once, as Run
 // does when it starts and every minute after.
 func CheckInboxClock(ctx context.Context, in *Inbox) { in.clock.check(ctx, in) }
+
+// MemoryInboxIndexErr reports where s's index of unfinished inbox rows
+// differs from a scan of every row, or nil when it is in step.
+func MemoryInboxIndexErr(s *MemoryStore) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var bad []string
+	for id, r := range s.inbox {
+		if in := s.unfinished[id]; r.unfinished() != (in != nil) || (in != nil && in != r) {
+			bad = append(bad, fmt.Sprintf("%q (%s, indexed %v)", id, r.State, in != nil))
+		}
+	}
+	for id, r := range s.unfinished {
+		if s.inbox[id] == nil {
+			bad = append(bad, fmt.Sprintf("%q (%s, indexed, not stored)", id, r.State))
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return fmt.Errorf("unfinished inbox rows out of step: %s", strings.Join(bad, ", "))
+	}
+	return nil
+}
 
 // PgxPruneBatchPlans is what EXPLAIN (FORMAT JSON) says of each statement
 // that deletes one batch of Prune, by the table it deletes from.

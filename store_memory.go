@@ -39,6 +39,11 @@ type MemoryStore struct {
 	waiting int // transactions blocked on a held key, for tests
 
 	inbox map[string]*memoryInboxRow // by event id; see store_memory_inbox.go
+	// unfinished holds the rows of inbox still to be applied (pending,
+	// failed, processing), by event id: the only rows a lease looks at,
+	// however many finished ones the store keeps. indexInboxRow keeps it
+	// in step with every change of a row's state.
+	unfinished map[string]*memoryInboxRow
 
 	// seq is PgxStore's idempotency_seq: the last number handed out.
 	seq     int64
@@ -78,6 +83,7 @@ func (s *MemoryStore) init() {
 		s.guards = make(map[guardID]GuardRecord)
 		s.locks = make(map[lockID]*keyLock)
 		s.inbox = make(map[string]*memoryInboxRow)
+		s.unfinished = make(map[string]*memoryInboxRow)
 		s.objects = make(map[guardID]objectRecord)
 		s.order = make(map[guardID]orderRecord)
 	}
@@ -425,7 +431,9 @@ func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) {
 		case k.guard && commit:
 			s.guards[k.guardID] = GuardRecord{Scope: k.scope, Key: k.key, EventID: tx.claim.EventID, ClaimedAt: now}
 		case k.task && commit:
-			s.inbox[k.key] = &memoryInboxRow{inboxRow: *tx.tasks[k.key]}
+			r := &memoryInboxRow{inboxRow: *tx.tasks[k.key]}
+			s.inbox[k.key] = r
+			s.indexInboxRow(r)
 		case k.record != "" && commit:
 			tx.commitRecord(k)
 		}

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"bytes"
 	"cmp"
+	"container/heap"
 	"context"
 	"slices"
 	"strings"
@@ -55,6 +56,17 @@ type objectKey struct{ account, object string }
 
 func (r *memoryInboxRow) objectKey() objectKey { return objectKey{r.Account, r.ObjectID} }
 
+// indexInboxRow puts r in s.unfinished while it is still to be applied
+// and takes it out once it is final; s.mu is held. Whatever stores an
+// inbox row or changes its state calls it.
+func (s *MemoryStore) indexInboxRow(r *memoryInboxRow) {
+	if r.unfinished() {
+		s.unfinished[r.EventID] = r
+	} else {
+		delete(s.unfinished, r.EventID)
+	}
+}
+
 // compareObjectOrder orders the events of one object: earliest created
 // first, then by event id, as they are to be applied.
 func compareObjectOrder(a, b *memoryInboxRow) int {
@@ -81,7 +93,7 @@ func (s *MemoryStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, erro
 	}
 	s.init()
 	// What PgxStore's INSERT stores; the attempt columns start empty.
-	s.inbox[r.EventID] = &memoryInboxRow{inboxRow: inboxRow{
+	row := &memoryInboxRow{inboxRow: inboxRow{
 		InboxRecord: InboxRecord{
 			Kind: KindEvent, EventID: r.EventID, EventType: r.EventType, ObjectID: r.ObjectID, Account: r.Account,
 			Livemode: r.Livemode, APIVersion: r.APIVersion, Created: kept(r.Created),
@@ -91,6 +103,8 @@ func (s *MemoryStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, erro
 		Seq:     s.nextSeq(),
 		Trace:   r.Trace,
 	}}
+	s.inbox[r.EventID] = row
+	s.indexInboxRow(row)
 	return true, nil
 }
 
@@ -107,11 +121,14 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 
 	// A worker that died at the last attempt used the event's budget up.
 	// This comes first, so that the event no longer holds its object back.
-	for _, r := range s.inbox {
+	// Only unfinished rows can be due or hold an object back: the finished
+	// ones, however many, are not looked at.
+	for _, r := range s.unfinished {
 		if r.State == InboxProcessing && r.due(now) && r.Attempt >= maxAttempts {
 			r.State, r.FinishedAt = InboxDeadLetter, now
 			r.NextAttemptAt, r.LeaseUntil = time.Time{}, time.Time{}
 			r.LastError = leaseExpired(r.Attempt)
+			s.indexInboxRow(r)
 			dead = append(dead, r.InboxRecord)
 		}
 	}
@@ -119,12 +136,12 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 	// Per object: whether a worker is on it, and which event goes next.
 	busy := make(map[objectKey]bool)
 	next := make(map[objectKey]*memoryInboxRow)
-	var due []*memoryInboxRow
-	for _, r := range s.inbox {
+	var due dueRows
+	for _, r := range s.unfinished {
 		if r.due(now) {
 			due = append(due, r)
 		}
-		if r.ObjectID == "" || !r.unfinished() {
+		if r.ObjectID == "" {
 			continue
 		}
 		k := r.objectKey()
@@ -135,15 +152,17 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 			next[k] = r
 		}
 	}
-	slices.SortFunc(due, func(a, b *memoryInboxRow) int {
-		return cmp.Or(a.dueAt().Compare(b.dueAt()), strings.Compare(a.EventID, b.EventID))
-	})
+	// The due rows are taken earliest due first, then by event id: a
+	// heap yields them in that order as far as the lease goes, which is
+	// seldom past limit rows, without sorting them all.
+	heap.Init(&due)
 
 	var out []inboxRow
-	for _, r := range due {
+	for due.Len() > 0 {
 		if len(out) == limit {
 			break
 		}
+		r := heap.Pop(&due).(*memoryInboxRow)
 		if k := r.objectKey(); r.ObjectID != "" {
 			if busy[k] || next[k] != r {
 				continue
@@ -170,6 +189,24 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 		}
 	}
 	return out, dead, nil
+}
+
+// dueRows is a heap of due rows, earliest due first, then by event id
+// (unique: a total order).
+type dueRows []*memoryInboxRow
+
+func (h dueRows) Len() int { return len(h) }
+func (h dueRows) Less(i, j int) bool {
+	return cmp.Or(h[i].dueAt().Compare(h[j].dueAt()), strings.Compare(h[i].EventID, h[j].EventID)) < 0
+}
+func (h dueRows) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *dueRows) Push(x any)   { *h = append(*h, x.(*memoryInboxRow)) }
+func (h *dueRows) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return r
 }
 
 func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now, shownAttemptedAt time.Time) (bool, error) {
@@ -214,6 +251,7 @@ func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt i
 			r.Attempt--
 			r.AttemptedAt = shownAttemptedAt
 		}
+		s.indexInboxRow(r)
 		s.mu.Unlock()
 		return true, nil
 	}
@@ -235,6 +273,7 @@ func (s *MemoryStore) inboxRedrive(ctx context.Context, f RedriveFilter, now tim
 		if !f.DryRun {
 			r.State, r.Attempt = InboxPending, 0
 			r.NextAttemptAt, r.FinishedAt, r.LeaseUntil = now, time.Time{}, time.Time{}
+			s.indexInboxRow(r)
 		}
 	}
 	return n, nil
@@ -297,8 +336,8 @@ func (s *MemoryStore) inboxHeldBy(ctx context.Context, eventID string, now time.
 	}
 	// inboxLease's rule, seen from r.
 	var earlier, later []*memoryInboxRow
-	for _, o := range s.inbox {
-		if o == r || o.objectKey() != r.objectKey() || !o.unfinished() {
+	for _, o := range s.unfinished {
+		if o == r || o.objectKey() != r.objectKey() {
 			continue
 		}
 		if compareObjectOrder(o, r) < 0 {
@@ -349,6 +388,7 @@ func (tx *memoryTx) finishInboxRow(rec *EventRecord) {
 	r.State = inboxState(rec.Outcome)
 	r.FinishedAt, r.LastError = kept(tx.claim.fence.Now), ""
 	r.NextAttemptAt, r.LeaseUntil = time.Time{}, time.Time{}
+	tx.s.indexInboxRow(r)
 }
 
 // releaseInboxRow lets the row tx held be leased and settled again; s.mu
