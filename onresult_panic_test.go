@@ -80,7 +80,9 @@ func TestOnResultPanicGoesNoFurther(t *testing.T) {
 		n, err := in.WorkDue(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
-		require.Equal(t, []idempotency.Outcome{idempotency.OutcomeProcessed, idempotency.OutcomeProcessed}, seen)
+		// The Handler watches its deliveries with the inbox's Observer too.
+		want := []idempotency.Outcome{idempotency.OutcomeQueued, idempotency.OutcomeQueued, idempotency.OutcomeProcessed, idempotency.OutcomeProcessed}
+		require.Equal(t, want, seen)
 		stats, err := in.Stats(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, 2, stats.Counts[idempotency.InboxProcessed])
