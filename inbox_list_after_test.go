@@ -69,6 +69,10 @@ func TestInboxListAfterPages(t *testing.T) {
 
 			_, err = inbox.List(t.Context(), idempotency.InboxFilter{After: idempotency.InboxPosition{ReceivedAt: clock.Now()}})
 			require.ErrorIs(t, err, idempotency.ErrInvalidKey, "a position without its event id")
+			// An event id without its time (a position built by hand) would
+			// list nothing, as if no event came after it: refused too.
+			_, err = inbox.List(t.Context(), idempotency.InboxFilter{After: idempotency.InboxPosition{EventID: all[0].EventID}})
+			require.ErrorContains(t, err, "InboxFilter.After.ReceivedAt", "a position without its received time")
 		})
 	}
 }

@@ -387,7 +387,8 @@ type InboxFilter struct {
 	// last record of a page (InboxRecord.Position), it gives the next
 	// page: no event listed twice or left out, also when many share a
 	// microsecond and while new ones arrive (they come before the first
-	// page).
+	// page). A position without its event id or its received time is
+	// refused.
 	After InboxPosition
 	// Limit is the most events returned. Defaults to 100; at most
 	// MaxListLimit.
@@ -447,6 +448,11 @@ func (f *InboxFilter) check() error {
 		}
 		if err := checkFilterTime("InboxFilter.After.ReceivedAt", f.After.ReceivedAt); err != nil {
 			return err
+		}
+		if f.After.ReceivedAt.IsZero() {
+			// No record is received before the zero time: the list
+			// would be empty, as if nothing came after the event.
+			return errorf("InboxFilter.After.ReceivedAt is not set: a position is a record's received time and event id (InboxRecord.Position)")
 		}
 		// Stores keep microseconds: compared at that precision in both.
 		f.After.ReceivedAt = f.After.ReceivedAt.Truncate(time.Microsecond)

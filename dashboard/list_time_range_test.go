@@ -47,7 +47,7 @@ func TestListTimeRange(t *testing.T) {
 
 	// A page's position that is not one this dashboard wrote.
 	for _, q := range []string{"after=evt_dead_1", "after_received=2026-11-20T00:00:00Z", "after=evt_dead_1&after_received=x",
-		"after=evt_dead_1&after_received=9999-12-31T23:00:00-05:00"} {
+		"after=evt_dead_1&after_received=9999-12-31T23:00:00-05:00", "after=evt_dead_1&after_received=0001-01-01T00:00:00Z"} {
 		status, body := f.get(t, "events?"+q)
 		require.Equal(t, http.StatusBadRequest, status, q)
 		contains(t, body, "start from the first page", q)

@@ -128,7 +128,7 @@ func parseListFilter(r *http.Request) (listFilter, string) {
 	}
 	if id, at := q.Get("after"), q.Get("after_received"); id != "" || at != "" {
 		t, err := time.Parse(time.RFC3339Nano, at)
-		if id == "" || err != nil || !storable(t) {
+		if id == "" || err != nil || t.IsZero() || !storable(t) {
 			return f, "The page's position (after, after_received) is not one this dashboard wrote: start from the first page."
 		}
 		f.after = idempotency.InboxPosition{ReceivedAt: t, EventID: id}
