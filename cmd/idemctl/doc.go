@@ -34,9 +34,10 @@
 // asks for it), the database password or the Stripe API key, which recover
 // reads from STRIPE_SECRET_KEY alone. Text that payloads and handlers put
 // in the store (ids, last errors) is printed without its control
-// characters, so that it cannot drive the terminal: in tables each becomes
+// characters, so that it cannot drive the terminal: in tables each, and
+// each bidirectional control (which reorders what follows it), becomes
 // U+FFFD (a run of white space, line breaks and NEL included, one space),
-// in -json the C1 ones are \u escapes too.
+// in -json the C1 and bidirectional ones are \u escapes too.
 //
 // Long operations (prune, recover, redrive) show progress on stderr: a bar
 // when stderr is a terminal; one line per step with -progress lines;

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/seed-a84bb619/idempotency"
 )
@@ -514,15 +515,16 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-// jsonForTerminal is the JSON document b with DEL and the C1 controls
-// (U+0080 to U+009F) escaped: encoding/json, and Stripe, escape the C0
-// controls but not those, which a terminal may take for the start of an
-// escape sequence. In JSON they can only be inside strings, where \u
+// jsonForTerminal is the JSON document b with DEL, the C1 controls
+// (U+0080 to U+009F) and the bidirectional controls escaped:
+// encoding/json, and Stripe, escape the C0 controls but not those, which
+// a terminal may take for the start of an escape sequence or let reorder
+// the text after them. In JSON they can only be inside strings, where \u
 // escapes read the same.
 func jsonForTerminal(b []byte) string {
 	var out strings.Builder
 	for _, r := range string(b) {
-		if r == 0x7f || r >= 0x80 && r <= 0x9f {
+		if r == 0x7f || r >= 0x80 && r <= 0x9f || unicode.Is(unicode.Bidi_Control, r) {
 			fmt.Fprintf(&out, "\\u%04x", r)
 			continue
 		}

@@ -273,11 +273,13 @@ func exitCode(ctx context.Context, err error) int {
 
 // oneLine makes s one line of plain text for a terminal: each run of
 // whitespace becomes one space, and any other control character (C0, DEL,
-// C1: what starts an escape sequence) becomes U+FFFD. Event ids, object
-// ids and errors come from payloads and handlers, and are printed with it.
+// C1: what starts an escape sequence) or bidirectional control (an
+// override, an isolate or a mark, which reorders what follows it on the
+// screen) becomes U+FFFD. Event ids, object ids and errors come from
+// payloads and handlers, and are printed with it.
 func oneLine(s string) string {
 	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
 			return '\uFFFD'
 		}
 		return r
