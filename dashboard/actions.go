@@ -114,10 +114,7 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 	}
 	d.cfg.Logger.Info("dashboard: redrove", "count", n, "event_ids", f.EventIDs,
 		"kind", f.Kind, "event_type", f.EventType, "states", f.States, "since", f.Since, "until", f.Until)
-	back.Set("msg", "redriven")
-	if redrivesTasks(f) {
-		back.Set("msg", "redriven-tasks")
-	}
+	back.Set("msg", redrivenMsg(f))
 	back.Set("n", strconv.Itoa(n))
 	switch {
 	case len(f.EventIDs) == 1:
@@ -130,13 +127,28 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// redrivesTasks reports whether f selects tasks only: by kind, or by ids
-// that are all tasks' (task:<name>:<key>).
-func redrivesTasks(f idempotency.RedriveFilter) bool {
+// redrivenMsg is the code of the message after a redrive by f: of events,
+// of tasks (by kind, or by ids that are all tasks', task:<name>:<key>), or
+// of records of both kinds, whose count is of both.
+func redrivenMsg(f idempotency.RedriveFilter) string {
 	if len(f.EventIDs) == 0 {
-		return f.Kind == idempotency.KindTask
+		switch f.Kind {
+		case idempotency.KindTask:
+			return "redriven-tasks"
+		case idempotency.KindEvent:
+			return "redriven"
+		}
+		return "redriven-records"
 	}
-	return !slices.ContainsFunc(f.EventIDs, func(id string) bool { return !strings.HasPrefix(id, "task:") })
+	tasks := slices.ContainsFunc(f.EventIDs, func(id string) bool { return strings.HasPrefix(id, "task:") })
+	events := slices.ContainsFunc(f.EventIDs, func(id string) bool { return !strings.HasPrefix(id, "task:") })
+	switch {
+	case tasks && events:
+		return "redriven-records"
+	case tasks:
+		return "redriven-tasks"
+	}
+	return "redriven"
 }
 
 // badForm refuses an action for its form, 400, and logs the refusal (the

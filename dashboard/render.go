@@ -103,12 +103,19 @@ func (d *Dashboard) inboxError(w http.ResponseWriter, r *http.Request, doing str
 func flash(r *http.Request) string {
 	q := r.URL.Query()
 	switch q.Get("msg") {
-	case "redriven", "redriven-tasks":
+	case "redriven", "redriven-tasks", "redriven-records":
 		n, err := strconv.Atoi(q.Get("n"))
 		if err != nil || n < 0 {
 			return "" // not a count a redrive gave
 		}
-		what := map[string]string{"redriven": "event", "redriven-tasks": "task"}[q.Get("msg")]
+		what := map[string]string{"redriven": "event", "redriven-tasks": "task", "redriven-records": "event or task"}[q.Get("msg")]
+		if q.Get("msg") == "redriven-records" && n > 0 {
+			// A count of events and tasks together.
+			if n == 1 {
+				return "Redrove 1 record (event or task): it is pending, with a fresh attempt budget."
+			}
+			return fmt.Sprintf("Redrove %d records (events and tasks): they are pending, with a fresh attempt budget.", n)
+		}
 		switch {
 		case n == 0:
 			// A list's redrive takes its one state; a redrive by ids takes
