@@ -228,9 +228,10 @@ type pgxQuerier interface {
 // repeatable read or serializable): there a conflicting write committed
 // while it waited for a row fails it with a serialization failure, where
 // read committed would read the row anew. Failed so, or by a deadlock,
-// it committed nothing, and fn (every fn given here sends one statement)
-// runs again, up to maxAttempts calls in all: its new snapshot sees the
-// write, as read committed would have.
+// it committed nothing, and fn (every fn given here sends one statement,
+// and sets what it reads anew on each call) runs again, up to maxAttempts
+// calls in all: its new snapshot sees the write, as read committed would
+// have.
 func (s *PgxStore) autocommit(ctx context.Context, fn func(q pgxQuerier) error) error {
 	if q, ok := s.db.(pgxQuerier); ok {
 		return retryConflicts(ctx, func() error { return fn(q) })
@@ -398,8 +399,9 @@ func (s *PgxStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.T
 // inboxStats implements inboxBackend: one query over the index on
 // (state, received_at).
 func (s *PgxStore) inboxStats(ctx context.Context) (InboxStats, error) {
-	st := newInboxStats()
+	var st InboxStats
 	err := s.autocommit(ctx, func(q pgxQuerier) error {
+		st = newInboxStats() // anew on each call: autocommit may call it again
 		rows, err := q.Query(ctx, s.inbox.stats)
 		if err != nil {
 			return err
