@@ -108,14 +108,12 @@ func flash(r *http.Request) string {
 		if err != nil || n < 0 {
 			return "" // not a count a redrive gave
 		}
-		what := map[string]string{"redriven": "event", "redriven-tasks": "task", "redriven-records": "event or task"}[q.Get("msg")]
-		if q.Get("msg") == "redriven-records" && n > 0 {
-			// A count of events and tasks together.
-			if n == 1 {
-				return "Redrove 1 record (event or task): it is pending, with a fresh attempt budget."
-			}
-			return fmt.Sprintf("Redrove %d records (events and tasks): they are pending, with a fresh attempt budget.", n)
-		}
+		// What was redriven: none, one, many.
+		what := map[string][3]string{
+			"redriven":         {"event", "1 event", "%d events"},
+			"redriven-tasks":   {"task", "1 task", "%d tasks"},
+			"redriven-records": {"event or task", "1 record (event or task)", "%d records (events and tasks)"},
+		}[q.Get("msg")]
 		switch {
 		case n == 0:
 			// A list's redrive takes its one state; a redrive by ids takes
@@ -124,11 +122,11 @@ func flash(r *http.Request) string {
 			if states == "" {
 				states = "dead-lettered or failed"
 			}
-			return "Nothing redriven: no " + what + " selected is still " + states + "."
+			return "Nothing redriven: no " + what[0] + " selected is still " + states + "."
 		case n == 1:
-			return "Redrove 1 " + what + ": it is pending, with a fresh attempt budget."
+			return "Redrove " + what[1] + ": it is pending, with a fresh attempt budget."
 		}
-		return fmt.Sprintf("Redrove %d %ss: they are pending, with a fresh attempt budget.", n, what)
+		return "Redrove " + fmt.Sprintf(what[2], n) + ": they are pending, with a fresh attempt budget."
 	case "forgotten":
 		return "Forgot the event: its claim, guards and inbox row are gone; its next delivery (a resend from Stripe's Dashboard, a recovery) is applied as new. Other replicas may still answer it duplicate for up to PgxConfig.RecentClaimsTTL (a minute by default)."
 	case "forget-none":
