@@ -1316,18 +1316,6 @@ func lostLease(err error) error {
 	return err
 }
 
-// stateOutcome is the outcome of an attempt that left its event in st, an
-// applied event's state (inboxState's inverse).
-func stateOutcome(st InboxState) Outcome {
-	switch st {
-	case InboxSkipped:
-		return OutcomeSkipped
-	case InboxIgnored:
-		return OutcomeIgnored
-	}
-	return OutcomeProcessed
-}
-
 // leaseLostEnd looks up row's record once the fence found row's attempt
 // no longer holding it. own is the state the record shows when row's
 // attempt recorded its end after all: processed, skipped, ignored or

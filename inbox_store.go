@@ -84,6 +84,18 @@ func inboxState(outcome Outcome) InboxState {
 	return InboxProcessed
 }
 
+// stateOutcome is the outcome of an attempt that left its event in st, an
+// applied event's state (inboxState's inverse).
+func stateOutcome(st InboxState) Outcome {
+	switch st {
+	case InboxSkipped:
+		return OutcomeSkipped
+	case InboxIgnored:
+		return OutcomeIgnored
+	}
+	return OutcomeProcessed
+}
+
 // inboxStates are the states in the order InboxStates gives them.
 var inboxStates = []InboxState{
 	InboxPending, InboxProcessing, InboxFailed,
