@@ -11,9 +11,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/display"
 )
 
 // states are the inbox states in the order idemctl prints them.
@@ -152,7 +152,7 @@ inbox does not have exits 3.
 					return a.storeErr(err)
 				}
 				if !ok {
-					return notFoundError("-after %s: the inbox has no event or task with this id", oneLine(*after))
+					return notFoundError("-after %s: the inbox has no event or task with this id", display.Line(*after))
 				}
 				filter.After = rec.Position()
 			}
@@ -184,15 +184,15 @@ inbox does not have exits 3.
 			tw := newTable(a.stdout)
 			fmt.Fprintln(tw, "ID\tKIND\tTYPE\tOBJECT\tSTATE\tATTEMPTS\tRECEIVED\tLAST ERROR")
 			for _, r := range recs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", oneLine(r.EventID), r.Kind, oneLine(r.EventType), dash(r.ObjectID),
-					r.State, r.Attempt, formatTime(r.ReceivedAt), dash(truncate(oneLine(r.LastError), 60))) // as the help says
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", display.Line(r.EventID), r.Kind, display.Line(r.EventType), dash(r.ObjectID),
+					r.State, r.Attempt, formatTime(r.ReceivedAt), dash(truncate(display.Line(r.LastError), 60))) // as the help says
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			if more {
 				fmt.Fprintf(a.stderr, "idemctl: list: more than %s; next: -after %s, or raise -limit or narrow the selection\n",
-					count(*limit, "record matches", "records match"), oneLine(recs[len(recs)-1].EventID))
+					count(*limit, "record matches", "records match"), display.Line(recs[len(recs)-1].EventID))
 			}
 			return nil
 		}
@@ -302,7 +302,7 @@ or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 					if ctx.Err() != nil {
 						return a.storeErr(heldByErr)
 					}
-					fmt.Fprintf(a.stderr, "idemctl: show: what holds %s back could not be read: %s\n", oneLine(id), oneLine(heldByErr.Error()))
+					fmt.Fprintf(a.stderr, "idemctl: show: what holds %s back could not be read: %s\n", display.Line(id), display.Line(heldByErr.Error()))
 				}
 			}
 			var body []byte
@@ -373,10 +373,10 @@ type ledgerJSON struct {
 
 func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, holders []idempotency.InboxHolder, heldByErr error, ledger idempotency.EventRecord, claimed, wantBody bool, body []byte, hasBody bool) error {
 	tw := newTable(a.stdout)
-	fmt.Fprintf(tw, "id\t%s\n", oneLine(id))
+	fmt.Fprintf(tw, "id\t%s\n", display.Line(id))
 	if inInbox {
 		fmt.Fprintf(tw, "kind\t%s\n", rec.Kind)
-		fmt.Fprintf(tw, "type\t%s\n", oneLine(rec.EventType))
+		fmt.Fprintf(tw, "type\t%s\n", display.Line(rec.EventType))
 		fmt.Fprintf(tw, "object\t%s\n", dash(rec.ObjectID))
 		fmt.Fprintf(tw, "account\t%s\n", dash(rec.Account))
 		fmt.Fprintf(tw, "livemode\t%t\n", rec.Livemode)
@@ -395,7 +395,7 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 			writeHolders(tw, holders, heldByErr)
 		}
 	} else {
-		fmt.Fprintf(tw, "type\t%s\n", oneLine(ledger.EventType))
+		fmt.Fprintf(tw, "type\t%s\n", display.Line(ledger.EventType))
 		fmt.Fprintf(tw, "object\t%s\n", dash(ledger.ObjectID))
 		fmt.Fprintf(tw, "account\t%s\n", dash(ledger.Account))
 		fmt.Fprintf(tw, "livemode\t%t\n", ledger.Livemode)
@@ -407,7 +407,7 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		fmt.Fprintln(tw, "ledger\t")
 		fmt.Fprintf(tw, "  outcome\t%s\n", ledger.Outcome)
 		if ledger.SkipReason != "" {
-			fmt.Fprintf(tw, "  skip reason\t%s\n", oneLine(ledger.SkipReason))
+			fmt.Fprintf(tw, "  skip reason\t%s\n", display.Line(ledger.SkipReason))
 		}
 		fmt.Fprintf(tw, "  processed at\t%s\n", formatTime(ledger.ProcessedAt))
 	} else if inInbox && rec.Kind == idempotency.KindTask {
@@ -426,7 +426,7 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		return err
 	}
 	fmt.Fprintln(a.stdout, "\npayload:")
-	_, err := fmt.Fprintf(a.stdout, "%s\n", jsonForTerminal(body))
+	_, err := fmt.Fprintf(a.stdout, "%s\n", display.JSON(string(body)))
 	return err
 }
 
@@ -434,7 +434,7 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 // nothing holds the event back, or that err kept them from being read.
 func writeHolders(w io.Writer, holders []idempotency.InboxHolder, err error) {
 	if err != nil {
-		fmt.Fprintf(w, "  held by\t? (could not be read: %s)\n", oneLine(err.Error()))
+		fmt.Fprintf(w, "  held by\t? (could not be read: %s)\n", display.Line(err.Error()))
 		return
 	}
 	if len(holders) == 0 {
@@ -454,7 +454,7 @@ func writeHolders(w io.Writer, holders []idempotency.InboxHolder, err error) {
 		if !h.Earlier {
 			order = "created after it, a worker is applying it"
 		}
-		fmt.Fprintf(w, "%s\t%s (%s, attempt %d, %s; %s)\n", label, oneLine(h.EventID), h.State, h.Attempt, when, order)
+		fmt.Fprintf(w, "%s\t%s (%s, attempt %d, %s; %s)\n", label, display.Line(h.EventID), h.State, h.Attempt, when, order)
 	}
 }
 
@@ -511,35 +511,17 @@ func writeJSON(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, jsonForTerminal(buf.Bytes()))
+	_, err := io.WriteString(w, display.JSON(buf.String()))
 	return err
-}
-
-// jsonForTerminal is the JSON document b with DEL, the C1 controls
-// (U+0080 to U+009F) and the bidirectional controls escaped:
-// encoding/json, and Stripe, escape the C0 controls but not those, which
-// a terminal may take for the start of an escape sequence or let reorder
-// the text after them. In JSON they can only be inside strings, where \u
-// escapes read the same.
-func jsonForTerminal(b []byte) string {
-	var out strings.Builder
-	for _, r := range string(b) {
-		if r == 0x7f || r >= 0x80 && r <= 0x9f || unicode.Is(unicode.Bidi_Control, r) {
-			fmt.Fprintf(&out, "\\u%04x", r)
-			continue
-		}
-		out.WriteRune(r)
-	}
-	return out.String()
 }
 
 func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 }
 
-// dash is s as oneLine prints it, or "-" when that is empty.
+// dash is s as display.Line prints it, or "-" when that is empty.
 func dash(s string) string {
-	if s = oneLine(s); s == "" {
+	if s = display.Line(s); s == "" {
 		return "-"
 	}
 	return s

@@ -134,13 +134,6 @@ func TestShowLastErrorWithoutControl(t *testing.T) {
 	}
 }
 
-// TestJSONForTerminalBounds: DEL and every C1 control, U+0080 to U+009F,
-// are escaped; U+00A0 is not.
-func TestJSONForTerminalBounds(t *testing.T) {
-	t.Parallel()
-	require.Equal(t, `"\u007f\u0080\u009f`+"\u00a0\"", jsonForTerminal([]byte("\"\u007f\u0080\u009f\u00a0\"")))
-}
-
 // TestRedriveUntilAloneSelects: -until alone is a selector.
 func TestRedriveUntilAloneSelects(t *testing.T) {
 	t.Parallel()

@@ -14,6 +14,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/display"
 	"github.com/seed-a84bb619/idempotency/internal/stripeapi"
 )
 
@@ -202,7 +203,7 @@ func (a *app) writeRecover(rep idempotency.RecoverReport, interrupted, checkpoin
 	fmt.Fprintf(tw, "queued\t%d\tstored pending, for the service's workers\n", rep.Queued)
 	fmt.Fprintf(tw, "duplicate\t%d\talready in the inbox or claimed\n", rep.Duplicate)
 	fmt.Fprintf(tw, "ignored\t%d\n", rep.Ignored)
-	fmt.Fprintf(tw, "failed\t%d\t%s\n", rep.Failed, oneLine(strings.Join(rep.FailedIDs, ",")))
+	fmt.Fprintf(tw, "failed\t%d\t%s\n", rep.Failed, display.Line(strings.Join(rep.FailedIDs, ",")))
 	fmt.Fprintf(tw, "requests\t%d\n", rep.Requests)
 	fmt.Fprintf(tw, "resumed\t%t\n", rep.Resumed)
 	if checkpointed {

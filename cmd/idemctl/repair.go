@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/display"
 )
 
 var redriveCommand = command{
@@ -90,7 +91,7 @@ when an -id was not found (the others are redriven).
 			if err != nil || len(missing) == 0 {
 				return err
 			}
-			return notFoundError("%d of %d ids not found: %s", len(missing), len(uniqueIDs(ids)), oneLine(missing[0]))
+			return notFoundError("%d of %d ids not found: %s", len(missing), len(uniqueIDs(ids)), display.Line(missing[0]))
 		}
 	},
 }
@@ -111,7 +112,7 @@ func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempote
 		switch sts := orDefault(f.States); {
 		case !ok:
 			missing = append(missing, id)
-			fmt.Fprintf(a.stdout, "%s: not found: the inbox has no event or task with this id\n", oneLine(id))
+			fmt.Fprintf(a.stdout, "%s: not found: the inbox has no event or task with this id\n", display.Line(id))
 			continue
 		case f.Kind != "" && rec.Kind != f.Kind:
 			why = fmt.Sprintf("%s, and -kind %s keeps %ss", aKind[rec.Kind], f.Kind, f.Kind)
@@ -121,7 +122,7 @@ func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempote
 				why += " (-state failed takes it)"
 			}
 		case f.EventType != "" && rec.EventType != f.EventType:
-			why = fmt.Sprintf("of type %s, not %s", oneLine(rec.EventType), oneLine(f.EventType))
+			why = fmt.Sprintf("of type %s, not %s", display.Line(rec.EventType), display.Line(f.EventType))
 		case !f.Since.IsZero() && rec.ReceivedAt.Before(f.Since):
 			why = "received before -since"
 		case !f.Until.IsZero() && !rec.ReceivedAt.Before(f.Until):
@@ -129,7 +130,7 @@ func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempote
 		default:
 			continue
 		}
-		fmt.Fprintf(a.stdout, "%s: not redriven: %s\n", oneLine(id), why)
+		fmt.Fprintf(a.stdout, "%s: not redriven: %s\n", display.Line(id), why)
 	}
 	return missing, nil
 }
@@ -244,17 +245,17 @@ forgotten), 1 when one was refused or failed.`,
 				switch {
 				case errors.Is(err, idempotency.ErrForgetTask):
 					refused = append(refused, id)
-					fmt.Fprintf(a.stdout, "%s: refused: a task, not an event; nothing of it deleted\n", oneLine(id))
+					fmt.Fprintf(a.stdout, "%s: refused: a task, not an event; nothing of it deleted\n", display.Line(id))
 				case errors.Is(err, idempotency.ErrUnfinished):
 					refused = append(refused, id)
-					fmt.Fprintf(a.stdout, "%s: refused: still to be applied in the inbox (pending, processing or failed); nothing of it deleted\n", oneLine(id))
+					fmt.Fprintf(a.stdout, "%s: refused: still to be applied in the inbox (pending, processing or failed); nothing of it deleted\n", display.Line(id))
 				case err != nil:
 					return a.storeErr(err)
 				case !found:
 					missing = append(missing, id)
-					fmt.Fprintf(a.stdout, "%s: not found: the store has no claim, guard or inbox row of it\n", oneLine(id))
+					fmt.Fprintf(a.stdout, "%s: not found: the store has no claim, guard or inbox row of it\n", display.Line(id))
 				default:
-					fmt.Fprintf(a.stdout, "%s: forgotten: its claim, its guards and its inbox row are deleted; it is applied again when it comes next, once replicas that saw it no longer answer it duplicate from memory (up to PgxConfig.RecentClaimsTTL, 1 minute)\n", oneLine(id))
+					fmt.Fprintf(a.stdout, "%s: forgotten: its claim, its guards and its inbox row are deleted; it is applied again when it comes next, once replicas that saw it no longer answer it duplicate from memory (up to PgxConfig.RecentClaimsTTL, 1 minute)\n", display.Line(id))
 				}
 			}
 			if len(refused) > 0 {

@@ -9,12 +9,12 @@ import (
 	"os"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/display"
 	"github.com/seed-a84bb619/idempotency/internal/pgconfig"
 )
 
@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	err := a.run(ctx, args)
 	code := exitCode(ctx, err)
 	if err != nil && !errors.Is(err, errHelp) {
-		fmt.Fprintln(stderr, "idemctl: "+oneLine(err.Error()))
+		fmt.Fprintln(stderr, "idemctl: "+display.Line(err.Error()))
 	}
 	if code == exitInterrupted {
 		fmt.Fprintln(stderr, "idemctl: interrupted")
@@ -269,21 +269,6 @@ func exitCode(ctx context.Context, err error) int {
 		return exitUnavailable
 	}
 	return exitFailed
-}
-
-// oneLine makes s one line of plain text for a terminal: each run of
-// whitespace becomes one space, and any other control character (C0, DEL,
-// C1: what starts an escape sequence) or bidirectional control (an
-// override, an isolate or a mark, which reorders what follows it on the
-// screen) becomes U+FFFD. Event ids, object ids and errors come from
-// payloads and handlers, and are printed with it.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
-			return '\uFFFD'
-		}
-		return r
-	}, strings.Join(strings.Fields(s), " "))
 }
 
 // storeErr adds a hint to errors that mean the store's tables are not in

@@ -1,0 +1,43 @@
+// Package display makes text that payloads and handlers put in the store
+// (event ids, object ids, accounts, last errors, payloads) safe to show to
+// an operator, on a terminal (cmd/idemctl) and on a web page (dashboard):
+// no control character that drives a terminal, and no bidirectional
+// control (an override, an isolate or a mark) that reorders what follows
+// it, so that an id reads as another.
+package display
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// Line makes s one line of plain text: each run of whitespace becomes one
+// space, and any other control character (C0, DEL, C1: what starts an
+// escape sequence) or bidirectional control becomes U+FFFD.
+func Line(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return '\uFFFD'
+		}
+		return r
+	}, strings.Join(strings.Fields(s), " "))
+}
+
+// JSON is the JSON document s with DEL, the C1 controls (U+0080 to
+// U+009F) and the bidirectional controls escaped: encoding/json, and
+// Stripe, escape the C0 controls but not those, which a terminal may take
+// for the start of an escape sequence, and which let a terminal or a
+// browser reorder the text after them. In JSON they can only be inside
+// strings, where \u escapes read the same.
+func JSON(s string) string {
+	var out strings.Builder
+	for _, r := range s {
+		if r == 0x7f || r >= 0x80 && r <= 0x9f || unicode.Is(unicode.Bidi_Control, r) {
+			fmt.Fprintf(&out, "\\u%04x", r)
+			continue
+		}
+		out.WriteRune(r)
+	}
+	return out.String()
+}

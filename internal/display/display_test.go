@@ -1,0 +1,38 @@
+package display
+
+import (
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLineDropsBidiControls: a stored value (an object id, a last error)
+// with a bidirectional control character (U+202E RIGHT-TO-LEFT OVERRIDE,
+// an isolate, a mark) would reorder what the operator's terminal or
+// browser shows after it, so that an id reads as another; Line replaces
+// each with U+FFFD, as it does a control character.
+func TestLineDropsBidiControls(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{
+		"ch_\u202Egpj.exe",      // override
+		"in_\u2066abc\u2069def", // isolate
+		"evt_\u200Fx\u200Ey",    // marks
+		"\u061Cacct",            // Arabic letter mark
+		"a\u202Ab\u202Bc\u202Cd\u202De\u2067f\u2068g",
+	} {
+		got := Line(s)
+		require.False(t, strings.ContainsFunc(got, func(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }), "%q gave %q", s, got)
+		require.Contains(t, got, "\uFFFD", "%q", s)
+	}
+	require.Equal(t, "in_x café", Line("in_x\tcafé"), "other text stays")
+	require.Equal(t, `{"object_id":"ch_\u202egpj.exe \u2066é\u2069"}`, JSON("{\"object_id\":\"ch_\u202Egpj.exe \u2066é\u2069\"}"), "JSON escapes them, reading the same")
+}
+
+// TestJSONBounds: DEL and every C1 control, U+0080 to U+009F, are
+// escaped; U+00A0 is not.
+func TestJSONBounds(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, `"\u007f\u0080\u009f`+"\u00a0\"", JSON("\"\u007f\u0080\u009f\u00a0\""))
+}
