@@ -57,6 +57,13 @@
 // Payloads are not shown unless Config.ShowPayloads is set: an event's body
 // holds customer data (names, emails, addresses).
 //
+// The values a sender or a handler puts in the store (ids, types, last
+// errors) are shown as text, each control character and each
+// bidirectional control (an override, an isolate, a mark, which would
+// let the browser reorder what follows it, so that an id reads as
+// another) as U+FFFD, as idemctl shows them; in a payload those are \u
+// escapes, which read the same in JSON. Links carry the values as stored.
+//
 // # Actions
 //
 // Redrive (Inbox.Redrive: a dead-lettered or failed event or task back to

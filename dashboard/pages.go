@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/display"
 )
 
 // states are the inbox states in the order pages show them.
@@ -394,11 +395,12 @@ func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 }
 
 // indentJSON indents a JSON body for reading; anything else is shown as
-// it is.
+// it is. Either way its C1 and bidirectional controls are \u escapes
+// (display.JSON), which read the same in JSON, as idemctl shows them.
 func indentJSON(body []byte) string {
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, body, "", "  "); err != nil {
-		return string(body)
+		return display.JSON(string(body))
 	}
-	return buf.String()
+	return display.JSON(buf.String())
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/display"
 )
 
 //go:embed templates/*.html
@@ -23,6 +24,12 @@ var pages = parsePages("overview", "list", "event", "search", "message")
 
 func parsePages(names ...string) map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(template.FuncMap{
+		// line shows a stored value (an id, a type, a last error) as one
+		// line of text, each control and bidirectional control U+FFFD:
+		// html/template keeps a value inert, but the browser lets a
+		// bidirectional control reorder what follows it, so that an id
+		// reads as another.
+		"line":        display.Line,
 		"when":        when,
 		"ago":         ago,
 		"age":         age,
