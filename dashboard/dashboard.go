@@ -40,7 +40,9 @@
 // starts after its last record, so that paging shows every record once
 // while new ones arrive), /event?id= (one event, and what holds it
 // back), /search?q= (an event id or an object id), and
-// the actions POST /redrive and POST /forget. Mount it with
+// the actions POST /redrive and POST /forget. A page answers a query key
+// it does not take (a typo: ?stat=dead_letter) with 400 and a message
+// naming it, instead of showing what it shows without it. Mount it with
 // http.StripPrefix, under any prefix that ends in a slash; every link,
 // form and redirect it writes is relative, so it needs no setting for the
 // prefix. A request for the prefix without its slash (/admin/webhooks),
@@ -103,6 +105,8 @@ import (
 	"net/url"
 	"path"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -232,13 +236,13 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusMovedPermanently)
 			return
 		}
-		d.page(w, r, d.overview)
+		d.page(w, r, d.overview, flashKeys)
 	case "events":
-		d.page(w, r, d.list)
+		d.page(w, r, d.list, listKeys)
 	case "event":
-		d.page(w, r, d.event)
+		d.page(w, r, d.event, eventKeys)
 	case "search":
-		d.page(w, r, d.search)
+		d.page(w, r, d.search, searchKeys)
 	case "redrive", "forget":
 		d.actions.ServeHTTP(w, r)
 	default:
@@ -246,14 +250,50 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// page serves a page to GET and HEAD, and answers 405 to other methods.
-func (d *Dashboard) page(w http.ResponseWriter, r *http.Request, serve func(http.ResponseWriter, *http.Request)) {
+// The query keys each page takes. The message after an action (flash)
+// is msg and n on the page the action redirects to.
+var (
+	flashKeys  = []string{"msg", "n"}
+	listKeys   = []string{"kind", "state", "type", "object", "account", "since", "until", "limit", "after", "after_received", "msg", "n"}
+	eventKeys  = []string{"id", "msg", "n"}
+	searchKeys = []string{"q"}
+)
+
+// page serves a page to GET and HEAD, and answers 405 to other methods,
+// and 400 to a query with a key besides keys: a typo (?stat=dead_letter)
+// would otherwise show what the page shows without it (every event).
+func (d *Dashboard) page(w http.ResponseWriter, r *http.Request, serve func(http.ResponseWriter, *http.Request), keys []string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		d.renderMessage(w, r, http.StatusMethodNotAllowed, "Method not allowed", "This page is read with GET.")
 		return
 	}
+	if bad := unknownKeys(r.URL.Query(), keys); bad != "" {
+		d.renderMessage(w, r, http.StatusBadRequest, "Bad query", bad)
+		return
+	}
 	serve(w, r)
+}
+
+// unknownKeys is the message naming the keys of q besides keys, quoted
+// (no control character of theirs reaches the page), or empty when there
+// are none.
+func unknownKeys(q url.Values, keys []string) string {
+	var unknown []string
+	for k := range q {
+		if !slices.Contains(keys, k) {
+			unknown = append(unknown, strconv.Quote(k))
+		}
+	}
+	if len(unknown) == 0 {
+		return ""
+	}
+	slices.Sort(unknown)
+	what := "Unknown query key "
+	if len(unknown) > 1 {
+		what = "Unknown query keys "
+	}
+	return what + strings.Join(unknown, ", ") + ". This page takes " + strings.Join(keys, ", ") + "."
 }
 
 // slashless reports whether the request's own path (before StripPrefix)
