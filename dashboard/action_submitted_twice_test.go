@@ -39,7 +39,7 @@ func TestActionSubmittedTwice(t *testing.T) {
 
 	f.work(t) // dead-lettered again
 	twice("events?kind=event&state=dead_letter", "redrive", "./events?kind=event&msg=redriven&n=2&state=dead_letter")
-	twice("event?id=evt_paid_1", "forget", "./event?id=evt_paid_1&msg=forgotten")
+	twice("forget?id=evt_paid_1", "forget", "./event?id=evt_paid_1&msg=forgotten") // its confirmation
 
 	// Another page's form is another submission.
 	f.work(t)

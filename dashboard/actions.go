@@ -17,16 +17,17 @@ const maxActionForm = 64 << 10
 // serveAction runs the action r names, once http.CrossOriginProtection
 // let it through: POST only, and only when Config turns it on.
 func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request) {
+	action := strings.TrimPrefix(r.URL.Path, "/")
 	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
+		allow := http.MethodPost
+		if action == "forget" {
+			allow = "GET, HEAD, POST" // GET: its confirmation page
+		}
+		w.Header().Set("Allow", allow)
 		d.renderMessage(w, r, http.StatusMethodNotAllowed, "Method not allowed", "Actions are sent with POST, from the dashboard's buttons.")
 		return
 	}
-	action := strings.TrimPrefix(r.URL.Path, "/")
-	if on := map[string]bool{"redrive": d.cfg.AllowRedrive, "forget": d.cfg.AllowForget}[action]; !on {
-		d.cfg.Logger.Warn("dashboard: action refused: turned off", "action", action)
-		d.renderMessage(w, r, http.StatusForbidden, "Action turned off",
-			"This dashboard does not "+action+" events: the service has not turned the action on.")
+	if !d.allowed(w, r, action) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxActionForm)
@@ -68,6 +69,18 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request) {
 		}()
 	}
 	act(sw, r)
+}
+
+// allowed reports whether Config turns action on, and answers 403 when it
+// does not.
+func (d *Dashboard) allowed(w http.ResponseWriter, r *http.Request, action string) bool {
+	if on := map[string]bool{"redrive": d.cfg.AllowRedrive, "forget": d.cfg.AllowForget}[action]; on {
+		return true
+	}
+	d.cfg.Logger.Warn("dashboard: action refused: turned off", "action", action)
+	d.renderMessage(w, r, http.StatusForbidden, "Action turned off",
+		"This dashboard does not "+action+" events: the service has not turned the action on.")
+	return false
 }
 
 // redrive moves the events named by the form's ids (dead-lettered or
@@ -182,17 +195,37 @@ func isKind(k idempotency.InboxKind) bool {
 	return k == "" || slices.Contains([]idempotency.InboxKind{idempotency.KindEvent, idempotency.KindTask}, k)
 }
 
+// confirmForget: the page that asks to confirm the forget of the event
+// id, which cannot be undone; its form sends the forget, confirmed.
+func (d *Dashboard) confirmForget(w http.ResponseWriter, r *http.Request) {
+	if !d.allowed(w, r, "forget") {
+		return
+	}
+	id := r.URL.Query().Get("id") // the event page's, as stored
+	if id == "" {
+		d.renderMessage(w, r, http.StatusBadRequest, "No event", "Give an event id: forget?id=evt_...")
+		return
+	}
+	d.render(w, r, http.StatusOK, "forget", "Forget "+id+"?", id)
+}
+
 // forget deletes the form's event from the ledger and the inbox (its claim,
 // the guards its transaction claimed, its inbox row), so that its next
-// delivery is processed as new. An event still to be applied, and a task,
-// are refused.
+// delivery is processed as new, when the form confirms it (confirm=yes,
+// the confirmation page's); a form without it (a page from before the
+// confirmation, a hand-made POST) is sent to that page, nothing done. An
+// event still to be applied, and a task, are refused.
 func (d *Dashboard) forget(w http.ResponseWriter, r *http.Request) {
-	id := r.PostFormValue("id") // the event page's, as stored
+	id := r.PostFormValue("id") // the confirmation page's, as stored
 	if id == "" {
 		d.badForm(w, r, "forget", "Forget takes an event id.")
 		return
 	}
 	back := url.Values{"id": {id}}
+	if r.PostFormValue("confirm") != "yes" {
+		seeOther(w, "forget", back)
+		return
+	}
 	ok, err := d.cfg.Inbox.Forget(r.Context(), id)
 	switch {
 	case errors.Is(err, idempotency.ErrForgetTask):

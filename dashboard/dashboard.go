@@ -39,7 +39,8 @@
 // account and time received, a page at a time: each page's Next link
 // starts after its last record, so that paging shows every record once
 // while new ones arrive), /event?id= (one event, and what holds it
-// back), /search?q= (an event id or an object id), and
+// back), /search?q= (an event id or an object id), /forget?id= (the
+// page that asks to confirm a forget), and
 // the actions POST /redrive and POST /forget. A page answers a query key
 // it does not take (a typo: ?stat=dead_letter) with 400 and a message
 // naming it, instead of showing what it shows without it. Mount it with
@@ -74,7 +75,12 @@
 // again as new; an event still to be applied, and a task, are refused)
 // are off unless Config.AllowRedrive and Config.AllowForget turn them
 // on; a page shows no button for an action that is off, and a POST to it is
-// answered 403. They accept POST only (any other method is answered 405),
+// answered 403. Forget cannot be undone: the event page's Forget button
+// leads to a page that asks to confirm it, whose button sends it (with
+// the field confirm=yes); a POST of forget without that field is
+// redirected (303) to that page, and nothing is done. The actions are
+// taken by POST only (any other method is answered 405; GET and HEAD of
+// forget are its confirmation page, answered 403 when forget is off),
 // and http.CrossOriginProtection refuses a cross-origin request from a
 // browser with any method but GET, HEAD and OPTIONS (403 before the method
 // is looked at; nothing changed), so that another site cannot make an
@@ -243,7 +249,13 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.page(w, r, d.event, eventKeys)
 	case "search":
 		d.page(w, r, d.search, searchKeys)
-	case "redrive", "forget":
+	case "forget":
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			d.page(w, r, d.confirmForget, forgetKeys)
+			return
+		}
+		d.actions.ServeHTTP(w, r)
+	case "redrive":
 		d.actions.ServeHTTP(w, r)
 	default:
 		d.renderMessage(w, r, http.StatusNotFound, "Not found", "There is no such page.")
@@ -257,6 +269,7 @@ var (
 	listKeys   = []string{"kind", "state", "type", "object", "account", "since", "until", "limit", "after", "after_received", "msg", "n"}
 	eventKeys  = []string{"id", "msg", "n"}
 	searchKeys = []string{"q"}
+	forgetKeys = []string{"id"}
 )
 
 // page serves a page to GET and HEAD, and answers 405 to other methods,

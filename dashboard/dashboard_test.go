@@ -167,25 +167,36 @@ func TestActionsOffByDefault(t *testing.T) {
 		notContains(t, body, `action="forget"`, path)
 	}
 	for _, action := range []string{"redrive", "forget"} {
-		resp := f.post(t, action, "id=evt_dead_1", nil)
+		resp := f.post(t, action, "confirm=yes&id=evt_dead_1", nil)
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, action)
 	}
+	status, _ := f.get(t, "forget?id=evt_paid_1")
+	require.Equal(t, http.StatusForbidden, status, "forget's confirmation page")
 	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, "evt_dead_1"))
 }
 
+// TestActionsArePostOnly: an action is taken by POST only; a GET of
+// forget is its confirmation page, which takes nothing.
 func TestActionsArePostOnly(t *testing.T) {
 	t.Parallel()
 	f := memoryFixture(t, dashboard.Config{AllowRedrive: true, AllowForget: true})
 	for _, action := range []string{"redrive", "forget"} {
 		for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete} {
-			req, err := http.NewRequest(method, f.srv.URL+mount+action+"?id=evt_dead_1", nil)
+			req, err := http.NewRequest(method, f.srv.URL+mount+action+"?id=evt_paid_1", nil)
 			require.NoError(t, err)
 			resp := f.do(t, req)
+			if action == "forget" && (method == http.MethodGet || method == http.MethodHead) {
+				require.Equal(t, http.StatusOK, resp.StatusCode, method+" "+action)
+				continue
+			}
 			require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, method+" "+action)
-			require.Equal(t, "POST", resp.Header.Get("Allow"))
+			require.Equal(t, map[string]string{"redrive": "POST", "forget": "GET, HEAD, POST"}[action], resp.Header.Get("Allow"))
 		}
 	}
-	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, "evt_dead_1"))
+	require.Equal(t, idempotency.InboxProcessed, f.state(t, "evt_paid_1"))
+	_, claimed, err := f.store.LookupEvent(t.Context(), "evt_paid_1")
+	require.NoError(t, err)
+	require.True(t, claimed, "not forgotten")
 }
 
 // TestCrossOriginActionsRefused: another site cannot make an operator's
@@ -306,7 +317,7 @@ func TestStoreErrorsAreGeneric(t *testing.T) {
 		notContains(t, body, "closed pool", path)
 	}
 	for _, action := range []string{"redrive", "forget"} {
-		resp := f.post(t, action, "id=evt_dead_1", nil)
+		resp := f.post(t, action, "confirm=yes&id=evt_dead_1", nil)
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, action)
 		notContains(t, resp.body, "closed pool", action)
 	}
@@ -315,8 +326,9 @@ func TestStoreErrorsAreGeneric(t *testing.T) {
 	require.Contains(t, logs, "dashboard: reading inbox stats")
 }
 
-// TestForget: a finished event is forgotten, and its next delivery is
-// stored and applied as new; an event still to be applied is refused.
+// TestForget: a finished event is forgotten, once confirmed, and its next
+// delivery is stored and applied as new; an event still to be applied is
+// refused. A forget not confirmed is sent to its confirmation page.
 func TestForget(t *testing.T) {
 	t.Parallel()
 	f := memoryFixture(t, dashboard.Config{AllowForget: true})
@@ -324,14 +336,22 @@ func TestForget(t *testing.T) {
 	contains(t, body, `action="forget"`)
 	_, body = f.get(t, "event?id=evt_waiting")
 	notContains(t, body, `action="forget"`, "a pending event cannot be forgotten")
-	resp := f.post(t, "forget", "id=evt_waiting", nil)
+	resp := f.post(t, "forget", "id=evt_paid_1", nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "./forget?id=evt_paid_1", resp.Header.Get("Location"), "not confirmed: its confirmation page")
+	require.Equal(t, idempotency.InboxProcessed, f.state(t, "evt_paid_1"))
+	status, body := f.get(t, "forget?id=")
+	require.Equal(t, http.StatusBadRequest, status)
+	contains(t, body, "Give an event id")
+
+	resp = f.post(t, "forget", "confirm=yes&id=evt_waiting", nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Equal(t, "./event?id=evt_waiting&msg=forget-unfinished", resp.Header.Get("Location"))
 	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_waiting"))
-	resp = f.post(t, "forget", "id=evt_nope", nil)
+	resp = f.post(t, "forget", "confirm=yes&id=evt_nope", nil)
 	require.Equal(t, "./event?id=evt_nope&msg=forget-none", resp.Header.Get("Location"))
 
-	resp = f.post(t, "forget", "id=evt_paid_1", nil)
+	resp = f.post(t, "forget", "confirm=yes&id=evt_paid_1", nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Equal(t, "./event?id=evt_paid_1&msg=forgotten", resp.Header.Get("Location"))
 	_, claimed, err := f.store.LookupEvent(t.Context(), "evt_paid_1")
@@ -340,7 +360,7 @@ func TestForget(t *testing.T) {
 	_, inInbox, err := f.inbox.Lookup(t.Context(), "evt_paid_1")
 	require.NoError(t, err)
 	require.False(t, inInbox)
-	status, body := f.get(t, "event?id=evt_paid_1&msg=forgotten")
+	status, body = f.get(t, "event?id=evt_paid_1&msg=forgotten")
 	require.Equal(t, http.StatusNotFound, status)
 	contains(t, body, "Forgot the event")
 

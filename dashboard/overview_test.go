@@ -94,7 +94,7 @@ func TestSearchSaysWhenThereMayBeMore(t *testing.T) {
 // by the names it gives: Failed → "Redrive every failed event and task";
 // Dead letters, filtered by type → "Redrive every dead_letter event and
 // task of type ..."; an event's
-// page → Forget.
+// page → Forget → Forget the event.
 func TestRunbookSteps(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile("../README.md")
@@ -172,9 +172,12 @@ func TestRunbookSteps(t *testing.T) {
 	press(button(ofType, "Redrive every dead_letter event and task of type invoice.paid"))
 	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_dead_1"))
 
-	require.Contains(t, doc, "(dashboard: the event's page → *Forget*)")
+	require.Contains(t, doc, "(dashboard: the event's page → *Forget* → *Forget the event*)")
 	_, page := f.get(t, "event?id=evt_paid_1")
-	press(button(page, "Forget"))
+	m = regexp.MustCompile(`<form[^>]*method="get" action="(\w+)"><input type="hidden" name="id" value="([^"]*)"><button[^>]*>Forget</button>`).FindStringSubmatch(page)
+	require.NotNil(t, m, "no button Forget")
+	_, confirm := f.get(t, m[1]+"?id="+url.QueryEscape(html.UnescapeString(m[2])))
+	press(button(confirm, "Forget the event"))
 	_, claimed, err := f.store.LookupEvent(t.Context(), "evt_paid_1")
 	require.NoError(t, err)
 	require.False(t, claimed, "forgotten")
@@ -189,7 +192,7 @@ func TestForgetRefusesTasks(t *testing.T) {
 	const task = "task:send-receipt:in_paid_1"
 	_, body := f.get(t, "event?id="+task)
 	notContains(t, body, `action="forget"`)
-	resp := f.post(t, "forget", "id="+task, nil)
+	resp := f.post(t, "forget", "confirm=yes&id="+task, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Equal(t, "./event?id="+url.QueryEscape(task)+"&msg=forget-task", resp.Header.Get("Location"))
 	require.Equal(t, idempotency.InboxProcessed, f.state(t, task))

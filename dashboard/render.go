@@ -20,7 +20,7 @@ var templateFS embed.FS
 
 // pages are the page templates, each with the layout, parsed once: a
 // template that does not parse is a bug of this package, found by any test.
-var pages = parsePages("overview", "list", "event", "search", "message")
+var pages = parsePages("overview", "list", "event", "search", "forget", "message")
 
 func parsePages(names ...string) map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(template.FuncMap{
