@@ -16,17 +16,20 @@ import (
 )
 
 // TestBrowserListPages: an operator pages through a list longer than the
-// largest page, 2,100 events received in one microsecond, by its Next
-// link, while new events arrive and states change between the pages:
-// every event is on one page, once, in the inbox's order, and the newer
-// ones come before the first page, not on a later one. A time range keeps
-// what the inbox's List keeps, and a time that is not one is refused
-// with a message.
+// largest page (10 here, by SetMaxListLimit, so that three pages take 25
+// events; 1,000 in a service), 25 events received in one microsecond, by
+// its Next link, while new events arrive and states change between the
+// pages: every event is on one page, once, in the inbox's order, and the
+// newer ones come before the first page, not on a later one. A page larger
+// than the largest is refused. A time range keeps what the inbox's List
+// keeps, and a time that is not one is refused with a message.
 func TestBrowserListPages(t *testing.T) {
 	ctx := browser(t)
 	db := idempotencytest.Postgres(t)
-	f := newFixture(t, db.NewStore(t, idempotency.PgxConfig{}), dashboard.Config{AllowRedrive: true})
-	const n = 2100
+	cfg := dashboard.Config{AllowRedrive: true}
+	const maxLimit, n = 10, 25
+	dashboard.SetMaxListLimit(&cfg, maxLimit)
+	f := newFixture(t, db.NewStore(t, idempotency.PgxConfig{}), cfg)
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
@@ -41,7 +44,10 @@ func TestBrowserListPages(t *testing.T) {
 	require.Len(t, all, n)
 
 	base := f.srv.URL + mount
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"events?kind=event&limit=1000"),
+	status, body := f.get(t, fmt.Sprintf("events?kind=event&limit=%d", maxLimit+1))
+	require.Equal(t, http.StatusBadRequest, status, "a page larger than the largest")
+	contains(t, body, fmt.Sprintf("from 1 to %d", maxLimit))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+fmt.Sprintf("events?kind=event&limit=%d", maxLimit)),
 		chromedp.WaitVisible(chromedp.CSS("table.records"))))
 	var listed []string
 	for page := 0; ; page++ {
@@ -73,7 +79,7 @@ func TestBrowserListPages(t *testing.T) {
 	require.Equal(t, []string{"evt_new_0"}, ids(ranged))
 	require.Equal(t, ids(ranged), attrs(t, ctx, `table.records tr[data-id]`, "data-id"))
 
-	status, body := f.get(t, "events?since=yesterday")
+	status, body = f.get(t, "events?since=yesterday")
 	require.Equal(t, http.StatusBadRequest, status)
 	contains(t, body, "since")
 }

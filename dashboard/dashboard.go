@@ -172,6 +172,11 @@ type Config struct {
 
 	// Now is the clock ages are computed from. Defaults to time.Now.
 	Now func() time.Time
+
+	// maxListLimit is the largest page of a list; maxListLimit, the
+	// constant, when zero. Tests set it lower (SetMaxListLimit), so as to
+	// page through a list longer than it without thousands of records.
+	maxListLimit int
 }
 
 // A Dashboard is the http.Handler of the dashboard's pages and actions.
@@ -203,6 +208,9 @@ func New(cfg Config) (*Dashboard, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.maxListLimit == 0 {
+		cfg.maxListLimit = maxListLimit
 	}
 	d := &Dashboard{cfg: cfg}
 	cop := http.NewCrossOriginProtection()

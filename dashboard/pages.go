@@ -97,16 +97,17 @@ const (
 	maxListLimit     = 1000
 )
 
-// parseListFilter reads the list page's query; a value it does not know
-// is an error for the operator to see (a typo must not list everything).
-func parseListFilter(r *http.Request) (listFilter, string) {
+// parseListFilter reads the list page's query, whose limit is at most
+// maxLimit; a value it does not know is an error for the operator to see
+// (a typo must not list everything).
+func parseListFilter(r *http.Request, maxLimit int) (listFilter, string) {
 	q := r.URL.Query()
 	f := listFilter{
 		Kind: idempotency.InboxKind(q.Get("kind")), State: idempotency.InboxState(q.Get("state")),
 		Type: strings.TrimSpace(q.Get("type")), Object: strings.TrimSpace(q.Get("object")),
 		Account: strings.TrimSpace(q.Get("account")),
 		Since:   strings.TrimSpace(q.Get("since")), Until: strings.TrimSpace(q.Get("until")),
-		Limit:    defaultListLimit,
+		Limit:    min(defaultListLimit, maxLimit),
 		AllKinds: []idempotency.InboxKind{idempotency.KindEvent, idempotency.KindTask},
 		States:   states,
 	}
@@ -122,8 +123,8 @@ func parseListFilter(r *http.Request) (listFilter, string) {
 	}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > maxListLimit {
-			return f, "The limit must be a number from 1 to " + strconv.Itoa(maxListLimit) + "."
+		if err != nil || n < 1 || n > maxLimit {
+			return f, "The limit must be a number from 1 to " + strconv.Itoa(maxLimit) + "."
 		}
 		f.Limit = n
 	}
@@ -206,7 +207,7 @@ type listData struct {
 // record of the one before (InboxFilter.After), so that paging shows every
 // record once while new ones arrive.
 func (d *Dashboard) list(w http.ResponseWriter, r *http.Request) {
-	f, bad := parseListFilter(r)
+	f, bad := parseListFilter(r, d.cfg.maxListLimit)
 	if bad != "" {
 		d.renderMessage(w, r, http.StatusBadRequest, "Bad filter", bad)
 		return
@@ -370,7 +371,7 @@ const searchLimit = 100
 // search: an event (or task) by id, and the events of an object by its id.
 func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	data := searchData{Q: q, Ledger: d.cfg.Ledger != nil, Limit: searchLimit, MaxLimit: maxListLimit}
+	data := searchData{Q: q, Ledger: d.cfg.Ledger != nil, Limit: searchLimit, MaxLimit: d.cfg.maxListLimit}
 	if q == "" {
 		d.render(w, r, http.StatusOK, "search", "Search", data)
 		return
