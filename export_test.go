@@ -301,8 +301,25 @@ func SetInboxClockCheck(in *Inbox, now func() time.Time) { in.clock.now = now }
 // does when it starts and every minute after.
 func CheckInboxClock(ctx context.Context, in *Inbox) { in.clock.check(ctx, in) }
 
-// MemoryInboxIndexErr reports where s's index of unfinished inbox rows
-// differs from a scan of every row, or nil when it is in step.
+// MemoryInboxRecords is every record in s's inbox, from a scan of every
+// row.
+func MemoryInboxRecords(s *MemoryStore) []InboxRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []InboxRecord
+	for _, r := range s.inbox {
+		out = append(out, r.InboxRecord)
+	}
+	return out
+}
+
+// MemoryOldestAwaiting is what s's Prune keeps the claims of awaiting
+// events from (see MemoryStore.oldestAwaiting).
+func MemoryOldestAwaiting(s *MemoryStore) time.Time { return s.oldestAwaiting() }
+
+// MemoryInboxIndexErr reports where s's indexes of inbox rows (the
+// unfinished ones, every one by kind and state) differ from a scan of
+// every row, or nil when they are in step.
 func MemoryInboxIndexErr(s *MemoryStore) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -316,6 +333,34 @@ func MemoryInboxIndexErr(s *MemoryStore) error {
 		if s.inbox[id] == nil {
 			bad = append(bad, fmt.Sprintf("%q (%s, indexed, not stored)", id, r.State))
 		}
+	}
+	// Every row in the order of its kind and state, once, and nothing else.
+	filed := 0
+	for k, o := range s.inboxByState {
+		n := 0
+		var prev *memoryInboxRow
+		for i, rows := range o.blocks {
+			if len(rows) == 0 || len(rows) > inboxOrderBlock {
+				bad = append(bad, fmt.Sprintf("%s/%s block %d holds %d rows", k.kind, k.state, i, len(rows)))
+			}
+			for _, r := range rows {
+				n++
+				if s.inbox[r.EventID] != r || r.Kind != k.kind || r.State != k.state || r.filedAs != k.state {
+					bad = append(bad, fmt.Sprintf("%q (%s %s, filed under %s/%s)", r.EventID, r.Kind, r.State, k.kind, k.state))
+				}
+				if prev != nil && comparePosition(prev.Position(), r.Position()) >= 0 {
+					bad = append(bad, fmt.Sprintf("%q after %q in %s/%s", r.EventID, prev.EventID, k.kind, k.state))
+				}
+				prev = r
+			}
+		}
+		if n != o.n {
+			bad = append(bad, fmt.Sprintf("%s/%s counts %d rows, holds %d", k.kind, k.state, o.n, n))
+		}
+		filed += n
+	}
+	if filed != len(s.inbox) {
+		bad = append(bad, fmt.Sprintf("%d rows filed by state, %d stored", filed, len(s.inbox)))
 	}
 	if len(bad) > 0 {
 		slices.Sort(bad)

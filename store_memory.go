@@ -41,9 +41,12 @@ type MemoryStore struct {
 	inbox map[string]*memoryInboxRow // by event id; see store_memory_inbox.go
 	// unfinished holds the rows of inbox still to be applied (pending,
 	// failed, processing), by event id: the only rows a lease looks at,
-	// however many finished ones the store keeps. indexInboxRow keeps it
-	// in step with every change of a row's state.
-	unfinished map[string]*memoryInboxRow
+	// however many finished ones the store keeps. inboxByState holds
+	// every row of inbox by its kind and state, ordered by ReceivedAt and
+	// EventID as List orders them: what Stats counts and List walks.
+	// indexInboxRow keeps them in step with every change of a row's state.
+	unfinished   map[string]*memoryInboxRow
+	inboxByState map[inboxSlot]*inboxOrder
 
 	// seq is PgxStore's idempotency_seq: the last number handed out.
 	seq     int64
@@ -84,6 +87,7 @@ func (s *MemoryStore) init() {
 		s.locks = make(map[lockID]*keyLock)
 		s.inbox = make(map[string]*memoryInboxRow)
 		s.unfinished = make(map[string]*memoryInboxRow)
+		s.inboxByState = make(map[inboxSlot]*inboxOrder)
 		s.objects = make(map[guardID]objectRecord)
 		s.order = make(map[guardID]orderRecord)
 	}

@@ -21,7 +21,8 @@ import (
 // memoryInboxRow is an inbox row and the transaction holding it.
 type memoryInboxRow struct {
 	inboxRow
-	heldBy *memoryTx // the open fenced transaction applying it; nil when none
+	heldBy  *memoryTx  // the open fenced transaction applying it; nil when none
+	filedAs InboxState // the state s.inboxByState holds it under; "" when none
 }
 
 // dueAt is when r is due: pending and failed rows at NextAttemptAt,
@@ -56,11 +57,39 @@ type objectKey struct{ account, object string }
 
 func (r *memoryInboxRow) objectKey() objectKey { return objectKey{r.Account, r.ObjectID} }
 
-// indexInboxRow puts r in s.unfinished while it is still to be applied
-// and takes it out once it is final; s.mu is held. Whatever stores an
-// inbox row or changes its state calls it.
-func (s *MemoryStore) indexInboxRow(r *memoryInboxRow) {
-	if r.unfinished() {
+// inboxSlot is a kind and a state: the rows of one inboxOrder.
+type inboxSlot struct {
+	kind  InboxKind
+	state InboxState
+}
+
+// indexInboxRow files r under its state in s.inboxByState, and in
+// s.unfinished while it is still to be applied; s.mu is held. Whatever
+// stores an inbox row or changes its state calls it.
+func (s *MemoryStore) indexInboxRow(r *memoryInboxRow) { s.fileInboxRow(r, r.State) }
+
+// dropInboxRow deletes r from the inbox and its indexes; s.mu is held.
+func (s *MemoryStore) dropInboxRow(r *memoryInboxRow) {
+	delete(s.inbox, r.EventID)
+	s.fileInboxRow(r, "")
+}
+
+// fileInboxRow files r under state, or nowhere when state is "".
+func (s *MemoryStore) fileInboxRow(r *memoryInboxRow, state InboxState) {
+	if r.filedAs != state {
+		if r.filedAs != "" {
+			s.inboxByState[inboxSlot{r.Kind, r.filedAs}].remove(r)
+		}
+		if state != "" {
+			k := inboxSlot{r.Kind, state}
+			if s.inboxByState[k] == nil {
+				s.inboxByState[k] = &inboxOrder{}
+			}
+			s.inboxByState[k].insert(r)
+		}
+		r.filedAs = state
+	}
+	if state != "" && !state.Final() {
 		s.unfinished[r.EventID] = r
 	} else {
 		delete(s.unfinished, r.EventID)
@@ -178,6 +207,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 			r.LastError = leaseExpired(r.Attempt)
 		}
 		r.State = InboxProcessing
+		s.indexInboxRow(r)
 		r.Attempt++
 		r.AttemptedAt, r.LeaseUntil, r.NextAttemptAt = now, now.Add(lease), time.Time{}
 		leased := r.inboxRow
@@ -286,12 +316,12 @@ func (s *MemoryStore) inboxStats(ctx context.Context) (InboxStats, error) {
 	st := newInboxStats()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, r := range s.inbox {
+	for k, o := range s.inboxByState {
 		var oldest time.Time
-		if r.unfinished() {
+		if r := o.oldest(); r != nil && r.unfinished() {
 			oldest = r.ReceivedAt
 		}
-		st.add(r.Kind, r.State, 1, oldest)
+		st.add(k.kind, k.state, o.n, oldest)
 	}
 	return st, nil
 }
@@ -301,18 +331,51 @@ func (s *MemoryStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxReco
 		return nil, err
 	}
 	s.mu.Lock() // f was checked and given its defaults by Inbox.List
-	var out []InboxRecord
-	for _, r := range s.inbox {
-		if f.matches(&r.InboxRecord) {
-			out = append(out, r.InboxRecord)
+	defer s.mu.Unlock()
+	if len(f.EventIDs) > 0 {
+		// Those events alone, each once.
+		var out []InboxRecord
+		for _, id := range slices.Compact(slices.Sorted(slices.Values(f.EventIDs))) {
+			if r := s.inbox[id]; r != nil && f.matches(&r.InboxRecord) {
+				out = append(out, r.InboxRecord)
+			}
+		}
+		slices.SortFunc(out, func(a, b InboxRecord) int { return comparePosition(b.Position(), a.Position()) })
+		return out[:min(len(out), f.Limit)], nil
+	}
+	// The rows of the kinds and states f keeps, newest first, from below
+	// its After and Until: the newest row of the cursors, each walking
+	// down one kind and state, until the page is full or the rows were
+	// received before Since.
+	var from *InboxPosition
+	if !f.Until.IsZero() {
+		from = &InboxPosition{ReceivedAt: f.Until} // before every row received at Until
+	}
+	if f.After.EventID != "" && (from == nil || comparePosition(f.After, *from) < 0) {
+		from = &f.After
+	}
+	var cursors []inboxCursor
+	for k, o := range s.inboxByState {
+		if (f.Kind == "" || k.kind == f.Kind) && (len(f.States) == 0 || slices.Contains(f.States, k.state)) {
+			cursors = append(cursors, o.below(from))
 		}
 	}
-	s.mu.Unlock()
-	slices.SortFunc(out, func(a, b InboxRecord) int {
-		return cmp.Or(b.ReceivedAt.Compare(a.ReceivedAt), strings.Compare(b.EventID, a.EventID))
-	})
-	if len(out) > f.Limit {
-		out = out[:f.Limit]
+	var out []InboxRecord
+	for len(out) < f.Limit {
+		var top *inboxCursor
+		for i := range cursors {
+			c := &cursors[i]
+			if r := c.row(); r != nil && (top == nil || comparePosition(r.Position(), top.row().Position()) > 0) {
+				top = c
+			}
+		}
+		if top == nil || !f.Since.IsZero() && top.row().ReceivedAt.Before(f.Since) {
+			break
+		}
+		if r := top.row(); f.matches(&r.InboxRecord) {
+			out = append(out, r.InboxRecord)
+		}
+		top.next()
 	}
 	return out, nil
 }

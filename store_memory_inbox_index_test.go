@@ -1,8 +1,11 @@
 package idempotency_test
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,90 +15,257 @@ import (
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
-// TestMemoryInboxUnfinishedIndex runs seeded sequences of every operation
-// that stores an inbox row or changes its state (deliveries, WorkDue on a
-// fake clock with handlers and tasks that fail, snooze, panic and skip,
+// memoryInboxWalk is one seeded sequence of every operation that stores an
+// inbox row or changes its state on a MemoryStore (deliveries, WorkDue on
+// a fake clock with handlers and tasks that fail, snooze, panic and skip,
 // leases taken and applied late, given back or left to expire, Redrive,
-// Forget, Prune) on a MemoryStore, and checks after each that the rows its
-// lease looks at are exactly the unfinished ones a scan of every row finds.
+// Forget, Prune).
+type memoryInboxWalk struct {
+	mem   *idempotency.MemoryStore
+	side  *paritySide
+	rng   *rand.Rand
+	specs []paritySpec
+}
+
+// walkMemoryInbox runs 300 steps of seed's sequence and calls check after
+// each.
+func walkMemoryInbox(t *testing.T, seed uint64, check func(step int, w *memoryInboxWalk)) {
+	ctx := t.Context()
+	rng := rand.New(rand.NewPCG(seed, seed*7919))
+	clock := idempotencytest.NewClock(time.Now().Add(time.Hour).Truncate(time.Second))
+	mem := idempotency.NewMemoryStore()
+	c := &counters{m: map[string]int{}}
+	icfg := idempotency.InboxConfig{Workers: 1 + rng.IntN(3), MaxAttempts: []int{1, 2, 3}[rng.IntN(3)],
+		Backoff: func(n int) time.Duration { return time.Duration(n) * time.Minute }}
+	side := newParitySide(t, "memory", mem, clock, true, icfg, c.add, nil)
+	types := []string{"invoice.paid", "invoice.payment_succeeded", "checkout.session.completed", "charge.refunded"}
+	modes := []string{"ok", "ok", "skip", "fail1", "fail2", "fail", "snooze", "perm", "snooze0", "panic"}
+	var specs []paritySpec
+	for i := range 30 {
+		specs = append(specs, paritySpec{
+			id: fmt.Sprintf("evt_idx_%d_%02d", seed, i), typ: types[rng.IntN(len(types))],
+			object: fmt.Sprintf("in_idx_%d", rng.IntN(5)), account: []string{"", "acct_idx_1"}[rng.IntN(2)],
+			mode: modes[rng.IntN(len(modes))], created: 1756742400 + int64(rng.IntN(10)), inbox: rng.IntN(5) > 0,
+		})
+	}
+	w := &memoryInboxWalk{mem: mem, side: side, rng: rng, specs: specs}
+	for step := range 300 {
+		switch op := rng.IntN(12); {
+		case op < 4:
+			sp := specs[rng.IntN(len(specs))]
+			h := side.sync
+			if sp.inbox {
+				h = side.ingest
+			}
+			idempotencytest.Deliver(h, parityPayload(t, sp), testSecret)
+		case op < 5:
+			clock.Advance([]time.Duration{time.Second, time.Minute, 3 * time.Minute, time.Hour, 8 * 24 * time.Hour}[rng.IntN(5)])
+		case op < 7:
+			_, err := side.inbox.WorkDue(ctx)
+			require.NoError(t, err)
+		case op < 8:
+			f := idempotency.RedriveFilter{}
+			if rng.IntN(2) == 0 {
+				f.States = []idempotency.InboxState{idempotency.InboxDeadLetter, idempotency.InboxFailed}
+			}
+			_, _ = side.inbox.Redrive(ctx, f)
+		case op < 9:
+			_, _ = mem.Forget(ctx, specs[rng.IntN(len(specs))].id)
+		case op < 10:
+			_, _ = mem.Prune(ctx, idempotency.Retention{Pause: -1, BatchSize: rng.IntN(4), Now: clock.Now,
+				Payloads: 24 * time.Hour, DeadLetters: 2 * 24 * time.Hour, Tasks: 140 * 24 * time.Hour})
+		default:
+			switch rng.IntN(3) {
+			case 0: // a worker leases and dies, or resumes late
+				ls, err := idempotency.LeaseInbox(ctx, side.inbox, 1+rng.IntN(4))
+				require.NoError(t, err)
+				side.leased = append(side.leased, ls...)
+			case 1:
+				for _, l := range side.leased {
+					idempotency.ApplyLeased(ctx, side.inbox, l)
+				}
+				side.leased = nil
+			default:
+				for _, l := range side.leased {
+					idempotency.ReleaseLeased(ctx, side.inbox, l)
+				}
+				side.leased = nil
+			}
+		}
+		check(step, w)
+	}
+}
+
+// TestMemoryInboxUnfinishedIndex checks after each step of seeded
+// sequences of inbox operations that the rows a MemoryStore's lease looks
+// at are exactly the unfinished ones a scan of every row finds, and that
+// the rows Stats and List read by kind and state are every row, in order.
 func TestMemoryInboxUnfinishedIndex(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= 8; seed++ {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			t.Parallel()
-			ctx := t.Context()
-			rng := rand.New(rand.NewPCG(seed, seed*7919))
-			clock := idempotencytest.NewClock(time.Now().Add(time.Hour).Truncate(time.Second))
-			mem := idempotency.NewMemoryStore()
-			c := &counters{m: map[string]int{}}
-			icfg := idempotency.InboxConfig{Workers: 1 + rng.IntN(3), MaxAttempts: []int{1, 2, 3}[rng.IntN(3)],
-				Backoff: func(n int) time.Duration { return time.Duration(n) * time.Minute }}
-			side := newParitySide(t, "memory", mem, clock, true, icfg, c.add, nil)
-			types := []string{"invoice.paid", "invoice.payment_succeeded", "checkout.session.completed", "charge.refunded"}
-			modes := []string{"ok", "ok", "skip", "fail1", "fail2", "fail", "snooze", "perm", "snooze0", "panic"}
-			var specs []paritySpec
-			for i := range 30 {
-				specs = append(specs, paritySpec{
-					id: fmt.Sprintf("evt_idx_%d_%02d", seed, i), typ: types[rng.IntN(len(types))],
-					object: fmt.Sprintf("in_idx_%d", rng.IntN(5)), account: []string{"", "acct_idx_1"}[rng.IntN(2)],
-					mode: modes[rng.IntN(len(modes))], created: 1756742400 + int64(rng.IntN(10)), inbox: rng.IntN(5) > 0,
-				})
-			}
 			states := map[idempotency.InboxState]bool{}
-			for step := range 300 {
-				switch op := rng.IntN(12); {
-				case op < 4:
-					sp := specs[rng.IntN(len(specs))]
-					h := side.sync
-					if sp.inbox {
-						h = side.ingest
-					}
-					idempotencytest.Deliver(h, parityPayload(t, sp), testSecret)
-				case op < 5:
-					clock.Advance([]time.Duration{time.Second, time.Minute, 3 * time.Minute, time.Hour, 8 * 24 * time.Hour}[rng.IntN(5)])
-				case op < 7:
-					_, err := side.inbox.WorkDue(ctx)
-					require.NoError(t, err)
-				case op < 8:
-					f := idempotency.RedriveFilter{}
-					if rng.IntN(2) == 0 {
-						f.States = []idempotency.InboxState{idempotency.InboxDeadLetter, idempotency.InboxFailed}
-					}
-					_, _ = side.inbox.Redrive(ctx, f)
-				case op < 9:
-					_, _ = mem.Forget(ctx, specs[rng.IntN(len(specs))].id)
-				case op < 10:
-					_, _ = mem.Prune(ctx, idempotency.Retention{Pause: -1, BatchSize: rng.IntN(4), Now: clock.Now,
-						Payloads: 24 * time.Hour, DeadLetters: 2 * 24 * time.Hour, Tasks: 140 * 24 * time.Hour})
-				default:
-					switch rng.IntN(3) {
-					case 0: // a worker leases and dies, or resumes late
-						ls, err := idempotency.LeaseInbox(ctx, side.inbox, 1+rng.IntN(4))
-						require.NoError(t, err)
-						side.leased = append(side.leased, ls...)
-					case 1:
-						for _, l := range side.leased {
-							idempotency.ApplyLeased(ctx, side.inbox, l)
-						}
-						side.leased = nil
-					default:
-						for _, l := range side.leased {
-							idempotency.ReleaseLeased(ctx, side.inbox, l)
-						}
-						side.leased = nil
-					}
-				}
-				require.NoError(t, idempotency.MemoryInboxIndexErr(mem), "step %d", step)
-				st, err := side.inbox.Stats(ctx)
+			walkMemoryInbox(t, seed, func(step int, w *memoryInboxWalk) {
+				require.NoError(t, idempotency.MemoryInboxIndexErr(w.mem), "step %d", step)
+				st, err := w.side.inbox.Stats(t.Context())
 				require.NoError(t, err)
 				for s, n := range st.Counts {
 					states[s] = states[s] || n > 0
 				}
-				for s, n := range st.TaskCounts {
-					states[s] = states[s] || n > 0
-				}
-			}
+			})
 			t.Logf("seed %d: states seen %v", seed, states)
 		})
 	}
+}
+
+// TestMemoryInboxStatsListModel checks after each step of seeded sequences
+// of inbox operations that a MemoryStore's Stats, List (random filters,
+// and every page of one) and Prune's oldest awaiting event answer what a
+// scan of every row answers.
+func TestMemoryInboxStatsListModel(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(11); seed <= 18; seed++ {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			walkMemoryInbox(t, seed, func(step int, w *memoryInboxWalk) {
+				rows := idempotency.MemoryInboxRecords(w.mem)
+				st, err := w.side.inbox.Stats(ctx)
+				require.NoError(t, err)
+				require.Equal(t, scanInboxStats(rows), st, "step %d", step)
+				require.Equal(t, scanOldestAwaiting(rows), idempotency.MemoryOldestAwaiting(w.mem), "step %d", step)
+				for range 4 {
+					f := randomInboxFilter(w.rng, rows, w.specs)
+					got, err := w.side.inbox.List(ctx, f)
+					require.NoError(t, err, "step %d, filter %+v", step, f)
+					want := scanInboxList(rows, f)
+					require.Equal(t, want[:min(len(want), cmp.Or(f.Limit, 100))], got, "step %d, filter %+v", step, f)
+				}
+				// Every page of one filter, each after the last of the one
+				// before: every record once.
+				f := randomInboxFilter(w.rng, rows, w.specs)
+				f.After, f.Limit = idempotency.InboxPosition{}, 1+w.rng.IntN(4)
+				var pages []idempotency.InboxRecord
+				for {
+					page, err := w.side.inbox.List(ctx, f)
+					require.NoError(t, err, "step %d, filter %+v", step, f)
+					pages = append(pages, page...)
+					if len(page) < f.Limit {
+						break
+					}
+					f.After = page[len(page)-1].Position()
+				}
+				f.After = idempotency.InboxPosition{}
+				require.Equal(t, scanInboxList(rows, f), pages, "step %d, pages of %+v", step, f)
+			})
+		})
+	}
+}
+
+// randomInboxFilter is a filter List takes, each field set or not at
+// random from what rows and specs hold; its After is where a record is,
+// or just before or after it.
+func randomInboxFilter(rng *rand.Rand, rows []idempotency.InboxRecord, specs []paritySpec) idempotency.InboxFilter {
+	var f idempotency.InboxFilter
+	maybe := func() bool { return rng.IntN(3) == 0 }
+	someTime := func() time.Time {
+		if len(rows) == 0 {
+			return time.Now()
+		}
+		return rows[rng.IntN(len(rows))].ReceivedAt.Add(time.Duration(rng.IntN(3)-1) * time.Microsecond)
+	}
+	if maybe() {
+		f.Kind = []idempotency.InboxKind{idempotency.KindEvent, idempotency.KindTask}[rng.IntN(2)]
+	}
+	if maybe() {
+		all := idempotency.InboxStates()
+		for range 1 + rng.IntN(3) {
+			f.States = append(f.States, all[rng.IntN(len(all))])
+		}
+	}
+	if rng.IntN(6) == 0 {
+		for range 1 + rng.IntN(3) {
+			f.EventIDs = append(f.EventIDs, specs[rng.IntN(len(specs))].id)
+		}
+	}
+	if maybe() {
+		f.EventType = specs[rng.IntN(len(specs))].typ
+	}
+	if maybe() {
+		f.ObjectID = specs[rng.IntN(len(specs))].object
+	}
+	if maybe() {
+		f.Account = "acct_idx_1"
+	}
+	if maybe() {
+		f.Since = someTime()
+	}
+	if until := someTime(); maybe() && (f.Since.IsZero() || f.Since.Before(until)) {
+		f.Until = until
+	}
+	if maybe() && len(rows) > 0 {
+		f.After = rows[rng.IntN(len(rows))].Position()
+		id := f.After.EventID
+		f.After.EventID = []string{id, id + "0", id[:len(id)-1]}[rng.IntN(3)] // there, just after, just before
+		if rng.IntN(2) == 0 {
+			f.After.ReceivedAt = someTime()
+		}
+	}
+	if maybe() {
+		f.Limit = 1 + rng.IntN(40)
+	}
+	return f
+}
+
+// scanInboxStats is what Stats answers on rows, counted one by one.
+func scanInboxStats(rows []idempotency.InboxRecord) idempotency.InboxStats {
+	st := idempotency.InboxStats{Counts: map[idempotency.InboxState]int{}, TaskCounts: map[idempotency.InboxState]int{}}
+	for _, s := range idempotency.InboxStates() {
+		st.Counts[s], st.TaskCounts[s] = 0, 0
+	}
+	for _, r := range rows {
+		st.Counts[r.State]++
+		if r.Kind == idempotency.KindTask {
+			st.TaskCounts[r.State]++
+		}
+		if !r.State.Final() && (st.OldestPending.IsZero() || r.ReceivedAt.Before(st.OldestPending)) {
+			st.OldestPending = r.ReceivedAt
+		}
+	}
+	return st
+}
+
+// scanOldestAwaiting is when the oldest event of rows still to be applied
+// or dead-lettered was received.
+func scanOldestAwaiting(rows []idempotency.InboxRecord) time.Time {
+	var oldest time.Time
+	for _, r := range rows {
+		awaits := r.Kind == idempotency.KindEvent && (!r.State.Final() || r.State == idempotency.InboxDeadLetter)
+		if awaits && (oldest.IsZero() || r.ReceivedAt.Before(oldest)) {
+			oldest = r.ReceivedAt
+		}
+	}
+	return oldest
+}
+
+// scanInboxList is every record of rows that f keeps, newest first, its
+// Limit left out.
+func scanInboxList(rows []idempotency.InboxRecord, f idempotency.InboxFilter) []idempotency.InboxRecord {
+	var out []idempotency.InboxRecord
+	for _, r := range rows {
+		after := f.After.EventID == "" || r.ReceivedAt.Before(f.After.ReceivedAt) ||
+			r.ReceivedAt.Equal(f.After.ReceivedAt) && r.EventID < f.After.EventID
+		if (f.Kind == "" || r.Kind == f.Kind) && (len(f.States) == 0 || slices.Contains(f.States, r.State)) &&
+			(len(f.EventIDs) == 0 || slices.Contains(f.EventIDs, r.EventID)) &&
+			(f.EventType == "" || r.EventType == f.EventType) && (f.ObjectID == "" || r.ObjectID == f.ObjectID) &&
+			(f.Account == "" || r.Account == f.Account) &&
+			(f.Since.IsZero() || !r.ReceivedAt.Before(f.Since)) && (f.Until.IsZero() || r.ReceivedAt.Before(f.Until)) && after {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b idempotency.InboxRecord) int {
+		return cmp.Or(b.ReceivedAt.Compare(a.ReceivedAt), strings.Compare(b.EventID, a.EventID))
+	})
+	return out
 }

@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"slices"
 	"time"
 )
 
@@ -25,10 +24,24 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 		return func(_ context.Context, n int, cutoff time.Time) (int, error) {
 			cutoff = kept(cutoff) // as PgxStore sends it
 			return s.pruneBatch(n, func() int {
-				return deleteWhere(s.inbox, n, func(r *memoryInboxRow) bool {
-					return slices.Contains(kinds, r.Kind) && slices.Contains(states, r.State) &&
-						!r.FinishedAt.IsZero() && r.FinishedAt.Before(cutoff)
-				})
+				var doomed []*memoryInboxRow
+			walk:
+				for _, kind := range kinds {
+					for _, state := range states {
+						for r := range s.inboxRowsIn(kind, state).all {
+							if len(doomed) == n {
+								break walk
+							}
+							if !r.FinishedAt.IsZero() && r.FinishedAt.Before(cutoff) {
+								doomed = append(doomed, r)
+							}
+						}
+					}
+				}
+				for _, r := range doomed { // not while the walk reads the order
+					s.dropInboxRow(r)
+				}
+				return len(doomed)
 			}), nil
 		}
 	}
@@ -69,21 +82,37 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 // kept; s.mu is held.
 func (s *MemoryStore) inboxAwaits(eventID string) bool {
 	r, ok := s.inbox[eventID]
-	return ok && r.Kind == KindEvent && (!r.State.Final() || r.State == InboxDeadLetter)
+	return ok && awaits(r.Kind, r.State)
+}
+
+// awaits reports whether an inbox row of kind in state awaits: an event
+// still to be applied or dead-lettered.
+func awaits(kind InboxKind, state InboxState) bool {
+	return kind == KindEvent && (!state.Final() || state == InboxDeadLetter)
 }
 
 // oldestAwaiting is when the oldest event still awaiting in the inbox
-// (inboxAwaits) was received, or the zero time when there is none.
+// (inboxAwaits) was received, or the zero time when there is none: the
+// first of each awaiting state's rows, received first.
 func (s *MemoryStore) oldestAwaiting() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var oldest time.Time
-	for id, r := range s.inbox {
-		if s.inboxAwaits(id) && (oldest.IsZero() || r.ReceivedAt.Before(oldest)) {
+	for k, o := range s.inboxByState {
+		if r := o.oldest(); r != nil && awaits(k.kind, k.state) && (oldest.IsZero() || r.ReceivedAt.Before(oldest)) {
 			oldest = r.ReceivedAt
 		}
 	}
 	return oldest
+}
+
+// inboxRowsIn is the order of the rows of kind in state; an empty one when
+// there are none. s.mu is held.
+func (s *MemoryStore) inboxRowsIn(kind InboxKind, state InboxState) *inboxOrder {
+	if o := s.inboxByState[inboxSlot{kind, state}]; o != nil {
+		return o
+	}
+	return &inboxOrder{}
 }
 
 // pruneBatch runs del, which deletes at most n rows, under s.mu.
@@ -129,7 +158,7 @@ func (s *MemoryStore) Forget(ctx context.Context, eventID string) (bool, error) 
 		if !r.State.Final() {
 			return false, errorf("forget %q: %w (inbox state %s)", eventID, ErrUnfinished, r.State)
 		}
-		delete(s.inbox, eventID)
+		s.dropInboxRow(r)
 		found = true
 	}
 	if _, ok := s.events[eventID]; ok {
