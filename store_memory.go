@@ -41,12 +41,15 @@ type MemoryStore struct {
 	inbox map[string]*memoryInboxRow // by event id; see store_memory_inbox.go
 	// unfinished holds the rows of inbox still to be applied (pending,
 	// failed, processing), by event id: the only rows a lease looks at,
-	// however many finished ones the store keeps. inboxByState holds
+	// however many finished ones the store keeps. unfinishedPeak is the
+	// most it held since it was last made anew: a map keeps the room it
+	// grew to, and a range over it walks that room. inboxByState holds
 	// every row of inbox by its kind and state, ordered by ReceivedAt and
 	// EventID as List orders them: what Stats counts and List walks.
 	// indexInboxRow keeps them in step with every change of a row's state.
-	unfinished   map[string]*memoryInboxRow
-	inboxByState map[inboxSlot]*inboxOrder
+	unfinished     map[string]*memoryInboxRow
+	unfinishedPeak int
+	inboxByState   map[inboxSlot]*inboxOrder
 
 	// seq is PgxStore's idempotency_seq: the last number handed out.
 	seq     int64

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -74,6 +75,11 @@ func (s *MemoryStore) dropInboxRow(r *memoryInboxRow) {
 	s.fileInboxRow(r, "")
 }
 
+// unfinishedRoom is the fewest rows s.unfinished must have held for it to
+// be made anew once it shrank to a quarter of that: below, its room costs
+// a range little.
+const unfinishedRoom = 256
+
 // fileInboxRow files r under state, or nowhere when state is "".
 func (s *MemoryStore) fileInboxRow(r *memoryInboxRow, state InboxState) {
 	if r.filedAs != state {
@@ -91,8 +97,20 @@ func (s *MemoryStore) fileInboxRow(r *memoryInboxRow, state InboxState) {
 	}
 	if state != "" && !state.Final() {
 		s.unfinished[r.EventID] = r
-	} else {
-		delete(s.unfinished, r.EventID)
+		s.unfinishedPeak = max(s.unfinishedPeak, len(s.unfinished))
+		return
+	}
+	if _, ok := s.unfinished[r.EventID]; !ok {
+		return
+	}
+	delete(s.unfinished, r.EventID)
+	if n := len(s.unfinished); s.unfinishedPeak >= unfinishedRoom && n < s.unfinishedPeak/4 {
+		// A lease ranges over the map: one that once held a burst of
+		// events would cost as much after they were applied. A new map
+		// has the room of what it holds (maps.Clone keeps the old room).
+		fresh := make(map[string]*memoryInboxRow, n)
+		maps.Copy(fresh, s.unfinished)
+		s.unfinished, s.unfinishedPeak = fresh, n
 	}
 }
 
