@@ -1553,7 +1553,8 @@ func (in *Inbox) List(ctx context.Context, f InboxFilter) ([]InboxRecord, error)
 
 // Payload returns the stored body of an inbox event, as Stripe sent it
 // (for a task, its arguments as JSON), and false when the inbox does not
-// have it: never stored, or pruned ([Retention].Payloads). It is the
+// have it: never stored, or pruned ([Retention].Payloads), or a finished
+// task's arguments cleared by Prune after that window. It is the
 // event's full data, customer details included: show it only to those
 // allowed to see them.
 func (in *Inbox) Payload(ctx context.Context, eventID string) ([]byte, bool, error) {

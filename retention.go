@@ -28,6 +28,10 @@ import (
 //     redelivery (its claim is), so it may go sooner: after a week by
 //     default. A redelivery after that is stored again, and its claim
 //     answers it duplicate when a worker takes it.
+//   - A finished task (processed or skipped) keeps its arguments as long:
+//     they may hold personal data, and nothing runs the task again. Its
+//     row stays (see the last rule), without them: [Inbox.Payload]
+//     reports them not stored, and a finished task cannot be redriven.
 //   - A dead letter waits for an operator to fix the cause and redrive
 //     it: 90 days by default, and never less than the finished events'.
 //   - An object's row of [OnCurrent] (its lock, and the number of its
@@ -60,8 +64,10 @@ type Retention struct {
 	// be applied, or dead-lettered, is kept until it left that state.
 	EventIDs time.Duration
 	// Payloads is how long finished inbox events (processed, skipped,
-	// ignored), with their payloads, are kept after they finished.
-	// Defaults to DefaultPayloadRetention (7 days).
+	// ignored), with their payloads, are kept after they finished, and
+	// how long finished tasks (processed, skipped) keep their arguments;
+	// a dead-lettered task keeps them while it is kept. Defaults to
+	// DefaultPayloadRetention (7 days).
 	Payloads time.Duration
 	// DeadLetters is how long dead-lettered events are kept after they
 	// were dead-lettered. Defaults to DefaultDeadLetterRetention (90 days);
@@ -79,7 +85,8 @@ type Retention struct {
 	// Tasks is how long finished tasks (processed, skipped) are kept after
 	// they finished: while a task's row is there, enqueueing its key again
 	// does nothing. Zero keeps them; otherwise it may not be shorter than
-	// EventIDs plus DeadLetters; kept longer as guards are.
+	// EventIDs plus DeadLetters; kept longer as guards are. Their
+	// arguments go after Payloads.
 	Tasks time.Duration
 
 	// BatchSize is how many rows one transaction deletes, so that a prune
@@ -228,7 +235,8 @@ func (c *pruneCutoffs) keepKeysOf(oldest time.Time, eventIDs time.Duration) {
 	}
 }
 
-// PruneReport counts the rows a prune deleted.
+// PruneReport counts the rows a prune deleted, and the finished tasks
+// whose arguments it cleared.
 type PruneReport struct {
 	EventIDs    int // claimed event ids (ledger rows)
 	Events      int // finished inbox events, with their payloads
@@ -236,6 +244,9 @@ type PruneReport struct {
 	Guards      int // natural-key guards and CheckOrder keys
 	Tasks       int // finished tasks
 	Objects     int // OnCurrent's rows of objects not fetched within EventIDs
+	// TaskArgsCleared counts the finished tasks whose arguments were
+	// cleared, their rows kept; not in Total.
+	TaskArgsCleared int
 }
 
 // Total is the number of rows deleted.
@@ -286,9 +297,10 @@ func PruneEvery(ctx context.Context, p Pruner, r Retention, interval time.Durati
 			logger.DebugContext(ctx, "idempotency: prune left to another replica")
 		case err != nil:
 			logger.WarnContext(ctx, "idempotency: prune failed", "err", err, "deleted", rep.Total())
-		case rep.Total() > 0:
+		case rep.Total() > 0 || rep.TaskArgsCleared > 0:
 			logger.InfoContext(ctx, "idempotency: pruned", "event_ids", rep.EventIDs, "events", rep.Events,
-				"dead_letters", rep.DeadLetters, "guards", rep.Guards, "tasks", rep.Tasks, "objects", rep.Objects)
+				"dead_letters", rep.DeadLetters, "guards", rep.Guards, "tasks", rep.Tasks, "objects", rep.Objects,
+				"task_args_cleared", rep.TaskArgsCleared)
 		}
 		select {
 		case <-ctx.Done():
@@ -309,13 +321,17 @@ type pruneStep struct {
 // cutoff, and reports how many it deleted.
 type pruneDeleter func(ctx context.Context, n int, cutoff time.Time) (int, error)
 
-// pruneDeleters are a store's deleters, one per kind of row.
+// pruneDeleters are a store's deleters, one per kind of row, and taskArgs,
+// which clears the arguments of finished tasks (processed, skipped) that
+// still have them, keeping their rows, and reports how many.
 type pruneDeleters struct {
 	eventIDs, events, deadLetters, deadTasks, objects, tasks, guards, order pruneDeleter
+	taskArgs                                                                pruneDeleter
 }
 
 // pruneSteps are a prune's steps in order: what every Retention deletes,
-// then finished tasks and guards (with CheckOrder's keys) when c keeps
+// then finished tasks when c keeps them for a time, the arguments of the
+// finished tasks kept, and guards (with CheckOrder's keys) when c keeps
 // them for a time.
 func pruneSteps(rep *PruneReport, c pruneCutoffs, d pruneDeleters) []pruneStep {
 	step := func(count *int, del pruneDeleter, cutoff time.Time) pruneStep {
@@ -331,6 +347,8 @@ func pruneSteps(rep *PruneReport, c pruneCutoffs, d pruneDeleters) []pruneStep {
 	if !c.tasks.IsZero() {
 		steps = append(steps, step(&rep.Tasks, d.tasks, c.tasks))
 	}
+	// A finished task's arguments go when a finished event's payload does.
+	steps = append(steps, step(&rep.TaskArgsCleared, d.taskArgs, c.payloads))
 	if !c.guards.IsZero() {
 		steps = append(steps, step(&rep.Guards, d.guards, c.guards), step(&rep.Guards, d.order, c.guards))
 	}

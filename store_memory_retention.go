@@ -19,31 +19,36 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 		return rep, err
 	}
 	c.keepKeysOf(s.oldestAwaiting(), r.EventIDs)
-	// inbox deletes the finished rows of kinds in states.
-	inbox := func(kinds []InboxKind, states ...InboxState) pruneDeleter {
+	// finished runs do on the finished rows of kinds in states that
+	// match, a batch at a time.
+	finished := func(kinds []InboxKind, states []InboxState, match func(*memoryInboxRow) bool, do func(*memoryInboxRow)) pruneDeleter {
 		return func(_ context.Context, n int, cutoff time.Time) (int, error) {
 			cutoff = kept(cutoff) // as PgxStore sends it
 			return s.pruneBatch(n, func() int {
-				var doomed []*memoryInboxRow
+				var batch []*memoryInboxRow
 			walk:
 				for _, kind := range kinds {
 					for _, state := range states {
 						for r := range s.inboxRowsIn(kind, state).all {
-							if len(doomed) == n {
+							if len(batch) == n {
 								break walk
 							}
-							if !r.FinishedAt.IsZero() && r.FinishedAt.Before(cutoff) {
-								doomed = append(doomed, r)
+							if !r.FinishedAt.IsZero() && r.FinishedAt.Before(cutoff) && match(r) {
+								batch = append(batch, r)
 							}
 						}
 					}
 				}
-				for _, r := range doomed { // not while the walk reads the order
-					s.dropInboxRow(r)
+				for _, r := range batch { // not while the walk reads the order
+					do(r)
 				}
-				return len(doomed)
+				return len(batch)
 			}), nil
 		}
+	}
+	// inbox deletes the finished rows of kinds in states.
+	inbox := func(kinds []InboxKind, states ...InboxState) pruneDeleter {
+		return finished(kinds, states, func(*memoryInboxRow) bool { return true }, s.dropInboxRow)
 	}
 	// older runs del, which deletes at most n entries dated before
 	// cutoff, as one batch.
@@ -66,6 +71,9 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 			return deleteWhere(s.objects, n, func(o objectRecord) bool { return o.fetchedAt.Before(cutoff) })
 		}),
 		tasks: inbox([]InboxKind{KindTask}, InboxProcessed, InboxSkipped),
+		taskArgs: finished([]InboxKind{KindTask}, []InboxState{InboxProcessed, InboxSkipped},
+			func(r *memoryInboxRow) bool { return len(r.Payload) > 0 },
+			func(r *memoryInboxRow) { r.Payload = nil }),
 		guards: older(func(n int, cutoff time.Time) int {
 			return deleteWhere(s.guards, n, func(g GuardRecord) bool { return g.ClaimedAt.Before(cutoff) })
 		}),
@@ -177,7 +185,7 @@ func (s *MemoryStore) inboxPayload(ctx context.Context, eventID string) ([]byte,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.inbox[eventID]
-	if !ok {
+	if !ok || len(r.Payload) == 0 { // a finished task's arguments cleared by Prune
 		return nil, false, nil
 	}
 	return append([]byte(nil), r.Payload...), true, nil

@@ -14,7 +14,7 @@ import (
 type pgxRetentionSQL struct {
 	tryLock, lock                        string
 	eventIDs, events, deadLetters, tasks string
-	deadTasks                            string
+	deadTasks, taskArgs                  string
 	guards, order, objects               string
 	oldestAwaiting                       string
 	inboxState, inboxLock, forgetInbox   string
@@ -31,13 +31,18 @@ func newPgxRetentionSQL(schema string) pgxRetentionSQL {
 	// the rows it has just locked and takes others, so that one batch
 	// deleted more than $2 rows.
 	//
-	// deleteInbox deletes a batch ($2 rows) of inbox rows that finished
-	// before $1 in the given kind and states, on idempotency_inbox_finished_idx.
-	// SKIP LOCKED passes over a row a redrive is moving.
-	deleteInbox := func(cond string) string {
-		return `DELETE FROM ` + inbox + ` WHERE event_id = ANY(ARRAY(SELECT event_id FROM ` + inbox + `
+	// finishedBatch selects a batch ($2 rows) of inbox rows that finished
+	// before $1 and match cond (their kind and states), on
+	// idempotency_inbox_finished_idx. SKIP LOCKED passes over a row a
+	// redrive is moving.
+	finishedBatch := func(cond string) string {
+		return `event_id = ANY(ARRAY(SELECT event_id FROM ` + inbox + `
 WHERE ` + cond + ` AND finished_at IS NOT NULL AND finished_at < $1
-LIMIT $2 FOR UPDATE SKIP LOCKED))
+LIMIT $2 FOR UPDATE SKIP LOCKED))`
+	}
+	// deleteInbox deletes a batch of finished inbox rows.
+	deleteInbox := func(cond string) string {
+		return `DELETE FROM ` + inbox + ` WHERE ` + finishedBatch(cond) + `
 RETURNING event_id`
 	}
 	// deleteByKey deletes a batch of rows of a (scope, key) table older
@@ -85,7 +90,10 @@ RETURNING event_id`,
 		tasks:       deleteInbox(`kind = 'task' AND state IN ('processed', 'skipped')`),
 		deadLetters: deleteInbox(`kind = 'event' AND state = 'dead_letter'`),
 		deadTasks:   deleteInbox(`kind = 'task' AND state = 'dead_letter'`),
-		guards:      deleteByKey(`idempotency_guards`, `key`, `claimed_at`),
+		// A finished task's arguments are cleared, its row kept: empty is
+		// no JSON, so it tells cleared arguments from any given.
+		taskArgs: `UPDATE ` + inbox + ` SET payload = '' WHERE ` + finishedBatch(`kind = 'task' AND state IN ('processed', 'skipped') AND payload <> ''`),
+		guards:   deleteByKey(`idempotency_guards`, `key`, `claimed_at`),
 		// A row whose fetch never committed (no fetched_at) says nothing a
 		// missing row does not.
 		objects: deleteByKey(`idempotency_objects`, `object_id`, `coalesce(fetched_at, '-infinity')`),
@@ -102,7 +110,7 @@ RETURNING event_id`,
 		forgetInbox:  `DELETE FROM ` + inbox + ` WHERE event_id = $1`,
 		forgetEvent:  `DELETE FROM ` + s + `.idempotency_events WHERE event_id = $1`,
 		forgetGuards: `DELETE FROM ` + s + `.idempotency_guards WHERE event_id = $1`,
-		payload:      `SELECT payload FROM ` + inbox + ` WHERE event_id = $1`,
+		payload:      `SELECT payload FROM ` + inbox + ` WHERE event_id = $1 AND payload <> ''`,
 	}
 }
 
@@ -117,8 +125,9 @@ func oldestIn(inbox, state string) string {
 // Prune deletes what r no longer keeps (see [Retention]), in batches of
 // r.BatchSize rows, each in its own short transaction: claimed event ids,
 // finished inbox events, dead letters, [OnCurrent]'s rows of objects not
-// fetched within r.EventIDs, then finished tasks and guards when r keeps
-// them for a time. A row that a transaction in flight holds is passed
+// fetched within r.EventIDs, then finished tasks when r keeps them for a
+// time, the arguments of finished tasks older than r.Payloads (cleared,
+// the rows kept), and guards when r keeps them for a time. A row that a transaction in flight holds is passed
 // over, never waited for, so deliveries and workers are not blocked.
 //
 // One batch runs at a time across every replica on the database: a batch
@@ -217,6 +226,15 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 			return deleted, err
 		}
 	}
+	// updated runs sql, which changes a batch of rows and keeps them.
+	updated := func(sql string) pruneDeleter {
+		return func(ctx context.Context, n int, cutoff time.Time) (int, error) {
+			return batch(ctx, func(tx pgx.Tx) (int, error) {
+				tag, err := tx.Exec(ctx, sql, cutoff, n)
+				return int(tag.RowsAffected()), err
+			})
+		}
+	}
 	steps := pruneSteps(&rep, c, pruneDeleters{
 		eventIDs:    byID(s.retention.eventIDs),
 		events:      byID(s.retention.events),
@@ -226,6 +244,7 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 		tasks:       byID(s.retention.tasks),
 		guards:      byKey(s.retention.guards),
 		order:       byKey(s.retention.order),
+		taskArgs:    updated(s.retention.taskArgs),
 	})
 	err = runPrune(ctx, &r, &rep, steps)
 	switch {

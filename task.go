@@ -139,10 +139,12 @@ func (t *Task[T]) ID(key string) string { return taskID(t.name, key) }
 // UTF-8 without NUL ([ErrInvalidKey]). Enqueue fails with
 // [ErrNeedsStoreTx] for a Tx of another Store.
 //
-// The args stay in the task's row, done or not, as long as the row does
-// (see [Task]; with the default Retention, for good), where
-// [Inbox.Payload] reads them: pass ids rather than personal data, and
-// read the rest when the task runs.
+// The args stay in the task's row, where [Inbox.Payload] reads them,
+// until Prune clears them [Retention].Payloads (7 days by default) after
+// the task finished (processed or skipped; the row stays, and the key
+// taken), or with the row of a dead-lettered task, which a redrive runs
+// with them: pass ids rather than personal data where you can, and read
+// the rest when the task runs.
 func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enqueued bool, err error) {
 	if err := checkText("task key", key, true); err != nil {
 		return false, err // wraps ErrInvalidKey

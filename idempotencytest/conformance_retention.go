@@ -40,6 +40,7 @@ var retentionTests = []struct {
 	{"PruneKeepsDeadTaskKeys", testPruneKeepsDeadTaskKeys},
 	{"PruneKeepsKeysOfDeadLetters", testPruneKeepsKeysOfDeadLetters},
 	{"PruneTaskWindows", testPruneTaskWindows},
+	{"PruneClearsTaskArgs", testPruneClearsTaskArgs},
 }
 
 // keysWindow is the least window Retention accepts for guards and tasks
