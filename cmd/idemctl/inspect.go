@@ -422,7 +422,11 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		return nil
 	}
 	if !hasBody {
-		_, err := fmt.Fprintln(a.stdout, "\npayload: not stored (not in the inbox, or pruned)")
+		why := "not stored (not in the inbox, or pruned)"
+		if inInbox && rec.Kind == idempotency.KindTask && (rec.State == idempotency.InboxProcessed || rec.State == idempotency.InboxSkipped) {
+			why = "cleared (a finished task's arguments go -payloads after it finished; its row stays)"
+		}
+		_, err := fmt.Fprintln(a.stdout, "\npayload: "+why)
 		return err
 	}
 	fmt.Fprintln(a.stdout, "\npayload:")

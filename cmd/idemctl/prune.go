@@ -17,7 +17,9 @@ var pruneCommand = command{
 	help: `Deletes what the retention windows no longer keep (PgxStore.Prune): claimed
 event ids, finished inbox events with their payloads, dead letters,
 OnCurrent's rows of objects not fetched within -event-ids, and, when
-their windows are set, guards and finished tasks. Each window is
+their windows are set, guards and finished tasks. It clears the arguments
+of tasks finished longer than -payloads ago, keeping their rows (a
+dead-lettered task keeps them for a redrive). Each window is
 measured back from now; an unset flag is the library's default
 (idempotency.Retention). A window that breaks one of Retention's rules is
 refused with the rule, and nothing is deleted.
@@ -33,7 +35,9 @@ exits 5 and deletes nothing.
 
 Durations are written 45d, 36h, 1d12h. With -json the report is one JSON
 document: {"event_ids":N,"events":N,"dead_letters":N,"guards":N,"tasks":N,
-"objects":N,"total":N,"interrupted":bool}.`,
+"objects":N,"total":N,"task_args_cleared":N,"interrupted":bool}; total
+counts the rows deleted, task_args_cleared the tasks whose arguments were
+cleared.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		var eventIDs, payloads, deadLetters, guards, tasks durationFlag
 		fs.Var(&eventIDs, "event-ids", fmt.Sprintf("keep claimed event ids this long (default %s, the least accepted)", formatDuration(idempotency.DefaultEventIDRetention)))
@@ -80,8 +84,8 @@ document: {"event_ids":N,"events":N,"dead_letters":N,"guards":N,"tasks":N,
 			defer closeFn()
 			m := a.meter("prune", "rows")
 			r.OnBatch = func(rep idempotency.PruneReport) {
-				m.set(rep.Total(), fmt.Sprintf("%s deleted (event ids %d, events %d, dead letters %d, guards %d, tasks %d, objects %d)",
-					count(rep.Total(), "row", "rows"), rep.EventIDs, rep.Events, rep.DeadLetters, rep.Guards, rep.Tasks, rep.Objects))
+				m.set(rep.Total(), fmt.Sprintf("%s deleted (event ids %d, events %d, dead letters %d, guards %d, tasks %d, objects %d; task arguments cleared %d)",
+					count(rep.Total(), "row", "rows"), rep.EventIDs, rep.Events, rep.DeadLetters, rep.Guards, rep.Tasks, rep.Objects, rep.TaskArgsCleared))
 			}
 			rep, err := store.Prune(ctx, r)
 			m.done()
@@ -102,20 +106,24 @@ document: {"event_ids":N,"events":N,"dead_letters":N,"guards":N,"tasks":N,
 
 // pruneJSON is prune -json's document.
 type pruneJSON struct {
-	EventIDs    int  `json:"event_ids"`
-	Events      int  `json:"events"`
-	DeadLetters int  `json:"dead_letters"`
-	Guards      int  `json:"guards"`
-	Tasks       int  `json:"tasks"`
-	Objects     int  `json:"objects"`
-	Total       int  `json:"total"`
-	Interrupted bool `json:"interrupted"`
+	EventIDs    int `json:"event_ids"`
+	Events      int `json:"events"`
+	DeadLetters int `json:"dead_letters"`
+	Guards      int `json:"guards"`
+	Tasks       int `json:"tasks"`
+	Objects     int `json:"objects"`
+	Total       int `json:"total"`
+	// TaskArgsCleared counts the finished tasks whose arguments were
+	// cleared, their rows kept: not in Total.
+	TaskArgsCleared int  `json:"task_args_cleared"`
+	Interrupted     bool `json:"interrupted"`
 }
 
 func (a *app) writePrune(rep idempotency.PruneReport, interrupted, asJSON bool) error {
 	if asJSON {
 		return writeJSON(a.stdout, pruneJSON{EventIDs: rep.EventIDs, Events: rep.Events, DeadLetters: rep.DeadLetters,
-			Guards: rep.Guards, Tasks: rep.Tasks, Objects: rep.Objects, Total: rep.Total(), Interrupted: interrupted})
+			Guards: rep.Guards, Tasks: rep.Tasks, Objects: rep.Objects, Total: rep.Total(),
+			TaskArgsCleared: rep.TaskArgsCleared, Interrupted: interrupted})
 	}
 	if interrupted {
 		fmt.Fprintf(a.stdout, "interrupted: stopped between batches; %s deleted, every batch committed:\n", count(rep.Total(), "row", "rows"))
@@ -129,7 +137,18 @@ func (a *app) writePrune(rep idempotency.PruneReport, interrupted, asJSON bool) 
 	fmt.Fprintf(tw, "  guards\t%d\n", rep.Guards)
 	fmt.Fprintf(tw, "  tasks\t%d\n", rep.Tasks)
 	fmt.Fprintf(tw, "  objects\t%d\n", rep.Objects)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if n := rep.TaskArgsCleared; n > 0 {
+		kept := "their rows kept"
+		if n == 1 {
+			kept = "its row kept"
+		}
+		_, err := fmt.Fprintf(a.stdout, "cleared the arguments of %s, %s\n", count(n, "finished task", "finished tasks"), kept)
+		return err
+	}
+	return nil
 }
 
 // retentionPause is -pause as Retention.Pause: 0 on the command line is

@@ -90,10 +90,12 @@ func TestPrune(t *testing.T) {
 
 	r := idemctl(t, s.db, nil, "prune", "-batch", "2", "-pause", "0", "-progress", "lines")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "deleted 6 rows:\n  event ids     0\n  events        6\n  dead letters  0\n  guards        0\n  tasks         0\n  objects       0\n", r.stdout)
-	require.Equal(t, "idemctl: prune: 2 rows deleted (event ids 0, events 2, dead letters 0, guards 0, tasks 0, objects 0)\n"+
-		"idemctl: prune: 4 rows deleted (event ids 0, events 4, dead letters 0, guards 0, tasks 0, objects 0)\n"+
-		"idemctl: prune: 6 rows deleted (event ids 0, events 6, dead letters 0, guards 0, tasks 0, objects 0)\n", r.stderr)
+	require.Equal(t, "deleted 6 rows:\n  event ids     0\n  events        6\n  dead letters  0\n  guards        0\n  tasks         0\n  objects       0\n"+
+		"cleared the arguments of 1 finished task, its row kept\n", r.stdout)
+	require.Equal(t, "idemctl: prune: 2 rows deleted (event ids 0, events 2, dead letters 0, guards 0, tasks 0, objects 0; task arguments cleared 0)\n"+
+		"idemctl: prune: 4 rows deleted (event ids 0, events 4, dead letters 0, guards 0, tasks 0, objects 0; task arguments cleared 0)\n"+
+		"idemctl: prune: 6 rows deleted (event ids 0, events 6, dead letters 0, guards 0, tasks 0, objects 0; task arguments cleared 0)\n"+
+		"idemctl: prune: 6 rows deleted (event ids 0, events 6, dead letters 0, guards 0, tasks 0, objects 0; task arguments cleared 1)\n", r.stderr)
 	require.Equal(t, 2, inboxCount(t, s))
 	s.lookup(t, "evt_old_dead")
 	s.lookup(t, "task:send-receipt:in_1")
@@ -110,6 +112,15 @@ func TestPrune(t *testing.T) {
 	r = idemctl(t, s.db, nil, "show", "-json", "evt_old_paid")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NotContains(t, r.stdout, `"payload"`)
+	// The task finished 30 days ago: its row is kept, its arguments
+	// cleared, and show says so.
+	r = idemctl(t, s.db, nil, "show", "-payload", "task:send-receipt:in_1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^  state\s+processed$`, r.stdout)
+	require.Contains(t, r.stdout, "\npayload: cleared (a finished task's arguments go -payloads after it finished; its row stays)\n")
+	r = idemctl(t, s.db, nil, "show", "-json", "-payload", "task:send-receipt:in_1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"payload": null`)
 
 	r = idemctl(t, s.db, nil, "prune", "-dead-letters", "20d", "-json", "-quiet")
 	require.Equal(t, 0, r.code, r.stderr)
