@@ -287,8 +287,11 @@ type eventData struct {
 	HeldByUnread bool
 	// ShowPayloads is Config.ShowPayloads; Payload is the stored body,
 	// indented when it is JSON, and empty when the inbox has none.
+	// ArgsCleared is a finished task without its arguments: Prune
+	// cleared them (Retention.Payloads), the row kept.
 	ShowPayloads bool
 	Payload      string
+	ArgsCleared  bool
 }
 
 // event: one event's (or task's) inbox record, what holds it back while
@@ -323,8 +326,12 @@ func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
 			d.inboxError(w, r, "reading a payload", err)
 			return
 		}
-		if ok {
+		rec := data.Record
+		switch {
+		case ok:
 			data.Payload = indentJSON(body)
+		case rec.Kind == idempotency.KindTask && (rec.State == idempotency.InboxProcessed || rec.State == idempotency.InboxSkipped):
+			data.ArgsCleared = true
 		}
 	}
 	d.render(w, r, http.StatusOK, "event", id, data)
