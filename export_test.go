@@ -383,6 +383,7 @@ func PgxPruneBatchPlans(ctx context.Context, s *PgxStore, conn *pgx.Conn) (map[s
 		"tasks":        {r.tasks, []any{at, n}},
 		"dead letters": {r.deadLetters, []any{at, n}},
 		"dead tasks":   {r.deadTasks, []any{at, n}},
+		"task args":    {r.taskArgs, []any{at, n}},
 		"guards":       {r.guards, []any{at, n, from, from}},
 		"objects":      {r.objects, []any{at, n, from, from}},
 		"order":        {r.order, []any{at, n, from, from}},

@@ -11,8 +11,8 @@ import (
 	"github.com/seed-a84bb619/idempotency"
 )
 
-// TestPgxPruneChoosesEachBatchOnce: every statement that deletes one
-// batch of Prune chooses its rows (LIMIT BatchSize, FOR UPDATE SKIP
+// TestPgxPruneChoosesEachBatchOnce: every statement that deletes (or
+// clears the arguments of) one batch of Prune chooses its rows (LIMIT BatchSize, FOR UPDATE SKIP
 // LOCKED) once, in an InitPlan or a materialized CTE, never as the inner
 // side of a join. There PostgreSQL may run the choice again, for a rescan
 // or to recheck a row another transaction changed, and SKIP LOCKED then
@@ -26,7 +26,7 @@ func TestPgxPruneChoosesEachBatchOnce(t *testing.T) {
 	defer conn.Release()
 	plans, err := idempotency.PgxPruneBatchPlans(t.Context(), b.store, conn.Conn())
 	require.NoError(t, err)
-	require.Len(t, plans, 8)
+	require.Len(t, plans, 9)
 	for name, plan := range plans {
 		var root []struct{ Plan planNode }
 		require.NoError(t, json.Unmarshal([]byte(plan), &root), name)
