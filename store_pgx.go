@@ -1062,6 +1062,18 @@ func (s *PgxStore) Migrate(ctx context.Context) error {
 	return nil
 }
 
+// noLockTimeout keeps the transaction's lock_timeout and sets it to 0,
+// for a wait on one of the store's own advisory locks, which another
+// process holds for as long as its work runs: a role's or database's
+// lock_timeout, meant for business writes, would cut it whenever that
+// work took longer. restoreLockTimeout, evaluated once the lock is held,
+// puts the kept one back for the statements after it. Both are local to
+// the transaction: nothing stays on a pooled session.
+const (
+	noLockTimeout      = `SELECT set_config('idempotency.lock_timeout', current_setting('lock_timeout'), true), set_config('lock_timeout', '0', true)`
+	restoreLockTimeout = `set_config('lock_timeout', current_setting('idempotency.lock_timeout'), true)`
+)
+
 // migrateOnce applies the pending migrations ms in one transaction.
 func (s *PgxStore) migrateOnce(ctx context.Context, ms []migration) error {
 	schema := pgx.Identifier{s.cfg.Schema}.Sanitize()
@@ -1070,11 +1082,10 @@ func (s *PgxStore) migrateOnce(ctx context.Context, ms []migration) error {
 		// runs: lock_timeout (a role's or database's, meant for business
 		// writes) does not cut this wait; it is back in force for the
 		// migrations' DDL, which waits for the tables' users.
-		if _, err := tx.Exec(ctx, `SELECT set_config('idempotency.lock_timeout', current_setting('lock_timeout'), true), set_config('lock_timeout', '0', true)`); err != nil {
+		if _, err := tx.Exec(ctx, noLockTimeout); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('idempotency.migrate:' || $1, 0)),
-       set_config('lock_timeout', current_setting('idempotency.lock_timeout'), true)`, s.cfg.Schema); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('idempotency.migrate:' || $1, 0)), `+restoreLockTimeout, s.cfg.Schema); err != nil {
 			return err
 		}
 		// DDL only when something is missing: a role that may use the

@@ -62,7 +62,9 @@ SELECT count(*) OVER (), scope, ` + key + ` FROM d ORDER BY scope DESC, ` + key 
 		// One batch at a time across every replica; the key is the
 		// schema's, as Migrate's is.
 		tryLock: `SELECT pg_try_advisory_xact_lock(hashtextextended('idempotency.prune:' || $1, 0))`,
-		lock:    `SELECT true FROM pg_advisory_xact_lock(hashtextextended('idempotency.prune:' || $1, 0))`,
+		// lock is run after noLockTimeout: the function in FROM takes
+		// the lock before the select list puts lock_timeout back.
+		lock: `SELECT ` + restoreLockTimeout + ` IS NOT NULL FROM pg_advisory_xact_lock(hashtextextended('idempotency.prune:' || $1, 0))`,
 		// A claim whose event is in the inbox still to be applied or
 		// redriven is what answers that copy duplicate: it stays. The
 		// inbox is asked about each claim by its primary key, in a scalar
@@ -131,9 +133,10 @@ func oldestIn(inbox, state string) string {
 // over, never waited for, so deliveries and workers are not blocked.
 //
 // One batch runs at a time across every replica on the database: a batch
-// that finds another prune's batch in flight waits for it, except the
-// first, which returns [ErrPruneRunning] and deletes nothing; run
-// [PruneEvery] on every replica and one of them does the work at a time.
+// that finds another prune's batch in flight waits for it (a role's
+// lock_timeout does not cut that wait), except the first, which returns
+// [ErrPruneRunning] and deletes nothing; run [PruneEvery] on every
+// replica and one of them does the work at a time.
 //
 // A Retention that breaks a rule is refused before anything is deleted.
 // When ctx is done, Prune stops between batches and returns the report so
@@ -165,6 +168,12 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 			return pgx.BeginTxFunc(ctx, s.db, readCommitted, func(tx pgx.Tx) error {
 				lockSQL := s.retention.tryLock
 				if !first {
+					// The wait for another replica's batch is on the
+					// store's own lock: lock_timeout does not cut it; it
+					// is back in force for the batch's statements.
+					if _, err := tx.Exec(ctx, noLockTimeout); err != nil {
+						return err
+					}
 					lockSQL = s.retention.lock
 				}
 				var got bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,14 @@ func heldPastLockTimeout(t *testing.T, b *pgBackend, key string, op func() error
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- op() }()
+	return releasedPastLockTimeout(t, b, tx, done)
+}
+
+// releasedPastLockTimeout commits tx, which holds a lock, once a statement
+// has waited for a lock three times lockTimeout (or done has a value),
+// and returns what done receives.
+func releasedPastLockTimeout(t *testing.T, b *pgBackend, tx pgx.Tx, done <-chan error) error {
+	t.Helper()
 	admin := pgtest.AdminPool(t)
 	require.Eventually(t, func() bool {
 		if len(done) > 0 {
@@ -152,6 +161,45 @@ FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
 	}, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, tx.Commit(t.Context()))
 	return recv(t, done, "op")
+}
+
+// TestPgxPruneLockTimeoutSparesThePruneLock: a batch of Prune after the
+// first waits for another replica's batch, under the prune lock, the
+// store's own; a role's or database's lock_timeout does not cut that
+// wait, as it failed the prune with "canceling statement due to lock
+// timeout" whenever the other batch took longer.
+func TestPgxPruneLockTimeoutSparesThePruneLock(t *testing.T) {
+	t.Parallel()
+	b := newPgBackendWithSettings(t, map[string]string{"lock_timeout": lockTimeout}, nil)
+	for i := range 2 {
+		_, err := b.store.Run(t.Context(), idempotency.Claim{EventID: "evt_prune_lock_" + strconv.Itoa(i), EventType: "invoice.paid"}, nil)
+		require.NoError(t, err)
+	}
+	other, err := b.db.Pool.Begin(t.Context())
+	require.NoError(t, err)
+	defer rollbackTx(other)
+	held := make(chan error, 1)
+	r := idempotency.Retention{
+		BatchSize: 1, Pause: -1,
+		Now: func() time.Time { return time.Now().Add(46 * 24 * time.Hour) },
+		// Another replica's batch takes the lock after the first batch.
+		OnBatch: func(rep idempotency.PruneReport) {
+			if rep.Total() == 1 {
+				_, err := other.Exec(context.Background(), `SELECT pg_advisory_xact_lock(hashtextextended('idempotency.prune:' || $1, 0))`, b.db.Schema)
+				held <- err
+			}
+		},
+	}
+	var rep idempotency.PruneReport
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		rep, err = b.store.Prune(t.Context(), r)
+		done <- err
+	}()
+	require.NoError(t, recv(t, held, "the other batch's lock"))
+	require.NoError(t, releasedPastLockTimeout(t, b, other, done))
+	require.Equal(t, 2, rep.EventIDs)
 }
 
 // TestPgxLockTimeoutSparesTheStoresOwnLocks: a role's or database's
