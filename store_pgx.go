@@ -867,7 +867,7 @@ func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
 	if h, ok := errors.AsType[*handlerErr](err); ok {
 		return outcome, statementCacheHint(h.err)
 	}
-	err = s.notMigratedHint(statementCacheHint(err))
+	err = s.notMigratedHint(statementCacheHint(dateStyleHint(err)))
 	if err == nil || outcome == OutcomeProcessed || !unavailable(err) {
 		return outcome, err
 	}
@@ -885,6 +885,23 @@ func statementCacheHint(err error) error {
 	if errors.As(err, &pgErr) && (pgErr.Code == pgDuplicatePrepared || pgErr.Code == pgInvalidStatementName) &&
 		strings.Contains(pgErr.Message, `"stmtcache_`) && !strings.Contains(err.Error(), statementCacheCure) {
 		return errorf("%w (pgx's cached prepared statements on a connection pooler in transaction mode, such as PgBouncer: "+statementCacheCure+")", err)
+	}
+	return err
+}
+
+// dateStyleCure is what a store's connections need for pgx to read the
+// times the server sends as text.
+const dateStyleCure = "set DateStyle=ISO for the store's connections (ConnConfig.RuntimeParams, or ALTER ROLE ... SET DateStyle = 'ISO')"
+
+// dateStyleHint adds the cure to err, once, when it is pgx's failure to
+// read a time the server sent as text (default_query_exec_mode exec or
+// simple_protocol) in a DateStyle other than ISO: Migrate refuses such
+// connections (see timesReadable), but a process that serves without
+// running it meets the setting at its first read of a time.
+func dateStyleHint(err error) error {
+	if scanErr, ok := errors.AsType[pgx.ScanArgError](err); ok && scanErr.Err != nil &&
+		strings.Contains(scanErr.Err.Error(), "invalid PostgreSQL date/time value") && !strings.Contains(err.Error(), dateStyleCure) {
+		return errorf("%w (pgx reads a time sent as text only in DateStyle ISO: "+dateStyleCure+")", err)
 	}
 	return err
 }
@@ -1155,7 +1172,7 @@ func (s *PgxStore) migrateOnce(ctx context.Context, ms []migration) error {
 func timesReadable(err error, dateStyle string) error {
 	if scanErr, ok := errors.AsType[pgx.ScanArgError](err); ok && scanErr.ColumnIndex == 3 {
 		return errorf("the server sends times in DateStyle %q, which pgx cannot read as text (default_query_exec_mode exec or simple_protocol): "+
-			"set DateStyle=ISO for the store's connections (ConnConfig.RuntimeParams, or ALTER ROLE ... SET DateStyle = 'ISO'): %w", dateStyle, err)
+			dateStyleCure+": %w", dateStyle, err)
 	}
 	return err
 }

@@ -119,3 +119,30 @@ func TestPgxMigrateRefusesDateStyleTimesCannotBeReadIn(t *testing.T) {
 	p.deliver(t, "evt_sql_style", "in_sql_style", 0)
 	require.True(t, p.record(t, "evt_sql_style").ReceivedAt.Equal(p.clock.Now()))
 }
+
+// TestPgxTimeReadInDateStyleNamesTheCure: a process that serves without
+// running Migrate (its receivers and workers, when a deploy step
+// migrates) on connections whose DateStyle pgx cannot read as text
+// failed every read of a time with pgx's "invalid PostgreSQL date/time
+// value" alone; the error now names the cause and the cure, as Migrate's
+// refusal does.
+func TestPgxTimeReadInDateStyleNamesTheCure(t *testing.T) {
+	t.Parallel()
+	b := newPgBackend(t, idempotency.PgxConfig{}) // migrated
+	_, err := b.store.Run(t.Context(), idempotency.Claim{EventID: "evt_sql_style", EventType: "invoice.paid"}, nil)
+	require.NoError(t, err)
+
+	cfg := b.db.Pool.Config()
+	cfg.ConnConfig.RuntimeParams["DateStyle"] = "SQL, DMY"
+	execMode(cfg)
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	defer pool.Close()
+	store, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: b.db.Schema})
+	require.NoError(t, err)
+	_, _, err = store.LookupEvent(t.Context(), "evt_sql_style")
+	require.ErrorContains(t, err, "DateStyle=ISO")
+	require.NotErrorIs(t, err, idempotency.ErrStoreUnavailable)
+	_, err = store.ListEvents(t.Context(), idempotency.EventFilter{})
+	require.ErrorContains(t, err, "DateStyle=ISO")
+}
