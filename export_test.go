@@ -196,11 +196,17 @@ const genericPlanSetting = `SELECT set_config('plan_cache_mode', 'force_generic_
 // a transaction that ran settings, and explained with args: generic, from
 // the statistics of the moment.
 func genericPlan(ctx context.Context, conn *pgx.Conn, settings, stmt, args string) (string, error) {
+	return explainGeneric(ctx, conn, settings, `EXPLAIN`, stmt, args)
+}
+
+// explainGeneric is genericPlan with the EXPLAIN command given: with
+// ANALYZE, stmt runs, in the transaction, which is rolled back.
+func explainGeneric(ctx context.Context, conn *pgx.Conn, settings, explain, stmt, args string) (string, error) {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return "", err
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck // nothing was written
+	defer tx.Rollback(ctx) //nolint:errcheck // nothing is kept
 	if _, err := tx.Exec(ctx, settings); err != nil {
 		return "", err
 	}
@@ -208,7 +214,7 @@ func genericPlan(ctx context.Context, conn *pgx.Conn, settings, stmt, args strin
 		return "", err
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE idempotency_generic_plan`) //nolint:errcheck // after the rollback
-	rows, err := tx.Query(ctx, `EXPLAIN EXECUTE idempotency_generic_plan(`+args+`)`)
+	rows, err := tx.Query(ctx, explain+` EXECUTE idempotency_generic_plan(`+args+`)`)
 	if err != nil {
 		return "", err
 	}
@@ -221,6 +227,14 @@ func genericPlan(ctx context.Context, conn *pgx.Conn, settings, stmt, args strin
 // the moment.
 func PgxPruneClaimsPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn) (string, error) {
 	return genericPlan(ctx, conn, genericPlanSetting, s.retention.eventIDs, `now() - interval '45 days', 1000`)
+}
+
+// PgxPruneTaskArgsPlan is what EXPLAIN (ANALYZE, BUFFERS) says on conn of
+// Prune's statement clearing the arguments of a batch of n tasks finished
+// before before, generic, run in a transaction rolled back.
+func PgxPruneTaskArgsPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, before time.Time, n int) (string, error) {
+	return explainGeneric(ctx, conn, genericPlanSetting, `EXPLAIN (ANALYZE, BUFFERS)`, s.retention.taskArgs,
+		fmt.Sprintf(`'%s'::timestamptz, %d`, before.UTC().Format(time.RFC3339Nano), n))
 }
 
 // PgxFenceUpdatePlans are the plans PostgreSQL makes on conn for the two

@@ -142,6 +142,11 @@ VALUES ('nightly', $1, 'invoice.paid', true, 'evt_v6', $1, $1) RETURNING to_json
 			`INSERT INTO {{schema}}.idempotency_inbox AS r (event_id, event_type, created, payload, state, received_at, next_attempt_at, trace)
 VALUES ('evt_v8', 'invoice.paid', $1, '\x7b7d', 'pending', $1, $1, '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01') RETURNING to_jsonb(r)`,
 		},
+		9: { // a finished task with its arguments, and one whose arguments were cleared
+			`INSERT INTO {{schema}}.idempotency_inbox AS r (event_id, event_type, created, payload, state, received_at, finished_at, kind)
+VALUES ('task:grant:in_9', 'task:grant', $1, '\x7b7d', 'processed', $1, $1, 'task'),
+       ('task:grant:in_9b', 'task:grant', $1, '', 'skipped', $1, $1, 'task') RETURNING to_jsonb(r)`,
+		},
 	}
 	require.Len(t, writes, len(files), "rows for each migration")
 	var written []pgxRow

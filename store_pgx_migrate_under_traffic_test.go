@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -63,5 +64,7 @@ VALUES ('task:grant:in_1', 'task:grant', now(), '\x7b7d', 'pending', now(), now(
 	require.NoError(t, oldErr, "the old replica's transaction went through")
 	var versions int
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM `+q+`.idempotency_migrations`).Scan(&versions))
-	require.Equal(t, 8, versions)
+	files, err := filepath.Glob("migrations/*.up.sql")
+	require.NoError(t, err)
+	require.Equal(t, len(files), versions)
 }

@@ -35,14 +35,15 @@ func newPgxRetentionSQL(schema string) pgxRetentionSQL {
 	// before $1 and match cond (their kind and states), on
 	// idempotency_inbox_finished_idx. SKIP LOCKED passes over a row a
 	// redrive is moving.
-	finishedBatch := func(cond string) string {
+	// order is "" or an ORDER BY clause.
+	finishedBatch := func(cond, order string) string {
 		return `event_id = ANY(ARRAY(SELECT event_id FROM ` + inbox + `
 WHERE ` + cond + ` AND finished_at IS NOT NULL AND finished_at < $1
-LIMIT $2 FOR UPDATE SKIP LOCKED))`
+` + order + ` LIMIT $2 FOR UPDATE SKIP LOCKED))`
 	}
 	// deleteInbox deletes a batch of finished inbox rows.
 	deleteInbox := func(cond string) string {
-		return `DELETE FROM ` + inbox + ` WHERE ` + finishedBatch(cond) + `
+		return `DELETE FROM ` + inbox + ` WHERE ` + finishedBatch(cond, "") + `
 RETURNING event_id`
 	}
 	// deleteByKey deletes a batch of rows of a (scope, key) table older
@@ -93,9 +94,14 @@ RETURNING event_id`,
 		deadLetters: deleteInbox(`kind = 'event' AND state = 'dead_letter'`),
 		deadTasks:   deleteInbox(`kind = 'task' AND state = 'dead_letter'`),
 		// A finished task's arguments are cleared, its row kept: empty is
-		// no JSON, so it tells cleared arguments from any given.
-		taskArgs: `UPDATE ` + inbox + ` SET payload = '' WHERE ` + finishedBatch(`kind = 'task' AND state IN ('processed', 'skipped') AND payload <> ''`),
-		guards:   deleteByKey(`idempotency_guards`, `key`, `claimed_at`),
+		// no JSON, so it tells cleared arguments from any given. The batch
+		// is read on idempotency_inbox_task_args_idx (009), which holds the
+		// tasks still to clear, in its order: without the ORDER BY,
+		// PostgreSQL, which takes an empty payload for as rare among tasks
+		// as among events, scanned the table past every task cleared.
+		taskArgs: `UPDATE ` + inbox + ` SET payload = '' WHERE ` +
+			finishedBatch(`kind = 'task' AND state IN ('processed', 'skipped') AND payload <> ''`, `ORDER BY finished_at`),
+		guards: deleteByKey(`idempotency_guards`, `key`, `claimed_at`),
 		// A row whose fetch never committed (no fetched_at) says nothing a
 		// missing row does not.
 		objects: deleteByKey(`idempotency_objects`, `object_id`, `coalesce(fetched_at, '-infinity')`),
