@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -9,35 +10,53 @@ import (
 	"github.com/seed-a84bb619/idempotency"
 )
 
-// The README has migration 007's indexes built beforehand with CREATE
-// INDEX CONCURRENTLY on a large inbox. A concurrent build that fails or
-// is cancelled (here by a statement timeout while a transaction holds
-// the guards) leaves an invalid index of that name, which PostgreSQL
-// keeps up to date on every write and never reads. Migrate found it by
-// its name and built nothing: Prune and Forget went on without their
-// index for good. Migrate builds it again, and the schema ends as a
-// fresh one.
+// The README has migrations 007's and 009's indexes built beforehand with
+// CREATE INDEX CONCURRENTLY on a large inbox. A concurrent build that
+// fails or is cancelled (here by a statement timeout while a transaction
+// writes to its table) leaves an invalid index of that name, which
+// PostgreSQL keeps up to date on every write and never reads. Migrate
+// found it by its name and built nothing: Prune and Forget went on
+// without their index for good. Migrate builds it again, and the schema
+// ends as a fresh one.
 func TestPgxMigrateRebuildsAnInvalidIndexBuiltBeforehand(t *testing.T) {
 	t.Parallel()
+	t.Run("007", func(t *testing.T) {
+		t.Parallel()
+		invalidIndexRebuilt(t, 6, `idempotency_guards_event_id_idx`, `idempotency_guards (event_id)`,
+			`INSERT INTO {{schema}}.idempotency_guards (scope, key, event_id) VALUES ('action:grant', 'in_1', 'evt_1')`)
+	})
+	t.Run("009", func(t *testing.T) {
+		t.Parallel()
+		invalidIndexRebuilt(t, 8, `idempotency_inbox_task_args_idx`,
+			`idempotency_inbox (finished_at) WHERE kind = 'task' AND state IN ('processed', 'skipped') AND payload <> ''`,
+			`INSERT INTO {{schema}}.idempotency_inbox (event_id, event_type, created, payload, state, received_at, finished_at, kind)
+VALUES ('task:grant:in_1', 'task:grant', now(), '\x7b7d', 'processed', now(), now(), 'task')`)
+	})
+}
+
+// invalidIndexRebuilt leaves an invalid index name, on def, in a schema
+// migrated up to before, by a concurrent build cut while a transaction
+// ran write; then Migrate.
+func invalidIndexRebuilt(t *testing.T, before int, name, def, write string) {
 	ctx := t.Context()
 	db := newPgDB(t)
 	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
 	require.NoError(t, err)
-	require.NoError(t, idempotency.PgxMigrateTo(ctx, store, 6))
+	require.NoError(t, idempotency.PgxMigrateTo(ctx, store, before))
 	q := quoteIdent(db.Schema)
 
-	// A transaction of a serving replica holds the guards: the concurrent
-	// build waits for it, past its operator's statement timeout.
+	// A transaction of a serving replica writes to the table: the
+	// concurrent build waits for it, past its operator's statement timeout.
 	hold, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer hold.Rollback(context.Background())
-	_, err = hold.Exec(ctx, `INSERT INTO `+q+`.idempotency_guards (scope, key, event_id) VALUES ('action:grant', 'in_1', 'evt_1')`)
+	_, err = hold.Exec(ctx, strings.ReplaceAll(write, "{{schema}}", q))
 	require.NoError(t, err)
 	conn, err := db.Pool.Acquire(ctx)
 	require.NoError(t, err)
 	_, err = conn.Exec(ctx, `SET statement_timeout = '200ms'`)
 	require.NoError(t, err)
-	_, err = conn.Exec(ctx, `CREATE INDEX CONCURRENTLY idempotency_guards_event_id_idx ON `+q+`.idempotency_guards (event_id)`)
+	_, err = conn.Exec(ctx, `CREATE INDEX CONCURRENTLY `+name+` ON `+q+`.`+def)
 	require.ErrorContains(t, err, "statement timeout")
 	_, err = conn.Exec(ctx, `RESET statement_timeout`)
 	require.NoError(t, err)
@@ -46,7 +65,7 @@ func TestPgxMigrateRebuildsAnInvalidIndexBuiltBeforehand(t *testing.T) {
 	valid := func() bool {
 		var v bool
 		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)`,
-			q+`.idempotency_guards_event_id_idx`).Scan(&v))
+			q+`.`+name).Scan(&v))
 		return v
 	}
 	require.False(t, valid(), "the failed build left an invalid index")
