@@ -43,7 +43,8 @@
 // page that asks to confirm a forget), and
 // the actions POST /redrive and POST /forget. A page answers a query key
 // it does not take (a typo: ?stat=dead_letter) with 400 and a message
-// naming it, instead of showing what it shows without it. Mount it with
+// naming it, and a query part that does not parse (a semicolon, a bad %
+// escape) with 400, instead of showing what it shows without it. Mount it with
 // http.StripPrefix, under any prefix that ends in a slash; every link,
 // form and redirect it writes is relative, so it needs no setting for the
 // prefix. A request for the prefix without its slash (/admin/webhooks),
@@ -281,15 +282,24 @@ var (
 )
 
 // page serves a page to GET and HEAD, and answers 405 to other methods,
-// and 400 to a query with a key besides keys: a typo (?stat=dead_letter)
-// would otherwise show what the page shows without it (every event).
+// and 400 to a query with a key besides keys, or with a part that does
+// not parse: a typo (?stat=dead_letter, ?state=dead_letter;) would
+// otherwise show what the page shows without it (every event).
 func (d *Dashboard) page(w http.ResponseWriter, r *http.Request, serve func(http.ResponseWriter, *http.Request), keys []string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		d.renderMessage(w, r, http.StatusMethodNotAllowed, "Method not allowed", "This page is read with GET.")
 		return
 	}
-	if bad := unknownKeys(r.URL.Query(), keys); bad != "" {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		// r.URL.Query would drop the part silently, as it would an
+		// unknown key.
+		d.renderMessage(w, r, http.StatusBadRequest, "Bad query",
+			"The query does not parse: a part of it holds a semicolon, or a % not followed by two hexadecimal digits.")
+		return
+	}
+	if bad := unknownKeys(q, keys); bad != "" {
 		d.renderMessage(w, r, http.StatusBadRequest, "Bad query", bad)
 		return
 	}

@@ -26,10 +26,7 @@ func TestQueryUnknownKeyRefused(t *testing.T) {
 		{"search?query=in_paid_1", `"query"`},
 		{"events?%E2%80%AEx=1", `"\u202ex"`}, // quoted: no bidirectional control on the page
 	} {
-		status, body := f.get(t, c.path)
-		require.Equal(t, http.StatusBadRequest, status, c.path)
-		contains(t, html.UnescapeString(body), "Unknown query key "+c.key, c.path)
-		notContains(t, body, `data-id=`, c.path)
+		badQuery(t, f, c.path, "Unknown query key "+c.key)
 	}
 	for _, path := range []string{
 		"?msg=redriven&n=2",
@@ -40,4 +37,34 @@ func TestQueryUnknownKeyRefused(t *testing.T) {
 		status, _ := f.get(t, path)
 		require.Equal(t, http.StatusOK, status, path)
 	}
+}
+
+// TestQueryUnparsedRefused: a query part that does not parse (a
+// semicolon, which Go no longer takes as a separator, or a bad %
+// escape) is answered 400, as an unknown key is, instead of dropped
+// (?state=dead_letter;x=1 listed every record).
+func TestQueryUnparsedRefused(t *testing.T) {
+	t.Parallel()
+	f := memoryFixture(t, dashboard.Config{AllowForget: true})
+	for _, path := range []string{
+		"events?state=dead_letter;x=1",
+		"events?state=dead%_letter",
+		"events?kind=task&stat%e=failed",
+		"event?id=evt_dead_1;",
+		"search?q=in_paid_1%",
+		"forget?id=evt_dead_1;",
+		"?msg=redriven;n=2",
+	} {
+		badQuery(t, f, path, "The query does not parse")
+	}
+}
+
+// badQuery requires path to be answered 400 with want on the page, and
+// no record listed.
+func badQuery(t *testing.T, f *fixture, path, want string) {
+	t.Helper()
+	status, body := f.get(t, path)
+	require.Equal(t, http.StatusBadRequest, status, path)
+	contains(t, html.UnescapeString(body), want, path)
+	notContains(t, body, `data-id=`, path)
 }
