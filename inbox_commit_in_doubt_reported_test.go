@@ -52,20 +52,29 @@ func (c *answerLostConn) Read(b []byte) (int, error) {
 // first statement that sent matches once armed is set.
 func answerLostStore(t *testing.T, armed *atomic.Bool, sent func([]byte) bool, answered string) *idempotency.PgxStore {
 	t.Helper()
-	db := pgtest.NewWithConfig(t, func(c *pgxpool.Config) {
+	db := wrappedConnsDB(t, func(conn net.Conn) net.Conn {
+		return &answerLostConn{Conn: conn, armed: armed, sent: sent, answered: []byte(answered)}
+	})
+	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	require.NoError(t, store.Migrate(t.Context()))
+	return store
+}
+
+// wrappedConnsDB is a throwaway database whose pool's connections are
+// wrap's of the ones it dials.
+func wrappedConnsDB(t *testing.T, wrap func(net.Conn) net.Conn) *pgtest.DB {
+	t.Helper()
+	return pgtest.NewWithConfig(t, func(c *pgxpool.Config) {
 		dial := c.ConnConfig.DialFunc
 		c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := dial(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}
-			return &answerLostConn{Conn: conn, armed: armed, sent: sent, answered: []byte(answered)}, nil
+			return wrap(conn), nil
 		}
 	})
-	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
-	require.NoError(t, err)
-	require.NoError(t, store.Migrate(t.Context()))
-	return store
 }
 
 // lostAnswerInbox is an inbox on store with maxAttempts whose

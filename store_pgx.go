@@ -121,6 +121,10 @@ const (
 
 type pgxStatements struct {
 	claim, markSkipped, guard, releaseGuard, lookupEvent, lookupGuard, listEvents string
+	// claimXact is claim answering the id of the transaction that
+	// claimed, and claimCommitted finds that transaction's claim
+	// committed (see claimCommitted).
+	claimXact, claimCommitted string
 }
 
 // maxIdentifierLen is the longest name PostgreSQL keeps whole, in bytes
@@ -170,6 +174,8 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 	}
 	batch, _ := db.(pgxBatcher)
 	s := pgx.Identifier{cfg.Schema}.Sanitize()
+	claimSQL := `INSERT INTO ` + s + `.idempotency_events (event_id, event_type, object_id, outcome, livemode, account, received_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`
 	return &PgxStore{
 		db:        db,
 		batch:     batch,
@@ -182,8 +188,10 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 		recovery:  newPgxRecoverySQL(cfg.Schema),
 		retention: newPgxRetentionSQL(cfg.Schema),
 		sql: pgxStatements{
-			claim: `INSERT INTO ` + s + `.idempotency_events (event_id, event_type, object_id, outcome, livemode, account, received_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`,
+			claim:     claimSQL,
+			claimXact: claimSQL + ` RETURNING txid_current()`,
+			claimCommitted: `SELECT 1 FROM ` + s + `.idempotency_events WHERE event_id = $1
+  AND txid_status($2) = 'committed'`,
 			markSkipped:  `UPDATE ` + s + `.idempotency_events SET outcome = 'skipped', skip_reason = $2 WHERE event_id = $1`,
 			guard:        `INSERT INTO ` + s + `.idempotency_guards (scope, key, event_id) VALUES ($1, $2, $3) ON CONFLICT (scope, key) DO NOTHING`,
 			releaseGuard: `DELETE FROM ` + s + `.idempotency_guards WHERE scope = $1 AND key = $2 AND event_id = $3`,
@@ -408,6 +416,7 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 	}
 	var tx pgx.Tx
 	var early []earlyGuard
+	var xact int64 // the transaction's id, when it is a claim of the Handler's
 	claimed := true
 	chained, commitSent := false, false
 	if b := c.chainOf().take(c.EventID); b != nil && apply != nil {
@@ -417,7 +426,7 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 		if b != nil {
 			rollback(ctx, b.tx)
 		}
-		tx, early, claimed, err = s.beginClaim(ctx, c, outcome, apply != nil)
+		tx, early, xact, claimed, err = s.beginClaim(ctx, c, outcome, apply != nil)
 	}
 	if err != nil || !claimed {
 		if err != nil {
@@ -462,7 +471,7 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 		chain = nil
 	}
 	commitSent = true
-	if err := s.commit(ctx, tx, chain); err != nil {
+	if err := s.commit(ctx, tx, chain); err != nil && !s.committedAfterAll(ctx, c.EventID, xact, err) {
 		return OutcomeFailed, errorf("commit: %w", err)
 	}
 	committed = true
@@ -482,17 +491,17 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 // processing at the fence's attempt it rolls back and fails with
 // ErrLeaseLost. On a pool or a connection all of it travels in one round
 // trip (pgx's Batch.BeginTx).
-func (s *PgxStore) beginClaim(ctx context.Context, c Claim, outcome Outcome, handler bool) (tx pgx.Tx, early []earlyGuard, claimed bool, err error) {
+func (s *PgxStore) beginClaim(ctx context.Context, c Claim, outcome Outcome, handler bool) (tx pgx.Tx, early []earlyGuard, xact int64, claimed bool, err error) {
 	// The batch holds no COMMIT: whatever a stale connection failed to do
 	// was not kept.
 	err = retryStale(ctx, func() (err error) {
-		tx, early, claimed, err = s.beginClaimOnce(ctx, c, outcome, handler)
+		tx, early, xact, claimed, err = s.beginClaimOnce(ctx, c, outcome, handler)
 		return err
 	})
 	if err != nil && !errors.Is(err, ErrLeaseLost) {
 		err = errorf("claiming event: %w", err)
 	}
-	return tx, early, claimed, err
+	return tx, early, xact, claimed, err
 }
 
 // retryStale calls fn, and again, on another connection, while it fails
@@ -549,33 +558,41 @@ func (s *PgxStore) sendBatch(ctx context.Context, batch *pgx.Batch, tx pgx.Tx, c
 	return results.Tx(), results, commit
 }
 
-func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome, handler bool) (pgx.Tx, []earlyGuard, bool, error) {
+func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome, handler bool) (pgx.Tx, []earlyGuard, int64, bool, error) {
 	batch, tx, err := s.beginBatch(ctx, s.opts)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, 0, false, err
 	}
 	layout := s.queueClaim(batch, &c, outcome, handler)
 	tx, results, _ := s.sendBatch(ctx, batch, tx, false)
-	early, claimed, err := layout.read(results, 0)
+	early, xact, claimed, err := layout.read(results, 0)
 	if err == nil && claimed {
-		return tx, early, true, nil
+		return tx, early, xact, true, nil
 	}
 	rollback(ctx, tx) // also returns a pooled connection whose begin failed
-	return nil, nil, false, err
+	return nil, nil, 0, false, err
 }
 
 // claimLayout is where a claim's statements sit in a batch.
 type claimLayout struct {
 	claimAt, fenceAt, guardsAt, end int
 	early                           []earlyGuard
+	xact                            bool // the claim answers its transaction's id (claimXact)
 }
 
 // queueClaim queues the statements that claim c in a transaction: the
 // event id, with c.fence the inbox row's end, and when a handler will run
-// the savepoint and the claims of c.Guards.
+// the savepoint and the claims of c.Guards. Without c.fence (the
+// Handler's claim) the claim answers its transaction's id, which tells
+// whether a COMMIT whose answer was lost went through (committedAfterAll);
+// an inbox attempt's end is found in its row instead (Inbox.leaseLostEnd).
 func (s *PgxStore) queueClaim(batch *pgx.Batch, c *Claim, outcome Outcome, handler bool) claimLayout {
-	l := claimLayout{claimAt: batch.Len(), fenceAt: -1}
-	batch.Queue(s.sql.claim, c.EventID, c.EventType, c.ObjectID, string(outcome), c.Livemode, c.Account, c.receivedAt())
+	l := claimLayout{claimAt: batch.Len(), fenceAt: -1, xact: c.fence == nil}
+	claim := s.sql.claim
+	if l.xact {
+		claim = s.sql.claimXact
+	}
+	batch.Queue(claim, c.EventID, c.EventType, c.ObjectID, string(outcome), c.Livemode, c.Account, c.receivedAt())
 	if c.fence != nil {
 		// The row lock this takes is held until the transaction ends: no
 		// lease can take the event meanwhile (they skip locked rows).
@@ -600,14 +617,23 @@ func (s *PgxStore) queueClaim(batch *pgx.Batch, c *Claim, outcome Outcome, handl
 // read reads the results of a batch from its from-th statement on, and
 // closes it. claimed is false when the event id was claimed before; the
 // error is ErrLeaseLost when the fence found the inbox row taken over.
-func (l claimLayout) read(results pgx.BatchResults, from int) (early []earlyGuard, claimed bool, err error) {
-	var claimTag, fenceTag pgconn.CommandTag
+// xact is the claiming transaction's id, when the claim answers it.
+func (l claimLayout) read(results pgx.BatchResults, from int) (early []earlyGuard, xact int64, claimed bool, err error) {
+	var fenceTag pgconn.CommandTag
 	for i := from; i < l.end && err == nil; i++ {
+		if i == l.claimAt && l.xact {
+			err = results.QueryRow().Scan(&xact)
+			claimed = err == nil
+			if errors.Is(err, pgx.ErrNoRows) {
+				err = nil
+			}
+			continue
+		}
 		var tag pgconn.CommandTag
 		tag, err = results.Exec()
 		switch {
 		case i == l.claimAt:
-			claimTag = tag
+			claimed = tag.RowsAffected() == 1
 		case i == l.fenceAt:
 			fenceTag = tag
 		case i >= l.guardsAt:
@@ -617,13 +643,36 @@ func (l claimLayout) read(results pgx.BatchResults, from int) (early []earlyGuar
 	if closeErr := results.Close(); err == nil {
 		err = closeErr
 	}
-	if err != nil || claimTag.RowsAffected() != 1 {
-		return nil, false, err
+	if err != nil || !claimed {
+		return nil, 0, false, err
 	}
 	if l.fenceAt >= 0 && fenceTag.RowsAffected() != 1 {
-		return nil, false, ErrLeaseLost
+		return nil, 0, false, ErrLeaseLost
 	}
-	return l.early, true, nil
+	return l.early, xact, true, nil
+}
+
+// committedAfterAll reports whether the transaction xact, whose COMMIT
+// failed with err, committed its claim of eventID after all: the COMMIT
+// went through while the connection dropped before its answer (a
+// terminated session, a network cut, the context's end as it waited).
+// It looks, on another connection and within rollbackTimeout, for the
+// claim in the ledger and for xact committed: a claim that a resend made
+// once xact rolled back is not xact's. It is false when err tells that
+// nothing was committed (the server's answer, or a COMMIT never sent),
+// when xact is not known (an inbox attempt's, found in its row instead),
+// when xact is still in progress, and when the look-up fails: the event
+// is then reported failed, as if it had not been applied, and Stripe's
+// resend finds it a duplicate if it was.
+func (s *PgxStore) committedAfterAll(ctx context.Context, eventID string, xact int64, err error) bool {
+	if xact == 0 || errors.As(err, new(*pgconn.PgError)) || errors.Is(err, pgx.ErrTxCommitRollback) || pgconn.SafeToRetry(err) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	var one int
+	found, err := s.queryRow(ctx, s.sql.claimCommitted, []any{eventID, xact}, &one)
+	return err == nil && found
 }
 
 const (

@@ -105,7 +105,7 @@ func (s *PgxStore) commit(ctx context.Context, tx pgx.Tx, ch *txChain) error {
 		rollback(ctx, tx)
 		return err
 	}
-	early, claimed, err := layout.read(results, 1)
+	early, _, claimed, err := layout.read(results, 1)
 	if err != nil || !claimed {
 		rollback(ctx, tx)
 		return nil
