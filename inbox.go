@@ -1277,10 +1277,10 @@ func (in *Inbox) logSuspect(ctx context.Context, row *inboxRow) {
 // end is logged and ends its Observer span, with no State and Err
 // wrapping ErrLeaseExpired, so that a metric counts that attempt once;
 // OnResult, called once per attempt, is not called again. One whose own
-// commit, or the settle of its failure, went through while its answer was
-// lost (the connection dropped after the statement) only seemed to lose
-// its lease: the record shows its end at this very attempt, and it is
-// reported as it was recorded.
+// commit, or the settle of its failure or of a task's snooze, went
+// through while its answer was lost (the connection dropped after the
+// statement) only seemed to lose its lease: the record shows its end at
+// this very attempt, and it is reported as it was recorded.
 func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result), res *Result) {
 	onResult := in.cfg.OnResult
 	if row.leaseLost {
@@ -1321,8 +1321,12 @@ func lostLease(err error) error {
 // attempt recorded its end after all: processed, skipped, ignored or
 // failed at row's very attempt (its number and its start), which no other
 // attempt writes, or dead-lettered there with another error than the one
-// a lease that took it over writes (leaseExpiredFormat). Its COMMIT, or
-// the settle of its failure, went through while the connection dropped
+// a lease that took it over writes (leaseExpiredFormat); or, for a task,
+// pending at the attempt before row's with row's start, which only row's
+// own snooze writes (a snooze does not count its attempt and shows its
+// own lease's time; a redrive takes only failed and dead-lettered rows,
+// and a lease after row's shows its own time). Its COMMIT, or
+// the settle of its failure or snooze, went through while the connection dropped
 // before the answer, and what followed (the settle of the failure, the
 // settle again on another connection, a claim again after a chained
 // commit's session ended) found it done. byLease reports whether
@@ -1346,6 +1350,9 @@ func (in *Inbox) leaseLostEnd(ctx context.Context, row *inboxRow) (own InboxStat
 		return "", row.Attempt >= in.cfg.MaxAttempts
 	}
 	r := recs[0]
+	if row.Kind == KindTask && r.State == InboxPending && r.Attempt == row.Attempt-1 && r.AttemptedAt.Equal(row.AttemptedAt) {
+		return InboxPending, false // its own snooze: uncounted, at its own lease's time
+	}
 	redriven := r.Attempt < row.Attempt
 	if r.Attempt == row.Attempt {
 		if r.State == InboxPending {

@@ -85,9 +85,12 @@ func inboxState(outcome Outcome) InboxState {
 }
 
 // stateOutcome is the outcome of an attempt that left its event in st, an
-// applied event's state (inboxState's inverse).
+// applied event's state (inboxState's inverse), or pending, a snoozed
+// task's.
 func stateOutcome(st InboxState) Outcome {
 	switch st {
+	case InboxPending: // a snoozed task
+		return OutcomeQueued
 	case InboxSkipped:
 		return OutcomeSkipped
 	case InboxIgnored:

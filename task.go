@@ -282,6 +282,7 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 	defer func() {
 		res.Duration = time.Since(start)
 		in.reportEnd(ctx, row, done, &res)
+		snoozed = res.State == InboxPending // recorded so, or found so by reportEnd
 	}()
 	reg, ok := in.tasks[row.EventType]
 	if !ok {
@@ -310,7 +311,6 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 	case errors.As(err, &snooze) && !panicked(err):
 		res.Outcome = OutcomeQueued
 		res.State = settled(InboxPending, in.settleAt(ctx, row, InboxPending, previousError(row), in.cfg.Now().Add(snooze.After), row.AttemptedAt))
-		snoozed = res.State == InboxPending
 	case errors.As(err, &permanent) && !panicked(err):
 		res.Outcome, res.Err = OutcomeFailed, err
 		res.State = settled(InboxDeadLetter, in.settle(ctx, row, InboxDeadLetter, err))
@@ -318,7 +318,7 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 		res.Outcome, res.Err = OutcomeFailed, err
 		res.State = in.settleFailure(ctx, row, err)
 	}
-	return snoozed
+	return
 }
 
 // runTask calls the task's func within InboxConfig.Timeout, turning a
