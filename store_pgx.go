@@ -659,13 +659,13 @@ func (l claimLayout) read(results pgx.BatchResults, from int) (early []earlyGuar
 // It looks, on another connection and within rollbackTimeout, for the
 // claim in the ledger and for xact committed: a claim that a resend made
 // once xact rolled back is not xact's. It is false when err tells that
-// nothing was committed (the server's answer, or a COMMIT never sent),
+// nothing was committed (the server's error, or a COMMIT never sent),
 // when xact is not known (an inbox attempt's, found in its row instead),
 // when xact is still in progress, and when the look-up fails: the event
 // is then reported failed, as if it had not been applied, and Stripe's
 // resend finds it a duplicate if it was.
 func (s *PgxStore) committedAfterAll(ctx context.Context, eventID string, xact int64, err error) bool {
-	if xact == 0 || errors.As(err, new(*pgconn.PgError)) || errors.Is(err, pgx.ErrTxCommitRollback) || pgconn.SafeToRetry(err) {
+	if xact == 0 || serverRolledBack(err) || errors.Is(err, pgx.ErrTxCommitRollback) || pgconn.SafeToRetry(err) {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
@@ -673,6 +673,16 @@ func (s *PgxStore) committedAfterAll(ctx context.Context, eventID string, xact i
 	var one int
 	found, err := s.queryRow(ctx, s.sql.claimCommitted, []any{eventID, xact}, &one)
 	return err == nil && found
+}
+
+// serverRolledBack reports whether err is the server's answer that a
+// COMMIT did not go through: an error its session outlived. A FATAL or
+// PANIC one ends the session, possibly once the COMMIT went through: a
+// session terminated as it waits for synchronous replication has
+// committed locally.
+func serverRolledBack(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Severity != "FATAL" && pgErr.Severity != "PANIC"
 }
 
 const (
