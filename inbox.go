@@ -1284,7 +1284,7 @@ func (in *Inbox) logSuspect(ctx context.Context, row *inboxRow) {
 func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result), res *Result) {
 	onResult := in.cfg.OnResult
 	if row.leaseLost {
-		own, byLease := in.leaseLostEnd(ctx, row)
+		own, byLease := in.leaseLostEnd(ctx, row, row.Kind == KindTask && res.Outcome == OutcomeQueued)
 		switch {
 		case own == InboxFailed || own == InboxDeadLetter:
 			res.State = own // the attempt's failure, as it was recorded
@@ -1321,11 +1321,13 @@ func lostLease(err error) error {
 // attempt recorded its end after all: processed, skipped, ignored or
 // failed at row's very attempt (its number and its start), which no other
 // attempt writes, or dead-lettered there with another error than the one
-// a lease that took it over writes (leaseExpiredFormat); or, for a task,
-// pending at the attempt before row's with row's start, which only row's
-// own snooze writes (a snooze does not count its attempt and shows its
-// own lease's time; a redrive takes only failed and dead-lettered rows,
-// and a lease after row's shows its own time). Its COMMIT, or
+// a lease that took it over writes (leaseExpiredFormat); or, when row's
+// attempt snoozed its task, pending at the attempt before row's with
+// row's start, which only that snooze writes (a snooze does not count its
+// attempt and shows its own lease's time, and a lease after row's shows
+// its own time). A redrive of the failure row's attempt recorded writes
+// that too at row's first attempt (attempt 0, its time kept): it is not
+// taken for a snooze when row's attempt failed. Its COMMIT, or
 // the settle of its failure or snooze, went through while the connection dropped
 // before the answer, and what followed (the settle of the failure, the
 // settle again on another connection, a claim again after a chained
@@ -1342,7 +1344,7 @@ func lostLease(err error) error {
 // before it. So was a row pending at row's attempt whose error is not the
 // one the lease that took row's over wrote (leaseExpiredFormat), which a
 // snooze or a give-back keeps.
-func (in *Inbox) leaseLostEnd(ctx context.Context, row *inboxRow) (own InboxState, byLease bool) {
+func (in *Inbox) leaseLostEnd(ctx context.Context, row *inboxRow, snoozed bool) (own InboxState, byLease bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
 	defer cancel()
 	recs, err := in.store.inboxList(ctx, InboxFilter{EventIDs: []string{row.EventID}, Limit: 1})
@@ -1350,7 +1352,7 @@ func (in *Inbox) leaseLostEnd(ctx context.Context, row *inboxRow) (own InboxStat
 		return "", row.Attempt >= in.cfg.MaxAttempts
 	}
 	r := recs[0]
-	if row.Kind == KindTask && r.State == InboxPending && r.Attempt == row.Attempt-1 && r.AttemptedAt.Equal(row.AttemptedAt) {
+	if snoozed && r.State == InboxPending && r.Attempt == row.Attempt-1 && r.AttemptedAt.Equal(row.AttemptedAt) {
 		return InboxPending, false // its own snooze: uncounted, at its own lease's time
 	}
 	redriven := r.Attempt < row.Attempt
