@@ -1138,15 +1138,19 @@ func (s *PgxStore) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// noLockTimeout keeps the transaction's lock_timeout and sets it to 0,
-// for a wait on one of the store's own advisory locks, which another
-// process holds for as long as its work runs: a role's or database's
-// lock_timeout, meant for business writes, would cut it whenever that
-// work took longer. restoreLockTimeout, evaluated once the lock is held,
-// puts the kept one back for the statements after it. Both are local to
-// the transaction: nothing stays on a pooled session.
+// keepLockTimeout keeps the transaction's lock_timeout, for
+// restoreLockTimeout to put back, before a statement sets another for
+// the statements in between. Both are local to the transaction: nothing
+// stays on a pooled session.
+//
+// noLockTimeout sets it to 0, for a wait on one of the store's own
+// advisory locks, which another process holds for as long as its work
+// runs: a role's or database's lock_timeout, meant for business writes,
+// would cut it whenever that work took longer. restoreLockTimeout,
+// evaluated once the lock is held, puts it back for the statements after.
 const (
-	noLockTimeout      = `SELECT set_config('idempotency.lock_timeout', current_setting('lock_timeout'), true), set_config('lock_timeout', '0', true)`
+	keepLockTimeout    = `SELECT set_config('idempotency.lock_timeout', current_setting('lock_timeout'), true), `
+	noLockTimeout      = keepLockTimeout + `set_config('lock_timeout', '0', true)`
 	restoreLockTimeout = `set_config('lock_timeout', current_setting('idempotency.lock_timeout'), true)`
 )
 

@@ -91,9 +91,9 @@ func (s *PgxStore) commit(ctx context.Context, tx pgx.Tx, ch *txChain) error {
 	// setting in force is restored after the claim; a skip's rollback to
 	// the savepoint brings the short one back, for statements on rows the
 	// transaction holds already.
-	batch.Queue(`SELECT set_config('idempotency.lock_timeout', current_setting('lock_timeout'), true), set_config('lock_timeout', '10ms', true)`)
+	batch.Queue(keepLockTimeout + `set_config('lock_timeout', '10ms', true)`)
 	layout := s.queueClaim(batch, next, OutcomeProcessed, true)
-	batch.Queue(`SELECT set_config('lock_timeout', current_setting('idempotency.lock_timeout'), true)`)
+	batch.Queue(`SELECT ` + restoreLockTimeout)
 	results := tx.SendBatch(ctx, batch)
 	tag, err := results.Exec()
 	if err == nil && tag.String() != "COMMIT" {
