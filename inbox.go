@@ -1317,33 +1317,36 @@ func lostLease(err error) error {
 }
 
 // leaseLostEnd looks up row's record once the fence found row's attempt
-// no longer holding it. own is the state the record shows when row's
-// attempt recorded its end after all: processed, skipped, ignored or
-// failed at row's very attempt (its number and its start), which no other
-// attempt writes, or dead-lettered there with another error than the one
-// a lease that took it over writes (leaseExpiredFormat); or, when row's
-// attempt snoozed its task, pending at the attempt before row's with
-// row's start, which only that snooze writes (a snooze does not count its
-// attempt and shows its own lease's time, and a lease after row's shows
-// its own time). A redrive of the failure row's attempt recorded writes
-// that too at row's first attempt (attempt 0, its time kept): it is not
-// taken for a snooze when row's attempt failed. Its COMMIT, or
-// the settle of its failure or snooze, went through while the connection dropped
-// before the answer, and what followed (the settle of the failure, the
-// settle again on another connection, a claim again after a chained
-// commit's session ended) found it done. byLease reports whether
-// the lease that took row's attempt over dead-lettered it, and so
-// reported it: the row is dead-lettered at that very attempt. This
-// process's MaxAttempts cannot tell, since the processes of one inbox may
-// differ in it during a deploy; it decides only when the row no longer
-// tells: it cannot be read, or it was forgotten or redriven (its attempts
-// started again) since. A row leased again at row's attempt under a newer
-// lease (not pending: a snoozed task shows its own lease's time) was
-// redriven too: without a redrive, the attempt numbers of the leases after
-// row's only grow, and a lease given back shows the time of the attempt
-// before it. So was a row pending at row's attempt whose error is not the
-// one the lease that took row's over wrote (leaseExpiredFormat), which a
-// snooze or a give-back keeps.
+// no longer holding it, and tells which of two ends it was.
+//
+// own is the state the record shows when row's attempt recorded its end
+// after all: its COMMIT, or the settle of its failure or snooze, went
+// through while the connection dropped before the answer, and what
+// followed (the settle of the failure, the settle again on another
+// connection, a claim again after a chained commit's session ended) found
+// it done. That is processed, skipped, ignored or failed at row's very
+// attempt (its number and its start), which no other attempt writes, or
+// dead-lettered there with another error than the one a lease that took
+// it over writes (leaseExpiredFormat). When row's attempt snoozed its task
+// (snoozed), it is pending at the attempt before row's with row's start,
+// which only that snooze writes: a snooze does not count its attempt and
+// shows its own lease's time, and a lease after row's shows its own time.
+// A redrive of a failure that row's attempt recorded writes that too at
+// row's first attempt (attempt 0, its time kept), so it is not taken for
+// a snooze when row's attempt did not snooze.
+//
+// byLease reports whether the lease that took row's attempt over
+// dead-lettered it, and so reported it: the row is dead-lettered at that
+// very attempt. This process's MaxAttempts cannot tell, since the
+// processes of one inbox may differ in it during a deploy; it decides only
+// when the row no longer tells: it cannot be read, or it was forgotten or
+// redriven (its attempts started again) since. A row leased again at row's
+// attempt under a newer lease (not pending: a snoozed task shows its own
+// lease's time) was redriven too: without a redrive, the attempt numbers
+// of the leases after row's only grow, and a lease given back shows the
+// time of the attempt before it. So was a row pending at row's attempt
+// whose error is not the one the lease that took row's over wrote
+// (leaseExpiredFormat), which a snooze or a give-back keeps.
 func (in *Inbox) leaseLostEnd(ctx context.Context, row *inboxRow, snoozed bool) (own InboxState, byLease bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
 	defer cancel()
