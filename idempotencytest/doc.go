@@ -6,7 +6,8 @@
 // It has four parts:
 //
 //   - Deliveries: [SignatureHeader], [NewSignedRequest] and friends sign a
-//     payload as Stripe does; [Deliver] sends it once to a handler and
+//     payload as Stripe does ([SignatureHeaderSecrets] with every secret of
+//     a roll); [Deliver] sends it once to a handler and
 //     [Replay] sends n copies at once, as Stripe's retries and duplicates
 //     might, and both return the [Answer]s.
 //   - A fake clock: [NewClock] gives a [Clock] to set as

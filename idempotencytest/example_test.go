@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"sync"
+	"time"
 
 	"github.com/stripe/stripe-go/v82"
 
@@ -63,4 +65,36 @@ func Example() {
 	// 200 processed 100
 	// map[200:50] 1 49 100
 	// 400 {"error":"invalid_signature"}
+}
+
+// While an endpoint's secret rolls, Stripe signs each delivery with the old
+// and the new secret, one v1 each. A service that lists only the new secret
+// (or only the old one) still verifies it, and one that lists neither
+// answers 400.
+func ExampleSignatureHeaderSecrets() {
+	const oldSecret, newSecret = "whsec_old", "whsec_new"
+	payload, _ := json.Marshal(map[string]any{
+		"id": "evt_1", "object": "event", "type": "customer.created", "api_version": stripe.APIVersion,
+		"data": map[string]any{"object": map[string]any{"id": "cus_1", "object": "customer"}},
+	})
+	header := idempotencytest.SignatureHeaderSecrets(payload, time.Now(), oldSecret, newSecret)
+
+	for _, secrets := range [][]string{{newSecret}, {oldSecret}, {"whsec_other"}} {
+		h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), idempotency.NewHandlers(), idempotency.Config{
+			Secrets: secrets,
+			Logger:  slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			panic(err)
+		}
+		req := idempotencytest.NewSignedRequest("/", payload, newSecret)
+		req.Header.Set("Stripe-Signature", header) // both v1s, the old one first
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Println(secrets, rec.Code, rec.Body.String())
+	}
+	// Output:
+	// [whsec_new] 200 {"outcome":"ignored"}
+	// [whsec_old] 200 {"outcome":"ignored"}
+	// [whsec_other] 400 {"error":"invalid_signature"}
 }

@@ -46,8 +46,9 @@ func (c *credits) get(account string) int {
 }
 
 // newCreditHandler returns a handler on the memory store that credits the
-// invoice's account 100 once per invoice.
-func newCreditHandler(t testing.TB) (*idempotency.Handler, *credits) {
+// invoice's account 100 once per invoice. It verifies with secrets, or with
+// testSecret when none are given.
+func newCreditHandler(t testing.TB, secrets ...string) (*idempotency.Handler, *credits) {
 	t.Helper()
 	c := &credits{m: map[string]int{}}
 	hs := idempotency.NewHandlers()
@@ -64,8 +65,11 @@ func newCreditHandler(t testing.TB) (*idempotency.Handler, *credits) {
 		})
 		return nil
 	})
+	if len(secrets) == 0 {
+		secrets = []string{testSecret}
+	}
 	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
-		Secrets: []string{testSecret},
+		Secrets: secrets,
 		Logger:  slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)

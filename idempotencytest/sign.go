@@ -18,8 +18,22 @@ import (
 // SignatureHeader returns the Stripe-Signature header Stripe would send for
 // payload signed with secret at time t (a t= element and one v1 signature).
 func SignatureHeader(payload []byte, secret string, t time.Time) string {
-	sig := webhook.ComputeSignature(t, payload, secret)
-	return "t=" + strconv.FormatInt(t.Unix(), 10) + ",v1=" + hex.EncodeToString(sig)
+	return SignatureHeaderSecrets(payload, t, secret)
+}
+
+// SignatureHeaderSecrets returns the Stripe-Signature header Stripe sends
+// while an endpoint's secret rolls: payload signed at time t with each of
+// secrets, a t= element and then one v1 signature per secret, in the order
+// given. With one secret it is [SignatureHeader]'s header; with none it has
+// no v1, and no Handler accepts it. Set it on a request built by
+// [NewSignedRequest] or http.NewRequest to test that a Handler with only
+// the old or only the new secret in Config.Secrets verifies the delivery.
+func SignatureHeaderSecrets(payload []byte, t time.Time, secrets ...string) string {
+	header := "t=" + strconv.FormatInt(t.Unix(), 10)
+	for _, secret := range secrets {
+		header += ",v1=" + hex.EncodeToString(webhook.ComputeSignature(t, payload, secret))
+	}
+	return header
 }
 
 // NewSignedRequest returns a POST request to target whose body is payload,
