@@ -296,6 +296,29 @@ func PgxMigrateTo(ctx context.Context, s *PgxStore, last int) error {
 // connection must have heard a notification; call it before Run.
 func SetListenWait(in *Inbox, d time.Duration) { in.listenWait = d }
 
+// DeafListenStore is a MemoryStore whose inbox listens as a PgxStore does
+// behind PgBouncer in transaction pooling mode: LISTEN succeeds, NOTIFY
+// succeeds, and no notification ever arrives. Notified is sent to after
+// each NOTIFY, when it has one waiting.
+type DeafListenStore struct {
+	*MemoryStore
+	Notified chan struct{}
+}
+
+func (s DeafListenStore) inboxNotify(context.Context) error {
+	select {
+	case s.Notified <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (DeafListenStore) inboxListen(ctx context.Context, listening, _ func()) error {
+	listening()
+	<-ctx.Done()
+	return ctx.Err()
+}
+
 // PgxHeldByPlan is what EXPLAIN ANALYZE says of Inbox.HeldBy's statement
 // for eventID at now on conn.
 func PgxHeldByPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, eventID string, now time.Time) (string, error) {

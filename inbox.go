@@ -115,8 +115,12 @@ type InboxConfig struct {
 	// connection it listens on once, with a NOTIFY of its own sent through
 	// another connection: when no notification has arrived 10 seconds
 	// after that NOTIFY, it warns once, at Warn, naming PollOnly and
-	// PgBouncer's transaction pooling, and its workers go on polling (a
-	// notification that arrives later is logged at Info).
+	// PgBouncer's transaction pooling (a notification that arrives later is
+	// logged at Info). The 10 seconds are fixed, and delay only the
+	// warning: the workers poll every PollInterval from the start, whether
+	// notifications arrive or not, so an event stored by another process,
+	// while the check waits or after it warned, is applied at the next
+	// poll, as with PollOnly.
 	PollOnly bool
 
 	// ShutdownTimeout is how long Run lets attempts in flight finish after
@@ -1032,7 +1036,12 @@ func (in *Inbox) listen(ctx context.Context, n inboxNotifier) {
 
 // listenWait is how long after the NOTIFY of its check a listen connection
 // must have heard a notification (see listenCheck). On a direct connection
-// it arrives within milliseconds.
+// it arrives within milliseconds. It is fixed, neither derived from
+// PollInterval nor configurable: it bounds the delivery of one
+// notification, which has nothing to do with how often the workers poll
+// (a PollInterval of 10 ms would warn of a server slow for a moment, one
+// of an hour would keep the warning back an hour), and it delays nothing
+// but the warning, as the workers poll all along.
 const listenWait = 10 * time.Second
 
 // listenCheck finds out whether notifications reach Run's listen

@@ -1,12 +1,14 @@
 package idempotency_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
@@ -63,7 +65,7 @@ func TestPgxInboxListenHeardNoWarning(t *testing.T) {
 	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	logger, logs := testLogger()
-	worker, err := idempotency.NewInbox(b.store, idempotency.NewHandlers(), idempotency.InboxConfig{PollInterval: time.Hour, Logger: logger})
+	worker, err := idempotency.NewInbox(b.store, idempotency.NewHandlers(), idempotency.InboxConfig{PollInterval: 10 * time.Millisecond, Logger: logger})
 	require.NoError(t, err)
 	idempotency.SetListenWait(worker, 100*time.Millisecond)
 	defer runInbox(t, worker)()
@@ -71,4 +73,37 @@ func TestPgxInboxListenHeardNoWarning(t *testing.T) {
 		"the listen connection hears the check's NOTIFY:\n%s", logs)
 	require.Never(t, func() bool { return strings.Contains(logs.String(), listenUnheard) }, time.Second, 10*time.Millisecond,
 		"a warning about PgBouncer on a direct connection:\n%s", logs)
+}
+
+// TestInboxListenUnheardPollsMeanwhile: when LISTEN is silently unheard
+// (behind PgBouncer in transaction pooling mode), Run's check of the
+// listen connection waits 10 seconds after its NOTIFY before it warns, and
+// loses nothing meanwhile: the workers poll every PollInterval from the
+// start, whatever the check learns, so an event another process stores
+// while the check waits is applied at the next poll.
+func TestInboxListenUnheardPollsMeanwhile(t *testing.T) {
+	t.Parallel()
+	store := idempotency.NewMemoryStore()
+	applied := make(chan string, 1)
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(_ context.Context, _ idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		applied <- ev.ID
+		return nil
+	})
+	logger, logs := testLogger()
+	deaf := idempotency.DeafListenStore{MemoryStore: store, Notified: make(chan struct{}, 1)}
+	worker, err := idempotency.NewInbox(deaf, hs, idempotency.InboxConfig{PollInterval: 10 * time.Millisecond, Logger: logger})
+	require.NoError(t, err)
+	idempotency.SetListenWait(worker, time.Hour) // the check never ends in this test
+	receiver, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: discardLogger()})
+	require.NoError(t, err)
+	h, err := receiver.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	defer runInbox(t, worker)()
+
+	recv(t, deaf.Notified, "the check's NOTIFY") // the check now waits
+	a := idempotencytest.Deliver(h, invoicePayload(t, "evt_unheard_meanwhile", "in_unheard_meanwhile", "acct_1"), testSecret)
+	require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+	require.Equal(t, "evt_unheard_meanwhile", recv(t, applied, "the event stored by another process"))
+	require.NotContains(t, logs.String(), listenUnheard, "the check is still waiting")
 }
