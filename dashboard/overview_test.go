@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -92,8 +93,8 @@ func TestSearchSaysWhenThereMayBeMore(t *testing.T) {
 
 // TestRunbookSteps follows the dashboard steps of README's "Operating it"
 // by the names it gives: Failed → "Redrive every failed event and task";
-// Dead letters, filtered by type → "Redrive every dead_letter event and
-// task of type ..."; an event's
+// Dead letters, filtered by type and time received → "Redrive every
+// dead_letter event and task of type ... received since ..."; an event's
 // page → Forget → Forget the event.
 func TestRunbookSteps(t *testing.T) {
 	t.Parallel()
@@ -150,9 +151,17 @@ func TestRunbookSteps(t *testing.T) {
 	press(button(follow(overview, "Failed"), "Redrive every failed event and task"))
 	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_failing"))
 
-	require.Contains(t, doc, "Dashboard: *Dead letters*, *Type* `charge.failed`, *Filter* → *Redrive every dead_letter event and task of type charge.failed*")
+	require.Contains(t, doc, "Dashboard: *Dead letters*, *Type* `charge.failed`, *Received since* the date 8 days back (`2026-11-26`), *Filter* → *Redrive every dead_letter event and task of type charge.failed received since 2026-11-26*")
+	// A dead letter received after evt_dead_1: the time range takes it
+	// alone.
+	since := f.clock.Now().UTC().Format("2006-01-02T15:04")
+	f.clock.Advance(time.Minute)
+	f.failing.Store(true)
+	f.deliver(t, "invoice.paid", "evt_dead_later", "in_dead_later")
+	f.work(t)
+	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, "evt_dead_later"))
 	// The page's filter form as a browser submits it: each input's value,
-	// each select's selected option; Type filled in.
+	// each select's selected option; Type and Received since filled in.
 	deadLetters := follow(overview, "Dead letters")
 	m := regexp.MustCompile(`(?s)<form class="filters" method="get" action="(\w+)">(.*?)</form>`).FindStringSubmatch(deadLetters)
 	require.NotNil(t, m, "no filter form")
@@ -167,10 +176,13 @@ func TestRunbookSteps(t *testing.T) {
 		}
 	}
 	require.Contains(t, filter, "type", "the filter form has a Type")
+	require.Contains(t, filter, "since", "the filter form has a Received since")
 	filter.Set("type", "invoice.paid")
+	filter.Set("since", since)
 	_, ofType := f.get(t, m[1]+"?"+filter.Encode())
-	press(button(ofType, "Redrive every dead_letter event and task of type invoice.paid"))
-	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_dead_1"))
+	press(button(ofType, "Redrive every dead_letter event and task of type invoice.paid received since "+since))
+	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_dead_later"))
+	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, "evt_dead_1"), "received before the time range")
 
 	require.Contains(t, doc, "(dashboard: the event's page → *Forget* → *Forget the event*)")
 	_, page := f.get(t, "event?id=evt_paid_1")
