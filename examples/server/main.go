@@ -425,6 +425,13 @@ func memoryService() service {
 	return service{store: idempotency.NewMemoryStore(), accounts: newMemoryAccounts(), subscriptions: newMemorySubscriptions()}
 }
 
+// The Unix seconds of the years 1 to 9999, the times that the accounts
+// table keeps and that /accounts/{id} can write in RFC 3339.
+const (
+	firstSecond = -62135596800 // 0001-01-01T00:00:00Z
+	lastSecond  = 253402300799 // 9999-12-31T23:59:59Z
+)
+
 // grant is the argument of the grant-invoice action.
 type grant struct {
 	account    string
@@ -522,7 +529,13 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 		}
 		var until time.Time
 		if inv.Lines != nil && len(inv.Lines.Data) > 0 && inv.Lines.Data[0].Period != nil {
-			until = time.Unix(inv.Lines.Data[0].Period.End, 0)
+			end := inv.Lines.Data[0].Period.End
+			if end < firstSecond || end > lastSecond {
+				// No table keeps it as it is (pgx would store another
+				// year), and no JSON answer shows it: a retry cannot help.
+				return idempotency.Skip("invoice's first line period ends outside the years 1 to 9999")
+			}
+			until = time.Unix(end, 0)
 		}
 		_, err := grantInvoice.Do(ctx, tx, inv.ID, grant{account: account, until: until, amountPaid: inv.AmountPaid, currency: string(inv.Currency)})
 		return err
