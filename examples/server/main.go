@@ -58,6 +58,7 @@
 //	POST /webhook             the idempotency handler (synchronous, or the inbox's with -inbox)
 //	GET  /accounts/{id}       {"id":..,"credits":N,"receipts":N,"plan_until":RFC3339 or null}, or 404
 //	GET  /subscriptions/{id}  {"id":..,"customer":..,"status":..,"current_period_end":RFC3339 or null,"updated_at":RFC3339}, or 404
+//	                          (either: 500 {"error":"internal_error"}, logged, for a row holding a time past the year 9999)
 //	GET  /healthz             200 when the store answers, 503 otherwise
 //	GET  /inbox/stats         {"counts":{"pending":N,...},"task_counts":{...},"oldest_pending":RFC3339 or null}:
 //	                          counts are events and tasks together (Inbox.Stats), task_counts the tasks among them
@@ -613,15 +614,26 @@ func getRow[T any](logger *slog.Logger, what string, get func(context.Context, s
 		case !ok:
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": "not_found"})
 		default:
-			writeJSON(w, http.StatusOK, row)
+			if err := writeJSON(w, http.StatusOK, row); err != nil {
+				logger.Error("answering "+what, "error", err)
+			}
 		}
 	}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// writeJSON answers status with v as JSON. A v that has no JSON form (a
+// time past the year 9999 in a row) is answered 500
+// {"error":"internal_error"} instead, and its error returned: the status
+// is sent before the body, and a 200 with an empty body reads as success.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"internal_error"}`)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(append(b, '\n'))
+	return err
 }
 
 // flagSet reports whether the command line set the flag name.
