@@ -256,7 +256,9 @@ holds it back now (Inbox.HeldBy): the events of its object created before
 it that are still to be applied, and a later one a worker is applying,
 each with its state, attempts and next attempt or lease end. Look at, fix
 or redrive those first: the event waits behind them. "-" means nothing
-holds it: it is due at its next attempt. On PostgreSQL this needs a
+holds it: it is due at its next attempt, or, processing, a worker holds
+it under a lease (a worker that died holds it until the lease expires,
+and the next lease attempts it again). On PostgreSQL this needs a
 connection that may write (Inbox.HeldBy probes row locks); on a read-only
 one, or a standby, show prints the record with "held by ? (could not be
 read: ...)", says so on stderr, and exits 0.
@@ -392,7 +394,7 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		fmt.Fprintf(tw, "  next attempt\t%s\n", formatTime(rec.NextAttemptAt))
 		fmt.Fprintf(tw, "  finished\t%s\n", formatTime(rec.FinishedAt))
 		if !rec.State.Final() {
-			writeHolders(tw, holders, heldByErr)
+			writeHolders(tw, rec.State, holders, heldByErr)
 		}
 	} else {
 		fmt.Fprintf(tw, "type\t%s\n", display.Line(ledger.EventType))
@@ -434,14 +436,21 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 	return err
 }
 
-// writeHolders writes show's "held by" lines: one per holder, that
-// nothing holds the event back, or that err kept them from being read.
-func writeHolders(w io.Writer, holders []idempotency.InboxHolder, err error) {
+// writeHolders writes show's "held by" lines of an event in state: one
+// per holder, that nothing holds the event back, or that err kept them
+// from being read.
+func writeHolders(w io.Writer, state idempotency.InboxState, holders []idempotency.InboxHolder, err error) {
 	if err != nil {
 		fmt.Fprintf(w, "  held by\t? (could not be read: %s)\n", display.Line(err.Error()))
 		return
 	}
 	if len(holders) == 0 {
+		if state == idempotency.InboxProcessing {
+			// It has no next attempt: a worker is applying it, or died
+			// and its lease is to expire.
+			fmt.Fprintln(w, "  held by\t- (nothing: a worker holds it under a lease)")
+			return
+		}
 		fmt.Fprintln(w, "  held by\t- (nothing: due at its next attempt)")
 		return
 	}
