@@ -51,9 +51,14 @@ Global flags (before or after the command; flags go before its ids):
 	fmt.Fprintln(w, "Results go to stdout; errors to stderr, one line each starting \"idemctl: \".")
 }
 
-// timesHelp says how -since and -until are written.
-const timesHelp = `Times (-since, -until) are RFC 3339 (2026-11-30T14:00:00Z), a date
+// timesHelp says how -since and -until are written, and sinceHelp how
+// -since is, for a command without -until (recover).
+const (
+	timeForms = `RFC 3339 (2026-11-30T14:00:00Z), a date
 (2026-11-30, UTC), or a duration before now (90m, 2h, 7d, 1d12h).`
+	timesHelp = "Times (-since, -until) are " + timeForms
+	sinceHelp = "-since is " + timeForms
+)
 
 // commandUsage writes a command's help.
 func (a *app) commandUsage(w io.Writer, c command, fs *flag.FlagSet) {

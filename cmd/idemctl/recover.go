@@ -52,7 +52,7 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 "duplicate":N,"ignored":N,"failed":N,"failed_ids":[..],"requests":N,
 "resumed":bool,"last_event_id":..,"interrupted":bool}.
 
-` + timesHelp,
+` + sinceHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		var since timeFlag
 		var types listFlag
