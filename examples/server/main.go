@@ -528,6 +528,10 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 		if account == "" {
 			return idempotency.Skip("invoice has no account_id in metadata")
 		}
+		if !storableID(account) {
+			// PostgreSQL would refuse the grant on every attempt.
+			return idempotency.Skip("invoice's metadata.account_id holds a NUL byte or invalid UTF-8, which no account id can")
+		}
 		var until time.Time
 		if inv.Lines != nil && len(inv.Lines.Data) > 0 && inv.Lines.Data[0].Period != nil {
 			end := inv.Lines.Data[0].Period.End
@@ -602,7 +606,7 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 func getRow[T any](logger *slog.Logger, what string, get func(context.Context, string) (T, bool, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		if strings.IndexByte(id, 0) >= 0 || !utf8.ValidString(id) {
+		if !storableID(id) {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": "not_found"})
 			return
 		}
@@ -619,6 +623,12 @@ func getRow[T any](logger *slog.Logger, what string, get func(context.Context, s
 			}
 		}
 	}
+}
+
+// storableID reports whether a row can have id: PostgreSQL's text holds
+// neither a NUL byte nor invalid UTF-8.
+func storableID(id string) bool {
+	return strings.IndexByte(id, 0) < 0 && utf8.ValidString(id)
 }
 
 // writeJSON answers status with v as JSON. A v that has no JSON form (a
