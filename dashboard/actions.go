@@ -195,8 +195,21 @@ func isKind(k idempotency.InboxKind) bool {
 	return k == "" || slices.Contains([]idempotency.InboxKind{idempotency.KindEvent, idempotency.KindTask}, k)
 }
 
+// forgetData is what the confirmation of a forget shows: the event as
+// the inbox and the ledger have it, and, when the forget would not act,
+// why (then the page offers no button).
+type forgetData struct {
+	Event   eventData
+	Refused string
+}
+
 // confirmForget: the page that asks to confirm the forget of the event
-// id, which cannot be undone; its form sends the forget, confirmed.
+// id, which cannot be undone. It looks the event up and shows what will
+// be forgotten (type, inbox state, received, the ledger's claim); its
+// form sends the forget, confirmed. An id the inbox and the ledger do not
+// have (404), an event still to be applied and a task (409, as Forget
+// refuses them) get a page that says so, without the form. The forget
+// checks again: the event may change before the click.
 func (d *Dashboard) confirmForget(w http.ResponseWriter, r *http.Request) {
 	if !d.allowed(w, r, "forget") {
 		return
@@ -206,7 +219,32 @@ func (d *Dashboard) confirmForget(w http.ResponseWriter, r *http.Request) {
 		d.renderMessage(w, r, http.StatusBadRequest, "No event", "Give an event id: forget?id=evt_...")
 		return
 	}
-	d.render(w, r, http.StatusOK, "forget", "Forget "+id+"?", id)
+	ev, err := d.lookup(r, id)
+	if err != nil {
+		d.inboxError(w, r, "looking an event up", err)
+		return
+	}
+	data, status, heading := forgetData{Event: ev}, http.StatusConflict, "Cannot forget "+id
+	rec := ev.Record
+	switch {
+	case rec == nil && ev.Claim == nil:
+		status = http.StatusNotFound
+		// Forget would still delete guards kept after the claim was
+		// pruned (Retention.Guards), which no Ledger method finds by id.
+		data.Refused = "Nothing to forget: no event with this id in the inbox or the ledger. " +
+			"(Guards of an event whose claim was pruned may be kept longer: idemctl forget deletes them.)"
+		if d.cfg.Ledger == nil {
+			data.Refused = "Nothing to forget: no event with this id in the inbox (this dashboard has no ledger to look in)."
+		}
+	case rec != nil && rec.Kind == idempotency.KindTask:
+		data.Refused = forgetFlash["forget-task"]
+	case rec != nil && !rec.State.Final():
+		data.Refused = "Not forgotten now: the event is still to be applied (its inbox state is " + string(rec.State) +
+			"); forget takes it once it is processed, skipped, ignored or dead-lettered."
+	default:
+		status, heading = http.StatusOK, "Forget "+id+"?"
+	}
+	d.render(w, r, status, "forget", heading, data)
 }
 
 // forget deletes the form's event from the ledger and the inbox (its claim,

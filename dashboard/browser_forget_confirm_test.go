@@ -12,8 +12,8 @@ import (
 )
 
 // TestBrowserForgetConfirmed: forget cannot be undone, so the event
-// page's Forget button leads to a page that asks to confirm it, and
-// forgets nothing; Cancel goes back to the event, and the confirmation's
+// page's Forget button leads to a page that asks to confirm it, showing
+// the event's inbox state and claim, and forgets nothing; Cancel goes back to the event, and the confirmation's
 // button forgets it, once.
 func TestBrowserForgetConfirmed(t *testing.T) {
 	ctx := browser(t)
@@ -37,6 +37,8 @@ func TestBrowserForgetConfirmed(t *testing.T) {
 	kept("one click on Forget forgets nothing")
 	require.Equal(t, "Forget evt_paid_1?", text(t, ctx, "main h1"))
 	require.Contains(t, text(t, ctx, "#confirm-text"), "cannot be undone")
+	require.Equal(t, "processed", text(t, ctx, "#forget-state"), "what will be forgotten")
+	require.Contains(t, text(t, ctx, "#forget-claim"), "claimed: processed")
 
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#cancel-forget")),
 		chromedp.WaitVisible(chromedp.CSS("#record"))))

@@ -77,9 +77,14 @@
 // are off unless Config.AllowRedrive and Config.AllowForget turn them
 // on; a page shows no button for an action that is off, and a POST to it is
 // answered 403. Forget cannot be undone: the event page's Forget button
-// leads to a page that asks to confirm it, whose button sends it (with
-// the field confirm=yes); a POST of forget without that field is
-// redirected (303) to that page, and nothing is done. The actions are
+// leads to a page that asks to confirm it, showing what will be forgotten
+// (the event's type, inbox state, received time and ledger claim), whose
+// button sends it (with the field confirm=yes); a POST of forget without
+// that field is redirected (303) to that page, and nothing is done. That
+// page answers an id neither the inbox nor the Ledger has with 404, and
+// an event still to be applied or a task, which the forget refuses, with
+// 409, each saying why, without the button; the forget, sent later,
+// checks again. The actions are
 // taken by POST only (any other method is answered 405; GET and HEAD of
 // forget are its confirmation page, answered 403 when forget is off),
 // and http.CrossOriginProtection refuses a cross-origin request from a

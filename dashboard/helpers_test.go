@@ -97,6 +97,15 @@ func newFixture(t *testing.T, st store, cfg dashboard.Config) *fixture {
 // with the event id and object id given, as Stripe would deliver it.
 func (f *fixture) deliver(t *testing.T, typ, eventID, objectID string) {
 	t.Helper()
+	ans := idempotencytest.Deliver(f.webhook, eventPayload(t, typ, eventID, objectID), secret)
+	require.Equal(t, http.StatusOK, ans.Status, ans.Body)
+	require.Equal(t, idempotency.OutcomeQueued, ans.Outcome)
+}
+
+// eventPayload is the fixture event of type typ (testdata/stripe-events)
+// with the event id and object id given, as Stripe would send it.
+func eventPayload(t *testing.T, typ, eventID, objectID string) []byte {
+	t.Helper()
 	raw, err := os.ReadFile("../testdata/stripe-events/" + typ + ".json")
 	require.NoError(t, err)
 	var ev map[string]any
@@ -107,9 +116,7 @@ func (f *fixture) deliver(t *testing.T, typ, eventID, objectID string) {
 	obj["metadata"] = map[string]any{"email": customerEmail}
 	payload, err := json.Marshal(ev)
 	require.NoError(t, err)
-	ans := idempotencytest.Deliver(f.webhook, payload, secret)
-	require.Equal(t, http.StatusOK, ans.Status, ans.Body)
-	require.Equal(t, idempotency.OutcomeQueued, ans.Outcome)
+	return payload
 }
 
 // work applies everything due.

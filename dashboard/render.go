@@ -134,16 +134,17 @@ func flash(r *http.Request) string {
 			return "Redrove " + what[1] + ": it is pending, with a fresh attempt budget."
 		}
 		return "Redrove " + fmt.Sprintf(what[2], n) + ": they are pending, with a fresh attempt budget."
-	case "forgotten":
-		return "Forgot the event: its claim, guards and inbox row are gone; its next delivery (a resend from Stripe's Dashboard, a recovery) is applied as new. Other replicas may still answer it duplicate for up to PgxConfig.RecentClaimsTTL (a minute by default)."
-	case "forget-none":
-		return "Nothing to forget: the event is neither in the ledger nor in the inbox."
-	case "forget-unfinished":
-		return "Not forgotten: the event is still to be applied (pending, processing or failed)."
-	case "forget-task":
-		return "Not forgotten: this is a task, which runs once per key; forget takes events."
 	}
-	return ""
+	return forgetFlash[q.Get("msg")]
+}
+
+// forgetFlash are the messages after a forget, by code; the confirmation
+// page says forget-task's of a task too.
+var forgetFlash = map[string]string{
+	"forgotten":         "Forgot the event: its claim, guards and inbox row are gone; its next delivery (a resend from Stripe's Dashboard, a recovery) is applied as new. Other replicas may still answer it duplicate for up to PgxConfig.RecentClaimsTTL (a minute by default).",
+	"forget-none":       "Nothing to forget: the event is neither in the ledger nor in the inbox.",
+	"forget-unfinished": "Not forgotten: the event is still to be applied (pending, processing or failed).",
+	"forget-task":       "Not forgotten: this is a task, which runs once per key; forget takes events.",
 }
 
 // when formats t for a page, in UTC to the second.
