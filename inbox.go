@@ -1490,15 +1490,23 @@ func errorText(err error) string {
 // f.DryRun it only counts them. Fix the cause first: a redriven event is
 // applied again as new.
 func (in *Inbox) Redrive(ctx context.Context, f RedriveFilter) (int, error) {
+	events, tasks, err := in.RedriveByKind(ctx, f)
+	return events + tasks, err
+}
+
+// RedriveByKind is Redrive, with the count of the events and of the tasks
+// it moves (with f.DryRun, would move) told apart. Both kinds move at once,
+// in one statement on PostgreSQL: when it fails, none has moved.
+func (in *Inbox) RedriveByKind(ctx context.Context, f RedriveFilter) (events, tasks int, err error) {
 	if err := f.check(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	n, err := in.store.inboxRedrive(ctx, f, in.cfg.Now())
-	if err == nil && n > 0 && !f.DryRun {
+	events, tasks, err = in.store.inboxRedrive(ctx, f, in.cfg.Now())
+	if err == nil && events+tasks > 0 && !f.DryRun {
 		in.signal()
 		in.notifyOthers()
 	}
-	return n, err
+	return events, tasks, err
 }
 
 // Stats counts the inbox's events and tasks by state (TaskCounts the

@@ -271,9 +271,9 @@ type inboxBackend interface {
 
 	// inboxRedrive moves the events f selects, in f.States (default
 	// dead_letter), back to pending with Attempt 0, NextAttemptAt = now and
-	// FinishedAt cleared (LastError is kept), and returns how many; with
-	// f.DryRun it only counts them.
-	inboxRedrive(ctx context.Context, f RedriveFilter, now time.Time) (int, error)
+	// FinishedAt cleared (LastError is kept), all at once, and returns how
+	// many events and how many tasks; with f.DryRun it only counts them.
+	inboxRedrive(ctx context.Context, f RedriveFilter, now time.Time) (events, tasks int, err error)
 
 	// inboxStats counts the events by state and finds the oldest ReceivedAt
 	// among those still to be applied (pending, failed, processing).

@@ -305,26 +305,29 @@ func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt i
 	}
 }
 
-func (s *MemoryStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.Time) (int, error) {
+func (s *MemoryStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.Time) (events, tasks int, err error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	now = kept(now)
-	s.mu.Lock() // f was checked and given its defaults by Inbox.Redrive
+	s.mu.Lock() // f was checked and given its defaults by Inbox.RedriveByKind
 	defer s.mu.Unlock()
-	n := 0
 	for _, r := range s.inbox {
 		if !f.matches(&r.InboxRecord) {
 			continue
 		}
-		n++
+		if r.Kind == KindTask {
+			tasks++
+		} else {
+			events++
+		}
 		if !f.DryRun {
 			r.State, r.Attempt = InboxPending, 0
 			r.NextAttemptAt, r.FinishedAt, r.LeaseUntil = now, time.Time{}, time.Time{}
 			s.indexInboxRow(r)
 		}
 	}
-	return n, nil
+	return events, tasks, nil
 }
 
 func (s *MemoryStore) inboxStats(ctx context.Context) (InboxStats, error) {

@@ -88,6 +88,7 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
   AND (cardinality($2::text[]) = 0 OR event_id = ANY ($2::text[]))
   AND ($3 = '' OR event_type = $3)
   AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)`
+	countKinds := `count(*) FILTER (WHERE kind = 'event'), count(*) FILTER (WHERE kind = 'task')`
 	h := fnv.New64a()
 	h.Write([]byte(schema))
 	return pgxInboxSQL{
@@ -161,9 +162,13 @@ SELECT ` + inboxColumns + `, payload, lease_until, coalesce(seq, 0), trace, due_
     attempt = CASE WHEN $3 IN ('pending', 'processing') THEN attempt - 1 ELSE attempt END,
     attempted_at = CASE WHEN $3 IN ('pending', 'processing') THEN $8 ELSE attempted_at END
 WHERE ` + fenced("$7"),
-		redrive: `UPDATE ` + t + ` SET state = 'pending', attempt = 0, next_attempt_at = $7, finished_at = NULL
-WHERE ` + redriveWhere,
-		redriveCount: `SELECT count(*) FROM ` + t + ` WHERE ` + redriveWhere,
+		// Counted by kind in the statement that moves them: both kinds
+		// move at once, or neither.
+		redrive: `WITH moved AS (UPDATE ` + t + ` SET state = 'pending', attempt = 0, next_attempt_at = $7, finished_at = NULL
+WHERE ` + redriveWhere + `
+RETURNING kind)
+SELECT ` + countKinds + ` FROM moved`,
+		redriveCount: `SELECT ` + countKinds + ` FROM ` + t + ` WHERE ` + redriveWhere,
 		stats: `SELECT kind, state, count(*), min(received_at) FILTER (WHERE state IN ('pending', 'failed', 'processing'))
 FROM ` + t + ` GROUP BY kind, state`,
 		list: `SELECT ` + inboxColumns + ` FROM ` + t + `
@@ -374,26 +379,24 @@ func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int,
 }
 
 // inboxRedrive implements inboxBackend: one UPDATE, or with f.DryRun one
-// count.
-func (s *PgxStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.Time) (int, error) {
+// count, each counting the kinds apart.
+func (s *PgxStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.Time) (events, tasks int, err error) {
 	ids := f.EventIDs
 	if ids == nil {
 		ids = []string{}
 	}
-	args := []any{texts(f.States), ids, f.EventType, filterBound(f.Since), filterBound(f.Until), string(f.Kind)}
-	var n int64
-	err := s.autocommit(ctx, func(q pgxQuerier) error {
-		if f.DryRun {
-			return q.QueryRow(ctx, s.inbox.redriveCount, args...).Scan(&n)
-		}
-		tag, err := q.Exec(ctx, s.inbox.redrive, append(args, now)...)
-		n = tag.RowsAffected()
-		return err
+	sql, args := s.inbox.redrive, []any{texts(f.States), ids, f.EventType, filterBound(f.Since), filterBound(f.Until), string(f.Kind), now}
+	if f.DryRun {
+		sql, args = s.inbox.redriveCount, args[:6]
+	}
+	var n [2]int64
+	err = s.autocommit(ctx, func(q pgxQuerier) error {
+		return q.QueryRow(ctx, sql, args...).Scan(&n[0], &n[1])
 	})
 	if err != nil {
-		return 0, s.inboxError("redrive", err)
+		return 0, 0, s.inboxError("redrive", err)
 	}
-	return int(n), nil
+	return int(n[0]), int(n[1]), nil
 }
 
 // inboxStats implements inboxBackend: one query over the index on

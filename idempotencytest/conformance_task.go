@@ -674,6 +674,9 @@ func testTaskDeadLetter(t *testing.T, b StoreBackend) {
 	n, err = tb.inbox.Redrive(ctxT(t), idempotency.RedriveFilter{Kind: idempotency.KindTask, DryRun: true})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
+	events, tasks, err := tb.inbox.RedriveByKind(ctxT(t), idempotency.RedriveFilter{DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, [2]int{0, 1}, [2]int{events, tasks}, "both kinds selected, counted apart")
 	require.Equal(t, idempotency.InboxDeadLetter, tb.task(t, "in_poison").State, "a dry run moves nothing")
 
 	mu.Lock()
