@@ -18,16 +18,18 @@ var redriveCommand = command{
 	args:    "(-id id... | -type t | -since t | -until t | -all) [-state s] [-kind k] [-dry-run]",
 	summary: "move dead-lettered (or failed) events back to pending with a fresh attempt budget",
 	help: `Moves the events the flags select back to pending with a fresh attempt
-budget (Inbox.Redrive), dead-lettered ones by default; the service's workers
-then apply them as new. Fix the cause first.
+budget (Inbox.RedriveByKind), dead-lettered ones by default; the service's
+workers then apply them as new. Fix the cause first.
 
 It refuses to run without a selector (-id, -type, -since, -until) unless
 -all is given: -state and -kind narrow a selection but do not make one.
--dry-run counts the events that would move and moves none. It prints how
-many events (with -kind task, tasks) moved, or would, after a line for each
--id it does not move saying why: not found, or its state, kind, type or
-received time not selected (a failed event needs -state failed). Exits 3
-when an -id was not found (the others are redriven).
+-dry-run counts the events that would move and moves none. Without -kind,
+events and tasks move in one statement: both, or neither when it fails.
+It prints how many events and tasks (with -kind, of that kind) moved, or
+would, after a line for each -id it does not move saying why: not found,
+or its state, kind, type or received time not selected (a failed event
+needs -state failed). Exits 3 when an -id was not found (the others are
+redriven).
 
 ` + timesHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
@@ -72,13 +74,17 @@ when an -id was not found (the others are redriven).
 			if err != nil {
 				return err
 			}
-			// One statement per kind: the bar only shows that it is running.
+			// One statement, both kinds: the bar only shows that it is running.
 			m := a.meter("redrive", "rows")
 			m.set(0, "redriving")
-			n, moved, err := redriveByKind(ctx, in.Redrive, filter)
+			events, tasks, err := in.RedriveByKind(ctx, filter)
 			m.done()
 			if err != nil {
 				return a.storeErr(err)
+			}
+			n, moved := events+tasks, countedKinds(events, tasks)
+			if kind != "" {
+				moved = counted(n, kind) // "0 tasks" with -kind task
 			}
 			switch {
 			case *dryRun:
@@ -133,33 +139,6 @@ func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempote
 		fmt.Fprintf(a.stdout, "%s: not redriven: %s\n", display.Line(id), why)
 	}
 	return missing, nil
-}
-
-// redriveByKind redrives what f selects and returns how many rows moved
-// (with f.DryRun, would move), worded by kind. Without f.Kind it redrives
-// the events, then the tasks, one statement each, so that each kind is
-// counted; when the tasks' fails, its error says how many events moved.
-func redriveByKind(ctx context.Context, redrive func(context.Context, idempotency.RedriveFilter) (int, error), f idempotency.RedriveFilter) (int, string, error) {
-	if f.Kind != "" {
-		n, err := redrive(ctx, f)
-		return n, counted(n, f.Kind), err
-	}
-	var n [2]int
-	for i, k := range []idempotency.InboxKind{idempotency.KindEvent, idempotency.KindTask} {
-		f.Kind = k
-		var err error
-		if n[i], err = redrive(ctx, f); err != nil {
-			if i == 0 {
-				return 0, "", err
-			}
-			// The events' statement has committed: say so.
-			if f.DryRun {
-				return 0, "", fmt.Errorf("would redrive %s (dry run: none moved), then the tasks' redrive failed: %w", counted(n[0], idempotency.KindEvent), err)
-			}
-			return 0, "", fmt.Errorf("redrove %s, then the tasks' redrive failed: %w", counted(n[0], idempotency.KindEvent), err)
-		}
-	}
-	return n[0] + n[1], countedKinds(n[0], n[1]), nil
 }
 
 // countedKinds is events and tasks counted by kind: "1 event", "2 tasks",
