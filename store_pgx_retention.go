@@ -161,7 +161,13 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 		return rep, err
 	}
 	var oldest pgtype.Timestamptz
-	if _, err := s.queryRow(ctx, s.retention.oldestAwaiting, nil, &oldest); err != nil {
+	// A read: on a connection whose session ended while it sat idle it
+	// is read again on another, as the batches are.
+	err = retryStale(ctx, func() error {
+		_, err := s.queryRow(ctx, s.retention.oldestAwaiting, nil, &oldest)
+		return err
+	})
+	if err != nil {
 		return rep, errorf("prune: %w", err)
 	}
 	c.keepKeysOf(oldest.Time, r.EventIDs)
