@@ -426,9 +426,30 @@ func (a *faultApp) awaitDrained(t *testing.T, want int, within time.Duration) id
 // requireExactlyOnce checks the database after a scenario in which events
 // were sent (copies included): each distinct event claimed in the ledger
 // and its handler's writes committed exactly once, no other event, one
-// credit of 100 per distinct invoice to its account, every event of the
-// inbox processed (its tasks are the caller's to check).
+// credit of 100 per distinct invoice to its account (requireAppliedOnce),
+// every event of the inbox processed (its tasks are the caller's to
+// check).
 func (a *faultApp) requireExactlyOnce(t *testing.T, events []faultEvent) {
+	t.Helper()
+	ids := a.requireAppliedOnce(t, events)
+	st, err := a.observer.Stats(t.Context())
+	require.NoError(t, err)
+	for state, n := range st.Counts {
+		n -= st.TaskCounts[state]
+		if state == idempotency.InboxProcessed {
+			require.Equal(t, ids, n, "inbox events processed")
+		} else {
+			require.Zero(t, n, "inbox events %s", state)
+		}
+	}
+	require.True(t, st.OldestPending.IsZero(), "nothing left to apply")
+}
+
+// requireAppliedOnce is requireExactlyOnce without the inbox, whose
+// finished events a prune may have deleted: the ledger, the handlers'
+// writes, the guards and the credits. It returns how many distinct events
+// were sent.
+func (a *faultApp) requireAppliedOnce(t *testing.T, events []faultEvent) int {
 	t.Helper()
 	ctx := t.Context()
 	ids := map[string]bool{}
@@ -470,18 +491,7 @@ func (a *faultApp) requireExactlyOnce(t *testing.T, events []faultEvent) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, want, got, "credits per account: 100 per distinct invoice")
-
-	st, err := a.observer.Stats(ctx)
-	require.NoError(t, err)
-	for state, n := range st.Counts {
-		n -= st.TaskCounts[state]
-		if state == idempotency.InboxProcessed {
-			require.Equal(t, len(ids), n, "inbox events processed")
-		} else {
-			require.Zero(t, n, "inbox events %s", state)
-		}
-	}
-	require.True(t, st.OldestPending.IsZero(), "nothing left to apply")
+	return len(ids)
 }
 
 // record is the inbox's record of ev.
@@ -854,10 +864,18 @@ WHERE application_name = $1 AND state = 'idle' AND query LIKE 'LISTEN %'`, p.app
 // pg_terminate_backend or a failover would, and returns how many.
 func (a *faultApp) terminateSessions(t *testing.T, p *faultProc) int {
 	t.Helper()
-	var n int
-	require.NoError(t, a.admin.QueryRow(t.Context(), `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
-FROM pg_stat_activity WHERE application_name = $1`, p.appName).Scan(&n))
+	n, err := a.tryTerminateSessions(t.Context(), p)
+	require.NoError(t, err)
 	return n
+}
+
+// tryTerminateSessions is terminateSessions for a goroutine of the test, or
+// while the server may be down: it returns the error.
+func (a *faultApp) tryTerminateSessions(ctx context.Context, p *faultProc) (int, error) {
+	var n int
+	err := a.admin.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
+FROM pg_stat_activity WHERE application_name = $1`, p.appName).Scan(&n)
+	return n, err
 }
 
 // TestPgxInboxFaultDatabaseRestart stops PostgreSQL while 8 senders ingest
