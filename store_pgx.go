@@ -665,13 +665,23 @@ func (l claimLayout) read(results pgx.BatchResults, from int) (early []earlyGuar
 // is then reported failed, as if it had not been applied, and Stripe's
 // resend finds it a duplicate if it was.
 func (s *PgxStore) committedAfterAll(ctx context.Context, eventID string, xact int64, err error) bool {
+	return s.foundAfterLostCommit(ctx, xact, err, s.sql.claimCommitted, eventID, xact)
+}
+
+// foundAfterLostCommit reports whether sql, run with args on another
+// connection within rollbackTimeout, finds a row, when err, the failure of
+// the COMMIT of transaction xact, does not tell that nothing was
+// committed; false when it does, when xact is 0 (not known), and when the
+// look-up fails. sql finds the transaction's writes with xact committed
+// (txid_status).
+func (s *PgxStore) foundAfterLostCommit(ctx context.Context, xact int64, err error, sql string, args ...any) bool {
 	if xact == 0 || serverRolledBack(err) || errors.Is(err, pgx.ErrTxCommitRollback) || pgconn.SafeToRetry(err) {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
 	var one int
-	found, err := s.queryRow(ctx, s.sql.claimCommitted, []any{eventID, xact}, &one)
+	found, err := s.queryRow(ctx, sql, args, &one)
 	return err == nil && found
 }
 

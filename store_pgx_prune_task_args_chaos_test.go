@@ -61,9 +61,9 @@ func (c *chaosPrunes) add(rep idempotency.PruneReport, err error) {
 // not finished longer than Payloads before a prune's clock; a prune then
 // leaves no task finished before its cutoff with its arguments: nothing
 // a prune cut mid-way left is left undone. The prunes' TaskArgsCleared
-// add up to the tasks cleared, when no COMMIT's answer was lost: a batch
-// whose COMMIT went through while its session ended (a crash as the
-// COMMIT is flushed) is not counted, so after a crash the totals may be
+// add up to the tasks cleared: a batch whose COMMIT's answer was lost is
+// looked up and counted, and only when the look-up fails too (the server
+// crashed as the COMMIT was flushed) may the totals after a crash be
 // short, never over.
 func TestPgxPruneTaskArgsChaos(t *testing.T) {
 	t.Run("database-crashed", func(t *testing.T) {

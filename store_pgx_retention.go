@@ -17,6 +17,7 @@ type pgxRetentionSQL struct {
 	deadTasks, taskArgs                  string
 	guards, order, objects               string
 	oldestAwaiting                       string
+	xact, xactCommitted                  string
 	inboxState, inboxLock, forgetInbox   string
 	forgetEvent, forgetGuards, payload   string
 }
@@ -66,6 +67,10 @@ SELECT count(*) OVER (), scope, ` + key + ` FROM d ORDER BY scope DESC, ` + key 
 		// lock is run after noLockTimeout: the function in FROM takes
 		// the lock before the select list puts lock_timeout back.
 		lock: `SELECT ` + restoreLockTimeout + ` IS NOT NULL FROM pg_advisory_xact_lock(hashtextextended('idempotency.prune:' || $1, 0))`,
+		// A batch that changed rows reads its transaction's id, to look
+		// for it committed when its COMMIT's answer is lost.
+		xact:          `SELECT txid_current()`,
+		xactCommitted: `SELECT 1 WHERE txid_status($1) = 'committed'`,
 		// A claim whose event is in the inbox still to be applied or
 		// redriven is what answers that copy duplicate: it stays. The
 		// inbox is asked about each claim by its primary key, in a scalar
@@ -147,7 +152,12 @@ func oldestIn(inbox, state string) string {
 // A Retention that breaks a rule is refused before anything is deleted.
 // When ctx is done, Prune stops between batches and returns the report so
 // far with ctx's error: every batch reported is committed, none is half
-// done. Claims deleted from the ledger are dropped from this process's
+// done. A batch whose COMMIT went through while its connection dropped
+// before the answer is looked up on another connection and counted; only
+// when that look-up fails too (the database went down as it committed)
+// is it missing from the report, which is then short, never over: the
+// rows are changed all the same, and the next batch takes the rows after
+// them. Claims deleted from the ledger are dropped from this process's
 // memory of recent ids too, as are inbox rows deleted; another replica
 // remembers an id at most PgxConfig.RecentClaimsTTL after it last met it,
 // far inside any window.
@@ -174,10 +184,17 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 	first := true
 	// batch runs do, which deletes at most r.BatchSize rows, in a
 	// transaction under the prune lock.
+	//
+	// A batch whose COMMIT went through while its connection dropped
+	// before the answer (a session terminated as it waited for
+	// synchronous replication, a network cut) is found committed and
+	// counted; taken for one that committed nothing, it was run again,
+	// took the next rows, and the report missed the rows it had changed.
 	batch := func(ctx context.Context, do func(tx pgx.Tx) (int, error)) (int, error) {
 		var n int
 		err := retryStale(ctx, func() error {
-			return pgx.BeginTxFunc(ctx, s.db, readCommitted, func(tx pgx.Tx) error {
+			var xact int64 // set once do changed rows
+			err := pgx.BeginTxFunc(ctx, s.db, readCommitted, func(tx pgx.Tx) error {
 				lockSQL := s.retention.tryLock
 				if !first {
 					// The wait for another replica's batch is on the
@@ -196,9 +213,15 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 					return ErrPruneRunning
 				}
 				var err error
-				n, err = do(tx)
-				return err
+				if n, err = do(tx); err != nil || n == 0 {
+					return err
+				}
+				return tx.QueryRow(ctx, s.retention.xact).Scan(&xact)
 			})
+			if err != nil && s.foundAfterLostCommit(ctx, xact, err, s.retention.xactCommitted, xact) {
+				return nil
+			}
+			return err
 		})
 		first = false
 		return n, err
