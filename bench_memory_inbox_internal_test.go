@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -27,34 +28,51 @@ const memoryInboxBenchPending = 100
 // the time after the last one was received, and the position of the
 // applied event halfway down List's order.
 func newMemoryInboxBench(b *testing.B, finished int) (*MemoryStore, time.Time, InboxPosition) {
-	ctx := b.Context()
 	s := NewMemoryStore()
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	enqueue := func(n int, prefix string) {
-		for i := range n {
-			id := fmt.Sprintf("evt_%s_%06d", prefix, i)
-			if _, err := s.inboxEnqueue(ctx, &inboxRow{InboxRecord: InboxRecord{
-				EventID: id, EventType: "invoice.paid", ObjectID: "in_" + id, Created: at,
-				State: InboxPending, ReceivedAt: at, NextAttemptAt: at,
-			}}); err != nil {
-				b.Fatal(err)
-			}
-			at = at.Add(time.Millisecond)
+	fillMemoryInboxBench(b, s, &at, KindEvent, "done", finished, InboxProcessed)
+	fillMemoryInboxBench(b, s, &at, KindEvent, "pending", memoryInboxBenchPending, InboxPending)
+	half := fmt.Sprintf("evt_done_%06d", finished/2)
+	return s, at, s.inbox[half].Position()
+}
+
+// fillMemoryInboxBench stores n rows of kind in s, each about an object of
+// its own and received a millisecond after the one before from *at on,
+// which it moves past them, and leaves them in state: pending as stored,
+// or leased and settled as state at *at. s holds no other unfinished row.
+func fillMemoryInboxBench(b *testing.B, s *MemoryStore, at *time.Time, kind InboxKind, prefix string, n int, state InboxState) {
+	ctx := b.Context()
+	for i := range n {
+		id := fmt.Sprintf("%s_%s_%06d", map[InboxKind]string{KindEvent: "evt", KindTask: "task:receipt"}[kind], prefix, i)
+		r := &inboxRow{InboxRecord: InboxRecord{
+			EventID: id, EventType: "invoice.paid", ObjectID: "in_" + id, Created: *at,
+			State: InboxPending, ReceivedAt: *at, NextAttemptAt: *at,
+		}}
+		if kind == KindTask { // stored as a committed transaction stores its tasks
+			r.Kind, r.EventType, r.ObjectID, r.Payload = KindTask, "receipt", "", []byte(`{"invoice":"`+id+`"}`)
+			s.mu.Lock()
+			s.init()
+			row := &memoryInboxRow{inboxRow: *r}
+			s.inbox[id] = row
+			s.indexInboxRow(row)
+			s.mu.Unlock()
+		} else if _, err := s.inboxEnqueue(ctx, r); err != nil {
+			b.Fatal(err)
 		}
+		*at = at.Add(time.Millisecond)
 	}
-	enqueue(finished, "done")
-	leased, _, err := s.inboxLease(ctx, at, finished, time.Minute, 3)
-	if err != nil || len(leased) != finished {
-		b.Fatalf("leased %d of %d: %v", len(leased), finished, err)
+	if state == InboxPending {
+		return
+	}
+	leased, _, err := s.inboxLease(ctx, *at, n, time.Minute, 3)
+	if err != nil || len(leased) != n {
+		b.Fatalf("leased %d of %d: %v", len(leased), n, err)
 	}
 	for _, r := range leased {
-		if ok, err := s.inboxSettle(ctx, r.EventID, r.Attempt, r.AttemptedAt, InboxProcessed, "", time.Time{}, at, r.AttemptedAt); !ok || err != nil {
+		if ok, err := s.inboxSettle(ctx, r.EventID, r.Attempt, r.AttemptedAt, state, "", time.Time{}, *at, r.AttemptedAt); !ok || err != nil {
 			b.Fatalf("settle %s: %v %v", r.EventID, ok, err)
 		}
 	}
-	enqueue(memoryInboxBenchPending, "pending")
-	half := fmt.Sprintf("evt_done_%06d", finished/2)
-	return s, at, s.inbox[half].Position()
 }
 
 func BenchmarkMemoryInbox(b *testing.B) {
@@ -101,6 +119,93 @@ func BenchmarkMemoryInbox(b *testing.B) {
 					if ok, err := s.inboxSettle(ctx, r.EventID, r.Attempt, r.AttemptedAt, InboxPending, "", r.DueAt, now, r.PrevAttemptedAt); !ok || err != nil {
 						b.Fatalf("give back %s: %v %v", r.EventID, ok, err)
 					}
+				}
+			}
+		})
+	}
+}
+
+// memoryRedriveBenchDead is how many dead-lettered events a redrive
+// benchmark's store holds.
+const memoryRedriveBenchDead = 100
+
+// BenchmarkMemoryInboxRedrive redrives dead-lettered events beside
+// finished ones, applied, as a store keeps them until Prune:
+//
+//	go test -run '^$' -bench MemoryInboxRedrive -benchmem
+//
+// The store holds the finished events, then memoryRedriveBenchDead
+// dead-lettered ones received after them. Redrive asks for 10 of them by
+// id, for every dead letter, and for the dead letters received in the
+// newer half of theirs; each iteration puts the redriven events back as
+// dead letters. Its cost should follow the events it moves, not the
+// finished ones.
+func BenchmarkMemoryInboxRedrive(b *testing.B) {
+	for _, finished := range []int{1000, 50000} {
+		s := NewMemoryStore()
+		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		fillMemoryInboxBench(b, s, &at, KindEvent, "done", finished, InboxProcessed)
+		fillMemoryInboxBench(b, s, &at, KindEvent, "dead", memoryRedriveBenchDead, InboxDeadLetter)
+		var ids []string
+		for i := range 10 {
+			ids = append(ids, fmt.Sprintf("evt_dead_%06d", i*memoryRedriveBenchDead/10))
+		}
+		half := s.inbox[fmt.Sprintf("evt_dead_%06d", memoryRedriveBenchDead/2)].ReceivedAt
+		redrive := func(f RedriveFilter, want int) func(b *testing.B) {
+			return func(b *testing.B) {
+				if err := f.check(); err != nil {
+					b.Fatal(err)
+				}
+				ctx := b.Context()
+				b.ReportAllocs()
+				for b.Loop() {
+					events, tasks, err := s.inboxRedrive(ctx, f, at)
+					n := events + tasks
+					if err != nil || n != want {
+						b.Fatalf("redrove %d, want %d: %v", n, want, err)
+					}
+					// Back to dead letters, as an attempt leaves them.
+					s.mu.Lock()
+					redriven := slices.Collect(s.inboxRowsIn(KindEvent, InboxPending).all)
+					for _, r := range redriven { // not while the walk reads the order
+						r.State, r.Attempt, r.NextAttemptAt, r.FinishedAt = InboxDeadLetter, 3, time.Time{}, at
+						s.indexInboxRow(r)
+					}
+					s.mu.Unlock()
+				}
+			}
+		}
+		b.Run(fmt.Sprint("ids/finished=", finished), redrive(RedriveFilter{EventIDs: ids}, len(ids)))
+		b.Run(fmt.Sprint("dead_letter/finished=", finished), redrive(RedriveFilter{}, memoryRedriveBenchDead))
+		b.Run(fmt.Sprint("since/finished=", finished), redrive(RedriveFilter{Since: half}, memoryRedriveBenchDead/2))
+	}
+}
+
+// BenchmarkMemoryPruneTaskArgs prunes a store that keeps finished tasks
+// whose arguments an earlier prune cleared, and 100 finished since,
+// whose arguments are kept yet, as a service's store holds them between
+// two runs of PruneEvery:
+//
+//	go test -run '^$' -bench MemoryPruneTaskArgs -benchmem
+//
+// Nothing is to be cleared or deleted; the prune's cost should follow what
+// it clears, not the tasks cleared before.
+func BenchmarkMemoryPruneTaskArgs(b *testing.B) {
+	for _, finished := range []int{1000, 50000} {
+		s := NewMemoryStore()
+		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		fillMemoryInboxBench(b, s, &at, KindTask, "cleared", finished, InboxProcessed)
+		at = at.Add(DefaultPayloadRetention + time.Hour)
+		r := Retention{Pause: -1, Now: func() time.Time { return at }}
+		if rep, err := s.Prune(b.Context(), r); err != nil || rep.TaskArgsCleared != finished {
+			b.Fatalf("cleared %d of %d: %v", rep.TaskArgsCleared, finished, err)
+		}
+		fillMemoryInboxBench(b, s, &at, KindTask, "kept", 100, InboxProcessed)
+		b.Run(fmt.Sprint("finished=", finished), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if rep, err := s.Prune(b.Context(), r); err != nil || rep != (PruneReport{}) {
+					b.Fatalf("%+v %v", rep, err)
 				}
 			}
 		})
