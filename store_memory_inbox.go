@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -305,6 +306,9 @@ func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt i
 	}
 }
 
+// inboxRedrive reads the rows f names by id, or else the rows of the kinds
+// and states f asks for received within its range: not the rows of other
+// states, the finished ones a store keeps.
 func (s *MemoryStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.Time) (events, tasks int, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, 0, err
@@ -312,10 +316,16 @@ func (s *MemoryStore) inboxRedrive(ctx context.Context, f RedriveFilter, now tim
 	now = kept(now)
 	s.mu.Lock() // f was checked and given its defaults by Inbox.RedriveByKind
 	defer s.mu.Unlock()
-	for _, r := range s.inbox {
-		if !f.matches(&r.InboxRecord) {
-			continue
+	var rows []*memoryInboxRow
+	if len(f.EventIDs) > 0 {
+		rows = slices.Collect(s.inboxRowsByID(f.EventIDs))
+	} else {
+		for o := range s.inboxOrders(f.Kind, f.States) {
+			rows = slices.AppendSeq(rows, o.received(f.Since, f.Until))
 		}
+	}
+	rows = slices.DeleteFunc(rows, func(r *memoryInboxRow) bool { return !f.matches(&r.InboxRecord) })
+	for _, r := range rows { // not while a walk reads the orders
 		if r.Kind == KindTask {
 			tasks++
 		} else {
@@ -328,6 +338,30 @@ func (s *MemoryStore) inboxRedrive(ctx context.Context, f RedriveFilter, now tim
 		}
 	}
 	return events, tasks, nil
+}
+
+// inboxRowsByID yields the row of each of ids the inbox holds, once; s.mu
+// is held.
+func (s *MemoryStore) inboxRowsByID(ids []string) iter.Seq[*memoryInboxRow] {
+	return func(yield func(*memoryInboxRow) bool) {
+		for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
+			if r := s.inbox[id]; r != nil && !yield(r) {
+				return
+			}
+		}
+	}
+}
+
+// inboxOrders yields the orders of the rows of kind (every kind when "")
+// in states (every state when none), each once; s.mu is held.
+func (s *MemoryStore) inboxOrders(kind InboxKind, states []InboxState) iter.Seq[*inboxOrder] {
+	return func(yield func(*inboxOrder) bool) {
+		for k, o := range s.inboxByState {
+			if (kind == "" || k.kind == kind) && (len(states) == 0 || slices.Contains(states, k.state)) && !yield(o) {
+				return
+			}
+		}
+	}
 }
 
 func (s *MemoryStore) inboxStats(ctx context.Context) (InboxStats, error) {
@@ -356,8 +390,8 @@ func (s *MemoryStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxReco
 	if len(f.EventIDs) > 0 {
 		// Those events alone, each once.
 		var out []InboxRecord
-		for _, id := range slices.Compact(slices.Sorted(slices.Values(f.EventIDs))) {
-			if r := s.inbox[id]; r != nil && f.matches(&r.InboxRecord) {
+		for r := range s.inboxRowsByID(f.EventIDs) {
+			if f.matches(&r.InboxRecord) {
 				out = append(out, r.InboxRecord)
 			}
 		}
@@ -376,10 +410,8 @@ func (s *MemoryStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxReco
 		from = &f.After
 	}
 	var cursors []inboxCursor
-	for k, o := range s.inboxByState {
-		if (f.Kind == "" || k.kind == f.Kind) && (len(f.States) == 0 || slices.Contains(f.States, k.state)) {
-			cursors = append(cursors, o.below(from))
-		}
+	for o := range s.inboxOrders(f.Kind, f.States) {
+		cursors = append(cursors, o.below(from))
 	}
 	var out []InboxRecord
 	for len(out) < f.Limit {

@@ -23,6 +23,7 @@ import (
 type memoryInboxWalk struct {
 	mem   *idempotency.MemoryStore
 	side  *paritySide
+	clock *idempotencytest.Clock
 	rng   *rand.Rand
 	specs []paritySpec
 }
@@ -48,7 +49,7 @@ func walkMemoryInbox(t *testing.T, seed uint64, check func(step int, w *memoryIn
 			mode: modes[rng.IntN(len(modes))], created: 1756742400 + int64(rng.IntN(10)), inbox: rng.IntN(5) > 0,
 		})
 	}
-	w := &memoryInboxWalk{mem: mem, side: side, rng: rng, specs: specs}
+	w := &memoryInboxWalk{mem: mem, side: side, clock: clock, rng: rng, specs: specs}
 	for step := range 300 {
 		switch op := rng.IntN(12); {
 		case op < 4:
@@ -66,7 +67,7 @@ func walkMemoryInbox(t *testing.T, seed uint64, check func(step int, w *memoryIn
 		case op < 8:
 			f := idempotency.RedriveFilter{}
 			if rng.IntN(2) == 0 {
-				f.States = []idempotency.InboxState{idempotency.InboxDeadLetter, idempotency.InboxFailed}
+				f = randomRedriveFilter(rng, idempotency.MemoryInboxRecords(mem), specs)
 			}
 			_, _ = side.inbox.Redrive(ctx, f)
 		case op < 9:
@@ -161,6 +162,98 @@ func TestMemoryInboxStatsListModel(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestMemoryInboxRedriveModel checks after each step of seeded sequences
+// of inbox operations that a MemoryStore's Redrive, which looks ids up and
+// reads the rows of the states it asks for, counts (DryRun) and moves
+// (now and then) exactly the rows a scan of every row selects, moving
+// them as Redrive moves a row, and leaves every other row as it was.
+func TestMemoryInboxRedriveModel(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(21); seed <= 28; seed++ {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			counted, moved := 0, 0
+			walkMemoryInbox(t, seed, func(step int, w *memoryInboxWalk) {
+				rows := idempotency.MemoryInboxRecords(w.mem)
+				for range 4 {
+					f := randomRedriveFilter(w.rng, rows, w.specs)
+					f.DryRun = true
+					n, err := w.side.inbox.Redrive(ctx, f)
+					require.NoError(t, err, "step %d, filter %+v", step, f)
+					require.Len(t, scanRedrive(rows, f), n, "step %d, filter %+v", step, f)
+					counted += n
+				}
+				if w.rng.IntN(4) > 0 {
+					return
+				}
+				f := randomRedriveFilter(w.rng, rows, w.specs)
+				want := scanRedrive(rows, f)
+				n, err := w.side.inbox.Redrive(ctx, f)
+				require.NoError(t, err, "step %d, filter %+v", step, f)
+				require.Len(t, want, n, "step %d, filter %+v", step, f)
+				moved += n
+				now := w.clock.Now().Truncate(time.Microsecond)
+				after := map[string]idempotency.InboxRecord{}
+				for _, r := range idempotency.MemoryInboxRecords(w.mem) {
+					after[r.EventID] = r
+				}
+				require.Len(t, after, len(rows), "step %d", step)
+				for _, r := range rows {
+					if want[r.EventID] {
+						r.State, r.Attempt = idempotency.InboxPending, 0
+						r.NextAttemptAt, r.FinishedAt = now, time.Time{}
+					}
+					require.Equal(t, r, after[r.EventID], "step %d, filter %+v", step, f)
+				}
+				require.NoError(t, idempotency.MemoryInboxIndexErr(w.mem), "step %d", step)
+			})
+			t.Logf("seed %d: %d rows counted, %d redriven", seed, counted, moved)
+		})
+	}
+}
+
+// randomRedriveFilter is a filter Redrive takes: randomInboxFilter's
+// kind, ids, event type and times, and now and then the id or type of a
+// row (a task's) among them and states repeated.
+func randomRedriveFilter(rng *rand.Rand, rows []idempotency.InboxRecord, specs []paritySpec) idempotency.RedriveFilter {
+	l := randomInboxFilter(rng, rows, specs)
+	f := idempotency.RedriveFilter{Kind: l.Kind, EventIDs: l.EventIDs, EventType: l.EventType, Since: l.Since, Until: l.Until}
+	if len(rows) > 0 && rng.IntN(3) == 0 {
+		r := rows[rng.IntN(len(rows))]
+		if len(f.EventIDs) > 0 {
+			f.EventIDs = append(f.EventIDs, r.EventID)
+		} else {
+			f.EventType = r.EventType
+		}
+	}
+	if rng.IntN(3) > 0 {
+		for range 1 + rng.IntN(3) {
+			f.States = append(f.States, []idempotency.InboxState{idempotency.InboxDeadLetter, idempotency.InboxFailed}[rng.IntN(2)])
+		}
+	}
+	return f
+}
+
+// scanRedrive is the ids of the records of rows that f selects, each
+// record compared with f field by field.
+func scanRedrive(rows []idempotency.InboxRecord, f idempotency.RedriveFilter) map[string]bool {
+	states := f.States
+	if len(states) == 0 {
+		states = []idempotency.InboxState{idempotency.InboxDeadLetter}
+	}
+	out := map[string]bool{}
+	for _, r := range rows {
+		if (f.Kind == "" || r.Kind == f.Kind) && slices.Contains(states, r.State) &&
+			(len(f.EventIDs) == 0 || slices.Contains(f.EventIDs, r.EventID)) &&
+			(f.EventType == "" || r.EventType == f.EventType) &&
+			(f.Since.IsZero() || !r.ReceivedAt.Before(f.Since)) && (f.Until.IsZero() || r.ReceivedAt.Before(f.Until)) {
+			out[r.EventID] = true
+		}
+	}
+	return out
 }
 
 // randomInboxFilter is a filter List takes, each field set or not at

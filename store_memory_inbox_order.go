@@ -2,8 +2,10 @@ package idempotency
 
 import (
 	"cmp"
+	"iter"
 	"slices"
 	"strings"
+	"time"
 )
 
 // inboxOrder holds inbox rows of one kind and state in ascending List
@@ -96,6 +98,23 @@ func (o *inboxOrder) all(yield func(*memoryInboxRow) bool) {
 	for _, rows := range o.blocks {
 		for _, r := range rows {
 			if !yield(r) {
+				return
+			}
+		}
+	}
+}
+
+// received yields o's rows received within since and until, as
+// [inRange] bounds them (a zero time leaves that side open), newest first:
+// of the rows outside them, it reads the one before since alone.
+func (o *inboxOrder) received(since, until time.Time) iter.Seq[*memoryInboxRow] {
+	return func(yield func(*memoryInboxRow) bool) {
+		var from *InboxPosition
+		if !until.IsZero() {
+			from = &InboxPosition{ReceivedAt: until} // before every row received at until
+		}
+		for c := o.below(from); c.row() != nil; c.next() {
+			if r := c.row(); !inRange(r.ReceivedAt, since, until) || !yield(r) {
 				return
 			}
 		}
