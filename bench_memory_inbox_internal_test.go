@@ -48,14 +48,9 @@ func fillMemoryInboxBench(b *testing.B, s *MemoryStore, at *time.Time, kind Inbo
 			EventID: id, EventType: "invoice.paid", ObjectID: "in_" + id, Created: *at,
 			State: InboxPending, ReceivedAt: *at, NextAttemptAt: *at,
 		}}
-		if kind == KindTask { // stored as a committed transaction stores its tasks
+		if kind == KindTask {
 			r.Kind, r.EventType, r.ObjectID, r.Payload = KindTask, "receipt", "", []byte(`{"invoice":"`+id+`"}`)
-			s.mu.Lock()
-			s.init()
-			row := &memoryInboxRow{inboxRow: *r}
-			s.inbox[id] = row
-			s.indexInboxRow(row)
-			s.mu.Unlock()
+			storeMemoryTask(s, *r)
 		} else if _, err := s.inboxEnqueue(ctx, r); err != nil {
 			b.Fatal(err)
 		}

@@ -399,6 +399,31 @@ func MemoryInboxIndexErr(s *MemoryStore) error {
 	if filed != len(s.inbox) {
 		bad = append(bad, fmt.Sprintf("%d rows filed by state, %d stored", filed, len(s.inbox)))
 	}
+	// The finished tasks whose arguments are to clear, each once under
+	// its FinishedAt, in order, and nothing else.
+	toClear := 0
+	for _, r := range s.inbox {
+		if r.argsToClear(r.State) {
+			toClear++
+		}
+	}
+	var prev *memoryInboxRow
+	n := 0
+	for _, rows := range s.taskArgs.blocks {
+		for _, r := range rows {
+			n++
+			if s.inbox[r.EventID] != r || !r.argsToClear(r.State) || !r.argsFiledAt.Equal(r.FinishedAt) {
+				bad = append(bad, fmt.Sprintf("%q (%s %s, %d bytes of arguments, finished %v) filed under %v to clear", r.EventID, r.Kind, r.State, len(r.Payload), r.FinishedAt, r.argsFiledAt))
+			}
+			if prev != nil && comparePosition(prev.argsPosition(), r.argsPosition()) >= 0 {
+				bad = append(bad, fmt.Sprintf("%q after %q in the arguments to clear", r.EventID, prev.EventID))
+			}
+			prev = r
+		}
+	}
+	if n != toClear || n != s.taskArgs.n {
+		bad = append(bad, fmt.Sprintf("%d tasks' arguments to clear, %d filed, %d counted", toClear, n, s.taskArgs.n))
+	}
 	if len(bad) > 0 {
 		slices.Sort(bad)
 		return fmt.Errorf("unfinished inbox rows out of step: %s", strings.Join(bad, ", "))

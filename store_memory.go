@@ -50,6 +50,11 @@ type MemoryStore struct {
 	unfinished     map[string]*memoryInboxRow
 	unfinishedPeak int
 	inboxByState   map[inboxSlot]*inboxOrder
+	// taskArgs holds the finished tasks whose arguments Prune is still to
+	// clear, by FinishedAt and EventID: a prune reads those it clears and
+	// one more, not the tasks it cleared before. indexInboxRow keeps it in
+	// step too.
+	taskArgs inboxOrder
 
 	// seq is PgxStore's idempotency_seq: the last number handed out.
 	seq     int64
@@ -91,6 +96,7 @@ func (s *MemoryStore) init() {
 		s.inbox = make(map[string]*memoryInboxRow)
 		s.unfinished = make(map[string]*memoryInboxRow)
 		s.inboxByState = make(map[inboxSlot]*inboxOrder)
+		s.taskArgs.by = (*memoryInboxRow).argsPosition
 		s.objects = make(map[guardID]objectRecord)
 		s.order = make(map[guardID]orderRecord)
 	}

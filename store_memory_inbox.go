@@ -25,6 +25,22 @@ type memoryInboxRow struct {
 	inboxRow
 	heldBy  *memoryTx  // the open fenced transaction applying it; nil when none
 	filedAs InboxState // the state s.inboxByState holds it under; "" when none
+	// argsFiledAt is the FinishedAt s.taskArgs holds it under; zero when
+	// it is not there.
+	argsFiledAt time.Time
+}
+
+// argsPosition is r's position in s.taskArgs.
+func (r *memoryInboxRow) argsPosition() InboxPosition {
+	return InboxPosition{ReceivedAt: r.argsFiledAt, EventID: r.EventID}
+}
+
+// argsToClear reports whether Prune is to clear r's arguments once r
+// finished long enough ago, when r is in state: a finished task's, not
+// cleared yet.
+func (r *memoryInboxRow) argsToClear(state InboxState) bool {
+	return r.Kind == KindTask && (state == InboxProcessed || state == InboxSkipped) &&
+		len(r.Payload) > 0 && !r.FinishedAt.IsZero()
 }
 
 // dueAt is when r is due: pending and failed rows at NextAttemptAt,
@@ -83,6 +99,7 @@ const unfinishedRoom = 256
 
 // fileInboxRow files r under state, or nowhere when state is "".
 func (s *MemoryStore) fileInboxRow(r *memoryInboxRow, state InboxState) {
+	s.fileTaskArgs(r, state)
 	if r.filedAs != state {
 		if r.filedAs != "" {
 			s.inboxByState[inboxSlot{r.Kind, r.filedAs}].remove(r)
@@ -112,6 +129,24 @@ func (s *MemoryStore) fileInboxRow(r *memoryInboxRow, state InboxState) {
 		fresh := make(map[string]*memoryInboxRow, n)
 		maps.Copy(fresh, s.unfinished)
 		s.unfinished, s.unfinishedPeak = fresh, n
+	}
+}
+
+// fileTaskArgs files r in s.taskArgs, under its FinishedAt, while its
+// arguments are to clear in state, and nowhere else.
+func (s *MemoryStore) fileTaskArgs(r *memoryInboxRow, state InboxState) {
+	var at time.Time
+	if r.argsToClear(state) {
+		at = r.FinishedAt
+	}
+	if at.Equal(r.argsFiledAt) {
+		return
+	}
+	if !r.argsFiledAt.IsZero() {
+		s.taskArgs.remove(r)
+	}
+	if r.argsFiledAt = at; !at.IsZero() {
+		s.taskArgs.insert(r)
 	}
 }
 

@@ -215,6 +215,58 @@ func TestMemoryInboxRedriveModel(t *testing.T) {
 	}
 }
 
+// TestMemoryPruneTaskArgsModel checks after steps of seeded sequences of
+// inbox operations that a MemoryStore's Prune, which reads the finished
+// tasks whose arguments are still to clear in the order they finished,
+// clears the arguments of exactly the tasks a scan of every row selects
+// (processed or skipped, finished before the window, arguments kept), in
+// batches of 1 to 4, and keeps every other task's.
+func TestMemoryPruneTaskArgsModel(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(31); seed <= 38; seed++ {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			cleared := 0
+			walkMemoryInbox(t, seed, func(step int, w *memoryInboxWalk) {
+				if w.rng.IntN(3) > 0 {
+					return
+				}
+				window := []time.Duration{time.Minute, time.Hour, 24 * time.Hour, 3 * 24 * time.Hour}[w.rng.IntN(4)]
+				cutoff := w.clock.Now().Add(-window).Truncate(time.Microsecond)
+				kept := map[string]bool{} // by task id: its arguments are stored
+				want := 0
+				for _, r := range idempotency.MemoryInboxRecords(w.mem) {
+					if r.Kind != idempotency.KindTask {
+						continue
+					}
+					_, stored, err := w.side.inbox.Payload(ctx, r.EventID)
+					require.NoError(t, err)
+					if stored && (r.State == idempotency.InboxProcessed || r.State == idempotency.InboxSkipped) && r.FinishedAt.Before(cutoff) {
+						want++
+						stored = false
+					}
+					kept[r.EventID] = stored
+				}
+				rep, err := w.mem.Prune(ctx, idempotency.Retention{Pause: -1, BatchSize: 1 + w.rng.IntN(4), Now: w.clock.Now,
+					Payloads: window, DeadLetters: 3 * 24 * time.Hour, Tasks: 140 * 24 * time.Hour})
+				require.NoError(t, err, "step %d", step)
+				require.Equal(t, want, rep.TaskArgsCleared, "step %d, window %v", step, window)
+				cleared += rep.TaskArgsCleared
+				for _, r := range idempotency.MemoryInboxRecords(w.mem) {
+					if r.Kind == idempotency.KindTask {
+						_, stored, err := w.side.inbox.Payload(ctx, r.EventID)
+						require.NoError(t, err)
+						require.Equal(t, kept[r.EventID], stored, "step %d, window %v, task %s (%s, finished %v)", step, window, r.EventID, r.State, r.FinishedAt)
+					}
+				}
+				require.NoError(t, idempotency.MemoryInboxIndexErr(w.mem), "step %d", step)
+			})
+			t.Logf("seed %d: %d tasks' arguments cleared", seed, cleared)
+		})
+	}
+}
+
 // randomRedriveFilter is a filter Redrive takes: randomInboxFilter's
 // kind, ids, event type and times, and now and then the id or type of a
 // row (a task's) among them and states repeated.

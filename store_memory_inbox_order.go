@@ -14,9 +14,17 @@ import (
 // at its page's end: neither looks at the rows of the other states. The
 // rows are kept in sorted blocks of at most inboxOrderBlock, so that
 // adding or removing one moves a block's rows, not every row.
+//
+// An inboxOrder whose by is set orders its rows by the positions by gives
+// them instead, in the same blocks: Prune's finished tasks whose arguments
+// are still to clear, by when they finished.
 type inboxOrder struct {
 	blocks [][]*memoryInboxRow // none empty, each in order, one after the other
 	n      int                 // rows in all blocks
+	// by, when not nil, is a row's position in o; it must not change
+	// while the row is in o. When nil, it is the row's Position: List's
+	// order.
+	by func(*memoryInboxRow) InboxPosition
 	// spare is the last block, emptied: the first row added next takes
 	// it, as a row leased and given back, or applied, empties and fills
 	// the processing rows' order at each lease.
@@ -32,11 +40,19 @@ func comparePosition(a, b InboxPosition) int {
 	return cmp.Or(a.ReceivedAt.Compare(b.ReceivedAt), strings.Compare(a.EventID, b.EventID))
 }
 
+// position is r's position in o.
+func (o *inboxOrder) position(r *memoryInboxRow) InboxPosition {
+	if o.by != nil {
+		return o.by(r)
+	}
+	return r.Position()
+}
+
 // find is where p is or would go: a block and an index in it (the block's
 // length when p comes after its last row).
 func (o *inboxOrder) find(p InboxPosition) (block, i int) {
 	b, _ := slices.BinarySearchFunc(o.blocks, p, func(rows []*memoryInboxRow, p InboxPosition) int {
-		return comparePosition(rows[len(rows)-1].Position(), p)
+		return comparePosition(o.position(rows[len(rows)-1]), p)
 	})
 	if b == len(o.blocks) { // after every row: at the end of the last block
 		if b == 0 {
@@ -45,7 +61,7 @@ func (o *inboxOrder) find(p InboxPosition) (block, i int) {
 		return b - 1, len(o.blocks[b-1])
 	}
 	i, _ = slices.BinarySearchFunc(o.blocks[b], p, func(r *memoryInboxRow, p InboxPosition) int {
-		return comparePosition(r.Position(), p)
+		return comparePosition(o.position(r), p)
 	})
 	return b, i
 }
@@ -57,7 +73,7 @@ func (o *inboxOrder) insert(r *memoryInboxRow) {
 		o.blocks, o.spare = append(o.blocks, append(o.spare, r)), nil
 		return
 	}
-	b, i := o.find(r.Position())
+	b, i := o.find(o.position(r))
 	rows := slices.Insert(o.blocks[b], i, r)
 	o.blocks[b] = rows
 	if len(rows) > inboxOrderBlock {
@@ -71,7 +87,7 @@ func (o *inboxOrder) insert(r *memoryInboxRow) {
 
 // remove takes r out of o; it does nothing when r is not there.
 func (o *inboxOrder) remove(r *memoryInboxRow) {
-	b, i := o.find(r.Position())
+	b, i := o.find(o.position(r))
 	if b == len(o.blocks) || i == len(o.blocks[b]) || o.blocks[b][i] != r {
 		return
 	}

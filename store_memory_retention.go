@@ -19,37 +19,6 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 		return rep, err
 	}
 	c.keepKeysOf(s.oldestAwaiting(), r.EventIDs)
-	// finished runs do on the finished rows of kinds in states that
-	// match, a batch at a time.
-	finished := func(kinds []InboxKind, states []InboxState, match func(*memoryInboxRow) bool, do func(*memoryInboxRow)) pruneDeleter {
-		return func(_ context.Context, n int, cutoff time.Time) (int, error) {
-			cutoff = kept(cutoff) // as PgxStore sends it
-			return s.pruneBatch(n, func() int {
-				var batch []*memoryInboxRow
-			walk:
-				for _, kind := range kinds {
-					for _, state := range states {
-						for r := range s.inboxRowsIn(kind, state).all {
-							if len(batch) == n {
-								break walk
-							}
-							if !r.FinishedAt.IsZero() && r.FinishedAt.Before(cutoff) && match(r) {
-								batch = append(batch, r)
-							}
-						}
-					}
-				}
-				for _, r := range batch { // not while the walk reads the order
-					do(r)
-				}
-				return len(batch)
-			}), nil
-		}
-	}
-	// inbox deletes the finished rows of kinds in states.
-	inbox := func(kinds []InboxKind, states ...InboxState) pruneDeleter {
-		return finished(kinds, states, func(*memoryInboxRow) bool { return true }, s.dropInboxRow)
-	}
 	// older runs del, which deletes at most n entries dated before
 	// cutoff, as one batch.
 	older := func(del func(n int, cutoff time.Time) int) pruneDeleter {
@@ -57,6 +26,29 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 			cutoff = kept(cutoff) // as PgxStore sends it
 			return s.pruneBatch(n, func() int { return del(n, cutoff) }), nil
 		}
+	}
+	// inbox deletes the finished rows of kinds in states.
+	inbox := func(kinds []InboxKind, states ...InboxState) pruneDeleter {
+		return older(func(n int, cutoff time.Time) int {
+			var batch []*memoryInboxRow
+		walk:
+			for _, kind := range kinds {
+				for _, state := range states {
+					for r := range s.inboxRowsIn(kind, state).all {
+						if len(batch) == n {
+							break walk
+						}
+						if !r.FinishedAt.IsZero() && r.FinishedAt.Before(cutoff) {
+							batch = append(batch, r)
+						}
+					}
+				}
+			}
+			for _, r := range batch { // not while the walk reads the order
+				s.dropInboxRow(r)
+			}
+			return len(batch)
+		})
 	}
 	steps := pruneSteps(&rep, c, pruneDeleters{
 		eventIDs: older(func(n int, cutoff time.Time) int {
@@ -71,9 +63,22 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 			return deleteWhere(s.objects, n, func(o objectRecord) bool { return o.fetchedAt.Before(cutoff) })
 		}),
 		tasks: inbox([]InboxKind{KindTask}, InboxProcessed, InboxSkipped),
-		taskArgs: finished([]InboxKind{KindTask}, []InboxState{InboxProcessed, InboxSkipped},
-			func(r *memoryInboxRow) bool { return len(r.Payload) > 0 },
-			func(r *memoryInboxRow) { r.Payload = nil }),
+		// The finished tasks whose arguments are to clear, in the order
+		// they finished, up to the first that finished at cutoff or later.
+		taskArgs: older(func(n int, cutoff time.Time) int {
+			var batch []*memoryInboxRow
+			for r := range s.taskArgs.all {
+				if len(batch) == n || !r.argsFiledAt.Before(cutoff) {
+					break
+				}
+				batch = append(batch, r)
+			}
+			for _, r := range batch { // not while the walk reads the order
+				r.Payload = nil
+				s.indexInboxRow(r)
+			}
+			return len(batch)
+		}),
 		guards: older(func(n int, cutoff time.Time) int {
 			return deleteWhere(s.guards, n, func(g GuardRecord) bool { return g.ClaimedAt.Before(cutoff) })
 		}),
