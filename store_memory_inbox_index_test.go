@@ -181,10 +181,18 @@ func TestMemoryInboxRedriveModel(t *testing.T) {
 				for range 4 {
 					f := randomRedriveFilter(w.rng, rows, w.specs)
 					f.DryRun = true
-					n, err := w.side.inbox.Redrive(ctx, f)
+					events, tasks, err := w.side.inbox.RedriveByKind(ctx, f)
 					require.NoError(t, err, "step %d, filter %+v", step, f)
-					require.Len(t, scanRedrive(rows, f), n, "step %d, filter %+v", step, f)
-					counted += n
+					want := scanRedrive(rows, f)
+					require.Len(t, want, events+tasks, "step %d, filter %+v", step, f)
+					wantTasks := 0
+					for _, r := range rows {
+						if want[r.EventID] && r.Kind == idempotency.KindTask {
+							wantTasks++
+						}
+					}
+					require.Equal(t, wantTasks, tasks, "step %d, filter %+v: tasks", step, f)
+					counted += events + tasks
 				}
 				if w.rng.IntN(4) > 0 {
 					return
