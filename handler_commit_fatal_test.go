@@ -64,13 +64,5 @@ func TestHandlerCommitFatalAnsweredProcessed(t *testing.T) {
 
 	a := idempotencytest.Deliver(h, payload, testSecret)
 	require.False(t, armed.Load(), "the COMMIT was sent and answered FATAL")
-	_, ok, err := store.LookupEvent(t.Context(), "evt_sync_commit_fatal")
-	require.NoError(t, err)
-	require.True(t, ok, "the COMMIT went through")
-	require.Equal(t, 200, a.Status, a.Body)
-	require.Equal(t, idempotency.OutcomeProcessed, a.Outcome)
-
-	again := idempotencytest.Deliver(h, payload, testSecret)
-	require.Equal(t, idempotency.OutcomeDuplicate, again.Outcome, again.Body)
-	requireReported(t, results(), idempotency.OutcomeProcessed, idempotency.OutcomeDuplicate)
+	requireCommittedOnce(t, h, store, payload, "evt_sync_commit_fatal", a, results)
 }

@@ -22,10 +22,20 @@ import (
 // Observer's done.
 func commitLostHandler(t *testing.T, store idempotency.Store, armed *atomic.Bool) (http.Handler, func() map[string][]idempotency.Result) {
 	t.Helper()
-	hs := idempotency.NewHandlers()
-	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
+	return reportingHandler(t, store, func(context.Context, idempotency.Tx) error {
 		armed.Store(true)
 		return nil
+	})
+}
+
+// reportingHandler is a synchronous Handler on store whose invoice.paid
+// handler is apply, and the Results given to OnResult and to the
+// Observer's done.
+func reportingHandler(t *testing.T, store idempotency.Store, apply func(context.Context, idempotency.Tx) error) (http.Handler, func() map[string][]idempotency.Result) {
+	t.Helper()
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, _ idempotency.Event[*stripe.Invoice]) error {
+		return apply(ctx, tx)
 	})
 	var got hookResults
 	h, err := idempotency.NewHandler(store, hs, idempotency.Config{
@@ -95,9 +105,18 @@ func TestHandlerCommitLostAnsweredProcessed(t *testing.T) {
 
 	a := idempotencytest.Deliver(h, payload, testSecret)
 	require.False(t, armed.Load(), "the COMMIT was sent and its answer lost")
+	requireCommittedOnce(t, h, store, payload, "evt_sync_commit_lost", a, results)
+}
+
+// requireCommittedOnce requires a, the answer of h to payload (event
+// eventID) whose COMMIT went through unanswered, to be 200 processed with
+// the claim in store's ledger, Stripe's resend to be a duplicate, and
+// OnResult and the Observer to have been told so, once each.
+func requireCommittedOnce(t *testing.T, h http.Handler, store *idempotency.PgxStore, payload []byte, eventID string, a idempotencytest.Answer, results func() map[string][]idempotency.Result) {
+	t.Helper()
 	require.Equal(t, 200, a.Status, a.Body)
 	require.Equal(t, idempotency.OutcomeProcessed, a.Outcome)
-	_, ok, err := store.LookupEvent(t.Context(), "evt_sync_commit_lost")
+	_, ok, err := store.LookupEvent(t.Context(), eventID)
 	require.NoError(t, err)
 	require.True(t, ok, "the COMMIT went through")
 

@@ -76,7 +76,7 @@ func TestPgxRecoverKilled(t *testing.T) {
 	t.Run("inbox", func(t *testing.T) {
 		t.Parallel()
 		a, events, ids, opts, stripeURL := recoverKilledScene(t, true)
-		g := newTriggerGate(t, a, "INSERT", "idempotency_inbox",
+		g := newTriggerGate(t, a.db, "INSERT", "idempotency_inbox",
 			"NOT DEFERRABLE FOR EACH ROW WHEN (NEW.event_id = '"+ids[recoverKilledAt]+"')")
 
 		w := startHelperProcess(t, "TestHelperRecover", helperWorkerEntered, a.db.URL, a.db.Schema,

@@ -31,20 +31,20 @@ type commitGate struct {
 
 func newCommitGate(t *testing.T, a *faultApp, table string) *commitGate {
 	t.Helper()
-	return newTriggerGate(t, a, "DELETE", table, "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW")
+	return newTriggerGate(t, a.db, "DELETE", table, "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW")
 }
 
 // newTriggerGate is newCommitGate for the rows of table that event
 // (DELETE, INSERT) writes, with the trigger's spec (its deferral, FOR EACH
 // ROW, a WHEN): NOT DEFERRABLE holds the statement at its end, inside its
 // transaction, before it can commit.
-func newTriggerGate(t *testing.T, a *faultApp, event, table, spec string) *commitGate {
+func newTriggerGate(t *testing.T, db *pgtest.DB, event, table, spec string) *commitGate {
 	t.Helper()
 	ctx := t.Context()
 	g := &commitGate{}
-	require.NoError(t, a.db.Pool.QueryRow(ctx, `SELECT hashtextextended($1, 0)`, a.db.Schema+".commit_gate").Scan(&g.key))
-	schema := quoteIdent(a.db.Schema)
-	_, err := a.db.Pool.Exec(ctx, fmt.Sprintf(`
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT hashtextextended($1, 0)`, db.Schema+".commit_gate").Scan(&g.key))
+	schema := quoteIdent(db.Schema)
+	_, err := db.Pool.Exec(ctx, fmt.Sprintf(`
 CREATE FUNCTION %[1]s.commit_gate() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock_shared(%[3]d);
@@ -53,7 +53,7 @@ END $$;
 CREATE CONSTRAINT TRIGGER commit_gate AFTER %[4]s ON %[1]s.%[2]s
     %[5]s EXECUTE FUNCTION %[1]s.commit_gate();`, schema, quoteIdent(table), g.key, event, spec))
 	require.NoError(t, err)
-	g.conn, err = a.db.Pool.Acquire(ctx) // not a session of the processes: no fault ends it but a stop
+	g.conn, err = db.Pool.Acquire(ctx) // not a session of the processes: no fault ends it but a stop
 	require.NoError(t, err)
 	t.Cleanup(g.conn.Release)
 	_, err = g.conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, g.key)

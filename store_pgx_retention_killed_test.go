@@ -42,7 +42,7 @@ func TestPgxPruneKilled(t *testing.T) {
 	var third string
 	require.NoError(t, a.db.Pool.QueryRow(t.Context(), `SELECT key FROM idempotency_guards WHERE key = ANY ($1)
 ORDER BY scope, key OFFSET 2 LIMIT 1`, s.goneOld).Scan(&third))
-	g := newTriggerGate(t, a, "DELETE", "idempotency_guards", "NOT DEFERRABLE FOR EACH ROW WHEN (OLD.key = '"+third+"')")
+	g := newTriggerGate(t, a.db, "DELETE", "idempotency_guards", "NOT DEFERRABLE FOR EACH ROW WHEN (OLD.key = '"+third+"')")
 
 	// The process connects as a.db.Pool does: of its sessions, only the
 	// process's wait at the gate and hold a transaction.
