@@ -122,8 +122,8 @@ const (
 type pgxStatements struct {
 	claim, markSkipped, guard, releaseGuard, lookupEvent, lookupGuard, listEvents string
 	// claimXact is claim answering the id of the transaction that
-	// claimed, and claimCommitted finds that transaction's claim
-	// committed (see claimCommitted).
+	// claimed, and claimCommitted tells whether that transaction is
+	// still in progress or committed its claim (see committedAfterAll).
 	claimXact, claimCommitted string
 }
 
@@ -188,15 +188,14 @@ VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`
 		recovery:  newPgxRecoverySQL(cfg.Schema),
 		retention: newPgxRetentionSQL(cfg.Schema),
 		sql: pgxStatements{
-			claim:     claimSQL,
-			claimXact: claimSQL + ` RETURNING txid_current()`,
-			claimCommitted: `SELECT 1 FROM ` + s + `.idempotency_events WHERE event_id = $1
-  AND txid_status($2) = 'committed'`,
-			markSkipped:  `UPDATE ` + s + `.idempotency_events SET outcome = 'skipped', skip_reason = $2 WHERE event_id = $1`,
-			guard:        `INSERT INTO ` + s + `.idempotency_guards (scope, key, event_id) VALUES ($1, $2, $3) ON CONFLICT (scope, key) DO NOTHING`,
-			releaseGuard: `DELETE FROM ` + s + `.idempotency_guards WHERE scope = $1 AND key = $2 AND event_id = $3`,
-			lookupEvent:  `SELECT ` + eventColumns + ` FROM ` + s + `.idempotency_events WHERE event_id = $1`,
-			lookupGuard:  `SELECT scope, key, event_id, claimed_at FROM ` + s + `.idempotency_guards WHERE scope = $1 AND key = $2`,
+			claim:          claimSQL,
+			claimXact:      claimSQL + ` RETURNING txid_current()`,
+			claimCommitted: xactStateSQL("$2", `txid_status($2) = 'committed' AND EXISTS (SELECT 1 FROM `+s+`.idempotency_events WHERE event_id = $1)`),
+			markSkipped:    `UPDATE ` + s + `.idempotency_events SET outcome = 'skipped', skip_reason = $2 WHERE event_id = $1`,
+			guard:          `INSERT INTO ` + s + `.idempotency_guards (scope, key, event_id) VALUES ($1, $2, $3) ON CONFLICT (scope, key) DO NOTHING`,
+			releaseGuard:   `DELETE FROM ` + s + `.idempotency_guards WHERE scope = $1 AND key = $2 AND event_id = $3`,
+			lookupEvent:    `SELECT ` + eventColumns + ` FROM ` + s + `.idempotency_events WHERE event_id = $1`,
+			lookupGuard:    `SELECT scope, key, event_id, claimed_at FROM ` + s + `.idempotency_guards WHERE scope = $1 AND key = $2`,
 			listEvents: `SELECT ` + eventColumns + ` FROM ` + s + `.idempotency_events
 WHERE (cardinality($1::text[]) = 0 OR outcome = ANY ($1))
   AND ($2 = '' OR event_type = $2) AND ($3 = '' OR object_id = $3)
@@ -656,34 +655,77 @@ func (l claimLayout) read(results pgx.BatchResults, from int) (early []earlyGuar
 // failed with err, committed its claim of eventID after all: the COMMIT
 // went through while the connection dropped before its answer (a
 // terminated session, a network cut, the context's end as it waited).
-// It looks, on another connection and within rollbackTimeout, for the
-// claim in the ledger and for xact committed: a claim that a resend made
-// once xact rolled back is not xact's. It is false when err tells that
-// nothing was committed (the server's error, or a COMMIT never sent),
-// when xact is not known (an inbox attempt's, found in its row instead),
-// when xact is still in progress, and when the look-up fails: the event
-// is then reported failed, as if it had not been applied, and Stripe's
-// resend finds it a duplicate if it was.
+// It looks, on another connection, for the claim in the ledger and for
+// xact committed: a claim that a resend made once xact rolled back is not
+// xact's. It is false when xact is not known (an inbox attempt's, found
+// in its row instead) and in the other cases foundAfterLostCommit gives:
+// the event is then reported failed, as if it had not been applied, and
+// Stripe's resend finds it a duplicate if it was.
 func (s *PgxStore) committedAfterAll(ctx context.Context, eventID string, xact int64, err error) bool {
 	return s.foundAfterLostCommit(ctx, xact, err, s.sql.claimCommitted, eventID, xact)
 }
 
-// foundAfterLostCommit reports whether sql, run with args on another
-// connection within rollbackTimeout, finds a row, when err, the failure of
-// the COMMIT of transaction xact, does not tell that nothing was
-// committed; false when it does, when xact is 0 (not known), and when the
-// look-up fails. sql finds the transaction's writes with xact committed
-// (txid_status).
+// foundAfterLostCommit reports whether the transaction xact, whose COMMIT
+// failed with err, committed what sql looks for, run with args on another
+// connection: sql answers xactInProgress while xact is still in progress
+// to other sessions (its COMMIT not carried out yet, or waiting for
+// synchronous replication: committed locally, its rows not yet visible),
+// xactCommittedClaim once it ended having committed, anything else when
+// not. While xact is in progress it looks again, after waits that grow
+// from commitPollMin to commitPollMax, until xact has ended; all of it
+// within rollbackTimeout of the failed COMMIT, whether or not ctx is
+// done. It is false when err tells that nothing was committed (the
+// server's error, or a COMMIT never sent), when xact is 0 (not known),
+// and when xact rolled back, is still in progress after rollbackTimeout,
+// or a look-up fails.
 func (s *PgxStore) foundAfterLostCommit(ctx context.Context, xact int64, err error, sql string, args ...any) bool {
 	if xact == 0 || serverRolledBack(err) || errors.Is(err, pgx.ErrTxCommitRollback) || pgconn.SafeToRetry(err) {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
-	var one int
-	found, err := s.queryRow(ctx, sql, args, &one)
-	return err == nil && found
+	for wait := commitPollMin; ; wait = min(2*wait, commitPollMax) {
+		var state string
+		_, err := s.queryRow(ctx, sql, args, &state)
+		if err != nil || state != xactInProgress {
+			return err == nil && state == xactCommittedClaim
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
 }
+
+// What the look-ups of foundAfterLostCommit answer of a transaction:
+// still in progress to other sessions, or ended having committed what
+// they look for (otherwise "not committed").
+const (
+	xactInProgress     = "in progress"
+	xactCommittedClaim = "committed"
+)
+
+// xactStateSQL is a look-up of foundAfterLostCommit: of the transaction
+// whose id is the parameter xact, whether it is still in progress to this
+// session's snapshot, or else whether committed, a condition, holds.
+func xactStateSQL(xact, committed string) string {
+	return `SELECT CASE
+  WHEN NOT txid_visible_in_snapshot(` + xact + `, txid_current_snapshot()) THEN '` + xactInProgress + `'
+  WHEN ` + committed + ` THEN '` + xactCommittedClaim + `'
+  ELSE 'not committed' END`
+}
+
+// commitPollMin and commitPollMax bound the waits between the look-ups of
+// foundAfterLostCommit while the transaction is in progress: a COMMIT
+// carried out late is most often a few milliseconds late, one waiting for
+// a synchronous standby as long as the standby takes.
+const (
+	commitPollMin = time.Millisecond
+	commitPollMax = 50 * time.Millisecond
+)
 
 // serverRolledBack reports whether err is the server's answer that a
 // COMMIT did not go through: an error its session outlived. A FATAL or

@@ -70,7 +70,7 @@ SELECT count(*) OVER (), scope, ` + key + ` FROM d ORDER BY scope DESC, ` + key 
 		// A batch that changed rows reads its transaction's id, to look
 		// for it committed when its COMMIT's answer is lost.
 		xact:          `SELECT txid_current()`,
-		xactCommitted: `SELECT 1 WHERE txid_status($1) = 'committed'`,
+		xactCommitted: xactStateSQL("$1", "txid_status($1) = 'committed'"),
 		// A claim whose event is in the inbox still to be applied or
 		// redriven is what answers that copy duplicate: it stays. The
 		// inbox is asked about each claim by its primary key, in a scalar
