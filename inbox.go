@@ -1342,7 +1342,11 @@ func lostLease(err error) error {
 // shows its own lease's time, and a lease after row's shows its own time.
 // A redrive of a failure that row's attempt recorded writes that too at
 // row's first attempt (attempt 0, its time kept), so it is not taken for
-// a snooze when row's attempt did not snooze.
+// a snooze when row's attempt did not snooze. The settle that follows a
+// COMMIT whose answer was lost waits for row's record, which the
+// attempt's transaction holds until it ends: a COMMIT still in progress
+// then (carried out late, or waiting for synchronous replication) has
+// ended when the record is read here.
 //
 // byLease reports whether the lease that took row's attempt over
 // dead-lettered it, and so reported it: the row is dead-lettered at that

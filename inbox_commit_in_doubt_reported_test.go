@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -141,10 +142,17 @@ func TestInboxCommitLostReportedProcessed(t *testing.T) {
 	in, results := lostAnswerInbox(t, store, 1, &armed, nil, "evt_commit_lost")
 
 	rec := workLostAnswer(t, in, &armed, "evt_commit_lost")
+	requireAttemptProcessed(t, rec, results())
+}
+
+// requireAttemptProcessed requires rec, the record of an event whose
+// first attempt's COMMIT went through unanswered, to show it processed at
+// that attempt, and got, what OnResult and the Observer were told, to be
+// that, once each.
+func requireAttemptProcessed(t *testing.T, rec idempotency.InboxRecord, got map[string][]idempotency.Result) {
+	t.Helper()
 	require.Equal(t, idempotency.InboxProcessed, rec.State, "the COMMIT went through")
 	require.Equal(t, 1, rec.Attempt)
-
-	got := results()
 	require.Len(t, got, 2)
 	for name, got := range got {
 		require.Len(t, got, 1, name)
@@ -193,4 +201,39 @@ func TestInboxSettleLostReportedAsRecorded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInboxCommitInProgressReportedProcessed: an inbox attempt's COMMIT
+// reached PostgreSQL and its answer was lost, while the transaction was
+// still in progress (its COMMIT held by a deferred constraint trigger that
+// waits for a lock). Recording the attempt failed waits for the row the
+// transaction holds; once it commits, the record shows it processed at
+// that attempt, and the attempt is reported processed, once.
+func TestInboxCommitInProgressReportedProcessed(t *testing.T) {
+	t.Parallel()
+	var armed, cut atomic.Bool
+	db := wrappedConnsDB(t, func(conn net.Conn) net.Conn { return &commitCutConn{Conn: conn, armed: &armed, cut: &cut} })
+	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	require.NoError(t, store.Migrate(t.Context()))
+	gate := newTriggerGate(t, db, "INSERT", "idempotency_events", "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW")
+	in, results := lostAnswerInbox(t, store, 1, &armed, nil, "evt_commit_in_progress")
+
+	worked := make(chan error, 1)
+	go func() {
+		_, err := in.WorkDue(t.Context())
+		worked <- err
+	}()
+	// The COMMIT waits at the gate, and the attempt's settle for the row.
+	faultAwait(t, 15*time.Second, "the COMMIT and the settle waiting", func() bool {
+		n, err := pgtest.LockWaiters(t, db.Schema)
+		return err == nil && n == 2
+	})
+	gate.open(t)
+	require.NoError(t, <-worked)
+	require.False(t, armed.Load(), "the COMMIT was sent and its answer lost")
+	rec, ok, err := in.Lookup(t.Context(), "evt_commit_in_progress")
+	require.NoError(t, err)
+	require.True(t, ok)
+	requireAttemptProcessed(t, rec, results())
 }
