@@ -45,7 +45,10 @@
 // .updated and .deleted: each event fetches the subscription from the
 // Stripe API (GET /v1/subscriptions/{id}, as the event's connected account
 // for a Connect event) and replaces its row in the subscriptions table, so
-// that events delivered out of order leave the API's state. The key comes
+// that events delivered out of order leave the API's state (a subscription
+// whose first item's period ends outside the years 1 to 9999, or whose id,
+// customer or status holds a NUL byte, is skipped, with that reason: no
+// row keeps it). The key comes
 // from the environment alone, STRIPE_SECRET_KEY (a restricted key with read
 // access to subscriptions is enough; -recover-since needs read access to
 // events too), and is never logged; -stripe-api-base
@@ -427,11 +430,17 @@ func memoryService() service {
 }
 
 // The Unix seconds of the years 1 to 9999, the times that the accounts
-// table keeps and that /accounts/{id} can write in RFC 3339.
+// and subscriptions tables keep and that /accounts/{id} and
+// /subscriptions/{id} can write in RFC 3339.
 const (
 	firstSecond = -62135596800 // 0001-01-01T00:00:00Z
 	lastSecond  = 253402300799 // 9999-12-31T23:59:59Z
 )
+
+// storableTime reports whether a row can have the time of the Unix
+// seconds sec: one in the years 1 to 9999. Outside, pgx would store
+// another year, and no JSON answer shows it.
+func storableTime(sec int64) bool { return sec >= firstSecond && sec <= lastSecond }
 
 // grant is the argument of the grant-invoice action.
 type grant struct {
@@ -528,16 +537,15 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 		if account == "" {
 			return idempotency.Skip("invoice has no account_id in metadata")
 		}
-		if !storableID(account) {
+		if !storableText(account) {
 			// PostgreSQL would refuse the grant on every attempt.
 			return idempotency.Skip("invoice's metadata.account_id holds a NUL byte or invalid UTF-8, which no account id can")
 		}
 		var until time.Time
 		if inv.Lines != nil && len(inv.Lines.Data) > 0 && inv.Lines.Data[0].Period != nil {
 			end := inv.Lines.Data[0].Period.End
-			if end < firstSecond || end > lastSecond {
-				// No table keeps it as it is (pgx would store another
-				// year), and no JSON answer shows it: a retry cannot help.
+			if !storableTime(end) {
+				// A retry cannot help.
 				return idempotency.Skip("invoice's first line period ends outside the years 1 to 9999")
 			}
 			until = time.Unix(end, 0)
@@ -606,7 +614,7 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 func getRow[T any](logger *slog.Logger, what string, get func(context.Context, string) (T, bool, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		if !storableID(id) {
+		if !storableText(id) {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": "not_found"})
 			return
 		}
@@ -625,10 +633,10 @@ func getRow[T any](logger *slog.Logger, what string, get func(context.Context, s
 	}
 }
 
-// storableID reports whether a row can have id: PostgreSQL's text holds
-// neither a NUL byte nor invalid UTF-8.
-func storableID(id string) bool {
-	return strings.IndexByte(id, 0) < 0 && utf8.ValidString(id)
+// storableText reports whether a row can have s (an id, a status):
+// PostgreSQL's text holds neither a NUL byte nor invalid UTF-8.
+func storableText(s string) bool {
+	return strings.IndexByte(s, 0) < 0 && utf8.ValidString(s)
 }
 
 // writeJSON answers status with v as JSON. A v that has no JSON form (a

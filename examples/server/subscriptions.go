@@ -52,8 +52,26 @@ type subscriptions interface {
 func registerSubscriptions(hs *idempotency.Handlers, api *stripe.Client, subs subscriptions, now func() time.Time) {
 	idempotency.OnCurrent(hs, subscriptionEvents, idempotency.Retrieve(api.V1Subscriptions.Retrieve),
 		func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Subscription]) error {
+			if reason := unstorable(ev.Object); reason != "" {
+				// A retry fetches the same: the subscription's next event
+				// writes its row once the API's is storable.
+				return idempotency.Skip(reason)
+			}
 			return subs.Put(ctx, tx, subscriptionRow(ev.Object, now()))
 		})
+}
+
+// unstorable is why no row can be sub as the API returned it, or "": text
+// PostgreSQL refuses (on every attempt, where the memory store would keep
+// it), or a period end outside the years 1 to 9999 ([storableTime]).
+func unstorable(sub *stripe.Subscription) string {
+	if !storableText(sub.ID) || (sub.Customer != nil && !storableText(sub.Customer.ID)) || !storableText(string(sub.Status)) {
+		return "subscription's id, customer or status holds a NUL byte or invalid UTF-8, which no row can"
+	}
+	if sub.Items != nil && len(sub.Items.Data) > 0 && !storableTime(sub.Items.Data[0].CurrentPeriodEnd) {
+		return "subscription's first item's current period ends outside the years 1 to 9999"
+	}
+	return ""
 }
 
 // subscriptionRow is the row of sub, written at now.

@@ -20,9 +20,7 @@ func TestSubscriptionRowsDatedByTheClock(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			api := newFakeStripe(t)
-			svc := newStore(t, kind)
-			svc.stripe = api.client(t)
+			svc, api := subscriptionStore(t, kind)
 			// A minute back: within the signatures' tolerance, and far
 			// from the wall clock's now.
 			at := time.Now().Add(-time.Minute).Truncate(time.Second).UTC()

@@ -157,11 +157,19 @@ func subscriptionEvent(t *testing.T, id, typ, sub, account string, created int64
 // with the fake as its Stripe API; it does not run the inbox's workers.
 func serveSubscriptions(t *testing.T, kind string, inboxMode bool) (client, *idempotency.Inbox, *fakeStripe) {
 	t.Helper()
+	svc, api := subscriptionStore(t, kind)
+	c, inbox, _ := serve(t, svc, inboxMode, idempotency.InboxConfig{})
+	return c, inbox, api
+}
+
+// subscriptionStore is a new store of kind whose Stripe API is a new
+// fake, and the fake.
+func subscriptionStore(t *testing.T, kind string) (service, *fakeStripe) {
+	t.Helper()
 	api := newFakeStripe(t)
 	svc := newStore(t, kind)
 	svc.stripe = api.client(t)
-	c, inbox, _ := serve(t, svc, inboxMode, idempotency.InboxConfig{})
-	return c, inbox, api
+	return svc, api
 }
 
 // requireSubscription requires GET /subscriptions/{id} to show the fake
