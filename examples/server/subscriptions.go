@@ -33,7 +33,7 @@ type Subscription struct {
 	// and the items of a subscription with mixed intervals (flexible
 	// billing mode) can end theirs at different times.
 	CurrentPeriodEnd *time.Time `json:"current_period_end"`
-	UpdatedAt        time.Time  `json:"updated_at"` // when this service last wrote the row
+	UpdatedAt        time.Time  `json:"updated_at"` // when this service last wrote the row, to the microsecond
 }
 
 // subscriptions is the projection's table. Put writes inside the event's
@@ -74,9 +74,10 @@ func unstorable(sub *stripe.Subscription) string {
 	return ""
 }
 
-// subscriptionRow is the row of sub, written at now.
+// subscriptionRow is the row of sub, written at now, to the microsecond
+// as PostgreSQL keeps it, so that both stores answer the same time.
 func subscriptionRow(sub *stripe.Subscription, now time.Time) Subscription {
-	row := Subscription{ID: sub.ID, Status: string(sub.Status), UpdatedAt: now.UTC()}
+	row := Subscription{ID: sub.ID, Status: string(sub.Status), UpdatedAt: now.UTC().Truncate(time.Microsecond)}
 	if sub.Customer != nil {
 		row.Customer = sub.Customer.ID
 	}
