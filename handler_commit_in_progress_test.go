@@ -48,22 +48,58 @@ func isCancelRequest(b []byte) bool {
 	return len(b) >= 8 && binary.BigEndian.Uint32(b[4:8]) == 80877102
 }
 
-// lookUpTracer closes lookedUp once the first statement that asks
-// txid_status has been answered.
-type lookUpTracer struct {
-	once     sync.Once
-	lookedUp chan struct{}
-}
+// queryEndTracer is a pgx tracer that is called with each statement's
+// SQL once the statement has been answered.
+type queryEndTracer func(sql string)
 
 type tracedSQL struct{}
 
-func (l *lookUpTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+func (f queryEndTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	return context.WithValue(ctx, tracedSQL{}, d.SQL)
 }
 
-func (l *lookUpTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
-	if sql, _ := ctx.Value(tracedSQL{}).(string); strings.Contains(sql, "txid_status") {
-		l.once.Do(func() { close(l.lookedUp) })
+func (f queryEndTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	sql, _ := ctx.Value(tracedSQL{}).(string)
+	f(sql)
+}
+
+// lookUpCloses returns a channel that tracer closes once the first
+// statement that asks txid_status has been answered; tracer is called
+// with every other statement.
+func lookUpCloses(tracer func(sql string)) (queryEndTracer, <-chan struct{}) {
+	lookedUp := make(chan struct{})
+	var once sync.Once
+	return func(sql string) {
+		if strings.Contains(sql, "txid_status") {
+			once.Do(func() { close(lookedUp) })
+			return
+		}
+		tracer(sql)
+	}, lookedUp
+}
+
+// newCommitCutDB is a test database whose pool's connections are
+// commitCutConns, armed by armed, traced by tracer.
+func newCommitCutDB(t *testing.T, armed *atomic.Bool, tracer pgx.QueryTracer) *pgtest.DB {
+	t.Helper()
+	var cut atomic.Bool
+	return wrappedConnsDB(t, func(conn net.Conn) net.Conn {
+		return &commitCutConn{Conn: conn, armed: armed, cut: &cut}
+	}, func(c *pgxpool.Config) { c.ConnConfig.Tracer = tracer })
+}
+
+// openWhenLookedUp opens gate once the store looked the held transaction
+// up (found in progress: let it commit), or once done answered, and
+// returns done's answer.
+func openWhenLookedUp[T any](t *testing.T, gate *commitGate, lookedUp <-chan struct{}, done <-chan T) T {
+	t.Helper()
+	select {
+	case <-lookedUp:
+		gate.open(t)
+		return <-done
+	case v := <-done:
+		gate.open(t)
+		return v
 	}
 }
 
@@ -77,19 +113,9 @@ func (l *lookUpTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 // a duplicate.
 func TestHandlerCommitInProgressAnsweredProcessed(t *testing.T) {
 	t.Parallel()
-	var armed, cut atomic.Bool
-	tracer := &lookUpTracer{lookedUp: make(chan struct{})}
-	db := pgtest.NewWithConfig(t, func(c *pgxpool.Config) {
-		dial := c.ConnConfig.DialFunc
-		c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &commitCutConn{Conn: conn, armed: &armed, cut: &cut}, nil
-		}
-		c.ConnConfig.Tracer = tracer
-	})
+	var armed atomic.Bool
+	tracer, lookedUp := lookUpCloses(func(string) {})
+	db := newCommitCutDB(t, &armed, tracer)
 	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
 	require.NoError(t, err)
 	require.NoError(t, store.Migrate(t.Context()))
@@ -105,14 +131,7 @@ func TestHandlerCommitInProgressAnsweredProcessed(t *testing.T) {
 
 	answered := make(chan idempotencytest.Answer, 1)
 	go func() { answered <- idempotencytest.Deliver(h, payload, testSecret) }()
-	var a idempotencytest.Answer
-	select {
-	case <-tracer.lookedUp: // found the transaction in progress: let it commit
-		gate.open(t)
-		a = <-answered
-	case a = <-answered:
-		gate.open(t)
-	}
+	a := openWhenLookedUp(t, gate, lookedUp, answered)
 	require.False(t, armed.Load(), "the COMMIT was sent and its answer lost")
 	requireCommittedOnce(t, h, store, payload, "evt_sync_commit_in_progress", a, results)
 }

@@ -63,8 +63,8 @@ func answerLostStore(t *testing.T, armed *atomic.Bool, sent func([]byte) bool, a
 }
 
 // wrappedConnsDB is a throwaway database whose pool's connections are
-// wrap's of the ones it dials.
-func wrappedConnsDB(t *testing.T, wrap func(net.Conn) net.Conn) *pgtest.DB {
+// wrap's of the ones it dials, its pool's config changed by configure.
+func wrappedConnsDB(t *testing.T, wrap func(net.Conn) net.Conn, configure ...func(*pgxpool.Config)) *pgtest.DB {
 	t.Helper()
 	return pgtest.NewWithConfig(t, func(c *pgxpool.Config) {
 		dial := c.ConnConfig.DialFunc
@@ -74,6 +74,9 @@ func wrappedConnsDB(t *testing.T, wrap func(net.Conn) net.Conn) *pgtest.DB {
 				return nil, err
 			}
 			return wrap(conn), nil
+		}
+		for _, f := range configure {
+			f(c)
 		}
 	})
 }

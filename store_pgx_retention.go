@@ -153,8 +153,11 @@ func oldestIn(inbox, state string) string {
 // When ctx is done, Prune stops between batches and returns the report so
 // far with ctx's error: every batch reported is committed, none is half
 // done. A batch whose COMMIT went through while its connection dropped
-// before the answer is looked up on another connection and counted; only
-// when that look-up fails too (the database went down as it committed)
+// before the answer is looked up on another connection, again while its
+// transaction is still in progress (its COMMIT carried out late, or
+// waiting for synchronous replication), and counted; only when that
+// look-up fails too (the database went down as it committed), or the
+// transaction is still in progress 5 seconds after the failed COMMIT,
 // is it missing from the report, which is then short, never over: the
 // rows are changed all the same, and the next batch takes the rows after
 // them. Claims deleted from the ledger are dropped from this process's
