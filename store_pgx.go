@@ -674,10 +674,11 @@ func (s *PgxStore) committedAfterAll(ctx context.Context, eventID string, xact i
 // not. While xact is in progress it looks again, after waits that grow
 // from commitPollMin to commitPollMax, until xact has ended; all of it
 // within rollbackTimeout of the failed COMMIT, whether or not ctx is
-// done. It is false when err tells that nothing was committed (the
-// server's error, or a COMMIT never sent), when xact is 0 (not known),
-// and when xact rolled back, is still in progress after rollbackTimeout,
-// or a look-up fails.
+// done. A look-up handed a connection whose session ended is run again on
+// another (retryStale). It is false when err tells that nothing was
+// committed (the server's error, or a COMMIT never sent), when xact is 0
+// (not known), and when xact rolled back, is still in progress after
+// rollbackTimeout, or a look-up fails.
 func (s *PgxStore) foundAfterLostCommit(ctx context.Context, xact int64, err error, sql string, args ...any) bool {
 	if xact == 0 || serverRolledBack(err) || errors.Is(err, pgx.ErrTxCommitRollback) || pgconn.SafeToRetry(err) {
 		return false
@@ -686,7 +687,9 @@ func (s *PgxStore) foundAfterLostCommit(ctx context.Context, xact int64, err err
 	defer cancel()
 	for wait := commitPollMin; ; wait = min(2*wait, commitPollMax) {
 		var state string
-		_, err := s.queryRow(ctx, sql, args, &state)
+		// On a connection whose session ended while it sat idle (with the
+		// one that committed, say) it is read again on another.
+		_, err := s.readRow(ctx, sql, args, &state)
 		if err != nil || state != xactInProgress {
 			return err == nil && state == xactCommittedClaim
 		}
@@ -859,6 +862,17 @@ func (s *PgxStore) queryRow(ctx context.Context, sql string, args []any, dest ..
 		return false, s.unavailableErr(err)
 	}
 	return found, nil
+}
+
+// readRow is queryRow for a read, which changes nothing: on a connection
+// whose session ended while it sat idle it is read again on another
+// (retryStale).
+func (s *PgxStore) readRow(ctx context.Context, sql string, args []any, dest ...any) (found bool, err error) {
+	err = retryStale(ctx, func() error {
+		found, err = s.queryRow(ctx, sql, args, dest...)
+		return err
+	})
+	return found, err
 }
 
 // pgxTx is a PgxStore transaction.

@@ -176,11 +176,7 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 	var oldest pgtype.Timestamptz
 	// A read: on a connection whose session ended while it sat idle it
 	// is read again on another, as the batches are.
-	err = retryStale(ctx, func() error {
-		_, err := s.queryRow(ctx, s.retention.oldestAwaiting, nil, &oldest)
-		return err
-	})
-	if err != nil {
+	if _, err := s.readRow(ctx, s.retention.oldestAwaiting, nil, &oldest); err != nil {
 		return rep, errorf("prune: %w", err)
 	}
 	c.keepKeysOf(oldest.Time, r.EventIDs)
