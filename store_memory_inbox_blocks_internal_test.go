@@ -96,3 +96,12 @@ func TestMemoryInboxListAcrossBlocks(t *testing.T) {
 		}
 	}
 }
+
+// inboxRowsIn is the order of the rows of kind in state; an empty one when
+// there are none. s.mu is held.
+func (s *MemoryStore) inboxRowsIn(kind InboxKind, state InboxState) *inboxOrder {
+	if o := s.inboxByState[inboxSlot{kind, state}]; o != nil {
+		return o
+	}
+	return &inboxOrder{}
+}

@@ -27,24 +27,22 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 			return s.pruneBatch(n, func() int { return del(n, cutoff) }), nil
 		}
 	}
-	// inbox deletes the finished rows of kinds in states.
-	inbox := func(kinds []InboxKind, states ...InboxState) pruneDeleter {
+	// inbox deletes the finished rows of kind in states.
+	inbox := func(kind InboxKind, states ...InboxState) pruneDeleter {
 		return older(func(n int, cutoff time.Time) int {
 			var batch []*memoryInboxRow
 		walk:
-			for _, kind := range kinds {
-				for _, state := range states {
-					for r := range s.inboxRowsIn(kind, state).all {
-						if len(batch) == n {
-							break walk
-						}
-						if !r.FinishedAt.IsZero() && r.FinishedAt.Before(cutoff) {
-							batch = append(batch, r)
-						}
+			for o := range s.inboxOrders(kind, states) {
+				for r := range o.all {
+					if len(batch) == n {
+						break walk
+					}
+					if !r.FinishedAt.IsZero() && r.FinishedAt.Before(cutoff) {
+						batch = append(batch, r)
 					}
 				}
 			}
-			for _, r := range batch { // not while the walk reads the order
+			for _, r := range batch { // not while the walk reads the orders
 				s.dropInboxRow(r)
 			}
 			return len(batch)
@@ -56,13 +54,13 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 				return e.ProcessedAt.Before(cutoff) && !s.inboxAwaits(e.EventID)
 			})
 		}),
-		events:      inbox([]InboxKind{KindEvent}, InboxProcessed, InboxSkipped, InboxIgnored),
-		deadLetters: inbox([]InboxKind{KindEvent}, InboxDeadLetter),
-		deadTasks:   inbox([]InboxKind{KindTask}, InboxDeadLetter),
+		events:      inbox(KindEvent, InboxProcessed, InboxSkipped, InboxIgnored),
+		deadLetters: inbox(KindEvent, InboxDeadLetter),
+		deadTasks:   inbox(KindTask, InboxDeadLetter),
 		objects: older(func(n int, cutoff time.Time) int {
 			return deleteWhere(s.objects, n, func(o objectRecord) bool { return o.fetchedAt.Before(cutoff) })
 		}),
-		tasks: inbox([]InboxKind{KindTask}, InboxProcessed, InboxSkipped),
+		tasks: inbox(KindTask, InboxProcessed, InboxSkipped),
 		// The finished tasks whose arguments are to clear, in the order
 		// they finished, up to the first that finished at cutoff or later.
 		taskArgs: older(func(n int, cutoff time.Time) int {
@@ -117,15 +115,6 @@ func (s *MemoryStore) oldestAwaiting() time.Time {
 		}
 	}
 	return oldest
-}
-
-// inboxRowsIn is the order of the rows of kind in state; an empty one when
-// there are none. s.mu is held.
-func (s *MemoryStore) inboxRowsIn(kind InboxKind, state InboxState) *inboxOrder {
-	if o := s.inboxByState[inboxSlot{kind, state}]; o != nil {
-		return o
-	}
-	return &inboxOrder{}
 }
 
 // pruneBatch runs del, which deletes at most n rows, under s.mu.

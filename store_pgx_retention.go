@@ -140,8 +140,9 @@ func oldestIn(inbox, state string) string {
 // finished inbox events, dead letters, [OnCurrent]'s rows of objects not
 // fetched within r.EventIDs, then finished tasks when r keeps them for a
 // time, the arguments of finished tasks older than r.Payloads (cleared,
-// the rows kept), and guards when r keeps them for a time. A row that a transaction in flight holds is passed
-// over, never waited for, so deliveries and workers are not blocked.
+// the rows kept), and guards when r keeps them for a time. A row that a
+// transaction in flight holds is passed over, never waited for, so
+// deliveries and workers are not blocked.
 //
 // One batch runs at a time across every replica on the database: a batch
 // that finds another prune's batch in flight waits for it (a role's
