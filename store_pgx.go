@@ -670,7 +670,7 @@ func (s *PgxStore) committedAfterAll(ctx context.Context, eventID string, xact i
 // connection: sql answers xactInProgress while xact is still in progress
 // to other sessions (its COMMIT not carried out yet, or waiting for
 // synchronous replication: committed locally, its rows not yet visible),
-// xactCommittedClaim once it ended having committed, anything else when
+// xactCommitted once it ended having committed, anything else when
 // not. While xact is in progress it looks again, after waits that grow
 // from commitPollMin to commitPollMax, until xact has ended; all of it
 // within rollbackTimeout of the failed COMMIT, whether or not ctx is
@@ -691,7 +691,7 @@ func (s *PgxStore) foundAfterLostCommit(ctx context.Context, xact int64, err err
 		// one that committed, say) it is read again on another.
 		_, err := s.readRow(ctx, sql, args, &state)
 		if err != nil || state != xactInProgress {
-			return err == nil && state == xactCommittedClaim
+			return err == nil && state == xactCommitted
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -707,8 +707,8 @@ func (s *PgxStore) foundAfterLostCommit(ctx context.Context, xact int64, err err
 // still in progress to other sessions, or ended having committed what
 // they look for (otherwise "not committed").
 const (
-	xactInProgress     = "in progress"
-	xactCommittedClaim = "committed"
+	xactInProgress = "in progress"
+	xactCommitted  = "committed"
 )
 
 // xactStateSQL is a look-up of foundAfterLostCommit: of the transaction
@@ -717,7 +717,7 @@ const (
 func xactStateSQL(xact, committed string) string {
 	return `SELECT CASE
   WHEN NOT txid_visible_in_snapshot(` + xact + `, txid_current_snapshot()) THEN '` + xactInProgress + `'
-  WHEN ` + committed + ` THEN '` + xactCommittedClaim + `'
+  WHEN ` + committed + ` THEN '` + xactCommitted + `'
   ELSE 'not committed' END`
 }
 
