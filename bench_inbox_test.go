@@ -360,15 +360,11 @@ func BenchmarkInboxDrainBesideFinished(b *testing.B) {
 	for _, finished := range []int{0, 10_000, 50_000} {
 		b.Run("memory/finished="+strconv.Itoa(finished), func(b *testing.B) {
 			store := idempotency.NewMemoryStore()
-			// An inbox with no invoice.paid handler records them ignored.
-			other := idempotency.NewHandlers()
-			idempotency.On(other, "customer.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Customer]) error { return nil })
-			filler, err := idempotency.NewInbox(store, other, idempotency.InboxConfig{Logger: discardLogger()})
-			require.NoError(b, err)
-			fh, err := filler.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), RecordIgnored: true})
-			require.NoError(b, err)
-			for _, dl := range inboxDeliveries(tmpl, 0, finished) {
-				deliverInbox(b, fh, dl, req, &body, w)
+			// Recorded as an inbox with no invoice.paid handler records
+			// them (RecordIgnored), without the HTTP request: 50,000
+			// deliveries cost a quarter of a minute under -race.
+			for k := 1; k <= finished; k++ {
+				require.NoError(b, idempotency.MemoryRecordIgnored(b.Context(), store, inboxEventID(k), "invoice.paid", "in_finished_"+strconv.Itoa(k), tmpl.payload, time.Now()))
 			}
 			ib := newInboxBench(b, store, drainConfig, memoryInvoiceWrite)
 			b.ReportAllocs()

@@ -460,3 +460,18 @@ func PgxPruneBatchPlans(ctx context.Context, s *PgxStore, conn *pgx.Conn) (map[s
 	}
 	return plans, nil
 }
+
+// MemoryRecordIgnored stores an event in s's inbox as an inbox's Handler
+// records one of a type no handler is registered for (RecordIgnored),
+// received at at, without the request, the signature and the parsing
+// that come before: for tests that need many finished rows.
+func MemoryRecordIgnored(ctx context.Context, s *MemoryStore, id, eventType, objectID string, payload []byte, at time.Time) error {
+	inserted, err := s.inboxEnqueue(ctx, &inboxRow{InboxRecord: InboxRecord{
+		Kind: KindEvent, EventID: id, EventType: eventType, ObjectID: objectID, Created: at,
+		State: InboxIgnored, ReceivedAt: at, FinishedAt: at,
+	}, Payload: payload})
+	if err == nil && !inserted {
+		err = fmt.Errorf("event %s is stored already", id)
+	}
+	return err
+}
