@@ -147,17 +147,23 @@ type InboxRecord struct {
 	AttemptedAt   time.Time // when the last attempt started; zero before the first
 	NextAttemptAt time.Time // when it is due (pending, failed); zero when final
 	FinishedAt    time.Time // when it reached a final state; zero before
+
+	// LeaseUntil is, while it is processing, when the lease of its
+	// attempt ends: until then no other worker takes it. Past, its worker
+	// died, hung or lost its connection (or is still committing in a
+	// transaction begun in time), and the next lease takes it over and
+	// attempts it again. Zero in every other state: no lease is held.
+	LeaseUntil time.Time
 }
 
 // InboxHolder is an event that holds another event of its object back:
 // see [Inbox.HeldBy].
 type InboxHolder struct {
+	// InboxRecord is the holder's record; its LeaseUntil, while it is
+	// processing, is when its worker's lease expires (past, when its
+	// transaction is still open, or, for an earlier event, when its
+	// worker died and no lease has taken it over yet).
 	InboxRecord
-	// LeaseUntil is, while it is processing, when its worker's lease
-	// expires (past, when its transaction is still open, or, for an
-	// earlier event, when its worker died and no lease has taken it
-	// over yet); zero otherwise.
-	LeaseUntil time.Time
 	// Earlier reports that it sorts before the held event by (Created,
 	// EventID): it is to be applied first. When false it sorts after, and
 	// holds the event back because a worker is applying it.
@@ -171,9 +177,8 @@ const maxInboxHolders = 100
 // inboxRow is an inbox event with what only the stores and workers see.
 type inboxRow struct {
 	InboxRecord
-	Payload    []byte    // the verified request body, as received
-	LeaseUntil time.Time // processing: when the lease expires
-	DueAt      time.Time // leased: when it came due (its next attempt's time, or its lost lease's end)
+	Payload []byte    // the verified request body, as received
+	DueAt   time.Time // leased: when it came due (its next attempt's time, or its lost lease's end)
 	// PrevAttemptedAt is, on a leased row, its AttemptedAt before the
 	// lease (zero before the first attempt): what a give-back restores.
 	PrevAttemptedAt time.Time

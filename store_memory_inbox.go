@@ -263,7 +263,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 		r.State = InboxProcessing
 		s.indexInboxRow(r)
 		r.Attempt++
-		r.AttemptedAt, r.LeaseUntil, r.NextAttemptAt = now, now.Add(lease), time.Time{}
+		r.AttemptedAt, r.LeaseUntil, r.NextAttemptAt = now, kept(now.Add(lease)), time.Time{}
 		leased := r.inboxRow
 		leased.Payload = bytes.Clone(r.Payload) // the worker's own copy
 		leased.DueAt, leased.PrevAttemptedAt, leased.LeaseExpired = dueAt, prev, expired
@@ -501,11 +501,7 @@ func (s *MemoryStore) inboxHeldBy(ctx context.Context, eventID string, now time.
 	for i, rows := range [][]*memoryInboxRow{earlier, later} {
 		slices.SortFunc(rows, compareObjectOrder)
 		for _, o := range rows[:min(len(rows), limit)] {
-			h := InboxHolder{InboxRecord: o.InboxRecord, Earlier: i == 0}
-			if o.State == InboxProcessing {
-				h.LeaseUntil = o.LeaseUntil
-			}
-			out = append(out, h)
+			out = append(out, InboxHolder{InboxRecord: o.InboxRecord, Earlier: i == 0})
 		}
 	}
 	s.mu.Unlock()

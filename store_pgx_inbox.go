@@ -44,7 +44,7 @@ type pgxInboxSQL struct {
 // inboxColumns are the columns of an InboxRecord, in the order of
 // InboxRecord.columns.
 const inboxColumns = `kind, event_id, event_type, object_id, account, livemode, api_version, created,
-state, attempt, last_error, received_at, attempted_at, next_attempt_at, finished_at`
+state, attempt, last_error, received_at, attempted_at, next_attempt_at, finished_at, lease_until`
 
 func newPgxInboxSQL(schema string) pgxInboxSQL {
 	t := pgx.Identifier{schema}.Sanitize() + `.idempotency_inbox`
@@ -150,7 +150,7 @@ RETURNING ` + inboxColumns,
     WHERE i.event_id = picked.event_id
     RETURNING picked.due_at, picked.attempted_at AS prev_attempted_at, picked.expired, i.*
 )
-SELECT ` + inboxColumns + `, payload, lease_until, coalesce(seq, 0), trace, due_at, prev_attempted_at, expired FROM leased ORDER BY due_at, event_id COLLATE "C"`,
+SELECT ` + inboxColumns + `, payload, coalesce(seq, 0), trace, due_at, prev_attempted_at, expired FROM leased ORDER BY due_at, event_id COLLATE "C"`,
 		// A snoozed task, or an event given back unapplied, goes back to
 		// pending without counting the attempt, showing the attempt time $8:
 		// the snoozed run's, or the one before the lease given back. An
@@ -193,14 +193,14 @@ LIMIT $6`,
     WHERE event_id = $1 AND object_id <> '' AND state IN ('pending', 'failed', 'processing')
       AND NOT ` + applying("h", "$2") + `
 ), holders AS ((
-    SELECT ` + inboxColumns + `, lease_until, true AS earlier FROM ` + t + `, i
+    SELECT ` + inboxColumns + `, true AS earlier FROM ` + t + `, i
     WHERE object_id = held_object AND object_id <> '' AND account = held_account AND state IN ('pending', 'failed', 'processing')
       AND (created, event_id COLLATE "C") < (held_created, held_id COLLATE "C")
     ORDER BY created, event_id COLLATE "C"
     LIMIT $3
 ) UNION ALL (
-    SELECT ` + inboxColumns + `, lease_until, false FROM (
-        SELECT ` + inboxColumns + `, lease_until FROM ` + t + `, i
+    SELECT ` + inboxColumns + `, false FROM (
+        SELECT ` + inboxColumns + ` FROM ` + t + `, i
         WHERE object_id = held_object AND object_id <> '' AND account = held_account AND state IN ('pending', 'failed', 'processing')
           AND (created, event_id COLLATE "C") > (held_created, held_id COLLATE "C")
         OFFSET 0
@@ -209,7 +209,7 @@ LIMIT $6`,
     ORDER BY created, event_id COLLATE "C"
     LIMIT $3
 ))
-SELECT ` + inboxColumns + `, CASE WHEN state = 'processing' THEN lease_until END, earlier FROM holders
+SELECT ` + inboxColumns + `, earlier FROM holders
 ORDER BY created, event_id COLLATE "C"`,
 		channel: fmt.Sprintf("idempotency_inbox_%016x", h.Sum64()),
 	}
@@ -453,12 +453,10 @@ func (s *PgxStore) inboxHeldBy(ctx context.Context, eventID string, now time.Tim
 		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (InboxHolder, error) {
 			var h InboxHolder
 			var times inboxTimes
-			var leaseUntil pgtype.Timestamptz
-			if err := row.Scan(append(h.columns(&times), &leaseUntil, &h.Earlier)...); err != nil {
+			if err := row.Scan(append(h.columns(&times), &h.Earlier)...); err != nil {
 				return h, err
 			}
 			times.set(&h.InboxRecord)
-			h.LeaseUntil = leaseUntil.Time
 			return h, nil
 		})
 		return err
@@ -472,17 +470,20 @@ func (s *PgxStore) inboxHeldBy(ctx context.Context, eventID string, now time.Tim
 // inboxTimes are the nullable times of a row, scanned before they become
 // an InboxRecord's zero times.
 type inboxTimes struct {
-	attemptedAt, nextAttemptAt, finishedAt pgtype.Timestamptz
+	attemptedAt, nextAttemptAt, finishedAt, leaseUntil pgtype.Timestamptz
 }
 
 func (t *inboxTimes) set(r *InboxRecord) {
 	r.AttemptedAt, r.NextAttemptAt, r.FinishedAt = t.attemptedAt.Time, t.nextAttemptAt.Time, t.finishedAt.Time
+	if r.State == InboxProcessing { // a lease held; every statement that ends one clears it too
+		r.LeaseUntil = t.leaseUntil.Time
+	}
 }
 
 // columns are the scan destinations of inboxColumns.
 func (r *InboxRecord) columns(t *inboxTimes) []any {
 	return []any{&r.Kind, &r.EventID, &r.EventType, &r.ObjectID, &r.Account, &r.Livemode, &r.APIVersion, &r.Created,
-		&r.State, &r.Attempt, &r.LastError, &r.ReceivedAt, &t.attemptedAt, &t.nextAttemptAt, &t.finishedAt}
+		&r.State, &r.Attempt, &r.LastError, &r.ReceivedAt, &t.attemptedAt, &t.nextAttemptAt, &t.finishedAt, &t.leaseUntil}
 }
 
 // scanInboxRecord scans inboxColumns.
@@ -496,17 +497,17 @@ func scanInboxRecord(row pgx.CollectableRow) (InboxRecord, error) {
 	return r, nil
 }
 
-// scanInboxRow scans inboxColumns, payload, lease_until, seq, trace,
-// due_at, prev_attempted_at and expired: a leased row.
+// scanInboxRow scans inboxColumns, payload, seq, trace, due_at,
+// prev_attempted_at and expired: a leased row.
 func scanInboxRow(row pgx.CollectableRow) (inboxRow, error) {
 	var r inboxRow
 	var times inboxTimes
-	var leaseUntil, prev pgtype.Timestamptz
-	if err := row.Scan(append(r.columns(&times), &r.Payload, &leaseUntil, &r.Seq, &r.Trace, &r.DueAt, &prev, &r.LeaseExpired)...); err != nil {
+	var prev pgtype.Timestamptz
+	if err := row.Scan(append(r.columns(&times), &r.Payload, &r.Seq, &r.Trace, &r.DueAt, &prev, &r.LeaseExpired)...); err != nil {
 		return r, err
 	}
 	times.set(&r.InboxRecord)
-	r.LeaseUntil, r.PrevAttemptedAt = leaseUntil.Time, prev.Time
+	r.PrevAttemptedAt = prev.Time
 	return r, nil
 }
 

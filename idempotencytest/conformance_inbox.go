@@ -247,7 +247,7 @@ func testInboxIngest(t *testing.T, b StoreBackend) {
 
 // normalize puts a record's times in UTC, for comparison.
 func normalize(r idempotency.InboxRecord) idempotency.InboxRecord {
-	for _, t := range []*time.Time{&r.Created, &r.ReceivedAt, &r.AttemptedAt, &r.NextAttemptAt, &r.FinishedAt} {
+	for _, t := range []*time.Time{&r.Created, &r.ReceivedAt, &r.AttemptedAt, &r.NextAttemptAt, &r.FinishedAt, &r.LeaseUntil} {
 		if t.IsZero() {
 			*t = time.Time{}
 		} else {
@@ -471,9 +471,11 @@ func testInboxFailedHoldsObject(t *testing.T, b StoreBackend) {
 
 // testInboxDeadWorker: a worker that dies mid-handler (its goroutine ends
 // without recording anything: runtime.Goexit stands in for kill -9) leaves
-// the event processing; once the lease expires another worker retries it,
-// and that death counted as an attempt, so an event that kills every worker
-// still reaches dead letter.
+// the event processing, its record (Lookup and List alike) showing when
+// its lease ends; once the lease expires another worker retries it under
+// a lease of its own, and that death counted as an attempt, so an event
+// that kills every worker still reaches dead letter. A record holds no
+// lease once it is final.
 func testInboxDeadWorker(t *testing.T, b StoreBackend) {
 	die := true
 	ib := newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 2, Lease: time.Minute, Timeout: 10 * time.Second},
@@ -484,25 +486,31 @@ func testInboxDeadWorker(t *testing.T, b StoreBackend) {
 			return nil
 		})
 	ib.deliver(t, "evt_dies_once", "invoice.paid", "in_dies_once", 1756742400, idempotency.OutcomeQueued)
+	require.True(t, ib.record(t, "evt_dies_once").LeaseUntil.IsZero(), "pending: no lease")
 	ib.workDying(t)
 	r := ib.record(t, "evt_dies_once")
 	require.Equal(t, idempotency.InboxProcessing, r.State)
 	require.Equal(t, 1, r.Attempt)
+	require.Equal(t, ib.clock.Now().Add(time.Minute), normalize(r).LeaseUntil, "the dead worker's lease, to its end")
+	require.Equal(t, []idempotency.InboxRecord{normalize(r)}, listed(t, ib.inbox, "evt_dies_once"), "List has the lease as Lookup has it")
 	require.Equal(t, 0, b.Get(t, "c"), "the dead worker's writes rolled back")
 
 	die = false
 	ib.clock.Advance(59 * time.Second)
 	ib.work(t, 0) // the lease holds
 	ib.clock.Advance(time.Second)
+	require.Equal(t, ib.clock.Now(), normalize(ib.record(t, "evt_dies_once")).LeaseUntil, "expired, still shown until a lease takes it over")
 	ib.work(t, 1)
 	r = ib.record(t, "evt_dies_once")
 	require.Equal(t, idempotency.InboxProcessed, r.State)
 	require.Equal(t, 2, r.Attempt, "the death counted as an attempt")
+	require.True(t, r.LeaseUntil.IsZero(), "final: no lease")
 	require.Equal(t, 1, b.Get(t, "c"))
 
 	ib.deliver(t, "evt_dies_always", "invoice.paid", "in_dies_always", 1756742400, idempotency.OutcomeQueued)
 	for range 2 {
 		ib.workDying(t)
+		require.Equal(t, ib.clock.Now().Add(time.Minute), normalize(ib.record(t, "evt_dies_always")).LeaseUntil, "each attempt's own lease")
 		ib.clock.Advance(time.Minute)
 	}
 	ib.work(t, 0)
@@ -513,6 +521,19 @@ func testInboxDeadWorker(t *testing.T, b StoreBackend) {
 	r = normalize(r)
 	require.Equal(t, ib.clock.Now(), r.FinishedAt, "finished when its lease was found expired")
 	require.True(t, r.NextAttemptAt.IsZero())
+	require.True(t, r.LeaseUntil.IsZero(), "dead-lettered: no lease")
+	require.Equal(t, []idempotency.InboxRecord{r}, listed(t, ib.inbox, "evt_dies_always"))
+}
+
+// listed returns, normalized, the records in.List has of ids.
+func listed(t *testing.T, in *idempotency.Inbox, ids ...string) []idempotency.InboxRecord {
+	t.Helper()
+	recs, err := in.List(ctxT(t), idempotency.InboxFilter{EventIDs: ids})
+	require.NoError(t, err)
+	for i := range recs {
+		recs[i] = normalize(recs[i])
+	}
+	return recs
 }
 
 // testInboxPastLease: a worker whose handler runs past the lease (the
