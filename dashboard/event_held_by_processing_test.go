@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"regexp"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,8 +18,10 @@ import (
 )
 
 // TestEventHeldByProcessing: the page of an event a worker holds, which
-// nothing else holds back, says a worker holds it under a lease, not that
-// it is due at its next attempt, which it has none of while processing.
+// nothing else holds back, says a worker holds it under a lease, until
+// when, not that it is due at its next attempt, which it has none of
+// while processing; once the lease's end is past by the dashboard's
+// clock, it says the lease expired, not that a worker holds it.
 func TestEventHeldByProcessing(t *testing.T) {
 	t.Parallel()
 	f := memoryFixture(t, dashboard.Config{})
@@ -45,11 +49,22 @@ func TestEventHeldByProcessing(t *testing.T) {
 		worked <- err
 	}()
 	<-started
+	rec, ok, err := inbox.Lookup(t.Context(), ev.ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	until := rec.LeaseUntil.UTC().Format("2006-01-02 15:04:05 UTC")
 	status, body := f.get(t, "event?id="+ev.ID)
+	f.clock.Advance(time.Minute + 30*time.Second) // past the lease (a minute)
+	_, expired := f.get(t, "event?id="+ev.ID)
 	close(release)
 	require.NoError(t, <-worked)
 
 	require.Equal(t, http.StatusOK, status, body)
-	contains(t, body, `<p class="muted" id="held-by-none">Nothing holds it back: a worker holds it under a lease.</p>`)
-	require.Equal(t, idempotency.InboxProcessed, f.state(t, ev.ID))
+	// The lease's end is kept to the microsecond: a minute from the
+	// clock's now, less the fraction cut, "in 59s".
+	require.Regexp(t, `<p class="muted" id="held-by-none">Nothing holds it back: a worker holds it under a lease until `+
+		regexp.QuoteMeta(until)+` \(in (59s|1m 0s)\)\.</p>`, body)
+	contains(t, expired, `<p class="muted" id="held-by-none">Nothing holds it back: its worker's lease expired at `+until+
+		` (30s ago); the next lease retries it, or dead-letters it after its last attempt.</p>`)
+	require.Equal(t, idempotency.InboxProcessed, f.state(t, ev.ID), "the worker committed in its transaction")
 }

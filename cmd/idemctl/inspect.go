@@ -108,9 +108,11 @@ one JSON document:
   {"records":[{"id":..,"kind":..,"type":..,"object_id":..,"account":..,
     "livemode":..,"api_version":..,"created":..,"state":..,"attempts":N,
     "last_error":..,"received_at":..,"attempted_at":..,"next_attempt_at":..,
-    "finished_at":..}],"more":true|false}
+    "finished_at":..,"lease_until":..}],"more":true|false}
 
-Times are RFC 3339 in UTC, null when not set. "more" says that more records
+Times are RFC 3339 in UTC, null when not set; lease_until is set while
+a record is processing: when its worker's lease ends (past: the worker
+died, and the next lease retries it). "more" says that more records
 match than -limit let through; the table says so on stderr, with the
 -after that lists the next page. -after id lists the records after that
 one (the last of the page before) in this order, with the same flags:
@@ -257,15 +259,16 @@ it that are still to be applied, and a later one a worker is applying,
 each with its state, attempts and next attempt or lease end. Look at, fix
 or redrive those first: the event waits behind them. "-" means nothing
 holds it: it is due at its next attempt, or, processing, a worker holds
-it under a lease (a worker that died holds it until the lease expires,
-and the next lease attempts it again). On PostgreSQL this needs a
+it under a lease until the time given, or that lease expired then (its
+worker died, hung or lost its connection) and the next lease retries it,
+or dead-letters it after its last attempt. On PostgreSQL this needs a
 connection that may write (Inbox.HeldBy probes row locks); on a read-only
 one, or a standby, show prints the record with "held by ? (could not be
 read: ...)", says so on stderr, and exits 0.
 
 Exits 3 when neither the inbox nor the ledger has the id. With -json, one
 JSON document: {"id":..,"inbox":<a list record> or null,
-"held_by":[<a list record> with "lease_until":.. and "earlier":true|false]
+"held_by":[<a list record> with "earlier":true|false]
 ([] when nothing holds it back, null when not in the inbox or when it
 could not be read: then "held_by_error":.. says why),
 "ledger":{"outcome":..,"skip_reason":..,"received_at":..,"processed_at":..}
@@ -324,7 +327,7 @@ or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 					} else {
 						doc.HeldBy = make([]holderJSON, len(holders))
 						for i, h := range holders {
-							doc.HeldBy[i] = holderJSON{recordJSON: toRecordJSON(h.InboxRecord), LeaseUntil: optionalTime(h.LeaseUntil), Earlier: h.Earlier}
+							doc.HeldBy[i] = holderJSON{recordJSON: toRecordJSON(h.InboxRecord), Earlier: h.Earlier}
 						}
 					}
 				}
@@ -358,12 +361,11 @@ type showJSON struct {
 	Payload     json.RawMessage `json:"payload,omitempty"` // with -payload only; null when not stored
 }
 
-// holderJSON is an event that holds the shown one back: its record, when
-// its lease expires while processing, and whether it sorts before it.
+// holderJSON is an event that holds the shown one back: its record and
+// whether it sorts before it.
 type holderJSON struct {
 	recordJSON
-	LeaseUntil *time.Time `json:"lease_until"`
-	Earlier    bool       `json:"earlier"`
+	Earlier bool `json:"earlier"`
 }
 
 type ledgerJSON struct {
@@ -394,7 +396,7 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		fmt.Fprintf(tw, "  next attempt\t%s\n", formatTime(rec.NextAttemptAt))
 		fmt.Fprintf(tw, "  finished\t%s\n", formatTime(rec.FinishedAt))
 		if !rec.State.Final() {
-			writeHolders(tw, rec.State, holders, heldByErr)
+			writeHolders(tw, rec, a.now(), holders, heldByErr)
 		}
 	} else {
 		fmt.Fprintf(tw, "type\t%s\n", display.Line(ledger.EventType))
@@ -436,19 +438,24 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 	return err
 }
 
-// writeHolders writes show's "held by" lines of an event in state: one
-// per holder, that nothing holds the event back, or that err kept them
-// from being read.
-func writeHolders(w io.Writer, state idempotency.InboxState, holders []idempotency.InboxHolder, err error) {
+// writeHolders writes show's "held by" lines of rec: one per holder,
+// that nothing holds it back, or that err kept them from being read. A
+// processing one's lease is judged at now, as other times are.
+func writeHolders(w io.Writer, rec idempotency.InboxRecord, now time.Time, holders []idempotency.InboxHolder, err error) {
 	if err != nil {
 		fmt.Fprintf(w, "  held by\t? (could not be read: %s)\n", display.Line(err.Error()))
 		return
 	}
 	if len(holders) == 0 {
-		if state == idempotency.InboxProcessing {
+		if rec.State == idempotency.InboxProcessing {
 			// It has no next attempt: a worker is applying it, or died
-			// and its lease is to expire.
-			fmt.Fprintln(w, "  held by\t- (nothing: a worker holds it under a lease)")
+			// and its lease is to expire, or did.
+			if rec.LeaseUntil.After(now) {
+				fmt.Fprintf(w, "  held by\t- (nothing: a worker holds it under a lease until %s)\n", formatTime(rec.LeaseUntil))
+				return
+			}
+			fmt.Fprintf(w, "  held by\t- (nothing: its worker's lease expired at %s; the next lease retries it, or dead-letters it after its last attempt)\n",
+				formatTime(rec.LeaseUntil))
 			return
 		}
 		fmt.Fprintln(w, "  held by\t- (nothing: due at its next attempt)")
@@ -489,6 +496,7 @@ type recordJSON struct {
 	AttemptedAt   *time.Time `json:"attempted_at"`
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
 	FinishedAt    *time.Time `json:"finished_at"`
+	LeaseUntil    *time.Time `json:"lease_until"`
 }
 
 func toRecordJSON(r idempotency.InboxRecord) recordJSON {
@@ -497,6 +505,7 @@ func toRecordJSON(r idempotency.InboxRecord) recordJSON {
 		Livemode: r.Livemode, APIVersion: r.APIVersion, Created: optionalTime(r.Created), State: string(r.State),
 		Attempts: r.Attempt, LastError: r.LastError, ReceivedAt: optionalTime(r.ReceivedAt),
 		AttemptedAt: optionalTime(r.AttemptedAt), NextAttemptAt: optionalTime(r.NextAttemptAt), FinishedAt: optionalTime(r.FinishedAt),
+		LeaseUntil: optionalTime(r.LeaseUntil),
 	}
 }
 

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"regexp"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -13,9 +16,12 @@ import (
 )
 
 // TestShowHeldByProcessing: an event a worker holds, which nothing else
-// holds back, is shown held by nothing because a worker holds it, not
-// "due at its next attempt", which it has none of while processing (the
-// runbook reads that line as workers down or behind).
+// holds back, is shown held by nothing because a worker holds it under a
+// lease, until the lease's end, not "due at its next attempt", which it
+// has none of while processing (the runbook reads that line as workers
+// down or behind). Once that end is past (its worker died), it says the
+// lease expired and the next lease retries it, not that a worker holds
+// it; -json has the lease's end as lease_until.
 func TestShowHeldByProcessing(t *testing.T) {
 	t.Parallel()
 	s := newService(t, nil)
@@ -24,6 +30,10 @@ func TestShowHeldByProcessing(t *testing.T) {
 	idempotency.On(hs, "charge.refunded", func(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error {
 		close(started)
 		<-release
+		return nil
+	})
+	idempotency.On(hs, "charge.captured", func(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error {
+		runtime.Goexit() // the worker dies mid-attempt, as under kill -9
 		return nil
 	})
 	quiet := slog.New(slog.DiscardHandler)
@@ -39,12 +49,41 @@ func TestShowHeldByProcessing(t *testing.T) {
 		worked <- err
 	}()
 	<-started
+	running := s.lookup(t, "evt_running")
 	r := idemctl(t, s.db, nil, "show", "evt_running")
 	close(release)
 	require.NoError(t, <-worked)
 
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `(?m)^  state\s+processing$`, r.stdout)
-	require.Regexp(t, `(?m)^  held by\s+- \(nothing: a worker holds it under a lease\)$`, r.stdout)
+	require.False(t, running.LeaseUntil.IsZero())
+	require.Regexp(t, `(?m)^  held by\s+- \(nothing: a worker holds it under a lease until `+regexp.QuoteMeta(formatTime(running.LeaseUntil))+`\)$`, r.stdout)
 	require.Equal(t, idempotency.InboxProcessed, s.lookup(t, "evt_running").State)
+
+	// A worker whose clock is an hour behind leases the event for a
+	// minute and dies: its lease ended 59 minutes ago by idemctl's clock.
+	behind, err := idempotency.NewInbox(s.store, hs, idempotency.InboxConfig{Logger: quiet,
+		Now: func() time.Time { return time.Now().Add(-time.Hour) }})
+	require.NoError(t, err)
+	hook, err = behind.Handler(idempotency.Config{Secrets: []string{secret}, Logger: quiet})
+	require.NoError(t, err)
+	a = idempotencytest.Deliver(hook, eventPayload(t, "evt_worker_died", "charge.captured", "ch_died", s.clock().Unix()), secret)
+	require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+	died := make(chan struct{})
+	go func() {
+		defer close(died)
+		_, _ = behind.WorkDue(context.Background())
+	}()
+	<-died
+	dead := s.lookup(t, "evt_worker_died")
+	require.Equal(t, idempotency.InboxProcessing, dead.State)
+	r = idemctl(t, s.db, nil, "show", "evt_worker_died")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^  held by\s+- \(nothing: its worker's lease expired at `+regexp.QuoteMeta(formatTime(dead.LeaseUntil))+
+		`; the next lease retries it, or dead-letters it after its last attempt\)$`, r.stdout)
+
+	doc := decode[showJSON](t, idemctl(t, s.db, nil, "show", "-json", "evt_worker_died"))
+	require.NotNil(t, doc.Inbox.LeaseUntil)
+	require.True(t, doc.Inbox.LeaseUntil.Equal(dead.LeaseUntil), "lease_until: %v, want %v", doc.Inbox.LeaseUntil, dead.LeaseUntil)
+	require.Empty(t, doc.HeldBy)
 }
