@@ -194,7 +194,7 @@ inbox does not have exits 3.
 			}
 			if more {
 				fmt.Fprintf(a.stderr, "idemctl: list: more than %s; next: -after %s, or raise -limit or narrow the selection\n",
-					count(*limit, "record matches", "records match"), display.Line(recs[len(recs)-1].EventID))
+					display.Count(*limit, "record matches", "records match"), display.Line(recs[len(recs)-1].EventID))
 			}
 			return nil
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/display"
 )
 
 var pruneCommand = command{
@@ -85,7 +86,7 @@ cleared.`,
 			m := a.meter("prune", "rows")
 			r.OnBatch = func(rep idempotency.PruneReport) {
 				m.set(rep.Total(), fmt.Sprintf("%s deleted (event ids %d, events %d, dead letters %d, guards %d, tasks %d, objects %d; task arguments cleared %d)",
-					count(rep.Total(), "row", "rows"), rep.EventIDs, rep.Events, rep.DeadLetters, rep.Guards, rep.Tasks, rep.Objects, rep.TaskArgsCleared))
+					display.Count(rep.Total(), "row", "rows"), rep.EventIDs, rep.Events, rep.DeadLetters, rep.Guards, rep.Tasks, rep.Objects, rep.TaskArgsCleared))
 			}
 			rep, err := store.Prune(ctx, r)
 			m.done()
@@ -126,9 +127,9 @@ func (a *app) writePrune(rep idempotency.PruneReport, interrupted, asJSON bool) 
 			TaskArgsCleared: rep.TaskArgsCleared, Interrupted: interrupted})
 	}
 	if interrupted {
-		fmt.Fprintf(a.stdout, "interrupted: stopped between batches; %s deleted, every batch committed:\n", count(rep.Total(), "row", "rows"))
+		fmt.Fprintf(a.stdout, "interrupted: stopped between batches; %s deleted, every batch committed:\n", display.Count(rep.Total(), "row", "rows"))
 	} else {
-		fmt.Fprintf(a.stdout, "deleted %s:\n", count(rep.Total(), "row", "rows"))
+		fmt.Fprintf(a.stdout, "deleted %s:\n", display.Count(rep.Total(), "row", "rows"))
 	}
 	tw := newTable(a.stdout)
 	fmt.Fprintf(tw, "  event ids\t%d\n", rep.EventIDs)
@@ -145,7 +146,7 @@ func (a *app) writePrune(rep idempotency.PruneReport, interrupted, asJSON bool) 
 		if n == 1 {
 			kept = "its row kept"
 		}
-		_, err := fmt.Fprintf(a.stdout, "cleared the arguments of %s, %s\n", count(n, "finished task", "finished tasks"), kept)
+		_, err := fmt.Fprintf(a.stdout, "cleared the arguments of %s, %s\n", display.Count(n, "finished task", "finished tasks"), kept)
 		return err
 	}
 	return nil

@@ -135,7 +135,7 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 				Now: func() time.Time { return since.now },
 				OnPage: func(rep idempotency.RecoverReport) {
 					pages++
-					m.set(rep.Listed, fmt.Sprintf("%s, %s received", count(pages, "page", "pages"), count(rep.Listed, "event", "events")))
+					m.set(rep.Listed, fmt.Sprintf("%s, %s received", display.Count(pages, "page", "pages"), display.Count(rep.Listed, "event", "events")))
 				},
 			})
 			m.done()
@@ -149,7 +149,7 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			case err != nil:
 				return a.storeErr(err)
 			case rep.Failed > 0:
-				return fmt.Errorf("%s to be stored, first %s; run again (with -checkpoint, it continues before them)", count(rep.Failed, "event failed", "events failed"), rep.FailedIDs[0])
+				return fmt.Errorf("%s to be stored, first %s; run again (with -checkpoint, it continues before them)", display.Count(rep.Failed, "event failed", "events failed"), rep.FailedIDs[0])
 			}
 			return nil
 		}

@@ -36,17 +36,3 @@ func TestRedriveCountNamesWhatMoved(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, idempotency.InboxPending, rec.State)
 }
-
-// TestRedriveCountWordsEachKind: without -kind, a redrive that moves
-// events and tasks names each kind with its count.
-func TestRedriveCountWordsEachKind(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		events, tasks int
-		want          string
-	}{
-		{0, 0, "0 events"}, {1, 0, "1 event"}, {0, 1, "1 task"}, {2, 1, "2 events and 1 task"}, {1, 3, "1 event and 3 tasks"},
-	} {
-		require.Equal(t, c.want, countedKinds(c.events, c.tasks))
-	}
-}

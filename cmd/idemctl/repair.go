@@ -82,7 +82,7 @@ redriven).
 			if err != nil {
 				return a.storeErr(err)
 			}
-			n, moved := events+tasks, countedKinds(events, tasks)
+			n, moved := events+tasks, display.Kinds(events, tasks)
 			if kind != "" {
 				moved = counted(n, kind) // "0 tasks" with -kind task
 			}
@@ -141,33 +141,13 @@ func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempote
 	return missing, nil
 }
 
-// countedKinds is events and tasks counted by kind: "1 event", "2 tasks",
-// "1 event and 2 tasks"; "0 events" when both are 0.
-func countedKinds(events, tasks int) string {
-	switch {
-	case tasks == 0:
-		return counted(events, idempotency.KindEvent)
-	case events == 0:
-		return counted(tasks, idempotency.KindTask)
-	}
-	return counted(events, idempotency.KindEvent) + " and " + counted(tasks, idempotency.KindTask)
-}
-
 // counted is n with the noun for what kind selects: "1 task", "2 tasks";
 // "events" otherwise, as the rest of idemctl calls an inbox's rows.
 func counted(n int, kind idempotency.InboxKind) string {
 	if kind == idempotency.KindTask {
-		return count(n, "task", "tasks")
+		return display.Count(n, "task", "tasks")
 	}
-	return count(n, "event", "events")
-}
-
-// count is n with the noun in its number: "1 row", "0 rows", "2 rows".
-func count(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
+	return display.Count(n, "event", "events")
 }
 
 // orDefault is the states Redrive takes for sts: dead_letter when empty.

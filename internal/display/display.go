@@ -3,7 +3,8 @@
 // an operator, on a terminal (cmd/idemctl) and on a web page (dashboard):
 // no control character that drives a terminal, and no bidirectional
 // control (an override, an isolate or a mark) that reorders what follows
-// it, so that an id reads as another.
+// it, so that an id reads as another. It also words the counts both
+// report alike (Count, Kinds).
 package display
 
 import (

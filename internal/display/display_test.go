@@ -36,3 +36,18 @@ func TestJSONBounds(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, `"\u007f\u0080\u009f`+"\u00a0\"", JSON("\"\u007f\u0080\u009f\u00a0\""))
 }
+
+// TestKinds: a redrive that moves events and tasks names each kind with
+// its count, in the number the count needs (idemctl redrive, the
+// dashboard's message after a redrive).
+func TestKinds(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		events, tasks int
+		want          string
+	}{
+		{0, 0, "0 events"}, {1, 0, "1 event"}, {0, 1, "1 task"}, {2, 1, "2 events and 1 task"}, {1, 3, "1 event and 3 tasks"},
+	} {
+		require.Equal(t, c.want, Kinds(c.events, c.tasks))
+	}
+}

@@ -1,0 +1,24 @@
+package display
+
+import "fmt"
+
+// Count is n with the noun in its number: "1 row", "0 rows", "2 rows".
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// Kinds is a count of inbox events and tasks, each kind apart, as
+// idemctl and the dashboard report a redrive: "1 event", "2 tasks", "1
+// event and 2 tasks"; "0 events" when both are 0.
+func Kinds(events, tasks int) string {
+	switch {
+	case tasks == 0:
+		return Count(events, "event", "events")
+	case events == 0:
+		return Count(tasks, "task", "tasks")
+	}
+	return Count(events, "event", "events") + " and " + Count(tasks, "task", "tasks")
+}
