@@ -120,15 +120,25 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 		setNonEmpty(back, "since", since)
 		setNonEmpty(back, "until", until)
 	}
-	n, err := d.cfg.Inbox.Redrive(r.Context(), f)
+	events, tasks, err := d.cfg.Inbox.RedriveByKind(r.Context(), f)
 	if err != nil {
 		d.inboxError(w, r, "redriving", err)
 		return
 	}
-	d.cfg.Logger.Info("dashboard: redrove", "count", n, "event_ids", f.EventIDs,
+	d.cfg.Logger.Info("dashboard: redrove", "events", events, "tasks", tasks, "event_ids", f.EventIDs,
 		"kind", f.Kind, "event_type", f.EventType, "states", f.States, "since", f.Since, "until", f.Until)
-	back.Set("msg", redrivenMsg(f))
-	back.Set("n", strconv.Itoa(n))
+	msg := redrivenMsg(f)
+	switch {
+	case msg == "redriven" && tasks == 0:
+		back.Set("n", strconv.Itoa(events))
+	case msg == "redriven-tasks" && events == 0:
+		back.Set("n", strconv.Itoa(tasks))
+	default: // both kinds selected, or ids of a kind their form did not tell
+		msg = "redriven-records"
+		back.Set("events", strconv.Itoa(events))
+		back.Set("tasks", strconv.Itoa(tasks))
+	}
+	back.Set("msg", msg)
 	switch {
 	case len(f.EventIDs) == 1:
 		back.Set("id", f.EventIDs[0])
@@ -141,8 +151,9 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 }
 
 // redrivenMsg is the code of the message after a redrive by f: of events,
-// of tasks (by kind, or by ids that are all tasks', task:<name>:<key>), or
-// of records of both kinds, whose count is of both.
+// of tasks (by kind, or by ids that are all tasks', task:<name>:<key>),
+// each with its count n, or of both kinds, with the count of each
+// (events and tasks).
 func redrivenMsg(f idempotency.RedriveFilter) string {
 	if len(f.EventIDs) == 0 {
 		switch f.Kind {

@@ -277,11 +277,12 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // The query keys each page takes. The message after an action (flash)
-// is msg and n on the page the action redirects to.
+// is msg and its counts (n, or events and tasks) on the page the action
+// redirects to.
 var (
-	flashKeys  = []string{"msg", "n"}
-	listKeys   = []string{"kind", "state", "type", "object", "account", "since", "until", "limit", "after", "after_received", "msg", "n"}
-	eventKeys  = []string{"id", "msg", "n"}
+	flashKeys  = []string{"msg", "n", "events", "tasks"}
+	listKeys   = slices.Concat([]string{"kind", "state", "type", "object", "account", "since", "until", "limit", "after", "after_received"}, flashKeys)
+	eventKeys  = slices.Concat([]string{"id"}, flashKeys)
 	searchKeys = []string{"q"}
 	forgetKeys = []string{"id"}
 )

@@ -41,17 +41,19 @@ type store interface {
 }
 
 // fixture is a service in inbox mode whose invoice.paid handler fails
-// while failing is set, enqueues a receipt task otherwise, and whose
-// charge.refunded handler skips; MaxAttempts is 1, so a failure is
-// dead-lettered at once. Its dashboard is served by srv under mount.
+// while failing is set, enqueues a receipt task otherwise (which fails
+// while failingTasks is set), and whose charge.refunded handler skips;
+// MaxAttempts is 1, so a failure is dead-lettered at once. Its dashboard
+// is served by srv under mount.
 type fixture struct {
-	store   store
-	inbox   *idempotency.Inbox
-	webhook http.Handler
-	clock   *idempotencytest.Clock
-	failing atomic.Bool
-	logPath string // the dashboard's log, a file: requests write it on the server's goroutines
-	srv     *httptest.Server
+	store        store
+	inbox        *idempotency.Inbox
+	webhook      http.Handler
+	clock        *idempotencytest.Clock
+	failing      atomic.Bool
+	failingTasks atomic.Bool
+	logPath      string // the dashboard's log, a file: requests write it on the server's goroutines
+	srv          *httptest.Server
 }
 
 func newFixture(t *testing.T, st store, cfg dashboard.Config) *fixture {
@@ -62,7 +64,12 @@ func newFixture(t *testing.T, st store, cfg dashboard.Config) *fixture {
 	t.Cleanup(func() { _ = logFile.Close() })
 	quiet := slog.New(slog.DiscardHandler)
 	hs := idempotency.NewHandlers()
-	receipt := idempotency.NewTask(hs, "send-receipt", func(context.Context, idempotency.TaskRun[string]) error { return nil })
+	receipt := idempotency.NewTask(hs, "send-receipt", func(_ context.Context, run idempotency.TaskRun[string]) error {
+		if f.failingTasks.Load() {
+			return errors.New("mailer refused the receipt of " + run.Key)
+		}
+		return nil
+	})
 	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
 		if f.failing.Load() {
 			return errors.New("ledger service refused invoice " + ev.Object.ID)

@@ -20,18 +20,19 @@ func TestBulkRedriveKeepsTheType(t *testing.T) {
 	contains(t, body, `<input type="hidden" name="type" value="invoice.paid">`)
 	resp := f.post(t, "redrive", "kind=&state=dead_letter&type=invoice.paid", nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-	// No kind chosen: the count may be of events and tasks.
-	require.Equal(t, "./events?msg=redriven-records&n=1&state=dead_letter&type=invoice.paid", resp.Header.Get("Location"))
+	// No kind chosen: events and tasks are counted apart.
+	require.Equal(t, "./events?events=1&msg=redriven-records&state=dead_letter&tasks=0&type=invoice.paid", resp.Header.Get("Location"))
 }
 
-// TestRedriveOfEventsAndTasksSaysRecords: ids of an event and a task are
-// neither "tasks" nor "events" in the message, but records of both.
-func TestRedriveOfEventsAndTasksSaysRecords(t *testing.T) {
+// TestRedriveOfEventsAndTasksCountsEachKind: ids of an event and a task
+// are neither "tasks" nor "events" in the message: each kind is counted
+// apart.
+func TestRedriveOfEventsAndTasksCountsEachKind(t *testing.T) {
 	t.Parallel()
 	f := memoryFixture(t, dashboard.Config{AllowRedrive: true})
 	resp := f.post(t, "redrive", "id=evt_dead_1&id=task:send-receipt:in_paid_1", nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-	require.Equal(t, "./?msg=redriven-records&n=1", resp.Header.Get("Location"))
+	require.Equal(t, "./?events=1&msg=redriven-records&tasks=0", resp.Header.Get("Location"))
 	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_dead_1"))
 }
 

@@ -109,33 +109,47 @@ func (d *Dashboard) inboxError(w http.ResponseWriter, r *http.Request, doing str
 // code, so that a crafted link cannot put words on the page.
 func flash(r *http.Request) string {
 	q := r.URL.Query()
-	switch q.Get("msg") {
-	case "redriven", "redriven-tasks", "redriven-records":
-		n, err := strconv.Atoi(q.Get("n"))
-		if err != nil || n < 0 {
+	msg := q.Get("msg")
+	var n int
+	var moved, what string // what was redriven, and what was selected
+	switch msg {
+	case "redriven", "redriven-tasks":
+		var ok bool
+		if n, ok = redriveCount(q.Get("n")); !ok {
 			return "" // not a count a redrive gave
 		}
-		// What was redriven: none, one, many.
-		what := map[string][3]string{
-			"redriven":         {"event", "1 event", "%d events"},
-			"redriven-tasks":   {"task", "1 task", "%d tasks"},
-			"redriven-records": {"event or task", "1 record (event or task)", "%d records (events and tasks)"},
-		}[q.Get("msg")]
-		switch {
-		case n == 0:
-			// A list's redrive takes its one state; a redrive by ids takes
-			// either. Only the two states a redrive takes are named.
-			states := map[string]string{"dead_letter": "dead-lettered", "failed": "failed"}[q.Get("state")]
-			if states == "" {
-				states = "dead-lettered or failed"
-			}
-			return "Nothing redriven: no " + what[0] + " selected is still " + states + "."
-		case n == 1:
-			return "Redrove " + what[1] + ": it is pending, with a fresh attempt budget."
+		what = map[string]string{"redriven": "event", "redriven-tasks": "task"}[msg]
+		moved = display.Count(n, what, what+"s")
+	case "redriven-records":
+		events, ok := redriveCount(q.Get("events"))
+		tasks, ok2 := redriveCount(q.Get("tasks"))
+		if n = events + tasks; !ok || !ok2 || n < 0 {
+			return ""
 		}
-		return "Redrove " + fmt.Sprintf(what[2], n) + ": they are pending, with a fresh attempt budget."
+		what, moved = "event or task", display.Kinds(events, tasks)
+	default:
+		return forgetFlash[msg]
 	}
-	return forgetFlash[q.Get("msg")]
+	switch {
+	case n == 0:
+		// A list's redrive takes its one state; a redrive by ids takes
+		// either. Only the two states a redrive takes are named.
+		states := map[string]string{"dead_letter": "dead-lettered", "failed": "failed"}[q.Get("state")]
+		if states == "" {
+			states = "dead-lettered or failed"
+		}
+		return "Nothing redriven: no " + what + " selected is still " + states + "."
+	case n == 1:
+		return "Redrove " + moved + ": it is pending, with a fresh attempt budget."
+	}
+	return "Redrove " + moved + ": they are pending, with a fresh attempt budget."
+}
+
+// redriveCount reads a count of a redrive's message, and reports whether
+// a redrive could have given it.
+func redriveCount(s string) (int, bool) {
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n >= 0
 }
 
 // forgetFlash are the messages after a forget, by code; the confirmation
