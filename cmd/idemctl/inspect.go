@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -376,50 +377,51 @@ type ledgerJSON struct {
 }
 
 func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, holders []idempotency.InboxHolder, heldByErr error, ledger idempotency.EventRecord, claimed, wantBody bool, body []byte, hasBody bool) error {
-	tw := newTable(a.stdout)
-	fmt.Fprintf(tw, "id\t%s\n", display.Line(id))
+	var l showLines
+	l.add("id", display.Line(id))
 	if inInbox {
-		fmt.Fprintf(tw, "kind\t%s\n", rec.Kind)
-		fmt.Fprintf(tw, "type\t%s\n", display.Line(rec.EventType))
-		fmt.Fprintf(tw, "object\t%s\n", dash(rec.ObjectID))
-		fmt.Fprintf(tw, "account\t%s\n", dash(rec.Account))
-		fmt.Fprintf(tw, "livemode\t%t\n", rec.Livemode)
-		fmt.Fprintf(tw, "api version\t%s\n", dash(rec.APIVersion))
-		fmt.Fprintf(tw, "created\t%s\n", formatTime(rec.Created))
-		fmt.Fprintln(tw, "\t")
-		fmt.Fprintln(tw, "inbox\t")
-		fmt.Fprintf(tw, "  state\t%s\n", rec.State)
-		fmt.Fprintf(tw, "  attempts\t%d\n", rec.Attempt)
-		fmt.Fprintf(tw, "  last error\t%s\n", dash(rec.LastError))
-		fmt.Fprintf(tw, "  received\t%s\n", formatTime(rec.ReceivedAt))
-		fmt.Fprintf(tw, "  attempted\t%s\n", formatTime(rec.AttemptedAt))
-		fmt.Fprintf(tw, "  next attempt\t%s\n", formatTime(rec.NextAttemptAt))
-		fmt.Fprintf(tw, "  finished\t%s\n", formatTime(rec.FinishedAt))
+		l.add("kind", string(rec.Kind))
+		l.add("type", display.Line(rec.EventType))
+		l.add("object", dash(rec.ObjectID))
+		l.add("account", dash(rec.Account))
+		l.add("livemode", strconv.FormatBool(rec.Livemode))
+		l.add("api version", dash(rec.APIVersion))
+		l.add("created", formatTime(rec.Created))
+		l.add("", "")
+		l.add("inbox", "")
+		l.add("  state", string(rec.State))
+		l.add("  attempts", strconv.Itoa(rec.Attempt))
+		l.add("  last error", dash(rec.LastError))
+		l.add("  received", formatTime(rec.ReceivedAt))
+		l.add("  attempted", formatTime(rec.AttemptedAt))
+		l.add("  next attempt", formatTime(rec.NextAttemptAt))
+		l.add("  finished", formatTime(rec.FinishedAt))
 		if !rec.State.Final() {
-			writeHolders(tw, rec, a.now(), holders, heldByErr)
+			l.addHolders(rec, a.now(), holders, heldByErr)
 		}
 	} else {
-		fmt.Fprintf(tw, "type\t%s\n", display.Line(ledger.EventType))
-		fmt.Fprintf(tw, "object\t%s\n", dash(ledger.ObjectID))
-		fmt.Fprintf(tw, "account\t%s\n", dash(ledger.Account))
-		fmt.Fprintf(tw, "livemode\t%t\n", ledger.Livemode)
-		fmt.Fprintln(tw, "\t")
-		fmt.Fprintln(tw, "inbox\tnot in the inbox (delivered synchronously, or pruned)")
+		l.add("type", display.Line(ledger.EventType))
+		l.add("object", dash(ledger.ObjectID))
+		l.add("account", dash(ledger.Account))
+		l.add("livemode", strconv.FormatBool(ledger.Livemode))
+		l.add("", "")
+		l.add("inbox", "not in the inbox (delivered synchronously, or pruned)")
 	}
-	fmt.Fprintln(tw, "\t")
-	if claimed {
-		fmt.Fprintln(tw, "ledger\t")
-		fmt.Fprintf(tw, "  outcome\t%s\n", ledger.Outcome)
+	l.add("", "")
+	switch {
+	case claimed:
+		l.add("ledger", "")
+		l.add("  outcome", string(ledger.Outcome))
 		if ledger.SkipReason != "" {
-			fmt.Fprintf(tw, "  skip reason\t%s\n", display.Line(ledger.SkipReason))
+			l.add("  skip reason", display.Line(ledger.SkipReason))
 		}
-		fmt.Fprintf(tw, "  processed at\t%s\n", formatTime(ledger.ProcessedAt))
-	} else if inInbox && rec.Kind == idempotency.KindTask {
-		fmt.Fprintln(tw, "ledger\t- (a task has no ledger record: its inbox row is its record)")
-	} else {
-		fmt.Fprintln(tw, "ledger\tnot claimed: no transaction has applied it")
+		l.add("  processed at", formatTime(ledger.ProcessedAt))
+	case inInbox && rec.Kind == idempotency.KindTask:
+		l.add("ledger", "- (a task has no ledger record: its inbox row is its record)")
+	default:
+		l.add("ledger", "not claimed: no transaction has applied it")
 	}
-	if err := tw.Flush(); err != nil {
+	if err := l.write(a.stdout); err != nil {
 		return err
 	}
 	if !wantBody {
@@ -438,34 +440,47 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 	return err
 }
 
-// writeHolders writes show's "held by" lines of rec: one per holder,
-// that nothing holds it back, or that err kept them from being read. A
-// processing one's lease is judged at now, as other times are.
-func writeHolders(w io.Writer, rec idempotency.InboxRecord, now time.Time, holders []idempotency.InboxHolder, err error) {
+// showLines are show's lines, each a label and its value, the values
+// aligned in one column; a line without a value (a section's heading, or
+// the empty line between sections) is its label alone, not padded.
+type showLines [][2]string
+
+func (l *showLines) add(label, value string) { *l = append(*l, [2]string{label, value}) }
+
+// write writes the lines to w, each value two spaces after the longest
+// label, as a table of idemctl's pads it.
+func (l showLines) write(w io.Writer) error {
+	width := 0
+	for _, ln := range l {
+		if ln[1] != "" {
+			width = max(width, len(ln[0]))
+		}
+	}
+	var b strings.Builder
+	for _, ln := range l {
+		b.WriteString(ln[0])
+		if ln[1] != "" {
+			b.WriteString(strings.Repeat(" ", width+2-len(ln[0])) + ln[1])
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// addHolders adds show's "held by" lines of rec: one per holder, that
+// nothing holds it back, or that err kept them from being read.
+func (l *showLines) addHolders(rec idempotency.InboxRecord, now time.Time, holders []idempotency.InboxHolder, err error) {
+	const label = "  held by"
 	if err != nil {
-		fmt.Fprintf(w, "  held by\t? (could not be read: %s)\n", display.Line(err.Error()))
+		l.add(label, "? (could not be read: "+display.Line(err.Error())+")")
 		return
 	}
 	if len(holders) == 0 {
-		if rec.State == idempotency.InboxProcessing {
-			// It has no next attempt: a worker is applying it, or died
-			// and its lease is to expire, or did.
-			if rec.LeaseUntil.After(now) {
-				fmt.Fprintf(w, "  held by\t- (nothing: a worker holds it under a lease until %s)\n", formatTime(rec.LeaseUntil))
-				return
-			}
-			fmt.Fprintf(w, "  held by\t- (nothing: its worker's lease expired at %s; the next lease retries it, or dead-letters it after its last attempt)\n",
-				formatTime(rec.LeaseUntil))
-			return
-		}
-		fmt.Fprintln(w, "  held by\t- (nothing: due at its next attempt)")
+		l.add(label, "- (nothing: "+unheld(rec, now)+")")
 		return
 	}
 	for i, h := range holders {
-		label := "  held by"
-		if i > 0 {
-			label = ""
-		}
 		when := "next attempt " + formatTime(h.NextAttemptAt)
 		if h.State == idempotency.InboxProcessing {
 			when = "lease until " + formatTime(h.LeaseUntil)
@@ -474,8 +489,25 @@ func writeHolders(w io.Writer, rec idempotency.InboxRecord, now time.Time, holde
 		if !h.Earlier {
 			order = "created after it, a worker is applying it"
 		}
-		fmt.Fprintf(w, "%s\t%s (%s, attempt %d, %s; %s)\n", label, display.Line(h.EventID), h.State, h.Attempt, when, order)
+		lbl := label
+		if i > 0 {
+			lbl = ""
+		}
+		l.add(lbl, fmt.Sprintf("%s (%s, attempt %d, %s; %s)", display.Line(h.EventID), h.State, h.Attempt, when, order))
 	}
+}
+
+// unheld says what an event that nothing holds back waits for: its next
+// attempt, or, processing (it has no next attempt), its worker, under a
+// lease that runs or, by now, expired (the worker died or hung).
+func unheld(rec idempotency.InboxRecord, now time.Time) string {
+	switch {
+	case rec.State != idempotency.InboxProcessing:
+		return "due at its next attempt"
+	case rec.LeaseUntil.After(now):
+		return "a worker holds it under a lease until " + formatTime(rec.LeaseUntil)
+	}
+	return "its worker's lease expired at " + formatTime(rec.LeaseUntil) + "; the next lease retries it, or dead-letters it after its last attempt"
 }
 
 // recordJSON is an inbox record in -json output: stable names, every field

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"regexp"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
 )
@@ -188,6 +190,50 @@ func TestShow(t *testing.T) {
 
 	require.Equal(t, exitUsage, idemctl(t, s.db, nil, "show").code)
 	require.Equal(t, exitUsage, idemctl(t, s.db, nil, "show", "a", "b").code)
+
+	// The whole text, times as T: one empty line between sections, and
+	// no line, blank or a section's heading, padded with spaces.
+	_, err := s.store.Run(t.Context(), idempotency.Claim{EventID: "evt_sync_skip", EventType: "charge.refunded", ObjectID: "ch_sync"},
+		func(context.Context, idempotency.Tx) error { return idempotency.Skip("refunds are booked by hand") })
+	require.NoError(t, err)
+	head := func(id, kind, typ, object, apiVersion string) string {
+		return "id              " + id + "\nkind            " + kind + "\ntype            " + typ + "\nobject          " + object +
+			"\naccount         -\nlivemode        false\napi version     " + apiVersion + "\ncreated         T\n\ninbox\n"
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"show", "evt_dead_1"}, head("evt_dead_1", "event", "charge.failed", "ch_1", stripe.APIVersion) +
+			"  state         dead_letter\n  attempts      1\n  last error    downstream refused the charge\n" +
+			"  received      T\n  attempted     T\n  next attempt  -\n  finished      T\n\n" +
+			"ledger          not claimed: no transaction has applied it\n"},
+		{[]string{"show", "-payload", "evt_paid_1"}, head("evt_paid_1", "event", "invoice.paid", "in_1", stripe.APIVersion) +
+			"  state         processed\n  attempts      1\n  last error    -\n" +
+			"  received      T\n  attempted     T\n  next attempt  -\n  finished      T\n\n" +
+			"ledger\n  outcome       processed\n  processed at  T\n\npayload:\n{\"api_version\":\"" + stripe.APIVersion},
+		{[]string{"show", "evt_pending_1"}, head("evt_pending_1", "event", "invoice.paid", "in_3", stripe.APIVersion) +
+			"  state         pending\n  attempts      0\n  last error    -\n" +
+			"  received      T\n  attempted     -\n  next attempt  T\n  finished      -\n" +
+			"  held by       - (nothing: due at its next attempt)\n\n" +
+			"ledger          not claimed: no transaction has applied it\n"},
+		{[]string{"show", "task:send-receipt:in_1"}, head("task:send-receipt:in_1", "task", "send-receipt", "-", "-") +
+			"  state         processed\n  attempts      1\n  last error    -\n" +
+			"  received      T\n  attempted     T\n  next attempt  -\n  finished      T\n\n" +
+			"ledger          - (a task has no ledger record: its inbox row is its record)\n"},
+		{[]string{"show", "-payload", "evt_sync_skip"}, "id              evt_sync_skip\ntype            charge.refunded\nobject          ch_sync\n" +
+			"account         -\nlivemode        false\n\ninbox           not in the inbox (delivered synchronously, or pruned)\n\n" +
+			"ledger\n  outcome       skipped\n  skip reason   refunds are booked by hand\n  processed at  T\n\n" +
+			"payload: not stored (not in the inbox, or pruned)\n"},
+	} {
+		r := idemctl(t, s.db, nil, c.args...)
+		require.Equal(t, 0, r.code, r.stderr)
+		got := regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`).ReplaceAllString(r.stdout, "T")
+		if c.args[1] == "-payload" && strings.Contains(c.want, "{") {
+			got = got[:min(len(got), len(c.want))] // the payload's start
+		}
+		require.Equal(t, c.want, got, c.args)
+	}
 }
 
 // TestTimes: -since and -until read RFC 3339, dates and durations before
