@@ -40,7 +40,7 @@ func walkMemoryInbox(t *testing.T, seed uint64, check func(step int, w *memoryIn
 		Backoff: func(n int) time.Duration { return time.Duration(n) * time.Minute }}
 	side := newParitySide(t, "memory", mem, clock, true, icfg, c.add, nil)
 	types := []string{"invoice.paid", "invoice.payment_succeeded", "checkout.session.completed", "charge.refunded"}
-	modes := []string{"ok", "ok", "skip", "fail1", "fail2", "fail", "snooze", "perm", "snooze0", "panic"}
+	modes := []string{"ok", "ok", "skip", "fail1", "fail2", "fail", "snooze", "perm", "snooze0", "panic", "tskip"}
 	var specs []paritySpec
 	for i := range 30 {
 		specs = append(specs, paritySpec{

@@ -142,6 +142,8 @@ func newParitySide(t *testing.T, name string, store parityStore, clock *idempote
 			if n == 1 {
 				panic("task panicked")
 			}
+		case "tskip": // its event applied, the task skipped
+			return idempotency.Skip("mode tskip of a task")
 		default:
 			if err := parityFailing(run.Args.Mode, n); err != nil {
 				return err
