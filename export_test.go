@@ -355,8 +355,9 @@ func MemoryInboxRecords(s *MemoryStore) []InboxRecord {
 func MemoryOldestAwaiting(s *MemoryStore) time.Time { return s.oldestAwaiting() }
 
 // MemoryInboxIndexErr reports where s's indexes of inbox rows (the
-// unfinished ones, every one by kind and state) differ from a scan of
-// every row, or nil when they are in step.
+// unfinished ones, every one by kind and state, the finished ones by
+// when they finished, the tasks whose arguments are to clear) differ from
+// a scan of every row, or nil when they are in step.
 func MemoryInboxIndexErr(s *MemoryStore) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -374,61 +375,76 @@ func MemoryInboxIndexErr(s *MemoryStore) error {
 	// Every row in the order of its kind and state, once, and nothing else.
 	filed := 0
 	for k, o := range s.inboxByState {
-		n := 0
-		var prev *memoryInboxRow
-		for i, rows := range o.blocks {
-			if len(rows) == 0 || len(rows) > inboxOrderBlock {
-				bad = append(bad, fmt.Sprintf("%s/%s block %d holds %d rows", k.kind, k.state, i, len(rows)))
-			}
-			for _, r := range rows {
-				n++
-				if s.inbox[r.EventID] != r || r.Kind != k.kind || r.State != k.state || r.filedAs != k.state {
-					bad = append(bad, fmt.Sprintf("%q (%s %s, filed under %s/%s)", r.EventID, r.Kind, r.State, k.kind, k.state))
-				}
-				if prev != nil && comparePosition(prev.Position(), r.Position()) >= 0 {
-					bad = append(bad, fmt.Sprintf("%q after %q in %s/%s", r.EventID, prev.EventID, k.kind, k.state))
-				}
-				prev = r
-			}
-		}
-		if n != o.n {
-			bad = append(bad, fmt.Sprintf("%s/%s counts %d rows, holds %d", k.kind, k.state, o.n, n))
-		}
-		filed += n
+		filed += checkInboxOrder(s, o, fmt.Sprintf("%s/%s", k.kind, k.state), &bad, func(r *memoryInboxRow) bool {
+			return r.Kind == k.kind && r.State == k.state && r.filedAs == k.state
+		})
 	}
 	if filed != len(s.inbox) {
 		bad = append(bad, fmt.Sprintf("%d rows filed by state, %d stored", filed, len(s.inbox)))
 	}
 	// The finished tasks whose arguments are to clear, each once under
-	// its FinishedAt, in order, and nothing else.
-	toClear := 0
+	// its FinishedAt, in order, and nothing else; and every finished row
+	// (final state, FinishedAt set) once under its FinishedAt in the
+	// order of its kind and state, and nothing else.
+	toClear, finished := 0, 0
 	for _, r := range s.inbox {
 		if r.argsToClear(r.State) {
 			toClear++
 		}
+		if r.State.Final() && !r.FinishedAt.IsZero() {
+			finished++
+		}
 	}
-	var prev *memoryInboxRow
+	n := checkInboxOrder(s, &s.taskArgs, "the arguments to clear", &bad, func(r *memoryInboxRow) bool {
+		return r.argsToClear(r.State) && r.argsFiledAt.Equal(r.FinishedAt)
+	})
+	if n != toClear {
+		bad = append(bad, fmt.Sprintf("%d tasks' arguments to clear, %d filed", toClear, n))
+	}
+	n = 0
+	for k, o := range s.inboxFinished {
+		n += checkInboxOrder(s, o, fmt.Sprintf("finished %s/%s", k.kind, k.state), &bad, func(r *memoryInboxRow) bool {
+			return r.Kind == k.kind && r.State == k.state && r.filedAs == k.state && r.State.Final() &&
+				!r.FinishedAt.IsZero() && r.finishedFiledAt.Equal(r.FinishedAt)
+		})
+	}
+	if n != finished {
+		bad = append(bad, fmt.Sprintf("%d finished rows, %d filed by when they finished", finished, n))
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return fmt.Errorf("inbox indexes out of step: %s", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// checkInboxOrder appends to bad where o, named name, is out of step with
+// s: a block empty or over inboxOrderBlock, a row s does not hold or that
+// fits not (fits says which do), two rows out of order, its count of rows
+// wrong. It returns how many rows o holds.
+func checkInboxOrder(s *MemoryStore, o *inboxOrder, name string, bad *[]string, fits func(*memoryInboxRow) bool) int {
 	n := 0
-	for _, rows := range s.taskArgs.blocks {
+	var prev *memoryInboxRow
+	for i, rows := range o.blocks {
+		if len(rows) == 0 || len(rows) > inboxOrderBlock {
+			*bad = append(*bad, fmt.Sprintf("%s block %d holds %d rows", name, i, len(rows)))
+		}
 		for _, r := range rows {
 			n++
-			if s.inbox[r.EventID] != r || !r.argsToClear(r.State) || !r.argsFiledAt.Equal(r.FinishedAt) {
-				bad = append(bad, fmt.Sprintf("%q (%s %s, %d bytes of arguments, finished %v) filed under %v to clear", r.EventID, r.Kind, r.State, len(r.Payload), r.FinishedAt, r.argsFiledAt))
+			if s.inbox[r.EventID] != r || !fits(r) {
+				*bad = append(*bad, fmt.Sprintf("%q (%s %s, %d bytes of payload, finished %v, filed as %s, under %v and %v) in %s",
+					r.EventID, r.Kind, r.State, len(r.Payload), r.FinishedAt, r.filedAs, r.argsFiledAt, r.finishedFiledAt, name))
 			}
-			if prev != nil && comparePosition(prev.argsPosition(), r.argsPosition()) >= 0 {
-				bad = append(bad, fmt.Sprintf("%q after %q in the arguments to clear", r.EventID, prev.EventID))
+			if prev != nil && comparePosition(o.position(prev), o.position(r)) >= 0 {
+				*bad = append(*bad, fmt.Sprintf("%q after %q in %s", r.EventID, prev.EventID, name))
 			}
 			prev = r
 		}
 	}
-	if n != toClear || n != s.taskArgs.n {
-		bad = append(bad, fmt.Sprintf("%d tasks' arguments to clear, %d filed, %d counted", toClear, n, s.taskArgs.n))
+	if n != o.n {
+		*bad = append(*bad, fmt.Sprintf("%s counts %d rows, holds %d", name, o.n, n))
 	}
-	if len(bad) > 0 {
-		slices.Sort(bad)
-		return fmt.Errorf("unfinished inbox rows out of step: %s", strings.Join(bad, ", "))
-	}
-	return nil
+	return n
 }
 
 // PgxPruneBatchPlans is what EXPLAIN (FORMAT JSON) says of each statement

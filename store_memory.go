@@ -55,6 +55,12 @@ type MemoryStore struct {
 	// one more, not the tasks it cleared before. indexInboxRow keeps it in
 	// step too.
 	taskArgs inboxOrder
+	// inboxFinished holds the finished rows of inboxByState again (final
+	// states, FinishedAt set), by kind and state, ordered by FinishedAt
+	// and EventID: Prune's deletion reads the rows it deletes and one more
+	// of each state, not the rows it keeps. indexInboxRow keeps it in step
+	// too.
+	inboxFinished map[inboxSlot]*inboxOrder
 
 	// seq is PgxStore's idempotency_seq: the last number handed out.
 	seq     int64
@@ -97,6 +103,7 @@ func (s *MemoryStore) init() {
 		s.unfinished = make(map[string]*memoryInboxRow)
 		s.inboxByState = make(map[inboxSlot]*inboxOrder)
 		s.taskArgs.by = (*memoryInboxRow).argsPosition
+		s.inboxFinished = make(map[inboxSlot]*inboxOrder)
 		s.objects = make(map[guardID]objectRecord)
 		s.order = make(map[guardID]orderRecord)
 	}

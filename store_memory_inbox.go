@@ -28,11 +28,19 @@ type memoryInboxRow struct {
 	// argsFiledAt is the FinishedAt s.taskArgs holds it under; zero when
 	// it is not there.
 	argsFiledAt time.Time
+	// finishedFiledAt is the FinishedAt s.inboxFinished holds it under,
+	// in the order of its kind and filedAs; zero when it is not there.
+	finishedFiledAt time.Time
 }
 
 // argsPosition is r's position in s.taskArgs.
 func (r *memoryInboxRow) argsPosition() InboxPosition {
 	return InboxPosition{ReceivedAt: r.argsFiledAt, EventID: r.EventID}
+}
+
+// finishedPosition is r's position in its order of s.inboxFinished.
+func (r *memoryInboxRow) finishedPosition() InboxPosition {
+	return InboxPosition{ReceivedAt: r.finishedFiledAt, EventID: r.EventID}
 }
 
 // argsToClear reports whether Prune is to clear r's arguments once r
@@ -100,6 +108,7 @@ const unfinishedRoom = 256
 // fileInboxRow files r under state, or nowhere when state is "".
 func (s *MemoryStore) fileInboxRow(r *memoryInboxRow, state InboxState) {
 	s.fileTaskArgs(r, state)
+	s.fileFinished(r, state) // before r.filedAs, which names its order, changes
 	if r.filedAs != state {
 		if r.filedAs != "" {
 			s.inboxByState[inboxSlot{r.Kind, r.filedAs}].remove(r)
@@ -139,14 +148,37 @@ func (s *MemoryStore) fileTaskArgs(r *memoryInboxRow, state InboxState) {
 	if r.argsToClear(state) {
 		at = r.FinishedAt
 	}
-	if at.Equal(r.argsFiledAt) {
+	refile(r, &r.argsFiledAt, &s.taskArgs, &s.taskArgs, at)
+}
+
+// fileFinished files r in s.inboxFinished, under its FinishedAt in the
+// order of its kind and state, while state is final and r has finished,
+// and nowhere else; r.filedAs is the state it was filed under.
+func (s *MemoryStore) fileFinished(r *memoryInboxRow, state InboxState) {
+	var at time.Time
+	var to *inboxOrder
+	if state != "" && state.Final() && !r.FinishedAt.IsZero() {
+		k := inboxSlot{r.Kind, state}
+		if s.inboxFinished[k] == nil {
+			s.inboxFinished[k] = &inboxOrder{by: (*memoryInboxRow).finishedPosition}
+		}
+		at, to = r.FinishedAt, s.inboxFinished[k]
+	}
+	refile(r, &r.finishedFiledAt, s.inboxFinished[inboxSlot{r.Kind, r.filedAs}], to, at)
+}
+
+// refile moves r from the order from, where it is filed under *filed
+// (nowhere when that is zero), to the order to under at (nowhere when at
+// is zero); the position of r in either order is what *filed holds.
+func refile(r *memoryInboxRow, filed *time.Time, from, to *inboxOrder, at time.Time) {
+	if from == to && at.Equal(*filed) {
 		return
 	}
-	if !r.argsFiledAt.IsZero() {
-		s.taskArgs.remove(r)
+	if !filed.IsZero() {
+		from.remove(r)
 	}
-	if r.argsFiledAt = at; !at.IsZero() {
-		s.taskArgs.insert(r)
+	if *filed = at; !at.IsZero() {
+		to.insert(r)
 	}
 }
 

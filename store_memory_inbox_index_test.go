@@ -275,6 +275,159 @@ func TestMemoryPruneTaskArgsModel(t *testing.T) {
 	}
 }
 
+// TestMemoryPruneModel checks after steps of seeded sequences of inbox
+// operations, the clock now and then moved past the keys' window, that a
+// MemoryStore's Prune, which reads each state's finished rows in the
+// order they finished, deletes exactly the rows a scan of every row
+// selects (finished events before Payloads, dead letters before
+// DeadLetters, dead tasks and finished tasks before their windows, moved
+// back for the oldest event awaiting), reports them in batches of 1 to 4
+// as a scan would fill them, and keeps every other row.
+func TestMemoryPruneModel(t *testing.T) {
+	t.Parallel()
+	const day = 24 * time.Hour
+	for seed := uint64(41); seed <= 48; seed++ {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			deleted := map[string]int{}
+			walkMemoryInbox(t, seed, func(step int, w *memoryInboxWalk) {
+				if w.rng.IntN(3) > 0 {
+					return
+				}
+				r := idempotency.Retention{Pause: -1, BatchSize: 1 + w.rng.IntN(4), Now: w.clock.Now,
+					Payloads: []time.Duration{time.Minute, time.Hour, day, 3 * day}[w.rng.IntN(4)]}
+				r.DeadLetters = r.Payloads + []time.Duration{0, time.Hour, 2 * day}[w.rng.IntN(3)]
+				keys := idempotency.DefaultEventIDRetention + r.DeadLetters
+				r.Tasks = []time.Duration{0, keys, keys + 8*day}[w.rng.IntN(3)]
+				if w.rng.IntN(4) == 0 { // to the edge of a window, or past it
+					w.clock.Advance([]time.Duration{keys, max(keys, r.Tasks), 50 * day}[w.rng.IntN(3)])
+				}
+				rows := idempotency.MemoryInboxRecords(w.mem)
+				want := scanPrune(rows, r)
+				var reports []idempotency.PruneReport
+				r.OnBatch = func(rep idempotency.PruneReport) { reports = append(reports, rep) }
+				rep, err := w.mem.Prune(ctx, r)
+				require.NoError(t, err, "step %d", step)
+				require.NoError(t, idempotency.MemoryInboxIndexErr(w.mem), "step %d", step)
+				where := fmt.Sprintf("step %d, retention %+v, now %v", step, r, w.clock.Now())
+				require.Equal(t, batchSizes(want, r.BatchSize), prunedBatches(t, reports, r.BatchSize), where)
+				require.Equal(t, []int{len(want.events), len(want.deadLetters) + len(want.deadTasks), len(want.tasks)},
+					[]int{rep.Events, rep.DeadLetters, rep.Tasks}, where)
+				left := map[string]bool{}
+				for _, rec := range idempotency.MemoryInboxRecords(w.mem) {
+					left[rec.EventID] = true
+				}
+				for _, rec := range rows {
+					doomed := slices.Contains(want.events, rec.EventID) || slices.Contains(want.deadLetters, rec.EventID) ||
+						slices.Contains(want.deadTasks, rec.EventID) || slices.Contains(want.tasks, rec.EventID)
+					require.Equal(t, !doomed, left[rec.EventID], "%s: %s %s %s finished %v", where, rec.EventID, rec.Kind, rec.State, rec.FinishedAt)
+				}
+				require.Len(t, left, len(rows)-rep.Events-rep.DeadLetters-rep.Tasks, where)
+				deleted["events"] += rep.Events
+				deleted["dead letters"] += len(want.deadLetters)
+				deleted["dead tasks"] += len(want.deadTasks)
+				deleted["tasks"] += rep.Tasks
+			})
+			t.Logf("seed %d: deleted %v", seed, deleted)
+		})
+	}
+}
+
+// prunedRows are the inbox rows a prune deletes, by event id, in the
+// order of its steps: finished events, dead-lettered events, dead
+// tasks, finished tasks.
+type prunedRows struct{ events, deadLetters, deadTasks, tasks []string }
+
+// scanPrune is what a prune with r (EventIDs left to its default) deletes
+// of rows, from a scan of every row.
+func scanPrune(rows []idempotency.InboxRecord, r idempotency.Retention) prunedRows {
+	now := r.Now()
+	before := func(d time.Duration) time.Time { return now.Add(-d).Truncate(time.Microsecond) }
+	keys := idempotency.DefaultEventIDRetention + r.DeadLetters
+	deadTasks, tasks := before(max(keys, r.Tasks)), time.Time{}
+	if r.Tasks > 0 {
+		tasks = before(r.Tasks)
+	}
+	// The keys an event awaiting may find stay.
+	if oldest := scanOldestAwaiting(rows); !oldest.IsZero() {
+		bound := oldest.Add(-idempotency.DefaultEventIDRetention)
+		for _, t := range []*time.Time{&deadTasks, &tasks} {
+			if !t.IsZero() && bound.Before(*t) {
+				*t = bound
+			}
+		}
+	}
+	var out prunedRows
+	for _, rec := range rows {
+		if rec.FinishedAt.IsZero() {
+			continue
+		}
+		var cutoff time.Time
+		var to *[]string
+		switch task := rec.Kind == idempotency.KindTask; rec.State {
+		case idempotency.InboxProcessed, idempotency.InboxSkipped, idempotency.InboxIgnored:
+			cutoff, to = before(r.Payloads), &out.events
+			if task {
+				cutoff, to = tasks, &out.tasks
+			}
+		case idempotency.InboxDeadLetter:
+			cutoff, to = before(r.DeadLetters), &out.deadLetters
+			if task {
+				cutoff, to = deadTasks, &out.deadTasks
+			}
+		default:
+			continue
+		}
+		if rec.FinishedAt.Before(cutoff) {
+			*to = append(*to, rec.EventID)
+		}
+	}
+	return out
+}
+
+// batchSizes is how a prune in batches of n reports p, step by step:
+// full batches, then what is left, for each report count (events, dead
+// letters, tasks).
+func batchSizes(p prunedRows, n int) [3][]int {
+	split := func(sizes []int, rows int) []int {
+		for ; rows > 0; rows -= n {
+			sizes = append(sizes, min(rows, n))
+		}
+		return sizes
+	}
+	return [3][]int{split(nil, len(p.events)), split(split(nil, len(p.deadLetters)), len(p.deadTasks)), split(nil, len(p.tasks))}
+}
+
+// prunedBatches is the size of each batch of inbox rows reports (OnBatch's,
+// in order) tell, for each report count (events, dead letters, tasks); it
+// fails t unless each report tells one batch of one count, of 1 to n rows.
+func prunedBatches(t *testing.T, reports []idempotency.PruneReport, n int) [3][]int {
+	t.Helper()
+	var out [3][]int
+	var prev idempotency.PruneReport
+	for _, rep := range reports {
+		grew := 0
+		for _, c := range []struct{ rows, count int }{ // count -1: not an inbox row's
+			{rep.EventIDs - prev.EventIDs, -1}, {rep.Events - prev.Events, 0}, {rep.DeadLetters - prev.DeadLetters, 1},
+			{rep.Tasks - prev.Tasks, 2}, {rep.Guards - prev.Guards, -1}, {rep.Objects - prev.Objects, -1},
+			{rep.TaskArgsCleared - prev.TaskArgsCleared, -1},
+		} {
+			if c.rows == 0 {
+				continue
+			}
+			require.True(t, c.rows > 0 && c.rows <= n, "a batch of %d rows, batch size %d: %+v after %+v", c.rows, n, rep, prev)
+			grew++
+			if c.count >= 0 {
+				out[c.count] = append(out[c.count], c.rows)
+			}
+		}
+		require.Equal(t, 1, grew, "one batch in %+v after %+v", rep, prev)
+		prev = rep
+	}
+	return out
+}
+
 // randomRedriveFilter is a filter Redrive takes: randomInboxFilter's
 // kind, ids, event type and times, and now and then the id or type of a
 // row (a task's) among them and states repeated.

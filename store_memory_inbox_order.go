@@ -17,7 +17,8 @@ import (
 //
 // An inboxOrder whose by is set orders its rows by the positions by gives
 // them instead, in the same blocks: Prune's finished tasks whose arguments
-// are still to clear, by when they finished.
+// are still to clear, and the finished rows of a kind and state, by when
+// they finished.
 type inboxOrder struct {
 	blocks [][]*memoryInboxRow // none empty, each in order, one after the other
 	n      int                 // rows in all blocks
@@ -118,6 +119,22 @@ func (o *inboxOrder) all(yield func(*memoryInboxRow) bool) {
 			}
 		}
 	}
+}
+
+// appendBefore appends to rows o's rows in order, from its first, up to
+// the first whose position is at cutoff or later, while rows holds fewer
+// than n; a nil o holds none.
+func (o *inboxOrder) appendBefore(rows []*memoryInboxRow, n int, cutoff time.Time) []*memoryInboxRow {
+	if o == nil {
+		return rows
+	}
+	for r := range o.all {
+		if len(rows) >= n || !o.position(r).ReceivedAt.Before(cutoff) {
+			break
+		}
+		rows = append(rows, r)
+	}
+	return rows
 }
 
 // received yields o's rows received within since and until, as

@@ -27,20 +27,14 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 			return s.pruneBatch(n, func() int { return del(n, cutoff) }), nil
 		}
 	}
-	// inbox deletes the finished rows of kind in states.
+	// inbox deletes the finished rows of kind in states: of each state,
+	// in the order they finished, up to the first that finished at cutoff
+	// or later.
 	inbox := func(kind InboxKind, states ...InboxState) pruneDeleter {
 		return older(func(n int, cutoff time.Time) int {
 			var batch []*memoryInboxRow
-		walk:
-			for o := range s.inboxOrders(kind, states) {
-				for r := range o.all {
-					if len(batch) == n {
-						break walk
-					}
-					if !r.FinishedAt.IsZero() && r.FinishedAt.Before(cutoff) {
-						batch = append(batch, r)
-					}
-				}
+			for _, state := range states {
+				batch = s.inboxFinished[inboxSlot{kind, state}].appendBefore(batch, n, cutoff)
 			}
 			for _, r := range batch { // not while the walk reads the orders
 				s.dropInboxRow(r)
@@ -64,13 +58,7 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 		// The finished tasks whose arguments are to clear, in the order
 		// they finished, up to the first that finished at cutoff or later.
 		taskArgs: older(func(n int, cutoff time.Time) int {
-			var batch []*memoryInboxRow
-			for r := range s.taskArgs.all {
-				if len(batch) == n || !r.argsFiledAt.Before(cutoff) {
-					break
-				}
-				batch = append(batch, r)
-			}
+			batch := s.taskArgs.appendBefore(nil, n, cutoff)
 			for _, r := range batch { // not while the walk reads the order
 				r.Payload = nil
 				s.indexInboxRow(r)
