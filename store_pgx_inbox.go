@@ -244,6 +244,14 @@ func (s *PgxStore) autocommit(ctx context.Context, fn func(q pgxQuerier) error) 
 	return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error { return fn(tx) })
 }
 
+// autocommitIdempotent is autocommit for fn that may run twice with the effect
+// of once (a read; an INSERT ... ON CONFLICT DO NOTHING): on a connection
+// whose session ended while it sat idle in the pool (a failover, a
+// pg_terminate_backend) it runs again on another (retryStale).
+func (s *PgxStore) autocommitIdempotent(ctx context.Context, fn func(q pgxQuerier) error) error {
+	return retryStale(ctx, func() error { return s.autocommit(ctx, fn) })
+}
+
 // inboxError translates err as every store method does, and names the
 // operation.
 func (s *PgxStore) inboxError(op string, err error) error {
@@ -389,8 +397,15 @@ func (s *PgxStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.T
 	if f.DryRun {
 		sql, args = s.inbox.redriveCount, args[:6]
 	}
+	// A dry run only reads, and runs again on another connection when
+	// its session ended; a redrive may have committed before its
+	// connection failed, and is not sent again.
+	run := s.autocommit
+	if f.DryRun {
+		run = s.autocommitIdempotent
+	}
 	var n [2]int64
-	err = s.autocommit(ctx, func(q pgxQuerier) error {
+	err = run(ctx, func(q pgxQuerier) error {
 		return q.QueryRow(ctx, sql, args...).Scan(&n[0], &n[1])
 	})
 	if err != nil {
@@ -403,7 +418,7 @@ func (s *PgxStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.T
 // (state, received_at).
 func (s *PgxStore) inboxStats(ctx context.Context) (InboxStats, error) {
 	var st InboxStats
-	err := s.autocommit(ctx, func(q pgxQuerier) error {
+	err := s.autocommitIdempotent(ctx, func(q pgxQuerier) error {
 		st = newInboxStats() // anew on each call: autocommit may call it again
 		rows, err := q.Query(ctx, s.inbox.stats)
 		if err != nil {
@@ -428,7 +443,7 @@ func (s *PgxStore) inboxStats(ctx context.Context) (InboxStats, error) {
 // inboxList implements inboxBackend: one query, newest received first.
 func (s *PgxStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord, error) {
 	var out []InboxRecord
-	err := s.autocommit(ctx, func(q pgxQuerier) error {
+	err := s.autocommitIdempotent(ctx, func(q pgxQuerier) error {
 		rows, err := q.Query(ctx, s.inbox.list, texts(f.States), f.EventType, f.ObjectID, filterBound(f.Since), filterBound(f.Until), f.Limit, f.EventIDs, string(f.Kind), f.Account, f.After.EventID, optionalTime(f.After.ReceivedAt))
 		if err != nil {
 			return err
@@ -445,7 +460,7 @@ func (s *PgxStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord,
 // inboxHeldBy implements inboxBackend: one query over the object index.
 func (s *PgxStore) inboxHeldBy(ctx context.Context, eventID string, now time.Time, limit int) ([]InboxHolder, error) {
 	var out []InboxHolder
-	err := s.autocommit(ctx, func(q pgxQuerier) error {
+	err := s.autocommitIdempotent(ctx, func(q pgxQuerier) error {
 		rows, err := q.Query(ctx, s.inbox.heldBy, eventID, now, limit)
 		if err != nil {
 			return err

@@ -231,7 +231,7 @@ func (s *PgxStore) insertStored(ctx context.Context, insert func(q pgxQuerier) e
 	// A connection the server closed while it sat idle in the pool fails
 	// the insert; inserting again is safe (a row the first try stored makes
 	// the second a duplicate, which is stored all the same).
-	err := retryStale(ctx, func() error { return s.autocommit(ctx, insert) })
+	err := s.autocommitIdempotent(ctx, insert)
 	if err != nil {
 		return s.inboxError("enqueue", err)
 	}

@@ -415,6 +415,6 @@ func (s *PgxStore) forgetLocal(eventID string) {
 // inboxPayload implements inboxBackend.
 func (s *PgxStore) inboxPayload(ctx context.Context, eventID string) ([]byte, bool, error) {
 	var p []byte
-	found, err := s.queryRow(ctx, s.retention.payload, []any{eventID}, &p)
+	found, err := s.readRow(ctx, s.retention.payload, []any{eventID}, &p)
 	return p, found, err
 }
