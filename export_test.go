@@ -292,6 +292,10 @@ func PgxMigrateTo(ctx context.Context, s *PgxStore, last int) error {
 	return s.migrateOnce(ctx, upTo)
 }
 
+// SetPgxLostCommitWait sets how long s looks up a transaction whose
+// COMMIT answer was lost while it is still in progress (5 seconds).
+func SetPgxLostCommitWait(s *PgxStore, d time.Duration) { s.lostCommitWait = d }
+
 // SetListenWait sets how long after its check's NOTIFY Run's listen
 // connection must have heard a notification; call it before Run.
 func SetListenWait(in *Inbox, d time.Duration) { in.listenWait = d }

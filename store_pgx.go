@@ -111,6 +111,9 @@ type PgxStore struct {
 	// taskNotify sends the notifications of the tasks committed by a
 	// process that builds no Inbox (see notifyTaskWorkers).
 	taskNotify coalescer
+	// lostCommitWait bounds the look-ups of foundAfterLostCommit:
+	// rollbackTimeout, but in tests.
+	lostCommitWait time.Duration
 }
 
 // The defaults of PgxConfig.RecentClaims and RecentClaimsTTL.
@@ -177,16 +180,17 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 	claimSQL := `INSERT INTO ` + s + `.idempotency_events (event_id, event_type, object_id, outcome, livemode, account, received_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`
 	return &PgxStore{
-		db:        db,
-		batch:     batch,
-		cfg:       cfg,
-		opts:      pgx.TxOptions{IsoLevel: cfg.IsoLevel},
-		local:     local,
-		stored:    stored,
-		inbox:     newPgxInboxSQL(cfg.Schema),
-		objects:   newPgxObjectSQL(cfg.Schema),
-		recovery:  newPgxRecoverySQL(cfg.Schema),
-		retention: newPgxRetentionSQL(cfg.Schema),
+		db:             db,
+		batch:          batch,
+		cfg:            cfg,
+		opts:           pgx.TxOptions{IsoLevel: cfg.IsoLevel},
+		local:          local,
+		stored:         stored,
+		inbox:          newPgxInboxSQL(cfg.Schema),
+		objects:        newPgxObjectSQL(cfg.Schema),
+		recovery:       newPgxRecoverySQL(cfg.Schema),
+		retention:      newPgxRetentionSQL(cfg.Schema),
+		lostCommitWait: rollbackTimeout,
 		sql: pgxStatements{
 			claim:          claimSQL,
 			claimXact:      claimSQL + ` RETURNING txid_current()`,
@@ -680,24 +684,41 @@ func (s *PgxStore) committedAfterAll(ctx context.Context, eventID string, xact i
 // (not known), and when xact rolled back, is still in progress after
 // rollbackTimeout, or a look-up fails.
 func (s *PgxStore) foundAfterLostCommit(ctx context.Context, xact int64, err error, sql string, args ...any) bool {
+	return s.lostCommitState(ctx, xact, err, sql, args...) == xactCommitted
+}
+
+// lostCommitState is what foundAfterLostCommit finds of xact:
+// xactCommitted, xactInProgress when xact was still in progress as the
+// look-ups gave up, or "" in the other cases.
+func (s *PgxStore) lostCommitState(ctx context.Context, xact int64, err error, sql string, args ...any) string {
 	if xact == 0 || serverRolledBack(err) || errors.Is(err, pgx.ErrTxCommitRollback) || pgconn.SafeToRetry(err) {
-		return false
+		return ""
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lostCommitWait)
 	defer cancel()
+	seen := ""
 	for wait := commitPollMin; ; wait = min(2*wait, commitPollMax) {
 		var state string
 		// On a connection whose session ended while it sat idle (with the
 		// one that committed, say) it is read again on another.
 		_, err := s.readRow(ctx, sql, args, &state)
-		if err != nil || state != xactInProgress {
-			return err == nil && state == xactCommitted
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return seen // the time ran out during a look-up
+		case err != nil:
+			return ""
+		case state != xactInProgress:
+			if state == xactCommitted {
+				return state
+			}
+			return ""
 		}
+		seen = state
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return false
+			return xactInProgress
 		case <-t.C:
 		}
 	}

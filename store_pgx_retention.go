@@ -157,11 +157,14 @@ func oldestIn(inbox, state string) string {
 // before the answer is looked up on another connection, again while its
 // transaction is still in progress (its COMMIT carried out late, or
 // waiting for synchronous replication), and counted; only when that
-// look-up fails too (the database went down as it committed), or the
-// transaction is still in progress 5 seconds after the failed COMMIT,
-// is it missing from the report, which is then short, never over: the
-// rows are changed all the same, and the next batch takes the rows after
-// them. Claims deleted from the ledger are dropped from this process's
+// look-up fails too (the database went down as it committed) is it
+// missing from the report, which is then short, never over: the rows are
+// changed all the same, and the next batch takes the rows after them. A
+// batch whose transaction is still in progress 5 seconds after the failed
+// COMMIT is missing from the report too, and Prune stops there with an
+// error that says so, wrapping [ErrStoreUnavailable]: not
+// [ErrPruneRunning], although that transaction holds the prune lock until
+// it ends. Claims deleted from the ledger are dropped from this process's
 // memory of recent ids too, as are inbox rows deleted; another replica
 // remembers an id at most PgxConfig.RecentClaimsTTL after it last met it,
 // far inside any window.
@@ -218,8 +221,18 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 				}
 				return tx.QueryRow(ctx, s.retention.xact).Scan(&xact)
 			})
-			if err != nil && s.foundAfterLostCommit(ctx, xact, err, s.retention.xactCommitted, xact) {
+			if err == nil {
 				return nil
+			}
+			switch s.lostCommitState(ctx, xact, err, s.retention.xactCommitted, xact) {
+			case xactCommitted:
+				return nil
+			case xactInProgress:
+				// Not run again: the batch would find its own
+				// transaction holding the prune lock, and be taken for
+				// another prune's.
+				return errorf("%w: a batch's COMMIT went unanswered (%v), and its transaction was still in progress %v later: "+
+					"its rows may yet be changed, and are left out of the report", ErrStoreUnavailable, err, s.lostCommitWait)
 			}
 			return err
 		})

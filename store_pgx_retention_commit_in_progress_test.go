@@ -1,18 +1,38 @@
 package idempotency_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
+
+// armedAtFirstClaimsBatch is a tracer that arms armed once a prune's
+// first batch of claims deleted them (its COMMIT is the next statement),
+// and lookedUp, closed once the store looked a transaction up.
+func armedAtFirstClaimsBatch() (armed *atomic.Bool, tracer queryEndTracer, lookedUp <-chan struct{}) {
+	armed = &atomic.Bool{}
+	var arm sync.Once
+	tracer, lookedUp = lookUpCloses(func(sql string) {
+		if strings.HasPrefix(sql, "DELETE FROM") && strings.Contains(sql, "idempotency_events") {
+			arm.Do(func() { armed.Store(true) })
+		}
+	})
+	return armed, tracer, lookedUp
+}
 
 // TestPgxPruneCommitInProgressCounted: the COMMIT of a prune's first batch
 // of claims reached PostgreSQL and its answer was lost, and the batch's
@@ -25,15 +45,8 @@ import (
 func TestPgxPruneCommitInProgressCounted(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	var armed atomic.Bool
-	var arm sync.Once
-	tracer, lookedUp := lookUpCloses(func(sql string) {
-		// The first batch of claims: its COMMIT is the next.
-		if strings.HasPrefix(sql, "DELETE FROM") && strings.Contains(sql, "idempotency_events") {
-			arm.Do(func() { armed.Store(true) })
-		}
-	})
-	db := newCommitCutDB(t, &armed, tracer)
+	armed, tracer, lookedUp := armedAtFirstClaimsBatch()
+	db := newCommitCutDB(t, armed, tracer)
 	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
 	require.NoError(t, err)
 	require.NoError(t, store.Migrate(ctx))
@@ -69,4 +82,80 @@ func TestPgxPruneCommitInProgressCounted(t *testing.T) {
 	var left int
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM `+quoteIdent(db.Schema)+`.idempotency_events`).Scan(&left))
 	require.Zero(t, left)
+}
+
+// commitPoolerConn, once armed, sends the next COMMIT and answers it, in
+// place of the server, with the FATAL error a connection pooler sends
+// when it loses its server connection (08006), while the server's
+// session goes on carrying the COMMIT out.
+type commitPoolerConn struct {
+	net.Conn
+	armed *atomic.Bool
+	cut   atomic.Bool
+	fatal sync.Once
+}
+
+func (c *commitPoolerConn) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte("commit")) && c.armed.CompareAndSwap(true, false) {
+		defer c.cut.Store(true)
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *commitPoolerConn) Read(b []byte) (n int, err error) {
+	if !c.cut.Load() {
+		return c.Conn.Read(b)
+	}
+	err = io.EOF
+	c.fatal.Do(func() {
+		var fatal []byte
+		fatal, err = (&pgproto3.ErrorResponse{
+			Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "08006", Message: "server conn crashed?",
+		}).Encode(nil)
+		n = copy(b, fatal)
+	})
+	return n, err
+}
+
+// TestPgxPruneCommitStillInProgressReported: as in
+// TestPgxPruneCommitInProgressCounted, the COMMIT of a prune's first
+// batch reached PostgreSQL and its answer was lost (a connection pooler
+// in between lost its server connection),
+// but the batch's
+// transaction is still in progress when the store gives up looking it up
+// (5 seconds; 200ms here). The prune stops there and says so: its error
+// wraps ErrStoreUnavailable, as a failed COMMIT's does, and says the
+// batch's transaction was still in progress; it is not ErrPruneRunning,
+// which PruneEvery takes for another replica's prune and logs at Debug
+// only. The batch was run again, found its own transaction holding the
+// prune lock, and reported another prune running. Once that transaction
+// ends the batch's claims are deleted, left out of the report.
+func TestPgxPruneCommitStillInProgressReported(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	armed, tracer, lookedUp := armedAtFirstClaimsBatch()
+	db := wrappedConnsDB(t, func(conn net.Conn) net.Conn { return &commitPoolerConn{Conn: conn, armed: armed} },
+		func(c *pgxpool.Config) { c.ConnConfig.Tracer = tracer })
+	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	require.NoError(t, store.Migrate(ctx))
+	idempotency.SetPgxLostCommitWait(store, 200*time.Millisecond)
+	_, err = db.Pool.Exec(ctx, `INSERT INTO idempotency_events (event_id, event_type, outcome, received_at, processed_at)
+SELECT 'evt_prune_still_' || i, 'invoice.paid', 'processed', now() - interval '60 days', now() - interval '60 days'
+FROM generate_series(1, 6) AS i`)
+	require.NoError(t, err)
+	gate := newTriggerGate(t, db, "DELETE", "idempotency_events", "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW")
+
+	rep, err := store.Prune(ctx, idempotency.Retention{BatchSize: 4, Pause: -1})
+	<-lookedUp
+	gate.open(t)
+	t.Logf("prune: %v", err)
+	require.NotErrorIs(t, err, idempotency.ErrPruneRunning, "its own batch, not another prune")
+	require.ErrorIs(t, err, idempotency.ErrStoreUnavailable)
+	require.ErrorContains(t, err, "still in progress")
+	require.Zero(t, rep.EventIDs, "the batch still in progress is left out of the report")
+	faultAwait(t, 10*time.Second, "the batch committed once the gate opened", func() bool {
+		var left int
+		return db.Pool.QueryRow(ctx, `SELECT count(*) FROM idempotency_events`).Scan(&left) == nil && left == 2
+	})
 }
