@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -21,7 +22,8 @@ import (
 // nothing else holds back, says a worker holds it under a lease, until
 // when, not that it is due at its next attempt, which it has none of
 // while processing; once the lease's end is past by the dashboard's
-// clock, it says the lease expired, not that a worker holds it.
+// clock, it says the lease expired, not that a worker holds it, and so
+// does the page of a later event of its object that it holds back.
 func TestEventHeldByProcessing(t *testing.T) {
 	t.Parallel()
 	f := memoryFixture(t, dashboard.Config{})
@@ -56,6 +58,12 @@ func TestEventHeldByProcessing(t *testing.T) {
 	status, body := f.get(t, "event?id="+ev.ID)
 	f.clock.Advance(time.Minute + 30*time.Second) // past the lease (a minute)
 	_, expired := f.get(t, "event?id="+ev.ID)
+	// A later event of its payout waits behind it.
+	next := bytes.Replace(bytes.Replace(payload, []byte(ev.ID), []byte(ev.ID+"next"), 1),
+		[]byte(`"created": 1756828800`), []byte(`"created": 1756828801`), 1)
+	a = idempotencytest.Deliver(hook, next, secret)
+	require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+	_, held := f.get(t, "event?id="+ev.ID+"next")
 	close(release)
 	require.NoError(t, <-worked)
 
@@ -66,5 +74,6 @@ func TestEventHeldByProcessing(t *testing.T) {
 		regexp.QuoteMeta(until)+` \(in (59s|1m 0s)\)\.</p>`, body)
 	contains(t, expired, `<p class="muted" id="held-by-none">Nothing holds it back: its worker's lease expired at `+until+
 		` (30s ago); the next lease retries it, or dead-letters it after its last attempt.</p>`)
+	contains(t, held, `<td>lease expired at `+until+`</td>`)
 	require.Equal(t, idempotency.InboxProcessed, f.state(t, ev.ID), "the worker committed in its transaction")
 }

@@ -257,7 +257,8 @@ which may hold customer data, is shown only with -payload.
 An event still to be applied (pending, failed, processing) also shows what
 holds it back now (Inbox.HeldBy): the events of its object created before
 it that are still to be applied, and a later one a worker is applying,
-each with its state, attempts and next attempt or lease end. Look at, fix
+each with its state, attempts and next attempt or lease end ("lease
+until", or, once past by idemctl's clock, "lease expired at"). Look at, fix
 or redrive those first: the event waits behind them. "-" means nothing
 holds it: it is due at its next attempt, or, processing, a worker holds
 it under a lease until the time given, or that lease expired then (its
@@ -483,7 +484,7 @@ func (l *showLines) addHolders(rec idempotency.InboxRecord, now time.Time, holde
 	for i, h := range holders {
 		when := "next attempt " + formatTime(h.NextAttemptAt)
 		if h.State == idempotency.InboxProcessing {
-			when = "lease until " + formatTime(h.LeaseUntil)
+			when = leaseEnd(h.LeaseUntil, now)
 		}
 		order := "created before it"
 		if !h.Earlier {
@@ -495,6 +496,16 @@ func (l *showLines) addHolders(rec idempotency.InboxRecord, now time.Time, holde
 		}
 		l.add(lbl, fmt.Sprintf("%s (%s, attempt %d, %s; %s)", display.Line(h.EventID), h.State, h.Attempt, when, order))
 	}
+}
+
+// leaseEnd is a holder's lease end: "lease until T" while it runs by
+// now, "lease expired at T" once past (its worker died, hung or lost its
+// connection, or is still committing in time).
+func leaseEnd(until, now time.Time) string {
+	if until.After(now) {
+		return "lease until " + formatTime(until)
+	}
+	return "lease expired at " + formatTime(until)
 }
 
 // unheld says what an event that nothing holds back waits for: its next

@@ -21,7 +21,8 @@ import (
 // has none of while processing (the runbook reads that line as workers
 // down or behind). Once that end is past (its worker died), it says the
 // lease expired and the next lease retries it, not that a worker holds
-// it; -json has the lease's end as lease_until.
+// it; -json has the lease's end as lease_until. A later event of its
+// object, held by it, says the same of its lease.
 func TestShowHeldByProcessing(t *testing.T) {
 	t.Parallel()
 	s := newService(t, nil)
@@ -86,4 +87,13 @@ func TestShowHeldByProcessing(t *testing.T) {
 	require.NotNil(t, doc.Inbox.LeaseUntil)
 	require.True(t, doc.Inbox.LeaseUntil.Equal(dead.LeaseUntil), "lease_until: %v, want %v", doc.Inbox.LeaseUntil, dead.LeaseUntil)
 	require.Empty(t, doc.HeldBy)
+
+	// A later event of its object waits behind it: that holder's lease
+	// is said to have expired, as the dead event's own line says.
+	a = idempotencytest.Deliver(hook, eventPayload(t, "evt_after_death", "charge.captured", "ch_died", s.clock().Unix()+1), secret)
+	require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+	r = idemctl(t, s.db, nil, "show", "evt_after_death")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^  held by\s+evt_worker_died \(processing, attempt 1, lease expired at `+
+		regexp.QuoteMeta(formatTime(dead.LeaseUntil))+`; created before it\)$`, r.stdout)
 }
