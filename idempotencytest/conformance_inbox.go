@@ -839,7 +839,8 @@ func testInboxObserverLink(t *testing.T, b StoreBackend) {
 // lease, is dead-lettered (MaxAttempts 1) and redriven; the redriven
 // attempt, numbered 1 too, is leased and stalls alike. The stale attempt
 // then runs: it loses its lease, its handler's writes roll back, and the
-// event stays processing under the newer lease, which applies it.
+// event stays processing under the newer lease (its LeaseUntil that
+// lease's end), which applies it.
 func testInboxStaleAttemptCannotApplyARedrivenOne(t *testing.T, b StoreBackend) {
 	var mu sync.Mutex
 	stalls := map[int]chan struct{}{} // by Observer.Attempt call, from 1
@@ -898,6 +899,7 @@ func testInboxStaleAttemptCannotApplyARedrivenOne(t *testing.T, b StoreBackend) 
 	n, err := ib.inbox.Redrive(ctxT(t), idempotency.RedriveFilter{EventIDs: []string{"evt_stale_apply"}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
+	require.True(t, ib.record(t, "evt_stale_apply").LeaseUntil.IsZero(), "redriven: pending, no lease")
 	newerDone := workDue()
 	require.Equal(t, 2, receive(t, entered, "the Observer of the redriven attempt"))
 	newer := normalize(ib.record(t, "evt_stale_apply"))
@@ -910,6 +912,7 @@ func testInboxStaleAttemptCannotApplyARedrivenOne(t *testing.T, b StoreBackend) 
 	r := normalize(ib.record(t, "evt_stale_apply"))
 	require.Equal(t, idempotency.InboxProcessing, r.State, "the stale attempt applied the event under another's lease")
 	require.Equal(t, newer.AttemptedAt, r.AttemptedAt)
+	require.Equal(t, newer.LeaseUntil, r.LeaseUntil, "the newer lease's end, not cleared by the stale attempt's end")
 	require.Equal(t, 0, b.Get(t, "c"), "the stale attempt's writes rolled back")
 
 	release(2)

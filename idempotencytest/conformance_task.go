@@ -1087,6 +1087,7 @@ func testTaskGivenBackKeepsItsAttemptTime(t *testing.T, b StoreBackend) {
 	require.Zero(t, r.Attempt, "neither the snoozed attempt nor the lease given back counts")
 	require.Equal(t, attempted, r.AttemptedAt, "the snoozed attempt's start, not the lease given back's")
 	require.Equal(t, clock.Now(), r.NextAttemptAt, "due at once")
+	require.True(t, r.LeaseUntil.IsZero(), "given back: no lease held")
 
 	n, err = in.WorkDue(ctxT(t))
 	require.NoError(t, err)

@@ -13,7 +13,8 @@ import (
 // testTaskSnoozeKeepsLastError: a snooze is not a success: a task that
 // failed and then snoozed still shows the failed attempt's error as its
 // LastError (and its attempt count), so that an operator looking at it
-// sees why it has not run yet. Its success clears the error.
+// sees why it has not run yet. Its success clears the error. Neither the
+// failed nor the snoozed task holds a lease (LeaseUntil zero).
 func testTaskSnoozeKeepsLastError(t *testing.T, b StoreBackend) {
 	tb := newTaskBench(t, b, idempotency.InboxConfig{Backoff: minuteBackoff})
 	tb.provider.setAnswer(func(providerCall) error { return &providerError{Status: http.StatusServiceUnavailable} })
@@ -22,6 +23,7 @@ func testTaskSnoozeKeepsLastError(t *testing.T, b StoreBackend) {
 	r := tb.task(t, "in_snooze_err")
 	require.Equal(t, idempotency.InboxFailed, r.State)
 	require.Equal(t, "provider answered 503", r.LastError)
+	require.True(t, r.LeaseUntil.IsZero(), "failed: no lease held")
 
 	tb.provider.setAnswer(func(providerCall) error {
 		return &providerError{Status: http.StatusTooManyRequests, RetryAfter: 10 * time.Minute}
@@ -33,6 +35,7 @@ func testTaskSnoozeKeepsLastError(t *testing.T, b StoreBackend) {
 		require.Equal(t, idempotency.InboxPending, r.State, "snooze %d", i+1)
 		require.Equal(t, 1, r.Attempt, "snooze %d: the failed attempt still counts, the snoozed one does not", i+1)
 		require.Equal(t, "provider answered 503", r.LastError, "snooze %d: a snooze keeps the error of the attempt before", i+1)
+		require.True(t, r.LeaseUntil.IsZero(), "snooze %d: no lease held", i+1)
 		tb.clock.Advance(9 * time.Minute)
 	}
 
