@@ -176,7 +176,9 @@ type Config struct {
 	// record per action taken or refused. Defaults to slog.Default().
 	Logger *slog.Logger
 
-	// Now is the clock ages are computed from. Defaults to time.Now.
+	// Now is the clock ages are computed from, and by which a
+	// processing event's lease is said to run or to have expired.
+	// Defaults to time.Now.
 	Now func() time.Time
 
 	// maxListLimit is the largest page of a list; maxListLimit, the
