@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -388,8 +389,8 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		l.add("livemode", strconv.FormatBool(rec.Livemode))
 		l.add("api version", dash(rec.APIVersion))
 		l.add("created", formatTime(rec.Created))
-		l.add("", "")
-		l.add("inbox", "")
+		l.heading("")
+		l.heading("inbox")
 		l.add("  state", string(rec.State))
 		l.add("  attempts", strconv.Itoa(rec.Attempt))
 		l.add("  last error", dash(rec.LastError))
@@ -405,13 +406,13 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		l.add("object", dash(ledger.ObjectID))
 		l.add("account", dash(ledger.Account))
 		l.add("livemode", strconv.FormatBool(ledger.Livemode))
-		l.add("", "")
+		l.heading("")
 		l.add("inbox", "not in the inbox (delivered synchronously, or pruned)")
 	}
-	l.add("", "")
+	l.heading("")
 	switch {
 	case claimed:
-		l.add("ledger", "")
+		l.heading("ledger")
 		l.add("  outcome", string(ledger.Outcome))
 		if ledger.SkipReason != "" {
 			l.add("  skip reason", display.Line(ledger.SkipReason))
@@ -443,10 +444,19 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 
 // showLines are show's lines, each a label and its value, the values
 // aligned in one column; a line without a value (a section's heading, or
-// the empty line between sections) is its label alone, not padded.
+// the empty line between sections) is its label alone, not padded. An
+// empty value is shown as "-", so that no such line reads as a heading.
 type showLines [][2]string
 
-func (l *showLines) add(label, value string) { *l = append(*l, [2]string{label, value}) }
+// add adds a line and its value, "-" when the value is empty: only a
+// heading has none.
+func (l *showLines) add(label, value string) {
+	*l = append(*l, [2]string{label, cmp.Or(value, "-")})
+}
+
+// heading adds a section's heading, or, without a label, the empty line
+// between sections.
+func (l *showLines) heading(label string) { *l = append(*l, [2]string{label, ""}) }
 
 // write writes the lines to w, each value two spaces after the longest
 // label, as a table of idemctl's pads it.

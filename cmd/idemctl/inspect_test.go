@@ -131,7 +131,8 @@ func TestList(t *testing.T) {
 }
 
 // TestShow: the inbox record and the ledger record of one event; the
-// payload only with -payload; an unknown id exits 3.
+// payload only with -payload; an unknown id exits 3; a value that is
+// empty is shown as "-".
 func TestShow(t *testing.T) {
 	t.Parallel()
 	s := newService(t, nil)
@@ -196,6 +197,11 @@ func TestShow(t *testing.T) {
 	_, err := s.store.Run(t.Context(), idempotency.Claim{EventID: "evt_sync_skip", EventType: "charge.refunded", ObjectID: "ch_sync"},
 		func(context.Context, idempotency.Tx) error { return idempotency.Skip("refunds are booked by hand") })
 	require.NoError(t, err)
+	// A claim with no type, skipped for a reason that is only whitespace:
+	// each value shown as "-", not left empty as a heading is.
+	_, err = s.store.Run(t.Context(), idempotency.Claim{EventID: "evt_sync_untyped"},
+		func(context.Context, idempotency.Tx) error { return idempotency.Skip(" \n ") })
+	require.NoError(t, err)
 	head := func(id, kind, typ, object, apiVersion string) string {
 		return "id              " + id + "\nkind            " + kind + "\ntype            " + typ + "\nobject          " + object +
 			"\naccount         -\nlivemode        false\napi version     " + apiVersion + "\ncreated         T\n\ninbox\n"
@@ -225,6 +231,9 @@ func TestShow(t *testing.T) {
 			"account         -\nlivemode        false\n\ninbox           not in the inbox (delivered synchronously, or pruned)\n\n" +
 			"ledger\n  outcome       skipped\n  skip reason   refunds are booked by hand\n  processed at  T\n\n" +
 			"payload: not stored (not in the inbox, or pruned)\n"},
+		{[]string{"show", "evt_sync_untyped"}, "id              evt_sync_untyped\ntype            -\nobject          -\n" +
+			"account         -\nlivemode        false\n\ninbox           not in the inbox (delivered synchronously, or pruned)\n\n" +
+			"ledger\n  outcome       skipped\n  skip reason   -\n  processed at  T\n"},
 	} {
 		r := idemctl(t, s.db, nil, c.args...)
 		require.Equal(t, 0, r.code, r.stderr)
