@@ -123,7 +123,7 @@ func (c *commitPoolerConn) Read(b []byte) (n int, err error) {
 // in between lost its server connection),
 // but the batch's
 // transaction is still in progress when the store gives up looking it up
-// (5 seconds; 200ms here). The prune stops there and says so: its error
+// (5 seconds; 1s here). The prune stops there and says so: its error
 // wraps ErrStoreUnavailable, as a failed COMMIT's does, and says the
 // batch's transaction was still in progress; it is not ErrPruneRunning,
 // which PruneEvery takes for another replica's prune and logs at Debug
@@ -139,15 +139,31 @@ func TestPgxPruneCommitStillInProgressReported(t *testing.T) {
 	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
 	require.NoError(t, err)
 	require.NoError(t, store.Migrate(ctx))
-	idempotency.SetPgxLostCommitWait(store, 200*time.Millisecond)
+	idempotency.SetPgxLostCommitWait(store, time.Second)
 	_, err = db.Pool.Exec(ctx, `INSERT INTO idempotency_events (event_id, event_type, outcome, received_at, processed_at)
 SELECT 'evt_prune_still_' || i, 'invoice.paid', 'processed', now() - interval '60 days', now() - interval '60 days'
 FROM generate_series(1, 6) AS i`)
 	require.NoError(t, err)
 	gate := newTriggerGate(t, db, "DELETE", "idempotency_events", "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW")
 
+	// Two idle connections beside the gate's, one for the prune and one
+	// for its look-up: a connection opened on a loaded machine could take
+	// the look-up's whole second.
+	var conns [2]*pgxpool.Conn
+	for i := range conns {
+		conns[i], err = db.Pool.Acquire(ctx)
+		require.NoError(t, err)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
 	rep, err := store.Prune(ctx, idempotency.Retention{BatchSize: 4, Pause: -1})
-	<-lookedUp
+	select {
+	case <-lookedUp:
+	default:
+		gate.open(t)
+		t.Fatalf("the batch's transaction was not looked up; the prune returned %v", err)
+	}
 	gate.open(t)
 	t.Logf("prune: %v", err)
 	require.NotErrorIs(t, err, idempotency.ErrPruneRunning, "its own batch, not another prune")
