@@ -83,10 +83,17 @@ func newPgBackendIn(t *testing.T, pdb *pgtest.DB, cfg idempotency.PgxConfig, db 
 	cfg.Schema = pdb.Schema
 	store, err := idempotency.NewPgxStore(db(pdb.Pool), cfg)
 	require.NoError(t, err)
-	require.NoError(t, store.Migrate(t.Context()))
-	_, err = pdb.Pool.Exec(t.Context(), `CREATE TABLE counters (name text PRIMARY KEY, value bigint NOT NULL)`)
-	require.NoError(t, err)
+	migratePgBackend(t, store, pdb.Pool)
 	return &pgBackend{db: pdb, store: store}
+}
+
+// migratePgBackend migrates store's schema and creates the counters table
+// of a pgBackend in it, through pool.
+func migratePgBackend(t *testing.T, store *idempotency.PgxStore, pool *pgxpool.Pool) {
+	t.Helper()
+	require.NoError(t, store.Migrate(t.Context()))
+	_, err := pool.Exec(t.Context(), `CREATE TABLE counters (name text PRIMARY KEY, value bigint NOT NULL)`)
+	require.NoError(t, err)
 }
 
 func (b *pgBackend) add(ctx context.Context, tx idempotency.Tx, name string, delta int) error {
