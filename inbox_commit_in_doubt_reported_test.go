@@ -67,6 +67,17 @@ func answerLostStore(t *testing.T, armed *atomic.Bool, sent func([]byte) bool, a
 func wrappedConnsDB(t *testing.T, wrap func(net.Conn) net.Conn, configure ...func(*pgxpool.Config)) *pgtest.DB {
 	t.Helper()
 	return pgtest.NewWithConfig(t, func(c *pgxpool.Config) {
+		dialWrapped(wrap)(c)
+		for _, f := range configure {
+			f(c)
+		}
+	})
+}
+
+// dialWrapped changes a pool's config so that its connections are wrap's
+// of the ones it dials.
+func dialWrapped(wrap func(net.Conn) net.Conn) func(*pgxpool.Config) {
+	return func(c *pgxpool.Config) {
 		dial := c.ConnConfig.DialFunc
 		c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := dial(ctx, network, addr)
@@ -75,10 +86,7 @@ func wrappedConnsDB(t *testing.T, wrap func(net.Conn) net.Conn, configure ...fun
 			}
 			return wrap(conn), nil
 		}
-		for _, f := range configure {
-			f(c)
-		}
-	})
+	}
 }
 
 // lostAnswerInbox is an inbox on store with maxAttempts whose

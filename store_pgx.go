@@ -678,10 +678,14 @@ func (s *PgxStore) committedAfterAll(ctx context.Context, eventID string, xact i
 // not. While xact is in progress it looks again, after waits that grow
 // from commitPollMin to commitPollMax, until xact has ended; all of it
 // within rollbackTimeout of the failed COMMIT, whether or not ctx is
-// done. A look-up handed a connection whose session ended is run again on
-// another (retryStale). It is false when err tells that nothing was
-// committed (the server's error, or a COMMIT never sent), when xact is 0
-// (not known), and when xact rolled back, is still in progress after
+// done. Once commitArrivalWait has passed since the failed COMMIT with
+// xact still in progress, it ends xact's session if that session sits
+// idle in transaction, the COMMIT never having arrived (endIdleHolder,
+// once): xact then ends at once, and the look-ups find how. A look-up
+// handed a connection whose session ended is run again on another
+// (retryStale). It is false when err tells that nothing was committed
+// (the server's error, or a COMMIT never sent), when xact is 0 (not
+// known), and when xact rolled back, is still in progress after
 // rollbackTimeout, or a look-up fails.
 func (s *PgxStore) foundAfterLostCommit(ctx context.Context, xact int64, err error, sql string, args ...any) bool {
 	return s.lostCommitState(ctx, xact, err, sql, args...) == xactCommitted
@@ -694,9 +698,11 @@ func (s *PgxStore) lostCommitState(ctx context.Context, xact int64, err error, s
 	if xact == 0 || serverRolledBack(err) || errors.Is(err, pgx.ErrTxCommitRollback) || pgconn.SafeToRetry(err) {
 		return ""
 	}
+	failed := time.Now()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lostCommitWait)
 	defer cancel()
 	seen := ""
+	askedHolder := false
 	for wait := commitPollMin; ; wait = min(2*wait, commitPollMax) {
 		var state string
 		// On a connection whose session ended while it sat idle (with the
@@ -714,6 +720,10 @@ func (s *PgxStore) lostCommitState(ctx context.Context, xact int64, err error, s
 			return ""
 		}
 		seen = state
+		if !askedHolder && time.Since(failed) >= commitArrivalWait {
+			askedHolder = true
+			s.endIdleHolder(ctx, xact)
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -741,6 +751,55 @@ func xactStateSQL(xact, committed string) string {
   WHEN ` + committed + ` THEN '` + xactCommitted + `'
   ELSE 'not committed' END`
 }
+
+// endIdleHolder ends the session that holds xact, in progress, when
+// that session is of this database and idle in transaction: the server
+// waits for its client's next command, so the COMMIT never arrived (a
+// network path that drops packets without a reset, where the server
+// notices the client gone only when its TCP keepalive does, hours later
+// perhaps). Left so, the transaction would stay in progress past every
+// look-up, and hold its row locks, on which Stripe's resend of the event
+// would wait. Once the session ends the transaction ends: rolled back, or
+// committed when the COMMIT arrived just before; the look-ups report
+// which. A session that runs (a COMMIT waiting for a synchronous standby
+// or a deferred trigger, state active) is left alone. A refusal (a role
+// that may not signal the session) or a failure is ignored: the look-ups
+// go on as they would without it.
+//
+// Behind PgBouncer in transaction mode the pid is the server backend's,
+// and ending it is still right: PgBouncer keeps that server connection
+// for the lost client while its transaction is open, runs nothing else
+// on it, and drops it (not the pool) once the server ends it.
+func (s *PgxStore) endIdleHolder(ctx context.Context, xact int64) {
+	var ended bool
+	// Run again on another connection when handed a stale one, as a read
+	// is: it ends a session only while xact is in progress, idle.
+	_, _ = s.readRow(ctx, sqlEndIdleHolder, []any{xact}, &ended)
+}
+
+// sqlEndIdleHolder ends the session that holds the transaction whose id
+// (txid_current's, with its epoch) is the parameter, if it is still in
+// progress and that session is of this database and idle in
+// transaction. pg_stat_activity's backend_xid is the 32-bit xid: two
+// transactions in progress never share its low 32 bits, and xact is
+// checked in progress in the same statement. Compared through text, it
+// needs no xid8 (PostgreSQL 13).
+const sqlEndIdleHolder = `SELECT pg_catalog.pg_terminate_backend(a.pid)
+FROM pg_catalog.pg_stat_activity AS a
+WHERE a.backend_xid::text::bigint = $1::bigint % 4294967296
+  AND a.state = 'idle in transaction'
+  AND a.datname = pg_catalog.current_database()
+  AND NOT pg_catalog.txid_visible_in_snapshot($1, pg_catalog.txid_current_snapshot())`
+
+// commitArrivalWait is how long after a failed COMMIT the look-ups of
+// foundAfterLostCommit leave the session that holds the transaction, in
+// progress, idle in transaction before ending it (endIdleHolder): a
+// COMMIT that went out on a live network reaches the server, and its
+// session reads it, well within it; ended sooner, a session could be
+// ended with the COMMIT waiting, unread, in its socket, and a transaction
+// that would have committed be rolled back (answered 503, and applied
+// again by Stripe's resend).
+const commitArrivalWait = 500 * time.Millisecond
 
 // commitPollMin and commitPollMax bound the waits between the look-ups of
 // foundAfterLostCommit while the transaction is in progress: a COMMIT

@@ -160,6 +160,10 @@ func oldestIn(inbox, state string) string {
 // look-up fails too (the database went down as it committed) is it
 // missing from the report, which is then short, never over: the rows are
 // changed all the same, and the next batch takes the rows after them. A
+// batch whose COMMIT never reached the server, its session still idle in
+// transaction half a second after the failed COMMIT, has that session
+// ended: the batch rolls back, and Prune stops with the COMMIT's error,
+// wrapping [ErrStoreUnavailable], its rows left to the next prune. A
 // batch whose transaction is still in progress 5 seconds after the failed
 // COMMIT is missing from the report too, and Prune stops there with an
 // error that says so, wrapping [ErrStoreUnavailable]: not
