@@ -797,8 +797,9 @@ WHERE a.backend_xid::text::bigint = $1::bigint % 4294967296
 // COMMIT that went out on a live network reaches the server, and its
 // session reads it, well within it; ended sooner, a session could be
 // ended with the COMMIT waiting, unread, in its socket, and a transaction
-// that would have committed be rolled back (answered 503, and applied
-// again by Stripe's resend).
+// that would have committed be rolled back: answered 503 and applied by
+// Stripe's resend instead, once all the same, but a delivery failed for
+// nothing.
 const commitArrivalWait = 500 * time.Millisecond
 
 // commitPollMin and commitPollMax bound the waits between the look-ups of
