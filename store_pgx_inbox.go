@@ -393,16 +393,12 @@ func (s *PgxStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.T
 	if ids == nil {
 		ids = []string{}
 	}
-	sql, args := s.inbox.redrive, []any{texts(f.States), ids, f.EventType, filterBound(f.Since), filterBound(f.Until), string(f.Kind), now}
+	// A redrive may have committed before its connection failed, and is
+	// not sent again; a dry run only reads, and runs again on another
+	// connection when its session ended.
+	sql, args, run := s.inbox.redrive, []any{texts(f.States), ids, f.EventType, filterBound(f.Since), filterBound(f.Until), string(f.Kind), now}, s.autocommit
 	if f.DryRun {
-		sql, args = s.inbox.redriveCount, args[:6]
-	}
-	// A dry run only reads, and runs again on another connection when
-	// its session ended; a redrive may have committed before its
-	// connection failed, and is not sent again.
-	run := s.autocommit
-	if f.DryRun {
-		run = s.autocommitIdempotent
+		sql, args, run = s.inbox.redriveCount, args[:6], s.autocommitIdempotent
 	}
 	var n [2]int64
 	err = run(ctx, func(q pgxQuerier) error {
