@@ -34,8 +34,11 @@ events of types that have one (the others are answered ignored and not
 stored): -types names the types to recover, the service's handled types,
 exact (no wildcard such as invoice.*), and idemctl registers a stand-in for
 each so that the inbox stores them pending.
-It never applies an event itself. A type the service has no handler for is
-recorded ignored by its workers.
+It never applies an event itself. An event of a listed type the service's
+workers have no handler for is not applied: their attempts fail with
+ErrNoHandler and retry it with backoff, failed and holding back the later
+events of its object, until InboxConfig.RetryUnhandledFor (an hour) after
+it was stored, and then record it ignored.
 
 The API key is read from the environment variable STRIPE_SECRET_KEY alone (a
 secret key, or a restricted key with read access to events), and is never

@@ -59,8 +59,9 @@ func (f *eventsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // TestRecover: the listed events of -types are stored pending in the inbox
-// for the service's workers, and those the service then applies; a second
-// run finds them duplicates; the key never shows; a -since beyond the
+// for the service's workers, and those the service then applies (one of a
+// type it has no handler for is retried, failed, as recover -h says); a
+// second run finds them duplicates; the key never shows; a -since beyond the
 // Events API's window and a missing key are usage errors.
 func TestRecover(t *testing.T) {
 	t.Parallel()
@@ -105,6 +106,19 @@ func TestRecover(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	doc := decode[recoverJSON](t, r)
 	require.Equal(t, recoverJSON{Listed: 3, Duplicate: 3, FailedIDs: []string{}, Requests: 2, LastEventID: "evt_rec_3"}, doc)
+
+	// A listed type the service has no handler for (customer.created) is
+	// stored and retried, failed, not recorded ignored at once; recover -h
+	// says so.
+	r = idemctl(t, s.db, env, "recover", "-since", "2h", "-types", "customer.created", "-api-base", srv.URL)
+	require.Equal(t, 0, r.code, r.stderr)
+	s.work(t, s.inbox)
+	unhandled := s.lookup(t, "evt_rec_1")
+	require.Equal(t, idempotency.InboxFailed, unhandled.State)
+	require.Contains(t, unhandled.LastError, idempotency.ErrNoHandler.Error())
+	help := idemctl(t, nil, nil, "recover", "-h")
+	require.Contains(t, strings.Join(strings.Fields(help.stdout+help.stderr), " "),
+		"workers have no handler for is not applied: their attempts fail with ErrNoHandler and retry it with backoff")
 
 	r = idemctl(t, s.db, env, "recover", "-since", "2h", "-types", "invoice.paid", "-api-base", srv.URL, "-checkpoint", "ops")
 	require.Equal(t, exitUsage, r.code)
