@@ -255,6 +255,13 @@ attempted, next attempt and finished times) and its ledger record
 (LookupEvent: the outcome its claim committed with, and when). The payload,
 which may hold customer data, is shown only with -payload.
 
+An event in the inbox whose claim another delivery made (a synchronous
+Handler applied it, and its retry reached an inbox Handler, which stores
+it again; or its earlier copy was pruned from the inbox) shows the
+ledger's "claimed by" line: its inbox attempts find the claim and apply
+nothing, though the inbox records them processed. With -json, the
+ledger's received_at then differs from the inbox's.
+
 An event still to be applied (pending, failed, processing) also shows what
 holds it back now (Inbox.HeldBy): the events of its object created before
 it that are still to be applied, and a later one a worker is applying,
@@ -416,6 +423,13 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		l.add("  outcome", string(ledger.Outcome))
 		if ledger.SkipReason != "" {
 			l.add("  skip reason", display.Line(ledger.SkipReason))
+		}
+		// An inbox attempt claims with its row's received time: another
+		// one is the claim of another delivery, which this row's attempts
+		// find and apply nothing for.
+		if inInbox && rec.Kind == idempotency.KindEvent && !ledger.ReceivedAt.Equal(rec.ReceivedAt) {
+			l.add("  claimed by", "another delivery (received "+formatTime(ledger.ReceivedAt)+
+				": a synchronous Handler, or a copy pruned from the inbox), not this inbox row: the inbox's attempts apply nothing")
 		}
 		l.add("  processed at", formatTime(ledger.ProcessedAt))
 	case inInbox && rec.Kind == idempotency.KindTask:

@@ -202,6 +202,13 @@ func TestShow(t *testing.T) {
 	_, err = s.store.Run(t.Context(), idempotency.Claim{EventID: "evt_sync_untyped"},
 		func(context.Context, idempotency.Tx) error { return idempotency.Skip(" \n ") })
 	require.NoError(t, err)
+	// An event a synchronous Handler applied, whose retry an inbox Handler
+	// stored again (queued: it reads the inbox, not the ledger): its claim
+	// is not the inbox's, and show says the inbox applies nothing.
+	_, err = s.store.Run(t.Context(), idempotency.Claim{EventID: "evt_sync_first", EventType: "invoice.paid", ObjectID: "in_sync",
+		ReceivedAt: s.clock().Add(-time.Minute)}, func(context.Context, idempotency.Tx) error { return nil })
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeQueued, s.deliver(t, "evt_sync_first", "invoice.paid", "in_sync"))
 	head := func(id, kind, typ, object, apiVersion string) string {
 		return "id              " + id + "\nkind            " + kind + "\ntype            " + typ + "\nobject          " + object +
 			"\naccount         -\nlivemode        false\napi version     " + apiVersion + "\ncreated         T\n\ninbox\n"
@@ -223,6 +230,13 @@ func TestShow(t *testing.T) {
 			"  received      T\n  attempted     -\n  next attempt  T\n  finished      -\n" +
 			"  held by       - (nothing: due at its next attempt)\n\n" +
 			"ledger          not claimed: no transaction has applied it\n"},
+		{[]string{"show", "evt_sync_first"}, head("evt_sync_first", "event", "invoice.paid", "in_sync", stripe.APIVersion) +
+			"  state         pending\n  attempts      0\n  last error    -\n" +
+			"  received      T\n  attempted     -\n  next attempt  T\n  finished      -\n" +
+			"  held by       - (nothing: due at its next attempt)\n\n" +
+			"ledger\n  outcome       processed\n" +
+			"  claimed by    another delivery (received T: a synchronous Handler, or a copy pruned from the inbox), not this inbox row: the inbox's attempts apply nothing\n" +
+			"  processed at  T\n"},
 		{[]string{"show", "task:send-receipt:in_1"}, head("task:send-receipt:in_1", "task", "send-receipt", "-", "-") +
 			"  state         processed\n  attempts      1\n  last error    -\n" +
 			"  received      T\n  attempted     T\n  next attempt  -\n  finished      T\n\n" +
