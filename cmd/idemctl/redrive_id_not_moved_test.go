@@ -10,7 +10,8 @@ import (
 
 // TestRedriveIDNotMovedSaysWhy: redrive -id names each id it does not
 // move and why (its state, its kind, its type, not found), and exits 3
-// when an id is not found, as forget does; a run that moves nothing does
+// when an id is not found, as forget does (with -json, in the document's
+// not_redriven); a run that moves nothing does
 // not say the events are pending again. An id mistyped, or one failed
 // and not dead-lettered (the dashboard's button takes both), printed
 // "redrove 0 events: pending again, with a fresh attempt budget" and
@@ -27,6 +28,32 @@ func TestRedriveIDNotMovedSaysWhy(t *testing.T) {
 		"evt_unknown: not found: the inbox has no event or task with this id\n"+
 		"would redrive 1 event (dry run: none moved)\n", r.stdout)
 	require.Equal(t, "idemctl: redrive: 1 of 4 ids not found: evt_unknown\n", r.stderr)
+
+	// -json: the same report, for a script, in one document.
+	r = idemctl(t, s.db, nil, "redrive", "-id", "evt_dead_1,evt_failed_1,evt_unknown", "-dry-run", "-json")
+	require.Equal(t, exitNotFound, r.code, r.stderr)
+	require.Equal(t, "idemctl: redrive: 1 of 3 ids not found: evt_unknown\n", r.stderr)
+	type redriveDoc struct {
+		Events      int  `json:"events"`
+		Tasks       int  `json:"tasks"`
+		DryRun      bool `json:"dry_run"`
+		NotRedriven []struct {
+			ID       string `json:"id"`
+			Reason   string `json:"reason"`
+			NotFound bool   `json:"not_found"`
+		} `json:"not_redriven"`
+	}
+	doc := decode[redriveDoc](t, r)
+	require.Equal(t, 1, doc.Events)
+	require.Zero(t, doc.Tasks)
+	require.True(t, doc.DryRun)
+	require.Len(t, doc.NotRedriven, 2)
+	require.Equal(t, "evt_failed_1", doc.NotRedriven[0].ID)
+	require.Equal(t, "it is failed, not dead_letter (-state failed takes it)", doc.NotRedriven[0].Reason)
+	require.False(t, doc.NotRedriven[0].NotFound)
+	require.Equal(t, "evt_unknown", doc.NotRedriven[1].ID)
+	require.True(t, doc.NotRedriven[1].NotFound)
+	require.Equal(t, idempotency.InboxDeadLetter, s.lookup(t, "evt_dead_1").State, "a dry run moves nothing")
 
 	r = idemctl(t, s.db, nil, "redrive", "-kind", "task", "-id", "evt_dead_1", "-id", "task:send-receipt:in_1", "-type", "send-receipt")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -15,7 +15,7 @@ import (
 
 var redriveCommand = command{
 	name:    "redrive",
-	args:    "(-id id... | -type t | -since t | -until t | -all) [-state s] [-kind k] [-dry-run]",
+	args:    "(-id id... | -type t | -since t | -until t | -all) [-state s] [-kind k] [-dry-run] [-json]",
 	summary: "move dead-lettered (or failed) events back to pending with a fresh attempt budget",
 	help: `Moves the events the flags select back to pending with a fresh attempt
 budget (Inbox.RedriveByKind), dead-lettered ones by default; the service's
@@ -31,6 +31,11 @@ or its state, kind, type or received time not selected (a failed event
 needs -state failed). Exits 3 when an -id was not found (the others are
 redriven).
 
+With -json the report is one JSON document: {"events":N,"tasks":N,
+"dry_run":bool,"not_redriven":[{"id":..,"reason":..,"not_found":bool}]}:
+events and tasks moved (or, with -dry-run, that would move), and each -id
+not moved with why, in the order given.
+
 ` + timesHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		var f inboxFlags
@@ -39,6 +44,7 @@ redriven).
 		fs.Var(&ids, "id", "redrive these event ids (repeatable, or a comma list), or this task's id as it is (task:<name>:<key>, one per -id)")
 		all := fs.Bool("all", false, "redrive every event in -state (dead_letter by default), with no other selector")
 		dryRun := fs.Bool("dry-run", false, "count the events that would move; move none")
+		asJSON := fs.Bool("json", false, "the report as one JSON document")
 		return func(ctx context.Context, a *app, args []string) error {
 			if err := noArgs(args); err != nil {
 				return err
@@ -70,9 +76,22 @@ redriven).
 			}
 			// Before the redrive, which makes the moved ones pending: each
 			// id it will not move, and why.
-			missing, err := a.notRedriven(ctx, in, filter)
+			unmoved, err := a.notRedriven(ctx, in, filter)
 			if err != nil {
 				return err
+			}
+			var missing []string
+			for _, u := range unmoved {
+				if u.NotFound {
+					missing = append(missing, u.ID)
+				}
+			}
+			if !*asJSON {
+				for _, u := range unmoved {
+					if _, err := fmt.Fprintln(a.stdout, u.line()); err != nil {
+						return err
+					}
+				}
 			}
 			// One statement, both kinds: the bar only shows that it is running.
 			m := a.meter("redrive", "rows")
@@ -87,6 +106,8 @@ redriven).
 				moved = counted(n, kind) // "0 tasks" with -kind task
 			}
 			switch {
+			case *asJSON:
+				err = writeJSON(a.stdout, redriveJSON{Events: events, Tasks: tasks, DryRun: *dryRun, NotRedriven: unmoved})
 			case *dryRun:
 				_, err = fmt.Fprintf(a.stdout, "would redrive %s (dry run: none moved)\n", moved)
 			case n == 0:
@@ -105,10 +126,34 @@ redriven).
 // aKind names a row of each kind with its article.
 var aKind = map[idempotency.InboxKind]string{idempotency.KindEvent: "an event", idempotency.KindTask: "a task"}
 
-// notRedriven prints a line for each of f's ids that f does not select:
-// not in the inbox, or not of its states, kind, type or times. It returns
-// the ids not found.
-func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempotency.RedriveFilter) (missing []string, err error) {
+// redriveJSON is redrive -json's document.
+type redriveJSON struct {
+	Events      int           `json:"events"`
+	Tasks       int           `json:"tasks"`
+	DryRun      bool          `json:"dry_run"`
+	NotRedriven []notRedriven `json:"not_redriven"`
+}
+
+// notRedriven is an -id that redrive does not move, and why.
+type notRedriven struct {
+	ID       string `json:"id"`
+	Reason   string `json:"reason"`
+	NotFound bool   `json:"not_found"`
+}
+
+// line is u as redrive prints it without -json.
+func (u notRedriven) line() string {
+	if u.NotFound {
+		return display.Line(u.ID) + ": not found: " + u.Reason
+	}
+	return display.Line(u.ID) + ": not redriven: " + u.Reason
+}
+
+// notRedriven returns each of f's ids that f does not select, in the
+// order given, and why: not in the inbox, or not of its states, kind,
+// type or times.
+func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempotency.RedriveFilter) ([]notRedriven, error) {
+	unmoved := []notRedriven{}
 	for _, id := range uniqueIDs(f.EventIDs) {
 		rec, ok, err := in.Lookup(ctx, id)
 		if err != nil {
@@ -117,8 +162,7 @@ func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempote
 		why := ""
 		switch sts := orDefault(f.States); {
 		case !ok:
-			missing = append(missing, id)
-			fmt.Fprintf(a.stdout, "%s: not found: the inbox has no event or task with this id\n", display.Line(id))
+			unmoved = append(unmoved, notRedriven{ID: id, Reason: "the inbox has no event or task with this id", NotFound: true})
 			continue
 		case f.Kind != "" && rec.Kind != f.Kind:
 			why = fmt.Sprintf("%s, and -kind %s keeps %ss", aKind[rec.Kind], f.Kind, f.Kind)
@@ -136,9 +180,9 @@ func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempote
 		default:
 			continue
 		}
-		fmt.Fprintf(a.stdout, "%s: not redriven: %s\n", display.Line(id), why)
+		unmoved = append(unmoved, notRedriven{ID: id, Reason: why})
 	}
-	return missing, nil
+	return unmoved, nil
 }
 
 // counted is n with the noun for what kind selects: "1 task", "2 tasks";
