@@ -242,7 +242,9 @@ type Handler struct {
 }
 
 // NewHandler returns the webhook handler for store and the handlers
-// registered in hs. It fails when cfg is invalid; see [Config].
+// registered in hs by now: it takes a snapshot of hs, and answers an event
+// type registered afterwards ignored. It fails when cfg is invalid; see
+// [Config].
 func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
 	if hs == nil {
 		return nil, errorf("NewHandler: nil *Handlers")

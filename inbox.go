@@ -285,8 +285,10 @@ type Inbox struct {
 }
 
 // NewInbox returns the inbox of store, which applies the handlers
-// registered in hs. It fails when store does not support the inbox (both
-// [MemoryStore] and [PgxStore] do) or when cfg is invalid.
+// registered in hs by now: it takes a snapshot of hs, and its Handler
+// answers an event type registered afterwards ignored, storing nothing.
+// It fails when store does not support the inbox (both [MemoryStore] and
+// [PgxStore] do) or when cfg is invalid.
 func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
 	if isNil(store) {
 		return nil, errorf("NewInbox: nil Store (a nil %T)", store)

@@ -11,8 +11,8 @@ import (
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
-// NewInbox takes a snapshot of the Handlers, as the Handlers godoc and the
-// README say: an event type registered after it is answered ignored by the
+// NewInbox takes a snapshot of the Handlers, as the godoc of Handlers and
+// NewInbox and the README say: an event type registered after it is answered ignored by the
 // inbox's Handler, even one made after the registration, and nothing is
 // stored.
 func TestInboxHandlersSnapshotAtNewInbox(t *testing.T) {
