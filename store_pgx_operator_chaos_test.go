@@ -71,8 +71,10 @@ func operatorIndex(id string) int {
 // three at random points.
 //
 // Afterwards, with the faults stopped: Stats counts what List lists; a dry
-// run of every redrive counts what Stats counts and moves nothing; once the
-// cause is fixed and the dead letters redriven, the inbox drains. Every
+// run of every redrive counts what Stats counts and moves nothing. Then
+// dead letters are pruned as redrives of the same ids race the prunes
+// (pruneRacingRedrives, which says what it checks). Once the cause is
+// fixed and the dead letters left redriven, the inbox drains. Every
 // event delivered is processed, forgotten by the operator once it was
 // applied or dead-lettered, or pruned after it finished (applied, or
 // dead-lettered); each
@@ -126,7 +128,7 @@ func TestPgxOperatorChaos(t *testing.T) {
 	opStore, err := idempotency.NewPgxStore(op.pool, idempotency.PgxConfig{Schema: a.db.Schema})
 	require.NoError(t, err)
 	prunes := &chaosPrunes{}
-	r := idempotency.Retention{Payloads: chaosPayloads, DeadLetters: 300 * time.Millisecond, BatchSize: 20, Pause: -1, Now: prunes.now}
+	r := idempotency.Retention{Payloads: chaosPayloads, DeadLetters: deadLetterWindow, BatchSize: 20, Pause: -1, Now: prunes.now}
 
 	w1.run(t)
 	w2.run(t)
@@ -138,20 +140,8 @@ func TestPgxOperatorChaos(t *testing.T) {
 	var faults sync.WaitGroup
 	faults.Go(func() { operate(op.inbox, opStore, r, prunes, o, rand.New(rand.NewPCG(seed, seed+1)), stop) })
 	rng := rand.New(rand.NewPCG(seed, seed))
-	terminated := map[string]int{}
-	faults.Go(func() {
-		for range 30 {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(rng.IntN(50)) * time.Millisecond): // a random point in the traffic and the operations
-			}
-			victim := []*faultProc{w1, w2, op}[rng.IntN(3)]
-			if n, err := a.tryTerminateSessions(ctx, victim); err == nil {
-				terminated[victim.name] += n
-			}
-		}
-	})
+	var terminated map[string]int
+	faults.Go(func() { terminated = a.terminateAtRandom(ctx, rng, 30, stop, w1, w2, op) })
 	stopFaults := sync.OnceFunc(func() {
 		close(stop)
 		faults.Wait()
@@ -163,9 +153,7 @@ func TestPgxOperatorChaos(t *testing.T) {
 	t.Logf("delivered in %v", time.Since(start))
 	time.Sleep(300 * time.Millisecond) // the operator and the faults go on a while after the traffic
 	stopFaults()
-	a.awaitInbox(t, 30*time.Second, "nothing left to apply but dead letters", func(st idempotency.InboxStats) bool {
-		return st.Counts[idempotency.InboxPending]+st.Counts[idempotency.InboxProcessing]+st.Counts[idempotency.InboxFailed] == 0
-	})
+	a.awaitInbox(t, 30*time.Second, "nothing left to apply but dead letters", nothingToApply)
 	t.Logf("attempted in %v", time.Since(start))
 	w1.stop()
 	w2.stop()
@@ -187,10 +175,12 @@ func TestPgxOperatorChaos(t *testing.T) {
 	require.Equal(t, st.TaskCounts[idempotency.InboxDeadLetter]+st.TaskCounts[idempotency.InboxFailed], tasks, "tasks a dry run counts")
 	require.Equal(t, st, requireStatsAsListed(t, a.observer), "a dry run changed the inbox")
 
-	// The cause fixed, the dead letters redriven: the inbox drains.
+	// The dead letters pruned as their redrives race the prune; then,
+	// the cause fixed, the dead letters left redriven: the inbox drains.
 	poisoned.Store(false)
 	drain := a.process(t, "drain", cfg)
 	drain.run(t)
+	pruneRacingRedrives(t, a, events, op, opStore, rand.New(rand.NewPCG(seed, seed+2)), o)
 	_, err = drain.inbox.Redrive(ctx, all)
 	require.NoError(t, err)
 	a.awaitInbox(t, 30*time.Second, "every event and task finished", func(st idempotency.InboxStats) bool {
@@ -204,6 +194,191 @@ func TestPgxOperatorChaos(t *testing.T) {
 	argsMu.Lock()
 	require.Empty(t, badArgs, "tasks that ran without their arguments")
 	argsMu.Unlock()
+}
+
+// nothingToApply reports whether st counts nothing pending, processing
+// or failed.
+func nothingToApply(st idempotency.InboxStats) bool {
+	return st.Counts[idempotency.InboxPending]+st.Counts[idempotency.InboxProcessing]+st.Counts[idempotency.InboxFailed] == 0
+}
+
+// deadLetterWindow is the Retention.DeadLetters of TestPgxOperatorChaos.
+const deadLetterWindow = 300 * time.Millisecond
+
+// pruneRacingRedrives is the second phase of TestPgxOperatorChaos, at
+// rest but for dead letters, their cause fixed. Prunes, a batch a row,
+// one after another, delete the dead-lettered events as they age past
+// Retention.DeadLetters, while an operator redrives a seed-chosen half of
+// them, one id after another in a seed-chosen order and at seed-chosen
+// points (up to 20ms apart), redriving again after a failure, and
+// pg_terminate_backend ends the sessions of the prunes and the redrives
+// at up to 10 random points (not the workers': an event redriven then
+// fails for no other cause, and is applied at its first attempt). The
+// prunes go on until every dead letter not redriven is gone.
+//
+// Then: each dead letter not redriven is pruned. One whose redrive moved
+// it was not pruned as it waited or ran, and was applied once: its claim,
+// its guard and its task are there, and it is processed (or pruned once
+// processed). One whose redrives moved nothing was pruned first. A pruned
+// dead letter is gone with what Retention says goes with it, its inbox
+// row, and has no claim, guard or task, none of which it committed (a
+// claim is kept while its event is dead-lettered, and then goes by
+// EventIDs, 45 days). One whose redrives failed (ErrStoreUnavailable: one
+// may have committed) is one of the two, or still a dead letter. The
+// dead-lettered tasks are all kept: a task is its key's record, kept
+// EventIDs plus DeadLetters. The prunes report no more dead letters than
+// went (fewer when a batch's COMMIT's answer and its look-up were both
+// lost); Stats counts what List lists; every operation failed with a
+// documented error, and no prune failed.
+func pruneRacingRedrives(t *testing.T, a *faultApp, events []faultEvent, op *faultProc, store *idempotency.PgxStore,
+	rng *rand.Rand, o *operatorChaos) {
+	t.Helper()
+	ctx := t.Context()
+	start := time.Now()
+	// The finished events pruned first, the dead letters kept: the prunes
+	// below, a row a batch, are at the dead letters at once.
+	_, err := store.Prune(ctx, idempotency.Retention{Payloads: chaosPayloads, DeadLetters: time.Hour, Pause: -1})
+	require.NoError(t, err)
+	dead := []idempotency.InboxState{idempotency.InboxDeadLetter}
+	deadEvents, err := a.observer.List(ctx, idempotency.InboxFilter{Kind: idempotency.KindEvent, States: dead, Limit: idempotency.MaxListLimit})
+	require.NoError(t, err)
+	deadTasks, err := a.observer.List(ctx, idempotency.InboxFilter{Kind: idempotency.KindTask, States: dead, Limit: idempotency.MaxListLimit})
+	require.NoError(t, err)
+	rng.Shuffle(len(deadEvents), func(i, j int) { deadEvents[i], deadEvents[j] = deadEvents[j], deadEvents[i] })
+	redriven := deadEvents[:len(deadEvents)/2]
+	var left []string // the dead letters not redriven
+	for _, rec := range deadEvents[len(redriven):] {
+		left = append(left, rec.EventID)
+	}
+
+	// What the redrives of a dead letter answered: the rows they moved,
+	// and whether one failed (its session ended: it may have committed).
+	type redrive struct {
+		moved  int
+		failed bool
+	}
+	redrives := map[string]*redrive{}
+	for _, rec := range redriven {
+		redrives[rec.EventID] = &redrive{}
+	}
+	pauses := make([]time.Duration, len(redriven))
+	for i := range pauses {
+		pauses[i] = time.Duration(rng.IntN(20)) * time.Millisecond
+	}
+	redrivesDone := make(chan struct{})
+	var faults sync.WaitGroup
+	faults.Go(func() {
+		defer close(redrivesDone)
+		for i, rec := range redriven {
+			<-time.After(pauses[i]) // a random point in the prunes
+			rd := redrives[rec.EventID]
+			for range 30 {
+				n, err := op.inbox.Redrive(ctx, idempotency.RedriveFilter{EventIDs: []string{rec.EventID}})
+				o.note("Redrive", err, idempotency.ErrStoreUnavailable)
+				rd.moved += n
+				if err == nil {
+					break
+				}
+				rd.failed = true
+			}
+		}
+	})
+	r := idempotency.Retention{Payloads: chaosPayloads, DeadLetters: deadLetterWindow, BatchSize: 1, Pause: -1}
+	var reported int // dead letters the prunes reported
+	pruned := make(chan struct{})
+	faults.Go(func() {
+		defer close(pruned)
+		for ctx.Err() == nil {
+			rep, err := store.Prune(ctx, r)
+			reported += rep.DeadLetters
+			o.note("Prune", err)
+			select {
+			case <-redrivesDone:
+				if len(left) == 0 {
+					return
+				}
+				recs, err := a.observer.List(ctx, idempotency.InboxFilter{EventIDs: left, Limit: 1})
+				if err == nil && len(recs) == 0 {
+					return
+				}
+			default:
+			}
+		}
+	})
+	// At most 10 times: a prune batch is tried on 16 connections before
+	// it fails, every one of them ended here, with ErrStoreUnavailable.
+	faults.Go(func() { a.terminateAtRandom(ctx, rng, 10, pruned, op) })
+	select {
+	case <-pruned:
+	case <-time.After(30 * time.Second):
+		require.FailNow(t, "dead letters not pruned after 30s")
+	}
+	faults.Wait()
+	a.awaitInbox(t, 30*time.Second, "the events redriven applied", nothingToApply)
+	require.Empty(t, o.broken)
+
+	invoices := map[string]string{}
+	for _, ev := range events {
+		invoices[ev.ID] = ev.Invoice
+	}
+	applied := a.countByID(t, `SELECT event_id, count(*)::int FROM applied GROUP BY event_id`)
+	ledger := a.countByID(t, `SELECT event_id, count(*)::int FROM idempotency_events GROUP BY event_id`)
+	guards := a.countByID(t, `SELECT event_id, count(*)::int FROM idempotency_guards GROUP BY event_id`)
+	states := a.inboxStates(t)
+	var moved, gone, unknown int
+	for _, rec := range deadEvents {
+		id := rec.EventID
+		rd := redrives[id]
+		if rd == nil {
+			rd = &redrive{}
+		}
+		st, stored := states[id]
+		require.LessOrEqual(t, rd.moved, 1, "%s: its redrives moved it more than once", id)
+		switch {
+		case rd.moved == 1 || applied[id] > 0:
+			require.True(t, rd.moved == 1 || rd.failed, "%s applied, yet its redrives moved nothing", id)
+			require.Equal(t, 1, applied[id], "%s redriven: applied once", id)
+			require.Equal(t, 1, ledger[id], "%s applied: its claim", id)
+			require.Equal(t, 1, guards[id], "%s applied: its guard", id)
+			require.Contains(t, states, receiptTaskID(invoices[id]), "%s applied: its task", id)
+			require.True(t, !stored || st == string(idempotency.InboxProcessed), "%s applied, yet %s", id, st)
+			moved++
+		case rd.failed && st == string(idempotency.InboxDeadLetter):
+			unknown++ // its redrives failed before they committed, and the prunes stopped before they took it
+		default:
+			require.False(t, stored, "%s: its redrives moved nothing, yet it is %s", id, st)
+			require.Zero(t, ledger[id], "%s pruned a dead letter, yet claimed", id)
+			require.Zero(t, guards[id], "%s pruned a dead letter, yet it holds guards", id)
+			require.NotContains(t, states, receiptTaskID(invoices[id]), "%s pruned a dead letter, yet it enqueued its task", id)
+			gone++
+		}
+	}
+	for _, rec := range deadTasks {
+		require.Equal(t, string(idempotency.InboxDeadLetter), states[rec.EventID], "dead-lettered task %s: kept", rec.EventID)
+	}
+	t.Logf("dead letters: %d redriven and applied, %d pruned (%d reported; %d not redriven), %d left (redrives that failed); %d dead-lettered tasks kept; in %v",
+		moved, gone, reported, len(left), unknown, len(deadTasks), time.Since(start))
+	require.LessOrEqual(t, reported, gone, "dead letters the prunes reported")
+	requireStatsAsListed(t, a.observer)
+}
+
+// terminateAtRandom ends the sessions of one of victims, drawn by rng, at
+// up to rounds points drawn by rng up to 50ms apart, until stop is
+// closed, and returns how many sessions of each it ended.
+func (a *faultApp) terminateAtRandom(ctx context.Context, rng *rand.Rand, rounds int, stop <-chan struct{}, victims ...*faultProc) map[string]int {
+	terminated := map[string]int{}
+	for range rounds {
+		select {
+		case <-stop:
+			return terminated
+		case <-time.After(time.Duration(rng.IntN(50)) * time.Millisecond): // a random point in what runs meanwhile
+		}
+		victim := victims[rng.IntN(len(victims))]
+		if n, err := a.tryTerminateSessions(ctx, victim); err == nil {
+			terminated[victim.name] += n
+		}
+	}
+	return terminated
 }
 
 // operate is the operator of TestPgxOperatorChaos, until stop: one
@@ -345,32 +520,10 @@ func requireStatsAsListed(t *testing.T, in *idempotency.Inbox) idempotency.Inbox
 // see there.
 func requireOperatorOutcome(t *testing.T, a *faultApp, events []faultEvent, forgotten map[string]bool) {
 	t.Helper()
-	ctx := t.Context()
-	counts := func(q string) map[string]int {
-		t.Helper()
-		rows, err := a.db.Pool.Query(ctx, q)
-		require.NoError(t, err, q)
-		out := map[string]int{}
-		var id string
-		var n int
-		_, err = pgx.ForEachRow(rows, []any{&id, &n}, func() error {
-			out[id] = n
-			return nil
-		})
-		require.NoError(t, err, q)
-		return out
-	}
+	counts := func(q string) map[string]int { return a.countByID(t, q) }
 	applied := counts(`SELECT event_id, count(*)::int FROM applied GROUP BY event_id`)
 	ledger := counts(`SELECT event_id, 1 FROM idempotency_events WHERE outcome = 'processed'`)
-	states := map[string]string{}
-	rows, err := a.db.Pool.Query(ctx, `SELECT event_id, state FROM idempotency_inbox`)
-	require.NoError(t, err)
-	var id, state string
-	_, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
-		states[id] = state
-		return nil
-	})
-	require.NoError(t, err)
+	states := a.inboxStates(t)
 
 	wantTasks := map[string]string{}
 	wantCredits := map[string]int{}
@@ -438,4 +591,36 @@ func deadLettered(res []idempotency.Result) bool {
 		}
 	}
 	return false
+}
+
+// countByID runs q, which selects an id and a count, and returns the
+// counts by id.
+func (a *faultApp) countByID(t *testing.T, q string) map[string]int {
+	t.Helper()
+	rows, err := a.db.Pool.Query(t.Context(), q)
+	require.NoError(t, err, q)
+	out := map[string]int{}
+	var id string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&id, &n}, func() error {
+		out[id] = n
+		return nil
+	})
+	require.NoError(t, err, q)
+	return out
+}
+
+// inboxStates are the states of the inbox's rows by id.
+func (a *faultApp) inboxStates(t *testing.T) map[string]string {
+	t.Helper()
+	rows, err := a.db.Pool.Query(t.Context(), `SELECT event_id, state FROM idempotency_inbox`)
+	require.NoError(t, err)
+	states := map[string]string{}
+	var id, state string
+	_, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
+		states[id] = state
+		return nil
+	})
+	require.NoError(t, err)
+	return states
 }
