@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -175,40 +178,64 @@ func TestHandlerCommitNeverArrivedAnsweredAtOnce(t *testing.T) {
 			paidTable := quoteIdent(schema) + ".paid"
 			_, err := pool.Exec(ctx, `CREATE TABLE `+paidTable+` (invoice text)`)
 			require.NoError(t, err)
-			var pid uint32 // the server session of the first delivery
-			h, results := reportingHandler(t, store, func(ctx context.Context, tx idempotency.Tx) error {
-				var backend uint32
-				err := idempotency.PgxTx(tx).QueryRow(ctx, `INSERT INTO `+paidTable+` VALUES ('in_sync_commit_never_arrived')
-RETURNING pg_backend_pid()`).Scan(&backend)
-				if pid == 0 {
-					pid = backend
-					n.armed.Store(true)
-				}
-				return err
-			})
-			payload := invoicePayload(t, "evt_sync_commit_never_arrived", "in_sync_commit_never_arrived", "acct_1")
-			deliver := func() <-chan idempotencytest.Answer {
-				answered := make(chan idempotencytest.Answer, 1)
-				go func() { answered <- idempotencytest.Deliver(h, payload, testSecret) }()
-				return answered
-			}
+			d := newNeverArrived(t, store, n, paidTable, "evt_sync_commit_never_arrived", "in_sync_commit_never_arrived")
 
-			a := recv(t, deliver(), "the delivery whose COMMIT never arrived answered")
+			a := recv(t, d.deliver(), "the delivery whose COMMIT never arrived answered")
 			require.Equal(t, 503, a.Status, a.Body)
-			requireSwallowedSessionGone(t, pool, n, pid)
+			requireSwallowedSessionGone(t, pool, n, d.pid)
 			_, found, err := store.LookupEvent(ctx, "evt_sync_commit_never_arrived")
 			require.NoError(t, err)
 			require.False(t, found, "the COMMIT never arrived: nothing was claimed")
 
-			again := recv(t, deliver(), "Stripe's resend answered")
-			require.Equal(t, 200, again.Status, again.Body)
-			require.Equal(t, idempotency.OutcomeProcessed, again.Outcome)
-			var paid int
-			require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM `+paidTable).Scan(&paid))
-			require.Equal(t, 1, paid, "applied once, by the resend")
-			requireReported(t, results(), idempotency.OutcomeUnavailable, idempotency.OutcomeProcessed)
+			d.requireResendProcessedOnce(t, pool)
 		})
 	}
+}
+
+// neverArrived is a synchronous Handler on a store whose invoice.paid
+// handler records its invoice in table and, at the first delivery, arms a
+// blackholeNet and keeps the server pid of its session (pid): that
+// delivery's COMMIT never arrives.
+type neverArrived struct {
+	table   string
+	pid     uint32
+	deliver func() <-chan idempotencytest.Answer // delivers the event, answered on the channel
+	results func() map[string][]idempotency.Result
+}
+
+func newNeverArrived(t *testing.T, store *idempotency.PgxStore, n *blackholeNet, table, eventID, invoice string) *neverArrived {
+	t.Helper()
+	d := &neverArrived{table: table}
+	var h http.Handler
+	h, d.results = reportingHandler(t, store, func(ctx context.Context, tx idempotency.Tx) error {
+		var backend uint32
+		err := idempotency.PgxTx(tx).QueryRow(ctx, `INSERT INTO `+table+` VALUES ($1) RETURNING pg_backend_pid()`, invoice).Scan(&backend)
+		if d.pid == 0 {
+			d.pid = backend
+			n.armed.Store(true)
+		}
+		return err
+	})
+	payload := invoicePayload(t, eventID, invoice, "acct_1")
+	d.deliver = func() <-chan idempotencytest.Answer {
+		answered := make(chan idempotencytest.Answer, 1)
+		go func() { answered <- idempotencytest.Deliver(h, payload, testSecret) }()
+		return answered
+	}
+	return d
+}
+
+// requireResendProcessedOnce requires Stripe's resend, after a first
+// delivery answered 503, to be processed, and the invoice recorded once.
+func (d *neverArrived) requireResendProcessedOnce(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	again := recv(t, d.deliver(), "Stripe's resend answered")
+	require.Equal(t, 200, again.Status, again.Body)
+	require.Equal(t, idempotency.OutcomeProcessed, again.Outcome)
+	var paid int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM `+d.table).Scan(&paid))
+	require.Equal(t, 1, paid, "applied once, by the resend")
+	requireReported(t, d.results(), idempotency.OutcomeUnavailable, idempotency.OutcomeProcessed)
 }
 
 // TestPgxPruneCommitNeverArrivedSettled: as in
@@ -253,4 +280,123 @@ FROM generate_series(1, 6) AS i`)
 	p = recv(t, prune(), "the next prune returned")
 	require.NoError(t, p.err)
 	require.Equal(t, 6, p.rep.EventIDs, "the first batch rolled back: every claim deleted by the next prune")
+}
+
+// signalRefusals is a pgx tracer that keeps the errors of the statements
+// that call pg_terminate_backend.
+type signalRefusals struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (s *signalRefusals) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	return context.WithValue(ctx, tracedSQL{}, d.SQL)
+}
+
+func (s *signalRefusals) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	if sql, _ := ctx.Value(tracedSQL{}).(string); strings.Contains(sql, "pg_terminate_backend") {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.errs = append(s.errs, d.Err)
+	}
+}
+
+func (s *signalRefusals) all() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.errs)
+}
+
+// TestHandlerCommitNeverArrivedHolderNotEnded: as in
+// TestHandlerCommitNeverArrivedAnsweredAtOnce, the COMMIT of an event's
+// transaction never reached PostgreSQL, whose session sits idle in
+// transaction; but the store's role may not end that session. The
+// session that holds the transaction logged in as a superuser, and the
+// store's other connections as a role that reads every session's activity
+// (pg_read_all_stats), is no superuser and has no pg_signal_backend: the
+// store's pg_terminate_backend is refused (insufficient privilege). The
+// refusal is ignored and the look-ups go on, finding the transaction in
+// progress until their time is up (1s here, 5s by default): the delivery
+// is answered 503 and reported unavailable, once, with an error wrapping
+// ErrStoreUnavailable that names nothing of the look-ups, and every
+// connection is given back to the pool. The session is left idle in
+// transaction, holding its locks; once it is ended, Stripe's resend is
+// processed, once.
+func TestHandlerCommitNeverArrivedHolderNotEnded(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := pgtest.New(t)
+	owner, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	require.NoError(t, owner.Migrate(ctx))
+	_, err = db.Pool.Exec(ctx, `CREATE TABLE paid (invoice text)`)
+	require.NoError(t, err)
+	var superuser string
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT current_user FROM pg_roles WHERE rolname = current_user AND rolsuper`).Scan(&superuser),
+		"the test's connections log in as a superuser")
+
+	admin := pgtest.AdminPool(t)
+	role := appRole(t, admin, db, "_lookups", "pg_read_all_stats")
+
+	// The pool's first connection, the one the delivery's transaction
+	// runs on, logs in as the superuser; the others as role.
+	n := newBlackholeNet(t)
+	refusals := &signalRefusals{}
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	require.NoError(t, err)
+	dialWrapped(n.wrap)(cfg)
+	cfg.ConnConfig.Tracer = refusals
+	var connects atomic.Int32
+	cfg.BeforeConnect = func(_ context.Context, c *pgx.ConnConfig) error {
+		if connects.Add(1) > 1 {
+			c.User = role
+		}
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	store, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	const lookUps = time.Second
+	idempotency.SetPgxLostCommitWait(store, lookUps)
+
+	d := newNeverArrived(t, store, n, quoteIdent(db.Schema)+".paid", "evt_sync_holder_not_ended", "in_sync_holder_not_ended")
+
+	start := time.Now()
+	a := recv(t, d.deliver(), "the delivery whose COMMIT never arrived answered")
+	took := time.Since(start)
+	require.Equal(t, 503, a.Status, a.Body)
+	require.True(t, n.cut.Load(), "the COMMIT was swallowed")
+	require.GreaterOrEqual(t, took, lookUps, "answered before the look-ups' time was up: the session was not ended")
+	var holder, state string
+	require.NoError(t, admin.QueryRow(ctx, `SELECT usename, state FROM pg_stat_activity WHERE pid = $1`, int64(d.pid)).Scan(&holder, &state))
+	require.Equal(t, superuser, holder, "the transaction's session logged in as the superuser")
+	require.Equal(t, "idle in transaction", state, "the session the store could not end")
+	tried := refusals.all()
+	require.Len(t, tried, 1, "the store tried to end the session once")
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, tried[0], &pgErr, "refused")
+	require.Equal(t, "42501", pgErr.Code, "refused for want of privilege: %v", pgErr)
+
+	got := d.results()
+	requireReported(t, got, idempotency.OutcomeUnavailable)
+	t.Logf("reported: %v", got["OnResult"][0].Err)
+	for _, rs := range got {
+		require.ErrorIs(t, rs[0].Err, idempotency.ErrStoreUnavailable)
+		for _, internal := range []string{"pg_terminate_backend", "pg_stat_activity", "txid", "superuser", "SELECT", "42501"} {
+			require.NotContains(t, rs[0].Err.Error(), internal)
+		}
+	}
+	require.Zero(t, pool.Stat().AcquiredConns(), "every connection given back to the pool")
+	_, found, err := store.LookupEvent(ctx, "evt_sync_holder_not_ended")
+	require.NoError(t, err)
+	require.False(t, found, "the transaction is in progress: nothing claimed")
+
+	// An operator ends the session: the transaction rolls back, and
+	// Stripe's resend is processed, once.
+	_, err = admin.Exec(ctx, `SELECT pg_terminate_backend($1)`, int64(d.pid))
+	require.NoError(t, err)
+	requireSwallowedSessionGone(t, admin, n, d.pid)
+	d.requireResendProcessedOnce(t, db.Pool)
 }

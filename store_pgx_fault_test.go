@@ -431,23 +431,23 @@ func migrateAtOnce(t *testing.T, db *pgtest.DB, store *idempotency.PgxStore, sch
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
-// TestPgxMigrateLeastPrivilege: once the tables exist, a role that may only
-// use the schema and write its rows migrates (a no-op) and runs events.
-func TestPgxMigrateLeastPrivilege(t *testing.T) {
-	t.Parallel()
-	db := newPgDB(t)
-	owner, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
-	require.NoError(t, err)
-	require.NoError(t, owner.Migrate(t.Context()))
-
-	role := db.Schema + "_app"
-	admin := pgtest.AdminPool(t)
+// appRole creates a login role named db's schema and suffix, which may
+// read, insert and update the rows of the schema's tables (created so
+// far), and is granted the roles in also; it is dropped when the test
+// ends. It returns the role's name.
+func appRole(t *testing.T, admin *pgxpool.Pool, db *pgtest.DB, suffix string, also ...string) string {
+	t.Helper()
+	role := db.Schema + suffix
 	schema, r := quoteIdent(db.Schema), quoteIdent(role)
-	for _, q := range []string{
+	qs := []string{
 		`CREATE ROLE ` + r + ` LOGIN`,
 		`GRANT USAGE ON SCHEMA ` + schema + ` TO ` + r,
 		`GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA ` + schema + ` TO ` + r,
-	} {
+	}
+	for _, granted := range also {
+		qs = append(qs, `GRANT `+quoteIdent(granted)+` TO `+r)
+	}
+	for _, q := range qs {
 		_, err := admin.Exec(t.Context(), q)
 		require.NoError(t, err, q)
 	}
@@ -457,6 +457,19 @@ func TestPgxMigrateLeastPrivilege(t *testing.T) {
 		_, _ = admin.Exec(ctx, `REVOKE ALL ON SCHEMA `+schema+` FROM `+r)
 		_, _ = admin.Exec(ctx, `DROP ROLE IF EXISTS `+r)
 	})
+	return role
+}
+
+// TestPgxMigrateLeastPrivilege: once the tables exist, a role that may only
+// use the schema and write its rows migrates (a no-op) and runs events.
+func TestPgxMigrateLeastPrivilege(t *testing.T) {
+	t.Parallel()
+	db := newPgDB(t)
+	owner, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	require.NoError(t, owner.Migrate(t.Context()))
+
+	role := appRole(t, pgtest.AdminPool(t), db, "_app")
 	cfg, err := pgxpool.ParseConfig(db.URL)
 	require.NoError(t, err)
 	cfg.ConnConfig.User = role
