@@ -32,6 +32,7 @@ func parsePages(names ...string) map[string]*template.Template {
 		"line":        display.Line,
 		"when":        when,
 		"ago":         ago,
+		"lease":       lease,
 		"age":         age,
 		"redrivable":  idempotency.InboxState.Redrivable,
 		"forgettable": idempotency.InboxState.Final,
@@ -167,6 +168,13 @@ func when(t time.Time) string {
 		return "—"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// lease is display.Lease of rec, processing, by now, its end with how long
+// ago it was or how soon it is; held says that events of its object hold
+// it back.
+func lease(now time.Time, rec idempotency.InboxRecord, held bool) string {
+	return display.Lease(when(rec.LeaseUntil)+" ("+ago(now, rec.LeaseUntil)+")", rec.LeaseUntil.After(now), held)
 }
 
 // ago says how long before now t was ("3m 20s ago"), or how long after

@@ -271,7 +271,11 @@ or redrive those first: the event waits behind them. "-" means nothing
 holds it: it is due at its next attempt, or, processing, a worker holds
 it under a lease until the time given, or that lease expired then (its
 worker died, hung or lost its connection) and the next lease retries it,
-or dead-letters it after its last attempt. On PostgreSQL this needs a
+or dead-letters it after its last attempt. A processing event that is
+held back is one whose lease expired (a worker applying an event is held
+back by nothing): a "lease" line after its holders says so, and that the
+next lease retries it once nothing holds it back, or dead-letters it
+after its last attempt without waiting. On PostgreSQL this needs a
 connection that may write (Inbox.HeldBy probes row locks); on a read-only
 one, or a standby, show prints the record with "held by ? (could not be
 read: ...)", says so on stderr, and exits 0.
@@ -493,8 +497,9 @@ func (l showLines) write(w io.Writer) error {
 	return err
 }
 
-// addHolders adds show's "held by" lines of rec: one per holder, that
-// nothing holds it back, or that err kept them from being read.
+// addHolders adds show's "held by" lines of rec: one per holder, then,
+// processing, its own lease; that nothing holds it back; or that err kept
+// them from being read.
 func (l *showLines) addHolders(rec idempotency.InboxRecord, now time.Time, holders []idempotency.InboxHolder, err error) {
 	const label = "  held by"
 	if err != nil {
@@ -520,6 +525,11 @@ func (l *showLines) addHolders(rec idempotency.InboxRecord, now time.Time, holde
 		}
 		l.add(lbl, fmt.Sprintf("%s (%s, attempt %d, %s; %s)", display.Line(h.EventID), h.State, h.Attempt, when, order))
 	}
+	// Only an event whose lease expired is processing and held back: its
+	// own lease is said after what holds it.
+	if rec.State == idempotency.InboxProcessing {
+		l.add("  lease", leaseOf(rec, now, true))
+	}
 }
 
 // leaseEnd is a holder's lease end: "lease until T" while it runs by
@@ -536,13 +546,16 @@ func leaseEnd(until, now time.Time) string {
 // attempt, or, processing (it has no next attempt), its worker, under a
 // lease that runs or, by now, expired (the worker died or hung).
 func unheld(rec idempotency.InboxRecord, now time.Time) string {
-	switch {
-	case rec.State != idempotency.InboxProcessing:
+	if rec.State != idempotency.InboxProcessing {
 		return "due at its next attempt"
-	case rec.LeaseUntil.After(now):
-		return "a worker holds it under a lease until " + formatTime(rec.LeaseUntil)
 	}
-	return "its worker's lease expired at " + formatTime(rec.LeaseUntil) + "; the next lease retries it, or dead-letters it after its last attempt"
+	return leaseOf(rec, now, false)
+}
+
+// leaseOf is display.Lease of rec, processing, by now; held says that
+// events of its object hold it back.
+func leaseOf(rec idempotency.InboxRecord, now time.Time, held bool) string {
+	return display.Lease(formatTime(rec.LeaseUntil), rec.LeaseUntil.After(now), held)
 }
 
 // recordJSON is an inbox record in -json output: stable names, every field

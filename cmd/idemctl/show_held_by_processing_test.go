@@ -22,7 +22,12 @@ import (
 // down or behind). Once that end is past (its worker died), it says the
 // lease expired and the next lease retries it, not that a worker holds
 // it; -json has the lease's end as lease_until. A later event of its
-// object, held by it, says the same of its lease.
+// object, held by it, says the same of its lease. Once an earlier event
+// of its object came in, the dead worker's event waits behind it: it is
+// shown held by that one, and, on a line of its own, that its own lease
+// expired and what the next lease does with it. (A worker applying an
+// event is held back by nothing: only an expired lease's event can be
+// processing and held back, on either store.)
 func TestShowHeldByProcessing(t *testing.T) {
 	t.Parallel()
 	s := newService(t, nil)
@@ -96,4 +101,14 @@ func TestShowHeldByProcessing(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `(?m)^  held by\s+evt_worker_died \(processing, attempt 1, lease expired at `+
 		regexp.QuoteMeta(formatTime(dead.LeaseUntil))+`; created before it\)$`, r.stdout)
+
+	// An earlier event of its object comes in: the dead worker's event
+	// waits behind it.
+	a = idempotencytest.Deliver(hook, eventPayload(t, "evt_before_death", "charge.captured", "ch_died", dead.Created.Unix()-1), secret)
+	require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+	r = idemctl(t, s.db, nil, "show", "evt_worker_died")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^  held by\s+evt_before_death \(pending, attempt 0, next attempt \S+; created before it\)$`, r.stdout)
+	require.Regexp(t, `(?m)^  lease\s+its worker's lease expired at `+regexp.QuoteMeta(formatTime(dead.LeaseUntil))+
+		`; the next lease retries it once nothing holds it back, or dead-letters it after its last attempt without waiting$`, r.stdout)
 }

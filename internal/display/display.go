@@ -3,8 +3,8 @@
 // an operator, on a terminal (cmd/idemctl) and on a web page (dashboard):
 // no control character that drives a terminal, and no bidirectional
 // control (an override, an isolate or a mark) that reorders what follows
-// it, so that an id reads as another. It also words the counts both
-// report alike (Count, Kinds).
+// it, so that an id reads as another. It also words what both report
+// alike: counts (Count, Kinds) and a leased event's lease (Lease).
 package display
 
 import (
