@@ -108,6 +108,10 @@ const (
 	opTimeout    = time.Minute
 )
 
+// terminateWait is how long a test's cleanup waits for each session it
+// terminates to end.
+const terminateWait = 10 * time.Second
+
 // releaseWait is how long a test's cleanup waits for the connections of its
 // pool to be released before it reports them as left in use.
 var releaseWait = 30 * time.Second
@@ -157,10 +161,20 @@ func New(t testing.TB) *DB {
 func NewWithConfig(t testing.TB, configure func(*pgxpool.Config)) *DB {
 	t.Helper()
 	s := shared(t)
+	schema := s.createSchema(t)
+	db := &DB{Schema: schema, URL: withSchema(s.url, schema)}
+	t.Cleanup(func() { s.dropSchema(t, db) })
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	db.Pool = s.openTestPool(ctx, t, schema, configure)
+	return db
+}
 
+// createSchema creates a new, empty schema for t and returns its name.
+func (s *server) createSchema(t testing.TB) string {
+	t.Helper()
 	schema := "t_" + randomHex(8)
 	ident := pgx.Identifier{schema}.Sanitize()
-
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	create := "CREATE SCHEMA " + ident
@@ -172,10 +186,13 @@ func NewWithConfig(t testing.TB, configure func(*pgxpool.Config)) *DB {
 	if err := s.adminExec(ctx, create); err != nil {
 		t.Fatalf("pgtest: create schema %s: %v", schema, err)
 	}
+	return schema
+}
 
-	db := &DB{Schema: schema, URL: withSchema(s.url, schema)}
-	t.Cleanup(func() { s.dropSchema(t, db) })
-
+// openTestPool opens the pool of [DB.Pool] on schema, configured as
+// [NewWithConfig] says.
+func (s *server) openTestPool(ctx context.Context, t testing.TB, schema string, configure func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(s.url)
 	if err != nil {
 		t.Fatalf("pgtest: parse connection string: %v", err)
@@ -190,8 +207,7 @@ func NewWithConfig(t testing.TB, configure func(*pgxpool.Config)) *DB {
 	if err != nil {
 		t.Fatalf("pgtest: open pool for schema %s: %v", schema, err)
 	}
-	db.Pool = pool
-	return db
+	return pool
 }
 
 // AdminPool returns a new pool (MaxConns 4, application_name "pgtest_admin")
@@ -245,8 +261,8 @@ func LockWaiters(t testing.TB, app string) (int, error) {
 // the whole test binary, last until -timeout; after [releaseWait] the test
 // fails instead. Its error names the pool (what) and ends with what the
 // cleanup does next (after). The pool's Close goes on waiting in its
-// goroutine.
-func closePool(t testing.TB, pool *pgxpool.Pool, what, after string) {
+// goroutine. closePool reports whether the pool closed in time.
+func closePool(t testing.TB, pool *pgxpool.Pool, what, after string) bool {
 	closed := make(chan struct{})
 	go func() {
 		pool.Close()
@@ -256,6 +272,7 @@ func closePool(t testing.TB, pool *pgxpool.Pool, what, after string) {
 	defer timer.Stop()
 	select {
 	case <-closed:
+		return true
 	case <-timer.C:
 		n := pool.Stat().AcquiredConns()
 		conns := "connections"
@@ -265,6 +282,7 @@ func closePool(t testing.TB, pool *pgxpool.Pool, what, after string) {
 		t.Errorf("pgtest: the pool of %s still has %d %s not released %v after the test ended: "+
 			"the test left it in use (rows not closed, a transaction neither committed nor rolled back, "+
 			"or an acquired connection not released). %s", what, n, conns, releaseWait, after)
+		return false
 	}
 }
 
@@ -315,6 +333,7 @@ type server struct {
 	url     string        // connection string for the default database
 	cluster *Cluster      // nil when an external server is used
 	admin   *pgxpool.Pool // pgtest's own pool for CREATE/DROP SCHEMA
+	version int           // server_version_num
 
 	// owner, on an external server only, is a session that holds the
 	// advisory lock ownerKey while this binary runs. Every schema the
@@ -586,8 +605,14 @@ func (s *server) connectAdmin() error {
 	cfg.MaxConns = 4
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	s.admin, err = s.openPool(ctx, cfg)
-	return err
+	if s.admin, err = s.openPool(ctx, cfg); err != nil {
+		return err
+	}
+	if err := s.admin.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&s.version); err != nil {
+		s.admin.Close()
+		return err
+	}
+	return nil
 }
 
 func shutdown() {
@@ -601,6 +626,9 @@ func shutdown() {
 	// A test of a later m.Run (Main called again) is told Main has
 	// finished, rather than handed the server torn down here.
 	srv, srvErr = nil, errClosed
+	templates.Lock()
+	dropTemplateSchemas(s, templates.all)
+	templates.Unlock()
 	s.admin.Close()
 	if s.ownerStop != nil {
 		close(s.ownerStop) // keepOwnership closes the owner session
@@ -677,9 +705,16 @@ func isConnectionError(err error) bool {
 	return true // not a server error: network/protocol level
 }
 
-func (s *server) dropSchema(t testing.TB, db *DB) {
+func (s *server) dropSchema(t testing.TB, db *DB) { s.endSchema(t, db, nil) }
+
+// endSchema ends t's use of db's schema: it closes db.Pool, terminates the
+// sessions still connected under the schema's name and waits for them to
+// end (up to terminateWait each), and drops the schema, unless keep, if
+// not nil, is called (only when all that went well) and returns true.
+func (s *server) endSchema(t testing.TB, db *DB, keep func(ctx context.Context) bool) {
+	released := true
 	if db.Pool != nil {
-		closePool(t, db.Pool, "schema "+db.Schema,
+		released = closePool(t, db.Pool, "schema "+db.Schema,
 			"Its sessions are terminated and its schema dropped all the same.")
 	}
 	if s.cluster != nil {
@@ -688,11 +723,20 @@ func (s *server) dropSchema(t testing.TB, db *DB) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	// Sessions opened with db.URL (e.g. by a subprocess) would hold locks
-	// that make DROP SCHEMA wait.
+	// that make DROP SCHEMA wait; those of a closed pool may still be on
+	// their way out.
+	terminate, args := "pg_terminate_backend(pid)", []any{db.Schema}
+	if s.version >= 140000 { // the timeout is new in PostgreSQL 14
+		terminate, args = "pg_terminate_backend(pid, $2)", append(args, terminateWait.Milliseconds())
+	}
 	if err := s.adminExec(ctx,
-		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()",
-		db.Schema); err != nil {
+		"SELECT "+terminate+" FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()",
+		args...); err != nil {
 		t.Errorf("pgtest: terminate sessions of schema %s: %v", db.Schema, err)
+		released = false
+	}
+	if released && keep != nil && keep(ctx) {
+		return
 	}
 	if err := s.adminExec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{db.Schema}.Sanitize()+" CASCADE"); err != nil {
 		t.Errorf("pgtest: drop schema %s: %v", db.Schema, err)

@@ -1,0 +1,383 @@
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Template gives tests schemas that prepare (a migration, say) has already
+// run on, as [NewWithConfig] would give an empty one. Preparing a schema
+// for every test costs far more than the test often does, so a Template
+// keeps, per test binary, the schemas its tests are done with and hands
+// them to later tests.
+//
+// When a test ends, its pool is closed and every session still connected
+// with its [DB.URL] terminated, as for [New]. Then, in one transaction,
+// every table of the schema is truncated (without CASCADE: no table of
+// another schema is touched), the rows prepare wrote are put back, and
+// every sequence is set back to where prepare left it. The schema goes
+// back to the template only if, after that, its fingerprint equals that
+// of the first schema the template prepared, taken right after prepare:
+// its tables, columns, defaults, indexes, constraints, functions,
+// triggers, rules, policies, types, sequences (and their positions),
+// comments, privileges and planner statistics, by names and definitions,
+// and every object that lives in it. A test that dropped an index, added
+// a column or a table, or left statistics (ANALYZE) behind therefore has
+// its schema dropped, as [New]'s is; so does a test that failed, or whose
+// pool was still in use, or whose sessions could not all be ended.
+//
+// Isolation is as for [New]: a test never shares its schema with a test
+// running at the same time, and sees no row, sequence value or object
+// another test left. The schema's name is not new, though: a test must
+// not take it for unique over the run. On an external server the schemas
+// kept carry the owner comment New's have, so the next binary sweeps them
+// if this one dies; [Main] drops them.
+type Template struct {
+	prepare func(ctx context.Context, db *DB) error
+
+	mu          sync.Mutex
+	fingerprint string       // of the first schema prepared; "" before
+	free        []*pooledSch // schemas ready for a test
+}
+
+// pooledSch is a schema of a Template, and what prepare left in it.
+type pooledSch struct {
+	schema string
+	rows   map[string]string // table → its rows after prepare, as a JSON array
+	seqs   string            // JSON object: sequence → its last value after prepare, if one was taken
+	sizes  string            // JSON array: the sizes pg_class records of its tables and indexes after prepare
+}
+
+var templates struct {
+	sync.Mutex
+	all []*Template
+}
+
+// NewTemplate returns a Template whose schemas prepare has run on. prepare
+// is called once for each schema the template creates, with a pool of its
+// own on it (search_path the schema, as for [New]) that is closed after;
+// it must give every schema the same objects.
+func NewTemplate(prepare func(ctx context.Context, db *DB) error) *Template {
+	tp := &Template{prepare: prepare}
+	templates.Lock()
+	templates.all = append(templates.all, tp)
+	templates.Unlock()
+	return tp
+}
+
+// New is [NewWithConfig], but the schema is one prepare has run on: one
+// another test is done with and that was reset, or, when there is none, a
+// new one prepared now. See [Template] for when a schema is kept.
+func (tp *Template) New(t testing.TB, configure func(*pgxpool.Config)) *DB {
+	t.Helper()
+	s := shared(t)
+	tp.mu.Lock()
+	var p *pooledSch
+	if n := len(tp.free); n > 0 {
+		p, tp.free = tp.free[n-1], tp.free[:n-1]
+	}
+	tp.mu.Unlock()
+	fresh := p == nil
+	if fresh {
+		p = &pooledSch{schema: s.createSchema(t)}
+	}
+	db := &DB{Schema: p.schema, URL: withSchema(s.url, p.schema)}
+	prepared := !fresh
+	t.Cleanup(func() {
+		s.endSchema(t, db, func(ctx context.Context) bool { return prepared && !t.Failed() && tp.put(ctx, s, p) })
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if fresh {
+		if err := tp.prepareSchema(ctx, s, p); err != nil {
+			t.Fatalf("pgtest: prepare schema %s: %v", p.schema, err)
+		}
+		prepared = true
+	}
+	db.Pool = s.openTestPool(ctx, t, db.Schema, configure)
+	return db
+}
+
+// prepareSchema runs prepare on p's new schema, and records what it left
+// there: the rows of its tables, the positions of its sequences and, for
+// the first schema, the fingerprint.
+func (tp *Template) prepareSchema(ctx context.Context, s *server, p *pooledSch) error {
+	cfg, err := pgxpool.ParseConfig(s.url)
+	if err != nil {
+		return err
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = p.schema
+	cfg.ConnConfig.RuntimeParams["application_name"] = p.schema
+	cfg.MaxConns = 2
+	pool, err := s.openPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	err = tp.prepare(ctx, &DB{Pool: pool, Schema: p.schema, URL: withSchema(s.url, p.schema)})
+	pool.Close()
+	if err != nil {
+		return err
+	}
+	tables, err := schemaTables(ctx, s.admin, p.schema)
+	if err != nil {
+		return err
+	}
+	p.rows = map[string]string{}
+	for _, table := range tables {
+		var rows *string
+		if err := s.admin.QueryRow(ctx, `SELECT json_agg(t)::text FROM `+pgx.Identifier{p.schema, table.name}.Sanitize()+` t`).Scan(&rows); err != nil {
+			return err
+		}
+		if rows != nil {
+			p.rows[table.name] = *rows
+		}
+	}
+	if err := s.admin.QueryRow(ctx, `SELECT coalesce(jsonb_object_agg(c.relname, pg_sequence_last_value(c.oid))
+    FILTER (WHERE pg_sequence_last_value(c.oid) IS NOT NULL), '{}')::text
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'S'`, p.schema).Scan(&p.seqs); err != nil {
+		return err
+	}
+	if err := s.admin.QueryRow(ctx, `SELECT coalesce(json_agg(json_build_object('name', c.relname, 'pages', c.relpages, 'tuples', c.reltuples, 'allvisible', c.relallvisible)), '[]')::text
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'i', 'I')`, p.schema).Scan(&p.sizes); err != nil {
+		return err
+	}
+	tp.mu.Lock()
+	first := tp.fingerprint == ""
+	tp.mu.Unlock()
+	if first {
+		fp, err := fingerprint(ctx, s.admin, p.schema)
+		if err != nil {
+			return err
+		}
+		tp.mu.Lock()
+		if tp.fingerprint == "" {
+			tp.fingerprint = fp
+		}
+		tp.mu.Unlock()
+	}
+	return nil
+}
+
+// errSchemaInUse and errSchemaChanged say why a schema is not kept.
+var (
+	errSchemaInUse   = errors.New("a session is still connected to the schema")
+	errSchemaChanged = errors.New("the schema differs from a freshly prepared one")
+)
+
+// put resets p's schema, whose test has ended and whose sessions are
+// gone, and gives it back to the template, if it is then as prepare left
+// it. It reports whether it did; if not, the schema is as the test left it.
+func (tp *Template) put(ctx context.Context, s *server, p *pooledSch) bool {
+	tp.mu.Lock()
+	want := tp.fingerprint
+	tp.mu.Unlock()
+	if want == "" || s.resetSchema(ctx, p, want) != nil {
+		return false
+	}
+	tp.mu.Lock()
+	tp.free = append(tp.free, p)
+	tp.mu.Unlock()
+	return true
+}
+
+// resetSchema truncates every table of p's schema, puts back the rows
+// prepare wrote and sets every sequence back, in one transaction that
+// commits only if the schema's fingerprint is then want.
+func (s *server) resetSchema(ctx context.Context, p *pooledSch, want string) error {
+	return pgx.BeginFunc(ctx, s.admin, func(tx pgx.Tx) error {
+		// A lock held from outside (another schema's session) fails the
+		// reset, and the schema is dropped instead, rather than wait.
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
+			return err
+		}
+		var busy bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid())`,
+			p.schema).Scan(&busy); err != nil {
+			return err
+		}
+		if busy {
+			return errSchemaInUse
+		}
+		// A table the test wrote nothing to, as its empty file shows, is as
+		// prepare left it. The others are truncated.
+		tables, err := schemaTables(ctx, tx, p.schema)
+		if err != nil {
+			return err
+		}
+		var written []string
+		for _, table := range tables {
+			if _, ok := p.rows[table.name]; ok || table.size > 0 {
+				written = append(written, pgx.Identifier{p.schema, table.name}.Sanitize())
+			}
+		}
+		if len(written) > 0 {
+			if _, err := tx.Exec(ctx, `TRUNCATE `+strings.Join(written, ", ")+` RESTART IDENTITY`); err != nil {
+				return err
+			}
+			// TRUNCATE records its tables and their indexes as never
+			// vacuumed, with no pages, and so does a REINDEX; a new index
+			// has one page, which the planner's estimates for a partial
+			// index depend on. The sizes prepare left are put back.
+			if _, err := tx.Exec(ctx, `UPDATE pg_catalog.pg_class c SET relpages = x.pages, reltuples = x.tuples, relallvisible = x.allvisible
+FROM json_to_recordset($2::json) AS x(name text, pages integer, tuples real, allvisible integer)
+WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = $1) AND c.relname = x.name
+  AND (c.relpages, c.reltuples, c.relallvisible) IS DISTINCT FROM (x.pages, x.tuples, x.allvisible)`, p.schema, p.sizes); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `SELECT setval(c.oid, coalesce(($2::jsonb ->> c.relname)::bigint, s.seqstart), $2::jsonb ? c.relname)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_sequence s ON s.seqrelid = c.oid
+WHERE n.nspname = $1`, p.schema, p.seqs); err != nil {
+			return err
+		}
+		for _, table := range slices.Sorted(maps.Keys(p.rows)) {
+			ident := pgx.Identifier{p.schema, table}.Sanitize()
+			if _, err := tx.Exec(ctx, `INSERT INTO `+ident+` SELECT * FROM json_populate_recordset(NULL::`+ident+`, $1::json)`, p.rows[table]); err != nil {
+				return err
+			}
+		}
+		got, err := fingerprint(ctx, tx, p.schema)
+		if err != nil {
+			return err
+		}
+		if got != want {
+			return errSchemaChanged
+		}
+		return nil
+	})
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// table is a table of a schema, and the size of its main file.
+type table struct {
+	name string
+	size int64
+}
+
+// schemaTables lists the tables of schema, sorted by name.
+func schemaTables(ctx context.Context, q querier, schema string) ([]table, error) {
+	rows, err := q.Query(ctx, `SELECT c.relname::text, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') ORDER BY c.relname`, schema)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (table, error) {
+		var t table
+		err := row.Scan(&t.name, &t.size)
+		return t, err
+	})
+}
+
+// fingerprintSQL describes the schema named $1, one line per object, sorted,
+// with the schema's name replaced by @: the same text for two schemas that
+// only their names tell apart. Columns a server version lacks are read from
+// to_jsonb of the catalog row, as NULL.
+const fingerprintSQL = `WITH ns AS (SELECT n.oid, n.nspowner, n.nspacl FROM pg_namespace n WHERE n.nspname = $1),
+cls AS (SELECT c.* FROM pg_class c JOIN ns ON c.relnamespace = ns.oid)
+SELECT coalesce(replace(string_agg(line, E'\n' ORDER BY line COLLATE "C"), $1, '@'), '') FROM (
+  SELECT format('schema owner=%s acl=%L', nspowner::regrole, nspacl) FROM ns
+  UNION ALL
+  SELECT format('object %s', pg_describe_object(d.classid, d.objid, d.objsubid))
+  FROM pg_depend d JOIN ns ON d.refobjid = ns.oid WHERE d.refclassid = 'pg_namespace'::regclass
+  UNION ALL
+  SELECT format('class %I kind=%s persistence=%s owner=%s acl=%L options=%L rls=%s/%s replident=%s pages=%s tuples=%s allvisible=%s size=%s',
+    c.relname, c.relkind, c.relpersistence, c.relowner::regrole, c.relacl, c.reloptions, c.relrowsecurity, c.relforcerowsecurity,
+    c.relreplident, c.relpages, c.reltuples, c.relallvisible, pg_relation_size(c.oid))
+  FROM cls c
+  UNION ALL
+  SELECT format('column %I.%I num=%s type=%s notnull=%s dropped=%s identity=%L generated=%L compression=%L storage=%s collation=%s statistics=%s options=%L acl=%L missing=%s/%L default=%L',
+    c.relname, a.attname, a.attnum, format_type(a.atttypid, a.atttypmod), a.attnotnull, a.attisdropped, a.attidentity, a.attgenerated,
+    to_jsonb(a) ->> 'attcompression', a.attstorage, a.attcollation, a.attstattarget, a.attoptions, a.attacl, a.atthasmissing, a.attmissingval,
+    pg_get_expr(d.adbin, d.adrelid))
+  FROM cls c JOIN pg_attribute a ON a.attrelid = c.oid LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+  WHERE a.attnum > 0
+  UNION ALL
+  SELECT format('index %I: %s valid=%s ready=%s live=%s clustered=%s replident=%s',
+    c.relname, pg_get_indexdef(i.indexrelid), i.indisvalid, i.indisready, i.indislive, i.indisclustered, i.indisreplident)
+  FROM cls c JOIN pg_index i ON i.indexrelid = c.oid
+  UNION ALL
+  SELECT format('constraint %I on %s type %s: %s deferrable=%s deferred=%s validated=%s',
+    co.conname, co.conrelid::regclass, co.contypid::regtype, pg_get_constraintdef(co.oid), co.condeferrable, co.condeferred, co.convalidated)
+  FROM pg_constraint co JOIN ns ON co.connamespace = ns.oid
+  UNION ALL
+  SELECT format('function %I(%s) returns %s kind=%s volatile=%s strict=%s secdef=%s lang=%s config=%L acl=%L body=%L',
+    p.proname, pg_get_function_identity_arguments(p.oid), pg_get_function_result(p.oid), p.prokind, p.provolatile, p.proisstrict,
+    p.prosecdef, p.prolang, p.proconfig, p.proacl, p.prosrc)
+  FROM pg_proc p JOIN ns ON p.pronamespace = ns.oid
+  UNION ALL
+  SELECT format('trigger %s enabled=%s', pg_get_triggerdef(tg.oid), tg.tgenabled)
+  FROM pg_trigger tg JOIN cls c ON tg.tgrelid = c.oid WHERE NOT tg.tgisinternal
+  UNION ALL
+  SELECT format('rule %s enabled=%s', pg_get_ruledef(r.oid), r.ev_enabled) FROM pg_rewrite r JOIN cls c ON r.ev_class = c.oid
+  UNION ALL
+  SELECT format('policy %I on %I cmd=%s permissive=%s roles=%s using=%L check=%L', pol.polname, c.relname, pol.polcmd,
+    pol.polpermissive, pol.polroles::regrole[], pg_get_expr(pol.polqual, pol.polrelid), pg_get_expr(pol.polwithcheck, pol.polrelid))
+  FROM pg_policy pol JOIN cls c ON pol.polrelid = c.oid
+  UNION ALL
+  SELECT format('type %s kind=%s base=%s notnull=%s default=%L labels=%L', format_type(ty.oid, NULL), ty.typtype,
+    format_type(ty.typbasetype, ty.typtypmod), ty.typnotnull, ty.typdefault,
+    (SELECT string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = ty.oid))
+  FROM pg_type ty JOIN ns ON ty.typnamespace = ns.oid
+  UNION ALL
+  SELECT format('sequence %I type=%s start=%s increment=%s max=%s min=%s cache=%s cycle=%s last=%L', c.relname,
+    format_type(sq.seqtypid, NULL), sq.seqstart, sq.seqincrement, sq.seqmax, sq.seqmin, sq.seqcache, sq.seqcycle,
+    pg_sequence_last_value(c.oid))
+  FROM cls c JOIN pg_sequence sq ON sq.seqrelid = c.oid
+  UNION ALL
+  SELECT format('comment on %s: %L', pg_describe_object(de.classoid, de.objoid, de.objsubid), de.description)
+  FROM pg_description de
+  WHERE (de.classoid = 'pg_namespace'::regclass AND de.objoid IN (SELECT oid FROM ns))
+     OR (de.classoid = 'pg_class'::regclass AND de.objoid IN (SELECT oid FROM cls))
+     OR (de.classoid = 'pg_proc'::regclass AND de.objoid IN (SELECT p.oid FROM pg_proc p JOIN ns ON p.pronamespace = ns.oid))
+     OR (de.classoid = 'pg_type'::regclass AND de.objoid IN (SELECT ty.oid FROM pg_type ty JOIN ns ON ty.typnamespace = ns.oid))
+     OR (de.classoid = 'pg_constraint'::regclass AND de.objoid IN (SELECT co.oid FROM pg_constraint co JOIN ns ON co.connamespace = ns.oid))
+  UNION ALL
+  SELECT format('statistics %I.%I', st.tablename, st.attname) FROM pg_stats st WHERE st.schemaname = $1
+) AS lines(line)`
+
+// fingerprint returns fingerprintSQL's text for schema.
+func fingerprint(ctx context.Context, q querier, schema string) (string, error) {
+	var fp string
+	if err := q.QueryRow(ctx, fingerprintSQL, schema).Scan(&fp); err != nil {
+		return "", fmt.Errorf("fingerprint of schema %s: %w", schema, err)
+	}
+	return fp, nil
+}
+
+// dropTemplateSchemas drops the schemas the templates tps keep, on an
+// external server, where they would outlive the binary (a throwaway
+// cluster is removed whole), and forgets them: a later Main has a server
+// of its own.
+func dropTemplateSchemas(s *server, tps []*Template) {
+	for _, tp := range tps {
+		tp.mu.Lock()
+		free := tp.free
+		tp.free, tp.fingerprint = nil, ""
+		tp.mu.Unlock()
+		if s.cluster != nil {
+			continue
+		}
+		for _, p := range free {
+			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			if err := s.adminExec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{p.schema}.Sanitize()+" CASCADE"); err != nil {
+				fmt.Fprintf(os.Stderr, "pgtest: drop schema %s: %v\n", p.schema, err)
+			}
+			cancel()
+		}
+	}
+}
