@@ -74,10 +74,33 @@ func TestPgxHandlerErrorWithoutAConn(t *testing.T) {
 
 func newPgBackendOn(t *testing.T, cfg idempotency.PgxConfig, db func(*pgxpool.Pool) idempotency.PgxBeginner) *pgBackend {
 	t.Helper()
-	return newPgBackendIn(t, newPgDB(t), cfg, db)
+	return newPgBackendIn(t, pgBackendSchemas.New(t, func(c *pgxpool.Config) { c.MaxConns = 24 }), cfg, db)
 }
 
-// newPgBackendIn is newPgBackendOn in pdb's schema.
+// pgBackendSchemas are schemas a pgBackend's store is migrated in, with
+// the counters table: a migration per test cost about a quarter of the
+// CPU of the package's PostgreSQL tests. A test's schema is reset and
+// given to a later test if the test left it as migrated (see
+// pgtest.Template).
+var pgBackendSchemas = pgtest.NewTemplate(func(ctx context.Context, db *pgtest.DB) error {
+	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
+	if err != nil {
+		return err
+	}
+	if err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	_, err = db.Pool.Exec(ctx, createCounters)
+	return err
+})
+
+// createCounters creates the counters table of a pgBackend, if it is not
+// there.
+const createCounters = `CREATE TABLE IF NOT EXISTS counters (name text PRIMARY KEY, value bigint NOT NULL)`
+
+// newPgBackendIn is newPgBackendOn in pdb's schema, which it migrates
+// (at once, when a pgBackendSchemas schema) and creates the counters
+// table in.
 func newPgBackendIn(t *testing.T, pdb *pgtest.DB, cfg idempotency.PgxConfig, db func(*pgxpool.Pool) idempotency.PgxBeginner) *pgBackend {
 	t.Helper()
 	cfg.Schema = pdb.Schema
@@ -88,11 +111,11 @@ func newPgBackendIn(t *testing.T, pdb *pgtest.DB, cfg idempotency.PgxConfig, db 
 }
 
 // migratePgBackend migrates store's schema and creates the counters table
-// of a pgBackend in it, through pool.
+// of a pgBackend in it, through pool, where they are not there yet.
 func migratePgBackend(t *testing.T, store *idempotency.PgxStore, pool *pgxpool.Pool) {
 	t.Helper()
 	require.NoError(t, store.Migrate(t.Context()))
-	_, err := pool.Exec(t.Context(), `CREATE TABLE counters (name text PRIMARY KEY, value bigint NOT NULL)`)
+	_, err := pool.Exec(t.Context(), createCounters)
 	require.NoError(t, err)
 }
 
