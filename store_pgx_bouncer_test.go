@@ -28,8 +28,9 @@ import (
 // search_path (every name is qualified with the schema), and the pools use
 // pgx's QueryExecModeExec, as users behind PgBouncer before 1.21 must.
 
-// bouncerBackend is a PgxStore reached through PgBouncer, with a counters
-// table written through PgxTx in the event's transaction.
+// bouncerBackend is a PgxStore reached through PgBouncer, in a schema of
+// pgBackendSchemas: with a counters table written through PgxTx in the
+// event's transaction.
 type bouncerBackend struct {
 	db       *pgtest.BouncerDB
 	store    *idempotency.PgxStore
@@ -38,15 +39,12 @@ type bouncerBackend struct {
 
 func newBouncerBackend(t *testing.T, cfg idempotency.PgxConfig) *bouncerBackend {
 	t.Helper()
-	db := pgtest.PgBouncer(t).New(t, func(c *pgxpool.Config) { c.MaxConns = 24 })
+	db := pgtest.PgBouncer(t).NewFrom(t, pgBackendSchemas, func(c *pgxpool.Config) { c.MaxConns = 24 })
 	cfg.Schema = db.Schema
 	store, err := idempotency.NewPgxStore(db.Pool, cfg)
 	require.NoError(t, err)
-	require.NoError(t, store.Migrate(t.Context()))
-	b := &bouncerBackend{db: db, store: store, counters: pgx.Identifier{db.Schema, "counters"}.Sanitize()}
-	_, err = db.Pool.Exec(t.Context(), `CREATE TABLE `+b.counters+` (name text PRIMARY KEY, value bigint NOT NULL)`)
-	require.NoError(t, err)
-	return b
+	require.NoError(t, store.Migrate(t.Context())) // migrated already: no DDL
+	return &bouncerBackend{db: db, store: store, counters: pgx.Identifier{db.Schema, "counters"}.Sanitize()}
 }
 
 func (b *bouncerBackend) add(ctx context.Context, tx idempotency.Tx, name string, delta int) error {

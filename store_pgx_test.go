@@ -77,8 +77,8 @@ func newPgBackendOn(t *testing.T, cfg idempotency.PgxConfig, db func(*pgxpool.Po
 	return newPgBackendIn(t, pgBackendSchemas.New(t, func(c *pgxpool.Config) { c.MaxConns = 24 }), cfg, db)
 }
 
-// pgBackendSchemas are schemas a pgBackend's store is migrated in, with
-// the counters table: a migration per test cost about a quarter of the
+// pgBackendSchemas are schemas a pgBackend's or a bouncerBackend's store
+// is migrated in, with the counters table: a migration per test cost about a quarter of the
 // CPU of the package's PostgreSQL tests. A test's schema is reset and
 // given to a later test if the test left it as migrated (see
 // pgtest.Template).

@@ -120,7 +120,8 @@ type BouncerDB struct {
 	Pool *pgxpool.Pool
 
 	// Schema is the schema's name, as for [DB.Schema], and PgBouncer's
-	// database name for this test's pool.
+	// database name for this test's pool (with a suffix, from
+	// [Bouncer.NewFrom]).
 	Schema string
 
 	// URL is Pool's connection string, default_query_exec_mode=exec
@@ -139,20 +140,33 @@ type BouncerDB struct {
 func (b *Bouncer) New(t testing.TB, configure func(*pgxpool.Config)) *BouncerDB {
 	t.Helper()
 	s := shared(t)
-	schema := "t_" + randomHex(8)
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	if err := s.adminExec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatalf("pgtest: create schema %s: %v", schema, err)
-	}
-	db := &BouncerDB{Schema: schema, URL: b.url(schema)}
 	// The server connections of the test's PgBouncer pool carry
 	// application_name Schema, so dropSchema closes them: PgBouncer notices
 	// and forgets them, and a finished test holds none of the cluster's
 	// max_connections.
-	plain := &DB{Schema: schema}
+	plain := &DB{Schema: s.createSchema(t)}
 	t.Cleanup(func() { s.dropSchema(t, plain) })
+	return b.open(t, plain, plain.Schema, configure)
+}
 
+// NewFrom is [Bouncer.New], but the schema is one of tp's, prepared, as
+// [Template.New] gives. PgBouncer's database name is the schema's name
+// and a suffix of its own: the PgBouncer pool of the schema's last test
+// may still hold server connections whose end it has not yet seen.
+func (b *Bouncer) NewFrom(t testing.TB, tp *Template, configure func(*pgxpool.Config)) *BouncerDB {
+	t.Helper()
+	plain := tp.take(t, shared(t))
+	return b.open(t, plain, plain.Schema+"_"+randomHex(4), configure)
+}
+
+// open opens the pool of plain's schema through the bouncer, under
+// PgBouncer's database name database, and sets plain.Pool to it, so that
+// the test's cleanup closes it.
+func (b *Bouncer) open(t testing.TB, plain *DB, database string, configure func(*pgxpool.Config)) *BouncerDB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	db := &BouncerDB{Schema: plain.Schema, URL: b.url(database, plain.Schema)}
 	cfg, err := pgxpool.ParseConfig(db.URL)
 	if err != nil {
 		t.Fatalf("pgtest: parse connection string: %v", err)
@@ -167,19 +181,19 @@ func (b *Bouncer) New(t testing.TB, configure func(*pgxpool.Config)) *BouncerDB 
 		err = pool.Ping(ctx)
 	}
 	if err != nil {
-		t.Fatalf("pgtest: open pool for schema %s through PgBouncer: %v%s", schema, err, b.logTail())
+		t.Fatalf("pgtest: open pool for schema %s through PgBouncer: %v%s", plain.Schema, err, b.logTail())
 	}
 	plain.Pool, db.Pool = pool, pool
 	return db
 }
 
-// url is the connection string of database (a schema's name) through the
-// bouncer.
-func (b *Bouncer) url(database string) string {
+// url is the connection string of database (a schema's name, for
+// [Bouncer.New]) through the bouncer, with application_name app.
+func (b *Bouncer) url(database, app string) string {
 	return (&url.URL{Scheme: "postgres", User: url.User("postgres"), Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)),
 		Path: "/" + database, RawQuery: encodeQuery(url.Values{
 			"sslmode":                 {"disable"},
-			"application_name":        {database},
+			"application_name":        {app},
 			"default_query_exec_mode": {"exec"},
 		})}).String()
 }
@@ -341,7 +355,7 @@ func (b *Bouncer) waitReady() error {
 }
 
 func (b *Bouncer) ping(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, b.url("postgres"))
+	conn, err := pgx.Connect(ctx, b.url("postgres", "postgres"))
 	if err != nil {
 		return err
 	}

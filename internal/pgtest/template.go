@@ -81,6 +81,18 @@ func NewTemplate(prepare func(ctx context.Context, db *DB) error) *Template {
 func (tp *Template) New(t testing.TB, configure func(*pgxpool.Config)) *DB {
 	t.Helper()
 	s := shared(t)
+	db := tp.take(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	db.Pool = s.openTestPool(ctx, t, db.Schema, configure)
+	return db
+}
+
+// take gives t a schema of tp, prepared, and ends t's use of it when t
+// ends: it closes the DB's Pool, which the caller sets, and gives the
+// schema back or drops it.
+func (tp *Template) take(t testing.TB, s *server) *DB {
+	t.Helper()
 	tp.mu.Lock()
 	var p *pooledSch
 	if n := len(tp.free); n > 0 {
@@ -96,15 +108,14 @@ func (tp *Template) New(t testing.TB, configure func(*pgxpool.Config)) *DB {
 	t.Cleanup(func() {
 		s.endSchema(t, db, func(ctx context.Context) bool { return prepared && !t.Failed() && tp.put(ctx, s, p) })
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
 	if fresh {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
 		if err := tp.prepareSchema(ctx, s, p); err != nil {
 			t.Fatalf("pgtest: prepare schema %s: %v", p.schema, err)
 		}
 		prepared = true
 	}
-	db.Pool = s.openTestPool(ctx, t, db.Schema, configure)
 	return db
 }
 

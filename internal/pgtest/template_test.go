@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
@@ -139,5 +141,34 @@ func (f *failedT) Failed() bool      { return true }
 func (f *failedT) end() {
 	for i := len(f.cleanups) - 1; i >= 0; i-- {
 		f.cleanups[i]()
+	}
+}
+
+// TestTemplateThroughBouncer: a schema of a Template reached through
+// PgBouncer is given back, reset, to the next test, whose pool works
+// through PgBouncer with the schema's name as application_name.
+func TestTemplateThroughBouncer(t *testing.T) {
+	t.Parallel()
+	b := pgtest.PgBouncer(t)
+	tp := pgtest.NewTemplate(prepareLedger)
+	var used string
+	t.Run("use", func(t *testing.T) {
+		db := b.NewFrom(t, tp, nil)
+		used = db.Schema
+		if _, err := db.Pool.Exec(context.Background(), `INSERT INTO `+pgx.Identifier{db.Schema, "items"}.Sanitize()+` (note) VALUES ('x')`); err != nil {
+			t.Fatal(err)
+		}
+	})
+	db := b.NewFrom(t, tp, nil)
+	if db.Schema != used {
+		t.Fatalf("the template prepared schema %s instead of giving back %s", db.Schema, used)
+	}
+	var rows int
+	var app string
+	if err := db.Pool.QueryRow(context.Background(), `SELECT count(*), current_setting('application_name') FROM `+pgx.Identifier{db.Schema, "items"}.Sanitize()).Scan(&rows, &app); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 || app != db.Schema {
+		t.Fatalf("through PgBouncer: %d rows of items, application_name %q; want 0 and %q", rows, app, db.Schema)
 	}
 }
