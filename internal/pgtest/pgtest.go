@@ -19,6 +19,9 @@
 // If the test binary dies before Main can clean up, a watchdog process does
 // it (see [Main]).
 //
+// A [Template] gives tests schemas already prepared (migrated, say), and
+// reuses, reset, those its tests left as prepared.
+//
 // Isolation is by search_path, not by permissions: every test connects as the
 // same role, so a test could still reach another test's schema by qualifying
 // names. Do not rely on that.
