@@ -25,7 +25,9 @@ import (
 // with its [DB.URL] terminated, as for [New]. Then, in one transaction,
 // every table of the schema is truncated (without CASCADE: no table of
 // another schema is touched), the rows prepare wrote are put back, and
-// every sequence is set back to where prepare left it. The schema goes
+// every sequence is set back to where prepare left it, and the activity
+// counters of its tables (pg_stat_user_tables), which autovacuum reads,
+// are zeroed. The schema goes
 // back to the template only if, after that, its fingerprint equals that
 // of the first schema the template prepared, taken right after prepare:
 // its tables, columns, defaults, indexes, constraints, functions,
@@ -202,7 +204,8 @@ func (tp *Template) put(ctx context.Context, s *server, p *pooledSch) bool {
 }
 
 // resetSchema truncates every table of p's schema, puts back the rows
-// prepare wrote and sets every sequence back, in one transaction that
+// prepare wrote, zeroes the tables' activity counters and sets every
+// sequence back, in one transaction that
 // commits only if the schema's fingerprint is then want.
 func (s *server) resetSchema(ctx context.Context, p *pooledSch, want string) error {
 	return pgx.BeginFunc(ctx, s.admin, func(tx pgx.Tx) error {
@@ -245,6 +248,16 @@ WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = $1) AND c.r
   AND (c.relpages, c.reltuples, c.relallvisible) IS DISTINCT FROM (x.pages, x.tuples, x.allvisible)`, p.schema, p.sizes); err != nil {
 				return err
 			}
+		}
+		// The activity counters of its tables (and their TOAST tables),
+		// which autovacuum reads, are zeroed: the test's dead rows and
+		// changes would make autovacuum vacuum and analyze the schema in
+		// the next test, as it would not a fresh one. The reset's own
+		// changes are counted, as prepare's are in a fresh schema.
+		if _, err := tx.Exec(ctx, `SELECT pg_stat_reset_single_table_counters(r.oid)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace, LATERAL (VALUES (c.oid), (nullif(c.reltoastrelid, 0))) AS r(oid)
+WHERE n.nspname = $1 AND r.oid IS NOT NULL`, p.schema); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `SELECT setval(c.oid, coalesce(($2::jsonb ->> c.relname)::bigint, s.seqstart), $2::jsonb ? c.relname)
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_sequence s ON s.seqrelid = c.oid

@@ -46,17 +46,25 @@ func next(t *testing.T, db *pgtest.DB) string {
 SELECT format('items=%s next id=%s n=%s', r.rows, i.id, i.n) FROM r, i`)
 }
 
+// counters are the activity counters of db's items table that
+// autovacuum acts on.
+func counters(t *testing.T, db *pgtest.DB) string {
+	return query(t, db, `SELECT format('inserted=%s deleted=%s live=%s dead=%s modified since analyze=%s inserted since vacuum=%s',
+  n_tup_ins, n_tup_del, n_live_tup, n_dead_tup, n_mod_since_analyze, n_ins_since_vacuum)
+FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = 'items'`)
+}
+
 // TestTemplateKeepsOnlyUnchangedSchemas: a schema a test of a Template
 // wrote rows to and drew numbers from is given to the next test reset:
-// its catalog, the prepared rows and the sequences as in a freshly
-// prepared schema. A schema whose catalog the test changed, or where it
+// its catalog, the prepared rows, the sequences and the activity
+// counters autovacuum reads as in a freshly prepared schema. A schema whose catalog the test changed, or where it
 // left planner statistics, is dropped instead, and the next test gets a
 // new one.
 func TestTemplateKeepsOnlyUnchangedSchemas(t *testing.T) {
 	t.Parallel()
 	pgtest.AdminPool(t) // skips here too, not just in the subtests, without PostgreSQL
 	rowsWritten := `INSERT INTO versions (version) VALUES (3); UPDATE versions SET applied_at = now() - interval '1 day' WHERE version = 1;
-INSERT INTO items (note) SELECT 'x' FROM generate_series(1, 5); SELECT nextval('seq')`
+INSERT INTO items (note) SELECT 'x' FROM generate_series(1, 5); DELETE FROM items WHERE id < 3; SELECT nextval('seq')`
 	for _, tt := range []struct {
 		name   string
 		change string
@@ -99,6 +107,9 @@ INSERT INTO items (note) SELECT 'x' FROM generate_series(1, 5); SELECT nextval('
 			fresh := pgtest.NewTemplate(prepareLedger).New(t, nil)
 			if got, want := pgtest.Fingerprint(t, again.Schema), pgtest.Fingerprint(t, fresh.Schema); got != want {
 				t.Errorf("catalog of the schema given back:\n%s\nwant, as freshly prepared:\n%s", got, want)
+			}
+			if got, want := counters(t, again), counters(t, fresh); got != want {
+				t.Errorf("items in the schema given back: %s; freshly prepared: %s", got, want)
 			}
 			if got := versions(t, again); got != prepared {
 				t.Errorf("versions = %s, want as prepared: %s", got, prepared)
