@@ -36,7 +36,10 @@ import (
 // and every object that lives in it. A test that dropped an index, added
 // a column or a table, or left statistics (ANALYZE) behind therefore has
 // its schema dropped, as [New]'s is; so does a test that failed, or whose
-// pool was still in use, or whose sessions could not all be ended.
+// pool was still in use, or whose sessions could not all be ended. The
+// reset writes pg_class and zeroes statistics counters, which only a
+// superuser may: on an external server whose role is not one, every
+// schema is dropped, as [New]'s, and a Template saves nothing.
 //
 // Isolation is as for [New]: a test never shares its schema with a test
 // running at the same time, and sees no row, sequence value or object
