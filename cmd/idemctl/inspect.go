@@ -103,9 +103,13 @@ var listCommand = command{
 	args:    "[-state s] [-type t] [-object id] [-account acct] [-kind event|task] [-since t] [-until t] [-limit n] [-after id] [-json]",
 	summary: "list inbox events and tasks, newest received first (no payloads)",
 	help: `Lists the inbox's events and tasks that the flags select, newest received
-first (Inbox.List), without their payloads: an aligned table, whose last
-error is cut at 60 characters (show, or -json, has it whole), or with -json
-one JSON document:
+first (Inbox.List), without their payloads: an aligned table, or with
+-json one JSON document. The table's DUE is when a record is due: a
+pending or failed record's next attempt; a processing record's lease
+end, "lease until T" while it runs by idemctl's clock, "lease expired at
+T" once past (its worker died, and the next lease retries it); "-" for a
+final record. Its last error is cut at 60 characters (show, or -json, has
+it whole). The JSON document:
 
   {"records":[{"id":..,"kind":..,"type":..,"object_id":..,"account":..,
     "livemode":..,"api_version":..,"created":..,"state":..,"attempts":N,
@@ -186,10 +190,11 @@ inbox does not have exits 3.
 				return writeJSON(a.stdout, doc)
 			}
 			tw := newTable(a.stdout)
-			fmt.Fprintln(tw, "ID\tKIND\tTYPE\tOBJECT\tSTATE\tATTEMPTS\tRECEIVED\tLAST ERROR")
+			fmt.Fprintln(tw, "ID\tKIND\tTYPE\tOBJECT\tSTATE\tATTEMPTS\tRECEIVED\tDUE\tLAST ERROR")
+			now := a.now()
 			for _, r := range recs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", display.Line(r.EventID), r.Kind, display.Line(r.EventType), dash(r.ObjectID),
-					r.State, r.Attempt, formatTime(r.ReceivedAt), dash(truncate(display.Line(r.LastError), 60))) // as the help says
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", display.Line(r.EventID), r.Kind, display.Line(r.EventType), dash(r.ObjectID),
+					r.State, r.Attempt, formatTime(r.ReceivedAt), due(r, now), dash(truncate(display.Line(r.LastError), 60))) // as the help says
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -540,6 +545,17 @@ func leaseEnd(until, now time.Time) string {
 		return "lease until " + formatTime(until)
 	}
 	return "lease expired at " + formatTime(until)
+}
+
+// due is when rec is due, as list's DUE column says it: a pending or
+// failed record's next attempt, a processing record's lease end as
+// leaseEnd says it by now (once past, the next lease retries it), "-" for
+// a final record.
+func due(rec idempotency.InboxRecord, now time.Time) string {
+	if rec.State == idempotency.InboxProcessing {
+		return leaseEnd(rec.LeaseUntil, now)
+	}
+	return formatTime(rec.NextAttemptAt)
 }
 
 // unheld says what an event that nothing holds back waits for: its next

@@ -58,7 +58,7 @@ func TestList(t *testing.T) {
 	r := idemctl(t, s.db, nil, "list")
 	require.Equal(t, 0, r.code, r.stderr)
 	ls := lines(r.stdout)
-	require.Regexp(t, `^ID\s+KIND\s+TYPE\s+OBJECT\s+STATE\s+ATTEMPTS\s+RECEIVED\s+LAST ERROR$`, ls[0])
+	require.Regexp(t, `^ID\s+KIND\s+TYPE\s+OBJECT\s+STATE\s+ATTEMPTS\s+RECEIVED\s+DUE\s+LAST ERROR$`, ls[0])
 	require.Len(t, ls, 1+5+2)
 	require.Equal(t, "evt_pending_1", strings.Fields(ls[1])[0], "newest received first")
 	require.Regexp(t, `(?m)^task:send-receipt:in_1\s+task\s+send-receipt\s+-\s+processed\s+1\s`, r.stdout)
@@ -115,7 +115,7 @@ func TestList(t *testing.T) {
 	// Stable names, every field present.
 	raw := idemctl(t, s.db, nil, "list", "-json", "-limit", "1").stdout
 	for _, name := range []string{"id", "kind", "type", "object_id", "account", "livemode", "api_version", "created", "state",
-		"attempts", "last_error", "received_at", "attempted_at", "next_attempt_at", "finished_at"} {
+		"attempts", "last_error", "received_at", "attempted_at", "next_attempt_at", "finished_at", "lease_until"} {
 		require.Contains(t, raw, `"`+name+`":`)
 	}
 	require.Contains(t, raw, `"more": true`)
