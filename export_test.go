@@ -379,7 +379,7 @@ func MemoryInboxIndexErr(s *MemoryStore) error {
 	// Every row in the order of its kind and state, once, and nothing else.
 	filed := 0
 	for k, o := range s.inboxByState {
-		filed += checkInboxOrder(s, o, fmt.Sprintf("%s/%s", k.kind, k.state), &bad, func(r *memoryInboxRow) bool {
+		filed += checkInboxOrder(s, o, string(k.kind)+"/"+string(k.state), &bad, func(r *memoryInboxRow) bool {
 			return r.Kind == k.kind && r.State == k.state && r.filedAs == k.state
 		})
 	}
@@ -407,7 +407,7 @@ func MemoryInboxIndexErr(s *MemoryStore) error {
 	}
 	n = 0
 	for k, o := range s.inboxFinished {
-		n += checkInboxOrder(s, o, fmt.Sprintf("finished %s/%s", k.kind, k.state), &bad, func(r *memoryInboxRow) bool {
+		n += checkInboxOrder(s, o, "finished "+string(k.kind)+"/"+string(k.state), &bad, func(r *memoryInboxRow) bool {
 			return r.Kind == k.kind && r.State == k.state && r.filedAs == k.state && r.State.Final() &&
 				!r.FinishedAt.IsZero() && r.finishedFiledAt.Equal(r.FinishedAt)
 		})
