@@ -498,7 +498,7 @@ AND NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.application_name = n.nspn
 		if err := s.owner.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", o.key).Scan(&got); err != nil || !got {
 			continue // its binary still runs
 		}
-		_, err := s.owner.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{o.schema}.Sanitize()+" CASCADE")
+		_, err := s.owner.Exec(ctx, dropSchemaSQL(o.schema))
 		_, _ = s.owner.Exec(ctx, "SELECT pg_advisory_unlock($1)", o.key)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "pgtest: drop schema %s, left by a test binary that died: %v\n", o.schema, err)
@@ -710,6 +710,11 @@ func isConnectionError(err error) bool {
 
 func (s *server) dropSchema(t testing.TB, db *DB) { s.endSchema(t, db, nil) }
 
+// dropSchemaSQL drops schema, with everything in it, if it is there.
+func dropSchemaSQL(schema string) string {
+	return "DROP SCHEMA IF EXISTS " + pgx.Identifier{schema}.Sanitize() + " CASCADE"
+}
+
 // endSchema ends t's use of db's schema: it closes db.Pool, terminates the
 // sessions still connected under the schema's name and waits for them to
 // end (up to terminateWait each), and drops the schema, unless keep, if
@@ -741,7 +746,7 @@ func (s *server) endSchema(t testing.TB, db *DB, keep func(ctx context.Context) 
 	if released && keep != nil && keep(ctx) {
 		return
 	}
-	if err := s.adminExec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{db.Schema}.Sanitize()+" CASCADE"); err != nil {
+	if err := s.adminExec(ctx, dropSchemaSQL(db.Schema)); err != nil {
 		t.Errorf("pgtest: drop schema %s: %v", db.Schema, err)
 	}
 }

@@ -116,7 +116,7 @@ func (tp *Template) take(t testing.TB, s *server) *DB {
 	if fresh {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
-		if err := tp.prepareSchema(ctx, s, p); err != nil {
+		if err := tp.prepareSchema(ctx, t, s, p); err != nil {
 			t.Fatalf("pgtest: prepare schema %s: %v", p.schema, err)
 		}
 		prepared = true
@@ -127,19 +127,10 @@ func (tp *Template) take(t testing.TB, s *server) *DB {
 // prepareSchema runs prepare on p's new schema, and records what it left
 // there: the rows of its tables, the positions of its sequences and, for
 // the first schema, the fingerprint.
-func (tp *Template) prepareSchema(ctx context.Context, s *server, p *pooledSch) error {
-	cfg, err := pgxpool.ParseConfig(s.url)
-	if err != nil {
-		return err
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = p.schema
-	cfg.ConnConfig.RuntimeParams["application_name"] = p.schema
-	cfg.MaxConns = 2
-	pool, err := s.openPool(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	err = tp.prepare(ctx, &DB{Pool: pool, Schema: p.schema, URL: withSchema(s.url, p.schema)})
+func (tp *Template) prepareSchema(ctx context.Context, t testing.TB, s *server, p *pooledSch) error {
+	t.Helper()
+	pool := s.openTestPool(ctx, t, p.schema, func(c *pgxpool.Config) { c.MaxConns = 2 })
+	err := tp.prepare(ctx, &DB{Pool: pool, Schema: p.schema, URL: withSchema(s.url, p.schema)})
 	pool.Close()
 	if err != nil {
 		return err
@@ -401,7 +392,7 @@ func dropTemplateSchemas(s *server, tps []*Template) {
 		}
 		for _, p := range free {
 			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-			if err := s.adminExec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{p.schema}.Sanitize()+" CASCADE"); err != nil {
+			if err := s.adminExec(ctx, dropSchemaSQL(p.schema)); err != nil {
 				fmt.Fprintf(os.Stderr, "pgtest: drop schema %s: %v\n", p.schema, err)
 			}
 			cancel()
