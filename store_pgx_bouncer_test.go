@@ -39,7 +39,7 @@ type bouncerBackend struct {
 
 func newBouncerBackend(t *testing.T, cfg idempotency.PgxConfig) *bouncerBackend {
 	t.Helper()
-	db := pgtest.PgBouncer(t).NewFrom(t, pgBackendSchemas, func(c *pgxpool.Config) { c.MaxConns = 24 })
+	db := pgtest.PgBouncer(t).NewFrom(t, pgBackendSchemas, deliveryPool)
 	cfg.Schema = db.Schema
 	store, err := idempotency.NewPgxStore(db.Pool, cfg)
 	require.NoError(t, err)
@@ -116,7 +116,7 @@ type bouncerApp struct {
 func newBouncerApp(t *testing.T, processes int, cfg idempotency.PgxConfig) *bouncerApp {
 	t.Helper()
 	ctx := t.Context()
-	db := pgtest.PgBouncer(t).New(t, func(c *pgxpool.Config) { c.MaxConns = 24 })
+	db := pgtest.PgBouncer(t).New(t, deliveryPool)
 	a := &bouncerApp{db: db, accounts: pgx.Identifier{db.Schema, "accounts"}.Sanitize(), runs: map[string]int{}}
 	a.logger, a.logs = testLogger()
 	cfg.Schema = db.Schema

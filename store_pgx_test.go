@@ -74,7 +74,7 @@ func TestPgxHandlerErrorWithoutAConn(t *testing.T) {
 
 func newPgBackendOn(t *testing.T, cfg idempotency.PgxConfig, db func(*pgxpool.Pool) idempotency.PgxBeginner) *pgBackend {
 	t.Helper()
-	return newPgBackendIn(t, pgBackendSchemas.New(t, func(c *pgxpool.Config) { c.MaxConns = 24 }), cfg, db)
+	return newPgBackendIn(t, pgBackendSchemas.New(t, deliveryPool), cfg, db)
 }
 
 // pgBackendSchemas are schemas a pgBackend's or a bouncerBackend's store
@@ -210,7 +210,10 @@ func TestPgxReplicasShareTheDatabase(t *testing.T) {
 }
 
 // newPgDB is a fresh schema with a pool large enough for parallel
-// deliveries.
+// deliveries (deliveryPool).
 func newPgDB(tb testing.TB) *pgtest.DB {
-	return pgtest.NewWithConfig(tb, func(c *pgxpool.Config) { c.MaxConns = 24 })
+	return pgtest.NewWithConfig(tb, deliveryPool)
 }
+
+// deliveryPool sizes a test's pool for parallel deliveries.
+func deliveryPool(c *pgxpool.Config) { c.MaxConns = 24 }
