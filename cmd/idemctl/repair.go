@@ -85,12 +85,11 @@ not moved with why, in the order given.
 				if u.NotFound {
 					missing = append(missing, u.ID)
 				}
-			}
-			if !*asJSON {
-				for _, u := range unmoved {
-					if _, err := fmt.Fprintln(a.stdout, u.line()); err != nil {
-						return err
-					}
+				if *asJSON {
+					continue // in the document
+				}
+				if _, err := fmt.Fprintln(a.stdout, u.line()); err != nil {
+					return err
 				}
 			}
 			// One statement, both kinds: the bar only shows that it is running.
