@@ -83,14 +83,15 @@ func (d *Dashboard) allowed(w http.ResponseWriter, r *http.Request, action strin
 	return false
 }
 
+// redrivable are the states a redrive takes (InboxState.Redrivable): an
+// event named by its id is redriven in any of them.
+var redrivable = slices.DeleteFunc(idempotency.InboxStates(), func(s idempotency.InboxState) bool { return !s.Redrivable() })
+
 // redrive moves the events named by the form's ids (dead-lettered or
 // failed), or every event of the form's kind, state, type and time range,
 // back to pending.
 func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
-	f := idempotency.RedriveFilter{
-		EventIDs: r.PostForm["id"],
-		States:   []idempotency.InboxState{idempotency.InboxDeadLetter, idempotency.InboxFailed},
-	}
+	f := idempotency.RedriveFilter{EventIDs: r.PostForm["id"], States: redrivable}
 	if slices.Contains(f.EventIDs, "") {
 		d.badForm(w, r, "redrive", "An event id is empty.")
 		return
