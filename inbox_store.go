@@ -36,7 +36,7 @@ type InboxState string
 
 // The states of an inbox event. Pending, processing and failed events are
 // still to be applied; the others are final until [Inbox.Redrive] moves a
-// dead-lettered or failed event back to pending.
+// dead-lettered, failed or ignored event back to pending.
 const (
 	// InboxPending: stored, waiting for a worker.
 	InboxPending InboxState = "pending"
@@ -56,7 +56,11 @@ const (
 	InboxDeadLetter InboxState = "dead_letter"
 	// InboxIgnored: no handler was registered for its type
 	// (Config.RecordIgnored at ingest, or the handler was removed since
-	// and InboxConfig.RetryUnhandledFor has passed).
+	// and InboxConfig.RetryUnhandledFor has passed). No claim is written:
+	// its row keeps its payload until Prune deletes it
+	// (Retention.Payloads), and a redrive (RedriveFilter.States) has a
+	// release with the handler apply it. Events only: a task is never
+	// ignored.
 	InboxIgnored InboxState = "ignored"
 )
 
@@ -68,9 +72,9 @@ func (st InboxState) Final() bool {
 }
 
 // Redrivable reports whether [Inbox.Redrive] takes events in st:
-// dead_letter and failed.
+// dead_letter, failed and ignored (events only: a task is never ignored).
 func (st InboxState) Redrivable() bool {
-	return st == InboxDeadLetter || st == InboxFailed
+	return st == InboxDeadLetter || st == InboxFailed || st == InboxIgnored
 }
 
 // inboxState is the inbox state that records an applied event's outcome.
@@ -342,8 +346,26 @@ type RedriveFilter struct {
 	// time leaves that side open. Another time outside the years 1 to 9999
 	// is refused.
 	Since, Until time.Time
-	// States are the states to redrive: dead_letter, failed or both.
-	// Defaults to dead_letter.
+	// States are the states to redrive: dead_letter, failed, ignored,
+	// or several. Defaults to dead_letter.
+	//
+	// Ignored selects events only (with Kind task it is refused: a task
+	// is never ignored): those stored ignored by a process without a
+	// handler for their type (Config.RecordIgnored; or a worker's, past
+	// InboxConfig.RetryUnhandledFor), kept with their payloads until
+	// Prune deletes them (Retention.Payloads). Redriven, one takes its
+	// place in its object's order: it holds back the pending events of
+	// its object created after it until it is applied, but those applied
+	// already stay applied, and it is applied after them, out of order
+	// (as an event Recover stores is; CheckOrder tells it). A worker
+	// with no handler for its type fails it with ErrNoHandler, holding
+	// its object back, until RetryUnhandledFor after it was received,
+	// and records it ignored again at its first attempt after that. One
+	// whose id the ledger has (a synchronous Handler with RecordIgnored
+	// claimed it, or another delivery applied it) is found claimed and
+	// recorded processed, nothing applied: to have it applied, Forget it,
+	// which deletes its inbox row too, and deliver it again (resent from
+	// Stripe's Dashboard, or Recover).
 	States []InboxState
 	// DryRun counts the events that would move, and moves none.
 	DryRun bool
@@ -358,7 +380,10 @@ func (f *RedriveFilter) check() error {
 	}
 	for _, s := range f.States {
 		if !s.Redrivable() {
-			return errorf("RedriveFilter.States: %q cannot be redriven (dead_letter and failed can)", s)
+			return errorf("RedriveFilter.States: %q cannot be redriven (dead_letter, failed and ignored can)", s)
+		}
+		if s == InboxIgnored && f.Kind == KindTask {
+			return errorf("RedriveFilter.States: ignored holds events only, and RedriveFilter.Kind is task: a task is never ignored")
 		}
 	}
 	for i, id := range f.EventIDs {

@@ -770,7 +770,8 @@ func TestInboxStatesListsEachStateOnce(t *testing.T) {
 func TestInboxStateFinalAndRedrivable(t *testing.T) {
 	final := map[idempotency.InboxState]bool{idempotency.InboxProcessed: true, idempotency.InboxSkipped: true,
 		idempotency.InboxIgnored: true, idempotency.InboxDeadLetter: true}
-	redrivable := map[idempotency.InboxState]bool{idempotency.InboxDeadLetter: true, idempotency.InboxFailed: true}
+	redrivable := map[idempotency.InboxState]bool{idempotency.InboxDeadLetter: true, idempotency.InboxFailed: true,
+		idempotency.InboxIgnored: true}
 	in, err := idempotency.NewInbox(idempotency.NewMemoryStore(), idempotency.NewHandlers(), idempotency.InboxConfig{})
 	require.NoError(t, err)
 	for _, st := range idempotency.InboxStates() {

@@ -87,9 +87,9 @@ func (d *Dashboard) allowed(w http.ResponseWriter, r *http.Request, action strin
 // event named by its id is redriven in any of them.
 var redrivable = slices.DeleteFunc(idempotency.InboxStates(), func(s idempotency.InboxState) bool { return !s.Redrivable() })
 
-// redrive moves the events named by the form's ids (dead-lettered or
-// failed), or every event of the form's kind, state, type and time range,
-// back to pending.
+// redrive moves the events named by the form's ids (dead-lettered, failed
+// or ignored), or every event of the form's kind, state, type and time
+// range, back to pending.
 func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 	f := idempotency.RedriveFilter{EventIDs: r.PostForm["id"], States: redrivable}
 	if slices.Contains(f.EventIDs, "") {
@@ -101,7 +101,7 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 		// Everything a list selects: its kind, state, type and time range.
 		state := idempotency.InboxState(r.PostFormValue("state"))
 		if !state.Redrivable() {
-			d.badForm(w, r, "redrive", "Redrive takes event ids, or the state dead_letter or failed.")
+			d.badForm(w, r, "redrive", "Redrive takes event ids, or the state dead_letter, failed or ignored.")
 			return
 		}
 		f.Kind, f.EventType, f.States = idempotency.InboxKind(r.PostFormValue("kind")), r.PostFormValue("type"), []idempotency.InboxState{state}

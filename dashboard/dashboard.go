@@ -70,13 +70,13 @@
 //
 // # Actions
 //
-// Redrive (Inbox.Redrive: a dead-lettered or failed event or task back to
-// pending, with a fresh attempt budget) and forget (Inbox.Forget: the event
-// leaves the ledger and the inbox, so that its next delivery is applied
-// again as new; an event still to be applied, and a task, are refused)
-// are off unless Config.AllowRedrive and Config.AllowForget turn them
-// on; a page shows no button for an action that is off, and a POST to it is
-// answered 403. Forget cannot be undone: the event page's Forget button
+// Redrive (Inbox.Redrive: a dead-lettered or failed event or task, or an
+// ignored event, back to pending, with a fresh attempt budget) and forget
+// (Inbox.Forget: the event leaves the ledger and the inbox, so that its
+// next delivery is applied again as new; an event still to be applied,
+// and a task, are refused) are off unless Config.AllowRedrive and
+// Config.AllowForget turn them on; a page shows no button for an action
+// that is off, and a POST to it is answered 403. Forget cannot be undone: the event page's Forget button
 // leads to a page that asks to confirm it, showing what will be forgotten
 // (the event's type, inbox state, received time and ledger claim), whose
 // button sends it (with the field confirm=yes); a POST of forget without

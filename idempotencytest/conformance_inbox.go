@@ -52,6 +52,8 @@ var inboxTests = []struct {
 	{"InboxHeldByOpenTransactionPastItsLease", testInboxHeldByOpenTransaction},
 	{"InboxHeldByBounded", testInboxHeldByBounded},
 	{"InboxRedriveFilters", testInboxRedriveFilters},
+	{"InboxRedriveIgnoredApplied", testInboxRedriveIgnoredApplied},
+	{"InboxRedriveIgnoredUnappliable", testInboxRedriveIgnoredUnappliable},
 	{"InboxLeasesLongestDueFirst", testInboxLeasesLongestDueFirst},
 	{"InboxDeadLetterCopyIsDuplicate", testInboxDeadLetterCopyIsDuplicate},
 	{"InboxCrashLoopSparesOthers", testInboxCrashLoopSparesOthers},

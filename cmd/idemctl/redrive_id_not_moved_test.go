@@ -79,6 +79,11 @@ func TestRedriveIDNotMovedSaysWhy(t *testing.T) {
 	require.Equal(t, "evt_dead_1: not redriven: received at or after -until\n"+
 		"redrove 0 events: none selected is dead_letter\n", r.stdout)
 
+	r = idemctl(t, s.db, nil, "redrive", "-id", "evt_dead_1", "-state", "failed", "-dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "evt_dead_1: not redriven: it is dead_letter, not failed (-state dead_letter takes it)\n"+
+		"would redrive 0 events (dry run: none moved)\n", r.stdout)
+
 	r = idemctl(t, s.db, nil, "redrive", "-id", "evt_dead_1", "-id", "evt_failed_1", "-state", "dead_letter,failed")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "redrove 2 events: pending again, with a fresh attempt budget\n", r.stdout)

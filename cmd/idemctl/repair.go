@@ -16,10 +16,22 @@ import (
 var redriveCommand = command{
 	name:    "redrive",
 	args:    "(-id id... | -type t | -since t | -until t | -all) [-state s] [-kind k] [-dry-run] [-json]",
-	summary: "move dead-lettered (or failed) events back to pending with a fresh attempt budget",
+	summary: "move dead-lettered (or failed, or ignored) events back to pending with a fresh attempt budget",
 	help: `Moves the events the flags select back to pending with a fresh attempt
 budget (Inbox.RedriveByKind), dead-lettered ones by default; the service's
 workers then apply them as new. Fix the cause first.
+
+-state ignored takes the events a release without a handler for their type
+recorded ignored (Config.RecordIgnored), for a release with the handler to
+apply: after a rolling deploy that adds a type, -state ignored -type <type>
+-since <the deploy's start>. One is applied after the later events of its
+object applied already, and holds back those still pending. A worker
+without the handler fails it until InboxConfig.RetryUnhandledFor (an hour)
+after it was received, holding its object back, then records it ignored
+again; one the ledger has a claim of (a synchronous Handler with
+RecordIgnored, or another delivery, claimed it) is recorded processed and
+not applied. A task is never ignored: -kind task with -state ignored is
+refused.
 
 It refuses to run without a selector (-id, -type, -since, -until) unless
 -all is given: -state and -kind narrow a selection but do not make one.
@@ -28,8 +40,8 @@ events and tasks move in one statement: both, or neither when it fails.
 It prints how many events and tasks (with -kind, of that kind) moved, or
 would, after a line for each -id it does not move saying why: not found,
 or its state, kind, type or received time not selected (a failed event
-needs -state failed). Exits 3 when an -id was not found (the others are
-redriven).
+needs -state failed, an ignored one -state ignored). Exits 3 when an -id
+was not found (the others are redriven).
 
 With -json the report is one JSON document: {"events":N,"tasks":N,
 "dry_run":bool,"not_redriven":[{"id":..,"reason":..,"not_found":bool}]}:
@@ -55,7 +67,10 @@ not moved with why, in the order given.
 			}
 			for _, s := range sts {
 				if !s.Redrivable() {
-					return usageError("-state %s: only dead_letter and failed events are redriven", s)
+					return usageError("-state %s: only %s events are redriven", s, joinStates(f.offered))
+				}
+				if s == idempotency.InboxIgnored && kind == idempotency.KindTask {
+					return usageError("-state ignored with -kind task: a task is never ignored; -state ignored redrives events")
 				}
 			}
 			selected := len(ids) > 0 || f.eventType != "" || !f.since.t.IsZero() || !f.until.t.IsZero()
@@ -167,8 +182,8 @@ func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempote
 			why = fmt.Sprintf("%s, and -kind %s keeps %ss", aKind[rec.Kind], f.Kind, f.Kind)
 		case !slices.Contains(sts, rec.State):
 			why = fmt.Sprintf("it is %s, not %s", rec.State, joinStates(sts))
-			if rec.State == idempotency.InboxFailed {
-				why += " (-state failed takes it)"
+			if rec.State.Redrivable() {
+				why += fmt.Sprintf(" (-state %s takes it)", rec.State)
 			}
 		case f.EventType != "" && rec.EventType != f.EventType:
 			why = fmt.Sprintf("of type %s, not %s", display.Line(rec.EventType), display.Line(f.EventType))

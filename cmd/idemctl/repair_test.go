@@ -26,7 +26,7 @@ func TestRedrive(t *testing.T) {
 	require.Equal(t, exitUsage, r.code, "a state alone is no selector")
 	r = idemctl(t, s.db, nil, "redrive", "-state", "processed", "-all")
 	require.Equal(t, exitUsage, r.code)
-	require.Contains(t, r.stderr, "only dead_letter and failed events are redriven")
+	require.Equal(t, "idemctl: redrive: -state processed: only failed, dead_letter, ignored events are redriven\n", r.stderr)
 
 	r = idemctl(t, s.db, nil, "redrive", "-all", "-state", "dead_letter,failed", "-dry-run")
 	require.Equal(t, 0, r.code, r.stderr)
