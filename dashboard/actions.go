@@ -109,6 +109,10 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 			d.badForm(w, r, "redrive", "Unknown kind: use event or task.")
 			return
 		}
+		if state == idempotency.InboxIgnored && f.Kind == idempotency.KindTask {
+			d.badForm(w, r, "redrive", "A task is never ignored: redrive ignored events, of the kind event or of every kind.")
+			return
+		}
 		since, until := r.PostFormValue("since"), r.PostFormValue("until")
 		var bad string
 		if f.Since, f.Until, bad = parseRange(since, until); bad != "" {

@@ -10,18 +10,20 @@ import (
 )
 
 // TestFlashNothingRedrivenNamesTheListsState: a bulk redrive of a list
-// (one state) that moves nothing names that state, not both; a redrive by
-// ids, which takes either, names both; a state no redrive takes names
-// both too, so a hand-made link cannot put words on the page.
+// (one state) that moves nothing names that state, not all three; a
+// redrive by ids, which takes any, names all three; a state no redrive
+// takes names all three too, so a hand-made link cannot put words on the
+// page.
 func TestFlashNothingRedrivenNamesTheListsState(t *testing.T) {
 	t.Parallel()
 	f := memoryFixture(t, dashboard.Config{})
 	for q, want := range map[string]string{
 		"state=dead_letter":      "Nothing redriven: no event selected is still dead-lettered.",
 		"state=failed":           "Nothing redriven: no event selected is still failed.",
-		"":                       "Nothing redriven: no event selected is still dead-lettered or failed.",
-		"state=processed":        "Nothing redriven: no event selected is still dead-lettered or failed.",
-		"state=%3Cb%3E":          "Nothing redriven: no event selected is still dead-lettered or failed.",
+		"state=ignored":          "Nothing redriven: no event selected is still ignored.",
+		"":                       "Nothing redriven: no event selected is still dead-lettered, failed or ignored.",
+		"state=processed":        "Nothing redriven: no event selected is still dead-lettered, failed or ignored.",
+		"state=%3Cb%3E":          "Nothing redriven: no event selected is still dead-lettered, failed or ignored.",
 		"kind=task&state=failed": "Nothing redriven: no event selected is still failed.",
 	} {
 		_, body := f.get(t, "events?msg=redriven&n=0&"+q)

@@ -134,10 +134,10 @@ func flash(r *http.Request) string {
 	switch {
 	case n == 0:
 		// A list's redrive takes its one state; a redrive by ids takes
-		// either. Only the two states a redrive takes are named.
-		states := map[string]string{"dead_letter": "dead-lettered", "failed": "failed"}[q.Get("state")]
+		// any. Only the states a redrive takes are named.
+		states := map[string]string{"dead_letter": "dead-lettered", "failed": "failed", "ignored": "ignored"}[q.Get("state")]
 		if states == "" {
-			states = "dead-lettered or failed"
+			states = "dead-lettered, failed or ignored"
 		}
 		return "Nothing redriven: no " + what + " selected is still " + states + "."
 	case n == 1:
