@@ -226,14 +226,14 @@ func explainGeneric(ctx context.Context, conn *pgx.Conn, settings, explain, stmt
 // deleting a batch of claims on conn, generic, from the statistics of
 // the moment.
 func PgxPruneClaimsPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn) (string, error) {
-	return genericPlan(ctx, conn, genericPlanSetting, s.retention.eventIDs, `now() - interval '45 days', 1000`)
+	return genericPlan(ctx, conn, genericPlanSetting, s.retention.prune.eventIDs, `now() - interval '45 days', 1000`)
 }
 
 // PgxPruneTaskArgsPlan is what EXPLAIN (ANALYZE, BUFFERS) says on conn of
 // Prune's statement clearing the arguments of a batch of n tasks finished
 // before before, generic, run in a transaction rolled back.
 func PgxPruneTaskArgsPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, before time.Time, n int) (string, error) {
-	return explainGeneric(ctx, conn, genericPlanSetting, `EXPLAIN (ANALYZE, BUFFERS)`, s.retention.taskArgs,
+	return explainGeneric(ctx, conn, genericPlanSetting, `EXPLAIN (ANALYZE, BUFFERS)`, s.retention.prune.taskArgs,
 		fmt.Sprintf(`'%s'::timestamptz, %d`, before.UTC().Format(time.RFC3339Nano), n))
 }
 
@@ -356,7 +356,11 @@ func MemoryInboxRecords(s *MemoryStore) []InboxRecord {
 
 // MemoryOldestAwaiting is what s's Prune keeps the claims of awaiting
 // events from (see MemoryStore.oldestAwaiting).
-func MemoryOldestAwaiting(s *MemoryStore) time.Time { return s.oldestAwaiting() }
+func MemoryOldestAwaiting(s *MemoryStore) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.oldestAwaiting()
+}
 
 // MemoryInboxIndexErr reports where s's indexes of inbox rows (the
 // unfinished ones, every one by kind and state, the finished ones by
@@ -454,7 +458,7 @@ func checkInboxOrder(s *MemoryStore, o *inboxOrder, name string, bad *[]string, 
 // PgxPruneBatchPlans is what EXPLAIN (FORMAT JSON) says of each statement
 // that deletes one batch of Prune, by the table it deletes from.
 func PgxPruneBatchPlans(ctx context.Context, s *PgxStore, conn *pgx.Conn) (map[string]string, error) {
-	r := s.retention
+	r := s.retention.prune
 	at, n, from := time.Now(), 10, ""
 	stmts := map[string]struct {
 		sql  string

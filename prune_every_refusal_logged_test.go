@@ -16,7 +16,9 @@ import (
 // which drops what it returns. A Retention that breaks a rule, or an
 // interval under a minute, made every replica return at once and never
 // prune, with no line in the logger it was given: the tables grew with
-// nothing to say why. The refusal is logged at Error, naming the rule.
+// nothing to say why. The refusal is logged at Error, naming the rule. A
+// Retention with DryRun set, which would never delete anything, is
+// refused as well.
 func TestPruneEveryRefusalLogged(t *testing.T) {
 	t.Parallel()
 	for name, c := range map[string]struct {
@@ -26,6 +28,7 @@ func TestPruneEveryRefusalLogged(t *testing.T) {
 	}{
 		"retention": {idempotency.Retention{Guards: 45 * 24 * time.Hour}, time.Hour, "Retention.Guards"},
 		"interval":  {idempotency.Retention{}, 30 * time.Second, "under a minute"},
+		"dry run":   {idempotency.Retention{DryRun: true}, time.Hour, "Retention.DryRun"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var log bytes.Buffer

@@ -107,8 +107,19 @@ type Retention struct {
 	// tick.
 	Now func() time.Time
 	// OnBatch, when set, is called after each committed batch with the
-	// totals so far: the place for a progress bar.
+	// totals so far: the place for a progress bar. A dry run commits no
+	// batch and does not call it.
 	OnBatch func(PruneReport)
+	// DryRun counts what Prune would delete and clear, and changes
+	// nothing: the report is the one a prune run at the same moment, on
+	// the same rows, would return, for an operator to see what a first
+	// prune, or a shorter window, would take before it does. It counts
+	// each kind of row in one go, not in batches: BatchSize (still
+	// checked) and Pause are not used, and OnBatch is not called.
+	// [PgxStore.Prune] counts in one read-only snapshot, locks no row and
+	// does not take the prune lock, so a dry run runs beside another
+	// replica's prune; [PruneEvery] refuses it.
+	DryRun bool
 }
 
 // The defaults and bounds of Retention.
@@ -236,7 +247,8 @@ func (c *pruneCutoffs) keepKeysOf(oldest time.Time, eventIDs time.Duration) {
 }
 
 // PruneReport counts the rows a prune deleted, and the finished tasks
-// whose arguments it cleared.
+// whose arguments it cleared; a dry run's (Retention.DryRun), those it
+// would delete and clear.
 type PruneReport struct {
 	EventIDs    int // claimed event ids (ledger rows)
 	Events      int // finished inbox events, with their payloads
@@ -267,15 +279,18 @@ type Pruner interface {
 // every replica: with a [PgxStore], one batch at a time is deleted across
 // all of them. A nil logger logs to slog.Default().
 //
-// It refuses a nil p, an interval under a minute and a Retention that
-// breaks a rule, before pruning anything: it logs the refusal at Error, as
-// it is usually started with go and what it returns is dropped, and
-// returns it.
+// It refuses a nil p, an interval under a minute, a Retention that breaks
+// a rule and one with DryRun set (it would delete nothing, ever), before
+// pruning anything: it logs the refusal at Error, as it is usually
+// started with go and what it returns is dropped, and returns it.
 func PruneEvery(ctx context.Context, p Pruner, r Retention, interval time.Duration, logger *slog.Logger) error {
 	if logger == nil {
 		logger = slog.Default()
 	}
 	err := r.check()
+	if r.DryRun {
+		err = errorf("PruneEvery: Retention.DryRun is set: a dry run deletes nothing; call Prune with it instead")
+	}
 	if interval < time.Minute {
 		err = errorf("PruneEvery: interval %v is under a minute", interval)
 	}
@@ -323,7 +338,10 @@ type pruneDeleter func(ctx context.Context, n int, cutoff time.Time) (int, error
 
 // pruneDeleters are a store's deleters, one per kind of row, and taskArgs,
 // which clears the arguments of finished tasks (processed, skipped) that
-// still have them, keeping their rows, and reports how many.
+// still have them, keeping their rows, and reports how many. In a dry run
+// (Retention.DryRun) each one counts the rows it would delete or clear
+// older than cutoff, on the same condition, changing nothing, and n is
+// math.MaxInt.
 type pruneDeleters struct {
 	eventIDs, events, deadLetters, deadTasks, objects, tasks, guards, order pruneDeleter
 	taskArgs                                                                pruneDeleter
@@ -332,8 +350,8 @@ type pruneDeleters struct {
 // pruneSteps are a prune's steps in order: what every Retention deletes,
 // then finished tasks when c keeps them for a time, the arguments of the
 // finished tasks kept, and guards (with CheckOrder's keys) when c keeps
-// them for a time.
-func pruneSteps(rep *PruneReport, c pruneCutoffs, d pruneDeleters) []pruneStep {
+// them for a time. With dryRun, d counts (see pruneDeleters).
+func pruneSteps(rep *PruneReport, c pruneCutoffs, d pruneDeleters, dryRun bool) []pruneStep {
 	step := func(count *int, del pruneDeleter, cutoff time.Time) pruneStep {
 		return pruneStep{count: count, del: func(ctx context.Context, n int) (int, error) { return del(ctx, n, cutoff) }}
 	}
@@ -348,7 +366,24 @@ func pruneSteps(rep *PruneReport, c pruneCutoffs, d pruneDeleters) []pruneStep {
 		steps = append(steps, step(&rep.Tasks, d.tasks, c.tasks))
 	}
 	// A finished task's arguments go when a finished event's payload does.
-	steps = append(steps, step(&rep.TaskArgsCleared, d.taskArgs, c.payloads))
+	args := step(&rep.TaskArgsCleared, d.taskArgs, c.payloads)
+	if dryRun && !c.tasks.IsZero() {
+		// A prune's tasks step has deleted the finished tasks that
+		// finished before c.tasks, and its taskArgs step does not find
+		// them; a dry run's has deleted none, and leaves them out. They
+		// are those the count finds before c.tasks, which is before
+		// c.payloads: Tasks is at least EventIDs plus DeadLetters, longer
+		// than Payloads, and keepKeysOf only moves c.tasks back.
+		args.del = func(ctx context.Context, n int) (int, error) {
+			all, err := d.taskArgs(ctx, n, c.payloads)
+			if err != nil {
+				return 0, err
+			}
+			deleted, err := d.taskArgs(ctx, n, c.tasks)
+			return all - deleted, err
+		}
+	}
+	steps = append(steps, args)
 	if !c.guards.IsZero() {
 		steps = append(steps, step(&rep.Guards, d.guards, c.guards), step(&rep.Guards, d.order, c.guards))
 	}
@@ -357,22 +392,27 @@ func pruneSteps(rep *PruneReport, c pruneCutoffs, d pruneDeleters) []pruneStep {
 
 // runPrune runs steps in order, each until a batch deletes fewer than
 // r.BatchSize rows, calling r.OnBatch after each batch that deleted
-// something, and stops between batches when ctx is done.
+// something, and stops between batches when ctx is done. A dry run
+// (r.DryRun) counts each step's rows in one go, and calls no OnBatch.
 func runPrune(ctx context.Context, r *Retention, rep *PruneReport, steps []pruneStep) error {
+	size := r.BatchSize
+	if r.DryRun {
+		size = math.MaxInt
+	}
 	for _, st := range steps {
 		for {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			n, err := st.del(ctx, r.BatchSize)
+			n, err := st.del(ctx, size)
 			if err != nil {
 				return err
 			}
 			*st.count += n
-			if n > 0 && r.OnBatch != nil {
+			if n > 0 && r.OnBatch != nil && !r.DryRun {
 				r.OnBatch(*rep)
 			}
-			if n < r.BatchSize {
+			if n < size {
 				break
 			}
 			if r.Pause > 0 {

@@ -8,7 +8,10 @@ import (
 // Prune deletes what r no longer keeps, as [PgxStore.Prune] does: in
 // batches of r.BatchSize rows (r.OnBatch is called after each), deleting
 // an inbox row once its transaction committed (its AfterCommit funcs may
-// still run), and stopping between batches when ctx is done.
+// still run), and stopping between batches when ctx is done. With
+// r.DryRun it counts what it would delete and clear, and changes nothing,
+// holding the store's lock from the first count to the last: one state
+// of the store.
 func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, error) {
 	var rep PruneReport
 	if err := r.check(); err != nil {
@@ -18,13 +21,26 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 	if err != nil {
 		return rep, err
 	}
-	c.keepKeysOf(s.oldestAwaiting(), r.EventIDs)
-	// older runs del, which deletes at most n entries dated before
-	// cutoff, as one batch.
+	// locked runs f under s.mu: a batch of a prune, or anything of a dry
+	// run, which holds s.mu throughout.
+	locked := func(f func()) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		f()
+	}
+	if r.DryRun {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		locked = func(f func()) { f() }
+	}
+	locked(func() { c.keepKeysOf(s.oldestAwaiting(), r.EventIDs) })
+	// older runs del, which deletes (with r.DryRun, counts) at most n
+	// entries dated before cutoff, as one batch.
 	older := func(del func(n int, cutoff time.Time) int) pruneDeleter {
-		return func(_ context.Context, n int, cutoff time.Time) (int, error) {
+		return func(_ context.Context, n int, cutoff time.Time) (deleted int, _ error) {
 			cutoff = kept(cutoff) // as PgxStore sends it
-			return s.pruneBatch(n, func() int { return del(n, cutoff) }), nil
+			locked(func() { deleted = del(n, cutoff) })
+			return deleted, nil
 		}
 	}
 	// inbox deletes the finished rows of kind in states: of each state,
@@ -36,15 +52,17 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 			for _, state := range states {
 				batch = s.inboxFinished[inboxSlot{kind, state}].appendBefore(batch, n, cutoff)
 			}
-			for _, r := range batch { // not while the walk reads the orders
-				s.dropInboxRow(r)
+			if !r.DryRun {
+				for _, r := range batch { // not while the walk reads the orders
+					s.dropInboxRow(r)
+				}
 			}
 			return len(batch)
 		})
 	}
 	steps := pruneSteps(&rep, c, pruneDeleters{
 		eventIDs: older(func(n int, cutoff time.Time) int {
-			return deleteWhere(s.events, n, func(e EventRecord) bool {
+			return deleteWhere(s.events, n, r.DryRun, func(e EventRecord) bool {
 				return e.ProcessedAt.Before(cutoff) && !s.inboxAwaits(e.EventID)
 			})
 		}),
@@ -52,26 +70,28 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 		deadLetters: inbox(KindEvent, InboxDeadLetter),
 		deadTasks:   inbox(KindTask, InboxDeadLetter),
 		objects: older(func(n int, cutoff time.Time) int {
-			return deleteWhere(s.objects, n, func(o objectRecord) bool { return o.fetchedAt.Before(cutoff) })
+			return deleteWhere(s.objects, n, r.DryRun, func(o objectRecord) bool { return o.fetchedAt.Before(cutoff) })
 		}),
 		tasks: inbox(KindTask, InboxProcessed, InboxSkipped),
 		// The finished tasks whose arguments are to clear, in the order
 		// they finished, up to the first that finished at cutoff or later.
 		taskArgs: older(func(n int, cutoff time.Time) int {
 			batch := s.taskArgs.appendBefore(nil, n, cutoff)
-			for _, r := range batch { // not while the walk reads the order
-				r.Payload = nil
-				s.indexInboxRow(r)
+			if !r.DryRun {
+				for _, r := range batch { // not while the walk reads the order
+					r.Payload = nil
+					s.indexInboxRow(r)
+				}
 			}
 			return len(batch)
 		}),
 		guards: older(func(n int, cutoff time.Time) int {
-			return deleteWhere(s.guards, n, func(g GuardRecord) bool { return g.ClaimedAt.Before(cutoff) })
+			return deleteWhere(s.guards, n, r.DryRun, func(g GuardRecord) bool { return g.ClaimedAt.Before(cutoff) })
 		}),
 		order: older(func(n int, cutoff time.Time) int {
-			return deleteWhere(s.order, n, func(o orderRecord) bool { return o.created.Before(cutoff) })
+			return deleteWhere(s.order, n, r.DryRun, func(o orderRecord) bool { return o.created.Before(cutoff) })
 		}),
-	})
+	}, r.DryRun)
 	return rep, runPrune(ctx, &r, &rep, steps)
 }
 
@@ -92,10 +112,8 @@ func awaits(kind InboxKind, state InboxState) bool {
 
 // oldestAwaiting is when the oldest event still awaiting in the inbox
 // (inboxAwaits) was received, or the zero time when there is none: the
-// first of each awaiting state's rows, received first.
+// first of each awaiting state's rows, received first; s.mu is held.
 func (s *MemoryStore) oldestAwaiting() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var oldest time.Time
 	for k, o := range s.inboxByState {
 		if r := o.oldest(); r != nil && awaits(k.kind, k.state) && (oldest.IsZero() || r.ReceivedAt.Before(oldest)) {
@@ -105,23 +123,18 @@ func (s *MemoryStore) oldestAwaiting() time.Time {
 	return oldest
 }
 
-// pruneBatch runs del, which deletes at most n rows, under s.mu.
-func (s *MemoryStore) pruneBatch(n int, del func() int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return del()
-}
-
-// deleteWhere deletes at most n entries of m that doomed selects and
-// reports how many it deleted.
-func deleteWhere[K comparable, V any](m map[K]V, n int, doomed func(V) bool) int {
+// deleteWhere deletes at most n entries of m that doomed selects, or with
+// dryRun only counts them, and reports how many.
+func deleteWhere[K comparable, V any](m map[K]V, n int, dryRun bool, doomed func(V) bool) int {
 	deleted := 0
 	for k, v := range m {
 		if deleted == n {
 			break
 		}
 		if doomed(v) {
-			delete(m, k)
+			if !dryRun {
+				delete(m, k)
+			}
 			deleted++
 		}
 	}
@@ -155,7 +168,7 @@ func (s *MemoryStore) Forget(ctx context.Context, eventID string) (bool, error) 
 		delete(s.events, eventID)
 		found = true
 	}
-	found = deleteWhere(s.guards, len(s.guards), func(g GuardRecord) bool { return g.EventID == eventID }) > 0 || found
+	found = deleteWhere(s.guards, len(s.guards), false, func(g GuardRecord) bool { return g.EventID == eventID }) > 0 || found
 	return found, nil
 }
 

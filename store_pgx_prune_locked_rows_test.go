@@ -22,6 +22,31 @@ func TestPgxPrunePassesOverLockedRowsOfEveryKind(t *testing.T) {
 	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	ctx := t.Context()
+	holder := holdRowsOfEveryKind(t, b)
+
+	keys := idempotency.DefaultEventIDRetention + idempotency.DefaultDeadLetterRetention
+	r := idempotency.Retention{Guards: keys, Tasks: keys, Pause: -1}
+	want := idempotency.PruneReport{EventIDs: 1, Events: 1, DeadLetters: 2, Guards: 2, Tasks: 1, Objects: 1}
+	bounded, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rep, err := b.store.Prune(bounded, r)
+	require.NoError(t, err, "a batch waiting for a held row runs into the deadline")
+	require.Equal(t, want, rep, "every row but the held ones")
+
+	require.NoError(t, holder.Rollback(ctx))
+	rep, err = b.store.Prune(bounded, r)
+	require.NoError(t, err)
+	require.Equal(t, want, rep, "the held ones, once released")
+}
+
+// holdRowsOfEveryKind stores two old rows, "free" and "held", of every
+// kind a prune deletes in b's schema, and returns a transaction in flight
+// that holds the held ones (FOR UPDATE); the test's end rolls it back.
+// Pruned with Guards and Tasks at their least, each pair is deleted; the
+// finished tasks go before their arguments would be cleared.
+func holdRowsOfEveryKind(t *testing.T, b *pgBackend) pgx.Tx {
+	t.Helper()
+	ctx := t.Context()
 	table := func(name string) string { return pgx.Identifier{b.db.Schema, name}.Sanitize() }
 	// Keys are older than the dead letters' receipt by more than the ids'
 	// window: an event still awaiting keeps the keys it may find.
@@ -43,7 +68,7 @@ FROM unnest(ARRAY['evi_', 'evd_', 'task:p:', 'task:d:'], ARRAY['event', 'event',
 
 	holder, err := b.db.Pool.Begin(ctx)
 	require.NoError(t, err)
-	defer func() { _ = holder.Rollback(context.Background()) }()
+	t.Cleanup(func() { _ = holder.Rollback(context.Background()) })
 	for _, sql := range []string{
 		`SELECT 1 FROM ` + table("idempotency_events") + ` WHERE event_id = 'evt_held' FOR UPDATE`,
 		`SELECT 1 FROM ` + table("idempotency_inbox") + ` WHERE event_id LIKE '%held' FOR UPDATE`,
@@ -54,18 +79,5 @@ FROM unnest(ARRAY['evi_', 'evd_', 'task:p:', 'task:d:'], ARRAY['event', 'event',
 		_, err := holder.Exec(ctx, sql)
 		require.NoError(t, err)
 	}
-
-	keys := idempotency.DefaultEventIDRetention + idempotency.DefaultDeadLetterRetention
-	r := idempotency.Retention{Guards: keys, Tasks: keys, Pause: -1}
-	want := idempotency.PruneReport{EventIDs: 1, Events: 1, DeadLetters: 2, Guards: 2, Tasks: 1, Objects: 1}
-	bounded, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	rep, err := b.store.Prune(bounded, r)
-	require.NoError(t, err, "a batch waiting for a held row runs into the deadline")
-	require.Equal(t, want, rep, "every row but the held ones")
-
-	require.NoError(t, holder.Rollback(ctx))
-	rep, err = b.store.Prune(bounded, r)
-	require.NoError(t, err)
-	require.Equal(t, want, rep, "the held ones, once released")
+	return holder
 }

@@ -12,14 +12,21 @@ import (
 // pgxRetentionSQL are the statements of Prune and Forget, on the store's
 // schema.
 type pgxRetentionSQL struct {
-	tryLock, lock                        string
-	eventIDs, events, deadLetters, tasks string
-	deadTasks, taskArgs                  string
-	guards, order, objects               string
-	oldestAwaiting                       string
-	xact, xactCommitted                  string
-	inboxState, inboxLock, forgetInbox   string
-	forgetEvent, forgetGuards, payload   string
+	tryLock, lock  string
+	oldestAwaiting string
+	// prune deletes a batch of each kind of row; count counts, in one
+	// go, the rows each statement of prune would delete or change, on
+	// its condition: a dry run's.
+	prune, count                       pruneSQL
+	xact, xactCommitted                string
+	inboxState, inboxLock, forgetInbox string
+	forgetEvent, forgetGuards, payload string
+}
+
+// pruneSQL are statements of a prune's steps, one per kind of row (see
+// pruneDeleters), each taking the cutoff as $1.
+type pruneSQL struct {
+	eventIDs, events, deadLetters, deadTasks, objects, tasks, guards, order, taskArgs string
 }
 
 func newPgxRetentionSQL(schema string) pgxRetentionSQL {
@@ -32,14 +39,18 @@ func newPgxRetentionSQL(schema string) pgxRetentionSQL {
 	// the rows it has just locked and takes others, so that one batch
 	// deleted more than $2 rows.
 	//
-	// finishedBatch selects a batch ($2 rows) of inbox rows that finished
-	// before $1 and match cond (their kind and states), on
+	// finished is the condition on inbox rows that finished before $1
+	// and match cond (their kind and states).
+	finished := func(cond string) string {
+		return cond + ` AND finished_at IS NOT NULL AND finished_at < $1`
+	}
+	// finishedBatch selects a batch ($2 rows) of finished inbox rows, on
 	// idempotency_inbox_finished_idx. SKIP LOCKED passes over a row a
 	// redrive is moving.
 	// order is "" or an ORDER BY clause.
 	finishedBatch := func(cond, order string) string {
 		return `event_id = ANY(ARRAY(SELECT event_id FROM ` + inbox + `
-WHERE ` + cond + ` AND finished_at IS NOT NULL AND finished_at < $1
+WHERE ` + finished(cond) + `
 ` + order + ` LIMIT $2 FOR UPDATE SKIP LOCKED))`
 	}
 	// deleteInbox deletes a batch of finished inbox rows.
@@ -47,6 +58,13 @@ WHERE ` + cond + ` AND finished_at IS NOT NULL AND finished_at < $1
 		return `DELETE FROM ` + inbox + ` WHERE ` + finishedBatch(cond, "") + `
 RETURNING event_id`
 	}
+	// countInbox counts the finished inbox rows.
+	countInbox := func(cond string) string {
+		return `SELECT count(*) FROM ` + inbox + ` WHERE ` + finished(cond)
+	}
+	// older is the condition on rows of a (scope, key) table older than
+	// $1 by column at.
+	older := func(at string) string { return at + ` < $1` }
 	// deleteByKey deletes a batch of rows of a (scope, key) table older
 	// than $1 by column at, walking the primary key (scope, key) from
 	// ($3, $4), so that a run reads each row it keeps once instead of
@@ -54,12 +72,42 @@ RETURNING event_id`
 	deleteByKey := func(table, key, at string) string {
 		t := s + `.` + table
 		return `WITH batch AS MATERIALIZED (SELECT scope, ` + key + ` FROM ` + t + `
-WHERE ` + at + ` < $1 AND (scope, ` + key + `) > ($3, $4)
+WHERE ` + older(at) + ` AND (scope, ` + key + `) > ($3, $4)
 ORDER BY scope, ` + key + ` LIMIT $2 FOR UPDATE SKIP LOCKED),
 d AS (DELETE FROM ` + t + ` AS t USING batch WHERE (t.scope, t.` + key + `) = (batch.scope, batch.` + key + `)
 RETURNING t.scope, t.` + key + `)
 SELECT count(*) OVER (), scope, ` + key + ` FROM d ORDER BY scope DESC, ` + key + ` DESC LIMIT 1`
 	}
+	// countByKey counts the rows deleteByKey deletes.
+	countByKey := func(table, at string) string {
+		return `SELECT count(*) FROM ` + s + `.` + table + ` WHERE ` + older(at)
+	}
+	// A claim whose event is in the inbox still to be applied or
+	// redriven is what answers that copy duplicate: it stays. The inbox
+	// is asked about each claim by its primary key, in a scalar subquery:
+	// a NOT EXISTS became an anti join against every unfinished inbox
+	// row, which with a backlog and statistics taken before it compared
+	// each claim of a batch with each pending row.
+	claims := `e.processed_at < $1 AND NOT coalesce((SELECT i.kind = 'event' AND i.state IN ('pending', 'processing', 'failed', 'dead_letter')
+    FROM ` + inbox + ` AS i WHERE i.event_id = e.event_id), false)`
+	// The conditions of the inbox's steps.
+	const (
+		events      = `kind = 'event' AND state IN ('processed', 'skipped', 'ignored')`
+		tasks       = `kind = 'task' AND state IN ('processed', 'skipped')`
+		deadLetters = `kind = 'event' AND state = 'dead_letter'`
+		deadTasks   = `kind = 'task' AND state = 'dead_letter'`
+		// A finished task whose arguments are still to clear: empty is
+		// no JSON, so it tells cleared arguments from any given.
+		taskArgs = tasks + ` AND payload <> ''`
+	)
+	// The tables of the (scope, key) steps, and their columns of when.
+	const (
+		guards, guardsAt = `idempotency_guards`, `claimed_at`
+		order, orderAt   = `idempotency_order`, `created`
+		// A row whose fetch never committed (no fetched_at) says
+		// nothing a missing row does not.
+		objects, objectsAt = `idempotency_objects`, `coalesce(fetched_at, '-infinity')`
+	)
 	return pgxRetentionSQL{
 		// One batch at a time across every replica; the key is the
 		// schema's, as Migrate's is.
@@ -71,17 +119,6 @@ SELECT count(*) OVER (), scope, ` + key + ` FROM d ORDER BY scope DESC, ` + key 
 		// for it committed when its COMMIT's answer is lost.
 		xact:          `SELECT txid_current()`,
 		xactCommitted: xactStateSQL("$1", "txid_status($1) = 'committed'"),
-		// A claim whose event is in the inbox still to be applied or
-		// redriven is what answers that copy duplicate: it stays. The
-		// inbox is asked about each claim by its primary key, in a scalar
-		// subquery: a NOT EXISTS became an anti join against every
-		// unfinished inbox row, which with a backlog and statistics taken
-		// before it compared each claim of a batch with each pending row.
-		eventIDs: `DELETE FROM ` + s + `.idempotency_events WHERE event_id = ANY(ARRAY(SELECT e.event_id FROM ` + s + `.idempotency_events AS e
-WHERE e.processed_at < $1 AND NOT coalesce((SELECT i.kind = 'event' AND i.state IN ('pending', 'processing', 'failed', 'dead_letter')
-    FROM ` + inbox + ` AS i WHERE i.event_id = e.event_id), false)
-LIMIT $2 FOR UPDATE OF e SKIP LOCKED))
-RETURNING event_id`,
 		// The oldest event still awaiting, whose keys stay (keepKeysOf):
 		// the least of each state's oldest, each read on
 		// idempotency_inbox_state_idx from its oldest row. With the state
@@ -94,23 +131,37 @@ RETURNING event_id`,
     ` + oldestIn(inbox, "processing") + `,
     ` + oldestIn(inbox, "failed") + `,
     ` + oldestIn(inbox, "dead_letter") + `)`,
-		events:      deleteInbox(`kind = 'event' AND state IN ('processed', 'skipped', 'ignored')`),
-		tasks:       deleteInbox(`kind = 'task' AND state IN ('processed', 'skipped')`),
-		deadLetters: deleteInbox(`kind = 'event' AND state = 'dead_letter'`),
-		deadTasks:   deleteInbox(`kind = 'task' AND state = 'dead_letter'`),
-		// A finished task's arguments are cleared, its row kept: empty is
-		// no JSON, so it tells cleared arguments from any given. The batch
-		// is read on idempotency_inbox_task_args_idx (009), which holds the
-		// tasks still to clear, in its order: without the ORDER BY,
-		// PostgreSQL, which takes an empty payload for as rare among tasks
-		// as among events, scanned the table past every task cleared.
-		taskArgs: `UPDATE ` + inbox + ` SET payload = '' WHERE ` +
-			finishedBatch(`kind = 'task' AND state IN ('processed', 'skipped') AND payload <> ''`, `ORDER BY finished_at`),
-		guards: deleteByKey(`idempotency_guards`, `key`, `claimed_at`),
-		// A row whose fetch never committed (no fetched_at) says nothing a
-		// missing row does not.
-		objects: deleteByKey(`idempotency_objects`, `object_id`, `coalesce(fetched_at, '-infinity')`),
-		order:   deleteByKey(`idempotency_order`, `key`, `created`),
+		prune: pruneSQL{
+			eventIDs: `DELETE FROM ` + s + `.idempotency_events WHERE event_id = ANY(ARRAY(SELECT e.event_id FROM ` + s + `.idempotency_events AS e
+WHERE ` + claims + `
+LIMIT $2 FOR UPDATE OF e SKIP LOCKED))
+RETURNING event_id`,
+			events:      deleteInbox(events),
+			tasks:       deleteInbox(tasks),
+			deadLetters: deleteInbox(deadLetters),
+			deadTasks:   deleteInbox(deadTasks),
+			// A finished task's arguments are cleared, its row kept. The
+			// batch is read on idempotency_inbox_task_args_idx (009), which
+			// holds the tasks still to clear, in its order: without the ORDER
+			// BY, PostgreSQL, which takes an empty payload for as rare among
+			// tasks as among events, scanned the table past every task
+			// cleared.
+			taskArgs: `UPDATE ` + inbox + ` SET payload = '' WHERE ` + finishedBatch(taskArgs, `ORDER BY finished_at`),
+			guards:   deleteByKey(guards, `key`, guardsAt),
+			objects:  deleteByKey(objects, `object_id`, objectsAt),
+			order:    deleteByKey(order, `key`, orderAt),
+		},
+		count: pruneSQL{
+			eventIDs:    `SELECT count(*) FROM ` + s + `.idempotency_events AS e WHERE ` + claims,
+			events:      countInbox(events),
+			tasks:       countInbox(tasks),
+			deadLetters: countInbox(deadLetters),
+			deadTasks:   countInbox(deadTasks),
+			taskArgs:    countInbox(taskArgs),
+			guards:      countByKey(guards, guardsAt),
+			objects:     countByKey(objects, objectsAt),
+			order:       countByKey(order, orderAt),
+		},
 		// inboxState reads the row as last committed, without waiting:
 		// while an attempt applies the event it is processing, and Forget
 		// refuses it rather than wait for the attempt and then forget the
@@ -172,6 +223,17 @@ func oldestIn(inbox, state string) string {
 // memory of recent ids too, as are inbox rows deleted; another replica
 // remembers an id at most PgxConfig.RecentClaimsTTL after it last met it,
 // far inside any window.
+//
+// With r.DryRun, Prune counts what it would delete and clear, and changes
+// nothing: each count on its step's condition, all in one read-only
+// REPEATABLE READ transaction, so that they read one snapshot (the
+// oldest event awaiting, whose keys are kept, included) and the report is
+// the one a prune would return on the rows as that snapshot has them. It
+// locks no row, so it also counts the rows a prune would pass over while
+// a transaction holds them, and does not take the prune lock: it runs
+// beside another replica's prune (never [ErrPruneRunning]), which may
+// delete some of what it counts meanwhile. It writes nothing, and runs
+// where the database may only be read (default_transaction_read_only).
 func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) {
 	var rep PruneReport
 	if err := r.check(); err != nil {
@@ -180,6 +242,9 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 	c, err := r.cutoffs()
 	if err != nil {
 		return rep, err
+	}
+	if r.DryRun {
+		return s.pruneDryRun(ctx, &r, c)
 	}
 	var oldest pgtype.Timestamptz
 	// A read: on a connection whose session ended while it sat idle it
@@ -296,25 +361,70 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 			})
 		}
 	}
+	q := s.retention.prune
 	steps := pruneSteps(&rep, c, pruneDeleters{
-		eventIDs:    byID(s.retention.eventIDs),
-		events:      byID(s.retention.events),
-		deadLetters: byID(s.retention.deadLetters),
-		deadTasks:   byID(s.retention.deadTasks),
-		objects:     byKey(s.retention.objects),
-		tasks:       byID(s.retention.tasks),
-		guards:      byKey(s.retention.guards),
-		order:       byKey(s.retention.order),
-		taskArgs:    updated(s.retention.taskArgs),
+		eventIDs:    byID(q.eventIDs),
+		events:      byID(q.events),
+		deadLetters: byID(q.deadLetters),
+		deadTasks:   byID(q.deadTasks),
+		objects:     byKey(q.objects),
+		tasks:       byID(q.tasks),
+		guards:      byKey(q.guards),
+		order:       byKey(q.order),
+		taskArgs:    updated(q.taskArgs),
+	}, false)
+	return rep, s.pruneErr(ctx, runPrune(ctx, &r, &rep, steps))
+}
+
+// pruneDryRun counts what a prune with r would delete and clear, from c
+// and the oldest event awaiting in the inbox, in one read-only REPEATABLE
+// READ transaction: every count, and that event, read one snapshot. It
+// locks no row and does not take the prune lock, so it neither waits for
+// another replica's prune nor holds one up.
+func (s *PgxStore) pruneDryRun(ctx context.Context, r *Retention, c pruneCutoffs) (PruneReport, error) {
+	var rep PruneReport
+	// It only reads: on a connection whose session ended while it sat
+	// idle it is run again, from the start, on another.
+	err := retryStale(ctx, func() error {
+		rep = PruneReport{}
+		return pgx.BeginTxFunc(ctx, s.db, snapshotReadOnly, func(tx pgx.Tx) error {
+			var oldest pgtype.Timestamptz
+			if err := tx.QueryRow(ctx, s.retention.oldestAwaiting).Scan(&oldest); err != nil {
+				return err
+			}
+			c.keepKeysOf(oldest.Time, r.EventIDs)
+			count := func(sql string) pruneDeleter {
+				return func(ctx context.Context, _ int, cutoff time.Time) (int, error) {
+					var n int
+					err := tx.QueryRow(ctx, sql, cutoff).Scan(&n)
+					return n, err
+				}
+			}
+			q := s.retention.count
+			return runPrune(ctx, r, &rep, pruneSteps(&rep, c, pruneDeleters{
+				eventIDs: count(q.eventIDs), events: count(q.events), deadLetters: count(q.deadLetters),
+				deadTasks: count(q.deadTasks), objects: count(q.objects), tasks: count(q.tasks),
+				guards: count(q.guards), order: count(q.order), taskArgs: count(q.taskArgs),
+			}, true))
+		})
 	})
-	err = runPrune(ctx, &r, &rep, steps)
+	return rep, s.pruneErr(ctx, err)
+}
+
+// snapshotReadOnly is the transaction of a dry run's reads: one snapshot,
+// writing nothing.
+var snapshotReadOnly = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+
+// pruneErr is err as Prune returns it: ErrPruneRunning and ctx's error as
+// they are, another wrapped as the store unavailable when it is.
+func (s *PgxStore) pruneErr(ctx context.Context, err error) error {
 	switch {
 	case err == nil:
-		return rep, nil
+		return nil
 	case errors.Is(err, ErrPruneRunning), ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		return rep, err
+		return err
 	}
-	return rep, errorf("prune: %w", s.unavailableErr(err))
+	return errorf("prune: %w", s.unavailableErr(err))
 }
 
 // Forget deletes what makes eventID known: its claim in the ledger, the

@@ -41,6 +41,7 @@ var retentionTests = []struct {
 	{"PruneKeepsKeysOfDeadLetters", testPruneKeepsKeysOfDeadLetters},
 	{"PruneTaskWindows", testPruneTaskWindows},
 	{"PruneClearsTaskArgs", testPruneClearsTaskArgs},
+	{"PruneDryRunCountsWhatPruneDeletes", testPruneDryRun},
 }
 
 // keysWindow is the least window Retention accepts for guards and tasks
