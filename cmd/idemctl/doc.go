@@ -21,7 +21,7 @@
 //	show <event-id>       the inbox record, what holds it back, the ledger record; the payload only with -payload
 //	redrive               dead-lettered (or -state failed, -state ignored) events back to pending, by -id, -type, -since/-until, or -all; -dry-run counts; -json
 //	forget <event-id>...  delete an event's claim, guards and inbox row, so that it is applied again when it comes next
-//	prune                 delete what the retention windows (-event-ids 45d, -payloads 7d, -dead-letters 90d, -guards, -tasks) no longer keep
+//	prune                 delete what the retention windows (-event-ids 45d, -payloads 7d, -dead-letters 90d, -guards, -tasks) no longer keep; -dry-run counts; -json
 //	recover               store the events the Events API lists since -since, of -types, in the inbox for the service's workers
 //	migrate               PgxStore.Migrate
 //

@@ -13,7 +13,7 @@ import (
 
 var pruneCommand = command{
 	name:    "prune",
-	args:    "[-event-ids d] [-payloads d] [-dead-letters d] [-guards d] [-tasks d] [-batch n] [-pause d] [-json]",
+	args:    "[-event-ids d] [-payloads d] [-dead-letters d] [-guards d] [-tasks d] [-batch n] [-pause d] [-dry-run] [-json]",
 	summary: "delete what the retention windows no longer keep, batch by batch",
 	help: `Deletes what the retention windows no longer keep (PgxStore.Prune): claimed
 event ids, finished inbox events with their payloads, dead letters,
@@ -28,17 +28,24 @@ refused with the rule, and nothing is deleted.
 Rows go in batches of -batch, each its own transaction, so that deliveries
 and workers are not held up. On SIGINT or SIGTERM the prune stops between
 batches: every batch reported is committed, none is half done, and the
-report says what was deleted; run it again to go on. There is no dry run.
+report says what was deleted; run it again to go on.
+
+-dry-run counts what the prune would delete and clear with the same
+windows, and deletes and clears nothing: the report says "would delete",
+with the counts a prune run then would report (Retention.DryRun). It
+counts each kind of row at once, in one snapshot of the database, locks
+no row and does not wait for another prune; -batch and -pause are not
+used.
 
 Only one prune runs at a time on a database: when another one (a service's
 PruneEvery, another idemctl) is deleting a batch as this one starts, it
-exits 5 and deletes nothing.
+exits 5 and deletes nothing. A dry run never does.
 
 Durations are written 45d, 36h, 1d12h. With -json the report is one JSON
 document: {"event_ids":N,"events":N,"dead_letters":N,"guards":N,"tasks":N,
-"objects":N,"total":N,"task_args_cleared":N,"interrupted":bool}; total
-counts the rows deleted, task_args_cleared the tasks whose arguments were
-cleared.`,
+"objects":N,"total":N,"task_args_cleared":N,"dry_run":bool,
+"interrupted":bool}; total counts the rows deleted, task_args_cleared the
+tasks whose arguments were cleared (with -dry-run: would be).`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		var eventIDs, payloads, deadLetters, guards, tasks durationFlag
 		fs.Var(&eventIDs, "event-ids", fmt.Sprintf("keep claimed event ids this long (default %s, the least accepted)", formatDuration(idempotency.DefaultEventIDRetention)))
@@ -48,6 +55,7 @@ cleared.`,
 		fs.Var(&tasks, "tasks", "keep finished tasks this long (default: keep them; else at least -event-ids plus -dead-letters)")
 		batch := fs.Int("batch", idempotency.DefaultPruneBatch, fmt.Sprintf("rows per transaction, 1 to %d", idempotency.MaxPruneBatch))
 		pause := fs.Duration("pause", idempotency.DefaultPrunePause, "wait after each batch, so that deliveries keep most of the database (0: no wait, for a quiet time)")
+		dryRun := fs.Bool("dry-run", false, "count what would be deleted and cleared; delete and clear nothing")
 		asJSON := fs.Bool("json", false, "the report as one JSON document")
 		return func(ctx context.Context, a *app, args []string) error {
 			if err := noArgs(args); err != nil {
@@ -58,7 +66,7 @@ cleared.`,
 			}
 			r := idempotency.Retention{
 				EventIDs: eventIDs.d, Payloads: payloads.d, DeadLetters: deadLetters.d,
-				Guards: guards.d, Tasks: tasks.d, BatchSize: *batch, Pause: retentionPause(*pause),
+				Guards: guards.d, Tasks: tasks.d, BatchSize: *batch, Pause: retentionPause(*pause), DryRun: *dryRun,
 			}
 			for _, f := range []struct {
 				name string
@@ -84,6 +92,10 @@ cleared.`,
 			}
 			defer closeFn()
 			m := a.meter("prune", "rows")
+			if *dryRun {
+				// Counts, no batches: the bar only shows that it is running.
+				m.set(0, "counting (dry run)")
+			}
 			r.OnBatch = func(rep idempotency.PruneReport) {
 				m.set(rep.Total(), fmt.Sprintf("%s deleted (event ids %d, events %d, dead letters %d, guards %d, tasks %d, objects %d; task arguments cleared %d)",
 					display.Count(rep.Total(), "row", "rows"), rep.EventIDs, rep.Events, rep.DeadLetters, rep.Guards, rep.Tasks, rep.Objects, rep.TaskArgsCleared))
@@ -94,7 +106,7 @@ cleared.`,
 			if errors.Is(err, idempotency.ErrPruneRunning) {
 				return &exitError{code: exitPruneRunning, err: errors.New("another prune is running on this database (a service's PruneEvery, or another idemctl); nothing was deleted")}
 			}
-			if werr := a.writePrune(rep, interrupted, *asJSON); werr != nil && err == nil {
+			if werr := a.writePrune(rep, *dryRun, interrupted, *asJSON); werr != nil && err == nil {
 				err = werr
 			}
 			if err != nil {
@@ -116,20 +128,29 @@ type pruneJSON struct {
 	Total       int `json:"total"`
 	// TaskArgsCleared counts the finished tasks whose arguments were
 	// cleared, their rows kept: not in Total.
-	TaskArgsCleared int  `json:"task_args_cleared"`
-	Interrupted     bool `json:"interrupted"`
+	TaskArgsCleared int `json:"task_args_cleared"`
+	// DryRun says that the counts are what a prune would delete and
+	// clear: nothing was.
+	DryRun      bool `json:"dry_run"`
+	Interrupted bool `json:"interrupted"`
 }
 
-func (a *app) writePrune(rep idempotency.PruneReport, interrupted, asJSON bool) error {
+func (a *app) writePrune(rep idempotency.PruneReport, dryRun, interrupted, asJSON bool) error {
 	if asJSON {
 		return writeJSON(a.stdout, pruneJSON{EventIDs: rep.EventIDs, Events: rep.Events, DeadLetters: rep.DeadLetters,
 			Guards: rep.Guards, Tasks: rep.Tasks, Objects: rep.Objects, Total: rep.Total(),
-			TaskArgsCleared: rep.TaskArgsCleared, Interrupted: interrupted})
+			TaskArgsCleared: rep.TaskArgsCleared, DryRun: dryRun, Interrupted: interrupted})
 	}
-	if interrupted {
-		fmt.Fprintf(a.stdout, "interrupted: stopped between batches; %s deleted, every batch committed:\n", display.Count(rep.Total(), "row", "rows"))
-	} else {
-		fmt.Fprintf(a.stdout, "deleted %s:\n", display.Count(rep.Total(), "row", "rows"))
+	rows := display.Count(rep.Total(), "row", "rows")
+	switch {
+	case dryRun && interrupted:
+		fmt.Fprintf(a.stdout, "interrupted: the dry run stopped between counts, nothing deleted; so far it would delete %s:\n", rows)
+	case dryRun:
+		fmt.Fprintf(a.stdout, "would delete %s (dry run: nothing deleted):\n", rows)
+	case interrupted:
+		fmt.Fprintf(a.stdout, "interrupted: stopped between batches; %s deleted, every batch committed:\n", rows)
+	default:
+		fmt.Fprintf(a.stdout, "deleted %s:\n", rows)
 	}
 	tw := newTable(a.stdout)
 	fmt.Fprintf(tw, "  event ids\t%d\n", rep.EventIDs)
@@ -142,11 +163,14 @@ func (a *app) writePrune(rep idempotency.PruneReport, interrupted, asJSON bool) 
 		return err
 	}
 	if n := rep.TaskArgsCleared; n > 0 {
-		kept := "their rows kept"
+		kept, cleared := "their rows kept", "cleared"
 		if n == 1 {
 			kept = "its row kept"
 		}
-		_, err := fmt.Fprintf(a.stdout, "cleared the arguments of %s, %s\n", display.Count(n, "finished task", "finished tasks"), kept)
+		if dryRun {
+			cleared = "would clear"
+		}
+		_, err := fmt.Fprintf(a.stdout, "%s the arguments of %s, %s\n", cleared, display.Count(n, "finished task", "finished tasks"), kept)
 		return err
 	}
 	return nil

@@ -55,6 +55,10 @@ func TestRunbook(t *testing.T) {
 	r := run("idemctl stats -json")
 	require.Equal(t, 1, decode[statsJSON](t, r).DeadLetters)
 
+	// Retention: what a prune would delete, deleting nothing.
+	r = run("idemctl prune -dry-run")
+	count(r, `^would delete \d+ rows? \(dry run: nothing deleted\):\n`)
+
 	// A handler has been failing for an hour.
 	r = run("idemctl stats")
 	count(r, `(?m)^failed\s+1\s+0$`)
@@ -115,6 +119,7 @@ func TestRunbook(t *testing.T) {
 		"idemctl stats",
 		"idemctl list -state dead_letter -since 2d",
 		"idemctl redrive -type invoice.paid -dry-run",
+		"idemctl prune -payloads 3d -dry-run",
 		"idemctl prune -payloads 3d",
 	} {
 		run(line)
