@@ -430,7 +430,8 @@ func prunedBatches(t *testing.T, reports []idempotency.PruneReport, n int) [3][]
 
 // randomRedriveFilter is a filter Redrive takes: randomInboxFilter's
 // kind, ids, event type and times, and now and then the id or type of a
-// row (a task's) among them and states repeated.
+// row (a task's) among them and redrivable states repeated (ignored only
+// without kind task, which Redrive refuses).
 func randomRedriveFilter(rng *rand.Rand, rows []idempotency.InboxRecord, specs []paritySpec) idempotency.RedriveFilter {
 	l := randomInboxFilter(rng, rows, specs)
 	f := idempotency.RedriveFilter{Kind: l.Kind, EventIDs: l.EventIDs, EventType: l.EventType, Since: l.Since, Until: l.Until}
@@ -444,7 +445,11 @@ func randomRedriveFilter(rng *rand.Rand, rows []idempotency.InboxRecord, specs [
 	}
 	if rng.IntN(3) > 0 {
 		for range 1 + rng.IntN(3) {
-			f.States = append(f.States, []idempotency.InboxState{idempotency.InboxDeadLetter, idempotency.InboxFailed}[rng.IntN(2)])
+			st := []idempotency.InboxState{idempotency.InboxDeadLetter, idempotency.InboxFailed, idempotency.InboxIgnored}[rng.IntN(3)]
+			if st == idempotency.InboxIgnored && f.Kind == idempotency.KindTask {
+				continue // refused: a task is never ignored
+			}
+			f.States = append(f.States, st)
 		}
 	}
 	return f
