@@ -155,16 +155,17 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// redrivenMsg is the code of the message after a redrive by f: of events,
-// of tasks (by kind, or by ids that are all tasks', task:<name>:<key>),
-// each with its count n, or of both kinds, with the count of each
-// (events and tasks).
+// redrivenMsg is the code of the message after a redrive by f: of events
+// (by kind, by the state ignored, which no task is in, or by ids that are
+// all events'), of tasks (by kind, or by ids that are all tasks',
+// task:<name>:<key>), each with its count n, or of both kinds, with the
+// count of each (events and tasks).
 func redrivenMsg(f idempotency.RedriveFilter) string {
 	if len(f.EventIDs) == 0 {
-		switch f.Kind {
-		case idempotency.KindTask:
+		switch {
+		case f.Kind == idempotency.KindTask:
 			return "redriven-tasks"
-		case idempotency.KindEvent:
+		case f.Kind == idempotency.KindEvent, slices.Equal(f.States, []idempotency.InboxState{idempotency.InboxIgnored}):
 			return "redriven"
 		}
 		return "redriven-records"

@@ -13,7 +13,8 @@ import (
 // (one state) that moves nothing names that state, not all three; a
 // redrive by ids, which takes any, names all three; a state no redrive
 // takes names all three too, so a hand-made link cannot put words on the
-// page.
+// page. The list of ignored records, of every kind, names events alone:
+// a task is never ignored.
 func TestFlashNothingRedrivenNamesTheListsState(t *testing.T) {
 	t.Parallel()
 	f := memoryFixture(t, dashboard.Config{})
@@ -38,4 +39,12 @@ func TestFlashNothingRedrivenNamesTheListsState(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	_, body = f.get(t, resp.Header.Get("Location")[2:])
 	contains(t, body, "Nothing redriven: no event selected is still failed.")
+
+	// The list of ignored records of every kind redrives events alone (a
+	// task is never ignored), and its message says so.
+	resp = f.post(t, "redrive", "state=ignored&type=no.such.type", nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "./events?msg=redriven&n=0&state=ignored&type=no.such.type", resp.Header.Get("Location"))
+	_, body = f.get(t, resp.Header.Get("Location")[2:])
+	contains(t, body, "Nothing redriven: no event selected is still ignored.")
 }
