@@ -154,8 +154,8 @@ type Config struct {
 	ShowPayloads bool
 
 	// AllowRedrive turns on the redrive action: dead-lettered and failed
-	// events and tasks go back to pending with a fresh attempt budget.
-	// Defaults to false.
+	// events and tasks, and ignored events, go back to pending with a
+	// fresh attempt budget. Defaults to false.
 	AllowRedrive bool
 
 	// AllowForget turns on the forget action: a finished event's claim,
