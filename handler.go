@@ -83,9 +83,11 @@ type Config struct {
 	// claim answers a later delivery of the event duplicate, also once a
 	// handler for its type is added: to apply it then, Forget it first.
 	// An [Inbox.Handler] stores the event's inbox row as ignored instead,
-	// and no claim: Inbox.List lists it, the ledger (LookupEvent,
-	// ListEvents) does not, and the row answers later deliveries
-	// duplicate in the same way.
+	// with its payload, and no claim: Inbox.List lists it, the ledger
+	// (LookupEvent, ListEvents) does not, and the row answers later
+	// deliveries duplicate in the same way; once a handler for its type
+	// is added, Inbox.Redrive (RedriveFilter.States ignored) has it
+	// applied.
 	// Defaults to false: ignored events touch no store, and a handler
 	// added later applies the event's next delivery.
 	RecordIgnored bool

@@ -83,7 +83,8 @@ type InboxConfig struct {
 	// the handler. In a rolling deploy that adds a handler, a replica not
 	// yet updated can take an event an updated one stored. After that
 	// time, the event is recorded ignored, as one whose handler was
-	// removed on purpose. Meanwhile it holds the later events of its
+	// removed on purpose (a redrive of ignored events takes it back:
+	// RedriveFilter.States). Meanwhile it holds the later events of its
 	// object back, as any failed event does. Defaults to
 	// [DefaultRetryUnhandledFor], an hour.
 	RetryUnhandledFor time.Duration
