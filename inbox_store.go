@@ -365,7 +365,10 @@ type RedriveFilter struct {
 	// claimed it, or another delivery applied it) is found claimed and
 	// recorded processed, nothing applied: to have it applied, Forget it,
 	// which deletes its inbox row too, and deliver it again (resent from
-	// Stripe's Dashboard, or Recover).
+	// Stripe's Dashboard, or Recover). Its API version was not checked
+	// when it was stored, as no handler was to decode it, and the workers
+	// do not check it: Config.StrictAPIVersion does not reject it, and its
+	// data.object is decoded best-effort whatever its release train.
 	States []InboxState
 	// DryRun counts the events that would move, and moves none.
 	DryRun bool
