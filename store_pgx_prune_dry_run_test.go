@@ -2,9 +2,12 @@ package idempotency_test
 
 import (
 	"context"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -55,4 +58,75 @@ func TestPgxPruneDryRunTakesNoLock(t *testing.T) {
 	rep, err = b.store.Prune(bounded, r)
 	require.NoError(t, err)
 	require.Equal(t, want, rep, "the prune deletes what the dry run counted")
+}
+
+// TestPgxPruneDryRunSessionEndedMidway: a dry run's session ends after it
+// read the oldest event awaiting in the inbox (a failover, an operator's
+// pg_terminate_backend), and that event is applied meanwhile. The dry run
+// runs again from the start on another connection and reports what a
+// prune then deletes: the guard past its window, which the event kept
+// while it awaited. Run again with the guards' cutoff the first try had
+// moved back for that event, it left the guard out.
+func TestPgxPruneDryRunSessionEndedMidway(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := pgBackendSchemas.New(t, deliveryPool) // migrated
+	// The event pending for 100 days keeps the keys written less than the
+	// ids' window (45 days) before it was received: the guard, 140 days
+	// old, past the guards' window (135 days).
+	for _, sql := range []string{
+		`INSERT INTO idempotency_inbox (event_id, kind, event_type, created, payload, state, received_at)
+VALUES ('evt_awaiting', 'event', 'invoice.paid', now() - interval '100 days', '\x7b7d', 'pending', now() - interval '100 days')`,
+		`INSERT INTO idempotency_guards (scope, key, event_id, claimed_at) VALUES ('s', 'k', 'evt_old', now() - interval '140 days')`,
+	} {
+		_, err := db.Pool.Exec(ctx, sql)
+		require.NoError(t, err)
+	}
+
+	// Once the first read of the oldest event awaiting is answered, the
+	// event is applied and the session of that read ends.
+	admin := pgtest.AdminPool(t)
+	var ended atomic.Bool
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	require.NoError(t, err)
+	cfg.ConnConfig.Tracer = connQueryEndTracer(func(conn *pgx.Conn, sql string) {
+		if !strings.Contains(sql, "least(") || ended.Swap(true) {
+			return
+		}
+		_, err := db.Pool.Exec(ctx, `UPDATE idempotency_inbox SET state = 'processed', finished_at = now() WHERE event_id = 'evt_awaiting'`)
+		require.NoError(t, err)
+		var gone bool
+		require.NoError(t, admin.QueryRow(ctx, `SELECT pg_terminate_backend($1, 10000)`, int64(conn.PgConn().PID())).Scan(&gone))
+		require.True(t, gone, "the dry run's session ended")
+	})
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	store, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: db.Schema})
+	require.NoError(t, err)
+
+	keys := idempotency.DefaultEventIDRetention + idempotency.DefaultDeadLetterRetention
+	r := idempotency.Retention{Guards: keys, Pause: -1}
+	dry := r
+	dry.DryRun = true
+	rep, err := store.Prune(ctx, dry)
+	require.NoError(t, err, "run again on another connection")
+	require.True(t, ended.Load(), "the first try's session ended")
+	require.Equal(t, idempotency.PruneReport{Guards: 1}, rep, "the guard no event awaiting keeps")
+	rep, err = store.Prune(ctx, r)
+	require.NoError(t, err)
+	require.Equal(t, idempotency.PruneReport{Guards: 1}, rep, "the prune deletes what the dry run counted")
+}
+
+// connQueryEndTracer is a pgx tracer that is called with each statement's
+// connection and SQL once the statement has been answered.
+type connQueryEndTracer func(conn *pgx.Conn, sql string)
+
+func (f connQueryEndTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	return context.WithValue(ctx, tracedSQL{}, d.SQL)
+}
+
+func (f connQueryEndTracer) TraceQueryEnd(ctx context.Context, conn *pgx.Conn, _ pgx.TraceQueryEndData) {
+	sql, _ := ctx.Value(tracedSQL{}).(string)
+	f(conn, sql)
 }

@@ -234,6 +234,8 @@ func oldestIn(inbox, state string) string {
 // beside another replica's prune (never [ErrPruneRunning]), which may
 // delete some of what it counts meanwhile. It writes nothing, and runs
 // where the database may only be read (default_transaction_read_only).
+// When its session ends midway (a failover, pg_terminate_backend), it
+// runs again from the start on another connection, in a new snapshot.
 func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) {
 	var rep PruneReport
 	if err := r.check(); err != nil {
@@ -384,9 +386,12 @@ func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) 
 func (s *PgxStore) pruneDryRun(ctx context.Context, r *Retention, c pruneCutoffs) (PruneReport, error) {
 	var rep PruneReport
 	// It only reads: on a connection whose session ended while it sat
-	// idle it is run again, from the start, on another.
+	// idle, or midway, it is run again, from the start, on another: from
+	// c as given, the keys' cutoffs moved back for the oldest event
+	// awaiting in the new snapshot only.
 	err := retryStale(ctx, func() error {
 		rep = PruneReport{}
+		c := c
 		return pgx.BeginTxFunc(ctx, s.db, snapshotReadOnly, func(tx pgx.Tx) error {
 			var oldest pgtype.Timestamptz
 			if err := tx.QueryRow(ctx, s.retention.oldestAwaiting).Scan(&oldest); err != nil {
