@@ -118,7 +118,10 @@ type Retention struct {
 	// checked) and Pause are not used, and OnBatch is not called.
 	// [PgxStore.Prune] counts in one read-only snapshot, locks no row and
 	// does not take the prune lock, so a dry run runs beside another
-	// replica's prune; [PruneEvery] refuses it.
+	// replica's prune; that snapshot lasts as long as the counts (vacuum
+	// keeps the row versions it could remove meanwhile, and a hot
+	// standby may cancel it for a replication conflict). [PruneEvery]
+	// refuses it.
 	DryRun bool
 }
 
