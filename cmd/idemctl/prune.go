@@ -35,7 +35,8 @@ windows, and deletes and clears nothing: the report says "would delete",
 with the counts a prune run then would report (Retention.DryRun). It
 counts each kind of row at once, in one snapshot of the database, locks
 no row and does not wait for another prune; -batch and -pause are not
-used.
+used. On SIGINT or SIGTERM it stops, nothing deleted, and reports the
+kinds it counted in full.
 
 Only one prune runs at a time on a database: when another one (a service's
 PruneEvery, another idemctl) is deleting a batch as this one starts, it
