@@ -30,8 +30,12 @@ without the handler fails it until InboxConfig.RetryUnhandledFor (an hour)
 after it was received, holding its object back, then records it ignored
 again; one the ledger has a claim of (a synchronous Handler with
 RecordIgnored, or another delivery, claimed it) is recorded processed and
-not applied. A task is never ignored: -kind task with -state ignored is
-refused.
+not applied. Name the type: with RecordIgnored, the ignored events are also
+those of every type no release handles, and one of them redriven less than
+RetryUnhandledFor after it was received fails until then, holding the later
+events of its object back (forget refuses it while it is failed); -state
+ignored with -since alone, or -all, takes them too. A task is never
+ignored: -kind task with -state ignored is refused.
 
 It refuses to run without a selector (-id, -type, -since, -until) unless
 -all is given: -state and -kind narrow a selection but do not make one.

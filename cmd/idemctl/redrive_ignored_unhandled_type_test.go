@@ -1,0 +1,47 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestRedriveIgnoredWithoutTypeHoldsItsObject: with RecordIgnored, the
+// ignored events are also those of the types no release handles (Stripe
+// sends invoice.created beside invoice.paid). -state ignored with -since
+// alone takes them too, and one redriven less than RetryUnhandledFor after
+// it was received fails with ErrNoHandler, holding the later events of its
+// object back, and forget refuses it: redrive -h says to name the type.
+func TestRedriveIgnoredWithoutTypeHoldsItsObject(t *testing.T) {
+	t.Parallel()
+	clock := idempotencytest.NewClock(time.Now())
+	s := newService(t, clock.Now)
+	require.Equal(t, idempotency.OutcomeIgnored, s.deliver(t, "evt_unh_created", "invoice.created", "in_unh"))
+
+	r := idemctl(t, s.db, nil, "redrive", "-state", "ignored", "-since", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "redrove 1 event: pending again, with a fresh attempt budget\n", r.stdout)
+	clock.Advance(2 * time.Second)
+	require.Equal(t, idempotency.OutcomeQueued, s.deliver(t, "evt_unh_paid", "invoice.paid", "in_unh"))
+	s.work(t, s.inbox)
+
+	created := s.lookup(t, "evt_unh_created")
+	require.Equal(t, idempotency.InboxFailed, created.State)
+	require.Contains(t, created.LastError, idempotency.ErrNoHandler.Error())
+	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_unh_paid").State, "held back by the redriven event")
+	held, err := s.inbox.HeldBy(t.Context(), "evt_unh_paid")
+	require.NoError(t, err)
+	require.Len(t, held, 1)
+	require.Equal(t, "evt_unh_created", held[0].EventID)
+	r = idemctl(t, s.db, nil, "forget", "evt_unh_created")
+	require.Equal(t, exitFailed, r.code, r.stderr)
+
+	help := idemctl(t, nil, nil, "redrive", "-h")
+	require.Contains(t, strings.Join(strings.Fields(help.stdout+help.stderr), " "),
+		"Name the type: with RecordIgnored, the ignored events are also those of every type no release handles,")
+}
