@@ -35,8 +35,8 @@ windows, and deletes and clears nothing: the report says "would delete",
 with the counts a prune run then would report (Retention.DryRun). It
 counts each kind of row at once, in one snapshot of the database, locks
 no row and does not wait for another prune; -batch and -pause are not
-used. On SIGINT or SIGTERM it stops, nothing deleted, and reports the
-kinds it counted in full.
+used. Interrupted (exit 130), it shows no counts: it had not counted
+everything (with -json, "interrupted": true and its counts incomplete).
 
 Only one prune runs at a time on a database: when another one (a service's
 PruneEvery, another idemctl) is deleting a batch as this one starts, it
@@ -142,10 +142,14 @@ func (a *app) writePrune(rep idempotency.PruneReport, dryRun, interrupted, asJSO
 			Guards: rep.Guards, Tasks: rep.Tasks, Objects: rep.Objects, Total: rep.Total(),
 			TaskArgsCleared: rep.TaskArgsCleared, DryRun: dryRun, Interrupted: interrupted})
 	}
+	if dryRun && interrupted {
+		// The signal cancelled the count running then: what it counted
+		// before is part of the answer, and the kinds not counted read 0.
+		_, err := fmt.Fprintln(a.stdout, "interrupted: the dry run stopped before it had counted everything; nothing deleted (run it again for the counts)")
+		return err
+	}
 	rows := display.Count(rep.Total(), "row", "rows")
 	switch {
-	case dryRun && interrupted:
-		fmt.Fprintf(a.stdout, "interrupted: the dry run stopped between counts, nothing deleted; so far it would delete %s:\n", rows)
 	case dryRun:
 		fmt.Fprintf(a.stdout, "would delete %s (dry run: nothing deleted):\n", rows)
 	case interrupted:
