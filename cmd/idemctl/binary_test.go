@@ -93,6 +93,7 @@ func TestBinary(t *testing.T) {
 	code := exitCodeOf(t, cmd.Wait())
 	require.Equal(t, exitInterrupted, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), strings.Join(stderr, "\n"))
 	require.Equal(t, "idemctl: interrupted", stderr[len(stderr)-1])
+	require.NotContains(t, strings.Join(stderr, "\n"), "context canceled", "the interruption is said once, on the last line")
 	m := regexp.MustCompile(`^interrupted: stopped between batches; (\d+) rows? deleted, every batch committed:\n`).FindStringSubmatch(stdout.String())
 	require.NotNil(t, m, stdout.String())
 	deleted, err := strconv.Atoi(m[1])

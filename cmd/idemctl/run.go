@@ -71,7 +71,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now, flagGlobals: map[*flag.FlagSet]*globals{}}
 	err := a.run(ctx, args)
 	code := exitCode(ctx, err)
-	if err != nil && !errors.Is(err, errHelp) {
+	// An operation that SIGINT or SIGTERM stopped fails with the context's
+	// error: "interrupted" below says it, once.
+	stopped := code == exitInterrupted && errors.Is(err, ctx.Err())
+	if err != nil && !errors.Is(err, errHelp) && !stopped {
 		fmt.Fprintln(stderr, "idemctl: "+display.Line(err.Error()))
 	}
 	if code == exitInterrupted {
