@@ -28,7 +28,9 @@ refused with the rule, and nothing is deleted.
 Rows go in batches of -batch, each its own transaction, so that deliveries
 and workers are not held up. On SIGINT or SIGTERM the prune stops between
 batches: every batch reported is committed, none is half done, and the
-report says what was deleted; run it again to go on.
+report says what was deleted; run it again to go on. On an error it
+stops, says what it deleted before it (every batch reported committed),
+and the error follows on stderr.
 
 -dry-run counts what the prune would delete and clear with the same
 windows, and deletes and clears nothing: the report says "would delete",
@@ -103,11 +105,16 @@ tasks whose arguments were cleared (with -dry-run: would be).`,
 			}
 			rep, err := store.Prune(ctx, r)
 			m.done()
-			interrupted := ctx.Err() != nil
-			if errors.Is(err, idempotency.ErrPruneRunning) {
+			end := pruneDone
+			switch {
+			case ctx.Err() != nil:
+				end = pruneInterrupted
+			case errors.Is(err, idempotency.ErrPruneRunning):
 				return &exitError{code: exitPruneRunning, err: errors.New("another prune is running on this database (a service's PruneEvery, or another idemctl); nothing was deleted")}
+			case err != nil:
+				end = pruneFailed
 			}
-			if werr := a.writePrune(rep, *dryRun, interrupted, *asJSON); werr != nil && err == nil {
+			if werr := a.writePrune(rep, *dryRun, end, *asJSON); werr != nil && err == nil {
 				err = werr
 			}
 			if err != nil {
@@ -136,24 +143,38 @@ type pruneJSON struct {
 	Interrupted bool `json:"interrupted"`
 }
 
-func (a *app) writePrune(rep idempotency.PruneReport, dryRun, interrupted, asJSON bool) error {
+// pruneEnd is how a prune ended: what its report says of itself.
+type pruneEnd int
+
+const (
+	pruneDone        pruneEnd = iota
+	pruneInterrupted          // by SIGINT or SIGTERM
+	pruneFailed               // on an error, which stderr gives
+)
+
+func (a *app) writePrune(rep idempotency.PruneReport, dryRun bool, end pruneEnd, asJSON bool) error {
 	if asJSON {
 		return writeJSON(a.stdout, pruneJSON{EventIDs: rep.EventIDs, Events: rep.Events, DeadLetters: rep.DeadLetters,
 			Guards: rep.Guards, Tasks: rep.Tasks, Objects: rep.Objects, Total: rep.Total(),
-			TaskArgsCleared: rep.TaskArgsCleared, DryRun: dryRun, Interrupted: interrupted})
+			TaskArgsCleared: rep.TaskArgsCleared, DryRun: dryRun, Interrupted: end == pruneInterrupted})
 	}
-	if dryRun && interrupted {
+	switch {
+	case dryRun && end == pruneInterrupted:
 		// The signal cancelled the count running then: what it counted
 		// before is part of the answer, and the kinds not counted read 0.
 		_, err := fmt.Fprintln(a.stdout, "interrupted: the dry run stopped before it had counted everything; nothing deleted (run it again for the counts)")
 		return err
+	case dryRun && end == pruneFailed:
+		return nil // it deleted nothing, and its counts are not all made: the error says why
 	}
 	rows := display.Count(rep.Total(), "row", "rows")
 	switch {
 	case dryRun:
 		fmt.Fprintf(a.stdout, "would delete %s (dry run: nothing deleted):\n", rows)
-	case interrupted:
+	case end == pruneInterrupted:
 		fmt.Fprintf(a.stdout, "interrupted: stopped between batches; %s deleted, every batch committed:\n", rows)
+	case end == pruneFailed:
+		fmt.Fprintf(a.stdout, "stopped by an error after deleting %s, every batch reported committed:\n", rows)
 	default:
 		fmt.Fprintf(a.stdout, "deleted %s:\n", rows)
 	}

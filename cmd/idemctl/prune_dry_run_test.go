@@ -77,12 +77,12 @@ func TestPruneDryRunInterrupted(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	a := &app{stdout: &out}
-	require.NoError(t, a.writePrune(idempotency.PruneReport{EventIDs: 3, TaskArgsCleared: 2}, true, true, false))
+	require.NoError(t, a.writePrune(idempotency.PruneReport{EventIDs: 3, TaskArgsCleared: 2}, true, pruneInterrupted, false))
 	require.Equal(t, "interrupted: the dry run stopped before it had counted everything; nothing deleted "+
 		"(run it again for the counts)\n", out.String())
 
 	out.Reset()
-	require.NoError(t, a.writePrune(idempotency.PruneReport{EventIDs: 3}, true, true, true))
+	require.NoError(t, a.writePrune(idempotency.PruneReport{EventIDs: 3}, true, pruneInterrupted, true))
 	require.Contains(t, out.String(), `"interrupted": true`)
 	require.Contains(t, out.String(), `"dry_run": true`)
 	help := idemctl(t, nil, nil, "prune", "-h")
