@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
@@ -27,4 +29,15 @@ func TestPruneFailedSaysWhatItDeleted(t *testing.T) {
 	r = idemctl(t, s.db, env, "prune", "-dry-run", "-quiet")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "would delete 4 rows")
+}
+
+// TestPruneDryRunFailedPrintsNoCounts: a dry run that failed deleted
+// nothing and had not made every count: it prints none, the error alone
+// says what happened.
+func TestPruneDryRunFailedPrintsNoCounts(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	a := &app{stdout: &out}
+	require.NoError(t, a.writePrune(idempotency.PruneReport{EventIDs: 3}, true, pruneFailed, false))
+	require.Empty(t, out.String())
 }
