@@ -30,12 +30,13 @@ without the handler fails it until InboxConfig.RetryUnhandledFor (an hour)
 after it was received, holding its object back, then records it ignored
 again; one the ledger has a claim of (a synchronous Handler with
 RecordIgnored, or another delivery, claimed it) is recorded processed and
-not applied. Name the type: with RecordIgnored, the ignored events are also
-those of every type no release handles, and one of them redriven less than
-RetryUnhandledFor after it was received fails until then, holding the later
-events of its object back (forget refuses it while it is failed); -state
-ignored with -since alone, or -all, takes them too. A task is never
-ignored: -kind task with -state ignored is refused.
+not applied. -state ignored needs -type or -id: with RecordIgnored the
+ignored events are also those of every type no release handles, and one of
+them redriven less than RetryUnhandledFor after it was received fails until
+then, holding the later events of its object back (forget refuses it while
+it is failed); -all, or -since or -until alone, would take them too, and is
+refused (exit 2). A task is never ignored: -kind task with -state ignored
+is refused.
 
 It refuses to run without a selector (-id, -type, -since, -until) unless
 -all is given: -state and -kind narrow a selection but do not make one.
@@ -58,7 +59,7 @@ not moved with why, in the order given.
 		f.register(fs, "redrive", slices.DeleteFunc(slices.Clone(states), func(s idempotency.InboxState) bool { return !s.Redrivable() }))
 		var ids idsFlag
 		fs.Var(&ids, "id", "redrive these event ids (repeatable, or a comma list), or this task's id as it is (task:<name>:<key>, one per -id)")
-		all := fs.Bool("all", false, "redrive every event in -state (dead_letter by default), with no other selector")
+		all := fs.Bool("all", false, "redrive every event in -state (dead_letter by default; not -state ignored), with no other selector")
 		dryRun := fs.Bool("dry-run", false, "count the events that would move; move none")
 		asJSON := fs.Bool("json", false, "the report as one JSON document")
 		return func(ctx context.Context, a *app, args []string) error {
@@ -75,6 +76,11 @@ not moved with why, in the order given.
 				}
 				if s == idempotency.InboxIgnored && kind == idempotency.KindTask {
 					return usageError("-state ignored with -kind task: a task is never ignored; -state ignored redrives events")
+				}
+				if s == idempotency.InboxIgnored && len(ids) == 0 && f.eventType == "" {
+					return usageError("-state ignored needs -type or -id: with RecordIgnored the ignored events are also those of every type " +
+						"no release handles, and one redriven less than InboxConfig.RetryUnhandledFor (an hour) after it was received " +
+						"fails until then, holding back the later events of its object")
 				}
 			}
 			selected := len(ids) > 0 || f.eventType != "" || !f.since.t.IsZero() || !f.until.t.IsZero()
