@@ -87,9 +87,17 @@ func (d *Dashboard) allowed(w http.ResponseWriter, r *http.Request, action strin
 // event named by its id is redriven in any of them.
 var redrivable = slices.DeleteFunc(idempotency.InboxStates(), func(s idempotency.InboxState) bool { return !s.Redrivable() })
 
+// bulkIgnoredNeedsType is why a redrive of every ignored event needs a
+// type: the list offers it only when filtered by one.
+const bulkIgnoredNeedsType = "Redrive ignored events of one type: filter the list by its type. " +
+	"The ignored events are also those of every type no release handles (Config.RecordIgnored), and one " +
+	"redriven less than InboxConfig.RetryUnhandledFor (an hour) after it was received fails until then, " +
+	"holding back the later events of its object."
+
 // redrive moves the events named by the form's ids (dead-lettered, failed
 // or ignored), or every event of the form's kind, state, type and time
-// range, back to pending.
+// range (ignored ones of a type only: bulkIgnoredNeedsType), back to
+// pending.
 func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 	f := idempotency.RedriveFilter{EventIDs: r.PostForm["id"], States: redrivable}
 	if slices.Contains(f.EventIDs, "") {
@@ -111,6 +119,10 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 		}
 		if state == idempotency.InboxIgnored && f.Kind == idempotency.KindTask {
 			d.badForm(w, r, "redrive", "A task is never ignored: redrive ignored events, of the kind event or of every kind.")
+			return
+		}
+		if state == idempotency.InboxIgnored && f.EventType == "" {
+			d.badForm(w, r, "redrive", bulkIgnoredNeedsType)
 			return
 		}
 		since, until := r.PostFormValue("since"), r.PostFormValue("until")

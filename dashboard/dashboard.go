@@ -71,7 +71,9 @@
 // # Actions
 //
 // Redrive (Inbox.Redrive: a dead-lettered or failed event or task, or an
-// ignored event, back to pending, with a fresh attempt budget) and forget
+// ignored event, back to pending, with a fresh attempt budget; the
+// ignored events in bulk only of a type the list is filtered by, as they
+// are also those of every type no release handles) and forget
 // (Inbox.Forget: the event leaves the ledger and the inbox, so that its
 // next delivery is applied again as new; an event still to be applied,
 // and a task, are refused) are off unless Config.AllowRedrive and
@@ -155,7 +157,9 @@ type Config struct {
 
 	// AllowRedrive turns on the redrive action: dead-lettered and failed
 	// events and tasks, and ignored events, go back to pending with a
-	// fresh attempt budget. Defaults to false.
+	// fresh attempt budget. Every ignored event is redriven at once only
+	// of one type (a list filtered by type): a bulk redrive of ignored
+	// events without a type is refused, 400. Defaults to false.
 	AllowRedrive bool
 
 	// AllowForget turns on the forget action: a finished event's claim,

@@ -198,7 +198,7 @@ type listData struct {
 	Next, First template.URL
 	// Bulk is whether the page offers to redrive everything the filter
 	// selects: a redrivable state, and no object or account (Redrive has
-	// no such filter).
+	// no such filter); for ignored, a type (see bulkIgnoredNeedsType).
 	Bulk bool
 }
 
@@ -224,7 +224,8 @@ func (d *Dashboard) list(w http.ResponseWriter, r *http.Request) {
 	}
 	data := listData{
 		Filter: f, Records: recs,
-		Bulk: d.cfg.AllowRedrive && f.State.Redrivable() && f.Object == "" && f.Account == "" && len(recs) > 0,
+		Bulk: d.cfg.AllowRedrive && f.State.Redrivable() && f.Object == "" && f.Account == "" && len(recs) > 0 &&
+			(f.State != idempotency.InboxIgnored || f.Type != ""),
 	}
 	if f.after.EventID != "" {
 		data.First = pageURL(f.query())
