@@ -369,6 +369,17 @@ type RedriveFilter struct {
 	// when it was stored, as no handler was to decode it, and the workers
 	// do not check it: Config.StrictAPIVersion does not reject it, and its
 	// data.object is decoded best-effort whatever its release train.
+	//
+	// With ignored, name what to redrive: EventType (the type the new
+	// release handles), or EventIDs. With Config.RecordIgnored the
+	// ignored events are also those of every type no release handles
+	// (invoice.created beside invoice.paid); one of them redriven less
+	// than RetryUnhandledFor after it was received fails with
+	// ErrNoHandler until then, holding back the later events of its
+	// object (a paid invoice credited up to an hour late), and Forget
+	// refuses it meanwhile. Redrive takes any selection, Since and Until
+	// alone or none; idemctl redrive and the dashboard refuse one
+	// without a type or ids.
 	States []InboxState
 	// DryRun counts the events that would move, and moves none.
 	DryRun bool
