@@ -238,6 +238,8 @@ var (
 	// younger than InboxConfig.RetryUnhandledFor: a process that had the
 	// handler stored it (a deployment not yet rolled out everywhere), and
 	// it is retried with backoff, so that one that has it applies it.
+	// Past that, the worker records the event ignored, its
+	// InboxRecord.LastError saying why in the same words.
 	ErrNoHandler = errors.New("idempotency: no handler for the event's type in this process")
 	// ErrTxOwnedByStore: returned by Commit and Rollback of the transaction
 	// [PgxTx] hands to a handler. Committing early would separate the claim

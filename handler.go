@@ -156,8 +156,10 @@ type Result struct {
 	State InboxState
 	// Err is why the delivery failed or was rejected, or why the attempt
 	// failed; nil when the delivery was answered 200, or the attempt
-	// succeeded, skipped or snoozed. It is for logs and metrics, never
-	// sent to the client.
+	// succeeded, skipped, snoozed or ended ignored (Outcome ignored is no
+	// failure: why a worker recorded an event ignored is its
+	// InboxRecord.LastError, and its log line's ignored_reason). It is for
+	// logs and metrics, never sent to the client.
 	Err error
 	// Attempt is the inbox attempt this result reports (1, 2, ...); 0 for
 	// a delivery answered by the Handler (Status is then set).
@@ -171,6 +173,10 @@ type Result struct {
 	AfterCommitPanics []*PanicError
 
 	skipReason string // a skipped event's Skip reason, logged as skip_reason
+
+	// ignoredReason is why an inbox worker recorded an event ignored (its
+	// LastError), logged as ignored_reason, at Warn once recorded.
+	ignoredReason string
 }
 
 // The defaults of Config.
@@ -707,6 +713,9 @@ func report(ctx context.Context, log *slog.Logger, onResult, observed func(Resul
 	switch res.Outcome {
 	case OutcomeDuplicate, OutcomeIgnored:
 		level = slog.LevelDebug
+		if res.ignoredReason != "" && res.State == InboxIgnored {
+			level = slog.LevelWarn // a worker's: a receiver had the handler
+		}
 	case OutcomeRejected:
 		level = slog.LevelWarn
 	case OutcomeFailed, OutcomeUnavailable:
@@ -737,6 +746,9 @@ func report(ctx context.Context, log *slog.Logger, onResult, observed func(Resul
 		}
 		if res.skipReason != "" {
 			attrs = append(attrs, slog.String("skip_reason", res.skipReason))
+		}
+		if res.ignoredReason != "" && res.Outcome == OutcomeIgnored {
+			attrs = append(attrs, slog.String("ignored_reason", res.ignoredReason))
 		}
 		var stack *PanicError
 		if errors.As(res.Err, &stack) {

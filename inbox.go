@@ -84,8 +84,12 @@ type InboxConfig struct {
 	// yet updated can take an event an updated one stored. After that
 	// time, the event is recorded ignored, as one whose handler was
 	// removed on purpose (a redrive of ignored events takes it back:
-	// RedriveFilter.States). Meanwhile it holds the later events of its
-	// object back, as any failed event does. Defaults to
+	// RedriveFilter.States), its LastError saying why in the failed
+	// attempts' words ("... (recorded ignored: not applied within
+	// RetryUnhandledFor, 1h0m0s, after it was received)"), logged at
+	// Warn: a receiver with the handler stored it, and no worker applied
+	// it. Meanwhile it holds the later events of its object back, as any
+	// failed event does. Defaults to
 	// [DefaultRetryUnhandledFor], an hour.
 	RetryUnhandledFor time.Duration
 
@@ -140,7 +144,9 @@ type InboxConfig struct {
 	// Logger receives one record per attempt (event id, type, object id,
 	// outcome, attempt, the state it left the event in, duration; never
 	// the payload), written when the attempt returns, and the workers'
-	// troubles. An attempt at an event whose lease expired (its worker
+	// troubles. Failed attempts log at Error, one that records an event
+	// ignored (see RetryUnhandledFor) at Warn, with why as
+	// ignored_reason. An attempt at an event whose lease expired (its worker
 	// died, hung or lost its connection) is also logged as it starts, at
 	// Warn: a process that dies while it runs has that line last. The
 	// inbox's Handler logs its deliveries to it too unless its Config sets
@@ -1237,9 +1243,11 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 		}
 		// No process applied it: its handler was removed on purpose since
 		// it was stored. Recorded as ignored, like an event that never had
-		// one.
-		res.Outcome = OutcomeIgnored
-		res.State = settled(InboxIgnored, in.settle(ctx, &row, InboxIgnored, nil))
+		// one, with why (a receiver with the handler stored it), worded as
+		// the failed attempts' error: an operator's matter, logged at Warn.
+		why := errorf("%w: %s (recorded ignored: not applied within RetryUnhandledFor, %s, after it was received)", ErrNoHandler, env.Type, in.cfg.RetryUnhandledFor)
+		res.Outcome, res.ignoredReason = OutcomeIgnored, errorText(why)
+		res.State = settled(InboxIgnored, in.settle(ctx, &row, InboxIgnored, why))
 		return
 	}
 	outcome, err := in.d.run(ctx, env, row.Payload, row.ReceivedAt, in.fence(&row, chain), &res)

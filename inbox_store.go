@@ -141,8 +141,10 @@ type InboxRecord struct {
 	State InboxState
 	// Attempt counts the attempts made, a lease that expired included.
 	Attempt int
-	// LastError is the last failed attempt's error, or a skipped task's
-	// Skip reason, at most 1000 bytes; never the payload. An attempt made
+	// LastError is the last failed attempt's error, a skipped task's Skip
+	// reason, or why a worker recorded the event ignored (no handler for
+	// its type within InboxConfig.RetryUnhandledFor), at most 1000 bytes;
+	// never the payload. A redrive keeps it until the next attempt ends. An attempt made
 	// because the lease of the one before it expired shows, while it runs,
 	// that the lease expired.
 	LastError string

@@ -35,19 +35,8 @@ func TestInboxUnhandledTypeRetried(t *testing.T) {
 				a := idempotencytest.Deliver(h, invoicePayload(t, id, "in_"+id, "acct_1"), testSecret)
 				require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
 			}
-			record := func(id string) idempotency.InboxRecord {
-				t.Helper()
-				rec, ok, err := newRelease.Lookup(t.Context(), id)
-				require.NoError(t, err)
-				require.True(t, ok)
-				return rec
-			}
-			work := func(in *idempotency.Inbox, want int) {
-				t.Helper()
-				n, err := in.WorkDue(t.Context())
-				require.NoError(t, err)
-				require.Equal(t, want, n)
-			}
+			record := func(id string) idempotency.InboxRecord { return mustLookup(t, newRelease, id) }
+			work := func(in *idempotency.Inbox, want int) { workDue(t, in, want) }
 
 			deliver("evt_rolling")
 			work(oldRelease, 1)
@@ -78,6 +67,23 @@ func TestInboxUnhandledTypeRetried(t *testing.T) {
 			require.Equal(t, map[string]int{"evt_rolling": 1}, applied)
 		})
 	}
+}
+
+// mustLookup is id's inbox record, failing the test when there is none.
+func mustLookup(t *testing.T, in *idempotency.Inbox, id string) idempotency.InboxRecord {
+	t.Helper()
+	rec, ok, err := in.Lookup(t.Context(), id)
+	require.NoError(t, err)
+	require.True(t, ok, id)
+	return rec
+}
+
+// workDue runs in.WorkDue and requires it to make want attempts.
+func workDue(t *testing.T, in *idempotency.Inbox, want int) {
+	t.Helper()
+	n, err := in.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, want, n)
 }
 
 // rollingReleases are two inboxes of a rolling deploy on store, with cfg:

@@ -72,6 +72,28 @@ func TestBulkRedriveIgnoredNeedsType(t *testing.T) {
 	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_ignt_1"))
 }
 
+// TestIgnoredEventPageSaysWhy: the page of an event a worker recorded
+// ignored (a receiver with the handler stored it, and no worker applied it
+// within RetryUnhandledFor) shows why, its last error, as any event's page
+// shows its last error.
+func TestIgnoredEventPageSaysWhy(t *testing.T) {
+	t.Parallel()
+	f := memoryFixture(t, dashboard.Config{})
+	f.deliver(t, "invoice.paid", "evt_ignw_1", "in_ignw_1")
+	without, err := idempotency.NewInbox(f.store, idempotency.NewHandlers(), idempotency.InboxConfig{Now: f.clock.Now,
+		Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	f.clock.Advance(idempotency.DefaultRetryUnhandledFor)
+	_, err = without.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, idempotency.InboxIgnored, f.state(t, "evt_ignw_1"))
+
+	_, body := f.get(t, "event?id=evt_ignw_1")
+	contains(t, body, `id="state">ignored<`)
+	contains(t, body, `id="last-error">idempotency: no handler for the event&#39;s type in this process: invoice.paid `+
+		`(recorded ignored: not applied within RetryUnhandledFor, 1h0m0s, after it was received)<`)
+}
+
 // deliverIgnored delivers an invoice.payment_succeeded event (a type the
 // fixture has no handler for) of each id to an inbox Handler with
 // RecordIgnored, which stores it ignored.

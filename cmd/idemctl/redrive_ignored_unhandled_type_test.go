@@ -17,7 +17,8 @@ import (
 // one redriven less than RetryUnhandledFor after it was received fails
 // with ErrNoHandler, holding the later events of its object back, and
 // forget refuses it: idemctl redrive refuses that selection
-// (TestRedriveIgnoredNeedsTypeOrID).
+// (TestRedriveIgnoredNeedsTypeOrID). Past RetryUnhandledFor it is recorded
+// ignored again, and show prints why.
 func TestRedriveIgnoredWithoutTypeHoldsItsObject(t *testing.T) {
 	t.Parallel()
 	clock := idempotencytest.NewClock(time.Now())
@@ -44,4 +45,15 @@ func TestRedriveIgnoredWithoutTypeHoldsItsObject(t *testing.T) {
 	require.Equal(t, "evt_unh_created", held[0].EventID)
 	r = idemctl(t, s.db, nil, "forget", "evt_unh_created")
 	require.Equal(t, exitFailed, r.code, r.stderr)
+
+	// Past RetryUnhandledFor, recorded ignored again, saying why: show
+	// prints it.
+	clock.Advance(time.Hour)
+	s.work(t, s.inbox)
+	require.Equal(t, idempotency.InboxIgnored, s.lookup(t, "evt_unh_created").State)
+	require.Equal(t, idempotency.InboxProcessed, s.lookup(t, "evt_unh_paid").State)
+	r = idemctl(t, s.db, nil, "show", "evt_unh_created")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "  last error    idempotency: no handler for the event's type in this process: invoice.created "+
+		"(recorded ignored: not applied within RetryUnhandledFor, 1h0m0s, after it was received)\n")
 }

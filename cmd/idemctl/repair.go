@@ -28,15 +28,15 @@ apply: after a rolling deploy that adds a type, -state ignored -type <type>
 object applied already, and holds back those still pending. A worker
 without the handler fails it until InboxConfig.RetryUnhandledFor (an hour)
 after it was received, holding its object back, then records it ignored
-again; one the ledger has a claim of (a synchronous Handler with
-RecordIgnored, or another delivery, claimed it) is recorded processed and
-not applied. -state ignored needs -type or -id: with RecordIgnored the
-ignored events are also those of every type no release handles, and one of
-them redriven less than RetryUnhandledFor after it was received fails until
-then, holding the later events of its object back (forget refuses it while
-it is failed); -all, or -since or -until alone, would take them too, and is
-refused (exit 2). A task is never ignored: -kind task with -state ignored
-is refused.
+again, its last error saying why (show prints it); one the ledger has a
+claim of (a synchronous Handler with RecordIgnored, or another delivery,
+claimed it) is recorded processed and not applied. -state ignored needs
+-type or -id: with RecordIgnored the ignored events are also those of every
+type no release handles, and one of them redriven less than
+RetryUnhandledFor after it was received fails until then, holding the later
+events of its object back (forget refuses it while it is failed); -all, or
+-since or -until alone, would take them too, and is refused (exit 2). A
+task is never ignored: -kind task with -state ignored is refused.
 
 It refuses to run without a selector (-id, -type, -since, -until) unless
 -all is given: -state and -kind narrow a selection but do not make one.
