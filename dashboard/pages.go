@@ -200,6 +200,9 @@ type listData struct {
 	// selects: a redrivable state, and no object or account (Redrive has
 	// no such filter); for ignored, a type (see bulkIgnoredNeedsType).
 	Bulk bool
+	// BulkNeedsType is whether the page would offer it but for a type:
+	// a list of ignored events of every type, which says to filter one.
+	BulkNeedsType bool
 }
 
 // list: the records of one kind, state, type, object, account and time
@@ -222,11 +225,9 @@ func (d *Dashboard) list(w http.ResponseWriter, r *http.Request) {
 		d.inboxError(w, r, "listing the inbox", err)
 		return
 	}
-	data := listData{
-		Filter: f, Records: recs,
-		Bulk: d.cfg.AllowRedrive && f.State.Redrivable() && f.Object == "" && f.Account == "" && len(recs) > 0 &&
-			(f.State != idempotency.InboxIgnored || f.Type != ""),
-	}
+	bulk := d.cfg.AllowRedrive && f.State.Redrivable() && f.Object == "" && f.Account == "" && len(recs) > 0
+	needsType := f.State == idempotency.InboxIgnored && f.Type == ""
+	data := listData{Filter: f, Records: recs, Bulk: bulk && !needsType, BulkNeedsType: bulk && needsType}
 	if f.after.EventID != "" {
 		data.First = pageURL(f.query())
 	}

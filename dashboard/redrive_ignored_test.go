@@ -47,8 +47,8 @@ func TestRedriveIgnoredEvent(t *testing.T) {
 // TestBulkRedriveIgnoredNeedsType: with RecordIgnored the ignored events
 // are also those of every type no release handles, and one redriven
 // within RetryUnhandledFor of its receipt holds its object back: the list
-// of ignored events offers its bulk redrive only when filtered by type,
-// and a POST of one without a type (by kind, time range, or nothing) is
+// of ignored events offers its bulk redrive only when filtered by type
+// (without one, it says to filter by type), and a POST of one without a type (by kind, time range, or nothing) is
 // refused, 400, saying why, nothing moved. By id, one is redriven.
 func TestBulkRedriveIgnoredNeedsType(t *testing.T) {
 	t.Parallel()
@@ -59,6 +59,7 @@ func TestBulkRedriveIgnoredNeedsType(t *testing.T) {
 		_, body := f.get(t, "events?"+q)
 		contains(t, body, "evt_ignt_1", q)
 		notContains(t, body, `id="redrive-all"`, q)
+		contains(t, body, `id="redrive-all-needs-type">To redrive every ignored event of a type, filter the list by that type`, q)
 		contains(t, body, `class="redrive"`, "each row's own button: "+q)
 	}
 	for _, form := range []string{"state=ignored", "kind=event&state=ignored&type=", "state=ignored&since=2000-01-01T00:00"} {
