@@ -13,7 +13,8 @@ import (
 // are also those of every type no release handles, so -state ignored
 // (alone or beside another state) is refused, exit 2, saying why, unless
 // -type or -id names what to redrive: -all, and -since or -until alone,
-// would take those too. Nothing moves; with -type it moves that type's.
+// would take those too, and -all beside -type or -id is refused for
+// -all. Nothing moves; with -type it moves that type's.
 func TestRedriveIgnoredNeedsTypeOrID(t *testing.T) {
 	t.Parallel()
 	s := newService(t, nil)
@@ -34,6 +35,19 @@ func TestRedriveIgnoredNeedsTypeOrID(t *testing.T) {
 		r := idemctl(t, s.db, nil, append([]string{"redrive"}, args...)...)
 		require.Equal(t, exitUsage, r.code, "%v: %s", args, r.stdout)
 		require.Equal(t, why, r.stderr, args)
+		require.Empty(t, r.stdout, args)
+	}
+	// -all beside -type or -id: refused for -all, which -state ignored
+	// never takes, not as if -all redrove every ignored event.
+	for _, args := range [][]string{
+		{"-state", "ignored", "-type", "invoice.finalized", "-all"},
+		{"-state", "ignored", "-id", "evt_ignt_final", "-all"},
+		{"-state", "dead_letter,ignored", "-type", "invoice.finalized", "-since", "1h", "-all"},
+	} {
+		r := idemctl(t, s.db, nil, append([]string{"redrive"}, args...)...)
+		require.Equal(t, exitUsage, r.code, "%v: %s", args, r.stdout)
+		require.Equal(t, "idemctl: redrive: -state ignored takes no -all: -type or -id names the ignored events to redrive, "+
+			"and -all would take those of every type no release handles\n", r.stderr, args)
 		require.Empty(t, r.stdout, args)
 	}
 	require.Equal(t, idempotency.InboxIgnored, s.lookup(t, "evt_ignt_created").State)

@@ -82,6 +82,10 @@ not moved with why, in the order given.
 						"no release handles, and one redriven less than InboxConfig.RetryUnhandledFor (an hour) after it was received " +
 						"fails until then, holding back the later events of its object")
 				}
+				if s == idempotency.InboxIgnored && *all {
+					return usageError("-state ignored takes no -all: -type or -id names the ignored events to redrive, " +
+						"and -all would take those of every type no release handles")
+				}
 			}
 			selected := len(ids) > 0 || f.eventType != "" || !f.since.t.IsZero() || !f.until.t.IsZero()
 			if selected && *all {
