@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/seed-a84bb619/idempotency/internal/display"
 )
 
 // Retention says how long a store keeps what it stored, for
@@ -170,20 +172,31 @@ func (r *Retention) check() error {
 	keys := r.keysWindow()
 	switch {
 	case r.EventIDs < DefaultEventIDRetention:
-		return errorf("Retention.EventIDs %v: claimed event ids are kept at least %v, longer than recovery from the Events API reaches back (%v), so that no event is applied twice",
-			r.EventIDs, DefaultEventIDRetention, RecoveryWindow)
+		return errorf("Retention.EventIDs %s: claimed event ids are kept at least %s, longer than recovery from the Events API reaches back (%s), so that no event is applied twice",
+			window(r.EventIDs), window(DefaultEventIDRetention), window(RecoveryWindow))
 	case r.Payloads < 0:
 		return errorf("Retention.Payloads %v is negative", r.Payloads)
 	case r.DeadLetters < r.Payloads:
-		return errorf("Retention.DeadLetters %v: dead letters are kept at least as long as finished events (Payloads, %v), so that they can be redriven", r.DeadLetters, r.Payloads)
+		return errorf("Retention.DeadLetters %s: dead letters are kept at least as long as finished events (Payloads, %s), so that they can be redriven", window(r.DeadLetters), window(r.Payloads))
 	case r.Guards != 0 && r.Guards < keys:
-		return errorf("Retention.Guards %v: natural-key guards are kept (0) or kept at least as long as the event ids and the dead letters together (EventIDs %v + DeadLetters %v), so that an event still answered duplicate, or a dead letter redriven, cannot find its keys free", r.Guards, r.EventIDs, r.DeadLetters)
+		return errorf("Retention.Guards %s: natural-key guards are kept (0) or kept at least as long as the event ids and the dead letters together (EventIDs %s + DeadLetters %s), so that an event still answered duplicate, or a dead letter redriven, cannot find its keys free", window(r.Guards), window(r.EventIDs), window(r.DeadLetters))
 	case r.Tasks != 0 && r.Tasks < keys:
-		return errorf("Retention.Tasks %v: finished tasks are kept (0) or kept at least as long as the event ids and the dead letters together (EventIDs %v + DeadLetters %v), so that a task key is not enqueued twice by an event still answered duplicate or a dead letter redriven", r.Tasks, r.EventIDs, r.DeadLetters)
+		return errorf("Retention.Tasks %s: finished tasks are kept (0) or kept at least as long as the event ids and the dead letters together (EventIDs %s + DeadLetters %s), so that a task key is not enqueued twice by an event still answered duplicate or a dead letter redriven", window(r.Tasks), window(r.EventIDs), window(r.DeadLetters))
 	case r.BatchSize < 1 || r.BatchSize > MaxPruneBatch:
 		return errorf("Retention.BatchSize %d is not between 1 and %d", r.BatchSize, MaxPruneBatch)
 	}
 	return nil
+}
+
+// window writes a retention window for a refusal: in days when it is a
+// whole number of them, as windows are thought of (and as idemctl's flags
+// take them), else as a Go duration.
+func window(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d > 0 && d%day == 0 {
+		return display.Count(int(d/day), "day", "days")
+	}
+	return d.String()
 }
 
 // keysWindow is the least window of guards and task keys: EventIDs plus

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -87,7 +88,7 @@ tasks whose arguments were cleared (with -dry-run: would be).`,
 			// A window that breaks the library's rules is a usage error,
 			// found before connecting.
 			if err := r.Validate(); err != nil {
-				return usageError("%v", err)
+				return usageError("%s", retentionFlags.Replace(err.Error()))
 			}
 			store, closeFn, err := a.open(ctx)
 			if err != nil {
@@ -124,6 +125,16 @@ tasks whose arguments were cleared (with -dry-run: would be).`,
 		}
 	},
 }
+
+// retentionFlags writes the library's refusal of a window with prune's
+// flags for Retention's fields, so that the rule reads in the flags the
+// operator typed (the windows are written in days already).
+var retentionFlags = strings.NewReplacer(
+	"idempotency: ", "",
+	"Retention.EventIDs", "-event-ids", "Retention.Payloads", "-payloads", "Retention.DeadLetters", "-dead-letters",
+	"Retention.Guards", "-guards", "Retention.Tasks", "-tasks", "Retention.BatchSize", "-batch",
+	"(Payloads,", "(-payloads,", "(EventIDs ", "(-event-ids ", "+ DeadLetters ", "+ -dead-letters ",
+)
 
 // pruneJSON is prune -json's document.
 type pruneJSON struct {

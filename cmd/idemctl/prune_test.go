@@ -71,12 +71,12 @@ func TestPrune(t *testing.T) {
 		args []string
 		rule string
 	}{
-		{[]string{"-event-ids", "30d"}, "Retention.EventIDs 720h0m0s: claimed event ids are kept at least 1080h0m0s"},
-		{[]string{"-guards", "10d"}, "Retention.Guards 240h0m0s: natural-key guards are kept (0) or kept at least as long as the event ids"},
-		{[]string{"-tasks", "44d"}, "Retention.Tasks 1056h0m0s: finished tasks are kept (0)"},
-		{[]string{"-dead-letters", "1d"}, "Retention.DeadLetters 24h0m0s: dead letters are kept at least as long as finished events"},
+		{[]string{"-event-ids", "30d"}, "idemctl: prune: -event-ids 30 days: claimed event ids are kept at least 45 days, longer than recovery from the Events API reaches back (30 days)"},
+		{[]string{"-guards", "10d"}, "idemctl: prune: -guards 10 days: natural-key guards are kept (0) or kept at least as long as the event ids and the dead letters together (-event-ids 45 days + -dead-letters 90 days)"},
+		{[]string{"-tasks", "44d", "-dead-letters", "91d"}, "idemctl: prune: -tasks 44 days: finished tasks are kept (0) or kept at least as long as the event ids and the dead letters together (-event-ids 45 days + -dead-letters 91 days)"},
+		{[]string{"-dead-letters", "1d"}, "idemctl: prune: -dead-letters 1 day: dead letters are kept at least as long as finished events (-payloads, 7 days)"},
 		{[]string{"-batch", "0"}, "-batch 0: want 1 to 100000"},
-		{[]string{"-batch", "100001"}, "Retention.BatchSize 100001 is not between 1 and 100000"},
+		{[]string{"-batch", "100001"}, "idemctl: prune: -batch 100001 is not between 1 and 100000"},
 		{[]string{"-payloads", "0"}, "-payloads 0: leave the flag out for the default"},
 		{[]string{"-pause", "-1s"}, "-pause -1s: want 0 or more"},
 		{[]string{"-payloads", "7"}, `invalid value "7" for flag -payloads`},

@@ -140,7 +140,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"-nope", "stats"}, "idemctl: flag provided but not defined: -nope\n"},
 		{[]string{"stats", "-nope"}, "idemctl: stats: flag provided but not defined: -nope\n"},
 		{[]string{"-progress", "loud", "stats"}, "idemctl: -progress \"loud\": want auto, lines or off\n"},
-		{[]string{"prune", "-event-ids", "30d"}, "idemctl: prune: idempotency: Retention.EventIDs 720h0m0s: claimed event ids are kept at least 1080h0m0s, longer than recovery from the Events API reaches back (720h0m0s), so that no event is applied twice\n"},
+		{[]string{"prune", "-event-ids", "30d"}, "idemctl: prune: -event-ids 30 days: claimed event ids are kept at least 45 days, longer than recovery from the Events API reaches back (30 days), so that no event is applied twice\n"},
 	} {
 		var stdout, stderr strings.Builder
 		code := run(t.Context(), c.args, &stdout, &stderr, func(string) string { return "" })
