@@ -148,6 +148,15 @@ func taskArgsChaos(t *testing.T, cluster *pgtest.Cluster) {
 		return st.TaskCounts[idempotency.InboxProcessed] == invoices &&
 			st.Counts[idempotency.InboxPending]+st.Counts[idempotency.InboxProcessing]+st.Counts[idempotency.InboxFailed] == 0
 	})
+	// The prunes go on until one has cleared a task's arguments: when the
+	// last tasks finished together, as those a terminated session left to
+	// their lease do, none may have been finished Payloads before a
+	// prune's clock yet.
+	faultAwait(t, 30*time.Second, "a task's arguments cleared by the prunes", func() bool {
+		var n int
+		err := a.db.Pool.QueryRow(ctx, `SELECT count(*) FROM idempotency_inbox WHERE kind = 'task' AND payload = ''`).Scan(&n)
+		return err == nil && n > 0
+	})
 	close(stopPruning)
 	<-pruned
 	w.stop()
