@@ -74,18 +74,17 @@ not moved with why, in the order given.
 				if !s.Redrivable() {
 					return usageError("-state %s: only %s events are redriven", s, joinStates(f.offered))
 				}
-				if s == idempotency.InboxIgnored && kind == idempotency.KindTask {
-					return usageError("-state ignored with -kind task: a task is never ignored; -state ignored redrives events")
-				}
-				if s == idempotency.InboxIgnored && len(ids) == 0 && f.eventType == "" {
-					return usageError("-state ignored needs -type or -id: with RecordIgnored the ignored events are also those of every type " +
-						"no release handles, and one redriven less than InboxConfig.RetryUnhandledFor (an hour) after it was received " +
-						"fails until then, holding back the later events of its object")
-				}
-				if s == idempotency.InboxIgnored && *all {
-					return usageError("-state ignored takes no -all: -type or -id names the ignored events to redrive, " +
-						"and -all would take those of every type no release handles")
-				}
+			}
+			switch ignored := slices.Contains(sts, idempotency.InboxIgnored); {
+			case ignored && kind == idempotency.KindTask:
+				return usageError("-state ignored with -kind task: a task is never ignored; -state ignored redrives events")
+			case ignored && len(ids) == 0 && f.eventType == "":
+				return usageError("-state ignored needs -type or -id: with RecordIgnored the ignored events are also those of every type " +
+					"no release handles, and one redriven less than InboxConfig.RetryUnhandledFor (an hour) after it was received " +
+					"fails until then, holding back the later events of its object")
+			case ignored && *all:
+				return usageError("-state ignored takes no -all: -type or -id names the ignored events to redrive, " +
+					"and -all would take those of every type no release handles")
 			}
 			selected := len(ids) > 0 || f.eventType != "" || !f.since.t.IsZero() || !f.until.t.IsZero()
 			if selected && *all {
