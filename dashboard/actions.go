@@ -112,7 +112,9 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 			d.badForm(w, r, "redrive", "Redrive takes event ids, or the state dead_letter, failed or ignored.")
 			return
 		}
-		f.Kind, f.EventType, f.States = idempotency.InboxKind(r.PostFormValue("kind")), r.PostFormValue("type"), []idempotency.InboxState{state}
+		// The type as the list's filter reads it (parseListFilter).
+		f.Kind, f.EventType, f.States = idempotency.InboxKind(r.PostFormValue("kind")), strings.TrimSpace(r.PostFormValue("type")),
+			[]idempotency.InboxState{state}
 		if !isKind(f.Kind) {
 			d.badForm(w, r, "redrive", "Unknown kind: use event or task.")
 			return

@@ -48,8 +48,11 @@ func TestRedriveIgnoredEvent(t *testing.T) {
 // are also those of every type no release handles, and one redriven
 // within RetryUnhandledFor of its receipt holds its object back: the list
 // of ignored events offers its bulk redrive only when filtered by type
-// (without one, it says to filter by type), and a POST of one without a type (by kind, time range, or nothing) is
-// refused, 400, saying why, nothing moved. By id, one is redriven.
+// (without one, it says to filter by type), and a POST of one without a
+// type (by kind, time range, nothing, or a type of spaces alone) is
+// refused, 400, saying why, nothing moved. By id, one is redriven; a type
+// with spaces around it is read without them, as the list's filter reads
+// it.
 func TestBulkRedriveIgnoredNeedsType(t *testing.T) {
 	t.Parallel()
 	f := memoryFixture(t, dashboard.Config{AllowRedrive: true})
@@ -62,7 +65,8 @@ func TestBulkRedriveIgnoredNeedsType(t *testing.T) {
 		contains(t, body, `id="redrive-all-needs-type">To redrive every ignored event of a type, filter the list by that type`, q)
 		contains(t, body, `class="redrive"`, "each row's own button: "+q)
 	}
-	for _, form := range []string{"state=ignored", "kind=event&state=ignored&type=", "state=ignored&since=2000-01-01T00:00"} {
+	for _, form := range []string{"state=ignored", "kind=event&state=ignored&type=", "kind=event&state=ignored&type=%20",
+		"state=ignored&since=2000-01-01T00:00"} {
 		resp := f.post(t, "redrive", form, nil)
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, form)
 		contains(t, resp.body, "Redrive ignored events of one type", form)
@@ -71,6 +75,13 @@ func TestBulkRedriveIgnoredNeedsType(t *testing.T) {
 	resp := f.post(t, "redrive", "id=evt_ignt_1", nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, resp.body)
 	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_ignt_1"))
+
+	// The type is read as the list's filter reads it, without the spaces
+	// around it.
+	deliverIgnored(t, f, "evt_ignt_2")
+	resp = f.post(t, "redrive", "kind=event&state=ignored&type=%20invoice.payment_succeeded%20", nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, resp.body)
+	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_ignt_2"))
 }
 
 // TestIgnoredEventPageSaysWhy: the page of an event a worker recorded
