@@ -228,8 +228,10 @@ func (f *inboxFlags) register(fs *flag.FlagSet, verb string, offered []idempoten
 	fs.Var(&f.until, "until", verb+" events received before this time")
 }
 
-// parse validates the kind and the states.
+// parse validates the kind and the states, and reads -type without the
+// spaces around it, as the dashboard's lists and forms read a type.
 func (f *inboxFlags) parse() (idempotency.InboxKind, []idempotency.InboxState, error) {
+	f.eventType = strings.TrimSpace(f.eventType)
 	var kind idempotency.InboxKind
 	switch f.kind {
 	case "", string(idempotency.KindEvent), string(idempotency.KindTask):

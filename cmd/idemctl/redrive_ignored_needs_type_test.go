@@ -31,6 +31,7 @@ func TestRedriveIgnoredNeedsTypeOrID(t *testing.T) {
 		{"-state", "ignored", "-since", "1h", "-dry-run"},
 		{"-state", "dead_letter,ignored", "-since", "1h"},
 		{"-state", "ignored"},
+		{"-state", "ignored", "-type", " "},
 	} {
 		r := idemctl(t, s.db, nil, append([]string{"redrive"}, args...)...)
 		require.Equal(t, exitUsage, r.code, "%v: %s", args, r.stdout)
