@@ -14,7 +14,10 @@ import (
 )
 
 // FetchFunc gets the current state of the object id from the Stripe API,
-// as the connected account when account is not empty (Stripe-Account). It
+// as the connected account when account is not empty (Stripe-Account): the
+// event's account, or a thin event's context, which may be a path of
+// accounts (acct_1/acct_2, an account under a connected account) that only
+// Stripe-Context takes. It
 // returns an error wrapping [ErrObjectNotFound] when the API answers that
 // the object does not exist (404, code resource_missing).
 // [Retrieve] makes one from a stripe-go Retrieve method.
@@ -25,7 +28,9 @@ type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 //	idempotency.Retrieve(client.V1Subscriptions.Retrieve)
 //
 // It sets Stripe-Account for events of a connected account, so that the
-// object is fetched as that account and never as the platform. Its errors
+// object is fetched as that account and never as the platform, and
+// Stripe-Context for a thin event whose context is a path of accounts
+// (acct_1/acct_2), as the event itself was fetched. Its errors
 // wrap [ErrStripeAPI] and quote nothing Stripe answered (an object
 // stripe-go could not decode would otherwise be quoted in them, and so in
 // logs and in the inbox's LastError): they give the status, the error's
@@ -43,7 +48,12 @@ func Retrieve[T any, P interface {
 }, PT any](retrieve func(ctx context.Context, id string, params P) (T, error)) FetchFunc[T] {
 	return func(ctx context.Context, id, account string) (T, error) {
 		params := P(new(PT))
-		if account != "" {
+		switch sc, ok := any(params).(interface{ SetStripeContext(string) }); {
+		case strings.Contains(account, "/") && ok:
+			// A thin event's context naming an account under another
+			// (acct_1/acct_2): a path Stripe-Account does not take.
+			sc.SetStripeContext(account)
+		case account != "":
 			params.SetStripeAccount(account)
 		}
 		obj, err := withinContext(ctx, func() (T, error) { return retrieve(ctx, id, params) })
