@@ -121,7 +121,11 @@ const FetchTimeout = 5 * time.Second
 //     with backoff. An object the API no longer knows (404 resource_missing,
 //     ErrObjectNotFound) is skipped with that reason: objects Stripe keeps after their end
 //     (a canceled subscription, a deleted customer) are fetched and the
-//     handler sees that state.
+//     handler sees that state; those it deletes for good (a product, a
+//     coupon) are not, and their .deleted events are skipped: register
+//     those types with [On]. A key of the other mode than the events' (a
+//     test key for live events) is answered 404 resource_missing for every
+//     object, and every event is skipped.
 //
 // OnCurrent panics on a programming error, as [On] does: no event types, a
 // nil fetch or fn, an event type that already has a handler or that On
