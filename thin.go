@@ -53,7 +53,7 @@ func (h *Handler) serveThin(ctx context.Context, notification []byte, res *Resul
 		env, err = envelope.ParseV2Event(payload)
 		switch {
 		case err != nil:
-			err = errorf("%w: the v2 event fetched for %s: %w", ErrStripeAPI, n.ID, err)
+			err = errorf("%w: the v2 event fetched for %s is malformed: %w", ErrStripeAPI, n.ID, err)
 		case env.ID != n.ID || env.Type != n.Type:
 			err = errorf("%w: the v2 event fetched for %s has another id or type", ErrStripeAPI, n.ID)
 		}

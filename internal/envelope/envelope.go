@@ -88,8 +88,10 @@ var (
 	ErrThinEvent = errors.New("envelope: thin event notification (v2.core.event)")
 
 	// ErrMalformed reports input that is not valid JSON or not a Stripe
-	// event envelope. Errors returned by Parse wrap it with detail (a field
-	// name or a byte offset); they never contain bytes of the input.
+	// event envelope. The errors Parse returns for such input are
+	// ErrMalformed to errors.Is, and their text is the detail alone (a
+	// field name or a byte offset), for the caller's words before it
+	// ("malformed event: ..."); they never contain bytes of the input.
 	ErrMalformed = errors.New("envelope: malformed event")
 )
 
@@ -136,12 +138,26 @@ type parser struct {
 	object, previous         []byte
 }
 
+// malformedError is ErrMalformed with its detail: errors.Is finds
+// ErrMalformed, and its text is the detail alone.
+type malformedError struct{ detail string }
+
+func (e *malformedError) Error() string { return e.detail }
+
+func (e *malformedError) Is(target error) bool { return target == ErrMalformed }
+
+// malformed returns an error of ErrMalformed whose text is the detail
+// that format and args make.
+func malformed(format string, args ...any) error {
+	return &malformedError{detail: fmt.Sprintf(format, args...)}
+}
+
 func malformedAt(i int, what string) error {
-	return fmt.Errorf("%w: %s at offset %d", ErrMalformed, what, i)
+	return malformed("%s at offset %d", what, i)
 }
 
 func fieldErr(field, what string) error {
-	return fmt.Errorf("%w: %q %s", ErrMalformed, field, what)
+	return malformed("%q %s", field, what)
 }
 
 func (p *parser) setSem(field, what string) {
@@ -700,7 +716,7 @@ func (p *parser) readCreated(cur int64) (int64, error) {
 func unquote(tok []byte) (string, error) {
 	var s string
 	if err := json.Unmarshal(tok, &s); err != nil {
-		return "", fmt.Errorf("%w: invalid string", ErrMalformed)
+		return "", malformed("invalid string")
 	}
 	return s, nil
 }

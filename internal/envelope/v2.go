@@ -175,5 +175,5 @@ func jsonErr(err error) error {
 	case errors.As(err, &typ) && typ.Field != "":
 		return fieldErr(typ.Field, "has the wrong type")
 	}
-	return fmt.Errorf("%w: not a JSON object", ErrMalformed)
+	return malformed("not a JSON object")
 }
