@@ -213,6 +213,7 @@ func runInbox(w io.Writer) error {
 	}
 
 	fmt.Fprintln(w, "Inbox mode: the webhook stores the event and answers; workers apply it")
+	fmt.Fprintf(w, "   (here at most %d attempts, milliseconds apart; by default %d, over 6.5 days)\n", maxAttempts, idempotency.DefaultMaxAttempts)
 	evtD, err := invoiceEvent("evt_demo_D", "invoice.paid", "in_demo_4", "acct_inbox")
 	if err != nil {
 		return err

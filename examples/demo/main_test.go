@@ -24,6 +24,7 @@ func TestDemo(t *testing.T) {
 5. evt_demo_A signed with the wrong secret
    -> 400 {"error":"invalid_signature"}   credits: 200
 Inbox mode: the webhook stores the event and answers; workers apply it
+   (here at most 4 attempts, milliseconds apart; by default 20, over 6.5 days)
 6. invoice.paid evt_demo_D while the accounting API fails three times
    -> 200 {"outcome":"queued"}   (stored; a worker applies it)
    worker, attempt 1: failed: accounting API unavailable   credits: 0
