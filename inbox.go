@@ -144,11 +144,15 @@ type InboxConfig struct {
 	// Logger receives one record per attempt (event id, type, object id,
 	// outcome, attempt, the state it left the event in, duration; never
 	// the payload), written when the attempt returns, and the workers'
-	// troubles. Failed attempts log at Error, one that records an event
-	// ignored (see RetryUnhandledFor) at Warn, with why as
-	// ignored_reason. An attempt at an event whose lease expired (its worker
-	// died, hung or lost its connection) is also logged as it starts, at
-	// Warn: a process that dies while it runs has that line last. The
+	// troubles. Processed and skipped attempts log at Info, failed ones at
+	// Error, one that records an event ignored (see RetryUnhandledFor) at
+	// Warn, with why as ignored_reason, and one that found the event
+	// claimed by another delivery (a synchronous Handler's) and applied
+	// nothing, outcome duplicate, at Debug, as the Handler logs a
+	// duplicate delivery. An attempt at an event whose lease expired (its
+	// worker died, hung or lost its connection) is also logged as it
+	// starts, at Warn: a process that dies while it runs has that line
+	// last. The
 	// inbox's Handler logs its deliveries to it too unless its Config sets
 	// another Logger. Defaults to slog.Default().
 	Logger *slog.Logger
