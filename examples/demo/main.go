@@ -250,7 +250,7 @@ func runInbox(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "   redriven: %d\n", n)
+	fmt.Fprintf(w, "   redriven: %d (pending again, with a fresh attempt budget)\n", n)
 	return attempts("evt_demo_E")
 }
 

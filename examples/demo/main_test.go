@@ -39,7 +39,7 @@ Inbox mode: the webhook stores the event and answers; workers apply it
    worker, attempt 4: failed: invoice line without a price: a bug in the handler   credits: 100
    dead letter: evt_demo_E after 4 attempts (invoice line without a price: a bug in the handler)
 8. the bug is fixed; the dead letter is redriven
-   redriven: 1
+   redriven: 1 (pending again, with a fresh attempt budget)
    worker, attempt 1: processed   credits: 200
 Tasks: a side effect that must happen once, sent by the inbox's workers after the commit
 9. invoice.paid evt_demo_F; the handler credits 100 and enqueues the receipt of in_demo_6
