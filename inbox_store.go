@@ -128,6 +128,11 @@ const (
 )
 
 // InboxRecord is one event or task in the inbox, without its payload.
+//
+// A task's record (Kind task) holds its id (task:<name>:<key>), its name
+// in EventType and, in Created, when its event's transaction enqueued it;
+// ObjectID, Account and APIVersion are empty and Livemode is false: a
+// task has no object, and the tasks of one name are not ordered.
 type InboxRecord struct {
 	Kind       InboxKind
 	EventID    string

@@ -57,6 +57,12 @@ func TestPages(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	contains(t, body, `id="state">processed<`)
 	notContains(t, body, "<h2>Ledger</h2>", "a task has no claim")
+	contains(t, body, `<dt>Name</dt><dd>send-receipt</dd>`)
+	contains(t, body, `<dt>Key</dt><dd class="id" id="task-key">in_paid_1</dd>`)
+	contains(t, body, `<dt>Enqueued</dt>`)
+	for _, field := range []string{"Type", "Object", "Account", "Livemode", "API version", "Created"} {
+		notContains(t, body, "<dt>"+field+"</dt>", "a task has a name and a key, not an event's fields")
+	}
 
 	status, body = f.get(t, "event?id=evt_refund_1")
 	require.Equal(t, http.StatusOK, status)
@@ -67,7 +73,8 @@ func TestPages(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, status)
 	contains(t, body, `id="not-found"`)
 
-	// Search by object id finds the event and its task; by event id, the event.
+	// Search by object id finds the event (a task has no object); by event
+	// id, the event.
 	status, body = f.get(t, "search?q=in_paid_2")
 	require.Equal(t, http.StatusOK, status)
 	contains(t, body, `href="event?id=evt_paid_2"`)

@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -37,6 +38,10 @@ func parsePages(names ...string) map[string]*template.Template {
 		"redrivable":  idempotency.InboxState.Redrivable,
 		"forgettable": idempotency.InboxState.Final,
 		"records":     func(v view, recs []idempotency.InboxRecord) recordsTable { return recordsTable{v, recs} },
+		// taskKey is a task's key: its id is task:<name>:<key>.
+		"taskKey": func(rec idempotency.InboxRecord) string {
+			return strings.TrimPrefix(rec.EventID, "task:"+rec.EventType+":")
+		},
 	}).ParseFS(templateFS, "templates/layout.html", "templates/records.html"))
 	m := make(map[string]*template.Template, len(names))
 	for _, name := range names {

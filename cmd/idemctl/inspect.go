@@ -399,7 +399,15 @@ type ledgerJSON struct {
 func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, holders []idempotency.InboxHolder, heldByErr error, ledger idempotency.EventRecord, claimed, wantBody bool, body []byte, hasBody bool) error {
 	var l showLines
 	l.add("id", display.Line(id))
-	if inInbox {
+	switch {
+	case inInbox && rec.Kind == idempotency.KindTask:
+		// A task's record holds its name and key, and when its event's
+		// transaction enqueued it; the event's other fields are empty.
+		l.add("kind", string(rec.Kind))
+		l.add("name", display.Line(rec.EventType))
+		l.add("key", dash(display.Line(strings.TrimPrefix(id, "task:"+rec.EventType+":"))))
+		l.add("enqueued", formatTime(rec.Created))
+	case inInbox:
 		l.add("kind", string(rec.Kind))
 		l.add("type", display.Line(rec.EventType))
 		l.add("object", dash(rec.ObjectID))
@@ -407,6 +415,8 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		l.add("livemode", strconv.FormatBool(rec.Livemode))
 		l.add("api version", dash(rec.APIVersion))
 		l.add("created", formatTime(rec.Created))
+	}
+	if inInbox {
 		l.heading("")
 		l.heading("inbox")
 		l.add("  state", string(rec.State))

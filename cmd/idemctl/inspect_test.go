@@ -237,7 +237,10 @@ func TestShow(t *testing.T) {
 			"ledger\n  outcome       processed\n" +
 			"  claimed by    another delivery (received T: a synchronous Handler, or a copy pruned from the inbox), not this inbox row: the inbox's attempts apply nothing\n" +
 			"  processed at  T\n"},
-		{[]string{"show", "task:send-receipt:in_1"}, head("task:send-receipt:in_1", "task", "send-receipt", "-", "-") +
+		// A task has a name and a key, and the time its event's
+		// transaction enqueued it; no object, account, mode or API version.
+		{[]string{"show", "task:send-receipt:in_1"}, "id              task:send-receipt:in_1\nkind            task\n" +
+			"name            send-receipt\nkey             in_1\nenqueued        T\n\ninbox\n" +
 			"  state         processed\n  attempts      1\n  last error    -\n" +
 			"  received      T\n  attempted     T\n  next attempt  -\n  finished      T\n\n" +
 			"ledger          - (a task has no ledger record: its inbox row is its record)\n"},
