@@ -39,8 +39,10 @@ type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 // errors.Is. A 404 with Stripe's code resource_missing (no such object)
 // also wraps [ErrObjectNotFound], and so does a v2 method's error answer
 // with that code (stripe-go keeps no status of a v2 answer); any other 404
-// (Unrecognized request URL) does not, and fails its event as any refusal
-// does. It returns when ctx ends, also while stripe-go sleeps before a
+// (Unrecognized request URL), and one whose message says the object
+// exists in the other mode than the API key's (a test key asked for a
+// live object: its error says so), does not, and fails its event as any
+// refusal does. It returns when ctx ends, also while stripe-go sleeps before a
 // retry (that sleep does not watch the context).
 func Retrieve[T any, P interface {
 	*PT
@@ -66,10 +68,12 @@ func Retrieve[T any, P interface {
 		// would drop every event for good.
 		// stripe-go keeps no status of a v2 error answer (a
 		// *stripe.V2RawError), only its code.
+		// Nor does one that says the object exists in the other mode than
+		// the API key's: with such a key every fetch is answered so.
 		var serr *stripe.Error
 		var v2err *stripe.V2RawError
 		notFound := errors.As(err, &serr) && serr.HTTPStatusCode == http.StatusNotFound &&
-			serr.Code == stripe.ErrorCodeResourceMissing ||
+			serr.Code == stripe.ErrorCodeResourceMissing && keyOfOtherMode(serr) == "" ||
 			errors.As(err, &v2err) && v2err.Code == string(stripe.ErrorCodeResourceMissing)
 		if err = apiError("retrieving the object", err); notFound {
 			err = errorf("%w: %w", ErrObjectNotFound, err)
@@ -125,7 +129,8 @@ const FetchTimeout = 5 * time.Second
 //     coupon) are not, and their .deleted events are skipped: register
 //     those types with [On]. A key of the other mode than the events' (a
 //     test key for live events) is answered 404 resource_missing for every
-//     object, and every event is skipped.
+//     object, saying that the object exists in the other mode: that 404 is
+//     a fetch error, not ErrObjectNotFound, and fails the event.
 //
 // OnCurrent panics on a programming error, as [On] does: no event types, a
 // nil fetch or fn, an event type that already has a handler or that On

@@ -128,7 +128,7 @@ func apiError(op string, err error) error {
 	switch {
 	case errors.As(err, &se):
 		e.status, e.typ, e.code, e.requestID = se.HTTPStatusCode, answerToken(string(se.Type)), answerToken(string(se.Code)), answerToken(se.RequestID)
-		e.answer = se
+		e.answer, e.otherMode = se, keyOfOtherMode(se)
 	case errors.As(err, &v2):
 		if v2.Type != nil {
 			e.typ = answerToken(string(*v2.Type))
@@ -207,6 +207,26 @@ type stripeAPIError struct {
 	cause, answer        error
 	causeText            string // cause's text with a URL's user information masked; "" when it needs none
 	unreadable           bool
+	// otherMode is "live" or "test" when Stripe answered that the object
+	// exists in that mode, not the API key's (see keyOfOtherMode).
+	otherMode string
+}
+
+// keyOfOtherMode returns the mode ("live" or "test") a 404
+// resource_missing says the object exists in, when the request's API key
+// is of the other mode: Stripe's message then says "a similar object
+// exists in live mode, but a test mode key was used to make this
+// request". No code or field of the answer says so; its message does.
+func keyOfOtherMode(se *stripe.Error) string {
+	if se.HTTPStatusCode != http.StatusNotFound || se.Code != stripe.ErrorCodeResourceMissing {
+		return ""
+	}
+	for _, mode := range []string{"live", "test"} {
+		if strings.Contains(se.Msg, "a similar object exists in "+mode+" mode") {
+			return mode
+		}
+	}
+	return ""
 }
 
 func (e *stripeAPIError) Error() string {
@@ -232,10 +252,12 @@ func (e *stripeAPIError) Error() string {
 	if e.requestID != "" {
 		s += ", request " + e.requestID
 	}
-	switch e.status {
-	case http.StatusUnauthorized:
+	switch {
+	case e.otherMode != "":
+		s += ": the object exists in " + e.otherMode + " mode: the API key is of the other mode (a test key for live events, or a live key for test events)"
+	case e.status == http.StatusUnauthorized:
 		s += ": the API key was refused"
-	case http.StatusForbidden:
+	case e.status == http.StatusForbidden:
 		s += ": the API key is not allowed this request (a restricted key without the permission)"
 	}
 	return s
