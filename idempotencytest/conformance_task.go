@@ -639,9 +639,22 @@ func testTaskLostAnswer(t *testing.T, b StoreBackend) {
 // testTaskDeadLetter: a task that fails every attempt is dead-lettered
 // after MaxAttempts with its last error, and never run again; a redrive of
 // the tasks (RedriveFilter.Kind) after the fix runs it once, with a fresh
-// budget.
+// budget. Each attempt, the redriven one included, is reported once to
+// OnResult and once to the Observer's done.
 func testTaskDeadLetter(t *testing.T, b StoreBackend) {
-	tb := newTaskBench(t, b, idempotency.InboxConfig{MaxAttempts: 3, Backoff: minuteBackoff})
+	var reportsMu sync.Mutex
+	reports := map[string][]string{}
+	report := func(hook string) func(idempotency.Result) {
+		return func(r idempotency.Result) {
+			reportsMu.Lock()
+			defer reportsMu.Unlock()
+			reports[hook] = append(reports[hook], fmt.Sprintf("%s attempt %d %s %s", r.Kind, r.Attempt, r.Outcome, r.State))
+		}
+	}
+	observer := &idempotency.Observer{Attempt: func(ctx context.Context, _ idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
+		return ctx, report("Observer")
+	}}
+	tb := newTaskBench(t, b, idempotency.InboxConfig{MaxAttempts: 3, Backoff: minuteBackoff, OnResult: report("OnResult"), Observer: observer})
 	var mu sync.Mutex
 	fixed := false
 	tb.provider.setAnswer(func(c providerCall) error {
@@ -699,6 +712,14 @@ func testTaskDeadLetter(t *testing.T, b StoreBackend) {
 	require.Equal(t, 1, calls[3].Attempt, "the redriven run is attempt 1 again")
 	require.Equal(t, calls[0].IdempotencyKey, calls[3].IdempotencyKey, "and keeps its idempotency key")
 	require.Equal(t, map[string]int{"in_poison": 1}, tb.provider.effectsSnapshot())
+
+	want := []string{
+		"task attempt 1 failed failed", "task attempt 2 failed failed", "task attempt 3 failed dead_letter",
+		"task attempt 1 processed processed", // the redriven run
+	}
+	reportsMu.Lock()
+	defer reportsMu.Unlock()
+	require.Equal(t, map[string][]string{"OnResult": want, "Observer": want}, reports, "each attempt reported once")
 }
 
 // testTaskPermanent: a task that returns Permanent is dead-lettered after
