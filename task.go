@@ -62,7 +62,13 @@ type TaskRun[T any] struct {
 	Args T
 	// IdempotencyKey is the same for every attempt of the task, derived
 	// from its name and key: 64 lowercase hex digits after the name, a
-	// form Stripe's Idempotency-Key and other providers accept.
+	// form Stripe's Idempotency-Key and other providers accept. A redrive
+	// keeps it. One key is for one request: a func that makes several
+	// calls derives one for each with [Key] (Key(IdempotencyKey,
+	// "customer")), and sends each with the same parameters on every
+	// attempt, as Stripe refuses a key sent again to another endpoint or
+	// with other parameters. Stripe answers a retry with the answer it
+	// saved for the key, a decline or a 500 included, for a day.
 	IdempotencyKey string
 	// Attempt counts the attempts, this one included; snoozed attempts do
 	// not count.
