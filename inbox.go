@@ -163,7 +163,11 @@ type InboxConfig struct {
 	// reported by the lease that dead-letters it (ErrLeaseExpired); when
 	// the worker returns, its end is logged, not reported again, also when
 	// its process counts MaxAttempts differently (a deploy) unless the
-	// event was redriven or forgotten meanwhile. An attempt whose COMMIT,
+	// event was redriven or forgotten meanwhile. So is a last attempt
+	// whose end could not be recorded at all (the database unreachable as
+	// its worker recorded it): the row stays processing at it, and the
+	// lease that finds it expired dead-letters and reports it; its worker
+	// only logs its end. An attempt whose COMMIT,
 	// or the recording of its failure, went through while its connection
 	// dropped before the answer (a terminated session, a network cut, the
 	// attempt's timeout) is reported as the store recorded it (processed,
@@ -1304,10 +1308,16 @@ func (in *Inbox) logSuspect(ctx context.Context, row *inboxRow) {
 // commit, or the settle of its failure or of a task's snooze, went
 // through while its answer was lost (the connection dropped after the
 // statement) only seemed to lose its lease: the record shows its end at
-// this very attempt, and it is reported as it was recorded.
+// this very attempt, and it is reported as it was recorded. One whose end
+// was not recorded at all (the store could not be reached) at the last
+// attempt stays processing at it, and the lease that finds it expired
+// dead-letters it and reports it: its end is logged and ends its Observer
+// span as a hung worker's does, not given to OnResult, unless the record
+// shows its end after all.
 func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result), res *Result) {
 	onResult := in.cfg.OnResult
-	if row.leaseLost {
+	unrecorded := !row.leaseLost && res.State == "" && row.Attempt >= in.cfg.MaxAttempts
+	if row.leaseLost || unrecorded {
 		own, byLease := in.leaseLostEnd(ctx, row, row.Kind == KindTask && res.Outcome == OutcomeQueued)
 		switch {
 		case own == InboxFailed || own == InboxDeadLetter:
@@ -1315,8 +1325,19 @@ func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result)
 		case own != "":
 			res.Outcome, res.State, res.Err = stateOutcome(own), own, nil
 		case byLease:
+			cause := res.Err
+			if row.leaseLost {
+				cause = lostLease(cause)
+			}
 			onResult, res.Outcome, res.State = nil, OutcomeFailed, ""
-			res.Err = errorf("%w after attempt %d: %w", ErrLeaseExpired, row.Attempt, lostLease(res.Err))
+			if cause == nil { // a snooze's, not recorded
+				res.Err = errorf("%w after attempt %d", ErrLeaseExpired, row.Attempt)
+			} else {
+				res.Err = errorf("%w after attempt %d: %w", ErrLeaseExpired, row.Attempt, cause)
+			}
+		case unrecorded:
+			// Reported as it ended: a lease of a process that counts more
+			// attempts took it over without dead-lettering it.
 		default:
 			// Found by the fence or when its end was recorded: whatever
 			// the handler or the task's func returned (an error, Skip,
@@ -1368,7 +1389,9 @@ func lostLease(err error) error {
 // very attempt. This process's MaxAttempts cannot tell, since the
 // processes of one inbox may differ in it during a deploy; it decides only
 // when the row no longer tells: it cannot be read, or it was forgotten or
-// redriven (its attempts started again) since. A row leased again at row's
+// redriven (its attempts started again) since, or row's attempt still
+// holds it under its own lease, its end not recorded, and the lease that
+// takes it over is still to come. A row leased again at row's
 // attempt under a newer lease (not pending: a snoozed task shows its own
 // lease's time) was redriven too: without a redrive, the attempt numbers
 // of the leases after row's only grow, and a lease given back shows the
@@ -1405,6 +1428,10 @@ func (in *Inbox) leaseLostEnd(ctx context.Context, row *inboxRow, snoozed bool) 
 			if r.LastError != leaseExpired(row.Attempt) {
 				return r.State, false
 			}
+		case InboxProcessing:
+			// Still under row's own lease, its end not recorded: the lease
+			// that finds it expired at the last attempt dead-letters it.
+			return "", row.Attempt >= in.cfg.MaxAttempts
 		}
 	}
 	return "", r.State == InboxDeadLetter && r.Attempt == row.Attempt

@@ -31,7 +31,9 @@
 //
 // An attempt whose worker hung past its lease at the last attempt is
 // counted once, by the lease that dead-lettered its event, not again when
-// the worker comes back (its span ends then).
+// the worker comes back (its span ends then); so is a last attempt whose
+// end could not be recorded (the database unreachable), whose span ends
+// when its worker gives up recording it.
 //
 // Spans: "stripe webhook" (server) per request to a Handler;
 // "stripe webhook attempt" or "idempotency task" (consumer) per inbox
@@ -314,7 +316,8 @@ func (t *Telemetry) attempt(ctx context.Context, rec idempotency.InboxRecord, st
 	return ctx, func(res idempotency.Result) {
 		outcome, kind := outcomeKey.String(string(res.Outcome)), kindKey.String(kindOf(res.Kind))
 		// A worker that hung past its lease at the last attempt and came
-		// back: the lease that dead-lettered its event counted that attempt.
+		// back, or could not record its end: the lease that dead-letters
+		// its event counts that attempt.
 		counted := res.State == "" && errors.Is(res.Err, idempotency.ErrLeaseExpired)
 		if !counted {
 			t.attempts.Add(ctx, 1, metric.WithAttributes(outcome, kind, stateKey.String(string(res.State))))
