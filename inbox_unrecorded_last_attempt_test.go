@@ -56,11 +56,15 @@ func TestInboxUnrecordedLastAttemptReportedOnce(t *testing.T) {
 	for _, c := range []struct {
 		kind       string
 		unreadable bool
-	}{{"event", false}, {"task", false}, {"event", true}, {"task", true}} {
+		ran        bool // the task's func returned nil: its effect happened
+	}{{"event", false, false}, {"task", false, false}, {"event", true, false}, {"task", true, false}, {"task", false, true}} {
 		kind := c.kind
 		name := kind
 		if c.unreadable {
 			name += "/unreadable"
+		}
+		if c.ran {
+			name += "/ran"
 		}
 		t.Run(name, func(t *testing.T) { // not parallel: they share down
 			listToo.Store(c.unreadable)
@@ -69,6 +73,9 @@ func TestInboxUnrecordedLastAttemptReportedOnce(t *testing.T) {
 			hs := idempotency.NewHandlers()
 			task := idempotency.NewTask(hs, "send-receipt", func(context.Context, idempotency.TaskRun[misuseArgs]) error {
 				down.Store(true)
+				if c.ran {
+					return nil
+				}
 				return failed
 			})
 			idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
@@ -134,7 +141,14 @@ func TestInboxUnrecordedLastAttemptReportedOnce(t *testing.T) {
 			require.Equal(t, 1, end.Attempt)
 			require.Empty(t, end.State, "its end was not recorded")
 			require.ErrorIs(t, end.Err, idempotency.ErrLeaseExpired, "counted by the lease")
-			require.ErrorIs(t, end.Err, failed)
+			if c.ran {
+				// Its last attempt: the lease dead-letters it, it does not
+				// run again.
+				require.Contains(t, end.Err.Error(), "task send-receipt ran, but its end was not recorded; "+
+					"at its last attempt, it is dead-lettered when its lease expires")
+			} else {
+				require.ErrorIs(t, end.Err, failed)
+			}
 			require.Equal(t, idempotency.InboxDeadLetter, observed.all[1].State)
 		})
 	}

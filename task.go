@@ -307,9 +307,14 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 		res.Outcome, res.State = OutcomeProcessed, InboxProcessed
 		if err := in.settle(ctx, row, InboxProcessed, nil); err != nil {
 			// The effect happened, but the task will run again (with the
-			// same idempotency key): not a processed task yet.
+			// same idempotency key) once its lease expires, or, at its last
+			// attempt, that lease dead-letters it: not a processed task yet.
+			next := "it runs again when its lease expires"
+			if row.Attempt >= in.cfg.MaxAttempts {
+				next = "at its last attempt, it is dead-lettered when its lease expires"
+			}
 			res.Outcome, res.State = OutcomeFailed, ""
-			res.Err = errorf("task %s ran, but its end was not recorded; it runs again: %w", row.EventType, err)
+			res.Err = errorf("task %s ran, but its end was not recorded; %s: %w", row.EventType, next, err)
 		}
 	case skipped:
 		res.Outcome, res.skipReason = OutcomeSkipped, reason
