@@ -41,9 +41,7 @@ func errorf(format string, args ...any) error {
 	shown := slices.Clone(args)
 	for i, a := range args {
 		if err, ok := a.(error); ok {
-			if text, own := ownText(err); own {
-				shown[i] = text
-			}
+			shown[i] = quotedText(err)
 		}
 	}
 	text := errPrefix + fmt.Sprintf(strings.ReplaceAll(format, "%w", "%v"), shown...)
@@ -94,7 +92,7 @@ func quotedText(err error) string {
 	if text, own := ownText(err); own {
 		return text
 	}
-	return err.Error()
+	return maskedText(err)
 }
 
 // ownError reports whether err, not what it wraps, was made by the

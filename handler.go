@@ -93,8 +93,9 @@ type Config struct {
 	RecordIgnored bool
 
 	// Logger receives one record per delivery: event id, type, object id,
-	// outcome, status and duration, and a skip's reason, never the
-	// payload or a secret.
+	// outcome, status and duration, a skip's reason, and a failure's
+	// error (a stripe-go error the handler's wraps by its status, type,
+	// codes and request id, not its JSON), never the payload or a secret.
 	// Processed and skipped events log at Info, duplicates and ignored
 	// events at Debug, rejections at Warn, failures at Error. Defaults to
 	// slog.Default(); an [Inbox.Handler]'s, to InboxConfig.Logger.
@@ -742,7 +743,7 @@ func report(ctx context.Context, log *slog.Logger, onResult, observed func(Resul
 			attrs = append(attrs, slog.String("object_id", res.ObjectID))
 		}
 		if res.Err != nil {
-			attrs = append(attrs, slog.String("error", res.Err.Error()))
+			attrs = append(attrs, slog.String("error", maskedText(res.Err)))
 		}
 		if res.skipReason != "" {
 			attrs = append(attrs, slog.String("skip_reason", res.skipReason))

@@ -1519,12 +1519,13 @@ func (in *Inbox) settleAt(ctx context.Context, row *inboxRow, st InboxState, cau
 
 // errorText is an attempt's error as the inbox keeps it: bounded, and valid
 // text. The package's own errors never quote the payload; a handler's
-// error is the handler's to keep clean.
+// error is the handler's to keep clean, but for the stripe-go errors it
+// wraps (maskedText).
 func errorText(err error) string {
 	if err == nil {
 		return ""
 	}
-	s := storableText(err.Error())
+	s := storableText(maskedText(err))
 	if len(s) > maxInboxErrorLen {
 		s = strings.ToValidUTF8(s[:maxInboxErrorLen], "") // drop a rune cut in half
 	}

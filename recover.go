@@ -605,7 +605,7 @@ func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
 		r.failed = true
 		r.h.log.LogAttrs(ctx, slog.LevelError, "stripe recovery: event failed; the checkpoint stays before it",
 			slog.String("event_id", ev.env.ID), slog.String("event_type", ev.env.Type),
-			slog.String("outcome", string(res.Outcome)), slog.Any("error", res.Err))
+			slog.String("outcome", string(res.Outcome)), slog.String("error", maskedText(res.Err)))
 		return nil
 	}
 	if r.behind && (ev.env.ID == r.last.id || ev.env.Created > r.last.created.Unix()) {
@@ -668,7 +668,7 @@ func (r *recovery) logSummary(ctx context.Context, err error) {
 	level, msg := slog.LevelInfo, "stripe recovery: done"
 	if err != nil {
 		level, msg = slog.LevelError, "stripe recovery: stopped"
-		attrs = append(attrs, slog.String("error", err.Error()))
+		attrs = append(attrs, slog.String("error", maskedText(err)))
 	}
 	r.h.log.LogAttrs(ctx, level, msg, attrs...)
 }

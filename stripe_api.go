@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/stripe/stripe-go/v82"
@@ -238,20 +239,8 @@ func (e *stripeAPIError) Error() string {
 		return s + ": " + e.cause.Error()
 	case e.unreadable:
 		return s + ": an answer stripe-go could not read (not quoted: it may hold a payload)"
-	case e.status != 0:
-		s += fmt.Sprintf(": HTTP %d", e.status)
-	default:
-		s += ": error"
 	}
-	if e.typ != "" {
-		s += " " + e.typ
-	}
-	if e.code != "" {
-		s += " (" + e.code + ")"
-	}
-	if e.requestID != "" {
-		s += ", request " + e.requestID
-	}
+	s += ": " + answerText(e.status, e.typ, e.requestID, e.code)
 	switch {
 	case e.otherMode != "":
 		s += ": the object exists in " + e.otherMode + " mode: the API key is of the other mode (a test key for live events, or a live key for test events)"
@@ -261,6 +250,93 @@ func (e *stripeAPIError) Error() string {
 		s += ": the API key is not allowed this request (a restricted key without the permission)"
 	}
 	return s
+}
+
+// answerText names an error answer of the Stripe API by its status (when
+// known), its error's type and codes (those not empty) and the request
+// id: "HTTP 402 card_error (card_declined, insufficient_funds), request
+// req_123". Each is an identifier already (answerToken).
+func answerText(status int, typ, requestID string, codes ...string) string {
+	s := "error"
+	if status != 0 {
+		s = fmt.Sprintf("HTTP %d", status)
+	}
+	if typ != "" {
+		s += " " + typ
+	}
+	if codes = slices.DeleteFunc(codes, func(c string) bool { return c == "" }); len(codes) > 0 {
+		s += " (" + strings.Join(codes, ", ") + ")"
+	}
+	if requestID != "" {
+		s += ", request " + requestID
+	}
+	return s
+}
+
+// maskedText is err's text with the text of each stripe-go error that err
+// wraps replaced by stripeErrorText's: a handler or a task that calls the
+// API and returns stripe-go's error, wrapped or not, would otherwise put
+// its JSON (the payment intent with its client secret, the payment method
+// with the customer's name, email and address, Stripe's message, which
+// may quote a parameter's value) in every log line and LastError quoting
+// it.
+func maskedText(err error) string {
+	// fmt, as errorf formatted an operand before: a typed nil error whose
+	// Error method panics reads "<nil>".
+	text := fmt.Sprint(err)
+	for _, e := range stripeErrors(err, nil) {
+		raw := e.Error()
+		if !strings.HasPrefix(raw, "{") {
+			continue // not an answer's JSON ("null" of an error made empty)
+		}
+		se, ok := e.(*stripe.Error)
+		if !ok {
+			// A typed error (a *stripe.Error's Err) keeps its *stripe.Error
+			// unexported; its text is that error's JSON.
+			se = &stripe.Error{}
+			_ = json.Unmarshal([]byte(raw), se) // what does not decode stays unnamed
+		}
+		text = strings.ReplaceAll(text, raw, stripeErrorText(se))
+	}
+	return text
+}
+
+// stripeErrors appends to found the stripe-go errors of err's tree whose
+// text is an answer's JSON: *stripe.Error, and the typed errors of its
+// Err; none when an Unwrap method panics (a typed nil of a handler's
+// error type).
+func stripeErrors(err error, found []error) (all []error) {
+	defer func() {
+		if recover() != nil {
+			all = nil
+		}
+	}()
+	switch e := err.(type) {
+	case *stripe.Error, *stripe.APIError, *stripe.CardError, *stripe.InvalidRequestError, *stripe.IdempotencyError:
+		// Not descended into: a *stripe.Error's Err has its text.
+		if !isNil(e) {
+			found = append(found, e)
+		}
+	case interface{ Unwrap() error }:
+		found = stripeErrors(e.Unwrap(), found)
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			found = stripeErrors(inner, found)
+		}
+	}
+	return found
+}
+
+// stripeErrorText names a stripe-go error by what identifies it, and
+// quotes nothing else of the answer.
+func stripeErrorText(se *stripe.Error) string {
+	param := ""
+	if se.Param != "" {
+		param = "param " + answerToken(se.Param)
+	}
+	return "stripe-go: " + answerText(se.HTTPStatusCode, answerToken(string(se.Type)), answerToken(se.RequestID),
+		answerToken(string(se.Code)), answerToken(string(se.DeclineCode)), param) +
+		" (its message and objects not quoted: they may hold a client secret or the customer's details)"
 }
 
 func (e *stripeAPIError) Is(target error) bool { return target == ErrStripeAPI }

@@ -1,0 +1,135 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// declinedCardAPI answers every request as Stripe answers a declined
+// card: 402, and an error that holds the payment intent and the payment
+// method, with the intent's client secret and the customer's email and
+// name, as Stripe's does.
+var declinedCardAPI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", "req_declined_1")
+	w.WriteHeader(http.StatusPaymentRequired)
+	_, _ = fmt.Fprintf(w, `{"error":{"type":"card_error","code":"card_declined","decline_code":"insufficient_funds",
+"message":"Your card has insufficient funds.","param":"payment_method","doc_url":"https://stripe.com/docs/error-codes/card-declined",
+"payment_intent":{"id":"pi_1","object":"payment_intent","amount":2000,"currency":"usd","client_secret":"pi_1_secret_%[1]s",
+"receipt_email":%[2]q,"status":"requires_payment_method"},
+"payment_method":{"id":"pm_1","object":"payment_method","type":"card","billing_details":{"email":%[2]q,"name":"Jane Leak"}}}}`,
+		"Sk3tchyS3cret", payloadMarker)
+})
+
+// chargeDeclined is what a handler or task that charges a card with
+// stripe-go returns when the card is declined: stripe-go's error, wrapped.
+// With typed, the error wraps the *stripe.CardError of the error's Err
+// instead, whose text is the same JSON.
+func chargeDeclined(ctx context.Context, typed bool) error {
+	client := stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{declinedCardAPI}}))
+	_, err := client.V1PaymentIntents.Create(ctx, &stripe.PaymentIntentCreateParams{Amount: stripe.Int64(2000), Currency: stripe.String("usd")})
+	var se *stripe.Error
+	if !errors.As(err, &se) {
+		return errors.New("the card was not declined")
+	}
+	if typed {
+		return fmt.Errorf("charging the customer: %w", se.Err)
+	}
+	return fmt.Errorf("charging the customer: %w", err)
+}
+
+// requireStripeErrorSummarized: text, a log or a LastError of the error
+// chargeDeclined returns, names the Stripe error by its status, type,
+// codes, parameter and request id, keeps the handler's own words, and
+// quotes nothing else of the answer: neither the client secret, nor the
+// customer's email or name, nor Stripe's message.
+func requireStripeErrorSummarized(t *testing.T, text, what string) {
+	t.Helper()
+	for _, leak := range []string{payloadMarker, "Sk3tchyS3cret", "Jane Leak", "insufficient funds.", "payment_intent\""} {
+		require.NotContains(t, text, leak, what)
+	}
+	for _, kept := range []string{"charging the customer: ", "HTTP 402", "card_error", "card_declined", "insufficient_funds", "payment_method", "req_declined_1"} {
+		require.Contains(t, text, kept, what)
+	}
+}
+
+// A handler or a task that calls the Stripe API and returns stripe-go's
+// error, as most do: the error's text is its JSON, with the payment
+// intent (and its client secret) and the customer's email and name. It
+// reached the log line and the inbox's LastError, which the dashboard and
+// idemctl show. Both now name the error by its status, type, codes and
+// request id, also when the handler's error wraps the typed error of the
+// *stripe.Error's Err (a *stripe.CardError); Result.Err is the handler's
+// error itself, reachable with errors.As.
+func TestStripeErrorOfAHandlerKeepsTheCustomerOut(t *testing.T) {
+	t.Parallel()
+	for name, typed := range map[string]bool{"handler": false, "handler/typed": true} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			logger, logs := testLogger()
+			hs := idempotency.NewHandlers()
+			idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+				return chargeDeclined(ctx, typed)
+			})
+			var res idempotency.Result
+			h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
+				Secrets: []string{testSecret}, Logger: logger, OnResult: func(r idempotency.Result) { res = r },
+			})
+			require.NoError(t, err)
+			a := idempotencytest.Deliver(h, eventPayload(t, "invoice.paid", "evt_declined", nil), testSecret)
+			require.Equal(t, http.StatusInternalServerError, a.Status)
+			if typed {
+				var ce *stripe.CardError
+				require.ErrorAs(t, res.Err, &ce, "Result.Err is the handler's error")
+				require.Equal(t, stripe.DeclineCodeInsufficientFunds, ce.DeclineCode)
+			} else {
+				var se *stripe.Error
+				require.ErrorAs(t, res.Err, &se, "Result.Err is the handler's error")
+				require.Equal(t, stripe.ErrorCodeCardDeclined, se.Code)
+			}
+			requireStripeErrorSummarized(t, logs.String(), "the log")
+		})
+	}
+	t.Run("wrapped by the package", func(t *testing.T) {
+		t.Parallel()
+		err := chargeDeclined(t.Context(), false)
+		requireStripeErrorSummarized(t, idempotency.Permanent(err).Error(), "Permanent")
+		requireStripeErrorSummarized(t, (&idempotency.PanicError{Value: err}).Error(), "a panic's")
+		var se *stripe.Error
+		require.ErrorAs(t, idempotency.Permanent(err), &se)
+	})
+	for name, store := range bothStores(t) {
+		t.Run("task/"+name, func(t *testing.T) {
+			t.Parallel()
+			logger, logs := testLogger()
+			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			hs := idempotency.NewHandlers()
+			task := idempotency.NewTask(hs, "charge", func(ctx context.Context, _ idempotency.TaskRun[misuseArgs]) error {
+				return chargeDeclined(ctx, false)
+			})
+			_, err := store.Run(t.Context(), idempotency.Claim{EventID: "evt_declined_task", EventType: "invoice.paid", ReceivedAt: clock.Now()},
+				func(ctx context.Context, tx idempotency.Tx) error {
+					_, err := task.Enqueue(ctx, tx, "in_1", misuseArgs{})
+					return err
+				})
+			require.NoError(t, err)
+			in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: logger})
+			require.NoError(t, err)
+			misuseWork(t, in, 1)
+			rec := misuseLookup(t, in, task.ID("in_1"))
+			require.Equal(t, idempotency.InboxFailed, rec.State)
+			requireStripeErrorSummarized(t, rec.LastError, "LastError")
+			requireStripeErrorSummarized(t, logs.String(), "the log")
+		})
+	}
+}
