@@ -199,7 +199,9 @@ func TestFlagsAfterArguments(t *testing.T) {
 }
 
 // TestDatabaseURLPasswordNeverPrinted: whatever is wrong with the database
-// URL, the error names it without the password.
+// URL, the error names it without the password, or a piece of it (a '/'
+// in a password cut it at its '@', and the rest was read as the host and
+// the database, and printed).
 func TestDatabaseURLPasswordNeverPrinted(t *testing.T) {
 	t.Parallel()
 	for url, code := range map[string]int{
@@ -209,6 +211,7 @@ func TestDatabaseURLPasswordNeverPrinted(t *testing.T) {
 		"postgres://idemctl:s3cret-pw@127.0.0.1/db?sslmode=bogus":                exitUsage,
 		"postgres://idemctl:s3cret-pw@127.0.0.1/db?pool_max_conns=x":             exitUsage,
 		"postgres://idemctl@127.0.0.1/db?password=s3cret-pw&sslmode=bogus":       exitUsage,
+		"postgres://idemctl:s3c@ret-pw/tail-pw@127.0.0.1:1/db?connect_timeout=5": exitUsage,
 		"host=127.0.0.1 password=s3cret-pw port=x":                               exitUsage,
 		"host=127.0.0.1 password = s3cret-pw port=x":                             exitUsage,
 		"host=127.0.0.1 password= s3cret-pw port=x":                              exitUsage,
@@ -220,6 +223,7 @@ func TestDatabaseURLPasswordNeverPrinted(t *testing.T) {
 		require.Equal(t, code, r.code, "%s: %s", url, r.stderr)
 		require.Len(t, lines(r.stderr), 1, url)
 		require.NotContains(t, r.stdout+r.stderr, "s3cret", url)
+		require.NotContains(t, r.stdout+r.stderr, "-pw", url)
 	}
 }
 

@@ -21,11 +21,20 @@ import (
 //
 // A URL with a '#' is refused: the '#' starts the URL's fragment, which
 // pgx drops, so that a password or a setting after it would be cut short
-// (or the user and password read as a host and a port).
+// (or the user and password read as a host and a port). So is a URL with
+// an '@' after its host: a '/' or '?' in a password ends the user
+// information at the password's first '@', and the rest of it would be
+// read as the host (looked up in DNS), the database and parameters, which
+// a connection's error prints.
 func Parse(connString string) (*pgxpool.Config, error) {
-	if (strings.HasPrefix(connString, "postgres://") || strings.HasPrefix(connString, "postgresql://")) &&
-		strings.Contains(connString, "#") {
-		return nil, errors.New("not a PostgreSQL connection string: a '#' in a URL ends it (write %23)")
+	if rest, ok := urlRest(connString); ok {
+		if strings.Contains(connString, "#") {
+			return nil, errors.New("not a PostgreSQL connection string: a '#' in a URL ends it (write %23)")
+		}
+		if strings.Contains(rest, "@") {
+			return nil, errors.New("not a PostgreSQL connection string: an '@' after the host, " +
+				"where a password with a '/' or '?' puts the end of it (write those %2F and %3F, and an '@' %40)")
+		}
 	}
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err == nil {
@@ -45,4 +54,18 @@ func Parse(connString string) (*pgxpool.Config, error) {
 		return nil, errors.New("not a PostgreSQL connection string: " + reason)
 	}
 	return nil, errors.New("not a PostgreSQL connection string")
+}
+
+// urlRest returns what follows the host of a URL connection string (its
+// path and query), and whether connString is a URL.
+func urlRest(connString string) (string, bool) {
+	for _, scheme := range []string{"postgres://", "postgresql://"} {
+		if after, ok := strings.CutPrefix(connString, scheme); ok {
+			if i := strings.IndexAny(after, "/?"); i >= 0 {
+				return after[i:], true
+			}
+			return "", true
+		}
+	}
+	return "", false
 }
