@@ -10,7 +10,7 @@
 //	go run ./examples/server -secret whsec_... -database-url postgres://... -db-wait 2m
 //	go run ./examples/server -secret whsec_... -database-url postgres://... -inbox -workers 8
 //	STRIPE_SECRET_KEY=rk_test_... go run ./examples/server -secret whsec_...
-//	go run ./examples/server -secret whsec_... -dashboard -dashboard-password s3cret  # /admin/webhooks/, user admin
+//	DASHBOARD_PASSWORD=s3cret go run ./examples/server -secret whsec_... -dashboard  # /admin/webhooks/, user admin
 //	go run ./examples/server -secret whsec_... -metrics-addr :9090          # Prometheus metrics
 //	stripe listen --forward-to 127.0.0.1:4242/webhook                # prints the secret
 //
