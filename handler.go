@@ -64,9 +64,12 @@ type Config struct {
 	// another release train than APIVersion, unless no handler would decode
 	// them: events with no handler are answered ignored, and those of
 	// [OnCurrent]'s types, whose handlers are given the object fetched from
-	// the API, are applied. By default such events are accepted, decoded
-	// best-effort, and logged once per version: rejecting them means days
-	// of retries and, in the end, a disabled endpoint.
+	// the API, are applied, and those the store holds already (applied or,
+	// in inbox mode, stored from a copy of another version, as Stripe sends
+	// each event to both endpoints while an endpoint moves to another
+	// version), which are answered duplicate. By default such events are
+	// accepted, decoded best-effort, and logged once per version: rejecting
+	// them means days of retries and, in the end, a disabled endpoint.
 	StrictAPIVersion bool
 
 	// DisableFastDecoder decodes data.object with encoding/json alone. By
@@ -208,8 +211,8 @@ const (
 //	    escape; an id or object id over 1024 bytes;
 //	    created outside the years 1 to 9999; thin
 //	    event without Config.StripeClient; API
-//	    version rejected by
-//	    Config.StrictAPIVersion                     {"error":"invalid_event"}
+//	    version rejected by Config.StrictAPIVersion
+//	    (an event the store does not hold)          {"error":"invalid_event"}
 //	200 handler ran and committed                   {"outcome":"processed"}
 //	200 processed or skipped before                 {"outcome":"duplicate"}
 //	200 no handler for the type                     {"outcome":"ignored"}
@@ -471,6 +474,10 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 	// OnCurrent's handlers are given the object fetched from the API.
 	if !env.V2 && h.decodes(env.Type) {
 		if err := h.checkAPIVersion(ctx, env); err != nil {
+			if h.holds(ctx, env.ID) {
+				res.Outcome = OutcomeDuplicate
+				return http.StatusOK, bodyOutcome[OutcomeDuplicate]
+			}
 			res.Err = err
 			return http.StatusBadRequest, bodyInvalidEvent
 		}
@@ -641,6 +648,31 @@ func (h *Handler) checkAPIVersion(ctx context.Context, env *envelope.Envelope) e
 			slog.String("event_id", env.ID), slog.String("event_type", env.Type))
 	}
 	return nil
+}
+
+// holds reports whether the store holds the event eventID already: its
+// claim in the ledger, or in inbox mode its row in the inbox. A copy of
+// another API version refused under Config.StrictAPIVersion is then
+// answered duplicate, as any copy of a known event is: while an endpoint
+// moves to another version, Stripe sends each event to both endpoints in
+// their versions under one id, and a 400 to the copy whose event was
+// applied from the other would have Stripe retry it for days, then
+// disable that endpoint. A lookup that fails, or a Store of another
+// package that cannot be read by event id, leaves the refusal as it is.
+func (h *Handler) holds(ctx context.Context, eventID string) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.Timeout)
+	defer cancel()
+	if h.inbox != nil {
+		if _, ok, err := h.inbox.Lookup(ctx, eventID); err == nil && ok {
+			return true
+		}
+	}
+	lk, ok := h.store.(ledgerLookup)
+	if !ok {
+		return false
+	}
+	_, found, err := lk.LookupEvent(ctx, eventID)
+	return err == nil && found
 }
 
 // The range of created that checkEnvelope accepts: the years 1 to 9999,
