@@ -63,6 +63,49 @@ func requireStripeErrorSummarized(t *testing.T, text, what string) {
 	}
 }
 
+// failingHandler delivers an event to a Handler whose handler returns
+// fail's error, and returns the delivery's Result and the log.
+func failingHandler(t *testing.T, fail func(context.Context) error) (idempotency.Result, string) {
+	t.Helper()
+	logger, logs := testLogger()
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		return fail(ctx)
+	})
+	var res idempotency.Result
+	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
+		Secrets: []string{testSecret}, Logger: logger, OnResult: func(r idempotency.Result) { res = r },
+	})
+	require.NoError(t, err)
+	a := idempotencytest.Deliver(h, eventPayload(t, "invoice.paid", "evt_declined", nil), testSecret)
+	require.Equal(t, http.StatusInternalServerError, a.Status)
+	return res, logs.String()
+}
+
+// failingTask runs once, on store, a task whose func returns fail's
+// error, and returns its record's LastError and the log.
+func failingTask(t *testing.T, store idempotency.Store, fail func(context.Context) error) (lastError, log string) {
+	t.Helper()
+	logger, logs := testLogger()
+	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	hs := idempotency.NewHandlers()
+	task := idempotency.NewTask(hs, "charge", func(ctx context.Context, _ idempotency.TaskRun[misuseArgs]) error {
+		return fail(ctx)
+	})
+	_, err := store.Run(t.Context(), idempotency.Claim{EventID: "evt_declined_task", EventType: "invoice.paid", ReceivedAt: clock.Now()},
+		func(ctx context.Context, tx idempotency.Tx) error {
+			_, err := task.Enqueue(ctx, tx, "in_1", misuseArgs{})
+			return err
+		})
+	require.NoError(t, err)
+	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: logger})
+	require.NoError(t, err)
+	misuseWork(t, in, 1)
+	rec := misuseLookup(t, in, task.ID("in_1"))
+	require.Equal(t, idempotency.InboxFailed, rec.State)
+	return rec.LastError, logs.String()
+}
+
 // A handler or a task that calls the Stripe API and returns stripe-go's
 // error, as most do: the error's text is its JSON, with the payment
 // intent (and its client secret) and the customer's email and name. It
@@ -76,18 +119,7 @@ func TestStripeErrorOfAHandlerKeepsTheCustomerOut(t *testing.T) {
 	for name, typed := range map[string]bool{"handler": false, "handler/typed": true} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			logger, logs := testLogger()
-			hs := idempotency.NewHandlers()
-			idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
-				return chargeDeclined(ctx, typed)
-			})
-			var res idempotency.Result
-			h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
-				Secrets: []string{testSecret}, Logger: logger, OnResult: func(r idempotency.Result) { res = r },
-			})
-			require.NoError(t, err)
-			a := idempotencytest.Deliver(h, eventPayload(t, "invoice.paid", "evt_declined", nil), testSecret)
-			require.Equal(t, http.StatusInternalServerError, a.Status)
+			res, logs := failingHandler(t, func(ctx context.Context) error { return chargeDeclined(ctx, typed) })
 			if typed {
 				var ce *stripe.CardError
 				require.ErrorAs(t, res.Err, &ce, "Result.Err is the handler's error")
@@ -97,7 +129,7 @@ func TestStripeErrorOfAHandlerKeepsTheCustomerOut(t *testing.T) {
 				require.ErrorAs(t, res.Err, &se, "Result.Err is the handler's error")
 				require.Equal(t, stripe.ErrorCodeCardDeclined, se.Code)
 			}
-			requireStripeErrorSummarized(t, logs.String(), "the log")
+			requireStripeErrorSummarized(t, logs, "the log")
 		})
 	}
 	t.Run("wrapped by the package", func(t *testing.T) {
@@ -111,25 +143,60 @@ func TestStripeErrorOfAHandlerKeepsTheCustomerOut(t *testing.T) {
 	for name, store := range bothStores(t) {
 		t.Run("task/"+name, func(t *testing.T) {
 			t.Parallel()
-			logger, logs := testLogger()
-			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-			hs := idempotency.NewHandlers()
-			task := idempotency.NewTask(hs, "charge", func(ctx context.Context, _ idempotency.TaskRun[misuseArgs]) error {
-				return chargeDeclined(ctx, false)
-			})
-			_, err := store.Run(t.Context(), idempotency.Claim{EventID: "evt_declined_task", EventType: "invoice.paid", ReceivedAt: clock.Now()},
-				func(ctx context.Context, tx idempotency.Tx) error {
-					_, err := task.Enqueue(ctx, tx, "in_1", misuseArgs{})
-					return err
-				})
-			require.NoError(t, err)
-			in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: logger})
-			require.NoError(t, err)
-			misuseWork(t, in, 1)
-			rec := misuseLookup(t, in, task.ID("in_1"))
-			require.Equal(t, idempotency.InboxFailed, rec.State)
-			requireStripeErrorSummarized(t, rec.LastError, "LastError")
-			requireStripeErrorSummarized(t, logs.String(), "the log")
+			lastError, logs := failingTask(t, store, func(ctx context.Context) error { return chargeDeclined(ctx, false) })
+			requireStripeErrorSummarized(t, lastError, "LastError")
+			requireStripeErrorSummarized(t, logs, "the log")
+		})
+	}
+}
+
+// v2RefusedAPI answers every request as the Stripe API answers a v2
+// request it refuses: an error with a type, a code and a message, which
+// may quote what the request sent (here the customer's email and name).
+func v2RefusedAPI(typ string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = fmt.Fprintf(w, `{"error":{"type":%q,"code":"invalid_email","message":"%[2]s is not a valid email for Jane Leak.",
+"user_message":"Check %[2]s."}}`, typ, payloadMarker)
+	})
+}
+
+// A handler or a task that calls a v2 API (an event destination, an
+// account) and returns stripe-go's error: its text is its JSON too
+// (*stripe.V2RawError, or a typed v2 error such as
+// *stripe.TemporarySessionExpiredError), with Stripe's message, which
+// may quote what the request sent. The log line, LastError and the
+// package's errors wrapping it name it by its type and code.
+func TestStripeV2ErrorOfAHandlerKeepsTheCustomerOut(t *testing.T) {
+	t.Parallel()
+	for _, typ := range []string{"invalid_request", "temporary_session_expired"} {
+		t.Run(typ, func(t *testing.T) {
+			t.Parallel()
+			refused := func(ctx context.Context) error {
+				client := stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{v2RefusedAPI(typ)}}))
+				_, err := client.V2CoreEventDestinations.Create(ctx, &stripe.V2CoreEventDestinationCreateParams{Name: stripe.String(payloadMarker)})
+				if err == nil {
+					return errors.New("the request was not refused")
+				}
+				return fmt.Errorf("creating the destination: %w", err)
+			}
+			summarized := func(text, what string) {
+				t.Helper()
+				for _, leak := range []string{payloadMarker, "Jane Leak", "is not a valid email"} {
+					require.NotContains(t, text, leak, what)
+				}
+				for _, kept := range []string{"creating the destination: ", typ, "invalid_email"} {
+					require.Contains(t, text, kept, what)
+				}
+			}
+			res, logs := failingHandler(t, refused)
+			require.ErrorContains(t, res.Err, payloadMarker, "Result.Err is the handler's error")
+			summarized(logs, "the log")
+			summarized(idempotency.Permanent(refused(t.Context())).Error(), "Permanent")
+			lastError, logs := failingTask(t, idempotency.NewMemoryStore(), refused)
+			summarized(lastError, "LastError")
+			summarized(logs, "the task's log")
 		})
 	}
 }

@@ -279,7 +279,8 @@ func answerText(status int, typ, requestID string, codes ...string) string {
 // its JSON (the payment intent with its client secret, the payment method
 // with the customer's name, email and address, Stripe's message, which
 // may quote a parameter's value) in every log line and LastError quoting
-// it.
+// it. A v2 API's error is JSON too (its type, code and message), and is
+// read the same way: what it has of those fields, its type and code.
 func maskedText(err error) string {
 	// fmt, as errorf formatted an operand before: a typed nil error whose
 	// Error method panics reads "<nil>".
@@ -292,7 +293,8 @@ func maskedText(err error) string {
 		se, ok := e.(*stripe.Error)
 		if !ok {
 			// A typed error (a *stripe.Error's Err) keeps its *stripe.Error
-			// unexported; its text is that error's JSON.
+			// unexported; its text is that error's JSON. A v2 error's JSON
+			// has a type and a code under the same names.
 			se = &stripe.Error{}
 			_ = json.Unmarshal([]byte(raw), se) // what does not decode stays unnamed
 		}
@@ -303,8 +305,8 @@ func maskedText(err error) string {
 
 // stripeErrors appends to found the stripe-go errors of err's tree whose
 // text is an answer's JSON: *stripe.Error, and the typed errors of its
-// Err; none when an Unwrap method panics (a typed nil of a handler's
-// error type).
+// Err; a v2 answer's *stripe.V2RawError and its typed errors; none when
+// an Unwrap method panics (a typed nil of a handler's error type).
 func stripeErrors(err error, found []error) (all []error) {
 	defer func() {
 		if recover() != nil {
@@ -312,7 +314,8 @@ func stripeErrors(err error, found []error) (all []error) {
 		}
 	}()
 	switch e := err.(type) {
-	case *stripe.Error, *stripe.APIError, *stripe.CardError, *stripe.InvalidRequestError, *stripe.IdempotencyError:
+	case *stripe.Error, *stripe.APIError, *stripe.CardError, *stripe.InvalidRequestError, *stripe.IdempotencyError,
+		*stripe.V2RawError, *stripe.TemporarySessionExpiredError:
 		// Not descended into: a *stripe.Error's Err has its text.
 		if !isNil(e) {
 			found = append(found, e)
