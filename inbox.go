@@ -167,11 +167,18 @@ type InboxConfig struct {
 	// whose end could not be recorded at all (the database unreachable as
 	// its worker recorded it): the row stays processing at it, and the
 	// lease that finds it expired dead-letters and reports it; its worker
-	// only logs its end. An attempt whose COMMIT,
+	// only logs its end. Last by its own process's MaxAttempts: the row
+	// cannot tell what the lease to come counts, so during a deploy that
+	// changes MaxAttempts such an attempt is not reported when a process
+	// that counts more takes it over, and twice when one that counts
+	// fewer dead-letters it. An attempt whose COMMIT,
 	// or the recording of its failure, went through while its connection
 	// dropped before the answer (a terminated session, a network cut, the
 	// attempt's timeout) is reported as the store recorded it (processed,
-	// skipped, failed or dead_letter), once. It
+	// skipped, failed or dead_letter), once; but at the last attempt, when
+	// its worker cannot read the record either, it is taken for one whose
+	// end was not recorded, left to a lease that never comes: it is logged,
+	// not reported. It
 	// must not block. It may query the store's pool: with it set, a
 	// worker's commit does not also begin its next event's transaction,
 	// which would hold a connection of that pool while OnResult runs. A
