@@ -9,7 +9,6 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -38,10 +37,7 @@ func parsePages(names ...string) map[string]*template.Template {
 		"redrivable":  idempotency.InboxState.Redrivable,
 		"forgettable": idempotency.InboxState.Final,
 		"records":     func(v view, recs []idempotency.InboxRecord) recordsTable { return recordsTable{v, recs} },
-		// taskKey is a task's key: its id is task:<name>:<key>.
-		"taskKey": func(rec idempotency.InboxRecord) string {
-			return strings.TrimPrefix(rec.EventID, "task:"+rec.EventType+":")
-		},
+		"taskKey":     func(rec idempotency.InboxRecord) string { return display.TaskKey(rec.EventID, rec.EventType) },
 	}).ParseFS(templateFS, "templates/layout.html", "templates/records.html"))
 	m := make(map[string]*template.Template, len(names))
 	for _, name := range names {

@@ -405,7 +405,7 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		// transaction enqueued it; the event's other fields are empty.
 		l.add("kind", string(rec.Kind))
 		l.add("name", display.Line(rec.EventType))
-		l.add("key", dash(display.Line(strings.TrimPrefix(id, "task:"+rec.EventType+":"))))
+		l.add("key", dash(display.Line(display.TaskKey(id, rec.EventType))))
 		l.add("enqueued", formatTime(rec.Created))
 	case inInbox:
 		l.add("kind", string(rec.Kind))

@@ -1,6 +1,9 @@
 package display
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Count is n with the noun in its number: "1 row", "0 rows", "2 rows".
 func Count(n int, one, many string) string {
@@ -21,4 +24,11 @@ func Kinds(events, tasks int) string {
 		return Count(tasks, "task", "tasks")
 	}
 	return Count(events, "event", "events") + " and " + Count(tasks, "task", "tasks")
+}
+
+// TaskKey is the key of the task name whose inbox id is id
+// (task:<name>:<key>), as idemctl show and the dashboard's page of a task
+// show it.
+func TaskKey(id, name string) string {
+	return strings.TrimPrefix(id, "task:"+name+":")
 }

@@ -4,7 +4,8 @@
 // no control character that drives a terminal, and no bidirectional
 // control (an override, an isolate or a mark) that reorders what follows
 // it, so that an id reads as another. It also words what both report
-// alike: counts (Count, Kinds) and a leased event's lease (Lease).
+// alike: counts (Count, Kinds), a leased event's lease (Lease) and a
+// task's key (TaskKey).
 package display
 
 import (
