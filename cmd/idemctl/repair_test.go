@@ -199,9 +199,9 @@ func TestFlagsAfterArguments(t *testing.T) {
 }
 
 // TestDatabaseURLPasswordNeverPrinted: whatever is wrong with the database
-// URL, the error names it without the password, or a piece of it (a '/'
-// in a password cut it at its '@', and the rest was read as the host and
-// the database, and printed).
+// URL, the error names it without the password, or a piece of it (an
+// '@' in a password cut it there, and the rest was read as the host, and
+// after a '/', the database, and printed).
 func TestDatabaseURLPasswordNeverPrinted(t *testing.T) {
 	t.Parallel()
 	for url, code := range map[string]int{
@@ -212,6 +212,7 @@ func TestDatabaseURLPasswordNeverPrinted(t *testing.T) {
 		"postgres://idemctl:s3cret-pw@127.0.0.1/db?pool_max_conns=x":             exitUsage,
 		"postgres://idemctl@127.0.0.1/db?password=s3cret-pw&sslmode=bogus":       exitUsage,
 		"postgres://idemctl:s3c@ret-pw/tail-pw@127.0.0.1:1/db?connect_timeout=5": exitUsage,
+		"postgres://idemctl:s3c@ret-pw@127.0.0.1:1/db?connect_timeout=5":         exitUsage,
 		"host=127.0.0.1 password=s3cret-pw port=x":                               exitUsage,
 		"host=127.0.0.1 password = s3cret-pw port=x":                             exitUsage,
 		"host=127.0.0.1 password= s3cret-pw port=x":                              exitUsage,

@@ -22,14 +22,19 @@ import (
 // A URL with a '#' is refused: the '#' starts the URL's fragment, which
 // pgx drops, so that a password or a setting after it would be cut short
 // (or the user and password read as a host and a port). So is a URL with
-// an '@' after its host: a '/' or '?' in a password ends the user
-// information at the password's first '@', and the rest of it would be
-// read as the host (looked up in DNS), the database and parameters, which
-// a connection's error prints.
+// an '@' in its host or after it: pgx, as libpq, ends the user
+// information at the first '@', also one in the password, and the rest of
+// the password would be read as the host (looked up in DNS), and, after a
+// '/' or '?' in it, the database and parameters, which a connection's
+// error prints.
 func Parse(connString string) (*pgxpool.Config, error) {
-	if rest, ok := urlRest(connString); ok {
+	if host, rest, ok := urlParts(connString); ok {
 		if strings.Contains(connString, "#") {
 			return nil, errors.New("not a PostgreSQL connection string: a '#' in a URL ends it (write %23)")
+		}
+		if strings.Count(host, "@") > 1 {
+			return nil, errors.New("not a PostgreSQL connection string: an '@' in the host, " +
+				"where a user name or password with an '@' puts the end of it (write it %40)")
 		}
 		if strings.Contains(rest, "@") {
 			return nil, errors.New("not a PostgreSQL connection string: an '@' after the host, " +
@@ -56,16 +61,17 @@ func Parse(connString string) (*pgxpool.Config, error) {
 	return nil, errors.New("not a PostgreSQL connection string")
 }
 
-// urlRest returns what follows the host of a URL connection string (its
-// path and query), and whether connString is a URL.
-func urlRest(connString string) (string, bool) {
+// urlParts splits a URL connection string after its scheme into what
+// ends its host (user information and hosts) and what follows (its path
+// and query), and reports whether connString is a URL.
+func urlParts(connString string) (host, rest string, ok bool) {
 	for _, scheme := range []string{"postgres://", "postgresql://"} {
 		if after, ok := strings.CutPrefix(connString, scheme); ok {
 			if i := strings.IndexAny(after, "/?"); i >= 0 {
-				return after[i:], true
+				return after[:i], after[i:], true
 			}
-			return "", true
+			return after, "", true
 		}
 	}
-	return "", false
+	return "", "", false
 }

@@ -20,7 +20,7 @@ func TestParseNeverQuotesThePassword(t *testing.T) {
 		"host=db user=app password=correct s3cret-pw port=5432":  "failed to parse as keyword/value",
 		"postgres://app:s3cret-pw@db:notaport/app":               "invalid port",
 		"postgres://app:s3cret-pw@[::1/app":                      "failed to parse as URL",
-		"postgres://app:s3c@ret-pw@db/app?sslmode=bogus":         "failed to configure TLS",
+		"postgres://app:s3c%40ret-pw@db/app?sslmode=bogus":       "failed to configure TLS",
 		"postgres://app:s3cret-pw@db/app?pool_max_conns=x":       "pool_max_conns",
 		"postgres://app@db/app?password=s3cret-pw&sslmode=bogus": "failed to configure TLS",
 	} {
