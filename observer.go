@@ -55,7 +55,11 @@ type Observer struct {
 	// returns after it still gets its own done, so that its span ends,
 	// with State empty (its end was not recorded) and Err wrapping
 	// ErrLeaseExpired: that attempt was counted already, by the lease's
-	// report; OnResult is not called for it a second time.
+	// report; OnResult is not called for it a second time. So does the
+	// worker of a last attempt whose end could not be recorded (the
+	// database unreachable), before the lease that finds it expired
+	// dead-letters it and reports it: that attempt is counted by that
+	// report, to come (see InboxConfig.OnResult).
 	Attempt func(ctx context.Context, rec InboxRecord, link string) (_ context.Context, done func(Result))
 
 	// Fetch is called after each fetch of an object's current state from
