@@ -110,9 +110,10 @@ type Config struct {
 	OnResult func(Result)
 
 	// Observer, when set, watches each delivery (Observer.Delivery), gives
-	// the link stored with each event in inbox mode (Observer.Link), and
-	// watches the Stripe API fetches of OnCurrent handlers run in the
-	// request (Observer.Fetch): the hooks of metrics and traces, such as
+	// the link stored with each event in inbox mode and with each task a
+	// handler run in the request enqueues (Observer.Link), and watches the
+	// Stripe API fetches of OnCurrent handlers run in the request
+	// (Observer.Fetch): the hooks of metrics and traces, such as
 	// the subpackage otel's. Defaults to nil: nothing is observed; an
 	// [Inbox.Handler]'s, to InboxConfig.Observer.
 	Observer *Observer
@@ -245,10 +246,10 @@ const (
 // related_object.id.
 type Handler struct {
 	dispatcher
-	cfg      Config
-	log      *slog.Logger
-	inbox    *Inbox         // nil: apply in the request
-	fetchObs *fetchObserver // nil: no Observer.Fetch
+	cfg   Config
+	log   *slog.Logger
+	inbox *Inbox           // nil: apply in the request
+	obs   *handlerObserver // nil: no Observer.Fetch nor Link
 
 	warnedVersions sync.Map // API versions already logged
 }
@@ -309,7 +310,7 @@ func newHandler(store Store, cfg Config) (*Handler, error) {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	h.fetchObs = fetchObserverOf(cfg.Observer, h.log)
+	h.obs = handlerObserverOf(cfg.Observer, h.log)
 	return h, nil
 }
 
@@ -492,7 +493,7 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 	}
 	// Detached from the request: a sender that hangs up must not cut a
 	// transaction short. Config.Timeout bounds it.
-	outcome, err := h.run(h.fetchObs.withFetch(context.WithoutCancel(ctx)), env, payload, h.cfg.Now(), nil, res)
+	outcome, err := h.run(h.obs.withObserver(context.WithoutCancel(ctx)), env, payload, h.cfg.Now(), nil, res)
 	res.Outcome, res.Err = outcome, err
 	switch {
 	case outcome == OutcomeUnavailable: // the dispatcher's answer to ErrStoreUnavailable

@@ -186,9 +186,10 @@ type InboxConfig struct {
 	OnResult func(Result)
 
 	// Observer, when set, watches each attempt at an event or a task
-	// (Observer.Attempt, given the link its delivery stored) and the
-	// Stripe API fetches of OnCurrent handlers run by the workers
-	// (Observer.Fetch). The inbox's Handler watches its deliveries with
+	// (Observer.Attempt, given the link stored with it), gives the link
+	// stored with each task a handler run by the workers enqueues
+	// (Observer.Link), and watches the Stripe API fetches of OnCurrent
+	// handlers run by the workers (Observer.Fetch). The inbox's Handler watches its deliveries with
 	// it too (Observer.Delivery, Observer.Link) unless its Config sets
 	// another (an empty &Observer{} watches nothing). Defaults to nil:
 	// nothing is observed.
@@ -281,12 +282,12 @@ func nanoseconds(ns float64) time.Duration {
 // Several processes may run workers, and several may run Handlers, on one
 // database: no event is applied twice.
 type Inbox struct {
-	d        dispatcher
-	tasks    map[string]taskRegistration
-	store    inboxBackend
-	cfg      InboxConfig
-	log      *slog.Logger
-	fetchObs *fetchObserver // nil: no Observer.Fetch
+	d     dispatcher
+	tasks map[string]taskRegistration
+	store inboxBackend
+	cfg   InboxConfig
+	log   *slog.Logger
+	obs   *handlerObserver // nil: no Observer.Fetch nor Link
 
 	wake    chan struct{} // a due event may be waiting
 	running atomic.Bool
@@ -342,7 +343,7 @@ func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
 	if in.log == nil {
 		in.log = slog.Default()
 	}
-	in.fetchObs = fetchObserverOf(cfg.Observer, in.log)
+	in.obs = handlerObserverOf(cfg.Observer, in.log)
 	hs.addInbox(in) // committed tasks wake its workers
 	return in, nil
 }
@@ -1232,7 +1233,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 		in.logSuspect(ctx, &row)
 	}
 	ctx, done := in.cfg.Observer.attempt(ctx, in.log, row.InboxRecord, row.Trace)
-	ctx = in.fetchObs.withFetch(ctx)
+	ctx = in.obs.withObserver(ctx)
 	if row.Kind == KindTask {
 		return in.attemptTask(ctx, &row, done)
 	}

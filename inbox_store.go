@@ -207,8 +207,9 @@ type inboxRow struct {
 	// Seq is the store's sequence number taken when the event was stored
 	// (see current.go); 0 when unknown.
 	Seq int64
-	// Trace is what Observer.Link returned when the event was stored: the
-	// delivery's traceparent; "" when none.
+	// Trace is what Observer.Link returned when the event or the task was
+	// stored: the traceparent of the delivery, or of what enqueued the
+	// task; "" when none.
 	Trace string
 	// env is Payload parsed, when a worker parsed it ahead (inboxWorker.next).
 	env *envelope.Envelope

@@ -29,17 +29,19 @@ type Observer struct {
 	Delivery func(ctx context.Context, r *http.Request) (_ context.Context, done func(Result))
 
 	// Link is called in an inbox's Handler, with the delivery's context,
-	// before the event is stored; the text it returns is stored with the
-	// event and given back to Attempt: a W3C traceparent, so that the
-	// attempt's span can link to the delivery's. A text longer than 256
+	// before the event is stored, and in [Task.Enqueue], with the
+	// handler's context (the delivery's in synchronous mode, the
+	// attempt's in an inbox); the text it returns is stored with the
+	// event or the task and given back to Attempt: a W3C traceparent, so
+	// that the attempt's span can link to the span that stored it. A text longer than 256
 	// bytes, or one PostgreSQL cannot store (invalid UTF-8, a NUL byte), is
 	// not stored.
 	Link func(ctx context.Context) string
 
 	// Attempt is called when an inbox worker starts an attempt at an
 	// event or a task; rec is its record as leased (Attempt counts this
-	// attempt) and link is what Link returned when the event was stored,
-	// or "" (a task, or an event stored without Link). The context it
+	// attempt) and link is what Link returned when the event or the task
+	// was stored, or "" (stored without Link). The context it
 	// returns is the attempt's from then on (derive it from ctx: its
 	// cancellation stops the attempt); done is called once, when the
 	// attempt's end was recorded and InboxConfig.OnResult was called, with
@@ -133,40 +135,50 @@ func keptContext(out, ctx context.Context) context.Context {
 	return out
 }
 
-// fetchObserver is an Observer's Fetch with the log of its panics, as an
-// OnCurrent handler's context carries it.
-type fetchObserver struct {
-	fetch func(ctx context.Context, eventType, objectID string, d time.Duration, err error)
-	log   *slog.Logger
+// handlerObserver is an Observer's Fetch and Link with the log of their
+// panics, as a handler's context carries it: Fetch for the fetches of
+// OnCurrent handlers, Link for the tasks a handler enqueues.
+type handlerObserver struct {
+	o   *Observer
+	log *slog.Logger
 }
 
-// fetchObserverOf is what withFetch puts in a context for o, logging to
-// log; nil when o has no Fetch.
-func fetchObserverOf(o *Observer, log *slog.Logger) *fetchObserver {
-	if o == nil || o.Fetch == nil {
+// handlerObserverOf is what withObserver puts in a context for o, logging
+// to log; nil when o has neither Fetch nor Link.
+func handlerObserverOf(o *Observer, log *slog.Logger) *handlerObserver {
+	if o == nil || (o.Fetch == nil && o.Link == nil) {
 		return nil
 	}
-	return &fetchObserver{fetch: o.Fetch, log: log}
+	return &handlerObserver{o: o, log: log}
 }
 
-// withFetch returns ctx carrying f for the fetches of the handlers run
-// with it, or ctx itself when f is nil.
-func (f *fetchObserver) withFetch(ctx context.Context) context.Context {
+// withObserver returns ctx carrying f for the handlers run with it, or ctx
+// itself when f is nil.
+func (f *handlerObserver) withObserver(ctx context.Context) context.Context {
 	if f == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, fetchObserverKey{}, f)
+	return context.WithValue(ctx, handlerObserverKey{}, f)
 }
 
-// fetchObserverKey is the context key of the fetchObserver an OnCurrent
-// handler reports its fetches to.
-type fetchObserverKey struct{}
+// handlerObserverKey is the context key of the handlerObserver a handler
+// reports its fetches to and links its tasks with.
+type handlerObserverKey struct{}
 
 // observeFetch reports a fetch to the Observer ctx carries, if any.
 func observeFetch(ctx context.Context, eventType, objectID string, d time.Duration, err error) {
-	if f, ok := ctx.Value(fetchObserverKey{}).(*fetchObserver); ok {
-		callHook(ctx, f.log, "Observer.Fetch", nil, func() { f.fetch(ctx, eventType, objectID, d, err) })
+	if f, ok := ctx.Value(handlerObserverKey{}).(*handlerObserver); ok && f.o.Fetch != nil {
+		callHook(ctx, f.log, "Observer.Fetch", nil, func() { f.o.Fetch(ctx, eventType, objectID, d, err) })
 	}
+}
+
+// observeLink is what Link of the Observer ctx carries returns for ctx,
+// if it is storable: the link a task enqueued with ctx is stored with.
+func observeLink(ctx context.Context) string {
+	if f, ok := ctx.Value(handlerObserverKey{}).(*handlerObserver); ok {
+		return f.o.link(ctx, f.log)
+	}
+	return ""
 }
 
 // link is what o's Link returns for ctx, if it is storable; "" otherwise,

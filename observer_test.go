@@ -56,8 +56,8 @@ func (o *observed) observer(link string) *idempotency.Observer {
 			}
 		},
 		Link: func(ctx context.Context) string {
-			if scopeOf(ctx) != "delivery" {
-				return "not the delivery's context"
+			if s := scopeOf(ctx); s != "delivery" {
+				return "enqueued in " + s // a task's, in its handler's context
 			}
 			return link
 		},
@@ -160,8 +160,9 @@ func TestObserverSynchronous(t *testing.T) {
 }
 
 // TestObserverInbox: an inbox's Handler tells Delivery of each delivery
-// and stores Link's text with the event; each attempt, at an event or a
-// task, is told to Attempt with that link, runs in the context Attempt
+// and stores Link's text with the event, and a task its handler enqueues
+// with Link's text in the attempt's context; each attempt, at an event or
+// a task, is told to Attempt with that link, runs in the context Attempt
 // returned (fetches included), and done gets its Result with the state it
 // left the event in: dead_letter for the last failed attempt.
 func TestObserverInbox(t *testing.T) {
@@ -199,7 +200,7 @@ func TestObserverInbox(t *testing.T) {
 	defer o.mu.Unlock()
 	require.Len(t, o.deliveries, 2)
 	require.Equal(t, idempotency.OutcomeQueued, o.deliveries[0].Outcome)
-	require.Equal(t, map[string]string{"evt_obi_0": traceparent, "evt_obi_1": traceparent, "task:receipt:sub_ok": ""}, o.links)
+	require.Equal(t, map[string]string{"evt_obi_0": traceparent, "evt_obi_1": traceparent, "task:receipt:sub_ok": "enqueued in evt_obi_0"}, o.links)
 	type end struct {
 		id      string
 		outcome idempotency.Outcome

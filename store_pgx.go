@@ -1022,7 +1022,7 @@ func (t *pgxTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) {
 		return false, err
 	}
 	defer t.leave()
-	tag, err := t.tx.Exec(ctx, t.s.inbox.enqueueTask, r.EventID, r.EventType, r.Created, r.Payload)
+	tag, err := t.tx.Exec(ctx, t.s.inbox.enqueueTask, r.EventID, r.EventType, r.Created, r.Payload, r.Trace)
 	if err != nil {
 		return false, err
 	}

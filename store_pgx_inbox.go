@@ -101,8 +101,8 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean
     $8::bytea[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[], $13::text[])
 ON CONFLICT (event_id) DO NOTHING
 RETURNING event_id`,
-		enqueueTask: `INSERT INTO ` + t + ` (kind, event_id, event_type, created, payload, state, received_at, next_attempt_at)
-VALUES ('task', $1, $2, $3, $4, 'pending', $3, $3) ON CONFLICT (event_id) DO NOTHING`,
+		enqueueTask: `INSERT INTO ` + t + ` (kind, event_id, event_type, created, payload, state, received_at, next_attempt_at, trace)
+VALUES ('task', $1, $2, $3, $4, 'pending', $3, $3, $5) ON CONFLICT (event_id) DO NOTHING`,
 		finish: `UPDATE ` + t + ` SET state = $3, finished_at = $4, next_attempt_at = NULL, lease_until = NULL, last_error = ''
 WHERE ` + fenced("$5"),
 		skip: `UPDATE ` + t + ` SET state = 'skipped' WHERE event_id = $1`,

@@ -170,7 +170,7 @@ func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enque
 	r := &inboxRow{InboxRecord: InboxRecord{
 		EventID: taskID(t.name, key), EventType: t.name, Kind: KindTask, Created: now,
 		State: InboxPending, ReceivedAt: now, NextAttemptAt: now,
-	}, Payload: payload}
+	}, Payload: payload, Trace: observeLink(ctx)}
 	enqueued, err = tt.enqueueTask(ctx, r)
 	if err != nil {
 		return false, errorf("task %s: %w", t.name, err)

@@ -38,7 +38,9 @@
 // Spans: "stripe webhook" (server) per request to a Handler;
 // "stripe webhook attempt" or "idempotency task" (consumer) per inbox
 // attempt, a new trace linked to the span of the delivery that stored the
-// event (its traceparent is stored with the event); "stripe fetch"
+// event, or to the span of the handler that enqueued the task (the
+// delivery's in synchronous mode, the event's attempt's in an inbox): its
+// traceparent is stored with the event or the task; "stripe fetch"
 // (client) per fetch of a current object, a child of the handler's span.
 package idempotencyotel
 
