@@ -5,10 +5,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // TestRunServesMetrics: with -metrics-addr, a delivery is counted in the
-// Prometheus metrics served there, and so is the inbox's depth.
+// Prometheus metrics served there, a refused one (a secret that is not the
+// endpoint's) by the labels the README's alert on refusals reads, and so
+// is the inbox's depth.
 func TestRunServesMetrics(t *testing.T) {
 	t.Parallel()
 	logs := newLogWatch("serving metrics")
@@ -23,12 +27,17 @@ func TestRunServesMetrics(t *testing.T) {
 	status, body := c.deliver(invoiceEvent(t, "invoice.paid", "evt_metrics_1", "acct_metrics"))
 	require.Equal(t, 200, status, body)
 	c.deliver(invoiceEvent(t, "invoice.paid", "evt_metrics_1", "acct_metrics"))
+	forged := idempotencytest.NewSignedRequest(c.url+"/webhook", invoiceEvent(t, "invoice.paid", "evt_metrics_2", "acct_metrics"), "whsec_not_the_endpoints")
+	forged.RequestURI = ""
+	status, _ = c.do(forged)
+	require.Equal(t, 400, status)
 
 	scrape := client{t: t, url: metricsURL}
 	status, page := scrape.get("")
 	require.Equal(t, 200, status)
 	require.Regexp(t, `(?m)^idempotency_deliveries_total\{[^}]*outcome="processed"[^}]*status="200"[^}]*\} 1$`, page)
 	require.Regexp(t, `(?m)^idempotency_deliveries_total\{[^}]*outcome="duplicate"[^}]*\} 1$`, page)
+	require.Regexp(t, `(?m)^idempotency_deliveries_total\{[^}]*outcome="rejected"[^}]*status="400"[^}]*\} 1$`, page)
 	require.Regexp(t, `(?m)^idempotency_delivery_duration_seconds_count\{[^}]*outcome="processed"[^}]*\} 1$`, page)
 	require.Regexp(t, `(?m)^idempotency_inbox_depth\{[^}]*kind="event"[^}]*state="dead_letter"[^}]*\} 0$`, page)
 	require.Regexp(t, `(?m)^idempotency_inbox_oldest_pending_age_seconds(\{[^}]*\})? `, page)
