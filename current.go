@@ -13,14 +13,13 @@ import (
 	"github.com/stripe/stripe-go/v82"
 )
 
-// FetchFunc gets the current state of the object id from the Stripe API,
-// as the connected account when account is not empty (Stripe-Account): the
+// FetchFunc gets the current state of the object id from the Stripe API, as
+// the connected account when account is not empty (Stripe-Account): the
 // event's account, or a thin event's context, which may be a path of
 // accounts (acct_1/acct_2, an account under a connected account) that only
-// Stripe-Context takes. It
-// returns an error wrapping [ErrObjectNotFound] when the API answers that
-// the object does not exist (404, code resource_missing).
-// [Retrieve] makes one from a stripe-go Retrieve method.
+// Stripe-Context takes. It returns an error wrapping [ErrObjectNotFound]
+// when the API answers that the object does not exist (404, code
+// resource_missing). [Retrieve] makes one from a stripe-go Retrieve method.
 type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 
 // Retrieve adapts a stripe-go Retrieve method to a FetchFunc:
@@ -30,20 +29,20 @@ type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 // It sets Stripe-Account for events of a connected account, so that the
 // object is fetched as that account and never as the platform, and
 // Stripe-Context for a thin event whose context is a path of accounts
-// (acct_1/acct_2), as the event itself was fetched. Its errors
-// wrap [ErrStripeAPI] and quote nothing Stripe answered (an object
-// stripe-go could not decode would otherwise be quoted in them, and so in
-// logs and in the inbox's LastError): they give the status, the error's
-// type and code and the request id; stripe-go's *stripe.Error stays
-// reachable with errors.As, and a network or context error with
-// errors.Is. A 404 with Stripe's code resource_missing (no such object)
-// also wraps [ErrObjectNotFound], and so does a v2 method's error answer
-// with that code (stripe-go keeps no status of a v2 answer); any other 404
-// (Unrecognized request URL), and one whose message says the object
-// exists in the other mode than the API key's (a test key asked for a
-// live object: its error says so), does not, and fails its event as any
-// refusal does. It returns when ctx ends, also while stripe-go sleeps before a
-// retry (that sleep does not watch the context).
+// (acct_1/acct_2), as the event itself was fetched. Its errors wrap
+// [ErrStripeAPI] and quote nothing Stripe answered (an object stripe-go
+// could not decode would otherwise be quoted in them, and so in logs and in
+// the inbox's LastError): they give the status, the error's type and code
+// and the request id; stripe-go's *stripe.Error stays reachable with
+// errors.As, and a network or context error with errors.Is. A 404 with
+// Stripe's code resource_missing (no such object) also wraps
+// [ErrObjectNotFound], and so does a v2 method's error answer with that code
+// (stripe-go keeps no status of a v2 answer); any other 404 (Unrecognized
+// request URL), and one whose message says the object exists in the other
+// mode than the API key's (a test key asked for a live object: its error
+// says so), does not, and fails its event as any refusal does. It returns
+// when ctx ends, also while stripe-go sleeps before a retry (that sleep does
+// not watch the context).
 func Retrieve[T any, P interface {
 	*PT
 	SetStripeAccount(string)

@@ -79,17 +79,16 @@ type InboxConfig struct {
 	// RetryUnhandledFor is how long after an event was received a worker
 	// whose process has no handler for its type retries it: the attempt
 	// fails with [ErrNoHandler], and the event is due again after the
-	// backoff (or dead-lettered at MaxAttempts), for a process that has
-	// the handler. In a rolling deploy that adds a handler, a replica not
-	// yet updated can take an event an updated one stored. After that
-	// time, the event is recorded ignored, as one whose handler was
-	// removed on purpose (a redrive of ignored events takes it back:
-	// RedriveFilter.States), its LastError saying why in the failed
-	// attempts' words ("... (recorded ignored: not applied within
-	// RetryUnhandledFor, 1h0m0s, after it was received)"), logged at
-	// Warn: a receiver with the handler stored it, and no worker applied
-	// it. Meanwhile it holds the later events of its object back, as any
-	// failed event does. Defaults to
+	// backoff (or dead-lettered at MaxAttempts), for a process that has the
+	// handler. In a rolling deploy that adds a handler, a replica not yet
+	// updated can take an event an updated one stored. After that time, the
+	// event is recorded ignored, as one whose handler was removed on purpose
+	// (a redrive of ignored events takes it back: RedriveFilter.States), its
+	// LastError saying why in the failed attempts' words ("... (recorded
+	// ignored: not applied within RetryUnhandledFor, 1h0m0s, after it was
+	// received)"), logged at Warn: a receiver with the handler stored it,
+	// and no worker applied it. Meanwhile it holds the later events of its
+	// object back, as any failed event does. Defaults to
 	// [DefaultRetryUnhandledFor], an hour.
 	RetryUnhandledFor time.Duration
 
@@ -142,57 +141,55 @@ type InboxConfig struct {
 	DisableFastDecoder bool
 
 	// Logger receives one record per attempt (event id, type, object id,
-	// outcome, attempt, the state it left the event in, duration; never
-	// the payload), written when the attempt returns, and the workers'
-	// troubles. Processed and skipped attempts log at Info, failed ones at
-	// Error, one that records an event ignored (see RetryUnhandledFor) at
-	// Warn, with why as ignored_reason, and one that found the event
-	// claimed by another delivery (a synchronous Handler's) and applied
-	// nothing, outcome duplicate, at Debug, as the Handler logs a
-	// duplicate delivery. An attempt at an event whose lease expired (its
-	// worker died, hung or lost its connection) is also logged as it
-	// starts, at Warn: a process that dies while it runs has that line
-	// last. The
-	// inbox's Handler logs its deliveries to it too unless its Config sets
-	// another Logger. Defaults to slog.Default().
+	// outcome, attempt, the state it left the event in, duration; never the
+	// payload), written when the attempt returns, and the workers' troubles.
+	// Processed and skipped attempts log at Info, failed ones at Error, one
+	// that records an event ignored (see RetryUnhandledFor) at Warn, with
+	// why as ignored_reason, and one that found the event claimed by another
+	// delivery (a synchronous Handler's) and applied nothing, outcome
+	// duplicate, at Debug, as the Handler logs a duplicate delivery. An
+	// attempt at an event whose lease expired (its worker died, hung or lost
+	// its connection) is also logged as it starts, at Warn: a process that
+	// dies while it runs has that line last. The inbox's Handler logs its
+	// deliveries to it too unless its Config sets another Logger. Defaults
+	// to slog.Default().
 	Logger *slog.Logger
 
 	// OnResult, when set, is called once per attempt, on the worker's
-	// goroutine, with Result.Attempt set: the place for metrics. An
-	// attempt whose worker hung past its lease at the last attempt is
-	// reported by the lease that dead-letters it (ErrLeaseExpired); when
-	// the worker returns, its end is logged, not reported again, also when
-	// its process counts MaxAttempts differently (a deploy) unless the
-	// event was redriven or forgotten meanwhile. So is a last attempt
-	// whose end could not be recorded at all (the database unreachable as
-	// its worker recorded it): the row stays processing at it, and the
-	// lease that finds it expired dead-letters and reports it; its worker
-	// only logs its end. Last by its own process's MaxAttempts: the row
-	// cannot tell what the lease to come counts, so during a deploy that
-	// changes MaxAttempts such an attempt is not reported when a process
-	// that counts more takes it over, and twice when one that counts
-	// fewer dead-letters it. An attempt whose COMMIT,
-	// or the recording of its failure, went through while its connection
-	// dropped before the answer (a terminated session, a network cut, the
-	// attempt's timeout) is reported as the store recorded it (processed,
-	// skipped, failed or dead_letter), once; but at the last attempt, when
-	// its worker cannot read the record either, it is taken for one whose
-	// end was not recorded, left to a lease that never comes: it is logged,
-	// not reported. It
-	// must not block. It may query the store's pool: with it set, a
-	// worker's commit does not also begin its next event's transaction,
-	// which would hold a connection of that pool while OnResult runs. A
-	// panic in it is logged, at Error, and the worker goes on.
+	// goroutine, with Result.Attempt set: the place for metrics. An attempt
+	// whose worker hung past its lease at the last attempt is reported by
+	// the lease that dead-letters it (ErrLeaseExpired); when the worker
+	// returns, its end is logged, not reported again, also when its process
+	// counts MaxAttempts differently (a deploy) unless the event was
+	// redriven or forgotten meanwhile. So is a last attempt whose end could
+	// not be recorded at all (the database unreachable as its worker
+	// recorded it): the row stays processing at it, and the lease that finds
+	// it expired dead-letters and reports it; its worker only logs its end.
+	// Last by its own process's MaxAttempts: the row cannot tell what the
+	// lease to come counts, so during a deploy that changes MaxAttempts such
+	// an attempt is not reported when a process that counts more takes it
+	// over, and twice when one that counts fewer dead-letters it. An attempt
+	// whose COMMIT, or the recording of its failure, went through while its
+	// connection dropped before the answer (a terminated session, a network
+	// cut, the attempt's timeout) is reported as the store recorded it
+	// (processed, skipped, failed or dead_letter), once; but at the last
+	// attempt, when its worker cannot read the record either, it is taken
+	// for one whose end was not recorded, left to a lease that never comes:
+	// it is logged, not reported. It must not block. It may query the
+	// store's pool: with it set, a worker's commit does not also begin its
+	// next event's transaction, which would hold a connection of that pool
+	// while OnResult runs. A panic in it is logged, at Error, and the worker
+	// goes on.
 	OnResult func(Result)
 
 	// Observer, when set, watches each attempt at an event or a task
 	// (Observer.Attempt, given the link stored with it), gives the link
 	// stored with each task a handler run by the workers enqueues
 	// (Observer.Link), and watches the Stripe API fetches of OnCurrent
-	// handlers run by the workers (Observer.Fetch). The inbox's Handler watches its deliveries with
-	// it too (Observer.Delivery, Observer.Link) unless its Config sets
-	// another (an empty &Observer{} watches nothing). Defaults to nil:
-	// nothing is observed.
+	// handlers run by the workers (Observer.Fetch). The inbox's Handler
+	// watches its deliveries with it too (Observer.Delivery, Observer.Link)
+	// unless its Config sets another (an empty &Observer{} watches nothing).
+	// Defaults to nil: nothing is observed.
 	Observer *Observer
 
 	// Now is the inbox's clock: what makes an event due, and the times it
@@ -1261,7 +1258,8 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 		// it was stored. Recorded as ignored, like an event that never had
 		// one, with why (a receiver with the handler stored it), worded as
 		// the failed attempts' error: an operator's matter, logged at Warn.
-		why := errorf("%w: %s (recorded ignored: not applied within RetryUnhandledFor, %s, after it was received)", ErrNoHandler, env.Type, in.cfg.RetryUnhandledFor)
+		why := errorf("%w: %s (recorded ignored: not applied within RetryUnhandledFor, %s, after it was received)",
+			ErrNoHandler, env.Type, in.cfg.RetryUnhandledFor)
 		res.Outcome, res.ignoredReason = OutcomeIgnored, errorText(why)
 		res.State = settled(InboxIgnored, in.settle(ctx, &row, InboxIgnored, why))
 		return

@@ -147,13 +147,14 @@ type InboxRecord struct {
 	// Attempt counts the attempts made, a lease that expired included.
 	Attempt int
 	// LastError is the last failed attempt's error, a skipped task's Skip
-	// reason, or why a worker recorded the event ignored (no handler for
-	// its type within InboxConfig.RetryUnhandledFor), at most 1000 bytes;
-	// never the payload. A stripe-go error the handler's error wraps
+	// reason, or why a worker recorded the event ignored (no handler for its
+	// type within InboxConfig.RetryUnhandledFor), at most 1000 bytes; never
+	// the payload. A stripe-go error the handler's error wraps
 	// (*stripe.Error, or the typed error of its Err; a v2 API's
-	// *stripe.V2RawError or typed error, by its type and code) reads by its status,
-	// type, codes and request id, not as its JSON, which holds the objects
-	// of Stripe's answer (a client secret, the customer's details). A redrive keeps it until the next attempt ends. An attempt made
+	// *stripe.V2RawError or typed error, by its type and code) reads by its
+	// status, type, codes and request id, not as its JSON, which holds the
+	// objects of Stripe's answer (a client secret, the customer's details).
+	// A redrive keeps it until the next attempt ends. An attempt made
 	// because the lease of the one before it expired shows, while it runs,
 	// that the lease expired.
 	LastError string

@@ -29,13 +29,13 @@ type Observer struct {
 	Delivery func(ctx context.Context, r *http.Request) (_ context.Context, done func(Result))
 
 	// Link is called in an inbox's Handler, with the delivery's context,
-	// before the event is stored, and in [Task.Enqueue], with the
-	// handler's context (the delivery's in synchronous mode, the
-	// attempt's in an inbox); the text it returns is stored with the
-	// event or the task and given back to Attempt: a W3C traceparent, so
-	// that the attempt's span can link to the span that stored it. A text longer than 256
-	// bytes, or one PostgreSQL cannot store (invalid UTF-8, a NUL byte), is
-	// not stored.
+	// before the event is stored, and in [Task.Enqueue], with the handler's
+	// context (the delivery's in synchronous mode, the attempt's in an
+	// inbox); the text it returns is stored with the event or the task and
+	// given back to Attempt: a W3C traceparent, so that the attempt's span
+	// can link to the span that stored it. A text longer than 256 bytes, or
+	// one PostgreSQL cannot store (invalid UTF-8, a NUL byte), is not
+	// stored.
 	Link func(ctx context.Context) string
 
 	// Attempt is called when an inbox worker starts an attempt at an
