@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/stripe/stripe-go/v82"
 )
 
 // LiveInboxes returns how many inboxes built on hs are still in use: those
@@ -498,4 +499,10 @@ func MemoryRecordIgnored(ctx context.Context, s *MemoryStore, id, eventType, obj
 		err = fmt.Errorf("event %s is stored already", id)
 	}
 	return err
+}
+
+// RecoverWithBackoff is h.Recover, waiting backoff (not a second) before
+// the first request it asks again after a 429 or 5xx.
+func RecoverWithBackoff(ctx context.Context, h *Handler, client *stripe.Client, opts RecoverOptions, backoff time.Duration) (RecoverReport, error) {
+	return h.recover(ctx, client, opts, backoff)
 }

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -102,10 +103,10 @@ type RecoverOptions struct {
 	// otherwise, before any request).
 	Checkpoint string
 
-	// RequestsPerSecond bounds the calls to the Events API (one per page,
-	// a few more to find the oldest page), at most 100. Defaults to
-	// DefaultRecoverRate (10). The client's own retries of a failed call
-	// come on top.
+	// RequestsPerSecond bounds the calls to the Events API (one per page, a
+	// few more to find the oldest page, and Recover's own retries of a page
+	// answered 429 or 5xx), at most 100. Defaults to DefaultRecoverRate
+	// (10). The client's own retries of a failed call come on top.
 	RequestsPerSecond float64
 
 	// PageSize is how many events one call lists, 1 to 100. Defaults to
@@ -182,10 +183,13 @@ type RecoverReport struct {
 // checkpoint is refused with [ErrRecoveryWindow]. The run stops, with the
 // report so far and an error, when the store cannot be reached
 // ([ErrStoreUnavailable]), a call to the API fails after the client's own
-// retries or answers a page it cannot go on from, such as an empty one with
-// has_more true ([ErrStripeAPI]), or ctx is done;
-// the event in hand is finished first (ctx does not cut its transaction
-// short; Config.Timeout does), and the checkpoint is saved.
+// retries and Recover's or answers a page it cannot go on from, such as an
+// empty one with has_more true ([ErrStripeAPI]), or ctx is done; the event
+// in hand is finished first (ctx does not cut its transaction short;
+// Config.Timeout does), and the checkpoint is saved. Recover asks again
+// for a page Stripe answered 429 (a rate limit) or 5xx, which stripe-go
+// does not retry: up to 5 times, 1, 2, 4, 8 and 16 s later, each logged
+// at Warn. Other answers (a 4xx, a key refused) stop the run at once.
 //
 // It refuses, with [ErrRecoveryWindow] and before any request, the place
 // it would start from when it is earlier than RecoveryWindow (and a
@@ -210,6 +214,12 @@ type RecoverReport struct {
 // Stripe-Account and are not recovered, nor are v2 (thin) events, which
 // the v1 Events API does not list.
 func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts RecoverOptions) (RecoverReport, error) {
+	return h.recover(ctx, client, opts, recoverBackoff)
+}
+
+// recover is Recover, waiting backoff before the first request it asks
+// again.
+func (h *Handler) recover(ctx context.Context, client *stripe.Client, opts RecoverOptions, backoff time.Duration) (RecoverReport, error) {
 	var report RecoverReport
 	if err := checkStripeClient("Recover's client", client); err != nil {
 		return report, err
@@ -226,8 +236,8 @@ func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts Recov
 	}
 	r := &recovery{
 		h: h, client: client, opts: opts, report: &report,
-		since: opts.Since.Unix(),
-		pace:  pacer{interval: nanoseconds(float64(time.Second) / opts.RequestsPerSecond)},
+		since: opts.Since.Unix(), backoff: backoff,
+		pace: pacer{interval: nanoseconds(float64(time.Second) / opts.RequestsPerSecond)},
 	}
 	now := opts.Now()
 	if opts.Since.After(now) {
@@ -315,6 +325,9 @@ type recovery struct {
 	since  int64 // created[gte]: Since, or RecoveryOverlap before the checkpoint's last event
 	pace   pacer
 	report *RecoverReport
+	// backoff is the wait before the first request asked again after a
+	// 429 or 5xx: recoverBackoff, shorter in tests.
+	backoff time.Duration
 
 	backend recoveryBackend     // nil without a checkpoint
 	cp      *recoveryCheckpoint // the checkpoint as stored, or to store
@@ -501,11 +514,20 @@ type listedEvent struct {
 	err error             // not an event envelope
 }
 
-// list requests one page, at the options' pace.
+// recoverRetries is how many times Recover asks again for a page that
+// Stripe answered 429 (a rate limit) or 5xx, and recoverBackoff the wait
+// before the first time, doubled before each next: 1, 2, 4, 8 and 16 s,
+// half a minute in all. stripe-go retries neither (only a 429
+// lock_timeout, a 409 and network errors), and a run of a month's events
+// takes long enough to meet one; a list is safe to ask again.
+const (
+	recoverRetries = 5
+	recoverBackoff = time.Second
+)
+
+// list requests one page, at the options' pace, asking again after a 429
+// or a 5xx answer, up to recoverRetries times.
 func (r *recovery) list(ctx context.Context, q eventQuery) (eventPage, error) {
-	if err := r.pace.wait(ctx); err != nil {
-		return eventPage{}, err
-	}
 	params := &stripe.EventListParams{
 		ListParams:   stripe.ListParams{Limit: stripe.Int64(int64(r.opts.PageSize))},
 		CreatedRange: &stripe.RangeQueryParams{GreaterThanOrEqual: r.since, LesserThan: q.before},
@@ -522,10 +544,26 @@ func (r *recovery) list(ctx context.Context, q eventQuery) (eventPage, error) {
 	if q.startingAfter != "" {
 		params.StartingAfter = stripe.String(q.startingAfter)
 	}
-	r.report.Requests++
-	raw, err := listEvents(ctx, r.client, params)
-	if err != nil {
-		return eventPage{}, err
+	var raw *rawEventPage
+	for retry := 0; ; retry++ {
+		if err := r.pace.wait(ctx); err != nil {
+			return eventPage{}, err
+		}
+		r.report.Requests++
+		var err error
+		if raw, err = listEvents(ctx, r.client, params); err == nil {
+			break
+		}
+		var se *stripeAPIError
+		if retry == recoverRetries || !errors.As(err, &se) || !se.transient() {
+			return eventPage{}, err
+		}
+		wait := r.backoff << retry
+		r.h.log.LogAttrs(ctx, slog.LevelWarn, "stripe recovery: the Events API refused a request for now; asking again",
+			slog.String("error", maskedText(err)), slog.Int("retry", retry+1), slog.Duration("wait", wait))
+		if next := time.Now().Add(wait); next.After(r.pace.next) {
+			r.pace.next = next // the next pass's wait
+		}
 	}
 	if raw.HasMore && len(raw.Data) == 0 {
 		// No event to take the next cursor from: going on would ask

@@ -168,8 +168,10 @@ func TestRecoverResumesAfterCancel(t *testing.T) {
 }
 
 // TestRecoverResumesAfterAPIFailures: a burst of 503s (or 429s) from the
-// API stops the run with ErrStripeAPI, what it did kept; once the burst is
-// over the checkpoint's next run finishes, each event applied once.
+// API longer than Recover's retries (6 answers to one page) stops the run
+// with ErrStripeAPI, what it did kept; once the burst is over the
+// checkpoint's next run finishes, each event applied once. The retries
+// wait a millisecond, not a second.
 func TestRecoverResumesAfterAPIFailures(t *testing.T) {
 	t.Parallel()
 	for _, status := range []int{http.StatusServiceUnavailable, http.StatusTooManyRequests} {
@@ -183,14 +185,14 @@ func TestRecoverResumesAfterAPIFailures(t *testing.T) {
 				pages := 0
 				f.fail = func(_ int, r *http.Request) int {
 					if r.URL.Query().Get("ending_before") != "" {
-						if pages++; pages >= 3 && pages < 8 { // the 3rd page on, for 5 requests
+						if pages++; pages >= 3 && pages < 9 { // the 3rd page on, for 6 requests
 							return status
 						}
 					}
 					return 0
 				}
 				opts := idempotency.RecoverOptions{Since: o.opts.Since, Checkpoint: "burst", PageSize: 50}
-				first, err := h.Recover(t.Context(), client, opts)
+				first, err := idempotency.RecoverWithBackoff(t.Context(), h, client, opts, time.Millisecond)
 				require.ErrorIs(t, err, idempotency.ErrStripeAPI)
 				require.Contains(t, err.Error(), fmt.Sprintf("HTTP %d", status))
 				require.NotContains(t, err.Error(), fakeStripeKey)
@@ -447,9 +449,12 @@ func TestRecoverRefusesBadInput(t *testing.T) {
 func addPaidEvents(t *testing.T, f *fakeStripe, name string, n int, now time.Time) {
 	t.Helper()
 	for i := range n {
-		f.add(snapshotEvent(t, fmt.Sprintf("evt_%s_%02d", name, i), "invoice.paid", "in_"+name, now.Add(-time.Hour).Unix()+int64(i)))
+		f.add(snapshotEvent(t, paidEventID(name, i), "invoice.paid", "in_"+name, now.Add(-time.Hour).Unix()+int64(i)))
 	}
 }
+
+// paidEventID is the id addPaidEvents gives the ith event of name.
+func paidEventID(name string, i int) string { return fmt.Sprintf("evt_%s_%02d", name, i) }
 
 // TestRecoverRate: requests are spaced by 1/RequestsPerSecond, 10 a second
 // by default, measured on testing/synctest's fake clock: deterministic,

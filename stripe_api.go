@@ -213,6 +213,12 @@ type stripeAPIError struct {
 	otherMode string
 }
 
+// transient reports whether Stripe answered the request 429 (a rate
+// limit) or 5xx: the same request may succeed later.
+func (e *stripeAPIError) transient() bool {
+	return e.status == http.StatusTooManyRequests || e.status >= http.StatusInternalServerError
+}
+
 // keyOfOtherMode returns the mode ("live" or "test") a 404
 // resource_missing says the object exists in, when the request's API key
 // is of the other mode: Stripe's message then says "a similar object
