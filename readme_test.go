@@ -1,6 +1,8 @@
 package idempotency_test
 
 import (
+	"context"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -37,6 +39,30 @@ func readmeProgram(t *testing.T) string {
 	program, _, ok := strings.Cut(rest, "```")
 	require.True(t, ok)
 	return "package main\n" + program
+}
+
+// TestReadmeQuotesAStripeErrorAsLogged: the README quotes the text a
+// handler's stripe-go error reads by in the log line, a declined card's,
+// as the Handler writes it (the request id aside).
+func TestReadmeQuotesAStripeErrorAsLogged(t *testing.T) {
+	t.Parallel()
+	_, logs := failingHandler(t, func(ctx context.Context) error { return chargeDeclined(ctx, false) })
+	var logged string
+	for line := range strings.Lines(logs) {
+		var rec struct{ Error string }
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		if rec.Error != "" {
+			logged = rec.Error
+		}
+	}
+	text, ok := strings.CutPrefix(logged, "charging the customer: ")
+	require.True(t, ok, "the log line quotes the handler's error: %s", logged)
+	text = strings.ReplaceAll(text, "req_declined_1", "req_...")
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	// The README wraps its lines: compare with single spaces.
+	require.True(t, strings.Contains(strings.Join(strings.Fields(string(readme)), " "), "`"+text+"`"),
+		"the README does not quote the text the log line has: `%s`", text)
 }
 
 // TestDocsNameExistingTests: every Test, Benchmark or Example function the
