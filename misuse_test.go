@@ -80,6 +80,9 @@ func TestConfigAPIVersion(t *testing.T) {
 	require.ErrorIs(t, err, idempotency.ErrAPIVersionMismatch)
 	require.ErrorContains(t, err, "2025-09-30.clover")
 	require.NotContains(t, b.logs.String(), "best-effort", "no warning for the configured train")
+	// The train is compared, not the version: another clover version passes.
+	requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", withAPIVersion(t, "evt_later_clover", "2025-10-29.clover"), testSecret)),
+		200, `{"outcome":"processed"}`)
 
 	// Lenient, the stripe-go default: one warning naming both versions.
 	b = newBench(t, idempotency.Config{}, nil)
