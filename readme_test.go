@@ -3,16 +3,23 @@ package idempotency_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/stripemock"
 )
 
 // TestReadmeProgramBuilds keeps the README's first program true to the API:
@@ -58,11 +65,81 @@ func TestReadmeQuotesAStripeErrorAsLogged(t *testing.T) {
 	text, ok := strings.CutPrefix(logged, "charging the customer: ")
 	require.True(t, ok, "the log line quotes the handler's error: %s", logged)
 	text = strings.ReplaceAll(text, "req_declined_1", "req_...")
+	require.True(t, strings.Contains(readmeText(t), "`"+text+"`"),
+		"the README does not quote the text the log line has: `%s`", text)
+}
+
+// readmeText returns the README with its lines joined by single spaces,
+// as a wrapped sentence reads.
+func readmeText(t *testing.T) string {
+	t.Helper()
 	readme, err := os.ReadFile("README.md")
 	require.NoError(t, err)
-	// The README wraps its lines: compare with single spaces.
-	require.True(t, strings.Contains(strings.Join(strings.Fields(string(readme)), " "), "`"+text+"`"),
-		"the README does not quote the text the log line has: `%s`", text)
+	return strings.Join(strings.Fields(string(readme)), " ")
+}
+
+// TestReadmeFirstScreenIsCI: the README's test command is the one .ci/run
+// runs, and the Go it asks for, and the stripe-mock it installs, are the
+// ones go.mod and the contract tests ask for.
+func TestReadmeFirstScreenIsCI(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	ci, err := os.ReadFile(".ci/run")
+	require.NoError(t, err)
+	command := regexp.MustCompile(`(?m)^go test [^#\n]*?\s*(?:#|$)`)
+	ciCommand := command.FindString(string(ci))
+	require.NotEmpty(t, ciCommand, ".ci/run runs no go test command")
+	readmeCommand := command.FindString(string(readme))
+	require.Equal(t, strings.TrimSpace(strings.TrimSuffix(ciCommand, "#")), strings.TrimSpace(strings.TrimSuffix(readmeCommand, "#")),
+		"the README's first test command is not .ci/run's")
+
+	gomod, err := os.ReadFile("go.mod")
+	require.NoError(t, err)
+	goLine := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(gomod)
+	require.NotNil(t, goLine)
+	text := readmeText(t)
+	require.True(t, strings.Contains(text, "asks for "+string(goLine[1])+" or later"), "the README does not say that go.mod asks for Go %s", goLine[1])
+	require.True(t, strings.Contains(text, "`go install github.com/stripe/stripe-mock@"+stripemock.Version+"`"),
+		"the README does not install stripe-mock %s", stripemock.Version)
+}
+
+// TestReadmeAnswersAreTheHandlers: the defaults the Answers table quotes
+// are Config's, and the bodies the README quotes are the ones the
+// Handler answers, every one of them.
+func TestReadmeAnswersAreTheHandlers(t *testing.T) {
+	t.Parallel()
+	text := readmeText(t)
+	require.Zero(t, idempotency.DefaultMaxBodyBytes%(1<<20), "DefaultMaxBodyBytes is no whole number of MiB")
+	for _, quoted := range []string{
+		fmt.Sprintf("`MaxBodyBytes` (%d MiB)", idempotency.DefaultMaxBodyBytes>>20),
+		fmt.Sprintf("`Tolerance` (%d min)", int(idempotency.DefaultTolerance/time.Minute)),
+	} {
+		require.True(t, strings.Contains(text, quoted), "the README's Answers table does not quote %s", quoted)
+	}
+
+	body := regexp.MustCompile("`(\\{\"(?:error|outcome)\":\"[a-z_]+\"\\})`")
+	bodies := func(text string) map[string]bool {
+		found := map[string]bool{}
+		for _, m := range body.FindAllStringSubmatch(text, -1) {
+			found[m[1]] = true
+		}
+		return found
+	}
+	answered := map[string]bool{}
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(file)
+		require.NoError(t, err)
+		maps.Copy(answered, bodies(string(src)))
+	}
+	require.NotEmpty(t, answered)
+	require.Equal(t, slices.Sorted(maps.Keys(answered)), slices.Sorted(maps.Keys(bodies(text))),
+		"the bodies the README quotes are not the Handler's")
 }
 
 // TestDocsNameExistingTests: every Test, Benchmark or Example function the
