@@ -11,9 +11,10 @@
 //	h, err := in.Handler(idempotency.Config{Secrets: secrets}) // takes the inbox's Observer
 //	reg, err := tel.ObserveInbox(in) // the depth gauges; reg.Unregister() to stop
 //
-// Spans and metrics carry event ids, types, object ids, outcomes, statuses
-// and attempt numbers, never a payload field, a secret or an error's text
-// (the Logger has the error).
+// Spans carry event ids, types, object ids, outcomes, statuses and attempt
+// numbers; metrics only the attributes of the table below, none of them an
+// id. Neither carries a payload field, a secret or an error's text (the
+// Logger has the error).
 //
 // Metrics (OpenTelemetry names; a Prometheus exporter writes dots as
 // underscores, adds _total to counters and _seconds to durations):
