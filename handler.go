@@ -224,8 +224,12 @@ const (
 //	503 thin event: the Stripe API unreachable,
 //	    rate-limited or failing                     {"error":"stripe_unavailable"}
 //
-// Nothing is stored for an answer other than 200. A Handler is safe for
-// concurrent use.
+// Nothing is stored for an answer other than 200, but in one case: on
+// PostgreSQL, a COMMIT whose answer was lost (a dropped connection) and
+// that the store could not confirm either way (its look-up failed too, or
+// the transaction was still in progress 5 seconds on) is answered 503,
+// and may have committed: Stripe's retry is then answered duplicate. A
+// Handler is safe for concurrent use.
 //
 // The Handler bounds the body's size (Config.MaxBodyBytes), not the time
 // it takes to arrive: a route open to anyone needs an http.Server with
