@@ -48,7 +48,8 @@ Global flags (before or after the command; flags go before its ids):
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, exitCodesHelp)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Results go to stdout; errors to stderr, one line each starting \"idemctl: \".")
+	fmt.Fprintln(w, "Results go to stdout; errors to stderr, one line each starting \"idemctl: \"")
+	fmt.Fprintln(w, "(recover also writes there the library's warnings and errors, as slog text lines).")
 }
 
 // timesHelp says how -since and -until are written, and sinceHelp how

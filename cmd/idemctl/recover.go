@@ -51,6 +51,13 @@ failed to be stored (their ids are printed), 2 when -since is in the
 future or beyond the Events API's window, or -checkpoint was started with
 other options.
 
+Besides its own "idemctl: " lines, recover writes to stderr the library's
+log records at Warn and Error, one slog text line each (time=... level=...
+msg=...): each page the Events API refused for now (429, 5xx) and that is
+asked for again, each event that failed to be stored and why, an event of
+another API version than this idemctl's stripe-go, and the run's end when
+it stopped.
+
 With -json the report is one JSON document: {"listed":N,"queued":N,
 "duplicate":N,"ignored":N,"failed":N,"failed_ids":[..],"requests":N,
 "resumed":bool,"last_event_id":..,"interrupted":bool}.
