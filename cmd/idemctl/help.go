@@ -63,7 +63,7 @@ const (
 
 // commandUsage writes a command's help.
 func (a *app) commandUsage(w io.Writer, c command, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "Usage: idemctl %s %s\n\n%s\n\n", c.name, c.args, strings.TrimSpace(c.help))
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n\n", strings.TrimSpace("idemctl "+c.name+" "+c.args), strings.TrimSpace(c.help))
 	fmt.Fprintln(w, "Flags:")
 	fs.SetOutput(w)
 	fs.PrintDefaults()

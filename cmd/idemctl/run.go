@@ -144,7 +144,7 @@ func (a *app) flagSet(name string) *flag.FlagSet {
 	fs.StringVar(&g.databaseURL, "database-url", "", "PostgreSQL `URL` of the service's database (default env DATABASE_URL)")
 	fs.StringVar(&g.schema, "schema", defaultSchema, "the `schema` of the store's tables (PgxConfig.Schema)")
 	fs.BoolVar(&g.quiet, "quiet", false, "no progress on stderr (as -progress off)")
-	fs.StringVar(&g.progress, "progress", "auto", "how long operations show progress on stderr, a `mode`: auto (a bar when stderr is a terminal), lines (one line per step, for logs), off")
+	fs.StringVar(&g.progress, "progress", "auto", "how the long operations (prune, recover, redrive) show progress on stderr, a `mode`: auto (a bar when stderr is a terminal), lines (one line per step, for logs), off")
 	a.flagGlobals[fs] = g
 	return fs
 }
