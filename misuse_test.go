@@ -83,6 +83,11 @@ func TestConfigAPIVersion(t *testing.T) {
 	// The train is compared, not the version: another clover version passes.
 	requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", withAPIVersion(t, "evt_later_clover", "2025-10-29.clover"), testSecret)),
 		200, `{"outcome":"processed"}`)
+	// A type no handler decodes is not refused: without a handler, a basil
+	// event is answered ignored, and not warned of.
+	requireAnswer(t, b.serve(idempotencytest.NewSignedRequest("/", fixture(t, "checkout.session.completed"), testSecret)),
+		200, `{"outcome":"ignored"}`)
+	require.NotContains(t, b.logs.String(), "best-effort", "no warning for an event no handler decodes")
 
 	// Lenient, the stripe-go default: one warning naming both versions.
 	b = newBench(t, idempotency.Config{}, nil)
