@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/readme"
 	"github.com/seed-a84bb619/idempotency/internal/stripemock"
 )
 
@@ -176,4 +178,31 @@ func TestDocsNameExistingTests(t *testing.T) {
 			assert.True(t, defined[string(m[1])], "%s cites %s, which no test file defines", doc, m[1])
 		}
 	}
+}
+
+// TestReadmeConfigurationIsConfig: the README's Configuration table has a
+// row for every field of Config, in its order, and the defaults it quotes
+// are Config's.
+func TestReadmeConfigurationIsConfig(t *testing.T) {
+	t.Parallel()
+	section := readme.Section(t, ".", "Configuration")
+	row := regexp.MustCompile("(?m)^\\| `([A-Za-z]+)` \\| ([^|]*) \\|")
+	var rows []string
+	defaults := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(section, -1) {
+		rows = append(rows, m[1])
+		defaults[m[1]] = strings.TrimSpace(m[2])
+	}
+	var fields []string
+	for f := range reflect.TypeFor[idempotency.Config]().Fields() {
+		if f.IsExported() {
+			fields = append(fields, f.Name)
+		}
+	}
+	require.Equal(t, fields, rows, "the Configuration table's rows are not Config's fields")
+	require.Zero(t, idempotency.DefaultTolerance%time.Minute)
+	require.Zero(t, idempotency.DefaultTimeout%time.Second)
+	require.Equal(t, fmt.Sprintf("%d minutes", int(idempotency.DefaultTolerance/time.Minute)), defaults["Tolerance"])
+	require.Equal(t, fmt.Sprintf("%d MiB", idempotency.DefaultMaxBodyBytes>>20), defaults["MaxBodyBytes"])
+	require.Equal(t, fmt.Sprintf("%d s", int(idempotency.DefaultTimeout/time.Second)), defaults["Timeout"])
 }
