@@ -21,10 +21,12 @@ var redriveCommand = command{
 budget (Inbox.RedriveByKind), dead-lettered ones by default; the service's
 workers then apply them as new. Fix the cause first.
 
--state ignored takes the events a release without a handler for their type
-recorded ignored (Config.RecordIgnored), for a release with the handler to
-apply: after a rolling deploy that adds a type, -state ignored -type <type>
--since <the deploy's start>. One is applied after the later events of its
+-state ignored takes the events recorded ignored, for a release with the
+handler for their type to apply: those a release without it stored
+(Config.RecordIgnored), and those its workers retried without it for
+InboxConfig.RetryUnhandledFor (an hour) after they were received. After a
+rolling deploy that adds a type, -state ignored -type <type> -since <the
+deploy's start>. One is applied after the later events of its
 object applied already, and holds back those still pending. A worker
 without the handler fails it until InboxConfig.RetryUnhandledFor (an hour)
 after it was received, holding its object back, then records it ignored
