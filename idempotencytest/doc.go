@@ -9,7 +9,8 @@
 //     payload as Stripe does ([SignatureHeaderSecrets] with every secret of
 //     a roll); [Deliver] sends it once to a handler and
 //     [Replay] sends n copies at once, as Stripe's retries and duplicates
-//     might, and both return the [Answer]s.
+//     might, and both return what the handler answered ([Answer],
+//     [Answers]).
 //   - A fake clock: [NewClock] gives a [Clock] to set as
 //     idempotency.InboxConfig.Now (and Config.Now), advanced by the test, so
 //     that Inbox.WorkDue reaches a retry's backoff or a lease's expiry
