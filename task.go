@@ -143,7 +143,8 @@ func (t *Task[T]) ID(key string) string { return taskID(t.name, key) }
 // The key names the effect, not the event: a customer id for a welcome
 // email, an invoice id for a receipt. It must be 1 to 200 bytes of valid
 // UTF-8 without NUL ([ErrInvalidKey]). Enqueue fails with
-// [ErrNeedsStoreTx] for a Tx of another Store.
+// [ErrNeedsStoreTx] for a Tx of another Store, and, storing nothing, on a
+// Task that [NewTask] did not return (a zero Task).
 //
 // The args stay in the task's row, where [Inbox.Payload] reads them,
 // until Prune clears them [Retention].Payloads (7 days by default) after
@@ -152,6 +153,11 @@ func (t *Task[T]) ID(key string) string { return taskID(t.name, key) }
 // with them: pass ids rather than personal data where you can, and read
 // the rest when the task runs.
 func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enqueued bool, err error) {
+	if t.hs == nil {
+		// A zero Task: stored, it would be a task named "" that no worker
+		// runs, failed until it is dead-lettered.
+		return false, errorf("Task.Enqueue: a Task not made by NewTask, which names and registers it")
+	}
 	if err := checkText("task key", key, true); err != nil {
 		return false, err // wraps ErrInvalidKey
 	}
