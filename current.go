@@ -42,11 +42,15 @@ type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 // mode than the API key's (a test key asked for a live object: its error
 // says so), does not, and fails its event as any refusal does. It returns
 // when ctx ends, also while stripe-go sleeps before a retry (that sleep does
-// not watch the context).
+// not watch the context). It panics on a nil retrieve, a programming error,
+// as [OnCurrent] does on a nil fetch.
 func Retrieve[T any, P interface {
 	*PT
 	SetStripeAccount(string)
 }, PT any](retrieve func(ctx context.Context, id string, params P) (T, error)) FetchFunc[T] {
+	if retrieve == nil {
+		panic(errorf("Retrieve: nil retrieve func"))
+	}
 	return func(ctx context.Context, id, account string) (T, error) {
 		params := P(new(PT))
 		switch sc, ok := any(params).(interface{ SetStripeContext(string) }); {
