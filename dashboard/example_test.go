@@ -5,6 +5,7 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/dashboard"
@@ -28,7 +29,10 @@ func Example() {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/admin/webhooks/", requireAdmin(http.StripPrefix("/admin/webhooks", dash)))
-	_ = http.ListenAndServe("127.0.0.1:8080", mux)
+	// An http.Server that bounds reads, as the webhook route's does:
+	// http.ListenAndServe sets no timeout.
+	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+	log.Fatal(srv.ListenAndServe())
 }
 
 // requireAdmin lets through the requests with the user admin and the
