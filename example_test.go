@@ -164,10 +164,10 @@ func ExampleSkip() {
 	// skipped invoice without metadata.account_id
 }
 
-// The PostgreSQL store on a pool: the ledger and guard tables are migrated
-// at start (safe on every replica), and the handler's SQL goes through
-// PgxTx, in the transaction that claims the event. (Compiled, not run: it
-// needs a database.)
+// The PostgreSQL store on a pool: the store's tables (the ledger, the
+// guards, the inbox and the rest) are migrated at start (safe on every
+// replica), and the handler's SQL goes through PgxTx, in the transaction
+// that claims the event. (Compiled, not run: it needs a database.)
 func ExampleNewPgxStore() {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
