@@ -357,7 +357,8 @@ type RedriveFilter struct {
 	EventType string
 	// Since and Until bound ReceivedAt: Since <= ReceivedAt < Until; a zero
 	// time leaves that side open. Another time outside the years 1 to 9999
-	// is refused.
+	// is refused, and so is a Since not before Until (equal ones
+	// included), a range that holds no time.
 	Since, Until time.Time
 	// States are the states to redrive: dead_letter, failed, ignored,
 	// or several. Defaults to dead_letter.
@@ -451,7 +452,8 @@ type InboxFilter struct {
 	Account string
 	// Since and Until bound ReceivedAt: Since <= ReceivedAt < Until; a zero
 	// time leaves that side open. Another time outside the years 1 to 9999
-	// is refused.
+	// is refused, and so is a Since not before Until (equal ones
+	// included), a range that holds no time.
 	Since, Until time.Time
 	// After, when its EventID is not empty, keeps the events that come
 	// after this position in List's order: received before it, or in the

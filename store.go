@@ -254,7 +254,8 @@ type EventFilter struct {
 	ObjectID  string
 	// Since and Until bound ProcessedAt: Since <= ProcessedAt < Until. A
 	// zero time leaves that side open; another time outside the years 1 to
-	// 9999 is refused.
+	// 9999 is refused, and so is a Since not before Until (equal ones
+	// included), a range that holds no time.
 	Since, Until time.Time
 	// Limit is the most records returned. Defaults to 100; at most
 	// MaxListLimit.

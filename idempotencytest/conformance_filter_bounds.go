@@ -15,9 +15,10 @@ import (
 // finer than the store keeps times (PostgreSQL: microseconds). An event
 // received at T is selected by Until T+1ns and not by Since T+1ns, in
 // List, in Redrive (dry run and real) and, for the ledger's ProcessedAt,
-// in ListEvents. A store that sends the bounds truncated to the
-// microsecond turns Until T+1ns into Until T and leaves the event out, and
-// Since T+1ns into Since T and takes it in.
+// in ListEvents; a Since not before Until is refused by all three. A store
+// that sends the bounds truncated to the microsecond turns Until T+1ns
+// into Until T and leaves the event out, and Since T+1ns into Since T and
+// takes it in.
 func testFilterBoundsBelowMicrosecond(t *testing.T, b StoreBackend) {
 	ib := newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 1}, func(string, int) error { return errDownstream })
 	at := ib.clock.Now() // a whole second: every store keeps it as it is
@@ -65,4 +66,15 @@ func testFilterBoundsBelowMicrosecond(t *testing.T, b StoreBackend) {
 	require.Equal(t, []string{"evt_bound_ledger"}, ledger(idempotency.EventFilter{Since: processed, Until: processed.Add(time.Nanosecond)}),
 		"processed at %s", processed)
 	require.Empty(t, ledger(idempotency.EventFilter{Since: processed.Add(time.Nanosecond)}), "processed at %s", processed)
+
+	// A range that holds no time, Since not before Until, is refused, as
+	// the filters' docs say, rather than answered with nothing.
+	for _, until := range []time.Time{at, at.Add(-time.Nanosecond)} {
+		_, err := b.Store.ListEvents(ctxT(t), idempotency.EventFilter{Since: at, Until: until})
+		require.ErrorContains(t, err, "EventFilter.Since")
+		_, err = ib.inbox.List(ctxT(t), idempotency.InboxFilter{Since: at, Until: until})
+		require.ErrorContains(t, err, "InboxFilter.Since")
+		_, err = ib.inbox.Redrive(ctxT(t), idempotency.RedriveFilter{Since: at, Until: until, DryRun: true})
+		require.ErrorContains(t, err, "RedriveFilter.Since")
+	}
 }
