@@ -37,6 +37,9 @@ import (
 // [Tx.AfterCommit] stays for what may be lost: it runs in the process, once,
 // right after the commit, and a crash before it runs loses it (cache
 // invalidation, metrics).
+//
+// Make a Task with [NewTask], at start-up, and share it: its methods are
+// safe for concurrent use. The zero Task is not usable: its Enqueue fails.
 type Task[T any] struct {
 	name string
 	hs   *Handlers
