@@ -13,8 +13,8 @@ import (
 
 // Waiting returns a [StoreBackend.Waiting] for a Store of your own that
 // wraps store: the runs blocked in store on an event claim or a guard that
-// another run holds, which a wrapper cannot see. store is a
-// idempotency.MemoryStore, or a idempotency.PgxStore on the pool of a
+// another run holds, which a wrapper cannot see. store is an
+// [idempotency.MemoryStore], or an [idempotency.PgxStore] on the pool of a
 // [Database] (made by [Database.NewStore]), or on a pool or connection
 // opened with its URL: for it, the sessions of that schema waiting on a
 // lock count too. Any other store fails the test, as the wrapper itself
