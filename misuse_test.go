@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
 
@@ -250,5 +252,17 @@ func bothPruners(t *testing.T) map[string]prunerStore {
 	return map[string]prunerStore{
 		"memory":   idempotency.NewMemoryStore(),
 		"postgres": newPgBackend(t, idempotency.PgxConfig{}).store,
+	}
+}
+
+// TestNewPgxStoreRefusesATypedNilDB: a nil *pgxpool.Pool (the result of a
+// pgxpool.New whose error was ignored), *pgx.Conn or pgx.Tx is refused
+// when the store is made, as an untyped nil is. (It was taken, and the
+// store panicked at its first query.)
+func TestNewPgxStoreRefusesATypedNilDB(t *testing.T) {
+	t.Parallel()
+	for _, db := range []idempotency.PgxBeginner{nil, (*pgxpool.Pool)(nil), (*pgx.Conn)(nil)} {
+		_, err := idempotency.NewPgxStore(db, idempotency.PgxConfig{})
+		require.ErrorContains(t, err, "NewPgxStore: nil db", "%T", db)
 	}
 }

@@ -134,10 +134,11 @@ type pgxStatements struct {
 // (NAMEDATALEN - 1).
 const maxIdentifierLen = 63
 
-// NewPgxStore returns a PostgreSQL store on db. It fails when cfg is
-// invalid.
+// NewPgxStore returns a PostgreSQL store on db. It fails when db is nil
+// (also a nil *pgxpool.Pool, as a pgxpool.New that failed returns) or cfg
+// is invalid.
 func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
-	if db == nil {
+	if isNil(db) {
 		return nil, errorf("NewPgxStore: nil db")
 	}
 	if cfg.Schema == "" {
