@@ -207,22 +207,29 @@ var (
 	// whose handler returned with a statement still running or rows still
 	// open fails with it, rolled back.
 	ErrTxBusy = errors.New("idempotency: another statement of the transaction is running")
-	// ErrLeaseExpired is the error of an inbox attempt whose worker died,
-	// hung or lost its connection while the event's (or the task's) lease
-	// ran out at its last attempt, or whose lease a replica with a clock
-	// ahead of its worker's found expired early: the next lease
-	// dead-letters it and reports that attempt, failed, with this error
-	// (Result.Err, to InboxConfig.OnResult and the Observer).
+	// ErrLeaseExpired is the error of an inbox attempt whose lease ran out
+	// with its end not recorded: its worker died, hung or lost its
+	// connection, or a replica with a clock ahead of its worker's found
+	// the lease expired early. The lease that finds it so reports that
+	// attempt, failed, with this error (Result.Err, to
+	// InboxConfig.OnResult and the Observer): the attempt that takes the
+	// event (or the task) over, as it starts (State failed), or, at the
+	// last attempt, the lease that dead-letters it (State dead_letter).
+	// The end its worker gives, if it comes back, wraps it too, with no
+	// State: logged and given to the Observer's done, not to OnResult.
 	ErrLeaseExpired = errors.New("idempotency: lease expired: its worker died, hung or lost its connection, or the clocks of the replicas disagree")
 	// ErrLeaseLost is the error of an inbox attempt whose lease a newer
 	// attempt took over before it ended (its worker hung, or lost its
 	// connection, past the lease): its end is not recorded, the newer
 	// attempt's is. An event's transaction was rolled back; a task's func
 	// had returned, and the task is the newer attempt's to run (with the
-	// same idempotency key). It is reported to InboxConfig.OnResult and
-	// the Observer as a failed attempt with no State, whatever the handler
-	// or the func returned (its error wrapped too); at the last attempt
-	// the error wraps [ErrLeaseExpired] too.
+	// same idempotency key). Its end is a failed attempt with no State,
+	// whatever the handler or the func returned (its error wrapped too),
+	// whose error wraps [ErrLeaseExpired] too: the lease that took it over
+	// reports it to InboxConfig.OnResult, and the worker's end is logged
+	// and given to the Observer's done only. Reported to OnResult with this
+	// error alone only when the event was redriven or forgotten while the
+	// attempt's own lease ran, which no lease can then have reported.
 	ErrLeaseLost = errors.New("idempotency: inbox lease lost to a newer attempt")
 	// ErrTaskNotRegistered is the error of an inbox attempt at a task
 	// whose name no [NewTask] registered in the worker's process (a

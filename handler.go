@@ -152,8 +152,10 @@ type Result struct {
 	Status    int // the HTTP status answered
 	// Duration is, for a delivery, from the request's arrival to the
 	// answer; for an inbox attempt, the attempt's, and for one whose
-	// worker died at the last attempt (ErrLeaseExpired), from its start to
-	// the lease that dead-lettered it.
+	// lease expired with its end not recorded (ErrLeaseExpired: its worker
+	// died or hung), from its start to the lease that reported it: the
+	// attempt that took it over, as it started, or the lease that
+	// dead-lettered it.
 	Duration time.Duration
 	// State is, for an inbox attempt, the state the attempt left the event
 	// or task in (InboxDeadLetter when it was the last); empty for a

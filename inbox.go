@@ -149,33 +149,39 @@ type InboxConfig struct {
 	// delivery (a synchronous Handler's) and applied nothing, outcome
 	// duplicate, at Debug, as the Handler logs a duplicate delivery. An
 	// attempt at an event whose lease expired (its worker died, hung or lost
-	// its connection) is also logged as it starts, at Warn: a process that
-	// dies while it runs has that line last. The inbox's Handler logs its
+	// its connection) is also logged as it starts, at Warn, after the line
+	// of the attempt it takes over (failed, at Error): a process that dies
+	// while it runs has that line last. The inbox's Handler logs its
 	// deliveries to it too unless its Config sets another Logger. Defaults
 	// to slog.Default().
 	Logger *slog.Logger
 
 	// OnResult, when set, is called once per attempt, on the worker's
 	// goroutine, with Result.Attempt set: the place for metrics. An attempt
-	// whose worker hung past its lease at the last attempt is reported by
-	// the lease that dead-letters it (ErrLeaseExpired); when the worker
-	// returns, its end is logged, not reported again, also when its process
-	// counts MaxAttempts differently (a deploy) unless the event was
-	// redriven or forgotten meanwhile. So is a last attempt whose end could
-	// not be recorded at all (the database unreachable as its worker
-	// recorded it): the row stays processing at it, and the lease that finds
-	// it expired dead-letters and reports it; its worker only logs its end.
-	// Last by its own process's MaxAttempts: the row cannot tell what the
-	// lease to come counts, so during a deploy that changes MaxAttempts such
-	// an attempt is not reported when a process that counts more takes it
-	// over, and twice when one that counts fewer dead-letters it. An attempt
-	// whose COMMIT, or the recording of its failure, went through while its
-	// connection dropped before the answer (a terminated session, a network
-	// cut, the attempt's timeout) is reported as the store recorded it
-	// (processed, skipped, failed or dead_letter), once; but at the last
-	// attempt, when its worker cannot read the record either, it is taken
-	// for one whose end was not recorded, left to a lease that never comes:
-	// it is logged, not reported. It must not block. It may query the
+	// whose lease expired with its end not recorded (its worker died, hung,
+	// or could not reach the database to record it) is reported by the
+	// lease that finds it expired, failed with ErrLeaseExpired: before the
+	// last attempt, by the attempt that takes the event over, as it starts
+	// and before its own end (State failed); at the last, by the lease that
+	// dead-letters it (State dead_letter). Its worker, if it returns or
+	// gives up recording its end, only logs it: the row tells whether a
+	// lease reported it or is to, whatever MaxAttempts each process
+	// counts (a deploy that changes it makes no difference). When the row
+	// no longer tells (the event redriven or forgotten since), a worker
+	// back within its own lease reports it, as no lease can have taken it
+	// over yet, and one back later leaves it to the lease. An attempt
+	// whose COMMIT, or the recording of its failure, went through while
+	// its connection dropped before the answer (a terminated session, a
+	// network cut, the attempt's timeout) is reported as the store
+	// recorded it (processed, skipped, failed or dead_letter), once; but
+	// when its worker cannot read the record either, it is taken for one
+	// whose end was not recorded, left to a lease that never comes: it is
+	// logged, not reported. So is an attempt whose lease expired when the
+	// process that leased the event to take it over dies before that
+	// attempt starts (Run may hold such an event back, leased, for up to
+	// half of Lease less Timeout): the next lease reports the attempt
+	// that process leased and never started, in its place, and the row
+	// counts both. It must not block. It may query the
 	// store's pool: with it set, a worker's commit does not also begin its
 	// next event's transaction, which would hold a connection of that pool
 	// while OnResult runs. A panic in it is logged, at Error, and the worker
@@ -1150,23 +1156,32 @@ func (in *Inbox) lease(ctx context.Context, n int) ([]inboxRow, error) {
 	}
 	rows, dead, err := in.store.inboxLease(leaseCtx, now, n, in.cfg.Lease, in.cfg.MaxAttempts)
 	for _, rec := range dead {
-		in.reportLeaseExpired(ctx, rec, now)
+		in.reportLeaseExpired(ctx, rec, "", now)
 	}
 	return rows, err
 }
 
-// reportLeaseExpired reports the end of an attempt whose worker died (or
-// hung, or lost its connection) holding the event's or the task's last
-// attempt: the lease dead-lettered it, and the attempt is reported failed,
-// as any attempt is, to InboxConfig.OnResult, the Observer and the log.
-// Without it, a poison event that kills its process every time would
-// reach dead letter unseen by the dead-letter metrics. Its Duration runs from
-// the attempt's start to now, when the lease found it expired: the time
-// the attempt held the event, a lease at least.
-func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, now time.Time) {
-	ctx, done := in.cfg.Observer.attempt(ctx, in.log, rec, "")
+// reportLeaseExpired reports the end of an attempt whose lease expired
+// with no end recorded (its worker died, hung, or could not record it),
+// failed, as any attempt is, to InboxConfig.OnResult, the Observer (a
+// span of its own, linked to link) and the log, with Err wrapping
+// ErrLeaseExpired. rec is that attempt's record: dead-lettered (State
+// dead_letter) by the lease that found it expired at the last attempt;
+// or, before the last, as it was when the attempt that takes it over
+// leased it (State processing), reported as that attempt starts, the
+// event being retried (State failed). Without it, an event that kills
+// its process every time would reach dead letter unseen by the attempt
+// metrics. Its Duration runs from the attempt's start to now, when it
+// was found expired: the time the attempt held the event, a lease at
+// least.
+func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, link string, now time.Time) {
+	st := InboxFailed
+	if rec.State == InboxDeadLetter {
+		st = InboxDeadLetter
+	}
+	ctx, done := in.cfg.Observer.attempt(ctx, in.log, rec, link)
 	res := Result{EventID: rec.EventID, EventType: rec.EventType, ObjectID: rec.ObjectID, Attempt: rec.Attempt,
-		Outcome: OutcomeFailed, State: InboxDeadLetter, Err: errorf("%w after attempt %d", ErrLeaseExpired, rec.Attempt),
+		Outcome: OutcomeFailed, State: st, Err: errorf("%w after attempt %d", ErrLeaseExpired, rec.Attempt),
 		Duration: max(now.Sub(rec.AttemptedAt), 0)}
 	if rec.Kind == KindTask {
 		res.Kind = KindTask // empty for an event, as in every other event attempt's Result
@@ -1227,6 +1242,7 @@ func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 // chain, when not nil, is the worker's (see inboxWorker).
 func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (snoozed bool) {
 	if row.LeaseExpired {
+		in.reportTakenOver(ctx, &row)
 		in.logSuspect(ctx, &row)
 	}
 	ctx, done := in.cfg.Observer.attempt(ctx, in.log, row.InboxRecord, row.Trace)
@@ -1282,6 +1298,18 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 	return false
 }
 
+// reportTakenOver reports the attempt that the attempt at row, leased
+// because its lease expired, takes over: once, as row's attempt starts,
+// not when it is leased. Run and WorkDue give back an event they leased
+// and did not start, under the lease it lost (release), and the lease
+// that takes it next would report that attempt again. Its record is the
+// one that attempt leased: its number, its start and its lease's end.
+func (in *Inbox) reportTakenOver(ctx context.Context, row *inboxRow) {
+	rec := row.InboxRecord
+	rec.Attempt, rec.AttemptedAt, rec.LeaseUntil = row.Attempt-1, row.PrevAttemptedAt, row.DueAt
+	in.reportLeaseExpired(ctx, rec, row.Trace, in.cfg.Now())
+}
+
 // logSuspect logs, as it starts, an attempt at an event or a task whose
 // last worker died, hung or lost its connection holding it. An attempt is
 // otherwise logged when it returns: an event that kills every process that
@@ -1304,26 +1332,25 @@ func (in *Inbox) logSuspect(ctx context.Context, row *inboxRow) {
 }
 
 // reportEnd reports the end of the attempt at row: logged, to OnResult
-// and to the Observer's done. An attempt whose lease was lost is failed,
-// with no State and Err wrapping ErrLeaseLost, whatever it returned. One
-// whose lease was lost at the last attempt was reported already, by the
-// lease that took it over and dead-lettered it (reportLeaseExpired): its
-// end is logged and ends its Observer span, with no State and Err
-// wrapping ErrLeaseExpired, so that a metric counts that attempt once;
-// OnResult, called once per attempt, is not called again. One whose own
-// commit, or the settle of its failure or of a task's snooze, went
-// through while its answer was lost (the connection dropped after the
-// statement) only seemed to lose its lease: the record shows its end at
-// this very attempt, and it is reported as it was recorded. One whose end
-// was not recorded at all (the store could not be reached) at the last
-// attempt stays processing at it, and the lease that finds it expired
-// dead-letters it and reports it: its end is logged and ends its Observer
-// span as a hung worker's does, not given to OnResult, unless the record
-// shows its end after all.
+// and to the Observer's done. An attempt whose end was not recorded, its
+// lease lost to a newer attempt (found by the fence, or as its end was
+// recorded) or the store unreachable as it recorded it, looks the row up
+// (leaseLostEnd). One whose own commit, or the settle of its failure or
+// of a task's snooze, went through while its answer was lost (the
+// connection dropped after the statement) only seemed unrecorded: the
+// record shows its end, and it is reported as it was recorded. Otherwise
+// a lease that found its lease expired reports it, or one to come will:
+// the attempt that takes it over, as it starts (reportTakenOver), or, at
+// the last attempt, the lease that dead-letters it (reportLeaseExpired).
+// Its end is then logged and ends its Observer span, failed with no State
+// and Err wrapping ErrLeaseExpired, so that a metric counts that attempt
+// once; OnResult, called once per attempt, is not called for it. One
+// whose lease was lost while no lease reports it (the row redriven or
+// forgotten while its own lease ran) is reported failed, with no State
+// and Err wrapping ErrLeaseLost, whatever it returned.
 func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result), res *Result) {
 	onResult := in.cfg.OnResult
-	unrecorded := !row.leaseLost && res.State == "" && row.Attempt >= in.cfg.MaxAttempts
-	if row.leaseLost || unrecorded {
+	if row.leaseLost || res.State == "" {
 		own, byLease := in.leaseLostEnd(ctx, row, row.Kind == KindTask && res.Outcome == OutcomeQueued)
 		switch {
 		case own == InboxFailed || own == InboxDeadLetter:
@@ -1341,15 +1368,13 @@ func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result)
 			} else {
 				res.Err = errorf("%w after attempt %d: %w", ErrLeaseExpired, row.Attempt, cause)
 			}
-		case unrecorded:
-			// Reported as it ended: a lease of a process that counts more
-			// attempts took it over without dead-lettering it.
-		default:
-			// Found by the fence or when its end was recorded: whatever
-			// the handler or the task's func returned (an error, Skip,
-			// Snooze, a duplicate), the newer attempt's end is recorded,
-			// not this one's.
+		case row.leaseLost:
+			// Whatever the handler or the task's func returned (an error,
+			// Skip, Snooze, a duplicate), its end was not recorded.
 			res.Outcome, res.State, res.Err = OutcomeFailed, "", lostLease(res.Err)
+		default:
+			// Recorded after all, and the row moved on since (redriven,
+			// forgotten) within its own lease: reported as it ended.
 		}
 	}
 	report(ctx, in.log, onResult, done, res)
@@ -1367,80 +1392,76 @@ func lostLease(err error) error {
 	return err
 }
 
-// leaseLostEnd looks up row's record once the fence found row's attempt
-// no longer holding it, and tells which of two ends it was.
+// leaseLostEnd looks up row's record once row's attempt found its end not
+// recorded: the fence found the attempt no longer holding the row, or the
+// store could not be reached as it recorded its end. It tells who reports
+// the attempt.
 //
 // own is the state the record shows when row's attempt recorded its end
 // after all: its COMMIT, or the settle of its failure or snooze, went
 // through while the connection dropped before the answer, and what
 // followed (the settle of the failure, the settle again on another
-// connection, a claim again after a chained commit's session ended) found
-// it done. That is processed, skipped, ignored or failed at row's very
-// attempt (its number and its start), which no other attempt writes, or
-// dead-lettered there with another error than the one a lease that took
-// it over writes (leaseExpiredFormat). When row's attempt snoozed its task
+// connection, a claim again after a chained commit's session ended, the
+// look-up after a settle that failed) found it done. That is processed,
+// skipped, ignored, failed or dead_letter at row's very attempt (its
+// number and its start), which no other attempt writes, but for a dead
+// letter with the error the lease that dead-letters an expired attempt
+// writes (leaseExpiredFormat). When row's attempt snoozed its task
 // (snoozed), it is pending at the attempt before row's with row's start,
 // which only that snooze writes: a snooze does not count its attempt and
 // shows its own lease's time, and a lease after row's shows its own time.
-// A redrive of a failure that row's attempt recorded writes that too at
-// row's first attempt (attempt 0, its time kept), so it is not taken for
-// a snooze when row's attempt did not snooze. The settle that follows a
-// COMMIT whose answer was lost waits for row's record, which the
-// attempt's transaction holds until it ends: a COMMIT still in progress
-// then (carried out late, or waiting for synchronous replication) has
-// ended when the record is read here.
+// A row leased again after row's failure was recorded shows it too:
+// processing at the attempt after row's with row's failure as its error
+// (a lease that takes an expired attempt over writes leaseExpiredFormat
+// instead), or given back to row's attempt and start, pending. The settle
+// that follows a COMMIT whose answer was lost waits for row's record,
+// which the attempt's transaction holds until it ends: a COMMIT still in
+// progress then (carried out late, or waiting for synchronous
+// replication) has ended when the record is read here.
 //
-// byLease reports whether the lease that took row's attempt over
-// dead-lettered it, and so reported it: the row is dead-lettered at that
-// very attempt. This process's MaxAttempts cannot tell, since the
-// processes of one inbox may differ in it during a deploy; it decides only
-// when the row no longer tells: it cannot be read, or it was forgotten or
-// redriven (its attempts started again) since, or row's attempt still
-// holds it under its own lease, its end not recorded, and the lease that
-// takes it over is still to come. A row leased again at row's
-// attempt under a newer lease (not pending: a snoozed task shows its own
-// lease's time) was redriven too: without a redrive, the attempt numbers
-// of the leases after row's only grow, and a lease given back shows the
-// time of the attempt before it. So was a row pending at row's attempt
-// whose error is not the one the lease that took row's over wrote
-// (leaseExpiredFormat), which a snooze or a give-back keeps.
+// byLease reports whether a lease that finds row's lease expired reports
+// row's attempt, or has: every such lease does, whatever MaxAttempts its
+// process counts (the processes of one inbox may differ in it during a
+// deploy), taking the attempt over or, at the last, dead-lettering it.
+// The row tells when row's attempt still holds it under its own lease,
+// its end not recorded (the lease to come reports it), when the lease
+// that took it over wrote its error (leaseExpiredFormat) while that
+// attempt runs (processing at the attempt after row's) or after it
+// snoozed its task (pending at row's attempt), and when that lease
+// dead-lettered it at row's attempt. When the row no longer tells (it was
+// forgotten or redriven since, or moved on further), byLease is whether
+// row's lease has expired by now: before that, no lease can have taken
+// row's attempt over, and the row moved on from the attempt's own end,
+// recorded. A row that cannot be read is taken for one still held at
+// row's attempt, its end not recorded, which the lease to come reports.
 func (in *Inbox) leaseLostEnd(ctx context.Context, row *inboxRow, snoozed bool) (own InboxState, byLease bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
 	defer cancel()
 	recs, err := in.store.inboxList(ctx, InboxFilter{EventIDs: []string{row.EventID}, Limit: 1})
-	if err != nil || len(recs) == 0 {
-		return "", row.Attempt >= in.cfg.MaxAttempts
+	if err != nil {
+		return "", true
+	}
+	n, expired := row.Attempt, leaseExpired(row.Attempt)
+	if len(recs) == 0 { // forgotten
+		return "", !in.cfg.Now().Before(row.LeaseUntil)
 	}
 	r := recs[0]
-	if snoozed && r.State == InboxPending && r.Attempt == row.Attempt-1 && r.AttemptedAt.Equal(row.AttemptedAt) {
+	ownStart := r.AttemptedAt.Equal(row.AttemptedAt)
+	switch {
+	case snoozed && r.State == InboxPending && r.Attempt == n-1 && ownStart:
 		return InboxPending, false // its own snooze: uncounted, at its own lease's time
+	case r.Attempt == n && ownStart && r.State == InboxProcessing:
+		return "", true // still held at its attempt: the lease to come reports it
+	case r.Attempt == n && ownStart && r.State == InboxDeadLetter && r.LastError == expired:
+		return "", true // dead-lettered by the lease that found it expired
+	case r.Attempt == n && ownStart && r.State != InboxPending:
+		return r.State, false
+	case r.LastError == expired && (r.State == InboxProcessing && r.Attempt == n+1 || r.State == InboxPending && r.Attempt == n):
+		return "", true // taken over, by an attempt that runs or snoozed
+	case r.State == InboxProcessing && r.Attempt == n+1, r.State == InboxPending && r.Attempt == n && ownStart:
+		return InboxFailed, false // its failure, recorded, then leased again
 	}
-	redriven := r.Attempt < row.Attempt
-	if r.Attempt == row.Attempt {
-		if r.State == InboxPending {
-			redriven = r.LastError != leaseExpired(row.Attempt)
-		} else {
-			redriven = !r.AttemptedAt.Equal(row.AttemptedAt)
-		}
-	}
-	if redriven {
-		return "", row.Attempt >= in.cfg.MaxAttempts
-	}
-	if r.Attempt == row.Attempt {
-		switch r.State {
-		case InboxProcessed, InboxSkipped, InboxIgnored, InboxFailed:
-			return r.State, false
-		case InboxDeadLetter:
-			if r.LastError != leaseExpired(row.Attempt) {
-				return r.State, false
-			}
-		case InboxProcessing:
-			// Still under row's own lease, its end not recorded: the lease
-			// that finds it expired at the last attempt dead-letters it.
-			return "", row.Attempt >= in.cfg.MaxAttempts
-		}
-	}
-	return "", r.State == InboxDeadLetter && r.Attempt == row.Attempt
+	return "", !in.cfg.Now().Before(row.LeaseUntil)
 }
 
 // settled is st when err, the error of recording an attempt's end as st,

@@ -19,7 +19,9 @@ import (
 // one whose lease a newer attempt took over before it ended (its worker
 // hung), an unexported sentinel, and one at a task no NewTask registered
 // in the process, a bare error. They wrap ErrLeaseLost and
-// ErrTaskNotRegistered. The lease, on both stores.
+// ErrTaskNotRegistered; the first, whose end reaches the Observer's done
+// only (the attempt that took it over reported it), ErrLeaseExpired too.
+// The lease, on both stores.
 func TestInboxAttemptErrorsWrapASentinel(t *testing.T) {
 	t.Parallel()
 	t.Run("task not registered", func(t *testing.T) {
@@ -44,7 +46,7 @@ func TestInboxAttemptErrorsWrapASentinel(t *testing.T) {
 			require.Equal(t, 1, res.Attempt, "the hung worker's attempt")
 			require.Equal(t, idempotency.OutcomeFailed, res.Outcome)
 			require.True(t, errors.Is(res.Err, idempotency.ErrLeaseLost), "Result.Err %q", res.Err)
-			require.False(t, errors.Is(res.Err, idempotency.ErrLeaseExpired), "not the last attempt: no lease reported it")
+			require.True(t, errors.Is(res.Err, idempotency.ErrLeaseExpired), "reported by the attempt that took it over: Result.Err %q", res.Err)
 			require.NotContains(t, res.Err.Error(), "rolled back", "the task's func ran: nothing was rolled back")
 		})
 	}
@@ -52,16 +54,21 @@ func TestInboxAttemptErrorsWrapASentinel(t *testing.T) {
 
 // taskAttemptAfterTakeover enqueues a send-receipt task that fn runs, on
 // store, and leases it: attempt 1, whose worker hangs. Past its lease a
-// newer attempt (2) takes it over and runs it; then attempt 1 runs, and
-// what OnResult was given for it is returned. On a fake clock.
+// newer attempt (2) takes it over, reports attempt 1 as it starts, and
+// runs it; then attempt 1 runs, and what the Observer's done was given for
+// its end is returned: OnResult, which the take-over's report reached, is
+// not called for it again. On a fake clock.
 func taskAttemptAfterTakeover(t *testing.T, store idempotency.Store, fn idempotency.TaskFunc[misuseArgs]) idempotency.Result {
 	t.Helper()
 	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	hs := idempotency.NewHandlers()
 	task := idempotency.NewTask(hs, "send-receipt", fn)
-	var rs misuseResults
+	var rs, observed misuseResults
+	obs := &idempotency.Observer{Attempt: func(ctx context.Context, _ idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
+		return ctx, observed.add
+	}}
 	inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-		Now: clock.Now, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(), OnResult: rs.add,
+		Now: clock.Now, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(), OnResult: rs.add, Observer: obs,
 	})
 	require.NoError(t, err)
 	_, err = store.Run(t.Context(), idempotency.Claim{EventID: "evt_hung", ReceivedAt: clock.Now()}, func(ctx context.Context, tx idempotency.Tx) error {
@@ -79,5 +86,11 @@ func taskAttemptAfterTakeover(t *testing.T, store idempotency.Store, fn idempote
 	require.Equal(t, 1, n)
 
 	idempotency.ApplyLeased(t.Context(), inbox, hung[0]) // the hung worker returns
-	return rs.last(t)
+	rs.mu.Lock()
+	reported := append([]idempotency.Result(nil), rs.all...)
+	rs.mu.Unlock()
+	require.Len(t, reported, 2, "attempt 1, by the take-over, and attempt 2: %v", reported)
+	require.Equal(t, 1, reported[0].Attempt)
+	require.ErrorIs(t, reported[0].Err, idempotency.ErrLeaseExpired)
+	return observed.last(t)
 }

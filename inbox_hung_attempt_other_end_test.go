@@ -17,16 +17,15 @@ import (
 
 // TestInboxHungAttemptReportedWhenTheNextEndedOtherwise: a task's worker
 // hangs past its lease at attempt 1, not the last; the next lease takes
-// the task over at attempt 2, which either fails at its last attempt
-// (dead-lettered at attempt 2) or snoozes (pending again, the row back
-// at attempt 1). No lease reported attempt 1 in either case, so the hung
-// worker's end must reach OnResult, failed: the row's state alone
-// (dead_letter) or its attempt alone (1) does not say the lease reported
-// it. The hung worker's process may count fewer attempts (a deploy that
-// raised MaxAttempts): its attempt 1, its last, snoozed over by the
-// taker, is no redrive although the row shows attempt 1 under another
-// lease time, and it is reported by the worker. Both stores, on a fake
-// clock.
+// the task over at attempt 2, which reports attempt 1 (failed) as it
+// starts, then either fails at its last attempt (dead-lettered at
+// attempt 2) or snoozes (pending again, the row back at attempt 1). The
+// hung worker's end must not reach OnResult again: the row's state alone
+// (dead_letter) or its attempt alone (1) does not say which lease
+// reported what. The hung worker's process may count fewer attempts (a
+// deploy that raised MaxAttempts): its attempt 1, its last, snoozed over
+// by the taker, is no redrive although the row shows attempt 1 under
+// another lease time. Both stores, on a fake clock.
 func TestInboxHungAttemptReportedWhenTheNextEndedOtherwise(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -89,8 +88,9 @@ func TestInboxHungAttemptReportedWhenTheNextEndedOtherwise(t *testing.T) {
 					got[i] = idempotency.Result{Attempt: r.Attempt, Outcome: r.Outcome}
 				}
 				rs.mu.Unlock()
-				require.Len(t, got, 2, "attempt 2 by the taker, attempt 1 by the hung worker: %v", got)
-				require.Equal(t, idempotency.Result{Attempt: 1, Outcome: idempotency.OutcomeFailed}, got[1], "the hung worker's attempt, lease lost")
+				require.Len(t, got, 2, "attempt 1 and attempt 2, by the taker: %v", got)
+				require.Equal(t, idempotency.Result{Attempt: 1, Outcome: idempotency.OutcomeFailed}, got[0], "the hung worker's attempt, reported as the taker started")
+				require.Equal(t, 2, got[1].Attempt)
 			})
 		}
 	}

@@ -23,10 +23,13 @@ import (
 // event or has applied it. The stale worker's failure (failed with a
 // backoff, or dead_letter when attempt 1 was the last its process
 // allows) must not overwrite the newer attempt's row, and its end is
-// reported, to OnResult and in its log line, as an attempt whose lease was
-// lost: failed, no state, Err wrapping ErrLeaseLost and the handler's
-// error. The other process counts 3 attempts (a deploy), so that attempt
-// 1 can be the stale worker's last. Both stores, on a fake clock.
+// reported, to the Observer's done and in its log line, as an attempt
+// whose lease was lost: failed, no state, Err wrapping ErrLeaseLost and
+// the handler's error, and ErrLeaseExpired: attempt 2 reports attempt 1
+// to OnResult as it starts, once, and the stale worker's end does not
+// reach OnResult again. The other process counts 3 attempts (a deploy),
+// so that attempt 1 can be the stale worker's last. Both stores, on a
+// fake clock, one OnResult for both processes.
 func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 	t.Parallel()
 	for _, fail := range []string{"error", "panic", "timeout"} {
@@ -87,14 +90,17 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 						return errors.New("the downstream refused")
 					})
 					log, buf := testLogger()
-					var rs misuseResults
+					var rs, observed misuseResults
 					stale, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
 						Now: now, MaxAttempts: c.maxAttempts, Lease: time.Minute, Timeout: 200 * time.Millisecond,
 						Logger: log, OnResult: rs.add,
+						Observer: &idempotency.Observer{Attempt: func(ctx context.Context, _ idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
+							return ctx, observed.add
+						}},
 					})
 					require.NoError(t, err)
 					newer, err = idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-						Now: now, MaxAttempts: 3, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(),
+						Now: now, MaxAttempts: 3, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(), OnResult: rs.add,
 					})
 					require.NoError(t, err)
 					h, err := stale.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
@@ -128,16 +134,33 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 					}
 					require.True(t, rec.NextAttemptAt.IsZero(), "no backoff recorded: %s", rec.NextAttemptAt)
 
-					rs.mu.Lock()
-					got := append([]idempotency.Result(nil), rs.all...)
-					rs.mu.Unlock()
-					require.Len(t, got, 1, "the stale attempt is reported once")
-					res := got[0]
+					reported := func() []idempotency.Result {
+						rs.mu.Lock()
+						defer rs.mu.Unlock()
+						got := make([]idempotency.Result, len(rs.all))
+						for i, r := range rs.all {
+							got[i] = idempotency.Result{Attempt: r.Attempt, Outcome: r.Outcome, State: r.State}
+						}
+						return got
+					}
+					byTakeOver := []idempotency.Result{
+						{Attempt: 1, Outcome: idempotency.OutcomeFailed, State: idempotency.InboxFailed},
+						{Attempt: 2, Outcome: idempotency.OutcomeProcessed, State: idempotency.InboxProcessed},
+					}
+					if c.applied {
+						require.Equal(t, byTakeOver, reported(), "attempt 2 reported attempt 1 as it started; the stale worker's end not again")
+					} else {
+						require.Empty(t, reported(), "attempt 2, leased, has not started: it reports attempt 1 then")
+					}
+					observed.mu.Lock()
+					require.Len(t, observed.all, 1, "the stale attempt's end")
+					res := observed.all[0]
+					observed.mu.Unlock()
 					require.Equal(t, 1, res.Attempt)
 					require.Equal(t, idempotency.OutcomeFailed, res.Outcome)
 					require.Empty(t, res.State, "its end was not recorded")
 					require.ErrorIs(t, res.Err, idempotency.ErrLeaseLost)
-					require.NotErrorIs(t, res.Err, idempotency.ErrLeaseExpired, "no lease dead-lettered it")
+					require.ErrorIs(t, res.Err, idempotency.ErrLeaseExpired, "attempt 2 reports it")
 					switch fail {
 					case "panic":
 						var p *idempotency.PanicError
@@ -154,6 +177,7 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 					if !c.applied {
 						idempotency.ApplyLeased(ctx, newer, taken[0])
 					}
+					require.Equal(t, byTakeOver, reported(), "each attempt reported once")
 					rec, _, err = stale.Lookup(ctx, "evt_stale")
 					require.NoError(t, err)
 					require.Equal(t, idempotency.InboxProcessed, rec.State)
@@ -169,16 +193,24 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 // attempt in logs, JSON lines; it fails unless there is exactly one.
 func attemptLogLine(t *testing.T, logs string, attempt int) map[string]any {
 	t.Helper()
+	found := attemptLogLines(t, logs, attempt)
+	require.Len(t, found, 1, "attempt %d's log lines in:\n%s", attempt, logs)
+	return found[0]
+}
+
+// attemptLogLines returns the log records of the inbox attempts (at an
+// event or a task) numbered attempt in logs, JSON lines, in order.
+func attemptLogLines(t *testing.T, logs string, attempt int) []map[string]any {
+	t.Helper()
 	var found []map[string]any
 	for l := range strings.SplitSeq(logs, "\n") {
 		var rec map[string]any
 		if l == "" || json.Unmarshal([]byte(l), &rec) != nil {
 			continue
 		}
-		if rec["msg"] == "stripe webhook: inbox attempt" && rec["attempt"] == float64(attempt) {
+		if (rec["msg"] == "stripe webhook: inbox attempt" || rec["msg"] == "idempotency task: attempt") && rec["attempt"] == float64(attempt) {
 			found = append(found, rec)
 		}
 	}
-	require.Len(t, found, 1, "attempt %d's log lines in:\n%s", attempt, logs)
-	return found[0]
+	return found
 }

@@ -11,13 +11,15 @@ import (
 	"github.com/seed-a84bb619/idempotency"
 )
 
-// TestInboxTaskLeaseLostIsReportedSo: ErrLeaseLost's doc says an attempt
-// whose lease a newer attempt took over is reported to OnResult as a
-// failed attempt with no State, its error ErrLeaseLost. A task whose func
-// returned an error, Skip or Snooze once its lease was taken over was
-// reported with the func's own error, or as skipped or queued with no
-// error at all: a caller counting lost leases with errors.Is missed it,
-// and a skip the inbox never recorded was counted as one. Both stores.
+// TestInboxTaskLeaseLostIsReportedSo: ErrLeaseLost's doc says the end of
+// an attempt whose lease a newer attempt took over is a failed attempt
+// with no State, its error ErrLeaseLost. A task whose func returned an
+// error, Skip or Snooze once its lease was taken over was reported with
+// the func's own error, or as skipped or queued with no error at all: a
+// caller counting lost leases with errors.Is missed it, and a skip the
+// inbox never recorded was counted as one. Its end reaches the
+// Observer's done (the attempt that took it over reported it to
+// OnResult). Both stores.
 func TestInboxTaskLeaseLostIsReportedSo(t *testing.T) {
 	t.Parallel()
 	errFunc := errors.New("the receipt service refused")

@@ -49,19 +49,21 @@ type Observer struct {
 	// holds a pooled connection for its next event: it must not wait for
 	// a connection of the store's pool (use OnResult for that).
 	//
-	// It is also called, with rec as dead-lettered (State dead_letter),
-	// for an attempt whose worker died, hung or lost its connection at
-	// the last attempt: the lease that dead-letters the event reports
-	// that attempt's end, and done follows at once, with ErrLeaseExpired.
-	// Nothing runs in between, and link is "". A worker that hung and
-	// returns after it still gets its own done, so that its span ends,
-	// with State empty (its end was not recorded) and Err wrapping
-	// ErrLeaseExpired: that attempt was counted already, by the lease's
-	// report; OnResult is not called for it a second time. So does the
-	// worker of a last attempt whose end could not be recorded (the
-	// database unreachable), before the lease that finds it expired
-	// dead-letters it and reports it: that attempt is counted by that
-	// report, to come (see InboxConfig.OnResult).
+	// It is also called to report an attempt whose lease expired with its
+	// end not recorded (its worker died, hung, or could not reach the
+	// database), by the lease that finds it so, and done follows at once,
+	// failed with ErrLeaseExpired; nothing runs in between. Before the
+	// last attempt, the attempt that takes the event over calls it as it
+	// starts, before its own Attempt, with rec as the attempt it takes
+	// over leased it (State processing; its Attempt, AttemptedAt and
+	// LeaseUntil) and the stored link, and done gets State failed; at the
+	// last, the lease that dead-letters the event calls it with rec as
+	// dead-lettered (State dead_letter) and link "". A worker that hung
+	// and returns after it, or gave up recording its end, still gets its
+	// own done, so that its span ends, with State empty (its end was not
+	// recorded) and Err wrapping ErrLeaseExpired: that attempt is counted
+	// by the lease's report, made or to come; OnResult is not called for
+	// it a second time (see InboxConfig.OnResult).
 	Attempt func(ctx context.Context, rec InboxRecord, link string) (_ context.Context, done func(Result))
 
 	// Fetch is called after each fetch of an object's current state from

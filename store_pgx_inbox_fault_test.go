@@ -1165,14 +1165,19 @@ func (w *helperWorker) kill(t *testing.T) {
 // TestPgxInboxFaultWorkerKilled kills a worker process with SIGKILL while
 // its handler is inside the event's transaction, after its writes.
 // PostgreSQL rolls the transaction back; once the lease expires another
-// process applies the event, as attempt 2, exactly once.
+// process applies the event, as attempt 2, exactly once. That attempt
+// reports the killed one as it starts, once, to OnResult and the
+// Observer (failed, State failed, ErrLeaseExpired): nobody else can, and
+// nobody did, before the last attempt.
 func TestPgxInboxFaultWorkerKilled(t *testing.T) {
 	t.Parallel()
 	a := newFaultApp(t)
 	// The parent's attempt has a generous Timeout: on a loaded machine a
 	// second was too little for it, and a timed-out attempt counts. When it
 	// may start depends on the killed worker's Lease alone.
-	p := a.process(t, "parent", idempotency.InboxConfig{Lease: 12 * time.Second, Timeout: 10 * time.Second, PollInterval: 100 * time.Millisecond})
+	var onResult misuseResults
+	p := a.process(t, "parent", idempotency.InboxConfig{Lease: 12 * time.Second, Timeout: 10 * time.Second, PollInterval: 100 * time.Millisecond,
+		OnResult: onResult.add})
 	ev := faultEvent{ID: "evt_killed", Type: "invoice.paid", Invoice: "in_killed", Account: "acct_killed"}
 	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{ev}, 1)
 
@@ -1194,10 +1199,20 @@ func TestPgxInboxFaultWorkerKilled(t *testing.T) {
 	procs, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	require.Equal(t, []string{"parent"}, procs, "the killed worker's write was rolled back")
-	results := a.attemptResults(ev.ID)
-	require.Len(t, results, 1)
-	require.Equal(t, idempotency.OutcomeProcessed, results[0].Outcome)
-	require.Equal(t, 2, results[0].Attempt)
+	onResult.mu.Lock()
+	reported := slices.Clone(onResult.all)
+	onResult.mu.Unlock()
+	for name, results := range map[string][]idempotency.Result{"OnResult": reported, "Observer": a.attemptResults(ev.ID)} {
+		require.Len(t, results, 2, "%s: the killed attempt, reported by the one that took it over, then that one: %v", name, results)
+		killed := results[0]
+		require.Equal(t, ev.ID, killed.EventID, name)
+		require.Equal(t, 1, killed.Attempt, name)
+		require.Equal(t, idempotency.OutcomeFailed, killed.Outcome, name)
+		require.Equal(t, idempotency.InboxFailed, killed.State, name)
+		require.ErrorIs(t, killed.Err, idempotency.ErrLeaseExpired, name)
+		require.Equal(t, idempotency.OutcomeProcessed, results[1].Outcome, name)
+		require.Equal(t, 2, results[1].Attempt, name)
+	}
 }
 
 // faultBurstSize is how many events TestPgxInboxFaultBurst sends:

@@ -229,7 +229,8 @@ func TestHelperTaskWorker(t *testing.T) {
 // Once the lease has expired (the parent's inbox clock is past it: nobody
 // waits for it) the parent's inbox runs the task again, as attempt 2,
 // with the same idempotency key: the provider receives two calls and makes
-// one effect, and the task is processed.
+// one effect, and the task is processed. Attempt 2 reports the killed
+// attempt as it starts, once (failed, State failed, ErrLeaseExpired).
 func TestPgxTaskWorkerKilled(t *testing.T) {
 	t.Parallel()
 	a := newTaskApp(t)
@@ -267,9 +268,13 @@ func TestPgxTaskWorkerKilled(t *testing.T) {
 	runs := a.requireReceipts(t, []faultEvent{ev})
 	require.Equal(t, receiptRuns{attempt: 2, requests: 2}, runs[ev.Invoice])
 	results := a.attemptResults(id)
-	require.Len(t, results, 1, "the parent's attempts")
-	require.Equal(t, idempotency.OutcomeProcessed, results[0].Outcome)
-	require.Equal(t, 2, results[0].Attempt)
+	require.Len(t, results, 2, "the killed attempt, reported by the parent's, and the parent's")
+	require.Equal(t, 1, results[0].Attempt)
+	require.Equal(t, idempotency.OutcomeFailed, results[0].Outcome)
+	require.Equal(t, idempotency.InboxFailed, results[0].State)
+	require.ErrorIs(t, results[0].Err, idempotency.ErrLeaseExpired)
+	require.Equal(t, idempotency.OutcomeProcessed, results[1].Outcome)
+	require.Equal(t, 2, results[1].Attempt)
 	a.requireExactlyOnce(t, []faultEvent{ev})
 	t.Logf("task %s: %d attempts, %d provider requests, 1 effect", id, r.Attempt, len(reqs))
 }

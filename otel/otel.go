@@ -30,11 +30,13 @@
 //	idempotency.inbox.depth               gauge       kind, state; rows in the inbox (ObserveInbox)
 //	idempotency.inbox.oldest_pending_age  gauge       seconds since the oldest row still to apply was received, 0 when none (ObserveInbox)
 //
-// An attempt whose worker hung past its lease at the last attempt is
-// counted once, by the lease that dead-lettered its event, not again when
-// the worker comes back (its span ends then); so is a last attempt whose
-// end could not be recorded (the database unreachable), whose span ends
-// when its worker gives up recording it.
+// An attempt whose lease expired with its end not recorded (its worker
+// died, hung, or could not reach the database) is counted once, by the
+// lease that found it expired, with a span of its own: the attempt that
+// took the event over, as it started (state failed), or, at the last
+// attempt, the lease that dead-lettered it. It is not counted again when
+// its worker comes back or gives up recording its end: its span ends
+// then.
 //
 // Spans: "stripe webhook" (server) per request to a Handler;
 // "stripe webhook attempt" or "idempotency task" (consumer) per inbox
@@ -318,9 +320,9 @@ func (t *Telemetry) attempt(ctx context.Context, rec idempotency.InboxRecord, st
 	ctx, span := t.tracer.Start(ctx, name, opts...)
 	return ctx, func(res idempotency.Result) {
 		outcome, kind := outcomeKey.String(string(res.Outcome)), kindKey.String(kindOf(res.Kind))
-		// A worker that hung past its lease at the last attempt and came
-		// back, or could not record its end: the lease that dead-letters
-		// its event counts that attempt.
+		// A worker that hung past its lease and came back, or could not
+		// record its end: the lease that found its lease expired counts
+		// that attempt, taking it over or dead-lettering it.
 		counted := res.State == "" && errors.Is(res.Err, idempotency.ErrLeaseExpired)
 		if !counted {
 			t.attempts.Add(ctx, 1, metric.WithAttributes(outcome, kind, stateKey.String(string(res.State))))

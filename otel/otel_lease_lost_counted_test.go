@@ -91,22 +91,30 @@ func TestHungLastAttemptCountedOnce(t *testing.T) {
 	}
 }
 
-// TestHungAttemptBeforeTheLastCounted: only a worker that hung past its
-// lease at the last attempt is left uncounted when it comes back (the
-// lease that dead-lettered its event counted it). One that hung at an
-// earlier attempt was counted by nobody: the next lease took the event
-// over as a new attempt, without a report. Its end, not recorded (no
-// state; failed, its lease lost: attempt 2 applied the event meanwhile),
-// is counted. (No test failed when every attempt with no state went
-// uncounted.)
+// TestHungAttemptBeforeTheLastCounted: a worker that hung past its lease
+// at an attempt before the last is counted once, by the attempt that took
+// the event over, which reports it as it starts (failed, state failed,
+// with a span of its own); its end, when it comes back, ends its span and
+// is not counted again. It was counted by nobody when the take-over
+// reported nothing, and then by the worker when it came back, if it ever
+// did: a worker that died was never counted. Both stores, on a fake
+// clock.
 func TestHungAttemptBeforeTheLastCounted(t *testing.T) {
 	t.Parallel()
-	tel, n := hungAttempt(t, idempotency.NewMemoryStore(), 2)
-	require.Equal(t, 1, n, "attempt 2 takes the event over and applies it")
-	pts := tel.points(t)
-	require.Equal(t, map[string]float64{
-		"kind=event,outcome=processed,state=processed": 1,
-		"kind=event,outcome=failed,state=":             1,
-	}, pts["idempotency.attempts"], "both attempts are counted, each once")
-	require.Equal(t, map[string]float64{"kind=event,outcome=processed": 1, "kind=event,outcome=failed": 1}, pts["idempotency.attempt.duration"])
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tel, n := hungAttempt(t, open(t), 2)
+			require.Equal(t, 1, n, "attempt 2 takes the event over and applies it")
+			pts := tel.points(t)
+			require.Equal(t, map[string]float64{
+				"kind=event,outcome=processed,state=processed": 1,
+				"kind=event,outcome=failed,state=failed":       1,
+			}, pts["idempotency.attempts"], "both attempts are counted, each once: attempt 1 by the take-over's report")
+			require.Equal(t, map[string]float64{"kind=event,outcome=processed": 1, "kind=event,outcome=failed": 1}, pts["idempotency.attempt.duration"])
+			require.Equal(t, map[string]float64{"kind=event": 0, "kind=task": 0}, pts["idempotency.dead_letters"])
+			require.Len(t, byName(tel.spans.GetSpans(), "stripe webhook attempt"), 3,
+				"the take-over's report of attempt 1, attempt 2, and the stalled worker's end")
+		})
+	}
 }

@@ -1,0 +1,233 @@
+package idempotency_test
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestInboxTakeOverReportsTheAttemptItReplaced: a worker stalls before
+// its transaction at attempt 1 of 3 of an event or a task, past its
+// lease; the next lease takes it over as attempt 2. That attempt reports,
+// as it starts, the one it replaced: attempt 1, failed, State failed,
+// ErrLeaseExpired, from its start to the take-over; then its own end.
+// Nobody reported attempt 1 before: OnResult, the Observer and the log
+// never saw an attempt whose worker died, hung or could not record its
+// end before the last. When the stalled worker comes back, its end is
+// logged and ends its span, and OnResult is not called again. Both
+// stores, on a fake clock.
+func TestInboxTakeOverReportsTheAttemptItReplaced(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"event", "task"} {
+		for name, store := range bothStores(t) {
+			t.Run(kind+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+				hs := idempotency.NewHandlers()
+				task := idempotency.NewTask(hs, "send-receipt", func(context.Context, idempotency.TaskRun[misuseArgs]) error { return nil })
+				idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+					if kind == "task" {
+						_, err := task.Enqueue(ctx, tx, ev.Object.ID, misuseArgs{})
+						return err
+					}
+					return nil
+				})
+				entered, release := make(chan struct{}), make(chan struct{})
+				var once sync.Once
+				letGo := func() { once.Do(func() { close(release) }) }
+				t.Cleanup(letGo)
+				var calls atomic.Int32
+				var rs, observed misuseResults
+				obs := &idempotency.Observer{Attempt: func(ctx context.Context, _ idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
+					if calls.Add(1) == 1 { // the first attempt stalls before its transaction
+						close(entered)
+						<-release
+					}
+					return ctx, observed.add
+				}}
+				log, buf := testLogger()
+				inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+					Now: clock.Now, MaxAttempts: 3, Lease: time.Minute, Timeout: 10 * time.Second, Logger: log,
+					OnResult: rs.add, Observer: obs,
+				})
+				require.NoError(t, err)
+				id := "evt_stalled"
+				if kind == "task" {
+					h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Now: clock.Now})
+					require.NoError(t, err)
+					require.Equal(t, idempotency.OutcomeProcessed, idempotencytest.Deliver(h, invoicePayload(t, id, "in_stalled", "acct_1"), testSecret).Outcome)
+					id = task.ID("in_stalled")
+				} else {
+					h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+					require.NoError(t, err)
+					require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, id, "in_stalled", "acct_1"), testSecret).Outcome)
+				}
+
+				stalled := make(chan error, 1)
+				go func() {
+					_, err := inbox.WorkDue(context.Background())
+					stalled <- err
+				}()
+				recv(t, entered, "the first attempt")
+				clock.Advance(time.Minute + time.Second)
+				n, err := inbox.WorkDue(t.Context()) // takes attempt 1 over: attempt 2
+				require.NoError(t, err)
+				require.Equal(t, 1, n)
+
+				rs.mu.Lock()
+				got := append([]idempotency.Result(nil), rs.all...)
+				rs.mu.Unlock()
+				require.Len(t, got, 2, "attempt 1, reported by the take-over, then attempt 2: %v", got)
+				first := got[0]
+				require.Equal(t, id, first.EventID)
+				require.Equal(t, 1, first.Attempt)
+				require.Equal(t, idempotency.OutcomeFailed, first.Outcome)
+				require.Equal(t, idempotency.InboxFailed, first.State, "the event is being retried")
+				require.ErrorIs(t, first.Err, idempotency.ErrLeaseExpired)
+				require.ErrorContains(t, first.Err, "after attempt 1")
+				require.Equal(t, time.Minute+time.Second, first.Duration, "from attempt 1's start to the take-over")
+				require.Equal(t, 2, got[1].Attempt)
+				require.Equal(t, idempotency.OutcomeProcessed, got[1].Outcome)
+				require.Equal(t, idempotency.InboxProcessed, got[1].State)
+
+				letGo()
+				require.NoError(t, recv(t, stalled, "the stalled worker"))
+				rs.mu.Lock()
+				reported := len(rs.all)
+				rs.mu.Unlock()
+				require.Equal(t, 2, reported, "the stalled worker's end reached OnResult too")
+				lines := attemptLogLines(t, buf.String(), 1)
+				require.Len(t, lines, 2, "attempt 1's lines: the take-over's report and the stalled worker's end")
+				require.Equal(t, "failed", lines[0]["state"])
+				require.NotContains(t, lines[1], "state", "the stalled worker's end was not recorded")
+				require.Contains(t, lines[1]["error"], "lease lost to a newer attempt")
+
+				observed.mu.Lock()
+				defer observed.mu.Unlock()
+				require.Len(t, observed.all, 3, "the take-over's report, attempt 2, the stalled worker's end")
+				back := observed.all[2]
+				require.Equal(t, 1, back.Attempt)
+				require.Empty(t, back.State)
+				require.ErrorIs(t, back.Err, idempotency.ErrLeaseExpired, "counted by the take-over's report")
+			})
+		}
+	}
+}
+
+// TestInboxGivenBackExpiredLeaseReportedOnce: an event whose worker died
+// is leased again and given back before its attempt starts (WorkDue's
+// context done as it leased, or Run stopped while it held the event
+// back), under the lease it lost, then leased again and attempted. The
+// attempt the worker died in is reported once, by the attempt that
+// finally started, not by each lease. On a fake clock; WorkDue on both
+// stores, Run on the memory store.
+func TestInboxGivenBackExpiredLeaseReportedOnce(t *testing.T) {
+	t.Parallel()
+	for _, by := range []string{"WorkDue", "Run"} {
+		stores := bothStores(t)
+		if by == "Run" {
+			stores = map[string]idempotency.Store{"memory": idempotency.NewMemoryStore()}
+		}
+		for name, store := range stores {
+			t.Run(by+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+				var cancelAtLease atomic.Pointer[context.CancelFunc]
+				now := func() time.Time {
+					if f := cancelAtLease.Swap(nil); f != nil {
+						(*f)() // WorkDue's context is done as it leases
+					}
+					return clock.Now()
+				}
+				var dead atomic.Bool
+				slowStarted, releaseSlow := make(chan struct{}), make(chan struct{})
+				var releaseOnce sync.Once
+				letSlowGo := func() { releaseOnce.Do(func() { close(releaseSlow) }) }
+				t.Cleanup(letSlowGo)
+				hs := idempotency.NewHandlers()
+				idempotency.On(hs, "invoice.paid", func(_ context.Context, _ idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+					switch ev.ID {
+					case "evt_suspect":
+						if dead.CompareAndSwap(false, true) {
+							runtime.Goexit() // its process died
+						}
+					case "evt_slow":
+						close(slowStarted)
+						<-releaseSlow
+					}
+					return nil
+				})
+				var rs misuseResults
+				in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+					Now: now, Workers: 2, IngestWorkers: 2, MaxAttempts: 3, Lease: time.Minute, Timeout: 10 * time.Second,
+					PollInterval: time.Hour, Logger: discardLogger(), OnResult: rs.add,
+				})
+				require.NoError(t, err)
+				deliver := invoiceDeliverer(t, in)
+				deliver("evt_suspect")
+				workDueDying(t, in) // attempt 1; its lease runs until 12:01
+				rs.mu.Lock()
+				rs.all = nil // what the dying goroutine's deferred calls reported: a process killed runs none
+				rs.mu.Unlock()
+
+				if by == "WorkDue" {
+					clock.Advance(time.Minute + time.Second)
+					ctx, cancel := context.WithCancel(t.Context())
+					cancelAtLease.Store(&cancel)
+					n, err := in.WorkDue(ctx)
+					require.ErrorIs(t, err, context.Canceled)
+					require.Zero(t, n, "leased and given back, not attempted")
+				} else {
+					clock.Advance(50 * time.Second)
+					deliver("evt_slow")
+					ctx, cancel := context.WithCancel(t.Context())
+					ran := make(chan error, 1)
+					go func() { ran <- in.Run(ctx) }()
+					recv(t, slowStarted, "evt_slow's attempt")
+					clock.Advance(11 * time.Second) // the suspect's lease expired
+					deliver("evt_other")            // wakes Run, which leases the suspect alone and holds it back
+					require.Eventually(t, func() bool {
+						rec, _, err := in.Lookup(t.Context(), "evt_suspect")
+						return err == nil && rec.Attempt == 2 && idempotency.InboxIdle(in)
+					}, 10*time.Second, time.Millisecond, "Run holds the suspect back")
+					cancel()
+					letSlowGo()
+					require.NoError(t, recv(t, ran, "Run's end"))
+				}
+				rec, _, err := in.Lookup(t.Context(), "evt_suspect")
+				require.NoError(t, err)
+				require.Equal(t, idempotency.InboxProcessing, rec.State, "given back under the lease it lost")
+				require.Equal(t, 1, rec.Attempt)
+				rs.mu.Lock()
+				for _, r := range rs.all {
+					require.NotEqual(t, "evt_suspect", r.EventID, "reported before an attempt started: %v", r)
+				}
+				rs.mu.Unlock()
+
+				_, err = in.WorkDue(t.Context())
+				require.NoError(t, err)
+				rs.mu.Lock()
+				var got []idempotency.Result
+				for _, r := range rs.all {
+					if r.EventID == "evt_suspect" {
+						got = append(got, idempotency.Result{Attempt: r.Attempt, Outcome: r.Outcome, State: r.State})
+					}
+				}
+				rs.mu.Unlock()
+				require.Equal(t, []idempotency.Result{
+					{Attempt: 1, Outcome: idempotency.OutcomeFailed, State: idempotency.InboxFailed}, // the dead worker's, reported once
+					{Attempt: 2, Outcome: idempotency.OutcomeProcessed, State: idempotency.InboxProcessed},
+				}, got)
+			})
+		}
+	}
+}
