@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -21,61 +22,78 @@ import (
 // still not reach OnResult a second time: the row no longer shows the dead
 // letter at that attempt (pending at attempt 0, processing at attempt 1
 // under a newer lease, or gone), which does not mean that no lease
-// reported it. Both stores, on a fake clock.
+// reported it. So at an attempt before the last (of 2), which the attempt
+// that takes it over reports as it starts, before it fails and
+// dead-letters the event: the worker is back past its own lease, which a
+// lease may have taken over. Both stores, on a fake clock.
 func TestInboxHungLastAttemptRedrivenOrForgottenReportedOnce(t *testing.T) {
 	t.Parallel()
-	for _, meanwhile := range []string{"redriven", "redriven and leased again", "forgotten"} {
-		for name, store := range bothStores(t) {
-			t.Run(meanwhile+"/"+name, func(t *testing.T) {
-				t.Parallel()
-				clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-				hs := idempotency.NewHandlers()
-				idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
-					return errors.New("the event's handler fails") // returns late
+	for _, maxAttempts := range []int{1, 2} {
+		for _, meanwhile := range []string{"redriven", "redriven and leased again", "forgotten"} {
+			for name, store := range bothStores(t) {
+				t.Run(fmt.Sprintf("of %d/%s/%s", maxAttempts, meanwhile, name), func(t *testing.T) {
+					t.Parallel()
+					clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+					hs := idempotency.NewHandlers()
+					idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
+						return errors.New("the event's handler fails") // returns late
+					})
+					var rs misuseResults
+					inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+						Now: clock.Now, MaxAttempts: maxAttempts, Lease: time.Minute, Timeout: 10 * time.Second,
+						Logger: discardLogger(), OnResult: rs.add,
+					})
+					require.NoError(t, err)
+					h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+					require.NoError(t, err)
+					require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, "evt_hung", "in_hung", "acct_1"), testSecret).Outcome)
+
+					hung, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
+					require.NoError(t, err)
+					require.Len(t, hung, 1)
+					clock.Advance(time.Minute)
+					_, err = inbox.WorkDue(t.Context()) // dead-letters and reports attempt 1, or takes it over and reports it
+					require.NoError(t, err)
+					res := rs.last(t)
+					require.Equal(t, idempotency.InboxDeadLetter, res.State)
+					if maxAttempts == 1 {
+						require.ErrorIs(t, res.Err, idempotency.ErrLeaseExpired)
+					}
+
+					if meanwhile != "forgotten" {
+						n, err := inbox.Redrive(t.Context(), idempotency.RedriveFilter{EventIDs: []string{"evt_hung"}})
+						require.NoError(t, err)
+						require.Equal(t, 1, n)
+					}
+					if meanwhile == "redriven and leased again" {
+						again, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
+						require.NoError(t, err)
+						require.Len(t, again, 1)
+						require.Equal(t, 1, again[0].Attempt(), "the redrive's fresh budget")
+					}
+					if meanwhile == "forgotten" {
+						ok, err := inbox.Forget(t.Context(), "evt_hung")
+						require.NoError(t, err)
+						require.True(t, ok)
+					}
+
+					idempotency.ApplyLeased(t.Context(), inbox, hung[0]) // the hung worker returns
+					rs.mu.Lock()
+					var reported []idempotency.Result
+					for _, r := range rs.all {
+						reported = append(reported, idempotency.Result{Attempt: r.Attempt, Outcome: r.Outcome, State: r.State})
+					}
+					rs.mu.Unlock()
+					want := []idempotency.Result{{Attempt: 1, Outcome: idempotency.OutcomeFailed, State: idempotency.InboxDeadLetter}}
+					if maxAttempts == 2 {
+						want = []idempotency.Result{
+							{Attempt: 1, Outcome: idempotency.OutcomeFailed, State: idempotency.InboxFailed}, // by the take-over
+							{Attempt: 2, Outcome: idempotency.OutcomeFailed, State: idempotency.InboxDeadLetter},
+						}
+					}
+					require.Equal(t, want, reported, "each attempt of evt_hung reported to OnResult once")
 				})
-				var rs misuseResults
-				inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-					Now: clock.Now, MaxAttempts: 1, Lease: time.Minute, Timeout: 10 * time.Second,
-					Logger: discardLogger(), OnResult: rs.add,
-				})
-				require.NoError(t, err)
-				h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
-				require.NoError(t, err)
-				require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, "evt_hung", "in_hung", "acct_1"), testSecret).Outcome)
-
-				hung, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
-				require.NoError(t, err)
-				require.Len(t, hung, 1)
-				clock.Advance(time.Minute)
-				_, err = inbox.WorkDue(t.Context()) // dead-letters and reports attempt 1
-				require.NoError(t, err)
-				res := rs.last(t)
-				require.Equal(t, idempotency.InboxDeadLetter, res.State)
-				require.ErrorIs(t, res.Err, idempotency.ErrLeaseExpired)
-
-				if meanwhile != "forgotten" {
-					n, err := inbox.Redrive(t.Context(), idempotency.RedriveFilter{EventIDs: []string{"evt_hung"}})
-					require.NoError(t, err)
-					require.Equal(t, 1, n)
-				}
-				if meanwhile == "redriven and leased again" {
-					again, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
-					require.NoError(t, err)
-					require.Len(t, again, 1)
-					require.Equal(t, 1, again[0].Attempt(), "the redrive's fresh budget")
-				}
-				if meanwhile == "forgotten" {
-					ok, err := inbox.Forget(t.Context(), "evt_hung")
-					require.NoError(t, err)
-					require.True(t, ok)
-				}
-
-				idempotency.ApplyLeased(t.Context(), inbox, hung[0]) // the hung worker returns
-				rs.mu.Lock()
-				reported := len(rs.all)
-				rs.mu.Unlock()
-				require.Equal(t, 1, reported, "attempt 1 of evt_hung reported to OnResult %d times", reported)
-			})
+			}
 		}
 	}
 }

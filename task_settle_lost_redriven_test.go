@@ -36,20 +36,13 @@ func (c *beforeListConn) Write(b []byte) (int, error) {
 
 func (c *beforeListConn) Read(b []byte) (int, error) { return c.answerLostConn.Read(b) }
 
-// TestTaskSettleLostRedrivenNotReportedSnoozed: the UPDATE that
-// dead-letters a task at its first attempt went through while its answer
-// was lost, and an operator redrove the task before the attempt looked
-// its record up: pending, its attempts counted from 0 again, its last
-// attempt's time kept. That record is the redrive's, not the attempt's
-// own snooze: the attempt is reported failed with its error, not
-// snoozed.
-func TestTaskSettleLostRedrivenNotReportedSnoozed(t *testing.T) {
-	t.Parallel()
-	var armed, lost atomic.Bool
-	var in *idempotency.Inbox
-	var redriven, runs atomic.Int64
-	var redriveErr atomic.Value
-	var redriveOnce sync.Once
+// settleLostStore is a PgxStore whose connections, once armed is set,
+// lose the answer of the next settle (an attempt's end recorded, its
+// client unaware), and call before, once, as they send the first inbox
+// list after it: the attempt's look-up of its record.
+func settleLostStore(t *testing.T, armed *atomic.Bool, before func()) *idempotency.PgxStore {
+	t.Helper()
+	var lost atomic.Bool
 	settle := []byte("SET state = $3, last_error = $4") // the settle's text
 	// In exec mode every statement carries its text: the settle is told
 	// on whichever connection prepared it before.
@@ -61,25 +54,43 @@ func TestTaskSettleLostRedrivenNotReportedSnoozed(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			alc := &answerLostConn{Conn: conn, armed: &armed, sent: func(b []byte) bool {
+			alc := &answerLostConn{Conn: conn, armed: armed, sent: func(b []byte) bool {
 				if bytes.Contains(b, settle) && armed.Load() {
 					lost.Store(true) // by this connection's Write, which loses the answer
 					return true
 				}
 				return false
 			}, answered: []byte("UPDATE 1\x00")}
-			return &beforeListConn{answerLostConn: alc, lost: &lost, before: func() {
-				redriveOnce.Do(func() {
-					n, err := in.Redrive(context.Background(), idempotency.RedriveFilter{Kind: idempotency.KindTask})
-					redriven.Store(int64(n))
-					redriveErr.Store(fmt.Sprint(err))
-				})
-			}}, nil
+			return &beforeListConn{answerLostConn: alc, lost: &lost, before: before}, nil
 		}
 	})
 	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
 	require.NoError(t, err)
 	require.NoError(t, store.Migrate(t.Context()))
+	return store
+}
+
+// TestTaskSettleLostRedrivenNotReportedSnoozed: the UPDATE that
+// dead-letters a task at its first attempt went through while its answer
+// was lost, and an operator redrove the task before the attempt looked
+// its record up: pending, its attempts counted from 0 again, its last
+// attempt's time kept. That record is the redrive's, not the attempt's
+// own snooze: the attempt is reported failed with its error, not
+// snoozed.
+func TestTaskSettleLostRedrivenNotReportedSnoozed(t *testing.T) {
+	t.Parallel()
+	var armed atomic.Bool
+	var in *idempotency.Inbox
+	var redriven, runs atomic.Int64
+	var redriveErr atomic.Value
+	var redriveOnce sync.Once
+	store := settleLostStore(t, &armed, func() {
+		redriveOnce.Do(func() {
+			n, err := in.Redrive(context.Background(), idempotency.RedriveFilter{Kind: idempotency.KindTask})
+			redriven.Store(int64(n))
+			redriveErr.Store(fmt.Sprint(err))
+		})
+	})
 
 	refused := errors.New("provider refused")
 	var h http.Handler
@@ -92,7 +103,7 @@ func TestTaskSettleLostRedrivenNotReportedSnoozed(t *testing.T) {
 	})
 	a := idempotencytest.Deliver(h, invoicePayload(t, "evt_task_redriven", "in_task_redriven", "acct_1"), testSecret)
 	require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
-	_, err = in.WorkDue(t.Context()) // the event, which enqueues the task, and the task, which fails for good
+	_, err := in.WorkDue(t.Context()) // the event, which enqueues the task, and the task, which fails for good
 	require.NoError(t, err)
 	require.False(t, armed.Load(), "the dead-letter's settle was sent and its answer lost")
 	require.Equal(t, "<nil>", redriveErr.Load())
