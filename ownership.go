@@ -63,8 +63,10 @@ type ActionInfo struct {
 
 // NewAction declares an action in hs and returns it. It panics on a
 // programming error: an empty name or key, a name no store can keep in a
-// guard scope ([ErrInvalidKey]; see ActionSpec.Name), an empty owner, a
-// nil fn, or a name already taken ([ErrDuplicateRegistration]).
+// guard scope ([ErrInvalidKey]; see ActionSpec.Name), an owner that no
+// event's type can be (empty, with white space, or a wildcard such as
+// "invoice.*", as [On] refuses), a nil fn, or a name already taken
+// ([ErrDuplicateRegistration]).
 // [NewActionSafely] returns the error instead.
 func NewAction[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) *Action[A] {
 	a, err := NewActionSafely(hs, spec, fn)
@@ -87,8 +89,16 @@ func NewActionSafely[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) (*A
 		return nil, errorf("NewAction %q: empty Key (say what the natural key is, e.g. \"invoice id\")", spec.Name)
 	case fn == nil:
 		return nil, errorf("NewAction %q: nil func", spec.Name)
-	case slices.Contains(spec.Owners, ""):
-		return nil, errorf("NewAction %q: empty owner event type", spec.Name)
+	}
+	for i, owner := range spec.Owners {
+		if owner == "" {
+			return nil, errorf("NewAction %q: ActionSpec.Owners[%d] is empty", spec.Name, i)
+		}
+		// An owner no event's type equals: every call of the action
+		// would fail with ErrNotOwner, at run time.
+		if err := checkEventType(owner); err != nil {
+			return nil, errorf("NewAction %q: ActionSpec.Owners[%d]: %w", spec.Name, i, err)
+		}
 	}
 	// The name is part of a guard scope, which a store indexes: one no
 	// store can keep would fail every event of the owners at run time.

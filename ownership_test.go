@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -226,4 +227,25 @@ func TestKeyIsObjectIDNamesGuardsInClaim(t *testing.T) {
 		{Name: "audit", Key: "object id", KeyIsObjectID: true},
 		{Name: "receipt", Key: "invoice id", Owners: []string{"invoice.paid"}},
 	}, hs.Actions())
+}
+
+// TestActionOwnersNoEventTypeCanBe: an owner no delivered event's type can
+// equal (a wildcard, white space, an env file's newline, a NUL byte, empty)
+// is refused when the action is declared, naming ActionSpec.Owners[i], as
+// On refuses such a type. (It was taken, and every call of the action
+// failed with ErrNotOwner at run time.)
+func TestActionOwnersNoEventTypeCanBe(t *testing.T) {
+	t.Parallel()
+	hs := idempotency.NewHandlers()
+	fn := func(context.Context, idempotency.Tx, string, int) error { return nil }
+	for i, owner := range []string{"invoice.*", "*", "invoice.paid ", "invoice.paid\n", "invoice paid", "invoice.paid\x00", ""} {
+		_, err := idempotency.NewActionSafely(hs, idempotency.ActionSpec{Name: fmt.Sprint("a", i), Key: "k", Owners: []string{"invoice.paid", owner}}, fn)
+		require.ErrorContains(t, err, "ActionSpec.Owners[1]", "%q", owner)
+		require.Panics(t, func() {
+			idempotency.NewAction(hs, idempotency.ActionSpec{Name: fmt.Sprint("b", i), Key: "k", Owners: []string{owner}}, fn)
+		}, "%q", owner)
+	}
+	require.Empty(t, hs.Actions(), "nothing declared")
+	_, err := idempotency.NewActionSafely(hs, idempotency.ActionSpec{Name: "ok", Key: "k", Owners: []string{"invoice.paid", "invoice.payment_succeeded"}}, fn)
+	require.NoError(t, err)
 }

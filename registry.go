@@ -108,6 +108,26 @@ func wildcardEventType(t string) bool {
 	return strings.Contains(t, "*")
 }
 
+// checkEventType refuses a non-empty eventType that no delivered event's
+// type can equal, so that what is registered for it could never run: text
+// no store keeps (the Handler refuses every event whose type is such
+// text), white space or a control character ("invoice.paid\n" read from
+// an env file), or a wildcard (handlers and owners are matched by the
+// delivered event's exact type). Every event of the type meant would be
+// answered 200 ignored, and lost, or fail for good.
+func checkEventType(eventType string) error {
+	if err := checkText("event type", eventType, true); err != nil {
+		return err
+	}
+	if notAnEventType(eventType) {
+		return errorf("event type %q has white space or a control character; no Stripe event has such a type", eventType)
+	}
+	if wildcardEventType(eventType) {
+		return errorf("event type %q is a wildcard, which no delivered event's type matches; register each exact event type", eventType)
+	}
+	return nil
+}
+
 // onSafely is OnSafely with the name its registration gives in messages
 // (T's, or what an OnCurrent call was for, whose registration decodes into
 // another type than its handler's) and the registration's fetched mark.
@@ -124,22 +144,8 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 	case fn == nil:
 		return errorf("On: nil func for %q", eventType)
 	}
-	// The Handler refuses every event whose type is such text: a handler
-	// registered for one could never run.
-	if err := checkText("event type", eventType, true); err != nil {
+	if err := checkEventType(eventType); err != nil {
 		return errorf("On: %w", err)
-	}
-	if notAnEventType(eventType) {
-		// Never a delivered event's type ("invoice.paid\n" read from an
-		// env file): every event of the type meant would be answered 200
-		// ignored, and lost.
-		return errorf("On: event type %q has white space or a control character; no Stripe event has such a type", eventType)
-	}
-	if wildcardEventType(eventType) {
-		// Handlers are looked up by the delivered event's exact type: every
-		// event the wildcard was meant to catch would be answered 200
-		// ignored, and lost.
-		return errorf("On: event type %q is a wildcard, which no delivered event's type matches; register each exact event type", eventType)
 	}
 	if hs.byType == nil { // a zero Handlers, as NewTask and NewAction take it
 		hs.byType = make(map[string]registration)
