@@ -294,6 +294,10 @@ type Inbox struct {
 
 	wake    chan struct{} // a due event may be waiting
 	running atomic.Bool
+	// workingDue counts the calls of WorkDue under way: Run and WorkDue
+	// refuse to run together, each setting its own mark before it looks
+	// at the other's.
+	workingDue atomic.Int32
 	// For tests: how many times signal was called; while Run's loop waits
 	// for a wake, a poll or its end, 1 + that count when the loop's last
 	// pass began (0 while it works); and Run's workGate.
@@ -609,12 +613,16 @@ func (c *coalescer) do(fn func()) {
 // it), and Run leases nothing else until its attempt has ended or its lease
 // has: if it is what killed that worker's process, and kills this one too,
 // it dies alone; if its attempt hangs, it holds its worker only. It
-// returns an error at once if Run is already running on this Inbox.
+// returns an error at once if Run is already running on this Inbox, or
+// WorkDue is.
 func (in *Inbox) Run(ctx context.Context) error {
 	if !in.running.CompareAndSwap(false, true) {
 		return errorf("Inbox.Run is already running")
 	}
 	defer in.running.Store(false)
+	if in.workingDue.Load() > 0 {
+		return errorf("Inbox.Run: WorkDue is running on this Inbox (WorkDue drives an inbox without Run, in tests)")
+	}
 	in.checkPoolSize(ctx)
 
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -1198,11 +1206,18 @@ func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, link s
 // are attempted in an order the store picks. It runs a task that snoozes
 // once per call: one that comes due again within the call (Snooze(0) on a
 // clock that stands still) is given back, pending and due, for the next
-// call. It must not run together with Run on one process's inbox. Once
-// ctx is done it starts no attempt: it gives back the events it leased
-// and did not start (pending, their attempt not counted) and returns
-// ctx's error.
+// call. It refuses, with an error and no attempt, to run while Run runs
+// on this Inbox, and Run refuses to start while it runs (calls of WorkDue
+// may run together; another Inbox of the same store, another process's,
+// is not refused). Once ctx is done it starts no attempt: it gives back
+// the events it leased and did not start (pending, their attempt not
+// counted) and returns ctx's error.
 func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
+	in.workingDue.Add(1)
+	defer in.workingDue.Add(-1)
+	if in.running.Load() {
+		return 0, errorf("Inbox.WorkDue: Run is running on this Inbox (WorkDue drives an inbox without Run, in tests)")
+	}
 	attempts := 0
 	snoozed := make(map[string]bool) // the tasks that snoozed in this call
 	var held []inboxRow              // those leased again, kept leased until the call returns
