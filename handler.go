@@ -231,7 +231,8 @@ const (
 // that the store could not confirm either way (its look-up failed too, or
 // the transaction was still in progress 5 seconds on) is answered 503,
 // and may have committed: Stripe's retry is then answered duplicate. A
-// Handler is safe for concurrent use.
+// Handler is safe for concurrent use. Make one with [NewHandler] or
+// [Inbox.Handler]: the zero Handler is not usable.
 //
 // The Handler bounds the body's size (Config.MaxBodyBytes), not the time
 // it takes to arrive: a route open to anyone needs an http.Server with

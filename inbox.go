@@ -284,6 +284,10 @@ func nanoseconds(ns float64) time.Duration {
 //
 // Several processes may run workers, and several may run Handlers, on one
 // database: no event is applied twice.
+//
+// Make one with [NewInbox]: the zero Inbox is not usable. Its methods are
+// safe for concurrent use (List, Redrive or Stats while Run runs), but
+// Run and WorkDue refuse to run together.
 type Inbox struct {
 	d     dispatcher
 	tasks map[string]taskRegistration
