@@ -169,7 +169,11 @@ type InboxConfig struct {
 	// counts (a deploy that changes it makes no difference). When the row
 	// no longer tells (the event redriven or forgotten since), a worker
 	// back within its own lease reports it, as no lease can have taken it
-	// over yet, and one back later leaves it to the lease. An attempt
+	// over yet, and one back later leaves it to the lease (but for one
+	// whose own failure, not recorded, has the very error the redriven
+	// event's attempt of that number recorded before it was leased at the
+	// next: taken for its own failure, recorded unanswered, it is
+	// reported again). An attempt
 	// whose COMMIT, or the recording of its failure, went through while
 	// its connection dropped before the answer (a terminated session, a
 	// network cut, the attempt's timeout) is reported as the store
@@ -1370,7 +1374,7 @@ func (in *Inbox) logSuspect(ctx context.Context, row *inboxRow) {
 func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result), res *Result) {
 	onResult := in.cfg.OnResult
 	if row.leaseLost || res.State == "" {
-		own, byLease := in.leaseLostEnd(ctx, row, row.Kind == KindTask && res.Outcome == OutcomeQueued)
+		own, byLease := in.leaseLostEnd(ctx, row, row.Kind == KindTask && res.Outcome == OutcomeQueued, res.Err)
 		switch {
 		case own == InboxFailed || own == InboxDeadLetter:
 			res.State = own // the attempt's failure, as it was recorded
@@ -1430,9 +1434,15 @@ func lostLease(err error) error {
 // which only that snooze writes: a snooze does not count its attempt and
 // shows its own lease's time, and a lease after row's shows its own time.
 // A row leased again after row's failure was recorded shows it too:
-// processing at the attempt after row's with row's failure as its error
-// (a lease that takes an expired attempt over writes leaseExpiredFormat
-// instead), or given back to row's attempt and start, pending. The settle
+// processing at the attempt after row's with row's failure (failure, the
+// error row's attempt ended with) as its error (a lease that takes an
+// expired attempt over writes leaseExpiredFormat instead), or given back
+// to row's attempt and start, pending. A row processing there with
+// another error was redriven (or forgotten and delivered again) since a
+// lease took row's attempt over, and climbed back: row's attempt, found
+// by the fence, recorded nothing (one whose own failure, which it could
+// not record, has the very text that redriven attempt recorded is still
+// taken for its own, and reported again). The settle
 // that follows a COMMIT whose answer was lost waits for row's record,
 // which the attempt's transaction holds until it ends: a COMMIT still in
 // progress then (carried out late, or waiting for synchronous
@@ -1453,7 +1463,7 @@ func lostLease(err error) error {
 // row's attempt over, and the row moved on from the attempt's own end,
 // recorded. A row that cannot be read is taken for one still held at
 // row's attempt, its end not recorded, which the lease to come reports.
-func (in *Inbox) leaseLostEnd(ctx context.Context, row *inboxRow, snoozed bool) (own InboxState, byLease bool) {
+func (in *Inbox) leaseLostEnd(ctx context.Context, row *inboxRow, snoozed bool, failure error) (own InboxState, byLease bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
 	defer cancel()
 	recs, err := in.store.inboxList(ctx, InboxFilter{EventIDs: []string{row.EventID}, Limit: 1})
@@ -1477,7 +1487,8 @@ func (in *Inbox) leaseLostEnd(ctx context.Context, row *inboxRow, snoozed bool) 
 		return r.State, false
 	case r.LastError == expired && (r.State == InboxProcessing && r.Attempt == n+1 || r.State == InboxPending && r.Attempt == n):
 		return "", true // taken over, by an attempt that runs or snoozed
-	case r.State == InboxProcessing && r.Attempt == n+1, r.State == InboxPending && r.Attempt == n && ownStart:
+	case r.State == InboxProcessing && r.Attempt == n+1 && failure != nil && r.LastError == errorText(failure),
+		r.State == InboxPending && r.Attempt == n && ownStart:
 		return InboxFailed, false // its failure, recorded, then leased again
 	}
 	return "", !in.cfg.Now().Before(row.LeaseUntil)

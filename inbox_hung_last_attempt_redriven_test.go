@@ -25,11 +25,17 @@ import (
 // reported it. So at an attempt before the last (of 2), which the attempt
 // that takes it over reports as it starts, before it fails and
 // dead-letters the event: the worker is back past its own lease, which a
-// lease may have taken over. Both stores, on a fake clock.
+// lease may have taken over; also when the redriven event failed its
+// attempt 1 again and was leased at attempt 2, the shape a failure of the
+// worker's own recorded unanswered and leased again leaves. Both stores,
+// on a fake clock.
 func TestInboxHungLastAttemptRedrivenOrForgottenReportedOnce(t *testing.T) {
 	t.Parallel()
 	for _, maxAttempts := range []int{1, 2} {
-		for _, meanwhile := range []string{"redriven", "redriven and leased again", "forgotten"} {
+		for _, meanwhile := range []string{"redriven", "redriven and leased again", "redriven, failed again and leased again", "forgotten"} {
+			if maxAttempts == 1 && meanwhile == "redriven, failed again and leased again" {
+				continue // no attempt 2
+			}
 			for name, store := range bothStores(t) {
 				t.Run(fmt.Sprintf("of %d/%s/%s", maxAttempts, meanwhile, name), func(t *testing.T) {
 					t.Parallel()
@@ -65,11 +71,19 @@ func TestInboxHungLastAttemptRedrivenOrForgottenReportedOnce(t *testing.T) {
 						require.NoError(t, err)
 						require.Equal(t, 1, n)
 					}
-					if meanwhile == "redriven and leased again" {
+					if meanwhile != "redriven" && meanwhile != "forgotten" {
 						again, err := idempotency.LeaseInbox(t.Context(), inbox, 1)
 						require.NoError(t, err)
 						require.Len(t, again, 1)
 						require.Equal(t, 1, again[0].Attempt(), "the redrive's fresh budget")
+						if meanwhile == "redriven, failed again and leased again" {
+							idempotency.ApplyLeased(t.Context(), inbox, again[0]) // fails
+							clock.Advance(time.Hour)                              // past its backoff
+							again, err = idempotency.LeaseInbox(t.Context(), inbox, 1)
+							require.NoError(t, err)
+							require.Len(t, again, 1)
+							require.Equal(t, 2, again[0].Attempt(), "the hung worker's attempt, and one")
+						}
 					}
 					if meanwhile == "forgotten" {
 						ok, err := inbox.Forget(t.Context(), "evt_hung")
@@ -90,6 +104,9 @@ func TestInboxHungLastAttemptRedrivenOrForgottenReportedOnce(t *testing.T) {
 							{Attempt: 1, Outcome: idempotency.OutcomeFailed, State: idempotency.InboxFailed}, // by the take-over
 							{Attempt: 2, Outcome: idempotency.OutcomeFailed, State: idempotency.InboxDeadLetter},
 						}
+					}
+					if meanwhile == "redriven, failed again and leased again" {
+						want = append(want, idempotency.Result{Attempt: 1, Outcome: idempotency.OutcomeFailed, State: idempotency.InboxFailed}) // after the redrive
 					}
 					require.Equal(t, want, reported, "each attempt of evt_hung reported to OnResult once")
 				})
