@@ -1326,11 +1326,13 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 // not when it is leased. Run and WorkDue give back an event they leased
 // and did not start, under the lease it lost (release), and the lease
 // that takes it next would report that attempt again. Its record is the
-// one that attempt leased: its number, its start and its lease's end.
+// one that attempt leased: its number, its start and its lease's end. Its
+// Duration ends at row's lease, which found it expired, not as row's
+// attempt starts: Run may hold row back, leased, for a while.
 func (in *Inbox) reportTakenOver(ctx context.Context, row *inboxRow) {
 	rec := row.InboxRecord
 	rec.Attempt, rec.AttemptedAt, rec.LeaseUntil = row.Attempt-1, row.PrevAttemptedAt, row.DueAt
-	in.reportLeaseExpired(ctx, rec, row.Trace, in.cfg.Now())
+	in.reportLeaseExpired(ctx, rec, row.Trace, row.AttemptedAt)
 }
 
 // logSuspect logs, as it starts, an attempt at an event or a task whose

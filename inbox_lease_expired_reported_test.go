@@ -231,3 +231,48 @@ func TestInboxGivenBackExpiredLeaseReportedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestInboxTakeOverDurationEndsAtTheLease: the attempt that takes an
+// expired attempt over reports it with a Duration from that attempt's
+// start to the lease that found it expired, not to the take-over's own
+// start, which Run may hold back, leased, for a while after the lease.
+// Both stores, on a fake clock.
+func TestInboxTakeOverDurationEndsAtTheLease(t *testing.T) {
+	t.Parallel()
+	for name, store := range bothStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			hs := idempotency.NewHandlers()
+			idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error { return nil })
+			var rs misuseResults
+			inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+				Now: clock.Now, MaxAttempts: 3, Lease: time.Minute, Timeout: 10 * time.Second,
+				Logger: discardLogger(), OnResult: rs.add,
+			})
+			require.NoError(t, err)
+			h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+			require.NoError(t, err)
+			require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, "evt_held_back", "in_held_back", "acct_1"), testSecret).Outcome)
+
+			hung, err := idempotency.LeaseInbox(t.Context(), inbox, 1) // attempt 1, never ended
+			require.NoError(t, err)
+			require.Len(t, hung, 1)
+			clock.Advance(time.Minute + time.Second)
+			over, err := idempotency.LeaseInbox(t.Context(), inbox, 1) // finds it expired
+			require.NoError(t, err)
+			require.Len(t, over, 1)
+			require.Equal(t, 2, over[0].Attempt())
+			clock.Advance(20 * time.Second) // held back before it starts
+			idempotency.ApplyLeased(t.Context(), inbox, over[0])
+
+			rs.mu.Lock()
+			defer rs.mu.Unlock()
+			require.Len(t, rs.all, 2, "attempt 1, reported by the take-over, then attempt 2")
+			first := rs.all[0]
+			require.Equal(t, 1, first.Attempt)
+			require.ErrorIs(t, first.Err, idempotency.ErrLeaseExpired)
+			require.Equal(t, time.Minute+time.Second, first.Duration, "from attempt 1's start to the lease that found it expired")
+		})
+	}
+}
