@@ -33,18 +33,23 @@ func TestInboxWorkDueAndRunRefuseEachOther(t *testing.T) {
 
 	// A WorkDue under way: Run refuses to start.
 	require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, "evt_due", "in_due", "acct_1"), testSecret).Outcome)
-	worked := make(chan int, 1)
-	go func() {
+	type workedDue struct {
+		n   int
+		err error
+	}
+	worked := make(chan workedDue, 1)
+	go func() { // require's FailNow must run on the test's goroutine
 		n, err := inbox.WorkDue(context.Background())
-		require.NoError(t, err)
-		worked <- n
+		worked <- workedDue{n, err}
 	}()
 	<-entered
 	done, cancel := context.WithCancel(t.Context())
 	cancel() // Run returns at once either way
 	require.ErrorContains(t, inbox.Run(done), "WorkDue is running on this Inbox")
 	close(release)
-	require.Equal(t, 1, <-worked)
+	w := <-worked
+	require.NoError(t, w.err)
+	require.Equal(t, 1, w.n)
 
 	// Run running: WorkDue refuses, and attempts nothing.
 	stop := runInbox(t, inbox)
