@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -64,6 +65,37 @@ func TestRecoverAsksAgainAfterA429Or5xx(t *testing.T) {
 	require.ErrorIs(t, err, idempotency.ErrStripeAPI)
 	require.Equal(t, 1, rep.Requests)
 	require.Len(t, f.calls(), 1)
+}
+
+// TestRecoverGivesUpAfterFiveRetries: a page Stripe answers 503 every
+// time is asked for 6 times in all (1, 2, 4, 8 and 16 s apart), each
+// counted, and the run stops with ErrStripeAPI; a ctx that ends while
+// Recover waits to ask again stops it at once, with ctx's error and the
+// requests made so far. On testing/synctest's fake clock.
+func TestRecoverGivesUpAfterFiveRetries(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeStripe()
+		now := time.Now()
+		addPaidEvents(t, f, "down", 5, now)
+		f.fail = func(int, *http.Request) int { return http.StatusServiceUnavailable }
+		h := newService(t, "memory").handler(t)
+		rep, err := h.Recover(t.Context(), f.inProcess(), idempotency.RecoverOptions{Since: now.Add(-2 * time.Hour)})
+		require.ErrorIs(t, err, idempotency.ErrStripeAPI)
+		require.Equal(t, 6, rep.Requests)
+		calls := f.calls()
+		require.Len(t, calls, 6)
+		for i, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second} {
+			require.Equal(t, wait, calls[i+1].At.Sub(calls[i].At), "retry %d", i+1)
+		}
+
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second) // ends during the wait of 2 s
+		defer cancel()
+		rep, err = h.Recover(ctx, f.inProcess(), idempotency.RecoverOptions{Since: now.Add(-2 * time.Hour)})
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Equal(t, 2, rep.Requests)
+		require.Len(t, f.calls(), 8)
+	})
 }
 
 // eventIDs are the ids addPaidEvents gives n events of name.
