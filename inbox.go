@@ -1345,11 +1345,7 @@ func (in *Inbox) logSuspect(ctx context.Context, row *inboxRow) {
 	if !in.log.Enabled(ctx, slog.LevelWarn) {
 		return
 	}
-	res := Result{EventID: row.EventID, EventType: row.EventType}
-	if row.Kind == KindTask {
-		res.Kind = KindTask
-	}
-	attrs := res.appendIDs(nil, slog.Int("attempt", row.Attempt))
+	attrs := row.logIDs(slog.Int("attempt", row.Attempt))
 	if row.ObjectID != "" {
 		attrs = append(attrs, slog.String("object_id", row.ObjectID))
 	}
@@ -1565,12 +1561,12 @@ func (in *Inbox) settleAt(ctx context.Context, row *inboxRow, st InboxState, cau
 	switch {
 	case err != nil:
 		in.log.LogAttrs(ctx, slog.LevelError, "idempotency inbox: cannot record an attempt; the event is retried when its lease expires",
-			slog.String("event_id", row.EventID), slog.Int("attempt", row.Attempt), slog.String("error", err.Error()))
+			row.logIDs(slog.Int("attempt", row.Attempt), slog.String("error", err.Error()))...)
 		return err
 	case !ok:
 		row.leaseLost = true
 		in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: the event is no longer held at this attempt: a newer attempt took it over (this attempt's result is dropped), or this attempt's own commit went through unanswered (its report says so)",
-			slog.String("event_id", row.EventID), slog.Int("attempt", row.Attempt))
+			row.logIDs(slog.Int("attempt", row.Attempt))...)
 		return ErrLeaseLost
 	}
 	return nil

@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -60,6 +61,13 @@ func TestInboxAttemptErrorsWrapASentinel(t *testing.T) {
 // not called for it again. On a fake clock.
 func taskAttemptAfterTakeover(t *testing.T, store idempotency.Store, fn idempotency.TaskFunc[misuseArgs]) idempotency.Result {
 	t.Helper()
+	return taskAttemptAfterTakeoverLogged(t, store, fn, discardLogger())
+}
+
+// taskAttemptAfterTakeoverLogged is taskAttemptAfterTakeover with the
+// inbox logging to log.
+func taskAttemptAfterTakeoverLogged(t *testing.T, store idempotency.Store, fn idempotency.TaskFunc[misuseArgs], log *slog.Logger) idempotency.Result {
+	t.Helper()
 	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	hs := idempotency.NewHandlers()
 	task := idempotency.NewTask(hs, "send-receipt", fn)
@@ -68,7 +76,7 @@ func taskAttemptAfterTakeover(t *testing.T, store idempotency.Store, fn idempote
 		return ctx, observed.add
 	}}
 	inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-		Now: clock.Now, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(), OnResult: rs.add, Observer: obs,
+		Now: clock.Now, Lease: time.Minute, Timeout: 10 * time.Second, Logger: log, OnResult: rs.add, Observer: obs,
 	})
 	require.NoError(t, err)
 	_, err = store.Run(t.Context(), idempotency.Claim{EventID: "evt_hung", ReceivedAt: clock.Now()}, func(ctx context.Context, tx idempotency.Tx) error {

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -220,6 +221,16 @@ type inboxRow struct {
 }
 
 // parsed parses the row's payload, once.
+// logIDs returns the log's names of the row, a task's id and name or an
+// event's id and type (as Result.appendIDs), then more.
+func (r *inboxRow) logIDs(more ...slog.Attr) []slog.Attr {
+	res := Result{EventID: r.EventID, EventType: r.EventType}
+	if r.Kind == KindTask {
+		res.Kind = KindTask
+	}
+	return res.appendIDs(nil, more...)
+}
+
 func (r *inboxRow) parsed() (*envelope.Envelope, error) {
 	if r.env == nil {
 		env, err := envelope.ParseAny(r.Payload)

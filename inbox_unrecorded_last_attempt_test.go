@@ -122,7 +122,13 @@ func newUnrecordedAttempt(t *testing.T, store idempotency.Store, down, listToo *
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.True(t, down.Swap(false), "the attempt ran")
-	require.Contains(t, u.log.String(), "cannot record an attempt")
+	unrecorded := logRecordsWith(t, u.log, "cannot record an attempt")
+	require.Len(t, unrecorded, 1, u.log.String())
+	if c.kind == "task" {
+		requireNamesTask(t, unrecorded[0], u.id) // as every other line about a task
+	} else {
+		require.Equal(t, u.id, unrecorded[0]["event_id"])
+	}
 	require.Equal(t, idempotency.InboxProcessing, u.record(t).State, "its end was not recorded")
 	return u
 }
