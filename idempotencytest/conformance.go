@@ -107,6 +107,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"WaitersSeeCommit", testWaitersSeeCommit},
 		{"WaiterRunsAfterFailure", testWaiterRunsAfterFailure},
 		{"WaiterContextCancelled", testWaiterCancelled},
+		{"GuardWaitCancelledAbortsTx", testGuardWaitCancelledAbortsTx},
 		{"WaitersSeeSkip", testWaitersSeeSkip},
 		{"GuardWaitsForHolderCommit", func(t *testing.T, b StoreBackend) { testGuardWaits(t, b, nil, false) }},
 		{"GuardWaitsForHolderRollback", func(t *testing.T, b StoreBackend) { testGuardWaits(t, b, errHandler, false) }},
@@ -754,6 +755,59 @@ func testWaiterCancelled(t *testing.T, b StoreBackend) {
 	close(release)
 	require.Equal(t, idempotency.OutcomeProcessed, receive(t, done, "the holder's Run"))
 	require.Equal(t, 1, b.Get(t, "c"))
+}
+
+// testGuardWaitCancelledAbortsTx: a Guard whose wait for a key another
+// transaction holds fails (its context cancelled) aborts its transaction,
+// as PostgreSQL aborts one whose statement failed: a handler that goes on
+// past the error and returns nil has its event failed, and nothing of it
+// is kept. (No test failed when MemoryStore left such a transaction
+// usable and committed it processed.)
+func testGuardWaitCancelledAbortsTx(t *testing.T, b StoreBackend) {
+	ctx := ctxT(t)
+	held := make(chan struct{})
+	release := make(chan struct{})
+	holder := make(chan ranResult, 1)
+	go func() {
+		out, err := b.Store.Run(ctx, claim("evt_abort_holder"), func(ctx context.Context, tx idempotency.Tx) error {
+			if _, err := tx.Guard(ctx, "k", "abort"); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+		holder <- ranResult{out, err}
+	}()
+	receive(t, held, "the holder's guard")
+
+	guardCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	guardErr := make(chan error, 1)
+	waiter := make(chan ranResult, 1)
+	go func() {
+		out, err := b.Store.Run(ctx, claim("evt_abort_waiter"), func(ctx context.Context, tx idempotency.Tx) error {
+			_, err := tx.Guard(guardCtx, "k", "abort")
+			guardErr <- err
+			_ = b.Add(ctx, tx, "c", 1) // goes on past the failed Guard
+			return nil
+		})
+		waiter <- ranResult{out, err}
+	}()
+	waitingReaches(t, b, 1, 10*time.Second)
+	cancel()
+	require.Error(t, receive(t, guardErr, "the waiting Guard"))
+	got := receive(t, waiter, "the waiter's Run")
+	require.Error(t, got.err, "a transaction whose statement failed cannot commit")
+	require.NotEqual(t, idempotency.OutcomeProcessed, got.out)
+	requireNoEvent(t, b, "evt_abort_waiter")
+
+	close(release)
+	got = receive(t, holder, "the holder's Run")
+	require.NoError(t, got.err)
+	require.Equal(t, idempotency.OutcomeProcessed, got.out)
+	requireGuard(t, b, "k", "abort", true)
+	require.Zero(t, b.Get(t, "c"), "the aborted transaction's write is not kept")
 }
 
 // deadlockKeys are the keys testDeadlockRetried crosses: take takes key
