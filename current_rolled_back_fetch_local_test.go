@@ -1,15 +1,10 @@
 package idempotency_test
 
 import (
-	"context"
-	"errors"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
@@ -21,24 +16,8 @@ import (
 // arrived before it: that delivery fetches and its handler runs.
 func TestOnCurrentRolledBackFetchDoesNotCoverLocally(t *testing.T) {
 	t.Parallel()
-	var fetches atomic.Int32
-	var mu sync.Mutex
-	ran := map[string]bool{}
 	hs := idempotency.NewHandlers()
-	idempotency.OnCurrent(hs, []string{"customer.subscription.updated"},
-		func(_ context.Context, id, _ string) (*stripe.Subscription, error) {
-			fetches.Add(1)
-			return &stripe.Subscription{ID: id, Status: stripe.SubscriptionStatusActive}, nil
-		},
-		func(_ context.Context, tx idempotency.Tx, _ idempotency.Event[*stripe.Subscription]) error {
-			if tx.EventID() == "evt_fails" {
-				return errors.New("the write failed")
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			ran[tx.EventID()] = true
-			return nil
-		})
+	subs := onSubscriptionCounted(hs, "evt_fails")
 	gate := &gateOneEvent{Store: idempotency.NewMemoryStore(), eventID: "evt_waits", entered: make(chan struct{}), release: make(chan struct{})}
 	h, err := idempotency.NewHandler(gate, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
 	require.NoError(t, err)
@@ -53,8 +32,6 @@ func TestOnCurrentRolledBackFetchDoesNotCoverLocally(t *testing.T) {
 	close(gate.release)
 	b := <-waits
 	require.Equal(t, http.StatusOK, b.Status, b.Body)
-	require.EqualValues(t, 2, fetches.Load(), "evt_waits fetches: the fetch that rolled back wrote nothing")
-	mu.Lock()
-	defer mu.Unlock()
-	require.True(t, ran["evt_waits"], "evt_waits's handler runs")
+	require.EqualValues(t, 2, subs.fetches.Load(), "evt_waits fetches: the fetch that rolled back wrote nothing")
+	require.True(t, subs.ran("evt_waits"), "evt_waits's handler runs")
 }
