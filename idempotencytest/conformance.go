@@ -759,10 +759,11 @@ func testWaiterCancelled(t *testing.T, b StoreBackend) {
 
 // testGuardWaitCancelledAbortsTx: a Guard whose wait for a key another
 // transaction holds fails (its context cancelled) aborts its transaction,
-// as PostgreSQL aborts one whose statement failed: a handler that goes on
-// past the error and returns nil has its event failed, and nothing of it
-// is kept. (No test failed when MemoryStore left such a transaction
-// usable and committed it processed.)
+// as PostgreSQL aborts one whose statement failed: its next statement
+// fails, and a handler that goes on past the errors and returns nil has
+// its event failed, and nothing of it is kept. (No test failed when
+// MemoryStore left such a transaction usable and committed it processed,
+// nor when it ran a statement in an aborted transaction.)
 func testGuardWaitCancelledAbortsTx(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	held := make(chan struct{})
@@ -784,12 +785,16 @@ func testGuardWaitCancelledAbortsTx(t *testing.T, b StoreBackend) {
 	guardCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	guardErr := make(chan error, 1)
+	nextErr := make(chan error, 1)
 	waiter := make(chan ranResult, 1)
 	go func() {
 		out, err := b.Store.Run(ctx, claim("evt_abort_waiter"), func(ctx context.Context, tx idempotency.Tx) error {
 			_, err := tx.Guard(guardCtx, "k", "abort")
 			guardErr <- err
-			_ = b.Add(ctx, tx, "c", 1) // goes on past the failed Guard
+			// It goes on past the failed Guard.
+			_, err = tx.Guard(ctx, "k", "after_abort")
+			nextErr <- err
+			_ = b.Add(ctx, tx, "c", 1)
 			return nil
 		})
 		waiter <- ranResult{out, err}
@@ -797,6 +802,7 @@ func testGuardWaitCancelledAbortsTx(t *testing.T, b StoreBackend) {
 	waitingReaches(t, b, 1, 10*time.Second)
 	cancel()
 	require.Error(t, receive(t, guardErr, "the waiting Guard"))
+	require.Error(t, receive(t, nextErr, "the next Guard"), "a statement in an aborted transaction fails")
 	got := receive(t, waiter, "the waiter's Run")
 	require.Error(t, got.err, "a transaction whose statement failed cannot commit")
 	require.NotEqual(t, idempotency.OutcomeProcessed, got.out)
@@ -807,6 +813,7 @@ func testGuardWaitCancelledAbortsTx(t *testing.T, b StoreBackend) {
 	require.NoError(t, got.err)
 	require.Equal(t, idempotency.OutcomeProcessed, got.out)
 	requireGuard(t, b, "k", "abort", true)
+	requireGuard(t, b, "k", "after_abort", false)
 	require.Zero(t, b.Get(t, "c"), "the aborted transaction's write is not kept")
 }
 
