@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -62,4 +63,28 @@ func TestHandlerUnknownStoreOutcomeIsAFailure(t *testing.T) {
 			require.Error(t, r.Err, "Result.Err is nil only for a 200")
 		})
 	}
+}
+
+// TestHandlerStoreUnavailableIsAnsweredUnavailable: a Store whose Run
+// fails with an error wrapping ErrStoreUnavailable beside OutcomeFailed
+// (not OutcomeUnavailable) has the delivery answered 503
+// store_unavailable, as ErrStoreUnavailable says, not 500. (No test
+// failed when the dispatcher no longer read ErrStoreUnavailable in Run's
+// error: PgxStore answers OutcomeUnavailable with it.)
+func TestHandlerStoreUnavailableIsAnsweredUnavailable(t *testing.T) {
+	t.Parallel()
+	results := make(chan idempotency.Result, 1)
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[map[string]any]) error { return nil })
+	unreachable := fmt.Errorf("%w: connection refused", idempotency.ErrStoreUnavailable)
+	h, err := idempotency.NewHandler(outcomeStore{idempotency.NewMemoryStore(), idempotency.OutcomeFailed, unreachable}, hs, idempotency.Config{
+		Secrets: []string{testSecret}, Logger: discardLogger(), OnResult: func(r idempotency.Result) { results <- r },
+	})
+	require.NoError(t, err)
+	a := idempotencytest.Deliver(h, eventPayload(t, "invoice.paid", "evt_unreachable", paid), testSecret)
+	require.Equal(t, 503, a.Status, a.Body)
+	require.Equal(t, `{"error":"store_unavailable"}`, a.Body)
+	r := <-results
+	require.Equal(t, idempotency.OutcomeUnavailable, r.Outcome)
+	require.ErrorIs(t, r.Err, idempotency.ErrStoreUnavailable)
 }
