@@ -65,11 +65,17 @@ const (
 	InboxIgnored InboxState = "ignored"
 )
 
-// Final reports whether st is an end state: not pending, processing or
-// failed, the states still to be applied. Only an event in a final state
-// can be forgotten (Forget).
+// Final reports whether st is an end state: processed, skipped,
+// dead_letter or ignored, not one still to be applied (pending,
+// processing, failed). Only an event in a final state can be forgotten
+// (Forget). What is not a state (the empty State of a Lookup that found
+// nothing) is not final.
 func (st InboxState) Final() bool {
-	return st != InboxPending && st != InboxProcessing && st != InboxFailed
+	switch st {
+	case InboxProcessed, InboxSkipped, InboxDeadLetter, InboxIgnored:
+		return true
+	}
+	return false
 }
 
 // Redrivable reports whether [Inbox.Redrive] takes events in st:

@@ -784,4 +784,10 @@ func TestInboxStateFinalAndRedrivable(t *testing.T) {
 			require.ErrorContains(t, err, "cannot be redriven", st)
 		}
 	}
+	// Not a state (the zero InboxRecord of a Lookup that found nothing, a
+	// typo): not an end state, nor redrivable. Final said true.
+	for _, st := range []idempotency.InboxState{"", "done", "Processed"} {
+		require.False(t, st.Final(), "%q", st)
+		require.False(t, st.Redrivable(), "%q", st)
+	}
 }
