@@ -504,5 +504,5 @@ func MemoryRecordIgnored(ctx context.Context, s *MemoryStore, id, eventType, obj
 // RecoverWithBackoff is h.Recover, waiting backoff (not a second) before
 // the first request it asks again after a 429 or 5xx.
 func RecoverWithBackoff(ctx context.Context, h *Handler, client *stripe.Client, opts RecoverOptions, backoff time.Duration) (RecoverReport, error) {
-	return h.recover(ctx, client, opts, backoff)
+	return h.runRecovery(ctx, client, opts, backoff)
 }

@@ -1187,10 +1187,10 @@ func (in *Inbox) lease(ctx context.Context, n int) ([]inboxRow, error) {
 // leased it (State processing), reported as that attempt starts, the
 // event being retried (State failed). Without it, an event that kills
 // its process every time would reach dead letter unseen by the attempt
-// metrics. Its Duration runs from the attempt's start to now, when it
-// was found expired: the time the attempt held the event, a lease at
-// least.
-func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, link string, now time.Time) {
+// metrics. Its Duration runs from the attempt's start to found, when a
+// lease found it expired: the time the attempt held the event, a lease
+// at least.
+func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, link string, found time.Time) {
 	st := InboxFailed
 	if rec.State == InboxDeadLetter {
 		st = InboxDeadLetter
@@ -1198,7 +1198,7 @@ func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, link s
 	ctx, done := in.cfg.Observer.attempt(ctx, in.log, rec, link)
 	res := Result{EventID: rec.EventID, EventType: rec.EventType, ObjectID: rec.ObjectID, Attempt: rec.Attempt,
 		Outcome: OutcomeFailed, State: st, Err: errorf("%w after attempt %d", ErrLeaseExpired, rec.Attempt),
-		Duration: max(now.Sub(rec.AttemptedAt), 0)}
+		Duration: max(found.Sub(rec.AttemptedAt), 0)}
 	if rec.Kind == KindTask {
 		res.Kind = KindTask // empty for an event, as in every other event attempt's Result
 	}

@@ -214,12 +214,12 @@ type RecoverReport struct {
 // Stripe-Account and are not recovered, nor are v2 (thin) events, which
 // the v1 Events API does not list.
 func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts RecoverOptions) (RecoverReport, error) {
-	return h.recover(ctx, client, opts, recoverBackoff)
+	return h.runRecovery(ctx, client, opts, recoverBackoff)
 }
 
-// recover is Recover, waiting backoff before the first request it asks
+// runRecovery is Recover, waiting backoff before the first request it asks
 // again.
-func (h *Handler) recover(ctx context.Context, client *stripe.Client, opts RecoverOptions, backoff time.Duration) (RecoverReport, error) {
+func (h *Handler) runRecovery(ctx context.Context, client *stripe.Client, opts RecoverOptions, backoff time.Duration) (RecoverReport, error) {
 	var report RecoverReport
 	if err := checkStripeClient("Recover's client", client); err != nil {
 		return report, err
