@@ -217,6 +217,9 @@ var (
 	// last attempt, the lease that dead-letters it (State dead_letter).
 	// The end its worker gives, if it comes back, wraps it too, with no
 	// State: logged and given to the Observer's done, not to OnResult.
+	// Those errors wrap it in the words of the event's last error, "lease
+	// expired after attempt N: its worker died, ..." (then, for the
+	// worker that came back, what its attempt ended with).
 	ErrLeaseExpired = errors.New("idempotency: lease expired: its worker died, hung or lost its connection, or the clocks of the replicas disagree")
 	// ErrLeaseLost is the error of an inbox attempt whose lease a newer
 	// attempt took over before it ended (its worker hung, or lost its

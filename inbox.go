@@ -1197,7 +1197,7 @@ func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, link s
 	}
 	ctx, done := in.cfg.Observer.attempt(ctx, in.log, rec, link)
 	res := Result{EventID: rec.EventID, EventType: rec.EventType, ObjectID: rec.ObjectID, Attempt: rec.Attempt,
-		Outcome: OutcomeFailed, State: st, Err: errorf("%w after attempt %d", ErrLeaseExpired, rec.Attempt),
+		Outcome: OutcomeFailed, State: st, Err: leaseExpiredErr(rec.Attempt, nil),
 		Duration: max(found.Sub(rec.AttemptedAt), 0)}
 	if rec.Kind == KindTask {
 		res.Kind = KindTask // empty for an event, as in every other event attempt's Result
@@ -1384,11 +1384,7 @@ func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result)
 				cause = lostLease(cause)
 			}
 			onResult, res.Outcome, res.State = nil, OutcomeFailed, ""
-			if cause == nil { // a snooze's, not recorded
-				res.Err = errorf("%w after attempt %d", ErrLeaseExpired, row.Attempt)
-			} else {
-				res.Err = errorf("%w after attempt %d: %w", ErrLeaseExpired, row.Attempt, cause)
-			}
+			res.Err = leaseExpiredErr(row.Attempt, cause) // cause nil: a snooze's, not recorded
 		case row.leaseLost:
 			// Whatever the handler or the task's func returned (an error,
 			// Skip, Snooze, a duplicate), its end was not recorded.

@@ -32,6 +32,20 @@ func leaseExpired(attempt int) string {
 	return fmt.Sprintf(leaseExpiredFormat, strconv.Itoa(attempt))
 }
 
+// leaseExpiredErr is the error of an attempt whose lease expired with its
+// end not recorded, as OnResult, the log and the Observer get it: it
+// wraps ErrLeaseExpired (and cause, what the attempt ended with when its
+// worker came back, when not nil), and its text is the event's last
+// error's, "lease expired after attempt N: its worker died, ...", then
+// cause's.
+func leaseExpiredErr(attempt int, cause error) error {
+	text := errPrefix + leaseExpired(attempt)
+	if cause == nil {
+		return &packageError{text: text, err: ErrLeaseExpired}
+	}
+	return &packageErrors{text: text + ": " + quotedText(cause), errs: []error{ErrLeaseExpired, cause}}
+}
+
 // InboxState is where an event stands in the inbox.
 type InboxState string
 

@@ -220,7 +220,7 @@ func (a *bouncerApp) requireCleanBut(t *testing.T, killed string) {
 	require.NotContains(t, logs, "prepared statement")
 	for line := range strings.Lines(logs) {
 		if killed != "" && strings.Contains(line, `"event_id":"`+killed+`"`) && strings.Contains(line, `"attempt":1,`) &&
-			strings.Contains(line, idempotency.ErrLeaseExpired.Error()+" after attempt 1") {
+			strings.Contains(line, "idempotency: lease expired after attempt 1: ") {
 			continue
 		}
 		require.NotContains(t, line, `"level":"ERROR"`)
