@@ -40,8 +40,10 @@ type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 // (stripe-go keeps no status of a v2 answer); any other 404 (Unrecognized
 // request URL), and one whose message says the object exists in the other
 // mode than the API key's (a test key asked for a live object: its error
-// says so), does not, and fails its event as any refusal does. It returns
-// when ctx ends, also while stripe-go sleeps before a retry (that sleep does
+// says so), does not, and fails its event as any refusal does. So does a 403
+// account_invalid, a connected account the platform has no access to (it
+// disconnected, or there is no such account), whose error says that rather
+// than that the key lacks a permission. It returns when ctx ends, also while stripe-go sleeps before a retry (that sleep does
 // not watch the context). It panics on a nil retrieve, a programming error,
 // as [OnCurrent] does on a nil fetch.
 func Retrieve[T any, P interface {

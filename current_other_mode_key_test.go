@@ -3,14 +3,12 @@ package idempotency_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
-	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // TestRetrieveOtherModeKey: Stripe answers a key of the other mode than
@@ -36,28 +34,9 @@ func TestRetrieveOtherModeKey(t *testing.T) {
 	require.NotContains(t, err.Error(), "sub_1", "the message is not quoted")
 
 	// Through a Handler, from Stripe's answer on the wire.
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write([]byte(`{"error":{"code":"resource_missing","doc_url":"https://stripe.com/docs/error-codes/resource-missing",` +
-			`"message":"No such subscription: 'sub_1MowQVLkdIwHu7ixeRlqHVzs'; a similar object exists in test mode, but a live mode key was used to make this request.",` +
-			`"param":"id","type":"invalid_request_error"}}`))
-	}))
-	t.Cleanup(srv.Close)
-	client := stripe.NewClient(fakeStripeKey, fakeBackends(srv.URL, nil))
-	hs := idempotency.NewHandlers()
-	ran := false
-	idempotency.OnCurrent(hs, []string{"customer.subscription.updated"}, idempotency.Retrieve(client.V1Subscriptions.Retrieve),
-		func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Subscription]) error {
-			ran = true
-			return nil
-		})
-	var res idempotency.Result
-	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
-		Secrets: []string{testSecret}, Logger: discardLogger(), OnResult: func(r idempotency.Result) { res = r },
-	})
-	require.NoError(t, err)
-	a := idempotencytest.Deliver(h, fixture(t, "customer.subscription.updated"), testSecret)
+	a, res, _, ran := deliverRefusedFetch(t, http.StatusNotFound, []byte(`{"error":{"code":"resource_missing","doc_url":"https://stripe.com/docs/error-codes/resource-missing",`+
+		`"message":"No such subscription: 'sub_1MowQVLkdIwHu7ixeRlqHVzs'; a similar object exists in test mode, but a live mode key was used to make this request.",`+
+		`"param":"id","type":"invalid_request_error"}}`), fixture(t, "customer.subscription.updated"))
 	require.Equal(t, http.StatusInternalServerError, a.Status, a.Body)
 	require.NotEqual(t, idempotency.OutcomeSkipped, res.Outcome)
 	require.ErrorIs(t, res.Err, idempotency.ErrStripeAPI)

@@ -250,6 +250,11 @@ func (e *stripeAPIError) Error() string {
 	switch {
 	case e.otherMode != "":
 		s += ": the object exists in " + e.otherMode + " mode: the API key is of the other mode (a test key for live events, or a live key for test events)"
+	case e.code == string(stripe.ErrorCodeAccountInvalid):
+		// A request made as a connected account (Stripe-Account) that the
+		// platform's key has no access to: Stripe answers it 403, as it
+		// does a restricted key without a permission, with this code.
+		s += ": the platform has no access to the connected account (it disconnected, or there is no such account)"
 	case e.status == http.StatusUnauthorized:
 		s += ": the API key was refused"
 	case e.status == http.StatusForbidden:
