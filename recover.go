@@ -212,7 +212,12 @@ type RecoverReport struct {
 // Config.OnResult is not called. It lists the events of client's account:
 // the events of connected accounts (Connect) are listed with their own
 // Stripe-Account and are not recovered, nor are v2 (thin) events, which
-// the v1 Events API does not list.
+// the v1 Events API does not list. On a Connect endpoint, which Stripe
+// sends only connected accounts' events, Recover recovers none of them, and
+// would hand the Handler the platform's own events, which that endpoint is
+// never sent. It lists the events of the mode of client's API key, and
+// nothing compares that with the endpoint's: a test key hands a live
+// endpoint's Handler test-mode events, which it applies as if delivered.
 func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts RecoverOptions) (RecoverReport, error) {
 	return h.runRecovery(ctx, client, opts, recoverBackoff)
 }

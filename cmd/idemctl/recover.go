@@ -42,7 +42,12 @@ it was stored, and then record it ignored.
 
 The API key is read from the environment variable STRIPE_SECRET_KEY alone (a
 secret key, or a restricted key with read access to events), and is never
-printed. -api-base points the client at a local stripe-mock or a fake.
+printed. Use a key of the endpoint's mode: the Events API lists the events
+of the key's mode, and the workers apply them (a test key's events on a live
+endpoint too). It lists the account's own events, not connected accounts'
+(Connect): a Connect endpoint, sent only theirs, recovers nothing with it,
+and would be given the platform's own events. -api-base points the client at
+a local stripe-mock or a fake.
 
 -checkpoint keeps, under a name, how far the run got: a run stopped by an
 error, a failed event or SIGINT continues there when run again with the same
