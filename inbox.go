@@ -611,18 +611,23 @@ func (c *coalescer) do(fn func()) {
 // flight finish for up to InboxConfig.ShutdownTimeout, cancels the rest
 // (they roll back and are recorded failed attempts, retried after the
 // backoff), and returns nil once they have returned: a handler that ignores
-// its context holds Run up. While it runs, an event leased ahead that has
-// less than InboxConfig.Timeout of its lease left when a worker takes it is
-// given back the same way and leased afresh, so that no attempt outlasts its
-// lease. An event whose lease expired (its worker died, hung or lost its
-// connection) is leased alone, attempted once the attempts at the events
-// leased before it have ended (at the latest half of InboxConfig.Lease less
-// Timeout into its lease, while an attempt started then still ends within
-// it), and Run leases nothing else until its attempt has ended or its lease
-// has: if it is what killed that worker's process, and kills this one too,
-// it dies alone; if its attempt hangs, it holds its worker only. It
-// returns an error at once if Run is already running on this Inbox, or
-// WorkDue is.
+// its context holds Run up. Beside them and the give-backs, only a lease
+// already sent holds it, for its answer: an idle Run returns at once,
+// waiting for no poll, and on PostgreSQL its listen connection stops waiting
+// for a notification at once, whatever the pool's connections do with a
+// cancelled context (pgconn.CancelRequestContextWatcherHandler, a
+// DeadlineDelay). While it runs,
+// an event leased ahead that has less than InboxConfig.Timeout of its lease
+// left when a worker takes it is given back the same way and leased afresh,
+// so that no attempt outlasts its lease. An event whose lease expired (its
+// worker died, hung or lost its connection) is leased alone, attempted once
+// the attempts at the events leased before it have ended (at the latest half
+// of InboxConfig.Lease less Timeout into its lease, while an attempt started
+// then still ends within it), and Run leases nothing else until its attempt
+// has ended or its lease has: if it is what killed that worker's process,
+// and kills this one too, it dies alone; if its attempt hangs, it holds its
+// worker only. It returns an error at once if Run is already running on this
+// Inbox, or WorkDue is.
 func (in *Inbox) Run(ctx context.Context) error {
 	if !in.running.CompareAndSwap(false, true) {
 		return errorf("Inbox.Run is already running")

@@ -585,9 +585,10 @@ func (s *PgxStore) notifyTaskWorkers() {
 
 // inboxListen implements inboxNotifier. It holds one connection of the
 // pool while it listens, and closes it when it returns rather than give the
-// pool back a connection that listens. With a db other than a
-// *pgxpool.Pool it fails at once with errNotifyNeedsPool, and with a pool
-// of one connection with errNotifyPoolOfOne.
+// pool back a connection that listens. It returns as soon as ctx is done,
+// whatever the pool's connections do with a cancelled context. With a db
+// other than a *pgxpool.Pool it fails at once with errNotifyNeedsPool, and
+// with a pool of one connection with errNotifyPoolOfOne.
 func (s *PgxStore) inboxListen(ctx context.Context, listening, wake func()) error {
 	pool, ok := s.db.(pgxAcquirer)
 	if !ok {
@@ -610,8 +611,30 @@ func (s *PgxStore) inboxListen(ctx context.Context, listening, wake func()) erro
 		return s.inboxError("listen", err)
 	}
 	listening()
+	// The wait for a notification runs no query: a cancel request does
+	// not end it, and on a pool whose connections cancel so
+	// (pgconn.CancelRequestContextWatcherHandler) or set their deadline
+	// late (a DeadlineDelay) it would hold Run's stop until that
+	// deadline. It is ended here instead, when ctx is done, by a deadline
+	// now, whatever the pool's handler.
+	netConn := conn.PgConn().Conn()
+	ended := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = netConn.SetDeadline(time.Now())
+		close(ended)
+	})
+	defer func() {
+		if !stop() {
+			<-ended
+			_ = netConn.SetDeadline(time.Time{}) // for the Terminate of the deferred close
+		}
+	}()
+	wait := context.WithoutCancel(ctx)
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		if _, err := conn.WaitForNotification(wait); err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err() // the deadline's timeout is the stop's
+			}
 			return s.inboxError("listen", err)
 		}
 		wake()
