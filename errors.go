@@ -525,10 +525,10 @@ var (
 	// events, so they cannot be recovered. Nothing was requested or stored.
 	ErrRecoveryWindow = errors.New("idempotency: recovery cannot reach back further than the Events API's 30 days")
 	// ErrCheckpointMismatch: RecoverOptions.Checkpoint names a checkpoint
-	// that was started with other Types or OnlyUndelivered, or with a
-	// later Since than the options': continuing it would not recover what
-	// the options ask for. Nothing was requested or stored; use another
-	// checkpoint name.
+	// that was started with another Account, other Types or
+	// OnlyUndelivered, or with a later Since than the options': continuing
+	// it would not recover what the options ask for. Nothing was requested
+	// or stored; use another checkpoint name.
 	ErrCheckpointMismatch = errors.New("idempotency: recovery checkpoint started with other options")
 )
 

@@ -276,6 +276,13 @@ func RecoveryCheckpoint(ctx context.Context, s Store, name string) (string, bool
 	return cp.LastEventID, found, err
 }
 
+// RecoveryCheckpointAccount returns the Account of s's recovery checkpoint
+// name, as a later Recover of it would load it, and whether s holds it.
+func RecoveryCheckpointAccount(ctx context.Context, s Store, name string) (string, bool, error) {
+	cp, found, err := s.(recoveryBackend).loadCheckpoint(ctx, name)
+	return cp.Account, found, err
+}
+
 // PgxMigrateTo applies the embedded migrations up to version last that
 // s's schema has not applied yet, in one transaction, as Migrate applies
 // them all: the schema a release that shipped up to last would leave.

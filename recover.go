@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
+	"github.com/seed-a84bb619/idempotency/internal/stripeapi"
 )
 
 // RecoveryWindow is how far back Stripe's Events API lists events: 30
@@ -87,14 +89,29 @@ type RecoverOptions struct {
 	// quick pass; after an outage, recover everything since it began.
 	OnlyUndelivered bool
 
+	// Account, when set, is a connected account's id (acct_...): every
+	// request lists as that account (Stripe-Account), and so lists its
+	// events, those Stripe sends a Connect endpoint, each with its
+	// Account. Empty lists the events of client's own account. An id
+	// without the acct_ prefix, with white space or a control character,
+	// a path of accounts (acct_1/acct_2), or longer than 255 bytes is
+	// refused before any request. A listed event of another account than
+	// Account (the platform's own under Account, a connected account's
+	// without it: a proxy or a fake that dropped Stripe-Account) stops the
+	// run with [ErrStripeAPI], and nothing of its page is handed to the
+	// Handler. Recover one account at a time, each under a checkpoint of
+	// its own.
+	Account string
+
 	// Checkpoint names a checkpoint kept in the store, so that a run
 	// stopped by an error or by its context can be continued: a later call
 	// with the same name starts at the last event up to which every event
 	// was handled, less RecoveryOverlap (10 minutes, for events the Events
 	// API lists late; those handled already come out duplicates), and one
 	// after a complete run recovers what came since. A checkpoint keeps the
-	// Types, OnlyUndelivered and Since it was started with; continuing it
-	// with other Types or OnlyUndelivered, or an earlier Since, fails with
+	// Account, Types, OnlyUndelivered and Since it was started with;
+	// continuing it with another Account (one checkpoint name per account),
+	// other Types or OnlyUndelivered, or an earlier Since, fails with
 	// [ErrCheckpointMismatch] (a later Since is fine: a relative one such
 	// as "5 days ago" moves on between calls; one after the checkpoint's
 	// last event starts at Since, as a new run). Run one Recover per
@@ -209,15 +226,18 @@ type RecoverReport struct {
 // warning per version, or failed under Config.StrictAPIVersion.
 //
 // Recover logs each failed event at Error and a summary at Info;
-// Config.OnResult is not called. It lists the events of client's account:
-// the events of connected accounts (Connect) are listed with their own
-// Stripe-Account and are not recovered, nor are v2 (thin) events, which
-// the v1 Events API does not list. On a Connect endpoint, which Stripe
-// sends only connected accounts' events, Recover recovers none of them, and
-// would hand the Handler the platform's own events, which that endpoint is
-// never sent. It lists the events of the mode of client's API key, and
-// nothing compares that with the endpoint's: a test key hands a live
-// endpoint's Handler test-mode events, which it applies as if delivered.
+// Config.OnResult is not called. It lists the events of client's account,
+// or with opts.Account those of one connected account (Connect), each
+// request made as that account (Stripe-Account): a Connect endpoint, which
+// Stripe sends only connected accounts' events, recovers them one account
+// at a time, each under a checkpoint of its own; without Account it would
+// hand that endpoint the platform's own events, which it is never sent. A
+// listed event of another account than the one asked for stops the run
+// with [ErrStripeAPI] before any event of its page is handled. v2 (thin)
+// events are not recovered: the v1 Events API does not list them. It
+// lists the events of the mode of client's API key, and nothing compares
+// that with the endpoint's: a test key hands a live endpoint's Handler
+// test-mode events, which it applies as if delivered.
 func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts RecoverOptions) (RecoverReport, error) {
 	return h.runRecovery(ctx, client, opts, recoverBackoff)
 }
@@ -310,6 +330,11 @@ func (o *RecoverOptions) setDefaults() error {
 	case o.PageSize == 0:
 		o.PageSize = maxRecoverPageSize
 	}
+	if o.Account != "" {
+		if err := stripeapi.CheckAccount(o.Account); err != nil {
+			return errorf("RecoverOptions.Account %s", err.Error())
+		}
+	}
 	if o.Checkpoint != "" {
 		// The name is the checkpoint's key: PgxStore indexes it.
 		if err := checkKey("RecoverOptions.Checkpoint", o.Checkpoint); err != nil {
@@ -360,7 +385,8 @@ func (r *recovery) loadCheckpoint(ctx context.Context) error {
 	}
 	r.backend = backend
 	want := recoveryCheckpoint{
-		Name: name, Since: time.Unix(r.since, 0), Types: strings.Join(r.opts.Types, ","), OnlyUndelivered: r.opts.OnlyUndelivered,
+		Name: name, Since: time.Unix(r.since, 0), Account: r.opts.Account, Types: strings.Join(r.opts.Types, ","),
+		OnlyUndelivered: r.opts.OnlyUndelivered,
 	}
 	stored, found, err := backend.loadCheckpoint(ctx, name)
 	switch {
@@ -369,6 +395,10 @@ func (r *recovery) loadCheckpoint(ctx context.Context) error {
 	case !found:
 		r.cp = &want
 		return nil
+	case stored.Account != want.Account:
+		return errorf("%w: checkpoint %q lists the events of %s, the options %s: "+
+			"continue it with the account it was started with, or name another checkpoint for this one (one per account)",
+			ErrCheckpointMismatch, name, accountText(stored.Account), accountText(want.Account))
 	case stored.Types != want.Types || stored.OnlyUndelivered != want.OnlyUndelivered:
 		return errorf("%w: checkpoint %q lists types %q (only undelivered: %t), the options %q (%t): "+
 			"continue it with the options it was started with, or name another checkpoint for these",
@@ -549,6 +579,9 @@ func (r *recovery) list(ctx context.Context, q eventQuery) (eventPage, error) {
 	if q.startingAfter != "" {
 		params.StartingAfter = stripe.String(q.startingAfter)
 	}
+	if r.opts.Account != "" {
+		params.SetStripeAccount(r.opts.Account)
+	}
 	var raw *rawEventPage
 	for retry := 0; ; retry++ {
 		if err := r.pace.wait(ctx); err != nil {
@@ -586,9 +619,32 @@ func (r *recovery) list(ctx context.Context, q eventQuery) (eventPage, error) {
 			}
 			_ = json.Unmarshal(b, &ref) // what there is of them, for the cursor and the report
 			ev.env = envelope.Envelope{ID: ref.ID, Created: ref.Created}
+			continue // refused as malformed, never handed to the Handler
+		}
+		if ev.env.Account != r.opts.Account {
+			// Not what was asked for: a proxy or a fake that dropped
+			// Stripe-Account would hand a Connect endpoint the
+			// platform's events.
+			what := "the platform's own (no account)"
+			if ev.env.Account != "" {
+				what = "of connected account " + strconv.Quote(ev.env.Account)
+			}
+			asked := "the platform's own events"
+			if r.opts.Account != "" {
+				asked = "the events of connected account " + strconv.Quote(r.opts.Account)
+			}
+			return eventPage{}, errorf("%w: listing %s: event %s is %s; nothing of its page was handled", ErrStripeAPI, asked, ev.env.ID, what)
 		}
 	}
 	return page, nil
+}
+
+// accountText names the account a checkpoint lists the events of.
+func accountText(account string) string {
+	if account == "" {
+		return "the platform's own account"
+	}
+	return "account " + strconv.Quote(account)
 }
 
 // handlePage handles a page's events oldest first, then saves the

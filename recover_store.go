@@ -13,6 +13,7 @@ import (
 type recoveryCheckpoint struct {
 	Name            string
 	Since           time.Time // whole seconds
+	Account         string    // the connected account listed as; "" for the client's own
 	Types           string    // sorted, comma-separated; "" for every type
 	OnlyUndelivered bool
 	LastEventID     string
@@ -21,7 +22,7 @@ type recoveryCheckpoint struct {
 }
 
 // recoveryBackend keeps recovery checkpoints: MemoryStore and PgxStore
-// (migration 006).
+// (migration 006; the account, 010).
 type recoveryBackend interface {
 	loadCheckpoint(ctx context.Context, name string) (recoveryCheckpoint, bool, error)
 	// saveCheckpoint creates the checkpoint, or moves an existing one's
@@ -53,7 +54,7 @@ func (s *MemoryStore) saveCheckpoint(_ context.Context, cp *recoveryCheckpoint) 
 
 // recoveryColumns are the columns of idempotency_recovery but the name, in
 // the order of recoveryCheckpoint.
-const recoveryColumns = `"since", "types", "only_undelivered", "last_event_id", "last_created", "updated_at"`
+const recoveryColumns = `"since", "account", "types", "only_undelivered", "last_event_id", "last_created", "updated_at"`
 
 // pgxRecoverySQL are the statements of recovery checkpoints, on the
 // store's schema.
@@ -65,7 +66,7 @@ func newPgxRecoverySQL(schema string) pgxRecoverySQL {
 	t := pgx.Identifier{schema, "idempotency_recovery"}.Sanitize()
 	return pgxRecoverySQL{
 		load: `SELECT ` + recoveryColumns + ` FROM ` + t + ` WHERE "name" = $1`,
-		save: `INSERT INTO ` + t + ` ("name", ` + recoveryColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		save: `INSERT INTO ` + t + ` ("name", ` + recoveryColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT ("name") DO UPDATE SET "last_event_id" = EXCLUDED."last_event_id", "last_created" = EXCLUDED."last_created", "updated_at" = EXCLUDED."updated_at"`,
 	}
 }
@@ -73,7 +74,7 @@ ON CONFLICT ("name") DO UPDATE SET "last_event_id" = EXCLUDED."last_event_id", "
 func (s *PgxStore) loadCheckpoint(ctx context.Context, name string) (recoveryCheckpoint, bool, error) {
 	cp := recoveryCheckpoint{Name: name}
 	found, err := s.queryRow(ctx, s.recovery.load, []any{name},
-		&cp.Since, &cp.Types, &cp.OnlyUndelivered, &cp.LastEventID, &cp.LastCreated, &cp.UpdatedAt)
+		&cp.Since, &cp.Account, &cp.Types, &cp.OnlyUndelivered, &cp.LastEventID, &cp.LastCreated, &cp.UpdatedAt)
 	if err != nil {
 		return cp, false, errorf("loading recovery checkpoint: %w", err)
 	}
@@ -84,7 +85,7 @@ func (s *PgxStore) loadCheckpoint(ctx context.Context, name string) (recoveryChe
 // transaction of its own (one round trip on a pool or a connection).
 func (s *PgxStore) saveCheckpoint(ctx context.Context, cp *recoveryCheckpoint) error {
 	err := s.autocommit(ctx, func(q pgxQuerier) error {
-		_, err := q.Exec(ctx, s.recovery.save, cp.Name, cp.Since, cp.Types, cp.OnlyUndelivered, cp.LastEventID, cp.LastCreated, cp.UpdatedAt)
+		_, err := q.Exec(ctx, s.recovery.save, cp.Name, cp.Since, cp.Account, cp.Types, cp.OnlyUndelivered, cp.LastEventID, cp.LastCreated, cp.UpdatedAt)
 		return err
 	})
 	if err != nil {

@@ -25,8 +25,9 @@ type service struct {
 	hs    *idempotency.Handlers
 
 	mu      sync.Mutex
-	order   []string       // event ids, as their transactions committed
-	counts  map[string]int // applications per event, on the memory store
+	order   []string          // event ids, as their transactions committed
+	counts  map[string]int    // applications per event, on the memory store
+	account map[string]string // each event's Event.Account, as its handler was given it
 	fail    func(eventID string) error
 	applied func(eventID string) // after each commit
 }
@@ -46,7 +47,7 @@ func forEachStore(t *testing.T, fn func(t *testing.T, app *service)) {
 }
 
 func newService(t *testing.T, store string) *service {
-	a := &service{hs: idempotency.NewHandlers(), counts: map[string]int{}}
+	a := &service{hs: idempotency.NewHandlers(), counts: map[string]int{}, account: map[string]string{}}
 	if store == "postgres" {
 		a.pg = newPgBackend(t, idempotency.PgxConfig{})
 		a.store = a.pg.store
@@ -56,6 +57,7 @@ func newService(t *testing.T, store string) *service {
 	idempotency.On(a.hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[serviceObject]) error {
 		a.mu.Lock()
 		fail, applied := a.fail, a.applied
+		a.account[ev.ID] = ev.Account
 		a.mu.Unlock()
 		if fail != nil {
 			if err := fail(ev.ID); err != nil {

@@ -147,6 +147,10 @@ VALUES ('evt_v8', 'invoice.paid', $1, '\x7b7d', 'pending', $1, $1, '00-0af765191
 VALUES ('task:grant:in_9', 'task:grant', $1, '\x7b7d', 'processed', $1, $1, 'task'),
        ('task:grant:in_9b', 'task:grant', $1, '', 'skipped', $1, $1, 'task') RETURNING to_jsonb(r)`,
 		},
+		10: {
+			`INSERT INTO {{schema}}.idempotency_recovery AS r (name, since, account, types, only_undelivered, last_event_id, last_created, updated_at)
+VALUES ('nightly:acct_10', $1, 'acct_10', '', false, 'evt_v10', $1, $1) RETURNING to_jsonb(r)`,
+		},
 	}
 	require.Len(t, writes, len(files), "rows for each migration")
 	var written []pgxRow
@@ -202,4 +206,10 @@ VALUES ('task:grant:in_9', 'task:grant', $1, '\x7b7d', 'processed', $1, $1, 'tas
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT string_agg(DISTINCT kind, ','), string_agg(DISTINCT trace, ',') FROM `+q+`.idempotency_inbox WHERE event_id LIKE 'evt_%'`).Scan(&kinds, &traces))
 	require.Equal(t, "event", kinds, "events stored before 004 are events")
 	require.Equal(t, ",00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", traces, "events stored before 008 have no trace")
+	for name, want := range map[string]string{"nightly": "", "nightly:acct_10": "acct_10"} {
+		account, found, err := idempotency.RecoveryCheckpointAccount(ctx, store, name)
+		require.NoError(t, err)
+		require.True(t, found, name)
+		require.Equal(t, want, account, "a checkpoint made before 010 lists the platform's own events")
+	}
 }

@@ -74,7 +74,7 @@ func listEvents(ctx context.Context, c *stripe.Client, params *stripe.EventListP
 	page, err := withinContext(ctx, func() (*rawEventPage, error) {
 		page := &rawEventPage{}
 		return page, c.V1Events.B.CallRaw(http.MethodGet, "/v1/events", c.V1Events.Key, []byte(values.Encode()),
-			&stripe.Params{Context: ctx}, page)
+			&stripe.Params{Context: ctx, StripeAccount: params.StripeAccount}, page)
 	})
 	if err != nil {
 		return nil, apiError("listing events", err)

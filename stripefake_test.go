@@ -30,10 +30,14 @@ type fakeStripe struct {
 	// fail, when set, is asked before each request is served (n counts
 	// from 1) for a status to answer instead: 0 serves it.
 	fail func(n int, r *http.Request) int
+	// ignoreAccount lists every account's events whatever Stripe-Account
+	// says, as a proxy that drops the header would.
+	ignoreAccount bool
 }
 
 type fakeEvent struct {
 	id, typ   string
+	account   string // "account": the connected account's events are listed as it (Stripe-Account)
 	created   int64
 	delivered bool // delivery_success
 	raw       []byte
@@ -91,13 +95,14 @@ func (f *fakeStripe) add(raw []byte) {
 		ID      string `json:"id"`
 		Type    string `json:"type"`
 		Created int64  `json:"created"`
+		Account string `json:"account"`
 	}
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		panic(err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.events = append(f.events, fakeEvent{id: ev.ID, typ: ev.Type, created: ev.Created, raw: raw})
+	f.events = append(f.events, fakeEvent{id: ev.ID, typ: ev.Type, created: ev.Created, account: ev.Account, raw: raw})
 }
 
 // setDelivered marks the events whose delivery Stripe reports successful.
@@ -145,7 +150,7 @@ func (f *fakeStripe) answer(r *http.Request, req *fakeRequest) (int, []byte) {
 	}
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/events":
-		return f.list(r.URL.Query(), req)
+		return f.list(r.URL.Query(), r.Header.Get("Stripe-Account"), req)
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v2/core/events/"):
 		if raw, ok := f.v2[strings.TrimPrefix(r.URL.Path, "/v2/core/events/")]; ok {
 			return http.StatusOK, raw
@@ -155,11 +160,13 @@ func (f *fakeStripe) answer(r *http.Request, req *fakeRequest) (int, []byte) {
 	return stripeError(http.StatusNotFound, "invalid_request_error", "", "Unrecognized request URL")
 }
 
-// list answers GET /v1/events as Stripe does: newest first (created, then
-// creation order, descending); starting_after lists the older events after
-// the cursor, ending_before the newer ones just before it, in the same
-// order; has_more says whether more follow in that direction.
-func (f *fakeStripe) list(q url.Values, req *fakeRequest) (int, []byte) {
+// list answers GET /v1/events as Stripe does: the events of account (the
+// request's Stripe-Account; the platform's own without it), newest first
+// (created, then creation order, descending); starting_after lists the
+// older events after the cursor, ending_before the newer ones just before
+// it, in the same order; has_more says whether more follow in that
+// direction.
+func (f *fakeStripe) list(q url.Values, account string, req *fakeRequest) (int, []byte) {
 	bad := func(msg string) (int, []byte) {
 		return stripeError(http.StatusBadRequest, "invalid_request_error", "parameter_invalid", msg)
 	}
@@ -204,7 +211,7 @@ func (f *fakeStripe) list(q url.Values, req *fakeRequest) (int, []byte) {
 	for i := len(f.events) - 1; i >= 0; i-- {
 		e := f.events[i]
 		if e.created >= gte && e.created < lt && (len(types) == 0 || slices.Contains(types, e.typ)) &&
-			(delivery == nil || e.delivered == *delivery) {
+			(delivery == nil || e.delivered == *delivery) && (f.ignoreAccount || e.account == account) {
 			matching = append(matching, i)
 		}
 	}

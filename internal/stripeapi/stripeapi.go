@@ -1,6 +1,8 @@
 // Package stripeapi builds the stripe-go client that the example service
 // and idemctl use: an API key checked for its kind, an optional base URL
-// for a local stripe-mock or fake, and stripe-go's own logging off.
+// for a local stripe-mock or fake, and stripe-go's own logging off. It
+// also checks a connected account's id, as Handler.Recover and idemctl
+// recover take it.
 package stripeapi
 
 import (
@@ -10,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/stripe/stripe-go/v82"
 )
@@ -79,4 +82,31 @@ func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 		cfg.URL = stripe.String(base)
 	}
 	return stripe.NewClient(key, stripe.WithBackends(stripe.NewBackendsWithConfig(cfg))), nil
+}
+
+// MaxAccountLen bounds, in bytes, a connected account's id: Stripe's ids
+// are at most 255 characters.
+const MaxAccountLen = 255
+
+// CheckAccount refuses text that is not a connected account's id
+// (acct_...), as a request's Stripe-Account: without the acct_ prefix,
+// with white space or a control character (stripe-go trims the header, and
+// a line end read from a file would list another account's events), a
+// path of accounts (acct_1/acct_2, which only Stripe-Context takes), not
+// valid UTF-8, or longer than MaxAccountLen. Its error says which, and
+// never quotes the id.
+func CheckAccount(id string) error {
+	switch {
+	case !strings.HasPrefix(id, "acct_"):
+		return errors.New("is not a connected account's id (acct_...)")
+	case strings.ContainsFunc(id, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return errors.New("has white space or a control character")
+	case strings.Contains(id, "/"):
+		return errors.New("is a path of accounts (acct_1/acct_2), which Stripe-Account does not take: name the account itself")
+	case !utf8.ValidString(id):
+		return errors.New("is not valid UTF-8")
+	case len(id) > MaxAccountLen:
+		return fmt.Errorf("is %d bytes long (at most %d)", len(id), MaxAccountLen)
+	}
+	return nil
 }
