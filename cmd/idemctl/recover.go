@@ -20,7 +20,7 @@ import (
 
 var recoverCommand = command{
 	name:    "recover",
-	args:    "-since t -types t1,t2 [-checkpoint name] [-only-undelivered] [-api-base url] [-json]",
+	args:    "-since t -types t1,t2 [-account acct] [-checkpoint name] [-only-undelivered] [-api-base url] [-json]",
 	summary: "store the events the Events API lists since a time in the inbox, for the service's workers",
 	help: `Lists the events Stripe created since -since from the Events API (GET
 /v1/events, Handler.Recover on an Inbox's Handler) and stores each in the
@@ -44,17 +44,20 @@ The API key is read from the environment variable STRIPE_SECRET_KEY alone (a
 secret key, or a restricted key with read access to events), and is never
 printed. Use a key of the endpoint's mode: the Events API lists the events
 of the key's mode, and the workers apply them (a test key's events on a live
-endpoint too). It lists the account's own events, not connected accounts'
-(Connect): a Connect endpoint, sent only theirs, recovers nothing with it,
-and would be given the platform's own events. -api-base points the client at
-a local stripe-mock or a fake.
+endpoint too). It lists the account's own events, or with -account acct_...
+those of that connected account (Connect), every request made as it
+(Stripe-Account): a Connect endpoint is sent only connected accounts'
+events, so recover each account in turn there; without -account it would be
+given the platform's own events. A listed event of another account than the
+one asked for stops the run before any event of its page is stored.
+-api-base points the client at a local stripe-mock or a fake.
 
 -checkpoint keeps, under a name, how far the run got: a run stopped by an
 error, a failed event or SIGINT continues there when run again with the same
-name and options. Progress shows the pages listed. It exits 1 when events
+name and options. A checkpoint keeps its -account: name one per account. Progress shows the pages listed. It exits 1 when events
 failed to be stored (their ids are printed), 2 when -since is in the
-future or beyond the Events API's window, or -checkpoint was started with
-other options.
+future or beyond the Events API's window, -account is not a connected
+account's id, or -checkpoint was started with other options.
 
 Besides its own "idemctl: " lines, recover writes to stderr the library's
 log records at Warn and Error, one slog text line each (time=... level=...
@@ -73,7 +76,8 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 		var types listFlag
 		fs.Var(&since, "since", "recover the events created at or after this time (required; at most 30 days back)")
 		fs.Var(&types, "types", "the event types to recover, the service's handled types (required; a comma list, at most 20)")
-		checkpoint := fs.String("checkpoint", "", "keep a checkpoint under this name, to continue a stopped run")
+		account := fs.String("account", "", "recover the events of this connected account (acct_..., sent as Stripe-Account); the account's own without it")
+		checkpoint := fs.String("checkpoint", "", "keep a checkpoint under this name, to continue a stopped run (one per -account)")
 		onlyUndelivered := fs.Bool("only-undelivered", false, "list only the events Stripe reports as not delivered (quicker, not enough after an outage)")
 		apiBase := fs.String("api-base", stripe.APIURL, "the Stripe API's base URL (a local stripe-mock or fake for tests)")
 		asJSON := fs.Bool("json", false, "the report as one JSON document")
@@ -106,6 +110,11 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			}
 			if len(types) > maxRecoverTypes {
 				return usageError("-types lists %d types; the Events API takes at most %d", len(types), maxRecoverTypes)
+			}
+			if *account != "" {
+				if err := stripeapi.CheckAccount(*account); err != nil {
+					return usageError("-account %s", err)
+				}
 			}
 			key := a.getenv("STRIPE_SECRET_KEY")
 			if key == "" {
@@ -144,7 +153,7 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			m := a.meter("recover", "events")
 			pages := 0
 			rep, err := h.Recover(ctx, client, idempotency.RecoverOptions{
-				Since: since.t, Types: types, Checkpoint: *checkpoint, OnlyUndelivered: *onlyUndelivered,
+				Since: since.t, Types: types, Account: *account, Checkpoint: *checkpoint, OnlyUndelivered: *onlyUndelivered,
 				// The window (and the checkpoint's date) from the reading
 				// -since was measured from: a later one refuses -since 30d.
 				Now: func() time.Time { return since.now },

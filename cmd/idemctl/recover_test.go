@@ -27,8 +27,9 @@ type eventsAPI struct {
 	events [][]byte // oldest first
 	types  []string // the type of each event
 
-	mu      sync.Mutex
-	queries []url.Values
+	mu       sync.Mutex
+	queries  []url.Values
+	accounts [][]string // each request's Stripe-Account headers
 }
 
 func (f *eventsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -39,6 +40,7 @@ func (f *eventsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f.mu.Lock()
 	f.queries = append(f.queries, q)
+	f.accounts = append(f.accounts, r.Header.Values("Stripe-Account"))
 	f.mu.Unlock()
 	var types []string
 	for k, v := range q {
