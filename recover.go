@@ -225,19 +225,20 @@ type RecoverReport struct {
 // webhook endpoint's: such events are decoded best-effort with one
 // warning per version, or failed under Config.StrictAPIVersion.
 //
-// Recover logs each failed event at Error and a summary at Info;
-// Config.OnResult is not called. It lists the events of client's account,
-// or with opts.Account those of one connected account (Connect), each
-// request made as that account (Stripe-Account): a Connect endpoint, which
-// Stripe sends only connected accounts' events, recovers them one account
-// at a time, each under a checkpoint of its own; without Account it would
-// hand that endpoint the platform's own events, which it is never sent. A
-// listed event of another account than the one asked for stops the run
-// with [ErrStripeAPI] before any event of its page is handled. v2 (thin)
-// events are not recovered: the v1 Events API does not list them. It
-// lists the events of the mode of client's API key, and nothing compares
-// that with the endpoint's: a test key hands a live endpoint's Handler
-// test-mode events, which it applies as if delivered.
+// Recover logs each failed event at Error and a summary at Info (with the
+// account when opts.Account is set); Config.OnResult is not called. It
+// lists the events of client's account, or with opts.Account those of one
+// connected account (Connect), each request made as that account
+// (Stripe-Account): a Connect endpoint, which Stripe sends only connected
+// accounts' events, recovers them one account at a time, each under a
+// checkpoint of its own; without Account it would hand that endpoint the
+// platform's own events, which it is never sent. A listed event of another
+// account than the one asked for stops the run with [ErrStripeAPI] before
+// any event of its page is handled. v2 (thin) events are not recovered: the
+// v1 Events API does not list them. It lists the events of the mode of
+// client's API key, and nothing compares that with the endpoint's: a test
+// key hands a live endpoint's Handler test-mode events, which it applies as
+// if delivered.
 func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts RecoverOptions) (RecoverReport, error) {
 	return h.runRecovery(ctx, client, opts, recoverBackoff)
 }
@@ -760,6 +761,9 @@ func (r *recovery) logSummary(ctx context.Context, err error) {
 		slog.Int("listed", rep.Listed), slog.Int("processed", rep.Processed), slog.Int("queued", rep.Queued),
 		slog.Int("duplicate", rep.Duplicate), slog.Int("skipped", rep.Skipped), slog.Int("ignored", rep.Ignored),
 		slog.Int("failed", rep.Failed), slog.Int("requests", rep.Requests), slog.String("last_event_id", r.last.id),
+	}
+	if r.opts.Account != "" {
+		attrs = append(attrs, slog.String("account", r.opts.Account))
 	}
 	if r.opts.Checkpoint != "" {
 		attrs = append(attrs, slog.String("checkpoint", r.opts.Checkpoint), slog.Bool("resumed", rep.Resumed))

@@ -129,3 +129,33 @@ func TestRecoverRefusesAnotherAccountsEvents(t *testing.T) {
 		require.Empty(t, app.appliedCounts(t))
 	})
 }
+
+// TestRecoverSummaryNamesTheAccount: the summary a run of a connected
+// account logs names it, so that the lines of a loop over accounts tell
+// which account each run was; a run of the platform's own events names
+// none. Before, the summaries of every account read alike.
+func TestRecoverSummaryNamesTheAccount(t *testing.T) {
+	t.Parallel()
+	app := newService(t, "memory")
+	f := newFakeStripe()
+	now := time.Now()
+	addAccountEvents(t, f, now, 1, "acct_A", "")
+	log, buf := testLogger()
+	h, err := idempotency.NewHandler(app.store, app.hs, idempotency.Config{Secrets: []string{testSecret}, Logger: log})
+	require.NoError(t, err)
+	for _, account := range []string{"acct_A", ""} {
+		_, err = h.Recover(t.Context(), f.inProcess(), idempotency.RecoverOptions{Since: now.Add(-2 * time.Hour), Account: account})
+		require.NoError(t, err)
+	}
+	var summaries []map[string]any
+	for line := range strings.Lines(buf.String()) {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		if rec["msg"] == "stripe recovery: done" {
+			summaries = append(summaries, rec)
+		}
+	}
+	require.Len(t, summaries, 2)
+	require.Equal(t, "acct_A", summaries[0]["account"])
+	require.NotContains(t, summaries[1], "account")
+}
