@@ -386,6 +386,17 @@ type RedriveFilter struct {
 	EventIDs []string
 	// EventType, when not empty, selects events of this type.
 	EventType string
+	// ObjectID and Account select as InboxFilter's do: ObjectID, when not
+	// empty, selects the events of this object (data.object.id), under
+	// every connected account and the platform's unless Account is set
+	// too (Stripe reuses some object ids, a capability's card_payments,
+	// in every account); Account, when not empty, selects the events of
+	// this connected account (Event.Account) only: after it lost access
+	// and reconnected, its dead letters without the others'. A task has
+	// neither: with Kind task either is refused, and without Kind they
+	// select events only.
+	ObjectID string
+	Account  string
 	// Since and Until bound ReceivedAt: Since <= ReceivedAt < Until; a zero
 	// time leaves that side open. Another time outside the years 1 to 9999
 	// is refused, and so is a Since not before Until (equal ones
@@ -445,13 +456,14 @@ func (f *RedriveFilter) check() error {
 			return errorf("RedriveFilter.States: ignored holds events only, and RedriveFilter.Kind is task: a task is never ignored")
 		}
 	}
-	for i, id := range f.EventIDs {
-		if err := checkText(fmt.Sprintf("RedriveFilter.EventIDs[%d]", i), id, true); err != nil {
-			return err
-		}
-	}
-	if err := checkText("RedriveFilter.EventType", f.EventType, false); err != nil {
+	if err := checkSelection("RedriveFilter", f.EventIDs, f.EventType, f.ObjectID, f.Account); err != nil {
 		return err
+	}
+	switch {
+	case f.Kind == KindTask && f.ObjectID != "":
+		return errorf("RedriveFilter.ObjectID: a task has no object, and RedriveFilter.Kind is task")
+	case f.Kind == KindTask && f.Account != "":
+		return errorf("RedriveFilter.Account: a task has no account, and RedriveFilter.Kind is task")
 	}
 	return checkRange("RedriveFilter", f.Since, f.Until)
 }
@@ -459,7 +471,7 @@ func (f *RedriveFilter) check() error {
 func (f *RedriveFilter) matches(r *InboxRecord) bool {
 	return slices.Contains(f.States, r.State) && (f.Kind == "" || r.Kind == f.Kind) &&
 		(len(f.EventIDs) == 0 || slices.Contains(f.EventIDs, r.EventID)) &&
-		(f.EventType == "" || r.EventType == f.EventType) &&
+		(f.EventType == "" || r.EventType == f.EventType) && ofObject(r, f.ObjectID, f.Account) &&
 		inRange(r.ReceivedAt, f.Since, f.Until)
 }
 
@@ -533,18 +545,7 @@ func (f *InboxFilter) check() error {
 			return errorf("InboxFilter.States: %q is not an inbox state", s)
 		}
 	}
-	for i, id := range f.EventIDs {
-		if err := checkText(fmt.Sprintf("InboxFilter.EventIDs[%d]", i), id, true); err != nil {
-			return err
-		}
-	}
-	if err := checkText("InboxFilter.EventType", f.EventType, false); err != nil {
-		return err
-	}
-	if err := checkText("InboxFilter.ObjectID", f.ObjectID, false); err != nil {
-		return err
-	}
-	if err := checkText("InboxFilter.Account", f.Account, false); err != nil {
+	if err := checkSelection("InboxFilter", f.EventIDs, f.EventType, f.ObjectID, f.Account); err != nil {
 		return err
 	}
 	if !f.After.ReceivedAt.IsZero() || f.After.EventID != "" {
@@ -568,9 +569,31 @@ func (f *InboxFilter) check() error {
 func (f *InboxFilter) matches(r *InboxRecord) bool {
 	return (len(f.States) == 0 || slices.Contains(f.States, r.State)) && (f.Kind == "" || r.Kind == f.Kind) &&
 		(len(f.EventIDs) == 0 || slices.Contains(f.EventIDs, r.EventID)) &&
-		(f.EventType == "" || r.EventType == f.EventType) &&
-		(f.ObjectID == "" || r.ObjectID == f.ObjectID) && (f.Account == "" || r.Account == f.Account) &&
+		(f.EventType == "" || r.EventType == f.EventType) && ofObject(r, f.ObjectID, f.Account) &&
 		inRange(r.ReceivedAt, f.Since, f.Until) && f.After.after(r)
+}
+
+// checkSelection checks the texts a filter (InboxFilter, RedriveFilter)
+// selects records by, each error naming filter's field: an id empty, or
+// any of them with a NUL byte or invalid UTF-8, which no store keeps.
+func checkSelection(filter string, eventIDs []string, eventType, objectID, account string) error {
+	for i, id := range eventIDs {
+		if err := checkText(fmt.Sprintf("%s.EventIDs[%d]", filter, i), id, true); err != nil {
+			return err
+		}
+	}
+	for _, f := range [...]struct{ field, value string }{{"EventType", eventType}, {"ObjectID", objectID}, {"Account", account}} {
+		if err := checkText(filter+"."+f.field, f.value, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ofObject reports whether r is of objectID and of account, an empty one
+// matching any: an object id alone matches it under every account.
+func ofObject(r *InboxRecord, objectID, account string) bool {
+	return (objectID == "" || r.ObjectID == objectID) && (account == "" || r.Account == account)
 }
 
 // InboxStats is what an alert needs: how much waits, for how long, and how

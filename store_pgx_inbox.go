@@ -87,7 +87,8 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
   AND ($6 = '' OR kind = $6)
   AND (cardinality($2::text[]) = 0 OR event_id = ANY ($2::text[]))
   AND ($3 = '' OR event_type = $3)
-  AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)`
+  AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)
+  AND ($7 = '' OR object_id = $7) AND ($8 = '' OR account = $8)`
 	countKinds := `count(*) FILTER (WHERE kind = 'event'), count(*) FILTER (WHERE kind = 'task')`
 	h := fnv.New64a()
 	h.Write([]byte(schema))
@@ -164,7 +165,7 @@ SELECT ` + inboxColumns + `, payload, coalesce(seq, 0), trace, due_at, prev_atte
 WHERE ` + fenced("$7"),
 		// Counted by kind in the statement that moves them: both kinds
 		// move at once, or neither.
-		redrive: `WITH moved AS (UPDATE ` + t + ` SET state = 'pending', attempt = 0, next_attempt_at = $7, finished_at = NULL
+		redrive: `WITH moved AS (UPDATE ` + t + ` SET state = 'pending', attempt = 0, next_attempt_at = $9, finished_at = NULL
 WHERE ` + redriveWhere + `
 RETURNING kind)
 SELECT ` + countKinds + ` FROM moved`,
@@ -396,9 +397,10 @@ func (s *PgxStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.T
 	// A redrive may have committed before its connection failed, and is
 	// not sent again; a dry run only reads, and runs again on another
 	// connection when its session ended.
-	sql, args, run := s.inbox.redrive, []any{texts(f.States), ids, f.EventType, filterBound(f.Since), filterBound(f.Until), string(f.Kind), now}, s.autocommit
+	sql, args, run := s.inbox.redrive, []any{texts(f.States), ids, f.EventType, filterBound(f.Since), filterBound(f.Until), string(f.Kind),
+		f.ObjectID, f.Account, now}, s.autocommit
 	if f.DryRun {
-		sql, args, run = s.inbox.redriveCount, args[:6], s.autocommitIdempotent
+		sql, args, run = s.inbox.redriveCount, args[:8], s.autocommitIdempotent
 	}
 	var n [2]int64
 	err = run(ctx, func(q pgxQuerier) error {

@@ -44,6 +44,7 @@ var inboxTests = []struct {
 	{"InboxListStatsAndBadFilters", testInboxListStats},
 	{"InboxFilterTimesOutOfRange", testInboxFilterTimesOutOfRange},
 	{"InboxListByAccount", testInboxListByAccount},
+	{"InboxRedriveByAccount", testInboxRedriveByAccount},
 	{"InboxObserverLinkRoundTrips", testInboxObserverLink},
 	{"InboxStaleAttemptCannotApplyARedrivenOne", testInboxStaleAttemptCannotApplyARedrivenOne},
 	{"InboxLeaseExpiredAtLastAttemptReported", testInboxLeaseExpiredReported},
