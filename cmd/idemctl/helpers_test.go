@@ -114,7 +114,14 @@ func newServiceOn(t testing.TB, db *idempotencytest.Database, clock func() time.
 // the answer's outcome.
 func (s *service) deliver(t testing.TB, id, typ, object string) idempotency.Outcome {
 	t.Helper()
-	a := idempotencytest.Deliver(s.hook, eventPayload(t, id, typ, object, s.clock().Unix()), secret)
+	return s.deliverRaw(t, eventPayload(t, id, typ, object, s.clock().Unix()))
+}
+
+// deliverRaw signs and delivers the event raw, and returns the answer's
+// outcome.
+func (s *service) deliverRaw(t testing.TB, raw []byte) idempotency.Outcome {
+	t.Helper()
+	a := idempotencytest.Deliver(s.hook, raw, secret)
 	require.Equal(t, 200, a.Status, a.Body)
 	return a.Outcome
 }
@@ -167,6 +174,18 @@ func eventPayload(t testing.TB, id, typ, object string, created int64) []byte {
 	})
 	require.NoError(t, err)
 	return b
+}
+
+// accountEventPayload is eventPayload of a connected account's event
+// (account empty: the platform's own).
+func accountEventPayload(t testing.TB, id, typ, object, account string, created int64) []byte {
+	t.Helper()
+	var ev map[string]any
+	require.NoError(t, json.Unmarshal(eventPayload(t, id, typ, object, created), &ev))
+	ev["account"] = account
+	raw, err := json.Marshal(ev)
+	require.NoError(t, err)
+	return raw
 }
 
 // lines returns the non-empty lines of s.

@@ -129,8 +129,6 @@ inbox does not have exits 3.
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		var f inboxFlags
 		f.register(fs, "keep", states)
-		object := fs.String("object", "", "keep the events of this object (data.object.id), under every connected account unless -account")
-		account := fs.String("account", "", "keep the events of this connected account (the event's account)")
 		limit := fs.Int("limit", 100, fmt.Sprintf("the most records listed, 1 to %d", idempotency.MaxListLimit))
 		after := fs.String("after", "", "list the records after this one, the last id of the page before: the next page")
 		asJSON := fs.Bool("json", false, "one JSON document instead of a table")
@@ -151,7 +149,7 @@ inbox does not have exits 3.
 			}
 			defer closeFn()
 			filter := idempotency.InboxFilter{
-				Kind: kind, States: states, EventType: f.eventType, ObjectID: *object, Account: *account,
+				Kind: kind, States: states, EventType: f.eventType, ObjectID: f.object, Account: f.account,
 				Since: f.since.t, Until: f.until.t, Limit: *limit,
 			}
 			if *after != "" {
@@ -213,6 +211,8 @@ type inboxFlags struct {
 	states       listFlag
 	offered      []idempotency.InboxState // the states -state takes
 	eventType    string
+	object       string
+	account      string
 	kind         string
 	since, until timeFlag
 }
@@ -223,6 +223,8 @@ func (f *inboxFlags) register(fs *flag.FlagSet, verb string, offered []idempoten
 	f.offered = offered
 	fs.Var(&f.states, "state", verb+" events in these states (repeatable, or a comma list): "+joinStates(offered))
 	fs.StringVar(&f.eventType, "type", "", verb+" events of this type")
+	fs.StringVar(&f.object, "object", "", verb+" the events of this object (data.object.id), under every connected account unless -account")
+	fs.StringVar(&f.account, "account", "", verb+" the events of this connected account (the event's account)")
 	fs.StringVar(&f.kind, "kind", "", verb+" only events (event) or only tasks (task)")
 	fs.Var(&f.since, "since", verb+" events received at or after this time")
 	fs.Var(&f.until, "until", verb+" events received before this time")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -20,11 +19,7 @@ import (
 func TestRecoverAccount(t *testing.T) {
 	t.Parallel()
 	s := newService(t, nil)
-	var ev map[string]any
-	require.NoError(t, json.Unmarshal(eventPayload(t, "evt_conn_0", "invoice.paid", "in_conn_0", time.Now().Add(-time.Hour).Unix()), &ev))
-	ev["account"] = "acct_1Conn"
-	raw, err := json.Marshal(ev)
-	require.NoError(t, err)
+	raw := accountEventPayload(t, "evt_conn_0", "invoice.paid", "in_conn_0", "acct_1Conn", time.Now().Add(-time.Hour).Unix())
 	api := &eventsAPI{events: [][]byte{raw}, types: []string{"invoice.paid"}}
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)

@@ -15,7 +15,7 @@ import (
 
 var redriveCommand = command{
 	name:    "redrive",
-	args:    "(-id id... | -type t | -since t | -until t | -all) [-state s] [-kind k] [-dry-run] [-json]",
+	args:    "(-id id... | -type t | -object id | -account acct | -since t | -until t | -all) [-state s] [-kind k] [-dry-run] [-json]",
 	summary: "move dead-lettered (or failed, or ignored) events back to pending with a fresh attempt budget",
 	help: `Moves the events the flags select back to pending with a fresh attempt
 budget (Inbox.RedriveByKind), dead-lettered ones by default; the service's
@@ -37,18 +37,29 @@ claimed it) is recorded processed and not applied. -state ignored needs
 type no release handles, and one of them redriven less than
 RetryUnhandledFor after it was received fails until then, holding the later
 events of its object back (forget refuses it while it is failed); -all, or
--since or -until alone, would take them too, and is refused (exit 2). A
-task is never ignored: -kind task with -state ignored is refused.
+-since or -until alone, would take them too, and is refused (exit 2);
+-account or -object do not name a type either (a connected account's, or
+an object's, ignored events are also those of types no release handles).
+A task is never ignored: -kind task with -state ignored is refused.
 
-It refuses to run without a selector (-id, -type, -since, -until) unless
--all is given: -state and -kind narrow a selection but do not make one.
+-account acct_... redrives one connected account's events: after it lost
+access (403 account_invalid) and reconnected, its dead letters and no
+other account's. -object id redrives the events of one object
+(data.object.id), under every connected account and the platform's
+unless -account is given too (Stripe reuses some ids, a capability's
+card_payments, in every account). A task has neither: -kind task with
+-account or -object is refused (exit 2).
+
+It refuses to run without a selector (-id, -type, -object, -account,
+-since, -until) unless -all is given: -state and -kind narrow a selection
+but do not make one.
 -dry-run counts the events that would move and moves none. Without -kind,
 events and tasks move in one statement: both, or neither when it fails.
 It prints how many events and tasks (with -kind, of that kind) moved, or
 would, after a line for each -id it does not move saying why: not found,
-or its state, kind, type or received time not selected (a failed event
-needs -state failed, an ignored one -state ignored). Exits 3 when an -id
-was not found (the others are redriven).
+or its state, kind, type, object, account or received time not selected
+(a failed event needs -state failed, an ignored one -state ignored).
+Exits 3 when an -id was not found (the others are redriven).
 
 With -json the report is one JSON document: {"events":N,"tasks":N,
 "dry_run":bool,"not_redriven":[{"id":..,"reason":..,"not_found":bool}]}:
@@ -77,6 +88,12 @@ not moved with why, in the order given.
 					return usageError("-state %s: only %s events are redriven", s, joinStates(f.offered))
 				}
 			}
+			switch {
+			case kind == idempotency.KindTask && f.account != "":
+				return usageError("-kind task with -account: a task has no account; -account and -object redrive events")
+			case kind == idempotency.KindTask && f.object != "":
+				return usageError("-kind task with -object: a task has no object; -account and -object redrive events")
+			}
 			switch ignored := slices.Contains(sts, idempotency.InboxIgnored); {
 			case ignored && kind == idempotency.KindTask:
 				return usageError("-state ignored with -kind task: a task is never ignored; -state ignored redrives events")
@@ -88,12 +105,12 @@ not moved with why, in the order given.
 				return usageError("-state ignored takes no -all: -type or -id names the ignored events to redrive, " +
 					"and -all would take those of every type no release handles")
 			}
-			selected := len(ids) > 0 || f.eventType != "" || !f.since.t.IsZero() || !f.until.t.IsZero()
+			selected := len(ids) > 0 || f.eventType != "" || f.object != "" || f.account != "" || !f.since.t.IsZero() || !f.until.t.IsZero()
 			if selected && *all {
-				return usageError("-all redrives every %s event: it takes no -id, -type, -since or -until", joinStates(orDefault(sts)))
+				return usageError("-all redrives every %s event: it takes no -id, -type, -object, -account, -since or -until", joinStates(orDefault(sts)))
 			}
 			if !selected && !*all {
-				return usageError("no selector: pass -id, -type, -since or -until, or -all to redrive every %s event", joinStates(orDefault(sts)))
+				return usageError("no selector: pass -id, -type, -object, -account, -since or -until, or -all to redrive every %s event", joinStates(orDefault(sts)))
 			}
 			_, in, closeFn, err := a.openInbox(ctx)
 			if err != nil {
@@ -101,8 +118,8 @@ not moved with why, in the order given.
 			}
 			defer closeFn()
 			filter := idempotency.RedriveFilter{
-				Kind: kind, EventIDs: ids, EventType: f.eventType, Since: f.since.t, Until: f.until.t,
-				States: sts, DryRun: *dryRun,
+				Kind: kind, EventIDs: ids, EventType: f.eventType, ObjectID: f.object, Account: f.account,
+				Since: f.since.t, Until: f.until.t, States: sts, DryRun: *dryRun,
 			}
 			// Before the redrive, which makes the moved ones pending: each
 			// id it will not move, and why.
@@ -180,7 +197,7 @@ func (u notRedriven) line() string {
 
 // notRedriven returns each of f's ids that f does not select, in the
 // order given, and why: not in the inbox, or not of its states, kind,
-// type or times.
+// type, object, account or times.
 func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempotency.RedriveFilter) ([]notRedriven, error) {
 	unmoved := []notRedriven{}
 	for _, id := range uniqueIDs(f.EventIDs) {
@@ -202,6 +219,10 @@ func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempote
 			}
 		case f.EventType != "" && rec.EventType != f.EventType:
 			why = fmt.Sprintf("of type %s, not %s", display.Line(rec.EventType), display.Line(f.EventType))
+		case f.ObjectID != "" && rec.ObjectID != f.ObjectID:
+			why = "not of -object " + display.Line(f.ObjectID)
+		case f.Account != "" && rec.Account != f.Account:
+			why = "not of -account " + display.Line(f.Account)
 		case !f.Since.IsZero() && rec.ReceivedAt.Before(f.Since):
 			why = "received before -since"
 		case !f.Until.IsZero() && !rec.ReceivedAt.Before(f.Until):

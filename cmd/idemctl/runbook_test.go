@@ -94,6 +94,23 @@ func TestRunbook(t *testing.T) {
 	count(r, `^redrove 1 event:`)
 	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_dead_1").State)
 
+	// A connected account reconnected: its dead letters, no other
+	// account's (the seed's evt_dead_1 is pending now, and is not).
+	s.deliverRaw(t, accountEventPayload(t, "evt_conn_dead", "charge.failed", "ch_conn", "acct_1Conn", time.Now().Unix()))
+	s.work(t, s.dead)
+	s.deliver(t, "evt_dead_9", "charge.failed", "ch_dead_9")
+	s.work(t, s.dead)
+	r = run("idemctl list -state dead_letter -account acct_... -since 8d", "list", "-state", "dead_letter", "-account", "acct_1Conn", "-since", "8d")
+	count(r, `(?m)^evt_conn_dead `)
+	require.NotContains(t, r.stdout, "evt_dead_9")
+	r = run("idemctl redrive -account acct_... -since 8d -dry-run", "redrive", "-account", "acct_1Conn", "-since", "8d", "-dry-run")
+	count(r, `^would redrive 1 event `)
+	require.Contains(t, doc, "-state dead_letter,failed")
+	r = run("idemctl redrive -account acct_...", "redrive", "-account", "acct_1Conn", "-since", "8d", "-state", "dead_letter,failed")
+	count(r, `^redrove 1 event:`)
+	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_conn_dead").State)
+	require.Equal(t, idempotency.InboxDeadLetter, s.lookup(t, "evt_dead_9").State, "the platform's own")
+
 	// A deploy applied events wrongly: forget them, recover them again.
 	r = run("idemctl forget evt_... evt_...", "forget", "evt_paid_1", "evt_paid_2")
 	count(r, `(?m)^evt_paid_1: forgotten`)
