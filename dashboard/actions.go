@@ -95,9 +95,9 @@ const bulkIgnoredNeedsType = "Redrive ignored events of one type: filter the lis
 	"holding back the later events of its object."
 
 // redrive moves the events named by the form's ids (dead-lettered, failed
-// or ignored), or every event of the form's kind, state, type and time
-// range (ignored ones of a type only: bulkIgnoredNeedsType), back to
-// pending.
+// or ignored), or every event of the form's kind, state, type, object,
+// account and time range (ignored ones of a type only:
+// bulkIgnoredNeedsType), back to pending.
 func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 	f := idempotency.RedriveFilter{EventIDs: r.PostForm["id"], States: redrivable}
 	if slices.Contains(f.EventIDs, "") {
@@ -106,17 +106,24 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 	}
 	back := url.Values{}
 	if len(f.EventIDs) == 0 {
-		// Everything a list selects: its kind, state, type and time range.
+		// Everything a list selects: its kind, state, type, object, account
+		// and time range.
 		state := idempotency.InboxState(r.PostFormValue("state"))
 		if !state.Redrivable() {
 			d.badForm(w, r, "redrive", "Redrive takes event ids, or the state dead_letter, failed or ignored.")
 			return
 		}
-		// The type as the list's filter reads it (parseListFilter).
+		// The type, object and account as the list's filter reads them
+		// (parseListFilter).
 		f.Kind, f.EventType, f.States = idempotency.InboxKind(r.PostFormValue("kind")), strings.TrimSpace(r.PostFormValue("type")),
 			[]idempotency.InboxState{state}
+		f.ObjectID, f.Account = strings.TrimSpace(r.PostFormValue("object")), strings.TrimSpace(r.PostFormValue("account"))
 		if !isKind(f.Kind) {
 			d.badForm(w, r, "redrive", "Unknown kind: use event or task.")
+			return
+		}
+		if f.Kind == idempotency.KindTask && (f.ObjectID != "" || f.Account != "") {
+			d.badForm(w, r, "redrive", "A task has no object or account: redrive an object's or an account's events, of the kind event or of every kind.")
 			return
 		}
 		if state == idempotency.InboxIgnored && f.Kind == idempotency.KindTask {
@@ -136,6 +143,8 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 		setNonEmpty(back, "kind", string(f.Kind))
 		setNonEmpty(back, "state", string(state))
 		setNonEmpty(back, "type", f.EventType)
+		setNonEmpty(back, "object", f.ObjectID)
+		setNonEmpty(back, "account", f.Account)
 		setNonEmpty(back, "since", since)
 		setNonEmpty(back, "until", until)
 	}
@@ -145,7 +154,8 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.cfg.Logger.Info("dashboard: redrove", "events", events, "tasks", tasks, "event_ids", f.EventIDs,
-		"kind", f.Kind, "event_type", f.EventType, "states", f.States, "since", f.Since, "until", f.Until)
+		"kind", f.Kind, "event_type", f.EventType, "object_id", f.ObjectID, "account", f.Account, "states", f.States,
+		"since", f.Since, "until", f.Until)
 	msg := redrivenMsg(f)
 	switch {
 	case msg == "redriven" && tasks == 0:
@@ -170,8 +180,8 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 }
 
 // redrivenMsg is the code of the message after a redrive by f: of events
-// (by kind, by the state ignored, which no task is in, or by ids that are
-// all events'), of tasks (by kind, or by ids that are all tasks',
+// (by kind, by the state ignored, which no task is in, by an object or an
+// account, which no task has, or by ids that are all events'), of tasks (by kind, or by ids that are all tasks',
 // task:<name>:<key>), each with its count n, or of both kinds, with the
 // count of each (events and tasks).
 func redrivenMsg(f idempotency.RedriveFilter) string {
@@ -179,7 +189,8 @@ func redrivenMsg(f idempotency.RedriveFilter) string {
 		switch {
 		case f.Kind == idempotency.KindTask:
 			return "redriven-tasks"
-		case f.Kind == idempotency.KindEvent, slices.Equal(f.States, []idempotency.InboxState{idempotency.InboxIgnored}):
+		case f.Kind == idempotency.KindEvent, slices.Equal(f.States, []idempotency.InboxState{idempotency.InboxIgnored}),
+			f.ObjectID != "" || f.Account != "":
 			return "redriven"
 		}
 		return "redriven-records"

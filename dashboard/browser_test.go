@@ -119,8 +119,9 @@ func ids(recs []idempotency.InboxRecord) []string {
 }
 
 // TestBrowser drives the dashboard in Chromium, served over loopback from
-// a real PostgreSQL: what it shows is what the inbox holds, and its
-// redrive button brings a dead-lettered event back.
+// a real PostgreSQL: what it shows is what the inbox holds, its redrive
+// button brings a dead-lettered event back, and the bulk redrive of a list
+// filtered by a connected account brings back that account's.
 func TestBrowser(t *testing.T) {
 	ctx := browser(t)
 	db := idempotencytest.Postgres(t)
@@ -193,6 +194,22 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("table.records"))))
 	require.Equal(t, []string{"evt_paid_2"}, attrs(t, ctx, `table.records tr[data-id]`, "data-id"))
 	screenshot(t, ctx, "dashboard-search")
+
+	// A connected account reconnected: the list of its dead letters
+	// redrives them, and no other account's.
+	f.failing.Store(true)
+	f.deliverOf(t, "acct_1Conn", "invoice.paid", "evt_conn_1", "in_conn_1")
+	f.deliverOf(t, "acct_2Else", "invoice.paid", "evt_else_1", "in_else_1")
+	f.work(t)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"events?state=dead_letter&account=acct_1Conn"),
+		chromedp.WaitVisible(chromedp.CSS("table.records"))))
+	require.Equal(t, []string{"evt_conn_1"}, attrs(t, ctx, `table.records tr[data-id]`, "data-id"))
+	require.Len(t, attrs(t, ctx, "#redrive-all", "id"), 1, "the list offers the bulk redrive")
+	require.Equal(t, "Redrive every dead_letter event of account acct_1Conn", text(t, ctx, "#redrive-all"))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#redrive-all")), chromedp.WaitVisible(chromedp.CSS("#flash"))))
+	require.Contains(t, text(t, ctx, "#flash"), "Redrove 1 event")
+	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_conn_1"))
+	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, "evt_else_1"), "another account's")
 }
 
 // TestBrowserCrossOriginFormRefused: a page on another origin that posts

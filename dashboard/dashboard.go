@@ -93,7 +93,13 @@
 // browser with any method but GET, HEAD and OPTIONS (403 before the method
 // is looked at; nothing changed), so that another site cannot make an
 // operator's browser run them. A list's bulk redrive takes the list's
-// kind, state, type and time range. After an action the browser is redirected
+// kind, state, type, object, connected account and time range, and its
+// button names them ("Redrive every dead_letter event of account
+// acct_..."): after a connected account reconnected, a list of its dead
+// letters redrives them and no other account's. An object or an account
+// selects events only (a task has neither: a POST of one with the kind
+// task is refused, 400), and neither stands for the type a bulk redrive
+// of ignored events needs. After an action the browser is redirected
 // (303) to the page that shows its result (the event's page; for a bulk
 // redrive the list; for several ids at once the overview), with a message
 // saying what was done. Every action form of a page carries a token of

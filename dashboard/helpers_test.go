@@ -104,7 +104,14 @@ func newFixture(t *testing.T, st store, cfg dashboard.Config) *fixture {
 // with the event id and object id given, as Stripe would deliver it.
 func (f *fixture) deliver(t *testing.T, typ, eventID, objectID string) {
 	t.Helper()
-	ans := idempotencytest.Deliver(f.webhook, eventPayload(t, typ, eventID, objectID), secret)
+	f.deliverOf(t, "", typ, eventID, objectID)
+}
+
+// deliverOf is deliver of connected account's event (the platform's own
+// when account is empty).
+func (f *fixture) deliverOf(t *testing.T, account, typ, eventID, objectID string) {
+	t.Helper()
+	ans := idempotencytest.Deliver(f.webhook, accountEventPayload(t, account, typ, eventID, objectID), secret)
 	require.Equal(t, http.StatusOK, ans.Status, ans.Body)
 	require.Equal(t, idempotency.OutcomeQueued, ans.Outcome)
 }
@@ -112,6 +119,13 @@ func (f *fixture) deliver(t *testing.T, typ, eventID, objectID string) {
 // eventPayload is the fixture event of type typ (testdata/stripe-events)
 // with the event id and object id given, as Stripe would send it.
 func eventPayload(t *testing.T, typ, eventID, objectID string) []byte {
+	t.Helper()
+	return accountEventPayload(t, "", typ, eventID, objectID)
+}
+
+// accountEventPayload is eventPayload of connected account's event: the
+// platform's own, as the fixture file has it, when account is empty.
+func accountEventPayload(t *testing.T, account, typ, eventID, objectID string) []byte {
 	t.Helper()
 	raw, err := os.ReadFile("../testdata/stripe-events/" + typ + ".json")
 	require.NoError(t, err)
@@ -121,6 +135,9 @@ func eventPayload(t *testing.T, typ, eventID, objectID string) []byte {
 	obj := ev["data"].(map[string]any)["object"].(map[string]any)
 	obj["id"] = objectID
 	obj["metadata"] = map[string]any{"email": customerEmail}
+	if account != "" {
+		ev["account"] = account
+	}
 	payload, err := json.Marshal(ev)
 	require.NoError(t, err)
 	return payload

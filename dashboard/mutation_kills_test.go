@@ -47,9 +47,10 @@ func TestPagesAnswerHead(t *testing.T) {
 	require.Empty(t, resp.body)
 }
 
-// TestRedriveButtonsOnlyWhereRedriveWorks: no bulk redrive on a list of
-// one object (Redrive has no object filter), and no row's button for a
-// state that is not redriven.
+// TestRedriveButtonsOnlyWhereRedriveWorks: a list of one object offers
+// the bulk redrive of that object's events under every account (its
+// button says so), and no row has a button for a state that is not
+// redriven.
 func TestRedriveButtonsOnlyWhereRedriveWorks(t *testing.T) {
 	t.Parallel()
 	f := memoryFixture(t, dashboard.Config{AllowRedrive: true})
@@ -58,7 +59,8 @@ func TestRedriveButtonsOnlyWhereRedriveWorks(t *testing.T) {
 	contains(t, body, `class="redrive"`)
 	_, body = f.get(t, "events?state=dead_letter&object=in_dead_1")
 	contains(t, body, "evt_dead_1")
-	notContains(t, body, `id="redrive-all"`, "no bulk redrive of one object")
+	contains(t, body, `<input type="hidden" name="object" value="in_dead_1">`)
+	contains(t, body, `id="redrive-all">Redrive every dead_letter event of object in_dead_1, under every account</button>`)
 	_, body = f.get(t, "events?state=processed")
 	contains(t, body, "evt_paid_1")
 	notContains(t, body, `action="redrive"`, "processed records are not redriven")

@@ -197,8 +197,9 @@ type listData struct {
 	// First the first page, when this is a later one.
 	Next, First template.URL
 	// Bulk is whether the page offers to redrive everything the filter
-	// selects: a redrivable state, and no object or account (Redrive has
-	// no such filter); for ignored, a type (see bulkIgnoredNeedsType).
+	// selects: a redrivable state and a record shown; for ignored, a type
+	// (see bulkIgnoredNeedsType), which an object or an account does not
+	// stand for.
 	Bulk bool
 	// BulkNeedsType is whether the page would offer it but for a type:
 	// a list of ignored events of every type, which says to filter one.
@@ -225,7 +226,7 @@ func (d *Dashboard) list(w http.ResponseWriter, r *http.Request) {
 		d.inboxError(w, r, "listing the inbox", err)
 		return
 	}
-	bulk := d.cfg.AllowRedrive && f.State.Redrivable() && f.Object == "" && f.Account == "" && len(recs) > 0
+	bulk := d.cfg.AllowRedrive && f.State.Redrivable() && len(recs) > 0
 	needsType := f.State == idempotency.InboxIgnored && f.Type == ""
 	data := listData{Filter: f, Records: recs, Bulk: bulk && !needsType, BulkNeedsType: bulk && needsType}
 	if f.after.EventID != "" {
