@@ -110,7 +110,7 @@ func ownError(err error) bool {
 // sentinels are the package's errors made by errors.New.
 var sentinels = []error{
 	ErrNotSigned, ErrInvalidSignature, ErrTimestampOutsideTolerance,
-	ErrBodyTooLarge, ErrMalformedEvent, ErrThinEvent, ErrAPIVersionMismatch,
+	ErrBodyTooLarge, ErrMalformedEvent, ErrThinEvent, ErrAPIVersionMismatch, ErrModeMismatch,
 	ErrMethodNotAllowed, ErrUnreadableBody,
 	ErrTimeout, ErrStoreUnavailable, ErrDeadlock, ErrInvalidKey, ErrTxDone,
 	ErrTxBusy, ErrLeaseExpired, ErrLeaseLost, ErrTaskNotRegistered,
@@ -149,6 +149,12 @@ var (
 	// release train than Config.APIVersion, and Config.StrictAPIVersion is
 	// set. Answered 400.
 	ErrAPIVersionMismatch = errors.New("idempotency: event API version differs from Config.APIVersion")
+	// ErrModeMismatch: the event is of another mode (its livemode) than
+	// Config.Mode: a test-mode event at a live endpoint, or the reverse.
+	// Answered 400. [Handler.Recover] stops with it at the first listed
+	// event of the other mode, and refuses with it, before any request, a
+	// client whose API key is of the other mode.
+	ErrModeMismatch = errors.New("idempotency: event of another mode than Config.Mode")
 	// ErrMethodNotAllowed: a method other than POST. Answered 405.
 	ErrMethodNotAllowed = errors.New("idempotency: method not allowed")
 	// ErrUnreadableBody: the body could not be read in full (it ended

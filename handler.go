@@ -132,6 +132,18 @@ type Config struct {
 	// notifications 400, as [ErrThinEvent] says.
 	StripeClient *stripe.Client
 
+	// Mode is the mode of the endpoint's events, ModeLive or ModeTest:
+	// a delivery of the other mode (its livemode) is refused (400, with
+	// [ErrModeMismatch]; nothing is stored), and so is a thin event whose
+	// notification or fetched event is of the other mode. Stripe sends an
+	// endpoint only its own mode's events: one of the other means a test
+	// and a live endpoint share the route and its secrets, or a delivery
+	// sent where it was not meant to go. [Handler.Recover] refuses a
+	// client whose API key is of the other mode, before any request, and
+	// stops at the first listed event of the other mode. Defaults to "",
+	// nothing checked: an event of either mode is applied.
+	Mode Mode
+
 	// Now is the clock of what a synchronous Handler records: when a
 	// delivery was received, and when the tasks its handler enqueues come
 	// due. An [Inbox.Handler] does not use it: the inbox's clock
@@ -139,6 +151,34 @@ type Config struct {
 	// signature's timestamp is always checked against the real time.
 	// Defaults to time.Now.
 	Now func() time.Time
+}
+
+// Mode is the mode of a Stripe endpoint and its events: live, or test (a
+// sandbox, or an account's test mode), as an event's livemode and an API
+// key's prefix (sk_live_, sk_test_) tell. The zero Mode checks nothing.
+type Mode string
+
+// The modes of Config.Mode.
+const (
+	ModeLive Mode = "live" // livemode true; API keys sk_live_..., rk_live_...
+	ModeTest Mode = "test" // livemode false; API keys sk_test_..., rk_test_...
+)
+
+// modeOf is the mode of an event whose livemode is livemode.
+func modeOf(livemode bool) Mode {
+	if livemode {
+		return ModeLive
+	}
+	return ModeTest
+}
+
+// checkMode refuses an event of another mode than Config.Mode.
+func (h *Handler) checkMode(env *envelope.Envelope) error {
+	if m := h.cfg.Mode; m != "" && modeOf(env.Livemode) != m {
+		return errorf("%w: event %s is a %s-mode event (livemode %t), Config.Mode is %s",
+			ErrModeMismatch, env.ID, modeOf(env.Livemode), env.Livemode, m)
+	}
+	return nil
 }
 
 // Result describes one delivery, for Config.OnResult, or one inbox
@@ -215,7 +255,8 @@ const (
 //	    created outside the years 1 to 9999; thin
 //	    event without Config.StripeClient; API
 //	    version rejected by Config.StrictAPIVersion
-//	    (an event the store does not hold)          {"error":"invalid_event"}
+//	    (an event the store does not hold); an
+//	    event of another mode than Config.Mode      {"error":"invalid_event"}
 //	200 handler ran and committed                   {"outcome":"processed"}
 //	200 processed or skipped before                 {"outcome":"duplicate"}
 //	200 no handler for the type                     {"outcome":"ignored"}
@@ -290,6 +331,11 @@ func newHandler(store Store, cfg Config) (*Handler, error) {
 		if err := checkStripeClient("Config.StripeClient", cfg.StripeClient); err != nil {
 			return nil, err
 		}
+	}
+	switch cfg.Mode {
+	case "", ModeLive, ModeTest:
+	default:
+		return nil, errorf("Config.Mode %q is not a mode: ModeLive (%q), ModeTest (%q), or empty to check none", string(cfg.Mode), ModeLive, ModeTest)
 	}
 	switch {
 	case cfg.APIVersion == "":
@@ -477,6 +523,10 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 		return http.StatusBadRequest, bodyInvalidEvent
 	}
 	res.EventID, res.EventType, res.ObjectID = env.ID, env.Type, env.ObjectID
+	if err := h.checkMode(env); err != nil {
+		res.Err = err
+		return http.StatusBadRequest, bodyInvalidEvent
+	}
 	handled := h.handles(env.Type)
 	// A v2 event is unversioned; an ignored one is not decoded, and
 	// OnCurrent's handlers are given the object fetched from the API.

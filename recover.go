@@ -236,9 +236,14 @@ type RecoverReport struct {
 // account than the one asked for stops the run with [ErrStripeAPI] before
 // any event of its page is handled. v2 (thin) events are not recovered: the
 // v1 Events API does not list them. It lists the events of the mode of
-// client's API key, and nothing compares that with the endpoint's: a test
-// key hands a live endpoint's Handler test-mode events, which it applies as
-// if delivered.
+// client's API key: with Config.Mode set, a key whose prefix names the
+// other mode (sk_test_ or rk_test_ for ModeLive, sk_live_ or rk_live_ for
+// ModeTest) is refused with [ErrModeMismatch] before any request, and the
+// first listed event of the other mode stops the run with it, nothing of
+// its page handled and the checkpoint not moved past it. Without
+// Config.Mode nothing compares the key's mode with the endpoint's: a test
+// key hands a live endpoint's Handler test-mode events, which it applies
+// as if delivered.
 func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts RecoverOptions) (RecoverReport, error) {
 	return h.runRecovery(ctx, client, opts, recoverBackoff)
 }
@@ -252,6 +257,10 @@ func (h *Handler) runRecovery(ctx context.Context, client *stripe.Client, opts R
 	}
 	if err := opts.setDefaults(); err != nil {
 		return report, err
+	}
+	if m := Mode(stripeapi.KeyMode(client.V1Events.Key)); h.cfg.Mode != "" && m != "" && m != h.cfg.Mode {
+		return report, errorf("%w: Recover's client has a %s-mode API key, which lists %s-mode events, and Config.Mode is %s: use a key of the endpoint's mode",
+			ErrModeMismatch, m, m, h.cfg.Mode)
 	}
 	if !h.cfg.RecordIgnored {
 		for _, t := range opts.Types {
@@ -635,6 +644,11 @@ func (r *recovery) list(ctx context.Context, q eventQuery) (eventPage, error) {
 				asked = "the events of connected account " + strconv.Quote(r.opts.Account)
 			}
 			return eventPage{}, errorf("%w: listing %s: event %s is %s; nothing of its page was handled", ErrStripeAPI, asked, ev.env.ID, what)
+		}
+		if err := r.h.checkMode(&ev.env); err != nil {
+			// A key of the other mode, whose prefix did not say so: every
+			// event it lists is of that mode.
+			return eventPage{}, errorf("listing events: %w; nothing of its page was handled", err)
 		}
 	}
 	return page, nil

@@ -17,11 +17,19 @@ import (
 // the platform's own), as the Events API lists it under that account.
 func accountEvent(t *testing.T, id, account string, created int64) []byte {
 	t.Helper()
-	var ev map[string]any
-	require.NoError(t, json.Unmarshal(snapshotEvent(t, id, "invoice.paid", "in_"+id, created), &ev))
-	if account != "" {
-		ev["account"] = account
+	raw := snapshotEvent(t, id, "invoice.paid", "in_"+id, created)
+	if account == "" {
+		return raw
 	}
+	return eventWith(t, raw, "account", account)
+}
+
+// eventWith is the event raw with its top-level key set to value.
+func eventWith(t *testing.T, raw []byte, key string, value any) []byte {
+	t.Helper()
+	var ev map[string]any
+	require.NoError(t, json.Unmarshal(raw, &ev))
+	ev[key] = value
 	b, err := json.Marshal(ev)
 	require.NoError(t, err)
 	return b

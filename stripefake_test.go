@@ -33,6 +33,8 @@ type fakeStripe struct {
 	// ignoreAccount lists every account's events whatever Stripe-Account
 	// says, as a proxy that drops the header would.
 	ignoreAccount bool
+	// key is the API key it takes: fakeStripeKey when empty.
+	key string
 }
 
 type fakeEvent struct {
@@ -62,13 +64,20 @@ func newFakeStripe() *fakeStripe { return &fakeStripe{v2: map[string][]byte{}} }
 func (f *fakeStripe) serve(t testing.TB) *stripe.Client {
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	return stripe.NewClient(fakeStripeKey, fakeBackends(srv.URL, nil))
+	return stripe.NewClient(f.apiKey(), fakeBackends(srv.URL, nil))
+}
+
+func (f *fakeStripe) apiKey() string {
+	if f.key != "" {
+		return f.key
+	}
+	return fakeStripeKey
 }
 
 // inProcess returns a client whose requests f serves on the caller's
 // goroutine, without a network: what a testing/synctest bubble needs.
 func (f *fakeStripe) inProcess() *stripe.Client {
-	return stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{f}}))
+	return stripe.NewClient(f.apiKey(), fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{f}}))
 }
 
 // fakeBackends points a client at url, through hc when not nil, without
@@ -136,7 +145,7 @@ func (f *fakeStripe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeStripe) answer(r *http.Request, req *fakeRequest) (int, []byte) {
-	if r.Header.Get("Authorization") != "Bearer "+fakeStripeKey {
+	if r.Header.Get("Authorization") != "Bearer "+f.apiKey() {
 		return stripeError(http.StatusUnauthorized, "invalid_request_error", "", "Invalid API Key provided")
 	}
 	if f.fail != nil {

@@ -38,6 +38,15 @@ func (h *Handler) serveThin(ctx context.Context, notification []byte, res *Resul
 		return http.StatusBadRequest, bodyInvalidEvent
 	}
 	res.EventID, res.EventType = n.ID, n.Type
+	if n.Livemode != nil {
+		// Refused without a fetch, which a key of the endpoint's mode
+		// would fail (404) and Stripe retry for days; accept checks the
+		// fetched event, which has the final word.
+		if err := h.checkMode(&envelope.Envelope{ID: n.ID, Livemode: *n.Livemode}); err != nil {
+			res.Err = errorf("thin event notification: %w", err)
+			return http.StatusBadRequest, bodyInvalidEvent
+		}
+	}
 	if !h.handles(n.Type) && !h.cfg.RecordIgnored {
 		// The fetched event would be dropped, as accept drops any event
 		// of a type with no handler: no API call, and no 503 for it.

@@ -19,6 +19,8 @@ type Notification struct {
 	ID      string // "id" (evt_...)
 	Type    string // "type"
 	Context string // "context": the account to fetch the event as; "" when null/absent
+	// Livemode is "livemode": nil when null/absent.
+	Livemode *bool
 	// Replaced names the first of id, type and context whose text
 	// decoding replaced with U+FFFD, as Envelope.Replaced does.
 	Replaced string
@@ -26,13 +28,15 @@ type Notification struct {
 
 // ParseThin parses a thin event notification. It fails, wrapping
 // ErrMalformed and without quoting the input, when b is not a JSON object
-// whose "object" is "v2.core.event" with a string id and type.
+// whose "object" is "v2.core.event" with a string id and type, or whose
+// livemode is neither a boolean nor null.
 func ParseThin(b []byte) (Notification, error) {
 	var v struct {
-		ID      json.RawMessage `json:"id"`
-		Object  string          `json:"object"`
-		Type    json.RawMessage `json:"type"`
-		Context json.RawMessage `json:"context"`
+		ID       json.RawMessage `json:"id"`
+		Object   string          `json:"object"`
+		Type     json.RawMessage `json:"type"`
+		Context  json.RawMessage `json:"context"`
+		Livemode *bool           `json:"livemode"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return Notification{}, jsonErr(err)
@@ -45,7 +49,7 @@ func ParseThin(b []byte) (Notification, error) {
 	if err := checkV2(v.Object, id, typ); err != nil {
 		return Notification{}, err
 	}
-	n := Notification{ID: *id, Type: *typ, Replaced: replaced}
+	n := Notification{ID: *id, Type: *typ, Livemode: v.Livemode, Replaced: replaced}
 	if context != nil {
 		n.Context = *context
 	}

@@ -109,6 +109,22 @@ func TestParseThin(t *testing.T) {
 	}
 }
 
+// TestParseThinLivemode: a notification's livemode is read when it is a
+// boolean, nil when absent or null, and one of another type is malformed,
+// named, as Parse refuses a snapshot event's.
+func TestParseThinLivemode(t *testing.T) {
+	for in, want := range map[string]*bool{`,"livemode":true`: new(true), `,"livemode":false`: new(false), ``: nil, `,"livemode":null`: nil} {
+		n, err := ParseThin([]byte(`{"id":"evt_1","object":"v2.core.event","type":"t"` + in + `}`))
+		if err != nil || (n.Livemode == nil) != (want == nil) || want != nil && *n.Livemode != *want {
+			t.Errorf("ParseThin with %s: %v, %v", in, n.Livemode, err)
+		}
+	}
+	_, err := ParseThin([]byte(`{"id":"evt_1","object":"v2.core.event","type":"t","livemode":"true"}`))
+	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), `"livemode" has the wrong type`) {
+		t.Errorf("a string livemode: %v", err)
+	}
+}
+
 // TestParseV2Malformed: what is not a v2 event fails with ErrMalformed, and
 // the error never quotes the input.
 func TestParseV2Malformed(t *testing.T) {

@@ -84,6 +84,21 @@ func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 	return stripe.NewClient(key, stripe.WithBackends(stripe.NewBackendsWithConfig(cfg))), nil
 }
 
+// KeyMode is the mode an API key's prefix names: "live" for sk_live_ and
+// rk_live_, "test" for sk_test_ and rk_test_, "" for any other text.
+func KeyMode(key string) string {
+	for _, kind := range [...]string{"sk_", "rk_"} {
+		switch rest, ok := strings.CutPrefix(key, kind); {
+		case !ok:
+		case strings.HasPrefix(rest, "live_"):
+			return "live"
+		case strings.HasPrefix(rest, "test_"):
+			return "test"
+		}
+	}
+	return ""
+}
+
 // MaxAccountLen bounds, in bytes, a connected account's id: Stripe's ids
 // are at most 255 characters.
 const MaxAccountLen = 255

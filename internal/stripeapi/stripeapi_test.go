@@ -29,3 +29,15 @@ func TestNewClient(t *testing.T) {
 		require.NotNil(t, c)
 	}
 }
+
+// TestKeyMode: the mode is read from a secret or restricted key's prefix
+// alone; any other text names none.
+func TestKeyMode(t *testing.T) {
+	t.Parallel()
+	for key, want := range map[string]string{
+		"sk_live_abc": "live", "rk_live_abc": "live", "sk_test_abc": "test", "rk_test_abc": "test",
+		"pk_live_abc": "", "pk_test_abc": "", "sk_org_abc": "", "sk_livexabc": "", "": "", "whsec_test_abc": "",
+	} {
+		require.Equal(t, want, KeyMode(key), key)
+	}
+}
