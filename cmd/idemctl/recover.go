@@ -20,7 +20,7 @@ import (
 
 var recoverCommand = command{
 	name:    "recover",
-	args:    "-since t -types t1,t2 [-account acct] [-checkpoint name] [-only-undelivered] [-api-base url] [-json]",
+	args:    "-since t -types t1,t2 [-mode live|test] [-account acct] [-checkpoint name] [-only-undelivered] [-api-base url] [-json]",
 	summary: "store the events the Events API lists since a time in the inbox, for the service's workers",
 	help: `Lists the events Stripe created since -since from the Events API (GET
 /v1/events, Handler.Recover on an Inbox's Handler) and stores each in the
@@ -44,7 +44,11 @@ The API key is read from the environment variable STRIPE_SECRET_KEY alone (a
 secret key, or a restricted key with read access to events), and is never
 printed. Use a key of the endpoint's mode: the Events API lists the events
 of the key's mode, and the workers apply them (a test key's events on a live
-endpoint too). It lists the account's own events, or with -account acct_...
+endpoint too). -mode live or -mode test names the endpoint's mode and has it
+checked: a key whose prefix names the other mode (sk_test_ or rk_test_ for
+live, sk_live_ or rk_live_ for test) is a usage error before the database is
+opened, and a listed event of the other mode stops the run before any event
+of its page is stored (ErrModeMismatch). It lists the account's own events, or with -account acct_...
 those of that connected account (Connect), every request made as it
 (Stripe-Account): a Connect endpoint is sent only connected accounts'
 events, so recover each account in turn there; without -account it would be
@@ -56,8 +60,9 @@ one asked for stops the run before any event of its page is stored.
 error, a failed event or SIGINT continues there when run again with the same
 name and options. A checkpoint keeps its -account: name one per account. Progress shows the pages listed. It exits 1 when events
 failed to be stored (their ids are printed), 2 when -since is in the
-future or beyond the Events API's window, -account is not a connected
-account's id, or -checkpoint was started with other options.
+future or beyond the Events API's window, -mode is not live or test or
+the key is of the other mode, -account is not a connected account's id, or
+-checkpoint was started with other options.
 
 Besides its own "idemctl: " lines, recover writes to stderr the library's
 log records at Warn and Error, one slog text line each (time=... level=...
@@ -76,6 +81,7 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 		var types listFlag
 		fs.Var(&since, "since", "recover the events created at or after this time (required; at most 30 days back)")
 		fs.Var(&types, "types", "the event types to recover, the service's handled types (required; a comma list, at most 20)")
+		mode := fs.String("mode", "", "the endpoint's mode, live or test: a key or a listed event of the other mode is refused (nothing checked without it)")
 		account := fs.String("account", "", "recover the events of this connected account (acct_..., sent as Stripe-Account); the account's own without it")
 		checkpoint := fs.String("checkpoint", "", "keep a checkpoint under this name, to continue a stopped run (one per -account)")
 		onlyUndelivered := fs.Bool("only-undelivered", false, "list only the events Stripe reports as not delivered (quicker, not enough after an outage)")
@@ -111,6 +117,11 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			if len(types) > maxRecoverTypes {
 				return usageError("-types lists %d types; the Events API takes at most %d", len(types), maxRecoverTypes)
 			}
+			switch idempotency.Mode(*mode) {
+			case "", idempotency.ModeLive, idempotency.ModeTest:
+			default:
+				return usageError("-mode %q is not live or test", *mode)
+			}
 			if *account != "" {
 				if err := stripeapi.CheckAccount(*account); err != nil {
 					return usageError("-account %s", err)
@@ -119,6 +130,9 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			key := a.getenv("STRIPE_SECRET_KEY")
 			if key == "" {
 				return usageError("STRIPE_SECRET_KEY is not set: recovery lists events from the Stripe API with it")
+			}
+			if km := stripeapi.KeyMode(key); *mode != "" && km != "" && km != *mode {
+				return usageError("-mode %s, and STRIPE_SECRET_KEY is a %s-mode key, which lists %s-mode events: use a key of the endpoint's mode", *mode, km, km)
 			}
 			client, err := stripeapi.NewClient(key, *apiBase, nil)
 			if be, ok := errors.AsType[*stripeapi.BaseURLError](err); ok {
@@ -146,7 +160,7 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			}
 			// Recover hands the listed events to the handler directly; no
 			// signature is checked, but a Handler needs a secret.
-			h, err := in.Handler(idempotency.Config{Secrets: []string{"whsec_idemctl_recover_checks_no_signature"}, Logger: logger})
+			h, err := in.Handler(idempotency.Config{Secrets: []string{"whsec_idemctl_recover_checks_no_signature"}, Logger: logger, Mode: idempotency.Mode(*mode)})
 			if err != nil {
 				return err
 			}
