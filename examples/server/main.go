@@ -54,7 +54,9 @@
 // events too), and is never logged; -stripe-api-base
 // points the client at a local stripe-mock or fake (refused without a
 // key). Without a key those events are answered ignored, and the server
-// says so at start.
+// says so at start. -mode live (or test) sets Config.Mode: a delivery of
+// the other mode is answered 400, and a key of the other mode is refused
+// at start.
 //
 // Routes:
 //
@@ -96,6 +98,7 @@ import (
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/internal/pgconfig"
+	"github.com/seed-a84bb619/idempotency/internal/stripeapi"
 )
 
 func main() {
@@ -164,6 +167,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	mailURL := fs.String("mail-url", "", "POST each receipt email as JSON, with its task's Idempotency-Key header, to this email provider's URL (or a fake one); empty keeps them in a fake mailer in the process")
 	pruneEvery := fs.Duration("prune-every", time.Hour, "delete what the default idempotency.Retention no longer keeps (ids after 45 days, finished events after 7, dead-lettered events after 90, dead-lettered tasks after 135) this often, on every replica; 0 is off")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9090); empty is off")
+	mode := fs.String("mode", "", "the endpoint's mode, live or test: deliveries of the other mode are answered 400, and a STRIPE_SECRET_KEY of the other mode is refused (empty checks nothing)")
 	recoverSince := fs.Duration("recover-since", 0, "with STRIPE_SECRET_KEY (read access to events): at start, replay this account's events of this last period (at most 720h; not connected accounts') from the Events API through the webhook path, resuming a stopped run of the same period (checkpoint "+recoverCheckpoint+"-<period>); 0 is off")
 	dash := addDashboardFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -202,6 +206,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if *pruneEvery != 0 && *pruneEvery < time.Minute {
 		return usagef("-prune-every must be 0 (off) or at least a minute, got %s", *pruneEvery)
+	}
+	switch idempotency.Mode(*mode) {
+	case "", idempotency.ModeLive, idempotency.ModeTest:
+	default:
+		return usagef("-mode must be live or test, got %q", *mode)
 	}
 	if *recoverSince < 0 || *recoverSince > idempotency.RecoveryWindow {
 		return usagef("-recover-since must be between 0 and %s (the Events API's window), got %s", idempotency.RecoveryWindow, *recoverSince)
@@ -253,6 +262,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		if err != nil {
 			return &usageError{err: err} // the key or -stripe-api-base
 		}
+		if km := stripeapi.KeyMode(key); *mode != "" && km != "" && km != *mode {
+			// Its fetches would find none of the endpoint's objects, and
+			// -recover-since would list the other mode's events.
+			return usagef("-mode %s, and STRIPE_SECRET_KEY is a %s-mode key: use a key of the endpoint's mode", *mode, km)
+		}
 		api = c
 	}
 	if *recoverSince > 0 && api == nil {
@@ -288,7 +302,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer closeStore()
-	svc.mailer, svc.stripe, svc.noReceipts = newMailer(logger).postingTo(*mailURL), api, !*receiptEmails
+	svc.mailer, svc.stripe, svc.noReceipts, svc.mode = newMailer(logger).postingTo(*mailURL), api, !*receiptEmails, idempotency.Mode(*mode)
 
 	m, err := startMetrics(*metricsAddr, logger)
 	if err != nil {
@@ -412,6 +426,8 @@ type service struct {
 	// noReceipts leaves the receipt email out (-receipt-emails=false):
 	// no task is enqueued.
 	noReceipts bool
+	// mode is the endpoint's (-mode): Config.Mode.
+	mode idempotency.Mode
 }
 
 // openStore returns the memory store and tables, or the PostgreSQL store
@@ -568,7 +584,7 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 		return nil, err
 	}
 	// With a key, thin (v2) notifications are fetched and handled too.
-	cfg := idempotency.Config{Secrets: secrets, Logger: logger, Now: inboxCfg.Now, StripeClient: svc.stripe, Observer: inboxCfg.Observer}
+	cfg := idempotency.Config{Secrets: secrets, Logger: logger, Now: inboxCfg.Now, StripeClient: svc.stripe, Observer: inboxCfg.Observer, Mode: svc.mode}
 	var webhook *idempotency.Handler
 	if inboxMode {
 		webhook, err = inbox.Handler(cfg)
