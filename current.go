@@ -43,9 +43,10 @@ type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 // says so), does not, and fails its event as any refusal does. So does a 403
 // account_invalid, a connected account the platform has no access to (it
 // disconnected, or there is no such account), whose error says that rather
-// than that the key lacks a permission. It returns when ctx ends, also while stripe-go sleeps before a retry (that sleep does
-// not watch the context). It panics on a nil retrieve, a programming error,
-// as [OnCurrent] does on a nil fetch.
+// than that the key lacks a permission. It returns when ctx ends, also
+// while stripe-go sleeps before a retry (that sleep does not watch the
+// context). It panics on a nil retrieve, a programming error, as
+// [OnCurrent] does on a nil fetch.
 func Retrieve[T any, P interface {
 	*PT
 	SetStripeAccount(string)

@@ -181,9 +181,10 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 
 // redrivenMsg is the code of the message after a redrive by f: of events
 // (by kind, by the state ignored, which no task is in, by an object or an
-// account, which no task has, or by ids that are all events'), of tasks (by kind, or by ids that are all tasks',
-// task:<name>:<key>), each with its count n, or of both kinds, with the
-// count of each (events and tasks).
+// account, which no task has, or by ids that are all events'), of tasks
+// (by kind, or by ids that are all tasks', task:<name>:<key>), each with
+// its count n, or of both kinds, with the count of each (events and
+// tasks).
 func redrivenMsg(f idempotency.RedriveFilter) string {
 	if len(f.EventIDs) == 0 {
 		switch {
