@@ -140,8 +140,11 @@ type Config struct {
 	// and a live endpoint share the route and its secrets, or a delivery
 	// sent where it was not meant to go. [Handler.Recover] refuses a
 	// client whose API key is of the other mode, before any request, and
-	// stops at the first listed event of the other mode. Defaults to "",
-	// nothing checked: an event of either mode is applied.
+	// stops at the first listed event of the other mode. It is checked
+	// when an event is received: an [Inbox]'s workers apply what the
+	// inbox holds, also an event of the other mode stored before Mode
+	// was set (or by a replica without it), redriven or not. Defaults to
+	// "", nothing checked: an event of either mode is applied.
 	Mode Mode
 
 	// Now is the clock of what a synchronous Handler records: when a
