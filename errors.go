@@ -153,7 +153,8 @@ var (
 	// Config.Mode: a test-mode event at a live endpoint, or the reverse.
 	// Answered 400. [Handler.Recover] stops with it at the first listed
 	// event of the other mode, and refuses with it, before any request, a
-	// client whose API key is of the other mode.
+	// client whose API key is of the other mode; NewHandler and
+	// Inbox.Handler refuse with it a Config.StripeClient whose key is.
 	ErrModeMismatch = errors.New("idempotency: event of another mode than Config.Mode")
 	// ErrMethodNotAllowed: a method other than POST. Answered 405.
 	ErrMethodNotAllowed = errors.New("idempotency: method not allowed")

@@ -20,6 +20,7 @@ import (
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
+	"github.com/seed-a84bb619/idempotency/internal/stripeapi"
 )
 
 // Config configures a [Handler]. Every field but Secrets has a default;
@@ -138,7 +139,11 @@ type Config struct {
 	// notification or fetched event is of the other mode. Stripe sends an
 	// endpoint only its own mode's events: one of the other means a test
 	// and a live endpoint share the route and its secrets, or a delivery
-	// sent where it was not meant to go. [Handler.Recover] refuses a
+	// sent where it was not meant to go. A StripeClient whose API key's
+	// prefix names the other mode (sk_test_ or rk_test_ for ModeLive,
+	// sk_live_ or rk_live_ for ModeTest), whose fetches would find none of
+	// the endpoint's events and objects, is refused with
+	// [ErrModeMismatch], the key not quoted. [Handler.Recover] refuses a
 	// client whose API key is of the other mode, before any request, and
 	// stops at the first listed event of the other mode. It is checked
 	// when an event is received: an [Inbox]'s workers apply what the
@@ -173,6 +178,17 @@ func modeOf(livemode bool) Mode {
 		return ModeLive
 	}
 	return ModeTest
+}
+
+// checkKeyMode refuses, with ErrModeMismatch, a client whose API key's
+// prefix names another mode than mode, an empty mode or a key whose
+// prefix names none taken. Its error names field, never the key.
+func checkKeyMode(field string, c *stripe.Client, mode Mode) error {
+	if m := Mode(stripeapi.KeyMode(c.V1Events.Key)); mode != "" && m != "" && m != mode {
+		return errorf("%w: %s has a %s-mode API key, which reaches %s-mode events and objects only, and Config.Mode is %s: use a key of the endpoint's mode",
+			ErrModeMismatch, field, m, m, mode)
+	}
+	return nil
 }
 
 // checkMode refuses an event of another mode than Config.Mode.
@@ -339,6 +355,11 @@ func newHandler(store Store, cfg Config) (*Handler, error) {
 	case "", ModeLive, ModeTest:
 	default:
 		return nil, errorf("Config.Mode %q is not a mode: ModeLive (%q), ModeTest (%q), or empty to check none", string(cfg.Mode), ModeLive, ModeTest)
+	}
+	if cfg.StripeClient != nil {
+		if err := checkKeyMode("Config.StripeClient", cfg.StripeClient, cfg.Mode); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case cfg.APIVersion == "":

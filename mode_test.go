@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
@@ -92,13 +93,15 @@ func TestModeRefusesDeliveryOfOtherMode(t *testing.T) {
 // TestModeRefusesThinEventOfOtherMode: with Config.Mode, a thin
 // notification of the other mode is answered 400 without a fetch, and one
 // whose notification says nothing of its mode is fetched and refused for
-// the fetched event's livemode; nothing is stored. One of the endpoint's
-// mode is applied.
+// the fetched event's livemode (fetched with a key whose prefix names no
+// mode: one of the other mode is refused by NewHandler); nothing is
+// stored. One of the endpoint's mode is applied.
 func TestModeRefusesThinEventOfOtherMode(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, app *service) {
 		thinEvents(app)
 		f, notification, _ := newThinFake("evt_thin_mode")
+		f.key = "sk_fake_0123456789" // no mode in its prefix, as a proxy's placeholder
 		var results []idempotency.Result
 		cfg := idempotency.Config{
 			Secrets: []string{testSecret}, Logger: discardLogger(), StripeClient: f.serve(t), Mode: idempotency.ModeLive,
@@ -125,6 +128,8 @@ func TestModeRefusesThinEventOfOtherMode(t *testing.T) {
 		require.Empty(t, app.appliedCounts(t))
 
 		cfg.Mode = idempotency.ModeTest
+		testKey, _, _ := newThinFake("evt_thin_mode") // a test-mode key
+		cfg.StripeClient = testKey.serve(t)
 		h, err = idempotency.NewHandler(app.store, app.hs, cfg)
 		require.NoError(t, err)
 		require.Equal(t, idempotency.OutcomeProcessed, idempotencytest.Deliver(h, notification, testSecret).Outcome)
@@ -196,4 +201,48 @@ func TestRecoverModeMatching(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, rep.Processed)
 	app.requireAppliedOnce(t, []string{"evt_match_a", "evt_match_b", "evt_match_c"})
+}
+
+// TestConfigModeRefusesStripeClientOfOtherMode: with Config.Mode, a
+// Config.StripeClient whose API key's prefix names the other mode is
+// refused by NewHandler and Inbox.Handler with ErrModeMismatch, naming the
+// field and never quoting the key: its fetches of thin events and of
+// current objects would find none of the endpoint's, and every thin event
+// would fail until Stripe gave up. A key of the endpoint's mode, one whose
+// prefix names no mode, and any key without Mode are taken.
+func TestConfigModeRefusesStripeClientOfOtherMode(t *testing.T) {
+	t.Parallel()
+	store, hs := idempotency.NewMemoryStore(), idempotency.NewHandlers()
+	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: discardLogger()})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		key  string
+		mode idempotency.Mode
+	}{{"sk_test_secret4242", idempotency.ModeLive}, {"rk_live_secret4242", idempotency.ModeTest}} {
+		cfg := idempotency.Config{Secrets: []string{testSecret}, Mode: c.mode, StripeClient: stripe.NewClient(c.key)}
+		_, err := idempotency.NewHandler(store, hs, cfg)
+		require.ErrorIs(t, err, idempotency.ErrModeMismatch, c.key)
+		require.ErrorContains(t, err, "Config.StripeClient has a "+string(stripeModeOf(c.key))+"-mode API key")
+		require.NotContains(t, err.Error(), "secret4242", "the key is not quoted")
+		_, err = in.Handler(cfg)
+		require.ErrorIs(t, err, idempotency.ErrModeMismatch, c.key)
+	}
+	for _, c := range []struct {
+		key  string
+		mode idempotency.Mode
+	}{
+		{"sk_live_x", idempotency.ModeLive}, {"rk_test_x", idempotency.ModeTest},
+		{"ek_test_x", idempotency.ModeLive}, {"sk_test_x", ""},
+	} {
+		_, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Mode: c.mode, StripeClient: stripe.NewClient(c.key)})
+		require.NoError(t, err, c.key)
+	}
+}
+
+// stripeModeOf is the mode a secret or restricted key's prefix names.
+func stripeModeOf(key string) idempotency.Mode {
+	if strings.Contains(key, "_live_") {
+		return idempotency.ModeLive
+	}
+	return idempotency.ModeTest
 }

@@ -258,9 +258,8 @@ func (h *Handler) runRecovery(ctx context.Context, client *stripe.Client, opts R
 	if err := opts.setDefaults(); err != nil {
 		return report, err
 	}
-	if m := Mode(stripeapi.KeyMode(client.V1Events.Key)); h.cfg.Mode != "" && m != "" && m != h.cfg.Mode {
-		return report, errorf("%w: Recover's client has a %s-mode API key, which lists %s-mode events, and Config.Mode is %s: use a key of the endpoint's mode",
-			ErrModeMismatch, m, m, h.cfg.Mode)
+	if err := checkKeyMode("Recover's client", client, h.cfg.Mode); err != nil {
+		return report, err
 	}
 	if !h.cfg.RecordIgnored {
 		for _, t := range opts.Types {
