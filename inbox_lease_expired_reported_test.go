@@ -22,7 +22,10 @@ import (
 // ErrLeaseExpired, from its start to the take-over; then its own end.
 // Nobody reported attempt 1 before: OnResult, the Observer and the log
 // never saw an attempt whose worker died, hung or could not record its
-// end before the last. When the stalled worker comes back, its end is
+// end before the last. The report's Kind is the task's, and its span is
+// started with attempt 1's record: its number, start and lease. (No test
+// failed when the report of a task's attempt had no Kind, or its record
+// the take-over's lease.) When the stalled worker comes back, its end is
 // logged and ends its span, and OnResult is not called again. Both
 // stores, on a fake clock.
 func TestInboxTakeOverReportsTheAttemptItReplaced(t *testing.T) {
@@ -47,7 +50,12 @@ func TestInboxTakeOverReportsTheAttemptItReplaced(t *testing.T) {
 				t.Cleanup(letGo)
 				var calls atomic.Int32
 				var rs, observed misuseResults
-				obs := &idempotency.Observer{Attempt: func(ctx context.Context, _ idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
+				var recsMu sync.Mutex
+				var recs []idempotency.InboxRecord // what each attempt's span was started with
+				obs := &idempotency.Observer{Attempt: func(ctx context.Context, rec idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
+					recsMu.Lock()
+					recs = append(recs, rec)
+					recsMu.Unlock()
 					if calls.Add(1) == 1 { // the first attempt stalls before its transaction
 						close(entered)
 						<-release
@@ -95,6 +103,18 @@ func TestInboxTakeOverReportsTheAttemptItReplaced(t *testing.T) {
 				require.ErrorIs(t, first.Err, idempotency.ErrLeaseExpired)
 				require.ErrorContains(t, first.Err, "after attempt 1")
 				require.Equal(t, time.Minute+time.Second, first.Duration, "from attempt 1's start to the take-over")
+				wantKind := idempotency.InboxKind("") // empty for an event
+				if kind == "task" {
+					wantKind = idempotency.KindTask
+				}
+				require.Equal(t, wantKind, first.Kind)
+				recsMu.Lock()
+				require.Len(t, recs, 3, "attempt 1, the take-over's report of it, attempt 2")
+				replaced := recs[1]
+				recsMu.Unlock()
+				require.Equal(t, 1, replaced.Attempt)
+				require.Equal(t, recs[0].AttemptedAt, replaced.AttemptedAt)
+				require.Equal(t, recs[0].LeaseUntil, replaced.LeaseUntil, "attempt 1's lease, not attempt 2's")
 				require.Equal(t, 2, got[1].Attempt)
 				require.Equal(t, idempotency.OutcomeProcessed, got[1].Outcome)
 				require.Equal(t, idempotency.InboxProcessed, got[1].State)
