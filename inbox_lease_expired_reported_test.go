@@ -23,9 +23,9 @@ import (
 // Nobody reported attempt 1 before: OnResult, the Observer and the log
 // never saw an attempt whose worker died, hung or could not record its
 // end before the last. The report's Kind is the task's, and its span is
-// started with attempt 1's record: its number, start and lease. (No test
-// failed when the report of a task's attempt had no Kind, or its record
-// the take-over's lease.) When the stalled worker comes back, its end is
+// started with attempt 1's record (its number, start and lease) and
+// linked as attempt 1's was. (No test failed when the report of a task's
+// attempt had no Kind, its record the take-over's lease, or no link.) When the stalled worker comes back, its end is
 // logged and ends its span, and OnResult is not called again. Both
 // stores, on a fake clock.
 func TestInboxTakeOverReportsTheAttemptItReplaced(t *testing.T) {
@@ -52,9 +52,10 @@ func TestInboxTakeOverReportsTheAttemptItReplaced(t *testing.T) {
 				var rs, observed misuseResults
 				var recsMu sync.Mutex
 				var recs []idempotency.InboxRecord // what each attempt's span was started with
-				obs := &idempotency.Observer{Attempt: func(ctx context.Context, rec idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
+				var links []string                 // and linked to
+				obs := &idempotency.Observer{Link: func(context.Context) string { return "ingest-span" }, Attempt: func(ctx context.Context, rec idempotency.InboxRecord, link string) (context.Context, func(idempotency.Result)) {
 					recsMu.Lock()
-					recs = append(recs, rec)
+					recs, links = append(recs, rec), append(links, link)
 					recsMu.Unlock()
 					if calls.Add(1) == 1 { // the first attempt stalls before its transaction
 						close(entered)
@@ -111,6 +112,7 @@ func TestInboxTakeOverReportsTheAttemptItReplaced(t *testing.T) {
 				recsMu.Lock()
 				require.Len(t, recs, 3, "attempt 1, the take-over's report of it, attempt 2")
 				replaced := recs[1]
+				require.Equal(t, links[0], links[1], "linked to the span that stored it, as attempt 1 was")
 				recsMu.Unlock()
 				require.Equal(t, 1, replaced.Attempt)
 				require.Equal(t, recs[0].AttemptedAt, replaced.AttemptedAt)
