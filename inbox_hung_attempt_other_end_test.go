@@ -25,7 +25,12 @@ import (
 // reported what. The hung worker's process may count fewer attempts (a
 // deploy that raised MaxAttempts): its attempt 1, its last, snoozed over
 // by the taker, is no redrive although the row shows attempt 1 under
-// another lease time. Both stores, on a fake clock.
+// another lease time. The taker's process may run ahead of the hung
+// worker's clock: the hung worker's lease has not ended by its own clock
+// when it returns, and the row (pending at its attempt, with the error
+// the take-over writes) still says a lease reported it. Both stores, on a
+// fake clock. (No test failed when that row was not read so, and the
+// hung worker's own clock decided.)
 func TestInboxHungAttemptReportedWhenTheNextEndedOtherwise(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -33,11 +38,13 @@ func TestInboxHungAttemptReportedWhenTheNextEndedOtherwise(t *testing.T) {
 		maxAttempts int
 		next        error // what the taker's run returns
 		state       idempotency.InboxState
-		hungMax     int // the hung worker's process's MaxAttempts; 0: maxAttempts
+		hungMax     int           // the hung worker's process's MaxAttempts; 0: maxAttempts
+		ahead       time.Duration // how far the taker's clock runs ahead of the hung worker's
 	}{
-		{"dead-lettered", 2, errors.New("the provider refuses"), idempotency.InboxDeadLetter, 0},
-		{"snoozed", 3, idempotency.Snooze(time.Hour), idempotency.InboxPending, 0},
-		{"snoozed after its last", 3, idempotency.Snooze(time.Hour), idempotency.InboxPending, 1},
+		{"dead-lettered", 2, errors.New("the provider refuses"), idempotency.InboxDeadLetter, 0, 0},
+		{"snoozed", 3, idempotency.Snooze(time.Hour), idempotency.InboxPending, 0, 0},
+		{"snoozed after its last", 3, idempotency.Snooze(time.Hour), idempotency.InboxPending, 1, 0},
+		{"snoozed by a process ahead", 3, idempotency.Snooze(time.Hour), idempotency.InboxPending, 0, 30 * time.Second},
 	} {
 		for name, store := range bothStores(t) {
 			t.Run(c.name+"/"+name, func(t *testing.T) {
@@ -56,15 +63,15 @@ func TestInboxHungAttemptReportedWhenTheNextEndedOtherwise(t *testing.T) {
 					return err
 				})
 				var rs misuseResults
-				process := func(maxAttempts int) *idempotency.Inbox {
+				process := func(maxAttempts int, ahead time.Duration) *idempotency.Inbox {
 					in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-						Now: clock.Now, MaxAttempts: maxAttempts, Lease: time.Minute, Timeout: 10 * time.Second,
+						Now: func() time.Time { return clock.Now().Add(ahead) }, MaxAttempts: maxAttempts, Lease: time.Minute, Timeout: 10 * time.Second,
 						Logger: discardLogger(), OnResult: rs.add,
 					})
 					require.NoError(t, err)
 					return in
 				}
-				inbox, old := process(c.maxAttempts), process(cmp.Or(c.hungMax, c.maxAttempts))
+				inbox, old := process(c.maxAttempts, c.ahead), process(cmp.Or(c.hungMax, c.maxAttempts), 0)
 				h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Now: clock.Now})
 				require.NoError(t, err)
 				require.Equal(t, idempotency.OutcomeProcessed, idempotencytest.Deliver(h, invoicePayload(t, "evt_hung", "in_hung", "acct_1"), testSecret).Outcome)
@@ -72,7 +79,7 @@ func TestInboxHungAttemptReportedWhenTheNextEndedOtherwise(t *testing.T) {
 				hung, err := idempotency.LeaseInbox(t.Context(), old, 1)
 				require.NoError(t, err)
 				require.Len(t, hung, 1)
-				clock.Advance(time.Minute)
+				clock.Advance(time.Minute - c.ahead) // the hung worker's lease ends by the taker's clock
 				n, err := inbox.WorkDue(t.Context()) // the taker: attempt 2
 				require.NoError(t, err)
 				require.Equal(t, 1, n)
