@@ -456,14 +456,8 @@ func (f *RedriveFilter) check() error {
 			return errorf("RedriveFilter.States: ignored holds events only, and RedriveFilter.Kind is task: a task is never ignored")
 		}
 	}
-	if err := checkSelection("RedriveFilter", f.EventIDs, f.EventType, f.ObjectID, f.Account); err != nil {
+	if err := checkSelection("RedriveFilter", f.Kind, f.EventIDs, f.EventType, f.ObjectID, f.Account); err != nil {
 		return err
-	}
-	switch {
-	case f.Kind == KindTask && f.ObjectID != "":
-		return errorf("RedriveFilter.ObjectID: a task has no object, and RedriveFilter.Kind is task")
-	case f.Kind == KindTask && f.Account != "":
-		return errorf("RedriveFilter.Account: a task has no account, and RedriveFilter.Kind is task")
 	}
 	return checkRange("RedriveFilter", f.Since, f.Until)
 }
@@ -491,7 +485,8 @@ type InboxFilter struct {
 	EventType string
 	ObjectID  string
 	// Account, when not empty, keeps the events of this connected account
-	// (Event.Account) only.
+	// (Event.Account) only. A task has neither an object nor an account:
+	// with Kind task, ObjectID or Account is refused.
 	Account string
 	// Since and Until bound ReceivedAt: Since <= ReceivedAt < Until; a zero
 	// time leaves that side open. Another time outside the years 1 to 9999
@@ -545,7 +540,7 @@ func (f *InboxFilter) check() error {
 			return errorf("InboxFilter.States: %q is not an inbox state", s)
 		}
 	}
-	if err := checkSelection("InboxFilter", f.EventIDs, f.EventType, f.ObjectID, f.Account); err != nil {
+	if err := checkSelection("InboxFilter", f.Kind, f.EventIDs, f.EventType, f.ObjectID, f.Account); err != nil {
 		return err
 	}
 	if !f.After.ReceivedAt.IsZero() || f.After.EventID != "" {
@@ -575,8 +570,15 @@ func (f *InboxFilter) matches(r *InboxRecord) bool {
 
 // checkSelection checks the texts a filter (InboxFilter, RedriveFilter)
 // selects records by, each error naming filter's field: an id empty, or
-// any of them with a NUL byte or invalid UTF-8, which no store keeps.
-func checkSelection(filter string, eventIDs []string, eventType, objectID, account string) error {
+// any of them with a NUL byte or invalid UTF-8, which no store keeps; an
+// object or an account with kind task, which has neither.
+func checkSelection(filter string, kind InboxKind, eventIDs []string, eventType, objectID, account string) error {
+	switch {
+	case kind == KindTask && objectID != "":
+		return errorf("%s.ObjectID: a task has no object, and %s.Kind is task", filter, filter)
+	case kind == KindTask && account != "":
+		return errorf("%s.Account: a task has no account, and %s.Kind is task", filter, filter)
+	}
 	for i, id := range eventIDs {
 		if err := checkText(fmt.Sprintf("%s.EventIDs[%d]", filter, i), id, true); err != nil {
 			return err

@@ -49,6 +49,14 @@ func TestListByAccount(t *testing.T) {
 	contains(t, body, `<input type="hidden" name="account" value="acct_other">`)
 	contains(t, body, `id="redrive-all">Redrive every dead_letter event of account acct_other</button>`)
 
+	// A task has neither: its list is refused as its redrive is, 400,
+	// not a store error.
+	for _, q := range []string{"events?kind=task&account=acct_other", "events?kind=task&object=in_other_1"} {
+		code, body := f.get(t, q)
+		require.Equal(t, http.StatusBadRequest, code, q)
+		contains(t, body, "A task has no object or account")
+	}
+
 	for _, form := range []string{
 		"kind=task&state=dead_letter&account=acct_other",
 		"kind=task&state=dead_letter&object=in_other_1",

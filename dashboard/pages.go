@@ -114,6 +114,9 @@ func parseListFilter(r *http.Request, maxLimit int) (listFilter, string) {
 	if !isKind(f.Kind) {
 		return f, "Unknown kind: use event or task."
 	}
+	if f.Kind == idempotency.KindTask && (f.Object != "" || f.Account != "") {
+		return f, "A task has no object or account: list an object's or an account's events, of the kind event or of every kind."
+	}
 	if f.State != "" && !slices.Contains(states, f.State) {
 		return f, "Unknown state."
 	}

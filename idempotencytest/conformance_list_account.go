@@ -14,7 +14,7 @@ import (
 // testInboxListByAccount: an object id alone selects the object under every
 // connected account (and the platform's); with Account, List keeps that
 // account's events only. An Account that is not text is refused, naming
-// the field.
+// the field, and so is an Account or ObjectID with Kind task.
 func testInboxListByAccount(t *testing.T, b StoreBackend) {
 	ib := newInboxBench(t, b, idempotency.InboxConfig{}, nil)
 	for _, e := range []struct{ id, account string }{
@@ -36,4 +36,14 @@ func testInboxListByAccount(t *testing.T, b StoreBackend) {
 	require.Empty(t, listIDs(t, ib.inbox, idempotency.InboxFilter{Account: "acct_C"}))
 	_, err := ib.inbox.List(ctxT(t), idempotency.InboxFilter{Account: "acct_\xff"})
 	require.ErrorContains(t, err, "InboxFilter.Account")
+	// A task has no object or account: with Kind task they are refused,
+	// as Redrive refuses them, not answered with an empty list that reads
+	// as "no such task".
+	for field, f := range map[string]idempotency.InboxFilter{
+		"InboxFilter.Account":  {Kind: idempotency.KindTask, Account: "acct_A"},
+		"InboxFilter.ObjectID": {Kind: idempotency.KindTask, ObjectID: "card_payments"},
+	} {
+		_, err := ib.inbox.List(ctxT(t), f)
+		require.ErrorContains(t, err, field+": a task has no ")
+	}
 }

@@ -143,6 +143,9 @@ inbox does not have exits 3.
 			if err != nil {
 				return err
 			}
+			if err := f.checkTaskSelection(kind, "list"); err != nil {
+				return err
+			}
 			_, in, closeFn, err := a.openInbox(ctx)
 			if err != nil {
 				return err
@@ -252,6 +255,19 @@ func (f *inboxFlags) parse() (idempotency.InboxKind, []idempotency.InboxState, e
 		return "", nil, usageError("-since (%s) is not before -until (%s)", formatTime(f.since.t), formatTime(f.until.t))
 	}
 	return kind, sts, nil
+}
+
+// checkTaskSelection refuses -account or -object with -kind task, which
+// selects records that have neither; verb is what the command does with
+// the events they select.
+func (f *inboxFlags) checkTaskSelection(kind idempotency.InboxKind, verb string) error {
+	switch {
+	case kind == idempotency.KindTask && f.account != "":
+		return usageError("-kind task with -account: a task has no account; -account and -object %s events", verb)
+	case kind == idempotency.KindTask && f.object != "":
+		return usageError("-kind task with -object: a task has no object; -account and -object %s events", verb)
+	}
+	return nil
 }
 
 var showCommand = command{

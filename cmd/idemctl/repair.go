@@ -88,11 +88,8 @@ not moved with why, in the order given.
 					return usageError("-state %s: only %s events are redriven", s, joinStates(f.offered))
 				}
 			}
-			switch {
-			case kind == idempotency.KindTask && f.account != "":
-				return usageError("-kind task with -account: a task has no account; -account and -object redrive events")
-			case kind == idempotency.KindTask && f.object != "":
-				return usageError("-kind task with -object: a task has no object; -account and -object redrive events")
+			if err := f.checkTaskSelection(kind, "redrive"); err != nil {
+				return err
 			}
 			switch ignored := slices.Contains(sts, idempotency.InboxIgnored); {
 			case ignored && kind == idempotency.KindTask:
