@@ -21,8 +21,8 @@ var errSettleLostRefused = errors.New("the downstream refused")
 // failedSettleLost delivers event id to an inbox on PostgreSQL whose
 // attempt 1 fails, and whose UPDATE recording that failure goes through
 // while its answer is lost; between runs then, before the attempt looks
-// its record up. It returns the inbox and the results OnResult got.
-func failedSettleLost(t *testing.T, id string, between func(context.Context, *idempotency.Inbox) error) (*idempotency.Inbox, []idempotency.Result) {
+// its record up. It returns the inbox and the results OnResult gets.
+func failedSettleLost(t *testing.T, id string, between func(context.Context, *idempotency.Inbox) error) (*idempotency.Inbox, *misuseResults) {
 	t.Helper()
 	var armed atomic.Bool
 	var in *idempotency.Inbox
@@ -56,9 +56,7 @@ func failedSettleLost(t *testing.T, id string, between func(context.Context, *id
 	idempotency.ApplyLeased(t.Context(), in, ls[0]) // fails; its failure is recorded, the answer lost
 	require.False(t, armed.Load(), "the failure's settle was sent and its answer lost")
 	require.NoError(t, betweenErr)
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return in, append([]idempotency.Result(nil), rs.all...)
+	return in, &rs
 }
 
 // TestInboxSettleLostGivenBackReportedFailed: the UPDATE that records an
@@ -70,7 +68,7 @@ func failedSettleLost(t *testing.T, id string, between func(context.Context, *id
 // the look-up did not take that record for attempt 1's own.)
 func TestInboxSettleLostGivenBackReportedFailed(t *testing.T) {
 	t.Parallel()
-	in, results := failedSettleLost(t, "evt_given_back", func(ctx context.Context, in *idempotency.Inbox) error {
+	in, rs := failedSettleLost(t, "evt_given_back", func(ctx context.Context, in *idempotency.Inbox) error {
 		again, err := idempotency.LeaseInbox(ctx, in, 1)
 		if err == nil && len(again) != 1 {
 			err = errors.New("not leased again")
@@ -85,8 +83,10 @@ func TestInboxSettleLostGivenBackReportedFailed(t *testing.T) {
 	require.Equal(t, idempotency.InboxPending, rec.State, "given back")
 	require.Equal(t, 1, rec.Attempt)
 
-	require.Len(t, results, 1, "attempt 1, by its worker: %v", results)
-	first := results[0]
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	require.Len(t, rs.all, 1, "attempt 1, by its worker: %v", rs.all)
+	first := rs.all[0]
 	require.Equal(t, 1, first.Attempt)
 	require.Equal(t, idempotency.OutcomeFailed, first.Outcome)
 	require.Equal(t, idempotency.InboxFailed, first.State, "its failure, as it was recorded")
@@ -103,7 +103,7 @@ func TestInboxSettleLostGivenBackReportedFailed(t *testing.T) {
 // left a record that no longer tells to a lease, whatever the time.)
 func TestInboxSettleLostRedrivenReportedAsItEnded(t *testing.T) {
 	t.Parallel()
-	in, results := failedSettleLost(t, "evt_redriven", func(ctx context.Context, in *idempotency.Inbox) error {
+	in, rs := failedSettleLost(t, "evt_redriven", func(ctx context.Context, in *idempotency.Inbox) error {
 		n, err := in.Redrive(ctx, idempotency.RedriveFilter{EventIDs: []string{"evt_redriven"}, States: []idempotency.InboxState{idempotency.InboxFailed}})
 		if err == nil && n != 1 {
 			err = errors.New("not redriven")
@@ -114,8 +114,10 @@ func TestInboxSettleLostRedrivenReportedAsItEnded(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, idempotency.InboxPending, rec.State, "redriven")
 
-	require.Len(t, results, 1, "attempt 1, by its worker: %v", results)
-	first := results[0]
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	require.Len(t, rs.all, 1, "attempt 1, by its worker: %v", rs.all)
+	first := rs.all[0]
 	require.Equal(t, 1, first.Attempt)
 	require.Equal(t, idempotency.OutcomeFailed, first.Outcome)
 	require.ErrorIs(t, first.Err, errSettleLostRefused)
