@@ -73,7 +73,7 @@ ON CONFLICT ("name") DO UPDATE SET "last_event_id" = EXCLUDED."last_event_id", "
 
 func (s *PgxStore) loadCheckpoint(ctx context.Context, name string) (recoveryCheckpoint, bool, error) {
 	cp := recoveryCheckpoint{Name: name}
-	found, err := s.queryRow(ctx, s.recovery.load, []any{name},
+	found, err := s.readRow(ctx, s.recovery.load, []any{name},
 		&cp.Since, &cp.Account, &cp.Types, &cp.OnlyUndelivered, &cp.LastEventID, &cp.LastCreated, &cp.UpdatedAt)
 	if err != nil {
 		return cp, false, errorf("loading recovery checkpoint: %w", err)

@@ -881,7 +881,7 @@ func (s *PgxStore) LookupEvent(ctx context.Context, eventID string) (EventRecord
 	if !validText(eventID) {
 		return r, false, nil // no claim can hold it; PostgreSQL would refuse the query
 	}
-	found, err := s.queryRow(ctx, s.sql.lookupEvent, []any{eventID}, r.columns()...)
+	found, err := s.readRow(ctx, s.sql.lookupEvent, []any{eventID}, r.columns()...)
 	return r, found, err
 }
 
@@ -901,16 +901,20 @@ func (s *PgxStore) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord
 		return nil, err
 	}
 	var out []EventRecord
-	err := s.autocommit(ctx, func(q pgxQuerier) error {
-		rows, err := q.Query(ctx, s.sql.listEvents, texts(f.Outcomes), f.EventType, f.ObjectID, filterBound(f.Since), filterBound(f.Until), f.Limit)
-		if err != nil {
+	// A read: on a connection whose session ended while it sat idle it
+	// is read again on another.
+	err := retryStale(ctx, func() error {
+		return s.autocommit(ctx, func(q pgxQuerier) error {
+			rows, err := q.Query(ctx, s.sql.listEvents, texts(f.Outcomes), f.EventType, f.ObjectID, filterBound(f.Since), filterBound(f.Until), f.Limit)
+			if err != nil {
+				return err
+			}
+			out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (EventRecord, error) {
+				var r EventRecord
+				return r, row.Scan(r.columns()...)
+			})
 			return err
-		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (EventRecord, error) {
-			var r EventRecord
-			return r, row.Scan(r.columns()...)
 		})
-		return err
 	})
 	if err != nil {
 		return nil, errorf("listing events: %w", s.unavailableErr(err))
@@ -924,7 +928,7 @@ func (s *PgxStore) LookupGuard(ctx context.Context, scope, key string) (GuardRec
 	if !validText(scope) || !validText(key) {
 		return r, false, nil // no guard can hold it; PostgreSQL would refuse the query
 	}
-	found, err := s.queryRow(ctx, s.sql.lookupGuard, []any{scope, key}, &r.Scope, &r.Key, &r.EventID, &r.ClaimedAt)
+	found, err := s.readRow(ctx, s.sql.lookupGuard, []any{scope, key}, &r.Scope, &r.Key, &r.EventID, &r.ClaimedAt)
 	return r, found, err
 }
 
