@@ -73,8 +73,9 @@ type TaskRun[T any] struct {
 	// with other parameters. Stripe answers a retry with the answer it
 	// saved for the key, a decline or a 500 included, for a day.
 	IdempotencyKey string
-	// Attempt counts the attempts, this one included; snoozed attempts do
-	// not count.
+	// Attempt counts the attempts since the task was enqueued or last
+	// redriven (a redrive gives it a fresh budget, starting again at 1),
+	// this one included; snoozed attempts do not count.
 	Attempt int
 }
 
