@@ -33,8 +33,11 @@ type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 // [ErrStripeAPI] and quote nothing Stripe answered (an object stripe-go
 // could not decode would otherwise be quoted in them, and so in logs and in
 // the inbox's LastError): they give the status, the error's type and code
-// and the request id; stripe-go's *stripe.Error stays reachable with
-// errors.As, and a network or context error with errors.Is. A 404 with
+// and the request id, or for an answer that is not the Stripe API's (a
+// proxy's or a gateway's 502, 503 or 504 with an HTML page or an empty
+// body) its status and that it is not, or that the answer was cut short;
+// stripe-go's *stripe.Error stays reachable with errors.As, and a network
+// or context error with errors.Is. A 404 with
 // Stripe's code resource_missing (no such object) also wraps
 // [ErrObjectNotFound], and so does a v2 method's error answer with that code
 // (stripe-go keeps no status of a v2 answer); any other 404 (Unrecognized

@@ -517,16 +517,20 @@ var ErrObjectNotFound = errors.New("idempotency: object not found")
 // fetches, and [Handler.Recover].
 var (
 	// ErrStripeAPI: a request to the Stripe API failed: the network, a
-	// timeout, a rate limit (429), Stripe itself (5xx), or a refusal (an
-	// invalid key, an unknown event); or [Handler.Recover] was answered a
-	// list it cannot go on from (an empty page with more after it, an event
-	// of another account than RecoverOptions.Account). A failed request's
-	// text has the HTTP status, Stripe's error type and code and the request
-	// id; no text has the key or a payload. stripe-go's *stripe.Error is
-	// reachable with errors.As. A thin event whose fetch fails is answered
-	// 503 (network, timeout, 429, 5xx) or 500 (a refusal), so Stripe sends
-	// it again; an [OnCurrent] handler's fails its event; [Handler.Recover]
-	// stops with it, its checkpoint kept.
+	// timeout, a rate limit (429), Stripe itself (5xx), a proxy or gateway
+	// before it (a 502, 503 or 504 with an HTML page), an answer cut short,
+	// or a refusal (an invalid key, an unknown event); or
+	// [Handler.Recover] was answered a list it cannot go on from (an empty
+	// page with more after it, an event of another account than
+	// RecoverOptions.Account). A failed request's text has the HTTP status,
+	// Stripe's error type and code and the request id, or says that the
+	// answer is not the Stripe API's; no text has the key, a payload or a
+	// proxy's page. stripe-go's *stripe.Error is reachable with errors.As.
+	// A thin event whose fetch fails is answered 503 (network, timeout,
+	// 429, 5xx, an answer cut short) or 500 (a refusal: a 4xx, Stripe's or
+	// a proxy's), so Stripe sends it again; an [OnCurrent] handler's fails
+	// its event; [Handler.Recover] asks again after what a later request
+	// may pass, and stops with it, its checkpoint kept.
 	ErrStripeAPI = errors.New("idempotency: Stripe API request failed")
 	// ErrRecoveryWindow: [Handler.Recover] was asked to start before
 	// [RecoveryWindow] (30 days) ago, by RecoverOptions.Since or by the

@@ -509,7 +509,7 @@ func MemoryRecordIgnored(ctx context.Context, s *MemoryStore, id, eventType, obj
 }
 
 // RecoverWithBackoff is h.Recover, waiting backoff (not a second) before
-// the first request it asks again after a 429 or 5xx.
+// the first request it asks again after a 429, a 5xx or the network.
 func RecoverWithBackoff(ctx context.Context, h *Handler, client *stripe.Client, opts RecoverOptions, backoff time.Duration) (RecoverReport, error) {
 	return h.runRecovery(ctx, client, opts, backoff)
 }

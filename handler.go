@@ -281,10 +281,12 @@ const (
 //	200 no handler for the type                     {"outcome":"ignored"}
 //	200 handler returned Skip                       {"outcome":"skipped"}
 //	500 handler error, panic or timeout; thin
-//	    event: the Stripe API refused the fetch     {"error":"processing_failed"}
+//	    event: the Stripe API (or a proxy before
+//	    it: a 4xx) refused the fetch                {"error":"processing_failed"}
 //	503 store unreachable or read-only              {"error":"store_unavailable"}
 //	503 thin event: the Stripe API unreachable,
-//	    rate-limited or failing                     {"error":"stripe_unavailable"}
+//	    rate-limited or failing (429, 5xx, Stripe's
+//	    or a proxy's), or its answer cut short      {"error":"stripe_unavailable"}
 //
 // Nothing is stored for an answer other than 200, but in one case: on
 // PostgreSQL, a COMMIT whose answer was lost (a dropped connection) and

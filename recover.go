@@ -3,7 +3,6 @@ package idempotency
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -122,8 +121,9 @@ type RecoverOptions struct {
 
 	// RequestsPerSecond bounds the calls to the Events API (one per page, a
 	// few more to find the oldest page, and Recover's own retries of a page
-	// answered 429 or 5xx), at most 100. Defaults to DefaultRecoverRate
-	// (10). The client's own retries of a failed call come on top.
+	// refused for now: 429, 5xx, the network), at most 100. Defaults to
+	// DefaultRecoverRate (10). The client's own retries of a failed call
+	// come on top.
 	RequestsPerSecond float64
 
 	// PageSize is how many events one call lists, 1 to 100. Defaults to
@@ -204,9 +204,15 @@ type RecoverReport struct {
 // empty one with has_more true ([ErrStripeAPI]), or ctx is done; the event
 // in hand is finished first (ctx does not cut its transaction short;
 // Config.Timeout does), and the checkpoint is saved. Recover asks again
-// for a page Stripe answered 429 (a rate limit) or 5xx, which stripe-go
-// does not retry: up to 5 times, 1, 2, 4, 8 and 16 s later, each logged
-// at Warn. Other answers (a 4xx, a key refused) stop the run at once.
+// for a page answered 429 (a rate limit) or 5xx, by Stripe or by a proxy
+// or gateway before it (a 502, 503 or 504 with an HTML page or an empty
+// body), cut short or not JSON, or not answered (the network, a
+// timeout): up to 5 times, 1, 2, 4, 8 and 16 s later, each logged at
+// Warn. stripe-go itself retries none of Stripe's 429 and 5xx, but does
+// retry the network and an answer that is not JSON (the client's
+// MaxNetworkRetries, 2 by default) inside each of Recover's requests,
+// before Recover asks again. Other answers (a 4xx, Stripe's or a
+// proxy's, a key refused) stop the run at once.
 //
 // It refuses, with [ErrRecoveryWindow] and before any request, the place
 // it would start from when it is earlier than RecoveryWindow (and a
@@ -365,7 +371,7 @@ type recovery struct {
 	pace   pacer
 	report *RecoverReport
 	// backoff is the wait before the first request asked again after a
-	// 429 or 5xx: recoverBackoff, shorter in tests.
+	// 429, a 5xx or the network: recoverBackoff, shorter in tests.
 	backoff time.Duration
 
 	backend recoveryBackend     // nil without a checkpoint
@@ -558,19 +564,25 @@ type listedEvent struct {
 	err error             // not an event envelope
 }
 
-// recoverRetries is how many times Recover asks again for a page that
-// Stripe answered 429 (a rate limit) or 5xx, and recoverBackoff the wait
-// before the first time, doubled before each next: 1, 2, 4, 8 and 16 s,
-// half a minute in all. stripe-go retries neither (only a 429
-// lock_timeout, a 409 and network errors), and a run of a month's events
-// takes long enough to meet one; a list is safe to ask again.
+// recoverRetries is how many times Recover asks again for a page whose
+// request a later one may pass (stripeAPIError.transient: a 429, a 5xx,
+// Stripe's or a proxy's, an answer cut short or none), and recoverBackoff
+// the wait before the first time, doubled before each next: 1, 2, 4, 8
+// and 16 s, half a minute in all. stripe-go retries no answer of
+// Stripe's 429 or 5xx (only a 429 lock_timeout and a 409), and a run of a
+// month's events takes long enough to meet one; a list is safe to ask
+// again. It does retry a network error and an answer that is not JSON
+// (a proxy's page), MaxNetworkRetries times (2 by default), within a
+// second or two: Recover asks again after those retries too, once they
+// gave up, so that a proxy or a gateway that fails for longer (a restart)
+// does not end the run.
 const (
 	recoverRetries = 5
 	recoverBackoff = time.Second
 )
 
-// list requests one page, at the options' pace, asking again after a 429
-// or a 5xx answer, up to recoverRetries times.
+// list requests one page, at the options' pace, asking again after a
+// failure a later request may pass, up to recoverRetries times.
 func (r *recovery) list(ctx context.Context, q eventQuery) (eventPage, error) {
 	params := &stripe.EventListParams{
 		ListParams:   stripe.ListParams{Limit: stripe.Int64(int64(r.opts.PageSize))},
@@ -601,8 +613,7 @@ func (r *recovery) list(ctx context.Context, q eventQuery) (eventPage, error) {
 		if raw, err = listEvents(ctx, r.client, params); err == nil {
 			break
 		}
-		var se *stripeAPIError
-		if retry == recoverRetries || !errors.As(err, &se) || !se.transient() {
+		if retry == recoverRetries || ctx.Err() != nil || !transientAPIError(err) {
 			return eventPage{}, err
 		}
 		wait := r.backoff << retry

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/stripe/stripe-go/v82"
@@ -120,12 +124,18 @@ func checkStripeClient(field string, c *stripe.Client) error {
 // apiError wraps a failed request in ErrStripeAPI with what identifies it
 // and nothing that could carry the key or a payload: stripe.Error's own
 // text is its JSON, message and all, and an answer stripe-go cannot read
-// becomes an error that quotes the body.
+// becomes an error that quotes the body. Such an answer is not the Stripe
+// API's when its status is an error's (Stripe answers errors in JSON): a
+// proxy's, a load balancer's or a gateway's between the service and
+// Stripe (a 502, 503 or 504 with an HTML page or an empty body); its
+// error names its status and says so.
 func apiError(op string, err error) error {
 	e := &stripeAPIError{op: op}
+	undecoded := undecodedStatus(err)
 	var se *stripe.Error
 	var v2 *stripe.V2RawError
 	var ue *url.Error
+	var ne net.Error
 	switch {
 	case errors.As(err, &se):
 		e.status, e.typ, e.code, e.requestID = se.HTTPStatusCode, answerToken(string(se.Type)), answerToken(string(se.Code)), answerToken(se.RequestID)
@@ -150,10 +160,40 @@ func apiError(op string, err error) error {
 				e.causeText = strings.ReplaceAll(err.Error(), ue.Error(), (&url.Error{Op: ue.Op, URL: masked, Err: ue.Err}).Error())
 			}
 		}
+	case undecoded != 0:
+		// Not JSON of the shape asked for (an error answer's, or the
+		// object's): stripe-go quotes up to 500 bytes of the body; only
+		// the status is read of its error.
+		e.status, e.unreadable = undecoded, true
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne):
+		// The connection ended while stripe-go read the answer's body (a
+		// request that got no answer at all is a *url.Error, above).
+		e.cause, e.cutShort = err, true
+	case json.Valid([]byte(err.Error())):
+		// stripe-go's error of an error answer whose JSON has no Stripe
+		// error in it (a gateway's {"message":...}) is that body alone.
+		e.unreadable, e.notStripe = true, true
 	default:
 		e.unreadable = true
 	}
 	return e
+}
+
+// undecodedAnswer is the text stripe-go v82 gives the error of an answer
+// whose body does not decode (UnmarshalJSONVerbose): the status, then a
+// sample of the body. TestStripeAPIAnswersNotStripes fails if a release
+// of stripe-go words it otherwise.
+var undecodedAnswer = regexp.MustCompile(`\ACouldn't deserialize JSON \(response status: ([1-5][0-9][0-9]), body sample: '`)
+
+// undecodedStatus is the HTTP status of an answer stripe-go could not
+// decode, when err is stripe-go's error of one, and 0 otherwise.
+func undecodedStatus(err error) int {
+	m := undecodedAnswer.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0
+	}
+	status, _ := strconv.Atoi(m[1])
+	return status
 }
 
 // maskedUserinfo is u with the user information of its authority, what
@@ -197,8 +237,9 @@ func answerToken(s string) string {
 	return s
 }
 
-// stripeAPIError is a request that failed: without an answer (cause set),
-// with an answer stripe-go could not read (unreadable), or with an error
+// stripeAPIError is a request that failed: without an answer, or with
+// one cut short (cause set), with an answer stripe-go could not read
+// (unreadable; status when stripe-go's error gives it), or with an error
 // answer (status, or for a v2 error only its type and code; answer is
 // stripe-go's error, for errors.As, never quoted).
 type stripeAPIError struct {
@@ -207,16 +248,32 @@ type stripeAPIError struct {
 	typ, code, requestID string
 	cause, answer        error
 	causeText            string // cause's text with a URL's user information masked; "" when it needs none
+	cutShort             bool   // cause ended the answer's body
 	unreadable           bool
+	notStripe            bool // unreadable: JSON without Stripe's error object, of an error status not known
 	// otherMode is "live" or "test" when Stripe answered that the object
 	// exists in that mode, not the API key's (see keyOfOtherMode).
 	otherMode string
 }
 
-// transient reports whether Stripe answered the request 429 (a rate
-// limit) or 5xx: the same request may succeed later.
+// transient reports whether the same request may succeed later: it got no
+// answer or one cut short (the network, a timeout), a rate limit (429), a
+// failure of Stripe's own or of a proxy or gateway before it (5xx), or an
+// answer stripe-go could not read that has no error status (a success
+// status whose body is cut short or not JSON) or whose status is not
+// known. A refusal (another 4xx, whether Stripe's or a proxy's) is not.
+// stripe-go keeps no status of a v2 error answer: its type says it, a
+// rate limit (rate_limit) or a failure of Stripe's (api_error).
 func (e *stripeAPIError) transient() bool {
-	return e.status == http.StatusTooManyRequests || e.status >= http.StatusInternalServerError
+	switch {
+	case e.cause != nil:
+		return true
+	case e.unreadable && e.status < http.StatusBadRequest:
+		return true
+	case e.status != 0:
+		return e.status == http.StatusTooManyRequests || e.status >= http.StatusInternalServerError
+	}
+	return e.typ == string(stripe.ErrorTypeAPI) || e.typ == "rate_limit_error" || e.typ == "rate_limit" || e.code == "rate_limit"
 }
 
 // keyOfOtherMode returns the mode ("live" or "test") a 404
@@ -241,8 +298,16 @@ func (e *stripeAPIError) Error() string {
 	switch {
 	case e.causeText != "":
 		return s + ": " + e.causeText
+	case e.cutShort:
+		return s + ": the answer was cut short: " + e.cause.Error()
 	case e.cause != nil:
 		return s + ": " + e.cause.Error()
+	case e.notStripe:
+		return s + ": an error answer that is not the Stripe API's (JSON without Stripe's error; its status not known, its body not quoted)"
+	case e.unreadable && e.status >= http.StatusBadRequest:
+		return s + fmt.Sprintf(": HTTP %d, not an answer of the Stripe API (a proxy's or a gateway's; its body not quoted)", e.status)
+	case e.unreadable && e.status != 0:
+		return s + fmt.Sprintf(": HTTP %d, an answer stripe-go could not read (cut short, or not the JSON asked for; not quoted: it may hold a payload)", e.status)
 	case e.unreadable:
 		return s + ": an answer stripe-go could not read (not quoted: it may hold a payload)"
 	}
@@ -365,13 +430,8 @@ func (e *stripeAPIError) Unwrap() []error {
 }
 
 // transientAPIError reports a failed request that a later one may not
-// meet: no answer (the network, a timeout), a rate limit (429; for a v2
-// answer, whose status stripe-go drops, the type rate_limit), a failure of
-// Stripe's own (5xx; for a v2 answer, an api_error), or an answer
-// stripe-go could not read (an HTML error page of a proxy, most likely).
+// meet (stripeAPIError.transient).
 func transientAPIError(err error) bool {
 	var e *stripeAPIError
-	return errors.As(err, &e) && (e.cause != nil || e.unreadable ||
-		e.status == http.StatusTooManyRequests || e.status >= 500 ||
-		e.typ == string(stripe.ErrorTypeAPI) || e.typ == "rate_limit_error" || e.typ == "rate_limit" || e.code == "rate_limit")
+	return errors.As(err, &e) && e.transient()
 }

@@ -32,8 +32,8 @@
 // Results go to stdout; errors to stderr, one line each starting
 // "idemctl: " (recover also writes there the library's log records at Warn
 // and Error, as slog text lines: a page of the Events API asked for again
-// after a 429 or 5xx, an event that failed to be stored and why, an event
-// of another API version, the run's end when it stopped).
+// after a 429, a 5xx or the network, an event that failed to be stored and
+// why, an event of another API version, the run's end when it stopped).
 // Nothing idemctl prints holds a payload (unless show -payload
 // asks for it), the database password or the Stripe API key, which recover
 // reads from STRIPE_SECRET_KEY alone. Text that payloads and handlers put

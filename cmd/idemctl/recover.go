@@ -66,10 +66,10 @@ the key is of the other mode, -account is not a connected account's id, or
 
 Besides its own "idemctl: " lines, recover writes to stderr the library's
 log records at Warn and Error, one slog text line each (time=... level=...
-msg=...): each page the Events API refused for now (429, 5xx) and that is
-asked for again, each event that failed to be stored and why, an event of
-another API version than this idemctl's stripe-go, and the run's end when
-it stopped.
+msg=...): each page the Events API refused for now (429, 5xx, Stripe's or a
+proxy's, the network) and that is asked for again, each event that failed
+to be stored and why, an event of another API version than this idemctl's
+stripe-go, and the run's end when it stopped.
 
 With -json the report is one JSON document: {"listed":N,"queued":N,
 "duplicate":N,"ignored":N,"failed":N,"failed_ids":[..],"requests":N,
