@@ -522,10 +522,11 @@ var (
 	// or a refusal (an invalid key, an unknown event); or
 	// [Handler.Recover] was answered a list it cannot go on from (an empty
 	// page with more after it, an event of another account than
-	// RecoverOptions.Account). A failed request's text has the HTTP status,
-	// Stripe's error type and code and the request id, or says that the
-	// answer is not the Stripe API's; no text has the key, a payload or a
-	// proxy's page. stripe-go's *stripe.Error is reachable with errors.As.
+	// RecoverOptions.Account, JSON that is not a list). A failed request's
+	// text has the HTTP status, Stripe's error type and code and the
+	// request id, or says that the answer is not the Stripe API's; no text
+	// has the key, a payload or a proxy's page. stripe-go's *stripe.Error
+	// is reachable with errors.As.
 	// A thin event whose fetch fails is answered 503 (network, timeout,
 	// 429, 5xx, an answer cut short) or 500 (a refusal: a 4xx, Stripe's or
 	// a proxy's), so Stripe sends it again; an [OnCurrent] handler's fails

@@ -206,13 +206,14 @@ type RecoverReport struct {
 // Config.Timeout does), and the checkpoint is saved. Recover asks again
 // for a page answered 429 (a rate limit) or 5xx, by Stripe or by a proxy
 // or gateway before it (a 502, 503 or 504 with an HTML page or an empty
-// body), cut short or not JSON, or not answered (the network, a
-// timeout): up to 5 times, 1, 2, 4, 8 and 16 s later, each logged at
-// Warn. stripe-go itself retries none of Stripe's 429 and 5xx, but does
-// retry the network and an answer that is not JSON (the client's
-// MaxNetworkRetries, 2 by default) inside each of Recover's requests,
-// before Recover asks again. Other answers (a 4xx, Stripe's or a
-// proxy's, a key refused) stop the run at once.
+// body), cut short, not JSON or JSON that is not a list (a proxy's
+// {"status":"ok"}, which read as a page would end the run as complete),
+// or not answered (the network, a timeout): up to 5 times, 1, 2, 4, 8
+// and 16 s later, each logged at Warn. stripe-go itself retries none of
+// Stripe's 429 and 5xx, but does retry the network and an answer that is
+// not JSON (the client's MaxNetworkRetries, 2 by default) inside each of
+// Recover's requests, before Recover asks again. Other answers (a 4xx,
+// Stripe's or a proxy's, a key refused) stop the run at once.
 //
 // It refuses, with [ErrRecoveryWindow] and before any request, the place
 // it would start from when it is earlier than RecoveryWindow (and a

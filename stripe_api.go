@@ -66,6 +66,7 @@ func withinContext[T any](ctx context.Context, call func() (T, error)) (T, error
 // rawEventPage is one page of GET /v1/events with its events as sent.
 type rawEventPage struct {
 	stripe.APIResource
+	Object  string            `json:"object"`
 	Data    []json.RawMessage `json:"data"`
 	HasMore bool              `json:"has_more"`
 }
@@ -82,6 +83,16 @@ func listEvents(ctx context.Context, c *stripe.Client, params *stripe.EventListP
 	})
 	if err != nil {
 		return nil, apiError("listing events", err)
+	}
+	if page.Object != "list" {
+		// JSON, but not the Stripe API's list (a proxy's {"status":"ok"}):
+		// read as a page, it would be an empty one with nothing after it,
+		// the end of the events.
+		e := &stripeAPIError{op: "listing events", unreadable: true, notList: true}
+		if page.LastResponse != nil {
+			e.status = page.LastResponse.StatusCode
+		}
+		return nil, e
 	}
 	return page, nil
 }
@@ -251,6 +262,7 @@ type stripeAPIError struct {
 	cutShort             bool   // cause ended the answer's body
 	unreadable           bool
 	notStripe            bool // unreadable: JSON without Stripe's error object, of an error status not known
+	notList              bool // unreadable: a list asked for, JSON of another kind answered
 	// otherMode is "live" or "test" when Stripe answered that the object
 	// exists in that mode, not the API key's (see keyOfOtherMode).
 	otherMode string
@@ -302,6 +314,12 @@ func (e *stripeAPIError) Error() string {
 		return s + ": the answer was cut short: " + e.cause.Error()
 	case e.cause != nil:
 		return s + ": " + e.cause.Error()
+	case e.notList:
+		s += ": "
+		if e.status != 0 {
+			s += fmt.Sprintf("HTTP %d, ", e.status)
+		}
+		return s + "not a list of events (JSON, but not the Stripe API's answer; its body not quoted)"
 	case e.notStripe:
 		return s + ": an error answer that is not the Stripe API's (JSON without Stripe's error; its status not known, its body not quoted)"
 	case e.unreadable && e.status >= http.StatusBadRequest:

@@ -268,3 +268,39 @@ func TestRecoverAsksAgainAfterStripeGosRetries(t *testing.T) {
 		require.Equal(t, time.Second, calls[0].At.Sub(failed[2]), "Recover's backoff, after stripe-go's retries")
 	})
 }
+
+// TestRecoverPageThatIsNotAList: a 200 whose JSON is not a list (a
+// proxy's {"status":"ok"}) is not read as an empty last page, which would
+// end the run as complete with nothing listed: Recover asks again, and
+// when every answer is so it stops with ErrStripeAPI, whose text names
+// the status and quotes nothing of the body. Before, the run ended at
+// once, Listed 0, without an error.
+func TestRecoverPageThatIsNotAList(t *testing.T) {
+	t.Parallel()
+	ok := notStripeAnswer{name: "200 JSON not a list", serve: func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok","echo":"` + proxyEcho + `"}`))
+	}, says: "HTTP 200, not a list of events"}
+	now := time.Now()
+	for _, failing := range []int64{1, 0} {
+		t.Run(fmt.Sprint("failing ", failing), func(t *testing.T) {
+			t.Parallel()
+			f := newFakeStripe()
+			addPaidEvents(t, f, "notlist", 3, now)
+			client, served := notStripeServer(t, ok, failing, f)
+			app := newService(t, "memory")
+			rep, err := idempotency.RecoverWithBackoff(t.Context(), app.handler(t), client,
+				idempotency.RecoverOptions{Since: now.Add(-2 * time.Hour), RequestsPerSecond: 100}, time.Millisecond)
+			if failing == 0 {
+				requireErrorText(t, err, "listing events", ok)
+				require.Equal(t, 6, rep.Requests, "asked again 5 times")
+				require.Equal(t, int64(6), served())
+				require.Zero(t, rep.Listed)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, len(f.calls())+1, rep.Requests)
+			app.requireAppliedOnce(t, eventIDs("notlist", 3))
+		})
+	}
+}
