@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -37,8 +38,10 @@ type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 // proxy's or a gateway's 502, 503 or 504 with an HTML page or an empty
 // body) its status and that it is not, or that the answer was cut short;
 // stripe-go's *stripe.Error stays reachable with errors.As, and a network
-// or context error with errors.Is. A 404 with
-// Stripe's code resource_missing (no such object) also wraps
+// or context error with errors.Is. A 200 whose JSON is not an object (no
+// id: a proxy's {"status":"ok"}, which stripe-go decodes into an object
+// with every field empty) is an error too, not an object for the handler.
+// A 404 with Stripe's code resource_missing (no such object) also wraps
 // [ErrObjectNotFound], and so does a v2 method's error answer with that code
 // (stripe-go keeps no status of a v2 answer); any other 404 (Unrecognized
 // request URL), and one whose message says the object exists in the other
@@ -69,6 +72,13 @@ func Retrieve[T any, P interface {
 		}
 		obj, err := withinContext(ctx, func() (T, error) { return retrieve(ctx, id, params) })
 		if err == nil {
+			if objID, res, ok := stripeObject(obj); ok && objID == "" {
+				// JSON that is not an object of the Stripe API (a proxy's
+				// {"status":"ok"}), decoded into one with every field
+				// empty: its handler would write that state.
+				var zero T
+				return zero, notAskedFor("retrieving the object", "not an object of the Stripe API: JSON without an id", res)
+			}
 			return obj, nil
 		}
 		// Only Stripe's resource_missing says the object is gone: a 404
@@ -89,6 +99,41 @@ func Retrieve[T any, P interface {
 		}
 		return obj, err
 	}
+}
+
+// stripeObject returns the ID and the kept answer (LastResponse) of obj, a
+// stripe-go object or a pointer to one; ok is false when obj has no
+// string field ID.
+func stripeObject(obj any) (id string, res *stripe.APIResponse, ok bool) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "", nil, false
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return "", nil, false
+	}
+	field := func(name string) reflect.Value {
+		sf, found := v.Type().FieldByName(name)
+		if !found || !sf.IsExported() {
+			return reflect.Value{}
+		}
+		f, err := v.FieldByIndexErr(sf.Index) // not through a nil embedded pointer
+		if err != nil {
+			return reflect.Value{}
+		}
+		return f
+	}
+	f := field("ID")
+	if !f.IsValid() || f.Kind() != reflect.String {
+		return "", nil, false
+	}
+	if lr := field("LastResponse"); lr.IsValid() {
+		res, _ = lr.Interface().(*stripe.APIResponse)
+	}
+	return f.String(), res, true
 }
 
 // FetchTimeout bounds one fetch of an [OnCurrent] handler, within the

@@ -88,13 +88,20 @@ func listEvents(ctx context.Context, c *stripe.Client, params *stripe.EventListP
 		// JSON, but not the Stripe API's list (a proxy's {"status":"ok"}):
 		// read as a page, it would be an empty one with nothing after it,
 		// the end of the events.
-		e := &stripeAPIError{op: "listing events", unreadable: true, notList: true}
-		if page.LastResponse != nil {
-			e.status = page.LastResponse.StatusCode
-		}
-		return nil, e
+		return nil, notAskedFor("listing events", "not a list of events: JSON of another kind, not the Stripe API's answer", page.LastResponse)
 	}
 	return page, nil
+}
+
+// notAskedFor is the error of a request answered with JSON that is not
+// what was asked for, named by says ("not a list of events: ..."); res is
+// the answer when the client's backend kept it.
+func notAskedFor(op, says string, res *stripe.APIResponse) error {
+	e := &stripeAPIError{op: op, unreadable: true, notAsked: says}
+	if res != nil {
+		e.status = res.StatusCode
+	}
+	return e
 }
 
 // retrieveV2Event returns GET /v2/core/events/{id} as sent, as the account
@@ -261,8 +268,8 @@ type stripeAPIError struct {
 	causeText            string // cause's text with a URL's user information masked; "" when it needs none
 	cutShort             bool   // cause ended the answer's body
 	unreadable           bool
-	notStripe            bool // unreadable: JSON without Stripe's error object, of an error status not known
-	notList              bool // unreadable: a list asked for, JSON of another kind answered
+	notStripe            bool   // unreadable: JSON without Stripe's error object, of an error status not known
+	notAsked             string // unreadable: JSON answered, not what was asked for (notAskedFor)
 	// otherMode is "live" or "test" when Stripe answered that the object
 	// exists in that mode, not the API key's (see keyOfOtherMode).
 	otherMode string
@@ -314,12 +321,12 @@ func (e *stripeAPIError) Error() string {
 		return s + ": the answer was cut short: " + e.cause.Error()
 	case e.cause != nil:
 		return s + ": " + e.cause.Error()
-	case e.notList:
+	case e.notAsked != "":
 		s += ": "
 		if e.status != 0 {
 			s += fmt.Sprintf("HTTP %d, ", e.status)
 		}
-		return s + "not a list of events (JSON, but not the Stripe API's answer; its body not quoted)"
+		return s + e.notAsked + " (its body not quoted)"
 	case e.notStripe:
 		return s + ": an error answer that is not the Stripe API's (JSON without Stripe's error; its status not known, its body not quoted)"
 	case e.unreadable && e.status >= http.StatusBadRequest:

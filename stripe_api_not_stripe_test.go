@@ -269,6 +269,14 @@ func TestRecoverAsksAgainAfterStripeGosRetries(t *testing.T) {
 	})
 }
 
+// proxyOKBody is JSON a proxy may answer 200 with: not the Stripe API's.
+var proxyOKBody = []byte(`{"status":"ok","echo":"` + proxyEcho + `"}`)
+
+func proxyOK(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(proxyOKBody)
+}
+
 // TestRecoverPageThatIsNotAList: a 200 whose JSON is not a list (a
 // proxy's {"status":"ok"}) is not read as an empty last page, which would
 // end the run as complete with nothing listed: Recover asks again, and
@@ -277,10 +285,8 @@ func TestRecoverAsksAgainAfterStripeGosRetries(t *testing.T) {
 // once, Listed 0, without an error.
 func TestRecoverPageThatIsNotAList(t *testing.T) {
 	t.Parallel()
-	ok := notStripeAnswer{name: "200 JSON not a list", serve: func(w http.ResponseWriter) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok","echo":"` + proxyEcho + `"}`))
-	}, says: "HTTP 200, not a list of events"}
+	ok := notStripeAnswer{name: "200 JSON not a list", serve: proxyOK,
+		says: "HTTP 200, not a list of events: JSON of another kind, not the Stripe API's answer"}
 	now := time.Now()
 	for _, failing := range []int64{1, 0} {
 		t.Run(fmt.Sprint("failing ", failing), func(t *testing.T) {
@@ -303,4 +309,26 @@ func TestRecoverPageThatIsNotAList(t *testing.T) {
 			app.requireAppliedOnce(t, eventIDs("notlist", 3))
 		})
 	}
+}
+
+// TestRetrieveObjectWithoutID: a 200 whose JSON is not an object of the
+// Stripe API (a proxy's {"status":"ok"}, which stripe-go decodes into an
+// object with every field empty) fails Retrieve's fetch with ErrStripeAPI
+// naming the status, and OnCurrent's handler does not run: it would
+// write the state of an object without an id. Before, Retrieve returned
+// that empty object without an error.
+func TestRetrieveObjectWithoutID(t *testing.T) {
+	t.Parallel()
+	ok := notStripeAnswer{name: "200 JSON not an object", serve: proxyOK,
+		says: "HTTP 200, not an object of the Stripe API: JSON without an id"}
+	client, _ := notStripeServer(t, ok, 0, nil)
+	fetch := idempotency.Retrieve(client.V1Subscriptions.Retrieve)
+	sub, err := fetch(t.Context(), "sub_1", "")
+	requireErrorText(t, err, "retrieving the object", ok)
+	require.Nil(t, sub)
+
+	a, res, _, ran := deliverRefusedFetch(t, http.StatusOK, proxyOKBody, fixture(t, "customer.subscription.updated"))
+	require.Equal(t, http.StatusInternalServerError, a.Status, a.Body)
+	require.False(t, ran, "the handler is not given an object without an id")
+	requireErrorText(t, res.Err, "retrieving the object", ok)
 }
