@@ -200,3 +200,35 @@ func TestStripeV2ErrorOfAHandlerKeepsTheCustomerOut(t *testing.T) {
 		})
 	}
 }
+
+// A handler or a task that calls the Stripe API through a proxy that
+// fails (a 502 with its HTML page, which may echo the request's headers,
+// the key among them) and returns stripe-go's error: its text quotes 500
+// bytes of the body ("Couldn't deserialize JSON (response status: 502,
+// body sample: '...')"), as it does an object stripe-go could not decode,
+// a customer's details and all. The log line, LastError and the package's
+// errors wrapping it name it by its status alone.
+func TestUndecodedAnswerOfAHandlerIsNotQuoted(t *testing.T) {
+	t.Parallel()
+	proxied := func(ctx context.Context) error {
+		api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { proxyPage(http.StatusBadGateway)(w) })
+		client := stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{api}}))
+		_, err := client.V1Customers.Retrieve(ctx, "cus_1", nil)
+		require.ErrorContains(t, err, "Couldn't deserialize JSON", "stripe-go's error quotes the body")
+		return fmt.Errorf("fetching the customer: %w", err)
+	}
+	summarized := func(text, what string) {
+		t.Helper()
+		for _, leak := range []string{fakeStripeKey, "jane.doe", "<html", "body sample"} {
+			require.NotContains(t, text, leak, what)
+		}
+		require.Contains(t, text, "fetching the customer: stripe-go: HTTP 502, an answer it could not decode", what)
+	}
+	res, logs := failingHandler(t, proxied)
+	require.ErrorContains(t, res.Err, "body sample", "Result.Err is the handler's error")
+	summarized(logs, "the log")
+	summarized(idempotency.Permanent(proxied(t.Context())).Error(), "Permanent")
+	lastError, logs := failingTask(t, idempotency.NewMemoryStore(), proxied)
+	summarized(lastError, "LastError")
+	summarized(logs, "the task's log")
+}

@@ -204,13 +204,19 @@ func apiError(op string, err error) error {
 var undecodedAnswer = regexp.MustCompile(`\ACouldn't deserialize JSON \(response status: ([1-5][0-9][0-9]), body sample: '`)
 
 // undecodedStatus is the HTTP status of an answer stripe-go could not
-// decode, when err is stripe-go's error of one, and 0 otherwise.
-func undecodedStatus(err error) int {
+// decode, when err is stripe-go's error of one, and 0 otherwise (also when
+// err's Error method panics: a typed nil of a handler's error type).
+func undecodedStatus(err error) (status int) {
+	defer func() {
+		if recover() != nil {
+			status = 0
+		}
+	}()
 	m := undecodedAnswer.FindStringSubmatch(err.Error())
 	if m == nil {
 		return 0
 	}
-	status, _ := strconv.Atoi(m[1])
+	status, _ = strconv.Atoi(m[1])
 	return status
 }
 
@@ -381,13 +387,21 @@ func answerText(status int, typ, requestID string, codes ...string) string {
 // with the customer's name, email and address, Stripe's message, which
 // may quote a parameter's value) in every log line and LastError quoting
 // it. A v2 API's error is JSON too (its type, code and message), and is
-// read the same way: what it has of those fields, its type and code.
+// read the same way: what it has of those fields, its type and code. The
+// error of an answer stripe-go could not decode quotes 500 bytes of its
+// body (a proxy's page, which may echo the request's headers and so the
+// key, or an object of another shape, a customer's details and all): it
+// is named by its status.
 func maskedText(err error) string {
 	// fmt, as errorf formatted an operand before: a typed nil error whose
 	// Error method panics reads "<nil>".
 	text := fmt.Sprint(err)
 	for _, e := range stripeErrors(err, nil) {
 		raw := e.Error()
+		if status := undecodedStatus(e); status != 0 {
+			text = strings.ReplaceAll(text, raw, fmt.Sprintf("stripe-go: HTTP %d, an answer it could not decode (its body not quoted: it may hold the key or a payload)", status))
+			continue
+		}
 		if !strings.HasPrefix(raw, "{") {
 			continue // not an answer's JSON ("null" of an error made empty)
 		}
@@ -406,7 +420,8 @@ func maskedText(err error) string {
 
 // stripeErrors appends to found the stripe-go errors of err's tree whose
 // text is an answer's JSON: *stripe.Error, and the typed errors of its
-// Err; a v2 answer's *stripe.V2RawError and its typed errors; none when
+// Err; a v2 answer's *stripe.V2RawError and its typed errors; and those
+// that quote an answer it could not decode (undecodedStatus); none when
 // an Unwrap method panics (a typed nil of a handler's error type).
 func stripeErrors(err error, found []error) (all []error) {
 	defer func() {
@@ -426,6 +441,12 @@ func stripeErrors(err error, found []error) (all []error) {
 	case interface{ Unwrap() []error }:
 		for _, inner := range e.Unwrap() {
 			found = stripeErrors(inner, found)
+		}
+	case error:
+		// A plain error: stripe-go makes the one of an answer it could
+		// not decode with fmt.Errorf, wrapping nothing.
+		if undecodedStatus(e) != 0 {
+			found = append(found, e)
 		}
 	}
 	return found
