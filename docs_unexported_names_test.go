@@ -24,40 +24,11 @@ func TestGodocNamesNoUnexportedIdentifier(t *testing.T) {
 		t.Skip("runs the go command")
 	}
 	t.Parallel()
-	files, err := filepath.Glob("*.go")
-	require.NoError(t, err)
 	camel := regexp.MustCompile(`^[a-z]+[A-Z][A-Za-z0-9]*$`)
 	names := map[string]bool{}
-	add := func(id *ast.Ident) {
-		if camel.MatchString(id.Name) {
-			names[id.Name] = true
-		}
-	}
-	fset := token.NewFileSet()
-	for _, file := range files {
-		if strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
-		require.NoError(t, err)
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if d.Recv == nil {
-					add(d.Name)
-				}
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.TypeSpec:
-						add(s.Name)
-					case *ast.ValueSpec:
-						for _, n := range s.Names {
-							add(n)
-						}
-					}
-				}
-			}
+	for name := range packageNames(t) {
+		if camel.MatchString(name) {
+			names[name] = true
 		}
 	}
 	require.NotEmpty(t, names)
@@ -69,4 +40,42 @@ func TestGodocNamesNoUnexportedIdentifier(t *testing.T) {
 			assert.False(t, names[w], "go doc names the unexported %s: %s", w, strings.TrimSpace(line))
 		}
 	}
+}
+
+// packageNames returns the names package idempotency declares at the top
+// level, exported or not, from its source files.
+func packageNames(t *testing.T) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	names := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil {
+					names[d.Name.Name] = true
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						names[s.Name.Name] = true
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							names[n.Name] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, names)
+	return names
 }
