@@ -305,7 +305,12 @@ connection that may write (Inbox.HeldBy probes row locks); on a read-only
 one, or a standby, show prints the record with "held by ? (could not be
 read: ...)", says so on stderr, and exits 0.
 
-Exits 3 when neither the inbox nor the ledger has the id. With -json, one
+Exits 3 when neither the inbox nor the ledger has the id, and says why
+that may be: the event did not reach this store; or a process without a
+handler for its type answered it ignored, which stores nothing without
+Config.RecordIgnored; or it was applied longer ago than the ledger keeps
+a claimed id (Retention.EventIDs, 45 days by default) and pruned since:
+the service's own data then tells whether it was applied. With -json, one
 JSON document: {"id":..,"inbox":<a list record> or null,
 "held_by":[<a list record> with "earlier":true|false]
 ([] when nothing holds it back, null when not in the inbox or when it
@@ -337,7 +342,8 @@ or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 				return a.storeErr(err)
 			}
 			if !inInbox && !claimed {
-				return notFoundError("%s: neither the inbox nor the ledger has it", id)
+				return notFoundError("%s: neither the inbox nor the ledger has it: it did not reach this store, or it was answered ignored "+
+					"(a type without a handler, stored only with Config.RecordIgnored), or its claim was pruned (kept Retention.EventIDs, 45 days by default)", id)
 			}
 			var holders []idempotency.InboxHolder
 			var heldByErr error // the record is shown without its holders

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // TestRunbook runs every idemctl command line that README's "Operating it"
@@ -145,4 +147,28 @@ func TestRunbook(t *testing.T) {
 	require.Contains(t, doc, "STRIPE_SECRET_KEY=rk_... go run github.com/seed-a84bb619/idempotency/cmd/idemctl recover -since 3d -types invoice.paid,invoice.payment_succeeded -checkpoint ops")
 	run("idemctl recover -since 3d -types invoice.paid,invoice.payment_succeeded -checkpoint ops",
 		"recover", "-since", "3d", "-types", "invoice.paid,invoice.payment_succeeded", "-checkpoint", "ops", "-api-base", srv.URL)
+
+	// An event is not applied, and neither the inbox nor the ledger has
+	// it: show says why that may be, as the runbook does. A replica
+	// without a handler for its type answered it ignored and, without
+	// RecordIgnored, stored nothing; an event applied longer ago than the
+	// ids' window was pruned (last: the prune's clock runs 46 days ahead).
+	require.Contains(t, doc, "Neither the inbox nor the ledger has it (`show` exits 3, and says why that may be)")
+	require.Contains(t, doc, "answered it `ignored` (Stripe shows it delivered) and stored nothing")
+	require.Contains(t, doc, "applied longer ago than the ids' window (`Retention.EventIDs`, 45 days) and pruned since")
+	unrecorded, err := s.inbox.Handler(idempotency.Config{Secrets: []string{secret}, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	unhandled := eventPayload(t, "evt_unhandled_1", "customer.created", "cus_1", time.Now().Unix())
+	require.Equal(t, idempotency.OutcomeIgnored, idempotencytest.Deliver(unrecorded, unhandled, secret).Outcome)
+	r = idemctl(t, s.db, env, "show", "evt_unhandled_1")
+	require.Equal(t, exitNotFound, r.code, r.stderr)
+	require.Contains(t, r.stderr, "answered ignored (a type without a handler, stored only with Config.RecordIgnored)")
+	s.deliver(t, "evt_paid_old", "invoice.paid", "in_old")
+	s.work(t, s.inbox)
+	require.Equal(t, idempotency.InboxProcessed, s.lookup(t, "evt_paid_old").State)
+	_, err = s.store.Prune(t.Context(), idempotency.Retention{Now: func() time.Time { return time.Now().Add(46 * 24 * time.Hour) }})
+	require.NoError(t, err)
+	r = idemctl(t, s.db, env, "show", "evt_paid_old")
+	require.Equal(t, exitNotFound, r.code, r.stderr)
+	require.Contains(t, r.stderr, "its claim was pruned (kept Retention.EventIDs, 45 days by default)")
 }
