@@ -141,7 +141,8 @@ func TestRedriveUntilAloneSelects(t *testing.T) {
 	s.seed(t)
 	r := idemctl(t, s.db, nil, "redrive", "-until", "2999-01-01", "-dry-run")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "would redrive 1 event (dry run: none moved)\n", r.stdout)
+	require.Equal(t, "would redrive 1 event (dry run: none moved)\n"+
+		"not redriven, failed: 1 event of this selection (-state failed takes failed ones, -state dead_letter,failed both)\n", r.stdout)
 }
 
 // TestPruneNegativePauseRefused: any negative -pause is refused, also the

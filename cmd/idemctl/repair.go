@@ -59,12 +59,19 @@ It prints how many events and tasks (with -kind, of that kind) moved, or
 would, after a line for each -id it does not move saying why: not found,
 or its state, kind, type, object, account or received time not selected
 (a failed event needs -state failed, an ignored one -state ignored).
+Without -state, a selection by -type, -object, -account, -since, -until
+or -all takes dead letters alone, and a line after the count says how
+many failed events and tasks it selects besides, when there are any
+("not redriven, failed: 2 events of this selection"): a failing handler
+fixed before its events were dead-lettered leaves them failed, and
+-state failed (or dead_letter,failed) takes them.
 Exits 3 when an -id was not found (the others are redriven).
 
 With -json the report is one JSON document: {"events":N,"tasks":N,
 "dry_run":bool,"not_redriven":[{"id":..,"reason":..,"not_found":bool}]}:
 events and tasks moved (or, with -dry-run, that would move), and each -id
-not moved with why, in the order given.
+not moved with why, in the order given; the failed ones left are not
+counted in it.
 
 ` + timesHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
@@ -158,12 +165,38 @@ not moved with why, in the order given.
 			default:
 				_, err = fmt.Fprintf(a.stdout, "redrove %s: pending again, with a fresh attempt budget\n", moved)
 			}
+			if err == nil && !*asJSON && len(sts) == 0 && len(ids) == 0 {
+				err = a.failedLeft(ctx, in, filter)
+			}
 			if err != nil || len(missing) == 0 {
 				return err
 			}
 			return notFoundError("%d of %d ids not found: %s", len(missing), len(uniqueIDs(ids)), display.Line(missing[0]))
 		}
 	},
+}
+
+// failedLeft says how many failed events and tasks f selects besides the
+// dead letters it takes by default, when there are any: a redrive by type
+// or time after a failing handler was fixed, before its events were
+// dead-lettered, moves none of them. A count that fails is said on
+// stderr, and is not the redrive's failure.
+func (a *app) failedLeft(ctx context.Context, in *idempotency.Inbox, f idempotency.RedriveFilter) error {
+	f.States, f.DryRun = []idempotency.InboxState{idempotency.InboxFailed}, true
+	events, tasks, err := in.RedriveByKind(ctx, f)
+	if err != nil {
+		_, err = fmt.Fprintf(a.stderr, "idemctl: redrive: the failed events and tasks of this selection could not be counted: %s\n", display.Line(a.storeErr(err).Error()))
+		return err
+	}
+	if events+tasks == 0 {
+		return nil
+	}
+	left := display.Kinds(events, tasks)
+	if f.Kind != "" {
+		left = counted(events+tasks, f.Kind)
+	}
+	_, err = fmt.Fprintf(a.stdout, "not redriven, failed: %s of this selection (-state failed takes failed ones, -state dead_letter,failed both)\n", left)
+	return err
 }
 
 // aKind names a row of each kind with its article.
