@@ -147,6 +147,8 @@ func TestRunbookSteps(t *testing.T) {
 	}
 
 	_, overview := f.get(t, "")
+	require.Contains(t, doc, "the dashboard's *Oldest still to be applied* grows")
+	require.Contains(t, overview, ">Oldest still to be applied<")
 	require.Contains(t, doc, "(dashboard: *Failed* → *Redrive every failed event and task*)")
 	press(button(follow(overview, "Failed"), "Redrive every failed event and task"))
 	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_failing"))

@@ -61,6 +61,12 @@ func TestRunbook(t *testing.T) {
 	r = run("idemctl prune -dry-run")
 	count(r, `^would delete \d+ rows? \(dry run: nothing deleted\):\n`)
 
+	// Events wait: what waits, and why.
+	r = run("idemctl list -state pending,failed")
+	count(r, `(?m)^evt_failed_1\s.*\sfailed\s.*downstream refused the charge`)
+	count(r, `(?m)^evt_pending_1\s.*\spending\s`)
+	require.NotContains(t, r.stdout, "evt_dead_1")
+
 	// A handler has been failing for an hour.
 	r = run("idemctl stats")
 	count(r, `(?m)^failed\s+1\s+0$`)
