@@ -1561,8 +1561,11 @@ func (in *Inbox) settleAt(ctx context.Context, row *inboxRow, st InboxState, cau
 	}
 	switch {
 	case err != nil:
-		in.log.LogAttrs(ctx, slog.LevelError, "idempotency inbox: cannot record an attempt; the event is retried when its lease expires",
-			row.logIDs(slog.Int("attempt", row.Attempt), slog.String("error", err.Error()))...)
+		msg := "idempotency inbox: cannot record an attempt; the event is retried when its lease expires"
+		if row.Kind == KindTask {
+			msg = "idempotency inbox: cannot record an attempt; the task is retried when its lease expires"
+		}
+		in.log.LogAttrs(ctx, slog.LevelError, msg, row.logIDs(slog.Int("attempt", row.Attempt), slog.String("error", err.Error()))...)
 		return err
 	case !ok:
 		row.leaseLost = true

@@ -126,8 +126,11 @@ func newUnrecordedAttempt(t *testing.T, store idempotency.Store, down, listToo *
 	require.Len(t, unrecorded, 1, u.log.String())
 	if c.kind == "task" {
 		requireNamesTask(t, unrecorded[0], u.id) // as every other line about a task
+		require.Equal(t, "idempotency inbox: cannot record an attempt; the task is retried when its lease expires", unrecorded[0]["msg"],
+			"a task is not an event")
 	} else {
 		require.Equal(t, u.id, unrecorded[0]["event_id"])
+		require.Equal(t, "idempotency inbox: cannot record an attempt; the event is retried when its lease expires", unrecorded[0]["msg"])
 	}
 	require.Equal(t, idempotency.InboxProcessing, u.record(t).State, "its end was not recorded")
 	return u
