@@ -71,7 +71,10 @@ func TestPages(t *testing.T) {
 
 	status, body = f.get(t, "event?id=evt_nope")
 	require.Equal(t, http.StatusNotFound, status)
-	contains(t, body, `id="not-found"`)
+	// Why that may be, as idemctl show says it.
+	contains(t, body, `id="not-found">No event or task with this id in the inbox or the ledger: it did not reach this store, `+
+		`or it was answered ignored (a type without a handler, stored only with Config.RecordIgnored), `+
+		`or its claim was pruned (kept Retention.EventIDs, 45 days by default).</p>`)
 
 	// Search by object id finds the event (a task has no object); by event
 	// id, the event.

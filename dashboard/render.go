@@ -38,6 +38,7 @@ func parsePages(names ...string) map[string]*template.Template {
 		"forgettable": idempotency.InboxState.Final,
 		"records":     func(v view, recs []idempotency.InboxRecord) recordsTable { return recordsTable{v, recs} },
 		"taskKey":     func(rec idempotency.InboxRecord) string { return display.TaskKey(rec.EventID, rec.EventType) },
+		"unknown":     func() string { return display.Unknown },
 	}).ParseFS(templateFS, "templates/layout.html", "templates/records.html"))
 	m := make(map[string]*template.Template, len(names))
 	for _, name := range names {

@@ -342,8 +342,7 @@ or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 				return a.storeErr(err)
 			}
 			if !inInbox && !claimed {
-				return notFoundError("%s: neither the inbox nor the ledger has it: it did not reach this store, or it was answered ignored "+
-					"(a type without a handler, stored only with Config.RecordIgnored), or its claim was pruned (kept Retention.EventIDs, 45 days by default)", id)
+				return notFoundError("%s: neither the inbox nor the ledger has it: %s", id, display.Unknown)
 			}
 			var holders []idempotency.InboxHolder
 			var heldByErr error // the record is shown without its holders

@@ -43,3 +43,8 @@ func JSON(s string) string {
 	}
 	return out.String()
 }
+
+// Unknown says why neither the inbox nor the ledger may have an event's
+// id, as idemctl show and the dashboard's event page say it.
+const Unknown = "it did not reach this store, or it was answered ignored (a type without a handler, stored only with Config.RecordIgnored), " +
+	"or its claim was pruned (kept Retention.EventIDs, 45 days by default)"
