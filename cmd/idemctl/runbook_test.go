@@ -87,13 +87,10 @@ func TestRunbook(t *testing.T) {
 	count(r, `(?m)^duplicate\s+1\s`)
 
 	// A bug dead-lettered a thousand events.
-	require.Contains(t, doc, "idemctl list -state dead_letter -type charge.failed -since 8d -limit 2000 -json | jq '.records | length'")
-	r = run("idemctl list -state dead_letter -type charge.failed -since 8d -limit 2000 -json",
-		"list", "-state", "dead_letter", "-type", "charge.failed", "-since", "8d", "-limit", "2000", "-json")
-	require.Len(t, decode[struct {
-		Records []recordJSON `json:"records"`
-		More    bool         `json:"more"`
-	}](t, r).Records, 1)
+	require.Contains(t, doc, "idemctl list -state dead_letter -type charge.failed -since 8d`")
+	r = run("idemctl list -state dead_letter -type charge.failed -since 8d",
+		"list", "-state", "dead_letter", "-type", "charge.failed", "-since", "8d")
+	count(r, `(?m)^evt_dead_1 .*downstream refused the charge`)
 	r = run("idemctl show evt_...", "show", "evt_dead_1")
 	count(r, `(?m)^  last error\s+.*downstream refused the charge`)
 	r = run("idemctl redrive -type charge.failed -since 8d -dry-run")
