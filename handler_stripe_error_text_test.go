@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,13 +191,7 @@ func TestStripeV2ErrorOfAHandlerKeepsTheCustomerOut(t *testing.T) {
 					require.Contains(t, text, kept, what)
 				}
 			}
-			res, logs := failingHandler(t, refused)
-			require.ErrorContains(t, res.Err, payloadMarker, "Result.Err is the handler's error")
-			summarized(logs, "the log")
-			summarized(idempotency.Permanent(refused(t.Context())).Error(), "Permanent")
-			lastError, logs := failingTask(t, idempotency.NewMemoryStore(), refused)
-			summarized(lastError, "LastError")
-			summarized(logs, "the task's log")
+			requireSummarizedBeyondResult(t, refused, payloadMarker, summarized)
 		})
 	}
 }
@@ -224,11 +219,51 @@ func TestUndecodedAnswerOfAHandlerIsNotQuoted(t *testing.T) {
 		}
 		require.Contains(t, text, "fetching the customer: stripe-go: HTTP 502, an answer it could not decode", what)
 	}
-	res, logs := failingHandler(t, proxied)
-	require.ErrorContains(t, res.Err, "body sample", "Result.Err is the handler's error")
+	requireSummarizedBeyondResult(t, proxied, "body sample", summarized)
+}
+
+// A handler or a task that calls the Stripe API through a gateway that
+// fails with JSON of its own (an API gateway's {"message":...}, without
+// Stripe's error object) and returns stripe-go's error: its text is the
+// whole body, whatever its length, which may echo the request's headers,
+// the key among them. The log line, LastError and the package's errors
+// wrapping it say what it is and quote none of it.
+func TestGatewayJSONAnswerOfAHandlerIsNotQuoted(t *testing.T) {
+	t.Parallel()
+	body := fmt.Sprintf(`{"message":%q,"padding":%q}`, proxyEcho, strings.Repeat("x", 64<<10))
+	proxied := func(ctx context.Context) error {
+		api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte(body))
+		})
+		client := stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{api}}))
+		_, err := client.V1Customers.Retrieve(ctx, "cus_1", nil)
+		require.EqualError(t, err, body, "stripe-go's error is the body")
+		return fmt.Errorf("fetching the customer: %w", err)
+	}
+	summarized := func(text, what string) {
+		t.Helper()
+		for _, leak := range []string{fakeStripeKey, "jane.doe", "xxxxxxxx", `"message"`} {
+			require.NotContains(t, text, leak, what)
+		}
+		require.Contains(t, text, "fetching the customer: stripe-go: an error answer that is not the Stripe API's", what)
+		require.Less(t, len(text), 2000, what)
+	}
+	requireSummarizedBeyondResult(t, proxied, proxyEcho, summarized)
+}
+
+// requireSummarizedBeyondResult checks with summarized each text that the
+// error fail returns reaches beyond Result.Err, which is the handler's
+// error itself (it contains inResult): a handler's log line, Permanent's
+// text, a task's LastError and its log line.
+func requireSummarizedBeyondResult(t *testing.T, fail func(context.Context) error, inResult string, summarized func(text, what string)) {
+	t.Helper()
+	res, logs := failingHandler(t, fail)
+	require.ErrorContains(t, res.Err, inResult, "Result.Err is the handler's error")
 	summarized(logs, "the log")
-	summarized(idempotency.Permanent(proxied(t.Context())).Error(), "Permanent")
-	lastError, logs := failingTask(t, idempotency.NewMemoryStore(), proxied)
+	summarized(idempotency.Permanent(fail(t.Context())).Error(), "Permanent")
+	lastError, logs := failingTask(t, idempotency.NewMemoryStore(), fail)
 	summarized(lastError, "LastError")
 	summarized(logs, "the task's log")
 }

@@ -187,15 +187,25 @@ func apiError(op string, err error) error {
 		// The connection ended while stripe-go read the answer's body (a
 		// request that got no answer at all is a *url.Error, above).
 		e.cause, e.cutShort = err, true
-	case json.Valid([]byte(err.Error())):
-		// stripe-go's error of an error answer whose JSON has no Stripe
-		// error in it (a gateway's {"message":...}) is that body alone.
+	case bareAnswerJSON(err):
 		e.unreadable, e.notStripe = true, true
 	default:
 		e.unreadable = true
 	}
 	return e
 }
+
+// bareAnswerJSON reports whether err's text is JSON (an object, or null)
+// as stripe-go's error of an error answer whose JSON has no Stripe error
+// in it (a gateway's {"message":...}) is: errors.New of that body, whole,
+// whatever its length.
+func bareAnswerJSON(err error) bool {
+	text := strings.TrimSpace(err.Error())
+	return (strings.HasPrefix(text, "{") || text == "null") && json.Valid([]byte(text))
+}
+
+// notStripesJSON names an error of bareAnswerJSON's.
+const notStripesJSON = "an error answer that is not the Stripe API's (JSON without Stripe's error; its status not known, its body not quoted)"
 
 // undecodedAnswer is the text stripe-go v82 gives the error of an answer
 // whose body does not decode (UnmarshalJSONVerbose): the status, then a
@@ -334,7 +344,7 @@ func (e *stripeAPIError) Error() string {
 		}
 		return s + e.notAsked + " (its body not quoted)"
 	case e.notStripe:
-		return s + ": an error answer that is not the Stripe API's (JSON without Stripe's error; its status not known, its body not quoted)"
+		return s + ": " + notStripesJSON
 	case e.unreadable && e.status >= http.StatusBadRequest:
 		return s + fmt.Sprintf(": HTTP %d, not an answer of the Stripe API (a proxy's or a gateway's; its body not quoted)", e.status)
 	case e.unreadable && e.status != 0:
@@ -391,7 +401,8 @@ func answerText(status int, typ, requestID string, codes ...string) string {
 // error of an answer stripe-go could not decode quotes 500 bytes of its
 // body (a proxy's page, which may echo the request's headers and so the
 // key, or an object of another shape, a customer's details and all): it
-// is named by its status.
+// is named by its status. The error of an error answer whose JSON has no
+// Stripe error (a gateway's) is that body whole, and is named as such.
 func maskedText(err error) string {
 	// fmt, as errorf formatted an operand before: a typed nil error whose
 	// Error method panics reads "<nil>".
@@ -400,6 +411,12 @@ func maskedText(err error) string {
 		raw := e.Error()
 		if status := undecodedStatus(e); status != 0 {
 			text = strings.ReplaceAll(text, raw, fmt.Sprintf("stripe-go: HTTP %d, an answer it could not decode (its body not quoted: it may hold the key or a payload)", status))
+			continue
+		}
+		if _, ok := e.(bareAnswer); ok {
+			if raw != "null" {
+				text = strings.ReplaceAll(text, raw, "stripe-go: "+notStripesJSON)
+			}
 			continue
 		}
 		if !strings.HasPrefix(raw, "{") {
@@ -420,8 +437,10 @@ func maskedText(err error) string {
 
 // stripeErrors appends to found the stripe-go errors of err's tree whose
 // text is an answer's JSON: *stripe.Error, and the typed errors of its
-// Err; a v2 answer's *stripe.V2RawError and its typed errors; and those
-// that quote an answer it could not decode (undecodedStatus); none when
+// Err; a v2 answer's *stripe.V2RawError and its typed errors; those
+// that quote an answer it could not decode (undecodedStatus), and those
+// that are an error answer's JSON without Stripe's error (bareAnswerJSON,
+// as a bareAnswer); none when
 // an Unwrap method panics (a typed nil of a handler's error type).
 func stripeErrors(err error, found []error) (all []error) {
 	defer func() {
@@ -444,13 +463,20 @@ func stripeErrors(err error, found []error) (all []error) {
 		}
 	case error:
 		// A plain error: stripe-go makes the one of an answer it could
-		// not decode with fmt.Errorf, wrapping nothing.
-		if undecodedStatus(e) != 0 {
+		// not decode with fmt.Errorf, and the one of an error answer
+		// without Stripe's error with errors.New, wrapping nothing.
+		switch {
+		case undecodedStatus(e) != 0:
 			found = append(found, e)
+		case bareAnswerJSON(e):
+			found = append(found, bareAnswer{e})
 		}
 	}
 	return found
 }
+
+// bareAnswer is an error of bareAnswerJSON's, among stripeErrors'.
+type bareAnswer struct{ error }
 
 // stripeErrorText names a stripe-go error by what identifies it, and
 // quotes nothing else of the answer.
