@@ -529,7 +529,9 @@ var (
 	// is reachable with errors.As.
 	// A thin event whose fetch fails is answered 503 (network, timeout,
 	// 429, 5xx, an answer cut short) or 500 (a refusal: a 4xx, Stripe's or
-	// a proxy's), so Stripe sends it again; an [OnCurrent] handler's fails
+	// a proxy's; a request the client cannot make: a base URL that does
+	// not parse or is not http(s), endless redirects, a certificate not
+	// accepted), so Stripe sends it again; an [OnCurrent] handler's fails
 	// its event; [Handler.Recover] asks again after what a later request
 	// may pass, and stops with it, its checkpoint kept.
 	ErrStripeAPI = errors.New("idempotency: Stripe API request failed")

@@ -282,7 +282,10 @@ const (
 //	200 handler returned Skip                       {"outcome":"skipped"}
 //	500 handler error, panic or timeout; thin
 //	    event: the Stripe API (or a proxy before
-//	    it: a 4xx) refused the fetch                {"error":"processing_failed"}
+//	    it: a 4xx) refused the fetch, or the
+//	    client cannot make it (a base URL that
+//	    does not parse or is not http(s), endless
+//	    redirects, a certificate not accepted)      {"error":"processing_failed"}
 //	503 store unreachable or read-only              {"error":"store_unavailable"}
 //	503 thin event: the Stripe API unreachable,
 //	    rate-limited or failing (429, 5xx, Stripe's

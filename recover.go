@@ -213,7 +213,9 @@ type RecoverReport struct {
 // Stripe's 429 and 5xx, but does retry the network and an answer that is
 // not JSON (the client's MaxNetworkRetries, 2 by default) inside each of
 // Recover's requests, before Recover asks again. Other answers (a 4xx,
-// Stripe's or a proxy's, a key refused) stop the run at once.
+// Stripe's or a proxy's, a key refused) stop the run at once, and so does
+// a request the client cannot make (a base URL that does not parse or is
+// not http or https, endless redirects, a certificate not accepted).
 //
 // It refuses, with [ErrRecoveryWindow] and before any request, the place
 // it would start from when it is earlier than RecoveryWindow (and a

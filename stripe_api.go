@@ -2,6 +2,8 @@ package idempotency
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -296,13 +298,14 @@ type stripeAPIError struct {
 // failure of Stripe's own or of a proxy or gateway before it (5xx), or an
 // answer stripe-go could not read that has no error status (a success
 // status whose body is cut short or not JSON) or whose status is not
-// known. A refusal (another 4xx, whether Stripe's or a proxy's) is not.
+// known. A refusal (another 4xx, whether Stripe's or a proxy's) is not,
+// nor a request no later one passes (unsendable).
 // stripe-go keeps no status of a v2 error answer: its type says it, a
 // rate limit (rate_limit) or a failure of Stripe's (api_error).
 func (e *stripeAPIError) transient() bool {
 	switch {
 	case e.cause != nil:
-		return true
+		return !unsendable(e.cause)
 	case e.unreadable && e.status < http.StatusBadRequest:
 		return true
 	case e.status != 0:
@@ -310,6 +313,30 @@ func (e *stripeAPIError) transient() bool {
 	}
 	return e.typ == string(stripe.ErrorTypeAPI) || e.typ == "rate_limit_error" || e.typ == "rate_limit" || e.code == "rate_limit"
 }
+
+// unsendable reports a request that failed without an answer for a
+// reason no later request passes, the client's or the server's
+// configuration: the URL does not parse or its scheme is not http or
+// https, the server redirects without end, or its certificate is not
+// accepted. stripe-go does not retry the first three either (it names
+// them by their text, as Go's errors have no type of their own).
+func unsendable(cause error) bool {
+	var ue *url.Error
+	if !errors.As(cause, &ue) {
+		return false
+	}
+	var cert *tls.CertificateVerificationError
+	var authority x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	text := fmt.Sprint(ue.Err)
+	return ue.Op == "parse" || strings.HasPrefix(text, "unsupported protocol scheme") || redirectsError.MatchString(text) ||
+		errors.As(cause, &cert) || errors.As(cause, &authority) || errors.As(cause, &host) || errors.As(cause, &invalid)
+}
+
+// redirectsError is the text of net/http's error of a request redirected
+// more times than the client's CheckRedirect allows (10 by default).
+var redirectsError = regexp.MustCompile(`\Astopped after \d+ redirects\z`)
 
 // keyOfOtherMode returns the mode ("live" or "test") a 404
 // resource_missing says the object exists in, when the request's API key
