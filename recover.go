@@ -210,9 +210,10 @@ type RecoverReport struct {
 // {"status":"ok"}, which read as a page would end the run as complete),
 // or not answered (the network, a timeout): up to 5 times, 1, 2, 4, 8
 // and 16 s later, each logged at Warn. stripe-go itself retries none of
-// Stripe's 429 and 5xx, but does retry the network and an answer that is
-// not JSON (the client's MaxNetworkRetries, 2 by default) inside each of
-// Recover's requests, before Recover asks again. Other answers (a 4xx,
+// Stripe's 429 and 5xx, but does retry the network and an error answer
+// (4xx or 5xx) without Stripe's JSON error, a proxy's page (the client's
+// MaxNetworkRetries, 2 by default; not a 200 that does not decode) inside
+// each of Recover's requests, before Recover asks again. Other answers (a 4xx,
 // Stripe's or a proxy's, a key refused) stop the run at once, and so does
 // a request the client cannot make (a base URL that does not parse or is
 // not http or https, endless redirects, a certificate not accepted).
@@ -574,9 +575,10 @@ type listedEvent struct {
 // and 16 s, half a minute in all. stripe-go retries no answer of
 // Stripe's 429 or 5xx (only a 429 lock_timeout and a 409), and a run of a
 // month's events takes long enough to meet one; a list is safe to ask
-// again. It does retry a network error and an answer that is not JSON
-// (a proxy's page), MaxNetworkRetries times (2 by default), within a
-// second or two: Recover asks again after those retries too, once they
+// again. It does retry a network error and an error answer without
+// Stripe's JSON error (a proxy's page, a 4xx's too; not a 200 that does
+// not decode), MaxNetworkRetries times (2 by default), within a second
+// or two: Recover asks again after those retries too, once they
 // gave up, so that a proxy or a gateway that fails for longer (a restart)
 // does not end the run.
 const (
