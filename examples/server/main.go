@@ -9,6 +9,8 @@
 //	go run ./examples/server -secret whsec_... -database-url postgres://...
 //	go run ./examples/server -secret whsec_... -database-url postgres://... -db-wait 2m
 //	go run ./examples/server -secret whsec_... -database-url postgres://... -inbox -workers 8
+//	go run ./examples/server -secret whsec_... -database-url postgres://... -inbox -role receiver
+//	go run ./examples/server -database-url postgres://... -role worker -addr 127.0.0.1:4243
 //	STRIPE_SECRET_KEY=rk_test_... go run ./examples/server -secret whsec_...
 //	DASHBOARD_PASSWORD=s3cret go run ./examples/server -secret whsec_... -dashboard  # /admin/webhooks/, user admin
 //	go run ./examples/server -secret whsec_... -metrics-addr :9090          # Prometheus metrics
@@ -32,6 +34,18 @@
 // once, and workers in the same process apply them (idempotency.Inbox):
 // /accounts/{id} shows a grant once a worker has applied it. Without it,
 // the webhook applies each event before answering.
+//
+// -role splits that between processes on one database (-database-url):
+// -role receiver (with -inbox) verifies, stores and answers the
+// deliveries and runs no workers; -role worker runs the inbox's workers,
+// which apply the events the receivers stored and run the tasks, and
+// serves no POST /webhook (404) and needs no signing secret. The default,
+// all, runs both. Every role serves the GET routes, the dashboard and the
+// metrics, and prunes (-prune-every); -recover-since runs on receivers,
+// through their webhook. A combination that cannot work is refused at
+// start: a receiver or worker on the in-memory store (no other process
+// sees its events), a receiver without -inbox (its webhook would apply
+// the events itself), a flag of what the role does not run.
 //
 // In both modes the grant enqueues a send-receipt task in the event's
 // transaction, once per invoice, and the inbox's workers (-workers of them)
@@ -154,21 +168,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:4242", "listen address")
-	secrets := fs.String("secret", "", "webhook signing secrets, comma-separated (default env STRIPE_WEBHOOK_SECRET)")
+	secrets := fs.String("secret", "", "webhook signing secrets, comma-separated (default env STRIPE_WEBHOOK_SECRET; -role worker needs none)")
 	dbURL := fs.String("database-url", "", "PostgreSQL URL (default env DATABASE_URL); empty uses the in-memory store")
 	dbWait := fs.Duration("db-wait", 60*time.Second, "how long start-up keeps retrying a database that is not up yet before giving up")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	inboxMode := fs.Bool("inbox", false, "store each event and answer at once; workers apply it (durable inbox)")
-	workers := fs.Int("workers", idempotency.DefaultWorkers, "inbox workers (1 to "+strconv.Itoa(maxWorkers)+"): tasks (receipt emails) run at once, and with -inbox events applied")
+	workers := fs.Int("workers", idempotency.DefaultWorkers, "inbox workers (1 to "+strconv.Itoa(maxWorkers)+"): tasks (receipt emails) run at once, and events stored with -inbox (here, or by a -role receiver) applied")
 	ingestWorkers := fs.Int("ingest-workers", 0, "with -inbox, how many of the workers apply events while this process is storing deliveries (0: half of -workers; -workers: all, always)")
 	pollOnly := fs.Bool("poll-only", false, "no LISTEN/NOTIFY for the inbox's workers (behind PgBouncer in transaction mode)")
 	stripeAPIBase := fs.String("stripe-api-base", stripe.APIURL, "the Stripe API the subscription projection fetches from (a local stripe-mock or fake); the key is env STRIPE_SECRET_KEY")
 	receiptEmails := fs.Bool("receipt-emails", true, "send one receipt email per paid invoice through a task (false: credits only, as the benchmark's baseline does)")
 	mailURL := fs.String("mail-url", "", "POST each receipt email as JSON, with its task's Idempotency-Key header, to this email provider's URL (or a fake one); empty keeps them in a fake mailer in the process")
-	pruneEvery := fs.Duration("prune-every", time.Hour, "delete what the default idempotency.Retention no longer keeps (ids after 45 days, finished events after 7, dead-lettered events after 90, dead-lettered tasks after 135) this often, on every replica; 0 is off")
+	pruneEvery := fs.Duration("prune-every", time.Hour, "delete what the default idempotency.Retention no longer keeps (ids after 45 days, finished events after 7, dead-lettered events after 90, dead-lettered tasks after 135) this often, in every process whatever its -role; 0 is off")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9090); empty is off")
 	mode := fs.String("mode", "", "the endpoint's mode, live or test: deliveries of the other mode are answered 400, and a STRIPE_SECRET_KEY of the other mode is refused (empty checks nothing)")
-	recoverSince := fs.Duration("recover-since", 0, "with STRIPE_SECRET_KEY (read access to events): at start, replay this account's events of this last period (at most 720h; not connected accounts') from the Events API through the webhook path, resuming a stopped run of the same period (checkpoint "+recoverCheckpoint+"-<period>); 0 is off")
+	recoverSince := fs.Duration("recover-since", 0, "with STRIPE_SECRET_KEY (read access to events): at start, replay this account's events of this last period (at most 720h; not connected accounts') from the Events API through the webhook path, resuming a stopped run of the same period (checkpoint "+recoverCheckpoint+"-<period>), on receivers (-role all or receiver); 0 is off")
+	role := fs.String("role", roleAll, "what this process runs: all (the webhook and the inbox's workers), receiver (with -inbox: verifies, stores and answers deliveries; no workers) or worker (the workers, applying what receivers stored and running the tasks; no POST /webhook, no -secret needed); receiver and worker need -database-url. Every role serves the GET routes, -dashboard and -metrics-addr")
 	dash := addDashboardFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -200,6 +215,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if err := dash.check(); err != nil {
 		return &usageError{err: err}
+	}
+	if err := checkRole(fs, *role, *inboxMode, *dbURL != ""); err != nil {
+		return err
 	}
 	if *dbWait <= 0 {
 		return usagef("-db-wait must be positive, got %s", *dbWait)
@@ -247,13 +265,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			secretList = append(secretList, s)
 		}
 	}
-	if len(secretList) == 0 {
+	switch {
+	case len(secretList) == 0 && *role != roleWorker:
 		return usagef("no webhook signing secret: pass -secret whsec_... or set STRIPE_WEBHOOK_SECRET (`stripe listen` prints one)")
-	}
-	// The Handler that uses them is made once the database is up: its
-	// check of the secrets (an API key passed for one) runs here too.
-	if _, err := idempotency.NewHandler(idempotency.NewMemoryStore(), idempotency.NewHandlers(), idempotency.Config{Secrets: secretList}); err != nil {
-		return usagef("-secret (or STRIPE_WEBHOOK_SECRET): %v", err)
+	case len(secretList) > 0:
+		// The Handler that uses them is made once the database is up:
+		// its check of the secrets (an API key passed for one) runs here
+		// too. A worker, which makes none, checks those it is given.
+		if _, err := idempotency.NewHandler(idempotency.NewMemoryStore(), idempotency.NewHandlers(), idempotency.Config{Secrets: secretList}); err != nil {
+			return usagef("-secret (or STRIPE_WEBHOOK_SECRET): %v", err)
+		}
 	}
 	var api *stripe.Client
 	key := getenv("STRIPE_SECRET_KEY")
@@ -303,6 +324,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	defer closeStore()
 	svc.mailer, svc.stripe, svc.noReceipts, svc.mode = newMailer(logger).postingTo(*mailURL), api, !*receiptEmails, idempotency.Mode(*mode)
+	svc.noWebhook = *role == roleWorker
 
 	m, err := startMetrics(*metricsAddr, logger)
 	if err != nil {
@@ -339,13 +361,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// stop, and their waits, deferred, end.
 	ctx, cancel := context.WithCancel(ctx)
 	// The workers run in both modes: they send the receipts, and with
-	// -inbox they apply the events too.
-	workersDone := make(chan struct{})
-	go func() {
-		defer close(workersDone)
-		_ = inbox.Run(ctx)
-	}()
-	defer func() { <-workersDone }() // in-flight attempts finish before the store closes
+	// -inbox they apply the events too. A receiver leaves both to the
+	// workers of other processes.
+	if *role != roleReceiver {
+		workersDone := make(chan struct{})
+		go func() {
+			defer close(workersDone)
+			_ = inbox.Run(ctx)
+		}()
+		defer func() { <-workersDone }() // in-flight attempts finish before the store closes
+	}
 	if p, ok := svc.store.(idempotency.Pruner); ok && *pruneEvery > 0 {
 		pruned := make(chan struct{})
 		go func() {
@@ -365,7 +390,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		defer cancel()
 		_ = httpSrv.Shutdown(shutdownCtx)
 	}()
-	logger.Info("listening", "addr", ln.Addr().String(), "store", storeName(*dbURL), "inbox", *inboxMode)
+	logger.Info("listening", "addr", ln.Addr().String(), "store", storeName(*dbURL), "inbox", *inboxMode, "role", *role)
 	if *recoverSince > 0 {
 		// Beside the webhooks, not before them: a long recovery does not
 		// hold deliveries up, and both go through one ledger. It stops
@@ -390,6 +415,61 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	return nil
+}
+
+// The values of -role.
+const (
+	roleAll      = "all"
+	roleReceiver = "receiver"
+	roleWorker   = "worker"
+)
+
+// checkRole refuses a -role that is none, or a combination with it that
+// cannot work: a receiver or worker without a database, which alone lets
+// one process see the events another stored; a receiver without -inbox,
+// whose webhook would apply the events itself; a flag set for what the
+// role does not run (the workers' on a receiver, the webhook's on a
+// worker).
+func checkRole(fs *flag.FlagSet, role string, inboxMode, database bool) error {
+	var unused []string // the flags set for what the role does not run
+	switch role {
+	case roleAll:
+		return nil
+	case roleReceiver:
+		if !inboxMode {
+			return usagef("-role receiver needs -inbox: without it the webhook applies each event itself, as -role all does")
+		}
+		if !database {
+			return usagef("-role receiver needs -database-url (or DATABASE_URL): on the in-memory store no worker of another process sees the events it stores")
+		}
+		unused = setFlags(fs, "workers", "ingest-workers", "mail-url", "receipt-emails")
+		if len(unused) > 0 {
+			return usagef("-role receiver runs no workers, and %s set what they do: pass it to -role worker (or all)", strings.Join(unused, ", "))
+		}
+	case roleWorker:
+		if !database {
+			return usagef("-role worker needs -database-url (or DATABASE_URL): on the in-memory store it sees no other process's events")
+		}
+		unused = setFlags(fs, "ingest-workers", "recover-since")
+		if len(unused) > 0 {
+			return usagef("-role worker serves no webhook, and %s set what it does (a worker uses all its -workers): pass it to -role receiver (or all)", strings.Join(unused, ", "))
+		}
+	default:
+		return usagef("-role must be all, receiver or worker, got %q", role)
+	}
+	return nil
+}
+
+// setFlags returns those of the flags names that the command line set,
+// each with its dash.
+func setFlags(fs *flag.FlagSet, names ...string) []string {
+	var set []string
+	for _, name := range names {
+		if flagSet(fs, name) {
+			set = append(set, "-"+name)
+		}
+	}
+	return set
 }
 
 // checkAddr refuses the value of the address flag name that no listen
@@ -428,6 +508,9 @@ type service struct {
 	noReceipts bool
 	// mode is the endpoint's (-mode): Config.Mode.
 	mode idempotency.Mode
+	// noWebhook makes no Handler and routes no /webhook (-role worker):
+	// a delivery is answered 404.
+	noWebhook bool
 }
 
 // openStore returns the memory store and tables, or the PostgreSQL store
@@ -474,8 +557,8 @@ type receipt struct {
 	Currency   string `json:"currency"`
 }
 
-// server is the service's routes, its webhook Handler and the inbox whose
-// workers the caller runs.
+// server is the service's routes, its webhook Handler (nil with
+// service.noWebhook) and the inbox whose workers the caller runs.
 type server struct {
 	http.Handler
 	webhook *idempotency.Handler
@@ -586,16 +669,20 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 	// With a key, thin (v2) notifications are fetched and handled too.
 	cfg := idempotency.Config{Secrets: secrets, Logger: logger, Now: inboxCfg.Now, StripeClient: svc.stripe, Observer: inboxCfg.Observer, Mode: svc.mode}
 	var webhook *idempotency.Handler
-	if inboxMode {
+	switch {
+	case svc.noWebhook:
+	case inboxMode:
 		webhook, err = inbox.Handler(cfg)
-	} else {
+	default:
 		webhook, err = idempotency.NewHandler(store, hs, cfg)
 	}
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/webhook", webhook)
+	if webhook != nil {
+		mux.Handle("/webhook", webhook)
+	}
 	mux.HandleFunc("GET /accounts/{id}", getRow(logger, "account", accts.Get))
 	mux.HandleFunc("GET /subscriptions/{id}", getRow(logger, "subscription", svc.subscriptions.Get))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
