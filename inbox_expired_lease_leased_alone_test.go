@@ -38,19 +38,12 @@ func TestInboxLeaseStopsBeforeAnExpiredLease(t *testing.T) {
 			deliver("evt_b")
 			clock.Advance(time.Minute + time.Second) // evt_died's lease expired, due after evt_a and evt_b
 
-			ids := func(ls []idempotency.InboxLeased) []string {
-				out := make([]string, len(ls))
-				for i, l := range ls {
-					out[i] = l.EventID()
-				}
-				return out
-			}
 			first, err := idempotency.LeaseInbox(t.Context(), in, 10)
 			require.NoError(t, err)
-			require.ElementsMatch(t, []string{"evt_a", "evt_b"}, ids(first), "the due events, not the expired one after them")
+			require.ElementsMatch(t, []string{"evt_a", "evt_b"}, leasedIDs(first), "the due events, not the expired one after them")
 			alone, err := idempotency.LeaseInbox(t.Context(), in, 10)
 			require.NoError(t, err)
-			require.Equal(t, []string{"evt_died"}, ids(alone), "the expired lease, alone")
+			require.Equal(t, []string{"evt_died"}, leasedIDs(alone), "the expired lease, alone")
 			require.Equal(t, 2, alone[0].Attempt())
 		})
 	}
