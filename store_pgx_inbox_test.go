@@ -376,26 +376,8 @@ func TestPgxInboxOpenAttemptHoldsItsObject(t *testing.T) {
 	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	p := newPgInbox(t, b, idempotency.InboxConfig{Lease: time.Minute, Timeout: 10 * time.Second})
-	entered, release := make(chan struct{}), make(chan struct{})
-	p.block = func(eventID string) {
-		if eventID == "evt_open_2" {
-			close(entered)
-			<-release
-		}
-	}
 	p.deliver(t, "evt_open_2", "in_open", 2)
-	held := p.lease(t, 1)[0]
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		idempotency.ApplyLeased(context.Background(), p.inbox, held)
-	}()
-	finish := sync.OnceFunc(func() {
-		close(release)
-		<-done
-	})
-	defer finish() // also when a check fails: the transaction must end before the schema is dropped
-	<-entered
+	finish := openAttempt(t, p, "evt_open_2")
 	p.clock.Advance(2 * time.Minute)
 	p.lease(t, 0) // not taken over
 	p.deliver(t, "evt_open_1", "in_open", 1)
@@ -403,6 +385,34 @@ func TestPgxInboxOpenAttemptHoldsItsObject(t *testing.T) {
 	finish()
 	require.Equal(t, idempotency.InboxProcessed, p.record(t, "evt_open_2").State)
 	require.Equal(t, "evt_open_1", p.lease(t, 1)[0].EventID())
+}
+
+// openAttempt leases eventID, queued alone, and applies it on a goroutine
+// whose handler waits; it returns once the handler runs, its transaction
+// open. finish lets the handler end and waits for the attempt; it also
+// runs when the test ends, before the schema is dropped.
+func openAttempt(t *testing.T, p *pgInbox, eventID string) (finish func()) {
+	t.Helper()
+	entered, release := make(chan struct{}), make(chan struct{})
+	p.block = func(id string) {
+		if id == eventID {
+			close(entered)
+			<-release
+		}
+	}
+	held := p.lease(t, 1)[0]
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		idempotency.ApplyLeased(context.Background(), p.inbox, held)
+	}()
+	finish = sync.OnceFunc(func() {
+		close(release)
+		<-done
+	})
+	t.Cleanup(finish)
+	<-entered
+	return finish
 }
 
 // TestPgxInboxPayloadByteExact: the worker gets the verified body byte for
