@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -205,4 +206,145 @@ func TestReadmeConfigurationIsConfig(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("%d minutes", int(idempotency.DefaultTolerance/time.Minute)), defaults["Tolerance"])
 	require.Equal(t, fmt.Sprintf("%d MiB", idempotency.DefaultMaxBodyBytes>>20), defaults["MaxBodyBytes"])
 	require.Equal(t, fmt.Sprintf("%d s", int(idempotency.DefaultTimeout/time.Second)), defaults["Timeout"])
+}
+
+// TestReadmeQuotesTheDefaults: the defaults the README's sections on the
+// inbox, tasks, current state, recovery, PostgreSQL, retention and the
+// runbook quote are the code's constants, so that a default changed
+// without the README fails here.
+func TestReadmeQuotesTheDefaults(t *testing.T) {
+	t.Parallel()
+	text := readmeText(t)
+	whole := func(d, unit time.Duration) int {
+		t.Helper()
+		require.Zero(t, d%unit, "%s is no whole number of %s", d, unit)
+		return int(d / unit)
+	}
+	const day = 24 * time.Hour
+	lease := whole(idempotency.DefaultLease, time.Minute)
+	timeout := whole(idempotency.DefaultInboxTimeout, time.Second)
+	eventIDs := whole(idempotency.DefaultEventIDRetention, day)
+	deadLetters := whole(idempotency.DefaultDeadLetterRetention, day)
+	payloads := whole(idempotency.DefaultPayloadRetention, day)
+	batch := idempotency.DefaultPruneBatch
+	require.True(t, batch >= 1000 && batch < 1000000, "DefaultPruneBatch %d is not written n,nnn", batch)
+	require.Equal(t, time.Hour, idempotency.DefaultRetryUnhandledFor, "the README says RetryUnhandledFor defaults to an hour")
+	for _, quoted := range []string{
+		// Inbox mode.
+		fmt.Sprintf("`MaxAttempts` (%d)", idempotency.DefaultMaxAttempts),
+		fmt.Sprintf("(`Lease`, %d minute; it must exceed the attempt `Timeout`, %d s, by a second at least)", lease, timeout),
+		fmt.Sprintf("about %d minutes after its first attempt with the defaults", idempotency.DefaultMaxAttempts*lease),
+		fmt.Sprintf("`MaxIngestLag` (%d s)", whole(idempotency.DefaultMaxIngestLag, time.Second)),
+		fmt.Sprintf("`PollInterval` (%d s)", whole(idempotency.DefaultPollInterval, time.Second)),
+		fmt.Sprintf("`pool_max_conns=%d` in the URL for the default %d workers", idempotency.DefaultWorkers+1, idempotency.DefaultWorkers),
+		fmt.Sprintf("RetryUnhandledFor, %s, after it was received", idempotency.DefaultRetryUnhandledFor),
+		// Tasks.
+		fmt.Sprintf("`pool_max_conns=%d` for the default %d workers", idempotency.DefaultWorkers+1, idempotency.DefaultWorkers),
+		fmt.Sprintf("`InboxConfig.Timeout` (%d s, the func's `ctx`)", timeout),
+		fmt.Sprintf("`Retention.Payloads` (%d days)", payloads),
+		// Current state and recovery.
+		fmt.Sprintf("`FetchTimeout` (%d s)", whole(idempotency.FetchTimeout, time.Second)),
+		fmt.Sprintf("`RecoveryOverlap` (%d minutes)", whole(idempotency.RecoveryOverlap, time.Minute)),
+		fmt.Sprintf("paced at %d/s by default (`RequestsPerSecond`)", idempotency.DefaultRecoverRate),
+		fmt.Sprintf("at most %d days (`time.Now().Add(-idempotency.RecoveryWindow)`", whole(idempotency.RecoveryWindow, day)),
+		// PostgreSQL and retention.
+		fmt.Sprintf("`PgxConfig.RecentClaims`, %d, each for `PgxConfig.RecentClaimsTTL`, %d minute",
+			idempotency.DefaultRecentClaims, whole(idempotency.DefaultRecentClaimsTTL, time.Minute)),
+		fmt.Sprintf("in batches of %d,%03d rows", batch/1000, batch%1000),
+		fmt.Sprintf("| claimed event ids (the ledger) | %d days, at least;", eventIDs),
+		fmt.Sprintf("| finished inbox events, with their payloads | %d days |", payloads),
+		fmt.Sprintf("| dead letters (events) | %d days, at least `Payloads` |", deadLetters),
+		fmt.Sprintf("the ids' and the dead letters' windows together (%d days)", eventIDs+deadLetters),
+		// The runbook.
+		fmt.Sprintf("at `InboxConfig.Timeout`, %d s)", timeout),
+		fmt.Sprintf("about %d minutes with the defaults (a `Lease` each)", idempotency.DefaultMaxAttempts*lease),
+		fmt.Sprintf("(`Retention.EventIDs`, %d days)", eventIDs),
+	} {
+		assert.True(t, strings.Contains(text, quoted), "the README does not quote %s", quoted)
+	}
+}
+
+// TestReadmeBackoffTableIsDefaultBackoffs: the README's table of retries
+// is DefaultBackoff's schedule, n⁴ seconds after failed attempt n, up to
+// the default MaxAttempts, each time within the rounding of its last
+// unit; and so are the figures said around it.
+func TestReadmeBackoffTableIsDefaultBackoffs(t *testing.T) {
+	t.Parallel()
+	wait := func(n int) time.Duration { return time.Duration(n*n*n*n) * time.Second }
+	start := func(n int) (d time.Duration) { // of attempt n, after the first
+		for k := 1; k < n; k++ {
+			d += wait(k)
+		}
+		return d
+	}
+	for n := 1; n <= idempotency.DefaultMaxAttempts; n++ {
+		got := idempotency.DefaultBackoff(n)
+		require.True(t, got >= wait(n)*9/10 && got <= wait(n)*11/10, "DefaultBackoff(%d) = %s, not n⁴ seconds ±10%%", n, got)
+	}
+
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	_, table, ok := strings.Cut(string(readme), "\n| attempt |")
+	require.True(t, ok, "the README has no table of retries")
+	lines := strings.SplitN(table, "\n", 5)
+	cells := func(line, label string) []string {
+		t.Helper()
+		rest, ok := strings.CutPrefix(line, label)
+		require.True(t, ok, "the table's row %q", label)
+		row := strings.Split(strings.TrimSuffix(strings.TrimSpace(rest), "|"), "|")
+		for i := range row {
+			row[i] = strings.TrimSpace(row[i])
+		}
+		return row
+	}
+	attempts := cells(lines[0], "")
+	starts := cells(lines[2], "| starts after the first by |")
+	waits := cells(lines[3], "| if it fails, the next waits |")
+	require.Len(t, starts, len(attempts))
+	require.Len(t, waits, len(attempts))
+	require.Equal(t, strconv.Itoa(idempotency.DefaultMaxAttempts), attempts[len(attempts)-1], "the table ends at the default MaxAttempts")
+	require.Equal(t, "dead letter", waits[len(waits)-1])
+	for i, a := range attempts {
+		n, err := strconv.Atoi(a)
+		require.NoError(t, err)
+		requireRounded(t, start(n), starts[i], fmt.Sprintf("the start of attempt %d", n))
+		if n < idempotency.DefaultMaxAttempts {
+			requireRounded(t, wait(n), waits[i], fmt.Sprintf("the wait after attempt %d", n))
+		}
+	}
+
+	text := readmeText(t)
+	last := idempotency.DefaultMaxAttempts
+	span := fmt.Sprintf("The %d attempts span %.1f days", last, start(last).Hours()/24)
+	assert.True(t, strings.Contains(text, span), "the README does not say %s", span)
+	inAnHour := 1
+	for start(inAnHour+1) <= time.Hour {
+		inAnHour++
+	}
+	hour := fmt.Sprintf("an event failing for an hour has had %d attempts, and waits %d minutes for the %dth",
+		inAnHour, int(wait(inAnHour).Round(time.Minute)/time.Minute), inAnHour+1)
+	assert.True(t, strings.Contains(text, hour), "the README does not say %s", hour)
+}
+
+// requireRounded fails the test unless cell ("0", "81 s", "4 h 16 min",
+// "1 d 12 h"), the README's figure for what, is d rounded to the last
+// unit it writes.
+func requireRounded(t *testing.T, d time.Duration, cell, what string) {
+	t.Helper()
+	units := map[string]time.Duration{"s": time.Second, "min": time.Minute, "h": time.Hour, "d": 24 * time.Hour}
+	fields := strings.Fields(cell)
+	if len(fields) == 1 && fields[0] == "0" {
+		require.Zero(t, d, "%s: the README says 0", what)
+		return
+	}
+	require.True(t, len(fields) > 0 && len(fields)%2 == 0, "%s: %q is no duration", what, cell)
+	var got, unit time.Duration
+	for i := 0; i < len(fields); i += 2 {
+		v, err := strconv.Atoi(fields[i])
+		require.NoError(t, err, "%q", cell)
+		u, ok := units[fields[i+1]]
+		require.True(t, ok, "%q: unit %q", cell, fields[i+1])
+		got, unit = got+time.Duration(v)*u, u
+	}
+	require.LessOrEqual(t, (got - d).Abs(), unit/2, "%s: the README says %q, not %s rounded", what, cell, d)
 }
