@@ -68,26 +68,33 @@ func TestReadmeRiverSnippet(t *testing.T) {
 }
 
 // snippetSource returns a README snippet as the source of a file: its
-// top-level declarations (type, func, var and const at the start of a
-// line, to the closing brace or parenthesis at the start of a line) as
-// they are, and its other lines, statements and comments, in the body of
-// a func.
+// top-level declarations as they are, and its other lines, statements and
+// comments, in the body of a func.
 func snippetSource(snippet string) string {
-	var decls, stmts strings.Builder
+	decls, stmts := snippetParts(snippet)
+	return "package snippet\n\n" + decls + "\nfunc _() {\n" + stmts + "}\n"
+}
+
+// snippetParts splits a README snippet into its top-level declarations
+// (type, func, var and const at the start of a line, to the closing brace
+// or parenthesis at the start of a line) and its other lines, statements
+// and comments, each kept in order.
+func snippetParts(snippet string) (decls, stmts string) {
+	var d, s strings.Builder
 	inDecl := false
 	for line := range strings.Lines(snippet) {
 		switch {
 		case inDecl:
-			decls.WriteString(line)
+			d.WriteString(line)
 			inDecl = line != "}\n" && line != ")\n"
 		case strings.HasPrefix(line, "type ") || strings.HasPrefix(line, "func ") ||
 			strings.HasPrefix(line, "var ") || strings.HasPrefix(line, "const "):
-			decls.WriteString(line)
+			d.WriteString(line)
 			trimmed := strings.TrimRight(line, "\n")
 			inDecl = strings.HasSuffix(trimmed, "{") || strings.HasSuffix(trimmed, "(")
 		default:
-			stmts.WriteString(line)
+			s.WriteString(line)
 		}
 	}
-	return "package snippet\n\n" + decls.String() + "\nfunc _() {\n" + stmts.String() + "}\n"
+	return d.String(), s.String()
 }

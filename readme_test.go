@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"maps"
 	"os"
@@ -348,3 +351,157 @@ func requireRounded(t *testing.T, d time.Duration, cell, what string) {
 	}
 	require.LessOrEqual(t, (got - d).Abs(), unit/2, "%s: the README says %q, not %s rounded", what, cell, d)
 }
+
+// TestReadmeSnippetsBuild keeps the Go snippets of the README's sections
+// from "Inbox mode" to "Operating it" true to the API: each is vetted in
+// a func of its own, its declarations beside it, with the names it takes
+// from the text around it (hs, store, the mailer, ...) declared once for
+// all of them. A name declared again (the receivers' and the workers'
+// inbox, two processes in one snippet) is assigned instead, and every
+// name a snippet declares counts as used. River's snippet, which this
+// module cannot compile, is TestReadmeRiverSnippet's.
+func TestReadmeSnippetsBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	t.Parallel()
+	path, err := filepath.Abs("README.md")
+	require.NoError(t, err)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	readme := string(b)
+	from := strings.Index(readme, "\n## Inbox mode: answer at once, apply in workers\n")
+	require.Positive(t, from, "the README has no section on inbox mode")
+	to := strings.Index(readme, "\n## Operating it\n")
+	require.Greater(t, to, from, "the README has no section \"Operating it\" after it")
+
+	var src strings.Builder
+	src.WriteString(readmeSnippetsPreamble)
+	built, river := 0, 0
+	for at := from; ; {
+		start := strings.Index(readme[at:to], "\n```go\n")
+		if start < 0 {
+			break
+		}
+		start += at + len("\n```go\n")
+		snippet, _, ok := strings.Cut(readme[start:to], "\n```")
+		require.True(t, ok)
+		snippet += "\n"
+		at = start + len(snippet)
+		if strings.Contains(snippet, "river.") {
+			river++
+			continue
+		}
+		decls, stmts := snippetParts(snippet)
+		body, err := snippetBody(stmts)
+		require.NoError(t, err, "a snippet does not parse as Go:\n%s", snippet)
+		built++
+		// Errors point at the README's lines, exactly while a snippet's
+		// declarations all come before its statements.
+		line := strings.Count(readme[:start], "\n") + 1
+		fmt.Fprintf(&src, "\n//line %s:%d\n%s\nfunc snippet%d() {\n//line %s:%d\n%s}\n",
+			path, line, decls, built, path, line+strings.Count(decls, "\n"), body)
+	}
+	require.Equal(t, 1, river, "River's snippet")
+	require.Greater(t, built, 10, "the snippets found")
+	file := filepath.Join(t.TempDir(), "snippets.go")
+	require.NoError(t, os.WriteFile(file, []byte(src.String()), 0o600))
+	out, err := exec.Command("go", "vet", file).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
+// snippetBody returns a snippet's statements as the body of its func: a
+// := that declares no new name at the snippet's top level is written =,
+// and each name declared there is used once after the statements.
+func snippetBody(stmts string) (string, error) {
+	const head = "package p\nfunc _() {\n"
+	f, err := parser.ParseFile(token.NewFileSet(), "", head+stmts+"}\n", parser.SkipObjectResolution)
+	if err != nil {
+		return "", err
+	}
+	body := []byte(stmts)
+	declared := map[string]bool{}
+	var names []string
+	for _, s := range f.Decls[0].(*ast.FuncDecl).Body.List {
+		as, ok := s.(*ast.AssignStmt)
+		if !ok || as.Tok != token.DEFINE {
+			continue
+		}
+		fresh := false
+		for _, lhs := range as.Lhs {
+			if id, ok := lhs.(*ast.Ident); ok && id.Name != "_" && !declared[id.Name] {
+				declared[id.Name], fresh = true, true
+				names = append(names, id.Name)
+			}
+		}
+		if !fresh {
+			at := int(as.TokPos) - 1 - len(head) // positions start at 1
+			copy(body[at:], " =")
+		}
+	}
+	var uses strings.Builder
+	for _, name := range names {
+		fmt.Fprintf(&uses, "\t_ = %s\n", name)
+	}
+	return string(body) + uses.String(), nil
+}
+
+// readmeSnippetsPreamble declares what the README's snippets take from
+// the text around them.
+const readmeSnippetsPreamble = `package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"log/slog"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+var (
+	_ = fmt.Sprint
+	_ = log.Print
+	_ = os.Getenv
+	_ = time.Now
+	_ = require.NoError
+	_ = idempotencytest.NewClock
+	_ testing.TB
+)
+
+var (
+	hs                = idempotency.NewHandlers()
+	store             = idempotency.NewMemoryStore()
+	secrets           []string
+	mux               = http.NewServeMux()
+	ctx               = context.Background()
+	payload           []byte
+	logger            *slog.Logger
+	h                 *idempotency.Handler
+	client            *stripe.Client
+	since             time.Time
+	connectedAccounts []string
+	cache             interface{ Invalidate(account string) }
+	inv               *stripe.Invoice
+	tx                idempotency.Tx
+	sendReceipt       *idempotency.Task[struct{}]
+	fetchCustomer     func(ctx context.Context, id, account string) (*stripe.Customer, error)
+	saveEmail         func(ctx context.Context, tx idempotency.Tx, id, email string) error
+	mailer            interface {
+		SendReceipt(ctx context.Context, account string, amount int64, key string) error
+		Send(ctx context.Context, email, key string) error
+	}
+)
+
+type Welcome struct{ Email string }
+
+func main() {}
+`
