@@ -155,25 +155,11 @@ func TestDocsNameExistingTests(t *testing.T) {
 	t.Parallel()
 	defined := map[string]bool{}
 	decl := regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Example)[A-Za-z0-9_]*)\(`)
-	require.NoError(t, filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != "." && strings.HasPrefix(d.Name(), ".") {
-			return filepath.SkipDir // .git, .ci
-		}
-		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	walkGoFiles(t, true, func(src []byte) {
 		for _, m := range decl.FindAllSubmatch(src, -1) {
 			defined[string(m[1])] = true
 		}
-		return nil
-	}))
+	})
 	cited := regexp.MustCompile("`((?:Test|Benchmark)[A-Z][A-Za-z0-9_]*)`")
 	for _, doc := range []string{"README.md", "CHANGELOG.md"} {
 		text, err := os.ReadFile(doc)
@@ -505,3 +491,61 @@ type Welcome struct{ Email string }
 
 func main() {}
 `
+
+// TestReadmeQuotesTheCodesTexts: the log lines, errors and idemctl show
+// lines the README's sections on the inbox, current state, PostgreSQL and
+// the runbook quote, for an operator to search for, are the code's (a
+// quote's words between its values).
+func TestReadmeQuotesTheCodesTexts(t *testing.T) {
+	t.Parallel()
+	var code strings.Builder
+	walkGoFiles(t, false, func(src []byte) { code.Write(src) })
+	text := readmeText(t)
+	for _, quoted := range []string{
+		"idempotency inbox: attempting, alone, what a worker held when its lease expired",
+		"the event is no longer held at this attempt",
+		"cannot take due events",
+		"no notification reached the listen connection",
+		"recorded ignored: not applied within RetryUnhandledFor",
+		"idempotency task: attempt",
+		"is another object's type",
+		"cannot decode a JSON",
+		"the API no longer knows the object",
+		"the API key is of the other mode",
+		"not an answer of the Stripe API",
+		"the platform has no access to the connected account",
+		"run PgxStore.Migrate on it first",
+		"lease expired after attempt",
+		"its worker died, hung or lost its connection, or the clocks of the replicas disagree",
+		"due at its next attempt",
+		"a worker holds it under a lease until",
+		"its worker's lease expired at",
+		"the next lease retries it once nothing holds it back, or dead-letters it after its last attempt without waiting",
+	} {
+		assert.True(t, strings.Contains(text, quoted), "the README no longer quotes %q: take it out of this list", quoted)
+		assert.True(t, strings.Contains(code.String(), quoted), "the README quotes %q, which the code no longer says", quoted)
+	}
+}
+
+// walkGoFiles calls fn with each Go file of the module, test files or the
+// others, outside the .git and .ci directories.
+func walkGoFiles(t *testing.T, tests bool, fn func(src []byte)) {
+	t.Helper()
+	require.NoError(t, filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir // .git, .ci
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") != tests {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fn(src)
+		return nil
+	}))
+}
