@@ -1620,9 +1620,9 @@ func (in *Inbox) RedriveByKind(ctx context.Context, f RedriveFilter) (events, ta
 }
 
 // Stats counts the inbox's events and tasks by state (TaskCounts the
-// tasks alone) and dates the oldest one still to be applied: what an
-// alert needs ("oldest pending older than 5 minutes", "dead letters
-// grew").
+// tasks alone), dates the oldest one still to be applied and the newest
+// attempt: what an alert needs ("oldest pending older than 5 minutes",
+// "dead letters grew", "pending, and no attempt for 10 minutes").
 func (in *Inbox) Stats(ctx context.Context) (InboxStats, error) {
 	return in.store.inboxStats(ctx)
 }

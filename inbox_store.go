@@ -610,6 +610,14 @@ type InboxStats struct {
 	// to be applied (pending, failed or processing); zero when there is
 	// none.
 	OldestPending time.Time
+	// LastAttempt is when the newest attempt at an event or a task
+	// started: the latest AttemptedAt of the rows the inbox holds, in
+	// whatever state; zero when none was ever attempted (or Prune has
+	// deleted every row that was). With rows pending, a LastAttempt
+	// older than a few poll intervals says that no worker runs; a recent
+	// one, with OldestPending growing, that workers run and fall behind.
+	// An attempt given back unstarted (a worker stopping) does not count.
+	LastAttempt time.Time
 }
 
 // Events is how many events, tasks left out, are in state: Counts[state]
@@ -635,14 +643,18 @@ func newInboxStats() InboxStats {
 }
 
 // add counts n rows of kind in state; oldest is the earliest ReceivedAt
-// among them if they are still to be applied, or zero.
-func (st *InboxStats) add(kind InboxKind, state InboxState, n int, oldest time.Time) {
+// among them if they are still to be applied, or zero, and attempted the
+// latest AttemptedAt among them, or zero.
+func (st *InboxStats) add(kind InboxKind, state InboxState, n int, oldest, attempted time.Time) {
 	st.Counts[state] += n
 	if kind == KindTask {
 		st.TaskCounts[state] += n
 	}
 	if !oldest.IsZero() && (st.OldestPending.IsZero() || oldest.Before(st.OldestPending)) {
 		st.OldestPending = oldest
+	}
+	if attempted.After(st.LastAttempt) {
+		st.LastAttempt = attempted
 	}
 }
 

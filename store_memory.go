@@ -61,6 +61,10 @@ type MemoryStore struct {
 	// of each state, not the rows it keeps. indexInboxRow keeps it in step
 	// too.
 	inboxFinished map[inboxSlot]*inboxOrder
+	// inboxAttempted holds the rows of inbox that were attempted, by
+	// AttemptedAt and EventID: its last is Stats' LastAttempt, without a
+	// walk of the finished rows. indexInboxRow keeps it in step too.
+	inboxAttempted inboxOrder
 
 	// seq is PgxStore's idempotency_seq: the last number handed out.
 	seq     int64
@@ -103,6 +107,7 @@ func (s *MemoryStore) init() {
 		s.unfinished = make(map[string]*memoryInboxRow)
 		s.inboxByState = make(map[inboxSlot]*inboxOrder)
 		s.taskArgs.by = (*memoryInboxRow).argsPosition
+		s.inboxAttempted.by = (*memoryInboxRow).attemptedPosition
 		s.inboxFinished = make(map[inboxSlot]*inboxOrder)
 		s.objects = make(map[guardID]objectRecord)
 		s.order = make(map[guardID]orderRecord)

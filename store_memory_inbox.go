@@ -31,6 +31,9 @@ type memoryInboxRow struct {
 	// finishedFiledAt is the FinishedAt s.inboxFinished holds it under,
 	// in the order of its kind and filedAs; zero when it is not there.
 	finishedFiledAt time.Time
+	// attemptedFiledAt is the AttemptedAt s.inboxAttempted holds it
+	// under; zero when it is not there.
+	attemptedFiledAt time.Time
 }
 
 // argsPosition is r's position in s.taskArgs.
@@ -41,6 +44,11 @@ func (r *memoryInboxRow) argsPosition() InboxPosition {
 // finishedPosition is r's position in its order of s.inboxFinished.
 func (r *memoryInboxRow) finishedPosition() InboxPosition {
 	return InboxPosition{ReceivedAt: r.finishedFiledAt, EventID: r.EventID}
+}
+
+// attemptedPosition is r's position in s.inboxAttempted.
+func (r *memoryInboxRow) attemptedPosition() InboxPosition {
+	return InboxPosition{ReceivedAt: r.attemptedFiledAt, EventID: r.EventID}
 }
 
 // argsToClear reports whether Prune is to clear r's arguments once r
@@ -108,6 +116,7 @@ const unfinishedRoom = 256
 // fileInboxRow files r under state, or nowhere when state is "".
 func (s *MemoryStore) fileInboxRow(r *memoryInboxRow, state InboxState) {
 	s.fileTaskArgs(r, state)
+	s.fileAttempted(r, state)
 	s.fileFinished(r, state) // before r.filedAs, which names its order, changes
 	if r.filedAs != state {
 		if r.filedAs != "" {
@@ -149,6 +158,16 @@ func (s *MemoryStore) fileTaskArgs(r *memoryInboxRow, state InboxState) {
 		at = r.FinishedAt
 	}
 	refile(r, &r.argsFiledAt, &s.taskArgs, &s.taskArgs, at)
+}
+
+// fileAttempted files r in s.inboxAttempted, under its AttemptedAt, once
+// it was attempted, unless state is "" (r leaves the inbox).
+func (s *MemoryStore) fileAttempted(r *memoryInboxRow, state InboxState) {
+	at := r.AttemptedAt
+	if state == "" {
+		at = time.Time{}
+	}
+	refile(r, &r.attemptedFiledAt, &s.inboxAttempted, &s.inboxAttempted, at)
 }
 
 // fileFinished files r in s.inboxFinished, under its FinishedAt in the
@@ -293,9 +312,9 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 			r.LastError = leaseExpired(r.Attempt)
 		}
 		r.State = InboxProcessing
-		s.indexInboxRow(r)
 		r.Attempt++
 		r.AttemptedAt, r.LeaseUntil, r.NextAttemptAt = now, kept(now.Add(lease)), time.Time{}
+		s.indexInboxRow(r)
 		leased := r.inboxRow
 		leased.Payload = bytes.Clone(r.Payload) // the worker's own copy
 		leased.DueAt, leased.PrevAttemptedAt, leased.LeaseExpired = dueAt, prev, expired
@@ -443,7 +462,10 @@ func (s *MemoryStore) inboxStats(ctx context.Context) (InboxStats, error) {
 		if r := o.oldest(); r != nil && r.unfinished() {
 			oldest = r.ReceivedAt
 		}
-		st.add(k.kind, k.state, o.n, oldest)
+		st.add(k.kind, k.state, o.n, oldest, time.Time{})
+	}
+	if r := s.inboxAttempted.newest(); r != nil {
+		st.LastAttempt = r.AttemptedAt
 	}
 	return st, nil
 }

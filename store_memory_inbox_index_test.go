@@ -548,6 +548,9 @@ func scanInboxStats(rows []idempotency.InboxRecord) idempotency.InboxStats {
 		if !r.State.Final() && (st.OldestPending.IsZero() || r.ReceivedAt.Before(st.OldestPending)) {
 			st.OldestPending = r.ReceivedAt
 		}
+		if r.AttemptedAt.After(st.LastAttempt) {
+			st.LastAttempt = r.AttemptedAt
+		}
 	}
 	return st
 }

@@ -110,6 +110,15 @@ func (o *inboxOrder) oldest() *memoryInboxRow {
 	return o.blocks[0][0]
 }
 
+// newest is o's last row; nil when o is empty.
+func (o *inboxOrder) newest() *memoryInboxRow {
+	if len(o.blocks) == 0 {
+		return nil
+	}
+	last := o.blocks[len(o.blocks)-1]
+	return last[len(last)-1]
+}
+
 // all yields o's rows in order.
 func (o *inboxOrder) all(yield func(*memoryInboxRow) bool) {
 	for _, rows := range o.blocks {

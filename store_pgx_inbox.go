@@ -170,7 +170,8 @@ WHERE ` + redriveWhere + `
 RETURNING kind)
 SELECT ` + countKinds + ` FROM moved`,
 		redriveCount: `SELECT ` + countKinds + ` FROM ` + t + ` WHERE ` + redriveWhere,
-		stats: `SELECT kind, state, count(*), min(received_at) FILTER (WHERE state IN ('pending', 'failed', 'processing'))
+		stats: `SELECT kind, state, count(*), min(received_at) FILTER (WHERE state IN ('pending', 'failed', 'processing')),
+    max(attempted_at)
 FROM ` + t + ` GROUP BY kind, state`,
 		list: `SELECT ` + inboxColumns + ` FROM ` + t + `
 WHERE (cardinality($1::text[]) = 0 OR state = ANY ($1::text[]))
@@ -412,8 +413,8 @@ func (s *PgxStore) inboxRedrive(ctx context.Context, f RedriveFilter, now time.T
 	return int(n[0]), int(n[1]), nil
 }
 
-// inboxStats implements inboxBackend: one query over the index on
-// (state, received_at).
+// inboxStats implements inboxBackend: one query over the table, grouped
+// by kind and state.
 func (s *PgxStore) inboxStats(ctx context.Context) (InboxStats, error) {
 	var st InboxStats
 	err := s.autocommitIdempotent(ctx, func(q pgxQuerier) error {
@@ -425,9 +426,9 @@ func (s *PgxStore) inboxStats(ctx context.Context) (InboxStats, error) {
 		var kind InboxKind
 		var state InboxState
 		var n int
-		var oldest pgtype.Timestamptz
-		_, err = pgx.ForEachRow(rows, []any{&kind, &state, &n, &oldest}, func() error {
-			st.add(kind, state, n, oldest.Time)
+		var oldest, attempted pgtype.Timestamptz
+		_, err = pgx.ForEachRow(rows, []any{&kind, &state, &n, &oldest, &attempted}, func() error {
+			st.add(kind, state, n, oldest.Time, attempted.Time)
 			return nil
 		})
 		return err

@@ -42,6 +42,7 @@ var inboxTests = []struct {
 	{"InboxSkipAndIgnored", testInboxSkipAndIgnored},
 	{"InboxClaimedBeforeIsNotRerun", testInboxClaimedBefore},
 	{"InboxListStatsAndBadFilters", testInboxListStats},
+	{"InboxStatsLastAttempt", testInboxStatsLastAttempt},
 	{"InboxFilterTimesOutOfRange", testInboxFilterTimesOutOfRange},
 	{"InboxListByAccount", testInboxListByAccount},
 	{"InboxRedriveByAccount", testInboxRedriveByAccount},

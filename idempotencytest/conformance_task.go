@@ -1028,8 +1028,9 @@ func testTaskStaleAttemptCannotSettle(t *testing.T, b StoreBackend, redriven boo
 }
 
 // testTaskStatsWhileRunning: a task being run is processing, and still to
-// be applied: Stats counts it, among the tasks too, and its ReceivedAt is
-// OldestPending when nothing older waits.
+// be applied: Stats counts it, among the tasks too, its ReceivedAt is
+// OldestPending when nothing older waits, and its attempt's start is
+// LastAttempt, running and applied.
 func testTaskStatsWhileRunning(t *testing.T, b StoreBackend) {
 	clock := NewClock(taskStart)
 	hs := idempotency.NewHandlers()
@@ -1050,23 +1051,29 @@ func testTaskStatsWhileRunning(t *testing.T, b StoreBackend) {
 	})
 	require.NoError(t, err)
 	received := clock.Now()
+	st, err := in.Stats(ctxT(t))
+	require.NoError(t, err)
+	require.True(t, st.LastAttempt.IsZero(), "the task was not attempted yet: LastAttempt %s", st.LastAttempt)
 	clock.Advance(time.Minute)
+	attempted := clock.Now()
 	n, err := in.WorkDue(ctxT(t))
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.NoError(t, seenErr)
 	require.Len(t, seen, 1)
-	st := seen[0]
+	st = seen[0]
 	require.Equal(t, 1, st.Counts[idempotency.InboxProcessing])
 	require.Equal(t, 1, st.TaskCounts[idempotency.InboxProcessing])
 	require.Zero(t, st.Events(idempotency.InboxProcessing))
 	require.True(t, st.OldestPending.Equal(received), "the running task is still to apply: OldestPending %s, want %s", st.OldestPending, received)
+	require.True(t, st.LastAttempt.Equal(attempted), "the running task's attempt: LastAttempt %s, want %s", st.LastAttempt, attempted)
 
 	st, err = in.Stats(ctxT(t))
 	require.NoError(t, err)
 	require.Equal(t, 1, st.TaskCounts[idempotency.InboxProcessed])
 	require.Zero(t, st.Counts[idempotency.InboxProcessing])
 	require.True(t, st.OldestPending.IsZero(), "nothing left to apply")
+	require.True(t, st.LastAttempt.Equal(attempted), "the task's attempt, applied: LastAttempt %s, want %s", st.LastAttempt, attempted)
 }
 
 // testTaskGivenBackKeepsItsAttemptTime: a task leased but not attempted
