@@ -614,9 +614,11 @@ type InboxStats struct {
 	// started: the latest AttemptedAt of the rows the inbox holds, in
 	// whatever state; zero when none was ever attempted (or Prune has
 	// deleted every row that was). With rows pending, a LastAttempt
-	// older than a few poll intervals says that no worker runs; a recent
-	// one, with OldestPending growing, that workers run and fall behind.
-	// An attempt given back unstarted (a worker stopping) does not count.
+	// older than a few poll intervals says that no worker runs (unless
+	// each pending row waits behind a failed event of its object); a
+	// recent one, with OldestPending growing, that workers run and fall
+	// behind. An attempt given back unstarted (a worker stopping) does
+	// not count.
 	LastAttempt time.Time
 }
 

@@ -16,7 +16,7 @@
 // come before or after the command; every flag comes before the command's
 // arguments (ids), and a flag after them is refused (exit 2). Commands:
 //
-//	stats                 counts by state (events and tasks), the age of the oldest one still to be applied, dead letters
+//	stats                 counts by state (events and tasks), the age of the oldest one still to be applied and of the last attempt, dead letters
 //	list                  events and tasks by -state, -type, -object, -account, -kind, -since/-until, -limit, -after (the next page); a table or -json; no payloads
 //	show <event-id>       the inbox record, what holds it back, the ledger record; the payload only with -payload
 //	redrive               dead-lettered (or -state failed, -state ignored) events back to pending, by -id, -type, -object, -account, -since/-until, or -all (-state ignored needs -type or -id); -dry-run counts; -json

@@ -24,13 +24,18 @@ var states = idempotency.InboxStates()
 var statsCommand = command{
 	name:    "stats",
 	args:    "[-json]",
-	summary: "count the inbox's events and tasks by state, date the oldest pending",
-	help: `Counts the inbox's events and tasks by state (Inbox.Stats), and dates the
-oldest one still to be applied (pending, processing or failed): what an
-alert needs. With -json, one JSON document:
+	summary: "count the inbox's events and tasks by state, date the oldest pending and the last attempt",
+	help: `Counts the inbox's events and tasks by state (Inbox.Stats), dates the
+oldest one still to be applied (pending, processing or failed), and the
+start of the newest attempt at an event or a task (none when the inbox
+holds no row that was attempted): what an alert needs. Events pending
+and no attempt for several poll intervals: no worker runs; recent
+attempts and the oldest pending age growing: the workers fall behind.
+With -json, one JSON document:
 
   {"events":{"pending":N,...},"tasks":{"pending":N,...},
    "oldest_pending":"RFC 3339" or null,"oldest_pending_age_seconds":N or null,
+   "last_attempt":"RFC 3339" or null,"last_attempt_age_seconds":N or null,
    "dead_letters":N}`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		asJSON := fs.Bool("json", false, "one JSON document instead of a table")
@@ -58,7 +63,34 @@ type statsJSON struct {
 	Tasks         map[idempotency.InboxState]int `json:"tasks"`
 	OldestPending *time.Time                     `json:"oldest_pending"`
 	OldestAgeSecs *int64                         `json:"oldest_pending_age_seconds"`
+	LastAttempt   *time.Time                     `json:"last_attempt"`
+	LastAgeSecs   *int64                         `json:"last_attempt_age_seconds"`
 	DeadLetters   int                            `json:"dead_letters"`
+}
+
+// since is how long ago t was by idemctl's clock, in whole seconds, and
+// never negative (a replica's clock may be ahead of idemctl's).
+func (a *app) since(t time.Time) time.Duration {
+	return max(a.now().Sub(t), 0).Round(time.Second)
+}
+
+// dated is t in UTC and its age in seconds for stats -json, both nil when
+// t is zero.
+func (a *app) dated(t time.Time) (*time.Time, *int64) {
+	if t.IsZero() {
+		return nil, nil
+	}
+	at, secs := t.UTC(), int64(a.since(t)/time.Second)
+	return &at, &secs
+}
+
+// writeDated writes stats' line of label: t and its age, or none.
+func (a *app) writeDated(label string, t time.Time) {
+	if t.IsZero() {
+		fmt.Fprintf(a.stdout, "%s: none\n", label)
+		return
+	}
+	fmt.Fprintf(a.stdout, "%s: %s (%s ago)\n", label, formatTime(t), a.since(t))
 }
 
 func (a *app) writeStats(st idempotency.InboxStats, asJSON bool) error {
@@ -66,19 +98,13 @@ func (a *app) writeStats(st idempotency.InboxStats, asJSON bool) error {
 	for _, s := range states {
 		events[s] = st.Events(s)
 	}
-	var age time.Duration
-	if !st.OldestPending.IsZero() {
-		age = max(a.now().Sub(st.OldestPending), 0).Round(time.Second)
-	}
 	if asJSON {
 		doc := statsJSON{Events: events, Tasks: map[idempotency.InboxState]int{}, DeadLetters: st.Counts[idempotency.InboxDeadLetter]}
 		for _, s := range states {
 			doc.Tasks[s] = st.TaskCounts[s]
 		}
-		if !st.OldestPending.IsZero() {
-			t, secs := st.OldestPending.UTC(), int64(age/time.Second)
-			doc.OldestPending, doc.OldestAgeSecs = &t, &secs
-		}
+		doc.OldestPending, doc.OldestAgeSecs = a.dated(st.OldestPending)
+		doc.LastAttempt, doc.LastAgeSecs = a.dated(st.LastAttempt)
 		return writeJSON(a.stdout, doc)
 	}
 	tw := newTable(a.stdout)
@@ -89,11 +115,8 @@ func (a *app) writeStats(st idempotency.InboxStats, asJSON bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if st.OldestPending.IsZero() {
-		fmt.Fprintln(a.stdout, "oldest pending: none")
-	} else {
-		fmt.Fprintf(a.stdout, "oldest pending: %s (%s ago)\n", formatTime(st.OldestPending), age)
-	}
+	a.writeDated("oldest pending", st.OldestPending)
+	a.writeDated("last attempt", st.LastAttempt)
 	_, err := fmt.Fprintf(a.stdout, "dead letters: %d\n", st.Counts[idempotency.InboxDeadLetter])
 	return err
 }

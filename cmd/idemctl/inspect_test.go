@@ -16,28 +16,37 @@ import (
 )
 
 // TestStats: the counts by state, events apart from tasks, the oldest
-// pending event's age and the dead letters, as a table and as JSON.
+// pending event's age, the last attempt's and the dead letters, as a
+// table and as JSON; an inbox where nothing was attempted has no last
+// attempt.
 func TestStats(t *testing.T) {
 	t.Parallel()
 	s := newService(t, nil)
+	s.deliver(t, "evt_first", "invoice.paid", "in_first")
+	r := idemctl(t, s.db, nil, "stats")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^last attempt: none$`, r.stdout)
+	doc := decode[statsJSON](t, idemctl(t, s.db, nil, "stats", "-json"))
+	require.Nil(t, doc.LastAttempt, "nothing attempted")
+	require.Nil(t, doc.LastAgeSecs, "nothing attempted")
 	s.seed(t)
 
-	r := idemctl(t, s.db, nil, "stats")
+	r = idemctl(t, s.db, nil, "stats")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Empty(t, r.stderr)
 	for _, want := range []string{
 		`(?m)^STATE\s+EVENTS\s+TASKS$`,
-		`(?m)^pending\s+1\s+0$`, `(?m)^processed\s+2\s+2$`, `(?m)^failed\s+1\s+0$`,
+		`(?m)^pending\s+1\s+0$`, `(?m)^processed\s+3\s+3$`, `(?m)^failed\s+1\s+0$`,
 		`(?m)^dead_letter\s+1\s+0$`, `(?m)^processing\s+0\s+0$`,
-		`(?m)^oldest pending: \S+Z \(\d+s ago\)$`, `(?m)^dead letters: 1$`,
+		`(?m)^oldest pending: \S+Z \(\d+s ago\)$`, `(?m)^last attempt: \S+Z \(\d+s ago\)$`, `(?m)^dead letters: 1$`,
 	} {
 		require.Regexp(t, want, r.stdout)
 	}
 
-	doc := decode[statsJSON](t, idemctl(t, s.db, nil, "stats", "-json"))
+	doc = decode[statsJSON](t, idemctl(t, s.db, nil, "stats", "-json"))
 	require.Equal(t, 1, doc.Events[idempotency.InboxPending])
-	require.Equal(t, 2, doc.Events[idempotency.InboxProcessed])
-	require.Equal(t, 2, doc.Tasks[idempotency.InboxProcessed])
+	require.Equal(t, 3, doc.Events[idempotency.InboxProcessed])
+	require.Equal(t, 3, doc.Tasks[idempotency.InboxProcessed])
 	require.Equal(t, 1, doc.Events[idempotency.InboxFailed])
 	require.Equal(t, 1, doc.DeadLetters)
 	require.Len(t, doc.Tasks, len(states), "every state, zero included")
@@ -46,6 +55,14 @@ func TestStats(t *testing.T) {
 	// the pending one.
 	require.Equal(t, s.lookup(t, "evt_failed_1").ReceivedAt.UTC(), *doc.OldestPending)
 	require.GreaterOrEqual(t, *doc.OldestAgeSecs, int64(0))
+	// The last attempt is the newest of the seed's, which attempted the
+	// failed event after the dead letter.
+	st, err := s.inbox.Stats(t.Context())
+	require.NoError(t, err)
+	require.False(t, st.LastAttempt.Before(s.lookup(t, "evt_failed_1").AttemptedAt))
+	require.NotNil(t, doc.LastAttempt)
+	require.Equal(t, st.LastAttempt.UTC(), *doc.LastAttempt)
+	require.GreaterOrEqual(t, *doc.LastAgeSecs, int64(0))
 }
 
 // TestList: the selectors narrow the list; the table has no payload; -json
