@@ -144,6 +144,7 @@ func TestBrowser(t *testing.T) {
 	require.Equal(t, strconv.Itoa(tasks), text(t, ctx, "#tasks-total"))
 	require.Equal(t, 2, st.TaskCounts[idempotency.InboxProcessed], "the fixture's receipts")
 	require.Equal(t, "4m 0s", text(t, ctx, "#oldest-pending"))
+	require.Equal(t, "5m 30s", text(t, ctx, "#last-attempt"))
 
 	// Its dead-letter list is the inbox's, with the last error.
 	dead, err := f.inbox.List(t.Context(), idempotency.InboxFilter{States: []idempotency.InboxState{idempotency.InboxDeadLetter}})

@@ -213,3 +213,21 @@ func TestForgetRefusesTasks(t *testing.T) {
 	_, body = f.get(t, "event?id="+task+"&msg=forget-task")
 	contains(t, body, "Not forgotten: this is a task")
 }
+
+// TestOverviewLastAttempt: the overview dates the newest attempt, "none"
+// before any, so that an operator who sees events pending tells workers
+// that fall behind from workers that do not run.
+func TestOverviewLastAttempt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, idempotency.NewMemoryStore(), dashboard.Config{})
+	f.deliver(t, "invoice.paid", "evt_last_1", "in_last_1")
+	_, body := f.get(t, "")
+	contains(t, body, `id="last-attempt">none<`, "nothing attempted yet")
+
+	f.work(t)
+	f.clock.Advance(2 * time.Minute)
+	f.deliver(t, "invoice.paid", "evt_last_2", "in_last_2")
+	_, body = f.get(t, "")
+	contains(t, body, `id="last-attempt">2m 0s<`, "the first event's and its task's attempt")
+	contains(t, body, `id="oldest-pending">0s<`, "the second event waits")
+}

@@ -31,6 +31,7 @@ type stateCount struct {
 type overviewData struct {
 	Events, Tasks   []stateCount
 	OldestPending   time.Time
+	LastAttempt     time.Time
 	Failed, Dead    []idempotency.InboxRecord
 	MoreFailed      bool
 	MoreDead        bool
@@ -39,7 +40,7 @@ type overviewData struct {
 }
 
 // overview: counts by state for events and tasks, the oldest pending age,
-// and the failed and dead-lettered records.
+// the last attempt's, and the failed and dead-lettered records.
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	st, err := d.cfg.Inbox.Stats(ctx)
@@ -47,7 +48,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		d.inboxError(w, r, "reading inbox stats", err)
 		return
 	}
-	data := overviewData{OldestPending: st.OldestPending}
+	data := overviewData{OldestPending: st.OldestPending, LastAttempt: st.LastAttempt}
 	for _, s := range states {
 		events, tasks := st.Events(s), st.TaskCounts[s]
 		data.Events = append(data.Events, stateCount{s, events})
