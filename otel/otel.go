@@ -27,7 +27,7 @@
 //	idempotency.dead_letters              counter     kind; attempts that dead-lettered their event or task, 0 from the start for both kinds
 //	idempotency.stripe.fetches            counter     result (ok, not_found, error); OnCurrent fetches
 //	idempotency.stripe.fetch.duration     histogram   result; seconds
-//	idempotency.inbox.depth               gauge       kind, state; rows in the inbox (ObserveInbox)
+//	idempotency.inbox.depth               gauge       kind, state; rows in the inbox, every state a kind has, 0 included (ObserveInbox)
 //	idempotency.inbox.oldest_pending_age  gauge       seconds since the oldest row still to apply was received, 0 when none (ObserveInbox)
 //
 // An attempt whose lease expired with its end not recorded (its worker
@@ -192,6 +192,9 @@ func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, er
 		}
 		for state := range st.Counts {
 			o.ObserveInt64(depth, int64(st.Events(state)), metric.WithAttributes(kindKey.String(string(idempotency.KindEvent)), stateKey.String(string(state))))
+			if state == idempotency.InboxIgnored {
+				continue // a task is never ignored (InboxIgnored): no series that is 0 for good
+			}
 			o.ObserveInt64(depth, int64(st.TaskCounts[state]), metric.WithAttributes(kindKey.String(string(idempotency.KindTask)), stateKey.String(string(state))))
 		}
 		var seconds float64

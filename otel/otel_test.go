@@ -234,7 +234,9 @@ func testInbox(t *testing.T, store idempotency.Store) {
 	require.Equal(t, map[string]float64{"outcome=queued": 4, "outcome=duplicate": 1, "outcome=rejected": 1}, pts["idempotency.delivery.duration"])
 	require.Equal(t, float64(4), pts["idempotency.inbox.depth"]["kind=event,state=pending"])
 	require.Equal(t, float64(0), pts["idempotency.inbox.depth"]["kind=task,state=pending"])
-	require.Len(t, pts["idempotency.inbox.depth"], 14, "every state of both kinds, zero included")
+	require.Len(t, pts["idempotency.inbox.depth"], 13, "every state of each kind, zero included, but ignored for tasks")
+	require.NotContains(t, pts["idempotency.inbox.depth"], "kind=task,state=ignored", "a task is never ignored")
+	require.Contains(t, pts["idempotency.inbox.depth"], "kind=event,state=ignored")
 	require.Equal(t, map[string]float64{"": 420}, pts["idempotency.inbox.oldest_pending_age"], "seconds since the oldest pending event was received")
 
 	n, err := in.WorkDue(t.Context())
