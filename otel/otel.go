@@ -1,7 +1,7 @@
 // Package idempotencyotel reports what package idempotency does as
 // OpenTelemetry metrics and traces: deliveries, inbox attempts, the
-// inbox's depth and its oldest pending event, dead letters, and the
-// fetches of OnCurrent handlers from the Stripe API.
+// inbox's depth, its oldest pending event and its last attempt, dead
+// letters, and the fetches of OnCurrent handlers from the Stripe API.
 //
 // It lives beside the core: a program that does not import it links no
 // OpenTelemetry. Wire it through [idempotency.Observer]:
@@ -29,6 +29,7 @@
 //	idempotency.stripe.fetch.duration     histogram   result; seconds
 //	idempotency.inbox.depth               gauge       kind, state; rows in the inbox, every state a kind has, 0 included (ObserveInbox)
 //	idempotency.inbox.oldest_pending_age  gauge       seconds since the oldest row still to apply was received, 0 when none (ObserveInbox)
+//	idempotency.inbox.last_attempt_age    gauge       seconds since the newest attempt at an event or a task started, none when no row was attempted (ObserveInbox)
 //
 // An attempt whose lease expired with its end not recorded (its worker
 // died, hung, or could not reach the database) is counted once, by the
@@ -79,8 +80,9 @@ type Config struct {
 	// otel.GetTracerProvider().
 	TracerProvider trace.TracerProvider
 
-	// Now is the clock the age of the oldest pending event is measured on:
-	// the inbox's (InboxConfig.Now). Defaults to time.Now.
+	// Now is the clock the ages of the oldest pending event and of the
+	// last attempt are measured on: the inbox's (InboxConfig.Now).
+	// Defaults to time.Now.
 	Now func() time.Time
 }
 
@@ -162,7 +164,13 @@ func (t *Telemetry) Observer() *idempotency.Observer { return t.observer }
 const statsTimeout = 5 * time.Second
 
 // ObserveInbox registers the gauges of in: idempotency.inbox.depth by kind
-// and state, and idempotency.inbox.oldest_pending_age. Each collection
+// and state, idempotency.inbox.oldest_pending_age and
+// idempotency.inbox.last_attempt_age (InboxStats.LastAttempt; left out of
+// a collection while no row the inbox holds was attempted, a case
+// oldest_pending_age covers: events wait and none is attempted). Rows
+// pending and a last attempt older than a few poll intervals: no worker
+// runs; a recent one and the oldest pending age growing: the workers
+// fall behind. Each collection
 // (each scrape) asks in.Stats once, one query on PostgreSQL; a failed
 // query is reported to OpenTelemetry's error handler and the gauges are
 // left out of that collection. Unregister the returned registration to
@@ -183,6 +191,11 @@ func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, er
 	if err != nil {
 		return nil, fmt.Errorf("idempotencyotel: creating instruments: %w", err)
 	}
+	lastAttempt, err := t.meter.Float64ObservableGauge("idempotency.inbox.last_attempt_age", metric.WithUnit("s"),
+		metric.WithDescription("Time since the newest attempt at an inbox event or task started; none when no row was attempted."))
+	if err != nil {
+		return nil, fmt.Errorf("idempotencyotel: creating instruments: %w", err)
+	}
 	return t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		ctx, cancel := context.WithTimeout(ctx, statsTimeout)
 		defer cancel()
@@ -199,11 +212,20 @@ func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, er
 		}
 		var seconds float64
 		if !st.OldestPending.IsZero() {
-			seconds = max(t.cfg.Now().Sub(st.OldestPending).Seconds(), 0)
+			seconds = t.since(st.OldestPending)
 		}
 		o.ObserveFloat64(age, seconds)
+		if !st.LastAttempt.IsZero() {
+			o.ObserveFloat64(lastAttempt, t.since(st.LastAttempt))
+		}
 		return nil
-	}, depth, age)
+	}, depth, age, lastAttempt)
+}
+
+// since is the seconds from at to the clock's now, never negative: a
+// replica's clock may be ahead of this one's.
+func (t *Telemetry) since(at time.Time) float64 {
+	return max(t.cfg.Now().Sub(at).Seconds(), 0)
 }
 
 // The attributes of the metrics: few values each, so that series stay few.

@@ -238,6 +238,7 @@ func testInbox(t *testing.T, store idempotency.Store) {
 	require.NotContains(t, pts["idempotency.inbox.depth"], "kind=task,state=ignored", "a task is never ignored")
 	require.Contains(t, pts["idempotency.inbox.depth"], "kind=event,state=ignored")
 	require.Equal(t, map[string]float64{"": 420}, pts["idempotency.inbox.oldest_pending_age"], "seconds since the oldest pending event was received")
+	require.Empty(t, pts["idempotency.inbox.last_attempt_age"], "nothing attempted: no age")
 
 	n, err := in.WorkDue(t.Context())
 	require.NoError(t, err)
@@ -254,6 +255,9 @@ func testInbox(t *testing.T, store idempotency.Store) {
 	require.Equal(t, float64(1), pts["idempotency.inbox.depth"]["kind=event,state=dead_letter"])
 	require.Equal(t, float64(0), pts["idempotency.inbox.depth"]["kind=event,state=pending"])
 	require.Equal(t, map[string]float64{"": 0}, pts["idempotency.inbox.oldest_pending_age"], "nothing pending")
+	clock.Advance(2 * time.Minute)
+	pts = tel.points(t)
+	require.Equal(t, map[string]float64{"": 120}, pts["idempotency.inbox.last_attempt_age"], "seconds since the last attempt started")
 
 	spans := tel.spans.GetSpans()
 	requireClean(t, spans)
