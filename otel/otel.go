@@ -30,6 +30,7 @@
 //	idempotency.inbox.depth               gauge       kind, state; rows in the inbox, every state a kind has, 0 included (ObserveInbox)
 //	idempotency.inbox.oldest_pending_age  gauge       seconds since the oldest row still to apply was received, 0 when none (ObserveInbox)
 //	idempotency.inbox.last_attempt_age    gauge       seconds since the newest attempt at an event or a task started, none when no row was attempted (ObserveInbox)
+//	idempotency.retention.pruned          counter     rows (event_ids, events, dead_letters, guards, tasks, objects, task_args_cleared); rows deleted by prunes through Pruner, 0 from the start
 //
 // An attempt whose lease expired with its end not recorded (its worker
 // died, hung, or could not reach the database) is counted once, by the
@@ -54,6 +55,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -101,6 +103,7 @@ type Telemetry struct {
 	deadLetters      metric.Int64Counter
 	fetches          metric.Int64Counter
 	fetchDuration    metric.Float64Histogram
+	pruned           metric.Int64Counter
 }
 
 // durationBuckets are the histograms' bucket bounds, in seconds: from a
@@ -143,6 +146,7 @@ func New(cfg Config) (*Telemetry, error) {
 	t.deadLetters = counter("idempotency.dead_letters", "{row}", "Inbox attempts that dead-lettered their event or task.")
 	t.fetches = counter("idempotency.stripe.fetches", "{fetch}", "Fetches of an object's current state from the Stripe API, by result.")
 	t.fetchDuration = histogram("idempotency.stripe.fetch.duration", "Time a fetch from the Stripe API took.")
+	t.pruned = counter("idempotency.retention.pruned", "{row}", "Rows a prune through Telemetry.Pruner deleted, and finished tasks whose arguments it cleared, by rows.")
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("idempotencyotel: creating instruments: %w", err)
 	}
@@ -235,6 +239,7 @@ var (
 	kindKey    = attribute.Key("kind")
 	stateKey   = attribute.Key("state")
 	resultKey  = attribute.Key("result")
+	rowsKey    = attribute.Key("rows")
 )
 
 // The attributes of the spans.
@@ -391,4 +396,67 @@ func (t *Telemetry) fetch(ctx context.Context, eventType, objectID string, d tim
 		span.SetStatus(codes.Error, result)
 	}
 	span.End(trace.WithTimestamp(end))
+}
+
+// prunedRows name PruneReport's counts in idempotency.retention.pruned's
+// rows attribute, as idemctl prune -json and PruneEvery's log name them;
+// prunedCounts gives them in this order.
+var prunedRows = [...]string{"event_ids", "events", "dead_letters", "guards", "tasks", "objects", "task_args_cleared"}
+
+func prunedCounts(r idempotency.PruneReport) [len(prunedRows)]int {
+	return [...]int{r.EventIDs, r.Events, r.DeadLetters, r.Guards, r.Tasks, r.Objects, r.TaskArgsCleared}
+}
+
+// Pruner returns p counting in idempotency.retention.pruned what each of
+// its prunes deletes, by the rows attribute (PruneReport's counts:
+// event_ids, events, dead_letters, guards, tasks, objects, and
+// task_args_cleared, the finished tasks whose arguments were cleared,
+// their rows kept): give it to [idempotency.PruneEvery] in place of the
+// store. It counts each batch as it commits (Retention.OnBatch, which it
+// calls in turn when set), so that a long prune's rows show as they go,
+// and what the report counts beyond them when the prune returns; a dry
+// run counts nothing. Each series starts at 0, so that Prometheus's
+// increase() sees the first prune. A nil p gives nil.
+func (t *Telemetry) Pruner(p idempotency.Pruner) idempotency.Pruner {
+	if p == nil {
+		return nil
+	}
+	for _, rows := range prunedRows {
+		t.pruned.Add(context.Background(), 0, metric.WithAttributes(rowsKey.String(rows)))
+	}
+	return countingPruner{p: p, pruned: t.pruned}
+}
+
+// countingPruner is what Telemetry.Pruner returns.
+type countingPruner struct {
+	p      idempotency.Pruner
+	pruned metric.Int64Counter
+}
+
+func (c countingPruner) Prune(ctx context.Context, r idempotency.Retention) (idempotency.PruneReport, error) {
+	if r.DryRun {
+		return c.p.Prune(ctx, r)
+	}
+	var mu sync.Mutex // a Pruner other than the stores may call OnBatch on another goroutine
+	var counted [len(prunedRows)]int
+	count := func(rep idempotency.PruneReport) {
+		mu.Lock()
+		defer mu.Unlock()
+		for i, n := range prunedCounts(rep) {
+			if n > counted[i] {
+				c.pruned.Add(ctx, int64(n-counted[i]), metric.WithAttributes(rowsKey.String(prunedRows[i])))
+				counted[i] = n
+			}
+		}
+	}
+	onBatch := r.OnBatch
+	r.OnBatch = func(rep idempotency.PruneReport) {
+		count(rep)
+		if onBatch != nil {
+			onBatch(rep)
+		}
+	}
+	rep, err := c.p.Prune(ctx, r)
+	count(rep) // a failed prune's report counts the batches it committed
+	return rep, err
 }

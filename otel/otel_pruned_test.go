@@ -1,0 +1,81 @@
+package idempotencyotel_test
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestPrunerCountsWhatPruneDeletes: a prune through Telemetry.Pruner
+// counts in idempotency.retention.pruned what its report counts, by rows,
+// each batch as it commits, each series at 0 before the first prune; the
+// Retention's own OnBatch is still called at each batch; a dry run counts
+// nothing. On both stores.
+func TestPrunerCountsWhatPruneDeletes(t *testing.T) {
+	t.Parallel()
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			store := open(t)
+			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			logger := slog.New(slog.DiscardHandler)
+			in, err := idempotency.NewInbox(store, handlers(), idempotency.InboxConfig{Now: clock.Now, MaxAttempts: 1, Logger: logger})
+			require.NoError(t, err)
+			h, err := in.Handler(idempotency.Config{Secrets: []string{secret}, Now: clock.Now, Logger: logger})
+			require.NoError(t, err)
+			for _, e := range []struct{ id, typ string }{
+				{"evt_prune_paid_1", "invoice.paid"}, {"evt_prune_paid_2", "invoice.paid"}, {"evt_prune_fails", "invoice.payment_failed"},
+			} {
+				a := idempotencytest.Deliver(h, event(t, e.id, e.typ, "in_"+e.id), secret)
+				require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+			}
+			n, err := in.WorkDue(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, 3, n)
+
+			tel := newTelemetry(t, clock.Now)
+			pr := tel.Pruner(store.(idempotency.Pruner))
+			zero := map[string]float64{
+				"rows=event_ids": 0, "rows=events": 0, "rows=dead_letters": 0, "rows=guards": 0,
+				"rows=tasks": 0, "rows=objects": 0, "rows=task_args_cleared": 0,
+			}
+			require.Equal(t, zero, tel.points(t)["idempotency.retention.pruned"], "every series at 0 before a prune")
+
+			// Past every window, by the inbox's clock and by the real one,
+			// which dates the ledger's claims.
+			later := func() time.Time { return time.Now().Add(200 * 24 * time.Hour) }
+			dry, err := pr.Prune(t.Context(), idempotency.Retention{DryRun: true, Now: later})
+			require.NoError(t, err)
+			require.Equal(t, 2, dry.Events)
+			require.Equal(t, zero, tel.points(t)["idempotency.retention.pruned"], "a dry run deletes nothing")
+
+			batches := 0
+			rep, err := pr.Prune(t.Context(), idempotency.Retention{BatchSize: 1, Pause: -1, Now: later,
+				OnBatch: func(so idempotency.PruneReport) {
+					batches++
+					pts := tel.points(t)["idempotency.retention.pruned"]
+					require.Equal(t, float64(so.Events), pts["rows=events"], "counted as each batch commits")
+					require.Equal(t, float64(so.DeadLetters), pts["rows=dead_letters"], "counted as each batch commits")
+				}})
+			require.NoError(t, err)
+			require.Equal(t, idempotency.PruneReport{EventIDs: 2, Events: 2, DeadLetters: 1}, rep)
+			require.Equal(t, rep.Total(), batches, "the Retention's OnBatch, at each batch of one row")
+			want := map[string]float64{}
+			for k, v := range zero {
+				want[k] = v
+			}
+			want["rows=event_ids"], want["rows=events"], want["rows=dead_letters"] = 2, 2, 1
+			require.Equal(t, want, tel.points(t)["idempotency.retention.pruned"])
+
+			rep, err = pr.Prune(t.Context(), idempotency.Retention{Now: later})
+			require.NoError(t, err)
+			require.Zero(t, rep.Total(), "nothing left to prune")
+			require.Equal(t, want, tel.points(t)["idempotency.retention.pruned"], "counted once")
+		})
+	}
+}
