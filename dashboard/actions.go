@@ -114,10 +114,17 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// The type, object and account as the list's filter reads them
-		// (parseListFilter).
-		f.Kind, f.EventType, f.States = idempotency.InboxKind(r.PostFormValue("kind")), strings.TrimSpace(r.PostFormValue("type")),
-			[]idempotency.InboxState{state}
-		f.ObjectID, f.Account = strings.TrimSpace(r.PostFormValue("object")), strings.TrimSpace(r.PostFormValue("account"))
+		// (parseListFilter); the list counted the redrive of the same
+		// filter (listFilter.redrive).
+		lf := listFilter{Kind: idempotency.InboxKind(r.PostFormValue("kind")), State: state, Type: strings.TrimSpace(r.PostFormValue("type")),
+			Object: strings.TrimSpace(r.PostFormValue("object")), Account: strings.TrimSpace(r.PostFormValue("account"))}
+		since, until := r.PostFormValue("since"), r.PostFormValue("until")
+		var bad string
+		if lf.since, lf.until, bad = parseRange(since, until); bad != "" {
+			d.badForm(w, r, "redrive", bad)
+			return
+		}
+		f = lf.redrive()
 		if !isKind(f.Kind) {
 			d.badForm(w, r, "redrive", "Unknown kind: use event or task.")
 			return
@@ -132,12 +139,6 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 		}
 		if state == idempotency.InboxIgnored && f.EventType == "" {
 			d.badForm(w, r, "redrive", bulkIgnoredNeedsType)
-			return
-		}
-		since, until := r.PostFormValue("since"), r.PostFormValue("until")
-		var bad string
-		if f.Since, f.Until, bad = parseRange(since, until); bad != "" {
-			d.badForm(w, r, "redrive", bad)
 			return
 		}
 		setNonEmpty(back, "kind", string(f.Kind))

@@ -197,19 +197,23 @@ func TestBrowser(t *testing.T) {
 	screenshot(t, ctx, "dashboard-search")
 
 	// A connected account reconnected: the list of its dead letters
-	// redrives them, and no other account's.
+	// redrives them, and no other account's; a page of one says how many
+	// the redrive moves, all of them.
 	f.failing.Store(true)
 	f.deliverOf(t, "acct_1Conn", "invoice.paid", "evt_conn_1", "in_conn_1")
+	f.deliverOf(t, "acct_1Conn", "invoice.paid", "evt_conn_2", "in_conn_2")
 	f.deliverOf(t, "acct_2Else", "invoice.paid", "evt_else_1", "in_else_1")
 	f.work(t)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"events?state=dead_letter&account=acct_1Conn"),
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"events?state=dead_letter&account=acct_1Conn&limit=1"),
 		chromedp.WaitVisible(chromedp.CSS("table.records"))))
-	require.Equal(t, []string{"evt_conn_1"}, attrs(t, ctx, `table.records tr[data-id]`, "data-id"))
+	require.Equal(t, []string{"evt_conn_2"}, attrs(t, ctx, `table.records tr[data-id]`, "data-id"))
 	require.Len(t, attrs(t, ctx, "#redrive-all", "id"), 1, "the list offers the bulk redrive")
 	require.Equal(t, "Redrive every dead_letter event of account acct_1Conn", text(t, ctx, "#redrive-all"))
+	require.Equal(t, "2 events to redrive now", text(t, ctx, "#redrive-all-count"), "the dry run's count, beyond the page")
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#redrive-all")), chromedp.WaitVisible(chromedp.CSS("#flash"))))
-	require.Contains(t, text(t, ctx, "#flash"), "Redrove 1 event")
+	require.Contains(t, text(t, ctx, "#flash"), "Redrove 2 events")
 	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_conn_1"))
+	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_conn_2"))
 	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, "evt_else_1"), "another account's")
 }
 

@@ -95,8 +95,10 @@
 // operator's browser run them. A list's bulk redrive takes the list's
 // kind, state, type, object, connected account and time range, and its
 // button names them ("Redrive every dead_letter event of account
-// acct_..."): after a connected account reconnected, a list of its dead
-// letters redrives them and no other account's. An object or an account
+// acct_..."), beside what it would move now, every page of the list, as
+// a dry run of the same redrive counts it ("3 events and 1 task to
+// redrive now"): after a connected account reconnected, a list of its
+// dead letters redrives them and no other account's. An object or an account
 // selects events only (a task has neither: a POST of one with the kind
 // task is refused, 400), and neither stands for the type a bulk redrive
 // of ignored events needs. After an action the browser is redirected

@@ -417,3 +417,39 @@ func TestRedriveOfEventNoLongerDeadLettered(t *testing.T) {
 	require.Contains(t, body, "Nothing redriven")
 	notContains(t, body, "pending, with a fresh attempt budget", "nothing was redriven")
 }
+
+// TestBulkRedriveCount: the list's bulk redrive says how many records it
+// would move now, counted by a dry run of the same filter (events and
+// tasks apart), beyond the page the list shows; the redrive then moves
+// that many. A list the bulk redrive is not offered on counts nothing.
+func TestBulkRedriveCount(t *testing.T) {
+	t.Parallel()
+	f := memoryFixture(t, dashboard.Config{AllowRedrive: true})
+	// evt_waiting is applied, and its receipt task dead-lettered, then
+	// two more events are.
+	f.failing.Store(false)
+	f.failingTasks.Store(true)
+	f.work(t)
+	f.failing.Store(true)
+	f.deliver(t, "invoice.paid", "evt_count_2", "in_count_2")
+	f.deliver(t, "invoice.paid", "evt_count_3", "in_count_3")
+	f.work(t)
+	st, err := f.inbox.Stats(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 3, st.Events(idempotency.InboxDeadLetter), "evt_dead_1, evt_count_2 and evt_count_3")
+	require.Equal(t, 1, st.TaskCounts[idempotency.InboxDeadLetter], "evt_waiting's receipt")
+
+	_, body := f.get(t, "events?state=dead_letter&limit=1")
+	require.Equal(t, 1, strings.Count(body, `<tr data-id=`), "a page of one")
+	contains(t, body, `id="redrive-all-count">3 events and 1 task to redrive now<`)
+	_, body = f.get(t, "events?kind=task&state=dead_letter")
+	contains(t, body, `id="redrive-all-count">1 task to redrive now<`)
+	_, body = f.get(t, "events?kind=event&state=dead_letter&object=in_count_2")
+	contains(t, body, `id="redrive-all-count">1 event to redrive now<`)
+	_, body = f.get(t, "events?state=processed")
+	notContains(t, body, `id="redrive-all-count"`, "no bulk redrive of processed records")
+
+	resp := f.post(t, "redrive", "state=dead_letter", nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "./events?events=3&msg=redriven-records&state=dead_letter&tasks=1", resp.Header.Get("Location"))
+}

@@ -208,6 +208,16 @@ type listData struct {
 	// BulkNeedsType is whether the page would offer it but for a type:
 	// a list of ignored events of every type, which says to filter one.
 	BulkNeedsType bool
+	// BulkCount, with Bulk, is what the bulk redrive would move now, by
+	// a dry run of its filter: "3 events and 1 task".
+	BulkCount string
+}
+
+// redrive is the filter of the bulk redrive of what f lists: its kind,
+// state, type, object, account and time range, every page of it.
+func (f listFilter) redrive() idempotency.RedriveFilter {
+	return idempotency.RedriveFilter{Kind: f.Kind, States: []idempotency.InboxState{f.State}, EventType: f.Type,
+		ObjectID: f.Object, Account: f.Account, Since: f.since, Until: f.until}
 }
 
 // list: the records of one kind, state, type, object, account and time
@@ -233,6 +243,18 @@ func (d *Dashboard) list(w http.ResponseWriter, r *http.Request) {
 	bulk := d.cfg.AllowRedrive && f.State.Redrivable() && len(recs) > 0
 	needsType := f.State == idempotency.InboxIgnored && f.Type == ""
 	data := listData{Filter: f, Records: recs, Bulk: bulk && !needsType, BulkNeedsType: bulk && needsType}
+	if data.Bulk {
+		// The count the redrive's own dry run gives (idemctl redrive
+		// -dry-run): the records the filter selects beyond this page too.
+		rf := f.redrive()
+		rf.DryRun = true
+		events, tasks, err := d.cfg.Inbox.RedriveByKind(r.Context(), rf)
+		if err != nil {
+			d.inboxError(w, r, "counting a redrive", err)
+			return
+		}
+		data.BulkCount = display.Kinds(events, tasks)
+	}
 	if f.after.EventID != "" {
 		data.First = pageURL(f.query())
 	}
