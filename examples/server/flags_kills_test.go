@@ -35,7 +35,8 @@ func TestRunSecretsWithSpaces(t *testing.T) {
 }
 
 // TestInboxStatsOldestPending: /inbox/stats answers oldest_pending null
-// when nothing is pending, and a time once something is.
+// when nothing is pending, and a time once something is; last_attempt
+// null while nothing was attempted.
 func TestInboxStatsOldestPending(t *testing.T) {
 	t.Parallel()
 	c, _, _ := serve(t, newStore(t, "memory"), false, idempotency.InboxConfig{}) // no workers: the receipt task stays pending
@@ -45,6 +46,8 @@ func TestInboxStatsOldestPending(t *testing.T) {
 		var st map[string]any
 		require.NoError(t, json.Unmarshal([]byte(body), &st))
 		require.Contains(t, st, "oldest_pending", body)
+		require.Contains(t, st, "last_attempt", body)
+		require.Nil(t, st["last_attempt"], "no worker runs")
 		return st["oldest_pending"]
 	}
 	require.Nil(t, oldest())

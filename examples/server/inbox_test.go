@@ -78,8 +78,9 @@ func runWorkers(t *testing.T, inbox *idempotency.Inbox) {
 
 // inboxStats is the answer of /inbox/stats.
 type inboxStats struct {
-	Counts     map[string]int `json:"counts"`      // events and tasks
-	TaskCounts map[string]int `json:"task_counts"` // tasks
+	Counts      map[string]int `json:"counts"`       // events and tasks
+	TaskCounts  map[string]int `json:"task_counts"`  // tasks
+	LastAttempt *time.Time     `json:"last_attempt"` // null before any attempt
 }
 
 // inboxStats reads /inbox/stats.
@@ -121,6 +122,7 @@ func exerciseInboxContract(t *testing.T, c client) {
 	require.Equal(t, 3, st.Counts["processed"], "the two events and the receipt task")
 	require.Equal(t, 1, st.TaskCounts["processed"], "one receipt for the one paid invoice")
 	require.Equal(t, 1, st.Counts["skipped"])
+	require.NotNil(t, st.LastAttempt, "the workers attempted them")
 	status, body = c.get("/accounts/acct_1")
 	require.Equal(t, 200, status)
 	require.JSONEq(t, `{"id":"acct_1","credits":100,"receipts":1,"plan_until":"2025-10-01T16:00:00Z"}`, body)

@@ -79,12 +79,13 @@
 //	GET  /subscriptions/{id}  {"id":..,"customer":..,"status":..,"current_period_end":RFC3339 or null,"updated_at":RFC3339}, or 404
 //	                          (either: 500 {"error":"internal_error"}, logged, for a row holding a time past the year 9999)
 //	GET  /healthz             200 when the store answers, 503 otherwise
-//	GET  /inbox/stats         {"counts":{"pending":N,...},"task_counts":{...},"oldest_pending":RFC3339 or null}:
-//	                          counts are events and tasks together (Inbox.Stats), task_counts the tasks among them
+//	GET  /inbox/stats         {"counts":{"pending":N,...},"task_counts":{...},"oldest_pending":RFC3339 or null,
+//	                          "last_attempt":RFC3339 or null}: counts are events and tasks together (Inbox.Stats),
+//	                          task_counts the tasks among them, last_attempt when the newest attempt started
 //	     /admin/webhooks/     with -dashboard: the operator dashboard (package dashboard), behind basic auth
 //
 // With -metrics-addr, GET http://ADDR/metrics serves the deliveries,
-// attempts, inbox depth, dead letters and Stripe API fetches in
+// attempts, inbox depth, dead letters, rows pruned and Stripe API fetches in
 // Prometheus's text format (package otel, through OpenTelemetry's
 // Prometheus exporter), on that address alone.
 package main
@@ -372,6 +373,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		defer func() { <-workersDone }() // in-flight attempts finish before the store closes
 	}
 	if p, ok := svc.store.(idempotency.Pruner); ok && *pruneEvery > 0 {
+		p = m.pruner(p)
 		pruned := make(chan struct{})
 		go func() {
 			defer close(pruned)
@@ -701,13 +703,18 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "store_unavailable"})
 			return
 		}
-		var oldest *time.Time
-		if !st.OldestPending.IsZero() {
-			oldest = &st.OldestPending
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"counts": st.Counts, "task_counts": st.TaskCounts, "oldest_pending": oldest})
+		writeJSON(w, http.StatusOK, map[string]any{"counts": st.Counts, "task_counts": st.TaskCounts,
+			"oldest_pending": optionalTime(st.OldestPending), "last_attempt": optionalTime(st.LastAttempt)})
 	})
 	return &server{Handler: mux, webhook: webhook, inbox: inbox}, nil
+}
+
+// optionalTime is t for JSON, null when it is zero.
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // getRow answers GET /.../{id} with the row get returns as JSON, 404 when

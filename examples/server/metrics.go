@@ -76,6 +76,14 @@ func (m *metrics) observeInbox(in *idempotency.Inbox) error {
 	return err
 }
 
+// pruner is p, counting what it prunes in the metrics when they are on.
+func (m *metrics) pruner(p idempotency.Pruner) idempotency.Pruner {
+	if m == nil {
+		return p
+	}
+	return m.tel.Pruner(p)
+}
+
 // close stops serving metrics: a scrape in flight gets 5 seconds.
 func (m *metrics) close() {
 	if m == nil {

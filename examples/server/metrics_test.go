@@ -12,7 +12,8 @@ import (
 // TestRunServesMetrics: with -metrics-addr, a delivery is counted in the
 // Prometheus metrics served there, a refused one (a secret that is not the
 // endpoint's) by the labels the README's alert on refusals reads, and so
-// is the inbox's depth.
+// is the inbox's depth; the rows the prune (-prune-every, an hour by
+// default, at once at start) deleted are counted from 0.
 func TestRunServesMetrics(t *testing.T) {
 	t.Parallel()
 	logs := newLogWatch("serving metrics")
@@ -41,6 +42,7 @@ func TestRunServesMetrics(t *testing.T) {
 	require.Regexp(t, `(?m)^idempotency_delivery_duration_seconds_count\{[^}]*outcome="processed"[^}]*\} 1$`, page)
 	require.Regexp(t, `(?m)^idempotency_inbox_depth\{[^}]*kind="event"[^}]*state="dead_letter"[^}]*\} 0$`, page)
 	require.Regexp(t, `(?m)^idempotency_inbox_oldest_pending_age_seconds(\{[^}]*\})? `, page)
+	require.Regexp(t, `(?m)^idempotency_retention_pruned_total\{[^}]*rows="events"[^}]*\} 0$`, page)
 	require.NotContains(t, page, "acct_metrics", "no payload field in the metrics")
 	require.NoError(t, stop())
 }
