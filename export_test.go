@@ -372,8 +372,9 @@ func MemoryOldestAwaiting(s *MemoryStore) time.Time {
 
 // MemoryInboxIndexErr reports where s's indexes of inbox rows (the
 // unfinished ones, every one by kind and state, the finished ones by
-// when they finished, the tasks whose arguments are to clear) differ from
-// a scan of every row, or nil when they are in step.
+// when they finished, the tasks whose arguments are to clear, the
+// attempted ones by when they were) differ from a scan of every row, or
+// nil when they are in step.
 func MemoryInboxIndexErr(s *MemoryStore) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -427,6 +428,20 @@ func MemoryInboxIndexErr(s *MemoryStore) error {
 	if n != finished {
 		bad = append(bad, fmt.Sprintf("%d finished rows, %d filed by when they finished", finished, n))
 	}
+	// Every row that was attempted, once under its AttemptedAt, in order,
+	// and nothing else: Stats' LastAttempt is its last.
+	attempted := 0
+	for _, r := range s.inbox {
+		if !r.AttemptedAt.IsZero() {
+			attempted++
+		}
+	}
+	n = checkInboxOrder(s, &s.inboxAttempted, "the attempted rows", &bad, func(r *memoryInboxRow) bool {
+		return !r.AttemptedAt.IsZero() && r.attemptedFiledAt.Equal(r.AttemptedAt)
+	})
+	if n != attempted {
+		bad = append(bad, fmt.Sprintf("%d rows attempted, %d filed by when they were", attempted, n))
+	}
 	if len(bad) > 0 {
 		slices.Sort(bad)
 		return fmt.Errorf("inbox indexes out of step: %s", strings.Join(bad, ", "))
@@ -448,8 +463,8 @@ func checkInboxOrder(s *MemoryStore, o *inboxOrder, name string, bad *[]string, 
 		for _, r := range rows {
 			n++
 			if s.inbox[r.EventID] != r || !fits(r) {
-				*bad = append(*bad, fmt.Sprintf("%q (%s %s, %d bytes of payload, finished %v, filed as %s, under %v and %v) in %s",
-					r.EventID, r.Kind, r.State, len(r.Payload), r.FinishedAt, r.filedAs, r.argsFiledAt, r.finishedFiledAt, name))
+				*bad = append(*bad, fmt.Sprintf("%q (%s %s, %d bytes of payload, finished %v, attempted %v, filed as %s, under %v, %v and %v) in %s",
+					r.EventID, r.Kind, r.State, len(r.Payload), r.FinishedAt, r.AttemptedAt, r.filedAs, r.argsFiledAt, r.finishedFiledAt, r.attemptedFiledAt, name))
 			}
 			if prev != nil && comparePosition(o.position(prev), o.position(r)) >= 0 {
 				*bad = append(*bad, fmt.Sprintf("%q after %q in %s", r.EventID, prev.EventID, name))

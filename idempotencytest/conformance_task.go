@@ -1079,9 +1079,9 @@ func testTaskStatsWhileRunning(t *testing.T, b StoreBackend) {
 // testTaskGivenBackKeepsItsAttemptTime: a task leased but not attempted
 // (WorkDue leases a task that snoozed in the same call again, and gives it
 // back) is pending, due at once, with the Attempt and AttemptedAt of its
-// last attempt: the lease it was given back from started none. The task's
-// func moves the clock on, so that the lease given back started later than
-// the snoozed attempt.
+// last attempt: the lease it was given back from started none, and Stats'
+// LastAttempt is that attempt's start too. The task's func moves the clock
+// on, so that the lease given back started later than the snoozed attempt.
 func testTaskGivenBackKeepsItsAttemptTime(t *testing.T, b StoreBackend) {
 	clock := NewClock(taskStart)
 	hs := idempotency.NewHandlers()
@@ -1116,6 +1116,9 @@ func testTaskGivenBackKeepsItsAttemptTime(t *testing.T, b StoreBackend) {
 	require.Equal(t, attempted, r.AttemptedAt, "the snoozed attempt's start, not the lease given back's")
 	require.Equal(t, clock.Now(), r.NextAttemptAt, "due at once")
 	require.True(t, r.LeaseUntil.IsZero(), "given back: no lease held")
+	st, err := in.Stats(ctxT(t))
+	require.NoError(t, err)
+	require.True(t, st.LastAttempt.Equal(attempted), "the lease given back does not count: LastAttempt %s, want the snoozed attempt's %s", st.LastAttempt, attempted)
 
 	n, err = in.WorkDue(ctxT(t))
 	require.NoError(t, err)
