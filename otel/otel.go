@@ -54,6 +54,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -416,9 +417,10 @@ func prunedCounts(r idempotency.PruneReport) [len(prunedRows)]int {
 // calls in turn when set), so that a long prune's rows show as they go,
 // and what the report counts beyond them when the prune returns; a dry
 // run counts nothing. Each series starts at 0, so that Prometheus's
-// increase() sees the first prune. A nil p gives nil.
+// increase() sees the first prune. A nil p, or a nil pointer of a store
+// type, gives nil, which PruneEvery refuses as it refuses the store.
 func (t *Telemetry) Pruner(p idempotency.Pruner) idempotency.Pruner {
-	if p == nil {
+	if v := reflect.ValueOf(p); !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil
 	}
 	for _, rows := range prunedRows {

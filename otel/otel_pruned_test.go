@@ -79,3 +79,22 @@ func TestPrunerCountsWhatPruneDeletes(t *testing.T) {
 		})
 	}
 }
+
+// TestPrunerOfNilStore: Telemetry.Pruner of a nil store, a nil pointer of
+// a store type included, gives nil, so that PruneEvery refuses it at once,
+// as it refuses the store itself, rather than calling its Prune.
+func TestPrunerOfNilStore(t *testing.T) {
+	t.Parallel()
+	tel := newTelemetry(t, time.Now)
+	logger := slog.New(slog.DiscardHandler)
+	for name, p := range map[string]idempotency.Pruner{
+		"nil":              nil,
+		"nil *MemoryStore": (*idempotency.MemoryStore)(nil),
+		"nil *PgxStore":    (*idempotency.PgxStore)(nil),
+	} {
+		pr := tel.Pruner(p)
+		require.Nil(t, pr, name)
+		err := idempotency.PruneEvery(t.Context(), pr, idempotency.Retention{}, time.Hour, logger)
+		require.ErrorContains(t, err, "nil Pruner", name)
+	}
+}
