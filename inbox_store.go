@@ -613,12 +613,13 @@ type InboxStats struct {
 	// LastAttempt is when the newest attempt at an event or a task
 	// started: the latest AttemptedAt of the rows the inbox holds, in
 	// whatever state; zero when none was ever attempted (or Prune has
-	// deleted every row that was). With rows pending, a LastAttempt
+	// deleted every row that was). With events pending, a LastAttempt
 	// older than a few poll intervals says that no worker runs (unless
-	// each pending row waits behind a failed event of its object); a
+	// each pending event waits behind a failed event of its object); a
 	// recent one, with OldestPending growing, that workers run and fall
-	// behind. An attempt given back unstarted (a worker stopping) does
-	// not count.
+	// behind. Tasks pending say less: a snoozed task is pending, and not
+	// attempted, until its snooze ends. An attempt given back unstarted
+	// (a worker stopping) does not count.
 	LastAttempt time.Time
 }
 

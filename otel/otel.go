@@ -172,10 +172,11 @@ const statsTimeout = 5 * time.Second
 // and state, idempotency.inbox.oldest_pending_age and
 // idempotency.inbox.last_attempt_age (InboxStats.LastAttempt; left out of
 // a collection while no row the inbox holds was attempted, a case
-// oldest_pending_age covers: events wait and none is attempted). Rows
-// pending and a last attempt older than a few poll intervals: no worker
-// runs; a recent one and the oldest pending age growing: the workers
-// fall behind. Each collection
+// oldest_pending_age covers: events wait and none is attempted). Events
+// pending (depth kind=event; a snoozed task is pending, unattempted, until
+// its snooze ends) and a last attempt older than a few poll intervals: no
+// worker runs; a recent one and the oldest pending age growing: the
+// workers fall behind. Each collection
 // (each scrape) asks in.Stats once, one query on PostgreSQL; a failed
 // query is reported to OpenTelemetry's error handler and the gauges are
 // left out of that collection. Unregister the returned registration to
