@@ -398,38 +398,58 @@ func TestReadmeSnippetsBuild(t *testing.T) {
 
 // snippetBody returns a snippet's statements as the body of its func: a
 // := that declares no new name at the snippet's top level is written =,
-// and each name declared there is used once after the statements.
+// and one that does uses the names it declares right after it, on its
+// line (a snippet may end in a loop that never returns, and its lines
+// stay the README's).
 func snippetBody(stmts string) (string, error) {
 	const head = "package p\nfunc _() {\n"
 	f, err := parser.ParseFile(token.NewFileSet(), "", head+stmts+"}\n", parser.SkipObjectResolution)
 	if err != nil {
 		return "", err
 	}
+	offset := func(p token.Pos) int { return int(p) - 1 - len(head) } // positions start at 1
 	body := []byte(stmts)
 	declared := map[string]bool{}
-	var names []string
+	type use struct {
+		at    int
+		names []string
+	}
+	var uses []use
 	for _, s := range f.Decls[0].(*ast.FuncDecl).Body.List {
 		as, ok := s.(*ast.AssignStmt)
 		if !ok || as.Tok != token.DEFINE {
 			continue
 		}
-		fresh := false
+		u := use{at: offset(as.End())}
 		for _, lhs := range as.Lhs {
 			if id, ok := lhs.(*ast.Ident); ok && id.Name != "_" && !declared[id.Name] {
-				declared[id.Name], fresh = true, true
-				names = append(names, id.Name)
+				declared[id.Name] = true
+				u.names = append(u.names, id.Name)
 			}
 		}
-		if !fresh {
-			at := int(as.TokPos) - 1 - len(head) // positions start at 1
-			copy(body[at:], " =")
+		if len(u.names) == 0 {
+			copy(body[offset(as.TokPos):], " =")
+			continue
 		}
+		uses = append(uses, u)
 	}
-	var uses strings.Builder
-	for _, name := range names {
-		fmt.Fprintf(&uses, "\t_ = %s\n", name)
+	for _, u := range slices.Backward(uses) { // the later first: the earlier offsets hold
+		text := "; " + strings.Repeat("_, ", len(u.names)-1) + "_ = " + strings.Join(u.names, ", ")
+		body = slices.Insert(body, u.at, []byte(text)...)
 	}
-	return string(body) + uses.String(), nil
+	return string(body), nil
+}
+
+// TestSnippetBodyUsesNamesWhereDeclared: snippetBody uses each name a
+// snippet declares on the line that declares it, so that a snippet may
+// end in what never returns (a worker's loop, select {}) without go vet
+// finding the uses unreachable, and its lines stay the README's; a := that
+// declares nothing new is written =.
+func TestSnippetBodyUsesNamesWhereDeclared(t *testing.T) {
+	t.Parallel()
+	body, err := snippetBody("inbox, err := open() // the receivers'\ninbox, err := open()\nn := 1\nfor {\n}\n")
+	require.NoError(t, err)
+	require.Equal(t, "inbox, err := open(); _, _ = inbox, err // the receivers'\ninbox, err  = open()\nn := 1; _ = n\nfor {\n}\n", body)
 }
 
 // readmeSnippetsPreamble declares what the README's snippets take from
