@@ -515,11 +515,15 @@ func main() {}
 // TestReadmeQuotesTheCodesTexts: the log lines, errors and idemctl show
 // lines the README's sections on the inbox, current state, PostgreSQL and
 // the runbook quote, for an operator to search for, are the code's (a
-// quote's words between its values).
+// quote's words between its values): in its string literals (codeTexts),
+// not in a comment that may still quote what the code said before.
 func TestReadmeQuotesTheCodesTexts(t *testing.T) {
 	t.Parallel()
-	var code strings.Builder
-	walkGoFiles(t, false, func(src []byte) { code.Write(src) })
+	var code []string
+	walkGoFiles(t, false, func(src []byte) { code = append(code, codeTexts(t, src)...) })
+	says := func(quoted string) bool {
+		return slices.ContainsFunc(code, func(s string) bool { return strings.Contains(s, quoted) })
+	}
 	text := readmeText(t)
 	for _, quoted := range []string{
 		"idempotency inbox: attempting, alone, what a worker held when its lease expired",
@@ -543,8 +547,78 @@ func TestReadmeQuotesTheCodesTexts(t *testing.T) {
 		"the next lease retries it once nothing holds it back, or dead-letters it after its last attempt without waiting",
 	} {
 		assert.True(t, strings.Contains(text, quoted), "the README no longer quotes %q: take it out of this list", quoted)
-		assert.True(t, strings.Contains(code.String(), quoted), "the README quotes %q, which the code no longer says", quoted)
+		assert.True(t, says(quoted), "the README quotes %q, which the code no longer says", quoted)
 	}
+}
+
+// codeTexts returns the texts a Go file's code says: its string
+// literals, those written one after the other with + joined, each with
+// its runs of white space made one space, as readmeText does; not its
+// comments.
+func codeTexts(t *testing.T, src []byte) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "", src, parser.SkipObjectResolution)
+	require.NoError(t, err)
+	text := func(e ast.Expr) (string, bool) {
+		lit, ok := ast.Unparen(e).(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			return "", false
+		}
+		s, err := strconv.Unquote(lit.Value)
+		return s, err == nil
+	}
+	var out []string
+	say := func(s string) { out = append(out, strings.Join(strings.Fields(s), " ")) }
+	var visit func(ast.Node) bool
+	visit = func(n ast.Node) bool {
+		if e, ok := n.(ast.Expr); ok {
+			if s, ok := text(e); ok {
+				say(s)
+				return false
+			}
+		}
+		sum, ok := n.(*ast.BinaryExpr)
+		if !ok || sum.Op != token.ADD {
+			return true
+		}
+		// The operands of a sum, in order: the literals one after the
+		// other make one text.
+		var run []string
+		var walk func(ast.Expr)
+		walk = func(e ast.Expr) {
+			if b, ok := ast.Unparen(e).(*ast.BinaryExpr); ok && b.Op == token.ADD {
+				walk(b.X)
+				walk(b.Y)
+				return
+			}
+			if s, ok := text(e); ok {
+				run = append(run, s)
+				return
+			}
+			if len(run) > 0 {
+				say(strings.Join(run, ""))
+				run = nil
+			}
+			ast.Inspect(e, visit)
+		}
+		walk(sum)
+		if len(run) > 0 {
+			say(strings.Join(run, ""))
+		}
+		return false
+	}
+	ast.Inspect(f, visit)
+	return out
+}
+
+// TestCodeTextsAreStringLiterals: what the code says is its string
+// literals, those written one after the other with + joined, each with
+// its white space as the README's (a help text's lines joined), and not
+// its comments, which may quote what it said before.
+func TestCodeTextsAreStringLiterals(t *testing.T) {
+	t.Parallel()
+	src := "package p\n\n// Was \"lease lost after attempt N\".\nvar format = \"lease expired \" +\n\t\"after attempt %s: \" + cause + \"; retried\"\n\nconst help = `Counts the\n  rows`\n"
+	require.Equal(t, []string{"lease expired after attempt %s:", "; retried", "Counts the rows"}, codeTexts(t, []byte(src)))
 }
 
 // walkGoFiles calls fn with each Go file of the module, test files or the
