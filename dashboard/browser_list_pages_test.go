@@ -16,7 +16,7 @@ import (
 )
 
 // TestBrowserListPages: an operator pages through a list longer than the
-// largest page (10 here, by SetMaxListLimit, so that three pages take 25
+// largest page (10 here, by NewWithMaxListLimit, so that three pages take 25
 // events; 1,000 in a service), 25 events received in one microsecond, by
 // its Next link, while new events arrive and states change between the
 // pages: every event is on one page, once, in the inbox's order, and the
@@ -28,8 +28,9 @@ func TestBrowserListPages(t *testing.T) {
 	db := idempotencytest.Postgres(t)
 	cfg := dashboard.Config{AllowRedrive: true}
 	const maxLimit, n = 10, 25
-	dashboard.SetMaxListLimit(&cfg, maxLimit)
-	f := newFixture(t, db.NewStore(t, idempotency.PgxConfig{}), cfg)
+	f := newFixtureOf(t, db.NewStore(t, idempotency.PgxConfig{}), cfg, func(cfg dashboard.Config) (*dashboard.Dashboard, error) {
+		return dashboard.NewWithMaxListLimit(cfg, maxLimit)
+	})
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {

@@ -192,17 +192,13 @@ type Config struct {
 	// processing event's lease is said to run or to have expired.
 	// Defaults to time.Now.
 	Now func() time.Time
-
-	// maxListLimit is the largest page of a list; maxListLimit, the
-	// constant, when zero. Tests set it lower (SetMaxListLimit), so as to
-	// page through a list longer than it without thousands of records.
-	maxListLimit int
 }
 
 // A Dashboard is the http.Handler of the dashboard's pages and actions.
 // Create it with New. It is safe for concurrent use.
 type Dashboard struct {
 	cfg     Config
+	maxList int          // the largest page of a list: maxListLimit, or lower in tests
 	actions http.Handler // the actions behind http.CrossOriginProtection
 	sent    sentForms    // the action forms sent lately, answered once
 }
@@ -210,6 +206,13 @@ type Dashboard struct {
 // New returns the dashboard cfg describes. It fails when cfg.Inbox is nil,
 // cfg.Ledger is a nil pointer, or a trusted origin is malformed.
 func New(cfg Config) (*Dashboard, error) {
+	return newDashboard(cfg, maxListLimit)
+}
+
+// newDashboard is New with maxList the largest page of a list. Tests set
+// it lower (NewWithMaxListLimit), so as to page through a list longer
+// than it without thousands of records.
+func newDashboard(cfg Config, maxList int) (*Dashboard, error) {
 	if cfg.Inbox == nil {
 		return nil, errors.New("dashboard: Config.Inbox is required")
 	}
@@ -229,10 +232,7 @@ func New(cfg Config) (*Dashboard, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.maxListLimit == 0 {
-		cfg.maxListLimit = maxListLimit
-	}
-	d := &Dashboard{cfg: cfg}
+	d := &Dashboard{cfg: cfg, maxList: maxList}
 	cop := http.NewCrossOriginProtection()
 	for _, o := range cfg.TrustedOrigins {
 		if err := cop.AddTrustedOrigin(o); err != nil {

@@ -1,5 +1,4 @@
 package dashboard
 
-// SetMaxListLimit sets the largest page of a list of the dashboard New
-// makes of cfg.
-func SetMaxListLimit(cfg *Config, n int) { cfg.maxListLimit = n }
+// NewWithMaxListLimit is New with n the largest page of a list.
+func NewWithMaxListLimit(cfg Config, n int) (*Dashboard, error) { return newDashboard(cfg, n) }

@@ -58,6 +58,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, st store, cfg dashboard.Config) *fixture {
 	t.Helper()
+	return newFixtureOf(t, st, cfg, dashboard.New)
+}
+
+// newFixtureOf is newFixture with the dashboard newDashboard makes.
+func newFixtureOf(t *testing.T, st store, cfg dashboard.Config, newDashboard func(dashboard.Config) (*dashboard.Dashboard, error)) *fixture {
+	t.Helper()
 	f := &fixture{store: st, clock: idempotencytest.NewClock(time.Now()), logPath: filepath.Join(t.TempDir(), "dashboard.log")}
 	logFile, err := os.Create(f.logPath)
 	require.NoError(t, err)
@@ -91,7 +97,7 @@ func newFixture(t *testing.T, st store, cfg dashboard.Config) *fixture {
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(logFile, nil))
 	cfg.Now = f.clock.Now
-	dash, err := dashboard.New(cfg)
+	dash, err := newDashboard(cfg)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle(mount, http.StripPrefix(strings.TrimSuffix(mount, "/"), dash))

@@ -225,7 +225,7 @@ func (f listFilter) redrive() idempotency.RedriveFilter {
 // record of the one before (InboxFilter.After), so that paging shows every
 // record once while new ones arrive.
 func (d *Dashboard) list(w http.ResponseWriter, r *http.Request) {
-	f, bad := parseListFilter(r, d.cfg.maxListLimit)
+	f, bad := parseListFilter(r, d.maxList)
 	if bad != "" {
 		d.renderMessage(w, r, http.StatusBadRequest, "Bad filter", bad)
 		return
@@ -407,7 +407,7 @@ const searchLimit = 100
 // search: an event (or task) by id, and the events of an object by its id.
 func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	data := searchData{Q: q, Ledger: d.cfg.Ledger != nil, Limit: searchLimit, MaxLimit: d.cfg.maxListLimit}
+	data := searchData{Q: q, Ledger: d.cfg.Ledger != nil, Limit: searchLimit, MaxLimit: d.maxList}
 	if q == "" {
 		d.render(w, r, http.StatusOK, "search", "Search", data)
 		return
