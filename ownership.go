@@ -19,6 +19,8 @@ import (
 // The once-per-key guarantee is a [Tx.Guard] in scope "action:" + name,
 // claimed in the calling transaction: it commits or rolls back with the
 // action's writes. Keep the "action:" prefix out of your own guard scopes.
+//
+// Make one with [NewAction]: the zero Action is not usable, its Do fails.
 type Action[A any] struct {
 	name   string
 	owners []string
@@ -122,8 +124,14 @@ func (a *Action[A]) Name() string { return a.name }
 // in this transaction or a committed one. It reports whether it ran. It
 // fails with [ErrNotOwner] when tx's event type is not one of the action's
 // owners, and passes on the action func's error unchanged, so the handler
-// can return it and roll everything back.
+// can return it and roll everything back. On an Action that [NewAction]
+// did not return (a zero or nil Action) it fails, claiming no key.
 func (a *Action[A]) Do(ctx context.Context, tx Tx, key string, arg A) (ran bool, err error) {
+	if a == nil || a.fn == nil {
+		// It would claim the key in the scope "action:", then call a nil
+		// func.
+		return false, errorf("Action.Do: an Action not made by NewAction, which names and registers it")
+	}
 	if len(a.owners) > 0 && !slices.Contains(a.owners, tx.EventType()) {
 		return false, errorf("%w: action %q is owned by %s, called from an event of type %s",
 			ErrNotOwner, a.name, strings.Join(a.owners, ", "), tx.EventType())
