@@ -90,7 +90,9 @@ type Config struct {
 }
 
 // Telemetry turns what an [idempotency.Observer] is told into metrics and
-// spans. It is safe for concurrent use.
+// spans. It is safe for concurrent use. Make one with [New]: the zero
+// Telemetry is not usable, its Observer and Pruner panic and its
+// ObserveInbox fails, saying so.
 type Telemetry struct {
 	cfg      Config
 	meter    metric.Meter
@@ -163,7 +165,20 @@ func New(cfg Config) (*Telemetry, error) {
 
 // Observer returns the Observer to set as Config.Observer and
 // InboxConfig.Observer.
-func (t *Telemetry) Observer() *idempotency.Observer { return t.observer }
+func (t *Telemetry) Observer() *idempotency.Observer {
+	if err := t.made("Observer"); err != nil {
+		panic(err) // a nil Observer would report nothing, silently
+	}
+	return t.observer
+}
+
+// made fails when t is not a Telemetry New returned, naming method.
+func (t *Telemetry) made(method string) error {
+	if t == nil || t.observer == nil {
+		return fmt.Errorf("idempotencyotel: Telemetry.%s: a Telemetry not made by New", method)
+	}
+	return nil
+}
 
 // statsTimeout bounds the inbox query of one collection.
 const statsTimeout = 5 * time.Second
@@ -184,6 +199,9 @@ const statsTimeout = 5 * time.Second
 // naming the inbox, so two would report the same series; a service with
 // two stores makes a Telemetry for each, on meters of their own.
 func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, error) {
+	if err := t.made("ObserveInbox"); err != nil {
+		return nil, err
+	}
 	if in == nil {
 		return nil, errors.New("idempotencyotel: ObserveInbox: nil *Inbox")
 	}
@@ -421,6 +439,9 @@ func prunedCounts(r idempotency.PruneReport) [len(prunedRows)]int {
 // increase() sees the first prune. A nil p, or a nil pointer of a store
 // type, gives nil, which PruneEvery refuses as it refuses the store.
 func (t *Telemetry) Pruner(p idempotency.Pruner) idempotency.Pruner {
+	if err := t.made("Pruner"); err != nil {
+		panic(err)
+	}
 	if v := reflect.ValueOf(p); !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil
 	}

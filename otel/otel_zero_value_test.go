@@ -1,0 +1,34 @@
+package idempotencyotel_test
+
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	idempotencyotel "github.com/seed-a84bb619/idempotency/otel"
+)
+
+// TestTelemetryNotMadeByNewIsRefused: a Telemetry that New did not return
+// (a zero or nil one) has no meter, no tracer and no Observer. Observer
+// and Pruner panic, and ObserveInbox fails, each naming New: Observer
+// gave a nil Observer, which a Config takes as none, so that nothing was
+// reported, and ObserveInbox and Pruner panicked on a nil pointer.
+func TestTelemetryNotMadeByNewIsRefused(t *testing.T) {
+	t.Parallel()
+	in, err := idempotency.NewInbox(idempotency.NewMemoryStore(), idempotency.NewHandlers(), idempotency.InboxConfig{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	for name, tel := range map[string]*idempotencyotel.Telemetry{"zero": {}, "nil": nil} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			require.PanicsWithError(t, "idempotencyotel: Telemetry.Observer: a Telemetry not made by New", func() { tel.Observer() })
+			require.PanicsWithError(t, "idempotencyotel: Telemetry.Pruner: a Telemetry not made by New", func() { tel.Pruner(idempotency.NewMemoryStore()) })
+			var reg any
+			var err error
+			require.NotPanics(t, func() { reg, err = tel.ObserveInbox(in) })
+			require.EqualError(t, err, "idempotencyotel: Telemetry.ObserveInbox: a Telemetry not made by New")
+			require.Nil(t, reg)
+		})
+	}
+}
