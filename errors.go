@@ -279,12 +279,25 @@ var (
 )
 
 // SkipError is the error [Skip] returns. [Store.Run] reports it as
-// [OutcomeSkipped] with a nil error.
+// [OutcomeSkipped] with a nil error. An empty Reason is kept and read as
+// "no reason given", as Skip("") makes it.
 type SkipError struct {
 	Reason string
 }
 
-func (e *SkipError) Error() string { return "idempotency: skipped: " + e.Reason }
+func (e *SkipError) Error() string { return "idempotency: skipped: " + given(e.Reason) }
+
+// noReasonGiven is the reason of a Skip or a Permanent given none: an empty
+// one, in a log line or a LastError, would read as a bug.
+const noReasonGiven = "no reason given"
+
+// given is reason, or noReasonGiven when it is empty.
+func given(reason string) string {
+	if reason == "" {
+		return noReasonGiven
+	}
+	return reason
+}
 
 // Skip tells the handler that the event can never be processed, for example
 // a Checkout Session created by a Payment Link without the metadata the
@@ -292,9 +305,10 @@ func (e *SkipError) Error() string { return "idempotency: skipped: " + e.Reason 
 // handler's writes, keeps the event's claim with the reason, and answers 200
 // {"outcome":"skipped"} so that Stripe does not retry. The reason is stored
 // and logged: keep payload data out of it. A NUL byte or invalid UTF-8 in
-// it is replaced, so that both stores keep it alike.
+// it is replaced, so that both stores keep it alike. An empty reason is
+// kept as "no reason given", as [Permanent](nil) says.
 func Skip(reason string) error {
-	return &SkipError{Reason: reason}
+	return &SkipError{Reason: given(reason)}
 }
 
 // skipReason reports whether err is or wraps a SkipError, and its reason
@@ -302,7 +316,7 @@ func Skip(reason string) error {
 func skipReason(err error) (string, bool) {
 	var s *SkipError
 	if errors.As(err, &s) && !panicked(err) {
-		return storableText(s.Reason), true
+		return storableText(given(s.Reason)), true
 	}
 	return "", false
 }
@@ -481,7 +495,7 @@ func (e *PermanentError) Unwrap() error { return e.Err }
 // inbox retries the event with its backoff; [Skip] is what ends an event.
 func Permanent(err error) error {
 	if err == nil {
-		err = errors.New("no reason given")
+		err = errors.New(noReasonGiven)
 	}
 	return &PermanentError{Err: err}
 }
