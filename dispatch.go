@@ -64,7 +64,7 @@ func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []
 		return OutcomeUnavailable, err
 	}
 	if outcome == OutcomeSkipped {
-		res.skipReason = skip
+		res.SkipReason = skip
 	}
 	return outcome, timeoutErr(ctx, d.timeout, "the handler's transaction", err)
 }

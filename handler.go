@@ -223,10 +223,31 @@ type Result struct {
 	// Err is why the delivery failed or was rejected, or why the attempt
 	// failed; nil when the delivery was answered 200, or the attempt
 	// succeeded, skipped, snoozed or ended ignored (Outcome ignored is no
-	// failure: why a worker recorded an event ignored is its
-	// InboxRecord.LastError, and its log line's ignored_reason). It is for
-	// logs and metrics, never sent to the client.
+	// failure: why a worker recorded an event ignored is IgnoredReason).
+	// It is for logs and metrics, never sent to the client.
 	Err error
+	// SkipReason is, when Outcome is skipped (a delivery, an inbox
+	// attempt, a task's attempt), the reason the handler or the task gave
+	// [Skip], as the store keeps it: a NUL byte or invalid UTF-8
+	// replaced, "no reason given" for none. A task's is its
+	// InboxRecord.LastError, at most 1000 bytes; an event's is its
+	// EventRecord.SkipReason, as long as the handler wrote it. Empty
+	// otherwise. Logged as skip_reason. The library puts no payload in it
+	// (Skip asks the handler to keep payload data out of its reason). It
+	// is free text, as varied as the ids handlers write into it: keep it
+	// out of metric attributes, where each value is a series
+	// (idempotencyotel's metrics have none).
+	SkipReason string
+	// IgnoredReason is, when an inbox worker records an event ignored
+	// (State InboxIgnored, once recorded), why: no handler for its type in
+	// a process within InboxConfig.RetryUnhandledFor after a receiver that
+	// had one stored it. It is the event's InboxRecord.LastError, worded
+	// by the library (its type and the window, never the payload), at
+	// most 1000 bytes, and logged as ignored_reason at Warn. Empty
+	// otherwise, as for the Handler's ignored (no handler in the process
+	// that received the event). It is text, not a value of a fixed set:
+	// keep it out of metric attributes too.
+	IgnoredReason string
 	// Attempt is the inbox attempt this result reports (1, 2, ...); 0 for
 	// a delivery answered by the Handler (Status is then set).
 	Attempt int
@@ -237,12 +258,6 @@ type Result struct {
 	// that panicked after the commit. The commit stands and the delivery is
 	// answered 200; the panics are logged at Error.
 	AfterCommitPanics []*PanicError
-
-	skipReason string // a skipped event's Skip reason, logged as skip_reason
-
-	// ignoredReason is why an inbox worker recorded an event ignored (its
-	// LastError), logged as ignored_reason, at Warn once recorded.
-	ignoredReason string
 }
 
 // The defaults of Config.
@@ -833,7 +848,7 @@ func report(ctx context.Context, log *slog.Logger, onResult, observed func(Resul
 	switch res.Outcome {
 	case OutcomeDuplicate, OutcomeIgnored:
 		level = slog.LevelDebug
-		if res.ignoredReason != "" && res.State == InboxIgnored {
+		if res.IgnoredReason != "" && res.State == InboxIgnored {
 			level = slog.LevelWarn // a worker's: a receiver had the handler
 		}
 	case OutcomeRejected:
@@ -864,11 +879,11 @@ func report(ctx context.Context, log *slog.Logger, onResult, observed func(Resul
 		if res.Err != nil {
 			attrs = append(attrs, slog.String("error", maskedText(res.Err)))
 		}
-		if res.skipReason != "" {
-			attrs = append(attrs, slog.String("skip_reason", res.skipReason))
+		if res.SkipReason != "" {
+			attrs = append(attrs, slog.String("skip_reason", res.SkipReason))
 		}
-		if res.ignoredReason != "" && res.Outcome == OutcomeIgnored {
-			attrs = append(attrs, slog.String("ignored_reason", res.ignoredReason))
+		if res.IgnoredReason != "" && res.Outcome == OutcomeIgnored {
+			attrs = append(attrs, slog.String("ignored_reason", res.IgnoredReason))
 		}
 		var stack *PanicError
 		if errors.As(res.Err, &stack) {

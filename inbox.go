@@ -1304,7 +1304,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 		// the failed attempts' error: an operator's matter, logged at Warn.
 		why := errorf("%w: %s (recorded ignored: not applied within RetryUnhandledFor, %s, after it was received)",
 			ErrNoHandler, env.Type, in.cfg.RetryUnhandledFor)
-		res.Outcome, res.ignoredReason = OutcomeIgnored, errorText(why)
+		res.Outcome, res.IgnoredReason = OutcomeIgnored, errorText(why)
 		res.State = settled(InboxIgnored, in.settle(ctx, &row, InboxIgnored, why))
 		return
 	}

@@ -14,8 +14,9 @@ import (
 // TestInboxIgnoredByWorkerSaysWhy: a worker that records an event ignored
 // (no handler for its type, received longer than RetryUnhandledFor ago)
 // keeps why in its LastError, worded as its failed attempts' ErrNoHandler,
-// never the payload, and logs it at Warn once; Result.Err stays nil, as
-// for every ignored outcome. Redriven, it keeps that error while pending,
+// never the payload, gives it to OnResult in Result.IgnoredReason, and
+// logs it at Warn once; Result.Err stays nil, as for every ignored
+// outcome. Redriven, it keeps that error while pending,
 // as any redriven event keeps its last; applied, it has none.
 func TestInboxIgnoredByWorkerSaysWhy(t *testing.T) {
 	t.Parallel()
@@ -47,6 +48,8 @@ func TestInboxIgnoredByWorkerSaysWhy(t *testing.T) {
 			require.Equal(t, idempotency.OutcomeIgnored, results[1].Outcome)
 			require.Equal(t, idempotency.InboxIgnored, results[1].State)
 			require.NoError(t, results[1].Err, "an ignored outcome is no failure")
+			require.Equal(t, why, results[1].IgnoredReason)
+			require.Empty(t, results[0].IgnoredReason, "a failed attempt's")
 			work(oldRelease, 0)
 
 			var warns []string

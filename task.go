@@ -327,8 +327,9 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 			res.Err = errorf("task %s ran, but its end was not recorded; %s: %w", row.EventType, next, err)
 		}
 	case skipped:
-		res.Outcome, res.skipReason = OutcomeSkipped, reason
-		res.State = settled(InboxSkipped, in.settle(ctx, row, InboxSkipped, errors.New(reason)))
+		why := errors.New(reason)
+		res.Outcome, res.SkipReason = OutcomeSkipped, errorText(why) // as its LastError keeps it
+		res.State = settled(InboxSkipped, in.settle(ctx, row, InboxSkipped, why))
 	case errors.As(err, &snooze) && !panicked(err):
 		res.Outcome = OutcomeQueued
 		res.State = settled(InboxPending, in.settleAt(ctx, row, InboxPending, previousError(row), in.cfg.Now().Add(snooze.After), row.AttemptedAt))

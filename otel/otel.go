@@ -13,8 +13,10 @@
 //
 // Spans carry event ids, types, object ids, outcomes, statuses and attempt
 // numbers; metrics only the attributes of the table below, none of them an
-// id. Neither carries a payload field, a secret or an error's text (the
-// Logger has the error).
+// id. Neither carries a payload field, a secret, an error's text (the
+// Logger has the error) or a skip's or an ignored event's reason
+// (Result.SkipReason, Result.IgnoredReason: free text, of which each value
+// would be a series).
 //
 // Metrics (OpenTelemetry names; a Prometheus exporter writes dots as
 // underscores, adds _total to counters and _seconds to durations):
