@@ -46,6 +46,45 @@ func (tx heldCommitTx) Commit(ctx context.Context) error {
 	return tx.Tx.Commit(ctx)
 }
 
+// leaseResult is what a lease of leaseAsync returned.
+type leaseResult struct {
+	ids []string
+	err error
+}
+
+// leaseAsync leases up to 10 events of in on a goroutine of its own.
+func leaseAsync(in *idempotency.Inbox) <-chan leaseResult {
+	out := make(chan leaseResult, 1)
+	go func() {
+		leased, err := idempotency.LeaseInbox(context.Background(), in, 10)
+		var ids []string
+		for _, l := range leased {
+			ids = append(ids, l.EventID())
+		}
+		out <- leaseResult{ids, err}
+	}()
+	return out
+}
+
+// answeredOrWaiting waits until the lease of leaseAsync answers, and
+// returns its answer, or until a session of b's schema waits on a lock
+// (answered false).
+func answeredOrWaiting(t *testing.T, b *pgBackend, lease <-chan leaseResult) (res leaseResult, answered bool) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		select {
+		case res = <-lease:
+			answered = true
+			return true
+		default:
+		}
+		n, err := pgtest.LockWaiters(t, b.db.Schema)
+		require.NoError(t, err)
+		return n > 0
+	}, 10*time.Second, time.Millisecond, "the lease neither answered nor waited on a lock")
+	return res, answered
+}
+
 // TestPgxInboxLeasesOfOneObjectAreSerialised: two leases of two processes
 // never take two events of one object, even when an earlier event of the
 // object arrives while the first lease's transaction, which took the later
@@ -70,23 +109,7 @@ func TestPgxInboxLeasesOfOneObjectAreSerialised(t *testing.T) {
 
 	p.deliver(t, "evt_serial_2", "in_serial", 2)
 	gate.armed <- struct{}{}
-	type leaseResult struct {
-		ids []string
-		err error
-	}
-	lease := func(in *idempotency.Inbox) <-chan leaseResult {
-		out := make(chan leaseResult, 1)
-		go func() {
-			leased, err := idempotency.LeaseInbox(context.Background(), in, 10)
-			var ids []string
-			for _, l := range leased {
-				ids = append(ids, l.EventID())
-			}
-			out <- leaseResult{ids, err}
-		}()
-		return out
-	}
-	firstDone := lease(first)
+	firstDone := leaseAsync(first)
 	<-gate.entered // the first lease took evt_serial_2; its transaction is open
 	released := false
 	defer func() {
@@ -97,20 +120,8 @@ func TestPgxInboxLeasesOfOneObjectAreSerialised(t *testing.T) {
 	}()
 
 	p.deliver(t, "evt_serial_1", "in_serial", 1) // created earlier, arrived late
-	secondDone := lease(p.inbox)
-	var second leaseResult
-	answered := false
-	require.Eventually(t, func() bool {
-		select {
-		case second = <-secondDone:
-			answered = true
-			return true
-		default:
-		}
-		n, err := pgtest.LockWaiters(t, b.db.Schema)
-		require.NoError(t, err)
-		return n > 0
-	}, 10*time.Second, time.Millisecond, "the second lease neither answered nor waited on a lock")
+	secondDone := leaseAsync(p.inbox)
+	second, answered := answeredOrWaiting(t, b, secondDone)
 	require.False(t, answered, "the second lease answered %v while the first one's transaction was open", second.ids)
 
 	released = true
