@@ -272,15 +272,26 @@ func PgxOldestAwaitingPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn) (st
 // RecoveryCheckpoint returns the last event of s's recovery checkpoint
 // name, as a later Recover of it would load it, and whether s holds it.
 func RecoveryCheckpoint(ctx context.Context, s Store, name string) (string, bool, error) {
-	cp, found, err := s.(recoveryBackend).loadCheckpoint(ctx, name)
-	return cp.LastEventID, found, err
+	return recoveryCheckpointField(ctx, s, name, func(cp recoveryCheckpoint) string { return cp.LastEventID })
 }
 
 // RecoveryCheckpointAccount returns the Account of s's recovery checkpoint
 // name, as a later Recover of it would load it, and whether s holds it.
 func RecoveryCheckpointAccount(ctx context.Context, s Store, name string) (string, bool, error) {
+	return recoveryCheckpointField(ctx, s, name, func(cp recoveryCheckpoint) string { return cp.Account })
+}
+
+// RecoveryCheckpointUpdatedAt returns when s's recovery checkpoint name
+// last moved (its updated_at on PostgreSQL), and whether s holds it.
+func RecoveryCheckpointUpdatedAt(ctx context.Context, s Store, name string) (time.Time, bool, error) {
+	return recoveryCheckpointField(ctx, s, name, func(cp recoveryCheckpoint) time.Time { return cp.UpdatedAt })
+}
+
+// recoveryCheckpointField returns field of s's recovery checkpoint name,
+// as a later Recover of it would load it, and whether s holds it.
+func recoveryCheckpointField[T any](ctx context.Context, s Store, name string, field func(recoveryCheckpoint) T) (T, bool, error) {
 	cp, found, err := s.(recoveryBackend).loadCheckpoint(ctx, name)
-	return cp.Account, found, err
+	return field(cp), found, err
 }
 
 // PgxMigrateTo applies the embedded migrations up to version last that
