@@ -422,6 +422,7 @@ func TestRecoverRefusesBadInput(t *testing.T) {
 		{"rate over 100", with(func(o *idempotency.RecoverOptions) { o.RequestsPerSecond = 101 }), client, nil, "RequestsPerSecond"},
 		{"negative rate", with(func(o *idempotency.RecoverOptions) { o.RequestsPerSecond = -1 }), client, nil, "RequestsPerSecond"},
 		{"page over 100", with(func(o *idempotency.RecoverOptions) { o.PageSize = 101 }), client, nil, "PageSize"},
+		{"negative page", with(func(o *idempotency.RecoverOptions) { o.PageSize = -1 }), client, nil, "RecoverOptions.PageSize is -1"},
 		{"checkpoint name with NUL", with(func(o *idempotency.RecoverOptions) { o.Checkpoint = "a\x00b" }), client, idempotency.ErrInvalidKey, "Checkpoint"},
 		{"other account", with(func(o *idempotency.RecoverOptions) { o.Account = "acct_1" }), client, idempotency.ErrCheckpointMismatch, "the platform's own account"},
 		{"account without acct_", with(func(o *idempotency.RecoverOptions) { o.Account = "1Abc" }), client, nil, "RecoverOptions.Account is not a connected account's id (acct_...)"},
