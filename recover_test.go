@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -421,6 +422,7 @@ func TestRecoverRefusesBadInput(t *testing.T) {
 		{"empty type", with(func(o *idempotency.RecoverOptions) { o.Types = []string{""} }), client, idempotency.ErrInvalidKey, "Types[0] is empty"},
 		{"rate over 100", with(func(o *idempotency.RecoverOptions) { o.RequestsPerSecond = 101 }), client, nil, "RequestsPerSecond"},
 		{"negative rate", with(func(o *idempotency.RecoverOptions) { o.RequestsPerSecond = -1 }), client, nil, "RequestsPerSecond"},
+		{"NaN rate", with(func(o *idempotency.RecoverOptions) { o.RequestsPerSecond = math.NaN() }), client, nil, "RecoverOptions.RequestsPerSecond is NaN"},
 		{"page over 100", with(func(o *idempotency.RecoverOptions) { o.PageSize = 101 }), client, nil, "PageSize"},
 		{"negative page", with(func(o *idempotency.RecoverOptions) { o.PageSize = -1 }), client, nil, "RecoverOptions.PageSize is -1"},
 		{"checkpoint name with NUL", with(func(o *idempotency.RecoverOptions) { o.Checkpoint = "a\x00b" }), client, idempotency.ErrInvalidKey, "Checkpoint"},
