@@ -291,6 +291,10 @@ func (e *SkipError) Error() string { return "idempotency: skipped: " + given(e.R
 // one, in a log line or a LastError, would read as a bug.
 const noReasonGiven = "no reason given"
 
+// maxKeptTextLen bounds the free text a store keeps of an attempt or a
+// handler: InboxRecord.LastError, EventRecord.SkipReason.
+const maxKeptTextLen = 1000
+
 // given is reason, or noReasonGiven when it is empty.
 func given(reason string) string {
 	if reason == "" {
@@ -305,18 +309,21 @@ func given(reason string) string {
 // handler's writes, keeps the event's claim with the reason, and answers 200
 // {"outcome":"skipped"} so that Stripe does not retry. The reason is stored
 // and logged: keep payload data out of it. A NUL byte or invalid UTF-8 in
-// it is replaced, so that both stores keep it alike. An empty reason is
-// kept as "no reason given", as [Permanent](nil) says.
+// it is replaced, so that both stores keep it alike, and its first 1000
+// bytes are kept, as of a task's error (InboxRecord.LastError). An empty
+// reason is kept as "no reason given", as [Permanent](nil) says.
 func Skip(reason string) error {
 	return &SkipError{Reason: given(reason)}
 }
 
 // skipReason reports whether err is or wraps a SkipError, and its reason
-// as a store keeps it. A panic is never a skip, whatever its value wraps.
+// as a store keeps it (keptText): the ledger, the log and
+// Result.SkipReason take it from here alike. A panic is never a skip,
+// whatever its value wraps.
 func skipReason(err error) (string, bool) {
 	var s *SkipError
 	if errors.As(err, &s) && !panicked(err) {
-		return storableText(given(s.Reason)), true
+		return keptText(given(s.Reason)), true
 	}
 	return "", false
 }
@@ -341,6 +348,16 @@ func storableText(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// keptText is s as a store keeps a reason or an error: storable text, cut
+// at maxKeptTextLen bytes, a rune cut in half there dropped.
+func keptText(s string) string {
+	s = storableText(s)
+	if len(s) > maxKeptTextLen {
+		s = strings.ToValidUTF8(s[:maxKeptTextLen], "")
+	}
+	return s
 }
 
 // validText reports whether s can be stored as PostgreSQL text.

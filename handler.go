@@ -229,10 +229,10 @@ type Result struct {
 	// SkipReason is, when Outcome is skipped (a delivery, an inbox
 	// attempt, a task's attempt), the reason the handler or the task gave
 	// [Skip], as the store keeps it: a NUL byte or invalid UTF-8
-	// replaced, "no reason given" for none. A task's is its
-	// InboxRecord.LastError, at most 1000 bytes; an event's is its
-	// EventRecord.SkipReason, as long as the handler wrote it. Empty
-	// otherwise. Logged as skip_reason. The library puts no payload in it
+	// replaced, "no reason given" for none, at most its first 1000 bytes
+	// (a rune cut in half there dropped). A task's is its
+	// InboxRecord.LastError; an event's is its EventRecord.SkipReason.
+	// Empty otherwise. Logged as skip_reason. The library puts no payload in it
 	// (Skip asks the handler to keep payload data out of its reason). It
 	// is free text, as varied as the ids handlers write into it: keep it
 	// out of metric attributes, where each value is a series

@@ -9,7 +9,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -1584,11 +1583,7 @@ func errorText(err error) string {
 	if err == nil {
 		return ""
 	}
-	s := storableText(maskedText(err))
-	if len(s) > maxInboxErrorLen {
-		s = strings.ToValidUTF8(s[:maxInboxErrorLen], "") // drop a rune cut in half
-	}
-	return s
+	return keptText(maskedText(err))
 }
 
 // Redrive moves the events f selects back to pending with a fresh attempt

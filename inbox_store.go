@@ -262,9 +262,6 @@ func (r *inboxRow) parsed() (*envelope.Envelope, error) {
 	return r.env, nil
 }
 
-// maxInboxErrorLen bounds InboxRecord.LastError.
-const maxInboxErrorLen = 1000
-
 // inboxBackend is what an [Inbox] needs of its store. Both MemoryStore and
 // PgxStore implement it with the same semantics, proven by one conformance
 // suite. Every time is the inbox's clock (InboxConfig.Now), never the

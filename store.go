@@ -232,7 +232,7 @@ type EventRecord struct {
 	Account    string
 	Livemode   bool
 	Outcome    Outcome // OutcomeProcessed, OutcomeSkipped or OutcomeIgnored
-	SkipReason string  // a skipped event's Skip reason; empty otherwise
+	SkipReason string  // a skipped event's Skip reason, its first 1000 bytes; empty otherwise
 	// ReceivedAt is Claim.ReceivedAt: when the delivery arrived, on
 	// Config.Now (an inbox's event: when it was stored, on InboxConfig.Now).
 	ReceivedAt time.Time
