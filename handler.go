@@ -312,7 +312,8 @@ const (
 // the transaction was still in progress 5 seconds on) is answered 503,
 // and may have committed: Stripe's retry is then answered duplicate. A
 // Handler is safe for concurrent use. Make one with [NewHandler] or
-// [Inbox.Handler]: the zero Handler is not usable.
+// [Inbox.Handler]: the zero Handler is not usable, it answers every
+// request 500 (see ServeHTTP).
 //
 // The Handler bounds the body's size (Config.MaxBodyBytes), not the time
 // it takes to arrive: a route open to anyone needs an http.Server with
@@ -510,8 +511,15 @@ var (
 	}
 )
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. A Handler that [NewHandler] or
+// [Inbox.Handler] did not return (a zero or nil one) answers every
+// request 500 {"error":"processing_failed"}, which Stripe retries, and
+// logs it at Error through slog.Default, naming them.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h == nil || h.store == nil {
+		serveNotMade(w, r)
+		return
+	}
 	res := Result{}
 	start := time.Now()
 	ctx, done := h.cfg.Observer.delivery(r.Context(), h.log, r)
@@ -525,6 +533,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	res.Status = status
 	res.Duration = time.Since(start)
 	report(r.Context(), h.log, h.cfg.OnResult, done, &res)
+}
+
+// serveNotMade answers a request to a Handler not made by NewHandler or
+// Inbox.Handler as a failed delivery, so that Stripe retries it once the
+// service is fixed; it has no Logger of its own.
+func serveNotMade(w http.ResponseWriter, r *http.Request) {
+	res := Result{Outcome: OutcomeFailed, Status: http.StatusInternalServerError,
+		Err: errorf("Handler.ServeHTTP: a Handler not made by NewHandler or Inbox.Handler")}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(res.Status)
+	_, _ = w.Write(bodyFailed)
+	report(r.Context(), slog.Default(), nil, nil, &res)
 }
 
 // serve does the work of ServeHTTP and fills res; it returns the answer.

@@ -288,8 +288,8 @@ func nanoseconds(ns float64) time.Duration {
 // Several processes may run workers, and several may run Handlers, on one
 // database: no event is applied twice.
 //
-// Make one with [NewInbox]: the zero Inbox is not usable. Its methods are
-// safe for concurrent use (List, Redrive or Stats while Run runs), but
+// Make one with [NewInbox]: the zero Inbox is not usable, its methods
+// fail naming NewInbox. Its methods are safe for concurrent use (List, Redrive or Stats while Run runs), but
 // Run and WorkDue refuse to run together.
 type Inbox struct {
 	d     dispatcher
@@ -319,6 +319,16 @@ type Inbox struct {
 	notify     coalescer     // notifications to other processes
 	listenWait time.Duration // how long a listen check waits (the const listenWait); shorter in tests
 	clock      clockCheck    // Run's comparison of the inbox's clock with the store's
+}
+
+// made fails when in is not an Inbox [NewInbox] returned (a zero or nil
+// one, which has no store), naming method: the methods that return an
+// error return it before they touch anything.
+func (in *Inbox) made(method string) error {
+	if in == nil || in.store == nil {
+		return errorf("Inbox.%s: an Inbox not made by NewInbox", method)
+	}
+	return nil
 }
 
 // NewInbox returns the inbox of store, which applies the handlers
@@ -448,6 +458,9 @@ func (cfg *InboxConfig) setDefaults() error {
 // Observer or a Logger takes InboxConfig's, so that one set on the inbox
 // watches and logs the deliveries as well as the attempts.
 func (in *Inbox) Handler(cfg Config) (*Handler, error) {
+	if err := in.made("Handler"); err != nil {
+		return nil, err
+	}
 	if cfg.DisableFastDecoder && in.d.fast {
 		return nil, errorf("Inbox.Handler: Config.DisableFastDecoder has no effect in inbox mode, where the workers decode data.object: set InboxConfig.DisableFastDecoder")
 	}
@@ -628,6 +641,9 @@ func (c *coalescer) do(fn func()) {
 // worker only. It returns an error at once if Run is already running on this
 // Inbox, or WorkDue is.
 func (in *Inbox) Run(ctx context.Context) error {
+	if err := in.made("Run"); err != nil {
+		return err
+	}
 	if !in.running.CompareAndSwap(false, true) {
 		return errorf("Inbox.Run is already running")
 	}
@@ -1225,6 +1241,9 @@ func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, link s
 // the events it leased and did not start (pending, their attempt not
 // counted) and returns ctx's error.
 func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
+	if err := in.made("WorkDue"); err != nil {
+		return 0, err
+	}
 	in.workingDue.Add(1)
 	defer in.workingDue.Add(-1)
 	if in.running.Load() {
@@ -1595,6 +1614,9 @@ func errorText(err error) string {
 // event is applied by a process with a handler for its type, after the
 // later events of its object applied already (see RedriveFilter.States).
 func (in *Inbox) Redrive(ctx context.Context, f RedriveFilter) (int, error) {
+	if err := in.made("Redrive"); err != nil {
+		return 0, err
+	}
 	events, tasks, err := in.RedriveByKind(ctx, f)
 	return events + tasks, err
 }
@@ -1603,6 +1625,9 @@ func (in *Inbox) Redrive(ctx context.Context, f RedriveFilter) (int, error) {
 // it moves (with f.DryRun, would move) told apart. Both kinds move at once,
 // in one statement on PostgreSQL: when it fails, none has moved.
 func (in *Inbox) RedriveByKind(ctx context.Context, f RedriveFilter) (events, tasks int, err error) {
+	if err := in.made("RedriveByKind"); err != nil {
+		return 0, 0, err
+	}
 	if err := f.check(); err != nil {
 		return 0, 0, err
 	}
@@ -1619,12 +1644,18 @@ func (in *Inbox) RedriveByKind(ctx context.Context, f RedriveFilter) (events, ta
 // attempt: what an alert needs ("oldest pending older than 5 minutes",
 // "dead letters grew", "pending, and no attempt for 10 minutes").
 func (in *Inbox) Stats(ctx context.Context) (InboxStats, error) {
+	if err := in.made("Stats"); err != nil {
+		return InboxStats{}, err
+	}
 	return in.store.inboxStats(ctx)
 }
 
 // Lookup returns the inbox record of an event, and false when the inbox
 // does not have it.
 func (in *Inbox) Lookup(ctx context.Context, eventID string) (InboxRecord, bool, error) {
+	if err := in.made("Lookup"); err != nil {
+		return InboxRecord{}, false, err
+	}
 	if !validText(eventID) {
 		return InboxRecord{}, false, nil // no row can hold it
 	}
@@ -1670,6 +1701,9 @@ func (in *Inbox) Lookup(ctx context.Context, eventID string) (InboxRecord, bool,
 // connection that may write, not a read-only transaction or a standby,
 // and a role with UPDATE on the inbox table.
 func (in *Inbox) HeldBy(ctx context.Context, eventID string) ([]InboxHolder, error) {
+	if err := in.made("HeldBy"); err != nil {
+		return nil, err
+	}
 	if !validText(eventID) {
 		return nil, nil // no row can hold it
 	}
@@ -1679,6 +1713,9 @@ func (in *Inbox) HeldBy(ctx context.Context, eventID string) ([]InboxHolder, err
 // List returns the events f selects, newest received first, without their
 // payloads.
 func (in *Inbox) List(ctx context.Context, f InboxFilter) ([]InboxRecord, error) {
+	if err := in.made("List"); err != nil {
+		return nil, err
+	}
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -1692,6 +1729,9 @@ func (in *Inbox) List(ctx context.Context, f InboxFilter) ([]InboxRecord, error)
 // event's full data, customer details included: show it only to those
 // allowed to see them.
 func (in *Inbox) Payload(ctx context.Context, eventID string) ([]byte, bool, error) {
+	if err := in.made("Payload"); err != nil {
+		return nil, false, err
+	}
 	if !validText(eventID) {
 		return nil, false, nil // no row can hold it
 	}
@@ -1705,5 +1745,8 @@ func (in *Inbox) Payload(ctx context.Context, eventID string) ([]byte, bool, err
 // [PgxStore.Forget] for what stays and for how long other replicas still
 // answer it duplicate.
 func (in *Inbox) Forget(ctx context.Context, eventID string) (bool, error) {
+	if err := in.made("Forget"); err != nil {
+		return false, err
+	}
 	return in.store.Forget(ctx, eventID)
 }
