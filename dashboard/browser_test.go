@@ -110,6 +110,14 @@ func attrs(t *testing.T, ctx context.Context, sel, name string) []string {
 	return vs
 }
 
+// cardTops reads the top of each of the overview's cards, in pixels.
+func cardTops(t *testing.T, ctx context.Context) []float64 {
+	t.Helper()
+	tops, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`Array.from(document.querySelectorAll(".cards .card"), c => c.getBoundingClientRect().top)`))
+	require.NoError(t, err)
+	return tops
+}
+
 func ids(recs []idempotency.InboxRecord) []string {
 	var s []string
 	for _, r := range recs {
@@ -145,6 +153,17 @@ func TestBrowser(t *testing.T) {
 	require.Equal(t, 2, st.TaskCounts[idempotency.InboxProcessed], "the fixture's receipts")
 	require.Equal(t, "4m 0s", text(t, ctx, "#oldest-pending"))
 	require.Equal(t, "5m 30s", text(t, ctx, "#last-attempt"))
+	// Its six cards fit in one row at 1280 pixels, and wrap on a narrow
+	// screen.
+	tops := cardTops(t, ctx)
+	require.Len(t, tops, 6)
+	for i, top := range tops {
+		require.Equal(t, tops[0], top, "card %d's top, at 1280 px wide: %v", i+1, tops)
+	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(480, 900)))
+	narrow := cardTops(t, ctx)
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateReset()))
+	require.Less(t, narrow[0], narrow[len(narrow)-1], "at 480 px wide the cards wrap: %v", narrow)
 
 	// Its dead-letter list is the inbox's, with the last error.
 	dead, err := f.inbox.List(t.Context(), idempotency.InboxFilter{States: []idempotency.InboxState{idempotency.InboxDeadLetter}})
