@@ -115,7 +115,9 @@
 //
 // When the store cannot be read or an action fails, the page says so in
 // one generic sentence and the status is 503; the error itself goes to
-// Config.Logger only, since it may hold SQL or connection details.
+// Config.Logger only, since it may hold SQL or connection details. A
+// list whose bulk redrive's count fails is shown all the same, with
+// "count unavailable" beside the button, and the error logged at Warn.
 package dashboard
 
 import (
