@@ -313,7 +313,7 @@ const (
 // and may have committed: Stripe's retry is then answered duplicate. A
 // Handler is safe for concurrent use. Make one with [NewHandler] or
 // [Inbox.Handler]: the zero Handler is not usable, it answers every
-// request 500 (see ServeHTTP).
+// request 500 (see ServeHTTP) and its Recover fails.
 //
 // The Handler bounds the body's size (Config.MaxBodyBytes), not the time
 // it takes to arrive: a route open to anyone needs an http.Server with

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
 )
@@ -40,6 +41,20 @@ func TestHandlerNotMadeByNewHandlerIsRefused(t *testing.T) {
 		require.Contains(t, lines[0], `"level":"ERROR"`, name)
 		require.Contains(t, lines[0], `"status":500`, name)
 		require.NotContains(t, lines[0], "evt_1", "nothing of the body")
+	}
+}
+
+// TestHandlerNotMadeByNewHandlerCannotRecover: Recover on a Handler that
+// NewHandler or Inbox.Handler did not return (a zero or nil one) fails,
+// naming them, before it checks its client or asks Stripe anything: it
+// panicked on a nil pointer once its checks passed.
+func TestHandlerNotMadeByNewHandlerCannotRecover(t *testing.T) {
+	t.Parallel()
+	client := stripe.NewClient("sk_test_123")
+	for name, h := range map[string]*idempotency.Handler{"zero": {}, "nil": nil} {
+		var err error
+		require.NotPanics(t, func() { _, err = h.Recover(t.Context(), client, idempotency.RecoverOptions{}) }, name)
+		require.EqualError(t, err, "idempotency: Handler.Recover: a Handler not made by NewHandler or Inbox.Handler", name)
 	}
 }
 
