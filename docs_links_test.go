@@ -6,10 +6,13 @@ import (
 	"go/doc/comment"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -152,4 +155,98 @@ func declDoc(d ast.Decl) *ast.CommentGroup {
 		return d.Doc
 	}
 	return nil
+}
+
+// TestDocsLinksResolve: every relative link in the README and in docs/
+// names a file of the repository, and its #anchor a heading of that file
+// as GitHub names it, so that a reader who follows one lands where it
+// points, also after a section moves from one file to another.
+func TestDocsLinksResolve(t *testing.T) {
+	t.Parallel()
+	docs, err := filepath.Glob("docs/*.md")
+	require.NoError(t, err)
+	for _, doc := range append([]string{"README.md"}, docs...) {
+		text, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for _, target := range markdownLinks(string(text)) {
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			linked := doc
+			if file != "" {
+				linked = filepath.Join(filepath.Dir(doc), filepath.FromSlash(file))
+				if _, err := os.Stat(linked); err != nil {
+					assert.Fail(t, "link to no file", "%s links to %s: %v", doc, target, err)
+					continue
+				}
+			}
+			if anchor == "" {
+				continue
+			}
+			body, err := os.ReadFile(linked)
+			require.NoError(t, err)
+			assert.True(t, markdownAnchors(string(body))[anchor], "%s links to %s, and %s has no such heading", doc, target, linked)
+		}
+	}
+}
+
+var (
+	markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	codeSpan     = regexp.MustCompile("`[^`]*`")
+)
+
+// markdownLinks is the targets of the links in text, outside code blocks
+// and code spans.
+func markdownLinks(text string) []string {
+	var targets []string
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		for _, m := range markdownLink.FindAllStringSubmatch(codeSpan.ReplaceAllString(line, ""), -1) {
+			targets = append(targets, m[1])
+		}
+	}
+	return targets
+}
+
+// markdownAnchors is the anchors GitHub gives the headings of text: the
+// heading in lower case, without punctuation, spaces made hyphens, and -1,
+// -2... after a repeated one.
+func markdownAnchors(text string) map[string]bool {
+	anchors := map[string]bool{}
+	seen := map[string]int{}
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		heading := strings.TrimLeft(line, "#")
+		if fenced || len(heading) == len(line) || len(line)-len(heading) > 6 || !strings.HasPrefix(heading, " ") {
+			continue
+		}
+		slug := strings.Map(func(r rune) rune {
+			switch {
+			case r == ' ':
+				return '-'
+			case r == '-' || unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.Pc):
+				return unicode.ToLower(r)
+			}
+			return -1
+		}, strings.TrimSpace(heading))
+		anchor := slug
+		if n := seen[slug]; n > 0 {
+			anchor = slug + "-" + strconv.Itoa(n)
+		}
+		seen[slug]++
+		anchors[anchor] = true
+	}
+	return anchors
 }
