@@ -8,6 +8,7 @@ package stripeapi
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,19 +23,26 @@ import (
 // message never contains the key.
 var ErrKey = errors.New("STRIPE_SECRET_KEY is not a secret (sk_...) or restricted (rk_...) API key")
 
-// BaseURLError is returned for a base URL that is not http(s). Its
+// BaseURLError is returned for a base URL that is not http(s), or that is
+// plain http to a host other than this machine's for a live key. Its
 // message quotes the URL without the password of its user info, and not
 // at all when it holds the API key.
 type BaseURLError struct {
-	URL     string
-	withKey bool // URL holds the API key
+	URL       string
+	withKey   bool // URL holds the API key
+	plainLive bool // http, not https, for a live key, to another machine
 }
 
 func (e *BaseURLError) Error() string {
-	if e.withKey {
-		return "is not an http(s) URL (not quoted: it holds the API key)"
+	what := "is not an http(s) URL"
+	if e.plainLive {
+		what = "is plain http to another machine, which would send the live API key unencrypted " +
+			"(https, or a test key for a local stripe-mock or fake)"
 	}
-	return fmt.Sprintf("%q is not an http(s) URL", Redacted(e.URL))
+	if e.withKey {
+		return what + " (not quoted: it holds the API key)"
+	}
+	return fmt.Sprintf("%q %s", Redacted(e.URL), what)
 }
 
 // Redacted is s without the password of its user info, which need not
@@ -70,7 +78,10 @@ func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &BaseURLError{URL: base, withKey: strings.Contains(base, key)}
+		return nil, &BaseURLError{URL: base, withKey: holdsKey(base, key)}
+	}
+	if u.Scheme == "http" && KeyMode(key) == "live" && !loopback(u.Hostname()) {
+		return nil, &BaseURLError{URL: base, withKey: holdsKey(base, key), plainLive: true}
 	}
 	cfg := &stripe.BackendConfig{
 		HTTPClient:    hc,
@@ -82,6 +93,23 @@ func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 		cfg.URL = stripe.String(base)
 	}
 	return stripe.NewClient(key, stripe.WithBackends(stripe.NewBackendsWithConfig(cfg))), nil
+}
+
+// holdsKey reports whether base may hold an API key: key itself, or any
+// text with a secret or restricted key's prefix (another key pasted in).
+func holdsKey(base, key string) bool {
+	return strings.Contains(base, key) || strings.Contains(base, "sk_") || strings.Contains(base, "rk_")
+}
+
+// loopback reports whether host names this machine: localhost, or a
+// loopback address. Plain http there does not cross a network (a local
+// proxy that speaks TLS onward, a stripe-mock).
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // KeyMode is the mode an API key's prefix names: "live" for sk_live_ and
