@@ -39,7 +39,8 @@ import (
 // invalidation, metrics).
 //
 // Make a Task with [NewTask], at start-up, and share it: its methods are
-// safe for concurrent use. The zero Task is not usable: its Enqueue fails.
+// safe for concurrent use. The zero Task, or a nil one, is not usable: its
+// Enqueue fails.
 type Task[T any] struct {
 	name string
 	hs   *Handlers
@@ -148,7 +149,7 @@ func (t *Task[T]) ID(key string) string { return taskID(t.name, key) }
 // email, an invoice id for a receipt. It must be 1 to 200 bytes of valid
 // UTF-8 without NUL ([ErrInvalidKey]). Enqueue fails with
 // [ErrNeedsStoreTx] for a Tx of another Store, and, storing nothing, on a
-// Task that [NewTask] did not return (a zero Task).
+// Task that [NewTask] did not return (a zero or nil Task).
 //
 // The args stay in the task's row, where [Inbox.Payload] reads them,
 // until Prune clears them [Retention].Payloads (7 days by default) after
@@ -157,7 +158,7 @@ func (t *Task[T]) ID(key string) string { return taskID(t.name, key) }
 // with them: pass ids rather than personal data where you can, and read
 // the rest when the task runs.
 func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enqueued bool, err error) {
-	if t.hs == nil {
+	if t == nil || t.hs == nil {
 		// A zero Task: stored, it would be a task named "" that no worker
 		// runs, failed until it is dead-lettered.
 		return false, errorf("Task.Enqueue: a Task not made by NewTask, which names and registers it")
