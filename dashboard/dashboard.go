@@ -197,7 +197,8 @@ type Config struct {
 }
 
 // A Dashboard is the http.Handler of the dashboard's pages and actions.
-// Create it with New. It is safe for concurrent use.
+// Create it with New: the zero Dashboard is not usable, it answers every
+// request 500 (see ServeHTTP). It is safe for concurrent use.
 type Dashboard struct {
 	cfg     Config
 	maxList int          // the largest page of a list: maxListLimit, or lower in tests
@@ -225,15 +226,7 @@ func newDashboard(cfg Config, maxList int) (*Dashboard, error) {
 			return nil, fmt.Errorf("dashboard: Config.Ledger is a nil %T; leave it nil for no ledger", cfg.Ledger)
 		}
 	}
-	if cfg.Title == "" {
-		cfg.Title = "Stripe webhooks"
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg.setDefaults()
 	d := &Dashboard{cfg: cfg, maxList: maxList}
 	cop := http.NewCrossOriginProtection()
 	for _, o := range cfg.TrustedOrigins {
@@ -251,8 +244,23 @@ func newDashboard(cfg Config, maxList int) (*Dashboard, error) {
 	return d, nil
 }
 
+// setDefaults sets the fields of cfg left zero that have a default.
+func (cfg *Config) setDefaults() {
+	if cfg.Title == "" {
+		cfg.Title = "Stripe webhooks"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+}
+
 // ServeHTTP serves the page or action r asks for; see the package
-// documentation for the paths.
+// documentation for the paths. A Dashboard that New did not return (a
+// zero or nil one) answers every request 500 with a page that says so,
+// and logs it at Error through slog.Default.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -260,6 +268,10 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
+	if d == nil || d.cfg.Inbox == nil {
+		serveNotMade(w, r)
+		return
+	}
 
 	// http.StripPrefix("/admin/webhooks/") leaves "events", and
 	// StripPrefix("/admin/webhooks") leaves "/events": both are served.
@@ -290,6 +302,16 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		d.renderMessage(w, r, http.StatusNotFound, "Not found", "There is no such page.")
 	}
+}
+
+// serveNotMade answers a request to a Dashboard not made by New, which
+// has no inbox, no Logger and no clock: a page of the defaults says so.
+func serveNotMade(w http.ResponseWriter, r *http.Request) {
+	d := &Dashboard{}
+	d.cfg.setDefaults()
+	d.cfg.Logger.Error("dashboard: a Dashboard not made by New", "path", r.URL.Path)
+	d.renderMessage(w, r, http.StatusInternalServerError, "Not set up",
+		"This dashboard was not made by dashboard.New, and shows nothing. The service's log says so too.")
 }
 
 // The query keys each page takes. The message after an action (flash)
