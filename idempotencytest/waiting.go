@@ -17,8 +17,8 @@ import (
 // [idempotency.MemoryStore], or an [idempotency.PgxStore] on the pool of a
 // [Database] (made by [Database.NewStore]), or on a pool or connection
 // opened with its URL: for it, the sessions of that schema waiting on a
-// lock count too. Any other store fails the test, as the wrapper itself
-// does.
+// lock count too (not one whose NOTIFY's commit waits for those of other
+// sessions). Any other store fails the test, as the wrapper itself does.
 func Waiting(store idempotency.Store) func(t testing.TB) int {
 	return func(t testing.TB) int {
 		t.Helper()

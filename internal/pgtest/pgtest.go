@@ -243,8 +243,11 @@ var lockPools sync.Map // testing.TB -> *pgxpool.Pool
 
 // LockWaiters returns how many sessions whose application_name is app
 // (a test schema's name: see [New]) wait on a lock now, as tests that
-// poll for a blocked run read it. The pool it reads through is opened at
-// t's first call and closed when t ends.
+// poll for a blocked run read it. A wait on an object lock is not one:
+// a NOTIFY's commit waits there (wait_event 'object') for the commit of
+// every other NOTIFY on the server, those of other tests too, and a
+// PgxStore's inbox sends one after each event it stores. The pool it
+// reads through is opened at t's first call and closed when t ends.
 func LockWaiters(t testing.TB, app string) (int, error) {
 	t.Helper()
 	p, ok := lockPools.Load(t)
@@ -255,7 +258,7 @@ func LockWaiters(t testing.TB, app string) (int, error) {
 	}
 	var n int
 	err := p.(*pgxpool.Pool).QueryRow(context.Background(),
-		`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = $1`, app).Scan(&n)
+		`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event <> 'object' AND application_name = $1`, app).Scan(&n)
 	return n, err
 }
 
