@@ -231,22 +231,25 @@ type Result struct {
 	// [Skip], as the store keeps it: a NUL byte or invalid UTF-8
 	// replaced, "no reason given" for none, at most its first 1000 bytes
 	// (a rune cut in half there dropped). A task's is its
-	// InboxRecord.LastError; an event's is its EventRecord.SkipReason.
-	// Empty otherwise. Logged as skip_reason. The library puts no payload in it
-	// (Skip asks the handler to keep payload data out of its reason). It
-	// is free text, as varied as the ids handlers write into it: keep it
-	// out of metric attributes, where each value is a series
+	// InboxRecord.LastError (also when recording it failed: State is
+	// then empty); an event's is its EventRecord.SkipReason. Empty
+	// otherwise. Logged as skip_reason. The library puts no payload in
+	// it (Skip asks the handler to keep payload data out of its reason).
+	// It is free text, as varied as the ids handlers write into it: keep
+	// it out of metric attributes, where each value is a series
 	// (idempotencyotel's metrics have none).
 	SkipReason string
-	// IgnoredReason is, when an inbox worker records an event ignored
-	// (State InboxIgnored, once recorded), why: no handler for its type in
-	// a process within InboxConfig.RetryUnhandledFor after a receiver that
-	// had one stored it. It is the event's InboxRecord.LastError, worded
-	// by the library (its type and the window, never the payload), at
-	// most 1000 bytes, and logged as ignored_reason at Warn. Empty
-	// otherwise, as for the Handler's ignored (no handler in the process
-	// that received the event). It is text, not a value of a fixed set:
-	// keep it out of metric attributes too.
+	// IgnoredReason is, when an inbox worker records an event ignored,
+	// why: no handler for its type in a process within
+	// InboxConfig.RetryUnhandledFor after a receiver that had one stored
+	// it. It is the event's InboxRecord.LastError, worded by the library
+	// (its type and the window, never the payload), at most 1000 bytes,
+	// and logged as ignored_reason, at Warn once recorded (State
+	// InboxIgnored; an empty State says the record failed, as for any
+	// attempt, and the event is attempted again). Empty otherwise, as for
+	// the Handler's ignored (no handler in the process that received the
+	// event). It is text, not a value of a fixed set: keep it out of
+	// metric attributes too.
 	IgnoredReason string
 	// Attempt is the inbox attempt this result reports (1, 2, ...); 0 for
 	// a delivery answered by the Handler (Status is then set).
