@@ -42,13 +42,37 @@
 // its worker comes back or gives up recording its end: its span ends
 // then.
 //
-// Spans: "stripe webhook" (server) per request to a Handler;
-// "stripe webhook attempt" or "idempotency task" (consumer) per inbox
-// attempt, a new trace linked to the span of the delivery that stored the
-// event, or to the span of the handler that enqueued the task (the
-// delivery's in synchronous mode, the event's attempt's in an inbox): its
-// traceparent is stored with the event or the task; "stripe fetch"
-// (client) per fetch of a current object, a child of the handler's span.
+// Spans follow OpenTelemetry's semantic conventions (semconv v1.43.0, the
+// tracer's schema URL) for HTTP servers and messaging:
+//
+//   - Per request to a Handler, a server span "stripe webhook" with
+//     http.request.method and http.response.status_code.
+//   - Per inbox attempt, a consumer span of the messaging operation
+//     "process" (messaging.operation.type and messaging.operation.name):
+//     "process {event type}" for an event (messaging.system "stripe"),
+//     "process {task name}" for a task (messaging.system "idempotency",
+//     the inbox's own), the event's type or the task's name its
+//     messaging.destination.name (a topic, in the conventions' terms:
+//     few values, Stripe's or the service's). Each is the root of a trace of
+//     its own, linked to the span of the delivery that stored the event,
+//     or to the span of the handler that enqueued the task (the delivery's
+//     in synchronous mode, the event's attempt's in an inbox): its
+//     traceparent is stored with the event or the task. The delivery's
+//     span carries no messaging.operation.type: "receive" is a consumer's
+//     pull, and Stripe pushes.
+//   - Per fetch of a current object, a client span "stripe fetch", a
+//     child of the handler's, with service.peer.name "stripe"; the
+//     address, method and URL are the user's stripe-go client's, unknown
+//     here.
+//
+// messaging.message.id is the event's id (a task's: its id) on every span
+// that knows it; stripe.event.type, stripe.object.id, idempotency.outcome,
+// idempotency.attempt, idempotency.kind, idempotency.state and
+// idempotency.fetch.result carry what the conventions do not. A span that
+// ends in error has status Error and error.type: the HTTP status ("500")
+// on the delivery's span, the outcome ("failed", "unavailable") on an
+// attempt's, and on a fetch's the status of the Stripe API's answer,
+// "timeout" or "_OTHER".
 package idempotencyotel
 
 import (
@@ -61,11 +85,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stripe/stripe-go/v82"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -130,7 +156,7 @@ func New(cfg Config) (*Telemetry, error) {
 	t := &Telemetry{
 		cfg:    cfg,
 		meter:  cfg.MeterProvider.Meter(ScopeName),
-		tracer: cfg.TracerProvider.Tracer(ScopeName),
+		tracer: cfg.TracerProvider.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
 	}
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {
@@ -264,9 +290,9 @@ var (
 	rowsKey    = attribute.Key("rows")
 )
 
-// The attributes of the spans.
+// The attributes of the spans that OpenTelemetry's conventions do not
+// name (the others are semconv's).
 var (
-	eventIDKey   = attribute.Key("stripe.event.id")
 	eventTypeKey = attribute.Key("stripe.event.type")
 	objectIDKey  = attribute.Key("stripe.object.id")
 	spanOutcome  = attribute.Key("idempotency.outcome")
@@ -274,9 +300,19 @@ var (
 	spanKind     = attribute.Key("idempotency.kind")
 	spanState    = attribute.Key("idempotency.state")
 	spanResult   = attribute.Key("idempotency.fetch.result")
-	httpStatus   = attribute.Key("http.response.status_code")
-	httpMethod   = attribute.Key("http.request.method")
 )
+
+// The messaging systems of the attempts' spans (messaging.system, a custom
+// value): Stripe's, whose webhooks deliver the events, and the inbox's
+// own, to which a handler enqueues its tasks.
+const (
+	systemStripe = "stripe"
+	systemTasks  = "idempotency"
+)
+
+// opProcess is the operation of an attempt's span: its
+// messaging.operation.type and messaging.operation.name.
+const opProcess = "process"
 
 // kindOf names a row's kind; a Result of an event attempt has none.
 func kindOf(k idempotency.InboxKind) string {
@@ -288,7 +324,8 @@ func kindOf(k idempotency.InboxKind) string {
 
 // knownMethod is m when it is one of HTTP's methods, and "_OTHER" when
 // not, as OpenTelemetry's HTTP conventions ask: the method is the
-// sender's, unverified, and may be up to a header's size.
+// sender's, unverified, and may be up to a header's size (which is also
+// why http.request.method_original is not set).
 func knownMethod(m string) string {
 	switch m {
 	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
@@ -302,30 +339,34 @@ func knownMethod(m string) string {
 // delivery's metrics when it is answered.
 func (t *Telemetry) delivery(ctx context.Context, r *http.Request) (context.Context, func(idempotency.Result)) {
 	ctx, span := t.tracer.Start(ctx, "stripe webhook", trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(httpMethod.String(knownMethod(r.Method))))
+		trace.WithAttributes(semconv.HTTPRequestMethodKey.String(knownMethod(r.Method))))
 	return ctx, func(res idempotency.Result) {
 		outcome := outcomeKey.String(string(res.Outcome))
 		t.deliveries.Add(ctx, 1, metric.WithAttributes(outcome, statusKey.String(strconv.Itoa(res.Status))))
 		t.deliveryDuration.Record(ctx, res.Duration.Seconds(), metric.WithAttributes(outcome))
-		span.SetAttributes(spanOutcome.String(string(res.Outcome)), httpStatus.Int(res.Status))
-		setEvent(span, res)
+		attrs := make([]attribute.KeyValue, 0, 6)
+		attrs = append(attrs, spanOutcome.String(string(res.Outcome)), semconv.HTTPResponseStatusCode(res.Status))
+		attrs = eventAttrs(attrs, res)
 		if res.Status >= http.StatusInternalServerError {
 			// A 4xx is the sender's fault, not the server's (OpenTelemetry's
-			// HTTP server convention).
+			// HTTP server convention), which names the error by its status.
+			attrs = append(attrs, semconv.ErrorTypeKey.String(strconv.Itoa(res.Status)))
 			span.SetStatus(codes.Error, string(res.Outcome))
 		}
+		span.SetAttributes(attrs...)
 		span.End()
 	}
 }
 
-// setEvent sets the ids of res's event (or task) on span, those known.
-func setEvent(span trace.Span, res idempotency.Result) {
+// eventAttrs appends the ids of res's event to attrs, those known.
+func eventAttrs(attrs []attribute.KeyValue, res idempotency.Result) []attribute.KeyValue {
 	if res.EventID != "" {
-		span.SetAttributes(eventIDKey.String(res.EventID), eventTypeKey.String(res.EventType))
+		attrs = append(attrs, semconv.MessagingMessageID(res.EventID), eventTypeKey.String(res.EventType))
 	}
 	if res.ObjectID != "" {
-		span.SetAttributes(objectIDKey.String(res.ObjectID))
+		attrs = append(attrs, objectIDKey.String(res.ObjectID))
 	}
+	return attrs
 }
 
 // traceContext is the W3C propagator that writes and reads the links.
@@ -353,15 +394,28 @@ func linkOf(s string) (trace.SpanContext, bool) {
 
 // attempt is Observer.Attempt: a consumer span in a trace of its own,
 // linked to the delivery's span, and the attempt's metrics when it ends.
+// The span is a messaging "process" span: "process {event type}" for an
+// event, "process {task name}" for a task, the event's type or the task's
+// name its destination.
 func (t *Telemetry) attempt(ctx context.Context, rec idempotency.InboxRecord, stored string) (context.Context, func(idempotency.Result)) {
-	name := "stripe webhook attempt"
+	system := systemStripe
+	attrs := []attribute.KeyValue{
+		semconv.MessagingOperationTypeProcess, semconv.MessagingOperationName(opProcess),
+		semconv.MessagingMessageID(rec.EventID), spanAttempt.Int(rec.Attempt), spanKind.String(kindOf(rec.Kind)),
+	}
 	if rec.Kind == idempotency.KindTask {
-		name = "idempotency task"
+		system = systemTasks // a task's EventType is its name, not a Stripe event's type
+	} else {
+		attrs = append(attrs, eventTypeKey.String(rec.EventType))
+	}
+	attrs = append(attrs, semconv.MessagingSystemKey.String(system))
+	name := opProcess
+	if rec.EventType != "" {
+		name += " " + rec.EventType
+		attrs = append(attrs, semconv.MessagingDestinationName(rec.EventType))
 	}
 	opts := []trace.SpanStartOption{
-		trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(eventIDKey.String(rec.EventID), eventTypeKey.String(rec.EventType),
-			spanAttempt.Int(rec.Attempt), spanKind.String(kindOf(rec.Kind))),
+		trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...),
 	}
 	if rec.ObjectID != "" {
 		opts = append(opts, trace.WithAttributes(objectIDKey.String(rec.ObjectID)))
@@ -385,6 +439,7 @@ func (t *Telemetry) attempt(ctx context.Context, rec idempotency.InboxRecord, st
 		}
 		span.SetAttributes(spanOutcome.String(string(res.Outcome)), spanState.String(string(res.State)))
 		if res.Outcome == idempotency.OutcomeFailed || res.Outcome == idempotency.OutcomeUnavailable {
+			span.SetAttributes(semconv.ErrorTypeKey.String(string(res.Outcome)))
 			span.SetStatus(codes.Error, string(res.Outcome))
 		}
 		span.End()
@@ -398,8 +453,24 @@ const (
 	fetchError    = "error"
 )
 
+// fetchErrorType is the error.type of a failed fetch: the status of the
+// Stripe API's answer when err holds one (a *stripe.Error), "timeout" when
+// the context's deadline passed, and "_OTHER" otherwise; never err's text.
+func fetchErrorType(err error) string {
+	var se *stripe.Error
+	switch {
+	case errors.As(err, &se) && se.HTTPStatusCode != 0:
+		return strconv.Itoa(se.HTTPStatusCode)
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return semconv.ErrorTypeOther.Value.AsString()
+}
+
 // fetch is Observer.Fetch: a client span over the fetch, a child of the
-// handler's, and the fetch's metrics.
+// handler's, and the fetch's metrics. The span's remote service is
+// Stripe's (service.peer.name); the address, the method and the URL are
+// the user's stripe-go client's, unknown here.
 func (t *Telemetry) fetch(ctx context.Context, eventType, objectID string, d time.Duration, err error) {
 	result := fetchOK
 	switch {
@@ -413,8 +484,10 @@ func (t *Telemetry) fetch(ctx context.Context, eventType, objectID string, d tim
 	t.fetchDuration.Record(ctx, d.Seconds(), attrs)
 	end := time.Now()
 	_, span := t.tracer.Start(ctx, "stripe fetch", trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(end.Add(-d)),
-		trace.WithAttributes(eventTypeKey.String(eventType), objectIDKey.String(objectID), spanResult.String(result)))
+		trace.WithAttributes(semconv.ServicePeerName(systemStripe), eventTypeKey.String(eventType), objectIDKey.String(objectID),
+			spanResult.String(result)))
 	if result == fetchError {
+		span.SetAttributes(semconv.ErrorTypeKey.String(fetchErrorType(err)))
 		span.SetStatus(codes.Error, result)
 	}
 	span.End(trace.WithTimestamp(end))

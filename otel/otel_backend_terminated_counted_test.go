@@ -63,7 +63,7 @@ func TestBackendTerminatedCountedOnce(t *testing.T) {
 		"kind=event,outcome=processed,state=processed": 1,
 	}, tel.points(t)["idempotency.attempts"])
 
-	spans := byName(tel.spans.GetSpans(), "stripe webhook attempt")
+	spans := byName(tel.spans.GetSpans(), "process invoice.paid")
 	require.Len(t, spans, 2)
 	requireClean(t, spans)
 	require.Equal(t, codes.Error, spans[0].Status.Code)

@@ -132,7 +132,7 @@ func testCountsMatchTheInbox(t *testing.T, store idempotency.Store) {
 	require.Equal(t, map[string]float64{"kind=event": float64(st.Events(idempotency.InboxDeadLetter)), "kind=task": 0}, pts["idempotency.dead_letters"])
 	require.Equal(t, float64(2*events/5+events/100), float64(st.Events(idempotency.InboxDeadLetter)), "panics, refusals and timeouts dead-letter")
 
-	spans := byName(tel.spans.GetSpans(), "stripe webhook attempt")
+	spans := byName(tel.spans.GetSpans(), "process invoice.paid")
 	require.Len(t, spans, int(started.Load()), "every attempt's span that started ended")
 	require.Len(t, spans, made)
 	requireClean(t, spans)

@@ -86,7 +86,7 @@ func TestHungLastAttemptCountedOnce(t *testing.T) {
 				"the attempt is counted once, by the lease that dead-lettered it")
 			require.Equal(t, map[string]float64{"kind=event,outcome=failed": 1}, pts["idempotency.attempt.duration"])
 			require.Equal(t, map[string]float64{"kind=event": 1, "kind=task": 0}, pts["idempotency.dead_letters"])
-			require.Len(t, byName(tel.spans.GetSpans(), "stripe webhook attempt"), 2, "both spans end: the lease's report and the stalled worker's")
+			require.Len(t, byName(tel.spans.GetSpans(), "process invoice.paid"), 2, "both spans end: the lease's report and the stalled worker's")
 		})
 	}
 }
@@ -113,7 +113,7 @@ func TestHungAttemptBeforeTheLastCounted(t *testing.T) {
 			}, pts["idempotency.attempts"], "both attempts are counted, each once: attempt 1 by the take-over's report")
 			require.Equal(t, map[string]float64{"kind=event,outcome=processed": 1, "kind=event,outcome=failed": 1}, pts["idempotency.attempt.duration"])
 			require.Equal(t, map[string]float64{"kind=event": 0, "kind=task": 0}, pts["idempotency.dead_letters"])
-			require.Len(t, byName(tel.spans.GetSpans(), "stripe webhook attempt"), 3,
+			require.Len(t, byName(tel.spans.GetSpans(), "process invoice.paid"), 3,
 				"the take-over's report of attempt 1, attempt 2, and the stalled worker's end")
 		})
 	}

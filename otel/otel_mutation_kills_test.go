@@ -65,7 +65,7 @@ func TestFetchSpan(t *testing.T) {
 	}
 }
 
-// TestTaskAttemptSpanAndMetrics: a task's attempt is an "idempotency task"
+// TestTaskAttemptSpanAndMetrics: a task's attempt is a "process {task}"
 // span with its attempt number and kind, and is counted with kind task.
 // (No test observed a task or an attempt after the first: the kind
 // always "event", and the attempt always 1, survived.)
@@ -78,7 +78,7 @@ func TestTaskAttemptSpanAndMetrics(t *testing.T) {
 		Outcome: idempotency.OutcomeProcessed, State: idempotency.InboxProcessed})
 	spans := tel.spans.GetSpans()
 	require.Len(t, spans, 1)
-	require.Equal(t, "idempotency task", spans[0].Name)
+	require.Equal(t, "process charge", spans[0].Name)
 	requireAttr(t, spans[0], "idempotency.attempt", int64(2))
 	requireAttr(t, spans[0], "idempotency.kind", "task")
 	pts := tel.points(t)

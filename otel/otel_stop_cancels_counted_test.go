@@ -70,7 +70,7 @@ func TestStopCancelsCountedOnce(t *testing.T) {
 			require.Equal(t, idempotency.InboxFailed, rec.State)
 			require.Equal(t, map[string]float64{"kind=event,outcome=failed,state=failed": 1}, tel.points(t)["idempotency.attempts"],
 				"the cancelled attempt is counted once, before Run returns")
-			spans := byName(tel.spans.GetSpans(), "stripe webhook attempt")
+			spans := byName(tel.spans.GetSpans(), "process invoice.paid")
 			require.Len(t, spans, 1, "its span ended before Run returned")
 			require.Equal(t, codes.Error, spans[0].Status.Code)
 
@@ -81,7 +81,7 @@ func TestStopCancelsCountedOnce(t *testing.T) {
 				"kind=event,outcome=failed,state=failed":       1,
 				"kind=event,outcome=processed,state=processed": 1,
 			}, tel.points(t)["idempotency.attempts"])
-			require.Len(t, byName(tel.spans.GetSpans(), "stripe webhook attempt"), 2)
+			require.Len(t, byName(tel.spans.GetSpans(), "process invoice.paid"), 2)
 		})
 	}
 }

@@ -13,9 +13,10 @@ import (
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
-// TestTaskSpanLinksToItsEnqueuer: a task's attempt span links to the span
-// of what enqueued it: the attempt of the event whose handler enqueued it
-// in inbox mode, the delivery in synchronous mode. Both stores.
+// TestTaskSpanLinksToItsEnqueuer: a task's attempt span, a messaging
+// "process" span of the task's name, links to the span of what enqueued
+// it: the attempt of the event whose handler enqueued it in inbox mode,
+// the delivery in synchronous mode. Both stores.
 func TestTaskSpanLinksToItsEnqueuer(t *testing.T) {
 	t.Parallel()
 	for name, open := range stores {
@@ -45,13 +46,20 @@ func TestTaskSpanLinksToItsEnqueuer(t *testing.T) {
 			require.NoError(t, err)
 
 			spans := tel.spans.GetSpans()
-			tasks := byEvent(spans, "idempotency task")
+			tasks := byEvent(spans, isAttempt(idempotency.KindTask))
 			require.Len(t, tasks, 2)
 			for enqueuer, want := range map[string]tracetest.SpanStub{
-				"evt_queued": byEvent(spans, "stripe webhook attempt")["evt_queued"],
-				"evt_sync":   byEvent(spans, "stripe webhook")["evt_sync"],
+				"evt_queued": byEvent(spans, isAttempt(idempotency.KindEvent))["evt_queued"],
+				"evt_sync":   byEvent(spans, isDelivery)["evt_sync"],
 			} {
 				task := tasks[receipt.ID(enqueuer)]
+				require.Equal(t, "process receipt", task.Name, "messaging: {operation name} {destination}, the task's name")
+				requireAttr(t, task, "messaging.system", "idempotency")
+				requireAttr(t, task, "messaging.operation.type", "process")
+				requireAttr(t, task, "messaging.operation.name", "process")
+				requireAttr(t, task, "messaging.destination.name", "receipt")
+				requireAttr(t, task, "messaging.message.id", receipt.ID(enqueuer))
+				requireNoAttr(t, task, "stripe.event.type", "stripe.event.id")
 				require.Len(t, task.Links, 1, "the task enqueued by %s links to its span", enqueuer)
 				require.Equal(t, want.SpanContext.TraceID(), task.Links[0].SpanContext.TraceID(), enqueuer)
 				require.Equal(t, want.SpanContext.SpanID(), task.Links[0].SpanContext.SpanID(), enqueuer)

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -95,6 +96,17 @@ func newTelemetry(t *testing.T, now func() time.Time) *telemetry {
 	return &telemetry{Telemetry: tel, reader: reader, spans: spans}
 }
 
+// synchronousHandler is a synchronous Handler of handlers() on a memory
+// store, observed by tel.
+func (tel *telemetry) synchronousHandler(t *testing.T) *idempotency.Handler {
+	t.Helper()
+	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), handlers(), idempotency.Config{
+		Secrets: []string{secret}, Logger: slog.New(slog.DiscardHandler), Observer: tel.Observer(),
+	})
+	require.NoError(t, err)
+	return h
+}
+
 // points collects the metrics: name → attributes ("k=v,k=v", sorted) →
 // value. Histograms give their count, sums and gauges their value.
 func (tel *telemetry) points(t *testing.T) map[string]map[string]float64 {
@@ -163,17 +175,39 @@ func requireAttr(t *testing.T, s tracetest.SpanStub, key string, want any) {
 	require.Equal(t, want, v.AsInterface(), "span %s attribute %s", s.Name, key)
 }
 
-// byEvent indexes spans named name by their stripe.event.id; of several
-// spans of one event, the first to end.
-func byEvent(spans tracetest.SpanStubs, name string) map[string]tracetest.SpanStub {
+func requireNoAttr(t *testing.T, s tracetest.SpanStub, keys ...string) {
+	t.Helper()
+	for _, key := range keys {
+		v, ok := attr(s, key)
+		require.False(t, ok, "span %s has %s=%v", s.Name, key, v.AsInterface())
+	}
+}
+
+// byEvent indexes the spans that match by their messaging.message.id (an
+// event's id, or a task's); of several spans of one event, the first to
+// end.
+func byEvent(spans tracetest.SpanStubs, match func(tracetest.SpanStub) bool) map[string]tracetest.SpanStub {
 	out := map[string]tracetest.SpanStub{}
 	for _, s := range spans {
-		v, ok := attr(s, "stripe.event.id")
-		if _, seen := out[v.AsString()]; ok && !seen && s.Name == name {
+		v, ok := attr(s, "messaging.message.id")
+		if _, seen := out[v.AsString()]; ok && !seen && match(s) {
 			out[v.AsString()] = s
 		}
 	}
 	return out
+}
+
+// isDelivery matches the span of a request to a Handler.
+func isDelivery(s tracetest.SpanStub) bool {
+	return s.Name == "stripe webhook"
+}
+
+// isAttempt matches the span of an inbox attempt at a row of kind.
+func isAttempt(kind idempotency.InboxKind) func(tracetest.SpanStub) bool {
+	return func(s tracetest.SpanStub) bool {
+		v, _ := attr(s, "idempotency.kind")
+		return s.SpanKind == trace.SpanKindConsumer && v.AsString() == string(kind)
+	}
 }
 
 // TestInbox: on both stores, deliveries, attempts (processed, dead-lettered,
@@ -261,14 +295,27 @@ func testInbox(t *testing.T, store idempotency.Store) {
 
 	spans := tel.spans.GetSpans()
 	requireClean(t, spans)
-	deliveries := byEvent(spans, "stripe webhook")
-	attempts := byEvent(spans, "stripe webhook attempt")
+	deliveries := byEvent(spans, isDelivery)
+	attempts := byEvent(spans, isAttempt(idempotency.KindEvent))
 	require.Len(t, attempts, 4)
 	for id, at := range attempts {
 		d, ok := deliveries[id] // the first delivery: the one that stored the event
 		require.True(t, ok, "no delivery span of %s", id)
-		require.Equal(t, trace.SpanKindServer, d.SpanKind)
+		require.Equal(t, trace.SpanKindServer, d.SpanKind, "no span in the request's context: the delivery's is its server span")
+		requireAttr(t, d, "http.request.method", "POST")
+		requireNoAttr(t, d, "error.type", "stripe.event.id")
+		require.Equal(t, semconv.SchemaURL, d.InstrumentationScope.SchemaURL)
 		require.Equal(t, trace.SpanKindConsumer, at.SpanKind)
+		typ, ok := attr(at, "stripe.event.type")
+		require.True(t, ok)
+		require.Equal(t, "process "+typ.AsString(), at.Name, "messaging: {operation name} {destination}")
+		requireAttr(t, at, "messaging.system", "stripe")
+		requireAttr(t, at, "messaging.operation.type", "process")
+		requireAttr(t, at, "messaging.operation.name", "process")
+		requireAttr(t, at, "messaging.message.id", id)
+		requireAttr(t, at, "messaging.destination.name", typ.AsString())
+		requireNoAttr(t, at, "stripe.event.id")
+		require.Equal(t, semconv.SchemaURL, at.InstrumentationScope.SchemaURL)
 		require.Len(t, at.Links, 1, "the attempt of %s links to its delivery", id)
 		require.Equal(t, d.SpanContext.TraceID(), at.Links[0].SpanContext.TraceID(), id)
 		require.Equal(t, d.SpanContext.SpanID(), at.Links[0].SpanContext.SpanID(), id)
@@ -285,7 +332,9 @@ func testInbox(t *testing.T, store idempotency.Store) {
 	requireAttr(t, attempts["evt_fails"], "idempotency.outcome", "failed")
 	requireAttr(t, attempts["evt_fails"], "idempotency.state", "dead_letter")
 	require.Equal(t, codes.Error, attempts["evt_fails"].Status.Code)
+	requireAttr(t, attempts["evt_fails"], "error.type", "failed")
 	require.Equal(t, codes.Unset, attempts["evt_paid"].Status.Code)
+	requireNoAttr(t, attempts["evt_paid"], "error.type")
 
 	var fetches []tracetest.SpanStub
 	for _, s := range spans {
@@ -302,6 +351,8 @@ func testInbox(t *testing.T, store idempotency.Store) {
 		}
 		require.Equal(t, parent.SpanContext.SpanID(), f.Parent.SpanID(), "a fetch is a child of its attempt")
 		require.Equal(t, trace.SpanKindClient, f.SpanKind)
+		requireAttr(t, f, "service.peer.name", "stripe")
+		requireNoAttr(t, f, "error.type", "server.address")
 	}
 }
 
@@ -311,10 +362,7 @@ func testInbox(t *testing.T, store idempotency.Store) {
 func TestSynchronous(t *testing.T) {
 	t.Parallel()
 	tel := newTelemetry(t, nil)
-	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), handlers(), idempotency.Config{
-		Secrets: []string{secret}, Logger: slog.New(slog.DiscardHandler), Observer: tel.Observer(),
-	})
-	require.NoError(t, err)
+	h := tel.synchronousHandler(t)
 	for _, e := range []struct {
 		id, typ, object string
 		status          int
@@ -338,20 +386,24 @@ func TestSynchronous(t *testing.T) {
 
 	spans := tel.spans.GetSpans()
 	requireClean(t, spans)
-	deliveries := byEvent(spans, "stripe webhook")
+	deliveries := byEvent(spans, isDelivery)
 	require.Len(t, deliveries, 3, "the rejected delivery has no event id")
 	require.Equal(t, codes.Unset, deliveries["evt_paid"].Status.Code)
+	requireNoAttr(t, deliveries["evt_paid"], "error.type")
 	require.Equal(t, codes.Error, deliveries["evt_fails"].Status.Code)
+	requireAttr(t, deliveries["evt_fails"], "error.type", "500")
 	for _, s := range spans {
-		switch s.Name {
-		case "stripe fetch":
+		switch {
+		case s.Name == "stripe fetch":
 			require.Equal(t, deliveries["evt_sub"].SpanContext.SpanID(), s.Parent.SpanID(), "the fetch is a child of its delivery")
 			require.Equal(t, codes.Error, s.Status.Code)
 			requireAttr(t, s, "idempotency.fetch.result", "error")
-		case "stripe webhook":
-			if _, ok := attr(s, "stripe.event.id"); !ok {
+			requireAttr(t, s, "error.type", "_OTHER")
+		case isDelivery(s):
+			if _, ok := attr(s, "messaging.message.id"); !ok {
 				requireAttr(t, s, "http.response.status_code", int64(400))
 				require.Equal(t, codes.Unset, s.Status.Code, "a 4xx is not the server's error")
+				requireNoAttr(t, s, "error.type")
 			}
 		default:
 			t.Fatalf("unexpected span %s", s.Name)
@@ -373,6 +425,8 @@ func TestLinkOnlyFromARecordingSpan(t *testing.T) {
 	spans := tel.spans.GetSpans()
 	require.Len(t, spans, 1)
 	require.Empty(t, spans[0].Links)
+	require.Equal(t, "process", spans[0].Name, "no destination known: the operation alone")
+	requireNoAttr(t, spans[0], "messaging.destination.name")
 	require.True(t, strings.HasPrefix(o.Link(ctx), "00-"+spans[0].SpanContext.TraceID().String()+"-"), "Link gives the context span's traceparent")
 }
 
@@ -424,10 +478,7 @@ func TestObserveInboxStatsFailureAndUnregister(t *testing.T) {
 func TestDeliverySpanMethodIsBounded(t *testing.T) {
 	t.Parallel()
 	tel := newTelemetry(t, nil)
-	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), handlers(), idempotency.Config{
-		Secrets: []string{secret}, Logger: slog.New(slog.DiscardHandler), Observer: tel.Observer(),
-	})
-	require.NoError(t, err)
+	h := tel.synchronousHandler(t)
 	srv := httptest.NewServer(h) // a real server: the method comes over the wire
 	defer srv.Close()
 	for method, want := range map[string]string{
@@ -435,6 +486,7 @@ func TestDeliverySpanMethodIsBounded(t *testing.T) {
 		"X" + strings.Repeat("A", 64<<10): "_OTHER",
 		"post":                            "_OTHER",
 	} {
+
 		tel.spans.Reset()
 		req, err := http.NewRequest(method, srv.URL+"/webhook", nil)
 		require.NoError(t, err)
@@ -458,4 +510,30 @@ func byName(spans tracetest.SpanStubs, name string) tracetest.SpanStubs {
 		}
 	}
 	return out
+}
+
+// TestFetchSpanErrorType: a failed fetch's error.type is the status of the
+// Stripe API's answer when there is one, "timeout" when the context's
+// deadline passed, and "_OTHER" otherwise; never the error's text.
+func TestFetchSpanErrorType(t *testing.T) {
+	t.Parallel()
+	tel := newTelemetry(t, time.Now)
+	fetch := tel.Observer().Fetch
+	fetch(t.Context(), "customer.subscription.updated", "sub_503", time.Second, fmt.Errorf("%w: retrieving: %w", idempotency.ErrStripeAPI, &stripe.Error{HTTPStatusCode: 503, Msg: marker}))
+	fetch(t.Context(), "customer.subscription.updated", "sub_slow", time.Second, fmt.Errorf("retrieving: %w", context.DeadlineExceeded))
+	fetch(t.Context(), "customer.subscription.updated", "sub_down", time.Second, errDownstream)
+	fetch(t.Context(), "customer.subscription.updated", "sub_gone", time.Second, fmt.Errorf("%w: 404", idempotency.ErrObjectNotFound))
+	spans := tel.spans.GetSpans()
+	requireClean(t, spans)
+	want := map[string]string{"sub_503": "503", "sub_slow": "timeout", "sub_down": "_OTHER"}
+	require.Len(t, spans, 4)
+	for _, s := range spans {
+		require.Equal(t, "stripe fetch", s.Name)
+		obj, _ := attr(s, "stripe.object.id")
+		if obj.AsString() == "sub_gone" {
+			requireNoAttr(t, s, "error.type")
+			continue
+		}
+		requireAttr(t, s, "error.type", want[obj.AsString()])
+	}
 }
