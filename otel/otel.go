@@ -45,8 +45,18 @@
 // Spans follow OpenTelemetry's semantic conventions (semconv v1.43.0, the
 // tracer's schema URL) for HTTP servers and messaging:
 //
-//   - Per request to a Handler, a server span "stripe webhook" with
-//     http.request.method and http.response.status_code.
+//   - Per request to a Handler, the delivery's span. When the request's
+//     context holds no span of this process (nothing traced the request
+//     before the Handler, or only read its traceparent), it is the
+//     request's server span, named as the HTTP conventions name one:
+//     "{method} {route}" ("POST /stripe/webhook"), the route the pattern
+//     of the ServeMux that routed the request (http.route), or the method
+//     alone ("POST"; "HTTP" for a method none of HTTP's), with
+//     http.request.method, url.scheme, http.route and
+//     http.response.status_code. When the context holds one (the service
+//     wraps its mux with otelhttp, whose server span that is), it is an
+//     internal "stripe webhook" span under it, and the HTTP attributes are
+//     that span's: never a server span inside a server span.
 //   - Per inbox attempt, a consumer span of the messaging operation
 //     "process" (messaging.operation.type and messaging.operation.name):
 //     "process {event type}" for an event (messaging.system "stripe"),
@@ -70,9 +80,9 @@
 // idempotency.attempt, idempotency.kind, idempotency.state and
 // idempotency.fetch.result carry what the conventions do not. A span that
 // ends in error has status Error and error.type: the HTTP status ("500")
-// on the delivery's span, the outcome ("failed", "unavailable") on an
-// attempt's, and on a fetch's the status of the Stripe API's answer,
-// "timeout" or "_OTHER".
+// on the server span, the outcome ("failed", "unavailable") on the
+// internal delivery span and on an attempt's, and on a fetch's the status
+// of the Stripe API's answer, "timeout" or "_OTHER".
 package idempotencyotel
 
 import (
@@ -82,6 +92,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -335,22 +346,66 @@ func knownMethod(m string) string {
 	return "_OTHER"
 }
 
-// delivery is Observer.Delivery: a server span for the request, and the
-// delivery's metrics when it is answered.
+// route is http.route of a request a ServeMux routed by pattern: the
+// pattern's path, without its method and host; "" when no ServeMux did.
+func route(pattern string) string {
+	if i := strings.IndexByte(pattern, '/'); i >= 0 {
+		return pattern[i:]
+	}
+	return ""
+}
+
+// delivery is Observer.Delivery: a span for the request, and the
+// delivery's metrics when it is answered. The span is the request's server
+// span when ctx holds none of this process's (nothing traced the request
+// before the Handler, or only its traceparent was read), an internal span
+// under that span when it does (otelhttp's): never a server span inside a
+// server span.
 func (t *Telemetry) delivery(ctx context.Context, r *http.Request) (context.Context, func(idempotency.Result)) {
-	ctx, span := t.tracer.Start(ctx, "stripe webhook", trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(semconv.HTTPRequestMethodKey.String(knownMethod(r.Method))))
+	parent := trace.SpanContextFromContext(ctx)
+	server := !parent.IsValid() || parent.IsRemote()
+	name, kind := "stripe webhook", trace.SpanKindInternal
+	var attrs []attribute.KeyValue
+	if server {
+		method, scheme, path := knownMethod(r.Method), "http", route(r.Pattern)
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		// OpenTelemetry's HTTP server span: "{method} {route}", "HTTP" for
+		// a method that is none of HTTP's. No url.path: the sender's,
+		// unverified, and of any length when the route is a prefix.
+		name = method
+		if method == "_OTHER" {
+			name = "HTTP"
+		}
+		kind = trace.SpanKindServer
+		attrs = []attribute.KeyValue{semconv.HTTPRequestMethodKey.String(method), semconv.URLScheme(scheme)}
+		if path != "" {
+			name += " " + path
+			attrs = append(attrs, semconv.HTTPRoute(path))
+		}
+	}
+	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 	return ctx, func(res idempotency.Result) {
 		outcome := outcomeKey.String(string(res.Outcome))
 		t.deliveries.Add(ctx, 1, metric.WithAttributes(outcome, statusKey.String(strconv.Itoa(res.Status))))
 		t.deliveryDuration.Record(ctx, res.Duration.Seconds(), metric.WithAttributes(outcome))
 		attrs := make([]attribute.KeyValue, 0, 6)
-		attrs = append(attrs, spanOutcome.String(string(res.Outcome)), semconv.HTTPResponseStatusCode(res.Status))
+		attrs = append(attrs, spanOutcome.String(string(res.Outcome)))
+		if server {
+			attrs = append(attrs, semconv.HTTPResponseStatusCode(res.Status))
+		}
 		attrs = eventAttrs(attrs, res)
 		if res.Status >= http.StatusInternalServerError {
 			// A 4xx is the sender's fault, not the server's (OpenTelemetry's
-			// HTTP server convention), which names the error by its status.
-			attrs = append(attrs, semconv.ErrorTypeKey.String(strconv.Itoa(res.Status)))
+			// HTTP server convention). The server span names the error by
+			// its status, as the convention does; the internal one by the
+			// outcome, its own vocabulary.
+			errorType := string(res.Outcome)
+			if server {
+				errorType = strconv.Itoa(res.Status)
+			}
+			attrs = append(attrs, semconv.ErrorTypeKey.String(errorType))
 			span.SetStatus(codes.Error, string(res.Outcome))
 		}
 		span.SetAttributes(attrs...)

@@ -79,6 +79,7 @@ type telemetry struct {
 	*idempotencyotel.Telemetry
 	reader *sdkmetric.ManualReader
 	spans  *tracetest.InMemoryExporter
+	tp     *sdktrace.TracerProvider // also the tracer of a span made around a delivery, as otelhttp's
 }
 
 func newTelemetry(t *testing.T, now func() time.Time) *telemetry {
@@ -93,7 +94,7 @@ func newTelemetry(t *testing.T, now func() time.Time) *telemetry {
 	})
 	tel, err := idempotencyotel.New(idempotencyotel.Config{MeterProvider: mp, TracerProvider: tp, Now: now})
 	require.NoError(t, err)
-	return &telemetry{Telemetry: tel, reader: reader, spans: spans}
+	return &telemetry{Telemetry: tel, reader: reader, spans: spans, tp: tp}
 }
 
 // synchronousHandler is a synchronous Handler of handlers() on a memory
@@ -197,9 +198,11 @@ func byEvent(spans tracetest.SpanStubs, match func(tracetest.SpanStub) bool) map
 	return out
 }
 
-// isDelivery matches the span of a request to a Handler.
+// isDelivery matches the span of a request to a Handler: the server span,
+// or the internal "stripe webhook" span under a server span of the
+// caller's.
 func isDelivery(s tracetest.SpanStub) bool {
-	return s.Name == "stripe webhook"
+	return s.SpanKind == trace.SpanKindServer || s.Name == "stripe webhook"
 }
 
 // isAttempt matches the span of an inbox attempt at a row of kind.
@@ -302,8 +305,10 @@ func testInbox(t *testing.T, store idempotency.Store) {
 		d, ok := deliveries[id] // the first delivery: the one that stored the event
 		require.True(t, ok, "no delivery span of %s", id)
 		require.Equal(t, trace.SpanKindServer, d.SpanKind, "no span in the request's context: the delivery's is its server span")
+		require.Equal(t, "POST", d.Name, "an HTTP server span with no route is named by its method")
 		requireAttr(t, d, "http.request.method", "POST")
-		requireNoAttr(t, d, "error.type", "stripe.event.id")
+		requireAttr(t, d, "url.scheme", "http")
+		requireNoAttr(t, d, "http.route", "error.type", "stripe.event.id")
 		require.Equal(t, semconv.SchemaURL, d.InstrumentationScope.SchemaURL)
 		require.Equal(t, trace.SpanKindConsumer, at.SpanKind)
 		typ, ok := attr(at, "stripe.event.type")
@@ -486,7 +491,10 @@ func TestDeliverySpanMethodIsBounded(t *testing.T) {
 		"X" + strings.Repeat("A", 64<<10): "_OTHER",
 		"post":                            "_OTHER",
 	} {
-
+		name := want
+		if want == "_OTHER" {
+			name = "HTTP" // OpenTelemetry's name of a request whose method is none of HTTP's
+		}
 		tel.spans.Reset()
 		req, err := http.NewRequest(method, srv.URL+"/webhook", nil)
 		require.NoError(t, err)
@@ -499,6 +507,7 @@ func TestDeliverySpanMethodIsBounded(t *testing.T) {
 		v, ok := attr(spans[0], "http.request.method")
 		require.True(t, ok)
 		require.Equal(t, want, v.AsString(), "method of %d bytes", len(method))
+		require.Equal(t, name, spans[0].Name, "method of %d bytes", len(method))
 	}
 }
 
@@ -510,6 +519,81 @@ func byName(spans tracetest.SpanStubs, name string) tracetest.SpanStubs {
 		}
 	}
 	return out
+}
+
+// TestDeliverySpanKindFollowsTheRequestsContext: the delivery's span is the
+// request's server span, named and described by OpenTelemetry's HTTP
+// conventions, when the request's context holds no span or only a remote
+// one; under a span of the service's own (otelhttp's server span) it is an
+// internal "stripe webhook" span, a child of it, which leaves the HTTP
+// attributes to that span and names an error by the delivery's outcome.
+func TestDeliverySpanKindFollowsTheRequestsContext(t *testing.T) {
+	t.Parallel()
+	tel := newTelemetry(t, nil)
+	h := tel.synchronousHandler(t)
+	deliver := func(ctx context.Context, h http.Handler, target, id, typ string, status int) tracetest.SpanStub {
+		t.Helper()
+		tel.spans.Reset()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, idempotencytest.NewSignedRequest(target, event(t, id, typ, "in_1"), secret).WithContext(ctx))
+		require.Equal(t, status, rec.Code, rec.Body.String())
+		d, ok := byEvent(tel.spans.GetSpans(), isDelivery)[id]
+		require.True(t, ok, "no delivery span of %s", id)
+		return d
+	}
+
+	t.Run("under a span of the service's", func(t *testing.T) {
+		for _, c := range []struct {
+			id, typ string
+			status  int
+		}{{"evt_wrapped_paid", "invoice.paid", 200}, {"evt_wrapped_fails", "invoice.payment_failed", 500}} {
+			ctx, server := tel.tp.Tracer("otelhttp").Start(t.Context(), "POST /webhook", trace.WithSpanKind(trace.SpanKindServer))
+			d := deliver(ctx, h, "/", c.id, c.typ, c.status)
+			server.End()
+			require.Equal(t, trace.SpanKindInternal, d.SpanKind, "no server span inside a server span")
+			require.Equal(t, "stripe webhook", d.Name)
+			require.Equal(t, server.SpanContext().SpanID(), d.Parent.SpanID())
+			requireNoAttr(t, d, "http.request.method", "http.response.status_code", "url.scheme", "http.route")
+			requireAttr(t, d, "messaging.message.id", c.id)
+			requireAttr(t, d, "stripe.event.type", c.typ)
+			if c.status == 200 {
+				requireAttr(t, d, "idempotency.outcome", "processed")
+				requireNoAttr(t, d, "error.type")
+				require.Equal(t, codes.Unset, d.Status.Code)
+			} else {
+				requireAttr(t, d, "error.type", "failed")
+				require.Equal(t, codes.Error, d.Status.Code)
+			}
+		}
+	})
+	t.Run("under a remote span", func(t *testing.T) {
+		remote := trace.NewSpanContext(trace.SpanContextConfig{
+			TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled, Remote: true,
+		})
+		d := deliver(trace.ContextWithRemoteSpanContext(t.Context(), remote), h, "/", "evt_remote", "invoice.paid", 200)
+		require.Equal(t, trace.SpanKindServer, d.SpanKind, "a traceparent the request brought: this process's first span is the server's")
+		require.Equal(t, remote.SpanID(), d.Parent.SpanID())
+		require.Equal(t, "POST", d.Name)
+		requireAttr(t, d, "http.response.status_code", int64(200))
+	})
+	t.Run("no span", func(t *testing.T) {
+		d := deliver(t.Context(), h, "/", "evt_bare", "invoice.payment_failed", 500)
+		require.Equal(t, trace.SpanKindServer, d.SpanKind)
+		require.False(t, d.Parent.IsValid())
+		require.Equal(t, "POST", d.Name)
+		requireAttr(t, d, "http.request.method", "POST")
+		requireAttr(t, d, "url.scheme", "http")
+		requireAttr(t, d, "http.response.status_code", int64(500))
+		requireAttr(t, d, "error.type", "500")
+		require.Equal(t, codes.Error, d.Status.Code)
+	})
+	t.Run("routed by a ServeMux", func(t *testing.T) {
+		mux := http.NewServeMux()
+		mux.Handle("POST example.com/stripe/{endpoint}", h)
+		d := deliver(t.Context(), mux, "http://example.com/stripe/webhook", "evt_routed", "invoice.paid", 200)
+		require.Equal(t, "POST /stripe/{endpoint}", d.Name, "{method} {route}: the pattern's path, not the request's")
+		requireAttr(t, d, "http.route", "/stripe/{endpoint}")
+	})
 }
 
 // TestFetchSpanErrorType: a failed fetch's error.type is the status of the
