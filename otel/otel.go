@@ -51,7 +51,8 @@
 //     request's server span, named as the HTTP conventions name one:
 //     "{method} {route}" ("POST /stripe/webhook"), the route the pattern
 //     of the ServeMux that routed the request (http.route), or the method
-//     alone ("POST"; "HTTP" for a method none of HTTP's), with
+//     alone ("POST"; "HTTP" for a method other than those the
+//     conventions know: RFC 9110's, PATCH and QUERY), with
 //     http.request.method, url.scheme, http.route and
 //     http.response.status_code. When the context holds one (the service
 //     wraps its mux with otelhttp, whose server span that is), it is an
@@ -333,14 +334,28 @@ func kindOf(k idempotency.InboxKind) string {
 	return string(k)
 }
 
-// knownMethod is m when it is one of HTTP's methods, and "_OTHER" when
-// not, as OpenTelemetry's HTTP conventions ask: the method is the
-// sender's, unverified, and may be up to a header's size (which is also
-// why http.request.method_original is not set).
+// knownMethods are the methods OpenTelemetry's HTTP conventions know by
+// default, semconv's values of http.request.method: RFC 9110's, PATCH and
+// QUERY.
+var knownMethods = func() map[string]bool {
+	known := map[string]bool{}
+	for _, m := range []attribute.KeyValue{
+		semconv.HTTPRequestMethodConnect, semconv.HTTPRequestMethodDelete, semconv.HTTPRequestMethodGet,
+		semconv.HTTPRequestMethodHead, semconv.HTTPRequestMethodOptions, semconv.HTTPRequestMethodPatch,
+		semconv.HTTPRequestMethodPost, semconv.HTTPRequestMethodPut, semconv.HTTPRequestMethodTrace,
+		semconv.HTTPRequestMethodQuery,
+	} {
+		known[m.Value.AsString()] = true
+	}
+	return known
+}()
+
+// knownMethod is m when it is one of knownMethods, and "_OTHER" when not,
+// as OpenTelemetry's HTTP conventions ask: the method is the sender's,
+// unverified, and may be up to a header's size (which is also why
+// http.request.method_original is not set).
 func knownMethod(m string) string {
-	switch m {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
-		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+	if knownMethods[m] {
 		return m
 	}
 	return "_OTHER"

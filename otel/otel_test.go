@@ -479,7 +479,9 @@ func TestObserveInboxStatsFailureAndUnregister(t *testing.T) {
 // The delivery span's http.request.method is the request's method when it
 // is one of HTTP's, and "_OTHER" when not, as OpenTelemetry's HTTP
 // conventions ask: the method is the sender's, unverified, and Go's server
-// takes one as long as a header (a 64 KiB one was stored whole).
+// takes one as long as a header (a 64 KiB one was stored whole). HTTP's
+// are those the conventions know by default, QUERY among them since
+// semconv v1.43.0 (it was "_OTHER", the span named "HTTP").
 func TestDeliverySpanMethodIsBounded(t *testing.T) {
 	t.Parallel()
 	tel := newTelemetry(t, nil)
@@ -488,6 +490,7 @@ func TestDeliverySpanMethodIsBounded(t *testing.T) {
 	defer srv.Close()
 	for method, want := range map[string]string{
 		http.MethodGet:                    http.MethodGet,
+		"QUERY":                           "QUERY",
 		"X" + strings.Repeat("A", 64<<10): "_OTHER",
 		"post":                            "_OTHER",
 	} {
