@@ -54,8 +54,9 @@ those of that connected account (Connect), every request made as it
 events, so recover each account in turn there; without -account it would be
 given the platform's own events. A listed event of another account than the
 one asked for stops the run before any event of its page is stored.
--api-base points the client at a local stripe-mock or a fake; a live key is
-sent over plain http only to this machine (localhost, a loopback address).
+-api-base points the client at a local stripe-mock or a fake; a key other
+than a test key (sk_test_, rk_test_) is sent over plain http only to this
+machine (localhost, a loopback address).
 
 -checkpoint keeps, under a name, how far the run got: a run stopped by an
 error, a failed event or SIGINT continues there when run again with the same

@@ -27,7 +27,7 @@ func TestLiveKeyOverPlainHTTPRefused(t *testing.T) {
 			_, err := NewClient(key, base, nil)
 			var be *BaseURLError
 			require.True(t, errors.As(err, &be), "%q: %v", base, err)
-			require.Contains(t, err.Error(), "live API key unencrypted", base)
+			require.Contains(t, err.Error(), "API key unencrypted", base)
 			require.NotContains(t, err.Error(), "verysecret", base)
 			require.NotContains(t, err.Error(), "hunter2", base)
 		}

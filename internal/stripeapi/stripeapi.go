@@ -24,20 +24,20 @@ import (
 var ErrKey = errors.New("STRIPE_SECRET_KEY is not a secret (sk_...) or restricted (rk_...) API key")
 
 // BaseURLError is returned for a base URL that is not http(s), or that is
-// plain http to a host other than this machine's for a live key. Its
-// message quotes the URL without the password of its user info, and not
-// at all when it holds the API key.
+// plain http to a host other than this machine's for a key that is not a
+// test key. Its message quotes the URL without the password of its user
+// info, and not at all when it holds an API key.
 type BaseURLError struct {
-	URL       string
-	withKey   bool // URL holds the API key
-	plainLive bool // http, not https, for a live key, to another machine
+	URL     string
+	withKey bool // URL holds an API key
+	plain   bool // http, not https, for a key not a test key, to another machine
 }
 
 func (e *BaseURLError) Error() string {
 	what := "is not an http(s) URL"
-	if e.plainLive {
-		what = "is plain http to another machine, which would send the live API key unencrypted " +
-			"(https, or a test key for a local stripe-mock or fake)"
+	if e.plain {
+		what = "is plain http to another machine, which would send the API key unencrypted " +
+			"(not a test key: use https, or a test key for a local stripe-mock or fake)"
 	}
 	if e.withKey {
 		return what + " (not quoted: it holds the API key)"
@@ -80,8 +80,10 @@ func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &BaseURLError{URL: base, withKey: holdsKey(base, key)}
 	}
-	if u.Scheme == "http" && KeyMode(key) == "live" && !loopback(u.Hostname()) {
-		return nil, &BaseURLError{URL: base, withKey: holdsKey(base, key), plainLive: true}
+	if u.Scheme == "http" && KeyMode(key) != "test" && !loopback(u.Hostname()) {
+		// Not only sk_live_ and rk_live_: an organization key (sk_org_)
+		// names no mode, and may be a live one.
+		return nil, &BaseURLError{URL: base, withKey: holdsKey(base, key), plain: true}
 	}
 	cfg := &stripe.BackendConfig{
 		HTTPClient:    hc,
