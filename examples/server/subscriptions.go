@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/stripe/stripe-go/v82"
@@ -103,10 +102,11 @@ func newStripeClient(key, apiBase string) (*stripe.Client, error) {
 // loggedAPIBase is apiBase, which newStripeClient accepted with key, as
 // the start-up log names it: without the password of its user info (a
 // proxy's), masked as text up to the last '@' even where Go's parser read
-// part of it as a port, and not at all when it holds the key, as the
+// part of it as a port, and not at all when it may hold an API key (the
+// key, another, or either percent-encoded: stripeapi.HoldsKey), as the
 // error refusing a base URL does.
 func loggedAPIBase(key, apiBase string) string {
-	if strings.Contains(apiBase, key) {
+	if stripeapi.HoldsKey(apiBase, key) {
 		return "(not logged: it holds the API key)"
 	}
 	return stripeapi.Redacted(apiBase)

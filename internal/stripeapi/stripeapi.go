@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -26,10 +27,10 @@ var ErrKey = errors.New("STRIPE_SECRET_KEY is not a secret (sk_...) or restricte
 // BaseURLError is returned for a base URL that is not http(s), or that is
 // plain http to a host other than this machine's for a key that is not a
 // test key. Its message quotes the URL without the password of its user
-// info, and not at all when it holds an API key.
+// info, and not at all when it may hold an API key (HoldsKey).
 type BaseURLError struct {
 	URL     string
-	withKey bool // URL holds an API key
+	withKey bool // URL may hold an API key
 	plain   bool // http, not https, for a key not a test key, to another machine
 }
 
@@ -78,12 +79,12 @@ func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &BaseURLError{URL: base, withKey: holdsKey(base, key)}
+		return nil, &BaseURLError{URL: base, withKey: HoldsKey(base, key)}
 	}
 	if u.Scheme == "http" && KeyMode(key) != "test" && !loopback(u.Hostname()) {
 		// Not only sk_live_ and rk_live_: an organization key (sk_org_)
 		// names no mode, and may be a live one.
-		return nil, &BaseURLError{URL: base, withKey: holdsKey(base, key), plain: true}
+		return nil, &BaseURLError{URL: base, withKey: HoldsKey(base, key), plain: true}
 	}
 	cfg := &stripe.BackendConfig{
 		HTTPClient:    hc,
@@ -97,10 +98,34 @@ func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 	return stripe.NewClient(key, stripe.WithBackends(stripe.NewBackendsWithConfig(cfg))), nil
 }
 
-// holdsKey reports whether base may hold an API key: key itself, or any
-// text with a secret or restricted key's prefix (another key pasted in).
-func holdsKey(base, key string) bool {
-	return strings.Contains(base, key) || strings.Contains(base, "sk_") || strings.Contains(base, "rk_")
+// HoldsKey reports whether base, a URL or text meant as one, may hold an
+// API key: key itself, or any text with a secret or restricted key's
+// prefix (another key pasted in), as written or percent-decoded ("%73k_",
+// "sk%5F"), as a URL may hold any of its text.
+func HoldsKey(base, key string) bool {
+	for _, s := range [...]string{base, percentDecoded(base)} {
+		if strings.Contains(s, key) || strings.Contains(s, "sk_") || strings.Contains(s, "rk_") {
+			return true
+		}
+	}
+	return false
+}
+
+// percentDecoded is s with each escape %XX decoded, and a '%' that begins
+// none kept as it is: text that does not parse as a URL is decoded too.
+func percentDecoded(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // loopback reports whether host names this machine: localhost, or a
