@@ -245,9 +245,10 @@ type Result struct {
 	// it. It is the event's InboxRecord.LastError, worded by the library
 	// (its type and the window, never the payload), at most 1000 bytes,
 	// and logged as ignored_reason, at Warn, once recorded (State
-	// InboxIgnored). An empty State says the record failed, as for any
-	// attempt, and the event is attempted again; the Outcome is then
-	// failed, and the reason is not logged. Empty otherwise, as for
+	// InboxIgnored). When the record failed (State empty: the event is
+	// attempted again, as after any attempt whose end was not recorded)
+	// it is set too, whatever Outcome the Result then reports, and
+	// logged only with Outcome ignored. Empty otherwise, as for
 	// the Handler's ignored (no handler in the process that received the
 	// event). It is text, not a value of a fixed set: keep it out of
 	// metric attributes too.
