@@ -32,7 +32,7 @@
 //	idempotency.inbox.depth               gauge       kind, state; rows in the inbox, every state a kind has, 0 included (ObserveInbox)
 //	idempotency.inbox.oldest_pending_age  gauge       seconds since the oldest row still to apply was received, 0 when none (ObserveInbox)
 //	idempotency.inbox.last_attempt_age    gauge       seconds since the newest attempt at an event or a task started, none when no row was attempted (ObserveInbox)
-//	idempotency.retention.pruned          counter     rows (event_ids, events, dead_letters, guards, tasks, objects, task_args_cleared); rows deleted by prunes through Pruner, 0 from the start
+//	idempotency.retention.pruned          counter     rows (event_ids, events, dead_letters, guards, tasks, objects, task_args_cleared); rows deleted by prunes through Pruner, 0 from the start (PruneEvery's first prune, at start, comes before the first scrape)
 //
 // An attempt whose lease expired with its end not recorded (its worker
 // died, hung, or could not reach the database) is counted once, by the
@@ -581,7 +581,11 @@ func prunedCounts(r idempotency.PruneReport) [len(prunedRows)]int {
 // calls in turn when set), so that a long prune's rows show as they go,
 // and what the report counts beyond them when the prune returns; a dry
 // run counts nothing. Each series starts at 0, so that Prometheus's
-// increase() sees the first prune. A nil p, or a nil pointer of a store
+// increase() sees the first prune after the process's first scrape.
+// PruneEvery's own first prune runs at once as it starts, usually
+// before the process's first scrape: what it has deleted by then is the
+// series' first value, which increase() does not count (the counter's
+// value and PruneEvery's log line show it). A nil p, or a nil pointer of a store
 // type, gives nil, which PruneEvery refuses as it refuses the store.
 func (t *Telemetry) Pruner(p idempotency.Pruner) idempotency.Pruner {
 	if err := t.made("Pruner"); err != nil {
