@@ -68,7 +68,7 @@ func TestRedriveByAccount(t *testing.T) {
 	}{
 		{[]string{"-kind", "task", "-account", "acct_A"}, exitUsage, "idemctl: redrive: -kind task with -account: a task has no account; -account and -object redrive events\n"},
 		{[]string{"-kind", "task", "-object", "ch_shared"}, exitUsage, "idemctl: redrive: -kind task with -object: a task has no object; -account and -object redrive events\n"},
-		{[]string{"-all", "-account", "acct_A"}, exitUsage, "idemctl: redrive: -all redrives every dead_letter event: it takes no -id, -type, -object, -account, -since or -until\n"},
+		{[]string{"-all", "-account", "acct_A"}, exitUsage, "idemctl: redrive: -all redrives every dead_letter event and task: it takes no -id, -type, -object, -account, -since or -until\n"},
 		{[]string{"-state", "ignored", "-account", "acct_A"}, exitUsage, "idemctl: redrive: -state ignored needs -type or -id: "},
 		{[]string{"-account", "acct_\xff"}, exitUsage, "RedriveFilter.Account"},
 		{[]string{"-object", "ch_\x00"}, exitUsage, "RedriveFilter.ObjectID"},

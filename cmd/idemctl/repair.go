@@ -16,10 +16,10 @@ import (
 var redriveCommand = command{
 	name:    "redrive",
 	args:    "(-id id... | -type t | -object id | -account acct | -since t | -until t | -all) [-state s] [-kind k] [-dry-run] [-json]",
-	summary: "move dead-lettered (or failed, or ignored) events back to pending with a fresh attempt budget",
-	help: `Moves the events the flags select back to pending with a fresh attempt
-budget (Inbox.RedriveByKind), dead-lettered ones by default; the service's
-workers then apply them as new. Fix the cause first.
+	summary: "move dead-lettered (or failed) events and tasks, or ignored events, back to pending with a fresh attempt budget",
+	help: `Moves the events and tasks the flags select back to pending with a
+fresh attempt budget (Inbox.RedriveByKind), dead-lettered ones by default;
+the service's workers then apply them as new. Fix the cause first.
 
 -state ignored takes the events recorded ignored, for a release with the
 handler for their type to apply: those a release without it stored
@@ -53,7 +53,7 @@ card_payments, in every account). A task has neither: -kind task with
 It refuses to run without a selector (-id, -type, -object, -account,
 -since, -until) unless -all is given: -state and -kind narrow a selection
 but do not make one.
--dry-run counts the events that would move and moves none. Without -kind,
+-dry-run counts the events and tasks that would move and moves none. Without -kind,
 events and tasks move in one statement: both, or neither when it fails.
 It prints how many events and tasks (with -kind, of that kind) moved, or
 would, after a line for each -id it does not move saying why: not found,
@@ -79,8 +79,8 @@ counted in it.
 		f.register(fs, "redrive", slices.DeleteFunc(slices.Clone(states), func(s idempotency.InboxState) bool { return !s.Redrivable() }))
 		var ids idsFlag
 		fs.Var(&ids, "id", "redrive these event ids (repeatable, or a comma list), or this task's id as it is (task:<name>:<key>, one per -id)")
-		all := fs.Bool("all", false, "redrive every event in -state (dead_letter by default; not -state ignored), with no other selector")
-		dryRun := fs.Bool("dry-run", false, "count the events that would move; move none")
+		all := fs.Bool("all", false, "redrive every event and task in -state (dead_letter by default; not -state ignored), with no other selector; -kind narrows it to one kind")
+		dryRun := fs.Bool("dry-run", false, "count the events and tasks that would move; move none")
 		asJSON := fs.Bool("json", false, "the report as one JSON document")
 		return func(ctx context.Context, a *app, args []string) error {
 			if err := noArgs(args); err != nil {
@@ -111,10 +111,10 @@ counted in it.
 			}
 			selected := len(ids) > 0 || f.eventType != "" || f.object != "" || f.account != "" || !f.since.t.IsZero() || !f.until.t.IsZero()
 			if selected && *all {
-				return usageError("-all redrives every %s event: it takes no -id, -type, -object, -account, -since or -until", joinStates(orDefault(sts)))
+				return usageError("-all redrives every %s: it takes no -id, -type, -object, -account, -since or -until", allRedrives(kind, sts))
 			}
 			if !selected && !*all {
-				return usageError("no selector: pass -id, -type, -object, -account, -since or -until, or -all to redrive every %s event", joinStates(orDefault(sts)))
+				return usageError("no selector: pass -id, -type, -object, -account, -since or -until, or -all to redrive every %s", allRedrives(kind, sts))
 			}
 			_, in, closeFn, err := a.openInbox(ctx)
 			if err != nil {
@@ -272,6 +272,16 @@ func counted(n int, kind idempotency.InboxKind) string {
 		return display.Count(n, "task", "tasks")
 	}
 	return display.Count(n, "event", "events")
+}
+
+// allRedrives names what redrive -all takes with kind and sts: "dead_letter
+// event and task" without -kind, which moves both kinds.
+func allRedrives(kind idempotency.InboxKind, sts []idempotency.InboxState) string {
+	rows := "event and task"
+	if kind != "" {
+		rows = string(kind)
+	}
+	return joinStates(orDefault(sts)) + " " + rows
 }
 
 // orDefault is the states Redrive takes for sts: dead_letter when empty.

@@ -21,7 +21,7 @@ func TestRedrive(t *testing.T) {
 
 	r := idemctl(t, s.db, nil, "redrive")
 	require.Equal(t, exitUsage, r.code)
-	require.Equal(t, "idemctl: redrive: no selector: pass -id, -type, -object, -account, -since or -until, or -all to redrive every dead_letter event\n", r.stderr)
+	require.Equal(t, "idemctl: redrive: no selector: pass -id, -type, -object, -account, -since or -until, or -all to redrive every dead_letter event and task\n", r.stderr)
 	r = idemctl(t, s.db, nil, "redrive", "-state", "failed")
 	require.Equal(t, exitUsage, r.code, "a state alone is no selector")
 	r = idemctl(t, s.db, nil, "redrive", "-state", "processed", "-all")
