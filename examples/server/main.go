@@ -392,7 +392,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		defer cancel()
 		_ = httpSrv.Shutdown(shutdownCtx)
 	}()
-	logger.Info("listening", "addr", ln.Addr().String(), "store", storeName(*dbURL), "inbox", *inboxMode, "role", *role)
+	// A worker applies the inbox's events with or without -inbox, which
+	// sets how a webhook answers, and it serves none.
+	logger.Info("listening", "addr", ln.Addr().String(), "store", storeName(*dbURL), "inbox", *inboxMode || *role == roleWorker, "role", *role)
 	if *recoverSince > 0 {
 		// Beside the webhooks, not before them: a long recovery does not
 		// hold deliveries up, and both go through one ledger. It stops

@@ -26,7 +26,9 @@ func metricsOf(t *testing.T, logs *logWatch) client {
 // database split the inbox. The receiver stores and answers the
 // deliveries and applies nothing; the worker, started without a signing
 // secret, applies each event once and runs the receipt task once, and
-// answers a delivery 404, storing nothing. Both serve the read routes.
+// answers a delivery 404, storing nothing. Both serve the read routes,
+// and both say at start that they run the inbox (the worker logged
+// inbox=false, its -inbox unset, which reads as if it applied nothing).
 func TestRunReceiverAndWorkerApart(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -80,6 +82,11 @@ func TestRunReceiverAndWorkerApart(t *testing.T) {
 	status, body = worker.deliver(invoiceEvent(t, "invoice.paid", "evt_role_3", "acct_role"))
 	require.Equal(t, http.StatusNotFound, status, body)
 	require.Equal(t, st, worker.inboxStats(), "the worker stored nothing")
+
+	// Started without -inbox, the worker applies the inbox's events: its
+	// start line says so, as the receiver's does.
+	require.Contains(t, workerLogs.String(), "inbox=true role=worker")
+	require.Contains(t, receiverLogs.String(), "inbox=true role=receiver")
 }
 
 // TestRunRefusesRoleCombinationsAtOnce: a -role that is none, or one with
