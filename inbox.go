@@ -289,8 +289,9 @@ func nanoseconds(ns float64) time.Duration {
 // database: no event is applied twice.
 //
 // Make one with [NewInbox]: the zero Inbox is not usable, its methods
-// fail naming NewInbox. Its methods are safe for concurrent use (List, Redrive or Stats while Run runs), but
-// Run and WorkDue refuse to run together.
+// fail naming NewInbox. Its methods are safe for concurrent use (List,
+// Redrive or Stats while Run runs), but Run and WorkDue refuse to run
+// together.
 type Inbox struct {
 	d     dispatcher
 	tasks map[string]taskRegistration
