@@ -90,6 +90,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -127,6 +128,11 @@ type Config struct {
 	// last attempt are measured on: the inbox's (InboxConfig.Now).
 	// Defaults to time.Now.
 	Now func() time.Time
+
+	// Logger receives, at Warn, each collection of ObserveInbox's gauges
+	// whose inbox query failed, with the store's error (no payload, no
+	// secret). Defaults to slog.Default().
+	Logger *slog.Logger
 }
 
 // Telemetry turns what an [idempotency.Observer] is told into metrics and
@@ -164,6 +170,9 @@ func New(cfg Config) (*Telemetry, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	t := &Telemetry{
 		cfg:    cfg,
@@ -233,8 +242,10 @@ const statsTimeout = 5 * time.Second
 // worker runs; a recent one and the oldest pending age growing: the
 // workers fall behind. Each collection
 // (each scrape) asks in.Stats once, one query on PostgreSQL; a failed
-// query is reported to OpenTelemetry's error handler and the gauges are
-// left out of that collection. Unregister the returned registration to
+// query is logged at Warn through Config.Logger, once per collection, and
+// the gauges are left out of that collection (the collection itself does
+// not fail: OpenTelemetry's error handler would print the error again,
+// outside the service's log). Unregister the returned registration to
 // stop. Observe one inbox per Telemetry: the gauges carry no attribute
 // naming the inbox, so two would report the same series; a service with
 // two stores makes a Telemetry for each, on meters of their own.
@@ -261,11 +272,17 @@ func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, er
 		return nil, fmt.Errorf("idempotencyotel: creating instruments: %w", err)
 	}
 	return t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		ctx, cancel := context.WithTimeout(ctx, statsTimeout)
+		statsCtx, cancel := context.WithTimeout(ctx, statsTimeout)
 		defer cancel()
-		st, err := in.Stats(ctx)
+		st, err := in.Stats(statsCtx)
 		if err != nil {
-			return fmt.Errorf("idempotencyotel: inbox stats: %w", err)
+			// The service's log, not OpenTelemetry's error handler, which
+			// writes a plain line through package log: once, here. The
+			// store's error quotes no payload (the query has none) and no
+			// secret (pgx leaves the password out of its errors).
+			t.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "idempotencyotel: cannot read the inbox's stats; its gauges are left out of this collection",
+				slog.String("error", err.Error()))
+			return nil
 		}
 		for state := range st.Counts {
 			o.ObserveInt64(depth, int64(st.Events(state)), metric.WithAttributes(kindKey.String(string(idempotency.KindEvent)), stateKey.String(string(state))))

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,6 +86,12 @@ type telemetry struct {
 
 func newTelemetry(t *testing.T, now func() time.Time) *telemetry {
 	t.Helper()
+	return newTelemetryConfig(t, idempotencyotel.Config{Now: now})
+}
+
+// newTelemetryConfig is newTelemetry with cfg's other fields.
+func newTelemetryConfig(t *testing.T, cfg idempotencyotel.Config) *telemetry {
+	t.Helper()
 	reader := sdkmetric.NewManualReader()
 	spans := tracetest.NewInMemoryExporter()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -92,7 +100,8 @@ func newTelemetry(t *testing.T, now func() time.Time) *telemetry {
 		require.NoError(t, mp.Shutdown(context.Background()))
 		require.NoError(t, tp.Shutdown(context.Background()))
 	})
-	tel, err := idempotencyotel.New(idempotencyotel.Config{MeterProvider: mp, TracerProvider: tp, Now: now})
+	cfg.MeterProvider, cfg.TracerProvider = mp, tp
+	tel, err := idempotencyotel.New(cfg)
 	require.NoError(t, err)
 	return &telemetry{Telemetry: tel, reader: reader, spans: spans, tp: tp}
 }
@@ -436,15 +445,18 @@ func TestLinkOnlyFromARecordingSpan(t *testing.T) {
 }
 
 // TestObserveInboxStatsFailureAndUnregister: a collection whose inbox
-// query fails returns the error (to the reader, which hands it to
-// OpenTelemetry's error handler) and leaves the gauges out rather than
-// reporting zeros; once unregistered, the inbox is not asked again.
+// query fails leaves the gauges out rather than reporting zeros, and logs
+// the store's error at Warn through Config.Logger, once per failed
+// collection; it returns no error to the reader, which handed it to
+// OpenTelemetry's error handler, a plain line of package log outside the
+// service's slog. Once unregistered, the inbox is not asked again.
 func TestObserveInboxStatsFailureAndUnregister(t *testing.T) {
 	t.Parallel()
 	db := idempotencytest.Postgres(t)
 	in, err := idempotency.NewInbox(db.NewStore(t, idempotency.PgxConfig{}), handlers(), idempotency.InboxConfig{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	tel := newTelemetry(t, nil)
+	logs := &recordedLogs{}
+	tel := newTelemetryConfig(t, idempotencyotel.Config{Logger: slog.New(logs)})
 	reg, err := tel.ObserveInbox(in)
 	require.NoError(t, err)
 
@@ -454,7 +466,7 @@ func TestObserveInboxStatsFailureAndUnregister(t *testing.T) {
 		names := map[string]bool{}
 		for _, sm := range rm.ScopeMetrics {
 			for _, m := range sm.Metrics {
-				if m.Name != "idempotency.dead_letters" { // a counter, at 0 from the start
+				if m.Name != "idempotency.dead_letters" && m.Name != "idempotency.deliveries" { // counters, at 0 from the start
 					names[m.Name] = true
 				}
 			}
@@ -464,16 +476,60 @@ func TestObserveInboxStatsFailureAndUnregister(t *testing.T) {
 	names, err := collect()
 	require.NoError(t, err)
 	require.Equal(t, map[string]bool{"idempotency.inbox.depth": true, "idempotency.inbox.oldest_pending_age": true}, names)
+	require.Empty(t, logs.all())
 
 	db.Pool.Close() // the database is gone
-	names, err = collect()
-	require.ErrorContains(t, err, "idempotencyotel: inbox stats")
-	require.Empty(t, names, "no gauge reads 0 for an inbox that could not be read")
+	for i := 1; i <= 2; i++ {
+		names, err = collect()
+		require.NoError(t, err, "the Logger has the error, not OpenTelemetry's error handler")
+		require.Empty(t, names, "no gauge reads 0 for an inbox that could not be read")
+		recs := logs.all()
+		require.Len(t, recs, i, "one line per failed collection")
+		r := recs[i-1]
+		require.Equal(t, slog.LevelWarn, r.Level)
+		require.Equal(t, "idempotencyotel: cannot read the inbox's stats; its gauges are left out of this collection", r.Message)
+		require.Contains(t, r.attrs["error"], "inbox stats")
+	}
 
 	require.NoError(t, reg.Unregister())
 	names, err = collect()
 	require.NoError(t, err, "the callback no longer runs")
 	require.Empty(t, names)
+	require.Len(t, logs.all(), 2)
+}
+
+// recordedLogs is a slog.Handler that keeps every record, its attributes
+// as text.
+type recordedLogs struct {
+	mu   sync.Mutex
+	recs []recordedLog
+}
+
+type recordedLog struct {
+	slog.Record
+	attrs map[string]string
+}
+
+func (h *recordedLogs) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordedLogs) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *recordedLogs) WithGroup(string) slog.Handler            { return h }
+
+func (h *recordedLogs) Handle(_ context.Context, r slog.Record) error {
+	attrs := map[string]string{}
+	r.Attrs(func(a slog.Attr) bool {
+		attrs[a.Key] = a.Value.String()
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs = append(h.recs, recordedLog{Record: r, attrs: attrs})
+	return nil
+}
+
+func (h *recordedLogs) all() []recordedLog {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.recs)
 }
 
 // The delivery span's http.request.method is the request's method when it

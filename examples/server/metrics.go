@@ -42,7 +42,7 @@ func startMetrics(addr string, logger *slog.Logger) (*metrics, error) {
 		return nil, err
 	}
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
-	tel, err := idempotencyotel.New(idempotencyotel.Config{MeterProvider: provider})
+	tel, err := idempotencyotel.New(idempotencyotel.Config{MeterProvider: provider, Logger: logger})
 	if err != nil {
 		return nil, errors.Join(err, provider.Shutdown(context.Background()))
 	}
