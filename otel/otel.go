@@ -22,7 +22,7 @@
 // underscores, adds _total to counters and _seconds to durations):
 //
 //	name                                  instrument  attributes
-//	idempotency.deliveries                counter     outcome, status (the HTTP status answered)
+//	idempotency.deliveries                counter     outcome, status (the HTTP status answered); 0 from the start for each pair a Handler answers (below)
 //	idempotency.delivery.duration         histogram   outcome; seconds from a request's arrival to its answer
 //	idempotency.attempts                  counter     outcome, kind (event, task), state (what the attempt left)
 //	idempotency.attempt.duration          histogram   outcome, kind; seconds
@@ -33,6 +33,13 @@
 //	idempotency.inbox.oldest_pending_age  gauge       seconds since the oldest row still to apply was received, 0 when none (ObserveInbox)
 //	idempotency.inbox.last_attempt_age    gauge       seconds since the newest attempt at an event or a task started, none when no row was attempted (ObserveInbox)
 //	idempotency.retention.pruned          counter     rows (event_ids, events, dead_letters, guards, tasks, objects, task_args_cleared); rows deleted by prunes through Pruner, 0 from the start (PruneEvery's first prune, at start, comes before the first scrape)
+//
+// The pairs of outcome and status a Handler answers, each counted from 0:
+// processed, duplicate, ignored, skipped and queued 200; rejected 400, 405
+// and 413; failed 500, and 503 when the Stripe API failed a thin event's
+// fetch; unavailable 503. Queued is an inbox's Handler's, processed and
+// skipped a synchronous Handler's: the others' series stay at 0 in a
+// service of one mode.
 //
 // An attempt whose lease expired with its end not recorded (its worker
 // died, hung, or could not reach the database) is counted once, by the
@@ -155,6 +162,28 @@ type Telemetry struct {
 	pruned           metric.Int64Counter
 }
 
+// deliveryAnswers are the outcomes and statuses a Handler answers (the
+// README's Answers): idempotency.deliveries' series, each at 0 from the
+// start. Queued is an inbox's Handler's, processed and skipped a
+// synchronous one's; failed is 503 when the Stripe API failed a thin
+// event's fetch.
+var deliveryAnswers = []struct {
+	outcome idempotency.Outcome
+	status  int
+}{
+	{idempotency.OutcomeProcessed, http.StatusOK},
+	{idempotency.OutcomeDuplicate, http.StatusOK},
+	{idempotency.OutcomeIgnored, http.StatusOK},
+	{idempotency.OutcomeSkipped, http.StatusOK},
+	{idempotency.OutcomeQueued, http.StatusOK},
+	{idempotency.OutcomeRejected, http.StatusBadRequest},
+	{idempotency.OutcomeRejected, http.StatusMethodNotAllowed},
+	{idempotency.OutcomeRejected, http.StatusRequestEntityTooLarge},
+	{idempotency.OutcomeFailed, http.StatusInternalServerError},
+	{idempotency.OutcomeFailed, http.StatusServiceUnavailable},
+	{idempotency.OutcomeUnavailable, http.StatusServiceUnavailable},
+}
+
 // durationBuckets are the histograms' bucket bounds, in seconds: from a
 // fast memory-store delivery to a handler at its timeout.
 var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
@@ -202,11 +231,16 @@ func New(cfg Config) (*Telemetry, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("idempotencyotel: creating instruments: %w", err)
 	}
-	// The dead letters' series start at 0: a counter series that first
-	// appears at 1 is missed by Prometheus's increase(), so an alert on
-	// their growth would miss each process's first dead letters.
+	// The dead letters' and the deliveries' series start at 0: a counter
+	// series that first appears at 1 is missed by Prometheus's rate() and
+	// increase(), so an alert on their growth would miss each process's
+	// first dead letters, and one on the share of deliveries failed or
+	// refused, its first failures and refusals.
 	for _, k := range []idempotency.InboxKind{idempotency.KindEvent, idempotency.KindTask} {
 		t.deadLetters.Add(context.Background(), 0, metric.WithAttributes(kindKey.String(string(k))))
+	}
+	for _, a := range deliveryAnswers {
+		t.deliveries.Add(context.Background(), 0, metric.WithAttributes(outcomeKey.String(string(a.outcome)), statusKey.String(strconv.Itoa(a.status))))
 	}
 	t.observer = &idempotency.Observer{Delivery: t.delivery, Link: link, Attempt: t.attempt, Fetch: t.fetch}
 	return t, nil

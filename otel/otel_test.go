@@ -274,9 +274,9 @@ func testInbox(t *testing.T, store idempotency.Store) {
 
 	clock.Advance(7 * time.Minute)
 	pts := tel.points(t)
-	require.Equal(t, map[string]float64{
+	require.Equal(t, deliveriesCounted(map[string]float64{
 		"outcome=queued,status=200": 4, "outcome=duplicate,status=200": 1, "outcome=rejected,status=400": 1,
-	}, pts["idempotency.deliveries"])
+	}), pts["idempotency.deliveries"])
 	require.Equal(t, map[string]float64{"outcome=queued": 4, "outcome=duplicate": 1, "outcome=rejected": 1}, pts["idempotency.delivery.duration"])
 	require.Equal(t, float64(4), pts["idempotency.inbox.depth"]["kind=event,state=pending"])
 	require.Equal(t, float64(0), pts["idempotency.inbox.depth"]["kind=task,state=pending"])
@@ -392,9 +392,9 @@ func TestSynchronous(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, a.Status)
 
 	pts := tel.points(t)
-	require.Equal(t, map[string]float64{
+	require.Equal(t, deliveriesCounted(map[string]float64{
 		"outcome=processed,status=200": 1, "outcome=failed,status=500": 2, "outcome=rejected,status=400": 1,
-	}, pts["idempotency.deliveries"])
+	}), pts["idempotency.deliveries"])
 	require.Equal(t, map[string]float64{"result=error": 1}, pts["idempotency.stripe.fetches"])
 	require.NotContains(t, pts, "idempotency.attempts")
 
