@@ -28,7 +28,12 @@
 // package refuses (an unknown flag, a value that does not parse) is
 // followed by the usage, as flag.ExitOnError prints it. Any other failure
 // exits 1. -h exits 0, and so does a stop (SIGINT, SIGTERM), also one
-// while start-up waits for the database.
+// while start-up waits for the database. A stop while serving logs
+// "stopping" as it starts, with its cause (the signal), and "stopped"
+// once everything has stopped, with how long that took and whether what
+// was in flight finished before its deadline (in_flight_finished): 15 s
+// for the deliveries, the inbox's ShutdownTimeout (30 s) for the
+// attempts, after which they are cut and retried.
 //
 // With -inbox, deliveries are stored and answered {"outcome":"queued"} at
 // once, and workers in the same process apply them (idempotency.Inbox):
@@ -323,6 +328,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 		return err
 	}
+	// A stop asked for while serving is logged as it starts ("stopping")
+	// and once everything has stopped, the store closed ("stopped").
+	var stop stopping
+	defer stop.stopped(logger)
 	defer closeStore()
 	svc.mailer, svc.stripe, svc.noReceipts, svc.mode = newMailer(logger).postingTo(*mailURL), api, !*receiptEmails, idempotency.Mode(*mode)
 	svc.noWebhook = *role == roleWorker
@@ -332,7 +341,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer m.close() // before the store closes
-	inboxCfg := idempotency.InboxConfig{Workers: *workers, IngestWorkers: *ingestWorkers, PollOnly: *pollOnly, Logger: logger, Observer: m.observer()}
+	inboxCfg := idempotency.InboxConfig{Workers: *workers, IngestWorkers: *ingestWorkers, PollOnly: *pollOnly, ShutdownTimeout: workersGrace, Logger: logger, Observer: m.observer()}
 	srv, err := newServer(svc, secretList, logger, *inboxMode, inboxCfg)
 	if err != nil {
 		return err
@@ -360,6 +369,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	// Cancelled once Serve returns, however it ends: the goroutines below
 	// stop, and their waits, deferred, end.
+	asked := ctx // done at a stop asked for (SIGINT, SIGTERM)
 	ctx, cancel := context.WithCancel(ctx)
 	// The workers run in both modes: they send the receipts, and with
 	// -inbox they apply the events too. A receiver leaves both to the
@@ -370,7 +380,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			defer close(workersDone)
 			_ = inbox.Run(ctx)
 		}()
-		defer func() { <-workersDone }() // in-flight attempts finish before the store closes
+		defer func() { // in-flight attempts finish before the store closes
+			<-workersDone
+			stop.ended(workersGrace)
+		}()
 	}
 	if p, ok := svc.store.(idempotency.Pruner); ok && *pruneEvery > 0 {
 		p = m.pruner(p)
@@ -388,9 +401,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	go func() {
 		defer close(drained)
 		<-ctx.Done()
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		if asked.Err() != nil {
+			stop.start(logger, context.Cause(asked))
+		}
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), deliveriesGrace)
 		defer cancel()
-		_ = httpSrv.Shutdown(shutdownCtx)
+		if httpSrv.Shutdown(shutdownCtx) != nil {
+			stop.cut() // deliveries still unanswered at the deadline
+		}
 	}()
 	// A worker applies the inbox's events with or without -inbox, which
 	// sets how a webhook answers, and it serves none.
@@ -419,6 +437,49 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	return nil
+}
+
+// The deadlines of what is in flight at a stop: the deliveries are
+// answered within deliveriesGrace (http.Server.Shutdown's; a test
+// shortens it), the inbox's attempts within workersGrace
+// (InboxConfig.ShutdownTimeout, its default: then Run cuts the others).
+var deliveriesGrace = 15 * time.Second
+
+const workersGrace = idempotency.DefaultInboxTimeout
+
+// stopping is a stop asked for while serving: when it started, and
+// whether something in flight then was cut at its deadline. The zero
+// stopping is none. start and cut are called on the goroutine that shuts
+// the server down, before run waits for it; ended and stopped after.
+type stopping struct {
+	at   time.Time
+	late bool
+}
+
+// start logs the stop as it starts, and why (the signal).
+func (s *stopping) start(logger *slog.Logger, cause error) {
+	s.at = time.Now()
+	logger.Info("stopping", "cause", cause.Error())
+}
+
+// cut notes that work in flight at the stop was cut at its deadline.
+func (s *stopping) cut() { s.late = true }
+
+// ended notes that a part of the work in flight has returned: late when
+// after grace from the stop, where its deadline cut what was left.
+func (s *stopping) ended(grace time.Duration) {
+	if !s.at.IsZero() && time.Since(s.at) >= grace {
+		s.late = true
+	}
+}
+
+// stopped logs how long the stop took, and whether what was in flight
+// finished before its deadline; nothing when no stop was asked for.
+func (s *stopping) stopped(logger *slog.Logger) {
+	if s.at.IsZero() {
+		return
+	}
+	logger.Info("stopped", "took", time.Since(s.at).Round(time.Millisecond), "in_flight_finished", !s.late)
 }
 
 // The values of -role.

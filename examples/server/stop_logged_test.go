@@ -1,0 +1,66 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestMainStopIsLogged: a SIGTERM to a serving server is logged as the
+// stop starts, naming the signal, and once it has stopped, with how long
+// that took and whether what was in flight finished before its deadline.
+// The server stopped without a line.
+func TestMainStopIsLogged(t *testing.T) {
+	t.Parallel()
+	stderr := newLogWatch("msg=listening")
+	cmd, exited := startMain(t, stderr, "-addr", "127.0.0.1:0", "-secret", secret)
+	select {
+	case <-stderr.matched:
+	case err := <-exited:
+		exited <- err
+		t.Fatalf("exited before serving: %v\n%s", err, stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("not serving within 30 s:\n%s", stderr)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		exited <- err
+		require.NoError(t, err, "%s", stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still serving 30 s after SIGTERM:\n%s", stderr)
+	}
+	require.Regexp(t, `level=INFO msg=stopping cause="terminated signal received"\n`+
+		`(?:.*\n)*.*level=INFO msg=stopped took=[0-9.]+m?s in_flight_finished=true\n$`, stderr.String())
+}
+
+// TestRunStopLogsADeliveryCutAtItsDeadline: a delivery still in flight
+// when the stop's deadline for deliveries passes (its sender stalls in
+// the body) is said in the stopped line: in_flight_finished=false.
+func TestRunStopLogsADeliveryCutAtItsDeadline(t *testing.T) {
+	old := deliveriesGrace
+	deliveriesGrace = 100 * time.Millisecond
+	t.Cleanup(func() { deliveriesGrace = old })
+	env := map[string]string{"STRIPE_WEBHOOK_SECRET": secret}
+	var logs syncBuffer
+	addr, stop := startRun(t, []string{"-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, &logs)
+
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = io.WriteString(conn, "POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"id\":")
+	require.NoError(t, err)
+	// The server has taken the connection once it answers one dialled
+	// after it (its listener accepts in order); Shutdown then waits for it,
+	// whether its request's headers were read yet (active) or not (new).
+	status, _ := (client{t: t, url: "http://" + addr}).get("/healthz")
+	require.Equal(t, http.StatusOK, status)
+	require.NoError(t, stop())
+	require.Regexp(t, `level=INFO msg=stopping cause="context canceled"\n`+
+		`(?:.*\n)*.*level=INFO msg=stopped took=[0-9.]+m?s in_flight_finished=false\n$`, logs.String())
+}
