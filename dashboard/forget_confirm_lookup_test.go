@@ -24,10 +24,7 @@ import (
 // was refused. The forget, sent after the event changed, checks again.
 func TestForgetConfirmationLooksTheEventUp(t *testing.T) {
 	t.Parallel()
-	for name, open := range map[string]func(*testing.T) store{
-		"memory":   func(*testing.T) store { return idempotency.NewMemoryStore() },
-		"postgres": func(t *testing.T) store { return idempotencytest.Postgres(t).NewStore(t, idempotency.PgxConfig{}) },
-	} {
+	for name, open := range bothStores {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, open(t), dashboard.Config{AllowForget: true, AllowRedrive: true})

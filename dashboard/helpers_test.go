@@ -40,6 +40,13 @@ type store interface {
 	dashboard.Ledger
 }
 
+// bothStores opens a new store of each kind, by name, for a test that
+// runs against both.
+var bothStores = map[string]func(*testing.T) store{
+	"memory":   func(*testing.T) store { return idempotency.NewMemoryStore() },
+	"postgres": func(t *testing.T) store { return idempotencytest.Postgres(t).NewStore(t, idempotency.PgxConfig{}) },
+}
+
 // fixture is a service in inbox mode whose invoice.paid handler fails
 // while failing is set, enqueues a receipt task otherwise (which fails
 // while failingTasks is set), and whose charge.refunded handler skips;

@@ -39,6 +39,11 @@ func parsePages(names ...string) map[string]*template.Template {
 		"records":     func(v view, recs []idempotency.InboxRecord) recordsTable { return recordsTable{v, recs} },
 		"taskKey":     func(rec idempotency.InboxRecord) string { return display.TaskKey(rec.EventID, rec.EventType) },
 		"unknown":     func() string { return display.Unknown },
+		// lastError is a record's last error, or why it is ignored when it
+		// was stored ignored with none (display.LastError).
+		"lastError": func(rec idempotency.InboxRecord) string {
+			return display.LastError(rec.State == idempotency.InboxIgnored, rec.LastError)
+		},
 	}).ParseFS(templateFS, "templates/layout.html", "templates/records.html"))
 	m := make(map[string]*template.Template, len(names))
 	for _, name := range names {

@@ -310,6 +310,14 @@ ledger's "claimed by" line: its inbox attempts find the claim and apply
 nothing, though the inbox records them processed. With -json, the
 ledger's received_at then differs from the inbox's.
 
+An ignored event with no last error was stored ignored at receipt: the
+Handler that received it (or Recover) had no handler for its type and
+stores such an event only with Config.RecordIgnored, recording no reason.
+Its "last error" line says so: "ignored at receipt: no handler for its
+type in the process that received it (Config.RecordIgnored stores it)";
+-json keeps the stored last_error, "". One a worker recorded ignored
+(past InboxConfig.RetryUnhandledFor) shows its reason.
+
 An event still to be applied (pending, failed, processing) also shows what
 holds it back now (Inbox.HeldBy): the events of its object created before
 it that are still to be applied, and a later one a worker is applying,
@@ -467,7 +475,7 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		l.heading("inbox")
 		l.add("  state", string(rec.State))
 		l.add("  attempts", strconv.Itoa(rec.Attempt))
-		l.add("  last error", dash(rec.LastError))
+		l.add("  last error", dash(display.LastError(rec.State == idempotency.InboxIgnored, rec.LastError)))
 		l.add("  received", formatTime(rec.ReceivedAt))
 		l.add("  attempted", formatTime(rec.AttemptedAt))
 		l.add("  next attempt", formatTime(rec.NextAttemptAt))

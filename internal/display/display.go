@@ -4,8 +4,8 @@
 // no control character that drives a terminal, and no bidirectional
 // control (an override, an isolate or a mark) that reorders what follows
 // it, so that an id reads as another. It also words what both report
-// alike: counts (Count, Kinds), a leased event's lease (Lease) and a
-// task's key (TaskKey).
+// alike: counts (Count, Kinds), a leased event's lease (Lease), a
+// task's key (TaskKey) and why an event is ignored (LastError).
 package display
 
 import (
@@ -48,3 +48,20 @@ func JSON(s string) string {
 // id, as idemctl show and the dashboard's event page say it.
 const Unknown = "it did not reach this store, or it was answered ignored (a type without a handler, stored only with Config.RecordIgnored), " +
 	"or its claim was pruned (kept Retention.EventIDs, 45 days by default)"
+
+// IgnoredAtReceipt says why an inbox event is ignored when it has no last
+// error: the Handler that received it (a delivery, or Recover) had no
+// handler for its type and stored it ignored, which it does only with
+// Config.RecordIgnored, recording no reason. A worker that records an
+// event ignored (past InboxConfig.RetryUnhandledFor) records why.
+const IgnoredAtReceipt = "ignored at receipt: no handler for its type in the process that received it (Config.RecordIgnored stores it)"
+
+// LastError is an inbox record's last error as idemctl show and the
+// dashboard's event page show it: Line of lastError, or, for an ignored
+// event without one, IgnoredAtReceipt; "" when there is none to show.
+func LastError(ignored bool, lastError string) string {
+	if s := Line(lastError); s != "" || !ignored {
+		return s
+	}
+	return IgnoredAtReceipt
+}

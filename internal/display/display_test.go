@@ -51,3 +51,15 @@ func TestKinds(t *testing.T) {
 		require.Equal(t, c.want, Kinds(c.events, c.tasks))
 	}
 }
+
+// TestLastError: an ignored record without a last error was stored ignored
+// at receipt, which records no reason: LastError says so; a last error, an
+// ignored record's too (a worker's reason), is shown as Line shows it.
+func TestLastError(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, IgnoredAtReceipt, LastError(true, ""))
+	require.Equal(t, IgnoredAtReceipt, LastError(true, " \n"), "white space alone is none")
+	require.Equal(t, "no handler: x", LastError(true, "no handler:\nx"))
+	require.Empty(t, LastError(false, ""))
+	require.Equal(t, "boom", LastError(false, "boom"))
+}

@@ -1,0 +1,38 @@
+package dashboard_test
+
+import (
+	"html"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/dashboard"
+)
+
+// TestIgnoredAtReceiptPageSaysWhy: an event a Handler with
+// Config.RecordIgnored stored ignored, having no handler for its type, is
+// stored with no last error and no attempt, on both stores; its page says
+// why it is ignored in place of the last error, as idemctl show does. It
+// showed state ignored and "—".
+func TestIgnoredAtReceiptPageSaysWhy(t *testing.T) {
+	t.Parallel()
+	for name, open := range bothStores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, open(t), dashboard.Config{})
+			deliverIgnored(t, f, "evt_ignr_1")
+			rec, ok, err := f.inbox.Lookup(t.Context(), "evt_ignr_1")
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Equal(t, idempotency.InboxIgnored, rec.State)
+			require.Empty(t, rec.LastError, "what the store holds: no reason")
+			require.Zero(t, rec.Attempt)
+
+			_, body := f.get(t, "event?id=evt_ignr_1")
+			contains(t, body, `id="state">ignored<`)
+			contains(t, body, `id="last-error">`+html.EscapeString("ignored at receipt: no handler for its type in the process "+
+				"that received it (Config.RecordIgnored stores it)")+`<`)
+		})
+	}
+}
