@@ -26,6 +26,9 @@ const overviewRows = 20
 type stateCount struct {
 	State idempotency.InboxState
 	Count int
+	// None: no record of the kind is ever in State (a task is never
+	// ignored), and the cell shows no count.
+	None bool
 }
 
 type overviewData struct {
@@ -51,8 +54,8 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	data := overviewData{OldestPending: st.OldestPending, LastAttempt: st.LastAttempt}
 	for _, s := range states {
 		events, tasks := st.Events(s), st.TaskCounts[s]
-		data.Events = append(data.Events, stateCount{s, events})
-		data.Tasks = append(data.Tasks, stateCount{s, tasks})
+		data.Events = append(data.Events, stateCount{State: s, Count: events})
+		data.Tasks = append(data.Tasks, stateCount{State: s, Count: tasks, None: s == idempotency.InboxIgnored})
 		data.EventsN += events
 		data.TasksN += tasks
 	}

@@ -31,7 +31,8 @@ start of the newest attempt at an event or a task (none when the inbox
 holds no row that was attempted): what an alert needs. Events pending
 and no attempt for several poll intervals: no worker runs; recent
 attempts and the oldest pending age growing: the workers fall behind.
-With -json, one JSON document:
+The table's TASKS of ignored is "-": a task is never ignored. With -json,
+one JSON document, each of its maps with every state (tasks' ignored 0):
 
   {"events":{"pending":N,...},"tasks":{"pending":N,...},
    "oldest_pending":"RFC 3339" or null,"oldest_pending_age_seconds":N or null,
@@ -110,7 +111,11 @@ func (a *app) writeStats(st idempotency.InboxStats, asJSON bool) error {
 	tw := newTable(a.stdout)
 	fmt.Fprintln(tw, "STATE\tEVENTS\tTASKS")
 	for _, s := range states {
-		fmt.Fprintf(tw, "%s\t%d\t%d\n", s, events[s], st.TaskCounts[s])
+		tasks := strconv.Itoa(st.TaskCounts[s])
+		if s == idempotency.InboxIgnored {
+			tasks = "-" // a task is never ignored (InboxIgnored): no count
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", s, events[s], tasks)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
