@@ -59,7 +59,8 @@
 //     "{method} {route}" ("POST /stripe/webhook"), the route the pattern
 //     of the ServeMux that routed the request (http.route), or the method
 //     alone ("POST"; "HTTP" for a method other than those the
-//     conventions know: RFC 9110's, PATCH and QUERY), with
+//     conventions know: RFC 9110's, PATCH and QUERY, or those
+//     OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS lists, see [New]), with
 //     http.request.method, url.scheme, http.route and
 //     http.response.status_code. When the context holds one (the service
 //     wraps its mux with otelhttp, whose server span that is), it is an
@@ -99,6 +100,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -151,6 +153,9 @@ type Telemetry struct {
 	meter    metric.Meter
 	tracer   trace.Tracer
 	observer *idempotency.Observer
+	// knownMethods are the HTTP methods the delivery's span reports as
+	// they are (knownMethodsEnv), the others as _OTHER.
+	knownMethods map[string]bool
 
 	deliveries       metric.Int64Counter
 	deliveryDuration metric.Float64Histogram
@@ -188,9 +193,21 @@ var deliveryAnswers = []struct {
 // fast memory-store delivery to a handler at its timeout.
 var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 
-// New creates the instruments on cfg's meter. It fails when the meter
-// refuses one.
+// New creates the instruments on cfg's meter, and reads once the HTTP
+// methods the delivery's span knows from the environment variable
+// OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS, as OpenTelemetry's HTTP
+// conventions name it: a comma-separated list of case-sensitive methods
+// ("GET,POST,PURGE"; white space around each is dropped) that replaces
+// the default, RFC 9110's, PATCH and QUERY, whole: a method it does not
+// list is reported as _OTHER. Empty or unset, the default. It fails when
+// the meter refuses an instrument, or when the variable lists no method
+// or an entry that is not one (a token of RFC 9110: not "GET;POST"),
+// naming it.
 func New(cfg Config) (*Telemetry, error) {
+	known, err := knownMethodsFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	if cfg.MeterProvider == nil {
 		cfg.MeterProvider = otel.GetMeterProvider()
 	}
@@ -204,9 +221,10 @@ func New(cfg Config) (*Telemetry, error) {
 		cfg.Logger = slog.Default()
 	}
 	t := &Telemetry{
-		cfg:    cfg,
-		meter:  cfg.MeterProvider.Meter(ScopeName),
-		tracer: cfg.TracerProvider.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
+		cfg:          cfg,
+		knownMethods: known,
+		meter:        cfg.MeterProvider.Meter(ScopeName),
+		tracer:       cfg.TracerProvider.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
 	}
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {
@@ -385,10 +403,10 @@ func kindOf(k idempotency.InboxKind) string {
 	return string(k)
 }
 
-// knownMethods are the methods OpenTelemetry's HTTP conventions know by
-// default, semconv's values of http.request.method: RFC 9110's, PATCH and
-// QUERY.
-var knownMethods = func() map[string]bool {
+// defaultKnownMethods are the methods OpenTelemetry's HTTP conventions
+// know by default, semconv's values of http.request.method: RFC 9110's,
+// PATCH and QUERY.
+var defaultKnownMethods = func() map[string]bool {
 	known := map[string]bool{}
 	for _, m := range []attribute.KeyValue{
 		semconv.HTTPRequestMethodConnect, semconv.HTTPRequestMethodDelete, semconv.HTTPRequestMethodGet,
@@ -401,12 +419,52 @@ var knownMethods = func() map[string]bool {
 	return known
 }()
 
-// knownMethod is m when it is one of knownMethods, and "_OTHER" when not,
-// as OpenTelemetry's HTTP conventions ask: the method is the sender's,
-// unverified, and may be up to a header's size (which is also why
-// http.request.method_original is not set).
-func knownMethod(m string) string {
-	if knownMethods[m] {
+// knownMethodsEnv is the environment variable, named by OpenTelemetry's
+// HTTP conventions, that replaces the HTTP methods the delivery's span
+// knows (the package doc and New say how).
+const knownMethodsEnv = "OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS"
+
+// knownMethodsFromEnv is the methods knownMethodsEnv lists, or
+// defaultKnownMethods when it is empty or unset.
+func knownMethodsFromEnv() (map[string]bool, error) {
+	list := os.Getenv(knownMethodsEnv)
+	if strings.TrimSpace(list) == "" {
+		return defaultKnownMethods, nil
+	}
+	known := map[string]bool{}
+	for m := range strings.SplitSeq(list, ",") {
+		m = strings.TrimSpace(m)
+		if m == "" {
+			continue
+		}
+		if !isToken(m) {
+			return nil, fmt.Errorf("idempotencyotel: %s: %q is not an HTTP method (a token of RFC 9110)", knownMethodsEnv, m)
+		}
+		known[m] = true
+	}
+	if len(known) == 0 {
+		return nil, fmt.Errorf("idempotencyotel: %s lists no HTTP method: leave it empty or unset for the conventions' methods", knownMethodsEnv)
+	}
+	return known, nil
+}
+
+// isToken reports whether s is a token of RFC 9110, as a method is: one
+// or more visible ASCII characters, none a delimiter.
+func isToken(s string) bool {
+	for _, c := range []byte(s) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// knownMethod is m when it is one of t's known methods, and "_OTHER" when
+// not, as OpenTelemetry's HTTP conventions ask: the method is the
+// sender's, unverified, and may be up to a header's size (which is also
+// why http.request.method_original is not set).
+func (t *Telemetry) knownMethod(m string) string {
+	if t.knownMethods[m] {
 		return m
 	}
 	return "_OTHER"
@@ -433,7 +491,7 @@ func (t *Telemetry) delivery(ctx context.Context, r *http.Request) (context.Cont
 	name, kind := "stripe webhook", trace.SpanKindInternal
 	var attrs []attribute.KeyValue
 	if server {
-		method, scheme, path := knownMethod(r.Method), "http", route(r.Pattern)
+		method, scheme, path := t.knownMethod(r.Method), "http", route(r.Pattern)
 		if r.TLS != nil {
 			scheme = "https"
 		}

@@ -550,24 +550,32 @@ func TestDeliverySpanMethodIsBounded(t *testing.T) {
 		"X" + strings.Repeat("A", 64<<10): "_OTHER",
 		"post":                            "_OTHER",
 	} {
-		name := want
-		if want == "_OTHER" {
-			name = "HTTP" // OpenTelemetry's name of a request whose method is none of HTTP's
-		}
-		tel.spans.Reset()
-		req, err := http.NewRequest(method, srv.URL+"/webhook", nil)
-		require.NoError(t, err)
-		resp, err := srv.Client().Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
-		spans := tel.spans.GetSpans()
-		require.Len(t, spans, 1)
-		v, ok := attr(spans[0], "http.request.method")
-		require.True(t, ok)
-		require.Equal(t, want, v.AsString(), "method of %d bytes", len(method))
-		require.Equal(t, name, spans[0].Name, "method of %d bytes", len(method))
+		requireMethodReported(t, tel, srv, method, want)
 	}
+}
+
+// requireMethodReported sends a request of method to srv, a Handler
+// observed by tel, and requires its delivery span to report the method as
+// want, and to be named after it ("HTTP" for _OTHER).
+func requireMethodReported(t *testing.T, tel *telemetry, srv *httptest.Server, method, want string) {
+	t.Helper()
+	name := want
+	if want == "_OTHER" {
+		name = "HTTP" // OpenTelemetry's name of a request whose method is none of HTTP's
+	}
+	tel.spans.Reset()
+	req, err := http.NewRequest(method, srv.URL+"/webhook", nil)
+	require.NoError(t, err)
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "a method other than POST")
+	spans := tel.spans.GetSpans()
+	require.Len(t, spans, 1)
+	v, ok := attr(spans[0], "http.request.method")
+	require.True(t, ok)
+	require.Equal(t, want, v.AsString(), "method of %d bytes", len(method))
+	require.Equal(t, name, spans[0].Name, "method of %d bytes", len(method))
 }
 
 func byName(spans tracetest.SpanStubs, name string) tracetest.SpanStubs {
