@@ -148,6 +148,14 @@ const (
 	KindTask InboxKind = "task"
 )
 
+// CanBe reports whether a row of kind k can be in state st: a task is
+// never ignored (an unregistered task fails and is retried), an event can
+// be in every state. The empty kind, events and tasks together, can be in
+// every state.
+func (k InboxKind) CanBe(st InboxState) bool {
+	return k != KindTask || st != InboxIgnored
+}
+
 // InboxRecord is one event or task in the inbox, without its payload.
 //
 // A task's record (Kind task) holds its id (task:<name>:<key>), its name
@@ -449,7 +457,7 @@ func (f *RedriveFilter) check() error {
 		if !s.Redrivable() {
 			return errorf("RedriveFilter.States: %q cannot be redriven (dead_letter, failed and ignored can)", s)
 		}
-		if s == InboxIgnored && f.Kind == KindTask {
+		if !f.Kind.CanBe(s) {
 			return errorf("RedriveFilter.States: ignored holds events only, and RedriveFilter.Kind is task: a task is never ignored")
 		}
 	}

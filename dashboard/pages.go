@@ -55,7 +55,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	for _, s := range states {
 		events, tasks := st.Events(s), st.TaskCounts[s]
 		data.Events = append(data.Events, stateCount{State: s, Count: events})
-		data.Tasks = append(data.Tasks, stateCount{State: s, Count: tasks, None: s == idempotency.InboxIgnored})
+		data.Tasks = append(data.Tasks, stateCount{State: s, Count: tasks, None: !idempotency.KindTask.CanBe(s)})
 		data.EventsN += events
 		data.TasksN += tasks
 	}

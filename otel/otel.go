@@ -338,8 +338,8 @@ func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, er
 		}
 		for state := range st.Counts {
 			o.ObserveInt64(depth, int64(st.Events(state)), metric.WithAttributes(kindKey.String(string(idempotency.KindEvent)), stateKey.String(string(state))))
-			if state == idempotency.InboxIgnored {
-				continue // a task is never ignored (InboxIgnored): no series that is 0 for good
+			if !idempotency.KindTask.CanBe(state) {
+				continue // no series that is 0 for good
 			}
 			o.ObserveInt64(depth, int64(st.TaskCounts[state]), metric.WithAttributes(kindKey.String(string(idempotency.KindTask)), stateKey.String(string(state))))
 		}

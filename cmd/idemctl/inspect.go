@@ -112,8 +112,8 @@ func (a *app) writeStats(st idempotency.InboxStats, asJSON bool) error {
 	fmt.Fprintln(tw, "STATE\tEVENTS\tTASKS")
 	for _, s := range states {
 		tasks := strconv.Itoa(st.TaskCounts[s])
-		if s == idempotency.InboxIgnored {
-			tasks = "-" // a task is never ignored (InboxIgnored): no count
+		if !idempotency.KindTask.CanBe(s) {
+			tasks = "-" // a task is never ignored: no count
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\n", s, events[s], tasks)
 	}

@@ -99,7 +99,7 @@ counted in it.
 				return err
 			}
 			switch ignored := slices.Contains(sts, idempotency.InboxIgnored); {
-			case ignored && kind == idempotency.KindTask:
+			case ignored && !kind.CanBe(idempotency.InboxIgnored):
 				return usageError("-state ignored with -kind task: a task is never ignored; -state ignored redrives events")
 			case ignored && len(ids) == 0 && f.eventType == "":
 				return usageError("-state ignored needs -type or -id: with RecordIgnored the ignored events are also those of every type " +
