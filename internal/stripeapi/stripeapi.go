@@ -1,18 +1,20 @@
 // Package stripeapi builds the stripe-go client that the example service
 // and idemctl use: an API key checked for its kind, an optional base URL
-// for a local stripe-mock or fake, and stripe-go's own logging off. It
-// also checks a connected account's id, as Handler.Recover and idemctl
+// for a local stripe-mock or fake, redirects held to the base URL's rules,
+// and stripe-go's own logging off. It also checks a connected account's id, as Handler.Recover and idemctl
 // recover take it.
 package stripeapi
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -34,16 +36,40 @@ type BaseURLError struct {
 	plain   bool // http, not https, for a key not a test key, to another machine
 }
 
+// The rules a base URL and a redirect are held to, as their errors say.
+const (
+	notHTTP     = "is not an http(s) URL"
+	unencrypted = "is plain http to another machine, which would send the API key unencrypted"
+	unquoted    = "(not quoted: it holds the API key)"
+)
+
 func (e *BaseURLError) Error() string {
-	what := "is not an http(s) URL"
+	what := notHTTP
 	if e.plain {
-		what = "is plain http to another machine, which would send the API key unencrypted " +
-			"(not a test key: use https, or a test key for a local stripe-mock or fake)"
+		what = unencrypted + " (not a test key: use https, or a test key for a local stripe-mock or fake)"
 	}
 	if e.withKey {
-		return what + " (not quoted: it holds the API key)"
+		return what + " " + unquoted
 	}
 	return fmt.Sprintf("%q %s", Redacted(e.URL), what)
+}
+
+// RedirectError is the cause, in the request's *url.Error, of a redirect
+// that NewClient's client does not follow. Its message names the rule and
+// quotes the location as BaseURLError quotes a base URL.
+type RedirectError struct {
+	URL     string // the location, resolved against the request's URL (as sent if it does not parse)
+	withKey bool   // URL may hold an API key
+	why     string // the rule, a phrase after the location
+}
+
+func (e *RedirectError) Error() string {
+	to := fmt.Sprintf("%q", Redacted(e.URL))
+	if e.withKey {
+		to = "a location " + unquoted
+	}
+	return "not following a redirect to " + to + ": it " + e.why +
+		"; Stripe's API never redirects: check the base URL"
 }
 
 // Redacted is s without the password of its user info, which need not
@@ -66,8 +92,21 @@ func Redacted(s string) string {
 }
 
 // NewClient returns a client for key on base (stripe.APIURL for Stripe
-// itself), sending through hc when it is not nil. Failures come back to
-// the caller, which reports them: stripe-go's own log would repeat them.
+// itself), sending through a copy of hc when it is not nil (stripe-go's
+// own default, an 80 s timeout on http.DefaultTransport, when it is).
+// Failures come back to the caller, which reports them: stripe-go's own
+// log would repeat them.
+//
+// The client follows a redirect only on the host it was sent to, its name
+// spelled the same (any port: http to https changes it), and only to where
+// base could point: http(s), plain http to another machine for a test key
+// alone. Go forwards the key on a redirect to the same host whatever the
+// scheme, so plain http there would send it unencrypted; to another host
+// Go drops it, and the request would go on without it to a server never
+// named, whose answer would be taken for Stripe's. Any other redirect
+// fails the request with a *RedirectError, which stripe-go retries as it
+// does a network error; hc's CheckRedirect (Go's limit of 10 redirects
+// without one) still applies to the redirects followed.
 func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 	if !strings.HasPrefix(key, "sk_") && !strings.HasPrefix(key, "rk_") {
 		return nil, ErrKey
@@ -78,16 +117,14 @@ func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 		return nil, fmt.Errorf("%w: it has white space or a control character (a line end read with it?)", ErrKey)
 	}
 	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if !isHTTP(u, err) {
 		return nil, &BaseURLError{URL: base, withKey: HoldsKey(base, key)}
 	}
-	if u.Scheme == "http" && KeyMode(key) != "test" && !loopback(u.Hostname()) {
-		// Not only sk_live_ and rk_live_: an organization key (sk_org_)
-		// names no mode, and may be a live one.
+	if plainForKey(u, key) {
 		return nil, &BaseURLError{URL: base, withKey: HoldsKey(base, key), plain: true}
 	}
 	cfg := &stripe.BackendConfig{
-		HTTPClient:    hc,
+		HTTPClient:    guarded(key, hc),
 		LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
 	}
 	if base != stripe.APIURL {
@@ -96,6 +133,102 @@ func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 		cfg.URL = stripe.String(base)
 	}
 	return stripe.NewClient(key, stripe.WithBackends(stripe.NewBackendsWithConfig(cfg))), nil
+}
+
+// isHTTP reports whether u, parsed with err, is an http(s) URL with a host.
+func isHTTP(u *url.URL, err error) bool {
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// plainForKey reports whether u is plain http to another machine for a
+// key that is not a test key: not only sk_live_ and rk_live_, as an
+// organization key (sk_org_) names no mode and may be a live one.
+func plainForKey(u *url.URL, key string) bool {
+	return u.Scheme == "http" && KeyMode(key) != "test" && !loopback(u.Hostname())
+}
+
+// stripeTimeout is stripe-go's timeout on its default client.
+const stripeTimeout = 80 * time.Second
+
+// guarded is a copy of hc (stripe-go's default when nil) whose transport
+// refuses the redirects NewClient documents. hc is not changed.
+func guarded(key string, hc *http.Client) *http.Client {
+	c := &http.Client{Timeout: stripeTimeout}
+	if hc != nil {
+		*c = *hc
+	}
+	c.Transport = &redirectGuard{next: c.Transport, key: key}
+	return c
+}
+
+// redirectGuard is a transport that checks every redirect it receives
+// before the client follows it: a CheckRedirect would be too late, as the
+// client quotes the location as sent in the error for one it refuses.
+type redirectGuard struct {
+	next http.RoundTripper // nil: http.DefaultTransport
+	key  string
+}
+
+func (g *redirectGuard) transport() http.RoundTripper {
+	if g.next == nil {
+		return http.DefaultTransport
+	}
+	return g.next
+}
+
+func (g *redirectGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := g.transport().RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+	default:
+		return resp, nil
+	}
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return resp, nil // the client does not follow it
+	}
+	if rerr := g.check(req.URL, loc); rerr != nil {
+		_, _ = io.CopyN(io.Discard, resp.Body, 2<<10) // the connection may be reused
+		_ = resp.Body.Close()
+		return nil, rerr
+	}
+	return resp, nil
+}
+
+// check returns the error for a redirect from "from" to loc that the
+// client does not follow, or nil.
+func (g *redirectGuard) check(from *url.URL, loc string) *RedirectError {
+	u, err := from.Parse(loc)
+	if err == nil {
+		loc = u.String()
+	}
+	e := &RedirectError{URL: loc, withKey: HoldsKey(loc, g.key)}
+	switch {
+	case !isHTTP(u, err):
+		e.why = notHTTP
+	case plainForKey(u, g.key):
+		e.why = unencrypted + " (not a test key)"
+	case u.Hostname() != from.Hostname():
+		// The name as written: Go forwards the key to that name or to a
+		// subdomain, which may be another machine, and to no other
+		// spelling of it.
+		e.why = "is another host, to which the request would go on without the API key"
+	default:
+		return nil
+	}
+	return e
+}
+
+// CloseIdleConnections closes the idle connections of the transport
+// wrapped, as http.Client.CloseIdleConnections would.
+func (g *redirectGuard) CloseIdleConnections() {
+	if c, ok := g.transport().(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }
 
 // HoldsKey reports whether base, a URL or text meant as one, may hold an
