@@ -305,7 +305,9 @@ const (
 //	    it: a 4xx) refused the fetch, or the
 //	    client cannot make it (a base URL that
 //	    does not parse or is not http(s), endless
-//	    redirects, a certificate not accepted)      {"error":"processing_failed"}
+//	    redirects or one the client of idemctl
+//	    and examples/server refuses, a
+//	    certificate not accepted)                   {"error":"processing_failed"}
 //	503 store unreachable or read-only              {"error":"store_unavailable"}
 //	503 thin event: the Stripe API unreachable,
 //	    rate-limited or failing (429, 5xx, Stripe's

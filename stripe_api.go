@@ -18,6 +18,8 @@ import (
 
 	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/form"
+
+	"github.com/seed-a84bb619/idempotency/internal/stripeapi"
 )
 
 // The Stripe API calls the package makes itself, all through the user's
@@ -317,9 +319,11 @@ func (e *stripeAPIError) transient() bool {
 // unsendable reports a request that failed without an answer for a
 // reason no later request passes, the client's or the server's
 // configuration: the URL does not parse or its scheme is not http or
-// https, the server redirects without end, or its certificate is not
-// accepted. stripe-go does not retry the first three either (it names
-// them by their text, as Go's errors have no type of their own).
+// https, the server redirects without end or where stripeapi's client
+// (idemctl's, the example's) refuses to follow (a *stripeapi.RedirectError),
+// or its certificate is not accepted. stripe-go does not retry the first
+// three either (it names them by their text, as Go's errors have no type
+// of their own); it retries a refused redirect as a network error.
 func unsendable(cause error) bool {
 	var ue *url.Error
 	if !errors.As(cause, &ue) {
@@ -329,8 +333,10 @@ func unsendable(cause error) bool {
 	var authority x509.UnknownAuthorityError
 	var host x509.HostnameError
 	var invalid x509.CertificateInvalidError
+	var redirect *stripeapi.RedirectError
 	text := fmt.Sprint(ue.Err)
 	return ue.Op == "parse" || strings.HasPrefix(text, "unsupported protocol scheme") || redirectsError.MatchString(text) ||
+		errors.As(cause, &redirect) ||
 		errors.As(cause, &cert) || errors.As(cause, &authority) || errors.As(cause, &host) || errors.As(cause, &invalid)
 }
 

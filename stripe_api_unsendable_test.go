@@ -13,12 +13,14 @@ import (
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
+	"github.com/seed-a84bb619/idempotency/internal/stripeapi"
 )
 
 // TestStripeAPIRequestNoLaterOnePasses: a request that fails without an
 // answer for a reason no later request passes (the client's base URL
 // does not parse or is not http or https, the server redirects without
-// end, its certificate is not accepted) is a refusal, not the network's
+// end or, for idemctl's client, where its rules refuse to follow, its
+// certificate is not accepted) is a refusal, not the network's
 // passing failure: Recover stops at its first request, without the
 // Warn lines "asking again" of half a minute of retries, and a thin
 // event is answered 500, not 503. Before, Recover asked again 5 times
@@ -33,15 +35,25 @@ func TestStripeAPIRequestNoLaterOnePasses(t *testing.T) {
 	tlsServer.Config.ErrorLog = log.New(io.Discard, "", 0) // its handshakes refused
 	tlsServer.StartTLS()
 	t.Cleanup(tlsServer.Close)
+	clients := map[string]*stripe.Client{}
 	for name, base := range map[string]string{
 		"URL that does not parse":  "http://stripe.fake:44x3",
 		"scheme not http":          "ftp://stripe.fake",
 		"redirected without end":   redirecting.URL,
 		"certificate not accepted": tlsServer.URL, // the client does not trust httptest's
 	} {
+		clients[name] = stripe.NewClient(fakeStripeKey, fakeBackends(base, &http.Client{}))
+	}
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://stripe.invalid"+r.URL.Path, http.StatusFound)
+	}))
+	t.Cleanup(elsewhere.Close)
+	var err error
+	clients["redirect refused"], err = stripeapi.NewClient(fakeStripeKey, elsewhere.URL, nil) // to another host
+	require.NoError(t, err)
+	for name, client := range clients {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			client := stripe.NewClient(fakeStripeKey, fakeBackends(base, &http.Client{}))
 			t.Run("Recover", func(t *testing.T) {
 				t.Parallel()
 				app := newService(t, "memory")
