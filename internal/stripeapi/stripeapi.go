@@ -1,8 +1,8 @@
 // Package stripeapi builds the stripe-go client that the example service
 // and idemctl use: an API key checked for its kind, an optional base URL
 // for a local stripe-mock or fake, redirects held to the base URL's rules,
-// and stripe-go's own logging off. It also checks a connected account's id, as Handler.Recover and idemctl
-// recover take it.
+// and stripe-go's own logging off. It also checks a connected account's
+// id, as Handler.Recover and idemctl recover take it.
 package stripeapi
 
 import (
