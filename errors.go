@@ -510,6 +510,8 @@ func (e *PermanentError) Unwrap() error { return e.Err }
 // once instead of retrying it. [Inbox.Redrive] runs it again. Returned from
 // an event handler it is an ordinary error: the Handler answers 500, the
 // inbox retries the event with its backoff; [Skip] is what ends an event.
+// A nil err is kept as "no reason given", as [Skip]'s empty reason is:
+// the task is dead-lettered all the same.
 func Permanent(err error) error {
 	if err == nil {
 		err = errors.New(noReasonGiven)
