@@ -297,7 +297,8 @@ const (
 //	    (an event the store does not hold); an
 //	    event of another mode than Config.Mode      {"error":"invalid_event"}
 //	200 handler ran and committed                   {"outcome":"processed"}
-//	200 processed or skipped before                 {"outcome":"duplicate"}
+//	200 processed or skipped before, or recorded
+//	    ignored (Config.RecordIgnored)              {"outcome":"duplicate"}
 //	200 no handler for the type                     {"outcome":"ignored"}
 //	200 handler returned Skip                       {"outcome":"skipped"}
 //	500 handler error, panic or timeout; thin

@@ -94,7 +94,9 @@ const (
 	// OutcomeProcessed: the handler ran and its writes committed with the claim.
 	OutcomeProcessed Outcome = "processed"
 	// OutcomeDuplicate: the event had been processed or skipped before, or by
-	// a concurrent delivery; nothing ran.
+	// a concurrent delivery, or its claim was recorded ignored
+	// (Config.RecordIgnored), also if a handler for its type was added
+	// since; nothing ran.
 	OutcomeDuplicate Outcome = "duplicate"
 	// OutcomeIgnored: no handler is registered for the event type.
 	OutcomeIgnored Outcome = "ignored"
