@@ -1606,9 +1606,9 @@ func errorText(err error) string {
 	return keptText(maskedText(err))
 }
 
-// Redrive moves the events f selects back to pending with a fresh attempt
-// budget (dead-lettered ones by default; failed and ignored ones too, by
-// f.States), and returns how many; with f.DryRun it only counts them. Fix
+// Redrive moves the events and tasks f selects back to pending with a
+// fresh attempt budget (dead-lettered ones by default; failed ones too,
+// and ignored events, by f.States), and returns how many; with f.DryRun it only counts them. Fix
 // the cause first: a redriven event is applied again as new. After a
 // connected account that lost access (403 account_invalid) reconnected,
 // f.Account redrives its events alone. An ignored

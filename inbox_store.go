@@ -380,8 +380,8 @@ type inboxFence struct {
 	chain *txChain
 }
 
-// RedriveFilter selects the events [Inbox.Redrive] moves back to pending.
-// The zero value selects every dead-lettered event.
+// RedriveFilter selects the events and tasks [Inbox.Redrive] moves back
+// to pending. The zero value selects every dead-lettered event and task.
 type RedriveFilter struct {
 	// Kind, when not empty, selects events (KindEvent) or tasks (KindTask)
 	// only.
