@@ -236,8 +236,11 @@ type RecoverReport struct {
 // webhook endpoint's: such events are decoded best-effort with one
 // warning per version, or failed under Config.StrictAPIVersion.
 //
-// Recover logs each failed event at Error and a summary at Info (with the
-// account when opts.Account is set); Config.OnResult is not called. It
+// Recover logs each failed event at Error, and a summary of the run at
+// Info, or at Error with the error when the run stopped on one (with the
+// account when opts.Account is set, and the checkpoint and whether it was
+// resumed when opts.Checkpoint is); options or a start it refuses before
+// any request are returned, not logged. Config.OnResult is not called. It
 // lists the events of client's account, or with opts.Account those of one
 // connected account (Connect), each request made as that account
 // (Stripe-Account): a Connect endpoint, which Stripe sends only connected
