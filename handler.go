@@ -100,9 +100,11 @@ type Config struct {
 	// outcome, status and duration, a skip's reason, and a failure's
 	// error (a stripe-go error the handler's wraps by its status, type,
 	// codes and request id, not its JSON), never the payload or a secret.
-	// Processed and skipped events log at Info, duplicates and ignored
-	// events at Debug, rejections at Warn, failures at Error. Defaults to
-	// slog.Default(); an [Inbox.Handler]'s, to InboxConfig.Logger.
+	// Processed, skipped and (by an inbox's Handler) queued events log at
+	// Info, duplicates and ignored events at Debug, rejections at Warn,
+	// failures at Error, and so does a processed event whose AfterCommit
+	// func panicked. Defaults to slog.Default(); an [Inbox.Handler]'s, to
+	// InboxConfig.Logger.
 	Logger *slog.Logger
 
 	// OnResult, when set, is called once per delivery after the answer is

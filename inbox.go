@@ -142,8 +142,10 @@ type InboxConfig struct {
 	// Logger receives one record per attempt (event id, type, object id,
 	// outcome, attempt, the state it left the event in, duration; never the
 	// payload), written when the attempt returns, and the workers' troubles.
-	// Processed and skipped attempts log at Info, failed ones at Error, one
-	// that records an event ignored (see RetryUnhandledFor) at Warn, with
+	// Processed and skipped attempts log at Info, as does a task's that
+	// snoozed (outcome queued), failed ones at Error (and a processed one
+	// whose AfterCommit func panicked), one that records an event ignored
+	// (see RetryUnhandledFor) at Warn, with
 	// why as ignored_reason, and one that found the event claimed by another
 	// delivery (a synchronous Handler's) and applied nothing, outcome
 	// duplicate, at Debug, as the Handler logs a duplicate delivery. An
