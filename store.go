@@ -62,8 +62,9 @@ type Claim struct {
 	Account    string // the connected account, for Stripe Connect
 	Livemode   bool
 	ReceivedAt time.Time // when the delivery arrived; zero means now; else in the years 1 to 9999 (ErrInvalidKey)
-	// Outcome is what Run records when apply is nil: OutcomeIgnored or
-	// OutcomeProcessed. It is ignored when apply is not nil.
+	// Outcome is what Run records, and reports, when apply is nil:
+	// OutcomeIgnored, or OutcomeProcessed for any other value, the zero
+	// one included. It is ignored when apply is not nil.
 	Outcome Outcome
 	// Guards are natural keys apply is expected to claim with [Tx.Guard].
 	// A store may claim them together with the event, before apply runs, and

@@ -14,9 +14,10 @@ func init() {
 	}
 }
 
-// nilApplyIgnoredStore breaks Claim.Outcome's contract ("what Run records
-// when apply is nil: OutcomeIgnored or OutcomeProcessed"): it records
-// every claim with a nil apply as ignored.
+// nilApplyIgnoredStore breaks Claim.Outcome's contract ("what Run
+// records, and reports, when apply is nil: OutcomeIgnored, or
+// OutcomeProcessed for any other value"): it records every claim with a
+// nil apply as ignored.
 type nilApplyIgnoredStore struct{ *idempotency.MemoryStore }
 
 func (s nilApplyIgnoredStore) Run(ctx context.Context, c idempotency.Claim, apply idempotency.ApplyFunc) (idempotency.Outcome, error) {
