@@ -66,9 +66,10 @@ func ExampleOn() {
 func ExampleNewAction() {
 	hs := idempotency.NewHandlers()
 	grant := idempotency.NewAction(hs, idempotency.ActionSpec{
-		Name:   "grant-plan",
-		Key:    "invoice id",
-		Owners: []string{"invoice.paid", "invoice.payment_succeeded"},
+		Name:          "grant-plan",
+		Key:           "invoice id",
+		Owners:        []string{"invoice.paid", "invoice.payment_succeeded"},
+		KeyIsObjectID: true, // the owners pass their invoice's id: claimed with the event
 	}, func(ctx context.Context, tx idempotency.Tx, invoiceID string, account string) error {
 		_, err := idempotency.PgxTx(tx).Exec(ctx, `UPDATE accounts SET plan = 'pro' WHERE id = $1`, account)
 		return err
