@@ -184,8 +184,9 @@ var (
 	// refused or lost, the database shutting down or starting), or cannot
 	// store (PostgreSQL read-only: a standby, or
 	// default_transaction_read_only on). Returned by
-	// [Store.Run] with [OutcomeUnavailable], and by Ping, Migrate and the
-	// lookups. Answered 503.
+	// [Store.Run] with [OutcomeUnavailable], and by Migrate; by Ping and
+	// the lookups, which only read, when the database cannot be reached (a
+	// read-only one passes them). Answered 503.
 	ErrStoreUnavailable = errors.New("idempotency: store unavailable")
 	// ErrDeadlock: a [MemoryStore] Guard would have waited for a
 	// transaction that waits, directly or not, for the caller's. The store

@@ -866,7 +866,11 @@ func rollback(ctx context.Context, tx pgx.Tx) {
 	_ = tx.Rollback(ctx) // pgx.ErrTxClosed after a commit or a failed one: nothing to do
 }
 
-// Ping implements [Store]: it runs SELECT 1 in a transaction.
+// Ping implements [Store]: it runs SELECT 1 in a read-only transaction.
+// It passes on a database that cannot store (a standby, or
+// default_transaction_read_only on), where Run fails with
+// [ErrStoreUnavailable]: it tells that the database answers (idemctl
+// reads a standby through it), not that it can store deliveries.
 func (s *PgxStore) Ping(ctx context.Context) error {
 	err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, "SELECT 1")
