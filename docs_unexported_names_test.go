@@ -14,30 +14,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestGodocNamesNoUnexportedIdentifier: the package's documentation as go
-// doc shows it names none of the package's unexported identifiers (in
-// camelCase, so as not to match English words): a reader cannot look one
-// up, and may take it for an exported name (maxAttempts, 5, for
-// InboxConfig.MaxAttempts, 20).
+// TestGodocNamesNoUnexportedIdentifier: the documentation of each public
+// package as go doc shows it names none of that package's unexported
+// identifiers (in camelCase, so as not to match English words): a reader
+// cannot look one up, and may take it for an exported name (maxAttempts,
+// 5, for InboxConfig.MaxAttempts, 20).
 func TestGodocNamesNoUnexportedIdentifier(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
 	t.Parallel()
 	camel := regexp.MustCompile(`^[a-z]+[A-Z][A-Za-z0-9]*$`)
-	names := map[string]bool{}
-	for name := range packageNames(t) {
-		if camel.MatchString(name) {
-			names[name] = true
-		}
-	}
-	require.NotEmpty(t, names)
-	out, err := exec.Command("go", "doc", "-all", ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
 	word := regexp.MustCompile(`[A-Za-z0-9]+`)
-	for _, line := range strings.Split(string(out), "\n") {
-		for _, w := range word.FindAllString(line, -1) {
-			assert.False(t, names[w], "go doc names the unexported %s: %s", w, strings.TrimSpace(line))
+	for _, dir := range []string{".", "idempotencytest", "otel", "dashboard"} {
+		names := map[string]bool{}
+		for name := range declaredNames(t, dir) {
+			if camel.MatchString(name) {
+				names[name] = true
+			}
+		}
+		require.NotEmpty(t, names, dir)
+		out, err := exec.Command("go", "doc", "-all", "./"+dir).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		for _, line := range strings.Split(string(out), "\n") {
+			for _, w := range word.FindAllString(line, -1) {
+				assert.False(t, names[w], "go doc of %s names the unexported %s: %s", dir, w, strings.TrimSpace(line))
+			}
 		}
 	}
 }
@@ -46,7 +48,14 @@ func TestGodocNamesNoUnexportedIdentifier(t *testing.T) {
 // level, exported or not, from its source files.
 func packageNames(t *testing.T) map[string]bool {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
+	return declaredNames(t, ".")
+}
+
+// declaredNames returns the names the package in dir declares at the top
+// level, exported or not, from its source files.
+func declaredNames(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	require.NoError(t, err)
 	names := map[string]bool{}
 	fset := token.NewFileSet()
