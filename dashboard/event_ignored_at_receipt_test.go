@@ -14,7 +14,10 @@ import (
 // Config.RecordIgnored stored ignored, having no handler for its type, is
 // stored with no last error and no attempt, on both stores; its page says
 // why it is ignored in place of the last error, as idemctl show does. It
-// showed state ignored and "—".
+// showed state ignored and "—". The lists (of events, a search's records
+// of an object) say so in their last error cell in the words idemctl
+// list uses, and where to look for more; the cell was empty, as for an
+// event with no error.
 func TestIgnoredAtReceiptPageSaysWhy(t *testing.T) {
 	t.Parallel()
 	for name, open := range bothStores {
@@ -33,6 +36,12 @@ func TestIgnoredAtReceiptPageSaysWhy(t *testing.T) {
 			contains(t, body, `id="state">ignored<`)
 			contains(t, body, `id="last-error">`+html.EscapeString("ignored at receipt: no handler for its type in the process "+
 				"that received it (Config.RecordIgnored stores it)")+`<`)
+
+			for _, path := range []string{"events?state=ignored", "search?q=in_evt_ignr_1"} {
+				_, body := f.get(t, path)
+				contains(t, body, `data-id="evt_ignr_1"`)
+				contains(t, body, `<td class="err">ignored at receipt: no handler for its type; see the event</td>`)
+			}
 		})
 	}
 }

@@ -44,6 +44,12 @@ func parsePages(names ...string) map[string]*template.Template {
 		"lastError": func(rec idempotency.InboxRecord) string {
 			return display.LastError(rec.State == idempotency.InboxIgnored, rec.LastError)
 		},
+		// listedLastError is lastError as a list's cell shows it, shorter
+		// for an event stored ignored at receipt, as idemctl list shows it
+		// (display.ListedLastError).
+		"listedLastError": func(rec idempotency.InboxRecord) string {
+			return display.ListedLastError(rec.State == idempotency.InboxIgnored, rec.LastError)
+		},
 	}).ParseFS(templateFS, "templates/layout.html", "templates/records.html"))
 	m := make(map[string]*template.Template, len(names))
 	for _, name := range names {

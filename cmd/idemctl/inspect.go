@@ -137,7 +137,9 @@ pending or failed record's next attempt; a processing record's lease
 end, "lease until T" while it runs by idemctl's clock, "lease expired at
 T" once past (its worker died, and the next lease retries it); "-" for a
 final record. Its last error is cut at 60 characters (show, or -json, has
-it whole). The JSON document:
+it whole); an event stored ignored at receipt, which has none, shows
+"ignored at receipt: no handler for its type; see the event" (show says
+why; -json keeps the stored last_error, ""). The JSON document:
 
   {"records":[{"id":..,"kind":..,"type":..,"object_id":..,"account":..,
     "livemode":..,"api_version":..,"created":..,"state":..,"attempts":N,
@@ -222,8 +224,9 @@ inbox does not have exits 3.
 			fmt.Fprintln(tw, "ID\tKIND\tTYPE\tOBJECT\tSTATE\tATTEMPTS\tRECEIVED\tDUE\tLAST ERROR")
 			now := a.now()
 			for _, r := range recs {
+				lastError := truncate(display.ListedLastError(r.State == idempotency.InboxIgnored, r.LastError), 60) // as the help says
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", display.Line(r.EventID), r.Kind, display.Line(r.EventType), dash(r.ObjectID),
-					r.State, r.Attempt, formatTime(r.ReceivedAt), due(r, now), dash(truncate(display.Line(r.LastError), 60))) // as the help says
+					r.State, r.Attempt, formatTime(r.ReceivedAt), due(r, now), dash(lastError))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -32,3 +32,27 @@ func TestShowIgnoredAtReceiptSaysWhy(t *testing.T) {
 	require.NotNil(t, doc.Inbox)
 	require.Empty(t, doc.Inbox.LastError, "-json shows what is stored")
 }
+
+// TestListIgnoredAtReceiptSaysSo: list's last error cell of an event
+// stored ignored at receipt says so, within the 60 characters the cell
+// keeps, and where to look for more (show says it whole); -json keeps the
+// stored value, "". The cell was "-", as for an event with no error.
+func TestListIgnoredAtReceiptSaysSo(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	require.Equal(t, idempotency.OutcomeIgnored, s.deliver(t, "evt_ign_listed", "customer.created", "cus_1"))
+
+	r := idemctl(t, s.db, nil, "list", "-state", "ignored")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Len(t, lines(r.stdout), 1+1)
+	require.Regexp(t, `(?m)^evt_ign_listed\s+event\s+customer\.created\s+cus_1\s+ignored\s+0\s+\S+Z\s+-\s+`+
+		regexp.QuoteMeta("ignored at receipt: no handler for its type; see the event")+`$`, r.stdout)
+
+	type listDoc struct {
+		Records []recordJSON `json:"records"`
+		More    bool         `json:"more"`
+	}
+	doc := decode[listDoc](t, idemctl(t, s.db, nil, "list", "-json", "-state", "ignored"))
+	require.Len(t, doc.Records, 1)
+	require.Empty(t, doc.Records[0].LastError, "-json shows what is stored")
+}

@@ -5,7 +5,8 @@
 // control (an override, an isolate or a mark) that reorders what follows
 // it, so that an id reads as another. It also words what both report
 // alike: counts (Count, Kinds), a leased event's lease (Lease), a
-// task's key (TaskKey) and why an event is ignored (LastError).
+// task's key (TaskKey) and why an event is ignored (LastError,
+// ListedLastError).
 package display
 
 import (
@@ -56,12 +57,31 @@ const Unknown = "it did not reach this store, or it was answered ignored (a type
 // event ignored (past InboxConfig.RetryUnhandledFor) records why.
 const IgnoredAtReceipt = "ignored at receipt: no handler for its type in the process that received it (Config.RecordIgnored stores it)"
 
+// IgnoredAtReceiptListed is IgnoredAtReceipt as a list's last error cell
+// says it, within the 60 characters idemctl list keeps of the cell: the
+// event's own view (idemctl show, the dashboard's event page) says it
+// whole.
+const IgnoredAtReceiptListed = "ignored at receipt: no handler for its type; see the event"
+
 // LastError is an inbox record's last error as idemctl show and the
 // dashboard's event page show it: Line of lastError, or, for an ignored
 // event without one, IgnoredAtReceipt; "" when there is none to show.
 func LastError(ignored bool, lastError string) string {
+	return lastErrorOr(ignored, lastError, IgnoredAtReceipt)
+}
+
+// ListedLastError is LastError as a list of records shows it (idemctl
+// list, the dashboard's lists), IgnoredAtReceiptListed in place of
+// IgnoredAtReceipt.
+func ListedLastError(ignored bool, lastError string) string {
+	return lastErrorOr(ignored, lastError, IgnoredAtReceiptListed)
+}
+
+// lastErrorOr is Line of lastError, or, for an ignored event without one,
+// atReceipt; "" when there is none to show.
+func lastErrorOr(ignored bool, lastError, atReceipt string) string {
 	if s := Line(lastError); s != "" || !ignored {
 		return s
 	}
-	return IgnoredAtReceipt
+	return atReceipt
 }

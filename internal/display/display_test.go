@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -62,4 +63,17 @@ func TestLastError(t *testing.T) {
 	require.Equal(t, "no handler: x", LastError(true, "no handler:\nx"))
 	require.Empty(t, LastError(false, ""))
 	require.Equal(t, "boom", LastError(false, "boom"))
+}
+
+// TestListedLastError: a list's cell says an event was ignored at receipt
+// within the 60 characters idemctl list keeps, and names where to look
+// for more; any other last error is LastError's.
+func TestListedLastError(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, IgnoredAtReceiptListed, ListedLastError(true, " \n"))
+	require.LessOrEqual(t, utf8.RuneCountInString(IgnoredAtReceiptListed), 60)
+	require.Contains(t, IgnoredAtReceiptListed, "ignored at receipt")
+	require.Equal(t, "no handler: x", ListedLastError(true, "no handler:\nx"))
+	require.Empty(t, ListedLastError(false, ""))
+	require.Equal(t, "boom", ListedLastError(false, "boom"))
 }
