@@ -879,27 +879,43 @@ func (s *PgxStore) Ping(ctx context.Context) error {
 	return s.unavailableErr(err)
 }
 
-// LookupEvent returns the ledger record of a committed event claim.
+// LookupEvent returns the ledger record of a committed event claim. A
+// skip reason longer than EventRecord.SkipReason's bound, kept by a
+// release that did not cut it, is read to its first 1000 bytes, as a new
+// one is kept; the row is unchanged.
 func (s *PgxStore) LookupEvent(ctx context.Context, eventID string) (EventRecord, bool, error) {
 	var r EventRecord
 	if !validText(eventID) {
 		return r, false, nil // no claim can hold it; PostgreSQL would refuse the query
 	}
 	found, err := s.readRow(ctx, s.sql.lookupEvent, []any{eventID}, r.columns()...)
+	r.keepReason()
 	return r, found, err
 }
 
-// eventColumns are the ledger's columns in the order of EventRecord.columns.
-const eventColumns = `event_id, event_type, object_id, account, livemode, outcome, skip_reason, received_at, processed_at`
+// eventColumns are the ledger's columns in the order of
+// EventRecord.columns. skip_reason is read to its first maxKeptTextLen
+// characters, which hold the first maxKeptTextLen bytes keepReason keeps:
+// a row skipped before reasons were cut may hold one of megabytes, which
+// would otherwise come whole over the connection, for each row of a list.
+var eventColumns = `event_id, event_type, object_id, account, livemode, outcome, left(skip_reason, ` +
+	strconv.Itoa(maxKeptTextLen) + `), received_at, processed_at`
 
 // columns are the scan destinations of eventColumns.
 func (r *EventRecord) columns() []any {
 	return []any{&r.EventID, &r.EventType, &r.ObjectID, &r.Account, &r.Livemode, &r.Outcome, &r.SkipReason, &r.ReceivedAt, &r.ProcessedAt}
 }
 
+// keepReason cuts the SkipReason of r, read from the ledger, as a new
+// row's is cut (keptText), so that EventRecord.SkipReason holds to its
+// bound for a row skipped before reasons were cut: one that is no longer
+// than that is unchanged.
+func (r *EventRecord) keepReason() { r.SkipReason = keptText(r.SkipReason) }
+
 // ListEvents returns the committed event claims that f selects, newest
 // first (by ProcessedAt, then event id), in one query (one round trip on a
-// pool or a connection) that uses the ledger's index on processed_at.
+// pool or a connection) that uses the ledger's index on processed_at. A
+// skip reason is read to its first 1000 bytes, as LookupEvent reads it.
 func (s *PgxStore) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord, error) {
 	if err := f.check(); err != nil {
 		return nil, err
@@ -915,7 +931,9 @@ func (s *PgxStore) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord
 			}
 			out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (EventRecord, error) {
 				var r EventRecord
-				return r, row.Scan(r.columns()...)
+				err := row.Scan(r.columns()...)
+				r.keepReason()
+				return r, err
 			})
 			return err
 		})
