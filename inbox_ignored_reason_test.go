@@ -14,10 +14,11 @@ import (
 // TestInboxIgnoredByWorkerSaysWhy: a worker that records an event ignored
 // (no handler for its type, received longer than RetryUnhandledFor ago)
 // keeps why in its LastError, worded as its failed attempts' ErrNoHandler,
-// never the payload, gives it to OnResult in Result.IgnoredReason, and
-// logs it at Warn once; Result.Err stays nil, as for every ignored
-// outcome. Redriven, it keeps that error while pending,
-// as any redriven event keeps its last; applied, it has none.
+// in the same words on both stores, as Lookup and List read it, never the
+// payload, gives it to OnResult in Result.IgnoredReason, and logs it at
+// Warn once; Result.Err stays nil, as for every ignored outcome.
+// Redriven, it keeps that error while pending, as any redriven event
+// keeps its last; applied, it has none.
 func TestInboxIgnoredByWorkerSaysWhy(t *testing.T) {
 	t.Parallel()
 	const why = "idempotency: no handler for the event's type in this process: invoice.paid " +
@@ -44,6 +45,10 @@ func TestInboxIgnoredByWorkerSaysWhy(t *testing.T) {
 			rec := record()
 			require.Equal(t, idempotency.InboxIgnored, rec.State)
 			require.Equal(t, why, rec.LastError)
+			listed, err := newRelease.List(t.Context(), idempotency.InboxFilter{States: []idempotency.InboxState{idempotency.InboxIgnored}})
+			require.NoError(t, err)
+			require.Len(t, listed, 1)
+			require.Equal(t, why, listed[0].LastError, "as List reads it")
 			require.Len(t, results, 2)
 			require.Equal(t, idempotency.OutcomeIgnored, results[1].Outcome)
 			require.Equal(t, idempotency.InboxIgnored, results[1].State)

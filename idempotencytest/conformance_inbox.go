@@ -619,7 +619,8 @@ func testInboxPastLease(t *testing.T, b StoreBackend) {
 
 // testInboxSkipAndIgnored: a skip is final and recorded in the ledger; an
 // event type without a handler is recorded ignored at ingest (with
-// RecordIgnored) and never attempted.
+// RecordIgnored) and never attempted, with no last error, as Lookup and
+// List read it (idemctl and the dashboard word why from that).
 func testInboxSkipAndIgnored(t *testing.T, b StoreBackend) {
 	ib := newInboxBench(t, b, idempotency.InboxConfig{}, nil)
 	ib.deliver(t, "evt_skip", "checkout.session.completed", "cs_1", 1756742400, idempotency.OutcomeQueued)
@@ -628,7 +629,15 @@ func testInboxSkipAndIgnored(t *testing.T, b StoreBackend) {
 	ib.work(t, 1)
 	require.Equal(t, idempotency.InboxSkipped, ib.record(t, "evt_skip").State)
 	require.Equal(t, "no account in metadata", requireEvent(t, b, "evt_skip", idempotency.OutcomeSkipped).SkipReason)
-	require.Equal(t, idempotency.InboxIgnored, ib.record(t, "evt_ign").State)
+	ign := ib.record(t, "evt_ign")
+	require.Equal(t, idempotency.InboxIgnored, ign.State)
+	require.Zero(t, ign.Attempt)
+	require.Empty(t, ign.LastError)
+	listed, err := ib.inbox.List(ctxT(t), idempotency.InboxFilter{States: []idempotency.InboxState{idempotency.InboxIgnored}})
+	require.NoError(t, err)
+	require.Len(t, listed, 1)
+	require.Equal(t, "evt_ign", listed[0].EventID)
+	require.Empty(t, listed[0].LastError)
 	require.Equal(t, map[idempotency.InboxState]int{idempotency.InboxSkipped: 1, idempotency.InboxIgnored: 1}, ib.counts(t))
 }
 
