@@ -58,7 +58,8 @@ one asked for stops the run before any event of its page is stored.
 than a test key (sk_test_, rk_test_) is sent over plain http only to this
 machine (localhost, a loopback address). Stripe's API never redirects: the
 client follows a redirect only on the same host, to where -api-base could
-point, and fails the request on any other without asking its location.
+point, and to a location holding no key (an error would quote it), and
+fails the request on any other without asking its location.
 
 -checkpoint keeps, under a name, how far the run got: a run stopped by an
 error, a failed event or SIGINT continues there when run again with the same

@@ -254,3 +254,45 @@ func TestRedirectGuardKeepsTheCallersClient(t *testing.T) {
 	c.CloseIdleConnections()
 	require.EqualValues(t, 1, tr.closed.Load())
 }
+
+// TestRedirectToALocationHoldingTheKeyRefused: a redirect on the same
+// host to a location that holds the API key (as written, or
+// percent-encoded) is not followed, the location not asked: Go's error of
+// any request after it, refused by a later redirect or stopped after 10,
+// quotes the URL it went to, and so the key. It was followed, and the
+// error quoted the key.
+func TestRedirectToALocationHoldingTheKeyRefused(t *testing.T) {
+	t.Parallel()
+	hc := fakeHostClient(t)
+	for name, loc := range map[string]string{
+		"in the query, then another host": "/next?key=" + live,
+		"percent-encoded, then endlessly": "/loop/%73k_live_verysecret0123456789",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var after atomic.Int32 // requests after the first
+			srv := start(t, true, func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.URL.Path == "/v1/events":
+					http.Redirect(w, r, loc, http.StatusFound)
+				case r.URL.Path == "/next":
+					after.Add(1)
+					http.Redirect(w, r, "https://"+otherHost+"/v1/events", http.StatusFound)
+				default:
+					after.Add(1)
+					http.Redirect(w, r, r.URL.RequestURI(), http.StatusFound)
+				}
+			})
+			req, err := http.NewRequest(http.MethodGet, on(t, srv, fakeHost)+"/v1/events", nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+live)
+			_, err = guarded(live, hc).Do(req)
+			require.NotContains(t, err.Error(), "verysecret")
+			_, ok := errors.AsType[*RedirectError](err)
+			require.True(t, ok, "%v", err)
+			require.ErrorContains(t, err, "not following a redirect to a location (not quoted: it holds the API key): "+
+				"it would be quoted, with the key, in the error of any request sent there")
+			require.Zero(t, after.Load(), "the location was not asked")
+		})
+	}
+}

@@ -103,10 +103,12 @@ func Redacted(s string) string {
 // alone. Go forwards the key on a redirect to the same host whatever the
 // scheme, so plain http there would send it unencrypted; to another host
 // Go drops it, and the request would go on without it to a server never
-// named, whose answer would be taken for Stripe's. Any other redirect
-// fails the request with a *RedirectError, which stripe-go retries as it
-// does a network error; hc's CheckRedirect (Go's limit of 10 redirects
-// without one) still applies to the redirects followed.
+// named, whose answer would be taken for Stripe's. Nor does it follow one
+// to a location that may hold an API key (HoldsKey): Go's error of any
+// request sent there quotes its URL. A redirect not followed fails the
+// request with a *RedirectError, which stripe-go retries as it does a
+// network error; hc's CheckRedirect (Go's limit of 10 redirects without
+// one) still applies to the redirects followed.
 func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 	if !strings.HasPrefix(key, "sk_") && !strings.HasPrefix(key, "rk_") {
 		return nil, ErrKey
@@ -217,6 +219,11 @@ func (g *redirectGuard) check(from *url.URL, loc string) *RedirectError {
 		// subdomain, which may be another machine, and to no other
 		// spelling of it.
 		e.why = "is another host, to which the request would go on without the API key"
+	case e.withKey:
+		// Go quotes the URL a request went to in its error, the key
+		// with it, whatever ends the request there: a redirect refused
+		// after it, the 10 redirects of its CheckRedirect, the network.
+		e.why = "would be quoted, with the key, in the error of any request sent there"
 	default:
 		return nil
 	}
