@@ -8,8 +8,9 @@ import (
 )
 
 // TestBaseURLErrorQuotesNoEscapedKey: a refused base URL that holds an API
-// key percent-encoded, as a URL may hold any of its text, is not quoted:
-// the key was quoted whole, its "sk_" spelled "%73k_" or "sk%5F".
+// key percent-encoded, once or twice (a URL escaped again), as a URL may
+// hold any of its text, is not quoted: the key was quoted whole, its "sk_"
+// spelled "%73k_" or "sk%5F", and then with its "sk_" spelled "%2573k_".
 func TestBaseURLErrorQuotesNoEscapedKey(t *testing.T) {
 	t.Parallel()
 	const key = "sk_live_verysecret0123456789"
@@ -18,6 +19,7 @@ func TestBaseURLErrorQuotesNoEscapedKey(t *testing.T) {
 		"http://sk%5Flive_verysecret0123456789@proxy.example.com",
 		"http://proxy.example.com/?key=rk%5Flive_verysecret0123456789",
 		"ftp://%73k_live_verysecret0123456789@proxy.example.com",
+		"http://proxy.example.com/?key=%2573k_live_verysecret0123456789",
 	} {
 		_, err := NewClient(key, base, nil)
 		var be *BaseURLError

@@ -257,7 +257,7 @@ func TestRedirectGuardKeepsTheCallersClient(t *testing.T) {
 
 // TestRedirectToALocationHoldingTheKeyRefused: a redirect on the same
 // host to a location that holds the API key (as written, or
-// percent-encoded) is not followed, the location not asked: Go's error of
+// percent-encoded once or twice) is not followed, the location not asked: Go's error of
 // any request after it, refused by a later redirect or stopped after 10,
 // quotes the URL it went to, and so the key. It was followed, and the
 // error quoted the key.
@@ -265,8 +265,9 @@ func TestRedirectToALocationHoldingTheKeyRefused(t *testing.T) {
 	t.Parallel()
 	hc := fakeHostClient(t)
 	for name, loc := range map[string]string{
-		"in the query, then another host": "/next?key=" + live,
-		"percent-encoded, then endlessly": "/loop/%73k_live_verysecret0123456789",
+		"in the query, then another host":  "/next?key=" + live,
+		"percent-encoded, then endlessly":  "/loop/%73k_live_verysecret0123456789",
+		"encoded twice, then another host": "/next?key=%2573k_live_verysecret0123456789",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -240,15 +240,21 @@ func (g *redirectGuard) CloseIdleConnections() {
 
 // HoldsKey reports whether base, a URL or text meant as one, may hold an
 // API key: key itself, or any text with a secret or restricted key's
-// prefix (another key pasted in), as written or percent-decoded ("%73k_",
-// "sk%5F"), as a URL may hold any of its text.
+// prefix (another key pasted in), as written or percent-decoded once
+// ("%73k_", "sk%5F") or twice ("%2573k_", a URL escaped again on its way),
+// as a URL may hold any of its text.
 func HoldsKey(base, key string) bool {
-	for _, s := range [...]string{base, percentDecoded(base)} {
+	s := base
+	for decoded := 0; ; decoded++ {
 		if strings.Contains(s, key) || strings.Contains(s, "sk_") || strings.Contains(s, "rk_") {
 			return true
 		}
+		next := percentDecoded(s)
+		if decoded == 2 || next == s {
+			return false
+		}
+		s = next
 	}
-	return false
 }
 
 // percentDecoded is s with each escape %XX decoded, and a '%' that begins
