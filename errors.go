@@ -564,11 +564,12 @@ var (
 	// A thin event whose fetch fails is answered 503 (network, timeout,
 	// 429, 5xx, an answer cut short) or 500 (a refusal: a 4xx, Stripe's or
 	// a proxy's; a request the client cannot make: a base URL that does
-	// not parse or is not http(s), endless redirects or one the client of
-	// idemctl and examples/server refuses, a certificate not accepted), so
-	// Stripe sends it again; an [OnCurrent] handler's fails its event;
-	// [Handler.Recover] asks again after what a later request may pass,
-	// and stops with it, its checkpoint kept.
+	// not parse, is not http(s) or has a path other than /v1; endless
+	// redirects or one the client of idemctl and examples/server refuses,
+	// a certificate not accepted), so Stripe sends it again; an
+	// [OnCurrent] handler's fails its event; [Handler.Recover] asks again
+	// after what a later request may pass, and stops with it, its
+	// checkpoint kept.
 	ErrStripeAPI = errors.New("idempotency: Stripe API request failed")
 	// ErrRecoveryWindow: [Handler.Recover] was asked to start before
 	// [RecoveryWindow] (30 days) ago, by RecoverOptions.Since or by the

@@ -307,7 +307,8 @@ const (
 //	    event: the Stripe API (or a proxy before
 //	    it: a 4xx) refused the fetch, or the
 //	    client cannot make it (a base URL that
-//	    does not parse or is not http(s), endless
+//	    does not parse, is not http(s) or has a
+//	    path other than /v1; endless
 //	    redirects or one the client of idemctl
 //	    and examples/server refuses, a
 //	    certificate not accepted)                   {"error":"processing_failed"}

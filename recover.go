@@ -215,8 +215,8 @@ type RecoverReport struct {
 // MaxNetworkRetries, 2 by default; not a 200 that does not decode) inside
 // each of Recover's requests, before Recover asks again. Other answers (a 4xx,
 // Stripe's or a proxy's, a key refused) stop the run at once, and so does
-// a request the client cannot make (a base URL that does not parse or is
-// not http or https, endless redirects or one the client of idemctl and
+// a request the client cannot make (a base URL that does not parse, is
+// not http or https, or has a path other than /v1; endless redirects or one the client of idemctl and
 // examples/server refuses, a certificate not accepted).
 //
 // It refuses, with [ErrRecoveryWindow] and before any request, the place

@@ -182,6 +182,13 @@ func apiError(op string, err error) error {
 				e.causeText = strings.ReplaceAll(err.Error(), ue.Error(), (&url.Error{Op: ue.Op, URL: masked, Err: ue.Err}).Error())
 			}
 		}
+	case unknownPathPrefix.MatchString(err.Error()):
+		// A base URL without a scheme ("api.stripe.com", "localhost:12111"),
+		// or with a path of its own ("https://proxy/stripe"; stripe-go
+		// strips a trailing /v1 alone), makes a URL whose path stripe-go
+		// does not know: it fails the request, unsent or its answer unread.
+		// Its text quotes that URL, which may hold a user name.
+		e.baseNotHTTP = true
 	case undecoded != 0:
 		// Not JSON of the shape asked for (an error answer's, or the
 		// object's): stripe-go quotes up to 500 bytes of the body; only
@@ -210,6 +217,13 @@ func bareAnswerJSON(err error) bool {
 
 // notStripesJSON names an error of bareAnswerJSON's.
 const notStripesJSON = "an error answer that is not the Stripe API's (JSON without Stripe's error; its status not known, its body not quoted)"
+
+// unknownPathPrefix is the text stripe-go v82 gives the error of a
+// request whose URL's path does not begin with /v1 or /v2: the client's
+// base URL has no scheme, so that the whole URL reads as a path, or a path
+// of its own. TestStripeAPIRequestNoLaterOnePasses fails if a release of
+// stripe-go words it otherwise.
+var unknownPathPrefix = regexp.MustCompile(`\Aunknown path prefix `)
 
 // undecodedAnswer is the text stripe-go v82 gives the error of an answer
 // whose body does not decode (UnmarshalJSONVerbose): the status, then a
@@ -290,6 +304,7 @@ type stripeAPIError struct {
 	unreadable           bool
 	notStripe            bool   // unreadable: JSON without Stripe's error object, of an error status not known
 	notAsked             string // unreadable: JSON answered, not what was asked for (notAskedFor)
+	baseNotHTTP          bool   // the client's base URL has no scheme, or a path (unknownPathPrefix)
 	// otherMode is "live" or "test" when Stripe answered that the object
 	// exists in that mode, not the API key's (see keyOfOtherMode).
 	otherMode string
@@ -301,11 +316,13 @@ type stripeAPIError struct {
 // answer stripe-go could not read that has no error status (a success
 // status whose body is cut short or not JSON) or whose status is not
 // known. A refusal (another 4xx, whether Stripe's or a proxy's) is not,
-// nor a request no later one passes (unsendable).
+// nor a request no later one passes (unsendable, or baseNotHTTP).
 // stripe-go keeps no status of a v2 error answer: its type says it, a
 // rate limit (rate_limit) or a failure of Stripe's (api_error).
 func (e *stripeAPIError) transient() bool {
 	switch {
+	case e.baseNotHTTP:
+		return false
 	case e.cause != nil:
 		return !unsendable(e.cause)
 	case e.unreadable && e.status < http.StatusBadRequest:
@@ -364,6 +381,8 @@ func keyOfOtherMode(se *stripe.Error) string {
 func (e *stripeAPIError) Error() string {
 	s := ErrStripeAPI.Error() + ": " + e.op
 	switch {
+	case e.baseNotHTTP:
+		return s + ": the client's base URL is not an http or https URL without a path (stripe-go: unknown path prefix; no answer read)"
 	case e.causeText != "":
 		return s + ": " + e.causeText
 	case e.cutShort:

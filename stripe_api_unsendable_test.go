@@ -25,6 +25,12 @@ import (
 // Warn lines "asking again" of half a minute of retries, and a thin
 // event is answered 500, not 503. Before, Recover asked again 5 times
 // (31 s), each logged as the Events API refusing the request for now.
+// A base URL without a scheme ("api.stripe.com", stripe-mock's
+// "localhost:12111") or with a path of its own (a proxy's prefix;
+// stripe-go strips a trailing /v1 alone), whose requests stripe-go fails,
+// sent or not, as of a path it does not know, says so, without quoting
+// the URL; it read "an answer stripe-go could not read", of an answer
+// there never was, and was asked again too.
 func TestStripeAPIRequestNoLaterOnePasses(t *testing.T) {
 	t.Parallel()
 	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -35,10 +41,24 @@ func TestStripeAPIRequestNoLaterOnePasses(t *testing.T) {
 	tlsServer.Config.ErrorLog = log.New(io.Discard, "", 0) // its handshakes refused
 	tlsServer.StartTLS()
 	t.Cleanup(tlsServer.Close)
+	answering := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"object":"list","data":[],"has_more":false}`))
+	}))
+	t.Cleanup(answering.Close)
+	// The base URLs of stripe-go's "unknown path prefix", not quoted.
+	badBase := map[string]string{
+		"no scheme":                "api.stripe.com",
+		"host and port, no scheme": "localhost:12111", // stripe-mock's address without http://
+		"a path of its own":        answering.URL + "/stripe",
+	}
 	clients := map[string]*stripe.Client{}
 	for name, base := range map[string]string{
 		"URL that does not parse":  "http://stripe.fake:44x3",
 		"scheme not http":          "ftp://stripe.fake",
+		"no scheme":                badBase["no scheme"],
+		"host and port, no scheme": badBase["host and port, no scheme"],
+		"a path of its own":        badBase["a path of its own"],
 		"redirected without end":   redirecting.URL,
 		"certificate not accepted": tlsServer.URL, // the client does not trust httptest's
 	} {
@@ -63,6 +83,11 @@ func TestStripeAPIRequestNoLaterOnePasses(t *testing.T) {
 				rep, err := idempotency.RecoverWithBackoff(t.Context(), h, client,
 					idempotency.RecoverOptions{Since: time.Now().Add(-time.Hour), RequestsPerSecond: 100}, time.Millisecond)
 				require.ErrorIs(t, err, idempotency.ErrStripeAPI)
+				require.NotContains(t, err.Error(), "could not read", "no answer was read")
+				if base, ok := badBase[name]; ok {
+					require.ErrorContains(t, err, "the client's base URL is not an http or https URL without a path")
+					require.NotContains(t, err.Error(), base, "the URL is not quoted: it may hold a user name")
+				}
 				require.Equal(t, 1, rep.Requests, "not asked again: %v", err)
 				require.NotContains(t, logs.String(), "asking again")
 			})
