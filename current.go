@@ -82,9 +82,10 @@ func Retrieve[T any, P interface {
 			return obj, nil
 		}
 		// Only Stripe's resource_missing says the object is gone: a 404
-		// without it (Unrecognized request URL, from a base URL with a
-		// path of its own) says nothing of the object, and skipping on it
-		// would drop every event for good.
+		// without it (Unrecognized request URL, from an API that does not
+		// know the path: a stripe-mock without the endpoint, a gateway
+		// that forwards it elsewhere) says nothing of the object, and
+		// skipping on it would drop every event for good.
 		// stripe-go keeps no status of a v2 error answer (a
 		// *stripe.V2RawError), only its code.
 		// Nor does one that says the object exists in the other mode than

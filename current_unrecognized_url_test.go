@@ -2,9 +2,10 @@ package idempotency_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"sync/atomic"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,23 +16,30 @@ import (
 )
 
 // TestOnCurrentUnrecognizedURLIsNotAMissingObject: a 404 that is not
-// Stripe's resource_missing, such as the "Unrecognized request URL" Stripe
-// answers a client whose base URL has a path of its own
-// (https://api.stripe.com/v1), says nothing of the object: the event fails
-// (500, Stripe sends it again) instead of being skipped for good as an
-// object the API no longer knows. A resource_missing 404 is still skipped.
+// Stripe's resource_missing, such as the "Unrecognized request URL" of an
+// API that does not know the path (a stripe-mock without the endpoint, a
+// gateway that forwards the request elsewhere), says nothing of the
+// object: the event fails (500, Stripe sends it again) instead of being
+// skipped for good as an object the API no longer knows. A
+// resource_missing 404 is still skipped. A base URL ending in /v1 is no
+// way to get that 404: stripe-go strips the /v1, and the fetch reaches
+// the API's own paths.
 func TestOnCurrentUnrecognizedURLIsNotAMissingObject(t *testing.T) {
 	t.Parallel()
-	var body atomic.Value
-	body.Store(`{"error":{"message":"Unrecognized request URL (GET: /v1/v1/subscriptions/sub_1).","type":"invalid_request_error"}}`)
+	// The API knows the customers' path, where cus_1 is gone, and not the
+	// subscriptions'.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Request-Id", "req_unrecognized")
 		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write([]byte(body.Load().(string)))
+		if id, ok := strings.CutPrefix(r.URL.Path, "/v1/customers/"); ok {
+			_, _ = fmt.Fprintf(w, `{"error":{"code":"resource_missing","message":"No such customer: '%s'","param":"id","type":"invalid_request_error"}}`, id)
+			return
+		}
+		_, _ = fmt.Fprintf(w, `{"error":{"message":"Unrecognized request URL (GET: %s).","type":"invalid_request_error"}}`, r.URL.Path)
 	}))
 	t.Cleanup(srv.Close)
-	client := stripe.NewClient(fakeStripeKey, fakeBackends(srv.URL+"/v1", nil))
+	client := stripe.NewClient(fakeStripeKey, fakeBackends(srv.URL, nil))
 
 	fetch := idempotency.Retrieve(client.V1Subscriptions.Retrieve)
 	ran := false
@@ -55,8 +63,11 @@ func TestOnCurrentUnrecognizedURLIsNotAMissingObject(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, events, "nothing is recorded: Stripe's redelivery, once the client is fixed, applies it")
 
-	// The object itself missing is still a 404 to skip.
-	body.Store(`{"error":{"code":"resource_missing","message":"No such subscription: 'sub_1'","param":"id","type":"invalid_request_error"}}`)
-	_, err = fetch(t.Context(), "sub_1", "")
-	require.ErrorIs(t, err, idempotency.ErrObjectNotFound)
+	// The object itself missing is still a 404 to skip, also through a
+	// base URL ending in /v1.
+	for _, base := range []string{srv.URL, srv.URL + "/v1"} {
+		customers := stripe.NewClient(fakeStripeKey, fakeBackends(base, nil))
+		_, err = idempotency.Retrieve(customers.V1Customers.Retrieve)(t.Context(), "cus_1", "")
+		require.ErrorIs(t, err, idempotency.ErrObjectNotFound, base)
+	}
 }
