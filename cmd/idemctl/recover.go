@@ -28,6 +28,9 @@ inbox as pending, as a delivery would: the service's workers apply them with
 its handlers. Events already in the inbox or claimed come out duplicates, so
 a period that was partly delivered, or recovered before, costs nothing twice.
 -since reaches back at most 30 days (the Events API's window).
+A synchronous-mode service runs no workers: the events stored stay pending
+and are never applied there (a delivery or a Recover claims them, and
+applies them, all the same). Run Handler.Recover in the service instead.
 
 idemctl does not know the service's handlers, and the inbox stores only the
 events of types that have one (the others are answered ignored and not

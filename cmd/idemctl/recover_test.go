@@ -169,3 +169,15 @@ func TestRecoverBadOptions(t *testing.T) {
 	}
 	require.Empty(t, api.queries)
 }
+
+// TestRecoverHelpSaysInboxModeOnly: recover stores the events it lists in
+// the inbox, for workers that a synchronous-mode service does not run:
+// there they stay pending and are never applied. recover -h says so, and
+// names what a synchronous service runs instead, Handler.Recover.
+func TestRecoverHelpSaysInboxModeOnly(t *testing.T) {
+	r := idemctl(t, nil, nil, "recover", "-h")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	help := r.stdout + r.stderr
+	require.Contains(t, help, "A synchronous-mode service")
+	require.Contains(t, help, "Handler.Recover in the service")
+}
