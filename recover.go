@@ -60,10 +60,10 @@ type RecoverOptions struct {
 	// time.Now().Add(-RecoveryWindow), read before Recover reads Now, is
 	// the whole window; a run that continues its Checkpoint from an event
 	// after Since is held to the window from that event instead, so that
-	// the same options run again after 30 days still continue it. Take it
-	// from before the outage
-	// began: an event delivered and applied already costs only a
-	// duplicate.
+	// the same options run again after 30 days still continue it; and no
+	// later than Now (a Since in the future is refused before any
+	// request). Take it from before the outage began: an event delivered
+	// and applied already costs only a duplicate.
 	Since time.Time
 
 	// Types lists only events of these types (at most 20, as the Events
