@@ -57,8 +57,8 @@ those of that connected account (Connect), every request made as it
 events, so recover each account in turn there; without -account it would be
 given the platform's own events. A listed event of another account than the
 one asked for stops the run before any event of its page is stored.
--api-base points the client at a local stripe-mock or a fake; a key other
-than a test key (sk_test_, rk_test_) is sent over plain http only to this
+-api-base points the client at a local stripe-mock or a fake: a scheme and
+a host (and port), with no path but /v1; a key other than a test key (sk_test_, rk_test_) is sent over plain http only to this
 machine (localhost, a loopback address). Stripe's API never redirects: the
 client follows a redirect only on the same host, to where -api-base could
 point, and to a location holding no key (an error would quote it), and

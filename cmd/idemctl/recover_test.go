@@ -137,6 +137,7 @@ func TestRecover(t *testing.T) {
 		{nil, []string{"-since", "1h", "-types", "invoice.paid"}, "STRIPE_SECRET_KEY is not set"},
 		{map[string]string{"STRIPE_SECRET_KEY": "whsec_oops"}, []string{"-since", "1h", "-types", "invoice.paid"}, "STRIPE_SECRET_KEY is not a secret (sk_...) or restricted (rk_...) API key"},
 		{env, []string{"-since", "1h", "-types", "invoice.paid", "-api-base", "localhost:12111"}, `-api-base "localhost:12111" is not an http(s) URL`},
+		{env, []string{"-since", "1h", "-types", "invoice.paid", "-api-base", "http://localhost:12111/stripe"}, `-api-base "http://localhost:12111/stripe" has a path, query or fragment of its own`},
 	} {
 		r := idemctl(t, s.db, c.env, append([]string{"recover"}, c.args...)...)
 		require.Equal(t, exitUsage, r.code, "%v: %s", c.args, r.stderr)

@@ -22,7 +22,7 @@ func TestRunLogsNoStripeAPIBasePassword(t *testing.T) {
 	require.NotContains(t, log, "s3cr3t")
 
 	stderr = newLogWatch("stripe_api=")
-	startServerEnv(t, map[string]string{"STRIPE_SECRET_KEY": fakeKey}, stderr, "-stripe-api-base", api.srv.URL+"/?key="+fakeKey)
+	startServerEnv(t, map[string]string{"STRIPE_SECRET_KEY": fakeKey}, stderr, "-stripe-api-base", strings.Replace(api.srv.URL, "http://", "http://"+fakeKey+"@", 1))
 	log = stderr.String()
 	require.Contains(t, log, `stripe_api="(not logged: it holds the API key)"`, log)
 	require.NotContains(t, log, fakeKey)

@@ -26,14 +26,15 @@ import (
 // message never contains the key.
 var ErrKey = errors.New("STRIPE_SECRET_KEY is not a secret (sk_...) or restricted (rk_...) API key")
 
-// BaseURLError is returned for a base URL that is not http(s), or that is
-// plain http to a host other than this machine's for a key that is not a
-// test key. Its message quotes the URL without the password of its user
+// BaseURLError is returned for a base URL that is not http(s), that has a
+// path (but /v1), query or fragment of its own, or that is plain http to a
+// host other than this machine's for a key that is not a test key. Its message quotes the URL without the password of its user
 // info, and not at all when it may hold an API key (HoldsKey).
 type BaseURLError struct {
 	URL     string
 	withKey bool // URL may hold an API key
 	plain   bool // http, not https, for a key not a test key, to another machine
+	ownPath bool // a path but /v1, a query or a fragment
 }
 
 // The rules a base URL and a redirect are held to, as their errors say.
@@ -45,6 +46,10 @@ const (
 
 func (e *BaseURLError) Error() string {
 	what := notHTTP
+	if e.ownPath {
+		what = "has a path, query or fragment of its own, which stripe-go cannot send to " +
+			"(a scheme and a host alone, as https://api.stripe.com or http://localhost:12111)"
+	}
 	if e.plain {
 		what = unencrypted + " (not a test key: use https, or a test key for a local stripe-mock or fake)"
 	}
@@ -125,6 +130,9 @@ func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 	if plainForKey(u, key) {
 		return nil, &BaseURLError{URL: base, withKey: HoldsKey(base, key), plain: true}
 	}
+	if ownPath(u) {
+		return nil, &BaseURLError{URL: base, withKey: HoldsKey(base, key), ownPath: true}
+	}
 	cfg := &stripe.BackendConfig{
 		HTTPClient:    guarded(key, hc),
 		LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
@@ -140,6 +148,16 @@ func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 // isHTTP reports whether u, parsed with err, is an http(s) URL with a host.
 func isHTTP(u *url.URL, err error) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// ownPath reports whether base URL u has a path, query or fragment that
+// stripe-go does not take: it trims one "/" and then one "/v1" from a base
+// URL and appends each request's path, which must then start with /v1 or
+// /v2 (any other request fails, "unknown path prefix"), and a query or a
+// fragment would come before that path.
+func ownPath(u *url.URL) bool {
+	p := strings.TrimSuffix(strings.TrimSuffix(u.EscapedPath(), "/"), "/v1")
+	return p != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != ""
 }
 
 // plainForKey reports whether u is plain http to another machine for a
