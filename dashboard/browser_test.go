@@ -173,8 +173,8 @@ func TestBrowser(t *testing.T) {
 	dead, err := f.inbox.List(t.Context(), idempotency.InboxFilter{States: []idempotency.InboxState{idempotency.InboxDeadLetter}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"evt_dead_1"}, ids(dead))
-	require.Equal(t, ids(dead), attrs(t, ctx, `h2#dead + table tr[data-id]`, "data-id"))
-	require.Equal(t, dead[0].LastError, text(t, ctx, `h2#dead + table tr[data-id="evt_dead_1"] td.err`))
+	require.Equal(t, ids(dead), attrs(t, ctx, `h2#dead + .scroll table tr[data-id]`, "data-id"))
+	require.Equal(t, dead[0].LastError, text(t, ctx, `h2#dead + .scroll table tr[data-id="evt_dead_1"] td.err`))
 	require.Contains(t, dead[0].LastError, "ledger service refused invoice in_dead_1")
 	screenshot(t, ctx, "dashboard-overview")
 
@@ -189,7 +189,7 @@ func TestBrowser(t *testing.T) {
 
 	// The dead letter's page, reached by clicking it on the overview.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base),
-		chromedp.Click(chromedp.CSS(`h2#dead + table tr[data-id="evt_dead_1"] a`)),
+		chromedp.Click(chromedp.CSS(`h2#dead + .scroll table tr[data-id="evt_dead_1"] a`)),
 		chromedp.WaitVisible(chromedp.CSS("#record"))))
 	require.Equal(t, "dead_letter", text(t, ctx, "#state"))
 	require.Equal(t, "1", text(t, ctx, "#attempts"))

@@ -56,7 +56,9 @@
 // embedded in the binary, with inline CSS: no script, no build step, no
 // asset from elsewhere. Every answer forbids framing and caching and sets a
 // Content-Security-Policy that allows nothing but the page's own styles and
-// forms.
+// forms. A page fits the window, from a phone's 390 pixels wide: an id
+// without a space breaks where it must, and a table wider than the window
+// scrolls in its own box.
 //
 // Payloads are not shown unless Config.ShowPayloads is set: an event's body
 // holds customer data (names, emails, addresses).
