@@ -1,6 +1,10 @@
 package dashboard_test
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/url"
 	"strings"
 	"testing"
@@ -10,6 +14,7 @@ import (
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/dashboard"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // TestBrowserPagesFitTheWindow: on a laptop (1280 px wide) and on a phone
@@ -48,4 +53,41 @@ func TestBrowserPagesFitTheWindow(t *testing.T) {
 		Math.round(a.getBoundingClientRect().height / parseFloat(getComputedStyle(a).lineHeight)))`))
 	require.NoError(t, err)
 	require.Equal(t, []int{1, 1}, lines, "the lines of a Stripe event id and object id")
+}
+
+// TestBrowserListLastErrorClamped: a list shows a last error of 1000
+// bytes (a handler that quotes an API's answer) in three lines at most,
+// so that a screen of failed records above the dead letters stays a
+// screen; the event's page shows it whole.
+func TestBrowserListLastErrorClamped(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, idempotency.NewMemoryStore(), dashboard.Config{AllowRedrive: true})
+	long := strings.Repeat("ledger answered 502 Bad Gateway: upstream reset the connection; ", 16)[:1000]
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error {
+		return errors.New(long)
+	})
+	quiet := slog.New(slog.DiscardHandler)
+	inbox, err := idempotency.NewInbox(f.store, hs, idempotency.InboxConfig{MaxAttempts: 1, Now: f.clock.Now, Logger: quiet})
+	require.NoError(t, err)
+	hook, err := inbox.Handler(idempotency.Config{Secrets: []string{secret}, Now: f.clock.Now, Logger: quiet})
+	require.NoError(t, err)
+	a := idempotencytest.Deliver(hook, eventPayload(t, "invoice.paid", "evt_long_error", "in_long_error"), secret)
+	require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+	_, err = inbox.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, "evt_long_error"))
+
+	// The lines of td.err: its content's height over its line height.
+	const lines = `(td => { const s = getComputedStyle(td);
+		return Math.round((td.clientHeight - parseFloat(s.paddingTop) - parseFloat(s.paddingBottom)) / parseFloat(s.lineHeight)) })`
+	base := f.srv.URL + mount
+	for _, page := range []string{"", "events?state=dead_letter"} {
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS("table.records"))), page)
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](lines+`(document.querySelector('tr[data-id="evt_long_error"] td.err'))`))
+		require.NoError(t, err)
+		require.LessOrEqual(t, n, 3, "%q: the last error's lines", page)
+	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"event?id=evt_long_error"), chromedp.WaitVisible(chromedp.CSS("#last-error"))))
+	require.Equal(t, strings.TrimSpace(long), text(t, ctx, "#last-error"), "the event's page: all of it")
 }

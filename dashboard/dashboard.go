@@ -58,7 +58,8 @@
 // Content-Security-Policy that allows nothing but the page's own styles and
 // forms. A page fits the window, from a phone's 390 pixels wide: an id
 // without a space breaks where it must, and a table wider than the window
-// scrolls in its own box.
+// scrolls in its own box. A table shows a last error's first three lines;
+// the event's page shows it all.
 //
 // Payloads are not shown unless Config.ShowPayloads is set: an event's body
 // holds customer data (names, emails, addresses).

@@ -40,7 +40,7 @@ func TestIgnoredAtReceiptPageSaysWhy(t *testing.T) {
 			for _, path := range []string{"events?state=ignored", "search?q=in_evt_ignr_1"} {
 				_, body := f.get(t, path)
 				contains(t, body, `data-id="evt_ignr_1"`)
-				contains(t, body, `<td class="err">ignored at receipt: no handler for its type; see the event</td>`)
+				contains(t, body, `<td class="err"><div class="clamp">ignored at receipt: no handler for its type; see the event</div></td>`)
 			}
 		})
 	}
