@@ -166,8 +166,11 @@ func TestBrowser(t *testing.T) {
 	}
 	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(480, 900)))
 	narrow := cardTops(t, ctx)
-	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateReset()))
+	// Back at 1280 pixels, for the rest and the screenshots (EmulateReset
+	// leaves headless Chromium at 480).
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)))
 	require.Less(t, narrow[0], narrow[len(narrow)-1], "at 480 px wide the cards wrap: %v", narrow)
+	require.Equal(t, tops, cardTops(t, ctx), "the cards in one row again")
 
 	// Its dead-letter list is the inbox's, with the last error.
 	dead, err := f.inbox.List(t.Context(), idempotency.InboxFilter{States: []idempotency.InboxState{idempotency.InboxDeadLetter}})
