@@ -34,6 +34,7 @@ func parsePages(names ...string) map[string]*template.Template {
 		"ago":         ago,
 		"lease":       lease,
 		"age":         age,
+		"count":       display.Count,
 		"redrivable":  idempotency.InboxState.Redrivable,
 		"forgettable": idempotency.InboxState.Final,
 		"records":     func(v view, recs []idempotency.InboxRecord) recordsTable { return recordsTable{v, recs} },
