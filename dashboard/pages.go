@@ -289,14 +289,52 @@ func pageURL(q url.Values) template.URL {
 	return template.URL("events?" + q.Encode())
 }
 
-// listHeading names what a list shows: "Dead-lettered tasks".
+// Noun is what f lists, singular: "event", "task", or "event and task".
+// An object, an account or the state ignored selects events only: a task
+// has neither, and is never ignored.
+func (f listFilter) Noun() string {
+	switch {
+	case f.Kind != "":
+		return string(f.Kind)
+	case f.State == idempotency.InboxIgnored || f.Object != "" || f.Account != "":
+		return "event"
+	}
+	return "event and task"
+}
+
+// Scope is what f selects besides its kind and state, as a list's heading
+// and its bulk redrive's button name it: " of type invoice.paid of
+// account acct_... received since 2026-11-20", each value as display.Line
+// shows it.
+func (f listFilter) Scope() string {
+	var b strings.Builder
+	if f.Type != "" {
+		b.WriteString(" of type " + display.Line(f.Type))
+	}
+	if f.Object != "" {
+		b.WriteString(" of object " + display.Line(f.Object))
+		if f.Account == "" {
+			b.WriteString(", under every account")
+		}
+	}
+	if f.Account != "" {
+		b.WriteString(" of account " + display.Line(f.Account))
+	}
+	if f.Since != "" {
+		b.WriteString(" received since " + display.Line(f.Since))
+	}
+	if f.Until != "" {
+		b.WriteString(" received before " + display.Line(f.Until))
+	}
+	return b.String()
+}
+
+// listHeading names what a list shows: "Dead-lettered tasks", "Failed
+// events of account acct_...".
 func listHeading(f listFilter) string {
-	what := "events and tasks"
-	switch f.Kind {
-	case idempotency.KindEvent:
-		what = "events"
-	case idempotency.KindTask:
-		what = "tasks"
+	what := map[string]string{"event": "events", "task": "tasks"}[f.Noun()]
+	if what == "" {
+		what = "events and tasks"
 	}
 	adj := map[idempotency.InboxState]string{
 		idempotency.InboxPending: "Pending", idempotency.InboxProcessing: "Processing",
@@ -305,9 +343,9 @@ func listHeading(f listFilter) string {
 		idempotency.InboxIgnored: "Ignored",
 	}[f.State]
 	if adj == "" {
-		return strings.ToUpper(what[:1]) + what[1:]
+		return strings.ToUpper(what[:1]) + what[1:] + f.Scope()
 	}
-	return adj + " " + what
+	return adj + " " + what + f.Scope()
 }
 
 type eventData struct {
