@@ -156,7 +156,7 @@ func TestBrowser(t *testing.T) {
 	require.Equal(t, strconv.Itoa(tasks), text(t, ctx, "#tasks-total"))
 	require.Equal(t, 2, st.TaskCounts[idempotency.InboxProcessed], "the fixture's receipts")
 	require.Equal(t, "4m 0s", text(t, ctx, "#oldest-pending"))
-	require.Equal(t, "5m 30s", text(t, ctx, "#last-attempt"))
+	require.Equal(t, "5m 30s ago", text(t, ctx, "#last-attempt"))
 	// Its six cards fit in one row at 1280 pixels, and wrap on a narrow
 	// screen.
 	tops := cardTops(t, ctx)

@@ -36,7 +36,7 @@ func TestPages(t *testing.T) {
 	status, body := f.get(t, "")
 	require.Equal(t, http.StatusOK, status)
 	contains(t, body, `id="oldest-pending">4m 0s<`)
-	contains(t, body, `id="last-attempt">5m 30s<`, "the dead letter's attempt, before the 90 s and the 4 min the fixture waited")
+	contains(t, body, `id="last-attempt">5m 30s <small>ago</small><`, "the dead letter's attempt, before the 90 s and the 4 min the fixture waited")
 	contains(t, body, "evt_dead_1")
 	contains(t, body, "ledger service refused invoice in_dead_1")
 	notContains(t, body, "evt_paid_1", "the overview lists failed and dead-lettered records only")

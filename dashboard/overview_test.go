@@ -218,8 +218,8 @@ func TestForgetRefusesTasks(t *testing.T) {
 	contains(t, body, "Not forgotten: this is a task")
 }
 
-// TestOverviewLastAttempt: the overview dates the newest attempt, "none"
-// before any, so that an operator who sees events pending tells workers
+// TestOverviewLastAttempt: the overview dates the newest attempt, "2m 0s
+// ago" (an age, not how long it took), "none" before any, so that an operator who sees events pending tells workers
 // that fall behind from workers that do not run.
 func TestOverviewLastAttempt(t *testing.T) {
 	t.Parallel()
@@ -232,6 +232,6 @@ func TestOverviewLastAttempt(t *testing.T) {
 	f.clock.Advance(2 * time.Minute)
 	f.deliver(t, "invoice.paid", "evt_last_2", "in_last_2")
 	_, body = f.get(t, "")
-	contains(t, body, `id="last-attempt">2m 0s<`, "the first event's and its task's attempt")
+	contains(t, body, `id="last-attempt">2m 0s <small>ago</small><`, "the first event's and its task's attempt")
 	contains(t, body, `id="oldest-pending">0s<`, "the second event waits")
 }
