@@ -22,7 +22,8 @@ import (
 // sideways: an event id and an object id of 100 characters without a
 // space break, and a table wider than a phone's screen scrolls within its
 // own box, the heading, the filters and the header staying in view. On
-// the laptop a Stripe id (28 characters) stays on one line beside them.
+// the laptop a Stripe id (28 characters) stays on one line beside them,
+// and a time's column is as wide as its heading.
 func TestBrowserPagesFitTheWindow(t *testing.T) {
 	ctx := browser(t)
 	f := newFixture(t, idempotency.NewMemoryStore(), dashboard.Config{AllowRedrive: true, AllowForget: true})
@@ -53,6 +54,14 @@ func TestBrowserPagesFitTheWindow(t *testing.T) {
 		Math.round(a.getBoundingClientRect().height / parseFloat(getComputedStyle(a).lineHeight)))`))
 	require.NoError(t, err)
 	require.Equal(t, []int{1, 1}, lines, "the lines of a Stripe event id and object id")
+	// A time's UTC text wraps under its age rather than widen its column
+	// past its heading's width: the table is no wider for it.
+	spare, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`[...document.querySelectorAll('table.records th')]
+		.filter(th => th.textContent == 'Received' || th.textContent == 'Next attempt').map(th => {
+			const r = document.createRange(), s = getComputedStyle(th); r.selectNodeContents(th);
+			return Math.round(th.getBoundingClientRect().width - r.getBoundingClientRect().width - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight)) })`))
+	require.NoError(t, err)
+	require.Equal(t, []int{0, 0}, spare, "pixels the Received and Next attempt columns are wider than their headings")
 }
 
 // TestBrowserListLastErrorClamped: a list shows a last error of 1000

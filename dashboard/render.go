@@ -38,6 +38,7 @@ func parsePages(names ...string) map[string]*template.Template {
 		"redrivable":  idempotency.InboxState.Redrivable,
 		"forgettable": idempotency.InboxState.Final,
 		"records":     func(v view, recs []idempotency.InboxRecord) recordsTable { return recordsTable{v, recs} },
+		"moment":      func(now, at time.Time) moment { return moment{now, at} },
 		"taskKey":     func(rec idempotency.InboxRecord) string { return display.TaskKey(rec.EventID, rec.EventType) },
 		"unknown":     func() string { return display.Unknown },
 		// lastError is a record's last error, or why it is ignored when it
@@ -78,6 +79,13 @@ type view struct {
 type recordsTable struct {
 	View    view
 	Records []idempotency.InboxRecord
+}
+
+// moment is what the "moment" template renders: a time of a list's
+// row, its age by the page's clock and its UTC time, shown both without
+// hover (a title is out of reach of a keyboard and a touch screen).
+type moment struct {
+	Now, At time.Time
 }
 
 // render writes the page name with data, or a generic error page when the
