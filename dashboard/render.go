@@ -38,7 +38,8 @@ func parsePages(names ...string) map[string]*template.Template {
 		"redrivable":  idempotency.InboxState.Redrivable,
 		"forgettable": idempotency.InboxState.Final,
 		"records":     func(v view, recs []idempotency.InboxRecord) recordsTable { return recordsTable{v, recs} },
-		"moment":      func(now, at time.Time) moment { return moment{now, at} },
+		"moment":      func(now, at time.Time, overdue bool) moment { return moment{now, at, overdue} },
+		"overdue":     overdue,
 		"taskKey":     func(rec idempotency.InboxRecord) string { return display.TaskKey(rec.EventID, rec.EventType) },
 		"unknown":     func() string { return display.Unknown },
 		// lastError is a record's last error, or why it is ignored when it
@@ -86,6 +87,22 @@ type recordsTable struct {
 // hover (a title is out of reach of a keyboard and a touch screen).
 type moment struct {
 	Now, At time.Time
+	Overdue bool // a next attempt overdue (overdue), marked so in text
+}
+
+// overdueAfter is how long past its next attempt a record still to be
+// applied is marked overdue. A worker takes a due record within
+// InboxConfig.PollInterval (a second by default), or at once when
+// PostgreSQL notifies it, unless the workers are busy, down or cut off
+// from the database, or it waits behind an earlier event of its object;
+// five minutes is the README's "Events wait" alert, so that a record
+// marked is one that alert fires for.
+const overdueAfter = 5 * time.Minute
+
+// overdue reports whether rec, pending or failed (a record with a next
+// attempt), is due since more than overdueAfter by now.
+func overdue(now time.Time, rec idempotency.InboxRecord) bool {
+	return !rec.NextAttemptAt.IsZero() && now.Sub(rec.NextAttemptAt) > overdueAfter
 }
 
 // render writes the page name with data, or a generic error page when the
