@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -125,9 +126,22 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 	}
 }
 
+// messageData is a page of one sentence, with the links that fit it.
+type messageData struct {
+	Text string
+	// Retry: a page read with GET that the store could not answer just
+	// now, which offers "Try again", a link to itself.
+	Retry bool
+	// Overview: "Back to the overview", unless this is the overview
+	// offering Retry, where it would be a link to itself.
+	Overview bool
+}
+
 // renderMessage writes a page of one sentence.
 func (d *Dashboard) renderMessage(w http.ResponseWriter, r *http.Request, status int, heading, text string) {
-	d.render(w, r, status, "message", heading, text)
+	retry := status == http.StatusServiceUnavailable && (r.Method == http.MethodGet || r.Method == http.MethodHead)
+	overview := strings.TrimPrefix(r.URL.Path, "/") == ""
+	d.render(w, r, status, "message", heading, messageData{Text: text, Retry: retry, Overview: !(retry && overview)})
 }
 
 // inboxError answers err, the inbox's: input it refused (a NUL byte or
