@@ -23,7 +23,8 @@ import (
 // space break, and a table wider than a phone's screen scrolls within its
 // own box, the heading, the filters and the header staying in view. On
 // the laptop a Stripe id (28 characters) stays on one line beside them,
-// and a time's column is as wide as its heading.
+// and a time's column is as wide as its heading; the Redrive column's
+// heading, for a screen reader, is not seen.
 func TestBrowserPagesFitTheWindow(t *testing.T) {
 	ctx := browser(t)
 	f := newFixture(t, idempotency.NewMemoryStore(), dashboard.Config{AllowRedrive: true, AllowForget: true})
@@ -62,6 +63,12 @@ func TestBrowserPagesFitTheWindow(t *testing.T) {
 			return Math.round(th.getBoundingClientRect().width - r.getBoundingClientRect().width - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight)) })`))
 	require.NoError(t, err)
 	require.Equal(t, []int{0, 0}, spare, "pixels the Received and Next attempt columns are wider than their headings")
+	// The Redrive column's heading is for a screen reader: on screen it
+	// takes a pixel at most.
+	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`[...document.querySelectorAll('table.records th .visually-hidden')].map(e => {
+		const r = e.getBoundingClientRect(); return Math.round(r.width * r.height) })`))
+	require.NoError(t, err)
+	require.Equal(t, []int{1}, hidden, "pixels of the Redrive column's heading")
 }
 
 // TestBrowserListLastErrorClamped: a list shows a last error of 1000
