@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -127,7 +128,8 @@ func ids(recs []idempotency.InboxRecord) []string {
 }
 
 // TestBrowser drives the dashboard in Chromium, served over loopback from
-// a real PostgreSQL: what it shows is what the inbox holds, its redrive
+// a real PostgreSQL: what it shows is what the inbox holds, its first Tab
+// stop skips to the content, its redrive
 // button brings a dead-lettered event back, and the bulk redrive of a list
 // filtered by a connected account brings back that account's.
 func TestBrowser(t *testing.T) {
@@ -180,6 +182,30 @@ func TestBrowser(t *testing.T) {
 	require.Equal(t, dead[0].LastError, text(t, ctx, `h2#dead + .scroll table tr[data-id="evt_dead_1"] td.err`))
 	require.Contains(t, dead[0].LastError, "ledger service refused invoice in_dead_1")
 	screenshot(t, ctx, "dashboard-overview")
+
+	// The keyboard: the first Tab stop is "Skip to content", shown once
+	// focused, which moves the focus to the page's content, past the
+	// header's seven stops; the next Tab is the content's first link.
+	focused := func() string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(e => e.tagName + "#" + e.id + " " + e.textContent.trim().slice(0, 20))(document.activeElement)`))
+		require.NoError(t, err)
+		return s
+	}
+	inView := func(sel string) bool {
+		t.Helper()
+		in, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(e => { const r = e && e.getBoundingClientRect(); return !!e && r.top >= 0 && r.left >= 0 && r.width > 1 && r.height > 1 })(document.querySelector("`+sel+`"))`))
+		require.NoError(t, err)
+		return in
+	}
+	require.False(t, inView("#skip"), "Skip to content, before it is focused")
+	require.NoError(t, chromedp.Do(ctx, chromedp.KeyEvent(kb.Tab)))
+	require.Equal(t, "A#skip Skip to content", focused(), "the first Tab stop")
+	require.True(t, inView("#skip"), "Skip to content, focused")
+	require.NoError(t, chromedp.Do(ctx, chromedp.KeyEvent(kb.Enter)))
+	require.Equal(t, "MAIN#main ", focused()[:10], "focus after Skip to content")
+	require.NoError(t, chromedp.Do(ctx, chromedp.KeyEvent(kb.Tab)))
+	require.Equal(t, "A#events-total "+strconv.Itoa(events), focused(), "the Tab after it")
 
 	// A list by state and kind.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"events?kind=event&state=processed"),
