@@ -138,6 +138,17 @@ type RecoverOptions struct {
 	// (and the checkpoint saved), with the report so far, its LastEventID
 	// where the checkpoint stands: the place for a progress bar.
 	OnPage func(RecoverReport)
+
+	// OnEvent, when set, is called once for each event RecoverReport.Listed
+	// counts, after it is handled, on Recover's goroutine, with its
+	// Result: EventID, EventType (of a malformed event too, as listed),
+	// ObjectID, Outcome (a duplicate's too), Err and SkipReason; Status is
+	// 0 and Attempt 0. An event whose store was unavailable, which the
+	// next run lists again, is not reported. Config.OnResult is not called
+	// for recovered events: this is the place to count them, by type for
+	// instance, to see which of Types the Events API listed no event for
+	// (it answers a misspelt type with no events, not an error).
+	OnEvent func(Result)
 }
 
 // RecoverReport counts what [Handler.Recover] did with the events it
@@ -240,7 +251,8 @@ type RecoverReport struct {
 // Info, or at Error with the error when the run stopped on one (with the
 // account when opts.Account is set, and the checkpoint and whether it was
 // resumed when opts.Checkpoint is); options or a start it refuses before
-// any request are returned, not logged. Config.OnResult is not called. It
+// any request are returned, not logged. Config.OnResult is not called
+// (RecoverOptions.OnEvent is called for each listed event instead). It
 // lists the events of client's account, or with opts.Account those of one
 // connected account (Connect), each request made as that account
 // (Stripe-Account): a Connect endpoint, which Stripe sends only connected
@@ -647,10 +659,11 @@ func (r *recovery) list(ctx context.Context, q eventQuery) (eventPage, error) {
 		if ev.env, ev.err = envelope.Parse(b); ev.err != nil {
 			var ref struct {
 				ID      string `json:"id"`
+				Type    string `json:"type"`
 				Created int64  `json:"created"`
 			}
 			_ = json.Unmarshal(b, &ref) // what there is of them, for the cursor and the report
-			ev.env = envelope.Envelope{ID: ref.ID, Created: ref.Created}
+			ev.env = envelope.Envelope{ID: ref.ID, Type: ref.Type, Created: ref.Created}
 			continue // refused as malformed, never handed to the Handler
 		}
 		if ev.env.Account != r.opts.Account {
@@ -707,7 +720,7 @@ func (r *recovery) handlePage(ctx context.Context, page eventPage) error {
 
 // handle hands one event to the Handler, as a delivery.
 func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
-	res := Result{EventID: ev.env.ID}
+	res := Result{EventID: ev.env.ID, EventType: ev.env.Type, ObjectID: ev.env.ObjectID}
 	switch {
 	case ev.err != nil:
 		res.Outcome, res.Err = OutcomeRejected, errorf("%w: %w", ErrMalformedEvent, ev.err)
@@ -717,8 +730,14 @@ func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
 		res.Outcome = OutcomeRejected // what accept refuses, as ServeHTTP's serve starts
 		r.h.accept(ctx, &ev.env, ev.raw, &res)
 	}
+	if res.Outcome == OutcomeUnavailable {
+		return errorf("Recover: event %s: %w", ev.env.ID, res.Err) // not handled: the next run lists it again
+	}
 	rep := r.report
 	rep.Listed++
+	if r.opts.OnEvent != nil {
+		r.opts.OnEvent(res)
+	}
 	switch res.Outcome {
 	case OutcomeProcessed:
 		rep.Processed++
@@ -730,9 +749,6 @@ func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
 		rep.Skipped++
 	case OutcomeIgnored:
 		rep.Ignored++
-	case OutcomeUnavailable:
-		rep.Listed-- // not handled: the next run lists it again
-		return errorf("Recover: event %s: %w", ev.env.ID, res.Err)
 	default:
 		rep.Failed++
 		if len(rep.FailedIDs) < maxRecoverFailedIDs {
