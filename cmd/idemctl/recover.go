@@ -42,6 +42,15 @@ workers have no handler for is not applied: their attempts fail with
 ErrNoHandler and retry it with backoff, failed and holding back the later
 events of its object, until InboxConfig.RetryUnhandledFor (an hour) after
 it was stored, and then record it ignored.
+The Events API lists no event for a misspelt type (invoice.payed), and says
+nothing: after a run, each of -types no event was listed for is named on
+stderr ("idemctl: recover: no event listed for invoice.payed since T: check
+its spelling") and in -json's unlisted_types. A type with no event in the
+time listed is named too, and the exit code stays 0 for it: a rare type in
+a short window is no failure. An event counts once whatever came of it, a
+duplicate too. A run that continued a checkpoint listed from 10 minutes
+before its last event, not from -since, and says so; a run that stopped
+names the types it listed none for until then.
 
 The API key is read from the environment variable STRIPE_SECRET_KEY alone (a
 secret key, or a restricted key with read access to events), and is never
@@ -81,7 +90,7 @@ stripe-go, and the run's end when it stopped.
 
 With -json the report is one JSON document: {"listed":N,"queued":N,
 "duplicate":N,"ignored":N,"failed":N,"failed_ids":[..],"requests":N,
-"resumed":bool,"last_event_id":..,"interrupted":bool}.
+"resumed":bool,"last_event_id":..,"interrupted":bool,"unlisted_types":[..]}.
 
 ` + sinceHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
@@ -174,6 +183,7 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			}
 			m := a.meter("recover", "events")
 			pages := 0
+			listed := map[string]int{} // the events listed, by type
 			rep, err := h.Recover(ctx, client, idempotency.RecoverOptions{
 				Since: since.t, Types: types, Account: *account, Checkpoint: *checkpoint, OnlyUndelivered: *onlyUndelivered,
 				// The window (and the checkpoint's date) from the reading
@@ -183,13 +193,22 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 					pages++
 					m.set(rep.Listed, fmt.Sprintf("%s, %s received", display.Count(pages, "page", "pages"), display.Count(rep.Listed, "event", "events")))
 				},
+				OnEvent: func(res idempotency.Result) { listed[res.EventType]++ },
 			})
 			m.done()
 			if errors.Is(err, idempotency.ErrRecoveryWindow) || errors.Is(err, idempotency.ErrCheckpointMismatch) {
 				return usageError("%v", err)
 			}
-			if werr := a.writeRecover(rep, ctx.Err() != nil, *checkpoint != "", *asJSON); werr != nil && err == nil {
+			var unlisted []string // the -types no event was listed for
+			if rep.Requests > 0 {
+				unlisted = slices.DeleteFunc(slices.Clone(types), func(t string) bool { return listed[t] > 0 })
+			}
+			stopped := err != nil || ctx.Err() != nil
+			if werr := a.writeRecover(rep, unlisted, ctx.Err() != nil, *checkpoint != "", *asJSON); werr != nil && err == nil {
 				err = werr
+			}
+			if len(unlisted) > 0 {
+				fmt.Fprintln(a.stderr, "idemctl: recover: "+unlistedText(unlisted, since.t, rep.Resumed, *checkpoint, stopped))
 			}
 			switch {
 			case err != nil:
@@ -214,6 +233,26 @@ func standIn(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]
 	return errors.New("idemctl applies no events: the service's workers do")
 }
 
+// unlistedText says that no event was listed for the types: misspelt,
+// which the Events API answers with no events, or with none in the time
+// listed. A run that continued a checkpoint listed from shortly before
+// where it stood, not from since.
+func unlistedText(types []string, since time.Time, resumed bool, checkpoint string, stopped bool) string {
+	when := "since " + formatTime(since)
+	if resumed {
+		when = fmt.Sprintf("in this run, which continued checkpoint %q from %d minutes before its last event", display.Line(checkpoint), int(idempotency.RecoveryOverlap.Minutes()))
+	}
+	if stopped {
+		when += " until it stopped"
+	}
+	its := "its"
+	if len(types) > 1 {
+		its = "their"
+	}
+	return fmt.Sprintf("no event listed for %s %s: check %s spelling (the Events API lists no event for a misspelt type, and says nothing)",
+		display.Line(strings.Join(types, ", ")), when, its)
+}
+
 // recoverJSON is recover -json's document.
 type recoverJSON struct {
 	Listed      int      `json:"listed"`
@@ -226,17 +265,22 @@ type recoverJSON struct {
 	Resumed     bool     `json:"resumed"`
 	LastEventID string   `json:"last_event_id"`
 	Interrupted bool     `json:"interrupted"`
+	// UnlistedTypes are the -types no event was listed for in this run.
+	UnlistedTypes []string `json:"unlisted_types"`
 }
 
-func (a *app) writeRecover(rep idempotency.RecoverReport, interrupted, checkpointed, asJSON bool) error {
+func (a *app) writeRecover(rep idempotency.RecoverReport, unlisted []string, interrupted, checkpointed, asJSON bool) error {
 	if asJSON {
 		ids := rep.FailedIDs
 		if ids == nil {
 			ids = []string{}
 		}
+		if unlisted == nil {
+			unlisted = []string{}
+		}
 		return writeJSON(a.stdout, recoverJSON{Listed: rep.Listed, Queued: rep.Queued, Duplicate: rep.Duplicate,
 			Ignored: rep.Ignored, Failed: rep.Failed, FailedIDs: ids, Requests: rep.Requests, Resumed: rep.Resumed,
-			LastEventID: rep.LastEventID, Interrupted: interrupted})
+			LastEventID: rep.LastEventID, Interrupted: interrupted, UnlistedTypes: unlisted})
 	}
 	switch {
 	case interrupted && checkpointed:

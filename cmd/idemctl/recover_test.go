@@ -107,7 +107,7 @@ func TestRecover(t *testing.T) {
 	r = idemctl(t, s.db, env, "recover", "-since", "2h", "-types", "invoice.paid,charge.failed", "-api-base", srv.URL, "-json")
 	require.Equal(t, 0, r.code, r.stderr)
 	doc := decode[recoverJSON](t, r)
-	require.Equal(t, recoverJSON{Listed: 3, Duplicate: 3, FailedIDs: []string{}, Requests: 2, LastEventID: "evt_rec_3"}, doc)
+	require.Equal(t, recoverJSON{Listed: 3, Duplicate: 3, FailedIDs: []string{}, Requests: 2, LastEventID: "evt_rec_3", UnlistedTypes: []string{}}, doc)
 
 	// A listed type the service has no handler for (customer.created) is
 	// stored and retried, failed, not recorded ignored at once; recover -h
