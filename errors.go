@@ -101,7 +101,7 @@ func quotedText(err error) string {
 func ownError(err error) bool {
 	switch err.(type) {
 	case *packageError, *packageErrors, *SkipError, *PanicError, *DecodeError,
-		*PermanentError, *SnoozeError, *deadlockError, *stripeAPIError:
+		*PermanentError, *SnoozeError, *deadlockError, *stripeAPIError, *CheckpointMismatchError:
 		return true
 	}
 	return slices.Contains(sentinels, err)
@@ -580,7 +580,8 @@ var (
 	// that was started with another Account, other Types or
 	// OnlyUndelivered, or with a later Since than the options': continuing
 	// it would not recover what the options ask for. Nothing was requested
-	// or stored; use another checkpoint name.
+	// or stored; use another checkpoint name. The error is a
+	// [*CheckpointMismatchError], which holds the checkpoint's options.
 	ErrCheckpointMismatch = errors.New("idempotency: recovery checkpoint started with other options")
 )
 

@@ -434,22 +434,51 @@ func (r *recovery) loadCheckpoint(ctx context.Context) error {
 		r.cp = &want
 		return nil
 	case stored.Account != want.Account:
-		return errorf("%w: checkpoint %q lists the events of %s, the options %s: "+
+		return mismatch(stored, errorf("%w: checkpoint %q lists the events of %s, the options %s: "+
 			"continue it with the account it was started with, or name another checkpoint for this one (one per account)",
-			ErrCheckpointMismatch, name, accountText(stored.Account), accountText(want.Account))
+			ErrCheckpointMismatch, name, accountText(stored.Account), accountText(want.Account)))
 	case stored.Types != want.Types || stored.OnlyUndelivered != want.OnlyUndelivered:
-		return errorf("%w: checkpoint %q lists types %q (only undelivered: %t), the options %q (%t): "+
+		return mismatch(stored, errorf("%w: checkpoint %q lists types %q (only undelivered: %t), the options %q (%t): "+
 			"continue it with the options it was started with, or name another checkpoint for these",
-			ErrCheckpointMismatch, name, stored.Types, stored.OnlyUndelivered, want.Types, want.OnlyUndelivered)
+			ErrCheckpointMismatch, name, stored.Types, stored.OnlyUndelivered, want.Types, want.OnlyUndelivered))
 	case want.Since.Before(stored.Since):
-		return errorf("%w: checkpoint %q started at %s, after RecoverOptions.Since (%s): "+
+		return mismatch(stored, errorf("%w: checkpoint %q started at %s, after RecoverOptions.Since (%s): "+
 			"continue it with a Since at or after that, or name another checkpoint for this one", ErrCheckpointMismatch, name,
-			stored.Since.UTC().Format(time.RFC3339), want.Since.UTC().Format(time.RFC3339))
+			stored.Since.UTC().Format(time.RFC3339), want.Since.UTC().Format(time.RFC3339)))
 	}
 	r.cp = &stored
 	r.last = listedRef{id: stored.LastEventID, created: stored.LastCreated}
 	r.saved = stored.LastEventID
 	return nil
+}
+
+// CheckpointMismatchError is the error of [ErrCheckpointMismatch]: the
+// options RecoverOptions.Checkpoint was started with, which the options
+// given to continue it differ from, for a caller that words the refusal
+// in its own terms (idemctl recover, in its flags). Its text is the
+// library's, which names RecoverOptions' fields.
+type CheckpointMismatchError struct {
+	Checkpoint      string    // the checkpoint's name
+	Since           time.Time // the Since it was started with, in whole seconds
+	Account         string    // its Account; "" for the client's own account
+	Types           []string  // its Types, sorted; nil for every type
+	OnlyUndelivered bool      // its OnlyUndelivered
+
+	err error
+}
+
+func (e *CheckpointMismatchError) Error() string { return e.err.Error() }
+func (e *CheckpointMismatchError) Unwrap() error { return e.err }
+
+// mismatch is err, a refusal of cp with ErrCheckpointMismatch, with what
+// cp was started with.
+func mismatch(cp recoveryCheckpoint, err error) error {
+	var types []string
+	if cp.Types != "" {
+		types = strings.Split(cp.Types, ",")
+	}
+	return &CheckpointMismatchError{Checkpoint: cp.Name, Since: cp.Since, Account: cp.Account, Types: types,
+		OnlyUndelivered: cp.OnlyUndelivered, err: err}
 }
 
 // walk lists and handles the events, oldest first.
