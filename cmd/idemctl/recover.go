@@ -196,6 +196,9 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 				OnEvent: func(res idempotency.Result) { listed[res.EventType]++ },
 			})
 			m.done()
+			if me, ok := errors.AsType[*idempotency.CheckpointMismatchError](err); ok {
+				return usageError("%s", checkpointMismatchText(me, since.t, types, *account, *onlyUndelivered))
+			}
 			if errors.Is(err, idempotency.ErrRecoveryWindow) || errors.Is(err, idempotency.ErrCheckpointMismatch) {
 				return usageError("%v", err)
 			}
@@ -231,6 +234,46 @@ const maxRecoverTypes = 20
 // attempt rather than mark the event applied.
 func standIn(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error {
 	return errors.New("idemctl applies no events: the service's workers do")
+}
+
+// checkpointMismatchText is Recover's refusal to continue checkpoint me
+// with these options, in recover's flags (the library's names
+// RecoverOptions' fields), and what to do.
+func checkpointMismatchText(me *idempotency.CheckpointMismatchError, since time.Time, types []string, account string, onlyUndelivered bool) string {
+	name := fmt.Sprintf("-checkpoint %q", display.Line(me.Checkpoint))
+	var what string
+	switch {
+	case me.Account != account:
+		what = fmt.Sprintf("%s lists the events of %s, not %s: run it with its -account, or name another -checkpoint (one per account)",
+			name, accountFlag(me.Account), accountFlag(account))
+	case !slices.Equal(me.Types, types) || me.OnlyUndelivered != onlyUndelivered:
+		what = fmt.Sprintf("%s was started with %s, not %s: run it with those, or name another -checkpoint for these",
+			name, typesFlags(me.Types, me.OnlyUndelivered), typesFlags(types, onlyUndelivered))
+	default:
+		what = fmt.Sprintf("%s was started with -since %s, after this -since (%s): run it with a -since at or after %s, or name another -checkpoint for this one",
+			name, formatTime(me.Since), formatTime(since), formatTime(me.Since))
+	}
+	return fmt.Sprintf("%v: %s", idempotency.ErrCheckpointMismatch, what)
+}
+
+// accountFlag names the account -account lists the events of.
+func accountFlag(account string) string {
+	if account == "" {
+		return "the key's own account (without -account)"
+	}
+	return "-account " + display.Line(account)
+}
+
+// typesFlags writes -types and -only-undelivered as given.
+func typesFlags(types []string, onlyUndelivered bool) string {
+	text := "-types " + display.Line(strings.Join(types, ","))
+	if len(types) == 0 {
+		text = "every type" // a checkpoint of Handler.Recover without Types
+	}
+	if onlyUndelivered {
+		return text + " -only-undelivered"
+	}
+	return text + " without -only-undelivered"
 }
 
 // unlistedText says that no event was listed for the types: misspelt,

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRecoverCheckpointMismatchNamesTheFlags: a -checkpoint continued
+// with an earlier -since, other -types or -only-undelivered, or another
+// -account is refused, exit 2, in recover's flags: what the checkpoint
+// was started with, what was given, and what to do. Nothing is requested,
+// and the checkpoint still continues with its own options. The refusal of
+// an earlier -since named RecoverOptions.Since, the library's field.
+func TestRecoverCheckpointMismatchNamesTheFlags(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	api := &eventsAPI{
+		events: [][]byte{eventPayload(t, "evt_cpm_0", "invoice.paid", "in_cpm_0", time.Now().Add(-time.Hour).Unix())},
+		types:  []string{"invoice.paid"},
+	}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	env := map[string]string{"STRIPE_SECRET_KEY": stripeKey}
+	start := time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Second)
+	since, earlier := start.Format(time.RFC3339), start.Add(-time.Hour).Format(time.RFC3339)
+	args := []string{"recover", "-since", since, "-types", "invoice.paid", "-api-base", srv.URL, "-checkpoint", "cpm"}
+	r := idemctl(t, s.db, env, args...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	requests := len(api.queries)
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-since", earlier},
+			`-checkpoint "cpm" was started with -since ` + since + `, after this -since (` + earlier + `): run it with a -since at or after ` + since + `, or name another -checkpoint for this one`},
+		{[]string{"-types", "invoice.paid,charge.failed"},
+			`-checkpoint "cpm" was started with -types invoice.paid without -only-undelivered, not -types charge.failed,invoice.paid without -only-undelivered: run it with those, or name another -checkpoint for these`},
+		{[]string{"-only-undelivered"},
+			`-checkpoint "cpm" was started with -types invoice.paid without -only-undelivered, not -types invoice.paid -only-undelivered:`},
+		{[]string{"-account", "acct_cpm"},
+			`-checkpoint "cpm" lists the events of the key's own account (without -account), not -account acct_cpm: run it with its -account, or name another -checkpoint (one per account)`},
+	} {
+		r := idemctl(t, s.db, env, append(args, c.args...)...)
+		require.Equal(t, exitUsage, r.code, "%v: %s", c.args, r.stderr)
+		require.Contains(t, r.stderr, "idemctl: recover: idempotency: recovery checkpoint started with other options: "+c.want, c.args)
+		require.NotContains(t, r.stderr, "RecoverOptions", c.args)
+		require.NotContains(t, r.stderr, "a Since", c.args)
+	}
+	require.Len(t, api.queries, requests, "nothing requested")
+
+	r = idemctl(t, s.db, env, args...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Regexp(t, `(?m)^resumed\s+true$`, r.stdout)
+	require.Regexp(t, `(?m)^checkpoint at\s+evt_cpm_0$`, r.stdout)
+}
