@@ -3,7 +3,7 @@
 // It lives apart from package idempotency so that production binaries never
 // link it.
 //
-// It has four parts:
+// It has five parts:
 //
 //   - Deliveries: [SignatureHeader], [NewSignedRequest] and friends sign a
 //     payload as Stripe does ([SignatureHeaderSecrets] with every secret of
@@ -15,6 +15,11 @@
 //     idempotency.InboxConfig.Now (and Config.Now), advanced by the test, so
 //     that Inbox.WorkDue reaches a retry's backoff or a lease's expiry
 //     without sleeping.
+//   - A fake Stripe API: [NewStripeClient] gives a stripe-go client whose
+//     requests an http.Handler serves in the process, without a network,
+//     and [V2Events] is that handler for thin (v2) events: [V2Events.Add]
+//     keeps a [ThinEvent] for the Handler's fetch of it (Config.StripeClient)
+//     and returns its notification, to [Deliver].
 //   - A throwaway PostgreSQL: [Postgres] gives a test its own empty schema
 //     on a real server, and [Database.NewStore] a migrated PgxStore in it.
 //   - The store conformance suite: [RunStoreTests] checks that an

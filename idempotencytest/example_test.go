@@ -98,3 +98,42 @@ func ExampleSignatureHeaderSecrets() {
 	// [whsec_old] 200 {"outcome":"ignored"}
 	// [whsec_other] 400 {"error":"invalid_signature"}
 }
+
+// A thin event tested without a network: V2Events keeps the event and
+// answers the Handler's fetch of it, through a client of NewStripeClient;
+// the notification Add returns, printed first, is what an event
+// destination sends. Each delivery fetches the event.
+func ExampleV2Events() {
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "v1.billing.meter.error_report_triggered",
+		func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[stripe.V1BillingMeterErrorReportTriggeredEventData]) error {
+			fmt.Println(ev.ObjectID, ev.Account, ev.Object.DeveloperMessageSummary)
+			return nil
+		})
+	api := idempotencytest.NewV2Events()
+	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
+		Secrets:      []string{"whsec_test"},
+		StripeClient: idempotencytest.NewStripeClient("sk_test_123", api),
+		Logger:       slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	notification := api.Add(idempotencytest.ThinEvent{
+		ID:            "evt_1",
+		Type:          "v1.billing.meter.error_report_triggered",
+		Context:       "acct_1", // a connected account's event, fetched as it
+		Created:       time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC),
+		RelatedObject: &stripe.RelatedObject{ID: "mtr_1", Type: "billing.meter", URL: "/v1/billing/meters/mtr_1"},
+		Data:          stripe.V1BillingMeterErrorReportTriggeredEventData{DeveloperMessageSummary: "There is 1 invalid event"},
+	})
+	fmt.Println(string(notification))
+	fmt.Println(idempotencytest.Deliver(h, notification, "whsec_test").Outcome)
+	fmt.Println(idempotencytest.Deliver(h, notification, "whsec_test").Outcome, api.Fetches("evt_1"))
+	// Output:
+	// {"id":"evt_1","object":"v2.core.event","type":"v1.billing.meter.error_report_triggered","livemode":false,"created":"2026-03-01T08:00:00.000Z","context":"acct_1","related_object":{"id":"mtr_1","type":"billing.meter","url":"/v1/billing/meters/mtr_1"}}
+	// mtr_1 acct_1 There is 1 invalid event
+	// processed
+	// duplicate 2
+}
