@@ -137,3 +137,46 @@ func ExampleV2Events() {
 	// processed
 	// duplicate 2
 }
+
+// An idempotency.OnCurrent handler tested with a FetchFunc of the test's
+// own, over a map of the API's objects: no network and no fake server.
+// The service registers the same handler with
+// idempotency.Retrieve(client.V1Subscriptions.Retrieve). A fetch that
+// returns idempotency.ErrObjectNotFound, as Retrieve does for a 404
+// resource_missing, skips the event.
+func Example_onCurrent() {
+	subs := map[string]*stripe.Subscription{"sub_1": {ID: "sub_1", Status: stripe.SubscriptionStatusActive}}
+	fetch := func(ctx context.Context, id, account string) (*stripe.Subscription, error) {
+		if sub, ok := subs[id]; ok {
+			return sub, nil
+		}
+		return nil, idempotency.ErrObjectNotFound
+	}
+	hs := idempotency.NewHandlers()
+	idempotency.OnCurrent(hs, []string{"customer.subscription.updated"}, fetch,
+		func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Subscription]) error {
+			fmt.Println(ev.Object.ID, ev.Object.Status) // the state fetched, not the payload's
+			return nil
+		})
+	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
+		Secrets: []string{"whsec_test"},
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		panic(err)
+	}
+	updated := func(id, sub string) []byte {
+		b, _ := json.Marshal(map[string]any{
+			"id": id, "object": "event", "type": "customer.subscription.updated", "api_version": stripe.APIVersion,
+			"data": map[string]any{"object": map[string]any{"id": sub, "object": "subscription", "status": "incomplete"}},
+		})
+		return b
+	}
+
+	fmt.Println(idempotencytest.Deliver(h, updated("evt_1", "sub_1"), "whsec_test").Outcome)
+	fmt.Println(idempotencytest.Deliver(h, updated("evt_2", "sub_gone"), "whsec_test").Outcome)
+	// Output:
+	// sub_1 active
+	// processed
+	// skipped
+}
