@@ -37,7 +37,7 @@ var declinedCardAPI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Reque
 // With typed, the error wraps the *stripe.CardError of the error's Err
 // instead, whose text is the same JSON.
 func chargeDeclined(ctx context.Context, typed bool) error {
-	client := stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{declinedCardAPI}}))
+	client := idempotencytest.NewStripeClient(fakeStripeKey, declinedCardAPI)
 	_, err := client.V1PaymentIntents.Create(ctx, &stripe.PaymentIntentCreateParams{Amount: stripe.Int64(2000), Currency: stripe.String("usd")})
 	var se *stripe.Error
 	if !errors.As(err, &se) {
@@ -175,7 +175,7 @@ func TestStripeV2ErrorOfAHandlerKeepsTheCustomerOut(t *testing.T) {
 		t.Run(typ, func(t *testing.T) {
 			t.Parallel()
 			refused := func(ctx context.Context) error {
-				client := stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{v2RefusedAPI(typ)}}))
+				client := idempotencytest.NewStripeClient(fakeStripeKey, v2RefusedAPI(typ))
 				_, err := client.V2CoreEventDestinations.Create(ctx, &stripe.V2CoreEventDestinationCreateParams{Name: stripe.String(payloadMarker)})
 				if err == nil {
 					return errors.New("the request was not refused")
@@ -207,7 +207,7 @@ func TestUndecodedAnswerOfAHandlerIsNotQuoted(t *testing.T) {
 	t.Parallel()
 	proxied := func(ctx context.Context) error {
 		api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { proxyPage(http.StatusBadGateway)(w) })
-		client := stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{api}}))
+		client := idempotencytest.NewStripeClient(fakeStripeKey, api)
 		_, err := client.V1Customers.Retrieve(ctx, "cus_1", nil)
 		require.ErrorContains(t, err, "Couldn't deserialize JSON", "stripe-go's error quotes the body")
 		return fmt.Errorf("fetching the customer: %w", err)
@@ -237,7 +237,7 @@ func TestGatewayJSONAnswerOfAHandlerIsNotQuoted(t *testing.T) {
 			w.WriteHeader(http.StatusBadGateway)
 			_, _ = w.Write([]byte(body))
 		})
-		client := stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{api}}))
+		client := idempotencytest.NewStripeClient(fakeStripeKey, api)
 		_, err := client.V1Customers.Retrieve(ctx, "cus_1", nil)
 		require.EqualError(t, err, body, "stripe-go's error is the body")
 		return fmt.Errorf("fetching the customer: %w", err)

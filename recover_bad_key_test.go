@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // TestRecoverWithABadKeySaysSo: an API key the Events API refuses (401),
@@ -30,7 +30,7 @@ func TestRecoverWithABadKeySaysSo(t *testing.T) {
 			w.WriteHeader(code)
 			_, _ = w.Write(body)
 		})
-		client := stripe.NewClient(badKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{api}}))
+		client := idempotencytest.NewStripeClient(badKey, api)
 		app := newService(t, "memory")
 		rep, err := app.handler(t).Recover(t.Context(), client, idempotency.RecoverOptions{Since: time.Now().Add(-time.Hour)})
 		require.ErrorIs(t, err, idempotency.ErrStripeAPI, "%d", status)

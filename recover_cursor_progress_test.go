@@ -13,6 +13,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // TestRecoverPageThatDoesNotMoveTheCursorIsAnAPIError: an Events API page
@@ -61,7 +62,7 @@ func TestRecoverPageThatDoesNotMoveTheCursorIsAnAPIError(t *testing.T) {
 					w.Header().Set("Content-Type", "application/json")
 					_, _ = w.Write([]byte(`{"object":"list","url":"/v1/events","has_more":` + strconv.FormatBool(more) + `,"data":[` + data + `]}`))
 				})
-				client := stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{api}}))
+				client := idempotencytest.NewStripeClient(fakeStripeKey, api)
 				app := newService(t, "memory")
 				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 				defer cancel()

@@ -11,6 +11,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // TestRecoverEmptyPageWithMoreIsAnAPIError: an Events API page with no
@@ -67,7 +68,7 @@ func TestRecoverEmptyPageWithMoreIsAnAPIError(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = w.Write(answer(r))
 			})
-			client := stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{api}}))
+			client := idempotencytest.NewStripeClient(fakeStripeKey, api)
 			app := newService(t, "memory")
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // An Events API answer that breaks its own filter (an event created
@@ -39,7 +39,7 @@ func TestRecoverEventBeforeSinceIsAnAPIError(t *testing.T) {
 					`{"id":"evt_old","object":"event","type":"invoice.paid","created":%d,"api_version":"2025-08-27.basil",`+
 					`"data":{"object":{"id":"in_old","object":"invoice"}}}]}`, created)
 			})
-			client := stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{api}}))
+			client := idempotencytest.NewStripeClient(fakeStripeKey, api)
 			app := newService(t, "memory")
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()

@@ -11,6 +11,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // TestRecoverNewestEventWithoutIDIsAnAPIError: a listed page whose newest
@@ -32,7 +33,7 @@ func TestRecoverNewestEventWithoutIDIsAnAPIError(t *testing.T) {
 			`{"id":"evt_a","object":"event","type":"invoice.paid","created":%[1]d,"api_version":"%[2]s","data":{"object":{"id":"in_a","object":"invoice"}}}]}`,
 			created, stripe.APIVersion)
 	})
-	client := stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{api}}))
+	client := idempotencytest.NewStripeClient(fakeStripeKey, api)
 	app := newService(t, "memory")
 	rep, err := app.handler(t).Recover(t.Context(), client, idempotency.RecoverOptions{
 		Since: time.Now().Add(-time.Hour), RequestsPerSecond: 100,

@@ -13,6 +13,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // TestRecoverRejectedEventLogsItsOutcome: a listed event the Handler
@@ -33,7 +34,7 @@ func TestRecoverRejectedEventLogsItsOutcome(t *testing.T) {
 			`{"id":"evt_rejected","object":"event","type":"invoice.paid","created":%d,"api_version":%q,`+
 			`"data":{"object":{"id":"in_\u0000rejected","object":"invoice"}}}]}`, created, stripe.APIVersion)
 	})
-	client := stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{api}}))
+	client := idempotencytest.NewStripeClient(fakeStripeKey, api)
 	hs := idempotency.NewHandlers()
 	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error { return nil })
 	logger, logs := testLogger()

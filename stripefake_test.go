@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // fakeStripe is a stateful fake of the two Stripe API calls the package
@@ -74,10 +76,10 @@ func (f *fakeStripe) apiKey() string {
 	return fakeStripeKey
 }
 
-// inProcess returns a client whose requests f serves on the caller's
-// goroutine, without a network: what a testing/synctest bubble needs.
+// inProcess returns a client whose requests f serves in the process,
+// without a network: what a testing/synctest bubble needs.
 func (f *fakeStripe) inProcess() *stripe.Client {
-	return stripe.NewClient(f.apiKey(), fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{f}}))
+	return idempotencytest.NewStripeClient(f.apiKey(), f)
 }
 
 // fakeBackends points a client at url, through hc when not nil, without
@@ -87,14 +89,6 @@ func fakeBackends(url string, hc *http.Client) stripe.ClientOption {
 		URL: stripe.String(url), HTTPClient: hc, MaxNetworkRetries: stripe.Int64(0),
 		LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
 	}))
-}
-
-type handlerTransport struct{ h http.Handler }
-
-func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, r)
-	return rec.Result(), nil
 }
 
 // add appends a snapshot event; it is created after every event added

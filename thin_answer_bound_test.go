@@ -30,7 +30,7 @@ func TestThinEventAnswerIsBoundedByTwiceTimeout(t *testing.T) {
 			time.Sleep(timeout * 9 / 10) // the API's latency, on the bubble's clock
 			f.ServeHTTP(w, r)
 		})
-		client := stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: handlerTransport{slow}}))
+		client := idempotencytest.NewStripeClient(fakeStripeKey, slow)
 		start := time.Now()
 		cancelled := make(chan time.Duration, 1)
 		hs := idempotency.NewHandlers()

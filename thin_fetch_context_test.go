@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
@@ -16,13 +15,13 @@ import (
 
 // ctxSeen records the context of each request it passes on.
 type ctxSeen struct {
-	next http.RoundTripper
+	next http.Handler
 	seen chan context.Context
 }
 
-func (c ctxSeen) RoundTrip(r *http.Request) (*http.Response, error) {
+func (c ctxSeen) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.seen <- r.Context()
-	return c.next.RoundTrip(r)
+	c.next.ServeHTTP(w, r)
 }
 
 type requestMark struct{}
@@ -38,7 +37,7 @@ func TestThinEventFetchRunsOnTheRequestContext(t *testing.T) {
 	got := thinEvents(app)
 	f, notification, _ := newThinFake("evt_thin_ctx")
 	seen := make(chan context.Context, 1)
-	client := stripe.NewClient(fakeStripeKey, fakeBackends("http://stripe.fake", &http.Client{Transport: ctxSeen{handlerTransport{f}, seen}}))
+	client := idempotencytest.NewStripeClient(fakeStripeKey, ctxSeen{f, seen})
 	h, err := idempotency.NewHandler(app.store, app.hs, idempotency.Config{
 		Secrets: []string{testSecret}, Logger: discardLogger(), Timeout: time.Hour, StripeClient: client,
 	})
