@@ -10,7 +10,9 @@ import (
 // TestEventHeldBy: the page of an event still to be applied names the
 // events of its object it waits behind (Inbox.HeldBy), each linked to its
 // page with its state and next attempt, or says that nothing holds it
-// back; a final event's page has no such section.
+// back; a final event's page has no such section. A row without a last
+// error (pending, never attempted) shows "—" in the page's text colour,
+// not the error's red, as the event's own Last error does.
 func TestEventHeldBy(t *testing.T) {
 	t.Parallel()
 	f := memoryFixture(t, dashboard.Config{})
@@ -26,7 +28,7 @@ func TestEventHeldBy(t *testing.T) {
 	contains(t, body, `id="held-by"`)
 	contains(t, body, `<tr data-id="evt_held_a" data-state="pending">`)
 	contains(t, body, `<a href="event?id=evt_held_a">evt_held_a</a>`)
-	contains(t, body, "created before it")
+	contains(t, body, "<td>created before it</td>\n<td>—</td>\n</tr>")
 	notContains(t, body, `id="held-by-none"`)
 
 	_, body = f.get(t, "event?id=evt_held_a")
