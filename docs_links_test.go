@@ -216,11 +216,25 @@ func markdownLinks(text string) []string {
 	return targets
 }
 
-// markdownAnchors is the anchors GitHub gives the headings of text: the
-// heading in lower case, without punctuation, spaces made hyphens, and -1,
-// -2... after a repeated one.
+// markdownAnchors is the anchors GitHub gives the headings of text
+// (markdownHeadings).
 func markdownAnchors(text string) map[string]bool {
 	anchors := map[string]bool{}
+	for _, h := range markdownHeadings(text) {
+		anchors[h.anchor] = true
+	}
+	return anchors
+}
+
+// markdownHeading is a heading line of a Markdown text ("## Retention")
+// and the anchor GitHub gives it ("retention").
+type markdownHeading struct{ line, anchor string }
+
+// markdownHeadings is the headings of text outside code fences, in
+// order, each with its anchor: the heading in lower case, without
+// punctuation, spaces made hyphens, and -1, -2... after a repeated one.
+func markdownHeadings(text string) []markdownHeading {
+	var headings []markdownHeading
 	seen := map[string]int{}
 	fenced := false
 	for _, line := range strings.Split(text, "\n") {
@@ -246,7 +260,7 @@ func markdownAnchors(text string) map[string]bool {
 			anchor = slug + "-" + strconv.Itoa(n)
 		}
 		seen[slug]++
-		anchors[anchor] = true
+		headings = append(headings, markdownHeading{line, anchor})
 	}
-	return anchors
+	return headings
 }

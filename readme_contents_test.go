@@ -11,17 +11,19 @@ import (
 
 // TestReadmeContentsListsEverySection: the README's Contents lists every
 // section (## and ###) after it, in order, nested as the headings are,
-// each linking to its heading (TestDocsLinksResolve checks the anchors),
-// so that a section added, moved or renamed cannot leave it wrong.
+// each linking to its own heading's anchor, so that a section added,
+// moved or renamed cannot leave it wrong. (An entry linking another
+// section's anchor passed: TestDocsLinksResolve asks only that an anchor
+// be some heading's.)
 func TestReadmeContentsListsEverySection(t *testing.T) {
 	t.Parallel()
 	text, err := os.ReadFile("README.md")
 	require.NoError(t, err)
 	_, after, found := strings.Cut(string(text), "\n## Contents\n")
 	require.True(t, found, "the README has no ## Contents section")
-	contents, rest, _ := strings.Cut(after, "\n## ")
+	contents, _, _ := strings.Cut(after, "\n## ")
 
-	item := regexp.MustCompile(`^(  )?- \[([^\]]+)\]\(#[^)]+\)$`)
+	item := regexp.MustCompile(`^(  )?- \[([^\]]+)\]\(#([^)]+)\)$`)
 	var listed []string
 	for _, line := range strings.Split(strings.TrimSpace(contents), "\n") {
 		m := item.FindStringSubmatch(line)
@@ -30,19 +32,19 @@ func TestReadmeContentsListsEverySection(t *testing.T) {
 		if m[1] != "" {
 			level = "### "
 		}
-		listed = append(listed, level+m[2])
+		listed = append(listed, level+m[2]+" (#"+m[3]+")")
 	}
 
 	var headings []string
-	fenced := false
-	for _, line := range strings.Split("## "+rest, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			fenced = !fenced
+	afterContents := false
+	for _, h := range markdownHeadings(string(text)) {
+		if h.line == "## Contents" {
+			afterContents = true
 			continue
 		}
-		if !fenced && (strings.HasPrefix(line, "## ") || strings.HasPrefix(line, "### ")) {
-			headings = append(headings, line)
+		if afterContents && (strings.HasPrefix(h.line, "## ") || strings.HasPrefix(h.line, "### ")) {
+			headings = append(headings, h.line+" (#"+h.anchor+")")
 		}
 	}
-	require.Equal(t, headings, listed, "the Contents and the sections after it")
+	require.Equal(t, headings, listed, "the Contents and the sections after it, with their anchors")
 }
