@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -39,11 +41,21 @@ func TestBrowserPagesFitTheWindow(t *testing.T) {
 	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, stripeEvent))
 
 	base := f.srv.URL + mount
+	// The same inbox without redrive, whose dead letter's page names the
+	// idemctl command, id and all, in place of the button.
+	noRedrive, err := dashboard.New(dashboard.Config{Inbox: f.inbox, Ledger: f.store, Now: f.clock.Now, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	noRedriveSrv := httptest.NewServer(http.StripPrefix(strings.TrimSuffix(mount, "/"), noRedrive))
+	t.Cleanup(noRedriveSrv.Close)
 	for _, width := range []int64{1280, 390} {
 		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)))
 		for _, page := range []string{"", "events?state=dead_letter", "event?id=" + url.QueryEscape(longEvent),
-			"event?id=evt_waiting", "search?q=" + url.QueryEscape(longObject)} {
-			require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS("main h1"))), page)
+			"event?id=evt_waiting", "search?q=" + url.QueryEscape(longObject),
+			noRedriveSrv.URL + mount + "event?id=" + url.QueryEscape(longEvent)} {
+			if !strings.HasPrefix(page, "http") {
+				page = base + page
+			}
+			require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("main h1"))), page)
 			overflow, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
 			require.NoError(t, err)
 			require.Zero(t, overflow, "%q at %d px: pixels wider than the window", page, width)
