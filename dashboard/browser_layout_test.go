@@ -51,6 +51,7 @@ func TestBrowserPagesFitTheWindow(t *testing.T) {
 		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)))
 		for _, page := range []string{"", "events?state=dead_letter", "event?id=" + url.QueryEscape(longEvent),
 			"event?id=evt_waiting", "search?q=" + url.QueryEscape(longObject), "events?state=dead_letter&object=" + url.QueryEscape(longObject),
+			"search?q=" + url.QueryEscape(longEvent),
 			noRedriveSrv.URL + mount + "event?id=" + url.QueryEscape(longEvent)} {
 			if !strings.HasPrefix(page, "http") {
 				page = base + page
