@@ -1,11 +1,14 @@
 package dashboard_test
 
 import (
+	"html"
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/dashboard"
 )
 
@@ -28,4 +31,22 @@ func TestDeadLetterPageSaysWhatToDoNext(t *testing.T) {
 		_, body = f.get(t, "event?id=evt_paid_1")
 		notContains(t, body, `id="next-step"`, "processed")
 	}
+}
+
+// TestDeadLetterNextStepQuotesTheID: the idemctl command a dead letter's
+// page names, redrive off, quotes an id a shell would split or run (a
+// task's key holds what the service's code put in it: here an object id
+// with a space, a semicolon and a quote), so that pasted it redrives that
+// id and runs nothing else; a plain id is left as it is. It was pasted as
+// several words, the text after the semicolon a command of its own.
+func TestDeadLetterNextStepQuotesTheID(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, bothStores["memory"](t), dashboard.Config{})
+	f.failingTasks.Store(true)
+	f.deliver(t, "invoice.paid", "evt_odd_key", "in_1 2;echo it's")
+	f.work(t)
+	id := "task:send-receipt:in_1 2;echo it's"
+	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, id))
+	_, body := f.get(t, "event?id="+url.QueryEscape(id))
+	contains(t, body, "<code>idemctl redrive -id "+html.EscapeString(`'task:send-receipt:in_1 2;echo it'\''s'`)+"</code>")
 }

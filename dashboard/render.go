@@ -36,6 +36,7 @@ func parsePages(names ...string) map[string]*template.Template {
 		"lease":       lease,
 		"age":         age,
 		"count":       display.Count,
+		"shellWord":   display.ShellWord,
 		"redrivable":  idempotency.InboxState.Redrivable,
 		"forgettable": idempotency.InboxState.Final,
 		"records":     func(v view, recs []idempotency.InboxRecord) recordsTable { return recordsTable{v, recs} },

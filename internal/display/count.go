@@ -32,3 +32,15 @@ func Kinds(events, tasks int) string {
 func TaskKey(id, name string) string {
 	return strings.TrimPrefix(id, "task:"+name+":")
 }
+
+// ShellWord is s as one word of a POSIX shell's command line, for an
+// operator to paste: s as it is when it holds nothing a shell reads (only
+// letters, digits and _ - . , : / @ % +), or else s in single quotes,
+// each single quote in it ending the quoted text, escaped with a
+// backslash, and the quoted text begun again after it.
+func ShellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,:/@%+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -5,8 +5,8 @@
 // control (an override, an isolate or a mark) that reorders what follows
 // it, so that an id reads as another. It also words what both report
 // alike: counts (Count, Kinds), a leased event's lease (Lease), a
-// task's key (TaskKey) and why an event is ignored (LastError,
-// ListedLastError).
+// task's key (TaskKey), an id in a command to paste (ShellWord) and why
+// an event is ignored (LastError, ListedLastError).
 package display
 
 import (

@@ -1,6 +1,7 @@
 package display
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 	"unicode"
@@ -76,4 +77,20 @@ func TestListedLastError(t *testing.T) {
 	require.Equal(t, "no handler: x", ListedLastError(true, "no handler:\nx"))
 	require.Empty(t, ListedLastError(false, ""))
 	require.Equal(t, "boom", ListedLastError(false, "boom"))
+}
+
+// TestShellWord: an id a shell would read as it is stays as it is; any
+// other, a space, a semicolon, a quote, a $ or a leading = in it, is one
+// word that /bin/sh gives back unchanged.
+func TestShellWord(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "evt_1NirD82eZvKYlo2C", ShellWord("evt_1NirD82eZvKYlo2C"))
+	require.Equal(t, "task:send-receipt:in_1", ShellWord("task:send-receipt:in_1"))
+	for _, s := range []string{"", "in_1 2;echo it's", "$(id)", "`id`", "=ls", "a\\b", "'", "~root", "x*"} {
+		w := ShellWord(s)
+		require.NotEqual(t, s, w, "quoted")
+		out, err := exec.Command("/bin/sh", "-c", "printf %s "+w).Output()
+		require.NoError(t, err, w)
+		require.Equal(t, s, string(out), w)
+	}
 }
