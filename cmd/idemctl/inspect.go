@@ -150,7 +150,8 @@ Times are RFC 3339 in UTC, null when not set; lease_until is set while
 a record is processing: when its worker's lease ends (past: the worker
 died, and the next lease retries it). "more" says that more records
 match than -limit let through; the table says so on stderr, with the
--after that lists the next page. -after id lists the records after that
+-after that lists the next page (its id quoted for a shell when a shell
+would split it or run part of it). -after id lists the records after that
 one (the last of the page before) in this order, with the same flags:
 page by page, every record once, also while new ones arrive. An id the
 inbox does not have exits 3.
@@ -233,7 +234,7 @@ inbox does not have exits 3.
 			}
 			if more {
 				fmt.Fprintf(a.stderr, "idemctl: list: more than %s; next: -after %s, or raise -limit or narrow the selection\n",
-					display.Count(*limit, "record matches", "records match"), display.Line(recs[len(recs)-1].EventID))
+					display.Count(*limit, "record matches", "records match"), display.ShellWord(display.Line(recs[len(recs)-1].EventID)))
 			}
 			return nil
 		}

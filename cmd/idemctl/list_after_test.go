@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
 )
 
 // TestListAfter: -after the last id of a list lists the next page, so that
@@ -55,4 +57,20 @@ FROM generate_series(1, $1) AS i`, 25, time.Now().Add(-time.Hour))
 	r = idemctl(t, s.db, nil, "list", "-after", "evt_nope")
 	require.Equal(t, exitNotFound, r.code, r.stderr)
 	require.Contains(t, r.stderr, "evt_nope")
+}
+
+// TestListMoreQuotesTheNextID: the "more" line's -after quotes an id a
+// shell would split or run part of (a task's key with a space, a
+// semicolon and a quote), so that pasted it lists the next page and runs
+// nothing else; it was pasted as several words.
+func TestListMoreQuotesTheNextID(t *testing.T) {
+	t.Parallel()
+	s := newService(t, nil)
+	for _, id := range []string{"evt_odd_1", "evt_odd_2"} {
+		require.Equal(t, idempotency.OutcomeQueued, s.deliver(t, id, "invoice.paid", "in_"+id+" 2;echo it's"))
+	}
+	s.work(t, s.inbox)
+	r := idemctl(t, s.db, nil, "list", "-kind", "task", "-limit", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `next: -after 'task:send-receipt:in_evt_odd_[12] 2;echo it'\\''s', or raise -limit`, r.stderr)
 }
