@@ -426,18 +426,24 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
-// DecodeError reports that data.object did not decode into the handler's
-// type: the event fails ([OutcomeFailed], answered 500), so Stripe sends it
-// again once the code is fixed. Its message names the field and the types,
-// never a value from the payload.
+// DecodeError reports that data.object (a thin event's data) did not decode
+// into the handler's type: the event fails ([OutcomeFailed], answered 500),
+// so Stripe sends it again once the code is fixed. Its message names what
+// was decoded, the field and the types, never a value from the payload.
 type DecodeError struct {
 	EventType string // the event type
 	Target    string // the handler's type, e.g. *stripe.Invoice
 	Err       error  // the decoder's error; its text may quote the payload
+
+	thin bool // of a thin event's data, which has no data.object
 }
 
 func (e *DecodeError) Error() string {
-	return fmt.Sprintf("idempotency: decoding data.object of %s event into %s: %s", e.EventType, e.Target, jsonErrorDetail(e.Err))
+	decoded := "data.object"
+	if e.thin {
+		decoded = "data"
+	}
+	return fmt.Sprintf("idempotency: decoding %s of %s event into %s: %s", decoded, e.EventType, e.Target, jsonErrorDetail(e.Err))
 }
 
 func (e *DecodeError) Unwrap() error { return e.Err }

@@ -63,20 +63,22 @@ import (
 
 // Event is a verified Stripe event whose data.object has been decoded into
 // T. T may be a stripe-go type such as *stripe.Invoice or a struct of the
-// user's own holding only the fields the handler reads.
+// user's own holding only the fields the handler reads. A thin (v2) event's
+// fields are those of the event fetched for its notification (see
+// [Handler]).
 type Event[T any] struct {
 	ID         string    // the event id, evt_...
 	Type       string    // the event type, e.g. invoice.paid
 	Created    time.Time // when Stripe created the event (one-second resolution)
 	Livemode   bool      // false for test-mode events
-	APIVersion string    // the API version data.object is rendered in
-	Account    string    // the connected account (Stripe Connect); empty otherwise
-	Object     T         // data.object, decoded
-	// Previous is data.previous_attributes as sent (for *.updated events);
-	// nil when absent.
+	APIVersion string    // the API version data.object is rendered in; empty for a thin event
+	Account    string    // the connected account (Stripe Connect), a thin event's context; empty otherwise
+	Object     T         // data.object, decoded; a thin event's data
+	// Previous is data.previous_attributes as sent (for *.updated events),
+	// a thin event's changes; nil when absent.
 	Previous json.RawMessage
-	// Raw is the verified request body. It stays valid after the handler
-	// returns.
+	// Raw is the verified request body, or a thin event's event fetched
+	// for its notification. It stays valid after the handler returns.
 	Raw json.RawMessage
 	// ObjectID is the id of the object the event is about: data.object.id,
 	// or a thin event's related_object.id. With Account, it is what the

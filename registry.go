@@ -184,7 +184,7 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 				decode = fastDecode
 			}
 			if err := decode(env.Object, &ev.Object); err != nil {
-				return &DecodeError{EventType: env.Type, Target: objectType, Err: err}
+				return &DecodeError{EventType: env.Type, Target: objectType, Err: err, thin: env.V2}
 			}
 			return fn(ctx, tx, ev)
 		},
