@@ -477,7 +477,11 @@ func jsonErrorDetail(err error) string {
 	case errors.As(err, &kindErr):
 		return kindErr.Error()
 	case errors.As(err, &typeErr):
-		return fmt.Sprintf("field %q: cannot decode a JSON %s into %s", typeErr.Field, jsonKind(typeErr.Value), typeErr.Type)
+		detail := fmt.Sprintf("cannot decode a JSON %s into %s", jsonKind(typeErr.Value), typeErr.Type)
+		if typeErr.Field == "" { // the whole value, which has no field's name
+			return detail
+		}
+		return fmt.Sprintf("field %q: %s", typeErr.Field, detail)
 	case errors.As(err, &syntaxErr):
 		return fmt.Sprintf("invalid JSON at offset %d", syntaxErr.Offset)
 	}
