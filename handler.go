@@ -130,7 +130,10 @@ type Config struct {
 	// takes up to twice Timeout); see [Handler] for what its handler
 	// receives. A fetch that fails answers 503 (network, timeout, 429,
 	// 5xx) or 500 (any other refusal), so Stripe sends the notification
-	// again. A notification of a type with no handler is answered ignored
+	// again; the error of an event not found (404 resource_missing) names
+	// the context it was fetched as and asks whether the key is of the
+	// event destination's account and the event's mode. A notification
+	// of a type with no handler is answered ignored
 	// without a fetch, unless RecordIgnored records it. Nil answers thin
 	// notifications 400, as [ErrThinEvent] says.
 	StripeClient *stripe.Client

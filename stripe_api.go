@@ -126,7 +126,19 @@ func retrieveV2Event(ctx context.Context, c *stripe.Client, id, stripeContext st
 		return &res, c.V2CoreEvents.B.Call(http.MethodGet, stripe.FormatURLPath("/v2/core/events/%s", id), c.V2CoreEvents.Key, params, &res)
 	})
 	if err != nil {
-		return nil, apiError("retrieving the v2 event", err)
+		err = apiError("retrieving the v2 event", err)
+		if e, ok := err.(*stripeAPIError); ok {
+			// Stripe notified the event, so it exists: not found, it was
+			// asked for with a key of another account or mode than its
+			// own, or as another context.
+			as := "as the notification's context " + stripeContext
+			if stripeContext == "" {
+				as = "as its own account (the notification has no context)"
+			}
+			e.notFound = "no such event for Config.StripeClient's API key, fetched " + as +
+				": is the key of the account the event destination belongs to, and of the event's mode?"
+		}
+		return nil, err
 	}
 	if res.LastResponse == nil {
 		return nil, errorf("%w: retrieving the v2 event: the client's backend kept no answer", ErrStripeAPI)
@@ -308,6 +320,9 @@ type stripeAPIError struct {
 	// otherMode is "live" or "test" when Stripe answered that the object
 	// exists in that mode, not the API key's (see keyOfOtherMode).
 	otherMode string
+	// notFound is what a 404 resource_missing means of this request, said
+	// after it; "" to say nothing more.
+	notFound string
 }
 
 // transient reports whether the same request may succeed later: it got no
@@ -408,6 +423,8 @@ func (e *stripeAPIError) Error() string {
 	switch {
 	case e.otherMode != "":
 		s += ": the object exists in " + e.otherMode + " mode: the API key is of the other mode (a test key for live events, or a live key for test events)"
+	case e.notFound != "" && e.code == string(stripe.ErrorCodeResourceMissing):
+		s += ": " + e.notFound
 	case e.code == string(stripe.ErrorCodeAccountInvalid):
 		// A request made as a connected account (Stripe-Account) that the
 		// platform's key has no access to: Stripe answers it 403, as it
