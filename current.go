@@ -185,7 +185,9 @@ const FetchTimeout = 5 * time.Second
 //     those types with [On]. A key of the other mode than the events' (a
 //     test key for live events) is answered 404 resource_missing for every
 //     object, saying that the object exists in the other mode: that 404 is
-//     a fetch error, not ErrObjectNotFound, and fails the event.
+//     a fetch error, not ErrObjectNotFound, and fails the event. An event
+//     that names no object (a thin event without related_object) is
+//     skipped without a fetch ("the event names no object to fetch").
 //
 // OnCurrent panics on a programming error, as [On] does: no event types, a
 // nil fetch or fn, an event type that already has a handler or that On

@@ -32,7 +32,8 @@ type ThinEvent struct {
 	Livemode bool
 	// RelatedObject names the object the event is about, as the handler's
 	// Event.ObjectID and what an idempotency.OnCurrent registration
-	// fetches; nil for an event about none.
+	// fetches; nil for an event about none, which an OnCurrent
+	// registration skips without a fetch.
 	RelatedObject *stripe.RelatedObject
 	// Data is the event type's own fields, the handler's Event.Object:
 	// a stripe-go struct of the type (stripe.V1BillingMeterErrorReportTriggeredEventData),
