@@ -227,8 +227,9 @@ type RecoverReport struct {
 // each of Recover's requests, before Recover asks again. Other answers (a 4xx,
 // Stripe's or a proxy's, a key refused) stop the run at once, and so does
 // a request the client cannot make (a base URL that does not parse, is
-// not http or https, or has a path other than /v1; endless redirects or one the client of idemctl and
-// examples/server refuses, a certificate not accepted).
+// not http or https, or has a path other than /v1; endless redirects, or
+// one the client of idemctl and examples/server refuses; a certificate
+// not accepted).
 //
 // It refuses, with [ErrRecoveryWindow] and before any request, the place
 // it would start from when it is earlier than RecoveryWindow (and a
