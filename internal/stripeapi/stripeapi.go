@@ -130,7 +130,7 @@ func NewClient(key, base string, hc *http.Client) (*stripe.Client, error) {
 	if plainForKey(u, key) {
 		return nil, &BaseURLError{URL: base, withKey: HoldsKey(base, key), plain: true}
 	}
-	if ownPath(u) {
+	if ownPath(base, u) {
 		return nil, &BaseURLError{URL: base, withKey: HoldsKey(base, key), ownPath: true}
 	}
 	cfg := &stripe.BackendConfig{
@@ -150,14 +150,15 @@ func isHTTP(u *url.URL, err error) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
-// ownPath reports whether base URL u has a path, query or fragment that
-// stripe-go does not take: it trims one "/" and then one "/v1" from a base
-// URL and appends each request's path, which must then start with /v1 or
-// /v2 (any other request fails, "unknown path prefix"), and a query or a
-// fragment would come before that path.
-func ownPath(u *url.URL) bool {
+// ownPath reports whether base URL base, parsed as u, has a path, query
+// or fragment that stripe-go does not take: it trims one "/" and then one
+// "/v1" from a base URL as written and appends each request's path, which
+// must then start with /v1 or /v2 (any other request fails, "unknown path
+// prefix"), and a query or a fragment would come before that path. A '#'
+// is a fragment even with nothing after it, which u does not keep.
+func ownPath(base string, u *url.URL) bool {
 	p := strings.TrimSuffix(strings.TrimSuffix(u.EscapedPath(), "/"), "/v1")
-	return p != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != ""
+	return p != "" || u.RawQuery != "" || u.ForceQuery || strings.Contains(base, "#")
 }
 
 // plainForKey reports whether u is plain http to another machine for a
