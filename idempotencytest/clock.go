@@ -10,9 +10,10 @@ import (
 // still until the test advances it, so that a test reaches an inbox retry
 // or a lease expiry without sleeping. It is safe for concurrent use.
 //
-// The inbox's default backoff varies by ±10%: advance the clock to an
-// event's InboxRecord.NextAttemptAt, or past the longest wait, not by the
-// backoff's nominal figure, which reaches the retry in about half the runs.
+// The inbox's default backoff varies by ±10%: set the clock to an event's
+// InboxRecord.NextAttemptAt (Clock.Set), or advance it past the longest
+// wait, not by the backoff's nominal figure, which reaches the retry in
+// about half the runs.
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -36,4 +37,13 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+}
+
+// Set moves the clock to t, forward or back: to an event's
+// InboxRecord.NextAttemptAt, for the inbox's next WorkDue to reach its
+// retry.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
 }

@@ -587,7 +587,7 @@ func testTaskOutage(t *testing.T, b StoreBackend, mode taskMode) {
 			tb.clock.Advance(r.NextAttemptAt.Sub(tb.clock.Now()) - time.Millisecond)
 			tb.work(t, 0) // not due yet
 		}
-		tb.clock.Advance(r.NextAttemptAt.Sub(tb.clock.Now()))
+		tb.clock.Set(r.NextAttemptAt)
 		tb.work(t, 1)
 	}
 	r := tb.task(t, "in_out")
