@@ -16,16 +16,7 @@ import (
 // an earlier -since named RecoverOptions.Since, the library's field.
 func TestRecoverCheckpointMismatchNamesTheFlags(t *testing.T) {
 	t.Parallel()
-	s := newService(t, nil)
-	api := &eventsAPI{
-		events: [][]byte{eventPayload(t, "evt_cpm_0", "invoice.paid", "in_cpm_0", time.Now().Add(-time.Hour).Unix())},
-		types:  []string{"invoice.paid"},
-	}
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	env := map[string]string{"STRIPE_SECRET_KEY": stripeKey}
-	start := time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Second)
-	since, earlier := start.Format(time.RFC3339), start.Add(-time.Hour).Format(time.RFC3339)
+	s, api, srv, env, _, since, earlier := newCheckpointFixture(t, "cpm")
 	args := []string{"recover", "-since", since, "-types", "invoice.paid", "-api-base", srv.URL, "-checkpoint", "cpm"}
 	r := idemctl(t, s.db, env, args...)
 	require.Equal(t, exitOK, r.code, r.stderr)
@@ -56,4 +47,23 @@ func TestRecoverCheckpointMismatchNamesTheFlags(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Regexp(t, `(?m)^resumed\s+true$`, r.stdout)
 	require.Regexp(t, `(?m)^checkpoint at\s+evt_cpm_0$`, r.stdout)
+}
+
+// newCheckpointFixture is what a test of a -checkpoint's refusals needs:
+// a service, a fake Events API listing one invoice.paid event of an hour
+// ago (evt_<name>_0) and its server, recover's environment, and a -since
+// two hours ago (start, whole seconds, and as a flag) with one an hour
+// before it.
+func newCheckpointFixture(t *testing.T, name string) (s *service, api *eventsAPI, srv *httptest.Server, env map[string]string, start time.Time, since, earlier string) {
+	t.Helper()
+	s = newService(t, nil)
+	api = &eventsAPI{
+		events: [][]byte{eventPayload(t, "evt_"+name+"_0", "invoice.paid", "in_"+name+"_0", time.Now().Add(-time.Hour).Unix())},
+		types:  []string{"invoice.paid"},
+	}
+	srv = httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	start = time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Second)
+	return s, api, srv, map[string]string{"STRIPE_SECRET_KEY": stripeKey}, start,
+		start.Format(time.RFC3339), start.Add(-time.Hour).Format(time.RFC3339)
 }

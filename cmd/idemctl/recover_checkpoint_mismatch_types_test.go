@@ -2,9 +2,7 @@ package main
 
 import (
 	"log/slog"
-	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,16 +18,7 @@ import (
 // one, or named no type for one of every type.)
 func TestRecoverCheckpointMismatchOfSeveralTypesOrEvery(t *testing.T) {
 	t.Parallel()
-	s := newService(t, nil)
-	api := &eventsAPI{
-		events: [][]byte{eventPayload(t, "evt_cmt_0", "invoice.paid", "in_cmt_0", time.Now().Add(-time.Hour).Unix())},
-		types:  []string{"invoice.paid"},
-	}
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	env := map[string]string{"STRIPE_SECRET_KEY": stripeKey}
-	start := time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Second)
-	since, earlier := start.Format(time.RFC3339), start.Add(-time.Hour).Format(time.RFC3339)
+	s, _, srv, env, start, since, earlier := newCheckpointFixture(t, "cmt")
 
 	args := []string{"recover", "-types", "invoice.paid,charge.failed", "-api-base", srv.URL, "-checkpoint", "cmt"}
 	r := idemctl(t, s.db, env, append(args, "-since", since)...)
