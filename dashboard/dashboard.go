@@ -308,13 +308,14 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveNotMade answers a request to a Dashboard not made by New, which
-// has no inbox, no Logger and no clock: a page of the defaults says so.
+// has no inbox, no Logger and no clock: a page of the defaults says so,
+// linking nowhere, as every page of it says the same.
 func serveNotMade(w http.ResponseWriter, r *http.Request) {
 	d := &Dashboard{}
 	d.cfg.setDefaults()
 	d.cfg.Logger.Error("dashboard: a Dashboard not made by New", "path", r.URL.Path)
-	d.renderMessage(w, r, http.StatusInternalServerError, "Not set up",
-		"This dashboard was not made by dashboard.New, and shows nothing. The service's log says so too.")
+	d.render(w, r, http.StatusInternalServerError, "message", "Not set up", messageData{
+		Text: "This dashboard was not made by dashboard.New, and shows nothing. The service's log says so too."})
 }
 
 // The query keys each page takes. The message after an action (flash)

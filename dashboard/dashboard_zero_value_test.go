@@ -16,8 +16,9 @@ import (
 // TestDashboardNotMadeByNewIsRefused: a Dashboard that New did not return
 // (a zero or nil one, declared where New's result was meant) answers
 // every page and action 500 with a page that says so, under the
-// dashboard's headers, and logs it at Error through slog.Default, naming
-// New: it panicked on a nil pointer at every request.
+// dashboard's headers, with no link to the overview, which says the same,
+// and logs it at Error through slog.Default, naming New: it panicked on a
+// nil pointer at every request.
 // Not parallel: it reads slog.Default, which it sets.
 func TestDashboardNotMadeByNewIsRefused(t *testing.T) {
 	prev := slog.Default()
@@ -34,6 +35,7 @@ func TestDashboardNotMadeByNewIsRefused(t *testing.T) {
 			require.Equal(t, http.StatusInternalServerError, w.Code, name)
 			require.Contains(t, w.Header().Get("Content-Security-Policy"), "frame-ancestors 'none'", name)
 			contains(t, w.Body.String(), "not made by dashboard.New", name)
+			require.NotContains(t, w.Body.String(), `id="back-to-overview"`, "%s: every page of it says the same", name)
 			require.Equal(t, 1, strings.Count(logs.String(), `level=ERROR msg="dashboard: a Dashboard not made by New"`),
 				"one line for the request: %s", logs.String())
 		}
