@@ -61,7 +61,8 @@ type ThinEvent struct {
 // each in Stripe's JSON error. It does not check the API key. Serve it on
 // an http.ServeMux beside fakes of your own (the objects an OnCurrent
 // registration fetches) to have one client reach them all. It is safe for
-// concurrent use.
+// concurrent use. The zero value keeps no event and is ready to use, as
+// one NewV2Events returns (a field of a test's fixture, for instance).
 type V2Events struct {
 	mu      sync.Mutex
 	events  map[string]v2Event
@@ -75,7 +76,7 @@ type v2Event struct {
 
 // NewV2Events returns a V2Events that keeps no event.
 func NewV2Events() *V2Events {
-	return &V2Events{events: map[string]v2Event{}, fetches: map[string]int{}}
+	return &V2Events{}
 }
 
 // Add keeps ev, to be answered to the Handler's fetch, and returns its
@@ -136,6 +137,9 @@ func (f *V2Events) Add(ev ThinEvent) []byte {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.events == nil {
+		f.events = map[string]v2Event{}
+	}
 	f.events[ev.ID] = v2Event{context: ev.Context, json: b}
 	return notification
 }
@@ -165,6 +169,9 @@ func (f *V2Events) answer(r *http.Request) (int, []byte) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.fetches == nil {
+		f.fetches = map[string]int{}
+	}
 	f.fetches[id]++
 	ev, ok := f.events[id]
 	if !ok || ev.context != r.Header.Get("Stripe-Context") {
