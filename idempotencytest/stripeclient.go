@@ -1,6 +1,7 @@
 package idempotencytest
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 
@@ -18,7 +19,10 @@ import (
 // an error answer reaches the caller at once and once. Each request is
 // served on a goroutine of its own; one whose context ends before h
 // answers returns the context's error, as over a network, and h's request
-// has that context.
+// has that context. A request whose h panics, or ends its goroutine with
+// runtime.Goexit (t.FailNow, as require does in a failed assertion),
+// fails at once with an error that says so, with the panic's value, as
+// one a server drops the connection of.
 //
 // It panics on a nil h.
 func NewStripeClient(key string, h http.Handler) *stripe.Client {
@@ -45,17 +49,39 @@ func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if req.Body == nil {
 		req.Body = http.NoBody
 	}
-	answered := make(chan *http.Response, 1)
+	type answer struct {
+		res *http.Response
+		err error
+	}
+	answered := make(chan answer, 1)
 	go func() {
-		rec := httptest.NewRecorder()
+		rec, returned := httptest.NewRecorder(), false
+		defer func() {
+			_ = req.Body.Close() // a RoundTripper closes the request's body
+			if returned {
+				answered <- answer{res: rec.Result()}
+				return
+			}
+			// A panic, or runtime.Goexit (t.FailNow): a server drops the
+			// connection, and the request fails at once.
+			what := "did not return serving %s %s (runtime.Goexit: t.FailNow in the handler?)"
+			args := []any{req.Method, req.URL.Path}
+			if v := recover(); v != nil {
+				what = "panicked serving %s %s: %v"
+				args = append(args, v)
+			}
+			answered <- answer{err: fmt.Errorf("idempotencytest: the handler of NewStripeClient "+what, args...)}
+		}()
 		t.h.ServeHTTP(rec, req)
-		_ = req.Body.Close() // a RoundTripper closes the request's body
-		answered <- rec.Result()
+		returned = true
 	}()
 	select {
-	case res := <-answered:
-		res.Request = r
-		return res, nil
+	case a := <-answered:
+		if a.err != nil {
+			return nil, a.err
+		}
+		a.res.Request = r
+		return a.res, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
