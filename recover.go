@@ -457,7 +457,9 @@ func (r *recovery) loadCheckpoint(ctx context.Context) error {
 // options RecoverOptions.Checkpoint was started with, which the options
 // given to continue it differ from, for a caller that words the refusal
 // in its own terms (idemctl recover, in its flags). Its text is the
-// library's, which names RecoverOptions' fields.
+// library's, which names RecoverOptions' fields. One made by a caller (a
+// fake of Recover in a test) is ErrCheckpointMismatch too, and its text
+// names its Checkpoint.
 type CheckpointMismatchError struct {
 	Checkpoint      string    // the checkpoint's name
 	Since           time.Time // the Since it was started with, in whole seconds
@@ -468,8 +470,14 @@ type CheckpointMismatchError struct {
 	err error
 }
 
-func (e *CheckpointMismatchError) Error() string { return e.err.Error() }
-func (e *CheckpointMismatchError) Unwrap() error { return e.err }
+func (e *CheckpointMismatchError) Error() string { return e.Unwrap().Error() }
+
+func (e *CheckpointMismatchError) Unwrap() error {
+	if e.err == nil { // made by a caller
+		return errorf("%w: checkpoint %q", ErrCheckpointMismatch, e.Checkpoint)
+	}
+	return e.err
+}
 
 // mismatch is err, a refusal of cp with ErrCheckpointMismatch, with what
 // cp was started with.
