@@ -142,12 +142,14 @@ type RecoverOptions struct {
 	// OnEvent, when set, is called once for each event RecoverReport.Listed
 	// counts, after it is handled, on Recover's goroutine, with its
 	// Result: EventID, EventType (of a malformed event too, as listed),
-	// ObjectID, Outcome (a duplicate's too), Err and SkipReason; Status is
-	// 0 and Attempt 0. An event whose store was unavailable, which the
-	// next run lists again, is not reported. Config.OnResult is not called
-	// for recovered events: this is the place to count them, by type for
-	// instance, to see which of Types the Events API listed no event for
-	// (it answers a misspelt type with no events, not an error).
+	// ObjectID, Outcome (a duplicate's too), Err, SkipReason, and Duration,
+	// from the check for its claim to its outcome, as a delivery's, to
+	// feed one latency histogram with both; Status is 0 and Attempt 0. An
+	// event whose store was unavailable, which the next run lists again,
+	// is not reported. Config.OnResult is not called for recovered events:
+	// this is the place to count them, by type for instance, to see which
+	// of Types the Events API listed no event for (it answers a misspelt
+	// type with no events, not an error).
 	OnEvent func(Result)
 }
 
@@ -759,6 +761,7 @@ func (r *recovery) handlePage(ctx context.Context, page eventPage) error {
 // handle hands one event to the Handler, as a delivery.
 func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
 	res := Result{EventID: ev.env.ID, EventType: ev.env.Type, ObjectID: ev.env.ObjectID}
+	start := time.Now()
 	switch {
 	case ev.err != nil:
 		res.Outcome, res.Err = OutcomeRejected, errorf("%w: %w", ErrMalformedEvent, ev.err)
@@ -771,6 +774,7 @@ func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
 	if res.Outcome == OutcomeUnavailable {
 		return errorf("Recover: event %s: %w", ev.env.ID, res.Err) // not handled: the next run lists it again
 	}
+	res.Duration = time.Since(start)
 	rep := r.report
 	rep.Listed++
 	if r.opts.OnEvent != nil {
