@@ -37,11 +37,12 @@ type ThinEvent struct {
 	RelatedObject *stripe.RelatedObject
 	// Data is the event type's own fields, the handler's Event.Object:
 	// a stripe-go struct of the type (stripe.V1BillingMeterErrorReportTriggeredEventData),
-	// a map, or JSON as a json.RawMessage, encoded with encoding/json;
-	// nil for an event without data.
+	// a map, or JSON as a json.RawMessage (not a []byte, which
+	// encoding/json encodes as a base64 string: Add refuses it), encoded
+	// with encoding/json; nil for an event without data.
 	Data any
-	// Changes is the event's changes, the handler's Event.Previous; nil for
-	// none.
+	// Changes is the event's changes, the handler's Event.Previous, given
+	// as Data is; nil for none.
 	Changes any
 }
 
@@ -83,7 +84,8 @@ func NewV2Events() *V2Events {
 // thin event notification, the body an event destination sends: to
 // deliver with [Deliver] or [NewSignedRequest]. An event of an id added
 // before replaces it. Add panics, naming the field, on an ev without an
-// ID or a Type, or with Data or Changes that encoding/json cannot encode.
+// ID or a Type, or with Data or Changes that encoding/json cannot encode
+// or that is a []byte.
 func (f *V2Events) Add(ev ThinEvent) []byte {
 	switch {
 	case ev.ID == "":
@@ -120,6 +122,10 @@ func (f *V2Events) Add(ev ThinEvent) []byte {
 	}{{"Data", ev.Data, &event.Data}, {"Changes", ev.Changes, &event.Changes}} {
 		if field.v == nil {
 			continue
+		}
+		if _, ok := field.v.([]byte); ok {
+			panic(fmt.Sprintf("idempotencytest: V2Events.Add: ThinEvent.%s is a []byte, which encoding/json encodes as a base64 string: "+
+				"give JSON as a json.RawMessage", field.name))
 		}
 		b, err := json.Marshal(field.v)
 		if err != nil {
