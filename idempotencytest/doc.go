@@ -12,7 +12,8 @@
 //     might, and both return what the handler answered ([Answer],
 //     [Answers]).
 //   - A fake clock: [NewClock] gives a [Clock] to set as
-//     idempotency.InboxConfig.Now (and Config.Now), advanced by the test, so
+//     idempotency.InboxConfig.Now (and Config.Now), advanced by the test
+//     ([Clock.Advance]) or set to an event's next attempt ([Clock.Set]), so
 //     that Inbox.WorkDue reaches a retry's backoff or a lease's expiry
 //     without sleeping.
 //   - A fake Stripe API: [NewStripeClient] gives a stripe-go client whose
