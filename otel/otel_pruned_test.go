@@ -1,6 +1,8 @@
 package idempotencyotel_test
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -97,4 +99,31 @@ func TestPrunerOfNilStore(t *testing.T) {
 		err := idempotency.PruneEvery(t.Context(), pr, idempotency.Retention{}, time.Hour, logger)
 		require.ErrorContains(t, err, "nil Pruner", name)
 	}
+}
+
+// reportingPruner is a Pruner other than the stores: it calls no OnBatch
+// and returns rep and err.
+type reportingPruner struct {
+	rep idempotency.PruneReport
+	err error
+}
+
+func (p reportingPruner) Prune(context.Context, idempotency.Retention) (idempotency.PruneReport, error) {
+	return p.rep, p.err
+}
+
+// TestPrunerCountsTheReportWithoutBatches: of a Pruner that calls no
+// OnBatch, Telemetry.Pruner counts what the report counts when the prune
+// returns, a failed prune's too (the batches it committed).
+func TestPrunerCountsTheReportWithoutBatches(t *testing.T) {
+	t.Parallel()
+	tel := newTelemetry(t, time.Now)
+	failed := errors.New("connection lost")
+	pr := tel.Pruner(reportingPruner{rep: idempotency.PruneReport{Events: 3, TaskArgsCleared: 2}, err: failed})
+	_, err := pr.Prune(t.Context(), idempotency.Retention{})
+	require.ErrorIs(t, err, failed)
+	pts := tel.points(t)["idempotency.retention.pruned"]
+	require.Equal(t, float64(3), pts["rows=events"])
+	require.Equal(t, float64(2), pts["rows=task_args_cleared"])
+	require.Equal(t, float64(0), pts["rows=event_ids"])
 }
