@@ -1,7 +1,8 @@
 // Package idempotencyotel reports what package idempotency does as
 // OpenTelemetry metrics and traces: deliveries, inbox attempts, the
 // inbox's depth, its oldest pending event and its last attempt, dead
-// letters, and the fetches of OnCurrent handlers from the Stripe API.
+// letters, the rows prunes delete, and the fetches of OnCurrent handlers
+// from the Stripe API.
 //
 // It lives beside the core: a program that does not import it links no
 // OpenTelemetry. Wire it through [idempotency.Observer]:
