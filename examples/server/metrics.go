@@ -66,7 +66,8 @@ func (m *metrics) observer() *idempotency.Observer {
 	return m.tel.Observer()
 }
 
-// observeInbox adds the gauges of in's depth and oldest pending event.
+// observeInbox adds the gauges of in's depth, oldest pending event and
+// last attempt.
 func (m *metrics) observeInbox(in *idempotency.Inbox) error {
 	if m == nil {
 		return nil
