@@ -309,19 +309,13 @@ func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, er
 	if in == nil {
 		return nil, errors.New("idempotencyotel: ObserveInbox: nil *Inbox")
 	}
-	depth, err := t.meter.Int64ObservableGauge("idempotency.inbox.depth", metric.WithUnit("{row}"),
+	depth, depthErr := t.meter.Int64ObservableGauge("idempotency.inbox.depth", metric.WithUnit("{row}"),
 		metric.WithDescription("Inbox events and tasks by state."))
-	if err != nil {
-		return nil, fmt.Errorf("idempotencyotel: creating instruments: %w", err)
-	}
-	age, err := t.meter.Float64ObservableGauge("idempotency.inbox.oldest_pending_age", metric.WithUnit("s"),
+	age, ageErr := t.meter.Float64ObservableGauge("idempotency.inbox.oldest_pending_age", metric.WithUnit("s"),
 		metric.WithDescription("Time since the oldest inbox event or task still to apply (pending, failed or processing) was received; 0 when none."))
-	if err != nil {
-		return nil, fmt.Errorf("idempotencyotel: creating instruments: %w", err)
-	}
-	lastAttempt, err := t.meter.Float64ObservableGauge("idempotency.inbox.last_attempt_age", metric.WithUnit("s"),
+	lastAttempt, lastAttemptErr := t.meter.Float64ObservableGauge("idempotency.inbox.last_attempt_age", metric.WithUnit("s"),
 		metric.WithDescription("Time since the newest attempt at an inbox event or task started; none when no row was attempted."))
-	if err != nil {
+	if err := errors.Join(depthErr, ageErr, lastAttemptErr); err != nil {
 		return nil, fmt.Errorf("idempotencyotel: creating instruments: %w", err)
 	}
 	return t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
