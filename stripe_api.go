@@ -194,7 +194,7 @@ func apiError(op string, err error) error {
 				e.causeText = strings.ReplaceAll(err.Error(), ue.Error(), (&url.Error{Op: ue.Op, URL: masked, Err: ue.Err}).Error())
 			}
 		}
-	case unknownPathPrefix.MatchString(err.Error()):
+	case strings.HasPrefix(err.Error(), unknownPathPrefix):
 		// A base URL without a scheme ("api.stripe.com", "localhost:12111"),
 		// or with a path of its own ("https://proxy/stripe"; stripe-go
 		// strips a trailing /v1 alone), makes a URL whose path stripe-go
@@ -230,12 +230,12 @@ func bareAnswerJSON(err error) bool {
 // notStripesJSON names an error of bareAnswerJSON's.
 const notStripesJSON = "an error answer that is not the Stripe API's (JSON without Stripe's error; its status not known, its body not quoted)"
 
-// unknownPathPrefix is the text stripe-go v82 gives the error of a
+// unknownPathPrefix begins the text stripe-go v82 gives the error of a
 // request whose URL's path does not begin with /v1 or /v2: the client's
 // base URL has no scheme, so that the whole URL reads as a path, or a path
 // of its own. TestStripeAPIRequestNoLaterOnePasses fails if a release of
 // stripe-go words it otherwise.
-var unknownPathPrefix = regexp.MustCompile(`\Aunknown path prefix `)
+const unknownPathPrefix = "unknown path prefix "
 
 // undecodedAnswer is the text stripe-go v82 gives the error of an answer
 // whose body does not decode (UnmarshalJSONVerbose): the status, then a
