@@ -584,7 +584,7 @@ func testTaskOutage(t *testing.T, b StoreBackend, mode taskMode) {
 		nominal := time.Duration(math.Pow(float64(n), 4)) * time.Second
 		require.InEpsilon(t, float64(nominal), float64(r.NextAttemptAt.Sub(r.AttemptedAt)), 0.1001, "the wait after attempt %d", n)
 		if n == 1 {
-			tb.clock.Advance(r.NextAttemptAt.Sub(tb.clock.Now()) - time.Millisecond)
+			tb.clock.Set(r.NextAttemptAt.Add(-time.Millisecond))
 			tb.work(t, 0) // not due yet
 		}
 		tb.clock.Set(r.NextAttemptAt)
