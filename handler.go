@@ -532,8 +532,8 @@ var (
 // request 500 {"error":"processing_failed"}, which Stripe retries, and
 // logs it at Error through slog.Default, naming them.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h == nil || h.store == nil {
-		serveNotMade(w, r)
+	if err := h.made("ServeHTTP"); err != nil {
+		serveNotMade(w, r, err)
 		return
 	}
 	res := Result{}
@@ -551,12 +551,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	report(r.Context(), h.log, h.cfg.OnResult, done, &res)
 }
 
+// made fails when h is not a Handler [NewHandler] or [Inbox.Handler]
+// returned (a zero or nil one, which has no store), naming method, as
+// Inbox.made does.
+func (h *Handler) made(method string) error {
+	if h == nil || h.store == nil {
+		return errorf("Handler.%s: a Handler not made by NewHandler or Inbox.Handler", method)
+	}
+	return nil
+}
+
 // serveNotMade answers a request to a Handler not made by NewHandler or
-// Inbox.Handler as a failed delivery, so that Stripe retries it once the
-// service is fixed; it has no Logger of its own.
-func serveNotMade(w http.ResponseWriter, r *http.Request) {
-	res := Result{Outcome: OutcomeFailed, Status: http.StatusInternalServerError,
-		Err: errorf("Handler.ServeHTTP: a Handler not made by NewHandler or Inbox.Handler")}
+// Inbox.Handler (err, made's) as a failed delivery, so that Stripe retries
+// it once the service is fixed; it has no Logger of its own.
+func serveNotMade(w http.ResponseWriter, r *http.Request, err error) {
+	res := Result{Outcome: OutcomeFailed, Status: http.StatusInternalServerError, Err: err}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(res.Status)
 	_, _ = w.Write(bodyFailed)

@@ -274,8 +274,8 @@ type RecoverReport struct {
 // key hands a live endpoint's Handler test-mode events, which it applies
 // as if delivered.
 func (h *Handler) Recover(ctx context.Context, client *stripe.Client, opts RecoverOptions) (RecoverReport, error) {
-	if h == nil || h.store == nil {
-		return RecoverReport{}, errorf("Handler.Recover: a Handler not made by NewHandler or Inbox.Handler")
+	if err := h.made("Recover"); err != nil {
+		return RecoverReport{}, err
 	}
 	return h.runRecovery(ctx, client, opts, recoverBackoff)
 }
