@@ -60,26 +60,29 @@ endpoint too). -mode live or -mode test names the endpoint's mode and has it
 checked: a key whose prefix names the other mode (sk_test_ or rk_test_ for
 live, sk_live_ or rk_live_ for test) is a usage error before the database is
 opened, and a listed event of the other mode stops the run before any event
-of its page is stored (ErrModeMismatch). It lists the account's own events, or with -account acct_...
-those of that connected account (Connect), every request made as it
-(Stripe-Account): a Connect endpoint is sent only connected accounts'
-events, so recover each account in turn there; without -account it would be
-given the platform's own events. A listed event of another account than the
-one asked for stops the run before any event of its page is stored.
--api-base points the client at a local stripe-mock or a fake: a scheme and
-a host (and port), with no path but /v1; a key other than a test key (sk_test_, rk_test_) is sent over plain http only to this
-machine (localhost, a loopback address). Stripe's API never redirects: the
-client follows a redirect only on the same host, to where -api-base could
-point, and to a location holding no key (an error would quote it), and
+of its page is stored (ErrModeMismatch). It lists the account's own events,
+or with -account acct_... those of that connected account (Connect), every
+request made as it (Stripe-Account): a Connect endpoint is sent only
+connected accounts' events, so recover each account in turn there; without
+-account it would be given the platform's own events. A listed event of
+another account than the one asked for stops the run before any event of its
+page is stored.
+-api-base points the client at a local stripe-mock or a fake: a scheme and a
+host (and port), with no path but /v1; a key other than a test key
+(sk_test_, rk_test_) is sent over plain http only to this machine
+(localhost, a loopback address). Stripe's API never redirects: the client
+follows a redirect only on the same host, to where -api-base could point,
+and to a location holding no key (an error would quote it), and
 fails the request on any other without asking its location.
 
 -checkpoint keeps, under a name, how far the run got: a run stopped by an
 error, a failed event or SIGINT continues there when run again with the same
-name and options. A checkpoint keeps its -account: name one per account. Progress shows the pages listed. It exits 1 when events
-failed to be stored (their ids are printed), 2 when -since is in the
-future or beyond the Events API's window, -mode is not live or test or
-the key is of the other mode, -account is not a connected account's id, or
--checkpoint was started with other options.
+name and options. A checkpoint keeps its -account: name one per account.
+Progress shows the pages listed. It exits 1 when events failed to be stored
+(their ids are printed), 2 when -since is in the future or beyond the Events
+API's window, -mode is not live or test or the key is of the other mode,
+-account is not a connected account's id, or -checkpoint was started with
+other options.
 
 Besides its own "idemctl: " lines, recover writes to stderr the library's
 log records at Warn and Error, one slog text line each (time=... level=...

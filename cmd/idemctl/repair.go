@@ -53,8 +53,9 @@ card_payments, in every account). A task has neither: -kind task with
 It refuses to run without a selector (-id, -type, -object, -account,
 -since, -until) unless -all is given: -state and -kind narrow a selection
 but do not make one.
--dry-run counts the events and tasks that would move and moves none. Without -kind,
-events and tasks move in one statement: both, or neither when it fails.
+-dry-run counts the events and tasks that would move and moves none. Without
+-kind, events and tasks move in one statement: both, or neither when it
+fails.
 It prints how many events and tasks (with -kind, of that kind) moved, or
 would, after a line for each -id it does not move saying why: not found,
 or its state, kind, type, object, account or received time not selected

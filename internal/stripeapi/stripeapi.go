@@ -28,8 +28,9 @@ var ErrKey = errors.New("STRIPE_SECRET_KEY is not a secret (sk_...) or restricte
 
 // BaseURLError is returned for a base URL that is not http(s), that has a
 // path (but /v1), query or fragment of its own, or that is plain http to a
-// host other than this machine's for a key that is not a test key. Its message quotes the URL without the password of its user
-// info, and not at all when it may hold an API key (HoldsKey).
+// host other than this machine's for a key that is not a test key. Its
+// message quotes the URL without the password of its user info, and not at
+// all when it may hold an API key (HoldsKey).
 type BaseURLError struct {
 	URL     string
 	withKey bool // URL may hold an API key
