@@ -113,14 +113,15 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 			d.badForm(w, r, "redrive", "Redrive takes event ids, or the state dead_letter, failed or ignored.")
 			return
 		}
-		// The type, object and account as the list's filter reads them
-		// (parseListFilter); the list counted the redrive of the same
-		// filter (listFilter.redrive).
+		// The list's filter, its type, object and account as
+		// parseListFilter reads them, at the default page the redirect
+		// goes back to; the list counted the redrive of the same filter
+		// (listFilter.redrive).
 		lf := listFilter{Kind: idempotency.InboxKind(r.PostFormValue("kind")), State: state, Type: strings.TrimSpace(r.PostFormValue("type")),
-			Object: strings.TrimSpace(r.PostFormValue("object")), Account: strings.TrimSpace(r.PostFormValue("account"))}
-		since, until := r.PostFormValue("since"), r.PostFormValue("until")
+			Object: strings.TrimSpace(r.PostFormValue("object")), Account: strings.TrimSpace(r.PostFormValue("account")),
+			Since: r.PostFormValue("since"), Until: r.PostFormValue("until"), Limit: defaultListLimit}
 		var bad string
-		if lf.since, lf.until, bad = parseRange(since, until); bad != "" {
+		if lf.since, lf.until, bad = parseRange(lf.Since, lf.Until); bad != "" {
 			d.badForm(w, r, "redrive", bad)
 			return
 		}
@@ -141,13 +142,7 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 			d.badForm(w, r, "redrive", bulkIgnoredNeedsType)
 			return
 		}
-		setNonEmpty(back, "kind", string(f.Kind))
-		setNonEmpty(back, "state", string(state))
-		setNonEmpty(back, "type", f.EventType)
-		setNonEmpty(back, "object", f.ObjectID)
-		setNonEmpty(back, "account", f.Account)
-		setNonEmpty(back, "since", since)
-		setNonEmpty(back, "until", until)
+		back = lf.query() // the list redriven
 	}
 	events, tasks, err := d.cfg.Inbox.RedriveByKind(r.Context(), f)
 	if err != nil {
