@@ -126,12 +126,8 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f = lf.redrive()
-		if !isKind(f.Kind) {
-			d.badForm(w, r, "redrive", "Unknown kind: use event or task.")
-			return
-		}
-		if f.Kind == idempotency.KindTask && (f.ObjectID != "" || f.Account != "") {
-			d.badForm(w, r, "redrive", "A task has no object or account: redrive an object's or an account's events, of the kind event or of every kind.")
+		if bad := lf.kindRefused("redrive"); bad != "" {
+			d.badForm(w, r, "redrive", bad)
 			return
 		}
 		if state == idempotency.InboxIgnored && f.Kind == idempotency.KindTask {
@@ -227,6 +223,18 @@ func setNonEmpty(q url.Values, key, value string) {
 	if value != "" {
 		q.Set(key, value)
 	}
+}
+
+// kindRefused is why f's kind cannot be what it selects, in a sentence
+// for the page that refuses to verb it (list, redrive), or "".
+func (f listFilter) kindRefused(verb string) string {
+	switch {
+	case !isKind(f.Kind):
+		return "Unknown kind: use event or task."
+	case f.Kind == idempotency.KindTask && (f.Object != "" || f.Account != ""):
+		return "A task has no object or account: " + verb + " an object's or an account's events, of the kind event or of every kind."
+	}
+	return ""
 }
 
 // isKind reports whether k is an inbox kind, or empty for both.

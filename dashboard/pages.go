@@ -115,11 +115,8 @@ func parseListFilter(r *http.Request, maxLimit int) (listFilter, string) {
 		AllKinds: []idempotency.InboxKind{idempotency.KindEvent, idempotency.KindTask},
 		States:   states,
 	}
-	if !isKind(f.Kind) {
-		return f, "Unknown kind: use event or task."
-	}
-	if f.Kind == idempotency.KindTask && (f.Object != "" || f.Account != "") {
-		return f, "A task has no object or account: list an object's or an account's events, of the kind event or of every kind."
+	if bad := f.kindRefused("list"); bad != "" {
+		return f, bad
 	}
 	if f.State != "" && !slices.Contains(states, f.State) {
 		return f, "Unknown state."
