@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -23,7 +24,7 @@ func TestShowOldLongSkipReasonIsBounded(t *testing.T) {
 	require.NoError(t, err)
 	// 999 bytes, then "é" (2 bytes) across the 1000th, then 10 MB more.
 	head := "refunds are booked by hand: " + strings.Repeat("x", 999-len("refunds are booked by hand: "))
-	_, err = s.db.Pool.Exec(t.Context(), `UPDATE idempotency_events SET skip_reason = $1 || 'é' || repeat(' and more', 1200000)
+	_, err = s.db.Pool.Exec(t.Context(), `UPDATE `+pgx.Identifier{s.db.Schema, "idempotency_events"}.Sanitize()+` SET skip_reason = $1 || 'é' || repeat(' and more', 1200000)
 WHERE event_id = 'evt_old_skip'`, head)
 	require.NoError(t, err)
 
