@@ -38,10 +38,10 @@
 // / (the overview), /events (a list by kind, state, type, object,
 // account and time received, a page at a time: each page's Next link
 // starts after its last record, so that paging shows every record once
-// while new ones arrive), /event?id= (one event, what holds it
-// back, and, dead-lettered, what to do next), /search?q= (an event id or an object id), /forget?id= (the
-// page that asks to confirm a forget), and
-// the actions POST /redrive and POST /forget. A page answers a query key
+// while new ones arrive), /event?id= (one event, what holds it back, and,
+// dead-lettered, what to do next), /search?q= (an event id or an object
+// id), /forget?id= (the page that asks to confirm a forget), and the
+// actions POST /redrive and POST /forget. A page answers a query key
 // it does not take (a typo: ?stat=dead_letter) with 400 and a message
 // naming it, and a query part that does not parse (a semicolon, a bad %
 // escape) with 400, instead of showing what it shows without it. Mount it with
