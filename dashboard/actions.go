@@ -130,7 +130,7 @@ func (d *Dashboard) redrive(w http.ResponseWriter, r *http.Request) {
 			d.badForm(w, r, "redrive", bad)
 			return
 		}
-		if state == idempotency.InboxIgnored && f.Kind == idempotency.KindTask {
+		if !f.Kind.CanBe(state) {
 			d.badForm(w, r, "redrive", "A task is never ignored: redrive ignored events, of the kind event or of every kind.")
 			return
 		}
