@@ -1654,6 +1654,19 @@ func (in *Inbox) Stats(ctx context.Context) (InboxStats, error) {
 	return in.store.inboxStats(ctx)
 }
 
+// MaxAttempts is how many attempts an event or a task gets before it is
+// dead-lettered: [InboxConfig].MaxAttempts as NewInbox set it, its
+// default when left 0. It reads no store: a page or a tool that shows an
+// event's attempts says by it how many may still come. It is 0 for an
+// Inbox NewInbox did not return (a zero or nil one, whose other methods
+// fail), as NewInbox sets at least 1.
+func (in *Inbox) MaxAttempts() int {
+	if err := in.made("MaxAttempts"); err != nil {
+		return 0
+	}
+	return in.cfg.MaxAttempts
+}
+
 // Lookup returns the inbox record of an event, and false when the inbox
 // does not have it.
 func (in *Inbox) Lookup(ctx context.Context, eventID string) (InboxRecord, bool, error) {

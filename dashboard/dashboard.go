@@ -38,8 +38,9 @@
 // / (the overview), /events (a list by kind, state, type, object,
 // account and time received, a page at a time: each page's Next link
 // starts after its last record, so that paging shows every record once
-// while new ones arrive), /event?id= (one event, what holds it back, and,
-// dead-lettered, what to do next), /search?q= (an event id or an object
+// while new ones arrive), /event?id= (one event, its attempts out of the
+// inbox's MaxAttempts while it is still to be applied, what holds it
+// back, and, dead-lettered, what to do next), /search?q= (an event id or an object
 // id), /forget?id= (the page that asks to confirm a forget), and the
 // actions POST /redrive and POST /forget. A page answers a query key
 // it does not take (a typo: ?stat=dead_letter) with 400 and a message
@@ -156,7 +157,10 @@ type Config struct {
 	// Inbox is the inbox the dashboard shows and acts on. Required. An
 	// inbox made only for the dashboard needs no handlers registered
 	// (idempotency.NewInbox(store, idempotency.NewHandlers(),
-	// idempotency.InboxConfig{})); do not call Run on it.
+	// idempotency.InboxConfig{MaxAttempts: ...})); do not call Run on
+	// it. Give it the workers' MaxAttempts: an event's page says by its
+	// Inbox.MaxAttempts how many attempts a record still to be applied
+	// may have before it is dead-lettered.
 	Inbox *idempotency.Inbox
 
 	// Ledger, when set, adds the ledger's record of an event to its page,

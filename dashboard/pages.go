@@ -362,6 +362,10 @@ type eventData struct {
 	ShowPayloads bool
 	Payload      string
 	ArgsCleared  bool
+	// MaxAttempts is the inbox's (Inbox.MaxAttempts): the attempts a
+	// record gets before it is dead-lettered, by which the page says how
+	// many more a record still to be applied may have.
+	MaxAttempts int
 }
 
 // event: one event's (or task's) inbox record, what holds it back while
@@ -379,6 +383,7 @@ func (d *Dashboard) event(w http.ResponseWriter, r *http.Request) {
 		d.inboxError(w, r, "looking an event up", err)
 		return
 	}
+	data.MaxAttempts = d.cfg.Inbox.MaxAttempts()
 	if data.Record == nil && data.Claim == nil {
 		d.render(w, r, http.StatusNotFound, "event", id, data)
 		return

@@ -42,6 +42,7 @@ func parsePages(names ...string) map[string]*template.Template {
 		"records":     func(v view, recs []idempotency.InboxRecord) recordsTable { return recordsTable{v, recs} },
 		"moment":      func(now, at time.Time, overdue bool) moment { return moment{now, at, overdue} },
 		"overdue":     overdue,
+		"attempts":    attempts,
 		"taskKey":     func(rec idempotency.InboxRecord) string { return display.TaskKey(rec.EventID, rec.EventType) },
 		"unknown":     func() string { return display.Unknown },
 		// lastError is a record's last error, or why it is ignored when it
@@ -214,6 +215,32 @@ var forgetFlash = map[string]string{
 	"forget-none":       "Nothing to forget: the event is neither in the ledger nor in the inbox.",
 	"forget-unfinished": "Not forgotten: the event is still to be applied (pending, processing or failed).",
 	"forget-task":       "Not forgotten: this is a task, which runs once per key; forget takes events.",
+}
+
+// attempts is the event page's count of rec's attempts: for a record
+// still to be applied (pending, failed or processing), out of
+// maxAttempts, and how many more it may have before it is dead-lettered
+// ("3 of 20: up to 17 more attempts before it is dead-lettered"); for a
+// final one, the count alone.
+func attempts(rec idempotency.InboxRecord, maxAttempts int) string {
+	if rec.State.Final() {
+		return strconv.Itoa(rec.Attempt)
+	}
+	of := strconv.Itoa(rec.Attempt) + " of " + strconv.Itoa(maxAttempts)
+	left := maxAttempts - rec.Attempt
+	if rec.State == idempotency.InboxProcessing {
+		// The attempt under way is counted already.
+		if left <= 0 {
+			return of + ", under way: the last; if it fails, or its lease expires, it is dead-lettered"
+		}
+		return of + ", under way: if it fails, up to " + display.Count(left, "more attempt", "more attempts") + " before it is dead-lettered"
+	}
+	// The next attempt is counted as it starts, and a worker makes it
+	// even past maxAttempts (lowered since the last): then the last.
+	if left <= 1 {
+		return of + ": 1 more attempt, the last, before it is dead-lettered"
+	}
+	return of + ": up to " + strconv.Itoa(left) + " more attempts before it is dead-lettered"
 }
 
 // when formats t for a page, in UTC to the second.

@@ -1,0 +1,110 @@
+package dashboard_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/dashboard"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestEventPageSaysTheAttemptsLeft: the page of an event or a task still
+// to be applied says how many attempts it had out of the inbox's
+// MaxAttempts and how many more may come before it is dead-lettered: the
+// first thing an operator asks of a failed one. Pending, failed, failed
+// before its last attempt and under way (processing); dead-lettered, the
+// count alone. The page said the count alone, the dashboard not knowing
+// MaxAttempts.
+func TestEventPageSaysTheAttemptsLeft(t *testing.T) {
+	t.Parallel()
+	store := idempotency.NewMemoryStore()
+	clock := idempotencytest.NewClock(time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC))
+	quiet := slog.New(slog.DiscardHandler)
+	started, release := make(chan struct{}), make(chan struct{})
+	hs := idempotency.NewHandlers()
+	notify := idempotency.NewTask(hs, "notify", func(context.Context, idempotency.TaskRun[string]) error {
+		return errors.New("mailer down")
+	})
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		switch ev.Object.ID {
+		case "in_fail":
+			return errors.New("ledger down")
+		case "in_hang":
+			close(started)
+			<-release
+			return errors.New("ledger timed out")
+		}
+		_, err := notify.Enqueue(ctx, tx, ev.Object.ID, ev.Object.ID)
+		return err
+	})
+	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+		MaxAttempts: 3, Backoff: func(int) time.Duration { return time.Minute }, Now: clock.Now, Logger: quiet,
+	})
+	require.NoError(t, err)
+	hook, err := in.Handler(idempotency.Config{Secrets: []string{secret}, Now: clock.Now, Logger: quiet})
+	require.NoError(t, err)
+	dash, err := dashboard.New(dashboard.Config{Inbox: in, Now: clock.Now, Logger: quiet})
+	require.NoError(t, err)
+	deliver := func(eventID, objectID string) {
+		t.Helper()
+		a := idempotencytest.Deliver(hook, eventPayload(t, "invoice.paid", eventID, objectID), secret)
+		require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+	}
+	attempts := func(id, want string) {
+		t.Helper()
+		w := httptest.NewRecorder()
+		dash.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/event?id="+url.QueryEscape(id), nil))
+		require.Equal(t, http.StatusOK, w.Code)
+		contains(t, w.Body.String(), `<dd id="attempts">`+want+`</dd>`, id)
+	}
+	work := func() {
+		t.Helper()
+		_, err := in.WorkDue(t.Context())
+		require.NoError(t, err)
+	}
+
+	deliver("evt_fail", "in_fail")
+	deliver("evt_ok", "in_ok")
+	attempts("evt_fail", "0 of 3: up to 3 more attempts before it is dead-lettered")
+	work()
+	attempts("evt_fail", "1 of 3: up to 2 more attempts before it is dead-lettered")
+	attempts("task:notify:in_ok", "1 of 3: up to 2 more attempts before it is dead-lettered")
+	attempts("evt_ok", "1")
+	clock.Advance(time.Minute)
+	work()
+	attempts("evt_fail", "2 of 3: 1 more attempt, the last, before it is dead-lettered")
+	clock.Advance(time.Minute)
+	work()
+	attempts("evt_fail", "3")
+
+	deliver("evt_hang", "in_hang")
+	done := make(chan error, 1)
+	go func() {
+		_, err := in.WorkDue(context.WithoutCancel(t.Context()))
+		done <- err
+	}()
+	<-started
+	attempts("evt_hang", "1 of 3, under way: if it fails, up to 2 more attempts before it is dead-lettered")
+	close(release)
+	require.NoError(t, <-done)
+	require.Equal(t, idempotency.InboxFailed, stateOf(t, in, "evt_hang"))
+}
+
+// stateOf is the inbox state of id in in.
+func stateOf(t *testing.T, in *idempotency.Inbox, id string) idempotency.InboxState {
+	t.Helper()
+	rec, ok, err := in.Lookup(t.Context(), id)
+	require.NoError(t, err)
+	require.True(t, ok, id)
+	return rec.State
+}
