@@ -154,8 +154,9 @@ type Ledger interface {
 // Config configures a Dashboard. Inbox is required; every other field has a
 // default.
 type Config struct {
-	// Inbox is the inbox the dashboard shows and acts on. Required. An
-	// inbox made only for the dashboard needs no handlers registered
+	// Inbox is the inbox the dashboard shows and acts on, made by
+	// idempotency.NewInbox. Required. An inbox made only for the
+	// dashboard needs no handlers registered
 	// (idempotency.NewInbox(store, idempotency.NewHandlers(),
 	// idempotency.InboxConfig{MaxAttempts: ...})); do not call Run on
 	// it. Give it the workers' MaxAttempts: an event's page says by its
@@ -213,8 +214,9 @@ type Dashboard struct {
 	sent    sentForms    // the action forms sent lately, answered once
 }
 
-// New returns the dashboard cfg describes. It fails when cfg.Inbox is nil,
-// cfg.Ledger is a nil pointer, or a trusted origin is malformed.
+// New returns the dashboard cfg describes. It fails when cfg.Inbox is nil
+// or not made by idempotency.NewInbox (a zero Inbox), cfg.Ledger is a nil
+// pointer, or a trusted origin is malformed.
 func New(cfg Config) (*Dashboard, error) {
 	return newDashboard(cfg, maxListLimit)
 }
@@ -223,8 +225,13 @@ func New(cfg Config) (*Dashboard, error) {
 // it lower (NewWithMaxListLimit), so as to page through a list longer
 // than it without thousands of records.
 func newDashboard(cfg Config, maxList int) (*Dashboard, error) {
-	if cfg.Inbox == nil {
+	switch {
+	case cfg.Inbox == nil:
 		return nil, errors.New("dashboard: Config.Inbox is required")
+	case cfg.Inbox.MaxAttempts() == 0:
+		// A zero Inbox (NewInbox sets at least 1), on which every page
+		// would fail.
+		return nil, errors.New("dashboard: Config.Inbox: an Inbox not made by idempotency.NewInbox")
 	}
 	if cfg.Ledger != nil {
 		// A nil *PgxStore in the interface would pass the nil checks of

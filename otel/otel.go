@@ -301,13 +301,20 @@ const statsTimeout = 5 * time.Second
 // outside the service's log). Unregister the returned registration to
 // stop. Observe one inbox per Telemetry: the gauges carry no attribute
 // naming the inbox, so two would report the same series; a service with
-// two stores makes a Telemetry for each, on meters of their own.
+// two stores makes a Telemetry for each, on meters of their own. It
+// fails, registering nothing, for an Inbox idempotency.NewInbox did not
+// return (a nil or zero one).
 func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, error) {
 	if err := t.made("ObserveInbox"); err != nil {
 		return nil, err
 	}
-	if in == nil {
+	switch {
+	case in == nil:
 		return nil, errors.New("idempotencyotel: ObserveInbox: nil *Inbox")
+	case in.MaxAttempts() == 0:
+		// A zero Inbox (NewInbox sets at least 1), whose Stats would fail
+		// at every collection.
+		return nil, errors.New("idempotencyotel: ObserveInbox: an Inbox not made by idempotency.NewInbox")
 	}
 	depth, depthErr := t.meter.Int64ObservableGauge("idempotency.inbox.depth", metric.WithUnit("{row}"),
 		metric.WithDescription("Inbox events and tasks by state."))

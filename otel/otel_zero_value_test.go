@@ -32,3 +32,25 @@ func TestTelemetryNotMadeByNewIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestObserveInboxRefusesAnInboxNotMadeByNewInbox: ObserveInbox refuses
+// a nil Inbox and a zero one, which NewInbox did not return, naming
+// NewInbox, and registers nothing: it took the zero one, whose Stats
+// failed at every collection, each logged at Warn as the store's
+// failure, the gauges never reported.
+func TestObserveInboxRefusesAnInboxNotMadeByNewInbox(t *testing.T) {
+	t.Parallel()
+	tel := newTelemetry(t, nil)
+	for _, c := range []struct {
+		in   *idempotency.Inbox
+		want string
+	}{
+		{nil, "idempotencyotel: ObserveInbox: nil *Inbox"},
+		{&idempotency.Inbox{}, "idempotencyotel: ObserveInbox: an Inbox not made by idempotency.NewInbox"},
+	} {
+		reg, err := tel.ObserveInbox(c.in)
+		require.EqualError(t, err, c.want)
+		require.Nil(t, reg)
+	}
+	require.NotContains(t, tel.points(t), "idempotency.inbox.depth", "no gauge registered")
+}
