@@ -97,14 +97,5 @@ func TestEventPageSaysTheAttemptsLeft(t *testing.T) {
 	attempts("evt_hang", "1 of 3, under way: if it fails, up to 2 more attempts before it is dead-lettered")
 	close(release)
 	require.NoError(t, <-done)
-	require.Equal(t, idempotency.InboxFailed, stateOf(t, in, "evt_hang"))
-}
-
-// stateOf is the inbox state of id in in.
-func stateOf(t *testing.T, in *idempotency.Inbox, id string) idempotency.InboxState {
-	t.Helper()
-	rec, ok, err := in.Lookup(t.Context(), id)
-	require.NoError(t, err)
-	require.True(t, ok, id)
-	return rec.State
+	require.Equal(t, idempotency.InboxFailed, record(t, in, "evt_hang").State)
 }

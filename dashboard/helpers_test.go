@@ -183,10 +183,16 @@ func (f *fixture) populate(t *testing.T) {
 // state is the inbox state of id.
 func (f *fixture) state(t *testing.T, id string) idempotency.InboxState {
 	t.Helper()
-	rec, ok, err := f.inbox.Lookup(t.Context(), id)
+	return record(t, f.inbox, id).State
+}
+
+// record is the record of id in in, which has it.
+func record(t *testing.T, in *idempotency.Inbox, id string) idempotency.InboxRecord {
+	t.Helper()
+	rec, ok, err := in.Lookup(t.Context(), id)
 	require.NoError(t, err)
 	require.True(t, ok, id)
-	return rec.State
+	return rec
 }
 
 // logs is what the dashboard logged so far.

@@ -142,9 +142,10 @@ func parseListFilter(r *http.Request, maxLimit int) (listFilter, string) {
 	return f, ""
 }
 
-// timeLayouts are the times a list's range takes: RFC 3339, and in UTC
-// what an HTML datetime-local or date field sends.
-var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"}
+// timeLayouts are the times a list's range takes: RFC 3339, a time as
+// the pages show it (timeLayout), and in UTC what an HTML
+// datetime-local or date field sends.
+var timeLayouts = []string{time.RFC3339Nano, timeLayout, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"}
 
 // storable reports whether t is a time the inbox takes: in the years 1
 // to 9999 in UTC.
@@ -169,7 +170,7 @@ func parseRange(since, until string) (time.Time, time.Time, string) {
 			}
 		}
 		if ts[i].IsZero() {
-			return ts[0], ts[1], "Received " + [2]string{"since", "until"}[i] + ": not a time. Use 2026-11-20, 2026-11-20T14:30 (UTC) or 2026-11-20T14:30:00+01:00."
+			return ts[0], ts[1], "Received " + [2]string{"since", "until"}[i] + ": not a time. Use 2026-11-20, 2026-11-20T14:30 (UTC), 2026-11-20 14:30:00 UTC or 2026-11-20T14:30:00+01:00."
 		}
 	}
 	if !ts[0].IsZero() && !ts[1].IsZero() && !ts[0].Before(ts[1]) {

@@ -93,6 +93,19 @@ type moment struct {
 	Overdue bool // a next attempt overdue (overdue), marked so in text
 }
 
+// Date and Clock are At as every page shows it (when), cut after its
+// date ("2026-12-05", "11:44:05 UTC"), so that a cell breaks it there,
+// and not at a hyphen of the date, rather than widen its column.
+func (m moment) Date() string {
+	date, _, _ := strings.Cut(when(m.At), " ")
+	return date
+}
+
+func (m moment) Clock() string {
+	_, clock, _ := strings.Cut(when(m.At), " ")
+	return clock
+}
+
 // overdueAfter is how long past its next attempt a record still to be
 // applied is marked overdue. A worker takes a due record within
 // InboxConfig.PollInterval (a second by default), or at once when
@@ -243,12 +256,17 @@ func attempts(rec idempotency.InboxRecord, maxAttempts int) string {
 	return of + ": up to " + strconv.Itoa(left) + " more attempts before it is dead-lettered"
 }
 
-// when formats t for a page, in UTC to the second.
+// timeLayout is how every page shows a time, in UTC to the second
+// ("2026-12-05 11:44:05 UTC"): the event page, the overview and the
+// lists alike, and a form the list's time range takes (timeLayouts).
+const timeLayout = "2006-01-02 15:04:05 UTC"
+
+// when formats t for a page (timeLayout).
 func when(t time.Time) string {
 	if t.IsZero() {
 		return "—"
 	}
-	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	return t.UTC().Format(timeLayout)
 }
 
 // lease is display.Lease of rec, processing, by now, its end with how long
