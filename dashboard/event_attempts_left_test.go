@@ -22,9 +22,10 @@ import (
 // to be applied says how many attempts it had out of the inbox's
 // MaxAttempts and how many more may come before it is dead-lettered: the
 // first thing an operator asks of a failed one. Pending, failed, failed
-// before its last attempt and under way (processing); dead-lettered, the
-// count alone. The page said the count alone, the dashboard not knowing
-// MaxAttempts.
+// before its last attempt, under way (processing) to the last, and by a
+// MaxAttempts lowered below the attempts made (one more comes, the
+// last); dead-lettered, the count alone. The page said the count alone,
+// the dashboard not knowing MaxAttempts.
 func TestEventPageSaysTheAttemptsLeft(t *testing.T) {
 	t.Parallel()
 	store := idempotency.NewMemoryStore()
@@ -40,7 +41,7 @@ func TestEventPageSaysTheAttemptsLeft(t *testing.T) {
 		case "in_fail":
 			return errors.New("ledger down")
 		case "in_hang":
-			close(started)
+			started <- struct{}{}
 			<-release
 			return errors.New("ledger timed out")
 		}
@@ -60,7 +61,7 @@ func TestEventPageSaysTheAttemptsLeft(t *testing.T) {
 		a := idempotencytest.Deliver(hook, eventPayload(t, "invoice.paid", eventID, objectID), secret)
 		require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
 	}
-	attempts := func(id, want string) {
+	attempts := func(dash *dashboard.Dashboard, id, want string) {
 		t.Helper()
 		w := httptest.NewRecorder()
 		dash.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/event?id="+url.QueryEscape(id), nil))
@@ -75,27 +76,45 @@ func TestEventPageSaysTheAttemptsLeft(t *testing.T) {
 
 	deliver("evt_fail", "in_fail")
 	deliver("evt_ok", "in_ok")
-	attempts("evt_fail", "0 of 3: up to 3 more attempts before it is dead-lettered")
+	attempts(dash, "evt_fail", "0 of 3: up to 3 more attempts before it is dead-lettered")
 	work()
-	attempts("evt_fail", "1 of 3: up to 2 more attempts before it is dead-lettered")
-	attempts("task:notify:in_ok", "1 of 3: up to 2 more attempts before it is dead-lettered")
-	attempts("evt_ok", "1")
+	attempts(dash, "evt_fail", "1 of 3: up to 2 more attempts before it is dead-lettered")
+	attempts(dash, "task:notify:in_ok", "1 of 3: up to 2 more attempts before it is dead-lettered")
+	attempts(dash, "evt_ok", "1")
 	clock.Advance(time.Minute)
 	work()
-	attempts("evt_fail", "2 of 3: 1 more attempt, the last, before it is dead-lettered")
+	attempts(dash, "evt_fail", "2 of 3: 1 more attempt, the last, before it is dead-lettered")
 	clock.Advance(time.Minute)
 	work()
-	attempts("evt_fail", "3")
+	attempts(dash, "evt_fail", "3")
 
+	// An attempt under way, each to the last; then a dashboard whose
+	// inbox's MaxAttempts is lower than the attempts made (lowered since):
+	// one more comes, the last.
 	deliver("evt_hang", "in_hang")
-	done := make(chan error, 1)
-	go func() {
-		_, err := in.WorkDue(context.WithoutCancel(t.Context()))
-		done <- err
-	}()
-	<-started
-	attempts("evt_hang", "1 of 3, under way: if it fails, up to 2 more attempts before it is dead-lettered")
-	close(release)
-	require.NoError(t, <-done)
-	require.Equal(t, idempotency.InboxFailed, record(t, in, "evt_hang").State)
+	for _, c := range []struct{ underWay, after string }{
+		{"1 of 3, under way: if it fails, up to 2 more attempts before it is dead-lettered", "1 of 3: up to 2 more attempts before it is dead-lettered"},
+		{"2 of 3, under way: if it fails, up to 1 more attempt before it is dead-lettered", "2 of 3: 1 more attempt, the last, before it is dead-lettered"},
+		{"3 of 3, under way: the last; if it fails, or its lease expires, it is dead-lettered", "3"},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := in.WorkDue(context.WithoutCancel(t.Context()))
+			done <- err
+		}()
+		<-started
+		attempts(dash, "evt_hang", c.underWay)
+		release <- struct{}{}
+		require.NoError(t, <-done)
+		attempts(dash, "evt_hang", c.after)
+		if c.after != "3" {
+			lowered, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{MaxAttempts: 1, Now: clock.Now, Logger: quiet})
+			require.NoError(t, err)
+			loweredDash, err := dashboard.New(dashboard.Config{Inbox: lowered, Now: clock.Now, Logger: quiet})
+			require.NoError(t, err)
+			attempts(loweredDash, "evt_hang", c.after[:1]+" of 1: 1 more attempt, the last, before it is dead-lettered")
+		}
+		clock.Advance(time.Minute)
+	}
+	require.Equal(t, idempotency.InboxDeadLetter, record(t, in, "evt_hang").State)
 }
