@@ -490,6 +490,7 @@ var (
 	mux               = http.NewServeMux()
 	ctx               = context.Background()
 	payload           []byte
+	missed            []byte
 	logger            *slog.Logger
 	h                 *idempotency.Handler
 	client            *stripe.Client

@@ -20,7 +20,9 @@
 //     requests an http.Handler serves in the process, without a network,
 //     and [V2Events] is that handler for thin (v2) events: [V2Events.Add]
 //     keeps a [ThinEvent] for the Handler's fetch of it (Config.StripeClient)
-//     and returns its notification, to [Deliver].
+//     and returns its notification, to [Deliver]; [V1Events] is that
+//     handler for the Events API's list, which Handler.Recover pages
+//     through: [V1Events.Add] keeps a payload, delivered or missed.
 //   - A throwaway PostgreSQL: [Postgres] gives a test its own empty schema
 //     on a real server, and [Database.NewStore] a migrated PgxStore in it.
 //   - The store conformance suite: [RunStoreTests] checks that an

@@ -163,9 +163,7 @@ func (f *V2Events) Fetches(id string) int {
 // ServeHTTP answers GET /v2/core/events/{id}.
 func (f *V2Events) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	status, body := f.answer(r)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	writeAnswer(w, status, body)
 }
 
 func (f *V2Events) answer(r *http.Request) (int, []byte) {
@@ -184,6 +182,13 @@ func (f *V2Events) answer(r *http.Request) (int, []byte) {
 		return stripeErrorAnswer(http.StatusNotFound, "resource_missing", "No such event")
 	}
 	return http.StatusOK, ev.json
+}
+
+// writeAnswer writes a JSON answer of the Stripe API.
+func writeAnswer(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 // stripeErrorAnswer is an error answer of the Stripe API.

@@ -1,0 +1,271 @@
+package idempotencytest
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// V1Events is a fake of the Stripe API's GET /v1/events, the list
+// idempotency.Handler.Recover pages through, so that a test recovers
+// events without a network and without writing the Events API by hand:
+// [V1Events.Add] keeps a snapshot event, the payload a test delivers with
+// [Deliver] (one it delivered, one it missed), and a client of
+// [NewStripeClient] on the V1Events is Recover's client.
+//
+// It lists as Stripe does what Recover asks for: the events newest first
+// (by created, and those of one second in the reverse of the order they
+// were added), limit (10 by default, 1 to 100), the cursors
+// starting_after (older events) and ending_before (newer ones, the page
+// still newest first), has_more in the direction asked, created (a Unix
+// time, or its bounds created[gte], created[gt], created[lte] and
+// created[lt]), types[] (exact types, at most 20) or type (one, * a
+// wildcard), and delivery_success. An event of a connected account (its
+// payload's "account") is listed only to a request made as that account
+// (Stripe-Account), and the platform's own only to one without it. A
+// parameter it does not take, a value out of bounds, both cursors, both
+// type and types[], or a cursor it does not list (of another account, or
+// none) is answered 400, and any other path 404 Unrecognized request
+// URL, each in Stripe's JSON error, rather than a list that would look
+// empty. It does not check the API key. It is safe for concurrent use.
+// The zero value keeps no event and is ready to use, as one NewV1Events
+// returns.
+type V1Events struct {
+	mu       sync.Mutex
+	events   []v1Event // in the order added
+	requests int
+}
+
+type v1Event struct {
+	id, typ, account string
+	created          int64
+	delivered        bool
+	json             json.RawMessage
+}
+
+// NewV1Events returns a V1Events that keeps no event.
+func NewV1Events() *V1Events {
+	return &V1Events{}
+}
+
+// Add keeps payload, a snapshot event as Stripe sends it (with its id,
+// type and created, and account for a connected account's), to be
+// listed as it is, and returns it, to deliver with [Deliver]. delivered
+// is what Stripe reports of its delivery: a request with
+// delivery_success=false lists it only when it is false (an event the
+// endpoint missed). An event added after another of the same second is
+// the newer. An event of an id added before replaces it, in its place.
+// Add panics, naming the field, on a payload that is not a JSON object or
+// has no id, no type, or no created (the Unix time Stripe lists events
+// by) above 0.
+func (f *V1Events) Add(payload []byte, delivered bool) []byte {
+	var ev struct {
+		ID      string `json:"id"`
+		Type    string `json:"type"`
+		Created int64  `json:"created"`
+		Account string `json:"account"`
+	}
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		panic(fmt.Sprintf("idempotencytest: V1Events.Add: the payload is not a JSON object of an event: %v", err))
+	}
+	switch {
+	case ev.ID == "":
+		panic("idempotencytest: V1Events.Add: the payload's id is empty")
+	case ev.Type == "":
+		panic("idempotencytest: V1Events.Add: the payload's type is empty")
+	case ev.Created <= 0:
+		panic("idempotencytest: V1Events.Add: the payload's created is missing or not above 0: Stripe lists events by it")
+	}
+	e := v1Event{id: ev.ID, typ: ev.Type, account: ev.Account, created: ev.Created, delivered: delivered,
+		json: slices.Clone(payload)}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i := slices.IndexFunc(f.events, func(o v1Event) bool { return o.id == e.id }); i >= 0 {
+		f.events[i] = e
+	} else {
+		f.events = append(f.events, e)
+	}
+	return payload
+}
+
+// Requests returns how many requests f has answered, refused ones
+// included: what idempotency.RecoverReport.Requests counts, when every
+// request of the client reached f.
+func (f *V1Events) Requests() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.requests
+}
+
+// ServeHTTP answers GET /v1/events.
+func (f *V1Events) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	status, body := f.answer(r)
+	writeAnswer(w, status, body)
+}
+
+func (f *V1Events) answer(r *http.Request) (int, []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests++
+	if r.Method != http.MethodGet || r.URL.Path != "/v1/events" {
+		return stripeErrorAnswer(http.StatusNotFound, "", "Unrecognized request URL")
+	}
+	q, refused := parseV1EventsQuery(r.URL.Query())
+	if refused != "" {
+		return stripeErrorAnswer(http.StatusBadRequest, "parameter_invalid", refused)
+	}
+	account := r.Header.Get("Stripe-Account")
+	// listed: the events the request lists, newest first.
+	var listed []int
+	for i, e := range f.events {
+		if e.account == account {
+			listed = append(listed, i)
+		}
+	}
+	slices.SortStableFunc(listed, func(a, b int) int {
+		return cmp.Or(cmp.Compare(f.events[b].created, f.events[a].created), b-a)
+	})
+	cursor := q.startingAfter + q.endingBefore
+	at := -1
+	if cursor != "" {
+		if at = slices.IndexFunc(listed, func(i int) bool { return f.events[i].id == cursor }); at < 0 {
+			return stripeErrorAnswer(http.StatusBadRequest, "resource_missing", "No such event: '"+cursor+"'")
+		}
+	}
+	var page []int
+	hasMore := false
+	switch {
+	case q.startingAfter != "":
+		rest := q.filter(f.events, listed[at+1:])
+		page, hasMore = rest[:min(q.limit, len(rest))], len(rest) > q.limit
+	case q.endingBefore != "":
+		rest := q.filter(f.events, listed[:at])
+		page, hasMore = rest[max(0, len(rest)-q.limit):], len(rest) > q.limit
+	default:
+		rest := q.filter(f.events, listed)
+		page, hasMore = rest[:min(q.limit, len(rest))], len(rest) > q.limit
+	}
+	data := make([]json.RawMessage, len(page))
+	for j, i := range page {
+		data[j] = f.events[i].json
+	}
+	body, err := json.Marshal(struct {
+		Object  string            `json:"object"`
+		Data    []json.RawMessage `json:"data"`
+		HasMore bool              `json:"has_more"`
+		URL     string            `json:"url"`
+	}{"list", data, hasMore, "/v1/events"})
+	if err != nil {
+		panic(fmt.Sprintf("idempotencytest: V1Events: %v", err))
+	}
+	return http.StatusOK, body
+}
+
+// v1EventsQuery is what a request of GET /v1/events asks for.
+type v1EventsQuery struct {
+	limit                       int
+	startingAfter, endingBefore string
+	gte, lte                    int64 // created bounds, inclusive
+	types                       []string
+	typePattern                 string // type, with * a wildcard
+	delivered                   *bool  // delivery_success
+}
+
+// maxV1EventsTypes is how many types[] the Events API takes.
+const maxV1EventsTypes = 20
+
+// parseV1EventsQuery returns the query of values, or Stripe's message
+// refusing it.
+func parseV1EventsQuery(values url.Values) (v1EventsQuery, string) {
+	q := v1EventsQuery{limit: 10, gte: 0, lte: math.MaxInt64}
+	for _, key := range slices.Sorted(maps.Keys(values)) {
+		vals := values[key]
+		if len(vals) > 1 && key != "types[]" {
+			return q, fmt.Sprintf("%s is given %d times", key, len(vals))
+		}
+		v := vals[0]
+		var n int64
+		if key == "created" || strings.HasPrefix(key, "created[") {
+			var err error
+			if n, err = strconv.ParseInt(v, 10, 64); err != nil || n < 0 || n == math.MaxInt64 {
+				return q, fmt.Sprintf("Invalid integer: %s (%s)", v, key)
+			}
+		}
+		switch {
+		case key == "limit":
+			var err error
+			if q.limit, err = strconv.Atoi(v); err != nil || q.limit < 1 || q.limit > 100 {
+				return q, fmt.Sprintf("Invalid limit: must be an integer between 1 and 100 (%s)", v)
+			}
+		case key == "starting_after":
+			q.startingAfter = v
+		case key == "ending_before":
+			q.endingBefore = v
+		case key == "created":
+			q.gte, q.lte = max(q.gte, n), min(q.lte, n)
+		case key == "created[gte]":
+			q.gte = max(q.gte, n)
+		case key == "created[gt]":
+			q.gte = max(q.gte, n+1)
+		case key == "created[lte]":
+			q.lte = min(q.lte, n)
+		case key == "created[lt]":
+			q.lte = min(q.lte, n-1)
+		case key == "delivery_success":
+			b, perr := strconv.ParseBool(v)
+			if perr != nil {
+				return q, fmt.Sprintf("Invalid boolean: %s (delivery_success)", v)
+			}
+			q.delivered = &b
+		case key == "type":
+			if _, perr := path.Match(v, ""); perr != nil || v == "" {
+				return q, fmt.Sprintf("Invalid type: %q", v)
+			}
+			q.typePattern = v
+		case key == "types[]" || strings.HasPrefix(key, "types[") && strings.HasSuffix(key, "]"):
+			q.types = append(q.types, vals...)
+		default:
+			return q, fmt.Sprintf("Received unknown parameter: %s (idempotencytest.V1Events takes what Recover sends)", key)
+		}
+	}
+	switch {
+	case q.startingAfter != "" && q.endingBefore != "":
+		return q, "Received both starting_after and ending_before parameters. Please pass in only one."
+	case len(q.types) > maxV1EventsTypes:
+		return q, fmt.Sprintf("Invalid types: at most %d types, %d given", maxV1EventsTypes, len(q.types))
+	case len(q.types) > 0 && q.typePattern != "":
+		return q, "Received both type and types[]: idempotencytest.V1Events takes one or the other"
+	}
+	return q, ""
+}
+
+// filter returns the events of list (indexes of events) that q's filters
+// keep, in list's order.
+func (q v1EventsQuery) filter(events []v1Event, list []int) []int {
+	var kept []int
+	for _, i := range list {
+		e := events[i]
+		if e.created < q.gte || e.created > q.lte ||
+			len(q.types) > 0 && !slices.Contains(q.types, e.typ) ||
+			q.typePattern != "" && !typeMatches(q.typePattern, e.typ) ||
+			q.delivered != nil && e.delivered != *q.delivered {
+			continue
+		}
+		kept = append(kept, i)
+	}
+	return kept
+}
+
+func typeMatches(pattern, typ string) bool {
+	ok, _ := path.Match(pattern, typ)
+	return ok
+}
