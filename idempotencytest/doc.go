@@ -23,6 +23,8 @@
 //     and returns its notification, to [Deliver]; [V1Events] is that
 //     handler for the Events API's list, which Handler.Recover pages
 //     through: [V1Events.Add] keeps a payload, delivered or missed.
+//     [WriteStripeError] answers a request as the API fails one (429,
+//     5xx, 401), from a handler that serves either otherwise.
 //   - A throwaway PostgreSQL: [Postgres] gives a test its own empty schema
 //     on a real server, and [Database.NewStore] a migrated PgxStore in it.
 //   - The store conformance suite: [RunStoreTests] checks that an

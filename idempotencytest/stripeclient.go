@@ -86,3 +86,25 @@ func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, ctx.Err()
 	}
 }
+
+// WriteStripeError writes the answer the Stripe API fails a request with:
+// status, and Stripe's JSON error ({"error":{"type":...,"code":...,
+// "message":...}}) of code (none when empty) and message, of the type
+// "api_error" for a 5xx status and "invalid_request_error" otherwise, as
+// stripe-go reads it, a v1 request's and a v2 request's alike. Call it
+// from a handler of [NewStripeClient] that serves a [V1Events], a
+// [V2Events] or a fake of your own, to fail the requests a test chooses
+// as Stripe does: a rate limit (http.StatusTooManyRequests, code
+// "rate_limit"), an error of Stripe's (http.StatusInternalServerError), a
+// key refused (http.StatusUnauthorized, no code). It panics on a status
+// that is not 4xx or 5xx.
+func WriteStripeError(w http.ResponseWriter, status int, code, message string) {
+	if status < 400 || status > 599 {
+		panic(fmt.Sprintf("idempotencytest: WriteStripeError: status %d is not an error's (4xx or 5xx)", status))
+	}
+	typ := "invalid_request_error"
+	if status >= 500 {
+		typ = "api_error"
+	}
+	writeAnswer(w, status, stripeErrorBody(typ, code, message))
+}

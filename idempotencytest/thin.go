@@ -59,7 +59,10 @@ type ThinEvent struct {
 // context), as the API finds a connected account's event only as that
 // account; any other request for an event is answered 404 with Stripe's
 // code resource_missing, and any other path 404 Unrecognized request URL,
-// each in Stripe's JSON error. It does not check the API key. Serve it on
+// each in Stripe's JSON error. It does not check the API key. To fail a
+// fetch as Stripe does (a rate limit, an error of Stripe's), serve it
+// through a handler of your own that calls [WriteStripeError] instead.
+// Serve it on
 // an http.ServeMux beside fakes of your own (the objects an OnCurrent
 // registration fetches) to have one client reach them all. It is safe for
 // concurrent use. The zero value keeps no event and is ready to use, as

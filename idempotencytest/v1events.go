@@ -36,7 +36,9 @@ import (
 // type and types[], or a cursor it does not list (of another account, or
 // none) is answered 400, and any other path 404 Unrecognized request
 // URL, each in Stripe's JSON error, rather than a list that would look
-// empty. It does not check the API key. It is safe for concurrent use.
+// empty. It does not check the API key. To answer a request as Stripe
+// fails one (a 429, a 500, a 401), serve it through a handler of your own
+// that calls [WriteStripeError] instead. It is safe for concurrent use.
 // The zero value keeps no event and is ready to use, as one NewV1Events
 // returns.
 type V1Events struct {
