@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -63,9 +62,10 @@ func NewSignedRequestAt(target string, payload []byte, secret string, t time.Tim
 // that encodes to a Stripe event) with encoding/json and returns it as a
 // signed request, like [NewSignedRequest]. A stripe.Event whose Data.Raw is
 // empty gets its data.object from Data.Object, which stripe-go does not
-// encode. The caller's event is not modified. A nil event (nil, a nil
-// pointer or map), which encodes to null, is an error.
-func NewSignedRequestJSON(target string, event any, secret string) (*http.Request, error) {
+// encode. The caller's event is not modified. Like NewSignedRequest, it
+// panics on misuse: an event that encoding/json cannot encode, or a nil
+// event (nil, a nil pointer or map), which encodes to null.
+func NewSignedRequestJSON(target string, event any, secret string) *http.Request {
 	switch ev := event.(type) {
 	case *stripe.Event:
 		if ev != nil {
@@ -75,7 +75,7 @@ func NewSignedRequestJSON(target string, event any, secret string) (*http.Reques
 	if ev, ok := event.(stripe.Event); ok && ev.Data != nil && len(ev.Data.Raw) == 0 {
 		raw, err := json.Marshal(ev.Data.Object)
 		if err != nil {
-			return nil, fmt.Errorf("idempotencytest: encoding data.object: %w", err)
+			panic(fmt.Sprintf("idempotencytest: NewSignedRequestJSON: encoding data.object: %v", err))
 		}
 		data := *ev.Data
 		data.Raw = raw
@@ -84,10 +84,10 @@ func NewSignedRequestJSON(target string, event any, secret string) (*http.Reques
 	}
 	payload, err := json.Marshal(event)
 	if err != nil {
-		return nil, fmt.Errorf("idempotencytest: encoding event: %w", err)
+		panic(fmt.Sprintf("idempotencytest: NewSignedRequestJSON: encoding event: %v", err))
 	}
 	if string(payload) == "null" {
-		return nil, errors.New("idempotencytest: NewSignedRequestJSON: event is nil")
+		panic("idempotencytest: NewSignedRequestJSON: event is nil")
 	}
-	return NewSignedRequest(target, payload, secret), nil
+	return NewSignedRequest(target, payload, secret)
 }

@@ -11,14 +11,15 @@ import (
 
 // TestNewSignedRequestJSONNilEvent: a nil event (a nil *stripe.Event, map
 // or interface) encodes to "null", which is no Stripe event. It is the
-// caller's mistake, and NewSignedRequestJSON says so, rather than hand
-// back a signed "null" that a handler answers 400 to: a test expecting a
-// refusal for its own reason would pass on it.
+// caller's mistake, and NewSignedRequestJSON panics saying so, as
+// httptest.NewRequest does on a bad target, rather than hand back a
+// signed "null" that a handler answers 400 to: a test expecting a refusal
+// for its own reason would pass on it.
 func TestNewSignedRequestJSONNilEvent(t *testing.T) {
 	t.Parallel()
 	for _, event := range []any{nil, (*stripe.Event)(nil), map[string]any(nil)} {
-		req, err := idempotencytest.NewSignedRequestJSON("/", event, testSecret)
-		require.EqualError(t, err, "idempotencytest: NewSignedRequestJSON: event is nil", "%#v", event)
-		require.Nil(t, req)
+		require.PanicsWithValue(t, "idempotencytest: NewSignedRequestJSON: event is nil", func() {
+			idempotencytest.NewSignedRequestJSON("/", event, testSecret)
+		}, "%#v", event)
 	}
 }
