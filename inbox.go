@@ -1611,12 +1611,15 @@ func errorText(err error) string {
 // Redrive moves the events and tasks f selects back to pending with a
 // fresh attempt budget (dead-lettered ones by default; failed ones too,
 // and ignored events, by f.States), and returns how many; with f.DryRun
-// it only counts them. Fix the cause first: a redriven event is applied
-// again as new. After a connected account that lost access (403
-// account_invalid) reconnected, f.Account redrives its events alone. An
-// ignored event is applied by a process with a handler for its type,
-// after the later events of its object applied already (see
-// RedriveFilter.States).
+// it only counts them, changing nothing. Each row it moves counts the
+// redrive in its record (InboxRecord.Redrives, and RedrivenAt, the
+// inbox's clock), in the statement that moves it: an event dead-lettered
+// again tells that it was redriven before, how often and when last. Fix
+// the cause first: a redriven event is applied again as new. After a
+// connected account that lost access (403 account_invalid) reconnected,
+// f.Account redrives its events alone. An ignored event is applied by a
+// process with a handler for its type, after the later events of its
+// object applied already (see RedriveFilter.States).
 func (in *Inbox) Redrive(ctx context.Context, f RedriveFilter) (int, error) {
 	if err := in.made("Redrive"); err != nil {
 		return 0, err

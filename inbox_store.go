@@ -187,6 +187,18 @@ type InboxRecord struct {
 	// because the lease of the one before it expired shows, while it runs,
 	// that the lease expired.
 	LastError string
+	// Redrives counts the times [Inbox.Redrive] moved it back to pending
+	// (by ids, type, object, account, range or all: idemctl redrive and
+	// the dashboard's Redrive too), and RedrivenAt is when the last one
+	// did, by the inbox's clock (InboxConfig.Now): what tells an event
+	// dead-lettered again after a redrive from one never redriven. 0 and
+	// zero before the first redrive, and for every row stored before they
+	// were kept. A dry run changes neither, and no attempt does: they
+	// stay through the attempts that follow and the state they end in.
+	// Lookup, List and HeldBy read them; the record an Observer's Attempt
+	// gets is the lease's, which does not, and has them 0 and zero.
+	Redrives   int
+	RedrivenAt time.Time
 
 	ReceivedAt    time.Time // when the delivery was stored
 	AttemptedAt   time.Time // when the last attempt started; zero before the first
@@ -199,6 +211,13 @@ type InboxRecord struct {
 	// transaction begun in time), and the next lease takes it over and
 	// attempts it again. Zero in every other state: no lease is held.
 	LeaseUntil time.Time
+}
+
+// asLeased is r as an inbox lease returns it: without Redrives and
+// RedrivenAt, which PgxStore's lease statement does not read.
+func (r InboxRecord) asLeased() InboxRecord {
+	r.Redrives, r.RedrivenAt = 0, time.Time{}
+	return r
 }
 
 // InboxHolder is an event that holds another event of its object back:
@@ -328,9 +347,14 @@ type inboxBackend interface {
 	inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now, shownAttemptedAt time.Time) (bool, error)
 
 	// inboxRedrive moves the events f selects, in f.States (default
-	// dead_letter), back to pending with Attempt 0, NextAttemptAt = now and
-	// FinishedAt cleared (LastError is kept), all at once, and returns how
-	// many events and how many tasks; with f.DryRun it only counts them.
+	// dead_letter), back to pending with Attempt 0, NextAttemptAt = now,
+	// FinishedAt cleared (LastError is kept), Redrives incremented and
+	// RedrivenAt = now, all at once, and returns how many events and how
+	// many tasks; with f.DryRun it only counts them, changing nothing.
+	//
+	// inboxLease and its dead-lettered records return Redrives 0 and
+	// RedrivenAt zero (the operator's reads, inboxList and inboxHeldBy,
+	// return them): PostgreSQL's lease statement does not read them.
 	inboxRedrive(ctx context.Context, f RedriveFilter, now time.Time) (events, tasks int, err error)
 
 	// inboxStats counts the events by state and finds the oldest ReceivedAt
@@ -442,7 +466,8 @@ type RedriveFilter struct {
 	// alone or none; idemctl redrive and the dashboard refuse one
 	// without a type or ids.
 	States []InboxState
-	// DryRun counts the events that would move, and moves none.
+	// DryRun counts the events that would move, and moves none (nor
+	// counts a redrive in their records' Redrives).
 	DryRun bool
 }
 

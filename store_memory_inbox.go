@@ -263,7 +263,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 			r.NextAttemptAt, r.LeaseUntil = time.Time{}, time.Time{}
 			r.LastError = leaseExpired(r.Attempt)
 			s.indexInboxRow(r)
-			dead = append(dead, r.InboxRecord)
+			dead = append(dead, r.InboxRecord.asLeased())
 		}
 	}
 
@@ -316,6 +316,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 		r.AttemptedAt, r.LeaseUntil, r.NextAttemptAt = now, kept(now.Add(lease)), time.Time{}
 		s.indexInboxRow(r)
 		leased := r.inboxRow
+		leased.InboxRecord = leased.asLeased()
 		leased.Payload = bytes.Clone(r.Payload) // the worker's own copy
 		leased.DueAt, leased.PrevAttemptedAt, leased.LeaseExpired = dueAt, prev, expired
 		out = append(out, leased)
@@ -420,6 +421,7 @@ func (s *MemoryStore) inboxRedrive(ctx context.Context, f RedriveFilter, now tim
 		if !f.DryRun {
 			r.State, r.Attempt = InboxPending, 0
 			r.NextAttemptAt, r.FinishedAt, r.LeaseUntil = now, time.Time{}, time.Time{}
+			r.Redrives, r.RedrivenAt = r.Redrives+1, now
 			s.indexInboxRow(r)
 		}
 	}

@@ -213,6 +213,7 @@ func TestMemoryInboxRedriveModel(t *testing.T) {
 					if want[r.EventID] {
 						r.State, r.Attempt = idempotency.InboxPending, 0
 						r.NextAttemptAt, r.FinishedAt = now, time.Time{}
+						r.Redrives, r.RedrivenAt = r.Redrives+1, now
 					}
 					require.Equal(t, r, after[r.EventID], "step %d, filter %+v", step, f)
 				}

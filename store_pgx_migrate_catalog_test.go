@@ -151,6 +151,10 @@ VALUES ('task:grant:in_9', 'task:grant', $1, '\x7b7d', 'processed', $1, $1, 'tas
 			`INSERT INTO {{schema}}.idempotency_recovery AS r (name, since, account, types, only_undelivered, last_event_id, last_created, updated_at)
 VALUES ('nightly:acct_10', $1, 'acct_10', '', false, 'evt_v10', $1, $1) RETURNING to_jsonb(r)`,
 		},
+		11: {
+			`INSERT INTO {{schema}}.idempotency_inbox AS r (event_id, event_type, created, payload, state, received_at, finished_at, redrives, redriven_at)
+VALUES ('evt_v11', 'invoice.paid', $1, '\x7b7d', 'dead_letter', $1, $1, 2, $1) RETURNING to_jsonb(r)`,
+		},
 	}
 	require.Len(t, writes, len(files), "rows for each migration")
 	var written []pgxRow
@@ -211,5 +215,19 @@ VALUES ('nightly:acct_10', $1, 'acct_10', '', false, 'evt_v10', $1, $1) RETURNIN
 		require.NoError(t, err)
 		require.True(t, found, name)
 		require.Equal(t, want, account, "a checkpoint made before 010 lists the platform's own events")
+	}
+	in, err := idempotency.NewInbox(store, idempotency.NewHandlers(), idempotency.InboxConfig{Logger: discardLogger()})
+	require.NoError(t, err)
+	recs, err := in.List(ctx, idempotency.InboxFilter{Kind: idempotency.KindEvent})
+	require.NoError(t, err)
+	require.Len(t, recs, 6)
+	for _, r := range recs {
+		if r.EventID == "evt_v11" {
+			require.Equal(t, 2, r.Redrives)
+			require.Equal(t, at, r.RedrivenAt.UTC())
+			continue
+		}
+		require.Zero(t, r.Redrives, "%s, stored before 011, was never redriven", r.EventID)
+		require.True(t, r.RedrivenAt.IsZero(), "%s, stored before 011: %s", r.EventID, r.RedrivenAt)
 	}
 }

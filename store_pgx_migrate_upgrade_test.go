@@ -140,6 +140,8 @@ VALUES ('evt_old_pending', 'invoice.paid', 'in_pending', 'acct_1', false, '2025-
 	require.Equal(t, idempotency.InboxProcessed, done.State)
 	require.Equal(t, idempotency.KindEvent, done.Kind)
 	require.Equal(t, received, done.FinishedAt.UTC())
+	require.Zero(t, done.Redrives, "stored before 011: never redriven")
+	require.True(t, done.RedrivenAt.IsZero(), "stored before 011: %s", done.RedrivenAt)
 	leased := p.lease(t, 1)
 	require.Equal(t, "evt_old_pending", leased[0].EventID())
 	idempotency.ApplyLeased(ctx, p.inbox, leased[0])

@@ -54,6 +54,7 @@ var inboxTests = []struct {
 	{"InboxHeldByOpenTransactionPastItsLease", testInboxHeldByOpenTransaction},
 	{"InboxHeldByBounded", testInboxHeldByBounded},
 	{"InboxRedriveFilters", testInboxRedriveFilters},
+	{"InboxRedriveHistory", testInboxRedriveHistory},
 	{"InboxRedriveIgnoredApplied", testInboxRedriveIgnoredApplied},
 	{"InboxRedriveIgnoredUnappliable", testInboxRedriveIgnoredUnappliable},
 	{"InboxLeasesLongestDueFirst", testInboxLeasesLongestDueFirst},
@@ -251,7 +252,7 @@ func testInboxIngest(t *testing.T, b StoreBackend) {
 
 // normalize puts a record's times in UTC, for comparison.
 func normalize(r idempotency.InboxRecord) idempotency.InboxRecord {
-	for _, t := range []*time.Time{&r.Created, &r.ReceivedAt, &r.AttemptedAt, &r.NextAttemptAt, &r.FinishedAt, &r.LeaseUntil} {
+	for _, t := range []*time.Time{&r.Created, &r.ReceivedAt, &r.AttemptedAt, &r.NextAttemptAt, &r.FinishedAt, &r.LeaseUntil, &r.RedrivenAt} {
 		if t.IsZero() {
 			*t = time.Time{}
 		} else {

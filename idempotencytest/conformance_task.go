@@ -639,7 +639,8 @@ func testTaskLostAnswer(t *testing.T, b StoreBackend) {
 // testTaskDeadLetter: a task that fails every attempt is dead-lettered
 // after MaxAttempts with its last error, and never run again; a redrive of
 // the tasks (RedriveFilter.Kind) after the fix runs it once, with a fresh
-// budget. Each attempt, the redriven one included, is reported once to
+// budget, its record counting the redrive (Redrives, RedrivenAt), a dry
+// run not. Each attempt, the redriven one included, is reported once to
 // OnResult and once to the Observer's done.
 func testTaskDeadLetter(t *testing.T, b StoreBackend) {
 	var reportsMu sync.Mutex
@@ -690,7 +691,10 @@ func testTaskDeadLetter(t *testing.T, b StoreBackend) {
 	events, tasks, err := tb.inbox.RedriveByKind(ctxT(t), idempotency.RedriveFilter{DryRun: true})
 	require.NoError(t, err)
 	require.Equal(t, [2]int{0, 1}, [2]int{events, tasks}, "both kinds selected, counted apart")
-	require.Equal(t, idempotency.InboxDeadLetter, tb.task(t, "in_poison").State, "a dry run moves nothing")
+	r = tb.task(t, "in_poison")
+	require.Equal(t, idempotency.InboxDeadLetter, r.State, "a dry run moves nothing")
+	require.Zero(t, r.Redrives, "never redriven")
+	require.True(t, r.RedrivenAt.IsZero(), "never redriven: %s", r.RedrivenAt)
 
 	mu.Lock()
 	fixed = true
@@ -702,11 +706,17 @@ func testTaskDeadLetter(t *testing.T, b StoreBackend) {
 	require.Equal(t, idempotency.InboxPending, r.State)
 	require.Zero(t, r.Attempt, "a fresh attempt budget")
 	require.Equal(t, tb.clock.Now(), r.NextAttemptAt)
+	require.Equal(t, 1, r.Redrives, "the redrive is counted")
+	require.Equal(t, tb.clock.Now(), r.RedrivenAt)
+	redrivenAt := tb.clock.Now()
+	tb.clock.Advance(time.Second)
 	tb.work(t, 1)
 	tb.work(t, 0)
 	r = tb.task(t, "in_poison")
 	require.Equal(t, idempotency.InboxProcessed, r.State)
 	require.Equal(t, 1, r.Attempt)
+	require.Equal(t, 1, r.Redrives, "applied, it keeps its redrive history")
+	require.Equal(t, redrivenAt, r.RedrivenAt)
 	calls := tb.provider.snapshot()
 	require.Len(t, calls, 4)
 	require.Equal(t, 1, calls[3].Attempt, "the redriven run is attempt 1 again")
