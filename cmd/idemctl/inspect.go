@@ -143,12 +143,16 @@ why; -json keeps the stored last_error, ""). The JSON document:
 
   {"records":[{"id":..,"kind":..,"type":..,"object_id":..,"account":..,
     "livemode":..,"api_version":..,"created":..,"state":..,"attempts":N,
-    "last_error":..,"received_at":..,"attempted_at":..,"next_attempt_at":..,
-    "finished_at":..,"lease_until":..}],"more":true|false}
+    "redrives":N,"redriven_at":..,"last_error":..,"received_at":..,
+    "attempted_at":..,"next_attempt_at":..,"finished_at":..,
+    "lease_until":..}],"more":true|false}
 
 Times are RFC 3339 in UTC, null when not set; lease_until is set while
 a record is processing: when its worker's lease ends (past: the worker
-died, and the next lease retries it). "more" says that more records
+died, and the next lease retries it). redrives counts the times a
+redrive moved the record back to pending, redriven_at is when the last
+did (null: never redriven); its attempts count again from 0 after each.
+"more" says that more records
 match than -limit let through; the table says so on stderr, with the
 -after that lists the next page (its id quoted for a shell when a shell
 would split it or run part of it). -after id lists the records after that
@@ -307,8 +311,9 @@ var showCommand = command{
 	args:    "[-payload] [-json] <event-id>",
 	summary: "show an event's inbox record, what holds it back, and its ledger record",
 	help: `Shows what the store has of one event (or task, by its id task:<name>:<key>):
-its inbox record (Inbox.Lookup: state, attempts, last error, received,
-attempted, next attempt and finished times) and its ledger record
+its inbox record (Inbox.Lookup: state, attempts, how often it was
+redriven and when last, last error, received, attempted, next attempt
+and finished times) and its ledger record
 (LookupEvent: the outcome its claim committed with, and when). The payload,
 which may hold customer data, is shown only with -payload.
 
@@ -484,6 +489,7 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		l.heading("inbox")
 		l.add("  state", string(rec.State))
 		l.add("  attempts", strconv.Itoa(rec.Attempt))
+		l.add("  redriven", display.Redriven(rec.Redrives, formatTime(rec.RedrivenAt)))
 		l.add("  last error", dash(display.LastError(rec.State == idempotency.InboxIgnored, rec.LastError)))
 		l.add("  received", formatTime(rec.ReceivedAt))
 		l.add("  attempted", formatTime(rec.AttemptedAt))
@@ -662,6 +668,8 @@ type recordJSON struct {
 	Created       *time.Time `json:"created"`
 	State         string     `json:"state"`
 	Attempts      int        `json:"attempts"`
+	Redrives      int        `json:"redrives"`
+	RedrivenAt    *time.Time `json:"redriven_at"`
 	LastError     string     `json:"last_error"`
 	ReceivedAt    *time.Time `json:"received_at"`
 	AttemptedAt   *time.Time `json:"attempted_at"`
@@ -674,7 +682,7 @@ func toRecordJSON(r idempotency.InboxRecord) recordJSON {
 	return recordJSON{
 		ID: r.EventID, Kind: string(r.Kind), Type: r.EventType, ObjectID: r.ObjectID, Account: r.Account,
 		Livemode: r.Livemode, APIVersion: r.APIVersion, Created: optionalTime(r.Created), State: string(r.State),
-		Attempts: r.Attempt, LastError: r.LastError, ReceivedAt: optionalTime(r.ReceivedAt),
+		Attempts: r.Attempt, Redrives: r.Redrives, RedrivenAt: optionalTime(r.RedrivenAt), LastError: r.LastError, ReceivedAt: optionalTime(r.ReceivedAt),
 		AttemptedAt: optionalTime(r.AttemptedAt), NextAttemptAt: optionalTime(r.NextAttemptAt), FinishedAt: optionalTime(r.FinishedAt),
 		LeaseUntil: optionalTime(r.LeaseUntil),
 	}

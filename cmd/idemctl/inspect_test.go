@@ -237,20 +237,20 @@ func TestShow(t *testing.T) {
 		want string
 	}{
 		{[]string{"show", "evt_dead_1"}, head("evt_dead_1", "event", "charge.failed", "ch_1", stripe.APIVersion) +
-			"  state         dead_letter\n  attempts      1\n  last error    downstream refused the charge\n" +
+			"  state         dead_letter\n  attempts      1\n  redriven      never\n  last error    downstream refused the charge\n" +
 			"  received      T\n  attempted     T\n  next attempt  -\n  finished      T\n\n" +
 			"ledger          not claimed: no transaction has applied it\n"},
 		{[]string{"show", "-payload", "evt_paid_1"}, head("evt_paid_1", "event", "invoice.paid", "in_1", stripe.APIVersion) +
-			"  state         processed\n  attempts      1\n  last error    -\n" +
+			"  state         processed\n  attempts      1\n  redriven      never\n  last error    -\n" +
 			"  received      T\n  attempted     T\n  next attempt  -\n  finished      T\n\n" +
 			"ledger\n  outcome       processed\n  processed at  T\n\npayload:\n{\"api_version\":\"" + stripe.APIVersion},
 		{[]string{"show", "evt_pending_1"}, head("evt_pending_1", "event", "invoice.paid", "in_3", stripe.APIVersion) +
-			"  state         pending\n  attempts      0\n  last error    -\n" +
+			"  state         pending\n  attempts      0\n  redriven      never\n  last error    -\n" +
 			"  received      T\n  attempted     -\n  next attempt  T\n  finished      -\n" +
 			"  held by       - (nothing: due at its next attempt)\n\n" +
 			"ledger          not claimed: no transaction has applied it\n"},
 		{[]string{"show", "evt_sync_first"}, head("evt_sync_first", "event", "invoice.paid", "in_sync", stripe.APIVersion) +
-			"  state         pending\n  attempts      0\n  last error    -\n" +
+			"  state         pending\n  attempts      0\n  redriven      never\n  last error    -\n" +
 			"  received      T\n  attempted     -\n  next attempt  T\n  finished      -\n" +
 			"  held by       - (nothing: due at its next attempt)\n\n" +
 			"ledger\n  outcome       processed\n" +
@@ -260,7 +260,7 @@ func TestShow(t *testing.T) {
 		// transaction enqueued it; no object, account, mode or API version.
 		{[]string{"show", "task:send-receipt:in_1"}, "id              task:send-receipt:in_1\nkind            task\n" +
 			"name            send-receipt\nkey             in_1\nenqueued        T\n\ninbox\n" +
-			"  state         processed\n  attempts      1\n  last error    -\n" +
+			"  state         processed\n  attempts      1\n  redriven      never\n  last error    -\n" +
 			"  received      T\n  attempted     T\n  next attempt  -\n  finished      T\n\n" +
 			"ledger          - (a task has no ledger record: its inbox row is its record)\n"},
 		{[]string{"show", "-payload", "evt_sync_skip"}, "id              evt_sync_skip\ntype            charge.refunded\nobject          ch_sync\n" +

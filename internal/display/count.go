@@ -44,3 +44,14 @@ func ShellWord(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// Redriven says how often an inbox record was redriven and when last, as
+// idemctl's show and the dashboard's event page say it: "never", or
+// "2 times, last T" (InboxRecord.Redrives; last is RedrivenAt as the tool
+// writes a time).
+func Redriven(redrives int, last string) string {
+	if redrives == 0 {
+		return "never"
+	}
+	return Count(redrives, "time", "times") + ", last " + last
+}

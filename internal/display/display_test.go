@@ -54,6 +54,16 @@ func TestKinds(t *testing.T) {
 	}
 }
 
+// TestRedriven: a record never redriven says so; one redriven says how
+// often, in the number the count needs, and when last (idemctl show, the
+// dashboard's event page).
+func TestRedriven(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "never", Redriven(0, "T"))
+	require.Equal(t, "1 time, last T", Redriven(1, "T"))
+	require.Equal(t, "2 times, last T", Redriven(2, "T"))
+}
+
 // TestLastError: an ignored record without a last error was stored ignored
 // at receipt, which records no reason: LastError says so; a last error, an
 // ignored record's too (a worker's reason), is shown as Line shows it.
