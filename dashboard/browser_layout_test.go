@@ -37,7 +37,13 @@ func TestBrowserPagesFitTheWindow(t *testing.T) {
 	f.deliver(t, "invoice.paid", longEvent, longObject)
 	f.deliver(t, "invoice.paid", stripeEvent, stripeObject)
 	f.work(t)
+	// Redriven once and dead-lettered again: its page says when, beside
+	// the attempts.
+	_, err := f.inbox.Redrive(t.Context(), idempotency.RedriveFilter{EventIDs: []string{longEvent}})
+	require.NoError(t, err)
+	f.work(t)
 	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, longEvent))
+	require.Equal(t, 1, record(t, f.inbox, longEvent).Redrives)
 	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, stripeEvent))
 
 	base := f.srv.URL + mount

@@ -56,6 +56,12 @@ func parsePages(names ...string) map[string]*template.Template {
 		"listedLastError": func(rec idempotency.InboxRecord) string {
 			return display.ListedLastError(rec.State == idempotency.InboxIgnored, rec.LastError)
 		},
+		// redriven says how often rec was redriven and when last, as
+		// idemctl show says it (display.Redriven): "never", "2 times,
+		// last 2026-12-05 10:00:00 UTC".
+		"redriven": func(rec idempotency.InboxRecord) string {
+			return display.Redriven(rec.Redrives, when(rec.RedrivenAt))
+		},
 	}).ParseFS(templateFS, "templates/layout.html", "templates/records.html"))
 	m := make(map[string]*template.Template, len(names))
 	for _, name := range names {
