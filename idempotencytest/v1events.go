@@ -66,28 +66,51 @@ func NewV1Events() *V1Events {
 // delivery_success=false lists it only when it is false (an event the
 // endpoint missed). An event added after another of the same second is
 // the newer. An event of an id added before replaces it, in its place.
-// Add panics, naming the field, on a payload that is not a JSON object or
-// has no id, no type, or no created (the Unix time Stripe lists events
-// by) above 0.
+// Add panics, naming the field, on a payload that is not a JSON object,
+// has no id, no type, or no created (the Unix time in seconds Stripe
+// lists events by) above 0, a created after the year 9999 (one in
+// milliseconds, which the Handler refuses), or one of these fields of
+// another JSON type than Stripe's.
 func (f *V1Events) Add(payload []byte, delivered bool) []byte {
-	var ev struct {
-		ID      string `json:"id"`
-		Type    string `json:"type"`
-		Created int64  `json:"created"`
-		Account string `json:"account"`
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &fields); err != nil || fields == nil {
+		if !json.Valid(payload) {
+			panic(fmt.Sprintf("idempotencytest: V1Events.Add: the payload is not JSON: %v", err))
+		}
+		panic("idempotencytest: V1Events.Add: the payload is not a JSON object, as an event is")
 	}
-	if err := json.Unmarshal(payload, &ev); err != nil {
-		panic(fmt.Sprintf("idempotencytest: V1Events.Add: the payload is not a JSON object of an event: %v", err))
+	var ev struct {
+		id, typ, account string
+		created          int64
+	}
+	for _, field := range []struct {
+		name string
+		into any
+		want string
+	}{
+		{"id", &ev.id, "a string"},
+		{"type", &ev.typ, "a string"},
+		{"account", &ev.account, "a string"},
+		{"created", &ev.created, "a whole number of seconds since the Unix epoch"},
+	} {
+		if raw, ok := fields[field.name]; ok {
+			if err := json.Unmarshal(raw, field.into); err != nil {
+				panic(fmt.Sprintf("idempotencytest: V1Events.Add: the payload's %s is not %s: %s", field.name, field.want, raw))
+			}
+		}
 	}
 	switch {
-	case ev.ID == "":
+	case ev.id == "":
 		panic("idempotencytest: V1Events.Add: the payload's id is empty")
-	case ev.Type == "":
+	case ev.typ == "":
 		panic("idempotencytest: V1Events.Add: the payload's type is empty")
-	case ev.Created <= 0:
+	case ev.created <= 0:
 		panic("idempotencytest: V1Events.Add: the payload's created is missing or not above 0: Stripe lists events by it")
+	case ev.created > maxCreated:
+		panic(fmt.Sprintf("idempotencytest: V1Events.Add: the payload's created, %d, is after the year 9999: "+
+			"created is in seconds since the Unix epoch, not milliseconds", ev.created))
 	}
-	e := v1Event{id: ev.ID, typ: ev.Type, account: ev.Account, created: ev.Created, delivered: delivered,
+	e := v1Event{id: ev.id, typ: ev.typ, account: ev.account, created: ev.created, delivered: delivered,
 		json: slices.Clone(payload)}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -181,6 +204,10 @@ type v1EventsQuery struct {
 	typePattern                 string // type, with * a wildcard
 	delivered                   *bool  // delivery_success
 }
+
+// maxCreated is the last second of the year 9999, the latest created the
+// Handler takes.
+const maxCreated = 253402300799
 
 // maxV1EventsTypes is how many types[] the Events API takes.
 const maxV1EventsTypes = 20
