@@ -168,10 +168,20 @@ func (api *fakeStripeAPI) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func stripeErrorBody(typ, code, message string) []byte {
-	e := map[string]string{"type": typ, "message": message}
-	if code != "" {
-		e["code"] = code
-	}
+	return (&stripeError{Type: typ, Code: code, Message: message}).body()
+}
+
+// stripeError is the Stripe API's JSON error, as stripe-go reads it into
+// a *stripe.Error: Param names the parameter refused.
+type stripeError struct {
+	Type    string `json:"type"`
+	Code    string `json:"code,omitempty"`
+	Param   string `json:"param,omitempty"`
+	Message string `json:"message"`
+}
+
+// body is the answer's body: {"error":{...}}.
+func (e *stripeError) body() []byte {
 	b, err := json.Marshal(map[string]any{"error": e})
 	if err != nil {
 		panic(err)

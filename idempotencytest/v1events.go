@@ -35,9 +35,11 @@ import (
 // (Stripe-Account), and the platform's own only to one without it. A
 // parameter it does not take, a value out of bounds, both cursors, both
 // type and types[], or a cursor it does not list (of another account, or
-// none) is answered 400, and any other path 404 Unrecognized request
-// URL, each in Stripe's JSON error, rather than a list that would look
-// empty. It does not check the API key. To answer a request as Stripe
+// none) is answered 400 (with Stripe's code and the parameter's name as
+// its param: parameter_unknown for one it does not take,
+// parameter_invalid_integer for a number that is not an integer), and
+// any other path 404 Unrecognized request URL, each in Stripe's JSON
+// error, rather than a list that would look empty. It does not check the API key. To answer a request as Stripe
 // fails one (a 429, a 500, a 401), serve it through a handler of your own
 // that calls [WriteStripeError] instead. It is safe for concurrent use.
 // The zero value keeps no event and is ready to use, as one NewV1Events
@@ -146,8 +148,8 @@ func (f *V1Events) answer(r *http.Request) (int, []byte) {
 		return stripeErrorAnswer(http.StatusNotFound, "", "Unrecognized request URL")
 	}
 	q, refused := parseV1EventsQuery(r.URL.Query())
-	if refused != "" {
-		return stripeErrorAnswer(http.StatusBadRequest, "parameter_invalid", refused)
+	if refused != nil {
+		return http.StatusBadRequest, refused.body()
 	}
 	account := r.Header.Get("Stripe-Account")
 	// listed: the events the request lists, newest first.
@@ -211,28 +213,37 @@ const maxCreated = 253402300799
 // maxV1EventsTypes is how many types[] the Events API takes.
 const maxV1EventsTypes = 20
 
-// parseV1EventsQuery returns the query of values, or Stripe's message
+// parseV1EventsQuery returns the query of values, or Stripe's error
 // refusing it.
-func parseV1EventsQuery(values url.Values) (v1EventsQuery, string) {
+func parseV1EventsQuery(values url.Values) (v1EventsQuery, *stripeError) {
+	// refuse is the error of a parameter, with Stripe's code: most often
+	// parameter_invalid.
+	refuse := func(code, param, format string, args ...any) *stripeError {
+		return &stripeError{Type: "invalid_request_error", Code: code, Param: param, Message: fmt.Sprintf(format, args...)}
+	}
 	q := v1EventsQuery{limit: 10, gte: 0, lte: math.MaxInt64}
 	for _, key := range slices.Sorted(maps.Keys(values)) {
 		vals := values[key]
 		if len(vals) > 1 && key != "types[]" {
-			return q, fmt.Sprintf("%s is given %d times", key, len(vals))
+			return q, refuse("parameter_invalid", key, "%s is given %d times", key, len(vals))
 		}
 		v := vals[0]
 		var n int64
 		if key == "created" || strings.HasPrefix(key, "created[") {
 			var err error
 			if n, err = strconv.ParseInt(v, 10, 64); err != nil || n < 0 || n == math.MaxInt64 {
-				return q, fmt.Sprintf("Invalid integer: %s (%s)", v, key)
+				return q, refuse("parameter_invalid_integer", key, "Invalid integer: %s (%s)", v, key)
 			}
 		}
 		switch {
 		case key == "limit":
 			var err error
 			if q.limit, err = strconv.Atoi(v); err != nil || q.limit < 1 || q.limit > 100 {
-				return q, fmt.Sprintf("Invalid limit: must be an integer between 1 and 100 (%s)", v)
+				code := "parameter_invalid"
+				if err != nil {
+					code = "parameter_invalid_integer"
+				}
+				return q, refuse(code, key, "Invalid limit: must be an integer between 1 and 100 (%s)", v)
 			}
 		case key == "starting_after":
 			q.startingAfter = v
@@ -251,29 +262,29 @@ func parseV1EventsQuery(values url.Values) (v1EventsQuery, string) {
 		case key == "delivery_success":
 			b, perr := strconv.ParseBool(v)
 			if perr != nil {
-				return q, fmt.Sprintf("Invalid boolean: %s (delivery_success)", v)
+				return q, refuse("parameter_invalid", key, "Invalid boolean: %s (delivery_success)", v)
 			}
 			q.delivered = &b
 		case key == "type":
 			if _, perr := path.Match(v, ""); perr != nil || v == "" {
-				return q, fmt.Sprintf("Invalid type: %q", v)
+				return q, refuse("parameter_invalid", key, "Invalid type: %q", v)
 			}
 			q.typePattern = v
 		case key == "types[]" || strings.HasPrefix(key, "types[") && strings.HasSuffix(key, "]"):
 			q.types = append(q.types, vals...)
 		default:
-			return q, fmt.Sprintf("Received unknown parameter: %s (idempotencytest.V1Events takes what Recover sends)", key)
+			return q, refuse("parameter_unknown", key, "Received unknown parameter: %s (idempotencytest.V1Events takes what Recover sends)", key)
 		}
 	}
 	switch {
 	case q.startingAfter != "" && q.endingBefore != "":
-		return q, "Received both starting_after and ending_before parameters. Please pass in only one."
+		return q, refuse("parameter_invalid", "", "Received both starting_after and ending_before parameters. Please pass in only one.")
 	case len(q.types) > maxV1EventsTypes:
-		return q, fmt.Sprintf("Invalid types: at most %d types, %d given", maxV1EventsTypes, len(q.types))
+		return q, refuse("parameter_invalid", "types", "Invalid types: at most %d types, %d given", maxV1EventsTypes, len(q.types))
 	case len(q.types) > 0 && q.typePattern != "":
-		return q, "Received both type and types[]: idempotencytest.V1Events takes one or the other"
+		return q, refuse("parameter_invalid", "", "Received both type and types[]: idempotencytest.V1Events takes one or the other")
 	}
-	return q, ""
+	return q, nil
 }
 
 // filter returns the events of list (indexes of events) that q's filters

@@ -1,0 +1,46 @@
+package idempotencytest_test
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestV1EventsRefusesAParameterAsStripe: V1Events refuses a parameter as
+// the Stripe API does, with the code and the param stripe-go reads
+// (stripe.Error's Code and Param): one it does not know is
+// parameter_unknown, an integer that is not one parameter_invalid_integer,
+// each naming the parameter, so that a test of code that lists events
+// itself sees the refusal Stripe would give it.
+func TestV1EventsRefusesAParameterAsStripe(t *testing.T) {
+	t.Parallel()
+	f := idempotencytest.NewV1Events()
+	f.Add(snapshot(t, "evt_1", "invoice.paid", "", 100), true)
+	client := idempotencytest.NewStripeClient("sk_test_123", f)
+	for _, c := range []struct {
+		param, value string
+		code         stripe.ErrorCode
+	}{
+		{"not_a_parameter", "1", stripe.ErrorCodeParameterUnknown},
+		{"created[gte]", "yesterday", stripe.ErrorCodeParameterInvalidInteger},
+		{"limit", "ten", stripe.ErrorCodeParameterInvalidInteger},
+	} {
+		params := &stripe.EventListParams{}
+		params.Filters.AddFilter(c.param, "", c.value)
+		var se *stripe.Error
+		for _, err := range client.V1Events.List(t.Context(), params) {
+			require.True(t, errors.As(err, &se), "%s: %v", c.param, err)
+			break
+		}
+		require.NotNil(t, se, c.param)
+		require.Equal(t, http.StatusBadRequest, se.HTTPStatusCode, c.param)
+		require.Equal(t, stripe.ErrorTypeInvalidRequest, se.Type, c.param)
+		require.Equal(t, c.code, se.Code, c.param)
+		require.Equal(t, c.param, se.Param, c.param)
+	}
+}
