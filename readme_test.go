@@ -490,7 +490,7 @@ var (
 	mux               = http.NewServeMux()
 	ctx               = context.Background()
 	payload           []byte
-	missed            []byte
+	event             func(id string) []byte // the testing section's first snippet's
 	logger            *slog.Logger
 	h                 *idempotency.Handler
 	client            *stripe.Client
