@@ -10,10 +10,11 @@ import (
 
 // NewStripeClient returns a stripe-go client with API key key whose every
 // request h serves in the process, without a network: a fake of the Stripe
-// API for the code under test, as Config.StripeClient (h a [V2Events]) or
-// behind idempotency.Retrieve. The key's prefix is what Config.Mode checks
-// of a StripeClient (sk_test_ for idempotency.ModeTest); h sees it in the
-// Authorization header.
+// API for the code under test, as Config.StripeClient (h a [V2Events]),
+// as the client of idempotency.Handler.Recover (h a [V1Events]) or behind
+// idempotency.Retrieve. The key's prefix is what Config.Mode checks of a
+// StripeClient, and of Recover's client (sk_test_ for
+// idempotency.ModeTest); h sees it in the Authorization header.
 //
 // The client makes no retries of stripe-go's own and logs nothing, so that
 // an error answer reaches the caller at once and once. Each request is
