@@ -72,8 +72,10 @@ func NewV1Events() *V1Events {
 // Add panics, naming the field, on a payload that is not a JSON object,
 // has no id, no type, or no created (the Unix time in seconds Stripe
 // lists events by) above 0, a created after the year 9999 (one in
-// milliseconds, which the Handler refuses), or one of these fields of
-// another JSON type than Stripe's.
+// milliseconds, which the Handler refuses), an account that is not one
+// connected account's id (acct_..., not a path of accounts, which
+// Recover never lists), or one of these fields of another JSON type than
+// Stripe's.
 func (f *V1Events) Add(payload []byte, delivered bool) []byte {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(payload, &fields); err != nil || fields == nil {
@@ -109,6 +111,9 @@ func (f *V1Events) Add(payload []byte, delivered bool) []byte {
 		panic("idempotencytest: V1Events.Add: the payload's type is empty")
 	case ev.created <= 0:
 		panic("idempotencytest: V1Events.Add: the payload's created is missing or not above 0: Stripe lists events by it")
+	case ev.account != "" && (!strings.HasPrefix(ev.account, "acct_") || strings.Contains(ev.account, "/")):
+		panic(fmt.Sprintf("idempotencytest: V1Events.Add: the payload's account, %q, is not a connected account's id (acct_...): "+
+			"a v1 event's account is one account, never a path of accounts as a thin event's context may be, and Recover lists no other", ev.account))
 	case ev.created > maxCreated:
 		panic(fmt.Sprintf("idempotencytest: V1Events.Add: the payload's created, %d, is after the year 9999: "+
 			"created is in seconds since the Unix epoch, not milliseconds", ev.created))
