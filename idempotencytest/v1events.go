@@ -37,7 +37,8 @@ import (
 // type and types[], or a cursor it does not list (of another account, or
 // none) is answered 400 (with Stripe's code and the parameter's name as
 // its param: parameter_unknown for one it does not take,
-// parameter_invalid_integer for a number that is not an integer), and
+// parameter_invalid_integer for a number that is not an integer,
+// resource_missing for a cursor), and
 // any other path 404 Unrecognized request URL, each in Stripe's JSON
 // error, rather than a list that would look empty. It does not check the API key. To answer a request as Stripe
 // fails one (a 429, a 500, a 401), serve it through a handler of your own
@@ -167,11 +168,15 @@ func (f *V1Events) answer(r *http.Request) (int, []byte) {
 	slices.SortStableFunc(listed, func(a, b int) int {
 		return cmp.Or(cmp.Compare(f.events[b].created, f.events[a].created), b-a)
 	})
-	cursor := q.startingAfter + q.endingBefore
+	cursor, cursorParam := q.startingAfter, "starting_after"
+	if q.endingBefore != "" {
+		cursor, cursorParam = q.endingBefore, "ending_before"
+	}
 	at := -1
 	if cursor != "" {
 		if at = slices.IndexFunc(listed, func(i int) bool { return f.events[i].id == cursor }); at < 0 {
-			return stripeErrorAnswer(http.StatusBadRequest, "resource_missing", "No such event: '"+cursor+"'")
+			return http.StatusBadRequest, (&stripeError{Type: "invalid_request_error", Code: "resource_missing",
+				Param: cursorParam, Message: "No such event: '" + cursor + "'"}).body()
 		}
 	}
 	var page []int

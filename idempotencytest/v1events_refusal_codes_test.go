@@ -15,8 +15,9 @@ import (
 // the Stripe API does, with the code and the param stripe-go reads
 // (stripe.Error's Code and Param): one it does not know is
 // parameter_unknown, an integer that is not one parameter_invalid_integer,
-// each naming the parameter, so that a test of code that lists events
-// itself sees the refusal Stripe would give it.
+// a cursor it does not list resource_missing, each naming the parameter,
+// so that a test of code that lists events itself sees the refusal
+// Stripe would give it.
 func TestV1EventsRefusesAParameterAsStripe(t *testing.T) {
 	t.Parallel()
 	f := idempotencytest.NewV1Events()
@@ -29,6 +30,8 @@ func TestV1EventsRefusesAParameterAsStripe(t *testing.T) {
 		{"not_a_parameter", "1", stripe.ErrorCodeParameterUnknown},
 		{"created[gte]", "yesterday", stripe.ErrorCodeParameterInvalidInteger},
 		{"limit", "ten", stripe.ErrorCodeParameterInvalidInteger},
+		{"starting_after", "evt_nope", stripe.ErrorCodeResourceMissing},
+		{"ending_before", "evt_nope", stripe.ErrorCodeResourceMissing},
 	} {
 		params := &stripe.EventListParams{}
 		params.Filters.AddFilter(c.param, "", c.value)
