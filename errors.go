@@ -591,7 +591,8 @@ var (
 	// OnlyUndelivered, or with a later Since than the options': continuing
 	// it would not recover what the options ask for. Nothing was requested
 	// or stored; use another checkpoint name. The error is a
-	// [*CheckpointMismatchError], which holds the checkpoint's options.
+	// [*CheckpointMismatchError], which holds the checkpoint's options and
+	// names each that differs.
 	ErrCheckpointMismatch = errors.New("idempotency: recovery checkpoint started with other options")
 )
 

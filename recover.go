@@ -111,12 +111,13 @@ type RecoverOptions struct {
 	// Account, Types, OnlyUndelivered and Since it was started with;
 	// continuing it with another Account (one checkpoint name per account),
 	// other Types or OnlyUndelivered, or an earlier Since, fails with
-	// [ErrCheckpointMismatch] (a later Since is fine: a relative one such
-	// as "5 days ago" moves on between calls; one after the checkpoint's
-	// last event starts at Since, as a new run). Run one Recover per
-	// checkpoint at a time. Empty keeps no checkpoint. A name is valid
-	// UTF-8 without NUL bytes, at most 1024 bytes long ([ErrInvalidKey]
-	// otherwise, before any request).
+	// [ErrCheckpointMismatch], naming each that differs with the
+	// checkpoint's value and the options' (a later Since is fine: a
+	// relative one such as "5 days ago" moves on between calls; one after
+	// the checkpoint's last event starts at Since, as a new run). Run one
+	// Recover per checkpoint at a time. Empty keeps no checkpoint. A name
+	// is valid UTF-8 without NUL bytes, at most 1024 bytes long
+	// ([ErrInvalidKey] otherwise, before any request).
 	Checkpoint string
 
 	// RequestsPerSecond bounds the calls to the Events API (one per page, a
@@ -436,18 +437,9 @@ func (r *recovery) loadCheckpoint(ctx context.Context) error {
 	case !found:
 		r.cp = &want
 		return nil
-	case stored.Account != want.Account:
-		return mismatch(stored, errorf("%w: checkpoint %q lists the events of %s, the options %s: "+
-			"continue it with the account it was started with, or name another checkpoint for this one (one per account)",
-			ErrCheckpointMismatch, name, accountText(stored.Account), accountText(want.Account)))
-	case stored.Types != want.Types || stored.OnlyUndelivered != want.OnlyUndelivered:
-		return mismatch(stored, errorf("%w: checkpoint %q lists types %q (only undelivered: %t), the options %q (%t): "+
-			"continue it with the options it was started with, or name another checkpoint for these",
-			ErrCheckpointMismatch, name, stored.Types, stored.OnlyUndelivered, want.Types, want.OnlyUndelivered))
-	case want.Since.Before(stored.Since):
-		return mismatch(stored, errorf("%w: checkpoint %q started at %s, after RecoverOptions.Since (%s): "+
-			"continue it with a Since at or after that, or name another checkpoint for this one", ErrCheckpointMismatch, name,
-			stored.Since.UTC().Format(time.RFC3339), want.Since.UTC().Format(time.RFC3339)))
+	}
+	if err := mismatch(stored, want); err != nil {
+		return err
 	}
 	r.cp = &stored
 	r.last = listedRef{id: stored.LastEventID, created: stored.LastCreated}
@@ -456,18 +448,24 @@ func (r *recovery) loadCheckpoint(ctx context.Context) error {
 }
 
 // CheckpointMismatchError is the error of [ErrCheckpointMismatch]: the
-// options RecoverOptions.Checkpoint was started with, which the options
-// given to continue it differ from, for a caller that words the refusal
-// in its own terms (idemctl recover, in its flags). Its text is the
-// library's, which names RecoverOptions' fields. One made by a caller (a
-// fake of Recover in a test) is ErrCheckpointMismatch too, and its text
-// names its Checkpoint.
+// options RecoverOptions.Checkpoint was started with, and which of the
+// options given to continue it differ, for a caller that words the
+// refusal in its own terms (idemctl recover, in its flags). Its text is
+// the library's, which names RecoverOptions' fields, each that differs
+// with the checkpoint's value and the run's. One made by a caller (a fake
+// of Recover in a test) is ErrCheckpointMismatch too, and its text names
+// its Checkpoint.
 type CheckpointMismatchError struct {
 	Checkpoint      string    // the checkpoint's name
 	Since           time.Time // the Since it was started with, in whole seconds
 	Account         string    // its Account; "" for the client's own account
 	Types           []string  // its Types, sorted; nil for every type
 	OnlyUndelivered bool      // its OnlyUndelivered
+
+	// Differing names each RecoverOptions field the run differs in, in
+	// the order RecoverOptions declares them: "Since" (earlier than the
+	// checkpoint's), "Types", "OnlyUndelivered", "Account".
+	Differing []string
 
 	err error
 }
@@ -481,15 +479,64 @@ func (e *CheckpointMismatchError) Unwrap() error {
 	return e.err
 }
 
-// mismatch is err, a refusal of cp with ErrCheckpointMismatch, with what
-// cp was started with.
-func mismatch(cp recoveryCheckpoint, err error) error {
-	var types []string
-	if cp.Types != "" {
-		types = strings.Split(cp.Types, ",")
+// mismatch is the refusal to continue checkpoint cp with the options
+// want holds, naming each that differs, or nil where want may continue
+// it.
+func mismatch(cp, want recoveryCheckpoint) error {
+	var differing, values []string
+	differ := func(field, format string, args ...any) {
+		differing = append(differing, field)
+		values = append(values, field+" "+fmt.Sprintf(format, args...))
+	}
+	if want.Since.Before(cp.Since) { // a later Since is fine: "5 days ago" moves on
+		differ("Since", "%s, not the earlier %s", cp.Since.UTC().Format(time.RFC3339), want.Since.UTC().Format(time.RFC3339))
+	}
+	types := splitTypes(cp.Types)
+	if cp.Types != want.Types {
+		differ("Types", "%s, not %s", typesText(types), typesText(splitTypes(want.Types)))
+	}
+	if cp.OnlyUndelivered != want.OnlyUndelivered {
+		differ("OnlyUndelivered", "%t, not %t", cp.OnlyUndelivered, want.OnlyUndelivered)
+	}
+	if cp.Account != want.Account {
+		differ("Account", "%s, not %s", accountText(cp.Account), accountText(want.Account))
+	}
+	if differing == nil {
+		return nil
+	}
+	how := "the options it was started with"
+	switch {
+	case len(differing) == 1 && differing[0] == "Since":
+		how = "a Since at or after its own"
+	case differing[0] == "Since":
+		how += " (a Since at or after its own)"
+	}
+	if slices.Contains(differing, "Account") {
+		how += ", or name another checkpoint for these (one per account)"
+	} else {
+		how += ", or name another checkpoint for these"
 	}
 	return &CheckpointMismatchError{Checkpoint: cp.Name, Since: cp.Since, Account: cp.Account, Types: types,
-		OnlyUndelivered: cp.OnlyUndelivered, err: err}
+		OnlyUndelivered: cp.OnlyUndelivered, Differing: differing,
+		err: errorf("%w: checkpoint %q has RecoverOptions.%s: continue it with %s",
+			ErrCheckpointMismatch, cp.Name, strings.Join(values, "; "), how)}
+}
+
+// splitTypes is a checkpoint's types, stored joined by commas: nil for
+// every type.
+func splitTypes(types string) []string {
+	if types == "" {
+		return nil
+	}
+	return strings.Split(types, ",")
+}
+
+// typesText writes RecoverOptions.Types.
+func typesText(types []string) string {
+	if len(types) == 0 {
+		return "[] (every type)"
+	}
+	return fmt.Sprintf("%q", types)
 }
 
 // walk lists and handles the events, oldest first.
@@ -729,12 +776,12 @@ func (r *recovery) list(ctx context.Context, q eventQuery) (eventPage, error) {
 	return page, nil
 }
 
-// accountText names the account a checkpoint lists the events of.
+// accountText writes RecoverOptions.Account.
 func accountText(account string) string {
 	if account == "" {
-		return "the platform's own account"
+		return `"" (the platform's own account)`
 	}
-	return "account " + strconv.Quote(account)
+	return strconv.Quote(account)
 }
 
 // handlePage handles a page's events oldest first, then saves the

@@ -97,7 +97,7 @@ func TestRecoverConnectedAccount(t *testing.T) {
 			o.Account = other
 			rep, err := h.Recover(t.Context(), client, o)
 			require.ErrorIs(t, err, idempotency.ErrCheckpointMismatch, other)
-			require.ErrorContains(t, err, `checkpoint "acct_A" lists the events of account "acct_A"`)
+			require.ErrorContains(t, err, `checkpoint "acct_A" has RecoverOptions.Account "acct_A", not `)
 			require.Zero(t, rep.Requests)
 		}
 		require.Len(t, f.calls(), len(calls), "no request made")

@@ -43,5 +43,5 @@ func TestRecoverCheckpointMismatchSaysWhatToDo(t *testing.T) {
 	opts.Since = opts.Since.Add(-time.Minute)
 	_, err = h.Recover(t.Context(), client, opts)
 	require.ErrorIs(t, err, idempotency.ErrCheckpointMismatch)
-	require.ErrorContains(t, err, "continue it with a Since at or after that, or name another checkpoint for this one")
+	require.ErrorContains(t, err, "continue it with a Since at or after its own, or name another checkpoint for these")
 }

@@ -415,9 +415,9 @@ func TestRecoverRefusesBadInput(t *testing.T) {
 			later := now.Add(idempotency.RecoveryWindow)
 			o.Now = func() time.Time { return later }
 		}), client, idempotency.ErrRecoveryWindow, `checkpoint "bad"`},
-		{"other types", with(func(o *idempotency.RecoverOptions) { o.Types = nil }), client, idempotency.ErrCheckpointMismatch, "types"},
-		{"only undelivered", with(func(o *idempotency.RecoverOptions) { o.OnlyUndelivered = true }), client, idempotency.ErrCheckpointMismatch, "only undelivered"},
-		{"earlier since", with(func(o *idempotency.RecoverOptions) { o.Since = o.Since.Add(-time.Second) }), client, idempotency.ErrCheckpointMismatch, "started at"},
+		{"other types", with(func(o *idempotency.RecoverOptions) { o.Types = nil }), client, idempotency.ErrCheckpointMismatch, "RecoverOptions.Types"},
+		{"only undelivered", with(func(o *idempotency.RecoverOptions) { o.OnlyUndelivered = true }), client, idempotency.ErrCheckpointMismatch, "RecoverOptions.OnlyUndelivered false, not true"},
+		{"earlier since", with(func(o *idempotency.RecoverOptions) { o.Since = o.Since.Add(-time.Second) }), client, idempotency.ErrCheckpointMismatch, "RecoverOptions.Since"},
 		{"21 types", with(func(o *idempotency.RecoverOptions) { o.Types = make([]string, 21) }), client, nil, "at most 20"},
 		{"empty type", with(func(o *idempotency.RecoverOptions) { o.Types = []string{""} }), client, idempotency.ErrInvalidKey, "Types[0] is empty"},
 		{"rate over 100", with(func(o *idempotency.RecoverOptions) { o.RequestsPerSecond = 101 }), client, nil, "RequestsPerSecond"},
