@@ -82,7 +82,8 @@ Progress shows the pages listed. It exits 1 when events failed to be stored
 (their ids are printed), 2 when -since is in the future or beyond the Events
 API's window, -mode is not live or test or the key is of the other mode,
 -account is not a connected account's id, or -checkpoint was started with
-other options.
+other options (each that differs is named, with the checkpoint's value and
+the one given).
 
 Besides its own "idemctl: " lines, recover writes to stderr the library's
 log records at Warn and Error, one slog text line each (time=... level=...
@@ -200,7 +201,9 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			})
 			m.done()
 			if me, ok := errors.AsType[*idempotency.CheckpointMismatchError](err); ok {
-				return usageError("%s", checkpointMismatchText(me, since.t, types, *account, *onlyUndelivered))
+				if text := checkpointMismatchText(me, since.t, types, *account); text != "" {
+					return usageError("%s", text)
+				}
 			}
 			if errors.Is(err, idempotency.ErrRecoveryWindow) || errors.Is(err, idempotency.ErrCheckpointMismatch) {
 				return usageError("%v", err)
@@ -241,22 +244,42 @@ func standIn(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]
 
 // checkpointMismatchText is Recover's refusal to continue checkpoint me
 // with these options, in recover's flags (the library's names
-// RecoverOptions' fields), and what to do.
-func checkpointMismatchText(me *idempotency.CheckpointMismatchError, since time.Time, types []string, account string, onlyUndelivered bool) string {
-	name := fmt.Sprintf("-checkpoint %q", display.Line(me.Checkpoint))
-	var what string
-	switch {
-	case me.Account != account:
-		what = fmt.Sprintf("%s lists the events of %s, not %s: run it with its -account, or name another -checkpoint (one per account)",
-			name, accountFlag(me.Account), accountFlag(account))
-	case !slices.Equal(me.Types, types) || me.OnlyUndelivered != onlyUndelivered:
-		what = fmt.Sprintf("%s was started with %s, not %s: run it with those, or name another -checkpoint for these",
-			name, typesFlags(me.Types, me.OnlyUndelivered), typesFlags(types, onlyUndelivered))
-	default:
-		what = fmt.Sprintf("%s was started with -since %s, after this -since (%s): run it with a -since at or after %s, or name another -checkpoint for this one",
-			name, formatTime(me.Since), formatTime(since), formatTime(me.Since))
+// RecoverOptions' fields): each that differs, and what to do; "" for a
+// refusal that names none.
+func checkpointMismatchText(me *idempotency.CheckpointMismatchError, since time.Time, types []string, account string) string {
+	var values []string
+	for _, field := range me.Differing {
+		switch field {
+		case "Since":
+			values = append(values, fmt.Sprintf("with -since %s, not the earlier %s", formatTime(me.Since), formatTime(since)))
+		case "Types":
+			values = append(values, fmt.Sprintf("with %s, not %s", typesFlag(me.Types), typesFlag(types)))
+		case "OnlyUndelivered":
+			value := "without -only-undelivered, not with it"
+			if me.OnlyUndelivered {
+				value = "with -only-undelivered, not without it"
+			}
+			values = append(values, value)
+		case "Account":
+			values = append(values, fmt.Sprintf("with %s, not %s", accountFlag(me.Account), accountFlag(account)))
+		}
 	}
-	return fmt.Sprintf("%v: %s", idempotency.ErrCheckpointMismatch, what)
+	if values == nil {
+		return ""
+	}
+	how := "those"
+	switch sinceToo := fmt.Sprintf("a -since at or after %s", formatTime(me.Since)); {
+	case len(me.Differing) == 1 && me.Differing[0] == "Since":
+		how = sinceToo
+	case slices.Contains(me.Differing, "Since"):
+		how += " (" + sinceToo + ")"
+	}
+	how += ", or name another -checkpoint for these"
+	if slices.Contains(me.Differing, "Account") {
+		how += " (one per account)"
+	}
+	return fmt.Sprintf("%v: -checkpoint %q was started %s: run it with %s",
+		idempotency.ErrCheckpointMismatch, display.Line(me.Checkpoint), strings.Join(values, "; "), how)
 }
 
 // accountFlag names the account -account lists the events of.
@@ -267,16 +290,12 @@ func accountFlag(account string) string {
 	return "-account " + display.Line(account)
 }
 
-// typesFlags writes -types and -only-undelivered as given.
-func typesFlags(types []string, onlyUndelivered bool) string {
-	text := "-types " + display.Line(strings.Join(types, ","))
+// typesFlag writes -types as given.
+func typesFlag(types []string) string {
 	if len(types) == 0 {
-		text = "every type" // a checkpoint of Handler.Recover without Types
+		return "every type" // a checkpoint of Handler.Recover without Types
 	}
-	if onlyUndelivered {
-		return text + " -only-undelivered"
-	}
-	return text + " without -only-undelivered"
+	return "-types " + display.Line(strings.Join(types, ","))
 }
 
 // unlistedText says that no event was listed for the types: misspelt,

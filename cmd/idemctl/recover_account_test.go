@@ -39,7 +39,7 @@ func TestRecoverAccount(t *testing.T) {
 	requests := len(api.queries)
 	r = idemctl(t, s.db, env, "recover", "-since", "2h", "-types", "invoice.paid", "-account", "acct_2Other", "-checkpoint", "ops:acct_1Conn", "-api-base", srv.URL)
 	require.Equal(t, exitUsage, r.code, r.stderr)
-	require.Contains(t, r.stderr, `-checkpoint "ops:acct_1Conn" lists the events of -account acct_1Conn, not -account acct_2Other`)
+	require.Contains(t, r.stderr, `-checkpoint "ops:acct_1Conn" was started with -account acct_1Conn, not -account acct_2Other:`)
 
 	for _, c := range []struct{ account, want string }{
 		{"1Conn", "-account is not a connected account's id (acct_...)"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,10 +11,12 @@ import (
 
 // TestRecoverCheckpointMismatchNamesTheFlags: a -checkpoint continued
 // with an earlier -since, other -types or -only-undelivered, or another
-// -account is refused, exit 2, in recover's flags: what the checkpoint
-// was started with, what was given, and what to do. Nothing is requested,
+// -account is refused, exit 2, in recover's flags: each that differs, in
+// the order of RecoverOptions' fields, with what the checkpoint was
+// started with and what was given, and what to do. Nothing is requested,
 // and the checkpoint still continues with its own options. The refusal of
-// an earlier -since named RecoverOptions.Since, the library's field.
+// an earlier -since named RecoverOptions.Since, the library's field; one
+// of every flag named the account alone.
 func TestRecoverCheckpointMismatchNamesTheFlags(t *testing.T) {
 	t.Parallel()
 	s, api, srv, env, _, since, earlier := newCheckpointFixture(t, "cpm")
@@ -27,13 +30,18 @@ func TestRecoverCheckpointMismatchNamesTheFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"-since", earlier},
-			`-checkpoint "cpm" was started with -since ` + since + `, after this -since (` + earlier + `): run it with a -since at or after ` + since + `, or name another -checkpoint for this one`},
+			`-checkpoint "cpm" was started with -since ` + since + `, not the earlier ` + earlier + `: run it with a -since at or after ` + since + `, or name another -checkpoint for these`},
 		{[]string{"-types", "invoice.paid,charge.failed"},
-			`-checkpoint "cpm" was started with -types invoice.paid without -only-undelivered, not -types charge.failed,invoice.paid without -only-undelivered: run it with those, or name another -checkpoint for these`},
+			`-checkpoint "cpm" was started with -types invoice.paid, not -types charge.failed,invoice.paid: run it with those, or name another -checkpoint for these`},
 		{[]string{"-only-undelivered"},
-			`-checkpoint "cpm" was started with -types invoice.paid without -only-undelivered, not -types invoice.paid -only-undelivered:`},
+			`-checkpoint "cpm" was started without -only-undelivered, not with it:`},
 		{[]string{"-account", "acct_cpm"},
-			`-checkpoint "cpm" lists the events of the key's own account (without -account), not -account acct_cpm: run it with its -account, or name another -checkpoint (one per account)`},
+			`-checkpoint "cpm" was started with the key's own account (without -account), not -account acct_cpm: run it with those, or name another -checkpoint for these (one per account)`},
+		{[]string{"-since", earlier, "-types", "invoice.paid,charge.failed", "-only-undelivered", "-account", "acct_cpm"},
+			`-checkpoint "cpm" was started with -since ` + since + `, not the earlier ` + earlier +
+				`; with -types invoice.paid, not -types charge.failed,invoice.paid; without -only-undelivered, not with it; ` +
+				`with the key's own account (without -account), not -account acct_cpm: ` +
+				`run it with those (a -since at or after ` + since + `), or name another -checkpoint for these (one per account)`},
 	} {
 		r := idemctl(t, s.db, env, append(args, c.args...)...)
 		require.Equal(t, exitUsage, r.code, "%v: %s", c.args, r.stderr)
@@ -47,6 +55,10 @@ func TestRecoverCheckpointMismatchNamesTheFlags(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Regexp(t, `(?m)^resumed\s+true$`, r.stdout)
 	require.Regexp(t, `(?m)^checkpoint at\s+evt_cpm_0$`, r.stdout)
+
+	help := idemctl(t, nil, nil, "recover", "-h")
+	require.Contains(t, strings.Join(strings.Fields(help.stdout+help.stderr), " "),
+		"-checkpoint was started with other options (each that differs is named, with the checkpoint's value and the one given)")
 }
 
 // newCheckpointFixture is what a test of a -checkpoint's refusals needs:
