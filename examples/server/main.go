@@ -440,12 +440,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 }
 
 // The deadlines of what is in flight at a stop: the deliveries are
-// answered within deliveriesGrace (http.Server.Shutdown's; a test
-// shortens it), the inbox's attempts within workersGrace
-// (InboxConfig.ShutdownTimeout, its default: then Run cuts the others).
-var deliveriesGrace = 15 * time.Second
-
-const workersGrace = idempotency.DefaultInboxTimeout
+// answered within deliveriesGrace (http.Server.Shutdown's), the inbox's
+// attempts within workersGrace (InboxConfig.ShutdownTimeout, its default:
+// then Run cuts the others). A test shortens each.
+var (
+	deliveriesGrace = 15 * time.Second
+	workersGrace    = idempotency.DefaultInboxTimeout
+)
 
 // stopping is a stop asked for while serving: when it started, and
 // whether something in flight then was cut at its deadline. The zero
