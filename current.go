@@ -141,6 +141,16 @@ func stripeObject(obj any) (id string, res *stripe.APIResponse, ok bool) {
 // handler's own timeout.
 const FetchTimeout = 5 * time.Second
 
+// fetchUnavailableError is an [OnCurrent] fetch that failed for a reason
+// that may pass, while its event's handler had time left: the API
+// unreachable, rate-limited or failing (stripeAPIError.transient), or the
+// fetch past FetchTimeout. A synchronous Handler answers it 503
+// stripe_unavailable, as a thin event's fetch; its text is err's.
+type fetchUnavailableError struct{ err error }
+
+func (e *fetchUnavailableError) Error() string { return e.err.Error() }
+func (e *fetchUnavailableError) Unwrap() error { return e.err }
+
 // OnCurrent registers fn for eventTypes, events about one kind of mutable
 // object (a subscription, a customer), with the object as it is now rather
 // than as the event's payload shows it: Stripe does not deliver events in
@@ -176,7 +186,11 @@ const FetchTimeout = 5 * time.Second
 //  3. Otherwise fetch gets the object, within [FetchTimeout], as the
 //     event's connected account, and fn runs with ev.Object set to it (ev.Raw
 //     is still the payload). A fetch error fails the event: the
-//     synchronous Handler answers 500 and Stripe retries; the inbox retries
+//     synchronous Handler answers 503 {"error":"stripe_unavailable"} for
+//     one that may pass (the API unreachable, a 429 or a 5xx, as
+//     [Retrieve]'s errors say, or the fetch past FetchTimeout), as it
+//     answers a thin event's fetch, and 500 for any other (a refusal, a
+//     FetchFunc's own error), and Stripe retries either; the inbox retries
 //     with backoff. An object the API no longer knows (404 resource_missing,
 //     ErrObjectNotFound) is skipped with that reason: objects Stripe keeps after their end
 //     (a canceled subscription, a deleted customer) are fetched and the
@@ -356,13 +370,19 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, e
 	fetchCtx, cancel := context.WithTimeout(ctx, FetchTimeout)
 	fetchStarted := time.Now()
 	obj, err := fetch(fetchCtx, id, ev.Account)
+	timedOut := fetchCtx.Err() != nil
 	cancel()
 	observeFetch(ctx, ev.Type, id, time.Since(fetchStarted), err)
 	switch {
 	case errors.Is(err, ErrObjectNotFound):
 		return Skip("the API no longer knows the object (404)")
 	case err != nil:
-		return errorf("fetching the current object of %s: %w", ev.Type, err)
+		err = errorf("fetching the current object of %s: %w", ev.Type, err)
+		if ctx.Err() == nil && (timedOut || transientAPIError(err)) {
+			// The handler's own time is not out: a fetch that may pass.
+			return &fetchUnavailableError{err}
+		}
+		return err
 	}
 	if err := ot.markFetched(ctx, scope, key, now); err != nil {
 		return err

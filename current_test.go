@@ -151,7 +151,8 @@ func TestRetrieve(t *testing.T) {
 
 // TestRetrieveQuotesNoAnswer: an object stripe-go cannot decode makes an
 // error that quotes the answer's body; neither the error the handler gets
-// nor the delivery's log line quotes it.
+// nor the delivery's log line quotes it. A 200 stripe-go could not read is
+// answered 503 stripe_unavailable, as a thin event's fetch of one is.
 func TestRetrieveQuotesNoAnswer(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -170,7 +171,7 @@ func TestRetrieveQuotesNoAnswer(t *testing.T) {
 	})
 	require.NoError(t, err)
 	a := idempotencytest.Deliver(h, fixture(t, "customer.subscription.updated"), testSecret)
-	require.Equal(t, http.StatusInternalServerError, a.Status)
+	require.Equal(t, http.StatusServiceUnavailable, a.Status)
 	require.ErrorIs(t, res.Err, idempotency.ErrStripeAPI)
 	require.Contains(t, res.Err.Error(), "could not read")
 	require.NotContains(t, res.Err.Error(), "jane.doe@example.com")
@@ -180,8 +181,9 @@ func TestRetrieveQuotesNoAnswer(t *testing.T) {
 
 // TestFetchTimeoutBoundsAHangingFetch: a fetch that never answers is cut at
 // FetchTimeout, within the handler's own longer timeout: the event fails
-// with a deadline error (answered 500, nothing written), and the handler
-// func does not run.
+// with a deadline error, answered 503 stripe_unavailable as a fetch the
+// API answers 429 or 5xx is (it was 500 processing_failed, a handler's
+// error), nothing written, and the handler func does not run.
 func TestFetchTimeoutBoundsAHangingFetch(t *testing.T) {
 	t.Parallel()
 	type deadline struct {
@@ -213,7 +215,8 @@ func TestFetchTimeoutBoundsAHangingFetch(t *testing.T) {
 	start := time.Now()
 	a := idempotencytest.Deliver(h, fixture(t, "customer.subscription.updated"), testSecret)
 	elapsed := time.Since(start)
-	require.Equal(t, http.StatusInternalServerError, a.Status, a.Body)
+	require.Equal(t, http.StatusServiceUnavailable, a.Status, a.Body)
+	require.JSONEq(t, `{"error":"stripe_unavailable"}`, a.Body)
 	d := <-deadlines
 	require.True(t, d.ok, "the fetch has no deadline")
 	require.WithinDuration(t, start.Add(idempotency.FetchTimeout), d.at, time.Second, "the fetch's deadline is FetchTimeout")
@@ -226,6 +229,32 @@ func TestFetchTimeoutBoundsAHangingFetch(t *testing.T) {
 	_, found, err := store.LookupEvent(t.Context(), r.EventID)
 	require.NoError(t, err)
 	require.False(t, found, "the failed event was recorded")
+}
+
+// TestHandlerTimeoutDuringAFetchAnswers500: a fetch cut by the handler's
+// own Config.Timeout, shorter than FetchTimeout (a lock waited for took the
+// rest), is the handler's timeout, answered 500 processing_failed with
+// ErrTimeout, not 503 for the API.
+func TestHandlerTimeoutDuringAFetchAnswers500(t *testing.T) {
+	t.Parallel()
+	hs := idempotency.NewHandlers()
+	idempotency.OnCurrent(hs, []string{"customer.subscription.updated"},
+		func(ctx context.Context, _, _ string) (*stripe.Subscription, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, handleNothing)
+	results := make(chan idempotency.Result, 1)
+	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
+		Secrets: []string{testSecret}, Logger: discardLogger(), Timeout: 50 * time.Millisecond,
+		OnResult: func(r idempotency.Result) { results <- r },
+	})
+	require.NoError(t, err)
+	a := idempotencytest.Deliver(h, fixture(t, "customer.subscription.updated"), testSecret)
+	require.Equal(t, http.StatusInternalServerError, a.Status, a.Body)
+	require.JSONEq(t, `{"error":"processing_failed"}`, a.Body)
+	r := <-results
+	require.ErrorIs(t, r.Err, idempotency.ErrTimeout)
+	require.ErrorContains(t, r.Err, "fetching the current object")
 }
 
 // notAStore runs handlers in a Tx of no store of the package.

@@ -101,7 +101,8 @@ func quotedText(err error) string {
 func ownError(err error) bool {
 	switch err.(type) {
 	case *packageError, *packageErrors, *SkipError, *PanicError, *DecodeError,
-		*PermanentError, *SnoozeError, *deadlockError, *stripeAPIError, *CheckpointMismatchError:
+		*PermanentError, *SnoozeError, *deadlockError, *stripeAPIError, *CheckpointMismatchError,
+		*fetchUnavailableError:
 		return true
 	}
 	return slices.Contains(sentinels, err)

@@ -318,7 +318,9 @@ const (
 //	503 store unreachable or read-only              {"error":"store_unavailable"}
 //	503 thin event: the Stripe API unreachable,
 //	    rate-limited or failing (429, 5xx, Stripe's
-//	    or a proxy's), or its answer cut short      {"error":"stripe_unavailable"}
+//	    or a proxy's), or its answer cut short;
+//	    the same for OnCurrent's fetch of the
+//	    object, or that fetch past FetchTimeout     {"error":"stripe_unavailable"}
 //
 // Nothing is stored for an answer other than 200, but in two cases, both
 // answered 503 and both maybe stored: Stripe's retry is then answered
@@ -644,6 +646,8 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 	switch {
 	case outcome == OutcomeUnavailable: // the dispatcher's answer to ErrStoreUnavailable
 		return http.StatusServiceUnavailable, bodyUnavailable
+	case outcome == OutcomeFailed && errors.As(err, new(*fetchUnavailableError)):
+		return http.StatusServiceUnavailable, bodyStripeUnavailable
 	case outcome == OutcomeFailed || err != nil || outcome == OutcomeQueued || bodyOutcome[outcome] == nil:
 		// Besides a failure, a Store of another package that breaks
 		// Store.Run's contract: an error means nothing was applied,

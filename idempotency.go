@@ -110,9 +110,10 @@ const (
 	// returned [Snooze]: pending again (Result.State), not counted.
 	OutcomeQueued Outcome = "queued"
 	// OutcomeFailed: the handler returned an error, panicked or ran out of
-	// time, or the Stripe API failed the fetch of a thin event's event;
-	// nothing was written. Answered 500; 503 when that fetch met the API
-	// unreachable, rate-limited or failing (5xx).
+	// time, or the Stripe API failed the fetch of a thin event's event or
+	// of an [OnCurrent] event's object; nothing was written. Answered 500;
+	// 503 when that fetch met the API unreachable, rate-limited or failing
+	// (5xx), or an OnCurrent fetch ran past [FetchTimeout].
 	OutcomeFailed Outcome = "failed"
 	// OutcomeUnavailable: the store could not be reached; nothing was
 	// written. Answered 503.

@@ -48,7 +48,7 @@ func TestStripeAPIErrorQuotesNoAnswerText(t *testing.T) {
 	h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: log})
 	require.NoError(t, err)
 	a := idempotencytest.Deliver(h, fixture(t, "customer.subscription.updated"), testSecret)
-	require.Equal(t, http.StatusInternalServerError, a.Status, a.Body)
+	require.Equal(t, http.StatusServiceUnavailable, a.Status, a.Body)
 	require.NotContains(t, logs.String(), secret)
 	require.Less(t, len(logs.String()), 2000, "the log line is bounded")
 

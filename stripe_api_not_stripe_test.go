@@ -315,8 +315,9 @@ func TestRecoverPageThatIsNotAList(t *testing.T) {
 // Stripe API (a proxy's {"status":"ok"}, which stripe-go decodes into an
 // object with every field empty) fails Retrieve's fetch with ErrStripeAPI
 // naming the status, and OnCurrent's handler does not run: it would
-// write the state of an object without an id. Before, Retrieve returned
-// that empty object without an error.
+// write the state of an object without an id; the delivery is answered
+// 503 stripe_unavailable, as for any answer Retrieve could not read.
+// Before, Retrieve returned that empty object without an error.
 func TestRetrieveObjectWithoutID(t *testing.T) {
 	t.Parallel()
 	ok := notStripeAnswer{name: "200 JSON not an object", serve: proxyOK,
@@ -328,7 +329,7 @@ func TestRetrieveObjectWithoutID(t *testing.T) {
 	require.Nil(t, sub)
 
 	a, res, _, ran := deliverRefusedFetch(t, http.StatusOK, proxyOKBody, fixture(t, "customer.subscription.updated"))
-	require.Equal(t, http.StatusInternalServerError, a.Status, a.Body)
+	require.Equal(t, http.StatusServiceUnavailable, a.Status, a.Body)
 	require.False(t, ran, "the handler is not given an object without an id")
 	requireErrorText(t, res.Err, "retrieving the object", ok)
 }

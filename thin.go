@@ -7,8 +7,9 @@ import (
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
 )
 
-// bodyStripeUnavailable answers a thin event whose event could not be
-// fetched for a reason that may pass: Stripe sends it again.
+// bodyStripeUnavailable answers a thin event whose event, or an OnCurrent
+// event whose object, could not be fetched for a reason that may pass:
+// Stripe sends it again.
 var bodyStripeUnavailable = []byte(`{"error":"stripe_unavailable"}`)
 
 // serveThin answers a verified thin event notification: it fetches the

@@ -160,6 +160,8 @@ func (api *fakeStripeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		body = stripeErrorBody("invalid_request_error", "resource_missing", "No such subscription: '"+id+"'")
 	case http.StatusTooManyRequests:
 		body = stripeErrorBody("invalid_request_error", "rate_limit", "Too many requests")
+	case http.StatusForbidden:
+		body = stripeErrorBody("invalid_request_error", "", "The provided key does not have the required permissions")
 	default:
 		body = stripeErrorBody("api_error", "", "Something went wrong on Stripe's end")
 	}
@@ -816,25 +818,36 @@ func testCurrentNotFound(t *testing.T, b StoreBackend) {
 }
 
 // testCurrentFetchErrorSync: a fetch the API answers 500 or 429 fails the
-// synchronous delivery (500) and writes nothing; Stripe's redelivery,
-// once the API answers, is processed with the object's state.
+// synchronous delivery 503 stripe_unavailable, as a thin event's fetch
+// that may pass is answered, and one it refuses (403) 500
+// processing_failed; each writes nothing. Stripe's redelivery, once the
+// API answers, is processed with the object's state.
 func testCurrentFetchErrorSync(t *testing.T, b StoreBackend) {
 	cb := newCurrentBench(t, b)
 	cb.api.set("sub_err", "active", 1)
 	ev := subscriptionEvent("evt_fetch_err", subUpdated, "sub_err", "", currentCreated, "active")
-	for _, status := range []int{http.StatusInternalServerError, http.StatusTooManyRequests} {
-		cb.api.failNext(status)
-		cb.deliverSync(t, ev, http.StatusInternalServerError, "")
+	for _, c := range []struct {
+		api, status int
+		body        string
+	}{
+		{http.StatusInternalServerError, http.StatusServiceUnavailable, `{"error":"stripe_unavailable"}`},
+		{http.StatusTooManyRequests, http.StatusServiceUnavailable, `{"error":"stripe_unavailable"}`},
+		{http.StatusForbidden, http.StatusInternalServerError, `{"error":"processing_failed"}`},
+	} {
+		cb.api.failNext(c.api)
+		a := Deliver(cb.sync, ev, currentSecret)
+		require.Equal(t, c.status, a.Status, "the API answered %d: %s", c.api, a.Body)
+		require.JSONEq(t, c.body, a.Body, "the API answered %d", c.api)
 		requireNoEvent(t, b, "evt_fetch_err")
 		cb.requireNoRow(t, "sub_err")
-		require.Empty(t, cb.runsOf("evt_fetch_err"), "the handler ran after a failed fetch (%d)", status)
+		require.Empty(t, cb.runsOf("evt_fetch_err"), "the handler ran after a failed fetch (%d)", c.api)
 	}
 	cb.api.set("sub_err", "past_due", 2)
 	cb.deliverSync(t, ev, http.StatusOK, idempotency.OutcomeProcessed)
 	calls := cb.api.callsOf("sub_err")
-	require.Len(t, calls, 3)
-	require.Equal(t, []int{http.StatusInternalServerError, http.StatusTooManyRequests, http.StatusOK},
-		[]int{calls[0].Status, calls[1].Status, calls[2].Status}, "one request per delivery: no retry in the client")
+	require.Len(t, calls, 4)
+	require.Equal(t, []int{http.StatusInternalServerError, http.StatusTooManyRequests, http.StatusForbidden, http.StatusOK},
+		[]int{calls[0].Status, calls[1].Status, calls[2].Status, calls[3].Status}, "one request per delivery: no retry in the client")
 	cb.requireRow(t, "sub_err", fakeSubscription{"past_due", 2}, 1)
 	requireEvent(t, b, "evt_fetch_err", idempotency.OutcomeProcessed)
 }

@@ -294,8 +294,9 @@ func TestSubscriptionsInboxStormFetchesOnce(t *testing.T) {
 }
 
 // TestSubscriptionsFetchFailureSync: when the API answers 500, the
-// synchronous delivery is answered 500 and nothing is written, so Stripe
-// sends it again; the redelivery fetches and writes the row.
+// synchronous delivery is answered 503 stripe_unavailable and nothing is
+// written, so Stripe sends it again; the redelivery fetches and writes
+// the row.
 func TestSubscriptionsFetchFailureSync(t *testing.T) {
 	t.Parallel()
 	for _, kind := range storeKinds {
@@ -308,8 +309,8 @@ func TestSubscriptionsFetchFailureSync(t *testing.T) {
 
 			api.failNext(http.StatusInternalServerError)
 			status, body := c.deliver(ev)
-			require.Equal(t, http.StatusInternalServerError, status, body)
-			require.Equal(t, `{"error":"processing_failed"}`, body)
+			require.Equal(t, http.StatusServiceUnavailable, status, body)
+			require.Equal(t, `{"error":"stripe_unavailable"}`, body)
 			c.requireNoSubscription("sub_err")
 
 			c.deliverAll(idempotency.OutcomeProcessed, ev) // Stripe's retry
