@@ -22,7 +22,8 @@
 //     keeps a [ThinEvent] for the Handler's fetch of it (Config.StripeClient)
 //     and returns its notification, to [Deliver]; [V1Events] is that
 //     handler for the Events API's list, which Handler.Recover pages
-//     through: [V1Events.Add] keeps a payload, delivered or missed.
+//     through: [V1Events.Add] keeps a payload Stripe delivered,
+//     [V1Events.AddUndelivered] one whose delivery failed.
 //     [WriteStripeError] answers a request as the API fails one (429,
 //     5xx, 401), from a handler that serves either otherwise.
 //   - A throwaway PostgreSQL: [Postgres] gives a test its own empty schema

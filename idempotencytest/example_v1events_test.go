@@ -53,9 +53,9 @@ func ExampleV1Events() {
 	}
 
 	api := idempotencytest.NewV1Events()
-	idempotencytest.Deliver(h, api.Add(event("evt_1", now.Add(-time.Hour)), true), "whsec_test")
-	idempotencytest.Deliver(h, api.Add(event("evt_2", now.Add(-50*time.Minute)), true), "whsec_test")
-	api.Add(event("evt_3", now.Add(-40*time.Minute)), false) // missed: never delivered
+	idempotencytest.Deliver(h, api.Add(event("evt_1", now.Add(-time.Hour))), "whsec_test")
+	idempotencytest.Deliver(h, api.Add(event("evt_2", now.Add(-50*time.Minute))), "whsec_test")
+	api.AddUndelivered(event("evt_3", now.Add(-40*time.Minute))) // the endpoint was down: never delivered
 	fmt.Println(credits["acct_1"])
 
 	client := idempotencytest.NewStripeClient("sk_test_123", api)

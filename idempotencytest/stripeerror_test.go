@@ -48,7 +48,7 @@ func TestWriteStripeErrorFailsAsStripe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, credits := newCreditHandler(t)
 		api := idempotencytest.NewV1Events()
-		api.Add(invoicePaid(t, "evt_missed", "in_1", "acct_1"), false)
+		api.AddUndelivered(invoicePaid(t, "evt_missed", "in_1", "acct_1"))
 		client := idempotencytest.NewStripeClient("sk_test_123", failFirst(api, http.StatusTooManyRequests, http.StatusInternalServerError))
 		start := time.Now()
 		rep, err := h.Recover(t.Context(), client, idempotency.RecoverOptions{Since: start.Add(-time.Hour)})

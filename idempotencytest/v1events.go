@@ -19,9 +19,10 @@ import (
 // V1Events is a fake of the Stripe API's GET /v1/events, the list
 // idempotency.Handler.Recover pages through, so that a test recovers
 // events without a network and without writing the Events API by hand:
-// [V1Events.Add] keeps a snapshot event, the payload a test delivers with
-// [Deliver] (one it delivered, one it missed), and a client of
-// [NewStripeClient] on the V1Events is Recover's client.
+// [V1Events.Add] keeps a snapshot event Stripe delivered, the payload a
+// test delivers with [Deliver], and [V1Events.AddUndelivered] one whose
+// delivery failed, and a client of [NewStripeClient] on the V1Events is
+// Recover's client.
 //
 // It lists as Stripe does what Recover asks for: the events newest first
 // (by created, and those of one second in the reverse of the order they
@@ -64,26 +65,43 @@ func NewV1Events() *V1Events {
 }
 
 // Add keeps payload, a snapshot event as Stripe sends it (with its id,
-// type and created, and account for a connected account's), to be
-// listed as it is, and returns it, to deliver with [Deliver]. delivered
-// is what Stripe reports of its delivery: a request with
-// delivery_success=false lists it only when it is false (an event the
-// endpoint missed). An event added after another of the same second is
-// the newer. An event of an id added before replaces it, in its place.
-// Add panics, naming the field, on a payload that is not a JSON object,
-// has no id, no type, or no created (the Unix time in seconds Stripe
-// lists events by) above 0, a created after the year 9999 (one in
-// milliseconds, which the Handler refuses), an account that is not one
-// connected account's id (acct_..., not a path of accounts, which
-// Recover never lists), or one of these fields of another JSON type than
-// Stripe's.
-func (f *V1Events) Add(payload []byte, delivered bool) []byte {
+// type and created, and account for a connected account's), as one Stripe
+// delivered to the endpoint, to be listed as it is, and returns it, to
+// deliver with [Deliver]. A request with delivery_success=true lists it,
+// one with delivery_success=false does not (see
+// [V1Events.AddUndelivered]). An event added after another of the same
+// second is the newer. An event of an id added before replaces it, in its
+// place: Add of an undelivered event's payload is Stripe's retry that
+// reached the endpoint. Add panics, naming the field, on a payload that
+// is not a JSON object, has no id, no type, or no created (the Unix time
+// in seconds Stripe lists events by) above 0, a created after the year
+// 9999 (one in milliseconds, which the Handler refuses), an account that
+// is not one connected account's id (acct_..., not a path of accounts,
+// which Recover never lists), or one of these fields of another JSON type
+// than Stripe's.
+func (f *V1Events) Add(payload []byte) []byte {
+	return f.add("Add", payload, true)
+}
+
+// AddUndelivered keeps payload as [V1Events.Add] does, but as an event
+// whose delivery failed (the endpoint was down, or answered an error),
+// what idempotency.RecoverOptions.OnlyUndelivered lists: a request with
+// delivery_success=false lists it, one with delivery_success=true does
+// not. It returns payload, to deliver late with [Deliver], as Stripe's
+// retry would. It panics as Add does.
+func (f *V1Events) AddUndelivered(payload []byte) []byte {
+	return f.add("AddUndelivered", payload, false)
+}
+
+// add keeps payload, delivered or not, for method: Add or AddUndelivered.
+func (f *V1Events) add(method string, payload []byte, delivered bool) []byte {
+	prefix := "idempotencytest: V1Events." + method + ": "
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(payload, &fields); err != nil || fields == nil {
 		if !json.Valid(payload) {
-			panic(fmt.Sprintf("idempotencytest: V1Events.Add: the payload is not JSON: %v", err))
+			panic(fmt.Sprintf(prefix+"the payload is not JSON: %v", err))
 		}
-		panic("idempotencytest: V1Events.Add: the payload is not a JSON object, as an event is")
+		panic(prefix + "the payload is not a JSON object, as an event is")
 	}
 	var ev struct {
 		id, typ, account string
@@ -101,22 +119,22 @@ func (f *V1Events) Add(payload []byte, delivered bool) []byte {
 	} {
 		if raw, ok := fields[field.name]; ok {
 			if err := json.Unmarshal(raw, field.into); err != nil {
-				panic(fmt.Sprintf("idempotencytest: V1Events.Add: the payload's %s is not %s: %s", field.name, field.want, raw))
+				panic(fmt.Sprintf(prefix+"the payload's %s is not %s: %s", field.name, field.want, raw))
 			}
 		}
 	}
 	switch {
 	case ev.id == "":
-		panic("idempotencytest: V1Events.Add: the payload's id is empty")
+		panic(prefix + "the payload's id is empty")
 	case ev.typ == "":
-		panic("idempotencytest: V1Events.Add: the payload's type is empty")
+		panic(prefix + "the payload's type is empty")
 	case ev.created <= 0:
-		panic("idempotencytest: V1Events.Add: the payload's created is missing or not above 0: Stripe lists events by it")
+		panic(prefix + "the payload's created is missing or not above 0: Stripe lists events by it")
 	case ev.account != "" && (!strings.HasPrefix(ev.account, "acct_") || strings.Contains(ev.account, "/")):
-		panic(fmt.Sprintf("idempotencytest: V1Events.Add: the payload's account, %q, is not a connected account's id (acct_...): "+
+		panic(fmt.Sprintf(prefix+"the payload's account, %q, is not a connected account's id (acct_...): "+
 			"a v1 event's account is one account, never a path of accounts as a thin event's context may be, and Recover lists no other", ev.account))
 	case ev.created > maxCreated:
-		panic(fmt.Sprintf("idempotencytest: V1Events.Add: the payload's created, %d, is after the year 9999: "+
+		panic(fmt.Sprintf(prefix+"the payload's created, %d, is after the year 9999: "+
 			"created is in seconds since the Unix epoch, not milliseconds", ev.created))
 	}
 	e := v1Event{id: ev.id, typ: ev.typ, account: ev.account, created: ev.created, delivered: delivered,

@@ -37,6 +37,6 @@ func TestV1EventsAddPanicsSayWhatToWrite(t *testing.T) {
 		`null`:           "idempotencytest: V1Events.Add: the payload is not a JSON object, as an event is",
 		`{"id":"evt_1",`: "idempotencytest: V1Events.Add: the payload is not JSON: unexpected end of JSON input",
 	} {
-		require.PanicsWithValue(t, says, func() { idempotencytest.NewV1Events().Add([]byte(payload), false) }, payload)
+		require.PanicsWithValue(t, says, func() { idempotencytest.NewV1Events().Add([]byte(payload)) }, payload)
 	}
 }

@@ -27,7 +27,7 @@ func TestV1EventsListsAPayloadAsAdded(t *testing.T) {
   "data": {"object": {"id": "in_1", "object": "invoice", "description": "<b>R&D</b>"}}
 }`)
 	f := idempotencytest.NewV1Events()
-	f.Add(payload, false)
+	f.AddUndelivered(payload)
 	rec := httptest.NewRecorder()
 	f.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/events", nil))
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())

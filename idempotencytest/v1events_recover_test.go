@@ -66,10 +66,10 @@ func TestRecoverThroughV1Events(t *testing.T) {
 			require.NoError(t, err)
 			api := idempotencytest.NewV1Events()
 			for _, id := range []string{"evt_1", "evt_2"} {
-				a := idempotencytest.Deliver(h, api.Add(payload(id, now.Add(-time.Minute)), true), testSecret)
+				a := idempotencytest.Deliver(h, api.Add(payload(id, now.Add(-time.Minute))), testSecret)
 				require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, a.Body)
 			}
-			api.Add(payload("evt_missed", now.Add(-30*time.Second)), false)
+			api.AddUndelivered(payload("evt_missed", now.Add(-30*time.Second)))
 			client := idempotencytest.NewStripeClient("sk_test_123", api)
 			opts := idempotency.RecoverOptions{Since: now.Add(-time.Hour), Checkpoint: "kit", PageSize: 2, RequestsPerSecond: 100}
 
@@ -93,9 +93,9 @@ func TestRecoverThroughV1Events(t *testing.T) {
 			h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: slog.New(slog.DiscardHandler)})
 			require.NoError(t, err)
 			api := idempotencytest.NewV1Events()
-			a := idempotencytest.Deliver(h, api.Add(payload("evt_in_1", now.Add(-time.Minute)), true), testSecret)
+			a := idempotencytest.Deliver(h, api.Add(payload("evt_in_1", now.Add(-time.Minute))), testSecret)
 			require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
-			api.Add(payload("evt_in_missed", now.Add(-30*time.Second)), false)
+			api.AddUndelivered(payload("evt_in_missed", now.Add(-30*time.Second)))
 			client := idempotencytest.NewStripeClient("sk_test_123", api)
 			opts := idempotency.RecoverOptions{Since: now.Add(-time.Hour), OnlyUndelivered: true}
 

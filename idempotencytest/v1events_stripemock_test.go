@@ -49,7 +49,7 @@ func TestV1EventsAgreesWithStripeMock(t *testing.T) {
 	api := idempotencytest.NewV1Events()
 	var events []json.RawMessage
 	require.NoError(t, json.Unmarshal(mockFields["data"], &events))
-	api.Add(events[0], false)
+	api.AddUndelivered(events[0])
 	faked := idempotencytest.NewStripeClient("sk_test_123", api)
 
 	since := ev.Created - 3600
