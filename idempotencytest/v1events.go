@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,8 +29,9 @@ import (
 // starting_after (older events) and ending_before (newer ones, the page
 // still newest first), has_more in the direction asked, created (a Unix
 // time, or its bounds created[gte], created[gt], created[lte] and
-// created[lt]), types[] (exact types, at most 20) or type (one, * a
-// wildcard), and delivery_success. An event of a connected account (its
+// created[lt]), types[] (exact types, at most 20) or type (one, with *
+// its only wildcard, as Stripe's: ?, [ and \ match themselves), and
+// delivery_success. An event of a connected account (its
 // payload's "account") is listed only to a request made as that account
 // (Stripe-Account), and the platform's own only to one without it. A
 // parameter it does not take, a value out of bounds, both cursors, both
@@ -230,7 +230,7 @@ type v1EventsQuery struct {
 	startingAfter, endingBefore string
 	gte, lte                    int64 // created bounds, inclusive
 	types                       []string
-	typePattern                 string // type, with * a wildcard
+	typePattern                 string // type, with * its one wildcard
 	delivered                   *bool  // delivery_success
 }
 
@@ -294,7 +294,7 @@ func parseV1EventsQuery(values url.Values) (v1EventsQuery, *stripeError) {
 			}
 			q.delivered = &b
 		case key == "type":
-			if _, perr := path.Match(v, ""); perr != nil || v == "" {
+			if v == "" {
 				return q, refuse("parameter_invalid", key, "Invalid type: %q", v)
 			}
 			q.typePattern = v
@@ -332,7 +332,25 @@ func (q v1EventsQuery) filter(events []v1Event, list []int) []int {
 	return kept
 }
 
+// typeMatches reports whether typ matches pattern, a type with * a
+// wildcard (any run of characters, none included), as the Events API's
+// type parameter takes it: every other character is itself.
 func typeMatches(pattern, typ string) bool {
-	ok, _ := path.Match(pattern, typ)
-	return ok
+	parts := strings.Split(pattern, "*")
+	rest, ok := strings.CutPrefix(typ, parts[0])
+	if !ok {
+		return false
+	}
+	if len(parts) == 1 {
+		return rest == ""
+	}
+	last := parts[len(parts)-1]
+	for _, part := range parts[1 : len(parts)-1] {
+		i := strings.Index(rest, part)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(part):]
+	}
+	return strings.HasSuffix(rest, last)
 }
