@@ -31,21 +31,24 @@ import (
 // time, or its bounds created[gte], created[gt], created[lte] and
 // created[lt]), types[] (exact types, at most 20) or type (one, with *
 // its only wildcard, as Stripe's: ?, [ and \ match themselves), and
-// delivery_success. An event of a connected account (its
-// payload's "account") is listed only to a request made as that account
+// delivery_success. An event of a connected account (its payload's
+// "account") is listed only to a request made as that account
 // (Stripe-Account), and the platform's own only to one without it. A
 // parameter it does not take, a value out of bounds, both cursors, both
 // type and types[], or a cursor it does not list (of another account, or
 // none) is answered 400 (with Stripe's code and the parameter's name as
 // its param: parameter_unknown for one it does not take,
 // parameter_invalid_integer for a number that is not an integer,
-// resource_missing for a cursor), and
-// any other path 404 Unrecognized request URL, each in Stripe's JSON
-// error, rather than a list that would look empty. It does not check the API key. To answer a request as Stripe
-// fails one (a 429, a 500, a 401), serve it through a handler of your own
-// that calls [WriteStripeError] instead. It is safe for concurrent use.
-// The zero value keeps no event and is ready to use, as one NewV1Events
-// returns.
+// resource_missing for a cursor), and any other path 404 Unrecognized
+// request URL, each in Stripe's JSON error, rather than a list that would
+// look empty. So is expand[] (param expand, no code), which Stripe takes:
+// V1Events lists each event as Add kept it and expands nothing, and a
+// list of unexpanded objects would fail a test elsewhere; write the
+// expanded object into the payload instead. It does not check the API
+// key. To answer a request as Stripe fails one (a 429, a 500, a 401),
+// serve it through a handler of your own that calls [WriteStripeError]
+// instead. It is safe for concurrent use. The zero value keeps no event
+// and is ready to use, as one NewV1Events returns.
 type V1Events struct {
 	mu       sync.Mutex
 	events   []v1Event // in the order added
@@ -252,6 +255,12 @@ func parseV1EventsQuery(values url.Values) (v1EventsQuery, *stripeError) {
 	q := v1EventsQuery{limit: 10, gte: 0, lte: math.MaxInt64}
 	for _, key := range slices.Sorted(maps.Keys(values)) {
 		vals := values[key]
+		if key == "expand" || strings.HasPrefix(key, "expand[") {
+			// Stripe takes it; the fake cannot honour it, and a list of
+			// unexpanded objects would fail the test elsewhere.
+			return q, refuse("", "expand", "idempotencytest.V1Events expands nothing (%s): it lists each event as Add kept it; "+
+				"write the expanded object into the payload instead", strings.Join(vals, ", "))
+		}
 		if len(vals) > 1 && key != "types[]" {
 			return q, refuse("parameter_invalid", key, "%s is given %d times", key, len(vals))
 		}

@@ -35,15 +35,24 @@ func TestV1EventsRefusesAParameterAsStripe(t *testing.T) {
 	} {
 		params := &stripe.EventListParams{}
 		params.Filters.AddFilter(c.param, "", c.value)
-		var se *stripe.Error
-		for _, err := range client.V1Events.List(t.Context(), params) {
-			require.True(t, errors.As(err, &se), "%s: %v", c.param, err)
-			break
-		}
-		require.NotNil(t, se, c.param)
+		se := listError(t, client, params)
 		require.Equal(t, http.StatusBadRequest, se.HTTPStatusCode, c.param)
 		require.Equal(t, stripe.ErrorTypeInvalidRequest, se.Type, c.param)
 		require.Equal(t, c.code, se.Code, c.param)
 		require.Equal(t, c.param, se.Param, c.param)
 	}
+}
+
+// listError lists events with params through client and returns the
+// *stripe.Error its first page fails with, failing t if it does not.
+func listError(t *testing.T, client *stripe.Client, params *stripe.EventListParams) *stripe.Error {
+	t.Helper()
+	var se *stripe.Error
+	for ev, err := range client.V1Events.List(t.Context(), params) {
+		require.Nil(t, ev)
+		require.True(t, errors.As(err, &se), "%v", err)
+		break
+	}
+	require.NotNil(t, se, "the list failed with no *stripe.Error")
+	return se
 }

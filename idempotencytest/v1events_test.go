@@ -149,7 +149,7 @@ func TestV1EventsRefusesWhatItDoesNotTake(t *testing.T) {
 		types += fmt.Sprintf("&types[%d]=t%d", i, i)
 	}
 	for query, says := range map[string]string{
-		"expand[]=data":          "expand[]",
+		"expand[]=data":          "expands nothing (data)",
 		"limit=0":                "limit",
 		"limit=101":              "limit",
 		"created[gte]=yesterday": "created[gte]",
