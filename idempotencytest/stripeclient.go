@@ -89,23 +89,34 @@ func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // WriteStripeError writes the answer the Stripe API fails a request with:
-// status, and Stripe's JSON error ({"error":{"type":...,"code":...,
-// "message":...}}) of code (none when empty) and message, of the type
-// "api_error" for a 5xx status and "invalid_request_error" otherwise, as
-// stripe-go reads it, a v1 request's and a v2 request's alike. Call it
-// from a handler of [NewStripeClient] that serves a [V1Events], a
-// [V2Events] or a fake of your own, to fail the requests a test chooses
-// as Stripe does: a rate limit (http.StatusTooManyRequests, code
-// "rate_limit"), an error of Stripe's (http.StatusInternalServerError), a
-// key refused (http.StatusUnauthorized, no code). It panics on a status
-// that is not 4xx or 5xx.
+// status, Stripe's JSON error ({"error":{"type":...,"code":...,
+// "message":...}}) of code (none when empty) and message, and a
+// Request-Id header (req_ and 14 letters or digits, one per answer,
+// unless the handler set one on w), as stripe-go reads them into a
+// *stripe.Error (HTTPStatusCode, Type, Code, Msg, RequestID; the Handler's
+// errors quote its request id as "request req_..."). Its type is Stripe's
+// for the status: "card_error" for 402 (a *stripe.CardError; give its
+// code, such as "card_declined"), "api_error" for a 5xx, and
+// "invalid_request_error" otherwise (400, 401, 403, 404, 409, 429, as
+// Stripe answers a rate limit). A v2 request's error (a [V2Events]'
+// fetch) has the same shape in Stripe's v2 API, which stripe-go reads as a
+// *stripe.V2RawError of its type, code and message. Call it from a
+// handler of [NewStripeClient] that serves a [V1Events], a [V2Events] or
+// a fake of your own, to fail the requests a test chooses as Stripe does:
+// a rate limit (http.StatusTooManyRequests, code "rate_limit"), an error
+// of Stripe's (http.StatusInternalServerError), a key refused
+// (http.StatusUnauthorized, no code). It panics on a status that is not
+// 4xx or 5xx.
 func WriteStripeError(w http.ResponseWriter, status int, code, message string) {
 	if status < 400 || status > 599 {
 		panic(fmt.Sprintf("idempotencytest: WriteStripeError: status %d is not an error's (4xx or 5xx)", status))
 	}
 	typ := "invalid_request_error"
-	if status >= 500 {
+	switch {
+	case status >= 500:
 		typ = "api_error"
+	case status == http.StatusPaymentRequired:
+		typ = "card_error"
 	}
 	writeAnswer(w, status, stripeErrorBody(typ, code, message))
 }

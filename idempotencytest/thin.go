@@ -3,6 +3,7 @@ package idempotencytest
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -59,11 +60,11 @@ type ThinEvent struct {
 // context), as the API finds a connected account's event only as that
 // account; any other request for an event is answered 404 with Stripe's
 // code resource_missing, and any other path 404 Unrecognized request URL,
-// each in Stripe's JSON error. It does not check the API key. To fail a
-// fetch as Stripe does (a rate limit, an error of Stripe's), serve it
-// through a handler of your own that calls [WriteStripeError] instead.
-// Serve it on
-// an http.ServeMux beside fakes of your own (the objects an OnCurrent
+// each in Stripe's JSON error; every answer has a Request-Id, as
+// Stripe's. It does not check the API key. To fail a fetch as Stripe
+// does (a rate limit, an error of Stripe's), serve it through a handler
+// of your own that calls [WriteStripeError] instead. Serve it on an
+// http.ServeMux beside fakes of your own (the objects an OnCurrent
 // registration fetches) to have one client reach them all. It is safe for
 // concurrent use. The zero value keeps no event and is ready to use, as
 // one NewV2Events returns (a field of a test's fixture, for instance).
@@ -187,9 +188,13 @@ func (f *V2Events) answer(r *http.Request) (int, []byte) {
 	return http.StatusOK, ev.json
 }
 
-// writeAnswer writes a JSON answer of the Stripe API.
+// writeAnswer writes a JSON answer of the Stripe API, with a Request-Id
+// as Stripe's unless w has one.
 func writeAnswer(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
+	if w.Header().Get("Request-Id") == "" {
+		w.Header().Set("Request-Id", newRequestID())
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
@@ -197,4 +202,15 @@ func writeAnswer(w http.ResponseWriter, status int, body []byte) {
 // stripeErrorAnswer is an error answer of the Stripe API.
 func stripeErrorAnswer(status int, code, message string) (int, []byte) {
 	return status, stripeErrorBody("invalid_request_error", code, message)
+}
+
+// newRequestID returns a request id as Stripe's: req_ and 14 letters or
+// digits.
+func newRequestID() string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	id := []byte("req_")
+	for range 14 {
+		id = append(id, alphabet[rand.IntN(len(alphabet))])
+	}
+	return string(id)
 }

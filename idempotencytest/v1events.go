@@ -44,11 +44,12 @@ import (
 // look empty. So is expand[] (param expand, no code), which Stripe takes:
 // V1Events lists each event as Add kept it and expands nothing, and a
 // list of unexpanded objects would fail a test elsewhere; write the
-// expanded object into the payload instead. It does not check the API
-// key. To answer a request as Stripe fails one (a 429, a 500, a 401),
-// serve it through a handler of your own that calls [WriteStripeError]
-// instead. It is safe for concurrent use. The zero value keeps no event
-// and is ready to use, as one NewV1Events returns.
+// expanded object into the payload instead. Every answer has a
+// Request-Id, as Stripe's. It does not check the API key. To answer a
+// request as Stripe fails one (a 429, a 500, a 401), serve it through a
+// handler of your own that calls [WriteStripeError] instead. It is safe
+// for concurrent use. The zero value keeps no event and is ready to use,
+// as one NewV1Events returns.
 type V1Events struct {
 	mu       sync.Mutex
 	events   []v1Event // in the order added
