@@ -511,10 +511,9 @@ func mismatch(cp, want recoveryCheckpoint) error {
 	case differing[0] == "Since":
 		how += " (a Since at or after its own)"
 	}
+	how += ", or name another checkpoint for these"
 	if slices.Contains(differing, "Account") {
-		how += ", or name another checkpoint for these (one per account)"
-	} else {
-		how += ", or name another checkpoint for these"
+		how += " (one per account)"
 	}
 	return &CheckpointMismatchError{Checkpoint: cp.Name, Since: cp.Since, Account: cp.Account, Types: types,
 		OnlyUndelivered: cp.OnlyUndelivered, Differing: differing,
