@@ -201,18 +201,18 @@ func (f *V1Events) answer(r *http.Request) (int, []byte) {
 				Param: cursorParam, Message: "No such event: '" + cursor + "'"}).body()
 		}
 	}
-	var page []int
-	hasMore := false
+	// rest: the events past the cursor that the filters keep, newest
+	// first; the page is the limit of them nearest the cursor.
 	switch {
 	case q.startingAfter != "":
-		rest := q.filter(f.events, listed[at+1:])
-		page, hasMore = rest[:min(q.limit, len(rest))], len(rest) > q.limit
+		listed = listed[at+1:]
 	case q.endingBefore != "":
-		rest := q.filter(f.events, listed[:at])
-		page, hasMore = rest[max(0, len(rest)-q.limit):], len(rest) > q.limit
-	default:
-		rest := q.filter(f.events, listed)
-		page, hasMore = rest[:min(q.limit, len(rest))], len(rest) > q.limit
+		listed = listed[:at]
+	}
+	rest := q.filter(f.events, listed)
+	page, hasMore := rest[:min(q.limit, len(rest))], len(rest) > q.limit
+	if q.endingBefore != "" {
+		page = rest[max(0, len(rest)-q.limit):]
 	}
 	// Written out rather than encoded: encoding/json would compact each
 	// payload and escape its <, > and &, and the event is listed as added.
