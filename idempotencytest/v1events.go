@@ -197,8 +197,7 @@ func (f *V1Events) answer(r *http.Request) (int, []byte) {
 	at := -1
 	if cursor != "" {
 		if at = slices.IndexFunc(listed, func(i int) bool { return f.events[i].id == cursor }); at < 0 {
-			return http.StatusBadRequest, (&stripeError{Type: "invalid_request_error", Code: "resource_missing",
-				Param: cursorParam, Message: "No such event: '" + cursor + "'"}).body()
+			return http.StatusBadRequest, invalidRequest("resource_missing", cursorParam, "No such event: '%s'", cursor).body()
 		}
 	}
 	// rest: the events past the cursor that the filters keep, newest
@@ -248,29 +247,24 @@ const maxV1EventsTypes = 20
 // parseV1EventsQuery returns the query of values, or Stripe's error
 // refusing it.
 func parseV1EventsQuery(values url.Values) (v1EventsQuery, *stripeError) {
-	// refuse is the error of a parameter, with Stripe's code: most often
-	// parameter_invalid.
-	refuse := func(code, param, format string, args ...any) *stripeError {
-		return &stripeError{Type: "invalid_request_error", Code: code, Param: param, Message: fmt.Sprintf(format, args...)}
-	}
 	q := v1EventsQuery{limit: 10, gte: 0, lte: math.MaxInt64}
 	for _, key := range slices.Sorted(maps.Keys(values)) {
 		vals := values[key]
 		if key == "expand" || strings.HasPrefix(key, "expand[") {
 			// Stripe takes it; the fake cannot honour it, and a list of
 			// unexpanded objects would fail the test elsewhere.
-			return q, refuse("", "expand", "idempotencytest.V1Events expands nothing (%s): it lists each event as Add kept it; "+
+			return q, invalidRequest("", "expand", "idempotencytest.V1Events expands nothing (%s): it lists each event as Add kept it; "+
 				"write the expanded object into the payload instead", strings.Join(vals, ", "))
 		}
 		if len(vals) > 1 && key != "types[]" {
-			return q, refuse("parameter_invalid", key, "%s is given %d times", key, len(vals))
+			return q, invalidRequest("parameter_invalid", key, "%s is given %d times", key, len(vals))
 		}
 		v := vals[0]
 		var n int64
 		if key == "created" || strings.HasPrefix(key, "created[") {
 			var err error
 			if n, err = strconv.ParseInt(v, 10, 64); err != nil || n < 0 || n == math.MaxInt64 {
-				return q, refuse("parameter_invalid_integer", key, "Invalid integer: %s (%s)", v, key)
+				return q, invalidRequest("parameter_invalid_integer", key, "Invalid integer: %s (%s)", v, key)
 			}
 		}
 		switch {
@@ -281,7 +275,7 @@ func parseV1EventsQuery(values url.Values) (v1EventsQuery, *stripeError) {
 				if err != nil {
 					code = "parameter_invalid_integer"
 				}
-				return q, refuse(code, key, "Invalid limit: must be an integer between 1 and 100 (%s)", v)
+				return q, invalidRequest(code, key, "Invalid limit: must be an integer between 1 and 100 (%s)", v)
 			}
 		case key == "starting_after":
 			q.startingAfter = v
@@ -300,29 +294,35 @@ func parseV1EventsQuery(values url.Values) (v1EventsQuery, *stripeError) {
 		case key == "delivery_success":
 			b, perr := strconv.ParseBool(v)
 			if perr != nil {
-				return q, refuse("parameter_invalid", key, "Invalid boolean: %s (delivery_success)", v)
+				return q, invalidRequest("parameter_invalid", key, "Invalid boolean: %s (delivery_success)", v)
 			}
 			q.delivered = &b
 		case key == "type":
 			if v == "" {
-				return q, refuse("parameter_invalid", key, "Invalid type: %q", v)
+				return q, invalidRequest("parameter_invalid", key, "Invalid type: %q", v)
 			}
 			q.typePattern = v
-		case key == "types[]" || strings.HasPrefix(key, "types[") && strings.HasSuffix(key, "]"):
+		case strings.HasPrefix(key, "types[") && strings.HasSuffix(key, "]"): // types[] or types[0]
 			q.types = append(q.types, vals...)
 		default:
-			return q, refuse("parameter_unknown", key, "Received unknown parameter: %s (idempotencytest.V1Events takes what Recover sends)", key)
+			return q, invalidRequest("parameter_unknown", key, "Received unknown parameter: %s (idempotencytest.V1Events takes what Recover sends)", key)
 		}
 	}
 	switch {
 	case q.startingAfter != "" && q.endingBefore != "":
-		return q, refuse("parameter_invalid", "", "Received both starting_after and ending_before parameters. Please pass in only one.")
+		return q, invalidRequest("parameter_invalid", "", "Received both starting_after and ending_before parameters. Please pass in only one.")
 	case len(q.types) > maxV1EventsTypes:
-		return q, refuse("parameter_invalid", "types", "Invalid types: at most %d types, %d given", maxV1EventsTypes, len(q.types))
+		return q, invalidRequest("parameter_invalid", "types", "Invalid types: at most %d types, %d given", maxV1EventsTypes, len(q.types))
 	case len(q.types) > 0 && q.typePattern != "":
-		return q, refuse("parameter_invalid", "", "Received both type and types[]: idempotencytest.V1Events takes one or the other")
+		return q, invalidRequest("parameter_invalid", "", "Received both type and types[]: idempotencytest.V1Events takes one or the other")
 	}
 	return q, nil
+}
+
+// invalidRequest is Stripe's error refusing a request of GET /v1/events,
+// with its code (most often parameter_invalid) and the parameter refused.
+func invalidRequest(code, param, format string, args ...any) *stripeError {
+	return &stripeError{Type: "invalid_request_error", Code: code, Param: param, Message: fmt.Sprintf(format, args...)}
 }
 
 // filter returns the events of list (indexes of events) that q's filters
