@@ -117,8 +117,7 @@ func (api *fakeStripeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Request-Id", "req_fake")
 	id, ok := strings.CutPrefix(r.URL.Path, "/v1/subscriptions/")
 	if r.Method != http.MethodGet || !ok || id == "" || strings.Contains(id, "/") {
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write(stripeErrorBody("invalid_request_error", "", "Unrecognized request URL"))
+		WriteStripeError(w, http.StatusNotFound, "", "Unrecognized request URL")
 		return
 	}
 	api.mu.Lock()
@@ -145,28 +144,26 @@ func (api *fakeStripeAPI) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var body []byte
 	switch c.Status {
 	case http.StatusOK:
-		var err error
-		body, err = json.Marshal(map[string]any{
+		body, err := json.Marshal(map[string]any{
 			"id": id, "object": "subscription", "status": sub.Status,
 			"metadata": map[string]string{"version": strconv.Itoa(sub.Version)},
 		})
 		if err != nil {
 			panic(err)
 		}
+		w.WriteHeader(c.Status)
+		_, _ = w.Write(body)
 	case http.StatusNotFound:
-		body = stripeErrorBody("invalid_request_error", "resource_missing", "No such subscription: '"+id+"'")
+		WriteStripeError(w, c.Status, "resource_missing", "No such subscription: '"+id+"'")
 	case http.StatusTooManyRequests:
-		body = stripeErrorBody("invalid_request_error", "rate_limit", "Too many requests")
+		WriteStripeError(w, c.Status, "rate_limit", "Too many requests")
 	case http.StatusForbidden:
-		body = stripeErrorBody("invalid_request_error", "", "The provided key does not have the required permissions")
+		WriteStripeError(w, c.Status, "", "The provided key does not have the required permissions")
 	default:
-		body = stripeErrorBody("api_error", "", "Something went wrong on Stripe's end")
+		WriteStripeError(w, c.Status, "", "Something went wrong on Stripe's end")
 	}
-	w.WriteHeader(c.Status)
-	_, _ = w.Write(body)
 }
 
 func stripeErrorBody(typ, code, message string) []byte {
