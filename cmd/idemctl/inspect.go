@@ -152,13 +152,12 @@ a record is processing: when its worker's lease ends (past: the worker
 died, and the next lease retries it). redrives counts the times a
 redrive moved the record back to pending, redriven_at is when the last
 did (null: never redriven); its attempts count again from 0 after each.
-"more" says that more records
-match than -limit let through; the table says so on stderr, with the
--after that lists the next page (its id quoted for a shell when a shell
-would split it or run part of it). -after id lists the records after that
-one (the last of the page before) in this order, with the same flags:
-page by page, every record once, also while new ones arrive. An id the
-inbox does not have exits 3.
+"more" says that more records match than -limit let through; the table
+says so on stderr, with the -after that lists the next page (its id
+quoted for a shell when a shell would split it or run part of it).
+-after id lists the records after that one (the last of the page
+before) in this order, with the same flags: page by page, every record
+once, also while new ones arrive. An id the inbox does not have exits 3.
 
 ` + timesHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
@@ -313,9 +312,9 @@ var showCommand = command{
 	help: `Shows what the store has of one event (or task, by its id task:<name>:<key>):
 its inbox record (Inbox.Lookup: state, attempts, how often it was
 redriven and when last, last error, received, attempted, next attempt
-and finished times) and its ledger record
-(LookupEvent: the outcome its claim committed with, and when). The payload,
-which may hold customer data, is shown only with -payload.
+and finished times) and its ledger record (LookupEvent: the outcome its
+claim committed with, and when). The payload, which may hold customer
+data, is shown only with -payload.
 
 An event in the inbox whose claim another delivery made (a synchronous
 Handler applied it, and its retry reached an inbox Handler, which stores
