@@ -39,9 +39,10 @@
 // account and time received, a page at a time: each page's Next link
 // starts after its last record, so that paging shows every record once
 // while new ones arrive), /event?id= (one event, its attempts out of the
-// inbox's MaxAttempts while it is still to be applied, what holds it
-// back, and, dead-lettered, what to do next), /search?q= (an event id or an object
-// id), /forget?id= (the page that asks to confirm a forget), and the
+// inbox's MaxAttempts while it is still to be applied, how often it was
+// redriven and when last, what holds it back, and, dead-lettered, what
+// to do next), /search?q= (an event id or an object id), /forget?id=
+// (the page that asks to confirm a forget), and the
 // actions POST /redrive and POST /forget. A page answers a query key
 // it does not take (a typo: ?stat=dead_letter) with 400 and a message
 // naming it, and a query part that does not parse (a semicolon, a bad %
