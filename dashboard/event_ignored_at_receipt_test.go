@@ -17,7 +17,9 @@ import (
 // showed state ignored and "—". The lists (of events, a search's records
 // of an object) say so in their last error cell in the words idemctl
 // list uses, and where to look for more; the cell was empty, as for an
-// event with no error.
+// event with no error. Its attempts are the count alone, as of every
+// record no worker attempts again: not out of MaxAttempts, with attempts
+// left before a dead letter.
 func TestIgnoredAtReceiptPageSaysWhy(t *testing.T) {
 	t.Parallel()
 	for name, open := range bothStores {
@@ -34,6 +36,7 @@ func TestIgnoredAtReceiptPageSaysWhy(t *testing.T) {
 
 			_, body := f.get(t, "event?id=evt_ignr_1")
 			contains(t, body, `id="state">ignored<`)
+			contains(t, body, `<dd id="attempts">0</dd>`)
 			contains(t, body, `id="last-error">`+html.EscapeString("ignored at receipt: no handler for its type in the process "+
 				"that received it (Config.RecordIgnored stores it)")+`<`)
 
