@@ -24,8 +24,9 @@ import (
 // first thing an operator asks of a failed one. Pending, failed, failed
 // before its last attempt, under way (processing) to the last, and by a
 // MaxAttempts lowered below the attempts made (one more comes, the
-// last); dead-lettered, the count alone. The page said the count alone,
-// the dashboard not knowing MaxAttempts.
+// last, and one under way past it is the last); dead-lettered, the
+// count alone. The page said the count alone, the dashboard not knowing
+// MaxAttempts.
 func TestEventPageSaysTheAttemptsLeft(t *testing.T) {
 	t.Parallel()
 	store := idempotency.NewMemoryStore()
@@ -90,7 +91,12 @@ func TestEventPageSaysTheAttemptsLeft(t *testing.T) {
 
 	// An attempt under way, each to the last; then a dashboard whose
 	// inbox's MaxAttempts is lower than the attempts made (lowered since):
-	// one more comes, the last.
+	// one more comes, the last; and the attempt under way is the last,
+	// past that MaxAttempts too.
+	lowered, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{MaxAttempts: 1, Now: clock.Now, Logger: quiet})
+	require.NoError(t, err)
+	loweredDash, err := dashboard.New(dashboard.Config{Inbox: lowered, Now: clock.Now, Logger: quiet})
+	require.NoError(t, err)
 	deliver("evt_hang", "in_hang")
 	for _, c := range []struct{ underWay, after string }{
 		{"1 of 3, under way: if it fails, up to 2 more attempts before it is dead-lettered", "1 of 3: up to 2 more attempts before it is dead-lettered"},
@@ -104,14 +110,11 @@ func TestEventPageSaysTheAttemptsLeft(t *testing.T) {
 		}()
 		<-started
 		attempts(dash, "evt_hang", c.underWay)
+		attempts(loweredDash, "evt_hang", c.underWay[:1]+" of 1, under way: the last; if it fails, or its lease expires, it is dead-lettered")
 		release <- struct{}{}
 		require.NoError(t, <-done)
 		attempts(dash, "evt_hang", c.after)
 		if c.after != "3" {
-			lowered, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{MaxAttempts: 1, Now: clock.Now, Logger: quiet})
-			require.NoError(t, err)
-			loweredDash, err := dashboard.New(dashboard.Config{Inbox: lowered, Now: clock.Now, Logger: quiet})
-			require.NoError(t, err)
 			attempts(loweredDash, "evt_hang", c.after[:1]+" of 1: 1 more attempt, the last, before it is dead-lettered")
 		}
 		clock.Advance(time.Minute)
