@@ -15,7 +15,8 @@ import (
 // TestListTimeRange: the list keeps the records received in its time
 // range, and its bulk redrive moves those only, not every dead letter of
 // the state; a time that is not one, or a range that selects nothing, is
-// a bad filter (400, with what to type), and nothing moves.
+// a bad filter (400, with what to type), and nothing moves: a time as
+// the pages show it, but in a zone other than UTC, too.
 func TestListTimeRange(t *testing.T) {
 	t.Parallel()
 	f := memoryFixture(t, dashboard.Config{AllowRedrive: true})
@@ -36,7 +37,10 @@ func TestListTimeRange(t *testing.T) {
 	require.Equal(t, idempotency.InboxPending, f.state(t, "evt_dead_late"))
 	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, "evt_dead_1"), "outside the range")
 
-	for _, q := range []string{"since=yesterday", "until=2026-13-01", "since=2026-11-20&until=2026-11-20", "until=9999-12-31T23:00:00-05:00"} {
+	// A time as the pages show it names UTC: one that names another zone
+	// is not a time, not read as UTC.
+	for _, q := range []string{"since=yesterday", "until=2026-13-01", "since=2026-11-20&until=2026-11-20", "until=9999-12-31T23:00:00-05:00",
+		"since=" + url.QueryEscape("2026-11-20 14:30:00 CET")} {
 		status, body := f.get(t, "events?"+q)
 		require.Equal(t, http.StatusBadRequest, status, q)
 		contains(t, body, "Received", q)
