@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/dashboard"
 )
 
@@ -50,4 +53,20 @@ func TestPagesShowTimesAlike(t *testing.T) {
 	_, list = f.get(t, "events?kind=event&since="+url.QueryEscape(shown))
 	contains(t, list, `data-id="evt_waiting"`)
 	notContains(t, list, `data-id="evt_dead_1"`, "received 90 s before")
+}
+
+// TestPagesShowTimesInUTC: a time the inbox holds in another zone (the
+// memory store keeps InboxConfig.Now's, pgx reads PostgreSQL's in
+// time.Local) is shown in UTC, as its label says, on the event page and
+// in the list alike, not as the zone's clock reads it.
+func TestPagesShowTimesInUTC(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, idempotency.NewMemoryStore(), dashboard.Config{})
+	f.clock.Set(time.Date(2026, 12, 5, 12, 44, 5, 0, time.FixedZone("CET", 3600)))
+	f.deliver(t, "invoice.paid", "evt_cet", "in_cet")
+	require.Equal(t, "CET", record(t, f.inbox, "evt_cet").ReceivedAt.Location().String(), "held in its zone")
+	_, event := f.get(t, "event?id=evt_cet")
+	contains(t, event, "<dt>Received</dt><dd>2026-12-05 11:44:05 UTC ")
+	_, list := f.get(t, "events?state=pending")
+	contains(t, list, "<span>2026-12-05</span> 11:44:05 UTC</time>")
 }
