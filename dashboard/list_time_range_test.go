@@ -48,6 +48,9 @@ func TestListTimeRange(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, q)
 	}
 	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, "evt_dead_1"))
+	// What to type names a time as the pages show it too.
+	_, body = f.get(t, "events?since=yesterday")
+	contains(t, body, "Received since: not a time. Use 2026-11-20, 2026-11-20T14:30 (UTC), 2026-11-20 14:30:00 UTC or ")
 
 	// A page's position that is not one this dashboard wrote.
 	for _, q := range []string{"after=evt_dead_1", "after_received=2026-11-20T00:00:00Z", "after=evt_dead_1&after_received=x",
