@@ -39,7 +39,8 @@ import (
 // none) is answered 400 (with Stripe's code and the parameter's name as
 // its param: parameter_unknown for one it does not take,
 // parameter_invalid_integer for a number that is not an integer,
-// resource_missing for a cursor), and any other path 404 Unrecognized
+// resource_missing for a cursor, no code for a value out of bounds or both
+// cursors, as Stripe), and any other path 404 Unrecognized
 // request URL, each in Stripe's JSON error, rather than a list that would
 // look empty. So is expand[] (param expand, no code), which Stripe takes:
 // V1Events lists each event as Add kept it and expands nothing, and a
@@ -257,7 +258,7 @@ func parseV1EventsQuery(values url.Values) (v1EventsQuery, *stripeError) {
 				"write the expanded object into the payload instead", strings.Join(vals, ", "))
 		}
 		if len(vals) > 1 && key != "types[]" {
-			return q, invalidRequest("parameter_invalid", key, "%s is given %d times", key, len(vals))
+			return q, invalidRequest("", key, "%s is given %d times", key, len(vals))
 		}
 		v := vals[0]
 		var n int64
@@ -271,7 +272,7 @@ func parseV1EventsQuery(values url.Values) (v1EventsQuery, *stripeError) {
 		case key == "limit":
 			var err error
 			if q.limit, err = strconv.Atoi(v); err != nil || q.limit < 1 || q.limit > 100 {
-				code := "parameter_invalid"
+				code := "" // Stripe has no code for a value out of bounds
 				if err != nil {
 					code = "parameter_invalid_integer"
 				}
@@ -294,12 +295,12 @@ func parseV1EventsQuery(values url.Values) (v1EventsQuery, *stripeError) {
 		case key == "delivery_success":
 			b, perr := strconv.ParseBool(v)
 			if perr != nil {
-				return q, invalidRequest("parameter_invalid", key, "Invalid boolean: %s (delivery_success)", v)
+				return q, invalidRequest("", key, "Invalid boolean: %s (delivery_success)", v)
 			}
 			q.delivered = &b
 		case key == "type":
 			if v == "" {
-				return q, invalidRequest("parameter_invalid", key, "Invalid type: %q", v)
+				return q, invalidRequest("", key, "Invalid type: %q", v)
 			}
 			q.typePattern = v
 		case strings.HasPrefix(key, "types[") && strings.HasSuffix(key, "]"): // types[] or types[0]
@@ -310,17 +311,19 @@ func parseV1EventsQuery(values url.Values) (v1EventsQuery, *stripeError) {
 	}
 	switch {
 	case q.startingAfter != "" && q.endingBefore != "":
-		return q, invalidRequest("parameter_invalid", "", "Received both starting_after and ending_before parameters. Please pass in only one.")
+		return q, invalidRequest("", "", "Received both starting_after and ending_before parameters. Please pass in only one.")
 	case len(q.types) > maxV1EventsTypes:
-		return q, invalidRequest("parameter_invalid", "types", "Invalid types: at most %d types, %d given", maxV1EventsTypes, len(q.types))
+		return q, invalidRequest("", "types", "Invalid types: at most %d types, %d given", maxV1EventsTypes, len(q.types))
 	case len(q.types) > 0 && q.typePattern != "":
-		return q, invalidRequest("parameter_invalid", "", "Received both type and types[]: idempotencytest.V1Events takes one or the other")
+		return q, invalidRequest("", "", "Received both type and types[]: idempotencytest.V1Events takes one or the other")
 	}
 	return q, nil
 }
 
 // invalidRequest is Stripe's error refusing a request of GET /v1/events,
-// with its code (most often parameter_invalid) and the parameter refused.
+// with its code (none for a value out of bounds or two parameters that
+// exclude each other: Stripe has no code for them) and the parameter
+// refused.
 func invalidRequest(code, param, format string, args ...any) *stripeError {
 	return &stripeError{Type: "invalid_request_error", Code: code, Param: param, Message: fmt.Sprintf(format, args...)}
 }
