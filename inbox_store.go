@@ -195,8 +195,8 @@ type InboxRecord struct {
 	// zero before the first redrive, and for every row stored before they
 	// were kept. A dry run changes neither, and no attempt does: they
 	// stay through the attempts that follow and the state they end in.
-	// Lookup, List and HeldBy read them; the record an Observer's Attempt
-	// gets is the lease's, which does not, and has them 0 and zero.
+	// Every record carries them: Lookup's, List's and HeldBy's, and the
+	// one an Observer's Attempt gets, as its attempt was leased.
 	Redrives   int
 	RedrivenAt time.Time
 
@@ -211,13 +211,6 @@ type InboxRecord struct {
 	// transaction begun in time), and the next lease takes it over and
 	// attempts it again. Zero in every other state: no lease is held.
 	LeaseUntil time.Time
-}
-
-// asLeased is r as an inbox lease returns it: without Redrives and
-// RedrivenAt, which PgxStore's lease statement does not read.
-func (r InboxRecord) asLeased() InboxRecord {
-	r.Redrives, r.RedrivenAt = 0, time.Time{}
-	return r
 }
 
 // InboxHolder is an event that holds another event of its object back:
@@ -351,10 +344,6 @@ type inboxBackend interface {
 	// FinishedAt cleared (LastError is kept), Redrives incremented and
 	// RedrivenAt = now, all at once, and returns how many events and how
 	// many tasks; with f.DryRun it only counts them, changing nothing.
-	//
-	// inboxLease and its dead-lettered records return Redrives 0 and
-	// RedrivenAt zero (the operator's reads, inboxList and inboxHeldBy,
-	// return them): PostgreSQL's lease statement does not read them.
 	inboxRedrive(ctx context.Context, f RedriveFilter, now time.Time) (events, tasks int, err error)
 
 	// inboxStats counts the events by state and finds the oldest ReceivedAt

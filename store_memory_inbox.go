@@ -263,7 +263,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 			r.NextAttemptAt, r.LeaseUntil = time.Time{}, time.Time{}
 			r.LastError = leaseExpired(r.Attempt)
 			s.indexInboxRow(r)
-			dead = append(dead, r.InboxRecord.asLeased())
+			dead = append(dead, r.InboxRecord)
 		}
 	}
 
@@ -316,7 +316,6 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 		r.AttemptedAt, r.LeaseUntil, r.NextAttemptAt = now, kept(now.Add(lease)), time.Time{}
 		s.indexInboxRow(r)
 		leased := r.inboxRow
-		leased.InboxRecord = leased.asLeased()
 		leased.Payload = bytes.Clone(r.Payload) // the worker's own copy
 		leased.DueAt, leased.PrevAttemptedAt, leased.LeaseExpired = dueAt, prev, expired
 		out = append(out, leased)

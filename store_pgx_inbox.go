@@ -41,17 +41,14 @@ type pgxInboxSQL struct {
 	channel                                                           string // notifications
 }
 
-// inboxColumns are the columns of an InboxRecord as a lease reads it, in
-// the order of InboxRecord.columns: all but its redrive history.
+// inboxColumns are the columns of an InboxRecord, in the order of
+// InboxRecord.columns: every read of a record (the lease's, its
+// dead-lettered ones', List's, Lookup's, HeldBy's) reads them all. The
+// redrive history (redrives, redriven_at: migration 011) only a redrive
+// writes; the ingest's insert and an attempt's end do not name it.
 const inboxColumns = `kind, event_id, event_type, object_id, account, livemode, api_version, created,
-state, attempt, last_error, received_at, attempted_at, next_attempt_at, finished_at, lease_until`
-
-// inboxRecordColumns are the columns of a whole InboxRecord, in the order
-// of InboxRecord.recordColumns: inboxColumns and the redrive history
-// (migration 011), which only the operator's reads (List, Lookup, HeldBy)
-// ask for; the lease, the ingest's insert and an attempt's end neither
-// read nor write it.
-const inboxRecordColumns = inboxColumns + `, redrives, redriven_at`
+state, attempt, last_error, received_at, attempted_at, next_attempt_at, finished_at, lease_until,
+redrives, redriven_at`
 
 func newPgxInboxSQL(schema string) pgxInboxSQL {
 	t := pgx.Identifier{schema}.Sanitize() + `.idempotency_inbox`
@@ -181,7 +178,7 @@ SELECT ` + countKinds + ` FROM moved`,
 		stats: `SELECT kind, state, count(*), min(received_at) FILTER (WHERE state IN ('pending', 'failed', 'processing')),
     max(attempted_at)
 FROM ` + t + ` GROUP BY kind, state`,
-		list: `SELECT ` + inboxRecordColumns + ` FROM ` + t + `
+		list: `SELECT ` + inboxColumns + ` FROM ` + t + `
 WHERE (cardinality($1::text[]) = 0 OR state = ANY ($1::text[]))
   AND ($2 = '' OR event_type = $2) AND ($3 = '' OR object_id = $3)
   AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)
@@ -203,14 +200,14 @@ LIMIT $6`,
     WHERE event_id = $1 AND object_id <> '' AND state IN ('pending', 'failed', 'processing')
       AND NOT ` + applying("h", "$2") + `
 ), holders AS ((
-    SELECT ` + inboxRecordColumns + `, true AS earlier FROM ` + t + `, i
+    SELECT ` + inboxColumns + `, true AS earlier FROM ` + t + `, i
     WHERE object_id = held_object AND object_id <> '' AND account = held_account AND state IN ('pending', 'failed', 'processing')
       AND (created, event_id COLLATE "C") < (held_created, held_id COLLATE "C")
     ORDER BY created, event_id COLLATE "C"
     LIMIT $3
 ) UNION ALL (
-    SELECT ` + inboxRecordColumns + `, false FROM (
-        SELECT ` + inboxRecordColumns + ` FROM ` + t + `, i
+    SELECT ` + inboxColumns + `, false FROM (
+        SELECT ` + inboxColumns + ` FROM ` + t + `, i
         WHERE object_id = held_object AND object_id <> '' AND account = held_account AND state IN ('pending', 'failed', 'processing')
           AND (created, event_id COLLATE "C") > (held_created, held_id COLLATE "C")
         OFFSET 0
@@ -219,7 +216,7 @@ LIMIT $6`,
     ORDER BY created, event_id COLLATE "C"
     LIMIT $3
 ))
-SELECT ` + inboxRecordColumns + `, earlier FROM holders
+SELECT ` + inboxColumns + `, earlier FROM holders
 ORDER BY created, event_id COLLATE "C"`,
 		channel: fmt.Sprintf("idempotency_inbox_%016x", h.Sum64()),
 	}
@@ -348,7 +345,7 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 		switch i {
 		case deadAt:
 			if rows, err = results.Query(); err == nil {
-				dead, err = pgx.CollectRows(rows, scanLeasedRecord)
+				dead, err = pgx.CollectRows(rows, scanInboxRecord)
 			}
 		case leaseAt:
 			if rows, err = results.Query(); err == nil {
@@ -475,7 +472,7 @@ func (s *PgxStore) inboxHeldBy(ctx context.Context, eventID string, now time.Tim
 		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (InboxHolder, error) {
 			var h InboxHolder
 			var times inboxTimes
-			if err := row.Scan(append(h.recordColumns(&times), &h.Earlier)...); err != nil {
+			if err := row.Scan(append(h.columns(&times), &h.Earlier)...); err != nil {
 				return h, err
 			}
 			times.set(&h.InboxRecord)
@@ -497,7 +494,7 @@ type inboxTimes struct {
 
 func (t *inboxTimes) set(r *InboxRecord) {
 	r.AttemptedAt, r.NextAttemptAt, r.FinishedAt = t.attemptedAt.Time, t.nextAttemptAt.Time, t.finishedAt.Time
-	// Zero when not read (inboxColumns), or never redriven.
+	// Zero when never redriven.
 	r.RedrivenAt = t.redrivenAt.Time
 	if r.State == InboxProcessing { // a lease held; every statement that ends one clears it too
 		r.LeaseUntil = t.leaseUntil.Time
@@ -507,29 +504,15 @@ func (t *inboxTimes) set(r *InboxRecord) {
 // columns are the scan destinations of inboxColumns.
 func (r *InboxRecord) columns(t *inboxTimes) []any {
 	return []any{&r.Kind, &r.EventID, &r.EventType, &r.ObjectID, &r.Account, &r.Livemode, &r.APIVersion, &r.Created,
-		&r.State, &r.Attempt, &r.LastError, &r.ReceivedAt, &t.attemptedAt, &t.nextAttemptAt, &t.finishedAt, &t.leaseUntil}
+		&r.State, &r.Attempt, &r.LastError, &r.ReceivedAt, &t.attemptedAt, &t.nextAttemptAt, &t.finishedAt, &t.leaseUntil,
+		&r.Redrives, &t.redrivenAt}
 }
 
-// recordColumns are the scan destinations of inboxRecordColumns.
-func (r *InboxRecord) recordColumns(t *inboxTimes) []any {
-	return append(r.columns(t), &r.Redrives, &t.redrivenAt)
-}
-
-// scanInboxRecord scans inboxRecordColumns: a whole record.
+// scanInboxRecord scans inboxColumns: a record.
 func scanInboxRecord(row pgx.CollectableRow) (InboxRecord, error) {
-	return scanRecord(row, (*InboxRecord).recordColumns)
-}
-
-// scanLeasedRecord scans inboxColumns: a record as a lease reads it.
-func scanLeasedRecord(row pgx.CollectableRow) (InboxRecord, error) {
-	return scanRecord(row, (*InboxRecord).columns)
-}
-
-// scanRecord scans the columns cols gives the destinations of.
-func scanRecord(row pgx.CollectableRow, cols func(*InboxRecord, *inboxTimes) []any) (InboxRecord, error) {
 	var r InboxRecord
 	var times inboxTimes
-	if err := row.Scan(cols(&r, &times)...); err != nil {
+	if err := row.Scan(r.columns(&times)...); err != nil {
 		return r, err
 	}
 	times.set(&r)

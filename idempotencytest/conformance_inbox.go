@@ -55,6 +55,7 @@ var inboxTests = []struct {
 	{"InboxHeldByBounded", testInboxHeldByBounded},
 	{"InboxRedriveFilters", testInboxRedriveFilters},
 	{"InboxRedriveHistory", testInboxRedriveHistory},
+	{"InboxRedriveHistoryOfExpiredLease", testInboxRedriveHistoryOfExpiredLease},
 	{"InboxRedriveIgnoredApplied", testInboxRedriveIgnoredApplied},
 	{"InboxRedriveIgnoredUnappliable", testInboxRedriveIgnoredUnappliable},
 	{"InboxLeasesLongestDueFirst", testInboxLeasesLongestDueFirst},

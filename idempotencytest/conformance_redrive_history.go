@@ -2,6 +2,8 @@ package idempotencytest
 
 import (
 	"context"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,15 +19,21 @@ import (
 // event never redriven, or not selected, keeps 0 and zero or what it
 // had; a dry run and a refused redrive change nothing; the attempts that
 // follow keep the history whatever state they end in. The record an
-// Observer's Attempt gets has none, on every store.
+// Observer's Attempt gets, the lease's, carries the history its event had
+// when leased.
 func testInboxRedriveHistory(t *testing.T, b StoreBackend) {
+	type history struct {
+		redrives int
+		at       time.Time
+	}
 	var fixed atomic.Bool
-	var observedRedrives atomic.Int64
+	var mu sync.Mutex
+	observed := map[string][]history{} // by event, each attempt's record
 	observer := &idempotency.Observer{Attempt: func(ctx context.Context, rec idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
-		observedRedrives.Add(int64(rec.Redrives))
-		if !rec.RedrivenAt.IsZero() {
-			observedRedrives.Add(1)
-		}
+		rec = normalize(rec)
+		mu.Lock()
+		defer mu.Unlock()
+		observed[rec.EventID] = append(observed[rec.EventID], history{rec.Redrives, rec.RedrivenAt})
 		return ctx, nil
 	}}
 	ib := newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 1, Observer: observer}, func(id string, _ int) error {
@@ -34,10 +42,6 @@ func testInboxRedriveHistory(t *testing.T, b StoreBackend) {
 		}
 		return errDownstream
 	})
-	type history struct {
-		redrives int
-		at       time.Time
-	}
 	histories := func() map[string]history {
 		t.Helper()
 		recs, err := ib.inbox.List(ctxT(t), idempotency.InboxFilter{})
@@ -116,5 +120,59 @@ func testInboxRedriveHistory(t *testing.T, b StoreBackend) {
 	ib.work(t, 3)
 	require.Equal(t, map[idempotency.InboxState]int{idempotency.InboxProcessed: 3}, ib.counts(t))
 	require.Equal(t, want, histories(), "applied, each keeps its history")
-	require.Zero(t, observedRedrives.Load(), "Observer.Attempt's record has no history")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, map[string][]history{
+		"evt_rh_1":     {{}, {1, t1}, {2, t2}, {3, t3}, {4, t4}},
+		"evt_rh_2":     {{}, {1, t5}},
+		"evt_rh_later": {{}},
+	}, observed, "Observer.Attempt's record of each attempt carries the history its event had when leased")
+}
+
+// testInboxRedriveHistoryOfExpiredLease: a redriven event whose worker
+// dies at its last attempt is dead-lettered by the next lease, whose
+// record of it, reported to the Observer's Attempt, carries its redrive
+// history as the attempt's own record did.
+func testInboxRedriveHistoryOfExpiredLease(t *testing.T, b StoreBackend) {
+	type attempt struct {
+		state    idempotency.InboxState
+		redrives int
+		at       time.Time
+	}
+	var dies atomic.Bool
+	var mu sync.Mutex
+	var observed []attempt
+	observer := &idempotency.Observer{Attempt: func(ctx context.Context, rec idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
+		rec = normalize(rec)
+		mu.Lock()
+		defer mu.Unlock()
+		observed = append(observed, attempt{rec.State, rec.Redrives, rec.RedrivenAt})
+		return ctx, nil
+	}}
+	ib := newInboxBench(t, b, idempotency.InboxConfig{MaxAttempts: 1, Observer: observer}, func(string, int) error {
+		if dies.Load() {
+			runtime.Goexit() // the worker dies mid-attempt, its event left processing
+		}
+		return errDownstream
+	})
+	ib.deliver(t, "evt_rh_dies", "invoice.paid", "in_rh_dies", 1756742400, idempotency.OutcomeQueued)
+	ib.work(t, 1)
+	ib.clock.Advance(time.Minute)
+	redrivenAt := ib.clock.Now()
+	n, err := ib.inbox.Redrive(ctxT(t), idempotency.RedriveFilter{EventIDs: []string{"evt_rh_dies"}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	dies.Store(true)
+	ib.workDying(t)
+	ib.clock.Advance(idempotency.DefaultLease + time.Second)
+	ib.work(t, 0)
+	require.Equal(t, idempotency.InboxDeadLetter, ib.record(t, "evt_rh_dies").State)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []attempt{
+		{idempotency.InboxProcessing, 0, time.Time{}},
+		{idempotency.InboxProcessing, 1, redrivenAt},
+		{idempotency.InboxDeadLetter, 1, redrivenAt},
+	}, observed, "the dead-lettering lease's record carries the redrive history")
 }
