@@ -87,12 +87,14 @@
 //
 // messaging.message.id is the event's id (a task's: its id) on every span
 // that knows it; stripe.event.type, stripe.object.id, idempotency.outcome,
-// idempotency.attempt, idempotency.kind, idempotency.state and
-// idempotency.fetch.result carry what the conventions do not. A span that
-// ends in error has status Error and error.type: the HTTP status ("500")
-// on the server span, the outcome ("failed", "unavailable") on the
-// internal delivery span and on an attempt's, and on a fetch's the status
-// of the Stripe API's answer, "timeout" or "_OTHER".
+// idempotency.attempt, idempotency.redrives (an attempt's: how often its
+// event or task was redriven, InboxRecord.Redrives), idempotency.kind,
+// idempotency.state and idempotency.fetch.result carry what the
+// conventions do not. A span that ends in error has status Error and
+// error.type: the HTTP status ("500") on the server span, the outcome
+// ("failed", "unavailable") on the internal delivery span and on an
+// attempt's, and on a fetch's the status of the Stripe API's answer,
+// "timeout" or "_OTHER".
 package idempotencyotel
 
 import (
@@ -380,6 +382,7 @@ var (
 	objectIDKey  = attribute.Key("stripe.object.id")
 	spanOutcome  = attribute.Key("idempotency.outcome")
 	spanAttempt  = attribute.Key("idempotency.attempt")
+	spanRedrives = attribute.Key("idempotency.redrives")
 	spanKind     = attribute.Key("idempotency.kind")
 	spanState    = attribute.Key("idempotency.state")
 	spanResult   = attribute.Key("idempotency.fetch.result")
@@ -582,7 +585,8 @@ func (t *Telemetry) attempt(ctx context.Context, rec idempotency.InboxRecord, st
 	system := systemStripe
 	attrs := []attribute.KeyValue{
 		semconv.MessagingOperationTypeProcess, semconv.MessagingOperationName(opProcess),
-		semconv.MessagingMessageID(rec.EventID), spanAttempt.Int(rec.Attempt), spanKind.String(kindOf(rec.Kind)),
+		semconv.MessagingMessageID(rec.EventID), spanAttempt.Int(rec.Attempt), spanRedrives.Int(rec.Redrives),
+		spanKind.String(kindOf(rec.Kind)),
 	}
 	if rec.Kind == idempotency.KindTask {
 		system = systemTasks // a task's EventType is its name, not a Stripe event's type
