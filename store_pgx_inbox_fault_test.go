@@ -712,7 +712,9 @@ func TestPgxInboxFaultPoisonEvent(t *testing.T) {
 	// Each attempt reported once, failed with the cause. Not necessarily in
 	// attempt order: OnResult runs after the attempt's failure is recorded,
 	// when the next attempt may already be leased by another worker and be
-	// over before it.
+	// over before it. Nor by the time the dead letter shows: the last one
+	// is reported after it is recorded.
+	faultAwait(t, 10*time.Second, "the poison's three attempts reported", func() bool { return len(a.attemptResults(poison.ID)) >= 3 })
 	results := a.attemptResults(poison.ID)
 	slices.SortFunc(results, func(x, y idempotency.Result) int { return x.Attempt - y.Attempt })
 	require.Len(t, results, 3)
