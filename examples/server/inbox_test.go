@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -65,15 +67,19 @@ func serve(t *testing.T, svc service, inboxMode bool, cfg idempotency.InboxConfi
 	return client{t: t, url: ts.URL}, srv.inbox, mailer
 }
 
-// runWorkers runs the inbox's workers until the test ends.
-func runWorkers(t *testing.T, inbox *idempotency.Inbox) {
+// runWorkers runs the inbox's workers until the test ends or stop, which
+// returns once Run has: every attempt the workers made is over, its
+// AfterCommit funcs run.
+func runWorkers(t *testing.T, inbox *idempotency.Inbox) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- inbox.Run(ctx) }()
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
 		require.NoError(t, <-done)
 	})
+	t.Cleanup(stop)
+	return stop
 }
 
 // inboxStats is the answer of /inbox/stats.
@@ -123,9 +129,14 @@ func exerciseInboxContract(t *testing.T, c client) {
 	require.Equal(t, 1, st.TaskCounts["processed"], "one receipt for the one paid invoice")
 	require.Equal(t, 1, st.Counts["skipped"])
 	require.NotNil(t, st.LastAttempt, "the workers attempted them")
-	status, body = c.get("/accounts/acct_1")
-	require.Equal(t, 200, status)
-	require.JSONEq(t, `{"id":"acct_1","credits":100,"receipts":1,"plan_until":"2025-10-01T16:00:00Z"}`, body)
+	// The memory store shows an event processed as its transaction commits,
+	// and applies the account's writes from its AfterCommit funcs, which
+	// run after that: the account is awaited too, not read at once.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		status, body := c.get("/accounts/acct_1")
+		assert.Equal(ct, 200, status)
+		assert.JSONEq(ct, `{"id":"acct_1","credits":100,"receipts":1,"plan_until":"2025-10-01T16:00:00Z"}`, body)
+	}, 10*time.Second, 5*time.Millisecond, "acct_1 as the workers left it")
 	_, body = c.deliver(invoiceEvent(t, "invoice.paid", "evt_inbox_1", "acct_1"))
 	require.Equal(t, `{"outcome":"duplicate"}`, body, "a processed event is still a duplicate")
 }

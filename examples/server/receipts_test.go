@@ -50,7 +50,7 @@ func TestReceiptOncePerPaidInvoice(t *testing.T) {
 				t.Parallel()
 				svc := newStore(t, kind)
 				c, inbox, mailer := serve(t, svc, mode == "inbox", idempotency.InboxConfig{})
-				runWorkers(t, inbox)
+				stopWorkers := runWorkers(t, inbox)
 
 				paidA := invoiceEventFor(t, "invoice.paid", "evt_rcpt_1", "in_rcpt_A", "acct_r1")
 				paidB := invoiceEventFor(t, "invoice.paid", "evt_rcpt_3", "in_rcpt_B", "acct_r1")
@@ -77,6 +77,11 @@ func TestReceiptOncePerPaidInvoice(t *testing.T) {
 				_, body := c.deliver(paidA) // once more, after the receipt went out
 				require.Equal(t, `{"outcome":"duplicate"}`, body)
 				st := c.drained()
+				// The memory store shows an event processed as its
+				// transaction commits, before its AfterCommit funcs apply
+				// the account's writes: once Run has returned, every
+				// attempt's have run.
+				stopWorkers()
 
 				emails, requests := mailer.Sent()
 				require.ElementsMatch(t, []Email{
