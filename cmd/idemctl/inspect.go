@@ -215,10 +215,7 @@ once, also while new ones arrive. An id the inbox does not have exits 3.
 				more = len(after) > 0
 			}
 			if *asJSON {
-				doc := struct {
-					Records []recordJSON `json:"records"`
-					More    bool         `json:"more"`
-				}{Records: make([]recordJSON, len(recs)), More: more}
+				doc := listJSON{Records: make([]recordJSON, len(recs)), More: more}
 				for i, r := range recs {
 					doc.Records[i] = toRecordJSON(r)
 				}
@@ -652,6 +649,12 @@ func unheld(rec idempotency.InboxRecord, now time.Time) string {
 // events of its object hold it back.
 func leaseOf(rec idempotency.InboxRecord, now time.Time, held bool) string {
 	return display.Lease(formatTime(rec.LeaseUntil), rec.LeaseUntil.After(now), held)
+}
+
+// listJSON is list -json's document.
+type listJSON struct {
+	Records []recordJSON `json:"records"`
+	More    bool         `json:"more"`
 }
 
 // recordJSON is an inbox record in -json output: stable names, every field

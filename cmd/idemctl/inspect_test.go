@@ -113,11 +113,7 @@ func TestList(t *testing.T) {
 	r = idemctl(t, s.db, nil, "list", "-limit", "1")
 	require.Regexp(t, `^idemctl: list: more than 1 record matches; next: -after \S+, or raise -limit or narrow the selection\n$`, r.stderr)
 
-	type listDoc struct {
-		Records []recordJSON `json:"records"`
-		More    bool         `json:"more"`
-	}
-	doc := decode[listDoc](t, idemctl(t, s.db, nil, "list", "-json", "-state", "failed"))
+	doc := decode[listJSON](t, idemctl(t, s.db, nil, "list", "-json", "-state", "failed"))
 	require.False(t, doc.More)
 	require.Len(t, doc.Records, 1)
 	rec := doc.Records[0]
@@ -136,6 +132,7 @@ func TestList(t *testing.T) {
 		"attempts", "last_error", "received_at", "attempted_at", "next_attempt_at", "finished_at", "lease_until"} {
 		require.Contains(t, raw, `"`+name+`":`)
 	}
+	require.Contains(t, raw, `"records":`)
 	require.Contains(t, raw, `"more": true`)
 
 	for _, args := range [][]string{
@@ -331,10 +328,7 @@ func TestNoTerminalControl(t *testing.T) {
 		require.NotContains(t, out, "\u009b", "%q", args)
 	}
 	r := idemctl(t, s.db, nil, "list", "-json")
-	require.Equal(t, evil, decode[struct {
-		Records []recordJSON `json:"records"`
-		More    bool         `json:"more"`
-	}](t, r).Records[0].ObjectID, "-json keeps the text, escaped")
+	require.Equal(t, evil, decode[listJSON](t, r).Records[0].ObjectID, "-json keeps the text, escaped")
 }
 
 // TestListMoreAtMaxLimit: at -limit MaxListLimit, the most the library
@@ -352,18 +346,14 @@ SELECT 'evt_bulk_' || lpad(i::text, 6, '0'), 'invoice.paid', $2, '\x7b7d', 'proc
 FROM generate_series(1, $1) AS i`, n, received)
 	require.NoError(t, err)
 
-	type listDoc struct {
-		Records []recordJSON `json:"records"`
-		More    bool         `json:"more"`
-	}
 	limit := strconv.Itoa(idempotency.MaxListLimit)
-	doc := decode[listDoc](t, idemctl(t, s.db, nil, "list", "-json", "-limit", limit))
+	doc := decode[listJSON](t, idemctl(t, s.db, nil, "list", "-json", "-limit", limit))
 	require.Len(t, doc.Records, idempotency.MaxListLimit)
 	require.True(t, doc.More, "%d records match, %d listed", n+7, len(doc.Records))
 	r := idemctl(t, s.db, nil, "list", "-limit", limit)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "more than "+limit+" records match")
 
-	doc = decode[listDoc](t, idemctl(t, s.db, nil, "list", "-json", "-limit", limit, "-type", "invoice.paid"))
+	doc = decode[listJSON](t, idemctl(t, s.db, nil, "list", "-json", "-limit", limit, "-type", "invoice.paid"))
 	require.False(t, doc.More, "exactly %d match", len(doc.Records))
 }

@@ -14,16 +14,12 @@ func TestListByAccount(t *testing.T) {
 	t.Parallel()
 	s := newService(t, nil)
 	s.seed(t)
-	type doc struct {
-		Records []recordJSON `json:"records"`
-		More    bool         `json:"more"`
-	}
 	r := idemctl(t, s.db, nil, "list", "-object", "in_2", "-json")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Len(t, decode[doc](t, r).Records, 1, "the platform's event")
+	require.Len(t, decode[listJSON](t, r).Records, 1, "the platform's event")
 	r = idemctl(t, s.db, nil, "list", "-object", "in_2", "-account", "acct_other", "-json")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Empty(t, decode[doc](t, r).Records)
+	require.Empty(t, decode[listJSON](t, r).Records)
 	r = idemctl(t, s.db, nil, "list", "-account", "acct_\xff")
 	require.NotEqual(t, 0, r.code)
 	require.Contains(t, r.stderr, "InboxFilter.Account")

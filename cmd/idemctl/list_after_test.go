@@ -24,18 +24,14 @@ func TestListAfter(t *testing.T) {
 SELECT 'evt_bulk_' || lpad(i::text, 3, '0'), 'invoice.paid', $2, '\x7b7d', 'processed', $2, $2
 FROM generate_series(1, $1) AS i`, 25, time.Now().Add(-time.Hour))
 	require.NoError(t, err)
-	type listDoc struct {
-		Records []recordJSON `json:"records"`
-		More    bool         `json:"more"`
-	}
-	all := decode[listDoc](t, idemctl(t, s.db, nil, "list", "-json"))
+	all := decode[listJSON](t, idemctl(t, s.db, nil, "list", "-json"))
 	require.Len(t, all.Records, 32)
 	require.False(t, all.More)
 
 	var paged []string
 	args := []string{"list", "-json", "-limit", "10"}
 	for range 5 {
-		doc := decode[listDoc](t, idemctl(t, s.db, nil, args...))
+		doc := decode[listJSON](t, idemctl(t, s.db, nil, args...))
 		for _, r := range doc.Records {
 			paged = append(paged, r.ID)
 		}

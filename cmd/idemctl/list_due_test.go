@@ -43,11 +43,7 @@ VALUES ('evt_due_pending', 'invoice.paid', $1, '\x7b7d', 'pending', 0, $1, $2, N
 	require.Regexp(t, row("evt_due_expired", "processing", "lease expired at "+formatTime(expired)), r.stdout)
 	require.Regexp(t, row("evt_due_done", "processed", "-"), r.stdout)
 
-	type listDoc struct {
-		Records []recordJSON `json:"records"`
-		More    bool         `json:"more"`
-	}
-	doc := decode[listDoc](t, idemctl(t, s.db, nil, "list", "-json"))
+	doc := decode[listJSON](t, idemctl(t, s.db, nil, "list", "-json"))
 	got := map[string]recordJSON{}
 	for _, rec := range doc.Records {
 		got[rec.ID] = rec

@@ -48,11 +48,7 @@ func TestListIgnoredAtReceiptSaysSo(t *testing.T) {
 	require.Regexp(t, `(?m)^evt_ign_listed\s+event\s+customer\.created\s+cus_1\s+ignored\s+0\s+\S+Z\s+-\s+`+
 		regexp.QuoteMeta("ignored at receipt: no handler for its type; see the event")+`$`, r.stdout)
 
-	type listDoc struct {
-		Records []recordJSON `json:"records"`
-		More    bool         `json:"more"`
-	}
-	doc := decode[listDoc](t, idemctl(t, s.db, nil, "list", "-json", "-state", "ignored"))
+	doc := decode[listJSON](t, idemctl(t, s.db, nil, "list", "-json", "-state", "ignored"))
 	require.Len(t, doc.Records, 1)
 	require.Empty(t, doc.Records[0].LastError, "-json shows what is stored")
 }

@@ -23,10 +23,6 @@ func TestShowSaysHowOftenItWasRedriven(t *testing.T) {
 	s := newService(t, clock.Now)
 	s.deliver(t, "evt_rd", "charge.failed", "ch_rd")
 	s.work(t, s.dead)
-	type listDoc struct {
-		Records []recordJSON `json:"records"`
-		More    bool         `json:"more"`
-	}
 	check := func(want string, redrives int, rec idempotency.InboxRecord) {
 		t.Helper()
 		r := idemctl(t, s.db, nil, "show", "evt_rd")
@@ -34,7 +30,7 @@ func TestShowSaysHowOftenItWasRedriven(t *testing.T) {
 		require.Contains(t, r.stdout, "\n  redriven      "+want+"\n")
 		for _, got := range []recordJSON{
 			*decode[showJSON](t, idemctl(t, s.db, nil, "show", "-json", "evt_rd")).Inbox,
-			decode[listDoc](t, idemctl(t, s.db, nil, "list", "-json", "-type", "charge.failed")).Records[0],
+			decode[listJSON](t, idemctl(t, s.db, nil, "list", "-json", "-type", "charge.failed")).Records[0],
 		} {
 			require.Equal(t, redrives, got.Redrives)
 			if redrives == 0 {
