@@ -108,19 +108,16 @@ func (f *V1Events) add(method string, payload []byte, delivered bool) []byte {
 		}
 		panic(prefix + "the payload is not a JSON object, as an event is")
 	}
-	var ev struct {
-		id, typ, account string
-		created          int64
-	}
+	e := v1Event{delivered: delivered}
 	for _, field := range []struct {
 		name string
 		into any
 		want string
 	}{
-		{"id", &ev.id, "a string"},
-		{"type", &ev.typ, "a string"},
-		{"account", &ev.account, "a string"},
-		{"created", &ev.created, "a whole number of seconds since the Unix epoch"},
+		{"id", &e.id, "a string"},
+		{"type", &e.typ, "a string"},
+		{"account", &e.account, "a string"},
+		{"created", &e.created, "a whole number of seconds since the Unix epoch"},
 	} {
 		if raw, ok := fields[field.name]; ok {
 			if err := json.Unmarshal(raw, field.into); err != nil {
@@ -129,21 +126,20 @@ func (f *V1Events) add(method string, payload []byte, delivered bool) []byte {
 		}
 	}
 	switch {
-	case ev.id == "":
+	case e.id == "":
 		panic(prefix + "the payload's id is empty")
-	case ev.typ == "":
+	case e.typ == "":
 		panic(prefix + "the payload's type is empty")
-	case ev.created <= 0:
+	case e.created <= 0:
 		panic(prefix + "the payload's created is missing or not above 0: Stripe lists events by it")
-	case ev.account != "" && (!strings.HasPrefix(ev.account, "acct_") || strings.Contains(ev.account, "/")):
+	case e.account != "" && (!strings.HasPrefix(e.account, "acct_") || strings.Contains(e.account, "/")):
 		panic(fmt.Sprintf(prefix+"the payload's account, %q, is not a connected account's id (acct_...): "+
-			"a v1 event's account is one account, never a path of accounts as a thin event's context may be, and Recover lists no other", ev.account))
-	case ev.created > maxCreated:
+			"a v1 event's account is one account, never a path of accounts as a thin event's context may be, and Recover lists no other", e.account))
+	case e.created > maxCreated:
 		panic(fmt.Sprintf(prefix+"the payload's created, %d, is after the year 9999: "+
-			"created is in seconds since the Unix epoch, not milliseconds", ev.created))
+			"created is in seconds since the Unix epoch, not milliseconds", e.created))
 	}
-	e := v1Event{id: ev.id, typ: ev.typ, account: ev.account, created: ev.created, delivered: delivered,
-		json: slices.Clone(payload)}
+	e.json = slices.Clone(payload)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if i := slices.IndexFunc(f.events, func(o v1Event) bool { return o.id == e.id }); i >= 0 {
