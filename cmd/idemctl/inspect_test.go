@@ -129,7 +129,7 @@ func TestList(t *testing.T) {
 	// Stable names, every field present.
 	raw := idemctl(t, s.db, nil, "list", "-json", "-limit", "1").stdout
 	for _, name := range []string{"id", "kind", "type", "object_id", "account", "livemode", "api_version", "created", "state",
-		"attempts", "last_error", "received_at", "attempted_at", "next_attempt_at", "finished_at", "lease_until"} {
+		"attempts", "redrives", "redriven_at", "last_error", "received_at", "attempted_at", "next_attempt_at", "finished_at", "lease_until"} {
 		require.Contains(t, raw, `"`+name+`":`)
 	}
 	require.Contains(t, raw, `"records":`)
