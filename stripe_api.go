@@ -126,19 +126,17 @@ func retrieveV2Event(ctx context.Context, c *stripe.Client, id, stripeContext st
 		return &res, c.V2CoreEvents.B.Call(http.MethodGet, stripe.FormatURLPath("/v2/core/events/%s", id), c.V2CoreEvents.Key, params, &res)
 	})
 	if err != nil {
-		err = apiError("retrieving the v2 event", err)
-		if e, ok := err.(*stripeAPIError); ok {
-			// Stripe notified the event, so it exists: not found, it was
-			// asked for with a key of another account or mode than its
-			// own, or as another context.
-			as := "as the notification's context " + stripeContext
-			if stripeContext == "" {
-				as = "as its own account (the notification has no context)"
-			}
-			e.notFound = "no such event for Config.StripeClient's API key, fetched " + as +
-				": is the key of the account the event destination belongs to, and of the event's mode?"
+		e := apiError("retrieving the v2 event", err)
+		// Stripe notified the event, so it exists: not found, it was
+		// asked for with a key of another account or mode than its own,
+		// or as another context.
+		as := "as the notification's context " + stripeContext
+		if stripeContext == "" {
+			as = "as its own account (the notification has no context)"
 		}
-		return nil, err
+		e.notFound = "no such event for Config.StripeClient's API key, fetched " + as +
+			": is the key of the account the event destination belongs to, and of the event's mode?"
+		return nil, e
 	}
 	if res.LastResponse == nil {
 		return nil, errorf("%w: retrieving the v2 event: the client's backend kept no answer", ErrStripeAPI)
@@ -162,8 +160,8 @@ func checkStripeClient(field string, c *stripe.Client) error {
 // API's when its status is an error's (Stripe answers errors in JSON): a
 // proxy's, a load balancer's or a gateway's between the service and
 // Stripe (a 502, 503 or 504 with an HTML page or an empty body); its
-// error names its status and says so.
-func apiError(op string, err error) error {
+// error names its status and says so. It is never nil.
+func apiError(op string, err error) *stripeAPIError {
 	e := &stripeAPIError{op: op}
 	undecoded := undecodedStatus(err)
 	var se *stripe.Error
