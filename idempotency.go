@@ -113,7 +113,8 @@ const (
 	// time, or the Stripe API failed the fetch of a thin event's event or
 	// of an [OnCurrent] event's object; nothing was written. Answered 500;
 	// 503 when that fetch met the API unreachable, rate-limited or failing
-	// (5xx), or an OnCurrent fetch ran past [FetchTimeout].
+	// (5xx), or its answer cut short, or an OnCurrent fetch ran past
+	// [FetchTimeout], as [Handler] lists.
 	OutcomeFailed Outcome = "failed"
 	// OutcomeUnavailable: the store could not be reached; nothing was
 	// written. Answered 503.
