@@ -49,7 +49,11 @@ type Database struct {
 	// of the server's connection string, whose sessions have search_path
 	// set to Schema, for code that opens its own connections (a pool with
 	// more connections, a subprocess, psql). Sessions opened with it are
-	// terminated when the test ends.
+	// terminated when the test ends. A store opened on it (your service
+	// started as a subprocess) still needs Schema as
+	// idempotency.PgxConfig.Schema: a PgxStore's schema is "public" by
+	// default, whatever the search_path, and its tables there are shared
+	// with every other test on the server.
 	URL string
 }
 
