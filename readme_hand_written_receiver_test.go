@@ -1,0 +1,78 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestHandWrittenReceiverClaimedBothWays: the README's handler that
+// claims the hand-written receiver's processed_events beside the ledger
+// (Moving a live endpoint onto it) applies an event once whichever side
+// claims it first. An id the old code applied, or holds in a transaction
+// in flight, is skipped once that commits; an id the handler holds makes
+// the old code's plain INSERT wait, then fail on the key.
+func TestHandWrittenReceiverClaimedBothWays(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := newPgBackend(t, idempotency.PgxConfig{})
+	_, err := b.db.Pool.Exec(ctx, `CREATE TABLE processed_events (id text PRIMARY KEY)`)
+	require.NoError(t, err)
+	claimed, release := make(chan struct{}), make(chan struct{})
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		tag, err := idempotency.PgxTx(tx).Exec(ctx, `INSERT INTO processed_events (id) VALUES ($1) ON CONFLICT DO NOTHING`, ev.ID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return idempotency.Skip("applied by the hand-written receiver")
+		}
+		if ev.ID == "evt_hw_first" { // the old code's delivery comes now
+			close(claimed)
+			<-release
+		}
+		return b.add(ctx, tx, "credits", 1)
+	})
+	h, err := idempotency.NewHandler(b.store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	deliver := func(eventID string) idempotencytest.Answer {
+		return idempotencytest.Deliver(h, invoicePayload(t, eventID, "in_"+eventID, "acct_1"), testSecret)
+	}
+
+	// Applied by the old code before the move.
+	_, err = b.db.Pool.Exec(ctx, `INSERT INTO processed_events (id) VALUES ('evt_hw_old')`)
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeSkipped, deliver("evt_hw_old").Outcome)
+
+	// Being applied by an old replica as the delivery comes.
+	a := holdingWrite(t, b, `INSERT INTO processed_events (id) VALUES ('evt_hw_held')`, func() idempotencytest.Answer { return deliver("evt_hw_held") })
+	require.Equal(t, idempotency.OutcomeSkipped, a.Outcome)
+	require.Zero(t, b.get(t, "credits"))
+
+	// The handler claims first; the old code checked the table before that
+	// claim committed and inserts the id plainly.
+	answered := make(chan idempotencytest.Answer, 1)
+	go func() { answered <- deliver("evt_hw_first") }()
+	recv(t, claimed, "the handler's claim")
+	oldErr := make(chan error, 1)
+	go func() {
+		_, err := b.db.Pool.Exec(ctx, `INSERT INTO processed_events (id) VALUES ('evt_hw_first')`)
+		oldErr <- err
+	}()
+	require.Eventually(t, func() bool { return b.waiting(t) == 1 }, 10*time.Second, time.Millisecond, "the old code's insert waits")
+	close(release)
+	require.Equal(t, idempotency.OutcomeProcessed, recv(t, answered, "the delivery").Outcome)
+	var pgErr *pgconn.PgError
+	require.True(t, errors.As(recv(t, oldErr, "the old code's insert"), &pgErr))
+	require.Equal(t, "23505", pgErr.Code, "unique_violation")
+	require.Equal(t, 1, b.get(t, "credits"))
+}
