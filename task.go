@@ -65,8 +65,8 @@ type TaskRun[T any] struct {
 	// Args are the arguments given to Enqueue, decoded from JSON.
 	Args T
 	// IdempotencyKey is the same for every attempt of the task, derived
-	// from its name and key: 64 lowercase hex digits after the name, a
-	// form Stripe's Idempotency-Key and other providers accept. A redrive
+	// from its name and key: the name, a "-" and 64 lowercase hex digits,
+	// a form Stripe's Idempotency-Key and other providers accept. A redrive
 	// keeps it. One key is for one request: a func that makes several
 	// calls derives one for each with [Key] (Key(IdempotencyKey,
 	// "customer")), and sends each with the same parameters on every
