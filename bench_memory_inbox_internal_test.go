@@ -65,7 +65,7 @@ func fillMemoryInboxBench(b *testing.B, s *MemoryStore, at *time.Time, kind Inbo
 		b.Fatalf("leased %d of %d: %v", len(leased), n, err)
 	}
 	for _, r := range leased {
-		if ok, err := s.inboxSettle(ctx, r.EventID, r.Attempt, r.AttemptedAt, state, "", time.Time{}, *at, r.AttemptedAt); !ok || err != nil {
+		if ok, err := s.inboxSettle(ctx, r.EventID, r.Attempt, r.AttemptedAt, state, "", time.Time{}, *at, false, time.Time{}); !ok || err != nil {
 			b.Fatalf("settle %s: %v %v", r.EventID, ok, err)
 		}
 	}
@@ -112,7 +112,7 @@ func BenchmarkMemoryInbox(b *testing.B) {
 					b.Fatalf("leased %d: %v", len(leased), err)
 				}
 				for _, r := range leased { // given back as they were
-					if ok, err := s.inboxSettle(ctx, r.EventID, r.Attempt, r.AttemptedAt, InboxPending, "", r.DueAt, now, r.PrevAttemptedAt); !ok || err != nil {
+					if ok, err := s.inboxSettle(ctx, r.EventID, r.Attempt, r.AttemptedAt, InboxPending, "", r.DueAt, now, true, r.PrevAttemptedAt); !ok || err != nil {
 						b.Fatalf("give back %s: %v %v", r.EventID, ok, err)
 					}
 				}

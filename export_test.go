@@ -161,7 +161,7 @@ func ReleaseLeased(ctx context.Context, in *Inbox, l InboxLeased) { in.release(c
 // SettleLeased records the end of l's attempt as its worker would, and
 // reports whether the fence let it.
 func SettleLeased(ctx context.Context, in *Inbox, l InboxLeased, st InboxState, lastError string) (bool, error) {
-	return in.store.inboxSettle(ctx, l.row.EventID, l.row.Attempt, l.row.AttemptedAt, st, lastError, in.cfg.Now(), in.cfg.Now(), l.row.AttemptedAt)
+	return in.store.inboxSettle(ctx, l.row.EventID, l.row.Attempt, l.row.AttemptedAt, st, lastError, in.cfg.Now(), in.cfg.Now(), false, time.Time{})
 }
 
 // PgxInboxListen is s's LISTEN loop, for the notification tests.
@@ -248,7 +248,7 @@ func PgxFenceUpdatePlans(ctx context.Context, s *PgxStore, conn *pgx.Conn) (fini
 		return "", "", err
 	}
 	settle, err = genericPlan(ctx, conn, genericPlanSetting, s.inbox.settle,
-		`'evt_plan', 1, 'failed', 'boom', now(), NULL, now(), NULL`)
+		`'evt_plan', 1, 'failed', 'boom', now(), NULL, now(), NULL, false`)
 	return finish, settle, err
 }
 

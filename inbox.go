@@ -622,8 +622,9 @@ func (c *coalescer) do(fn func()) {
 
 // Run applies due events with InboxConfig.Workers workers until ctx is done;
 // then it stops taking events, gives back those leased ahead that no worker
-// started (pending again, their attempt not counted), lets the attempts in
-// flight finish for up to InboxConfig.ShutdownTimeout, cancels the rest
+// started (as they were: pending, or failed with the last attempt's error;
+// their attempt not counted), lets the attempts in flight finish for up to
+// InboxConfig.ShutdownTimeout, cancels the rest
 // (they roll back and are recorded failed attempts, retried after the
 // backoff), and returns nil once they have returned: a handler that ignores
 // its context holds Run up. Beside them and the give-backs, only a lease
@@ -1241,8 +1242,9 @@ func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, link s
 // on this Inbox, and Run refuses to start while it runs (calls of WorkDue
 // may run together; another Inbox of the same store, another process's,
 // is not refused). Once ctx is done it starts no attempt: it gives back
-// the events it leased and did not start (pending, their attempt not
-// counted) and returns ctx's error.
+// the events it leased and did not start (as they were: pending, or failed
+// with the last attempt's error; their attempt not counted) and returns
+// ctx's error.
 func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 	if err := in.made("WorkDue"); err != nil {
 		return 0, err
@@ -1457,7 +1459,8 @@ func lostLease(err error) error {
 // processing at the attempt after row's with row's failure (failure, the
 // error row's attempt ended with) as its error (a lease that takes an
 // expired attempt over writes leaseExpiredFormat instead), or given back
-// to row's attempt and start, pending. A row processing there with
+// to row's attempt and start, failed as it was (pending when a process of
+// an earlier version gave it back). A row processing there with
 // another error was redriven (or forgotten and delivered again) since a
 // lease took row's attempt over, and climbed back: row's attempt, found
 // by the fence, recorded nothing (one whose own failure, which it could
@@ -1523,22 +1526,24 @@ func settled(st InboxState, err error) InboxState {
 	return st
 }
 
-// release gives back a leased event that no attempt started: pending and
-// due at once, its attempt not counted; one leased because its lease
+// release gives back a leased event that no attempt started, as it was
+// before the lease: pending or failed as it was, with its last attempt's
+// number, start and error, and due at once; one leased because its lease
 // expired, processing under that expired lease again. If that cannot be
 // recorded, the lease expires and the event is retried then.
 func (in *Inbox) release(ctx context.Context, row *inboxRow) {
+	next := in.cfg.Now()
 	if row.LeaseExpired {
-		// Still a suspect: given back under the lease it lost, it is
-		// leased alone again, not beside others as a pending event.
-		in.settleAt(ctx, row, InboxProcessing, previousError(row), row.DueAt, row.PrevAttemptedAt)
-		return
+		// Still a suspect: given back under the lease it lost (its
+		// PrevState, processing), it is leased alone again, not beside
+		// others as a pending event.
+		next = row.DueAt
 	}
-	in.settleAt(ctx, row, InboxPending, previousError(row), in.cfg.Now(), row.PrevAttemptedAt)
+	in.settleAt(ctx, row, row.PrevState, previousError(row), next, true, row.PrevAttemptedAt)
 }
 
 // previousError is the error of the attempt before row's lease, to keep
-// when the leased attempt ends pending (given back, or snoozed): neither
+// when the leased attempt does not count (given back, or snoozed): neither
 // is a success, and an operator must still see why the last one failed.
 func previousError(row *inboxRow) error {
 	if row.LastError == "" {
@@ -1565,18 +1570,19 @@ func (in *Inbox) settle(ctx context.Context, row *inboxRow, st InboxState, cause
 	if st == InboxFailed {
 		next = in.cfg.Now().Add(max(in.cfg.Backoff(row.Attempt), 0))
 	}
-	return in.settleAt(ctx, row, st, cause, next, row.AttemptedAt)
+	return in.settleAt(ctx, row, st, cause, next, false, time.Time{})
 }
 
 // settleAt records an attempt's end, due again at next when st is failed
-// or pending (snoozed, or given back: then attemptedAt is what the record
-// shows), on a context that outlives a cancelled attempt. If the store
-// cannot be reached, the lease expires and the event is retried.
-func (in *Inbox) settleAt(ctx context.Context, row *inboxRow, st InboxState, cause error, next, attemptedAt time.Time) error {
+// or pending, on a context that outlives a cancelled attempt. An attempt
+// that does not count (uncounted: snoozed, or given back) shows
+// attemptedAt as its record's. If the store cannot be reached, the lease
+// expires and the event is retried.
+func (in *Inbox) settleAt(ctx context.Context, row *inboxRow, st InboxState, cause error, next time.Time, uncounted bool, attemptedAt time.Time) error {
 	now := in.cfg.Now()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(in.cfg.Timeout, rollbackTimeout))
 	defer cancel()
-	ok, err := in.store.inboxSettle(ctx, row.EventID, row.Attempt, row.AttemptedAt, st, errorText(cause), next, now, attemptedAt)
+	ok, err := in.store.inboxSettle(ctx, row.EventID, row.Attempt, row.AttemptedAt, st, errorText(cause), next, now, uncounted, attemptedAt)
 	if wait := next.Sub(now); ok && err == nil && !next.IsZero() && wait < in.cfg.PollInterval {
 		time.AfterFunc(wait, in.signal) // due again sooner than the next poll
 	}

@@ -84,14 +84,14 @@ func TestMemoryInboxRunStopMidway(t *testing.T) {
 	mu.Lock()
 	for _, r := range recs {
 		require.NotEqual(t, idempotency.InboxProcessing, r.State, "%s left processing", r.EventID)
-		if r.State == idempotency.InboxPending {
-			// Given back without counting the attempt: what counts is the
-			// one that failed, if it did.
-			failed := 0
-			if failedOnce[r.EventID] {
-				failed = 1
-			}
-			require.Equal(t, failed, r.Attempt, "%s given back without counting the attempt", r.EventID)
+		switch r.State {
+		case idempotency.InboxPending:
+			// Never attempted, or given back without counting the attempt.
+			require.Zero(t, r.Attempt, "%s given back without counting the attempt", r.EventID)
+		case idempotency.InboxFailed:
+			// Its failed attempt, and given back as it was if leased again.
+			require.True(t, failedOnce[r.EventID], "%s failed", r.EventID)
+			require.Equal(t, 1, r.Attempt, "%s given back without counting the attempt", r.EventID)
 		}
 	}
 	mu.Unlock()

@@ -62,7 +62,7 @@ func failedSettleLost(t *testing.T, id string, between func(context.Context, *id
 // TestInboxSettleLostGivenBackReportedFailed: the UPDATE that records an
 // event's failed attempt 1 went through while its answer was lost, and a
 // lease took the event again and gave it back untried before the attempt
-// looked its record up: pending at attempt 1, with attempt 1's start.
+// looked its record up: failed at attempt 1 again, with attempt 1's start.
 // Attempt 1 is reported failed as it was recorded (State failed, its
 // error), not as an attempt whose lease was lost. (No test failed when
 // the look-up did not take that record for attempt 1's own.)
@@ -80,7 +80,7 @@ func TestInboxSettleLostGivenBackReportedFailed(t *testing.T) {
 	})
 	rec, _, err := in.Lookup(t.Context(), "evt_given_back")
 	require.NoError(t, err)
-	require.Equal(t, idempotency.InboxPending, rec.State, "given back")
+	require.Equal(t, idempotency.InboxFailed, rec.State, "given back as it was")
 	require.Equal(t, 1, rec.Attempt)
 
 	rs.mu.Lock()

@@ -183,9 +183,12 @@ type InboxRecord struct {
 	// *stripe.V2RawError or typed error, by its type and code) reads by its
 	// status, type, codes and request id, not as its JSON, which holds the
 	// objects of Stripe's answer (a client secret, the customer's details).
-	// A redrive keeps it until the next attempt ends. An attempt made
-	// because the lease of the one before it expired shows, while it runs,
-	// that the lease expired.
+	// A redrive keeps it until the next attempt ends, and so do a task's
+	// [Snooze] and a lease given back before its attempt started (Run
+	// stopping; see Inbox.Run), which puts back the State, Attempt and
+	// AttemptedAt of the attempt before it too. An attempt made because
+	// the lease of the one before it expired shows, while it runs, that
+	// the lease expired; given back unstarted, it still shows it.
 	LastError string
 	// Redrives counts the times [Inbox.Redrive] moved it back to pending
 	// (by ids, type, object, account, range or all: idemctl redrive and
@@ -236,9 +239,12 @@ type inboxRow struct {
 	InboxRecord
 	Payload []byte    // the verified request body, as received
 	DueAt   time.Time // leased: when it came due (its next attempt's time, or its lost lease's end)
-	// PrevAttemptedAt is, on a leased row, its AttemptedAt before the
-	// lease (zero before the first attempt): what a give-back restores.
+	// PrevAttemptedAt and PrevState are, on a leased row, its AttemptedAt
+	// (zero before the first attempt) and State (pending or failed;
+	// processing when its lease expired) before the lease: what a
+	// give-back restores.
 	PrevAttemptedAt time.Time
+	PrevState       InboxState
 	// LeaseExpired is set on a row leased again because the lease of its
 	// previous attempt expired: its worker died, hung or lost its
 	// connection, maybe because of this very event. Such a row is leased
@@ -324,20 +330,23 @@ type inboxBackend interface {
 
 	// inboxSettle records the end of attempt `attempt` of eventID, leased
 	// at attemptedAt: it sets state (failed, dead_letter, processed,
-	// ignored, skipped for a task, or pending for a snoozed task or an
-	// event given back, whose Attempt goes back one and whose AttemptedAt
-	// becomes shownAttemptedAt: the lease's own for a snoozed task, the
-	// one before the lease for an event given back), LastError,
+	// ignored, skipped for a task, pending for a snoozed task), LastError,
 	// NextAttemptAt (zero unless failed or pending) and, for a final
-	// state, FinishedAt = now. State processing gives back an event leased
-	// because its lease expired as it was before: Attempt and AttemptedAt
-	// as for pending, under the lease it lost, ending at nextAt (its
-	// DueAt), so that the next lease takes it alone again. It is fenced: it changes nothing and
-	// reports false unless the event is processing under exactly that
-	// lease (attempt and AttemptedAt), so a worker whose lease expired
-	// cannot overwrite a newer attempt's result, not even one that a
-	// redrive numbered alike.
-	inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now, shownAttemptedAt time.Time) (bool, error)
+	// state, FinishedAt = now. An attempt that does not count (uncounted:
+	// a snoozed task, or an event given back untried) has its Attempt go
+	// back one and its AttemptedAt become shownAttemptedAt: the lease's
+	// own for a snoozed task, the one before the lease for an event given
+	// back, which goes back to the state it had before the lease (pending
+	// or failed, due at nextAt; its caller gives the LastError it had
+	// too). State
+	// processing gives back an event leased because its lease expired as
+	// it was before: under the lease it lost, ending at nextAt (its
+	// DueAt), so that the next lease takes it alone again. It is fenced:
+	// it changes nothing and reports false unless the event is processing
+	// under exactly that lease (attempt and AttemptedAt), so a worker
+	// whose lease expired cannot overwrite a newer attempt's result, not
+	// even one that a redrive numbered alike.
+	inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now time.Time, uncounted bool, shownAttemptedAt time.Time) (bool, error)
 
 	// inboxRedrive moves the events f selects, in f.States (default
 	// dead_letter), back to pending with Attempt 0, NextAttemptAt = now,

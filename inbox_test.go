@@ -586,7 +586,8 @@ func TestInboxStaleLeaseAcrossRedrive(t *testing.T) {
 
 // An event given back unapplied (Run stopping, or too little of its lease
 // left) shows the attempt before the lease: its number, its time (zero
-// before the first) and its error, on either store.
+// before the first), its error and the state it left (pending before the
+// first, failed after a failure), on either store.
 func TestInboxGiveBackShowsTheAttemptBefore(t *testing.T) {
 	t.Parallel()
 	for name, store := range bothStores(t) {
@@ -630,7 +631,7 @@ func TestInboxGiveBackShowsTheAttemptBefore(t *testing.T) {
 			requireRecord(idempotency.InboxFailed, 1, start.Add(2*time.Second), "downstream down")
 
 			idempotency.ReleaseLeased(t.Context(), inbox, lease())
-			requireRecord(idempotency.InboxPending, 1, start.Add(2*time.Second), "downstream down")
+			requireRecord(idempotency.InboxFailed, 1, start.Add(2*time.Second), "downstream down")
 
 			clock.Advance(time.Second)
 			n, err := inbox.WorkDue(t.Context())

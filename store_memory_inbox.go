@@ -307,7 +307,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 		if expired && len(out) > 0 {
 			break
 		}
-		dueAt, prev := r.dueAt(), r.AttemptedAt
+		dueAt, prev, prevState := r.dueAt(), r.AttemptedAt, r.State
 		if expired {
 			r.LastError = leaseExpired(r.Attempt)
 		}
@@ -317,7 +317,7 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 		s.indexInboxRow(r)
 		leased := r.inboxRow
 		leased.Payload = bytes.Clone(r.Payload) // the worker's own copy
-		leased.DueAt, leased.PrevAttemptedAt, leased.LeaseExpired = dueAt, prev, expired
+		leased.DueAt, leased.PrevAttemptedAt, leased.PrevState, leased.LeaseExpired = dueAt, prev, prevState, expired
 		out = append(out, leased)
 		if expired {
 			break
@@ -344,7 +344,7 @@ func (h *dueRows) Pop() any {
 	return r
 }
 
-func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now, shownAttemptedAt time.Time) (bool, error) {
+func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now time.Time, uncounted bool, shownAttemptedAt time.Time) (bool, error) {
 	switch st {
 	case InboxFailed, InboxDeadLetter, InboxProcessed, InboxIgnored, InboxSkipped, InboxPending, InboxProcessing:
 	default:
@@ -382,7 +382,7 @@ func (s *MemoryStore) inboxSettle(ctx context.Context, eventID string, attempt i
 		if st == InboxProcessing { // an expired lease given back: under its lost lease again
 			r.NextAttemptAt, r.LeaseUntil = time.Time{}, nextAt
 		}
-		if st == InboxPending || st == InboxProcessing { // a snoozed task or a row given back: the attempt does not count
+		if uncounted { // a snoozed task or a row given back
 			r.Attempt--
 			r.AttemptedAt = shownAttemptedAt
 		}

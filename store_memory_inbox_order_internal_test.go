@@ -136,7 +136,7 @@ func TestMemoryTaskArgsModel(t *testing.T) {
 						if st == "" {
 							continue // its worker died: the lease expires
 						}
-						_, err := s.inboxSettle(ctx, r.EventID, r.Attempt, r.AttemptedAt, st, "", now.Add(time.Minute), now, r.PrevAttemptedAt)
+						_, err := s.inboxSettle(ctx, r.EventID, r.Attempt, r.AttemptedAt, st, "", now.Add(time.Minute), now, st == InboxPending, r.PrevAttemptedAt)
 						require.NoError(t, err)
 					}
 				case op < 6:

@@ -27,12 +27,12 @@ func TestMemoryUnfinishedMadeAnew(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, leased, 1000)
 	for _, r := range leased[10:] {
-		ok, err := s.inboxSettle(ctx, r.EventID, r.Attempt, r.AttemptedAt, InboxProcessed, "", time.Time{}, at, r.AttemptedAt)
+		ok, err := s.inboxSettle(ctx, r.EventID, r.Attempt, r.AttemptedAt, InboxProcessed, "", time.Time{}, at, false, time.Time{})
 		require.True(t, ok)
 		require.NoError(t, err)
 	}
 	for _, r := range leased[:10] { // given back, due again
-		ok, err := s.inboxSettle(ctx, r.EventID, r.Attempt, r.AttemptedAt, InboxPending, "", at, at, r.PrevAttemptedAt)
+		ok, err := s.inboxSettle(ctx, r.EventID, r.Attempt, r.AttemptedAt, InboxPending, "", at, at, true, r.PrevAttemptedAt)
 		require.True(t, ok)
 		require.NoError(t, err)
 	}

@@ -124,25 +124,25 @@ RETURNING ` + inboxColumns,
 		// expired lease is taken alone (inboxBackend.inboxLease): the
 		// lease stops before the first one unless it is the first.
 		lease: `WITH expired AS (
-    SELECT i.event_id, i.lease_until AS due_at, i.attempted_at FROM ` + t + ` AS i
+    SELECT i.event_id, i.lease_until AS due_at, i.attempted_at, i.state FROM ` + t + ` AS i
     WHERE i.state = 'processing' AND i.lease_until <= $1 AND ` + free + `
     ORDER BY i.lease_until
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 ), due AS (
-    SELECT i.event_id, i.next_attempt_at AS due_at, i.attempted_at FROM ` + t + ` AS i
+    SELECT i.event_id, i.next_attempt_at AS due_at, i.attempted_at, i.state FROM ` + t + ` AS i
     WHERE i.state IN ('pending', 'failed') AND i.next_attempt_at <= $1 AND ` + free + `
     ORDER BY i.next_attempt_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT event_id, due_at, attempted_at, expired FROM (
-        SELECT event_id, due_at, attempted_at, expired,
+    SELECT event_id, due_at, attempted_at, state, expired FROM (
+        SELECT event_id, due_at, attempted_at, state, expired,
             row_number() OVER w AS n, count(*) FILTER (WHERE expired) OVER w AS expired_so_far
         FROM (
-            SELECT event_id, due_at, attempted_at, true AS expired FROM expired
+            SELECT event_id, due_at, attempted_at, state, true AS expired FROM expired
             UNION ALL
-            SELECT event_id, due_at, attempted_at, false FROM due
+            SELECT event_id, due_at, attempted_at, state, false FROM due
         ) AS candidates
         WINDOW w AS (ORDER BY due_at, event_id COLLATE "C" ROWS UNBOUNDED PRECEDING)
     ) AS ordered
@@ -153,19 +153,20 @@ RETURNING ` + inboxColumns,
         last_error = CASE WHEN picked.expired THEN ` + leaseExpired + ` ELSE i.last_error END
     FROM picked
     WHERE i.event_id = picked.event_id
-    RETURNING picked.due_at, picked.attempted_at AS prev_attempted_at, picked.expired, i.*
+    RETURNING picked.due_at, picked.attempted_at AS prev_attempted_at, picked.state AS prev_state, picked.expired, i.*
 )
-SELECT ` + inboxColumns + `, payload, coalesce(seq, 0), trace, due_at, prev_attempted_at, expired FROM leased ORDER BY due_at, event_id COLLATE "C"`,
-		// A snoozed task, or an event given back unapplied, goes back to
-		// pending without counting the attempt, showing the attempt time $8:
-		// the snoozed run's, or the one before the lease given back. An
+SELECT ` + inboxColumns + `, payload, coalesce(seq, 0), trace, due_at, prev_attempted_at, prev_state, expired FROM leased ORDER BY due_at, event_id COLLATE "C"`,
+		// An attempt that does not count ($9: a snoozed task, pending; an
+		// event or task given back unapplied, in the state it had before
+		// the lease) goes back one, showing the attempt time $8: the
+		// snoozed run's, or the one before the lease given back. An
 		// expired lease given back goes back to processing under the lease
 		// it lost, which ended at $5.
 		settle: `UPDATE ` + t + ` SET state = $3, last_error = $4, finished_at = $6,
     next_attempt_at = CASE WHEN $3 = 'processing' THEN NULL ELSE $5::timestamptz END,
     lease_until = CASE WHEN $3 = 'processing' THEN $5::timestamptz END,
-    attempt = CASE WHEN $3 IN ('pending', 'processing') THEN attempt - 1 ELSE attempt END,
-    attempted_at = CASE WHEN $3 IN ('pending', 'processing') THEN $8 ELSE attempted_at END
+    attempt = CASE WHEN $9 THEN attempt - 1 ELSE attempt END,
+    attempted_at = CASE WHEN $9 THEN $8 ELSE attempted_at END
 WHERE ` + fenced("$7"),
 		// Counted by kind in the statement that moves them: both kinds
 		// move at once, or neither.
@@ -370,9 +371,9 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 }
 
 // inboxSettle implements inboxBackend: one UPDATE fenced on the attempt.
-func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now, shownAttemptedAt time.Time) (bool, error) {
+func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now time.Time, uncounted bool, shownAttemptedAt time.Time) (bool, error) {
 	var finished time.Time
-	if st.Final() { // failed and pending (a snoozed task, a row given back) are not finished
+	if st.Final() { // failed, pending and processing (a snoozed task, a row given back) are not finished
 		finished = now
 	}
 	var tag pgconn.CommandTag
@@ -383,7 +384,7 @@ func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int,
 	// would wait for its lease to expire instead of its backoff.
 	err := retryStale(ctx, func() error {
 		return s.autocommit(ctx, func(q pgxQuerier) (err error) {
-			tag, err = q.Exec(ctx, s.inbox.settle, eventID, attempt, string(st), storableText(lastError), optionalTime(nextAt), optionalTime(finished), attemptedAt, optionalTime(shownAttemptedAt))
+			tag, err = q.Exec(ctx, s.inbox.settle, eventID, attempt, string(st), storableText(lastError), optionalTime(nextAt), optionalTime(finished), attemptedAt, optionalTime(shownAttemptedAt), uncounted)
 			return err
 		})
 	})
@@ -525,7 +526,7 @@ func scanInboxRow(row pgx.CollectableRow) (inboxRow, error) {
 	var r inboxRow
 	var times inboxTimes
 	var prev pgtype.Timestamptz
-	if err := row.Scan(append(r.columns(&times), &r.Payload, &r.Seq, &r.Trace, &r.DueAt, &prev, &r.LeaseExpired)...); err != nil {
+	if err := row.Scan(append(r.columns(&times), &r.Payload, &r.Seq, &r.Trace, &r.DueAt, &prev, &r.PrevState, &r.LeaseExpired)...); err != nil {
 		return r, err
 	}
 	times.set(&r.InboxRecord)

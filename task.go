@@ -333,7 +333,7 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 		res.State = settled(InboxSkipped, in.settle(ctx, row, InboxSkipped, why))
 	case errors.As(err, &snooze) && !panicked(err):
 		res.Outcome = OutcomeQueued
-		res.State = settled(InboxPending, in.settleAt(ctx, row, InboxPending, previousError(row), in.cfg.Now().Add(snooze.After), row.AttemptedAt))
+		res.State = settled(InboxPending, in.settleAt(ctx, row, InboxPending, previousError(row), in.cfg.Now().Add(snooze.After), true, row.AttemptedAt))
 	case errors.As(err, &permanent) && !panicked(err):
 		res.Outcome, res.Err = OutcomeFailed, err
 		res.State = settled(InboxDeadLetter, in.settle(ctx, row, InboxDeadLetter, err))

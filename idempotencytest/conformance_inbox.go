@@ -59,6 +59,7 @@ var inboxTests = []struct {
 	{"InboxRedriveIgnoredApplied", testInboxRedriveIgnoredApplied},
 	{"InboxRedriveIgnoredUnappliable", testInboxRedriveIgnoredUnappliable},
 	{"InboxLeasesLongestDueFirst", testInboxLeasesLongestDueFirst},
+	{"InboxGivenBackKeepsItsLastAttempt", testInboxGivenBackKeepsItsLastAttempt},
 	{"InboxDeadLetterCopyIsDuplicate", testInboxDeadLetterCopyIsDuplicate},
 	{"InboxCrashLoopSparesOthers", testInboxCrashLoopSparesOthers},
 	{"FilterBoundsBelowMicrosecond", testFilterBoundsBelowMicrosecond},
