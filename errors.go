@@ -118,7 +118,7 @@ var sentinels = []error{
 	ErrTxOwnedByStore, ErrNotOwner, ErrNoHandler, errTxAborted,
 	ErrDuplicateRegistration, ErrNeedsStoreTx, ErrObjectNotFound,
 	ErrStripeAPI, ErrRecoveryWindow, ErrCheckpointMismatch,
-	ErrPruneRunning, ErrUnfinished, ErrForgetTask,
+	ErrPruneRunning, ErrUnfinished, ErrForgetTask, ErrShutdownTimeout,
 	errNotifyNeedsPool, errNotifyPoolOfOne,
 }
 
@@ -278,6 +278,19 @@ var (
 	// action name is already taken. [On] and [NewAction] panic with it;
 	// [OnSafely] and [NewActionSafely] return it.
 	ErrDuplicateRegistration = errors.New("idempotency: already registered")
+)
+
+// Stopping an [Inbox].
+var (
+	// ErrShutdownTimeout is returned by [Inbox.Run] when attempts were
+	// still in flight once InboxConfig.ShutdownTimeout had passed after its
+	// context was done, and it cancelled them: each rolled back and was
+	// recorded failed, to be retried after the backoff (dead-lettered at
+	// its last attempt). The error that wraps it says how many, as
+	// http.Server.Shutdown returns its context's error when its deadline
+	// cut connections. An attempt that ended before the deadline is not
+	// counted, however close to it.
+	ErrShutdownTimeout = errors.New("idempotency: attempts still in flight at InboxConfig.ShutdownTimeout cancelled")
 )
 
 // SkipError is the error [Skip] returns. [Store.Run] reports it as

@@ -130,9 +130,10 @@ type InboxConfig struct {
 	// its context is done; then their contexts are cancelled and their
 	// transactions roll back. Each such attempt is recorded failed, as a
 	// timed-out one is: the event is retried after the backoff by the next
-	// worker to run, or dead-lettered if that was its last attempt.
-	// Defaults to Timeout, so that with the defaults only an attempt that
-	// would soon have timed out is cut.
+	// worker to run, or dead-lettered if that was its last attempt; Run
+	// then returns an error wrapping ErrShutdownTimeout, which says how
+	// many it cut. Defaults to Timeout, so that with the defaults only an
+	// attempt that would soon have timed out is cut.
 	ShutdownTimeout time.Duration
 
 	// DisableFastDecoder decodes data.object with encoding/json alone, as
@@ -626,8 +627,13 @@ func (c *coalescer) do(fn func()) {
 // their attempt not counted), lets the attempts in flight finish for up to
 // InboxConfig.ShutdownTimeout, cancels the rest
 // (they roll back and are recorded failed attempts, retried after the
-// backoff), and returns nil once they have returned: a handler that ignores
-// its context holds Run up. Beside them and the give-backs, only a lease
+// backoff), and returns once they have returned: a handler that ignores
+// its context holds Run up. It returns nil when no attempt was left to
+// cancel, and an error wrapping [ErrShutdownTimeout] (errors.Is), which
+// says how many attempts it cancelled, when it cancelled any, as
+// http.Server.Shutdown returns its context's error when its deadline cut
+// connections; an attempt that ended before the deadline, however close to
+// it, is not cut. Beside them and the give-backs, only a lease
 // already sent holds it, for its answer: an idle Run returns at once,
 // waiting for no poll, and on PostgreSQL its listen connection stops waiting
 // for a notification at once, whatever the pool's connections do with a
@@ -692,6 +698,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 	heldTimer := time.NewTimer(0)
 	defer heldTimer.Stop()
 	var busy atomic.Int64
+	var attempts runningAttempts
 	send := func(row inboxRow) {
 		busy.Add(1)
 		queue <- row // never blocks: only this loop sends, into the room it counted
@@ -701,7 +708,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 	in.gate.Store(gate)
 	for range in.cfg.Workers {
 		workers.Go(func() {
-			w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: &ahead, alone: &alone, busy: &busy, gate: gate}
+			w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: &ahead, alone: &alone, busy: &busy, gate: gate, attempts: &attempts}
 			w.run(workCtx)
 		})
 	}
@@ -791,10 +798,55 @@ func (in *Inbox) Run(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-grace.C:
-		cancelWork()
+		cut := attempts.cut(cancelWork)
 		<-done
+		if cut > 0 {
+			what := "attempts"
+			if cut == 1 {
+				what = "attempt"
+			}
+			return errorf("Inbox.Run: %w: %d %s, %s after the stop; each is retried", ErrShutdownTimeout, cut, what, in.cfg.ShutdownTimeout)
+		}
 	}
 	return nil
+}
+
+// runningAttempts counts the attempts Run's workers run, so that Run tells
+// whether its ShutdownTimeout cut any: exactly those that had not returned
+// when it cancelled them, not one that ended just before.
+type runningAttempts struct {
+	mu sync.Mutex
+	n  int
+}
+
+// start counts an attempt about to start, unless stop is done: then it
+// reports false, and no attempt may start. Run cancels the attempts (cut)
+// only once stop is done, so that an attempt is either counted before the
+// cut or never started.
+func (r *runningAttempts) start(stop context.Context) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if stop.Err() != nil {
+		return false
+	}
+	r.n++
+	return true
+}
+
+// end counts an attempt that returned.
+func (r *runningAttempts) end() {
+	r.mu.Lock()
+	r.n--
+	r.mu.Unlock()
+}
+
+// cut calls cancel, which cancels the attempts running, and returns how
+// many there are.
+func (r *runningAttempts) cut(cancel func()) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cancel()
+	return r.n
 }
 
 // workLimit is how many workers apply events now: IngestWorkers while
@@ -920,7 +972,8 @@ type inboxWorker struct {
 	alone      *atomic.Pointer[time.Time] // Run's: cleared when the event leased alone is done with
 	busy       *atomic.Int64              // Run's: the events sent to the workers and not done with
 	gate       *workGate
-	entered    bool // the worker is inside the gate
+	attempts   *runningAttempts // Run's: the attempts its workers run
+	entered    bool             // the worker is inside the gate
 }
 
 func (w *inboxWorker) run(ctx context.Context) {
@@ -950,7 +1003,7 @@ func (w *inboxWorker) run(ctx context.Context) {
 // work applies row, or gives it back when no attempt at it may start.
 func (w *inboxWorker) work(ctx context.Context, row inboxRow) {
 	in := w.in
-	if w.stop.Err() != nil {
+	if !w.attempts.start(w.stop) {
 		w.chain.discard(ctx)
 		in.release(ctx, &row) // stopping: start nothing new
 		return
@@ -960,6 +1013,7 @@ func (w *inboxWorker) work(ctx context.Context, row inboxRow) {
 		// now could outlast its lease, and another worker would take
 		// the event over while it runs. Given back, it is leased
 		// again afresh.
+		w.attempts.end()
 		w.chain.discard(ctx)
 		in.release(ctx, &row)
 		in.signal()
@@ -975,6 +1029,7 @@ func (w *inboxWorker) work(ctx context.Context, row inboxRow) {
 		chain = nil
 	}
 	in.attempt(ctx, row, chain)
+	w.attempts.end()
 	in.signal() // the object's next event may be due
 	if w.ahead == nil {
 		w.gate.leave()

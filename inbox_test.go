@@ -33,8 +33,9 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 
 // Run's shutdown: once its context is done it takes no new event, lets an
 // attempt in flight finish within ShutdownTimeout, and cancels one that
-// does not; that one rolls back, is recorded failed, and the next Run
-// applies it. OnResult sees every attempt with its number.
+// does not, and says so (ErrShutdownTimeout); that one rolls back, is
+// recorded failed, and the next Run applies it. OnResult sees every
+// attempt with its number.
 func TestInboxRunShutsDownGracefully(t *testing.T) {
 	t.Parallel()
 	store := idempotency.NewMemoryStore()
@@ -96,7 +97,9 @@ func TestInboxRunShutsDownGracefully(t *testing.T) {
 	a := idempotencytest.Deliver(h, invoicePayload(t, "evt_late", "in_late", "acct_1"), testSecret)
 	require.Equal(t, idempotency.OutcomeQueued, a.Outcome, "the webhook still stores")
 	close(release) // evt_quick finishes within ShutdownTimeout; evt_slow does not
-	require.NoError(t, recv(t, runDone, "Run after its context was cancelled"))
+	err = recv(t, runDone, "Run after its context was cancelled")
+	require.ErrorIs(t, err, idempotency.ErrShutdownTimeout)
+	require.ErrorContains(t, err, ": 1 attempt, 2s after the stop", "evt_slow alone was cut")
 
 	list := func() map[string]idempotency.InboxRecord {
 		recs, err := inbox.List(t.Context(), idempotency.InboxFilter{})

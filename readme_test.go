@@ -458,6 +458,7 @@ const readmeSnippetsPreamble = `package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"log/slog"
@@ -474,6 +475,7 @@ import (
 )
 
 var (
+	_ = errors.Is
 	_ = fmt.Sprint
 	_ = log.Print
 	_ = os.Getenv
@@ -493,6 +495,7 @@ var (
 	event             func(id string) []byte // the testing section's first snippet's
 	logger            *slog.Logger
 	h                 *idempotency.Handler
+	inbox             *idempotency.Inbox // the inbox section's first snippet's
 	client            *stripe.Client
 	since             time.Time
 	connectedAccounts []string

@@ -16,7 +16,7 @@ import (
 
 // TestStopCancelsCountedOnce: Run's context is done while a worker's
 // handler waits for its own context; ShutdownTimeout passes and Run
-// cancels the attempt. By the time Run returns the attempt is counted
+// cancels the attempt, and says so (ErrShutdownTimeout). By the time Run returns the attempt is counted
 // once, failed, as the inbox records it (failed, retried after the
 // backoff), and its span has ended with Error status. The event then
 // applied by the next WorkDue is counted once more, processed. Both stores.
@@ -59,7 +59,7 @@ func TestStopCancelsCountedOnce(t *testing.T) {
 			stop()
 			select {
 			case err := <-ran:
-				require.NoError(t, err)
+				require.ErrorIs(t, err, idempotency.ErrShutdownTimeout, "Run says it cut the attempt")
 			case <-time.After(10 * time.Second):
 				t.Fatal("Run did not return")
 			}
