@@ -33,7 +33,8 @@
 // once everything has stopped, with how long that took and whether what
 // was in flight finished before its deadline (in_flight_finished): 15 s
 // for the deliveries, the inbox's ShutdownTimeout (30 s) for the
-// attempts, after which they are cut and retried.
+// attempts, after which they are cut and retried (Inbox.Run says so, and
+// a Warn line before "stopped" gives how many attempts it cut).
 //
 // With -inbox, deliveries are stored and answered {"outcome":"queued"} at
 // once, and workers in the same process apply them (idempotency.Inbox):
@@ -376,13 +377,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// workers of other processes.
 	if *role != roleReceiver {
 		workersDone := make(chan struct{})
+		var workersErr error
 		go func() {
 			defer close(workersDone)
-			_ = inbox.Run(ctx)
+			workersErr = inbox.Run(ctx)
 		}()
 		defer func() { // in-flight attempts finish before the store closes
 			<-workersDone
-			stop.ended(workersGrace)
+			switch {
+			case errors.Is(workersErr, idempotency.ErrShutdownTimeout):
+				// Run cut them at its deadline, and says how many.
+				logger.Warn("inbox attempts cut at the stop; each is retried", "error", workersErr)
+				stop.cut()
+			case workersErr != nil:
+				logger.Error("inbox workers", "error", workersErr)
+			}
 		}()
 	}
 	if p, ok := svc.store.(idempotency.Pruner); ok && *pruneEvery > 0 {
@@ -442,7 +451,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 // The deadlines of what is in flight at a stop: the deliveries are
 // answered within deliveriesGrace (http.Server.Shutdown's), the inbox's
 // attempts within workersGrace (InboxConfig.ShutdownTimeout, its default:
-// then Run cuts the others). A test shortens each.
+// then Run cuts the others, and says so). A test shortens each.
 var (
 	deliveriesGrace = 15 * time.Second
 	workersGrace    = idempotency.DefaultInboxTimeout
@@ -451,7 +460,8 @@ var (
 // stopping is a stop asked for while serving: when it started, and
 // whether something in flight then was cut at its deadline. The zero
 // stopping is none. start and cut are called on the goroutine that shuts
-// the server down, before run waits for it; ended and stopped after.
+// the server down, before run waits for it, and cut after, as the
+// workers' answer comes; stopped last.
 type stopping struct {
 	at   time.Time
 	late bool
@@ -465,14 +475,6 @@ func (s *stopping) start(logger *slog.Logger, cause error) {
 
 // cut notes that work in flight at the stop was cut at its deadline.
 func (s *stopping) cut() { s.late = true }
-
-// ended notes that a part of the work in flight has returned: late when
-// after grace from the stop, where its deadline cut what was left.
-func (s *stopping) ended(grace time.Duration) {
-	if !s.at.IsZero() && time.Since(s.at) >= grace {
-		s.late = true
-	}
-}
 
 // stopped logs how long the stop took, and whether what was in flight
 // finished before its deadline; nothing when no stop was asked for.
