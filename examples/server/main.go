@@ -34,7 +34,16 @@
 // was in flight finished before its deadline (in_flight_finished): 15 s
 // for the deliveries, the inbox's ShutdownTimeout (30 s) for the
 // attempts, after which they are cut and retried (Inbox.Run says so, and
-// a Warn line before "stopped" gives how many attempts it cut).
+// a Warn line before "stopped" gives how many attempts it cut). A request
+// still running at the deliveries' deadline sees its context cancelled,
+// and a subscription's fetch from the Stripe API is cancelled with it: the
+// delivery fails and rolls back, answered 503 while its connection is
+// open, and Stripe sends it again. The library runs a delivery's
+// transaction detached from the request, so one held up elsewhere ends
+// within its Config.Timeout (10 s, and as long again for a thin event's
+// fetch of its event). The store closes only once every request has
+// returned; one that begins after the deadline (its headers were being
+// read) is answered 503 {"error":"stopping"} without running.
 //
 // With -inbox, deliveries are stored and answered {"outcome":"queued"} at
 // once, and workers in the same process apply them (idempotency.Inbox):
@@ -405,8 +414,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	// A sender that stalls in its headers or its body gives its connection
 	// back after the timeouts, and an idle keep-alive one after two minutes.
-	httpSrv := &http.Server{Handler: routes, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: 2 * time.Minute}
-	drained := make(chan struct{}) // the deliveries in flight at the stop are answered
+	// The requests' base context is cut once Shutdown's deadline has
+	// passed: a handler still running then sees its request's context
+	// done, and run waits for it to return.
+	cut, cutRequests := context.WithCancel(context.Background())
+	defer cutRequests()
+	var inFlight requests
+	httpSrv := &http.Server{Handler: inFlight.handle(routes), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return baseContext(cut) }}
+	drained := make(chan struct{}) // the requests in flight at the stop have returned
 	go func() {
 		defer close(drained)
 		<-ctx.Done()
@@ -416,8 +432,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), deliveriesGrace)
 		defer cancel()
 		if httpSrv.Shutdown(shutdownCtx) != nil {
-			stop.cut() // deliveries still unanswered at the deadline
+			stop.cut()    // deliveries still unanswered at the deadline
+			cutRequests() // are cancelled: they roll back, and Stripe sends them again
 		}
+		inFlight.wait() // before the inbox, the store and its pool close
 	}()
 	// A worker applies the inbox's events with or without -inbox, which
 	// sets how a webhook answers, and it serves none.
@@ -437,9 +455,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		ready <- ln.Addr().String()
 	}
 	err = httpSrv.Serve(ln)
-	// Serve returns as Shutdown begins; the deliveries in flight are
-	// answered before the workers, the metrics and the store close. Should
-	// Serve fail instead, cancel starts that shutdown.
+	// Serve returns as Shutdown begins; the requests in flight return
+	// (answered, or cut at the deadline) before the workers, the metrics
+	// and the store close. Should Serve fail instead, cancel starts that
+	// shutdown.
 	cancel()
 	<-drained
 	if !errors.Is(err, http.ErrServerClosed) {

@@ -49,7 +49,7 @@ type subscriptions interface {
 // the library's per-object lock, and replaces its row. Events that arrive
 // out of order, or two of one second, leave the same row: the API's.
 func registerSubscriptions(hs *idempotency.Handlers, api *stripe.Client, subs subscriptions, now func() time.Time) {
-	idempotency.OnCurrent(hs, subscriptionEvents, idempotency.Retrieve(api.V1Subscriptions.Retrieve),
+	idempotency.OnCurrent(hs, subscriptionEvents, cutAtStop(idempotency.Retrieve(api.V1Subscriptions.Retrieve)),
 		func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Subscription]) error {
 			if reason := unstorable(ev.Object); reason != "" {
 				// A retry fetches the same: the subscription's next event
