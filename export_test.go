@@ -158,6 +158,13 @@ func ApplyWithBegun(ctx context.Context, in *Inbox, x, y InboxLeased) (bool, err
 // leased ahead when it stops.
 func ReleaseLeased(ctx context.Context, in *Inbox, l InboxLeased) { in.release(ctx, &l.row) }
 
+// ReleaseLeasedPending gives l back unapplied as a process of an earlier
+// version did, whatever l's state before its lease: pending and due at
+// once, at the attempt before l's, with that attempt's start and error.
+func ReleaseLeasedPending(ctx context.Context, in *Inbox, l InboxLeased) (bool, error) {
+	return in.store.inboxSettle(ctx, l.row.EventID, l.row.Attempt, l.row.AttemptedAt, InboxPending, l.row.LastError, in.cfg.Now(), in.cfg.Now(), true, l.row.PrevAttemptedAt)
+}
+
 // SettleLeased records the end of l's attempt as its worker would, and
 // reports whether the fence let it.
 func SettleLeased(ctx context.Context, in *Inbox, l InboxLeased, st InboxState, lastError string) (bool, error) {

@@ -59,6 +59,45 @@ func failedSettleLost(t *testing.T, id string, between func(context.Context, *id
 	return in, &rs
 }
 
+// requireFailedAsRecorded requires the first of rs's results to report
+// attempt 1 of failedSettleLost failed as it was recorded (State failed,
+// its error), not as an attempt whose lease was lost. rs.mu is held.
+func requireFailedAsRecorded(t *testing.T, rs *misuseResults) {
+	t.Helper()
+	first := rs.all[0]
+	require.Equal(t, 1, first.Attempt)
+	require.Equal(t, idempotency.OutcomeFailed, first.Outcome)
+	require.Equal(t, idempotency.InboxFailed, first.State, "its failure, as it was recorded")
+	require.ErrorIs(t, first.Err, errSettleLostRefused)
+	require.NotErrorIs(t, first.Err, idempotency.ErrLeaseLost)
+}
+
+// settleLostGivenBack is failedSettleLost with a lease that takes the
+// event again and gives it back with giveBack, untried, before attempt 1
+// looks its record up. It returns the event's record then, and requires
+// attempt 1 reported once, by its worker, failed as it was recorded.
+func settleLostGivenBack(t *testing.T, id string, giveBack func(context.Context, *idempotency.Inbox, idempotency.InboxLeased) error) idempotency.InboxRecord {
+	t.Helper()
+	in, rs := failedSettleLost(t, id, func(ctx context.Context, in *idempotency.Inbox) error {
+		again, err := idempotency.LeaseInbox(ctx, in, 1)
+		if err == nil && len(again) != 1 {
+			err = errors.New("not leased again")
+		}
+		if err != nil {
+			return err
+		}
+		return giveBack(ctx, in, again[0])
+	})
+	rec, _, err := in.Lookup(t.Context(), id)
+	require.NoError(t, err)
+
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	require.Len(t, rs.all, 1, "attempt 1, by its worker: %v", rs.all)
+	requireFailedAsRecorded(t, rs)
+	return rec
+}
+
 // TestInboxSettleLostGivenBackReportedFailed: the UPDATE that records an
 // event's failed attempt 1 went through while its answer was lost, and a
 // lease took the event again and gave it back untried before the attempt
@@ -68,30 +107,32 @@ func failedSettleLost(t *testing.T, id string, between func(context.Context, *id
 // the look-up did not take that record for attempt 1's own.)
 func TestInboxSettleLostGivenBackReportedFailed(t *testing.T) {
 	t.Parallel()
-	in, rs := failedSettleLost(t, "evt_given_back", func(ctx context.Context, in *idempotency.Inbox) error {
-		again, err := idempotency.LeaseInbox(ctx, in, 1)
-		if err == nil && len(again) != 1 {
-			err = errors.New("not leased again")
-		}
-		if err == nil {
-			idempotency.ReleaseLeased(ctx, in, again[0])
+	rec := settleLostGivenBack(t, "evt_given_back", func(ctx context.Context, in *idempotency.Inbox, l idempotency.InboxLeased) error {
+		idempotency.ReleaseLeased(ctx, in, l)
+		return nil
+	})
+	require.Equal(t, idempotency.InboxFailed, rec.State, "given back as it was")
+	require.Equal(t, 1, rec.Attempt)
+}
+
+// TestInboxSettleLostGivenBackPendingReportedFailed is
+// TestInboxSettleLostGivenBackReportedFailed during a rolling deploy: the
+// lease that took the event again was a process of an earlier version,
+// which gave it back pending, at attempt 1 with attempt 1's start and
+// error, not failed. Attempt 1 is still reported failed as it was
+// recorded.
+func TestInboxSettleLostGivenBackPendingReportedFailed(t *testing.T) {
+	t.Parallel()
+	rec := settleLostGivenBack(t, "evt_given_back_pending", func(ctx context.Context, in *idempotency.Inbox, l idempotency.InboxLeased) error {
+		ok, err := idempotency.ReleaseLeasedPending(ctx, in, l)
+		if err == nil && !ok {
+			err = errors.New("not given back")
 		}
 		return err
 	})
-	rec, _, err := in.Lookup(t.Context(), "evt_given_back")
-	require.NoError(t, err)
-	require.Equal(t, idempotency.InboxFailed, rec.State, "given back as it was")
+	require.Equal(t, idempotency.InboxPending, rec.State, "given back by the earlier version")
 	require.Equal(t, 1, rec.Attempt)
-
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	require.Len(t, rs.all, 1, "attempt 1, by its worker: %v", rs.all)
-	first := rs.all[0]
-	require.Equal(t, 1, first.Attempt)
-	require.Equal(t, idempotency.OutcomeFailed, first.Outcome)
-	require.Equal(t, idempotency.InboxFailed, first.State, "its failure, as it was recorded")
-	require.ErrorIs(t, first.Err, errSettleLostRefused)
-	require.NotErrorIs(t, first.Err, idempotency.ErrLeaseLost)
+	require.Equal(t, errSettleLostRefused.Error(), rec.LastError)
 }
 
 // TestInboxSettleLostRedrivenReportedAsItEnded: the UPDATE that records

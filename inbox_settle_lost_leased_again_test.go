@@ -32,12 +32,7 @@ func TestInboxSettleLostLeasedAgainReportedFailed(t *testing.T) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	require.Len(t, rs.all, 2, "attempt 1 by its worker, attempt 2: %v", rs.all)
-	first := rs.all[0]
-	require.Equal(t, 1, first.Attempt)
-	require.Equal(t, idempotency.OutcomeFailed, first.Outcome)
-	require.Equal(t, idempotency.InboxFailed, first.State, "its failure, as it was recorded")
-	require.ErrorIs(t, first.Err, errSettleLostRefused)
-	require.NotErrorIs(t, first.Err, idempotency.ErrLeaseLost)
+	requireFailedAsRecorded(t, rs)
 	require.Equal(t, 2, rs.all[1].Attempt)
 	require.Equal(t, idempotency.InboxProcessed, rs.all[1].State)
 }
