@@ -1371,8 +1371,16 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 	if !in.d.handles(env.Type) {
 		if in.cfg.Now().Sub(row.ReceivedAt) < in.cfg.RetryUnhandledFor {
 			// A process that had the handler stored it: one of another
-			// release (a rolling deploy) is to apply it.
-			res.Outcome, res.Err = OutcomeFailed, errorf("%w: %s (retried for %s after it was received)", ErrNoHandler, env.Type, in.cfg.RetryUnhandledFor)
+			// release (a rolling deploy) is to apply it. The error says
+			// until when, or, at the last attempt, that MaxAttempts came
+			// first (a short Backoff).
+			why := errorf("%w: %s (retried until RetryUnhandledFor, %s, after it was received, for a process that has the handler)",
+				ErrNoHandler, env.Type, in.cfg.RetryUnhandledFor)
+			if row.Attempt >= in.cfg.MaxAttempts {
+				why = errorf("%w: %s (dead-lettered at MaxAttempts, %d, before RetryUnhandledFor, %s, after it was received)",
+					ErrNoHandler, env.Type, in.cfg.MaxAttempts, in.cfg.RetryUnhandledFor)
+			}
+			res.Outcome, res.Err = OutcomeFailed, why
 			res.State = in.settleFailure(ctx, &row, res.Err)
 			return
 		}
