@@ -101,7 +101,12 @@ type InboxConfig struct {
 	// Timeout left when they take it, so the margin is what an event may
 	// wait between its lease and its attempt. An attempt lasts up to
 	// Timeout plus its rollback and the recording of its failure (5
-	// seconds each at most), so leave that margin. Defaults to 1 minute.
+	// seconds each at most), so leave that margin. On a PgxStore an
+	// attempt's transaction holds its event past the lease while it is
+	// open: one whose process died while a statement of its handler ran is
+	// taken over once the server ends that statement and notices the
+	// connection closed (PostgreSQL's client_connection_check_interval
+	// has it check while a statement runs). Defaults to 1 minute.
 	Lease time.Duration
 
 	// PollInterval is how often workers look for due events when nothing
