@@ -1143,12 +1143,16 @@ func dateStyleHint(err error) error {
 // statement of the store's own that found one of its tables, or a column
 // of one, missing: Migrate never ran on the store's schema (a process
 // that serves without running it, another PgxConfig.Schema than the
-// migrated one), or not since an upgrade. A handler's error never
-// reaches it (see translate): its tables are its own.
+// migrated one), or not since an upgrade. A missing table's message names
+// it (idempotency_...); a missing column's names only the column (a
+// schema an earlier release migrated lacks a later migration's column,
+// `column "redrives" does not exist`), and is the store's own all the
+// same: a handler's error never reaches it (see translate), its tables
+// are its own.
 func (s *PgxStore) notMigratedHint(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == pgUndefinedTable || pgErr.Code == pgUndefinedColumn) &&
-		strings.Contains(pgErr.Message, "idempotency_") {
+	if errors.As(err, &pgErr) && (pgErr.Code == pgUndefinedColumn ||
+		pgErr.Code == pgUndefinedTable && strings.Contains(pgErr.Message, "idempotency_")) {
 		return errorf("%w (the store's tables are missing from schema %q, or older than this release: run PgxStore.Migrate on it first)", err, s.cfg.Schema)
 	}
 	return err
