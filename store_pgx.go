@@ -1305,6 +1305,14 @@ func withoutLineComments(sql string) string {
 // rolled back. A store whose schema it has not run on since this release
 // fails with PostgreSQL's error for the table or column it misses, which
 // ends by naming the schema and this cure.
+//
+// It runs DDL only for what is missing: its role needs CREATE on the
+// database to create the schema, CREATE on the schema to create the
+// tables, and to own the tables (later migrations alter them) only when
+// there is something to do. A service's role that owns nothing passes on
+// a schema migrated up to this release, reading idempotency_migrations;
+// on one an earlier release migrated it fails with PostgreSQL's "must be
+// owner of table ..." after the migration's name, having applied none.
 func (s *PgxStore) Migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
