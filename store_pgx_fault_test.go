@@ -460,6 +460,22 @@ func appRole(t *testing.T, admin *pgxpool.Pool, db *pgtest.DB, suffix string, al
 	return role
 }
 
+// storeAs returns a PgxStore of schema on a pool of its own whose
+// connections log in as role; the pool is closed when the test ends.
+func storeAs(t *testing.T, db *pgtest.DB, role, schema string) *idempotency.PgxStore {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	require.NoError(t, err)
+	cfg.ConnConfig.User = role
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	store, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: schema})
+	require.NoError(t, err)
+	return store
+}
+
 // TestPgxMigrateLeastPrivilege: once the tables exist, a role that may only
 // use the schema and write its rows migrates (a no-op) and runs events.
 func TestPgxMigrateLeastPrivilege(t *testing.T) {
@@ -469,16 +485,7 @@ func TestPgxMigrateLeastPrivilege(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, owner.Migrate(t.Context()))
 
-	role := appRole(t, pgtest.AdminPool(t), db, "_app")
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	require.NoError(t, err)
-	cfg.ConnConfig.User = role
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-
-	app, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: db.Schema})
-	require.NoError(t, err)
+	app := storeAs(t, db, appRole(t, pgtest.AdminPool(t), db, "_app"), db.Schema)
 	require.NoError(t, app.Migrate(t.Context()), "nothing to create, nothing to refuse")
 	out, err := app.Run(t.Context(), idempotency.Claim{EventID: "evt_app", EventType: "invoice.paid"},
 		func(ctx context.Context, tx idempotency.Tx) error {
