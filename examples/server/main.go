@@ -34,16 +34,15 @@
 // was in flight finished before its deadline (in_flight_finished): 15 s
 // for the deliveries, the inbox's ShutdownTimeout (30 s) for the
 // attempts, after which they are cut and retried (Inbox.Run says so, and
-// a Warn line before "stopped" gives how many attempts it cut). A request
-// still running at the deliveries' deadline sees its context cancelled,
-// and a subscription's fetch from the Stripe API is cancelled with it: the
-// delivery fails and rolls back, answered 503 while its connection is
-// open, and Stripe sends it again. The library runs a delivery's
-// transaction detached from the request, so one held up elsewhere ends
-// within its Config.Timeout (10 s, and as long again for a thin event's
-// fetch of its event). The store closes only once every request has
-// returned; one that begins after the deadline (its headers were being
-// read) is answered 503 {"error":"stopping"} without running.
+// a Warn line before "stopped" gives how many attempts it cut). At the
+// deliveries' deadline the requests' context is cancelled: a
+// subscription's fetch from the Stripe API fails then, and its delivery
+// rolls back, answered 503 for Stripe to send it again. The library runs
+// a delivery's transaction detached from the request, so one held up
+// elsewhere ends within Config.Timeout (10 s; twice that for a thin
+// event). The store closes only once every request has returned; one
+// that begins after the deadline is answered 503 {"error":"stopping"}
+// without running.
 //
 // With -inbox, deliveries are stored and answered {"outcome":"queued"} at
 // once, and workers in the same process apply them (idempotency.Inbox):
