@@ -399,7 +399,10 @@ var migrateCommand = command{
 	summary: "create or update the store's tables in -schema",
 	help: `Creates the schema and the store's tables, applying the migrations this
 idemctl's library version has that the database has not (PgxStore.Migrate).
-It is idempotent and safe while the service runs and migrates too.`,
+It is idempotent and safe while the service runs and migrates too. Run it
+as the role that owns the schema's tables: a migration alters them, which
+only their owner may (a role that owns nothing passes only while nothing
+is pending).`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		return func(ctx context.Context, a *app, args []string) error {
 			if err := noArgs(args); err != nil {
