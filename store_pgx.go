@@ -1096,11 +1096,19 @@ func retryable(err error) bool {
 // ErrStoreUnavailable; a handler's own error (see handlerError) is
 // returned as it is, followed by the cure when a statement of the
 // handler's met another client's cached statement (statementCacheHint).
+// One whose connection is gone or unknown is translated as the store's
+// own are, but for the cure of the store's missing tables and columns
+// (notMigratedHint): its tables are the handler's.
 func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
-	if h, ok := errors.AsType[*handlerErr](err); ok {
+	h, handlers := errors.AsType[*handlerErr](err)
+	switch {
+	case handlers && !h.connGone:
 		return outcome, statementCacheHint(h.err)
+	case handlers:
+		err = statementCacheHint(dateStyleHint(h.err))
+	default:
+		err = s.notMigratedHint(statementCacheHint(dateStyleHint(err)))
 	}
-	err = s.notMigratedHint(statementCacheHint(dateStyleHint(err)))
 	if err == nil || outcome == OutcomeProcessed || !unavailable(err) {
 		return outcome, err
 	}
@@ -1162,22 +1170,24 @@ func (s *PgxStore) notMigratedHint(err error) error {
 const statementCacheCure = "add default_query_exec_mode=exec to the database URL"
 
 // handlerError is err, which a handler returned, marked as the handler's
-// own unless tx's connection is gone (or unknown): a handler that met a
-// network error or an EOF of its own (another service it called) failed,
-// and is not answered 503 as if the database had gone away; one whose
-// statement met a database that went away is.
+// own, and whether tx's connection is gone (or unknown): a handler that
+// met a network error or an EOF of its own (another service it called)
+// on a connection still open failed, and is not answered 503 as if the
+// database had gone away; one whose statement met a database that went
+// away is.
 func handlerError(tx pgx.Tx, err error) error {
 	// A pgx.Tx of a PgxBeginner's own may have no *pgx.Conn to ask: the
-	// error is then translated as any other.
-	if c := tx.Conn(); c == nil || c.IsClosed() {
-		return err
-	}
-	return &handlerErr{err}
+	// error is then translated as one whose connection is gone.
+	c := tx.Conn()
+	return &handlerErr{err: err, connGone: c == nil || c.IsClosed()}
 }
 
 // handlerErr is a handler's error, which translate returns as it is (with
-// the cure of statementCacheHint at most).
-type handlerErr struct{ err error }
+// the cure of statementCacheHint at most) when connGone is false.
+type handlerErr struct {
+	err      error
+	connGone bool // its transaction's connection is closed, or unknown
+}
 
 func (e *handlerErr) Error() string { return e.err.Error() }
 func (e *handlerErr) Unwrap() error { return e.err }

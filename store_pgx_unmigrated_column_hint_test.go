@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -62,4 +63,22 @@ func TestPgxStoreMissingColumnSaysToMigrate(t *testing.T) {
 		})
 	require.ErrorContains(t, err, `column "no_such_column" does not exist`)
 	require.NotContains(t, err.Error(), cure)
+}
+
+// TestPgxStoreHandlerMissingColumnWithoutAConn: a handler's own statement
+// naming a column its table lacks is its error as it is, without the cure
+// for the store's missing columns, on a PgxBeginner of the user's own
+// whose pgx.Tx has no *pgx.Conn to give (a tracing wrapper), where the
+// store cannot tell the handler's error by its connection.
+func TestPgxStoreHandlerMissingColumnWithoutAConn(t *testing.T) {
+	t.Parallel()
+	b := newPgBackendOn(t, idempotency.PgxConfig{}, func(p *pgxpool.Pool) idempotency.PgxBeginner { return connlessBegin{p} })
+	out, err := b.store.Run(t.Context(), idempotency.Claim{EventID: "evt_connless_column", EventType: "invoice.paid"},
+		func(ctx context.Context, tx idempotency.Tx) error {
+			_, err := idempotency.PgxTx(tx).Exec(ctx, `SELECT no_such_column FROM pg_class`)
+			return err
+		})
+	require.Equal(t, idempotency.OutcomeFailed, out)
+	require.ErrorContains(t, err, `column "no_such_column" does not exist`)
+	require.NotContains(t, err.Error(), "PgxStore.Migrate")
 }
