@@ -1381,7 +1381,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 			// first (a short Backoff).
 			why := errorf("%w: %s (retried until RetryUnhandledFor, %s, after it was received, for a process that has the handler)",
 				ErrNoHandler, env.Type, in.cfg.RetryUnhandledFor)
-			if row.Attempt >= in.cfg.MaxAttempts {
+			if in.lastAttempt(&row) {
 				why = errorf("%w: %s (dead-lettered at MaxAttempts, %d, before RetryUnhandledFor, %s, after it was received)",
 					ErrNoHandler, env.Type, in.cfg.MaxAttempts, in.cfg.RetryUnhandledFor)
 			}
@@ -1625,10 +1625,16 @@ func previousError(row *inboxRow) error {
 // recorded, or "" when it could not be.
 func (in *Inbox) settleFailure(ctx context.Context, row *inboxRow, cause error) InboxState {
 	st := InboxFailed
-	if row.Attempt >= in.cfg.MaxAttempts {
+	if in.lastAttempt(row) {
 		st = InboxDeadLetter
 	}
 	return settled(st, in.settle(ctx, row, st, cause))
+}
+
+// lastAttempt reports whether row's attempt is its last: a failure
+// dead-letters it (InboxConfig.MaxAttempts).
+func (in *Inbox) lastAttempt(row *inboxRow) bool {
+	return row.Attempt >= in.cfg.MaxAttempts
 }
 
 // settle records an attempt's end, due again after the backoff when st is

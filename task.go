@@ -321,7 +321,7 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 			// same idempotency key) once its lease expires, or, at its last
 			// attempt, that lease dead-letters it: not a processed task yet.
 			next := "it runs again when its lease expires"
-			if row.Attempt >= in.cfg.MaxAttempts {
+			if in.lastAttempt(row) {
 				next = "at its last attempt, it is dead-lettered when its lease expires"
 			}
 			res.Outcome, res.State = OutcomeFailed, ""
