@@ -338,10 +338,9 @@ type inboxBackend interface {
 	// own for a snoozed task, the one before the lease for an event given
 	// back, which goes back to the state it had before the lease (pending
 	// or failed, due at nextAt; its caller gives the LastError it had
-	// too). State
-	// processing gives back an event leased because its lease expired as
-	// it was before: under the lease it lost, ending at nextAt (its
-	// DueAt), so that the next lease takes it alone again. It is fenced:
+	// too). State processing gives back an event leased because its lease
+	// expired as it was before: under the lease it lost, ending at nextAt
+	// (its DueAt), so that the next lease takes it alone again. It is fenced:
 	// it changes nothing and reports false unless the event is processing
 	// under exactly that lease (attempt and AttemptedAt), so a worker
 	// whose lease expired cannot overwrite a newer attempt's result, not
