@@ -521,7 +521,7 @@ func scanInboxRecord(row pgx.CollectableRow) (InboxRecord, error) {
 }
 
 // scanInboxRow scans inboxColumns, payload, seq, trace, due_at,
-// prev_attempted_at and expired: a leased row.
+// prev_attempted_at, prev_state and expired: a leased row.
 func scanInboxRow(row pgx.CollectableRow) (inboxRow, error) {
 	var r inboxRow
 	var times inboxTimes
