@@ -16,10 +16,11 @@ import (
 
 // TestStopCancelsCountedOnce: Run's context is done while a worker's
 // handler waits for its own context; ShutdownTimeout passes and Run
-// cancels the attempt, and says so (ErrShutdownTimeout). By the time Run returns the attempt is counted
-// once, failed, as the inbox records it (failed, retried after the
-// backoff), and its span has ended with Error status. The event then
-// applied by the next WorkDue is counted once more, processed. Both stores.
+// cancels the attempt, and says so (ErrShutdownTimeout). By the time Run
+// returns the attempt is counted once, failed, as the inbox records it
+// (failed, retried after the backoff), and its span has ended with Error
+// status. The event then applied by the next WorkDue is counted once
+// more, processed. Both stores.
 func TestStopCancelsCountedOnce(t *testing.T) {
 	t.Parallel()
 	for name, open := range stores {
