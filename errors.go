@@ -288,8 +288,10 @@ var (
 	// recorded failed, to be retried after the backoff (dead-lettered at
 	// its last attempt). The error that wraps it says how many, as
 	// http.Server.Shutdown returns its context's error when its deadline
-	// cut connections. An attempt that ended before the deadline is not
-	// counted, however close to it.
+	// cut connections. It counts the attempts the cut left unapplied: not
+	// one that ended before the deadline, however close to it, nor one
+	// whose event was applied and that was still running its AfterCommit
+	// funcs or being reported (logged, OnResult, the Observer) then.
 	ErrShutdownTimeout = errors.New("idempotency: attempts still in flight at InboxConfig.ShutdownTimeout cancelled")
 )
 

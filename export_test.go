@@ -120,7 +120,7 @@ func RunChainedWorker(ctx, stop context.Context, in *Inbox, gate WorkGate, first
 			}
 		}()
 	}
-	w := inboxWorker{in: in, stop: stop, queue: queue, aheadCount: new(atomic.Int64), busy: new(atomic.Int64), gate: gate.g, attempts: new(runningAttempts)}
+	w := inboxWorker{in: in, stop: stop, queue: queue, aheadCount: new(atomic.Int64), busy: new(atomic.Int64), gate: gate.g, cut: new(shutdownCut)}
 	w.run(ctx)
 	return w.chain.chained
 }

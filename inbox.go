@@ -637,8 +637,10 @@ func (c *coalescer) do(fn func()) {
 // cancel, and an error wrapping [ErrShutdownTimeout] (errors.Is), which
 // says how many attempts it cancelled, when it cancelled any, as
 // http.Server.Shutdown returns its context's error when its deadline cut
-// connections; an attempt that ended before the deadline, however close to
-// it, is not cut. Beside them and the give-backs, only a lease
+// connections. It counts the attempts the cut left unapplied: not one
+// that ended before the deadline, however close to it, nor one whose event
+// was applied and that was still running its AfterCommit funcs or being
+// reported then. Beside them and the give-backs, only a lease
 // already sent holds it, for its answer: an idle Run returns at once,
 // waiting for no poll, and on PostgreSQL its listen connection stops waiting
 // for a notification at once, whatever the pool's connections do with a
@@ -703,7 +705,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 	heldTimer := time.NewTimer(0)
 	defer heldTimer.Stop()
 	var busy atomic.Int64
-	var attempts runningAttempts
+	var cut shutdownCut
 	send := func(row inboxRow) {
 		busy.Add(1)
 		queue <- row // never blocks: only this loop sends, into the room it counted
@@ -713,7 +715,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 	in.gate.Store(gate)
 	for range in.cfg.Workers {
 		workers.Go(func() {
-			w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: &ahead, alone: &alone, busy: &busy, gate: gate, attempts: &attempts}
+			w := inboxWorker{in: in, stop: ctx, queue: queue, aheadCount: &ahead, alone: &alone, busy: &busy, gate: gate, cut: &cut}
 			w.run(workCtx)
 		})
 	}
@@ -803,55 +805,42 @@ func (in *Inbox) Run(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-grace.C:
-		cut := attempts.cut(cancelWork)
+		cut.cut(cancelWork)
 		<-done
-		if cut > 0 {
+		if n := cut.n.Load(); n > 0 {
 			what := "attempts"
-			if cut == 1 {
+			if n == 1 {
 				what = "attempt"
 			}
-			return errorf("Inbox.Run: %w: %d %s, %s after the stop; each is retried", ErrShutdownTimeout, cut, what, in.cfg.ShutdownTimeout)
+			return errorf("Inbox.Run: %w: %d %s, %s after the stop; each is retried", ErrShutdownTimeout, n, what, in.cfg.ShutdownTimeout)
 		}
 	}
 	return nil
 }
 
-// runningAttempts counts the attempts Run's workers run, so that Run tells
-// whether its ShutdownTimeout cut any: exactly those that had not returned
-// when it cancelled them, not one that ended just before.
-type runningAttempts struct {
-	mu sync.Mutex
-	n  int
+// shutdownCut counts the attempts Run's ShutdownTimeout cut: those
+// still in flight when it cancelled them that then ended unapplied
+// (failed, dead-lettered, or their end not recorded), to be retried. Not
+// one that ended before the cut, however close to it, nor one whose event
+// was applied and that was still running its AfterCommit funcs or being
+// reported (logged, OnResult, the Observer) as the cut came.
+type shutdownCut struct {
+	cancelled atomic.Bool
+	n         atomic.Int64
 }
 
-// start counts an attempt about to start, unless stop is done: then it
-// reports false, and no attempt may start. Run cancels the attempts (cut)
-// only once stop is done, so that an attempt is either counted before the
-// cut or never started.
-func (r *runningAttempts) start(stop context.Context) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if stop.Err() != nil {
-		return false
-	}
-	r.n++
-	return true
-}
-
-// end counts an attempt that returned.
-func (r *runningAttempts) end() {
-	r.mu.Lock()
-	r.n--
-	r.mu.Unlock()
-}
-
-// cut calls cancel, which cancels the attempts running, and returns how
-// many there are.
-func (r *runningAttempts) cut(cancel func()) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// cut cancels the attempts in flight (cancel), each counted as it ends.
+func (c *shutdownCut) cut(cancel func()) {
+	c.cancelled.Store(true) // before the cancellation that an attempt ends on
 	cancel()
-	return r.n
+}
+
+// ended counts an attempt that ended in state end, when the cut came
+// before and left it unapplied.
+func (c *shutdownCut) ended(end InboxState) {
+	if c.cancelled.Load() && (end == "" || end == InboxFailed || end == InboxDeadLetter) {
+		c.n.Add(1)
+	}
 }
 
 // workLimit is how many workers apply events now: IngestWorkers while
@@ -977,8 +966,8 @@ type inboxWorker struct {
 	alone      *atomic.Pointer[time.Time] // Run's: cleared when the event leased alone is done with
 	busy       *atomic.Int64              // Run's: the events sent to the workers and not done with
 	gate       *workGate
-	attempts   *runningAttempts // Run's: the attempts its workers run
-	entered    bool             // the worker is inside the gate
+	cut        *shutdownCut // Run's: counts the attempts its ShutdownTimeout cut
+	entered    bool         // the worker is inside the gate
 }
 
 func (w *inboxWorker) run(ctx context.Context) {
@@ -1008,7 +997,7 @@ func (w *inboxWorker) run(ctx context.Context) {
 // work applies row, or gives it back when no attempt at it may start.
 func (w *inboxWorker) work(ctx context.Context, row inboxRow) {
 	in := w.in
-	if !w.attempts.start(w.stop) {
+	if w.stop.Err() != nil {
 		w.chain.discard(ctx)
 		in.release(ctx, &row) // stopping: start nothing new
 		return
@@ -1018,7 +1007,6 @@ func (w *inboxWorker) work(ctx context.Context, row inboxRow) {
 		// now could outlast its lease, and another worker would take
 		// the event over while it runs. Given back, it is leased
 		// again afresh.
-		w.attempts.end()
 		w.chain.discard(ctx)
 		in.release(ctx, &row)
 		in.signal()
@@ -1033,8 +1021,7 @@ func (w *inboxWorker) work(ctx context.Context, row inboxRow) {
 		// would wait for ever once every connection is held so.
 		chain = nil
 	}
-	in.attempt(ctx, row, chain)
-	w.attempts.end()
+	w.cut.ended(in.attempt(ctx, row, chain))
 	in.signal() // the object's next event may be due
 	if w.ahead == nil {
 		w.gate.leave()
@@ -1337,7 +1324,7 @@ func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 			case snoozed[row.EventID]:
 				held = append(held, row)
 			default:
-				if in.attempt(ctx, row, nil) {
+				if in.attempt(ctx, row, nil) == InboxPending && row.Kind == KindTask {
 					snoozed[row.EventID] = true
 				}
 				attempts++
@@ -1347,11 +1334,12 @@ func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 }
 
 // attempt applies one leased event, or runs one leased task, and records
-// how it ended. It reports whether the task snoozed: it is pending again,
-// its attempt not counted.
+// how it ended. It returns the state it left the event or task in, as
+// reported (Result.State): a task that snoozed is pending again, its
+// attempt not counted.
 //
 // chain, when not nil, is the worker's (see inboxWorker).
-func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (snoozed bool) {
+func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (end InboxState) {
 	if row.LeaseExpired {
 		in.reportTakenOver(ctx, &row)
 		in.logSuspect(ctx, &row)
@@ -1366,6 +1354,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 	defer func() {
 		res.Duration = time.Since(start)
 		in.reportEnd(ctx, &row, done, &res)
+		end = res.State
 	}()
 	env, err := row.parsed()
 	if err != nil { // verified and parsed at ingest: the stored bytes changed
@@ -1414,7 +1403,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (sno
 	default:
 		res.State = in.settleFailure(ctx, &row, err)
 	}
-	return false
+	return // end is set as the attempt is reported (above)
 }
 
 // reportTakenOver reports the attempt that the attempt at row, leased

@@ -17,7 +17,8 @@ import (
 // attempts were still in flight at ShutdownTimeout, even when their
 // handlers, ignoring the cancellation for a while, return nil after it
 // (each is rolled back and recorded failed all the same); and nil when the
-// attempts in flight at the stop all finished before it. Both stores. Run
+// attempts in flight at the stop all finished before it, or had applied
+// their events and were being reported as it passed. Both stores. Run
 // returned nil either way, and a caller could only guess from the clock.
 // (An idle Run returns nil: TestInboxRunStopsIdleAtOnce.)
 func TestInboxRunSaysWhatItsShutdownTimeoutCut(t *testing.T) {
@@ -71,6 +72,39 @@ func TestInboxRunSaysWhatItsShutdownTimeoutCut(t *testing.T) {
 
 				require.NoError(t, recv(t, done, "Run"))
 				rec, ok, err := in.Lookup(t.Context(), "evt_in_time")
+				require.NoError(t, err)
+				require.True(t, ok)
+				require.Equal(t, idempotency.InboxProcessed, rec.State)
+			})
+			t.Run("applied, reported at the cut", func(t *testing.T) {
+				// Its event committed; its report (here the Observer's
+				// done) still runs when ShutdownTimeout passes. Applied,
+				// it is not retried, and not counted.
+				t.Parallel()
+				reporting := make(chan struct{})
+				hs := idempotency.NewHandlers()
+				idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error { return nil })
+				clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+				in, err := idempotency.NewInbox(newStore(t), hs, idempotency.InboxConfig{
+					Workers: 1, Now: clock.Now, Logger: discardLogger(), PollInterval: time.Hour, PollOnly: true,
+					ShutdownTimeout: 10 * time.Millisecond,
+					Observer: &idempotency.Observer{Attempt: func(ctx context.Context, _ idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
+						return ctx, func(idempotency.Result) {
+							close(reporting) // the attempt's end is recorded
+							<-ctx.Done()     // Run's cut, ShutdownTimeout after the stop
+						}
+					}},
+				})
+				require.NoError(t, err)
+				invoiceDeliverer(t, in)("evt_applied")
+				ctx, stop := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- in.Run(ctx) }()
+				recv(t, reporting, "the attempt's report")
+				stop()
+
+				require.NoError(t, recv(t, done, "Run"), "the attempt applied its event before the cut")
+				rec, ok, err := in.Lookup(t.Context(), "evt_applied")
 				require.NoError(t, err)
 				require.True(t, ok)
 				require.Equal(t, idempotency.InboxProcessed, rec.State)

@@ -291,15 +291,15 @@ func (hs *Handlers) addInbox(in *Inbox) {
 }
 
 // attemptTask runs one leased task and records how it ended, as attempt
-// does for an event. It reports whether the task snoozed, recorded
-// pending.
-func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Result)) (snoozed bool) {
+// does for an event, and returns the state it left the task in: pending
+// when it snoozed.
+func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Result)) (end InboxState) {
 	start := time.Now()
 	res := Result{EventID: row.EventID, EventType: row.EventType, Attempt: row.Attempt, Kind: KindTask}
 	defer func() {
 		res.Duration = time.Since(start)
 		in.reportEnd(ctx, row, done, &res)
-		snoozed = res.State == InboxPending // recorded so, or found so by reportEnd
+		end = res.State // a snooze: pending, recorded so or found so by reportEnd
 	}()
 	reg, ok := in.tasks[row.EventType]
 	if !ok {
