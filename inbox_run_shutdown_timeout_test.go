@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
 
@@ -34,7 +35,7 @@ func TestInboxRunSaysWhatItsShutdownTimeoutCut(t *testing.T) {
 			}
 			t.Run("cut", func(t *testing.T) {
 				t.Parallel()
-				in, entered, cancelled, release := shutdownInbox(t, newStore(t), 10*time.Millisecond)
+				in, entered, cancelled, release := shutdownInbox(t, newStore(t), idempotency.InboxConfig{Workers: 2, IngestWorkers: 2, ShutdownTimeout: 10 * time.Millisecond})
 				deliver := invoiceDeliverer(t, in)
 				deliver("evt_cut_1")
 				deliver("evt_cut_2")
@@ -61,7 +62,7 @@ func TestInboxRunSaysWhatItsShutdownTimeoutCut(t *testing.T) {
 			})
 			t.Run("in time", func(t *testing.T) {
 				t.Parallel()
-				in, entered, _, release := shutdownInbox(t, newStore(t), time.Minute)
+				in, entered, _, release := shutdownInbox(t, newStore(t), idempotency.InboxConfig{Workers: 2, IngestWorkers: 2, ShutdownTimeout: time.Minute})
 				invoiceDeliverer(t, in)("evt_in_time")
 				ctx, stop := context.WithCancel(t.Context())
 				done := make(chan error, 1)
@@ -113,11 +114,91 @@ func TestInboxRunSaysWhatItsShutdownTimeoutCut(t *testing.T) {
 	}
 }
 
-// shutdownInbox is an inbox on store, on a clock that stands still, with
-// two workers and shutdownTimeout, whose invoice.paid handler sends on
-// entered as it starts, on cancelled once its context is done, and
-// returns nil once release is closed, whether its context is done or not.
-func shutdownInbox(t *testing.T, store idempotency.Store, shutdownTimeout time.Duration) (in *idempotency.Inbox, entered, cancelled chan string, release chan struct{}) {
+// TestInboxRunShutdownTimeoutCountsNoGiveBack: an event a worker gives
+// back untried, as too little of its lease was left when the worker took
+// it, is no attempt: when ShutdownTimeout then cuts the attempt that took
+// it again, Run's error counts that one attempt, not two. Both stores.
+func TestInboxRunShutdownTimeoutCountsNoGiveBack(t *testing.T) {
+	t.Parallel()
+	for name, store := range bothStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			in, entered, cancelled, release := shutdownInbox(t, store, idempotency.InboxConfig{
+				Workers: 1, IngestWorkers: 1, Timeout: 5 * time.Second, Lease: 10 * time.Second,
+				ShutdownTimeout: 10 * time.Millisecond, Now: clock.Now,
+			})
+			stop, done := runWithOneQueued(t, in, entered, "evt_gb_first", "evt_gb_queued")
+			clock.Advance(6 * time.Second) // 4s of evt_gb_queued's lease left, less than Timeout
+			release <- struct{}{}          // evt_gb_first returns; evt_gb_queued is given back, leased again and attempted
+			require.Equal(t, "evt_gb_queued", recv(t, entered, "the attempt after the give-back"))
+			stop()
+			require.Equal(t, "evt_gb_queued", recv(t, cancelled, "the attempt cancelled at ShutdownTimeout"))
+			close(release)
+
+			err := recv(t, done, "Run")
+			require.ErrorIs(t, err, idempotency.ErrShutdownTimeout)
+			require.ErrorContains(t, err, ": 1 attempt, 10ms after the stop", "the give-back is not counted")
+			rec, ok, err := in.Lookup(t.Context(), "evt_gb_queued")
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Equal(t, idempotency.InboxFailed, rec.State)
+			require.Equal(t, 1, rec.Attempt, "the give-back counts for nothing")
+		})
+	}
+}
+
+// TestInboxRunShutdownTimeoutWithNothingToCut: when ShutdownTimeout
+// passes while no attempt runs, a worker only giving an event back (its
+// UPDATE waiting for a row lock another transaction holds, until the
+// give-back's own deadline), Run cancels nothing and returns nil, as
+// http.Server.Shutdown returns nil when no connection was left to cut.
+// PostgreSQL: only a lock held past the deadline keeps a give-back from
+// returning.
+func TestInboxRunShutdownTimeoutWithNothingToCut(t *testing.T) {
+	t.Parallel()
+	b := newPgBackend(t, idempotency.PgxConfig{})
+	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	in, entered, _, release := shutdownInbox(t, b.store, idempotency.InboxConfig{
+		Workers: 1, IngestWorkers: 1, Timeout: time.Second, Lease: 2 * time.Second,
+		ShutdownTimeout: 10 * time.Millisecond, Now: clock.Now,
+	})
+	stop, done := runWithOneQueued(t, in, entered, "evt_nc_first", "evt_nc_queued")
+	locker, err := b.db.Pool.Begin(t.Context())
+	require.NoError(t, err)
+	defer rollbackTx(locker)
+	_, err = locker.Exec(t.Context(), `SELECT 1 FROM `+pgx.Identifier{b.db.Schema, "idempotency_inbox"}.Sanitize()+` WHERE event_id = $1 FOR UPDATE`, "evt_nc_queued")
+	require.NoError(t, err)
+	clock.Advance(1500 * time.Millisecond) // 0.5s of evt_nc_queued's lease left, less than Timeout
+	release <- struct{}{}                  // evt_nc_first returns; the worker gives evt_nc_queued back
+	require.Eventually(t, func() bool { return b.waiting(t) == 1 }, 10*time.Second, time.Millisecond, "the give-back waits for the row")
+	stop() // ShutdownTimeout passes long before the give-back gives up, after Timeout
+
+	require.NoError(t, recv(t, done, "Run"), "no attempt was cut")
+}
+
+// runWithOneQueued delivers first and queued to in (one worker), runs in
+// until stop is called, and returns once first's attempt has entered its
+// handler, queued leased with it and waiting behind it; done gives Run's
+// answer.
+func runWithOneQueued(t *testing.T, in *idempotency.Inbox, entered <-chan string, first, queued string) (stop context.CancelFunc, done <-chan error) {
+	t.Helper()
+	deliver := invoiceDeliverer(t, in)
+	deliver(first)
+	deliver(queued)
+	ctx, stop := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- in.Run(ctx) }()
+	require.Equal(t, first, recv(t, entered, "the first attempt"))
+	return stop, ran
+}
+
+// shutdownInbox is an inbox on store with cfg, a clock that stands still
+// unless cfg has its own, polling only (once an hour), whose invoice.paid
+// handler sends on entered as it starts, on cancelled once its context is
+// done, and returns nil once it receives from release (or release is
+// closed), whether its context is done or not.
+func shutdownInbox(t *testing.T, store idempotency.Store, cfg idempotency.InboxConfig) (in *idempotency.Inbox, entered, cancelled chan string, release chan struct{}) {
 	t.Helper()
 	entered, cancelled, release = make(chan string, 2), make(chan string, 2), make(chan struct{})
 	hs := idempotency.NewHandlers()
@@ -132,11 +213,11 @@ func shutdownInbox(t *testing.T, store idempotency.Store, shutdownTimeout time.D
 		<-release // ignores the cancellation for a while
 		return nil
 	})
-	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-		Workers: 2, IngestWorkers: 2, Now: clock.Now, Logger: discardLogger(),
-		PollInterval: time.Hour, PollOnly: true, ShutdownTimeout: shutdownTimeout,
-	})
+	if cfg.Now == nil {
+		cfg.Now = idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)).Now
+	}
+	cfg.Logger, cfg.PollInterval, cfg.PollOnly = discardLogger(), time.Hour, true
+	in, err := idempotency.NewInbox(store, hs, cfg)
 	require.NoError(t, err)
 	return in, entered, cancelled, release
 }

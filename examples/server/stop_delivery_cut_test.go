@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -142,4 +143,20 @@ func TestRequestsWaitForThoseRunning(t *testing.T) {
 	close(release)
 	require.Equal(t, http.StatusNoContent, recv(t, slow, "the slow request's answer"))
 	recv(t, waited, "wait")
+}
+
+// TestBaseContextIsCutWithTheRequests: the server's base context, which
+// every request's context derives from, is done once the requests are cut
+// at the deliveries' deadline, so that any handler still running (not
+// only a subscription's fetch, which reads the cut as a value) sees its
+// request's context done; and it carries the cut for cutAtStop.
+func TestBaseContextIsCutWithTheRequests(t *testing.T) {
+	t.Parallel()
+	cut, cutRequests := context.WithCancel(context.Background())
+	defer cutRequests()
+	ctx := baseContext(cut)
+	require.NoError(t, ctx.Err())
+	require.Equal(t, cut, ctx.Value(requestsCut{}))
+	cutRequests()
+	require.ErrorIs(t, ctx.Err(), context.Canceled, "a request's context is done once the requests are cut")
 }
