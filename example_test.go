@@ -188,8 +188,11 @@ func ExampleNewPgxStore() {
 		if err != nil || !first {
 			return err
 		}
-		_, err = idempotency.PgxTx(tx).Exec(ctx, `UPDATE accounts SET credits = credits + 100 WHERE id = $1`,
+		tag, err := idempotency.PgxTx(tx).Exec(ctx, `UPDATE accounts SET credits = credits + 100 WHERE id = $1`,
 			ev.Object.Metadata["account_id"])
+		if err == nil && tag.RowsAffected() == 0 { // not created yet: Stripe does not deliver in order
+			err = errors.New("metadata.account_id is no account") // rolled back, for Stripe to send it again
+		}
 		return err
 	})
 	h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{os.Getenv("STRIPE_WEBHOOK_SECRET")}})

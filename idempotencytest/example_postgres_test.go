@@ -3,6 +3,7 @@ package idempotencytest_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"testing"
 
@@ -15,14 +16,17 @@ import (
 
 // creditInvoice is the handler under test, as your service registers it: it
 // credits the invoice's account once per invoice, in SQL, in the event's
-// transaction.
+// transaction, and fails while the account does not exist.
 func creditInvoice(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
 	first, err := tx.Guard(ctx, "invoice-credit", ev.Object.ID)
 	if err != nil || !first {
 		return err
 	}
-	_, err = idempotency.PgxTx(tx).Exec(ctx, `UPDATE accounts SET credits = credits + 100 WHERE id = $1`,
+	tag, err := idempotency.PgxTx(tx).Exec(ctx, `UPDATE accounts SET credits = credits + 100 WHERE id = $1`,
 		ev.Object.Metadata["account_id"])
+	if err == nil && tag.RowsAffected() == 0 { // not created yet: Stripe does not deliver in order
+		err = errors.New("metadata.account_id is no account") // rolled back, for Stripe to send it again
+	}
 	return err
 }
 
@@ -49,16 +53,17 @@ func testInvoiceCreditedOnce(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	event := func(id string) []byte {
+	invoiceEvent := func(id, invoice, account string) []byte {
 		b, err := json.Marshal(map[string]any{
 			"id": id, "object": "event", "type": "invoice.paid", "api_version": stripe.APIVersion,
 			"data": map[string]any{"object": map[string]any{
-				"id": "in_1", "object": "invoice", "metadata": map[string]string{"account_id": "acct_1"},
+				"id": invoice, "object": "invoice", "metadata": map[string]string{"account_id": account},
 			}},
 		})
 		require.NoError(t, err)
 		return b
 	}
+	event := func(id string) []byte { return invoiceEvent(id, "in_1", "acct_1") }
 	require.Equal(t, idempotency.OutcomeProcessed, idempotencytest.Deliver(h, event("evt_1"), "whsec_test").Outcome)
 	require.Equal(t, idempotency.OutcomeDuplicate, idempotencytest.Deliver(h, event("evt_1"), "whsec_test").Outcome)
 	answers := idempotencytest.Replay(h, event("evt_2"), "whsec_test", 20) // another event for in_1
@@ -67,6 +72,17 @@ func testInvoiceCreditedOnce(t *testing.T) {
 	var credits int
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT credits FROM accounts WHERE id = 'acct_1'`).Scan(&credits))
 	require.Equal(t, 100, credits, "two events for one invoice, one delivered twice and one 20 times: one credit")
+
+	// An invoice of an account not created yet (Stripe does not deliver in
+	// order) fails, for Stripe to send it again, rather than being recorded
+	// processed with nothing credited.
+	early := invoiceEvent("evt_3", "in_2", "acct_2")
+	require.Equal(t, 500, idempotencytest.Deliver(h, early, "whsec_test").Status)
+	_, err = db.Pool.Exec(t.Context(), `INSERT INTO accounts (id) VALUES ('acct_2')`)
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, idempotencytest.Deliver(h, early, "whsec_test").Outcome) // Stripe's retry
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT credits FROM accounts WHERE id = 'acct_2'`).Scan(&credits))
+	require.Equal(t, 100, credits)
 }
 
 // A handler that writes SQL through idempotency.PgxTx, tested against a real
