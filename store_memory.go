@@ -19,7 +19,10 @@ import (
 //
 // The store keeps no business data: a test fake that stands in for the
 // service's tables applies its writes from [Tx.AfterCommit], so that they
-// commit and roll back with the claim.
+// commit and roll back with the claim. A handler that writes through
+// [PgxTx] cannot run on it ([PgxTx] panics, saying so): test that one on
+// PostgreSQL (idempotencytest.Postgres), or give it its writes through an
+// interface whose fake applies them in [Tx.AfterCommit].
 //
 // It backs an [Inbox] too, with the leases, per-object order and fencing
 // of PgxStore's; drive it with [Inbox.WorkDue] and a fake InboxConfig.Now.
