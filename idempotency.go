@@ -5,9 +5,10 @@
 // Mount a [Handler] on the webhook route, register one typed func per event
 // type with [On], and give it a [Store] ([NewMemoryStore] for tests of
 // handlers whose writes go through a fake, [NewPgxStore] for production
-// and for tests of handlers that write through [PgxTx]). For every verified delivery the handler
-// claims the event id and runs the registered func in one transaction: the
-// claim and every business write commit together or not at all, so a crash,
+// and for tests of handlers that write through [PgxTx]). For every
+// verified delivery the handler claims the event id and runs the
+// registered func in one transaction: the claim and every business write
+// commit together or not at all, so a crash,
 // an error or a panic leaves nothing behind and Stripe's retry processes the
 // event normally, while a repeated delivery is answered 200 without running
 // anything.

@@ -633,14 +633,13 @@ func (c *coalescer) do(fn func()) {
 // InboxConfig.ShutdownTimeout, cancels the rest
 // (they roll back and are recorded failed attempts, retried after the
 // backoff), and returns once they have returned: a handler that ignores
-// its context holds Run up. It returns nil when no attempt was left to
-// cancel, and an error wrapping [ErrShutdownTimeout] (errors.Is), which
-// says how many attempts it cancelled, when it cancelled any, as
-// http.Server.Shutdown returns its context's error when its deadline cut
-// connections. It counts the attempts the cut left unapplied: not one
-// that ended before the deadline, however close to it, nor one whose event
-// was applied and that was still running its AfterCommit funcs or being
-// reported then. Beside them and the give-backs, only a lease
+// its context holds Run up. It returns an error wrapping
+// [ErrShutdownTimeout] (errors.Is) when the cut left attempts unapplied,
+// saying how many, as http.Server.Shutdown returns its context's error
+// when its deadline cut connections, and nil otherwise. It does not count
+// an attempt that ended before the deadline, however close to it, nor one
+// whose event was applied and that was still running its AfterCommit funcs
+// or being reported then. Beside them and the give-backs, only a lease
 // already sent holds it, for its answer: an idle Run returns at once,
 // waiting for no poll, and on PostgreSQL its listen connection stops waiting
 // for a notification at once, whatever the pool's connections do with a
