@@ -8,10 +8,9 @@
 // and for tests of handlers that write through [PgxTx]). For every
 // verified delivery the handler claims the event id and runs the
 // registered func in one transaction: the claim and every business write
-// commit together or not at all, so a crash,
-// an error or a panic leaves nothing behind and Stripe's retry processes the
-// event normally, while a repeated delivery is answered 200 without running
-// anything.
+// commit together or not at all, so a crash, an error or a panic leaves
+// nothing behind and Stripe's retry processes the event normally, while a
+// repeated delivery is answered 200 without running anything.
 //
 // Event ids do not catch everything: Stripe may send two events for one
 // change (invoice.paid and invoice.payment_succeeded for one invoice). Inside
