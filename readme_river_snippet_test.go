@@ -78,22 +78,28 @@ func snippetSource(snippet string) string {
 // snippetParts splits a README snippet into its top-level declarations
 // (type, func, var and const at the start of a line, to the closing brace
 // or parenthesis at the start of a line) and its other lines, statements
-// and comments, each kept in order.
+// and comments. Each part keeps the snippet's lines where they are, the
+// other part's blank, so that a line of either is the snippet's line.
 func snippetParts(snippet string) (decls, stmts string) {
 	var d, s strings.Builder
 	inDecl := false
 	for line := range strings.Lines(snippet) {
+		isDecl := inDecl
 		switch {
 		case inDecl:
-			d.WriteString(line)
 			inDecl = line != "}\n" && line != ")\n"
 		case strings.HasPrefix(line, "type ") || strings.HasPrefix(line, "func ") ||
 			strings.HasPrefix(line, "var ") || strings.HasPrefix(line, "const "):
-			d.WriteString(line)
+			isDecl = true
 			trimmed := strings.TrimRight(line, "\n")
 			inDecl = strings.HasSuffix(trimmed, "{") || strings.HasSuffix(trimmed, "(")
-		default:
+		}
+		if isDecl {
+			d.WriteString(line)
+			s.WriteString("\n")
+		} else {
 			s.WriteString(line)
+			d.WriteString("\n")
 		}
 	}
 	return d.String(), s.String()
