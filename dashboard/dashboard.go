@@ -35,7 +35,9 @@
 // # Mounting under a prefix
 //
 // The Dashboard serves its pages at paths relative to where it is mounted:
-// / (the overview), /events (a list by kind, state, type, object,
+// / (the overview; where the inbox holds no event or task at all, as in
+// synchronous mode, whose events are in the Ledger alone, it says why),
+// /events (a list by kind, state, type, object,
 // account and time received, a page at a time: each page's Next link
 // starts after its last record, so that paging shows every record once
 // while new ones arrive), /event?id= (one event, its attempts out of the

@@ -45,6 +45,7 @@ func parsePages(names ...string) map[string]*template.Template {
 		"attempts":    attempts,
 		"taskKey":     func(rec idempotency.InboxRecord) string { return display.TaskKey(rec.EventID, rec.EventType) },
 		"unknown":     func() string { return display.Unknown },
+		"emptyInbox":  func() string { return display.EmptyInbox("search an event's id") },
 		// lastError is a record's last error, or why it is ignored when it
 		// was stored ignored with none (display.LastError).
 		"lastError": func(rec idempotency.InboxRecord) string {

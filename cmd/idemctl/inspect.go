@@ -31,7 +31,11 @@ start of the newest attempt at an event or a task (none when the inbox
 holds no row that was attempted): what an alert needs. Events pending
 and no attempt for several poll intervals: no worker runs; recent
 attempts and the oldest pending age growing: the workers fall behind.
-The table's TASKS of ignored is "-": a task is never ignored. With -json,
+The table's TASKS of ignored is "-": a task is never ignored. An inbox
+that holds no event or task at all gets an "inbox empty:" line saying
+why: in synchronous mode the events are in the ledger alone (show reads
+an event's record there), and a delivery that failed stored nothing;
+every count stays 0 there. With -json,
 one JSON document, each of its maps with every state (tasks' ignored 0):
 
   {"events":{"pending":N,...},"tasks":{"pending":N,...},
@@ -122,8 +126,24 @@ func (a *app) writeStats(st idempotency.InboxStats, asJSON bool) error {
 	}
 	a.writeDated("oldest pending", st.OldestPending)
 	a.writeDated("last attempt", st.LastAttempt)
-	_, err := fmt.Fprintf(a.stdout, "dead letters: %d\n", st.Counts[idempotency.InboxDeadLetter])
-	return err
+	if _, err := fmt.Fprintf(a.stdout, "dead letters: %d\n", st.Counts[idempotency.InboxDeadLetter]); err != nil {
+		return err
+	}
+	if inboxEmpty(st) {
+		_, err := fmt.Fprintf(a.stdout, "inbox empty: %s\n", display.EmptyInbox("idemctl show evt_..."))
+		return err
+	}
+	return nil
+}
+
+// inboxEmpty reports that st counts no event and no task in any state.
+func inboxEmpty(st idempotency.InboxStats) bool {
+	for _, s := range states {
+		if st.Events(s) != 0 || st.TaskCounts[s] != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 var listCommand = command{

@@ -50,6 +50,16 @@ func JSON(s string) string {
 const Unknown = "it did not reach this store, or it was answered ignored (a type without a handler, stored only with Config.RecordIgnored), " +
 	"or its claim was pruned (kept Retention.EventIDs, 45 days by default)"
 
+// EmptyInbox says why the inbox may hold no event or task at all, as
+// idemctl stats and the dashboard's overview say it beside their zeros:
+// the store of a service in synchronous mode has its events in the ledger
+// alone. lookUp says how to read an event's ledger record there.
+func EmptyInbox(lookUp string) string {
+	return "a service in synchronous mode (a Handler without an Inbox) stores no event in it: its applied events are in the ledger alone (" +
+		lookUp + "), and a delivery that failed nowhere (answered 5xx, Stripe sends it again); " +
+		"an inbox-mode one holds none received in the last Retention.Payloads (7 days by default)"
+}
+
 // IgnoredAtReceipt says why an inbox event is ignored when it has no last
 // error: the Handler that received it (a delivery, or Recover) had no
 // handler for its type and stored it ignored, which it does only with
