@@ -74,6 +74,7 @@ func TestPages(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, status)
 	// Why that may be, as idemctl show says it.
 	contains(t, body, `id="not-found">No event or task with this id in the inbox or the ledger: it did not reach this store, `+
+		`or its delivery failed, which stores nothing (answered 5xx: in synchronous mode a handler&#39;s error, and Stripe sends it again), `+
 		`or it was answered ignored (a type without a handler, stored only with Config.RecordIgnored), `+
 		`or its claim was pruned (kept Retention.EventIDs, 45 days by default).</p>`)
 

@@ -367,7 +367,9 @@ one, or a standby, show prints the record with "held by ? (could not be
 read: ...)", says so on stderr, and exits 0.
 
 Exits 3 when neither the inbox nor the ledger has the id, and says why
-that may be: the event did not reach this store; or a process without a
+that may be: the event did not reach this store; or its delivery failed,
+which stores nothing (answered 5xx: in synchronous mode a handler's
+error, and Stripe sends it again); or a process without a
 handler for its type answered it ignored, which stores nothing without
 Config.RecordIgnored; or it was applied longer ago than the ledger keeps
 a claimed id (Retention.EventIDs, 45 days by default) and pruned since:

@@ -196,7 +196,9 @@ func TestShow(t *testing.T) {
 	r = idemctl(t, s.db, nil, "show", "evt_unknown")
 	require.Equal(t, exitNotFound, r.code)
 	require.Empty(t, r.stdout)
-	require.Equal(t, "idemctl: show: evt_unknown: neither the inbox nor the ledger has it: it did not reach this store, or it was answered ignored "+
+	require.Equal(t, "idemctl: show: evt_unknown: neither the inbox nor the ledger has it: it did not reach this store, "+
+		"or its delivery failed, which stores nothing (answered 5xx: in synchronous mode a handler's error, and Stripe sends it again), "+
+		"or it was answered ignored "+
 		"(a type without a handler, stored only with Config.RecordIgnored), or its claim was pruned (kept Retention.EventIDs, 45 days by default)\n", r.stderr)
 
 	r = idemctl(t, s.db, nil, "show", "-payload", "task:send-receipt:in_1")

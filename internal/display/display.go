@@ -47,7 +47,9 @@ func JSON(s string) string {
 
 // Unknown says why neither the inbox nor the ledger may have an event's
 // id, as idemctl show and the dashboard's event page say it.
-const Unknown = "it did not reach this store, or it was answered ignored (a type without a handler, stored only with Config.RecordIgnored), " +
+const Unknown = "it did not reach this store, " +
+	"or its delivery failed, which stores nothing (answered 5xx: in synchronous mode a handler's error, and Stripe sends it again), " +
+	"or it was answered ignored (a type without a handler, stored only with Config.RecordIgnored), " +
 	"or its claim was pruned (kept Retention.EventIDs, 45 days by default)"
 
 // EmptyInbox says why the inbox may hold no event or task at all, as
