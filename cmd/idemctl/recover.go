@@ -31,6 +31,10 @@ a period that was partly delivered, or recovered before, costs nothing twice.
 A synchronous-mode service runs no workers: the events stored stay pending
 and are never applied there (a delivery or a Recover claims them, and
 applies them, all the same). Run Handler.Recover in the service instead.
+When no worker ever attempted an event or a task the inbox holds, as
+there, a run that stored events says so on stderr ("idemctl: recover: no
+worker ever attempted an event or a task this inbox holds: if the service
+runs in synchronous mode ..."), and exits 0 all the same.
 
 idemctl does not know the service's handlers, and the inbox stores only the
 events of types that have one (the others are answered ignored and not
@@ -185,6 +189,14 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			if err != nil {
 				return err
 			}
+			// No attempt at any row the inbox holds: no worker ever ran on
+			// it, as on a synchronous-mode service's database, where what
+			// recover stores is never applied. Read before the run, which
+			// no worker has had time to follow.
+			neverWorked := false
+			if st, err := in.Stats(ctx); err == nil {
+				neverWorked = st.LastAttempt.IsZero()
+			}
 			m := a.meter("recover", "events")
 			pages := 0
 			listed := map[string]int{} // the events listed, by type
@@ -219,6 +231,9 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			if len(unlisted) > 0 {
 				fmt.Fprintln(a.stderr, "idemctl: recover: "+unlistedText(unlisted, since.t, rep.Resumed, *checkpoint, stopped))
 			}
+			if neverWorked && rep.Queued > 0 {
+				fmt.Fprintln(a.stderr, "idemctl: recover: "+neverWorkedText(rep.Queued))
+			}
 			switch {
 			case err != nil:
 				return a.storeErr(err)
@@ -228,6 +243,19 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			return nil
 		}
 	},
+}
+
+// neverWorkedText says that the queued events recover stored are in an
+// inbox no worker ever attempted a row of: in synchronous mode they stay
+// pending, never applied, and Handler.Recover in the service applies them.
+func neverWorkedText(queued int) string {
+	stays, it := "stay", "them"
+	if queued == 1 {
+		stays, it = "stays", "it"
+	}
+	return fmt.Sprintf("no worker ever attempted an event or a task this inbox holds: "+
+		"if the service runs in synchronous mode (a Handler without an Inbox), the %s stored %s pending, never applied; "+
+		"run Handler.Recover in the service instead, which applies %s", display.Count(queued, "event", "events"), stays, it)
 }
 
 // maxRecoverTypes is the most types the Events API lists at once, as
