@@ -221,9 +221,13 @@ LIMIT $6`,
 // The rows of its queries and the results of its batches hold the
 // connection until closed, as pgx's do: a statement sent meanwhile fails
 // with [ErrTxBusy], and a handler that returns with them open fails its
-// attempt with ErrTxBusy, rolled back. Conn and LargeObjects are pgx's
-// own, outside these rules (pgx.LargeObjects cannot be wrapped): use them
-// only while the handler runs, from its goroutine. It panics when tx does
+// attempt with ErrTxBusy, rolled back. A statement that fails aborts the
+// transaction, the claim with it: a handler that goes on and returns nil
+// fails its attempt, nothing kept, with an error that says so; return the
+// statement's error (or a [Skip]), or run the statement in a savepoint
+// (Begin, or pgx.BeginFunc) and roll back to it. Conn and LargeObjects are
+// pgx's own, outside these rules (pgx.LargeObjects cannot be wrapped): use
+// them only while the handler runs, from its goroutine. It panics when tx does
 // not come from a [PgxStore], a programming error.
 func PgxTx(tx Tx) pgx.Tx {
 	ptx, ok := tx.(*pgxTx)
@@ -463,6 +467,11 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 			}
 			outcome = OutcomeSkipped
 			ptx.end(ctx, false) // the handler's AfterCommit funcs belong to its writes
+		} else if aborted(tx) {
+			// Its COMMIT would roll back, the claim with it: say why.
+			return OutcomeFailed, errorf("the handler returned nil after a statement of its transaction failed, " +
+				"which aborted the transaction, the event's claim with it (nothing kept): return the statement's error " +
+				"(or a Skip), or run the statement in a savepoint of its own (PgxTx(tx).Begin) and roll back to it")
 		} else if err := ptx.releaseUnasked(ctx); err != nil {
 			return OutcomeFailed, err
 		}
@@ -1180,6 +1189,15 @@ func handlerError(tx pgx.Tx, err error) error {
 	// error is then translated as one whose connection is gone.
 	c := tx.Conn()
 	return &handlerErr{err: err, connGone: c == nil || c.IsClosed()}
+}
+
+// aborted reports that tx's transaction is aborted: a statement in it
+// failed, and PostgreSQL refuses every other and rolls back its COMMIT. A
+// savepoint rolled back to after the failure ends that. It is false when
+// tx has no *pgx.Conn to ask.
+func aborted(tx pgx.Tx) bool {
+	c := tx.Conn()
+	return c != nil && !c.IsClosed() && c.PgConn().TxStatus() == 'E'
 }
 
 // handlerErr is a handler's error, which translate returns as it is (with

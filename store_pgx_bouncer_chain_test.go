@@ -17,10 +17,10 @@ import (
 // TestPgxBouncerInboxChainedCommits: behind PgBouncer in transaction
 // pooling mode, a worker's COMMIT AND CHAIN keeps the server connection
 // for the next event's transaction (PgBouncer sees a transaction still
-// open), and each event keeps a transaction of its own: a commit that
-// PostgreSQL answers with ROLLBACK (the handler swallowed a failed
-// statement) keeps nothing and begins nothing, and the event after it
-// begins alone, on whatever server connection PgBouncer lends.
+// open), and each event keeps a transaction of its own: an attempt whose
+// handler swallowed a failed statement (its transaction aborted) fails
+// before its commit, keeps nothing and begins nothing, and the event after
+// it begins alone, on whatever server connection PgBouncer lends.
 func TestPgxBouncerInboxChainedCommits(t *testing.T) {
 	t.Parallel()
 	b := newBouncerBackend(t, idempotency.PgxConfig{})
@@ -66,7 +66,7 @@ func TestPgxBouncerInboxChainedCommits(t *testing.T) {
 		want, state := 1, idempotency.InboxProcessed
 		if i == 3 {
 			want, state = 0, idempotency.InboxFailed
-			require.ErrorContains(t, r.Err, "commit")
+			require.ErrorContains(t, r.Err, "the handler returned nil after a statement of its transaction failed")
 		} else {
 			require.NoError(t, r.Err, id)
 		}
