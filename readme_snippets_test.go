@@ -185,6 +185,7 @@ var snippetImports = map[string]string{
 	"time":            "time",
 	"pgx":             "github.com/jackc/pgx/v5",
 	"pgxpool":         "github.com/jackc/pgx/v5/pgxpool",
+	"pgconn":          "github.com/jackc/pgx/v5/pgconn",
 	"prometheus":      "github.com/prometheus/client_golang/prometheus",
 	"promhttp":        "github.com/prometheus/client_golang/prometheus/promhttp",
 	"require":         "github.com/stretchr/testify/require",
@@ -342,6 +343,32 @@ var cache interface{ Invalidate(account string) }
 var hs = idempotency.NewHandlers()
 type Welcome struct{ Email string } // the task's args
 var mailer interface{ Send(ctx context.Context, email, key string) error }
+`},
+	"## Writing handlers #3": {decls: `
+var hs = idempotency.NewHandlers()
+var queries = New(nil) // New(pool)
+
+// What sqlc generates (sql_package: "pgx/v5") for the block's two queries.
+type DBTX interface {
+	Exec(context.Context, string, ...interface{}) (pgconn.CommandTag, error)
+	Query(context.Context, string, ...interface{}) (pgx.Rows, error)
+	QueryRow(context.Context, string, ...interface{}) pgx.Row
+}
+type Queries struct{ db DBTX }
+func New(db DBTX) *Queries { return &Queries{db: db} }
+func (q *Queries) WithTx(tx pgx.Tx) *Queries { return &Queries{db: tx} }
+type Account struct{ ID string; Credits int64 }
+func (q *Queries) GetAccount(ctx context.Context, id string) (Account, error) {
+	row := q.db.QueryRow(ctx, "SELECT id, credits FROM accounts WHERE id = $1", id)
+	var i Account
+	err := row.Scan(&i.ID, &i.Credits)
+	return i, err
+}
+type AddCreditsParams struct{ ID string; Credits int64 }
+func (q *Queries) AddCredits(ctx context.Context, arg AddCreditsParams) error {
+	_, err := q.db.Exec(ctx, "UPDATE accounts SET credits = credits + $2 WHERE id = $1", arg.ID, arg.Credits)
+	return err
+}
 `},
 	"### Actions: one side effect, one owner #1": {fn: returnsAnError, decls: `
 var (ctx = context.Background(); hs = idempotency.NewHandlers())
