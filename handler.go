@@ -362,7 +362,8 @@ type Handler struct {
 
 // NewHandler returns the webhook handler for store and the handlers
 // registered in hs by now: it takes a snapshot of hs, and answers an event
-// type registered afterwards ignored. It fails when cfg is invalid; see
+// type registered afterwards ignored. It fails when store is nil or a
+// PgxStore [NewPgxStore] did not make, or when cfg is invalid; see
 // [Config].
 func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
 	if hs == nil {
@@ -381,6 +382,9 @@ func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
 func newHandler(store Store, cfg Config) (*Handler, error) {
 	if isNil(store) {
 		return nil, errorf("NewHandler: nil Store (a nil %T)", store)
+	}
+	if err := madeStore("NewHandler", store); err != nil {
+		return nil, err
 	}
 	if err := checkSecrets(cfg.Secrets); err != nil {
 		return nil, err

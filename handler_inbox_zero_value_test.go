@@ -67,12 +67,7 @@ func TestInboxNotMadeByNewInboxIsRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			refused := func(method string, call func() error) {
-				t.Helper()
-				var err error
-				require.NotPanics(t, func() { err = call() }, method)
-				require.EqualError(t, err, "idempotency: Inbox."+method+": an Inbox not made by NewInbox", method)
-			}
+			refused := refusedNotMade(t, "Inbox", "an Inbox not made by NewInbox")
 			refused("Handler", func() error {
 				h, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}})
 				require.Nil(t, h)
@@ -89,5 +84,17 @@ func TestInboxNotMadeByNewInboxIsRefused(t *testing.T) {
 			refused("Payload", func() error { _, _, err := in.Payload(ctx, "evt_1"); return err })
 			refused("Forget", func() error { _, err := in.Forget(ctx, "evt_1"); return err })
 		})
+	}
+}
+
+// refusedNotMade returns the check that a method of typ (its name in the
+// errors) on a value its constructor did not make returns, without
+// panicking, the error "idempotency: typ.method: notMade".
+func refusedNotMade(t *testing.T, typ, notMade string) func(method string, call func() error) {
+	return func(method string, call func() error) {
+		t.Helper()
+		var err error
+		require.NotPanics(t, func() { err = call() }, method)
+		require.EqualError(t, err, "idempotency: "+typ+"."+method+": "+notMade, method)
 	}
 }

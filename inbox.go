@@ -344,10 +344,14 @@ func (in *Inbox) made(method string) error {
 // registered in hs by now: it takes a snapshot of hs, and its Handler
 // answers an event type registered afterwards ignored, storing nothing.
 // It fails when store does not support the inbox (both [MemoryStore] and
-// [PgxStore] do) or when cfg is invalid.
+// [PgxStore] do), is nil or a PgxStore [NewPgxStore] did not make, or
+// when cfg is invalid.
 func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
 	if isNil(store) {
 		return nil, errorf("NewInbox: nil Store (a nil %T)", store)
+	}
+	if err := madeStore("NewInbox", store); err != nil {
+		return nil, err
 	}
 	backend, ok := store.(inboxBackend)
 	if !ok {

@@ -92,7 +92,9 @@ type PgxConfig struct {
 // (rolled back). Run [PgxStore.Migrate] once at start-up.
 //
 // It is safe for concurrent use by as many goroutines and processes as the
-// database serves.
+// database serves. Make one with [NewPgxStore]: the zero PgxStore has no
+// database, its methods fail naming NewPgxStore, and [NewHandler] and
+// [NewInbox] refuse it.
 type PgxStore struct {
 	db        PgxBeginner
 	batch     pgxBatcher // db, when it sends batches (a pool or a connection)
@@ -240,6 +242,27 @@ func PgxTx(tx Tx) pgx.Tx {
 	return handlerTx{Tx: ptx.tx, st: &ptx.txState, p: ptx}
 }
 
+// made fails when s is not a PgxStore NewPgxStore returned (a zero or nil
+// one, which has no database), naming method, as Inbox.made does: the
+// methods return it before they touch anything.
+func (s *PgxStore) made(method string) error {
+	if s == nil || s.db == nil {
+		return errorf("%s: a PgxStore not made by NewPgxStore", method)
+	}
+	return nil
+}
+
+// madeStore refuses, for fn, a store that is a PgxStore NewPgxStore did
+// not return: every delivery or lease on it would fail.
+func madeStore(fn string, store Store) error {
+	if s, ok := store.(*PgxStore); ok {
+		if err := s.made(fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // handlerTx is the handler's view of the event transaction. Once the store
 // ends it, its statements fail with [ErrTxDone]: on an inbox worker the
 // same connection may already carry the next event's transaction
@@ -351,6 +374,9 @@ func (t handlerTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns [
 
 // Run implements [Store].
 func (s *PgxStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
+	if err := s.made("PgxStore.Run"); err != nil {
+		return OutcomeFailed, err
+	}
 	if err := c.check(); err != nil {
 		return OutcomeFailed, err
 	}
@@ -881,6 +907,9 @@ func rollback(ctx context.Context, tx pgx.Tx) {
 // [ErrStoreUnavailable]: it tells that the database answers (idemctl
 // reads a standby through it), not that it can store deliveries.
 func (s *PgxStore) Ping(ctx context.Context) error {
+	if err := s.made("PgxStore.Ping"); err != nil {
+		return err
+	}
 	err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, "SELECT 1")
 		return err
@@ -893,6 +922,9 @@ func (s *PgxStore) Ping(ctx context.Context) error {
 // release that did not cut it, is read to its first 1000 bytes, as a new
 // one is kept; the row is unchanged.
 func (s *PgxStore) LookupEvent(ctx context.Context, eventID string) (EventRecord, bool, error) {
+	if err := s.made("PgxStore.LookupEvent"); err != nil {
+		return EventRecord{}, false, err
+	}
 	var r EventRecord
 	if !validText(eventID) {
 		return r, false, nil // no claim can hold it; PostgreSQL would refuse the query
@@ -926,6 +958,9 @@ func (r *EventRecord) keepReason() { r.SkipReason = keptText(r.SkipReason) }
 // pool or a connection) that uses the ledger's index on processed_at. A
 // skip reason is read to its first 1000 bytes, as LookupEvent reads it.
 func (s *PgxStore) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord, error) {
+	if err := s.made("PgxStore.ListEvents"); err != nil {
+		return nil, err
+	}
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -955,6 +990,9 @@ func (s *PgxStore) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord
 
 // LookupGuard returns the committed claim of a natural key.
 func (s *PgxStore) LookupGuard(ctx context.Context, scope, key string) (GuardRecord, bool, error) {
+	if err := s.made("PgxStore.LookupGuard"); err != nil {
+		return GuardRecord{}, false, err
+	}
 	var r GuardRecord
 	if !validText(scope) || !validText(key) {
 		return r, false, nil // no guard can hold it; PostgreSQL would refuse the query
@@ -1342,6 +1380,9 @@ func withoutLineComments(sql string) string {
 // on one an earlier release migrated it fails with PostgreSQL's "must be
 // owner of table ..." after the migration's name, having applied none.
 func (s *PgxStore) Migrate(ctx context.Context) error {
+	if err := s.made("PgxStore.Migrate"); err != nil {
+		return err
+	}
 	ms, err := migrations()
 	if err != nil {
 		return err

@@ -237,6 +237,9 @@ func oldestIn(inbox, state string) string {
 // When its session ends midway (a failover, pg_terminate_backend), it
 // runs again from the start on another connection, in a new snapshot.
 func (s *PgxStore) Prune(ctx context.Context, r Retention) (PruneReport, error) {
+	if err := s.made("PgxStore.Prune"); err != nil {
+		return PruneReport{}, err
+	}
 	var rep PruneReport
 	if err := r.check(); err != nil {
 		return rep, err
@@ -462,6 +465,9 @@ func (s *PgxStore) pruneErr(ctx context.Context, err error) error {
 // default), and a copy answered duplicate is not applied: resend the event
 // after that.
 func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
+	if err := s.made("PgxStore.Forget"); err != nil {
+		return false, err
+	}
 	if err := checkForget(eventID); err != nil {
 		return false, err
 	}
