@@ -291,7 +291,8 @@ var (
 	// cut connections. It counts the attempts the cut left unapplied: not
 	// one that ended before the deadline, however close to it, nor one
 	// whose event was applied and that was still running its AfterCommit
-	// funcs or being reported (logged, OnResult, the Observer) then.
+	// funcs then, nor one that had applied its event or failed on its own
+	// and was being reported (logged, OnResult, the Observer) then.
 	ErrShutdownTimeout = errors.New("idempotency: attempts still in flight at InboxConfig.ShutdownTimeout cancelled")
 )
 

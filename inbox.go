@@ -643,7 +643,8 @@ func (c *coalescer) do(fn func()) {
 // when its deadline cut connections, and nil otherwise. It does not count
 // an attempt that ended before the deadline, however close to it, nor one
 // whose event was applied and that was still running its AfterCommit funcs
-// or being reported then. Beside them and the give-backs, only a lease
+// then, nor one that had applied its event or failed on its own and was
+// being reported then. Beside them and the give-backs, only a lease
 // already sent holds it, for its answer: an idle Run returns at once,
 // waiting for no poll, and on PostgreSQL its listen connection stops waiting
 // for a notification at once, whatever the pool's connections do with a
@@ -825,7 +826,8 @@ func (in *Inbox) Run(ctx context.Context) error {
 // still in flight when it cancelled them that then ended unapplied
 // (failed, dead-lettered, or their end not recorded), to be retried. Not
 // one that ended before the cut, however close to it, nor one whose event
-// was applied and that was still running its AfterCommit funcs or being
+// was applied and that was still running its AfterCommit funcs, nor one
+// whose end was known (applied, or failed on its own) and that was being
 // reported (logged, OnResult, the Observer) as the cut came.
 type shutdownCut struct {
 	cancelled atomic.Bool
@@ -838,10 +840,15 @@ func (c *shutdownCut) cut(cancel func()) {
 	cancel()
 }
 
+// came reports whether the cut has come; false on a nil c, an attempt
+// that no worker of Run's makes (WorkDue's).
+func (c *shutdownCut) came() bool { return c != nil && c.cancelled.Load() }
+
 // ended counts an attempt that ended in state end, when the cut came
-// before and left it unapplied.
-func (c *shutdownCut) ended(end InboxState) {
-	if c.cancelled.Load() && (end == "" || end == InboxFailed || end == InboxDeadLetter) {
+// before its end was known (cutFirst, read as its report began) and
+// left it unapplied.
+func (c *shutdownCut) ended(cutFirst bool, end InboxState) {
+	if cutFirst && (end == "" || end == InboxFailed || end == InboxDeadLetter) {
 		c.n.Add(1)
 	}
 }
@@ -1024,7 +1031,8 @@ func (w *inboxWorker) work(ctx context.Context, row inboxRow) {
 		// would wait for ever once every connection is held so.
 		chain = nil
 	}
-	w.cut.ended(in.attempt(ctx, row, chain))
+	row.cut = w.cut
+	in.attempt(ctx, row, chain)
 	in.signal() // the object's next event may be due
 	if w.ahead == nil {
 		w.gate.leave()
@@ -1458,6 +1466,10 @@ func (in *Inbox) logSuspect(ctx context.Context, row *inboxRow) {
 // forgotten while its own lease ran) is reported failed, with no State
 // and Err wrapping ErrLeaseLost, whatever it returned.
 func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result), res *Result) {
+	// Read before the report, which may still run as Run's
+	// ShutdownTimeout passes: an attempt that ended before it, on its
+	// own, was not cut.
+	cutFirst := row.cut.came()
 	onResult := in.cfg.OnResult
 	if row.leaseLost || res.State == "" {
 		own, byLease := in.leaseLostEnd(ctx, row, row.Kind == KindTask && res.Outcome == OutcomeQueued, res.Err)
@@ -1483,6 +1495,7 @@ func (in *Inbox) reportEnd(ctx context.Context, row *inboxRow, done func(Result)
 		}
 	}
 	report(ctx, in.log, onResult, done, res)
+	row.cut.ended(cutFirst, res.State)
 }
 
 // lostLease is err, the error of an attempt whose lease was lost, made to

@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -19,8 +20,9 @@ import (
 // handlers, ignoring the cancellation for a while, return nil after it
 // (each is rolled back and recorded failed all the same); and nil when the
 // attempts in flight at the stop all finished before it, or had applied
-// their events and were being reported as it passed. Both stores. Run
-// returned nil either way, and a caller could only guess from the clock.
+// their events, or failed on their own, and were being reported as it
+// passed. Both stores. Run returned nil either way, and a caller could
+// only guess from the clock.
 // (An idle Run returns nil: TestInboxRunStopsIdleAtOnce.)
 func TestInboxRunSaysWhatItsShutdownTimeoutCut(t *testing.T) {
 	t.Parallel()
@@ -85,29 +87,69 @@ func TestInboxRunSaysWhatItsShutdownTimeoutCut(t *testing.T) {
 				reporting := make(chan struct{})
 				in, _, _, release := shutdownInbox(t, newStore(t), idempotency.InboxConfig{
 					Workers: 1, ShutdownTimeout: 10 * time.Millisecond,
-					Observer: &idempotency.Observer{Attempt: func(ctx context.Context, _ idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
-						return ctx, func(idempotency.Result) {
-							close(reporting) // the attempt's end is recorded
-							<-ctx.Done()     // Run's cut, ShutdownTimeout after the stop
-						}
-					}},
+					Observer: reportedAtTheCut(reporting),
 				})
 				close(release) // the handler returns at once
-				invoiceDeliverer(t, in)("evt_applied")
-				ctx, stop := context.WithCancel(t.Context())
-				done := make(chan error, 1)
-				go func() { done <- in.Run(ctx) }()
-				recv(t, reporting, "the attempt's report")
-				stop()
-
-				require.NoError(t, recv(t, done, "Run"), "the attempt applied its event before the cut")
-				rec, ok, err := in.Lookup(t.Context(), "evt_applied")
-				require.NoError(t, err)
-				require.True(t, ok)
+				rec, err := stopWhileReported(t, in, reporting, "evt_applied")
+				require.NoError(t, err, "the attempt applied its event before the cut")
 				require.Equal(t, idempotency.InboxProcessed, rec.State)
+			})
+			t.Run("failed before the cut, reported at it", func(t *testing.T) {
+				// Its handler failed, and its failure was recorded,
+				// before ShutdownTimeout passed; its report (the
+				// Observer's done) still runs then. The cut left it
+				// nothing to undo: its own failure has it retried, and
+				// it is not counted.
+				t.Parallel()
+				reporting := make(chan struct{})
+				hs := idempotency.NewHandlers()
+				idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
+					return errors.New("the downstream refused it")
+				})
+				in, err := idempotency.NewInbox(newStore(t), hs, idempotency.InboxConfig{
+					Workers: 1, ShutdownTimeout: 10 * time.Millisecond,
+					Logger: discardLogger(), PollInterval: time.Hour, PollOnly: true,
+					Now:      idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)).Now,
+					Observer: reportedAtTheCut(reporting),
+				})
+				require.NoError(t, err)
+				rec, err := stopWhileReported(t, in, reporting, "evt_failed")
+				require.NoError(t, err, "the attempt failed on its own before the cut")
+				require.Equal(t, idempotency.InboxFailed, rec.State)
+				require.Equal(t, "the downstream refused it", rec.LastError)
 			})
 		})
 	}
+}
+
+// reportedAtTheCut is an Observer whose done, called once an attempt's
+// end is recorded, closes reporting, then returns at Run's cut, when
+// ShutdownTimeout has passed after the stop.
+func reportedAtTheCut(reporting chan struct{}) *idempotency.Observer {
+	return &idempotency.Observer{Attempt: func(ctx context.Context, _ idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
+		return ctx, func(idempotency.Result) {
+			close(reporting)
+			<-ctx.Done()
+		}
+	}}
+}
+
+// stopWhileReported delivers eventID to in, runs in and stops it once
+// the attempt's report began (reporting, see reportedAtTheCut); it
+// returns the event's record and Run's answer.
+func stopWhileReported(t *testing.T, in *idempotency.Inbox, reporting <-chan struct{}, eventID string) (idempotency.InboxRecord, error) {
+	t.Helper()
+	invoiceDeliverer(t, in)(eventID)
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	recv(t, reporting, "the attempt's report")
+	stop()
+	err := recv(t, done, "Run")
+	rec, ok, lookupErr := in.Lookup(t.Context(), eventID)
+	require.NoError(t, lookupErr)
+	require.True(t, ok)
+	return rec, err
 }
 
 // TestInboxRunShutdownTimeoutCountsNoGiveBack: an event a worker gives

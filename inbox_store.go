@@ -264,6 +264,9 @@ type inboxRow struct {
 	// leaseLost is set when the attempt at the leased row found its lease
 	// taken over: its end was not recorded.
 	leaseLost bool
+	// cut is Run's, on a row one of its workers attempts: it counts the
+	// attempt if Run's ShutdownTimeout cut it (see shutdownCut).
+	cut *shutdownCut
 }
 
 // parsed parses the row's payload, once.
