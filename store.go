@@ -208,7 +208,8 @@ type Tx interface {
 	// may be lost, such as cache invalidation or metrics, and a [Task] for
 	// a side effect that must happen (an email, an API call). The funcs run
 	// before the delivery is answered and outside Config.Timeout: keep them
-	// short.
+	// short. A func registered once the handler has returned (by a
+	// goroutine it left behind) never runs.
 	AfterCommit(fn func(ctx context.Context))
 
 	// A Tx is not safe for concurrent use: it runs one statement at a
@@ -538,7 +539,11 @@ func (t *txState) AfterCommit(fn func(ctx context.Context)) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.ended {
+	// Once the handler has returned (sealed), a func that a goroutine it
+	// left behind registers is dropped, as its statements are refused:
+	// whether it ran would depend on whether it came before the commit
+	// ended.
+	if !t.ended && !t.sealed {
 		t.afterCommit = append(t.afterCommit, fn)
 	}
 }
