@@ -255,8 +255,10 @@ type localFetches struct {
 	started map[localObject]time.Time
 }
 
-// localObject is an object of one store: the store (its *MemoryStore or
-// *PgxStore) and the object's key (fetchKey).
+// localObject is an object of one store: the store (a weak pointer to its
+// *MemoryStore or *PgxStore, which compares equal for one store and keeps
+// none alive: one Handlers may outlive many stores, one per test) and the
+// object's key (fetchKey).
 type localObject struct {
 	store any
 	key   string
@@ -328,8 +330,8 @@ type objectTx interface {
 	markFetched(ctx context.Context, scope, id string, seq int64) error
 	// arrivedAt is when the delivery reached this process (Claim.arrived).
 	arrivedAt() time.Time
-	// objectStore is the store whose transaction it is: what a fetch in
-	// it wrote, it wrote there.
+	// objectStore names the store whose transaction it is, weakly: what
+	// a fetch in it wrote, it wrote there.
 	objectStore() any
 	// order is CheckOrder's record, for tx's event.
 	order(ctx context.Context, scope, key string, created time.Time) (Order, error)

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"context"
 	"time"
+	"weak"
 )
 
 // The MemoryStore's per-object locks and order records (current.go,
@@ -70,7 +71,7 @@ func (tx *memoryTx) eventSeq(ctx context.Context) (int64, error) {
 	})
 }
 
-func (tx *memoryTx) objectStore() any { return tx.s }
+func (tx *memoryTx) objectStore() any { return weak.Make(tx.s) }
 
 func (tx *memoryTx) lockObject(ctx context.Context, scope, id string) (int64, int64, error) {
 	k := lockID{record: recordObject, guardID: guardID{scope, id}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"time"
+	"weak"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -55,7 +56,7 @@ func (t *pgxTx) eventSeq(ctx context.Context) (int64, error) {
 	})
 }
 
-func (t *pgxTx) objectStore() any { return t.s }
+func (t *pgxTx) objectStore() any { return weak.Make(t.s) }
 
 func (t *pgxTx) lockObject(ctx context.Context, scope, id string) (lastFetch, now int64, err error) {
 	if err := t.enter(); err != nil {

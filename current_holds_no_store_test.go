@@ -1,0 +1,43 @@
+package idempotency_test
+
+import (
+	"fmt"
+	"net/http"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+	"weak"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// TestOnCurrentHoldsNoStore: what an OnCurrent registration remembers of
+// this process's fetches keeps no store: one Handlers shared by many
+// tests, each with a store and a Handler of its own, keeps none of the
+// stores that are gone, nor what they hold.
+func TestOnCurrentHoldsNoStore(t *testing.T) {
+	t.Parallel()
+	hs := idempotency.NewHandlers()
+	subs := onSubscriptionCounted(hs, "")
+	const stores = 20
+	gone := make([]weak.Pointer[idempotency.MemoryStore], stores)
+	for i := range stores {
+		store := idempotency.NewMemoryStore()
+		gone[i] = weak.Make(store)
+		h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+		require.NoError(t, err)
+		a := idempotencytest.Deliver(h, eventPayload(t, "customer.subscription.updated", fmt.Sprintf("evt_held_%d", i), nil), testSecret)
+		require.Equal(t, http.StatusOK, a.Status, a.Body)
+	}
+	require.EqualValues(t, stores, subs.fetches.Load(), "each store's delivery fetched its object")
+	// Polled, with a collection each time: not a synchronisation.
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		return !slices.ContainsFunc(gone, func(p weak.Pointer[idempotency.MemoryStore]) bool { return p.Value() != nil })
+	}, 10*time.Second, 10*time.Millisecond, "the stores no longer in use are collected")
+	runtime.KeepAlive(hs)
+}
