@@ -281,7 +281,9 @@ func fetchKey(account, id string) string {
 
 // maxLocalFetches bounds localFetches; past it, entries older than
 // localFetchMemory are dropped (a delivery in flight that long fetches
-// again, which is safe).
+// again, which is safe), and when more objects than that were fetched
+// within it (a burst), every entry is: a delivery that an entry dropped
+// would have covered is decided on the store's counter, as without one.
 const (
 	maxLocalFetches  = 4096
 	localFetchMemory = time.Minute
@@ -308,6 +310,10 @@ func (l *localFetches) record(obj localObject, started time.Time) {
 			if time.Since(t) > localFetchMemory {
 				delete(l.started, k)
 			}
+		}
+		if len(l.started) >= maxLocalFetches {
+			// Each record past the bound would walk them all again.
+			clear(l.started)
 		}
 	}
 	if prev, ok := l.started[obj]; !ok || started.After(prev) {

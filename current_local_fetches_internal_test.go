@@ -50,3 +50,24 @@ func TestLocalFetchesKeepsTheLatestFetch(t *testing.T) {
 		t.Fatal("a fetch that started as the delivery arrived does not cover it")
 	}
 }
+
+// TestLocalFetchesStaysBoundedUnderABurst: the memory of this process's
+// recent fetches holds at most maxLocalFetches objects also when more
+// than that many were fetched within localFetchMemory (a burst of updates
+// of many subscriptions), and the latest fetch is still remembered.
+func TestLocalFetchesStaysBoundedUnderABurst(t *testing.T) {
+	t.Parallel()
+	l := localFetches{started: map[localObject]time.Time{}}
+	now := time.Now()
+	last := localObject{}
+	for i := range 2 * maxLocalFetches {
+		last = localObject{key: fmt.Sprintf("sub_%d", i)}
+		l.record(last, now)
+		if n := len(l.started); n > maxLocalFetches {
+			t.Fatalf("the memory holds %d objects after %d fresh fetches; want at most %d", n, i+1, maxLocalFetches)
+		}
+	}
+	if !l.covers(last, now.Add(-time.Second)) {
+		t.Fatal("the latest fetch is remembered")
+	}
+}
