@@ -128,12 +128,17 @@ var (
 	// ErrNotSigned: the request has no Stripe-Signature header. Answered 400.
 	ErrNotSigned = errors.New("idempotency: no Stripe-Signature header")
 	// ErrInvalidSignature: the Stripe-Signature header is malformed, or no
-	// v1 signature in it matches any of Config.Secrets. Answered 400.
+	// v1 signature in it matches any of Config.Secrets; the error wrapping
+	// it says so, and whether the body was empty (a middleware before the
+	// Handler read it), never quoting the body. Answered 400.
 	ErrInvalidSignature = errors.New("idempotency: invalid Stripe-Signature")
 	// ErrTimestampOutsideTolerance: the signature's timestamp is further
 	// than Config.Tolerance in the past or in the future. Answered 400.
 	ErrTimestampOutsideTolerance = errors.New("idempotency: signature timestamp outside tolerance")
-	// ErrBodyTooLarge: the body exceeds Config.MaxBodyBytes. Answered 413.
+	// ErrBodyTooLarge: the body exceeds Config.MaxBodyBytes, or a smaller
+	// limit that a middleware before the Handler set on it
+	// (http.MaxBytesReader), which the error wrapping it names. Answered
+	// 413.
 	ErrBodyTooLarge = errors.New("idempotency: request body too large")
 	// ErrMalformedEvent: the verified body is not a Stripe event, or its id,
 	// type, object id, account or API version is text no store can keep (a
@@ -161,7 +166,9 @@ var (
 	ErrMethodNotAllowed = errors.New("idempotency: method not allowed")
 	// ErrUnreadableBody: the body could not be read in full (it ended
 	// before its Content-Length: the sender hung up, or the http.Server's
-	// ReadTimeout cut it off). It wraps the read's error too. Answered 400.
+	// ReadTimeout cut it off, or a middleware before the Handler read or
+	// closed it, which the error wrapping it points at). It wraps the
+	// read's error too. Answered 400.
 	ErrUnreadableBody = errors.New("idempotency: request body unreadable")
 )
 

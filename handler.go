@@ -283,9 +283,11 @@ const (
 // fixed JSON body:
 //
 //	405 wrong method                                {"error":"method_not_allowed"}
-//	413 body over Config.MaxBodyBytes               {"error":"body_too_large"}
+//	413 body over Config.MaxBodyBytes, or over a
+//	    smaller limit a middleware set on it        {"error":"body_too_large"}
 //	400 body not read in full (the sender hung up
-//	    before its Content-Length)                  {"error":"unreadable_body"}
+//	    before its Content-Length, or a middleware
+//	    read or closed it)                          {"error":"unreadable_body"}
 //	400 missing, malformed or wrong signature,
 //	    timestamp outside Config.Tolerance          {"error":"invalid_signature"}
 //	400 not a Stripe event; a key of a field read
@@ -675,26 +677,52 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		return nil, ErrBodyTooLarge
 	}
 	body := http.MaxBytesReader(w, r.Body, limit)
+	var buf []byte
+	var err error
+	ended := false // without an error, before its Content-Length
 	if r.ContentLength >= 0 {
 		// net/http never yields more than Content-Length bytes. The buffer
 		// grows with what arrives, not with what the unauthenticated sender
 		// claims: a Content-Length of the whole limit and a trickle must not
 		// hold the limit's worth of memory per connection.
-		buf, err := readFull(body, r.ContentLength)
-		if err != nil {
-			return nil, errorf("%w: %w", ErrUnreadableBody, err)
-		}
-		return buf, nil
+		buf, err = readFull(body, r.ContentLength)
+		// Its io.ErrUnexpectedEOF comes with the bytes read before the
+		// body ended; the reader's own errors come with none.
+		ended = err != nil && buf != nil
+	} else {
+		buf, err = io.ReadAll(body)
 	}
-	buf, err := io.ReadAll(body)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, ErrBodyTooLarge
-		}
-		return nil, errorf("%w: %w", ErrUnreadableBody, err)
+		return nil, h.bodyError(err, ended, len(buf), r.ContentLength)
 	}
 	return buf, nil
+}
+
+// bodyError is the error of a body that could not be read: err, or, when
+// ended, a body that ended without an error after read of its announced
+// (Content-Length) bytes. It names what points at a middleware before the
+// Handler, as the server's own body never does: a limit of its own
+// (http.MaxBytesReader), a body it closed, or one that ended early without
+// an error (net/http reports a sender that hung up as
+// io.ErrUnexpectedEOF).
+func (h *Handler) bodyError(err error, ended bool, read int, announced int64) error {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge) && tooLarge.Limit < h.cfg.MaxBodyBytes:
+		return errorf("%w: over the limit of %d bytes that a middleware before the Handler set on it (http.MaxBytesReader), "+
+			"under Config.MaxBodyBytes (%d)", ErrBodyTooLarge, tooLarge.Limit, h.cfg.MaxBodyBytes)
+	case errors.As(err, &tooLarge):
+		return ErrBodyTooLarge
+	case errors.Is(err, http.ErrBodyReadAfterClose):
+		return errorf("%w: %w (a middleware before the Handler closed it)", ErrUnreadableBody, err)
+	case ended && read == 0:
+		return errorf("%w: %w: none of its %d bytes (Content-Length) was left to read, and no read failed: "+
+			"did a middleware before the Handler read the body and not put it back?", ErrUnreadableBody, err, announced)
+	case ended:
+		return errorf("%w: %w: it ended after %d of its %d bytes (Content-Length), and no read failed: "+
+			"did a middleware before the Handler read some of the body, or put back fewer bytes than it read?", ErrUnreadableBody, err, read, announced)
+	}
+	return errorf("%w: %w", ErrUnreadableBody, err)
 }
 
 // initialBodyBuffer is the buffer readFull starts with: most events fit.
@@ -702,7 +730,9 @@ const initialBodyBuffer = 32 << 10
 
 // readFull reads exactly n bytes from r into a buffer that starts at
 // initialBodyBuffer and doubles as they arrive, up to n; a body that ends
-// early is io.ErrUnexpectedEOF, as io.ReadFull reports it.
+// early (io.EOF) is io.ErrUnexpectedEOF, as io.ReadFull reports it,
+// returned with the bytes read before it. Another read error is returned
+// as it is, with no bytes.
 func readFull(r io.Reader, n int64) ([]byte, error) {
 	buf := make([]byte, min(n, initialBodyBuffer))
 	read := 0
@@ -717,7 +747,7 @@ func readFull(r io.Reader, n int64) ([]byte, error) {
 		case int64(read) == n:
 			return buf, nil
 		case err == io.EOF:
-			return nil, io.ErrUnexpectedEOF
+			return buf[:read], io.ErrUnexpectedEOF
 		case err != nil:
 			return nil, err
 		}
@@ -759,7 +789,16 @@ func (h *Handler) verify(payload []byte, header string, now time.Time) error {
 			return errorf("%w: %w", ErrInvalidSignature, err)
 		}
 	}
-	return ErrInvalidSignature
+	if len(payload) == 0 {
+		return errorf("%w: the body is empty: did a middleware before the Handler read it and not put it back?", ErrInvalidSignature)
+	}
+	secrets := "the secret"
+	if len(h.cfg.Secrets) > 1 {
+		secrets = fmt.Sprintf("any of the %d secrets", len(h.cfg.Secrets))
+	}
+	return errorf("%w: no v1 signature matches the %d-byte body with %s: "+
+		"a secret that is not the endpoint's, or a body changed before the Handler read it "+
+		"(a middleware or proxy that re-encoded, trimmed or decompressed it)", ErrInvalidSignature, len(payload), secrets)
 }
 
 // maxSignatureHeader bounds the Stripe-Signature header. Stripe's is about
