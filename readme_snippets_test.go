@@ -297,6 +297,10 @@ var readmeSnippetsSkipped = map[string]string{
 // under test and ctx the test's); the others are the service's, or named
 // where the block stands.
 var readmeSnippetContexts = map[string]readmeSnippetContext{
+	"### Behind a router, middleware or a proxy #1": {decls: `
+var h *idempotency.Handler // NewHandler's or Inbox.Handler's
+var mux = http.NewServeMux()
+`},
 	"## Inbox mode: answer at once, apply in workers #1": {decls: `
 var (ctx = context.Background(); store *idempotency.PgxStore; hs = idempotency.NewHandlers())
 func check(error) {}
