@@ -291,6 +291,17 @@ func waitAll(t *testing.T, wg *sync.WaitGroup, what string) {
 	receive(t, done, what)
 }
 
+// releaser returns the func that closes release, once, and has t call it
+// as the case ends: a case that fails while a run it started holds a
+// claim or a guard for others to wait on releases that run, rather than
+// leave it blocked with its transaction open (on PostgreSQL, a connection
+// of the pool, which a cleanup closing the pool waits for).
+func releaser(t *testing.T, release chan<- struct{}) func() {
+	done := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(done)
+	return done
+}
+
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -642,12 +653,13 @@ func testConcurrentDuplicates(t *testing.T, b StoreBackend) {
 	require.Equal(t, 1, b.Get(t, "c"))
 }
 
-// holdClaim runs id's transaction until release is closed, then returns
-// result from apply. It returns once the claim is held.
-func holdClaim(t *testing.T, b StoreBackend, id string, result error) (release chan struct{}, done chan idempotency.Outcome) {
+// holdClaim runs id's transaction until release is called (or the case
+// ends), then returns result from apply. It returns once the claim is
+// held.
+func holdClaim(t *testing.T, b StoreBackend, id string, result error) (release func(), done chan idempotency.Outcome) {
 	ctx := ctxT(t)
-	held := make(chan struct{})
-	release = make(chan struct{})
+	held, released := make(chan struct{}), make(chan struct{})
+	release = releaser(t, released)
 	done = make(chan idempotency.Outcome, 1)
 	go func() {
 		out, _ := b.Store.Run(ctx, claim(id), func(ctx context.Context, tx idempotency.Tx) error {
@@ -655,7 +667,7 @@ func holdClaim(t *testing.T, b StoreBackend, id string, result error) (release c
 				return err
 			}
 			close(held)
-			<-release
+			<-released
 			return result
 		})
 		done <- out
@@ -708,7 +720,7 @@ func waitOn(t *testing.T, b StoreBackend, id string, result error) (idempotency.
 	release, done := holdClaim(t, b, id, result)
 	var ran atomic.Int32
 	outs := startWaiters(t, b, id, 5, &ran)
-	close(release)
+	release()
 	holder := receive(t, done, "the holder's Run")
 	return holder, tally(t, outs, 5), ran.Load()
 }
@@ -752,7 +764,7 @@ func testWaiterCancelled(t *testing.T, b StoreBackend) {
 	require.Error(t, receive(t, errc, "the cancelled waiter"), "a cancelled waiter returns an error, not an outcome")
 	waitingReaches(t, b, 0, 10*time.Second,
 		"the cancelled waiter no longer waits")
-	close(release)
+	release()
 	require.Equal(t, idempotency.OutcomeProcessed, receive(t, done, "the holder's Run"))
 	require.Equal(t, 1, b.Get(t, "c"))
 }
@@ -768,6 +780,7 @@ func testGuardWaitCancelledAbortsTx(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	held := make(chan struct{})
 	release := make(chan struct{})
+	releaseHolder := releaser(t, release)
 	holder := make(chan ranResult, 1)
 	go func() {
 		out, err := b.Store.Run(ctx, claim("evt_abort_holder"), func(ctx context.Context, tx idempotency.Tx) error {
@@ -808,7 +821,7 @@ func testGuardWaitCancelledAbortsTx(t *testing.T, b StoreBackend) {
 	require.NotEqual(t, idempotency.OutcomeProcessed, got.out)
 	requireNoEvent(t, b, "evt_abort_waiter")
 
-	close(release)
+	releaseHolder()
 	got = receive(t, holder, "the holder's Run")
 	require.NoError(t, got.err)
 	require.Equal(t, idempotency.OutcomeProcessed, got.out)
@@ -1041,6 +1054,7 @@ func testEarlyGuardAcrossEvents(t *testing.T, b StoreBackend) {
 func testGuardWaits(t *testing.T, b StoreBackend, holderResult error, early bool) {
 	ctx := ctxT(t)
 	held, release := make(chan struct{}), make(chan struct{})
+	releaseHolder := releaser(t, release)
 	holder := make(chan error, 1)
 	go func() {
 		_, err := b.Store.Run(ctx, claim("evt_holder"), func(ctx context.Context, tx idempotency.Tx) error {
@@ -1079,7 +1093,7 @@ func testGuardWaits(t *testing.T, b StoreBackend, holderResult error, early bool
 		t.Fatal("Guard returned while the key was held")
 	default:
 	}
-	close(release)
+	releaseHolder()
 	require.ErrorIs(t, receive(t, holder, "the holder's Run"), holderResult)
 	got := receive(t, waiter, "the Guard waiting for the holder, which has ended,")
 	require.NoError(t, got.err)
@@ -1272,6 +1286,7 @@ func testEarlyGuardOtherKey(t *testing.T, b StoreBackend) {
 func testWaiterSeesAfterCommitWrites(t *testing.T, b StoreBackend, onClaim bool) {
 	ctx := ctxT(t)
 	held, release, inAfter, waiterRead := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan int, 1)
+	releaseHolder := releaser(t, release)
 	holder := make(chan error, 1)
 	go func() {
 		_, err := b.Store.Run(ctx, claim("evt_slow_write"), func(ctx context.Context, tx idempotency.Tx) error {
@@ -1324,7 +1339,7 @@ func testWaiterSeesAfterCommitWrites(t *testing.T, b StoreBackend, onClaim bool)
 	}
 	waitingReaches(t, b, 1, waitLimit,
 		"the second run should wait for the holder")
-	close(release)
+	releaseHolder()
 	receive(t, inAfter, "the holder's commit")
 	var n int
 	timer := time.NewTimer(waitLimit)
@@ -1584,6 +1599,7 @@ func testLongKeys(t *testing.T, b StoreBackend) {
 func testTxOneStatementAtATime(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	held, release := make(chan struct{}), make(chan struct{})
+	releaseHolder := releaser(t, release)
 	holder := make(chan error, 1)
 	go func() {
 		_, err := b.Store.Run(ctx, claim("evt_busy_holder"), func(ctx context.Context, tx idempotency.Tx) error {
@@ -1621,7 +1637,7 @@ func testTxOneStatementAtATime(t *testing.T, b StoreBackend) {
 		waitingReaches(t, b, 1, waitLimit,
 			"the first Guard should wait for the holder")
 		_, overlapping = tx.Guard(ctx, "invoice", "in_other")
-		close(release)
+		releaseHolder()
 		return receive(t, waited, "the Guard waiting for the holder")
 	})
 	require.ErrorIs(t, overlapping, idempotency.ErrTxBusy, "a Guard while another statement of the transaction runs")

@@ -1016,6 +1016,7 @@ func testCheckOrderWaits(t *testing.T, b StoreBackend, holderResult error) {
 	const scope, key = "subscription", "sub_wait"
 	ctx := ctxT(t)
 	held, release := make(chan struct{}), make(chan struct{})
+	releaseHolder := releaser(t, release)
 	holder := make(chan error, 1)
 	go func() {
 		_, err := b.Store.Run(ctx, claim("evt_ow_holder"), func(ctx context.Context, tx idempotency.Tx) error {
@@ -1054,7 +1055,7 @@ func testCheckOrderWaits(t *testing.T, b StoreBackend, holderResult error) {
 		t.Fatalf("CheckOrder answered %s (%v) while the key was held", r.o, r.err)
 	default:
 	}
-	close(release)
+	releaseHolder()
 	require.ErrorIs(t, receive(t, holder, "the holder's Run"), holderResult)
 	got := receive(t, waiter, "the CheckOrder waiting for the holder, which has ended,")
 	require.NoError(t, got.err)

@@ -489,6 +489,7 @@ func testTaskEnqueueWaits(t *testing.T, b StoreBackend, holderResult error) {
 	tb := newTaskBench(t, b, idempotency.InboxConfig{})
 	ctx := ctxT(t)
 	held, release := make(chan struct{}), make(chan struct{})
+	releaseHolder := releaser(t, release)
 	holder := make(chan error, 1)
 	go func() {
 		_, err := tb.run(ctx, "evt_tw_holder", func(ctx context.Context, tx idempotency.Tx) error {
@@ -527,7 +528,7 @@ func testTaskEnqueueWaits(t *testing.T, b StoreBackend, holderResult error) {
 		t.Fatal("Enqueue returned while the key was held by a transaction in flight")
 	default:
 	}
-	close(release)
+	releaseHolder()
 	require.ErrorIs(t, receive(t, holder, "the holder's Run"), holderResult)
 	got := receive(t, waiter, "the Enqueue waiting for the holder, which has ended,")
 	require.NoError(t, got.err)
