@@ -74,3 +74,31 @@ func TestPgxHandlerIgnoringAFailedStatement(t *testing.T) {
 	require.Equal(t, idempotency.OutcomeProcessed, out)
 	require.Equal(t, 100, b.get(t, "in_1"))
 }
+
+// TestPgxHandlerIgnoringAFailedStatementThenTheSessionEnds: a handler that
+// ignores a failed statement and whose session then ends (its backend
+// terminated, as in a failover) before it returns nil is answered as the
+// database gone, to be retried as such, not told that it ignored a failed
+// statement: the transaction, aborted or not, died with its session.
+func TestPgxHandlerIgnoringAFailedStatementThenTheSessionEnds(t *testing.T) {
+	t.Parallel()
+	b := newPgBackend(t, idempotency.PgxConfig{})
+	out, err := b.store.Run(t.Context(), idempotency.Claim{EventID: "evt_gone", EventType: "invoice.paid"},
+		func(hctx context.Context, tx idempotency.Tx) error {
+			db := idempotency.PgxTx(tx)
+			var pid int32
+			if err := db.QueryRow(hctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+				return err
+			}
+			_, _ = db.Exec(hctx, `SELECT 1/0`) // ignored: the transaction is aborted
+			terminate(t, pid)
+			_, _ = db.Exec(hctx, `SELECT 1`) // ignored: the session is gone, and pgx knows it
+			return nil
+		})
+	require.Equal(t, idempotency.OutcomeUnavailable, out)
+	require.ErrorIs(t, err, idempotency.ErrStoreUnavailable)
+	require.NotContains(t, err.Error(), "returned nil after a statement")
+	_, claimed, err := b.store.LookupEvent(t.Context(), "evt_gone")
+	require.NoError(t, err)
+	require.False(t, claimed, "nothing kept")
+}

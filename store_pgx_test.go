@@ -58,7 +58,8 @@ func (b connlessBegin) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx,
 
 // A handler's error on a transaction whose pgx.Tx has no *pgx.Conn is
 // translated as before the store asked the connection (an EOF reads as
-// the database gone), and nothing panics; a plain error is a failure.
+// the database gone), and nothing panics; a plain error is a failure; a
+// handler that returns nil is applied.
 func TestPgxHandlerErrorWithoutAConn(t *testing.T) {
 	t.Parallel()
 	b := newPgBackendOn(t, idempotency.PgxConfig{}, func(p *pgxpool.Pool) idempotency.PgxBeginner { return connlessBegin{p} })
@@ -70,6 +71,13 @@ func TestPgxHandlerErrorWithoutAConn(t *testing.T) {
 		func(context.Context, idempotency.Tx) error { return errors.New("no such plan") })
 	require.Equal(t, idempotency.OutcomeFailed, out)
 	require.EqualError(t, err, "no such plan")
+	// A handler that returns nil commits: no connection to ask whether a
+	// statement of its aborted the transaction, the store asks none.
+	out, err = b.store.Run(t.Context(), idempotency.Claim{EventID: "evt_connless_ok", EventType: "invoice.paid"},
+		func(ctx context.Context, tx idempotency.Tx) error { return b.add(ctx, tx, "connless_ok", 1) })
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, out)
+	require.Equal(t, 1, b.get(t, "connless_ok"))
 }
 
 func newPgBackendOn(t *testing.T, cfg idempotency.PgxConfig, db func(*pgxpool.Pool) idempotency.PgxBeginner) *pgBackend {
