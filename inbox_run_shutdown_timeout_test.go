@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,7 +19,9 @@ import (
 // wrapping ErrShutdownTimeout, saying how many attempts it cancelled, when
 // attempts were still in flight at ShutdownTimeout, even when their
 // handlers, ignoring the cancellation for a while, return nil after it
-// (each is rolled back and recorded failed all the same); and nil when the
+// (each is rolled back and recorded failed all the same, dead-lettered at
+// its last attempt, or its end not recorded when another process took its
+// expired lease over meanwhile: each counted); and nil when the
 // attempts in flight at the stop all finished before it, or had applied
 // their events, or failed on their own, and were being reported as it
 // passed. Both stores. Run returned nil either way, and a caller could
@@ -61,6 +64,78 @@ func TestInboxRunSaysWhatItsShutdownTimeoutCut(t *testing.T) {
 					require.Equal(t, idempotency.InboxFailed, rec.State, "%s rolled back and recorded failed", id)
 					require.Equal(t, 1, rec.Attempt)
 				}
+			})
+			t.Run("cut at the last attempt", func(t *testing.T) {
+				// Cut at MaxAttempts, it is dead-lettered, not retried:
+				// the cut left it unapplied all the same, and it is
+				// counted.
+				t.Parallel()
+				in, entered, cancelled, release := shutdownInbox(t, newStore(t), idempotency.InboxConfig{Workers: 1, MaxAttempts: 1, ShutdownTimeout: 10 * time.Millisecond})
+				stop, done := runUntilEntered(t, in, entered, "evt_cut_last")
+				stop()
+				recv(t, cancelled, "the attempt cancelled at ShutdownTimeout")
+				close(release)
+
+				err := recv(t, done, "Run")
+				require.ErrorIs(t, err, idempotency.ErrShutdownTimeout)
+				require.ErrorContains(t, err, ": 1 attempt, 10ms after the stop")
+				requireInboxState(t, in, "evt_cut_last", idempotency.InboxDeadLetter)
+			})
+			t.Run("cut, its lease taken over", func(t *testing.T) {
+				// Cut, it rolled back; then, its lease expired, another
+				// process took the event over before it recorded its
+				// failure, which it could not record. Its end unrecorded,
+				// the cut left it unapplied all the same, and it is
+				// counted.
+				t.Parallel()
+				store := newStore(t)
+				clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+				// settling, once armed, runs at the next reading of the
+				// cut attempt's clock: after its rollback, before it
+				// records its failure.
+				var settling atomic.Pointer[func()]
+				now := func() time.Time {
+					if f := settling.Swap(nil); f != nil {
+						(*f)()
+					}
+					return clock.Now()
+				}
+				in, entered, cancelled, release := shutdownInbox(t, store, idempotency.InboxConfig{
+					Workers: 1, Lease: time.Minute, ShutdownTimeout: 10 * time.Millisecond, Now: now,
+				})
+				newer, err := idempotency.NewInbox(store, idempotency.NewHandlers(), idempotency.InboxConfig{
+					Lease: time.Minute, Now: clock.Now, Logger: discardLogger(),
+				})
+				require.NoError(t, err)
+				stop, done := runUntilEntered(t, in, entered, "evt_cut_taken_over")
+				stop()
+				recv(t, cancelled, "the attempt cancelled at ShutdownTimeout")
+				settles, takenOver := make(chan struct{}), make(chan struct{})
+				f := func() {
+					close(settles)
+					<-takenOver
+				}
+				settling.Store(&f)
+				close(release)
+
+				recv(t, settles, "the cut attempt's settle")
+				clock.Advance(2 * time.Minute) // its lease expires
+				var taken []idempotency.InboxLeased
+				// On PostgreSQL the session of the attempt's transaction
+				// may hold the row a moment longer.
+				require.Eventually(t, func() bool {
+					taken, err = idempotency.LeaseInbox(t.Context(), newer, 1)
+					return err != nil || len(taken) == 1
+				}, 10*time.Second, time.Millisecond, "the event's expired lease taken over")
+				require.NoError(t, err)
+				require.Equal(t, 2, taken[0].Attempt())
+				close(takenOver)
+
+				err = recv(t, done, "Run")
+				require.ErrorIs(t, err, idempotency.ErrShutdownTimeout)
+				require.ErrorContains(t, err, ": 1 attempt, 10ms after the stop")
+				rec := requireInboxState(t, in, "evt_cut_taken_over", idempotency.InboxProcessing) // held by the attempt that took it over
+				require.Equal(t, 2, rec.Attempt)
 			})
 			t.Run("in time", func(t *testing.T) {
 				t.Parallel()
@@ -221,13 +296,22 @@ func TestInboxRunShutdownTimeoutWithNothingToCut(t *testing.T) {
 // answer.
 func runWithOneQueued(t *testing.T, in *idempotency.Inbox, entered <-chan string, first, queued string) (stop context.CancelFunc, done <-chan error) {
 	t.Helper()
+	return runUntilEntered(t, in, entered, first, queued)
+}
+
+// runUntilEntered delivers eventIDs to in, runs in until stop is called,
+// and returns once the attempt at the first has entered its handler; done
+// gives Run's answer.
+func runUntilEntered(t *testing.T, in *idempotency.Inbox, entered <-chan string, eventIDs ...string) (stop context.CancelFunc, done <-chan error) {
+	t.Helper()
 	deliver := invoiceDeliverer(t, in)
-	deliver(first)
-	deliver(queued)
+	for _, id := range eventIDs {
+		deliver(id)
+	}
 	ctx, stop := context.WithCancel(t.Context())
 	ran := make(chan error, 1)
 	go func() { ran <- in.Run(ctx) }()
-	require.Equal(t, first, recv(t, entered, "the first attempt"))
+	require.Equal(t, eventIDs[0], recv(t, entered, "the first attempt"))
 	return stop, ran
 }
 
