@@ -64,3 +64,13 @@ func TestRecoverWarnsWhereNoWorkerEverRan(t *testing.T) {
 	require.Regexp(t, `(?m)^queued\s+1\s`, r.stdout)
 	require.NotContains(t, r.stderr, "no worker ever attempted")
 }
+
+// TestRecoverWarningCountsTheEventsStored: recover's warning where no
+// worker ever ran names the events it stored in the plural when there are
+// several.
+func TestRecoverWarningCountsTheEventsStored(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "no worker ever attempted an event or a task this inbox holds: "+
+		"if the service runs in synchronous mode (a Handler without an Inbox), the 2 events stored stay pending, never applied; "+
+		"run Handler.Recover in the service instead, which applies them", neverWorkedText(2))
+}
