@@ -36,6 +36,29 @@ func TestReadmeSnippetsBuild(t *testing.T) {
 	t.Parallel()
 	path, err := filepath.Abs("README.md")
 	require.NoError(t, err)
+	blocks, err := vetReadmeSnippets(t, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := map[string]bool{}
+	for _, block := range blocks {
+		built[block.name] = true
+	}
+	for name := range readmeSnippetContexts {
+		_, skipped := readmeSnippetsSkipped[name]
+		require.True(t, built[name] && !skipped, "readmeSnippetContexts has %s, which is no Go block of the README's (or a skipped one)", name)
+	}
+	for name := range readmeSnippetsSkipped {
+		require.True(t, built[name], "readmeSnippetsSkipped has %s, which is no Go block of the README's", name)
+	}
+}
+
+// vetReadmeSnippets vets the Go blocks of the README at path but those
+// readmeSnippetsSkipped names, as TestReadmeSnippetsBuild says, and
+// returns the README's blocks, and go vet's failure, its output under
+// the blocks' lines and names (vetByBlock), or nil.
+func vetReadmeSnippets(t *testing.T, path string) ([]readmeGoBlock, error) {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	blocks := readmeGoBlocks(string(b))
@@ -46,16 +69,11 @@ func TestReadmeSnippetsBuild(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, os.RemoveAll(dir)) })
 	var pkgs []string
 	byDir := map[string]readmeGoBlock{}
-	contexts := map[string]bool{}
-	skipped := map[string]bool{}
 	for _, block := range blocks {
 		if _, ok := readmeSnippetsSkipped[block.name]; ok {
-			skipped[block.name] = true
 			continue
 		}
-		ctx, ok := readmeSnippetContexts[block.name]
-		contexts[block.name] = ok
-		files, err := snippetFiles(path, block, ctx)
+		files, err := snippetFiles(path, block, readmeSnippetContexts[block.name])
 		require.NoError(t, err, "README.md:%d, %s: the block does not parse as Go", block.line, block.name)
 		pkg := filepath.Join(dir, "line"+strconv.Itoa(block.line))
 		require.NoError(t, os.Mkdir(pkg, 0o700))
@@ -67,14 +85,9 @@ func TestReadmeSnippetsBuild(t *testing.T) {
 	}
 	out, err := exec.Command("go", append([]string{"vet"}, pkgs...)...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("go vet: %v: README.md's Go blocks that do not build:\n%s", err, vetByBlock(string(out), blocks, byDir))
+		return blocks, fmt.Errorf("go vet: %w: README.md's Go blocks that do not build:\n%s", err, vetByBlock(string(out), blocks, byDir))
 	}
-	for name := range readmeSnippetContexts {
-		require.True(t, contexts[name], "readmeSnippetContexts has %s, which is no Go block of the README's (or a skipped one)", name)
-	}
-	for name := range readmeSnippetsSkipped {
-		require.True(t, skipped[name], "readmeSnippetsSkipped has %s, which is no Go block of the README's", name)
-	}
+	return blocks, nil
 }
 
 // readmeGoBlock is a ```go block of the README.
