@@ -816,7 +816,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 			if n == 1 {
 				what = "attempt"
 			}
-			return errorf("Inbox.Run: %w: %d %s, %s after the stop; each is retried", ErrShutdownTimeout, n, what, in.cfg.ShutdownTimeout)
+			return errorf("Inbox.Run: %w: %d %s, %s after the stop; each is retried, or dead-lettered at its last attempt", ErrShutdownTimeout, n, what, in.cfg.ShutdownTimeout)
 		}
 	}
 	return nil

@@ -56,7 +56,7 @@ func TestInboxRunSaysWhatItsShutdownTimeoutCut(t *testing.T) {
 
 				err := recv(t, done, "Run")
 				require.ErrorIs(t, err, idempotency.ErrShutdownTimeout)
-				require.EqualError(t, err, "idempotency: Inbox.Run: attempts still in flight at InboxConfig.ShutdownTimeout cancelled: 2 attempts, 10ms after the stop; each is retried")
+				require.EqualError(t, err, "idempotency: Inbox.Run: attempts still in flight at InboxConfig.ShutdownTimeout cancelled: 2 attempts, 10ms after the stop; each is retried, or dead-lettered at its last attempt")
 				for _, id := range []string{"evt_cut_1", "evt_cut_2"} {
 					rec, ok, err := in.Lookup(t.Context(), id)
 					require.NoError(t, err)

@@ -395,7 +395,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			switch {
 			case errors.Is(workersErr, idempotency.ErrShutdownTimeout):
 				// Run cut them at its deadline, and says how many.
-				logger.Warn("inbox attempts cut at the stop; each is retried", "error", workersErr)
+				logger.Warn("inbox attempts cut at the stop", "error", workersErr)
 				stop.cut()
 			case workersErr != nil:
 				logger.Error("inbox workers", "error", workersErr)

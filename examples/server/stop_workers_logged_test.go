@@ -67,7 +67,7 @@ func TestRunStopLogsAnAttemptCutAtItsDeadline(t *testing.T) {
 
 	require.NoError(t, stop())
 	require.Regexp(t, `level=INFO msg=stopping cause="context canceled"\n`+
-		`(?:.*\n)*.*level=WARN msg="inbox attempts cut at the stop; each is retried" error="idempotency: Inbox.Run: attempts still in flight at InboxConfig.ShutdownTimeout cancelled: 1 attempt, 100ms after the stop; each is retried"\n`+
+		`(?:.*\n)*.*level=WARN msg="inbox attempts cut at the stop" error="idempotency: Inbox.Run: attempts still in flight at InboxConfig.ShutdownTimeout cancelled: 1 attempt, 100ms after the stop; each is retried, or dead-lettered at its last attempt"\n`+
 		`(?:.*\n)*.*level=INFO msg=stopped took=[0-9.]+m?s in_flight_finished=false\n$`, logs.String())
 }
 
