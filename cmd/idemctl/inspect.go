@@ -136,10 +136,11 @@ func (a *app) writeStats(st idempotency.InboxStats, asJSON bool) error {
 	return nil
 }
 
-// inboxEmpty reports that st counts no event and no task in any state.
+// inboxEmpty reports that st counts no event and no task in any state
+// (Counts has both).
 func inboxEmpty(st idempotency.InboxStats) bool {
-	for _, s := range states {
-		if st.Events(s) != 0 || st.TaskCounts[s] != 0 {
+	for _, n := range st.Counts {
+		if n != 0 {
 			return false
 		}
 	}
