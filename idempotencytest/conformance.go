@@ -291,15 +291,17 @@ func waitAll(t *testing.T, wg *sync.WaitGroup, what string) {
 	receive(t, done, what)
 }
 
-// releaser returns the func that closes release, once, and has t call it
-// as the case ends: a case that fails while a run it started holds a
-// claim or a guard for others to wait on releases that run, rather than
-// leave it blocked with its transaction open (on PostgreSQL, a connection
-// of the pool, which a cleanup closing the pool waits for).
-func releaser(t *testing.T, release chan<- struct{}) func() {
-	done := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(done)
-	return done
+// releaser returns a channel for a run to block on, and the func that
+// closes it, once, which t calls as the case ends: a case that fails
+// while a run it started holds a claim or a guard for others to wait on
+// releases that run, rather than leave it blocked with its transaction
+// open (on PostgreSQL, a connection of the pool, which a cleanup closing
+// the pool waits for).
+func releaser(t *testing.T) (release func(), released <-chan struct{}) {
+	ch := make(chan struct{})
+	release = sync.OnceFunc(func() { close(ch) })
+	t.Cleanup(release)
+	return release, ch
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -658,8 +660,8 @@ func testConcurrentDuplicates(t *testing.T, b StoreBackend) {
 // held.
 func holdClaim(t *testing.T, b StoreBackend, id string, result error) (release func(), done chan idempotency.Outcome) {
 	ctx := ctxT(t)
-	held, released := make(chan struct{}), make(chan struct{})
-	release = releaser(t, released)
+	held := make(chan struct{})
+	release, released := releaser(t)
 	done = make(chan idempotency.Outcome, 1)
 	go func() {
 		out, _ := b.Store.Run(ctx, claim(id), func(ctx context.Context, tx idempotency.Tx) error {
@@ -779,8 +781,7 @@ func testWaiterCancelled(t *testing.T, b StoreBackend) {
 func testGuardWaitCancelledAbortsTx(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	held := make(chan struct{})
-	release := make(chan struct{})
-	releaseHolder := releaser(t, release)
+	releaseHolder, release := releaser(t)
 	holder := make(chan ranResult, 1)
 	go func() {
 		out, err := b.Store.Run(ctx, claim("evt_abort_holder"), func(ctx context.Context, tx idempotency.Tx) error {
@@ -1053,8 +1054,8 @@ func testEarlyGuardAcrossEvents(t *testing.T, b StoreBackend) {
 // early set, the waiting event names the key in Claim.Guards.
 func testGuardWaits(t *testing.T, b StoreBackend, holderResult error, early bool) {
 	ctx := ctxT(t)
-	held, release := make(chan struct{}), make(chan struct{})
-	releaseHolder := releaser(t, release)
+	held := make(chan struct{})
+	releaseHolder, release := releaser(t)
 	holder := make(chan error, 1)
 	go func() {
 		_, err := b.Store.Run(ctx, claim("evt_holder"), func(ctx context.Context, tx idempotency.Tx) error {
@@ -1285,8 +1286,8 @@ func testEarlyGuardOtherKey(t *testing.T, b StoreBackend) {
 // must find the holder's writes all there too.
 func testWaiterSeesAfterCommitWrites(t *testing.T, b StoreBackend, onClaim bool) {
 	ctx := ctxT(t)
-	held, release, inAfter, waiterRead := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan int, 1)
-	releaseHolder := releaser(t, release)
+	held, inAfter, waiterRead := make(chan struct{}), make(chan struct{}), make(chan int, 1)
+	releaseHolder, release := releaser(t)
 	holder := make(chan error, 1)
 	go func() {
 		_, err := b.Store.Run(ctx, claim("evt_slow_write"), func(ctx context.Context, tx idempotency.Tx) error {
@@ -1598,8 +1599,8 @@ func testLongKeys(t *testing.T, b StoreBackend) {
 // statement that waits is not disturbed, and the transaction commits.
 func testTxOneStatementAtATime(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
-	held, release := make(chan struct{}), make(chan struct{})
-	releaseHolder := releaser(t, release)
+	held := make(chan struct{})
+	releaseHolder, release := releaser(t)
 	holder := make(chan error, 1)
 	go func() {
 		_, err := b.Store.Run(ctx, claim("evt_busy_holder"), func(ctx context.Context, tx idempotency.Tx) error {

@@ -1015,8 +1015,8 @@ func testCheckOrderTransactional(t *testing.T, b StoreBackend) {
 func testCheckOrderWaits(t *testing.T, b StoreBackend, holderResult error) {
 	const scope, key = "subscription", "sub_wait"
 	ctx := ctxT(t)
-	held, release := make(chan struct{}), make(chan struct{})
-	releaseHolder := releaser(t, release)
+	held := make(chan struct{})
+	releaseHolder, release := releaser(t)
 	holder := make(chan error, 1)
 	go func() {
 		_, err := b.Store.Run(ctx, claim("evt_ow_holder"), func(ctx context.Context, tx idempotency.Tx) error {

@@ -488,8 +488,8 @@ func testTaskSkip(t *testing.T, b StoreBackend) {
 func testTaskEnqueueWaits(t *testing.T, b StoreBackend, holderResult error) {
 	tb := newTaskBench(t, b, idempotency.InboxConfig{})
 	ctx := ctxT(t)
-	held, release := make(chan struct{}), make(chan struct{})
-	releaseHolder := releaser(t, release)
+	held := make(chan struct{})
+	releaseHolder, release := releaser(t)
 	holder := make(chan error, 1)
 	go func() {
 		_, err := tb.run(ctx, "evt_tw_holder", func(ctx context.Context, tx idempotency.Tx) error {
