@@ -35,7 +35,7 @@ The table's TASKS of ignored is "-": a task is never ignored. An inbox
 that holds no event or task at all gets an "inbox empty:" line saying
 why: in synchronous mode the events are in the ledger alone (show reads
 an event's record there), and a delivery that failed stored nothing;
-every count stays 0 there. With -json,
+every count of events stays 0 there. With -json,
 one JSON document, each of its maps with every state (tasks' ignored 0):
 
   {"events":{"pending":N,...},"tasks":{"pending":N,...},
