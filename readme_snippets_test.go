@@ -40,16 +40,16 @@ func TestReadmeSnippetsBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	built := map[string]bool{}
+	inReadme := map[string]bool{}
 	for _, block := range blocks {
-		built[block.name] = true
+		inReadme[block.name] = true
 	}
 	for name := range readmeSnippetContexts {
 		_, skipped := readmeSnippetsSkipped[name]
-		require.True(t, built[name] && !skipped, "readmeSnippetContexts has %s, which is no Go block of the README's (or a skipped one)", name)
+		require.True(t, inReadme[name] && !skipped, "readmeSnippetContexts has %s, which is no Go block of the README's (or a skipped one)", name)
 	}
 	for name := range readmeSnippetsSkipped {
-		require.True(t, built[name], "readmeSnippetsSkipped has %s, which is no Go block of the README's", name)
+		require.True(t, inReadme[name], "readmeSnippetsSkipped has %s, which is no Go block of the README's", name)
 	}
 }
 
