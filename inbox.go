@@ -634,10 +634,10 @@ func (c *coalescer) do(fn func()) {
 // then it stops taking events, gives back those leased ahead that no worker
 // started (as they were: pending, or failed with the last attempt's error;
 // their attempt not counted), lets the attempts in flight finish for up to
-// InboxConfig.ShutdownTimeout, cancels the rest
-// (they roll back and are recorded failed attempts, retried after the
-// backoff), and returns once they have returned: a handler that ignores
-// its context holds Run up. It returns an error wrapping
+// InboxConfig.ShutdownTimeout, cancels the rest (they roll back and are
+// recorded failed attempts, retried after the backoff, or dead-lettered at
+// their last attempt), and returns once they have returned: a handler that
+// ignores its context holds Run up. It returns an error wrapping
 // [ErrShutdownTimeout] (errors.Is) when the cut left attempts unapplied,
 // saying how many, as http.Server.Shutdown returns its context's error
 // when its deadline cut connections, and nil otherwise. It does not count
