@@ -382,10 +382,7 @@ func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
 // newHandler validates cfg, applies its defaults and returns a Handler
 // without its dispatcher.
 func newHandler(store Store, cfg Config) (*Handler, error) {
-	if isNil(store) {
-		return nil, errorf("NewHandler: nil Store (a nil %T)", store)
-	}
-	if err := madeStore("NewHandler", store); err != nil {
+	if err := checkStore("NewHandler", store); err != nil {
 		return nil, err
 	}
 	if err := checkSecrets(cfg.Secrets); err != nil {

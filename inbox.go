@@ -347,10 +347,7 @@ func (in *Inbox) made(method string) error {
 // [PgxStore] do), is nil or a PgxStore [NewPgxStore] did not make, or
 // when cfg is invalid.
 func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
-	if isNil(store) {
-		return nil, errorf("NewInbox: nil Store (a nil %T)", store)
-	}
-	if err := madeStore("NewInbox", store); err != nil {
+	if err := checkStore("NewInbox", store); err != nil {
 		return nil, err
 	}
 	backend, ok := store.(inboxBackend)

@@ -252,13 +252,15 @@ func (s *PgxStore) made(method string) error {
 	return nil
 }
 
-// madeStore refuses, for fn, a store that is a PgxStore NewPgxStore did
-// not return: every delivery or lease on it would fail.
-func madeStore(fn string, store Store) error {
+// checkStore refuses, for fn (NewHandler, NewInbox), a nil store, or a
+// PgxStore NewPgxStore did not return: every delivery or lease on it
+// would fail.
+func checkStore(fn string, store Store) error {
+	if isNil(store) {
+		return errorf("%s: nil Store (a nil %T)", fn, store)
+	}
 	if s, ok := store.(*PgxStore); ok {
-		if err := s.made(fn); err != nil {
-			return err
-		}
+		return s.made(fn)
 	}
 	return nil
 }
