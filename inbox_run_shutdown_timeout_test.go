@@ -241,7 +241,7 @@ func TestInboxRunShutdownTimeoutCountsNoGiveBack(t *testing.T) {
 				Workers: 1, IngestWorkers: 1, Timeout: 5 * time.Second, Lease: 10 * time.Second,
 				ShutdownTimeout: 10 * time.Millisecond, Now: clock.Now,
 			})
-			stop, done := runWithOneQueued(t, in, entered, "evt_gb_first", "evt_gb_queued")
+			stop, done := runUntilEntered(t, in, entered, "evt_gb_first", "evt_gb_queued")
 			clock.Advance(6 * time.Second) // 4s of evt_gb_queued's lease left, less than Timeout
 			release <- struct{}{}          // evt_gb_first returns; evt_gb_queued is given back, leased again and attempted
 			require.Equal(t, "evt_gb_queued", recv(t, entered, "the attempt after the give-back"))
@@ -276,7 +276,7 @@ func TestInboxRunShutdownTimeoutWithNothingToCut(t *testing.T) {
 		Workers: 1, IngestWorkers: 1, Timeout: time.Second, Lease: 2 * time.Second,
 		ShutdownTimeout: 10 * time.Millisecond, Now: clock.Now,
 	})
-	stop, done := runWithOneQueued(t, in, entered, "evt_nc_first", "evt_nc_queued")
+	stop, done := runUntilEntered(t, in, entered, "evt_nc_first", "evt_nc_queued")
 	locker, err := b.db.Pool.Begin(t.Context())
 	require.NoError(t, err)
 	defer rollbackTx(locker)
@@ -290,17 +290,9 @@ func TestInboxRunShutdownTimeoutWithNothingToCut(t *testing.T) {
 	require.NoError(t, recv(t, done, "Run"), "no attempt was cut")
 }
 
-// runWithOneQueued delivers first and queued to in (one worker), runs in
-// until stop is called, and returns once first's attempt has entered its
-// handler, queued leased with it and waiting behind it; done gives Run's
-// answer.
-func runWithOneQueued(t *testing.T, in *idempotency.Inbox, entered <-chan string, first, queued string) (stop context.CancelFunc, done <-chan error) {
-	t.Helper()
-	return runUntilEntered(t, in, entered, first, queued)
-}
-
 // runUntilEntered delivers eventIDs to in, runs in until stop is called,
-// and returns once the attempt at the first has entered its handler; done
+// and returns once the attempt at the first has entered its handler (with
+// one worker, the others leased with it and waiting behind it); done
 // gives Run's answer.
 func runUntilEntered(t *testing.T, in *idempotency.Inbox, entered <-chan string, eventIDs ...string) (stop context.CancelFunc, done <-chan error) {
 	t.Helper()
