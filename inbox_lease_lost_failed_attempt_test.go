@@ -48,17 +48,10 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 					t.Parallel()
 					ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 					defer cancel()
-					clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-					// takeOver, once armed, runs at the next reading of the
-					// stale worker's clock: after its rollback, before it
-					// records its failure.
-					var takeOver atomic.Pointer[func()]
-					now := func() time.Time {
-						if f := takeOver.Swap(nil); f != nil {
-							(*f)()
-						}
-						return clock.Now()
-					}
+					// The take-over, once armed, runs at the next reading of
+					// the stale worker's clock: after its rollback, before
+					// it records its failure.
+					clock := newArmedClock()
 					var calls, applied atomic.Int32
 					var newer *idempotency.Inbox
 					var taken []idempotency.InboxLeased
@@ -79,7 +72,7 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 								idempotency.ApplyLeased(ctx, newer, taken[0])
 							}
 						}
-						takeOver.Store(&f)
+						clock.arm(f)
 						switch fail {
 						case "panic":
 							panic("the downstream refused")
@@ -92,7 +85,7 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 					log, buf := testLogger()
 					var rs, observed misuseResults
 					stale, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-						Now: now, MaxAttempts: c.maxAttempts, Lease: time.Minute, Timeout: 200 * time.Millisecond,
+						Now: clock.Now, MaxAttempts: c.maxAttempts, Lease: time.Minute, Timeout: 200 * time.Millisecond,
 						Logger: log, OnResult: rs.add,
 						Observer: &idempotency.Observer{Attempt: func(ctx context.Context, _ idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
 							return ctx, observed.add
@@ -100,7 +93,7 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 					})
 					require.NoError(t, err)
 					newer, err = idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-						Now: now, MaxAttempts: 3, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(), OnResult: rs.add,
+						Now: clock.Now, MaxAttempts: 3, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(), OnResult: rs.add,
 					})
 					require.NoError(t, err)
 					h, err := stale.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
@@ -116,7 +109,7 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 					require.NoError(t, err)
 					require.Len(t, leased, 1)
 					idempotency.ApplyLeased(ctx, stale, leased[0])
-					require.Nil(t, takeOver.Load(), "the stale worker recorded nothing before the take-over")
+					require.False(t, clock.armed(), "the stale worker recorded nothing before the take-over")
 					require.Len(t, taken, 1)
 
 					rec, _, err := stale.Lookup(ctx, "evt_stale")
@@ -214,3 +207,29 @@ func attemptLogLines(t *testing.T, logs string, attempt int) []map[string]any {
 	}
 	return found
 }
+
+// armedClock is an idempotencytest.Clock whose Now, at its next reading
+// once a func is armed, runs that func before it answers, once: a test
+// steps in where an attempt reads the clock (after its rollback, before
+// it records its failure).
+type armedClock struct {
+	*idempotencytest.Clock
+	next atomic.Pointer[func()]
+}
+
+func newArmedClock() *armedClock {
+	return &armedClock{Clock: idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))}
+}
+
+func (c *armedClock) Now() time.Time {
+	if f := c.next.Swap(nil); f != nil {
+		(*f)()
+	}
+	return c.Clock.Now()
+}
+
+// arm has f run at the next reading of the clock.
+func (c *armedClock) arm(f func()) { c.next.Store(&f) }
+
+// armed reports that the func armed has not run yet.
+func (c *armedClock) armed() bool { return c.next.Load() != nil }

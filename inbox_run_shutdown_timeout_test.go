@@ -3,7 +3,6 @@ package idempotency_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,33 +88,25 @@ func TestInboxRunSaysWhatItsShutdownTimeoutCut(t *testing.T) {
 				// counted.
 				t.Parallel()
 				store := newStore(t)
-				clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-				// settling, once armed, runs at the next reading of the
+				// The settle, once armed, runs at the next reading of the
 				// cut attempt's clock: after its rollback, before it
 				// records its failure.
-				var settling atomic.Pointer[func()]
-				now := func() time.Time {
-					if f := settling.Swap(nil); f != nil {
-						(*f)()
-					}
-					return clock.Now()
-				}
+				clock := newArmedClock()
 				in, entered, cancelled, release := shutdownInbox(t, store, idempotency.InboxConfig{
-					Workers: 1, Lease: time.Minute, ShutdownTimeout: 10 * time.Millisecond, Now: now,
+					Workers: 1, Lease: time.Minute, ShutdownTimeout: 10 * time.Millisecond, Now: clock.Now,
 				})
 				newer, err := idempotency.NewInbox(store, idempotency.NewHandlers(), idempotency.InboxConfig{
-					Lease: time.Minute, Now: clock.Now, Logger: discardLogger(),
+					Lease: time.Minute, Now: clock.Clock.Now, Logger: discardLogger(),
 				})
 				require.NoError(t, err)
 				stop, done := runUntilEntered(t, in, entered, "evt_cut_taken_over")
 				stop()
 				recv(t, cancelled, "the attempt cancelled at ShutdownTimeout")
 				settles, takenOver := make(chan struct{}), make(chan struct{})
-				f := func() {
+				clock.arm(func() {
 					close(settles)
 					<-takenOver
-				}
-				settling.Store(&f)
+				})
 				close(release)
 
 				recv(t, settles, "the cut attempt's settle")
