@@ -821,7 +821,8 @@ func (in *Inbox) Run(ctx context.Context) error {
 
 // shutdownCut counts the attempts Run's ShutdownTimeout cut: those
 // still in flight when it cancelled them that then ended unapplied
-// (failed, dead-lettered, or their end not recorded), to be retried. Not
+// (failed, to be retried; dead-lettered at their last attempt; or their
+// end not recorded, the store unreachable or their lease taken over). Not
 // one that ended before the cut, however close to it, nor one whose event
 // was applied and that was still running its AfterCommit funcs, nor one
 // whose end was known (applied, or failed on its own) and that was being
@@ -842,8 +843,8 @@ func (c *shutdownCut) cut(cancel func()) {
 func (c *shutdownCut) came() bool { return c != nil && c.cancelled.Load() }
 
 // ended counts an attempt that ended in state end, when the cut came
-// before its end was known (cutFirst, read as its report began) and
-// left it unapplied.
+// before its end was known (cutFirst, read as its report began: false on
+// a nil c) and left it unapplied.
 func (c *shutdownCut) ended(cutFirst bool, end InboxState) {
 	if cutFirst && (end == "" || end == InboxFailed || end == InboxDeadLetter) {
 		c.n.Add(1)
