@@ -159,7 +159,7 @@ func TestBodyReadBeforeTheHandler(t *testing.T) {
 				require.NoError(t, resp.Body.Close())
 				require.Equal(t, tt.status, resp.StatusCode, "answer: %s", answer)
 				require.Equal(t, tt.answer, string(answer))
-				res := <-rt.results
+				res := recv(t, rt.results, "the delivery's Result")
 				require.Equal(t, idempotency.OutcomeRejected, res.Outcome)
 				require.ErrorIs(t, res.Err, tt.sentry)
 				for _, m := range tt.mention {
@@ -183,7 +183,7 @@ func TestBodyReadBeforeTheHandler(t *testing.T) {
 			idempotencytest.SignatureHeader(payload, testSecret, time.Now()), len(payload), payload[:10])
 		require.NoError(t, err)
 		require.NoError(t, conn.(*net.TCPConn).CloseWrite()) // hangs up, its body cut short
-		res := <-rt.results
+		res := recv(t, rt.results, "the delivery's Result")
 		require.ErrorIs(t, res.Err, idempotency.ErrUnreadableBody)
 		require.ErrorIs(t, res.Err, io.ErrUnexpectedEOF)
 		require.NotContains(t, res.Err.Error(), "middleware")
