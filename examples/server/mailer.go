@@ -22,9 +22,12 @@ type Email struct {
 
 // Mailer stands in for an email provider, in the process. Like Stripe's
 // API and most email APIs it honours idempotency keys: a request whose key
-// it has seen is answered as the first one was and sends nothing. It logs
-// one line per email sent, with its idempotency key and nothing of the
-// email itself. Tests read what it sent.
+// it has seen is answered as the first one was and sends nothing. Like
+// them, it forgets keys: it keeps the newest mailerKeys with their emails,
+// the oldest forgotten first, so that a service running for weeks on it
+// keeps a bounded memory, and a request with a key forgotten sends again.
+// It logs one line per email sent, with its idempotency key and nothing of
+// the email itself. Tests read what it sent.
 //
 // With a URL (-mail-url) it keeps nothing: each Send POSTs the email as
 // JSON ({"to","subject","body"}) with an Idempotency-Key header, and any
@@ -38,11 +41,23 @@ type Mailer struct {
 
 	mu       sync.Mutex
 	requests int              // Send calls, repeated keys included
-	sent     map[string]Email // by idempotency key
+	sent     map[string]Email // by idempotency key, the newest mailerKeys
+	keys     []string         // the keys of sent, oldest at next once full
+	next     int
 	// loseAnswers makes the next n requests fail after the email was
 	// accepted, as a connection cut before the answer does (tests set it).
 	loseAnswers int
 }
+
+// mailerKeys is how many idempotency keys the Mailer in the process
+// remembers, with their emails: some 35 MB. That covers a receipt task's
+// retries, whose last starts 6.5 days after its first attempt with the
+// inbox's default backoff and attempts, while a service sends fewer than
+// one receipt every six seconds; a busier one forgets a key sooner (as a
+// provider does: Stripe's API keeps one for a day), and a retry
+// after that, of an attempt whose email was sent but whose task failed,
+// sends the email again.
+const mailerKeys = 100_000
 
 func newMailer(log *slog.Logger) *Mailer {
 	return &Mailer{log: log, sent: map[string]Email{}}
@@ -90,7 +105,7 @@ func (m *Mailer) Send(ctx context.Context, idempotencyKey string, e Email) error
 	m.requests++
 	_, repeated := m.sent[idempotencyKey]
 	if !repeated {
-		m.sent[idempotencyKey] = e
+		m.remember(idempotencyKey, e)
 	}
 	lost := m.loseAnswers > 0
 	if lost {
@@ -106,6 +121,19 @@ func (m *Mailer) Send(ctx context.Context, idempotencyKey string, e Email) error
 		return errAnswerLost
 	}
 	return nil
+}
+
+// remember keeps e under key, a key not kept, forgetting the oldest key
+// once mailerKeys are kept. m.mu is held.
+func (m *Mailer) remember(key string, e Email) {
+	if len(m.keys) < mailerKeys {
+		m.keys = append(m.keys, key)
+	} else {
+		delete(m.sent, m.keys[m.next])
+		m.keys[m.next] = key
+		m.next = (m.next + 1) % mailerKeys
+	}
+	m.sent[key] = e
 }
 
 // post sends e to m.url. Its errors name neither the URL nor the email.
@@ -136,8 +164,9 @@ func (m *Mailer) post(ctx context.Context, idempotencyKey string, e Email) error
 	return nil
 }
 
-// Sent returns the emails sent, in no particular order, and how many
-// requests asked for them.
+// Sent returns the emails sent whose keys it remembers (the newest
+// mailerKeys), in no particular order, and how many requests asked for
+// emails, all of them.
 func (m *Mailer) Sent() (emails []Email, requests int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
