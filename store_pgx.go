@@ -214,12 +214,17 @@ LIMIT $6`,
 }
 
 // PgxTx returns the pgx transaction behind tx, for the handler's own SQL:
-// what it writes there commits or rolls back with the event's claim. Its
-// Commit and Rollback fail with [ErrTxOwnedByStore]: the store ends the
-// transaction when the handler returns (Begin, a savepoint, is fine; a
-// key claimed early for an action declared KeyIsObjectID that the
-// handler has not asked for yet is released first, so that Guard claims
-// it inside the savepoint).
+// what it writes there commits or rolls back with the event's claim.
+// Writes through database/sql do not: a *sql.DB, and a *sql.Tx of it,
+// run on connections of their own, also when opened on the store's pool
+// (stdlib.OpenDBFromPool), and commit apart from the claim; a
+// database/sql repository's ExecContext runs in this transaction through
+// an adapter of a few lines (the README's "With database/sql"). The
+// pgx.Tx's Commit and Rollback fail with [ErrTxOwnedByStore]: the store
+// ends the transaction when the handler returns (Begin, a savepoint, is
+// fine; a key claimed early for an action declared KeyIsObjectID that
+// the handler has not asked for yet is released first, so that Guard
+// claims it inside the savepoint).
 // The rows of its queries and the results of its batches hold the
 // connection until closed, as pgx's do: a statement sent meanwhile fails
 // with [ErrTxBusy], and a handler that returns with them open fails its

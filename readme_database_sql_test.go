@@ -1,0 +1,121 @@
+package idempotency_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// inTx is the README's InTx (Writing handlers, "With database/sql"): a
+// repository's ExecContext in the event's transaction.
+type inTx struct{ tx pgx.Tx }
+
+func (t inTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	tag, err := t.tx.Exec(ctx, query, args...)
+	return driver.RowsAffected(tag.RowsAffected()), err
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// TestReadmeDatabaseSQL holds the README's "With database/sql" to what
+// PostgreSQL does. A write through InTx commits and rolls back with the
+// claim: a handler that fails after it and is retried credits once. One
+// through the service's *sql.DB, on the store's own pool
+// (stdlib.OpenDBFromPool), commits on its own: the same handler credits
+// twice. A row the handler changed through PgxTx and changes again
+// through that *sql.DB waits for the handler's own transaction until the
+// attempt times out, the handler's write rolled back (the *sql.DB's,
+// cancelled, may still commit once the row is free). InTx's Result is the driver's, and
+// sql.Named fails through it where pgx.NamedArgs does not.
+func TestReadmeDatabaseSQL(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := newPgBackend(t, idempotency.PgxConfig{})
+	db := stdlib.OpenDBFromPool(b.db.Pool)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	_, err := db.ExecContext(ctx, `INSERT INTO counters (name, value) VALUES ('in_tx', 0), ('through_db', 0), ('twice', 0)`)
+	require.NoError(t, err)
+
+	credit := func(name string, through func(idempotency.Tx) execer, after error) idempotency.ApplyFunc {
+		return func(ctx context.Context, tx idempotency.Tx) error {
+			first, err := tx.Guard(ctx, "invoice-credit", name)
+			if err != nil || !first {
+				return err
+			}
+			res, err := through(tx).ExecContext(ctx, `UPDATE counters SET value = value + 100 WHERE name = $1`, name)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			require.NoError(t, err)
+			require.EqualValues(t, 1, n)
+			return after
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		through func(idempotency.Tx) execer
+		want    int
+	}{
+		{"in_tx", func(tx idempotency.Tx) execer { return inTx{idempotency.PgxTx(tx)} }, 100},
+		{"through_db", func(idempotency.Tx) execer { return db }, 200},
+	} {
+		claim := idempotency.Claim{EventID: "evt_" + c.name, EventType: "invoice.paid"}
+		out, err := b.store.Run(ctx, claim, credit(c.name, c.through, errors.New("failed after the credit")))
+		require.Equal(t, idempotency.OutcomeFailed, out, c.name)
+		require.EqualError(t, err, "failed after the credit", c.name)
+		out, err = b.store.Run(ctx, claim, credit(c.name, c.through, nil))
+		require.NoError(t, err, c.name)
+		require.Equal(t, idempotency.OutcomeProcessed, out, c.name)
+		require.Equal(t, c.want, b.get(t, c.name), c.name)
+	}
+
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		if _, err := idempotency.PgxTx(tx).Exec(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'twice'`); err != nil {
+			return err
+		}
+		_, err := db.ExecContext(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'twice'`)
+		return err
+	})
+	results := make(chan idempotency.Result, 1)
+	h, err := idempotency.NewHandler(b.store, hs, idempotency.Config{
+		Secrets: []string{testSecret}, Timeout: 200 * time.Millisecond, Logger: discardLogger(),
+		OnResult: func(r idempotency.Result) { results <- r },
+	})
+	require.NoError(t, err)
+	a := idempotencytest.Deliver(h, invoicePayload(t, "evt_twice", "in_twice", "acct_1"), testSecret)
+	require.Equal(t, http.StatusInternalServerError, a.Status)
+	require.ErrorIs(t, recv(t, results, "the delivery's Result").Err, idempotency.ErrTimeout)
+	// The handler's own +1 rolled back; the *sql.DB's, cancelled, may
+	// still commit once the rollback frees the row.
+	require.LessOrEqual(t, b.get(t, "twice"), 1)
+
+	tx, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer rollbackTx(tx)
+	res, err := inTx{tx}.ExecContext(ctx, `UPDATE counters SET value = value WHERE name = @name`, pgx.NamedArgs{"name": "in_tx"})
+	require.NoError(t, err)
+	n, err := res.RowsAffected()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	_, err = res.LastInsertId()
+	require.Error(t, err)
+	_, err = inTx{tx}.ExecContext(ctx, `UPDATE counters SET value = value WHERE name = $1`, sql.Named("name", "in_tx"))
+	require.ErrorContains(t, err, "unable to encode sql.NamedArg")
+	require.ErrorIs(t, tx.QueryRow(ctx, `SELECT 1 WHERE false`).Scan(new(int)), sql.ErrNoRows)
+}
