@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
 // inTx is the README's InTx (Writing handlers, "With database/sql"): a
@@ -118,4 +120,49 @@ func TestReadmeDatabaseSQL(t *testing.T) {
 	_, err = inTx{tx}.ExecContext(ctx, `UPDATE counters SET value = value WHERE name = $1`, sql.Named("name", "in_tx"))
 	require.ErrorContains(t, err, "unable to encode sql.NamedArg")
 	require.ErrorIs(t, tx.QueryRow(ctx, `SELECT 1 WHERE false`).Scan(new(int)), sql.ErrNoRows)
+}
+
+// TestReadmeDatabaseSQLReadDrainsThePool: a handler that only reads
+// through the service's *sql.DB, opened on the store's pool, asks that
+// pool for a second connection while its transaction holds one. As many
+// deliveries at once as the pool's MaxConns hold every connection, and
+// wait for another until Config.Timeout fails one of them, whose
+// rollback frees one.
+func TestReadmeDatabaseSQLReadDrainsThePool(t *testing.T) {
+	t.Parallel()
+	pdb := pgtest.NewWithConfig(t, func(c *pgxpool.Config) { c.MaxConns = 2 })
+	b := newPgBackendIn(t, pdb, idempotency.PgxConfig{}, func(p *pgxpool.Pool) idempotency.PgxBeginner { return p })
+	db := stdlib.OpenDBFromPool(b.db.Pool)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+
+	holding, all := make(chan struct{}, 2), make(chan struct{})
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		holding <- struct{}{}
+		select {
+		case <-all: // both transactions hold their connection
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		var n int
+		return db.QueryRowContext(ctx, `SELECT count(*) FROM counters`).Scan(&n)
+	})
+	results := make(chan idempotency.Result, 2)
+	h, err := idempotency.NewHandler(b.store, hs, idempotency.Config{
+		Secrets: []string{testSecret}, Timeout: 500 * time.Millisecond, Logger: discardLogger(),
+		OnResult: func(r idempotency.Result) { results <- r },
+	})
+	require.NoError(t, err)
+	for _, id := range []string{"evt_drain_1", "evt_drain_2"} {
+		go idempotencytest.Deliver(h, invoicePayload(t, id, "in_"+id, "acct_1"), testSecret)
+	}
+	recv(t, holding, "the first handler")
+	recv(t, holding, "the second handler")
+	close(all)
+	r := recv(t, results, "the first delivery's Result")
+	require.Equal(t, idempotency.OutcomeFailed, r.Outcome)
+	require.ErrorIs(t, r.Err, idempotency.ErrTimeout)
+	// Its rollback frees a connection: the other may read in time.
+	r = recv(t, results, "the second delivery's Result")
+	require.Contains(t, []idempotency.Outcome{idempotency.OutcomeFailed, idempotency.OutcomeProcessed}, r.Outcome)
 }
