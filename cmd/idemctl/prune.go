@@ -106,24 +106,32 @@ tasks whose arguments were cleared (with -dry-run: would be).`,
 			}
 			rep, err := store.Prune(ctx, r)
 			m.done()
-			end := pruneDone
-			switch {
-			case ctx.Err() != nil:
-				end = pruneInterrupted
-			case errors.Is(err, idempotency.ErrPruneRunning):
-				return &exitError{code: exitPruneRunning, err: errors.New("another prune is running on this database (a service's PruneEvery, or another idemctl); nothing was deleted")}
-			case err != nil:
-				end = pruneFailed
-			}
-			if werr := a.writePrune(rep, *dryRun, end, *asJSON); werr != nil && err == nil {
-				err = werr
-			}
-			if err != nil {
-				return a.storeErr(err)
-			}
-			return nil
+			return a.pruneEnded(ctx, rep, err, *dryRun, *asJSON)
 		}
 	},
+}
+
+// pruneEnded reports the prune that returned rep and err: interrupted
+// only when the signal stopped it (it returned the context's error), not
+// when the signal landed after its last batch, and the prune had done
+// everything.
+func (a *app) pruneEnded(ctx context.Context, rep idempotency.PruneReport, err error, dryRun, asJSON bool) error {
+	end := pruneDone
+	switch {
+	case interrupted(ctx, err):
+		end = pruneInterrupted
+	case errors.Is(err, idempotency.ErrPruneRunning):
+		return &exitError{code: exitPruneRunning, err: errors.New("another prune is running on this database (a service's PruneEvery, or another idemctl); nothing was deleted")}
+	case err != nil:
+		end = pruneFailed
+	}
+	if werr := a.writePrune(rep, dryRun, end, asJSON); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return a.storeErr(err)
+	}
+	return nil
 }
 
 // retentionFlags writes the library's refusal of a window with prune's

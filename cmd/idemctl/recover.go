@@ -212,37 +212,54 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 				OnEvent: func(res idempotency.Result) { listed[res.EventType]++ },
 			})
 			m.done()
-			if me, ok := errors.AsType[*idempotency.CheckpointMismatchError](err); ok {
-				if text := checkpointMismatchText(me, since.t, types, *account); text != "" {
-					return usageError("%s", text)
-				}
-			}
-			if errors.Is(err, idempotency.ErrRecoveryWindow) || errors.Is(err, idempotency.ErrCheckpointMismatch) {
-				return usageError("%v", err)
-			}
-			var unlisted []string // the -types no event was listed for
-			if rep.Requests > 0 {
-				unlisted = slices.DeleteFunc(slices.Clone(types), func(t string) bool { return listed[t] > 0 })
-			}
-			stopped := err != nil || ctx.Err() != nil
-			if werr := a.writeRecover(rep, unlisted, ctx.Err() != nil, *checkpoint != "", *asJSON); werr != nil && err == nil {
-				err = werr
-			}
-			if len(unlisted) > 0 {
-				fmt.Fprintln(a.stderr, "idemctl: recover: "+unlistedText(unlisted, since.t, rep.Resumed, *checkpoint, stopped))
-			}
-			if neverWorked && rep.Queued > 0 {
-				fmt.Fprintln(a.stderr, "idemctl: recover: "+neverWorkedText(rep.Queued))
-			}
-			switch {
-			case err != nil:
-				return a.storeErr(err)
-			case rep.Failed > 0:
-				return fmt.Errorf("%s to be stored, first %s; run again (with -checkpoint, it continues before them)", display.Count(rep.Failed, "event failed", "events failed"), rep.FailedIDs[0])
-			}
-			return nil
+			return a.recoverEnded(ctx, recoverRun{since: since.t, types: types, account: *account, checkpoint: *checkpoint,
+				asJSON: *asJSON, neverWorked: neverWorked, listed: listed}, rep, err)
 		}
 	},
+}
+
+// recoverRun is what recover asked for and saw, which its report needs.
+type recoverRun struct {
+	since               time.Time
+	types               []string
+	account, checkpoint string
+	asJSON, neverWorked bool
+	listed              map[string]int // the events listed, by type
+}
+
+// recoverEnded reports the recovery that returned rep and err: interrupted
+// only when the signal stopped it (it returned the context's error), not
+// when the signal landed after it had listed and stored every event.
+func (a *app) recoverEnded(ctx context.Context, run recoverRun, rep idempotency.RecoverReport, err error) error {
+	if me, ok := errors.AsType[*idempotency.CheckpointMismatchError](err); ok {
+		if text := checkpointMismatchText(me, run.since, run.types, run.account); text != "" {
+			return usageError("%s", text)
+		}
+	}
+	if errors.Is(err, idempotency.ErrRecoveryWindow) || errors.Is(err, idempotency.ErrCheckpointMismatch) {
+		return usageError("%v", err)
+	}
+	var unlisted []string // the -types no event was listed for
+	if rep.Requests > 0 {
+		unlisted = slices.DeleteFunc(slices.Clone(run.types), func(t string) bool { return run.listed[t] > 0 })
+	}
+	stopped := err != nil
+	if werr := a.writeRecover(rep, unlisted, interrupted(ctx, err), run.checkpoint != "", run.asJSON); werr != nil && err == nil {
+		err = werr
+	}
+	if len(unlisted) > 0 {
+		fmt.Fprintln(a.stderr, "idemctl: recover: "+unlistedText(unlisted, run.since, rep.Resumed, run.checkpoint, stopped))
+	}
+	if run.neverWorked && rep.Queued > 0 {
+		fmt.Fprintln(a.stderr, "idemctl: recover: "+neverWorkedText(rep.Queued))
+	}
+	switch {
+	case err != nil:
+		return a.storeErr(err)
+	case rep.Failed > 0:
+		return fmt.Errorf("%s to be stored, first %s; run again (with -checkpoint, it continues before them)", display.Count(rep.Failed, "event failed", "events failed"), rep.FailedIDs[0])
+	}
+	return nil
 }
 
 // neverWorkedText says that the queued events recover stored are in an

@@ -262,7 +262,7 @@ func exitCode(ctx context.Context, err error) int {
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return exitOK
-	case ctx.Err() != nil:
+	case interrupted(ctx, err):
 		return exitInterrupted
 	case errors.As(err, &ee):
 		return ee.code
@@ -272,6 +272,13 @@ func exitCode(ctx context.Context, err error) int {
 		return exitUnavailable
 	}
 	return exitFailed
+}
+
+// interrupted reports whether SIGINT or SIGTERM (ctx cancelled) stopped
+// the operation that returned err: a signal that lands after it returned
+// without an error stopped nothing, and the run is done (exit 0).
+func interrupted(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() != nil
 }
 
 // storeErr adds a hint to errors that mean the store's tables are not in
