@@ -154,9 +154,22 @@ func (f *idsFlag) String() string {
 }
 
 func (f *idsFlag) Set(s string) error {
-	if strings.HasPrefix(s, "task:") {
+	if isTaskID(s) {
 		*f = append(*f, s)
 		return nil
 	}
 	return (*listFlag)(f).Set(s)
+}
+
+// isTaskID reports whether id is a task's (task:<name>:<key>), which an id
+// flag takes as it is.
+func isTaskID(id string) bool { return strings.HasPrefix(id, "task:") }
+
+// trimID is the id of a flag that takes one id (list's -after) without the
+// spaces around it, as -id reads an event's; a task's id as it is.
+func trimID(id string) string {
+	if isTaskID(id) {
+		return id
+	}
+	return strings.TrimSpace(id)
 }

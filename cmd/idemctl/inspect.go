@@ -210,7 +210,7 @@ once, also while new ones arrive. An id the inbox does not have exits 3.
 				Kind: kind, States: states, EventType: f.eventType, ObjectID: f.object, Account: f.account,
 				Since: f.since.t, Until: f.until.t, Limit: *limit,
 			}
-			if *after != "" {
+			if *after = trimID(*after); *after != "" {
 				rec, ok, err := in.Lookup(ctx, *after)
 				if err != nil {
 					return a.storeErr(err)
@@ -286,10 +286,11 @@ func (f *inboxFlags) register(fs *flag.FlagSet, verb string, offered []idempoten
 	fs.Var(&f.until, "until", verb+" events received before this time")
 }
 
-// parse validates the kind and the states, and reads -type without the
-// spaces around it, as the dashboard's lists and forms read a type.
+// parse validates the kind and the states, and reads -type, -object and
+// -account without the spaces around them, as the dashboard's lists and
+// forms read them: a pasted " cus_123" selects cus_123.
 func (f *inboxFlags) parse() (idempotency.InboxKind, []idempotency.InboxState, error) {
-	f.eventType = strings.TrimSpace(f.eventType)
+	f.eventType, f.object, f.account = strings.TrimSpace(f.eventType), strings.TrimSpace(f.object), strings.TrimSpace(f.account)
 	var kind idempotency.InboxKind
 	switch f.kind {
 	case "", string(idempotency.KindEvent), string(idempotency.KindTask):
