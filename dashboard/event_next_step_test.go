@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/dashboard"
+	"github.com/seed-a84bb619/idempotency/internal/display"
 )
 
 // TestDeadLetterPageSaysWhatToDoNext: the page of a dead-lettered event,
@@ -49,4 +50,25 @@ func TestDeadLetterNextStepQuotesTheID(t *testing.T) {
 	require.Equal(t, idempotency.InboxDeadLetter, f.state(t, id))
 	_, body := f.get(t, "event?id="+url.QueryEscape(id))
 	contains(t, body, "<code>idemctl redrive -id "+html.EscapeString(`'task:send-receipt:in_1 2;echo it'\''s'`)+"</code>")
+}
+
+// TestDeadLetterNextStepLeavesOutAnIDNoCommandNames: the page of a dead
+// letter whose id no idemctl command line names as it is leaves the
+// command out and says why: an event's id with a comma, which redrive -id
+// reads as a list (here the ids of two other events), or with white
+// space at its ends, which -id trims. It printed
+// "idemctl redrive -id evt_paid_1,evt_paid_2", which redrives those two.
+func TestDeadLetterNextStepLeavesOutAnIDNoCommandNames(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, bothStores["memory"](t), dashboard.Config{})
+	f.failing.Store(true)
+	for _, id := range []string{"evt_paid_1,evt_paid_2", " evt_paid_3"} {
+		f.deliver(t, "invoice.paid", id, "in_odd")
+		f.work(t)
+		require.Equal(t, idempotency.InboxDeadLetter, f.state(t, id))
+		_, body := f.get(t, "event?id="+url.QueryEscape(id))
+		notContains(t, body, "idemctl redrive -id", id)
+		contains(t, body, "redrive it with <code>idemctl redrive</code> by its type and received time (<code>-type</code>, <code>-since</code>): "+
+			html.EscapeString(display.IDWordNote))
+	}
 }

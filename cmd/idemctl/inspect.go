@@ -175,7 +175,10 @@ redrive moved the record back to pending, redriven_at is when the last
 did (null: never redriven); its attempts count again from 0 after each.
 "more" says that more records match than -limit let through; the table
 says so on stderr, with the -after that lists the next page (its id
-quoted for a shell when a shell would split it or run part of it).
+quoted for a shell when a shell would split it or run part of it; left
+out, saying why, when no command line gives the id as it is: one with a
+control character, or an event's with a comma or white space at its
+ends).
 -after id lists the records after that one (the last of the page
 before) in this order, with the same flags: page by page, every record
 once, also while new ones arrive. An id the inbox does not have exits 3.
@@ -254,8 +257,12 @@ once, also while new ones arrive. An id the inbox does not have exits 3.
 				return err
 			}
 			if more {
-				fmt.Fprintf(a.stderr, "idemctl: list: more than %s; next: -after %s, or raise -limit or narrow the selection\n",
-					display.Count(*limit, "record matches", "records match"), display.ShellWord(display.Line(recs[len(recs)-1].EventID)))
+				next := "-after " + display.IDWord(recs[len(recs)-1].EventID)
+				if next == "-after " {
+					next = "-after the last id of -json's records (" + display.IDWordNote + ")"
+				}
+				fmt.Fprintf(a.stderr, "idemctl: list: more than %s; next: %s, or raise -limit or narrow the selection\n",
+					display.Count(*limit, "record matches", "records match"), next)
 			}
 			return nil
 		}

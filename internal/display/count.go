@@ -3,6 +3,7 @@ package display
 import (
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // Count is n with the noun in its number: "1 row", "0 rows", "2 rows".
@@ -44,6 +45,28 @@ func ShellWord(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// IDWord is id as the value of idemctl's -id or -after, one word of a
+// POSIX shell's command line for an operator to paste (ShellWord), or ""
+// when no such word names it, and a hint leaves the command out: an id
+// with a control character or a bidirectional control, which is printed
+// otherwise (Line) and would drive a terminal; or an event's id with a
+// comma, which -id reads as a list of other ids, or with white space at
+// its ends, which idemctl trims. A task's id (task:<name>:<key>) is taken
+// as it is, whatever its key holds.
+func IDWord(id string) string {
+	if id == "" || strings.ContainsFunc(id, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }) {
+		return ""
+	}
+	if !strings.HasPrefix(id, "task:") && (strings.Contains(id, ",") || strings.TrimSpace(id) != id) {
+		return ""
+	}
+	return ShellWord(id)
+}
+
+// IDWordNote says why a hint leaves out the command IDWord gave no word
+// for: the id holds what a command line would read as another id.
+const IDWordNote = "its id holds a comma, white space at its ends or a control character, which idemctl's flags would read as another id or several"
 
 // Redriven says how often an inbox record was redriven and when last, as
 // idemctl's show and the dashboard's event page say it: "never", or
