@@ -726,8 +726,10 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 			// PostgreSQL would refuse the grant on every attempt.
 			return idempotency.Skip("invoice's metadata.account_id holds a NUL byte or invalid UTF-8, which no account id can")
 		}
-		var until time.Time
-		if inv.Lines != nil && len(inv.Lines.Data) > 0 && inv.Lines.Data[0].Period != nil {
+		var until time.Time // zero: plan_until stays as it is
+		// A period.end of 0 is none given, as a subscription item's
+		// current_period_end of 0 is (subscriptionRow), not the Unix epoch.
+		if inv.Lines != nil && len(inv.Lines.Data) > 0 && inv.Lines.Data[0].Period != nil && inv.Lines.Data[0].Period.End != 0 {
 			end := inv.Lines.Data[0].Period.End
 			if !storableTime(end) {
 				// A retry cannot help.
