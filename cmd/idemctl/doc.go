@@ -1,7 +1,7 @@
 // Command idemctl inspects and repairs the PostgreSQL store of a service
 // that uses github.com/seed-a84bb619/idempotency: the inbox's counts and
-// events, one event's records, redrive, forget, prune, recovery from the
-// Events API, and migrations.
+// events, the ledger's records, one event's records, redrive, forget,
+// prune, recovery from the Events API, and migrations.
 //
 //	go run github.com/seed-a84bb619/idempotency/cmd/idemctl -database-url postgres://... [-schema name] <command> [flags]
 //
@@ -18,6 +18,7 @@
 //
 //	stats                 counts by state (events and tasks), the age of the oldest one still to be applied and of the last attempt, dead letters
 //	list                  events and tasks by -state, -type, -object, -account, -kind, -since/-until, -limit, -after (the next page); a table or -json; no payloads
+//	ledger                the ledger's records (events applied, skipped, ignored; a synchronous-mode service's record) by -outcome, -type, -object, -since/-until, -limit; a table or -json; no payloads
 //	show <event-id>       the inbox record, what holds it back, the ledger record; the payload only with -payload
 //	redrive               dead-lettered (or -state failed) events and tasks, or -state ignored events, back to pending, by -id, -type, -object, -account, -since/-until, or -all (-state ignored needs -type or -id); -dry-run counts; -json
 //	forget <event-id>...  delete an event's claim, guards and inbox row, so that it is applied again when it comes next

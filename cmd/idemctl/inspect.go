@@ -33,9 +33,9 @@ and no attempt for several poll intervals: no worker runs; recent
 attempts and the oldest pending age growing: the workers fall behind.
 The table's TASKS of ignored is "-": a task is never ignored. An inbox
 that holds no event or task at all gets an "inbox empty:" line saying
-why: in synchronous mode the events are in the ledger alone (show reads
-an event's record there), and a delivery that failed stored nothing;
-every count of events stays 0 there. With -json,
+why: in synchronous mode the events are in the ledger alone (ledger
+lists them, show reads one's record there), and a delivery that failed
+stored nothing; every count of events stays 0 there. With -json,
 one JSON document, each of its maps with every state (tasks' ignored 0):
 
   {"events":{"pending":N,...},"tasks":{"pending":N,...},
@@ -130,7 +130,7 @@ func (a *app) writeStats(st idempotency.InboxStats, asJSON bool) error {
 		return err
 	}
 	if inboxEmpty(st) {
-		_, err := fmt.Fprintf(a.stdout, "inbox empty: %s\n", display.EmptyInbox("idemctl show evt_..."))
+		_, err := fmt.Fprintf(a.stdout, "inbox empty: %s\n", display.EmptyInbox("idemctl ledger lists them, idemctl show evt_... reads one"))
 		return err
 	}
 	return nil
@@ -284,7 +284,7 @@ type inboxFlags struct {
 // accepts.
 func (f *inboxFlags) register(fs *flag.FlagSet, verb string, offered []idempotency.InboxState) {
 	f.offered = offered
-	fs.Var(&f.states, "state", verb+" events in these states (repeatable, or a comma list): "+joinStates(offered))
+	fs.Var(&f.states, "state", verb+" events in these states (repeatable, or a comma list): "+joinNames(offered))
 	fs.StringVar(&f.eventType, "type", "", verb+" events of this type")
 	fs.StringVar(&f.object, "object", "", verb+" the events of this object (data.object.id), under every connected account unless -account")
 	fs.StringVar(&f.account, "account", "", verb+" the events of this connected account (the event's account)")
@@ -308,14 +308,23 @@ func (f *inboxFlags) parse() (idempotency.InboxKind, []idempotency.InboxState, e
 	var sts []idempotency.InboxState
 	for _, s := range f.states {
 		if !slices.Contains(states, idempotency.InboxState(s)) {
-			return "", nil, usageError("-state %q: want one of %s", s, joinStates(f.offered))
+			return "", nil, usageError("-state %q: want one of %s", s, joinNames(f.offered))
 		}
 		sts = append(sts, idempotency.InboxState(s))
 	}
-	if !f.since.t.IsZero() && !f.until.t.IsZero() && !f.since.t.Before(f.until.t) {
-		return "", nil, usageError("-since (%s) is not before -until (%s)", formatTime(f.since.t), formatTime(f.until.t))
+	if err := checkTimes(f.since, f.until); err != nil {
+		return "", nil, err
 	}
 	return kind, sts, nil
+}
+
+// checkTimes refuses a -since not before -until, a range that holds no
+// time.
+func checkTimes(since, until timeFlag) error {
+	if !since.t.IsZero() && !until.t.IsZero() && !since.t.Before(until.t) {
+		return usageError("-since (%s) is not before -until (%s)", formatTime(since.t), formatTime(until.t))
+	}
+	return nil
 }
 
 // checkTaskSelection refuses -account or -object with -kind task, which
@@ -770,10 +779,12 @@ func truncate(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-func joinStates(sts []idempotency.InboxState) string {
-	out := make([]string, len(sts))
-	for i, s := range sts {
-		out[i] = string(s)
+// joinNames writes states or outcomes as the flags take them: a comma
+// list.
+func joinNames[T ~string](names []T) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = string(n)
 	}
 	return strings.Join(out, ", ")
 }

@@ -93,7 +93,7 @@ counted in it.
 			}
 			for _, s := range sts {
 				if !s.Redrivable() {
-					return usageError("-state %s: only %s events are redriven", s, joinStates(f.offered))
+					return usageError("-state %s: only %s events are redriven", s, joinNames(f.offered))
 				}
 			}
 			if err := f.checkTaskSelection(kind, "redrive"); err != nil {
@@ -162,7 +162,7 @@ counted in it.
 			case *dryRun:
 				_, err = fmt.Fprintf(a.stdout, "would redrive %s (dry run: none moved)\n", moved)
 			case n == 0:
-				_, err = fmt.Fprintf(a.stdout, "redrove %s: none selected is %s\n", moved, joinStates(orDefault(sts)))
+				_, err = fmt.Fprintf(a.stdout, "redrove %s: none selected is %s\n", moved, joinNames(orDefault(sts)))
 			default:
 				_, err = fmt.Fprintf(a.stdout, "redrove %s: pending again, with a fresh attempt budget\n", moved)
 			}
@@ -244,7 +244,7 @@ func (a *app) notRedriven(ctx context.Context, in *idempotency.Inbox, f idempote
 		case f.Kind != "" && rec.Kind != f.Kind:
 			why = fmt.Sprintf("%s, and -kind %s keeps %ss", aKind[rec.Kind], f.Kind, f.Kind)
 		case !slices.Contains(sts, rec.State):
-			why = fmt.Sprintf("it is %s, not %s", rec.State, joinStates(sts))
+			why = fmt.Sprintf("it is %s, not %s", rec.State, joinNames(sts))
 			if rec.State.Redrivable() {
 				why += fmt.Sprintf(" (-state %s takes it)", rec.State)
 			}
@@ -282,7 +282,7 @@ func allRedrives(kind idempotency.InboxKind, sts []idempotency.InboxState) strin
 	if kind != "" {
 		rows = string(kind)
 	}
-	return joinStates(orDefault(sts)) + " " + rows
+	return joinNames(orDefault(sts)) + " " + rows
 }
 
 // orDefault is the states Redrive takes for sts: dead_letter when empty.

@@ -63,7 +63,7 @@ type command struct {
 }
 
 // commands are listed by -h in this order.
-var commands = []command{statsCommand, listCommand, showCommand, redriveCommand, forgetCommand, pruneCommand, recoverCommand, migrateCommand}
+var commands = []command{statsCommand, listCommand, ledgerCommand, showCommand, redriveCommand, forgetCommand, pruneCommand, recoverCommand, migrateCommand}
 
 // run runs idemctl with args (without the program name) and returns its exit
 // code. Results go to stdout; errors to stderr, one line each.

@@ -80,6 +80,13 @@ func TestRunbook(t *testing.T) {
 	count(r, `^redrove 1 event:`)
 	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_failed_1").State)
 
+	// Where to look, and an event is not applied: what the ledger
+	// recorded of an object.
+	for _, line := range []string{"idemctl ledger -object cus_... -since 1h", "idemctl ledger -object cus_... -since 2h"} {
+		r = run(line, "ledger", "-object", "in_1", "-since", strings.Fields(line)[5])
+		count(r, `(?m)^evt_paid_1\s+invoice\.paid\s+in_1\s+processed\s`)
+	}
+
 	// Stripe disabled the endpoint: recover from the start of the trouble.
 	since := time.Now().UTC().Add(-48 * time.Hour).Format(time.DateOnly)
 	require.Contains(t, doc, "STRIPE_SECRET_KEY=rk_... idemctl recover -since 2026-11-20 -types <the handled types, comma-separated> -checkpoint outage-1120")

@@ -27,7 +27,7 @@ func TestStatsSaysWhyTheInboxIsEmpty(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Regexp(t, `(?m)^processed\s+0\s+0$`, r.stdout)
 	require.Contains(t, r.stdout, "\ninbox empty: a service in synchronous mode (a Handler without an Inbox) stores no event in it: "+
-		"its applied events are in the ledger alone (idemctl show evt_...), and a delivery that failed nowhere "+
+		"its applied events are in the ledger alone (idemctl ledger lists them, idemctl show evt_... reads one), and a delivery that failed nowhere "+
 		"(answered 5xx, Stripe sends it again); an inbox-mode one holds none received in the last Retention.Payloads (7 days by default)\n")
 	require.NotContains(t, idemctl(t, db, nil, "stats", "-json").stdout, "inbox empty")
 

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/display"
+)
+
+// outcomes are the outcomes the ledger records, as ledger -outcome takes
+// them.
+var outcomes = []idempotency.Outcome{idempotency.OutcomeProcessed, idempotency.OutcomeSkipped, idempotency.OutcomeIgnored}
+
+var ledgerCommand = command{
+	name:    "ledger",
+	args:    "[-outcome o] [-type t] [-object id] [-since t] [-until t] [-limit n] [-json]",
+	summary: "list the ledger's records of the events applied, skipped or ignored, newest first (no payloads)",
+	help: `Lists the ledger's records that the flags select (ListEvents), newest
+processed first, without payloads: an aligned table, or with -json one
+JSON document. The ledger holds a record of each event a transaction
+claimed, in synchronous mode (a Handler without an Inbox) and in inbox
+mode (a worker's attempt) alike: processed (applied), skipped (its
+handler returned Skip: SKIP REASON says why, cut at 60 characters; -json
+has it whole) or ignored (no handler for its type: a synchronous Handler
+records it only with Config.RecordIgnored; an inbox's ignored events are
+in its list, not here). It is where a synchronous-mode
+service's record of its events is: "which events of cus_123 did we apply
+in the last hour, and which were skipped?" is ledger -object cus_123
+-since 1h.
+
+-since and -until bound the time the event was claimed (PROCESSED: as its
+transaction began, on the database's clock), not when it was received.
+A delivery that failed (answered 5xx) is not in the ledger: it stored
+nothing, and Stripe sends it again. show <event-id> prints one event's
+record, with its inbox record.
+
+When no record matches, a line says why that may be: nothing the
+selection names was claimed (a delivery that failed, or one answered
+ignored without Config.RecordIgnored, stores nothing), or it was claimed
+longer ago than the ledger keeps a record (Retention.EventIDs, 45 days by
+default) and pruned since. When more records match than -limit lets
+through, a line on stderr says so, with the -until that lists the
+records claimed before the last one listed (a record claimed in the same
+microsecond as that one and not listed is left out by it: raise -limit
+then). The JSON document:
+
+  {"records":[{"id":..,"type":..,"object_id":..,"account":..,
+    "livemode":..,"outcome":..,"skip_reason":..,"received_at":..,
+    "processed_at":..}],"more":true|false}
+
+` + timesHelp,
+	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
+		var outs listFlag
+		var since, until timeFlag
+		fs.Var(&outs, "outcome", "list records of these outcomes (repeatable, or a comma list): "+joinNames(outcomes))
+		eventType := fs.String("type", "", "list records of this event type")
+		object := fs.String("object", "", "list the records of this object (data.object.id), under every connected account")
+		fs.Var(&since, "since", "list records claimed at or after this time")
+		fs.Var(&until, "until", "list records claimed before this time")
+		limit := fs.Int("limit", 100, fmt.Sprintf("the most records listed, 1 to %d", idempotency.MaxListLimit-1))
+		asJSON := fs.Bool("json", false, "one JSON document instead of a table")
+		return func(ctx context.Context, a *app, args []string) error {
+			if err := noArgs(args); err != nil {
+				return err
+			}
+			// One more is asked for, to tell that more match.
+			if *limit < 1 || *limit > idempotency.MaxListLimit-1 {
+				return usageError("-limit %d: want 1 to %d", *limit, idempotency.MaxListLimit-1)
+			}
+			var want []idempotency.Outcome
+			for _, o := range outs {
+				if !slices.Contains(outcomes, idempotency.Outcome(o)) {
+					return usageError("-outcome %q: want one of %s", o, joinNames(outcomes))
+				}
+				want = append(want, idempotency.Outcome(o))
+			}
+			if err := checkTimes(since, until); err != nil {
+				return err
+			}
+			store, closeFn, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			recs, err := store.ListEvents(ctx, idempotency.EventFilter{
+				Outcomes: want, EventType: strings.TrimSpace(*eventType), ObjectID: strings.TrimSpace(*object),
+				Since: since.t, Until: until.t, Limit: *limit + 1,
+			})
+			if err != nil {
+				return a.storeErr(err)
+			}
+			more := len(recs) > *limit
+			recs = recs[:min(len(recs), *limit)]
+			if *asJSON {
+				doc := ledgerListJSON{Records: make([]ledgerRecordJSON, len(recs)), More: more}
+				for i, r := range recs {
+					doc.Records[i] = ledgerRecordJSON{ID: r.EventID, Type: r.EventType, ObjectID: r.ObjectID, Account: r.Account,
+						Livemode: r.Livemode, Outcome: string(r.Outcome), SkipReason: r.SkipReason,
+						ReceivedAt: optionalTime(r.ReceivedAt), ProcessedAt: optionalTime(r.ProcessedAt)}
+				}
+				return writeJSON(a.stdout, doc)
+			}
+			if len(recs) == 0 {
+				_, err := fmt.Fprintln(a.stdout, "no ledger record matches: "+noLedgerRecord)
+				return err
+			}
+			tw := newTable(a.stdout)
+			fmt.Fprintln(tw, "ID\tTYPE\tOBJECT\tOUTCOME\tRECEIVED\tPROCESSED\tSKIP REASON")
+			for _, r := range recs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", display.Line(r.EventID), display.Line(r.EventType), dash(r.ObjectID),
+					r.Outcome, formatTime(r.ReceivedAt), formatTime(r.ProcessedAt), dash(truncate(display.Line(r.SkipReason), 60)))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if more {
+				fmt.Fprintf(a.stderr, "idemctl: ledger: more than %s; next: -until %s (the last one's claim, to the microsecond), or raise -limit or narrow the selection\n",
+					display.Count(*limit, "record matches", "records match"), recs[len(recs)-1].ProcessedAt.UTC().Format(time.RFC3339Nano))
+			}
+			return nil
+		}
+	},
+}
+
+// noLedgerRecord says why the ledger may have no record of what a
+// selection names.
+const noLedgerRecord = "no event it selects was claimed in this store (a delivery that failed, answered 5xx, stores nothing, " +
+	"and one answered ignored only with Config.RecordIgnored), or it was claimed longer ago than the ledger keeps a record " +
+	"(Retention.EventIDs, 45 days by default) and pruned since"
+
+// ledgerListJSON is ledger -json's document.
+type ledgerListJSON struct {
+	Records []ledgerRecordJSON `json:"records"`
+	More    bool               `json:"more"`
+}
+
+// ledgerRecordJSON is a ledger record in -json output: stable names, every
+// field present, null for a time not set.
+type ledgerRecordJSON struct {
+	ID          string     `json:"id"`
+	Type        string     `json:"type"`
+	ObjectID    string     `json:"object_id"`
+	Account     string     `json:"account"`
+	Livemode    bool       `json:"livemode"`
+	Outcome     string     `json:"outcome"`
+	SkipReason  string     `json:"skip_reason"`
+	ReceivedAt  *time.Time `json:"received_at"`
+	ProcessedAt *time.Time `json:"processed_at"`
+}
