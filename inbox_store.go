@@ -552,10 +552,7 @@ func (r InboxRecord) Position() InboxPosition {
 // after reports whether r comes after p in List's order; every record
 // does when p is the zero position.
 func (p InboxPosition) after(r *InboxRecord) bool {
-	if p.EventID == "" {
-		return true
-	}
-	return r.ReceivedAt.Before(p.ReceivedAt) || r.ReceivedAt.Equal(p.ReceivedAt) && r.EventID < p.EventID
+	return p.EventID == "" || comesAfter(r.ReceivedAt, r.EventID, p.ReceivedAt, p.EventID)
 }
 
 func (f *InboxFilter) check() error {
@@ -573,22 +570,34 @@ func (f *InboxFilter) check() error {
 	if err := checkSelection("InboxFilter", f.Kind, f.EventIDs, f.EventType, f.ObjectID, f.Account); err != nil {
 		return err
 	}
-	if !f.After.ReceivedAt.IsZero() || f.After.EventID != "" {
-		if err := checkText("InboxFilter.After.EventID", f.After.EventID, true); err != nil {
-			return err
-		}
-		if err := checkFilterTime("InboxFilter.After.ReceivedAt", f.After.ReceivedAt); err != nil {
-			return err
-		}
-		if f.After.ReceivedAt.IsZero() {
-			// No record is received before the zero time: the list
-			// would be empty, as if nothing came after the event.
-			return errorf("InboxFilter.After.ReceivedAt is not set: a position is a record's received time and event id (InboxRecord.Position)")
-		}
-		// Stores keep microseconds: compared at that precision in both.
-		f.After.ReceivedAt = f.After.ReceivedAt.Truncate(time.Microsecond)
+	var err error
+	if f.After.ReceivedAt, err = checkPosition("InboxFilter.After", f.After.EventID, "ReceivedAt", f.After.ReceivedAt,
+		"received time and event id (InboxRecord.Position)"); err != nil {
+		return err
 	}
 	return checkRange("InboxFilter", f.Since, f.Until)
+}
+
+// checkPosition validates a list's After position, field its name, made
+// of eventID and the time at, named timeName; what says what a position
+// is. It returns at to the microsecond the stores keep, at which both
+// compare it. A position with neither is none.
+func checkPosition(field, eventID, timeName string, at time.Time, what string) (time.Time, error) {
+	if at.IsZero() && eventID == "" {
+		return at, nil
+	}
+	if err := checkText(field+".EventID", eventID, true); err != nil {
+		return at, err
+	}
+	if err := checkFilterTime(field+"."+timeName, at); err != nil {
+		return at, err
+	}
+	if at.IsZero() {
+		// No record comes before the zero time: the list would be
+		// empty, as if nothing came after the event.
+		return at, errorf("%s.%s is not set: a position is a record's %s", field, timeName, what)
+	}
+	return at.Truncate(time.Microsecond), nil
 }
 
 func (f *InboxFilter) matches(r *InboxRecord) bool {

@@ -254,14 +254,51 @@ type EventFilter struct {
 	// them exactly.
 	EventType string
 	ObjectID  string
+	// Account, when not empty, keeps the records of that connected
+	// account's events (EventRecord.Account).
+	Account string
 	// Since and Until bound ProcessedAt: Since <= ProcessedAt < Until. A
 	// zero time leaves that side open; another time outside the years 1 to
 	// 9999 is refused, and so is a Since not before Until (equal ones
 	// included), a range that holds no time.
 	Since, Until time.Time
+	// After, when its EventID is not empty, keeps the records that come
+	// after this position in ListEvents' order: claimed before it, or in
+	// the same microsecond with a smaller event id (byte order). Set to
+	// the last record of a page (EventRecord.Position), it gives the next
+	// page: no record listed twice or left out, also when several share a
+	// microsecond and while new ones are claimed (they come before the
+	// first page). A position without its event id or its processed time
+	// is refused.
+	After EventPosition
 	// Limit is the most records returned. Defaults to 100; at most
 	// MaxListLimit.
 	Limit int
+}
+
+// EventPosition is a record's place in ListEvents' order:
+// EventFilter.After lists what comes after it.
+type EventPosition struct {
+	ProcessedAt time.Time
+	EventID     string
+}
+
+// Position is r's place in ListEvents' order, for EventFilter.After.
+func (r EventRecord) Position() EventPosition {
+	return EventPosition{ProcessedAt: r.ProcessedAt, EventID: r.EventID}
+}
+
+// after reports whether r comes after p in ListEvents' order; every
+// record does when p is the zero position.
+func (p EventPosition) after(r *EventRecord) bool {
+	return p.EventID == "" || comesAfter(r.ProcessedAt, r.EventID, p.ProcessedAt, p.EventID)
+}
+
+// comesAfter reports whether the record at (at, id) comes after the one at
+// (pAt, pID) in a list ordered newest first, then by event id, descending
+// (byte order): the order of ListEvents and Inbox.List.
+func comesAfter(at time.Time, id string, pAt time.Time, pID string) bool {
+	return at.Before(pAt) || at.Equal(pAt) && id < pID
 }
 
 // MaxListLimit is the largest EventFilter.Limit.
@@ -281,7 +318,15 @@ func (f *EventFilter) check() error {
 	if err := checkText("EventFilter.ObjectID", f.ObjectID, false); err != nil {
 		return err
 	}
+	if err := checkText("EventFilter.Account", f.Account, false); err != nil {
+		return err
+	}
 	if err := checkRange("EventFilter", f.Since, f.Until); err != nil {
+		return err
+	}
+	var err error
+	if f.After.ProcessedAt, err = checkPosition("EventFilter.After", f.After.EventID, "ProcessedAt", f.After.ProcessedAt,
+		"processed time and event id (EventRecord.Position)"); err != nil {
 		return err
 	}
 	for _, o := range f.Outcomes {
@@ -298,8 +343,8 @@ func (f *EventFilter) check() error {
 func (f *EventFilter) matches(r *EventRecord) bool {
 	return (len(f.Outcomes) == 0 || slices.Contains(f.Outcomes, r.Outcome)) &&
 		(f.EventType == "" || r.EventType == f.EventType) &&
-		(f.ObjectID == "" || r.ObjectID == f.ObjectID) &&
-		inRange(r.ProcessedAt, f.Since, f.Until)
+		(f.ObjectID == "" || r.ObjectID == f.ObjectID) && (f.Account == "" || r.Account == f.Account) &&
+		inRange(r.ProcessedAt, f.Since, f.Until) && f.After.after(r)
 }
 
 // GuardRecord is one claimed natural key.

@@ -207,6 +207,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`
 WHERE (cardinality($1::text[]) = 0 OR outcome = ANY ($1))
   AND ($2 = '' OR event_type = $2) AND ($3 = '' OR object_id = $3)
   AND ($4::timestamptz IS NULL OR processed_at >= $4) AND ($5::timestamptz IS NULL OR processed_at < $5)
+  AND ($7 = '' OR account = $7)
+  AND ($8 = '' OR processed_at < $9 OR (processed_at = $9 AND event_id COLLATE "C" < $8))
 ORDER BY processed_at DESC, event_id COLLATE "C" DESC
 LIMIT $6`,
 		},
@@ -976,7 +978,8 @@ func (s *PgxStore) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord
 	// is read again on another.
 	err := retryStale(ctx, func() error {
 		return s.autocommit(ctx, func(q pgxQuerier) error {
-			rows, err := q.Query(ctx, s.sql.listEvents, texts(f.Outcomes), f.EventType, f.ObjectID, filterBound(f.Since), filterBound(f.Until), f.Limit)
+			rows, err := q.Query(ctx, s.sql.listEvents, texts(f.Outcomes), f.EventType, f.ObjectID, filterBound(f.Since), filterBound(f.Until), f.Limit,
+				f.Account, f.After.EventID, optionalTime(f.After.ProcessedAt))
 			if err != nil {
 				return err
 			}

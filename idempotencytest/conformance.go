@@ -1383,13 +1383,16 @@ func waitOnGuard(ctx context.Context, b StoreBackend, woke chan<- struct{}, read
 }
 
 // testListEvents: ListEvents returns committed claims of every outcome,
-// newest first, filtered by outcome, type, object and time, and nothing of
-// a rolled-back event.
+// newest first, filtered by outcome, type, object, account and time, and
+// nothing of a rolled-back event; After pages through them.
 func testListEvents(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	run := func(id, typ string, apply idempotency.ApplyFunc, outcome idempotency.Outcome) idempotency.EventRecord {
 		c := claim(id)
 		c.EventType = typ
+		if id == "evt_list_3" {
+			c.Account = "acct_list"
+		}
 		if apply == nil {
 			c.Outcome = outcome
 		}
@@ -1433,6 +1436,29 @@ func testListEvents(t *testing.T, b StoreBackend) {
 	require.Equal(t, []string{"evt_list_1"}, ids(idempotency.EventFilter{Until: p1.ProcessedAt.Add(time.Microsecond)}))
 	require.Empty(t, ids(idempotency.EventFilter{EventType: "charge.refunded"}))
 	require.True(t, p1.ProcessedAt.Before(i3.ProcessedAt))
+	require.Equal(t, []string{"evt_list_3"}, ids(idempotency.EventFilter{Account: "acct_list"}))
+	require.Empty(t, ids(idempotency.EventFilter{Account: "acct_none"}))
+
+	// After pages through the list, every record once, in its order, also
+	// with a filter and when records share a microsecond (the position
+	// compares event ids then).
+	var paged []string
+	f := idempotency.EventFilter{Limit: 1}
+	for range 5 {
+		recs, err := b.Store.ListEvents(ctx, f)
+		require.NoError(t, err)
+		if len(recs) == 0 {
+			break
+		}
+		paged = append(paged, recs[0].EventID)
+		f.After = recs[0].Position()
+	}
+	require.Equal(t, []string{"evt_list_4", "evt_list_3", "evt_list_2", "evt_list_1"}, paged)
+	require.Equal(t, []string{"evt_list_1"}, ids(idempotency.EventFilter{EventType: "invoice.paid", After: s2.Position()}))
+	same := idempotency.EventPosition{ProcessedAt: p4.ProcessedAt, EventID: "evt_list_4~"}
+	require.Equal(t, []string{"evt_list_4", "evt_list_3"}, ids(idempotency.EventFilter{After: same, Limit: 2}), "the same microsecond, a smaller id")
+	same.EventID = "evt_list_4"
+	require.Equal(t, []string{"evt_list_3"}, ids(idempotency.EventFilter{After: same, Limit: 1}), "not the position's own record")
 }
 
 // testListEventsBadFilter: a filter that cannot mean anything is an error
@@ -1447,6 +1473,11 @@ func testListEventsBadFilter(t *testing.T, b StoreBackend) {
 		"Outcomes":  {Outcomes: []idempotency.Outcome{idempotency.OutcomeFailed}},
 		"EventType": {EventType: "invoice.paid\x00"},
 		"ObjectID":  {ObjectID: "in_\xff"},
+		"Account":   {Account: "acct_\xff"},
+		// A position without its event id, or without its time, which
+		// would list nothing, as if nothing came after it.
+		"After.EventID":     {After: idempotency.EventPosition{ProcessedAt: now}},
+		"After.ProcessedAt": {After: idempotency.EventPosition{EventID: "evt_1"}},
 	} {
 		_, err := b.Store.ListEvents(ctx, f)
 		require.ErrorContains(t, err, "EventFilter."+strings.TrimSpace(field))
