@@ -18,7 +18,7 @@
 //
 //	stats                 counts by state (events and tasks), the age of the oldest one still to be applied and of the last attempt, dead letters
 //	list                  events and tasks by -state, -type, -object, -account, -kind, -since/-until, -limit, -after (the next page); a table or -json; no payloads
-//	ledger                the ledger's records (events applied, skipped, ignored; a synchronous-mode service's record) by -outcome, -type, -object, -since/-until, -limit; a table or -json; no payloads
+//	ledger                the ledger's records (events applied, skipped, ignored; a synchronous-mode service's record) by -outcome, -type, -object, -account, -since/-until, -limit, -after (the next page); a table or -json; no payloads
 //	show <event-id>       the inbox record, what holds it back, the ledger record; the payload only with -payload
 //	redrive               dead-lettered (or -state failed) events and tasks, or -state ignored events, back to pending, by -id, -type, -object, -account, -since/-until, or -all (-state ignored needs -type or -id); -dry-run counts; -json
 //	forget <event-id>...  delete an event's claim, guards and inbox row, so that it is applied again when it comes next
@@ -56,7 +56,7 @@
 //	0    done
 //	1    the operation failed (the message says why)
 //	2    usage: a bad flag, argument or time
-//	3    not found: show, forget, redrive -id or list -after of an id the store does not have
+//	3    not found: show, forget, redrive -id, list -after or ledger -after of an id the store does not have
 //	4    the database is unavailable (refused, unreachable, shutting down)
 //	5    prune: another prune (in any process) is running; nothing was done
 //	130  interrupted (SIGINT or SIGTERM)

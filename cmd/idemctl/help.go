@@ -14,7 +14,7 @@ const exitCodesHelp = `Exit codes:
   0    done
   1    the operation failed (the message says why)
   2    usage: a bad flag, argument or time
-  3    not found: show, forget, redrive -id or list -after of an id the store does not have
+  3    not found: show, forget, redrive -id, list -after or ledger -after of an id the store does not have
   4    the database is unavailable (refused, unreachable, shutting down)
   5    prune: another prune (in any process) is running; nothing was done
   130  interrupted (SIGINT or SIGTERM): long operations stop between

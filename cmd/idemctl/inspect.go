@@ -257,16 +257,24 @@ once, also while new ones arrive. An id the inbox does not have exits 3.
 				return err
 			}
 			if more {
-				next := "-after " + display.IDWord(recs[len(recs)-1].EventID)
-				if next == "-after " {
-					next = "-after the last id of -json's records (" + display.IDWordNote + ")"
-				}
-				fmt.Fprintf(a.stderr, "idemctl: list: more than %s; next: %s, or raise -limit or narrow the selection\n",
-					display.Count(*limit, "record matches", "records match"), next)
+				a.moreLine("list", *limit, recs[len(recs)-1].EventID)
 			}
 			return nil
 		}
 	},
+}
+
+// moreLine says on stderr that more records match than -limit let the
+// command list, with the -after of the next page: last, the id of the
+// last record listed, quoted for a shell, or, when no command line gives
+// it as it is, why not.
+func (a *app) moreLine(cmd string, limit int, last string) {
+	next := "-after " + display.IDWord(last)
+	if next == "-after " {
+		next = "-after the last id of -json's records (" + display.IDWordNote + ")"
+	}
+	fmt.Fprintf(a.stderr, "idemctl: %s: more than %s; next: %s, or raise -limit or narrow the selection\n",
+		cmd, display.Count(limit, "record matches", "records match"), next)
 }
 
 // inboxFlags are the selectors list and redrive share.

@@ -18,7 +18,7 @@ var outcomes = []idempotency.Outcome{idempotency.OutcomeProcessed, idempotency.O
 
 var ledgerCommand = command{
 	name:    "ledger",
-	args:    "[-outcome o] [-type t] [-object id] [-since t] [-until t] [-limit n] [-json]",
+	args:    "[-outcome o] [-type t] [-object id] [-account acct] [-since t] [-until t] [-limit n] [-after id] [-json]",
 	summary: "list the ledger's records of the events applied, skipped or ignored, newest first (no payloads)",
 	help: `Lists the ledger's records that the flags select (ListEvents), newest
 processed first, without payloads: an aligned table, or with -json one
@@ -43,11 +43,14 @@ When no record matches, a line says why that may be: nothing the
 selection names was claimed (a delivery that failed, or one answered
 ignored without Config.RecordIgnored, stores nothing), or it was claimed
 longer ago than the ledger keeps a record (Retention.EventIDs, 45 days by
-default) and pruned since. When more records match than -limit lets
-through, a line on stderr says so, with the -until that lists the
-records claimed before the last one listed (a record claimed in the same
-microsecond as that one and not listed is left out by it: raise -limit
-then). The JSON document:
+default) and pruned since. "more" says that more records match than
+-limit let through; the table says so on stderr, with the -after that
+lists the next page (its id quoted for a shell when a shell would split
+it or run part of it; left out, saying why, when no command line gives
+the id as it is). -after id lists the records after that one (the last
+of the page before) in this order, with the same flags: page by page,
+every record once, also while new ones are claimed. An id the ledger
+does not have exits 3. The JSON document:
 
   {"records":[{"id":..,"type":..,"object_id":..,"account":..,
     "livemode":..,"outcome":..,"skip_reason":..,"received_at":..,
@@ -59,18 +62,19 @@ then). The JSON document:
 		var since, until timeFlag
 		fs.Var(&outs, "outcome", "list records of these outcomes (repeatable, or a comma list): "+joinNames(outcomes))
 		eventType := fs.String("type", "", "list records of this event type")
-		object := fs.String("object", "", "list the records of this object (data.object.id), under every connected account")
+		object := fs.String("object", "", "list the records of this object (data.object.id), under every connected account unless -account")
+		account := fs.String("account", "", "list the records of this connected account's events (the event's account)")
 		fs.Var(&since, "since", "list records claimed at or after this time")
 		fs.Var(&until, "until", "list records claimed before this time")
-		limit := fs.Int("limit", 100, fmt.Sprintf("the most records listed, 1 to %d", idempotency.MaxListLimit-1))
+		limit := fs.Int("limit", 100, fmt.Sprintf("the most records listed, 1 to %d", idempotency.MaxListLimit))
+		after := fs.String("after", "", "list the records after this one, the last id of the page before: the next page")
 		asJSON := fs.Bool("json", false, "one JSON document instead of a table")
 		return func(ctx context.Context, a *app, args []string) error {
 			if err := noArgs(args); err != nil {
 				return err
 			}
-			// One more is asked for, to tell that more match.
-			if *limit < 1 || *limit > idempotency.MaxListLimit-1 {
-				return usageError("-limit %d: want 1 to %d", *limit, idempotency.MaxListLimit-1)
+			if *limit < 1 || *limit > idempotency.MaxListLimit {
+				return usageError("-limit %d: want 1 to %d", *limit, idempotency.MaxListLimit)
 			}
 			var want []idempotency.Outcome
 			for _, o := range outs {
@@ -87,15 +91,35 @@ then). The JSON document:
 				return err
 			}
 			defer closeFn()
-			recs, err := store.ListEvents(ctx, idempotency.EventFilter{
+			filter := idempotency.EventFilter{
 				Outcomes: want, EventType: strings.TrimSpace(*eventType), ObjectID: strings.TrimSpace(*object),
-				Since: since.t, Until: until.t, Limit: *limit + 1,
-			})
+				Account: strings.TrimSpace(*account), Since: since.t, Until: until.t, Limit: *limit,
+			}
+			if *after = trimID(*after); *after != "" {
+				rec, ok, err := store.LookupEvent(ctx, *after)
+				if err != nil {
+					return a.storeErr(err)
+				}
+				if !ok {
+					return notFoundError("-after %s: the ledger has no record of this id", display.Line(*after))
+				}
+				filter.After = rec.Position()
+			}
+			recs, err := store.ListEvents(ctx, filter)
 			if err != nil {
 				return a.storeErr(err)
 			}
-			more := len(recs) > *limit
-			recs = recs[:min(len(recs), *limit)]
+			more := false
+			if len(recs) == *limit {
+				// A full list: is there a record after its last?
+				next := filter
+				next.After, next.Limit = recs[len(recs)-1].Position(), 1
+				after, err := store.ListEvents(ctx, next)
+				if err != nil {
+					return a.storeErr(err)
+				}
+				more = len(after) > 0
+			}
 			if *asJSON {
 				doc := ledgerListJSON{Records: make([]ledgerRecordJSON, len(recs)), More: more}
 				for i, r := range recs {
@@ -119,8 +143,7 @@ then). The JSON document:
 				return err
 			}
 			if more {
-				fmt.Fprintf(a.stderr, "idemctl: ledger: more than %s; next: -until %s (the last one's claim, to the microsecond), or raise -limit or narrow the selection\n",
-					display.Count(*limit, "record matches", "records match"), recs[len(recs)-1].ProcessedAt.UTC().Format(time.RFC3339Nano))
+				a.moreLine("ledger", *limit, recs[len(recs)-1].EventID)
 			}
 			return nil
 		}

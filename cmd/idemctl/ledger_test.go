@@ -17,10 +17,11 @@ import (
 
 // TestLedgerListsASynchronousServicesEvents: ledger lists the ledger's
 // records, newest claimed first, as a synchronous-mode service (a Handler
-// without an Inbox) leaves them: by -object (trimmed), -outcome, -type and
-// -since, with the skip reason and no payload, -json with every field,
-// a "more" line whose -until lists the next records, and a line saying why
-// when none matches. There was only show, one id at a time.
+// without an Inbox) leaves them: by -object (trimmed), -outcome, -type,
+// -since and -account, with the skip reason and no payload, -json with
+// every field, a "more" line whose -after lists the next page (an id the
+// ledger does not have exits 3), and a line saying why when none
+// matches. There was only show, one id at a time.
 func TestLedgerListsASynchronousServicesEvents(t *testing.T) {
 	t.Parallel()
 	s := newService(t, nil)
@@ -68,17 +69,31 @@ func TestLedgerListsASynchronousServicesEvents(t *testing.T) {
 	require.Len(t, lines(r.stdout), 3)
 	require.NotContains(t, r.stdout, customerEmail)
 
-	// -limit 1 of the two processed: the "more" line's -until lists the
+	// -limit 1 of the two processed: the "more" line's -after lists the
 	// older one.
 	r = idemctl(t, s.db, nil, "ledger", "-type", "invoice.paid", "-limit", "1")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `(?m)^evt_l_4\s`, r.stdout)
-	m := regexp.MustCompile(`^idemctl: ledger: more than 1 record matches; next: -until (\S+) `).FindStringSubmatch(r.stderr)
+	m := regexp.MustCompile(`^idemctl: ledger: more than 1 record matches; next: -after (\S+), `).FindStringSubmatch(r.stderr)
 	require.NotNil(t, m, r.stderr)
-	r = idemctl(t, s.db, nil, "ledger", "-type", "invoice.paid", "-limit", "1", "-until", m[1])
+	require.Equal(t, "evt_l_4", m[1])
+	r = idemctl(t, s.db, nil, "ledger", "-type", "invoice.paid", "-limit", "1", "-after", m[1])
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `(?m)^evt_l_1\s`, r.stdout)
 	require.Empty(t, r.stderr, "no more")
+	r = idemctl(t, s.db, nil, "ledger", "-after", "evt_nope")
+	require.Equal(t, exitNotFound, r.code, r.stdout)
+	require.Equal(t, "idemctl: ledger: -after evt_nope: the ledger has no record of this id\n", r.stderr)
+
+	// -account: the connected account's events alone.
+	conn := idempotencytest.Deliver(sync, accountEventPayload(t, "evt_l_5", "invoice.paid", "cus_123", "acct_1Conn", time.Now().Unix()), secret)
+	require.Equal(t, idempotency.OutcomeProcessed, conn.Outcome, conn.Body)
+	r = idemctl(t, s.db, nil, "ledger", "-object", "cus_123", "-account", "acct_1Conn ", "-json")
+	require.Equal(t, 0, r.code, r.stderr)
+	doc = decode[ledgerListJSON](t, r)
+	require.Len(t, doc.Records, 1)
+	require.Equal(t, "evt_l_5", doc.Records[0].ID)
+	require.Equal(t, "acct_1Conn", doc.Records[0].Account)
 
 	r = idemctl(t, s.db, nil, "ledger", "-object", "cus_none")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -93,7 +108,7 @@ func TestLedgerListsASynchronousServicesEvents(t *testing.T) {
 		want string
 	}{
 		{[]string{"-outcome", "failed"}, `idemctl: ledger: -outcome "failed": want one of processed, skipped, ignored`},
-		{[]string{"-limit", "0"}, "idemctl: ledger: -limit 0: want 1 to 9999"},
+		{[]string{"-limit", "0"}, "idemctl: ledger: -limit 0: want 1 to 10000"},
 		{[]string{"-since", "1h", "-until", "2h"}, "idemctl: ledger: -since"},
 	} {
 		r = idemctl(t, nil, nil, append([]string{"ledger"}, c.args...)...)
