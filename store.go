@@ -77,7 +77,9 @@ type Claim struct {
 	// OnAfterCommitPanic receives each AfterCommit func that panicked, after
 	// the commit: the panic cannot undo it, so Run still reports
 	// OutcomeProcessed with a nil error. [Handler] logs them and passes them
-	// to Config.OnResult. Nil logs them with slog.Default.
+	// to Config.OnResult. Nil logs them with slog.Default. A panic of its
+	// own goes up to Run's caller, the AfterCommit funcs after it not run;
+	// the commit stands, and the keys the transaction held are released.
 	OnAfterCommitPanic func(*PanicError)
 
 	// fence, set by an Inbox worker, makes Run finish the event's inbox

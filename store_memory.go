@@ -444,7 +444,8 @@ func (s *MemoryStore) unlock(k lockID) {
 // finish ends tx. It stores rec (the event's ledger record; nil on
 // rollback) with the final state of the inbox row a fenced claim holds
 // and, when commit is set, the guards tx claimed, and runs its AfterCommit
-// funcs; only then does it release every key tx held, and the inbox row. A
+// funcs; only then does it release every key tx held, and the inbox row,
+// even when a panic of claim.OnAfterCommitPanic ends the funcs. A
 // delivery waiting for tx's claim thus wakes to a commit whose effects, the
 // writes a test fake applies after commit included, are all visible.
 func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) {
@@ -487,14 +488,18 @@ func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) {
 	tx.held = kept
 	s.mu.Unlock()
 
+	// Released whatever the AfterCommit funcs do: a claim's
+	// OnAfterCommitPanic that panics in turn goes up to Run's caller, as
+	// on a PgxStore, whose commit has released its locks by then.
+	defer func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, k := range tx.held {
+			s.unlock(k)
+		}
+		tx.held = nil
+		tx.releaseInboxRow()
+		close(tx.ended)
+	}()
 	tx.end(ctx, commit)
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, k := range tx.held {
-		s.unlock(k)
-	}
-	tx.held = nil
-	tx.releaseInboxRow()
-	close(tx.ended)
 }

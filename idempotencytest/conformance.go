@@ -100,6 +100,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"AfterCommitOnlyOnCommit", testAfterCommit},
 		{"AfterCommitRedeliversSameEvent", testAfterCommitRedelivers},
 		{"CopyDuringAfterCommitIsDuplicate", testCopyDuringAfterCommit},
+		{"AfterCommitHookPanicsReleasesKeys", testAfterCommitHookPanics},
 		{"GuardFirstOnce", func(t *testing.T, b StoreBackend) { testGuardFirstOnce(t, b, false) }},
 		{"GuardRollsBack", testGuardRollsBack},
 		{"GuardAcrossEventsCreditsOnce", testGuardAcrossEvents},

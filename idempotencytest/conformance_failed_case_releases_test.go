@@ -120,6 +120,7 @@ func TestConformanceFailedCaseLeavesNoRunHolding(t *testing.T) {
 		"WaiterSeesHolderAfterCommitWrites", "CopySeesHolderAfterCommitWrites", "TxOneStatementAtATime",
 		"TaskEnqueueWaitsForHolderCommit", "TaskEnqueueWaitsForHolderRollback",
 		"CheckOrderWaitsForHolderCommit", "CheckOrderWaitsForHolderRollback",
+		"AfterCommitHookPanicsReleasesKeys",
 	}
 	out, err := runChild(envHolderLeft+"=1", "^TestConformanceCaseFailsWhileHolding$/^("+strings.Join(cases, "|")+")$")
 	require.Error(t, err, "%s", out)
