@@ -117,7 +117,9 @@ type Retention struct {
 	// the same rows, would return, for an operator to see what a first
 	// prune, or a shorter window, would take before it does. It counts
 	// each kind of row in one go, not in batches: BatchSize (still
-	// checked) and Pause are not used, and OnBatch is not called.
+	// checked) and Pause are not used, and OnBatch is not called. It
+	// counts the rows a transaction in flight holds too, which a prune
+	// passes over until that transaction ends.
 	// [PgxStore.Prune] counts in one read-only snapshot, locks no row and
 	// does not take the prune lock, so a dry run runs beside another
 	// replica's prune; that snapshot lasts as long as the counts (vacuum

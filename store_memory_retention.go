@@ -8,10 +8,11 @@ import (
 // Prune deletes what r no longer keeps, as [PgxStore.Prune] does: in
 // batches of r.BatchSize rows (r.OnBatch is called after each), deleting
 // an inbox row once its transaction committed (its AfterCommit funcs may
-// still run), and stopping between batches when ctx is done. With
-// r.DryRun it counts what it would delete and clear, and changes nothing,
-// holding the store's lock from the first count to the last: one state
-// of the store.
+// still run), passing over OnCurrent's objects and CheckOrder's keys
+// that a transaction in flight holds, and stopping between batches when
+// ctx is done. With r.DryRun it counts what it would delete and clear,
+// and changes nothing, holding the store's lock from the first count to
+// the last: one state of the store.
 func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, error) {
 	var rep PruneReport
 	if err := r.check(); err != nil {
@@ -62,7 +63,7 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 	}
 	steps := pruneSteps(&rep, c, pruneDeleters{
 		eventIDs: older(func(n int, cutoff time.Time) int {
-			return deleteWhere(s.events, n, r.DryRun, func(e EventRecord) bool {
+			return deleteWhere(s.events, n, r.DryRun, func(_ string, e EventRecord) bool {
 				return e.ProcessedAt.Before(cutoff) && !s.inboxAwaits(e.EventID)
 			})
 		}),
@@ -70,7 +71,9 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 		deadLetters: inbox(KindEvent, InboxDeadLetter),
 		deadTasks:   inbox(KindTask, InboxDeadLetter),
 		objects: older(func(n int, cutoff time.Time) int {
-			return deleteWhere(s.objects, n, r.DryRun, func(o objectRecord) bool { return o.fetchedAt.Before(cutoff) })
+			return deleteWhere(s.objects, n, r.DryRun, func(k guardID, o objectRecord) bool {
+				return o.fetchedAt.Before(cutoff) && s.prunable(recordObject, k, r.DryRun)
+			})
 		}),
 		tasks: inbox(KindTask, InboxProcessed, InboxSkipped),
 		// The finished tasks whose arguments are to clear, in the order
@@ -86,10 +89,12 @@ func (s *MemoryStore) Prune(ctx context.Context, r Retention) (PruneReport, erro
 			return len(batch)
 		}),
 		guards: older(func(n int, cutoff time.Time) int {
-			return deleteWhere(s.guards, n, r.DryRun, func(g GuardRecord) bool { return g.ClaimedAt.Before(cutoff) })
+			return deleteWhere(s.guards, n, r.DryRun, func(_ guardID, g GuardRecord) bool { return g.ClaimedAt.Before(cutoff) })
 		}),
 		order: older(func(n int, cutoff time.Time) int {
-			return deleteWhere(s.order, n, r.DryRun, func(o orderRecord) bool { return o.created.Before(cutoff) })
+			return deleteWhere(s.order, n, r.DryRun, func(k guardID, o orderRecord) bool {
+				return o.created.Before(cutoff) && s.prunable(recordOrder, k, r.DryRun)
+			})
 		}),
 	}, r.DryRun)
 	return rep, runPrune(ctx, &r, &rep, steps)
@@ -123,15 +128,25 @@ func (s *MemoryStore) oldestAwaiting() time.Time {
 	return oldest
 }
 
+// prunable reports whether a prune may delete the record of kind at k
+// (OnCurrent's object, CheckOrder's key): not while a transaction in
+// flight holds it, which then reads or writes it, as PgxStore's prune
+// passes over a locked row (SKIP LOCKED) rather than wait for it or
+// delete it under its holder; a dry run counts it, as PgxStore's count
+// does. s.mu is held.
+func (s *MemoryStore) prunable(kind string, k guardID, dryRun bool) bool {
+	return dryRun || s.locks[lockID{record: kind, guardID: k}] == nil
+}
+
 // deleteWhere deletes at most n entries of m that doomed selects, or with
 // dryRun only counts them, and reports how many.
-func deleteWhere[K comparable, V any](m map[K]V, n int, dryRun bool, doomed func(V) bool) int {
+func deleteWhere[K comparable, V any](m map[K]V, n int, dryRun bool, doomed func(K, V) bool) int {
 	deleted := 0
 	for k, v := range m {
 		if deleted == n {
 			break
 		}
-		if doomed(v) {
+		if doomed(k, v) {
 			if !dryRun {
 				delete(m, k)
 			}
@@ -168,7 +183,7 @@ func (s *MemoryStore) Forget(ctx context.Context, eventID string) (bool, error) 
 		delete(s.events, eventID)
 		found = true
 	}
-	found = deleteWhere(s.guards, len(s.guards), false, func(g GuardRecord) bool { return g.EventID == eventID }) > 0 || found
+	found = deleteWhere(s.guards, len(s.guards), false, func(_ guardID, g GuardRecord) bool { return g.EventID == eventID }) > 0 || found
 	return found, nil
 }
 

@@ -33,6 +33,7 @@ var retentionTests = []struct {
 	{"PruneInBatches", testPruneBatches},
 	{"ForgetLetsAnEventApplyAgain", testForget},
 	{"PruneObjectsNotFetchedSince", testPruneObjects},
+	{"PrunePassesOverHeldRecords", testPruneHeldRecords},
 	{"PruneKeepsUnfinishedEvents", testPruneKeepsUnfinished},
 	{"PruneWalksKeysInBatches", testPruneWalksKeys},
 	{"PruneTasksByTheirWindows", testPruneTasks},
