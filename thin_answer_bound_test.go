@@ -56,3 +56,40 @@ func TestThinEventAnswerIsBoundedByTwiceTimeout(t *testing.T) {
 		require.LessOrEqual(t, answered, 2*timeout, "the answer within twice Timeout")
 	})
 }
+
+// TestThinEventInboxFetchIsBoundedByTimeout: an Inbox.Handler fetches a
+// thin event within Config.Timeout too, not the inbox's own
+// InboxConfig.Timeout: an API that never answers is answered 503
+// stripe_unavailable at Config.Timeout, and nothing is stored. Storing
+// the fetched event then has a Timeout of its own, so the answer takes up
+// to twice Config.Timeout, as in synchronous mode. On the fake clock of a
+// synctest bubble.
+func TestThinEventInboxFetchIsBoundedByTimeout(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 10 * time.Second
+		_, notification, _ := newThinFake("evt_thin_inbox_bound")
+		silent := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done() // never answers; the client gives up
+		})
+		hs := idempotency.NewHandlers()
+		idempotency.On(hs, thinType, func(context.Context, idempotency.Tx, idempotency.Event[stripe.V1BillingMeterErrorReportTriggeredEventData]) error {
+			return nil
+		})
+		in, err := idempotency.NewInbox(idempotency.NewMemoryStore(), hs, idempotency.InboxConfig{Logger: discardLogger(), Timeout: 3 * timeout})
+		require.NoError(t, err)
+		h, err := in.Handler(idempotency.Config{
+			Secrets: []string{testSecret}, Logger: discardLogger(), Timeout: timeout,
+			StripeClient: idempotencytest.NewStripeClient(fakeStripeKey, silent),
+		})
+		require.NoError(t, err)
+		start := time.Now()
+		a := idempotencytest.Deliver(h, notification, testSecret)
+		require.Equal(t, http.StatusServiceUnavailable, a.Status, a.Body)
+		require.JSONEq(t, `{"error":"stripe_unavailable"}`, a.Body)
+		require.Equal(t, timeout, time.Since(start), "answered at Config.Timeout")
+		_, found, err := in.Lookup(t.Context(), "evt_thin_inbox_bound")
+		require.NoError(t, err)
+		require.False(t, found, "nothing stored")
+	})
+}
