@@ -28,10 +28,9 @@ mode (a worker's attempt) alike: processed (applied), skipped (its
 handler returned Skip: SKIP REASON says why, cut at 60 characters; -json
 has it whole) or ignored (no handler for its type: a synchronous Handler
 records it only with Config.RecordIgnored; an inbox's ignored events are
-in its list, not here). It is where a synchronous-mode
-service's record of its events is: "which events of cus_123 did we apply
-in the last hour, and which were skipped?" is ledger -object cus_123
--since 1h.
+in its list, not here). It is where a synchronous-mode service's record
+of its events is: "which events of cus_123 did we apply in the last
+hour, and which were skipped?" is ledger -object cus_123 -since 1h.
 
 -since and -until bound the time the event was claimed (PROCESSED: as its
 transaction began, on the database's clock), not when it was received.
