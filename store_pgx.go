@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // PgxBeginner begins a pgx transaction: a *pgxpool.Pool or a *pgx.Conn. An
@@ -1164,7 +1165,7 @@ func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
 	case handlers:
 		err = statementCacheHint(dateStyleHint(h.err))
 	default:
-		err = s.notMigratedHint(statementCacheHint(dateStyleHint(err)))
+		err = s.poolFullHint(s.notMigratedHint(statementCacheHint(dateStyleHint(err))))
 	}
 	if err == nil || outcome == OutcomeProcessed || !unavailable(err) {
 		return outcome, err
@@ -1219,6 +1220,45 @@ func (s *PgxStore) notMigratedHint(err error) error {
 	if errors.As(err, &pgErr) && (pgErr.Code == pgUndefinedColumn ||
 		pgErr.Code == pgUndefinedTable && strings.Contains(pgErr.Message, "idempotency_")) {
 		return errorf("%w (the store's tables are missing from schema %q, or older than this release: run PgxStore.Migrate on it first)", err, s.cfg.Schema)
+	}
+	return err
+}
+
+// pgxPoolStater tells how many connections a pool has and lends: a
+// *pgxpool.Pool.
+type pgxPoolStater interface {
+	Stat() *pgxpool.Stat
+}
+
+// poolFullCure ends the hint of poolFullHint.
+const poolFullCure = "a handler that reads or writes through another connection of the same pool, " +
+	"such as a *sql.DB from stdlib.OpenDBFromPool, holds two at once; or more deliveries and workers at once than MaxConns"
+
+// poolFullHint adds the cause and the cure to err, once, when it is the
+// failure of the store's own operation that waited for a connection of
+// the store's pool until the context's deadline, every connection in use:
+// a handler that holds a second connection of the pool while its
+// transaction holds one (a *sql.DB opened on it), more deliveries and
+// workers at once than MaxConns, or rows left open elsewhere, and nothing
+// said why. pgxpool fails such a wait with the context's error itself;
+// a statement that ran into the deadline (a lock wait, a slow query)
+// fails with pgconn's timeout error, which says nothing of the pool. A
+// cancellation is left as it is: pgconn fails a cancelled statement with
+// the context's error itself too, and a busy pool's in-flight statements,
+// cancelled at a shutdown, did not wait for a connection. Only a pool has
+// connections to count: a *pgx.Conn or a PgxBeginner of the user's keeps
+// the error as it is. It is called on a failure alone and costs nothing
+// else.
+func (s *PgxStore) poolFullHint(err error) error {
+	if !errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+		return err
+	}
+	p, ok := s.db.(pgxPoolStater)
+	if !ok {
+		return err
+	}
+	if st := p.Stat(); st.AcquiredConns() >= st.MaxConns() && !strings.Contains(err.Error(), poolFullCure) {
+		return errorf("%w (waited for a connection of the store's pool: all %d of MaxConns in use; "+poolFullCure+")", err, st.MaxConns())
 	}
 	return err
 }

@@ -606,7 +606,7 @@ func (s *PgxStore) inboxListen(ctx context.Context, listening, wake func()) erro
 	if !ok {
 		return errorf("%w (the store's db is a %T)", errNotifyNeedsPool, s.db)
 	}
-	if p, ok := s.db.(interface{ Stat() *pgxpool.Stat }); ok && p.Stat().MaxConns() < 2 {
+	if p, ok := s.db.(pgxPoolStater); ok && p.Stat().MaxConns() < 2 {
 		return errNotifyPoolOfOne
 	}
 	pc, err := pool.Acquire(ctx)
