@@ -546,3 +546,11 @@ func MemoryRecordIgnored(ctx context.Context, s *MemoryStore, id, eventType, obj
 func RecoverWithBackoff(ctx context.Context, h *Handler, client *stripe.Client, opts RecoverOptions, backoff time.Duration) (RecoverReport, error) {
 	return h.runRecovery(ctx, client, opts, backoff)
 }
+
+// SetPgxConflictWait makes wait stand in for s's pause before it runs a
+// transaction again after a conflict: it is given the attempt that
+// failed, and s gives up, returning that attempt's error, when it
+// returns false.
+func SetPgxConflictWait(s *PgxStore, wait func(ctx context.Context, attempt int) bool) {
+	s.conflictWait = wait
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"net"
 	"path"
 	"sort"
@@ -117,6 +118,9 @@ type PgxStore struct {
 	// lostCommitWait bounds the look-ups of foundAfterLostCommit:
 	// rollbackTimeout, but in tests.
 	lostCommitWait time.Duration
+	// conflictWait waits before a conflict's retry (retryConflicts):
+	// waitConflict, but in tests.
+	conflictWait func(ctx context.Context, attempt int) bool
 }
 
 // The defaults of PgxConfig.RecentClaims and RecentClaimsTTL.
@@ -195,6 +199,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`
 		recovery:       newPgxRecoverySQL(cfg.Schema),
 		retention:      newPgxRetentionSQL(cfg.Schema),
 		lostCommitWait: rollbackTimeout,
+		conflictWait:   waitConflict,
 		sql: pgxStatements{
 			claim:          claimSQL,
 			claimXact:      claimSQL + ` RETURNING txid_current()`,
@@ -416,18 +421,15 @@ func (s *PgxStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, 
 }
 
 // run runs the transaction, again while the database fails it for a
-// deadlock or a serialization conflict.
+// deadlock or a serialization conflict (retryConflicts), or a chained
+// commit began it on a session that had ended (chainedSessionLost).
 func (s *PgxStore) run(ctx context.Context, c Claim, apply ApplyFunc, committed func()) (Outcome, error) {
-	for attempt := 1; ; attempt++ {
-		outcome, err := s.runOnce(ctx, c, apply, committed)
-		lost, chained := errors.AsType[*chainedSessionLost](err)
-		if chained {
-			err = lost.err
-		}
-		if err == nil || !(retryable(err) || chained) || attempt == maxAttempts || ctx.Err() != nil {
-			return s.translate(outcome, err)
-		}
-	}
+	var outcome Outcome
+	err := s.retryConflicts(ctx, func() (err error) {
+		outcome, err = s.runOnce(ctx, c, apply, committed)
+		return err
+	})
+	return s.translate(outcome, err)
 }
 
 // chainedSessionLost is the failure of an attempt whose transaction a
@@ -1133,13 +1135,65 @@ const (
 
 // retryConflicts calls fn, which commits nothing when it fails, and
 // again while it fails for a conflict (retryable), up to maxAttempts calls
-// in all or until ctx is done.
-func retryConflicts(ctx context.Context, fn func() error) error {
+// in all or until ctx is done, after a short pause at random
+// (conflictPause): the transactions that met in a deadlock or a
+// serialization failure, run again at once, would meet again in the same
+// order, and one of them could run out of attempts. It also calls fn
+// again, at once, when fn's transaction was begun by a chained commit on a
+// session that had ended (chainedSessionLost, which it unwraps): no other
+// transaction was in its way. When ctx ends before the next call, the last
+// call's error is returned.
+func (s *PgxStore) retryConflicts(ctx context.Context, fn func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := fn()
-		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
+		lost, chained := errors.AsType[*chainedSessionLost](err)
+		if chained {
+			err = lost.err
+		}
+		if err == nil || !(retryable(err) || chained) || attempt == maxAttempts || ctx.Err() != nil {
 			return err
 		}
+		if !chained && !s.conflictWait(ctx, attempt) {
+			return err
+		}
+	}
+}
+
+// conflictPauseBase bounds the pause after a conflict's first failed
+// attempt (conflictPause): about the span of a short transaction on a
+// busy machine, begin to commit, so that two transactions that failed
+// together and draw pauses in it mostly begin again apart. (At 5 ms the
+// three-way deadlock of the conformance suite, under load, had its
+// transactions collide again as often as without a pause.)
+const conflictPauseBase = 10 * time.Millisecond
+
+// conflictPause is the pause after attempt failed for a conflict: drawn by
+// randN (rand.Int64N) in [0, conflictPauseBase·2^(attempt-1)), 0–10 ms
+// after the first attempt, 0–80 ms after the fourth, less than 150 ms in
+// all over maxAttempts. The draw, not the length, parts the transactions: each
+// of those that collided begins again at its own time (full jitter); the
+// bound doubles so that a collision among more of them than one pause
+// parts is parted by the next, while a delivery is held back by
+// milliseconds, not by a backoff's seconds.
+func conflictPause(attempt int, randN func(n int64) int64) time.Duration {
+	return time.Duration(randN(int64(conflictPauseBase) << min(attempt-1, maxAttempts)))
+}
+
+// waitConflict waits conflictPause(attempt) and reports true, or false
+// once ctx ends first.
+func waitConflict(ctx context.Context, attempt int) bool {
+	return pause(ctx, conflictPause(attempt, rand.Int64N))
+}
+
+// pause waits d and reports true, or false once ctx ends first.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -1437,7 +1491,7 @@ func (s *PgxStore) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := retryConflicts(ctx, func() error { return s.migrateOnce(ctx, ms) }); err != nil {
+	if err := s.retryConflicts(ctx, func() error { return s.migrateOnce(ctx, ms) }); err != nil {
 		return errorf("migrate schema %s: %w", pgx.Identifier{s.cfg.Schema}.Sanitize(), s.unavailableErr(err))
 	}
 	return nil

@@ -247,7 +247,7 @@ type pgxQuerier interface {
 // have.
 func (s *PgxStore) autocommit(ctx context.Context, fn func(q pgxQuerier) error) error {
 	if q, ok := s.db.(pgxQuerier); ok {
-		return retryConflicts(ctx, func() error { return fn(q) })
+		return s.retryConflicts(ctx, func() error { return fn(q) })
 	}
 	return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error { return fn(tx) })
 }
