@@ -400,12 +400,19 @@ func validText(s string) bool {
 // that panics, it rolls back and the panic goes on up to its caller. A
 // panicking AfterCommit func is reported as a PanicError too, in
 // [Result.AfterCommitPanics], never as an error; so is a panicking
-// [TaskFunc], a failed attempt of its task.
+// [TaskFunc], a failed attempt of its task. A panic in the code of a
+// [PgxStore]'s connections (a pgx tracer, a pool's hook) during the
+// insert that stores an [Inbox]'s deliveries is one too: each delivery
+// of that insert (one, or several that arrived together) is answered 503
+// with it, nothing stored.
 type PanicError struct {
 	Value any    // the value passed to panic
 	Stack []byte // the goroutine's stack at the panic
 
 	task string // the task whose func panicked; "" for a handler
+	// what says what panicked, when neither a handler nor a task: Error
+	// writes it whole, before the value.
+	what string
 }
 
 func newPanicError(v any) *PanicError {
@@ -421,6 +428,9 @@ func newPanicError(v any) *PanicError {
 func (e *PanicError) Error() string {
 	if e.task != "" {
 		return "idempotency: task " + e.task + " panicked: " + panicText(e.Value)
+	}
+	if e.what != "" {
+		return "idempotency: " + e.what + ": " + panicText(e.Value)
 	}
 	return "idempotency: handler panicked: " + panicText(e.Value)
 }

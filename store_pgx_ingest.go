@@ -185,6 +185,17 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 			}
 			return err
 		}
+		if a, ok := q.(pgxAcquirer); ok {
+			// pgxpool.Pool.Query gives its connection back when the query
+			// fails, not when code of the connection's panics in it (a
+			// tracer, see insertStored): the pool would lose it for good.
+			c, err := a.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Release()
+			q = c
+		}
 		rows, err := q.Query(ctx, s.inbox.enqueueMany, cols.args()...)
 		if err != nil {
 			return err
@@ -227,16 +238,37 @@ func dataError(err error) bool {
 
 // insertStored runs insert, which stores events in the inbox, on its own
 // (see autocommit), and names the operation in its error.
-func (s *PgxStore) insertStored(ctx context.Context, insert func(q pgxQuerier) error) error {
+//
+// A panic in the code of the store's connections that the insert runs (a
+// pgx tracer, a pool's hook, the PgxBeginner's own methods) is the
+// insert's error, a PanicError that names it: the insert is shared by the
+// deliveries batched in it (see ingest), and a panic going on up the
+// sender's goroutine would leave the others unanswered until their
+// Config.Timeout, the sender's place taken for good, or, from a sender's
+// own goroutine, end the process. Each delivery of the batch is answered
+// 503 with it, and logged with its stack, as a handler's panic is turned
+// into a failed delivery.
+func (s *PgxStore) insertStored(ctx context.Context, insert func(q pgxQuerier) error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p := newPanicError(v)
+			p.what = storeConnsPanicked
+			err = s.inboxError("enqueue", p)
+		}
+	}()
 	// A connection the server closed while it sat idle in the pool fails
 	// the insert; inserting again is safe (a row the first try stored makes
 	// the second a duplicate, which is stored all the same).
-	err := s.autocommitIdempotent(ctx, insert)
+	err = s.autocommitIdempotent(ctx, insert)
 	if err != nil {
 		return s.inboxError("enqueue", err)
 	}
 	return nil
 }
+
+// storeConnsPanicked is what PanicError says panicked in the code of a
+// PgxStore's connections (insertStored).
+const storeConnsPanicked = "the store's connections panicked (a pgx tracer, a pool's hook or the PgxBeginner)"
 
 // insertOne stores r with the plain insert, which costs less than
 // unnesting, and reports whether it stored it (false: it was stored
