@@ -194,8 +194,8 @@ once, also while new ones arrive. An id the inbox does not have exits 3.
 			if err := noArgs(args); err != nil {
 				return err
 			}
-			if *limit < 1 || *limit > idempotency.MaxListLimit {
-				return usageError("-limit %d: want 1 to %d", *limit, idempotency.MaxListLimit)
+			if err := checkLimit(*limit); err != nil {
+				return err
 			}
 			kind, states, err := f.parse()
 			if err != nil {
@@ -211,32 +211,16 @@ once, also while new ones arrive. An id the inbox does not have exits 3.
 			defer closeFn()
 			filter := idempotency.InboxFilter{
 				Kind: kind, States: states, EventType: f.eventType, ObjectID: f.object, Account: f.account,
-				Since: f.since.t, Until: f.until.t, Limit: *limit,
+				Since: f.since.t, Until: f.until.t,
 			}
-			if *after = trimID(*after); *after != "" {
-				rec, ok, err := in.Lookup(ctx, *after)
-				if err != nil {
-					return a.storeErr(err)
-				}
-				if !ok {
-					return notFoundError("-after %s: the inbox has no event or task with this id", display.Line(*after))
-				}
-				filter.After = rec.Position()
-			}
-			recs, err := in.List(ctx, filter)
+			recs, more, err := listPage(ctx, *after, *limit, in.Lookup, "the inbox has no event or task with this id",
+				func(ctx context.Context, after idempotency.InboxPosition, limit int) ([]idempotency.InboxRecord, error) {
+					page := filter
+					page.After, page.Limit = after, limit
+					return in.List(ctx, page)
+				})
 			if err != nil {
 				return a.storeErr(err)
-			}
-			more := false
-			if len(recs) == *limit {
-				// A full list: is there a record after its last?
-				next := filter
-				next.After, next.Limit = recs[len(recs)-1].Position(), 1
-				after, err := in.List(ctx, next)
-				if err != nil {
-					return a.storeErr(err)
-				}
-				more = len(after) > 0
 			}
 			if *asJSON {
 				doc := listJSON{Records: make([]recordJSON, len(recs)), More: more}
@@ -264,14 +248,52 @@ once, also while new ones arrive. An id the inbox does not have exits 3.
 	},
 }
 
+// checkLimit refuses a -limit of list or ledger outside 1 to
+// MaxListLimit.
+func checkLimit(limit int) error {
+	if limit < 1 || limit > idempotency.MaxListLimit {
+		return usageError("-limit %d: want 1 to %d", limit, idempotency.MaxListLimit)
+	}
+	return nil
+}
+
+// listPage lists a page of records, as list and ledger page: at most
+// limit of those list gives after the record whose id is after (trimmed
+// as trimID does; "": from the first), which lookup reads (an id it does
+// not have exits 3, notFound saying whose), and whether more match than
+// limit let through: a full page with a record after its last.
+func listPage[R interface{ Position() P }, P any](ctx context.Context, after string, limit int,
+	lookup func(context.Context, string) (R, bool, error), notFound string,
+	list func(ctx context.Context, after P, limit int) ([]R, error),
+) (recs []R, more bool, err error) {
+	var from P
+	if after = trimID(after); after != "" {
+		rec, ok, err := lookup(ctx, after)
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return nil, false, notFoundError("-after %s: %s", display.Line(after), notFound)
+		}
+		from = rec.Position()
+	}
+	recs, err = list(ctx, from, limit)
+	if err != nil || len(recs) < limit {
+		return recs, false, err
+	}
+	// A full page: is there a record after its last?
+	next, err := list(ctx, recs[len(recs)-1].Position(), 1)
+	return recs, len(next) > 0, err
+}
+
 // moreLine says on stderr that more records match than -limit let the
 // command list, with the -after of the next page: last, the id of the
 // last record listed, quoted for a shell, or, when no command line gives
 // it as it is, why not.
 func (a *app) moreLine(cmd string, limit int, last string) {
-	next := "-after " + display.IDWord(last)
-	if next == "-after " {
-		next = "-after the last id of -json's records (" + display.IDWordNote + ")"
+	next := "-after the last id of -json's records (" + display.IDWordNote + ")"
+	if w := display.IDWord(last); w != "" {
+		next = "-after " + w
 	}
 	fmt.Fprintf(a.stderr, "idemctl: %s: more than %s; next: %s, or raise -limit or narrow the selection\n",
 		cmd, display.Count(limit, "record matches", "records match"), next)

@@ -72,8 +72,8 @@ does not have exits 3. The JSON document:
 			if err := noArgs(args); err != nil {
 				return err
 			}
-			if *limit < 1 || *limit > idempotency.MaxListLimit {
-				return usageError("-limit %d: want 1 to %d", *limit, idempotency.MaxListLimit)
+			if err := checkLimit(*limit); err != nil {
+				return err
 			}
 			var want []idempotency.Outcome
 			for _, o := range outs {
@@ -92,32 +92,16 @@ does not have exits 3. The JSON document:
 			defer closeFn()
 			filter := idempotency.EventFilter{
 				Outcomes: want, EventType: strings.TrimSpace(*eventType), ObjectID: strings.TrimSpace(*object),
-				Account: strings.TrimSpace(*account), Since: since.t, Until: until.t, Limit: *limit,
+				Account: strings.TrimSpace(*account), Since: since.t, Until: until.t,
 			}
-			if *after = trimID(*after); *after != "" {
-				rec, ok, err := store.LookupEvent(ctx, *after)
-				if err != nil {
-					return a.storeErr(err)
-				}
-				if !ok {
-					return notFoundError("-after %s: the ledger has no record of this id", display.Line(*after))
-				}
-				filter.After = rec.Position()
-			}
-			recs, err := store.ListEvents(ctx, filter)
+			recs, more, err := listPage(ctx, *after, *limit, store.LookupEvent, "the ledger has no record of this id",
+				func(ctx context.Context, after idempotency.EventPosition, limit int) ([]idempotency.EventRecord, error) {
+					page := filter
+					page.After, page.Limit = after, limit
+					return store.ListEvents(ctx, page)
+				})
 			if err != nil {
 				return a.storeErr(err)
-			}
-			more := false
-			if len(recs) == *limit {
-				// A full list: is there a record after its last?
-				next := filter
-				next.After, next.Limit = recs[len(recs)-1].Position(), 1
-				after, err := store.ListEvents(ctx, next)
-				if err != nil {
-					return a.storeErr(err)
-				}
-				more = len(after) > 0
 			}
 			if *asJSON {
 				doc := ledgerListJSON{Records: make([]ledgerRecordJSON, len(recs)), More: more}
