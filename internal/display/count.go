@@ -3,7 +3,6 @@ package display
 import (
 	"fmt"
 	"strings"
-	"unicode"
 )
 
 // Count is n with the noun in its number: "1 row", "0 rows", "2 rows".
@@ -55,7 +54,7 @@ func ShellWord(s string) string {
 // its ends, which idemctl trims. A task's id (task:<name>:<key>) is taken
 // as it is, whatever its key holds.
 func IDWord(id string) string {
-	if id == "" || strings.ContainsFunc(id, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }) {
+	if id == "" || strings.ContainsFunc(id, isControl) {
 		return ""
 	}
 	if !strings.HasPrefix(id, "task:") && (strings.Contains(id, ",") || strings.TrimSpace(id) != id) {

@@ -22,12 +22,16 @@ import (
 // escape sequence) or bidirectional control becomes U+FFFD.
 func Line(s string) string {
 	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+		if isControl(r) {
 			return '\uFFFD'
 		}
 		return r
 	}, strings.Join(strings.Fields(s), " "))
 }
+
+// isControl reports whether r is a control character or a bidirectional
+// control, which Line replaces and IDWord gives no word for.
+func isControl(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }
 
 // JSON is the JSON document s with DEL, the C1 controls (U+0080 to
 // U+009F) and the bidirectional controls escaped: encoding/json, and
