@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/seed-a84bb619/idempotency/internal/display"
 )
 
 // parseDuration parses a Go duration with an optional leading whole number
@@ -154,21 +156,18 @@ func (f *idsFlag) String() string {
 }
 
 func (f *idsFlag) Set(s string) error {
-	if isTaskID(s) {
+	if display.IsTaskID(s) {
 		*f = append(*f, s)
 		return nil
 	}
 	return (*listFlag)(f).Set(s)
 }
 
-// isTaskID reports whether id is a task's (task:<name>:<key>), which an id
-// flag takes as it is.
-func isTaskID(id string) bool { return strings.HasPrefix(id, "task:") }
-
-// trimID is the id of a flag that takes one id (list's -after) without the
-// spaces around it, as -id reads an event's; a task's id as it is.
+// trimID is the id of a flag that takes one id (list's and ledger's
+// -after) without the spaces around it, as -id reads an event's; a task's
+// id as it is.
 func trimID(id string) string {
-	if isTaskID(id) {
+	if display.IsTaskID(id) {
 		return id
 	}
 	return strings.TrimSpace(id)

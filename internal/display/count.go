@@ -26,6 +26,11 @@ func Kinds(events, tasks int) string {
 	return Count(events, "event", "events") + " and " + Count(tasks, "task", "tasks")
 }
 
+// IsTaskID reports whether id is a task's inbox id (task:<name>:<key>),
+// which idemctl's id flags take as it is: its key may hold commas and
+// begin or end with spaces.
+func IsTaskID(id string) bool { return strings.HasPrefix(id, "task:") }
+
 // TaskKey is the key of the task name whose inbox id is id
 // (task:<name>:<key>), as idemctl show and the dashboard's page of a task
 // show it.
@@ -57,7 +62,7 @@ func IDWord(id string) string {
 	if id == "" || strings.ContainsFunc(id, isControl) {
 		return ""
 	}
-	if !strings.HasPrefix(id, "task:") && (strings.Contains(id, ",") || strings.TrimSpace(id) != id) {
+	if !IsTaskID(id) && (strings.Contains(id, ",") || strings.TrimSpace(id) != id) {
 		return ""
 	}
 	return ShellWord(id)

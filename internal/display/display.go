@@ -5,10 +5,11 @@
 // control (an override, an isolate or a mark) that reorders what follows
 // it, so that an id reads as another. It also words what both report
 // alike: counts (Count, Kinds), a leased event's lease (Lease), a
-// task's key (TaskKey), an id in a command to paste (ShellWord, IDWord), a
-// record's redrives (Redriven), why an event is ignored (LastError,
-// ListedLastError), why neither the inbox nor the ledger has an id
-// (Unknown) and why the inbox holds nothing (EmptyInbox).
+// task's id and key (IsTaskID, TaskKey), an id in a command to paste
+// (ShellWord, IDWord), a record's redrives (Redriven), why an event is
+// ignored (LastError, ListedLastError), why neither the inbox nor the
+// ledger has an id (Unknown) and why the inbox holds nothing
+// (EmptyInbox).
 package display
 
 import (
