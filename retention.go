@@ -433,14 +433,8 @@ func runPrune(ctx context.Context, r *Retention, rep *PruneReport, steps []prune
 			if n < size {
 				break
 			}
-			if r.Pause > 0 {
-				t := time.NewTimer(r.Pause)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return ctx.Err()
-				case <-t.C:
-				}
+			if r.Pause > 0 && !pause(ctx, r.Pause) {
+				return ctx.Err()
 			}
 		}
 	}

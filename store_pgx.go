@@ -772,12 +772,8 @@ func (s *PgxStore) lostCommitState(ctx context.Context, xact int64, err error, s
 			askedHolder = true
 			s.endIdleHolder(ctx, xact)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !pause(ctx, wait) {
 			return xactInProgress
-		case <-t.C:
 		}
 	}
 }
