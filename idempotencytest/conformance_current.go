@@ -942,6 +942,30 @@ func orderIn(t *testing.T, b StoreBackend, id, scope, key string, result error, 
 
 func sec(n int64) time.Time { return time.Unix(currentCreated+n, 0) }
 
+// orderAnswer is what a CheckOrder of checkOrderAsync answered.
+type orderAnswer struct {
+	o   idempotency.Order
+	err error
+}
+
+// checkOrderAsync runs CheckOrder of scope and key for an event created
+// at created in event id's transaction, on a goroutine of its own (one
+// that waits for the key's holder), and answers on the channel it
+// returns.
+func checkOrderAsync(ctx context.Context, b StoreBackend, id, scope, key string, created time.Time) <-chan orderAnswer {
+	answer := make(chan orderAnswer, 1)
+	go func() {
+		var o idempotency.Order // of the last attempt: a store may run the transaction again
+		_, err := b.Store.Run(ctx, claim(id), func(ctx context.Context, tx idempotency.Tx) error {
+			var err error
+			o, err = idempotency.CheckOrder(ctx, tx, scope, key, created)
+			return err
+		})
+		answer <- orderAnswer{o, err}
+	}()
+	return answer
+}
+
 // testCheckOrderAnswers: CheckOrder orders the events applied for a key by
 // created, and answers tie for the same second whatever the ids; an event
 // checked twice in its transaction is still newer. Keys are independent.
@@ -1034,20 +1058,7 @@ func testCheckOrderWaits(t *testing.T, b StoreBackend, holderResult error) {
 		holder <- err
 	}()
 	receive(t, held, "the holder's CheckOrder")
-	type result struct {
-		o   idempotency.Order
-		err error
-	}
-	waiter := make(chan result, 1)
-	go func() {
-		var o idempotency.Order // of the last attempt: a store may run the transaction again
-		_, err := b.Store.Run(ctx, claim("evt_ow_waiter"), func(ctx context.Context, tx idempotency.Tx) error {
-			var err error
-			o, err = idempotency.CheckOrder(ctx, tx, scope, key, sec(40))
-			return err
-		})
-		waiter <- result{o, err}
-	}()
+	waiter := checkOrderAsync(ctx, b, "evt_ow_waiter", scope, key, sec(40))
 	waitingReaches(t, b, 1, waitLimit,
 		"the second CheckOrder should wait for the holder")
 	select {

@@ -79,20 +79,7 @@ func testPruneHeldRecords(t *testing.T, b StoreBackend) {
 	rep = prune(t, rs, r, at)
 	require.Equal(t, [2]int{1, 1}, [2]int{rep.Objects, rep.Guards}, "the free object and order key, not the held ones: %+v", rep)
 
-	type answer struct {
-		o   idempotency.Order
-		err error
-	}
-	waiter := make(chan answer, 1)
-	go func() {
-		var o idempotency.Order // of the last attempt: a store may run the transaction again
-		_, err := b.Store.Run(ctx, claim("evt_ph_order_waiter"), func(ctx context.Context, tx idempotency.Tx) error {
-			var err error
-			o, err = idempotency.CheckOrder(ctx, tx, scope, "held", created.Add(-time.Minute))
-			return err
-		})
-		waiter <- answer{o, err}
-	}()
+	waiter := checkOrderAsync(ctx, b, "evt_ph_order_waiter", scope, "held", created.Add(-time.Minute))
 	waitingReaches(t, b, 1, waitLimit, "a CheckOrder of the key held should wait for its holder after the prune")
 
 	releaseHolders()
