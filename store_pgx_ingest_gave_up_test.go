@@ -27,11 +27,7 @@ func TestPgxIngestGaveUpWhileWaitingIsNotStored(t *testing.T) {
 		_, err := s.inboxEnqueue(ctx, ingestRow("evt_gave_up"))
 		answered <- err
 	}()
-	require.Eventually(t, func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return len(g.pending) == 1
-	}, 10*time.Second, time.Millisecond)
+	waitIngest(t, g, func() bool { return len(g.pending) == 1 })
 	cancel()
 	require.ErrorIs(t, <-answered, context.Canceled)
 
@@ -99,11 +95,7 @@ func TestPgxIngestCopyThatGaveUpLeavesQueuedToTheOther(t *testing.T) {
 		ok, err := s.inboxEnqueue(impatient, ingestRow("evt_copies"))
 		first <- answer{ok, err}
 	}()
-	require.Eventually(t, func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return len(g.pending) == 1
-	}, 10*time.Second, time.Millisecond)
+	waitIngest(t, g, func() bool { return len(g.pending) == 1 })
 	g.mu.Lock()
 	g.senders = 0
 	g.mu.Unlock()

@@ -44,21 +44,7 @@ func (tr *ingestTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQuery
 
 func newTracedIngestStore(t *testing.T, tr *ingestTracer) (*PgxStore, *pgtest.DB) {
 	t.Helper()
-	db := pgtest.NewWithConfig(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = tr })
-	s, err := NewPgxStore(db.Pool, PgxConfig{Schema: db.Schema, RecentClaims: -1})
-	require.NoError(t, err)
-	require.NoError(t, s.Migrate(t.Context()))
-	return s, db
-}
-
-// waitIngest waits until cond, called with g.mu held, is true.
-func waitIngest(t *testing.T, g *ingest, cond func() bool) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return cond()
-	}, 10*time.Second, time.Millisecond)
+	return newIngestStoreIn(t, pgtest.NewWithConfig(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = tr }))
 }
 
 // queueBehindBusySenders takes every sender's place, so that no

@@ -15,12 +15,27 @@ import (
 
 func newIngestStore(t *testing.T) (*PgxStore, *pgtest.DB) {
 	t.Helper()
-	db := pgtest.New(t)
+	return newIngestStoreIn(t, pgtest.New(t))
+}
+
+// newIngestStoreIn is newIngestStore on db.
+func newIngestStoreIn(t *testing.T, db *pgtest.DB) (*PgxStore, *pgtest.DB) {
+	t.Helper()
 	// No memory of stored ids: every delivery goes to the database.
 	s, err := NewPgxStore(db.Pool, PgxConfig{Schema: db.Schema, RecentClaims: -1})
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(t.Context()))
 	return s, db
+}
+
+// waitIngest waits until cond, called with g.mu held, is true.
+func waitIngest(t *testing.T, g *ingest, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return cond()
+	}, 10*time.Second, time.Millisecond)
 }
 
 func ingestRow(id string) *inboxRow {
