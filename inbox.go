@@ -1149,12 +1149,7 @@ func (in *Inbox) listen(ctx context.Context, n inboxNotifier) {
 			lost = true
 		}
 		in.signal() // what was notified meanwhile is found by a poll
-		t := time.NewTimer(in.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
+		pause(ctx, in.cfg.PollInterval)
 	}
 }
 
@@ -1203,12 +1198,8 @@ func (c *listenCheck) start(ctx context.Context) {
 		if err != nil {
 			return // nothing learnt: the connection may be lost already
 		}
-		t := time.NewTimer(c.in.listenWait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
+		if !pause(ctx, c.in.listenWait) {
 			return
-		case <-t.C:
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()

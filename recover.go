@@ -925,14 +925,8 @@ type pacer struct {
 
 // wait returns when the next call may be made, or with ctx's error.
 func (p *pacer) wait(ctx context.Context) error {
-	if d := time.Until(p.next); d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if d := time.Until(p.next); d > 0 && !pause(ctx, d) {
+		return ctx.Err()
 	}
 	p.next = time.Now().Add(p.interval)
 	return nil

@@ -369,6 +369,19 @@ type GuardRecord struct {
 // a delivery that still fails is answered 500 and sent again by Stripe.
 const maxAttempts = 5
 
+// pause waits d and reports true, or false once ctx ends first: the
+// waits of the stores, of Prune and of the inbox's connections.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // txState is the store-independent part of a transaction: its event, its
 // after-commit funcs and whether it has ended.
 type txState struct {

@@ -1181,18 +1181,6 @@ func waitConflict(ctx context.Context, attempt int) bool {
 	return pause(ctx, conflictPause(attempt, rand.Int64N))
 }
 
-// pause waits d and reports true, or false once ctx ends first.
-func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // retryable reports a conflict that a new attempt of the whole transaction
 // resolves: a serialization failure or a deadlock.
 func retryable(err error) bool {
