@@ -15,7 +15,8 @@ import (
 // last record of the one before, in List's order (newest received first,
 // then the greater event id), so that every record is listed once, also
 // among records received in the same microsecond and while new ones
-// arrive between pages.
+// arrive between pages. The position's time is compared at the
+// microsecond the stores keep.
 func TestInboxListAfterPages(t *testing.T) {
 	t.Parallel()
 	for name, store := range bothStores(t) {
@@ -66,6 +67,15 @@ func TestInboxListAfterPages(t *testing.T) {
 				want[i] = r.EventID
 			}
 			require.Equal(t, want, paged)
+			// The position's time is compared at the microsecond the
+			// stores keep: its nanoseconds dropped, the position is its
+			// record's, and the list goes on after it.
+			first := all[0].Position()
+			first.ReceivedAt = first.ReceivedAt.Add(500 * time.Nanosecond)
+			recs, err := inbox.List(t.Context(), idempotency.InboxFilter{After: first, Limit: 1})
+			require.NoError(t, err)
+			require.Len(t, recs, 1)
+			require.Equal(t, all[1].EventID, recs[0].EventID, "the position's nanoseconds dropped")
 
 			_, err = inbox.List(t.Context(), idempotency.InboxFilter{After: idempotency.InboxPosition{ReceivedAt: clock.Now()}})
 			require.ErrorIs(t, err, idempotency.ErrInvalidKey, "a position without its event id")

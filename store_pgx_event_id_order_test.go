@@ -105,3 +105,31 @@ func TestPgxStoreOrdersEventIDsByBytes(t *testing.T) {
 	require.Equal(t, wantListed, listed, "PgxStore on an en-US database: List's order")
 	require.Equal(t, wantApplied, applied, "PgxStore on an en-US database: the object's order")
 }
+
+// EventFilter.After compares event ids by their bytes, as ListEvents
+// orders them, whatever the database's collation, on both stores: a record
+// claimed in the position's microsecond comes after the position only when
+// its id is smaller by bytes ("evt_a" is not, "evt_B" < "evt_a"). On a
+// database that sorts text by en-US rules, where "evt_a" < "evt_B", the
+// position's comparison without COLLATE "C" listed evt_a after a position
+// of evt_B that it comes before in ListEvents' order: a record listed on
+// two pages.
+func TestListEventsAfterComparesEventIDsByBytes(t *testing.T) {
+	t.Parallel()
+	pgx, err := idempotency.NewPgxStore(icuDatabase(t), idempotency.PgxConfig{Schema: "icu"})
+	require.NoError(t, err)
+	require.NoError(t, pgx.Migrate(t.Context()))
+	for name, store := range map[string]idempotencytest.LookupStore{"memory": idempotency.NewMemoryStore(), "postgres on en-US": pgx} {
+		_, err := store.Run(t.Context(), idempotency.Claim{EventID: "evt_a", EventType: "invoice.paid"}, func(context.Context, idempotency.Tx) error { return nil })
+		require.NoError(t, err, name)
+		rec, ok, err := store.LookupEvent(t.Context(), "evt_a")
+		require.NoError(t, err, name)
+		require.True(t, ok, name)
+		recs, err := store.ListEvents(t.Context(), idempotency.EventFilter{After: idempotency.EventPosition{ProcessedAt: rec.ProcessedAt, EventID: "evt_B"}})
+		require.NoError(t, err, name)
+		require.Empty(t, recs, "%s: evt_a comes before evt_B in ListEvents' order", name)
+		recs, err = store.ListEvents(t.Context(), idempotency.EventFilter{After: idempotency.EventPosition{ProcessedAt: rec.ProcessedAt, EventID: "evt_b"}})
+		require.NoError(t, err, name)
+		require.Len(t, recs, 1, "%s: evt_a comes after evt_b", name)
+	}
+}

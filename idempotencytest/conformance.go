@@ -1385,7 +1385,8 @@ func waitOnGuard(ctx context.Context, b StoreBackend, woke chan<- struct{}, read
 
 // testListEvents: ListEvents returns committed claims of every outcome,
 // newest first, filtered by outcome, type, object, account and time, and
-// nothing of a rolled-back event; After pages through them.
+// nothing of a rolled-back event; After pages through them, comparing
+// the time first, at the microsecond the stores keep, then the event id.
 func testListEvents(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
 	run := func(id, typ string, apply idempotency.ApplyFunc, outcome idempotency.Outcome) idempotency.EventRecord {
@@ -1460,6 +1461,13 @@ func testListEvents(t *testing.T, b StoreBackend) {
 	require.Equal(t, []string{"evt_list_4", "evt_list_3"}, ids(idempotency.EventFilter{After: same, Limit: 2}), "the same microsecond, a smaller id")
 	same.EventID = "evt_list_4"
 	require.Equal(t, []string{"evt_list_3"}, ids(idempotency.EventFilter{After: same, Limit: 1}), "not the position's own record")
+	// The time decides first: a newer record whose id is smaller than the
+	// position's does not come after it.
+	require.Equal(t, []string{"evt_list_1"}, ids(idempotency.EventFilter{After: idempotency.EventPosition{ProcessedAt: p1.ProcessedAt, EventID: "evt_list_9"}}),
+		"newer records with smaller ids")
+	// The position's time is compared at the microsecond the stores keep.
+	same.ProcessedAt = p4.ProcessedAt.Add(500 * time.Nanosecond)
+	require.Equal(t, []string{"evt_list_3"}, ids(idempotency.EventFilter{After: same, Limit: 1}), "the position's nanoseconds dropped")
 }
 
 // testListEventsBadFilter: a filter that cannot mean anything is an error
