@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency"
 )
 
 // TestIDFlagsAreTrimmed: -object, -account and -after read their id
@@ -23,9 +25,12 @@ func TestIDFlagsAreTrimmed(t *testing.T) {
 	require.Len(t, recs, 1)
 	require.Equal(t, "evt_paid_2", recs[0].ID)
 
+	require.Equal(t, idempotency.OutcomeQueued, s.deliverRaw(t, accountEventPayload(t, "evt_paid_2_other", "invoice.paid", "in_2", "acct_other", s.clock().Unix())))
 	r = idemctl(t, s.db, nil, "list", "-object", "in_2", "-account", " acct_other\t", "-json")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Empty(t, decode[listJSON](t, r).Records, "-account acct_other, trimmed: not the platform's event")
+	recs = decode[listJSON](t, r).Records
+	require.Len(t, recs, 1, "-account acct_other, trimmed: its event alone, not the platform's")
+	require.Equal(t, "evt_paid_2_other", recs[0].ID)
 
 	r = idemctl(t, s.db, nil, "list", "-after", " evt_paid_2", "-kind", "event", "-json")
 	require.Equal(t, 0, r.code, r.stderr)

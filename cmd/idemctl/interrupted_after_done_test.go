@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -59,4 +60,27 @@ func TestSignalAfterTheLastStepIsNoInterruption(t *testing.T) {
 	require.Equal(t, exitInterrupted, exitCode(ctx, err))
 	require.Contains(t, out.String(), "interrupted: the event in hand was finished")
 	require.Empty(t, stderr.String())
+}
+
+// TestFailureWithoutASignalIsNoInterruption: a prune or a recovery that
+// the store failed, no signal received, is reported stopped by its error,
+// not interrupted, and exits 1.
+func TestFailureWithoutASignalIsNoInterruption(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	failed := errors.New("connection refused")
+
+	var out, stderr bytes.Buffer
+	a := &app{stdout: &out, stderr: &stderr}
+	err := a.pruneEnded(ctx, idempotency.PruneReport{Events: 3}, failed, false, true)
+	require.ErrorIs(t, err, failed)
+	require.Equal(t, exitFailed, exitCode(ctx, err))
+	require.False(t, decode[pruneJSON](t, result{stdout: out.String()}).Interrupted)
+
+	out.Reset()
+	run := recoverRun{types: []string{"invoice.paid"}, listed: map[string]int{"invoice.paid": 1}, asJSON: true}
+	err = a.recoverEnded(ctx, run, idempotency.RecoverReport{Listed: 1, Requests: 1}, failed)
+	require.ErrorIs(t, err, failed)
+	require.Equal(t, exitFailed, exitCode(ctx, err))
+	require.False(t, decode[recoverJSON](t, result{stdout: out.String()}).Interrupted, "the report of a recovery the store failed")
 }

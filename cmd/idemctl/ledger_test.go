@@ -19,9 +19,10 @@ import (
 // records, newest claimed first, as a synchronous-mode service (a Handler
 // without an Inbox) leaves them: by -object (trimmed), -outcome, -type,
 // -since and -account, with the skip reason and no payload, -json with
-// every field, a "more" line whose -after lists the next page (an id the
-// ledger does not have exits 3), and a line saying why when none
-// matches. There was only show, one id at a time.
+// every field, a "more" line whose -after, the page's last id, lists the
+// next page (an id the ledger does not have exits 3; -type and -after
+// trimmed too), a line saying why when none matches, and a -limit out of
+// its range refused. There was only show, one id at a time.
 func TestLedgerListsASynchronousServicesEvents(t *testing.T) {
 	t.Parallel()
 	s := newService(t, nil)
@@ -70,17 +71,21 @@ func TestLedgerListsASynchronousServicesEvents(t *testing.T) {
 	require.NotContains(t, r.stdout, customerEmail)
 
 	// -limit 1 of the two processed: the "more" line's -after lists the
-	// older one.
-	r = idemctl(t, s.db, nil, "ledger", "-type", "invoice.paid", "-limit", "1")
+	// older one; -type and -after are read without the spaces around them.
+	r = idemctl(t, s.db, nil, "ledger", "-type", " invoice.paid", "-limit", "1")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `(?m)^evt_l_4\s`, r.stdout)
 	m := regexp.MustCompile(`^idemctl: ledger: more than 1 record matches; next: -after (\S+), `).FindStringSubmatch(r.stderr)
 	require.NotNil(t, m, r.stderr)
 	require.Equal(t, "evt_l_4", m[1])
-	r = idemctl(t, s.db, nil, "ledger", "-type", "invoice.paid", "-limit", "1", "-after", m[1])
+	r = idemctl(t, s.db, nil, "ledger", "-type", "invoice.paid", "-limit", "1", "-after", " "+m[1])
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `(?m)^evt_l_1\s`, r.stdout)
 	require.Empty(t, r.stderr, "no more")
+	// The "more" line names the last record of the page, not the first.
+	r = idemctl(t, s.db, nil, "ledger", "-limit", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "more than 2 records match; next: -after evt_l_3, ")
 	r = idemctl(t, s.db, nil, "ledger", "-after", "evt_nope")
 	require.Equal(t, exitNotFound, r.code, r.stdout)
 	require.Equal(t, "idemctl: ledger: -after evt_nope: the ledger has no record of this id\n", r.stderr)
@@ -94,6 +99,20 @@ func TestLedgerListsASynchronousServicesEvents(t *testing.T) {
 	require.Len(t, doc.Records, 1)
 	require.Equal(t, "evt_l_5", doc.Records[0].ID)
 	require.Equal(t, "acct_1Conn", doc.Records[0].Account)
+
+	// -json's livemode is the record's.
+	var live map[string]any
+	require.NoError(t, json.Unmarshal(eventPayload(t, "evt_l_6", "invoice.paid", "cus_live", time.Now().Unix()), &live))
+	live["livemode"] = true
+	raw, err = json.Marshal(live)
+	require.NoError(t, err)
+	a := idempotencytest.Deliver(sync, raw, secret)
+	require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, a.Body)
+	r = idemctl(t, s.db, nil, "ledger", "-object", "cus_live", "-json")
+	require.Equal(t, 0, r.code, r.stderr)
+	doc = decode[ledgerListJSON](t, r)
+	require.Len(t, doc.Records, 1)
+	require.True(t, doc.Records[0].Livemode)
 
 	r = idemctl(t, s.db, nil, "ledger", "-object", "cus_none")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -109,6 +128,7 @@ func TestLedgerListsASynchronousServicesEvents(t *testing.T) {
 	}{
 		{[]string{"-outcome", "failed"}, `idemctl: ledger: -outcome "failed": want one of processed, skipped, ignored`},
 		{[]string{"-limit", "0"}, "idemctl: ledger: -limit 0: want 1 to 10000"},
+		{[]string{"-limit", "10001"}, "idemctl: ledger: -limit 10001: want 1 to 10000"},
 		{[]string{"-since", "1h", "-until", "2h"}, "idemctl: ledger: -since"},
 	} {
 		r = idemctl(t, nil, nil, append([]string{"ledger"}, c.args...)...)
