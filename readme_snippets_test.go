@@ -428,6 +428,9 @@ var (store = idempotency.NewMemoryStore(); hs = idempotency.NewHandlers())
 var ctx = context.Background()
 var (h *idempotency.Handler; event func(id string) []byte) // the section's first block's
 `},
+	"## Testing your handlers #6": {fn: inATest, decls: `
+var h *idempotency.Handler // the section's first block's
+`},
 	"### Retention #1": {decls: `
 var (ctx = context.Background(); store *idempotency.PgxStore)
 func check(error) {}

@@ -5,7 +5,9 @@
 //
 // It has five parts:
 //
-//   - Deliveries: [SignatureHeader], [NewSignedRequest] and friends sign a
+//   - Deliveries: [Derive] makes the events a test needs from one real
+//     event, a fixture's payload with fields set by their dotted paths;
+//     [SignatureHeader], [NewSignedRequest] and friends sign a
 //     payload as Stripe does ([SignatureHeaderSecrets] with every secret of
 //     a roll); [Deliver] sends it once to a handler and
 //     [Replay] sends n copies at once, as Stripe's retries and duplicates
