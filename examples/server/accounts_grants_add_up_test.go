@@ -1,38 +1,24 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
-
-// editInvoice returns payload with edit applied to its data.object.
-func editInvoice(t *testing.T, payload []byte, edit func(object map[string]any)) []byte {
-	t.Helper()
-	var ev map[string]any
-	require.NoError(t, json.Unmarshal(payload, &ev))
-	edit(ev["data"].(map[string]any)["object"].(map[string]any))
-	b, err := json.Marshal(ev)
-	require.NoError(t, err)
-	return b
-}
 
 // invoiceEndingAt is a paid invoice of account whose first line's period
 // ends at end (Unix seconds), or that has no lines when end is 0.
 func invoiceEndingAt(t *testing.T, id, invoice, account string, end int64) []byte {
 	t.Helper()
-	return editInvoice(t, invoiceEventFor(t, "invoice.paid", id, invoice, account), func(object map[string]any) {
-		lines := object["lines"].(map[string]any)
-		if end == 0 {
-			lines["data"] = []any{}
-			return
-		}
-		lines["data"].([]any)[0].(map[string]any)["period"].(map[string]any)["end"] = end
-	})
+	field := map[string]any{"data.object.lines.data.0.period.end": end}
+	if end == 0 {
+		field = map[string]any{"data.object.lines.data": []any{}}
+	}
+	return idempotencytest.Derive(invoiceEventFor(t, "invoice.paid", id, invoice, account), field)
 }
 
 // TestAccountGrantsAddUp: each paid invoice of an account adds 100

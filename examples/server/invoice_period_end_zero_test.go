@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // TestInvoicePeriodEndZeroKeepsPlanUntil: a paid invoice whose first
@@ -42,7 +43,6 @@ func TestInvoicePeriodEndZeroKeepsPlanUntil(t *testing.T) {
 // period.end is 0 (invoiceEndingAt's 0 gives it no lines).
 func invoiceEndingAtZero(t *testing.T, id, invoice, account string) []byte {
 	t.Helper()
-	return editInvoice(t, invoiceEventFor(t, "invoice.paid", id, invoice, account), func(object map[string]any) {
-		object["lines"].(map[string]any)["data"].([]any)[0].(map[string]any)["period"].(map[string]any)["end"] = 0
-	})
+	return idempotencytest.Derive(invoiceEventFor(t, "invoice.paid", id, invoice, account),
+		map[string]any{"data.object.lines.data.0.period.end": 0})
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // TestReceiptNamesTheAmountPaid: the receipt says what was paid
@@ -14,10 +15,8 @@ import (
 func TestReceiptNamesTheAmountPaid(t *testing.T) {
 	t.Parallel()
 	c, inbox, mailer := serve(t, newStore(t, "memory"), false, idempotency.InboxConfig{})
-	c.deliverAll(idempotency.OutcomeProcessed, editInvoice(t, invoiceEventFor(t, "invoice.paid", "evt_part", "in_part", "acct_part"),
-		func(object map[string]any) {
-			object["amount_due"], object["amount_paid"], object["currency"] = 2000, 1500, "eur"
-		}))
+	c.deliverAll(idempotency.OutcomeProcessed, idempotencytest.Derive(invoiceEventFor(t, "invoice.paid", "evt_part", "in_part", "acct_part"),
+		map[string]any{"data.object.amount_due": 2000, "data.object.amount_paid": 1500, "data.object.currency": "eur"}))
 	n, err := inbox.WorkDue(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
