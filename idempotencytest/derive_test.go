@@ -119,7 +119,7 @@ func TestDeriveSetsFieldsByPath(t *testing.T) {
 // original's bytes with the values set replaced, and nothing else: white
 // space, key order, an integer beyond float64's precision and a number's
 // trailing zero survive. An index names an array's element, in an object
-// of an array of an object.
+// of an array of an object. With no field set, it is a copy.
 func TestDeriveChangesOnlyTheValuesSet(t *testing.T) {
 	t.Parallel()
 	payload := []byte("{\n  \"id\": \"evt_1\",\n  \"n\": 12345678901234567890, \"f\": 1.10,\n" +
@@ -131,6 +131,10 @@ func TestDeriveChangesOnlyTheValuesSet(t *testing.T) {
 	want := bytes.Replace(payload, []byte(`"evt_1"`), []byte(`"evt_2"`), 1)
 	want = bytes.Replace(want, []byte(`{"end": 2}`), []byte(`{"end": 9007199254740993}`), 1)
 	require.Equal(t, string(want), string(got))
+	same := idempotencytest.Derive(payload, nil)
+	require.Equal(t, payload, same)
+	same[0] = '['
+	require.Equal(t, byte('{'), payload[0], "a copy, also with no field set")
 
 	invoice := idempotencytest.Derive(stripeEvent(t, "invoice.paid"), map[string]any{"data.object.lines.data.0.period.end": int64(1767225600)})
 	var ev stripe.Event
