@@ -2,7 +2,6 @@ package idempotency_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -79,26 +78,22 @@ INSERT INTO shipments (order_id) VALUES ($1)`, order)
 // created, with the fields of its data.object in set.
 func shopEvent(t *testing.T, name, id, typ string, created int64, set map[string]any) []byte {
 	t.Helper()
-	var ev map[string]any
-	require.NoError(t, json.Unmarshal(fixture(t, name), &ev))
-	ev["id"], ev["type"], ev["created"] = id, typ, created
-	obj := ev["data"].(map[string]any)["object"].(map[string]any)
+	fields := map[string]any{"id": id, "type": typ, "created": created}
 	for k, v := range set {
-		obj[k] = v
+		fields["data.object."+k] = v
 	}
-	b, err := json.Marshal(ev)
-	require.NoError(t, err)
-	return b
+	return idempotencytest.Derive(fixture(t, name), fields)
 }
 
 // TestReadmeOnlineShop holds the README's online shop to PostgreSQL:
 // each order's events delivered newest first, each twice at once, and
 // what failed delivered again, as Stripe does. A card order and a delayed
 // payment that succeeds ship once, whichever of their events means paid
-// comes first, and keep the charge's final amount_refunded after two
+// comes first (the PaymentIntent's for the card, the session's for the
+// delayed payment), and keep the charge's final amount_refunded after two
 // partial refunds in reverse order (the first of them before any event
 // named the order's PaymentIntent); a delayed payment that fails ships
-// nothing.
+// nothing; a session with no payment required ships once.
 func TestReadmeOnlineShop(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile("README.md")
@@ -119,7 +114,7 @@ func TestReadmeOnlineShop(t *testing.T) {
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	_, err = b.db.Pool.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL DEFAULT 'pending', payment_intent text UNIQUE, refunded bigint NOT NULL DEFAULT 0);
 CREATE TABLE shipments (order_id text NOT NULL REFERENCES orders);
-INSERT INTO orders (id) VALUES ('ord_card'), ('ord_async_ok'), ('ord_async_failed')`)
+INSERT INTO orders (id) VALUES ('ord_card'), ('ord_async_ok'), ('ord_async_failed'), ('ord_free')`)
 	require.NoError(t, err)
 	hs := idempotency.NewHandlers()
 	registerShop(hs)
@@ -144,10 +139,12 @@ INSERT INTO orders (id) VALUES ('ord_card'), ('ord_async_ok'), ('ord_async_faile
 		"ord_card": {session("ord_card", "evt_cs_card", "checkout.session.completed", "paid", at), intent("ord_card", at),
 			refund("ord_card", "evt_r1_card", 1000, at+60), refund("ord_card", "evt_r2_card", 2500, at+120)},
 		"ord_async_ok": {session("ord_async_ok", "evt_cs_ok", "checkout.session.completed", "unpaid", at),
-			session("ord_async_ok", "evt_as_ok", "checkout.session.async_payment_succeeded", "paid", at+3600), intent("ord_async_ok", at+3600),
+			intent("ord_async_ok", at+3600), session("ord_async_ok", "evt_as_ok", "checkout.session.async_payment_succeeded", "paid", at+3600),
 			refund("ord_async_ok", "evt_r1_ok", 1000, at+7200), refund("ord_async_ok", "evt_r2_ok", 2500, at+7200)},
 		"ord_async_failed": {session("ord_async_failed", "evt_cs_failed", "checkout.session.completed", "unpaid", at),
 			session("ord_async_failed", "evt_af_failed", "checkout.session.async_payment_failed", "unpaid", at+3600)},
+		"ord_free": {shopEvent(t, "checkout.session.completed", "evt_cs_free", "checkout.session.completed", at, map[string]any{
+			"id": "cs_ord_free", "payment_status": "no_payment_required", "payment_intent": nil, "metadata": map[string]string{"order_id": "ord_free"}})},
 	}
 	for _, events := range orders {
 		var again [][]byte
@@ -169,6 +166,7 @@ INSERT INTO orders (id) VALUES ('ord_card'), ('ord_async_ok'), ('ord_async_faile
 		"ord_card":         {"paid", 2500, 1},
 		"ord_async_ok":     {"paid", 2500, 1},
 		"ord_async_failed": {"failed", 0, 0},
+		"ord_free":         {"paid", 0, 1},
 	} {
 		var status string
 		var refunded int64
