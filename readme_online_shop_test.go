@@ -31,17 +31,15 @@ INSERT INTO shipments (order_id) VALUES ($1)`, order)
 		switch {
 		case order == "":
 			return idempotency.Skip("checkout session without metadata.order_id")
-		case cs.PaymentIntent != nil: // nil when no payment was required
-			if _, err := idempotency.PgxTx(tx).Exec(ctx, `UPDATE orders SET payment_intent = $2 WHERE id = $1`, order, cs.PaymentIntent.ID); err != nil {
-				return err
-			}
-		}
-		switch {
 		case ev.Type == "checkout.session.async_payment_failed":
 			_, err := idempotency.PgxTx(tx).Exec(ctx, `UPDATE orders SET status = 'failed' WHERE id = $1 AND status = 'pending'`, order)
 			return err
 		case cs.PaymentStatus == stripe.CheckoutSessionPaymentStatusUnpaid:
 			return nil // a delayed payment method: async_payment_succeeded or _failed follows
+		case cs.PaymentIntent != nil: // paid; nil when no payment was required
+			if _, err := idempotency.PgxTx(tx).Exec(ctx, `UPDATE orders SET payment_intent = $2 WHERE id = $1`, order, cs.PaymentIntent.ID); err != nil {
+				return err
+			}
 		}
 		_, err := fulfil.Do(ctx, tx, order, struct{}{}) // false when another event shipped it
 		return err
@@ -93,7 +91,10 @@ func shopEvent(t *testing.T, name, id, typ string, created int64, set map[string
 // delayed payment), and keep the charge's final amount_refunded after two
 // partial refunds in reverse order (the first of them before any event
 // named the order's PaymentIntent); a delayed payment that fails ships
-// nothing; a session with no payment required ships once.
+// nothing; a session with no payment required ships once. An order
+// paid by a second session after the first one's delayed payment failed
+// keeps the PaymentIntent that paid, which its refund finds, though the
+// failed session's events come last.
 func TestReadmeOnlineShop(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile("README.md")
@@ -114,7 +115,7 @@ func TestReadmeOnlineShop(t *testing.T) {
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	_, err = b.db.Pool.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL DEFAULT 'pending', payment_intent text UNIQUE, refunded bigint NOT NULL DEFAULT 0);
 CREATE TABLE shipments (order_id text NOT NULL REFERENCES orders);
-INSERT INTO orders (id) VALUES ('ord_card'), ('ord_async_ok'), ('ord_async_failed'), ('ord_free')`)
+INSERT INTO orders (id) VALUES ('ord_card'), ('ord_async_ok'), ('ord_async_failed'), ('ord_retried'), ('ord_free')`)
 	require.NoError(t, err)
 	hs := idempotency.NewHandlers()
 	registerShop(hs)
@@ -143,6 +144,13 @@ INSERT INTO orders (id) VALUES ('ord_card'), ('ord_async_ok'), ('ord_async_faile
 			refund("ord_async_ok", "evt_r1_ok", 1000, at+7200), refund("ord_async_ok", "evt_r2_ok", 2500, at+7200)},
 		"ord_async_failed": {session("ord_async_failed", "evt_cs_failed", "checkout.session.completed", "unpaid", at),
 			session("ord_async_failed", "evt_af_failed", "checkout.session.async_payment_failed", "unpaid", at+3600)},
+		"ord_retried": {
+			shopEvent(t, "checkout.session.completed", "evt_cs1_retried", "checkout.session.completed", at, map[string]any{
+				"id": "cs_ord_retried_1", "payment_status": "unpaid", "payment_intent": "pi_ord_retried_1", "metadata": map[string]string{"order_id": "ord_retried"}}),
+			shopEvent(t, "checkout.session.completed", "evt_af1_retried", "checkout.session.async_payment_failed", at+3600, map[string]any{
+				"id": "cs_ord_retried_1", "payment_status": "unpaid", "payment_intent": "pi_ord_retried_1", "metadata": map[string]string{"order_id": "ord_retried"}}),
+			session("ord_retried", "evt_cs2_retried", "checkout.session.completed", "paid", at+3700), intent("ord_retried", at+3700),
+			refund("ord_retried", "evt_r1_retried", 1000, at+7200)},
 		"ord_free": {shopEvent(t, "checkout.session.completed", "evt_cs_free", "checkout.session.completed", at, map[string]any{
 			"id": "cs_ord_free", "payment_status": "no_payment_required", "payment_intent": nil, "metadata": map[string]string{"order_id": "ord_free"}})},
 	}
@@ -166,6 +174,7 @@ INSERT INTO orders (id) VALUES ('ord_card'), ('ord_async_ok'), ('ord_async_faile
 		"ord_card":         {"paid", 2500, 1},
 		"ord_async_ok":     {"paid", 2500, 1},
 		"ord_async_failed": {"failed", 0, 0},
+		"ord_retried":      {"paid", 1000, 1},
 		"ord_free":         {"paid", 0, 1},
 	} {
 		var status string
