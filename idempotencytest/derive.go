@@ -24,8 +24,9 @@ import (
 // typo in an inner segment, or a path through a string, a number or null,
 // panics naming the path and what is there. In an array a segment is an
 // index (0, 1, ...), and one past its end panics: Derive adds no element.
-// A key with a dot in it cannot be named: set the object that holds it
-// instead. Two paths of which one is inside the other panic, as they
+// A segment names a key as it decodes: "object" names one written
+// "\u006fbject" too. A key with a dot in it, escaped or not, cannot be
+// named: set the object that holds it instead. Two paths of which one is inside the other panic, as they
 // would set the same field twice.
 //
 // A value is anything encoding/json encodes, as json.Marshal encodes it

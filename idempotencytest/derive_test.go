@@ -119,7 +119,9 @@ func TestDeriveSetsFieldsByPath(t *testing.T) {
 // original's bytes with the values set replaced, and nothing else: white
 // space, key order, an integer beyond float64's precision and a number's
 // trailing zero survive. An index names an array's element, in an object
-// of an array of an object. With no field set, it is a copy.
+// of an array of an object. A key written with escapes is named as it
+// decodes, and a key is added to an empty object with white space in it.
+// With no field set, it is a copy.
 func TestDeriveChangesOnlyTheValuesSet(t *testing.T) {
 	t.Parallel()
 	payload := []byte("{\n  \"id\": \"evt_1\",\n  \"n\": 12345678901234567890, \"f\": 1.10,\n" +
@@ -131,6 +133,9 @@ func TestDeriveChangesOnlyTheValuesSet(t *testing.T) {
 	want := bytes.Replace(payload, []byte(`"evt_1"`), []byte(`"evt_2"`), 1)
 	want = bytes.Replace(want, []byte(`{"end": 2}`), []byte(`{"end": 9007199254740993}`), 1)
 	require.Equal(t, string(want), string(got))
+	escaped := []byte(`{"id":"evt_1","data":{"\u006fbject":{ "metadata" : { } }}}`)
+	require.Equal(t, `{"id":"evt_1","data":{"\u006fbject":{ "metadata" : {"order_id":"o_1" } }}}`,
+		string(idempotencytest.Derive(escaped, map[string]any{"data.object.metadata.order_id": "o_1"})))
 	same := idempotencytest.Derive(payload, nil)
 	require.Equal(t, payload, same)
 	same[0] = '['
@@ -176,8 +181,8 @@ func TestDeriveRefusesAPathThatIsNotThere(t *testing.T) {
 
 // TestDeriveRefusesMisuse: a payload that is not a JSON object, a path
 // that is empty or has an empty segment, two paths of which one is inside
-// the other, a key twice in the payload and a value encoding/json cannot
-// encode panic saying so.
+// the other, a key twice in the payload (once escaped too), a key with a
+// dot in it and a value encoding/json cannot encode panic saying so.
 func TestDeriveRefusesMisuse(t *testing.T) {
 	t.Parallel()
 	const prefix = "idempotencytest: Derive: "
@@ -197,6 +202,9 @@ func TestDeriveRefusesMisuse(t *testing.T) {
 		{event, map[string]any{"data.object": map[string]any{}, "data.object.id": "in_2"},
 			`the paths "data.object" and "data.object.id" overlap: set one of them`},
 		{[]byte(`{"id":"evt_1","id":"evt_2"}`), map[string]any{"id": "evt_3"}, `"id": the event has the key "id" twice`},
+		{[]byte(`{"id":"evt_1","\u0069d":"evt_2"}`), map[string]any{"id": "evt_3"}, `"id": the event has the key "id" twice`},
+		{[]byte(`{"id":"evt_1","a\u002eb":1}`), map[string]any{"a.b": 2},
+			`"a.b": the event has no key "a" (its keys: "id", "a.b"); a key is added only as a path's last segment`},
 		{event, map[string]any{"data.object.metadata.ch": make(chan int)}, `"data.object.metadata.ch": encoding the value: json: unsupported type: chan int`},
 	} {
 		original := bytes.Clone(c.payload)
