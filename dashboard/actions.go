@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/display"
 )
 
 // maxActionForm bounds an action's form: a few ids and filter fields.
@@ -188,8 +189,8 @@ func redrivenMsg(f idempotency.RedriveFilter) string {
 		}
 		return "redriven-records"
 	}
-	tasks := slices.ContainsFunc(f.EventIDs, func(id string) bool { return strings.HasPrefix(id, "task:") })
-	events := slices.ContainsFunc(f.EventIDs, func(id string) bool { return !strings.HasPrefix(id, "task:") })
+	tasks := slices.ContainsFunc(f.EventIDs, display.IsTaskID)
+	events := slices.ContainsFunc(f.EventIDs, func(id string) bool { return !display.IsTaskID(id) })
 	switch {
 	case tasks && events:
 		return "redriven-records"
