@@ -72,7 +72,9 @@ type InboxConfig struct {
 	MaxAttempts int
 
 	// Backoff is the wait after failed attempt n (1, 2, ...) before the
-	// next. Defaults to [DefaultBackoff], n⁴ seconds ±10%.
+	// next; a negative wait is none. Defaults to [DefaultBackoff], n⁴
+	// seconds ±10%. One that panics is logged at error and waits
+	// DefaultBackoff's time for that attempt.
 	Backoff func(attempt int) time.Duration
 
 	// RetryUnhandledFor is how long after an event was received a worker
@@ -1636,9 +1638,27 @@ func (in *Inbox) lastAttempt(row *inboxRow) bool {
 func (in *Inbox) settle(ctx context.Context, row *inboxRow, st InboxState, cause error) error {
 	var next time.Time
 	if st == InboxFailed {
-		next = in.cfg.Now().Add(max(in.cfg.Backoff(row.Attempt), 0))
+		next = in.cfg.Now().Add(in.backoff(ctx, row))
 	}
 	return in.settleAt(ctx, row, st, cause, next, false, time.Time{})
+}
+
+// backoff is InboxConfig.Backoff's wait after row's failed attempt, none
+// when it is negative. A Backoff that panics (a table indexed past its
+// end) is logged and waits DefaultBackoff's: the panic would otherwise
+// end the process with the attempt unrecorded, and again at each attempt
+// until the expired leases dead-lettered the event.
+func (in *Inbox) backoff(ctx context.Context, row *inboxRow) (wait time.Duration) {
+	defer func() {
+		if v := recover(); v != nil {
+			p := newPanicError(v)
+			p.what = "InboxConfig.Backoff panicked"
+			wait = DefaultBackoff(row.Attempt)
+			in.log.LogAttrs(ctx, slog.LevelError, "idempotency inbox: InboxConfig.Backoff panicked; the next attempt waits DefaultBackoff's time",
+				row.logIDs(slog.Int("attempt", row.Attempt), slog.Duration("wait", wait), slog.String("error", p.Error()))...)
+		}
+	}()
+	return max(in.cfg.Backoff(row.Attempt), 0)
 }
 
 // settleAt records an attempt's end, due again at next when st is failed
