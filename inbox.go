@@ -996,7 +996,11 @@ func (w *inboxWorker) run(ctx context.Context) {
 		}
 		w.work(ctx, row)
 		if row.LeaseExpired {
-			w.alone.Store(nil)
+			// Its own hold only: an attempt that outlasted its lease may
+			// end after Run leased the next such event alone.
+			if lone := w.alone.Load(); lone != nil && lone.Equal(row.LeaseUntil) {
+				w.alone.CompareAndSwap(lone, nil)
+			}
 		}
 		if w.busy.Add(-1) == 0 || row.LeaseExpired {
 			in.signal() // Run may send an event it leased alone, or lease again
