@@ -36,11 +36,13 @@ type ActionFunc[A any] func(ctx context.Context, tx Tx, key string, arg A) error
 type ActionSpec struct {
 	// Name identifies the action; it is part of the guard scope, so renaming
 	// an action forgets which keys it ran for. Required, unique per
-	// registry; valid UTF-8 without NUL bytes, at most 1017 bytes (the
-	// scope "action:" + Name is indexed), or [ErrInvalidKey].
+	// registry; without white space at its ends or a control character
+	// (" grant-plan" would be another action, with keys of its own);
+	// valid UTF-8 without NUL bytes, at most 1017 bytes (the scope
+	// "action:" + Name is indexed), or [ErrInvalidKey].
 	Name string
 	// Key says what the natural key is ("invoice id"), for the ownership
-	// table. Required.
+	// table. Required: not empty nor white space only.
 	Key string
 	// Owners are the event types allowed to call the action. A call from any
 	// other event type fails with [ErrNotOwner]. Empty means any event type.
@@ -64,7 +66,9 @@ type ActionInfo struct {
 }
 
 // NewAction declares an action in hs and returns it. It panics on a
-// programming error: an empty name or key, a name no store can keep in a
+// programming error: an empty name or key (white space only included), a
+// name with white space at its ends or a control character, a name no
+// store can keep in a
 // guard scope ([ErrInvalidKey]; see ActionSpec.Name), an owner that no
 // event's type can be (empty, with white space, or a wildcard such as
 // "invoice.*", as [On] refuses), a nil fn, or a name already taken
@@ -86,9 +90,9 @@ func NewActionSafely[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) (*A
 	case hs == nil:
 		return nil, errorf("NewAction: nil *Handlers")
 	case spec.Name == "":
-		return nil, errorf("NewAction: empty name")
-	case spec.Key == "":
-		return nil, errorf("NewAction %q: empty Key (say what the natural key is, e.g. \"invoice id\")", spec.Name)
+		return nil, errorf("NewAction: ActionSpec.Name is empty")
+	case strings.TrimSpace(spec.Key) == "":
+		return nil, errorf("NewAction %q: ActionSpec.Key is empty (say what the natural key is, e.g. \"invoice id\")", spec.Name)
 	case fn == nil:
 		return nil, errorf("NewAction %q: nil func", spec.Name)
 	}
@@ -106,6 +110,11 @@ func NewActionSafely[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) (*A
 	// store can keep would fail every event of the owners at run time.
 	if err := checkKey("its guard scope", actionScope(spec.Name)); err != nil {
 		return nil, errorf("NewAction %q: %w", spec.Name, err)
+	}
+	if paddedName(spec.Name) {
+		// "grant-plan\n" read from a file would be another action than
+		// "grant-plan", with keys of its own: each would run once more.
+		return nil, errorf("NewAction: ActionSpec.Name %q has leading or trailing white space or a control character: it names the action's guard scope, and would be another action than the one meant, with keys of its own", spec.Name)
 	}
 	for _, a := range hs.actions {
 		if a.Name == spec.Name {

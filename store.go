@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -157,6 +158,14 @@ func checkText(field, value string, required bool) error {
 		return errorf("%w: %s is not valid UTF-8", ErrInvalidKey, field)
 	}
 	return nil
+}
+
+// paddedName reports a name with white space at its ends or a control
+// character: one read from a file with its line end ("billing\n"), which
+// would name another thing than the one meant (PgxConfig.Schema, an
+// ActionSpec.Name, which are keys of what the store keeps).
+func paddedName(name string) bool {
+	return strings.TrimSpace(name) != name || strings.ContainsFunc(name, unicode.IsControl)
 }
 
 // checkGuardKey rejects guard keys no store can keep. An empty key usually

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -154,7 +153,7 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 	if err := checkText("PgxConfig.Schema", cfg.Schema, true); err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(cfg.Schema) != cfg.Schema || strings.ContainsFunc(cfg.Schema, unicode.IsControl) {
+	if paddedName(cfg.Schema) {
 		// Quoted, " billing" or "billing\n" (an env file's newline) is
 		// another schema than "billing": a ledger of its own, where every
 		// event its peers applied is new.
