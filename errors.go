@@ -195,7 +195,9 @@ var (
 	// default_transaction_read_only on). Returned by
 	// [Store.Run] with [OutcomeUnavailable], and by Migrate; by Ping and
 	// the lookups, which only read, when the database cannot be reached (a
-	// read-only one passes them). Answered 503.
+	// read-only one passes them). Answered 503. Nothing was written, but
+	// when Run's COMMIT was sent and its answer lost, and the store could
+	// not find out whether it committed: then it may have (see [Store]).
 	ErrStoreUnavailable = errors.New("idempotency: store unavailable")
 	// ErrDeadlock: a [MemoryStore] Guard would have waited for a
 	// transaction that waits, directly or not, for the caller's. The store

@@ -118,7 +118,11 @@ const (
 	// [FetchTimeout], as [Handler] lists.
 	OutcomeFailed Outcome = "failed"
 	// OutcomeUnavailable: the store could not be reached; nothing was
-	// written. Answered 503.
+	// written, but when a COMMIT's answer was lost and the store could not
+	// find out whether it went through (see [Store]), or an
+	// [Inbox.Handler]'s insert was still on its way as Config.Timeout ran
+	// out: Stripe's retry is then answered duplicate if it did. Answered
+	// 503.
 	OutcomeUnavailable Outcome = "unavailable"
 	// OutcomeRejected: the request was refused before anything was stored
 	// (wrong method, body too large, bad signature, malformed or unsupported

@@ -35,13 +35,22 @@ type Store interface {
 	//     reason, so the id is answered duplicate from then on.
 	//   - OutcomeFailed, err: apply returned err; everything was rolled back.
 	//   - OutcomeUnavailable, err: the store could not be reached; err wraps
-	//     [ErrStoreUnavailable]. Nothing was written.
+	//     [ErrStoreUnavailable]. Nothing was written, but in the one case
+	//     below.
 	//
-	// A non-nil error always means that nothing was applied. A claim with
-	// text no store can keep (see [ErrInvalidKey]) fails before anything
-	// starts. A panic in apply rolls the transaction back, the claim with
-	// it, and goes on up to Run's caller: the [Handler] and the [Inbox]
-	// turn a handler's panic into a [PanicError] before it reaches Run.
+	// A non-nil error means that nothing was applied, but in one case: a
+	// COMMIT whose answer was lost (on PostgreSQL, its connection dropped,
+	// or ctx ended as it waited) and that the store could not confirm
+	// either way ([PgxStore] looks the transaction up on another
+	// connection: that look-up failed too, or found it still in progress 5
+	// seconds on) is returned as an error, OutcomeUnavailable for a lost
+	// connection, and may have committed, its AfterCommit funcs not run:
+	// the event's next delivery then finds it a duplicate. One the look-up
+	// finds committed is OutcomeProcessed. A claim with text no store can
+	// keep (see [ErrInvalidKey]) fails before anything starts. A panic in
+	// apply rolls the transaction back, the claim with it, and goes on up
+	// to Run's caller: the [Handler] and the [Inbox] turn a handler's
+	// panic into a [PanicError] before it reaches Run.
 	//
 	// A nil apply only records the claim (used for ignored events when
 	// Config.RecordIgnored is set).
