@@ -24,20 +24,26 @@ import (
 )
 
 // Config configures a [Handler]. Every field but Secrets has a default;
-// [NewHandler] validates the rest and names the field at fault.
+// [NewHandler] validates every field and names the one at fault: a
+// negative duration or size is refused, as is what a field's doc says.
 type Config struct {
 	// Secrets are the endpoint signing secrets (whsec_...). A delivery is
 	// verified when any v1 signature in its header matches any of them: list
 	// the old and the new secret while rolling one, or the secrets of several
-	// endpoints that share the route. Required.
+	// endpoints that share the route. Required: at least one, and each
+	// neither empty, nor with white space at its ends (a line end read
+	// from a file would fail every signature), nor a Stripe API key
+	// (sk_..., rk_..., pk_...). The slice is copied.
 	Secrets []string
 
 	// Tolerance is how far the signature's timestamp may lie from this
-	// machine's clock, in the past or in the future. Defaults to 5 minutes.
+	// machine's clock, in the past or in the future. Defaults to 5 minutes;
+	// negative is refused.
 	Tolerance time.Duration
 
 	// MaxBodyBytes limits the request body; a larger one is answered 413.
-	// Real invoice events exceed 64 KiB. Defaults to 1 MiB. It does not
+	// Real invoice events exceed 64 KiB. Defaults to 1 MiB; negative is
+	// refused. It does not
 	// limit the events [Handler.Recover] lists from the Events API, nor the
 	// time a body takes to arrive: the http.Server's ReadTimeout does.
 	MaxBodyBytes int64
@@ -50,6 +56,7 @@ type Config struct {
 	// twice Timeout.
 	// Defaults to 10 seconds: Stripe treats a slow answer as a failed
 	// delivery and sends the event again, so answer well before it gives up.
+	// Negative is refused.
 	Timeout time.Duration
 
 	// APIVersion is the Stripe API version the handlers' types are written
@@ -58,7 +65,8 @@ type Config struct {
 	// Events of another release train are logged once per version, with
 	// both versions named, and decoded best-effort; StrictAPIVersion
 	// rejects them. Defaults to stripe.APIVersion of the stripe-go the
-	// program is built with.
+	// program is built with. Text of another form (white space, a line
+	// end, a train with a dot in it, a date that is none) is refused.
 	APIVersion string
 
 	// StrictAPIVersion rejects (400) events whose API version belongs to
@@ -135,7 +143,8 @@ type Config struct {
 	// event destination's account and the event's mode. A notification
 	// of a type with no handler is answered ignored
 	// without a fetch, unless RecordIgnored records it. Nil answers thin
-	// notifications 400, as [ErrThinEvent] says.
+	// notifications 400, as [ErrThinEvent] says. A client stripe.NewClient
+	// did not make (a zero stripe.Client) is refused.
 	StripeClient *stripe.Client
 
 	// Mode is the mode of the endpoint's events, ModeLive or ModeTest:

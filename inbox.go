@@ -17,7 +17,8 @@ import (
 )
 
 // InboxConfig configures an [Inbox]. Every field has a default; [NewInbox]
-// validates them and names the field at fault.
+// validates them and names the field at fault: a negative count or
+// duration is refused, as is what a field's doc says.
 type InboxConfig struct {
 	// Workers is how many events one process applies at once. Defaults to 8;
 	// at most 10,000. On a PgxStore each worker holds a connection of the
@@ -43,7 +44,7 @@ type InboxConfig struct {
 	// back past the last delivery holds it a quarter of a second from
 	// when Run sees it, not for as long as the step.
 	// Defaults to half the Workers, at least 1; set it to Workers to apply
-	// with all of them always.
+	// with all of them always. More than Workers is refused.
 	IngestWorkers int
 
 	// MaxIngestLag bounds how long IngestWorkers holds events back: once
@@ -94,7 +95,8 @@ type InboxConfig struct {
 	RetryUnhandledFor time.Duration
 
 	// Timeout bounds one attempt: the claim, the handler and the commit.
-	// Defaults to 30 seconds.
+	// Defaults to 30 seconds. Lease must exceed it by a second: a Timeout
+	// of 59 seconds or more needs Lease set too, or NewInbox refuses it.
 	Timeout time.Duration
 
 	// Lease is how long a worker holds an event before another may take it
@@ -108,7 +110,8 @@ type InboxConfig struct {
 	// open: one whose process died while a statement of its handler ran is
 	// taken over once the server ends that statement and notices the
 	// connection closed (PostgreSQL's client_connection_check_interval
-	// has it check while a statement runs). Defaults to 1 minute.
+	// has it check while a statement runs). Defaults to 1 minute, whatever
+	// Timeout is: with a Timeout of 59 seconds or more, set it too.
 	Lease time.Duration
 
 	// PollInterval is how often workers look for due events when nothing
@@ -144,7 +147,8 @@ type InboxConfig struct {
 	ShutdownTimeout time.Duration
 
 	// DisableFastDecoder decodes data.object with encoding/json alone, as
-	// Config.DisableFastDecoder does for the synchronous Handler.
+	// Config.DisableFastDecoder does for the synchronous Handler. Defaults
+	// to false.
 	DisableFastDecoder bool
 
 	// Logger receives one record per attempt (event id, type, object id,

@@ -533,7 +533,7 @@ type InboxFilter struct {
 	// refused.
 	After InboxPosition
 	// Limit is the most events returned. Defaults to 100; at most
-	// MaxListLimit.
+	// MaxListLimit, and negative is refused.
 	Limit int
 }
 

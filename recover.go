@@ -122,9 +122,9 @@ type RecoverOptions struct {
 
 	// RequestsPerSecond bounds the calls to the Events API (one per page, a
 	// few more to find the oldest page, and Recover's own retries of a page
-	// refused for now: 429, 5xx, the network), at most 100. Defaults to
-	// DefaultRecoverRate (10). The client's own retries of a failed call
-	// come on top.
+	// refused for now: 429, 5xx, the network), at most 100 (negative or
+	// NaN is refused). Defaults to DefaultRecoverRate (10). The client's
+	// own retries of a failed call come on top.
 	RequestsPerSecond float64
 
 	// PageSize is how many events one call lists, 1 to 100. Defaults to

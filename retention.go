@@ -69,7 +69,7 @@ type Retention struct {
 	// ignored), with their payloads, are kept after they finished, and
 	// how long finished tasks (processed, skipped) keep their arguments;
 	// a dead-lettered task keeps them while it is kept. Defaults to
-	// DefaultPayloadRetention (7 days).
+	// DefaultPayloadRetention (7 days); negative is refused.
 	Payloads time.Duration
 	// DeadLetters is how long dead-lettered events are kept after they
 	// were dead-lettered. Defaults to DefaultDeadLetterRetention (90 days);

@@ -292,7 +292,7 @@ type EventFilter struct {
 	// is refused.
 	After EventPosition
 	// Limit is the most records returned. Defaults to 100; at most
-	// MaxListLimit.
+	// MaxListLimit, and negative is refused.
 	Limit int
 }
 

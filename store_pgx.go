@@ -50,7 +50,8 @@ type PgxConfig struct {
 	// IsoLevel is the isolation level of every event transaction, and so of
 	// the handler's own SQL, set on each (BEGIN ISOLATION LEVEL) whatever
 	// the role's or database's default_transaction_isolation. Defaults to
-	// pgx.ReadCommitted.
+	// pgx.ReadCommitted; a level other than pgx.ReadCommitted,
+	// pgx.RepeatableRead and pgx.Serializable is refused.
 	//
 	// At READ COMMITTED a delivery that finds the event id (or a guard key)
 	// claimed by a transaction in flight waits for it, then sees its outcome.
@@ -82,7 +83,7 @@ type PgxConfig struct {
 	// RecentClaimsTTL.
 	// Stripe's copies of one event come within seconds of each other, so a
 	// short time keeps nearly all of the memories' gain. Defaults to
-	// DefaultRecentClaimsTTL (1 minute).
+	// DefaultRecentClaimsTTL (1 minute); negative is refused.
 	RecentClaimsTTL time.Duration
 }
 

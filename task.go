@@ -62,7 +62,11 @@ type TaskRun[T any] struct {
 	// ID is the task's id in the inbox, task:<name>:<key>: what
 	// [Inbox.Lookup], [Inbox.List] and [Inbox.Redrive] know it by.
 	ID string
-	// Args are the arguments given to Enqueue, decoded from JSON.
+	// Args are the arguments given to Enqueue, decoded from JSON. Stored
+	// arguments that no longer decode into T (its type changed
+	// incompatibly since they were enqueued) dead-letter the task at once,
+	// its func not called, with an error that names the field and the
+	// types, never a value: change T compatibly.
 	Args T
 	// IdempotencyKey is the same for every attempt of the task, derived
 	// from its name and key: the name, a "-" and 64 lowercase hex digits,
