@@ -293,8 +293,10 @@ func nanoseconds(ns float64) time.Duration {
 // dead-lettering what never succeeds. A slow or failing downstream then
 // costs retries inside the service instead of Stripe's.
 //
-// Events of one object (data.object.id) are never applied at the same
-// time, and the earliest by (created, event id) goes first. A failed event
+// Events of one object (data.object.id, under one account: Stripe reuses
+// some ids, a capability's card_payments, in every connected account) are
+// never applied at the same time, and the earliest by (created, event id)
+// goes first. Events about no object, and tasks, are not ordered. A failed event
 // holds the later events of its object back until it succeeds or is
 // dead-lettered; a dead-lettered one holds nothing back, so a later event
 // may then be applied before it is redriven.

@@ -92,7 +92,9 @@ func Postgres(t testing.TB) *Database {
 // migrated: the store a test of a handler delivers to. cfg.Schema must be
 // empty or db.Schema: a store in any other schema (by default "public")
 // would share its ledger with other tests. Each call returns another store
-// on the same tables, as another replica of the service would have.
+// on the same tables, as another replica of the service would have. Another
+// cfg.Schema, a cfg NewPgxStore refuses or a failed Migrate fails the test
+// with t.Fatal: call it from the test's goroutine.
 func (db *Database) NewStore(t testing.TB, cfg idempotency.PgxConfig) *idempotency.PgxStore {
 	t.Helper()
 	if cfg.Schema != "" && cfg.Schema != db.Schema {
