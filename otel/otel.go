@@ -38,7 +38,9 @@
 // The pairs of outcome and status a Handler answers, each counted from 0:
 // processed, duplicate, ignored, skipped and queued 200; rejected 400, 405
 // and 413; failed 500, and 503 when the Stripe API failed a thin event's
-// fetch; unavailable 503. Queued is an inbox's Handler's, processed and
+// fetch or a synchronous Handler's OnCurrent fetch with a failure that
+// may pass (unreachable, 429, 5xx, an answer cut short, a fetch too
+// slow); unavailable 503. Queued is an inbox's Handler's, processed and
 // skipped a synchronous Handler's: the others' series stay at 0 in a
 // service of one mode.
 //
@@ -174,7 +176,7 @@ type Telemetry struct {
 // README's Answers): idempotency.deliveries' series, each at 0 from the
 // start. Queued is an inbox's Handler's, processed and skipped a
 // synchronous one's; failed is 503 when the Stripe API failed a thin
-// event's fetch.
+// event's fetch or an OnCurrent fetch with a failure that may pass.
 var deliveryAnswers = []struct {
 	outcome idempotency.Outcome
 	status  int
