@@ -19,7 +19,13 @@ import (
 // The key is "ik_" followed by the unpadded base64url SHA-256 of the parts,
 // each prefixed by its length, so ("ab", "c") and ("a", "bc") differ: 46
 // characters, well within Stripe's 255. It panics when called without
-// parts, a programming error that would give every request one key.
+// parts, a programming error that would give every request one key. An
+// empty part is a part like any other, not refused: Key("refund", orderID)
+// with orderID empty (the metadata missing) is one key for every such
+// order: for a day, Stripe refuses each request after the first whose
+// parameters differ, and answers one with the same parameters with the
+// first one's saved answer, doing nothing. Check the ids first, as
+// [Tx.Guard] refuses an empty key.
 func Key(parts ...string) string {
 	if len(parts) == 0 {
 		panic("idempotency: Key needs at least one part")
