@@ -126,7 +126,10 @@ type Config struct {
 	// Stripe API fetches of OnCurrent handlers run in the request
 	// (Observer.Fetch): the hooks of metrics and traces, such as
 	// the subpackage otel's. Defaults to nil: nothing is observed; an
-	// [Inbox.Handler]'s, to InboxConfig.Observer.
+	// [Inbox.Handler]'s, to InboxConfig.Observer. The Handler keeps the
+	// pointer, not a copy: set the funcs before NewHandler and leave them.
+	// Whether Fetch or Link is set is read there, once; changing a func
+	// while deliveries run is a data race.
 	Observer *Observer
 
 	// StripeClient, when set, fetches the full event of each thin (v2)

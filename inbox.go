@@ -212,7 +212,9 @@ type InboxConfig struct {
 	// handlers run by the workers (Observer.Fetch). The inbox's Handler
 	// watches its deliveries with it too (Observer.Delivery, Observer.Link)
 	// unless its Config sets another (an empty &Observer{} watches nothing).
-	// Defaults to nil: nothing is observed.
+	// Defaults to nil: nothing is observed. The Inbox keeps the pointer,
+	// not a copy: set the funcs before NewInbox and leave them, as
+	// Config.Observer says.
 	Observer *Observer
 
 	// Now is the inbox's clock: what makes an event due, and the times it

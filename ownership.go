@@ -46,6 +46,7 @@ type ActionSpec struct {
 	Key string
 	// Owners are the event types allowed to call the action. A call from any
 	// other event type fails with [ErrNotOwner]. Empty means any event type.
+	// NewAction copies the slice.
 	Owners []string
 	// KeyIsObjectID says that the owners call Do with the id of their
 	// event's object (data.object.id), as invoice.paid handlers do with the
