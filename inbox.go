@@ -95,8 +95,8 @@ type InboxConfig struct {
 	RetryUnhandledFor time.Duration
 
 	// Timeout bounds one attempt: the claim, the handler and the commit.
-	// Defaults to 30 seconds. Lease must exceed it by a second: a Timeout
-	// of 59 seconds or more needs Lease set too, or NewInbox refuses it.
+	// Defaults to 30 seconds. Lease must exceed it by a second at least: a
+	// Timeout over 59 seconds needs Lease set too, or NewInbox refuses it.
 	Timeout time.Duration
 
 	// Lease is how long a worker holds an event before another may take it
@@ -111,7 +111,7 @@ type InboxConfig struct {
 	// taken over once the server ends that statement and notices the
 	// connection closed (PostgreSQL's client_connection_check_interval
 	// has it check while a statement runs). Defaults to 1 minute, whatever
-	// Timeout is: with a Timeout of 59 seconds or more, set it too.
+	// Timeout is: with a Timeout over 59 seconds, set it too.
 	Lease time.Duration
 
 	// PollInterval is how often workers look for due events when nothing
