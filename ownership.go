@@ -67,9 +67,9 @@ type ActionInfo struct {
 }
 
 // NewAction declares an action in hs and returns it. It panics on a
-// programming error: an empty name or key (white space only included), a
-// name with white space at its ends or a control character, a name no
-// store can keep in a
+// programming error: an empty name, a key empty or of white space only, a
+// name with white space at its ends (or of white space only) or a control
+// character, a name no store can keep in a
 // guard scope ([ErrInvalidKey]; see ActionSpec.Name), an owner that no
 // event's type can be (empty, with white space, or a wildcard such as
 // "invoice.*", as [On] refuses), a nil fn, or a name already taken
