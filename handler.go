@@ -33,7 +33,8 @@ type Config struct {
 	// endpoints that share the route. Required: at least one, and each
 	// neither empty, nor with white space at its ends (a line end read
 	// from a file would fail every signature), nor a Stripe API key
-	// (sk_..., rk_..., pk_...). The slice is copied.
+	// (sk_live_..., sk_test_..., and the rk_ and pk_ ones alike). The
+	// slice is copied.
 	Secrets []string
 
 	// Tolerance is how far the signature's timestamp may lie from this
