@@ -160,11 +160,17 @@ func (e *fetchUnavailableError) Unwrap() error { return e.err }
 // For each event, in the event's transaction:
 //
 //  1. The object (data.object.id; for a thin event, its related_object.id;
-//     under the event's Account) is locked, per registration: while one
+//     under the event's Account) is locked, per kind of object: while one
 //     event's handler holds it, another event of the same object waits, so
 //     two fetch-and-write sequences of one object never interleave. On
 //     PostgreSQL it is a row lock in idempotency_objects, held until the
-//     transaction ends; a fetch is made while it is held.
+//     transaction ends; a fetch is made while it is held. The kind is
+//     named by the event types less their last segment
+//     ("customer.subscription"; a v2 type's bracketed part aside), so the
+//     lock, and the fetch record of step 2, are shared by the replicas
+//     of a release that adds a type to the call and those still running
+//     the release before it: events of one object wait for each other
+//     across a rolling deploy too.
 //  2. If the object was fetched after this event was received, by a
 //     handler whose transaction committed, the fetch is skipped and so is
 //     fn: that handler wrote a state that already includes this event's
@@ -205,9 +211,13 @@ func (e *fetchUnavailableError) Unwrap() error { return e.err }
 //
 // OnCurrent panics on a programming error, as [On] does: no event types, a
 // nil fetch or fn, an event type that already has a handler or that On
-// refuses (a wildcard such as "customer.subscription.*"), or event
-// types whose scope, "current:" and the types joined with commas, no store
-// can keep (a NUL byte, invalid UTF-8, over 1024 bytes: [ErrInvalidKey]).
+// refuses (a wildcard such as "customer.subscription.*"), an event type
+// of a kind of object another OnCurrent call of hs registered
+// ([ErrDuplicateRegistration]: register every event type of one kind in
+// one call, as the two would share its lock and fetch record), or event
+// types whose scope, "current:" and their kinds joined with commas, no
+// store can keep (a NUL byte, invalid UTF-8, over 1024 bytes:
+// [ErrInvalidKey]).
 func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn EventFunc[T]) {
 	switch {
 	case hs == nil:
@@ -218,11 +228,18 @@ func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn 
 		panic(errorf("OnCurrent: nil fetch or handler func"))
 	}
 	types := slices.Sorted(slices.Values(eventTypes))
-	reg := &currentRegistration{scope: "current:" + strings.Join(types, ","), local: localFetches{started: map[localObject]time.Time{}}}
+	kinds := currentKinds(types)
+	reg := &currentRegistration{scope: "current:" + strings.Join(kinds, ","), local: localFetches{started: map[localObject]time.Time{}}}
 	// The scope is part of each object's key, which a store indexes: one
 	// no store can keep would skip every event of the types at run time.
-	if err := checkKey("its scope (\"current:\" and the event types joined)", reg.scope); err != nil {
+	if err := checkKey("its scope (\"current:\" and the kinds of object of its event types joined)", reg.scope); err != nil {
 		panic(errorf("OnCurrent: %w", err))
+	}
+	for _, kind := range kinds {
+		if prev, ok := hs.currentKinds[kind]; ok {
+			panic(errorf("OnCurrent: %w: the events of %s objects have an OnCurrent call already (with %q); register every event type of one kind of object in one call, whose lock and fetch record they share",
+				ErrDuplicateRegistration, kind, prev))
+		}
 	}
 	var zero T
 	name := fmt.Sprintf("%T (OnCurrent)", zero) // not the struct{} registered below
@@ -235,6 +252,40 @@ func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn 
 			panic(err)
 		}
 	}
+	if hs.currentKinds == nil { // a zero Handlers
+		hs.currentKinds = map[string]string{}
+	}
+	for _, kind := range kinds {
+		hs.currentKinds[kind] = types[0]
+	}
+}
+
+// currentKinds returns the kinds of object of the event types, sorted,
+// each once: a type less its last segment, and less a v2 type's bracketed
+// part (v2.core.account[requirements].updated is about a v2.core.account).
+func currentKinds(types []string) []string {
+	kinds := make([]string, 0, len(types))
+	for _, typ := range types {
+		var plain strings.Builder
+		depth := 0
+		for _, r := range typ {
+			switch {
+			case r == '[':
+				depth++
+			case r == ']' && depth > 0:
+				depth--
+			case depth == 0:
+				plain.WriteRune(r)
+			}
+		}
+		kind := plain.String()
+		if i := strings.LastIndexByte(kind, '.'); i > 0 {
+			kind = kind[:i]
+		}
+		kinds = append(kinds, kind)
+	}
+	slices.Sort(kinds)
+	return slices.Compact(kinds)
 }
 
 // currentRegistration is one OnCurrent call's scope and what this process

@@ -14,16 +14,19 @@ import (
 )
 
 // TestOnCurrentRefusesTypesNoScopeFits: OnCurrent's guard scope is
-// "current:" and its event types joined, a key both stores index (at most
-// 1024 bytes). Types that add up past it are refused at registration, as
-// NewAction refuses a name whose scope no store keeps. Accepted, every
-// event of those types was skipped for good, answered 200, with the
-// reason "data.object.id is not valid text", and never fetched.
+// "current:" and the kinds of object of its event types joined, a key
+// both stores index (at most 1024 bytes). Types of kinds that add up past
+// it are refused at registration, as NewAction refuses a name whose scope
+// no store keeps. Accepted, every event of those types was skipped for
+// good, answered 200, with the reason "data.object.id is not valid text",
+// and never fetched.
 func TestOnCurrentRefusesTypesNoScopeFits(t *testing.T) {
 	t.Parallel()
 	types := []string{"customer.subscription.updated"}
-	for i := len(types); len("current:"+strings.Join(types, ",")) <= 1024; i++ {
-		types = append(types, fmt.Sprintf("customer.subscription.custom_event_%03d", i))
+	kinds := []string{"customer.subscription"}
+	for i := len(types); len("current:"+strings.Join(kinds, ",")) <= 1024; i++ {
+		kinds = append(kinds, fmt.Sprintf("custom_object_%03d", i))
+		types = append(types, kinds[i]+".updated")
 	}
 	hs := idempotency.NewHandlers()
 	fetched := false

@@ -40,6 +40,9 @@ type Handlers struct {
 	actions []ActionInfo
 	tasks   map[string]taskRegistration // by name; see task.go
 	wakers  wakers
+	// currentKinds are the kinds of object OnCurrent registered, each
+	// with the first event type of its call; see current.go.
+	currentKinds map[string]string
 }
 
 // registration is one event type's handler, with T erased.

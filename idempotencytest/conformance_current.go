@@ -34,6 +34,7 @@ var currentTests = []struct {
 	fn   func(t *testing.T, b StoreBackend)
 }{
 	{"CurrentOneObjectAtATime", testCurrentObjectLock},
+	{"CurrentReleaseThatAddsATypeSharesTheLock", testCurrentReleaseAddsType},
 	{"CurrentInboxStormFetchesOnce", testCurrentInboxStorm},
 	{"CurrentNewerStateIsFetched", testCurrentNewerState},
 	{"CurrentRolledBackFetchDoesNotCount", testCurrentRolledBackFetch},
