@@ -48,15 +48,38 @@ func (a *memoryAccounts) Grant(_ context.Context, tx idempotency.Tx, id string, 
 
 // memoryTable is a table of rows by id in memory, written when the
 // transaction that writes them commits. The MemoryStore runs AfterCommit
-// funcs before it releases the transaction's locks (guards, the per-object
-// lock of OnCurrent), so the writes of transactions that took one lock in
-// turn are applied in that order.
+// funcs before it releases a transaction's guards, so updates under one
+// guard are applied in turn; but it releases OnCurrent's per-object lock
+// at the commit, as PostgreSQL does, so the funcs of two transactions that
+// took that lock in turn may run in either order: replace orders them.
 type memoryTable[T any] struct {
-	mu sync.Mutex
-	m  map[string]T
+	mu     sync.Mutex
+	m      map[string]T
+	seq    uint64            // replace's calls so far
+	stamps map[string]uint64 // the call of replace whose row each id holds
 }
 
-func newMemoryTable[T any]() memoryTable[T] { return memoryTable[T]{m: map[string]T{}} }
+func newMemoryTable[T any]() memoryTable[T] {
+	return memoryTable[T]{m: map[string]T{}, stamps: map[string]uint64{}}
+}
+
+// replace sets row id to row once tx commits, unless the row of a later
+// call of replace for id, made in a transaction that committed, is there:
+// called in a handler under OnCurrent's lock, the later call is that of
+// the later fetch, whichever AfterCommit func runs last.
+func (t *memoryTable[T]) replace(tx idempotency.Tx, id string, row T) {
+	t.mu.Lock()
+	t.seq++
+	n := t.seq
+	t.mu.Unlock()
+	tx.AfterCommit(func(context.Context) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if n > t.stamps[id] {
+			t.m[id], t.stamps[id] = row, n
+		}
+	})
+}
 
 // update sets row id to fn of its current value (the zero T when there is
 // none) once tx commits.

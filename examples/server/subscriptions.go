@@ -122,6 +122,6 @@ func newMemorySubscriptions() *memorySubscriptions {
 }
 
 func (s *memorySubscriptions) Put(_ context.Context, tx idempotency.Tx, sub Subscription) error {
-	s.update(tx, sub.ID, func(Subscription) Subscription { return sub })
+	s.replace(tx, sub.ID, sub)
 	return nil
 }
