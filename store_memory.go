@@ -22,7 +22,12 @@ import (
 // commit and roll back with the claim. A handler that writes through
 // [PgxTx] cannot run on it ([PgxTx] panics, saying so): test that one on
 // PostgreSQL (idempotencytest.Postgres), or give it its writes through an
-// interface whose fake applies them in [Tx.AfterCommit].
+// interface whose fake applies them in [Tx.AfterCommit]. The store
+// releases an [OnCurrent] object's lock at the commit, as PostgreSQL
+// does, before the AfterCommit funcs run: the funcs of two events of one
+// object may run in either order, so a fake that replaces such a row
+// numbers each write as the handler makes it, under the lock, and applies
+// a row only over an older number.
 //
 // It backs an [Inbox] too, with the leases, per-object order and fencing
 // of PgxStore's; drive it with [Inbox.WorkDue] and a fake InboxConfig.Now.
