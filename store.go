@@ -387,6 +387,15 @@ type GuardRecord struct {
 // a delivery that still fails is answered 500 and sent again by Stripe.
 const maxAttempts = 5
 
+// rerunCut is the error of a Run whose ctx ended before the store ran
+// again the transaction that conflict (a deadlock, a serialization
+// failure) failed: the context's, as after any of Run's waits the
+// context ends, on both stores alike. The conflict is named, with %v: a
+// run its caller cut is no conflict for a caller to run again.
+func rerunCut(ctx context.Context, conflict error) error {
+	return errorf("%w before the transaction ran again after: %v", ctx.Err(), conflict)
+}
+
 // pause waits d and reports true, or false once ctx ends first: the
 // waits of the stores, of Prune and of the inbox's connections.
 func pause(ctx context.Context, d time.Duration) bool {

@@ -124,7 +124,8 @@ func (s *MemoryStore) init() {
 
 // Run implements [Store]. A transaction failed by [ErrDeadlock] is rolled
 // back and run again, up to 5 attempts in all, as [PgxStore] does with
-// PostgreSQL's deadlocks and serialization failures.
+// PostgreSQL's deadlocks and serialization failures; a ctx that ends
+// before it runs again fails Run with ctx's error, as PgxStore's does.
 func (s *MemoryStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, error) {
 	// Claim.Guards is a hint this store has no use for: a Guard costs no
 	// round trip here.
@@ -142,7 +143,9 @@ func (s *MemoryStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcom
 		select {
 		case <-dl.winner.ended:
 		case <-ctx.Done():
-			return OutcomeFailed, ctx.Err()
+		}
+		if ctx.Err() != nil {
+			return OutcomeFailed, rerunCut(ctx, err)
 		}
 	}
 }

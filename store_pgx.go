@@ -1137,8 +1137,9 @@ const (
 // order, and one of them could run out of attempts. It also calls fn
 // again, at once, when fn's transaction was begun by a chained commit on a
 // session that had ended (chainedSessionLost, which it unwraps): no other
-// transaction was in its way. When ctx ends before the next call, the last
-// call's error is returned.
+// transaction was in its way. When ctx ends before the next call, its
+// error is returned, naming the last call's (rerunCut), as MemoryStore's
+// Run returns it.
 func (s *PgxStore) retryConflicts(ctx context.Context, fn func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := fn()
@@ -1146,11 +1147,11 @@ func (s *PgxStore) retryConflicts(ctx context.Context, fn func() error) error {
 		if chained {
 			err = lost.err
 		}
-		if err == nil || !(retryable(err) || chained) || attempt == maxAttempts || ctx.Err() != nil {
+		if err == nil || !(retryable(err) || chained) || attempt == maxAttempts {
 			return err
 		}
-		if !chained && !s.conflictWait(ctx, attempt) {
-			return err
+		if ctx.Err() != nil || !chained && !s.conflictWait(ctx, attempt) {
+			return rerunCut(ctx, err)
 		}
 	}
 }

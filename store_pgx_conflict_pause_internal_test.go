@@ -61,9 +61,10 @@ func TestRetryConflictsPausesAfterConflictsOnly(t *testing.T) {
 }
 
 // A context that ends during the pause ends it: retryConflicts returns
-// the conflict's error and calls fn no more.
+// the context's error, naming the conflict's, which it no longer wraps
+// (no caller runs it again), and calls fn no more.
 func TestRetryConflictsStopsAtTheContextsEnd(t *testing.T) {
-	conflict := &pgconn.PgError{Code: pgDeadlockDetected}
+	conflict := &pgconn.PgError{Severity: "ERROR", Code: pgDeadlockDetected, Message: "deadlock detected"}
 	ctx, cancel := context.WithCancel(t.Context())
 	s := &PgxStore{conflictWait: func(ctx context.Context, _ int) bool {
 		cancel() // the context ends during the pause
@@ -74,6 +75,8 @@ func TestRetryConflictsStopsAtTheContextsEnd(t *testing.T) {
 		calls++
 		return conflict
 	})
-	require.Equal(t, conflict, err)
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, retryable(err), "a cut rerun reads as a conflict: %v", err)
+	require.EqualError(t, err, "idempotency: context canceled before the transaction ran again after: ERROR: deadlock detected (SQLSTATE 40P01)")
 	require.Equal(t, 1, calls)
 }

@@ -109,6 +109,7 @@ func RunStoreTests(t *testing.T, newBackend func(t *testing.T) StoreBackend) {
 		{"WaiterRunsAfterFailure", testWaiterRunsAfterFailure},
 		{"WaiterContextCancelled", testWaiterCancelled},
 		{"GuardWaitCancelledAbortsTx", testGuardWaitCancelledAbortsTx},
+		{"WaitEndedByContextIsItsError", testWaitEndedByContext},
 		{"WaitersSeeSkip", testWaitersSeeSkip},
 		{"GuardWaitsForHolderCommit", func(t *testing.T, b StoreBackend) { testGuardWaits(t, b, nil, false) }},
 		{"GuardWaitsForHolderRollback", func(t *testing.T, b StoreBackend) { testGuardWaits(t, b, errHandler, false) }},
@@ -679,6 +680,29 @@ func holdClaim(t *testing.T, b StoreBackend, id string, result error) (release f
 	return release, done
 }
 
+// holdGuard runs event id, whose handler guards (scope, key) and holds
+// it until release is called (or the case ends), then returns result; it
+// returns once the guard is held. done receives the run's end.
+func holdGuard(t *testing.T, b StoreBackend, id, scope, key string, result error) (release func(), done chan ranResult) {
+	ctx := ctxT(t)
+	held := make(chan struct{})
+	release, released := releaser(t)
+	done = make(chan ranResult, 1)
+	go func() {
+		out, err := b.Store.Run(ctx, claim(id), func(ctx context.Context, tx idempotency.Tx) error {
+			if _, err := tx.Guard(ctx, scope, key); err != nil {
+				return err
+			}
+			close(held)
+			<-released
+			return result
+		})
+		done <- ranResult{out, err}
+	}()
+	receive(t, held, "the holder's guard")
+	return release, done
+}
+
 // startWaiters starts n deliveries of id and returns once all n wait for the
 // claim held by another transaction.
 func startWaiters(t *testing.T, b StoreBackend, id string, n int, ran *atomic.Int32) chan ranResult {
@@ -781,21 +805,7 @@ func testWaiterCancelled(t *testing.T, b StoreBackend) {
 // nor when it ran a statement in an aborted transaction.)
 func testGuardWaitCancelledAbortsTx(t *testing.T, b StoreBackend) {
 	ctx := ctxT(t)
-	held := make(chan struct{})
-	releaseHolder, release := releaser(t)
-	holder := make(chan ranResult, 1)
-	go func() {
-		out, err := b.Store.Run(ctx, claim("evt_abort_holder"), func(ctx context.Context, tx idempotency.Tx) error {
-			if _, err := tx.Guard(ctx, "k", "abort"); err != nil {
-				return err
-			}
-			close(held)
-			<-release
-			return nil
-		})
-		holder <- ranResult{out, err}
-	}()
-	receive(t, held, "the holder's guard")
+	releaseHolder, holder := holdGuard(t, b, "evt_abort_holder", "k", "abort", nil)
 
 	guardCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -120,7 +120,7 @@ func TestConformanceFailedCaseLeavesNoRunHolding(t *testing.T) {
 		"WaiterSeesHolderAfterCommitWrites", "CopySeesHolderAfterCommitWrites", "TxOneStatementAtATime",
 		"TaskEnqueueWaitsForHolderCommit", "TaskEnqueueWaitsForHolderRollback",
 		"CheckOrderWaitsForHolderCommit", "CheckOrderWaitsForHolderRollback",
-		"AfterCommitHookPanicsReleasesKeys",
+		"AfterCommitHookPanicsReleasesKeys", "WaitEndedByContextIsItsError",
 	}
 	out, err := runChild(envHolderLeft+"=1", "^TestConformanceCaseFailsWhileHolding$/^("+strings.Join(cases, "|")+")$")
 	require.Error(t, err, "%s", out)
