@@ -133,7 +133,7 @@ func (f *listFlag) String() string {
 
 func (f *listFlag) Set(s string) error {
 	for v := range strings.SplitSeq(s, ",") {
-		v = strings.TrimSpace(v)
+		v = pasted(v)
 		if v == "" {
 			return errors.New("an empty value in the list")
 		}
@@ -163,12 +163,19 @@ func (f *idsFlag) Set(s string) error {
 	return (*listFlag)(f).Set(s)
 }
 
-// trimID is the id of a flag that takes one id (list's and ledger's
-// -after) without the spaces around it, as -id reads an event's; a task's
-// id as it is.
+// trimID is an id an operator pastes (list's and ledger's -after, show's
+// and forget's arguments) without the white space around it (pasted), as
+// -id reads an event's; a task's id as it is.
 func trimID(id string) string {
 	if display.IsTaskID(id) {
 		return id
 	}
-	return strings.TrimSpace(id)
+	return pasted(id)
 }
+
+// pasted is a value an operator pastes (an event's id, an object's, an
+// account's, an event type) without the white space around it, as the
+// dashboard's forms read it: a pasted " cus_123" or "acct_1\t" names
+// cus_123 or acct_1, where the store, or Stripe, would find none. Every
+// flag and argument that takes one reads it through here.
+func pasted(s string) string { return strings.TrimSpace(s) }

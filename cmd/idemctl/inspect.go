@@ -327,7 +327,7 @@ func (f *inboxFlags) register(fs *flag.FlagSet, verb string, offered []idempoten
 // -account without the spaces around them, as the dashboard's lists and
 // forms read them: a pasted " cus_123" selects cus_123.
 func (f *inboxFlags) parse() (idempotency.InboxKind, []idempotency.InboxState, error) {
-	f.eventType, f.object, f.account = strings.TrimSpace(f.eventType), strings.TrimSpace(f.object), strings.TrimSpace(f.account)
+	f.eventType, f.object, f.account = pasted(f.eventType), pasted(f.object), pasted(f.account)
 	var kind idempotency.InboxKind
 	switch f.kind {
 	case "", string(idempotency.KindEvent), string(idempotency.KindTask):
@@ -374,7 +374,8 @@ var showCommand = command{
 	name:    "show",
 	args:    "[-payload] [-json] <event-id>",
 	summary: "show an event's inbox record, what holds it back, and its ledger record",
-	help: `Shows what the store has of one event (or task, by its id task:<name>:<key>):
+	help: `Shows what the store has of one event (or task, by its id task:<name>:<key>,
+taken as it is; an event's id is read without the white space around it):
 its inbox record (Inbox.Lookup: state, attempts, how often it was
 redriven and when last, last error, received, attempted, next attempt
 and finished times) and its ledger record (LookupEvent: the outcome its
@@ -435,7 +436,7 @@ or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 			if len(args) != 1 {
 				return usageError("want one event id, got %d arguments", len(args))
 			}
-			id := args[0]
+			id := trimID(args[0])
 			if err := checkEventID(id); err != nil {
 				return usageError("%v", err)
 			}

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -91,8 +90,8 @@ does not have exits 3. The JSON document:
 			}
 			defer closeFn()
 			filter := idempotency.EventFilter{
-				Outcomes: want, EventType: strings.TrimSpace(*eventType), ObjectID: strings.TrimSpace(*object),
-				Account: strings.TrimSpace(*account), Since: since.t, Until: until.t,
+				Outcomes: want, EventType: pasted(*eventType), ObjectID: pasted(*object),
+				Account: pasted(*account), Since: since.t, Until: until.t,
 			}
 			recs, more, err := listPage(ctx, *after, *limit, store.LookupEvent, "the ledger has no record of this id",
 				func(ctx context.Context, after idempotency.EventPosition, limit int) ([]idempotency.EventRecord, error) {

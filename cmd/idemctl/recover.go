@@ -147,6 +147,7 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			default:
 				return usageError("-mode %q is not live or test", *mode)
 			}
+			*account = pasted(*account)
 			if *account != "" {
 				if err := stripeapi.CheckAccount(*account); err != nil {
 					return usageError("-account %s", err)

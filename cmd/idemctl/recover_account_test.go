@@ -43,7 +43,7 @@ func TestRecoverAccount(t *testing.T) {
 
 	for _, c := range []struct{ account, want string }{
 		{"1Conn", "-account is not a connected account's id (acct_...)"},
-		{"acct_1Conn\n", "-account has white space or a control character"},
+		{"acct_1 Conn", "-account has white space or a control character"},
 		{"acct_1/acct_2", "-account is a path of accounts"},
 		{"acct_" + strings.Repeat("x", 251), "-account is 256 bytes long (at most 255)"},
 	} {

@@ -306,7 +306,8 @@ and CheckOrder's record of it stays.
 
 An event still to be applied in the inbox (pending, processing, failed) is
 refused: there is nothing to forget yet. A task's id is refused too: its
-inbox row is what makes it run once per key.
+inbox row is what makes it run once per key. An id is read without the
+white space around it, and one given twice is forgotten once.
 
 The service's running replicas may still answer the event duplicate from
 their memory of recent claims for up to PgxConfig.RecentClaimsTTL (1 minute
@@ -320,8 +321,10 @@ forgotten), 1 when one was refused or failed.`,
 				return usageError("want at least one event id")
 			}
 			// A bad id is a usage error, found before any id is forgotten.
+			args = slices.Clone(args)
 			for i, id := range args {
-				if err := checkEventID(id); err != nil {
+				args[i] = trimID(id)
+				if err := checkEventID(args[i]); err != nil {
 					return usageError("argument %d: %v", i+1, err)
 				}
 			}
