@@ -187,7 +187,8 @@ var (
 	// effect done, is processed. The error
 	// that wraps it names what timed out: the handler's transaction, the
 	// insert, or the task; and a PgxStore's, when its claim or insert
-	// waited for a connection of its pool, every one in use, says so.
+	// waited for a connection of its pool, every one in use, says so, as
+	// does a handler's error that did so (a *sql.DB on the pool).
 	ErrTimeout = errors.New("idempotency: timed out")
 	// ErrStoreUnavailable: the store could not be reached (connection
 	// refused or lost, the database shutting down or starting), or cannot

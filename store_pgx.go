@@ -497,7 +497,10 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 		if err := ptx.runHandler(ctx, apply, ptx); err != nil {
 			reason, ok := skipReason(err)
 			if !ok {
-				return OutcomeFailed, handlerError(tx, err)
+				// Counted while the transaction holds its connection: a
+				// handler that waited for a second one of a full pool (a
+				// *sql.DB on it) said only that its context ended.
+				return OutcomeFailed, handlerError(tx, s.poolFullHint(err))
 			}
 			ptx.count(1)
 			if err := s.keepSkipped(ctx, tx, &c, reason); err != nil {
@@ -1192,7 +1195,9 @@ func retryable(err error) bool {
 // translate wraps errors that mean the database cannot be reached in
 // ErrStoreUnavailable; a handler's own error (see handlerError) is
 // returned as it is, followed by the cure when a statement of the
-// handler's met another client's cached statement (statementCacheHint).
+// handler's met another client's cached statement (statementCacheHint);
+// runOnce gave it poolFullHint's cure, while the handler's transaction
+// still held its connection of the pool.
 // One whose connection is gone or unknown is translated as the store's
 // own are, but for the cure of the store's missing tables and columns
 // (notMigratedHint): its tables are the handler's.
@@ -1274,8 +1279,9 @@ const poolFullCure = "a handler that reads or writes through another connection 
 	"such as a *sql.DB from stdlib.OpenDBFromPool, holds two at once; or more deliveries and workers at once than MaxConns"
 
 // poolFullHint adds the cause and the cure to err, once, when it is the
-// failure of the store's own operation that waited for a connection of
-// the store's pool until the context's deadline, every connection in use:
+// failure of the store's own operation, or a handler's, that waited for a
+// connection of the store's pool until the context's deadline, every
+// connection in use:
 // a handler that holds a second connection of the pool while its
 // transaction holds one (a *sql.DB opened on it), more deliveries and
 // workers at once than MaxConns, or rows left open elsewhere, and nothing
