@@ -19,6 +19,9 @@
 // If the test binary dies before Main can clean up, a watchdog process does
 // it (see [Main]).
 //
+// A program that is not a test (a chaos run) starts a cluster of its own
+// with [StartCluster].
+//
 // A [Template] gives tests schemas already prepared (migrated, say), and
 // reuses, reset, those its tests left as prepared.
 //
@@ -878,15 +881,23 @@ func (c *Cluster) Kill(t testing.TB) {
 // nothing.
 func (c *Cluster) Start(t testing.TB) {
 	t.Helper()
+	if err := c.start(); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// start starts the server unless it runs.
+func (c *Cluster) start() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.running {
-		return
+		return nil
 	}
 	if err := c.pgCtlStart(); err != nil {
-		t.Fatalf("%v", err)
+		return err
 	}
 	c.running = true
+	return nil
 }
 
 // URL returns a connection string for the cluster's default database
