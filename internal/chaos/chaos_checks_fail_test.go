@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
+)
+
+// TestChaosChecksFailOnADoubledCredit runs the checks on a run's
+// database where one invoice's credit was granted twice by hand: C3 fails
+// and says so on its line, and every other check holds.
+func TestChaosChecksFailOnADoubledCredit(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	var out bytes.Buffer
+	res, err := execute(t.Context(), config{
+		n: 40, c: 4, workers: 2, accounts: 5, dup: 0.20, twin: 0.05,
+		drainTimeout: time.Minute, retryFor: time.Minute, databaseURL: db.URL,
+	}, &out)
+	require.NoError(t, err, out.String())
+	require.True(t, res.OK, out.String())
+
+	_, err = db.Pool.Exec(t.Context(), `UPDATE accounts SET credits = credits + 100
+WHERE id = (SELECT min(id) FROM accounts WHERE starts_with(id, $1))`, accountPrefix+res.outcome.tag+"_")
+	require.NoError(t, err)
+	checks, err := checkRun(t.Context(), db.Pool, res.outcome)
+	require.NoError(t, err)
+	invoices := int64(res.Invoices)
+	for _, c := range checks {
+		if c.Name != "C3" {
+			require.True(t, c.OK, c.Line)
+			continue
+		}
+		require.False(t, c.OK)
+		require.Equal(t, 100*invoices+100, c.Value)
+		require.Regexp(t, `^C3 FAIL credits: \d+, must be \d+ \(100 × \d+ distinct invoices\)$`, c.Line)
+	}
+}

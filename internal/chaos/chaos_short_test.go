@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed-a84bb619/idempotency/internal/ci"
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
+)
+
+// TestChaosShort makes a small chaos run on a throwaway cluster: 1,500
+// deliveries from 8 senders, a fault every ~1 s, one of each kind, and
+// requires every check to hold.
+func TestChaosShort(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("a chaos run takes a minute and more")
+	}
+	var out bytes.Buffer
+	res, err := execute(t.Context(), config{
+		n: 1500, c: 8, workers: 8, accounts: 50, dup: 0.20, twin: 0.05,
+		faultEvery: time.Second, drainTimeout: 3 * time.Minute, retryFor: 2 * time.Minute,
+		// One round of faults: the killed worker's leases expire a minute
+		// later (InboxConfig.Lease), so its kill comes first, and the
+		// drain waits for its leases once.
+		firstFaults: []string{faultKillWorker, faultRestartFast, faultKillReceiver, faultTerminateConns, faultRestartNow},
+		maxFaults:   5,
+	}, &out)
+	if pgtest.Unavailable(err) && !ci.On() {
+		t.Skipf("no PostgreSQL: %v", err)
+	}
+	require.NoError(t, err, out.String())
+	t.Log(out.String())
+	require.True(t, res.OK, out.String())
+	for _, kind := range []string{faultKillReceiver, faultKillWorker, faultRestartFast, faultRestartNow, faultTerminateConns} {
+		require.Positive(t, res.Faults[kind], "fault %s never came\n%s", kind, out.String())
+	}
+	require.Len(t, res.Checks, 8)
+	require.EqualValues(t, 1500, res.Answered2xx)
+}
