@@ -74,7 +74,7 @@ func execute(ctx context.Context, cfg config, stdout io.Writer) (res *result, er
 	tag := "c" + randomHex(5)
 	poolCfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
-		return nil, errors.New("-database-url: not a PostgreSQL connection string")
+		return nil, errBadDatabaseURL
 	}
 	poolCfg.ConnConfig.RuntimeParams["application_name"] = "idempotency-chaos"
 	poolCfg.MaxConns = 4

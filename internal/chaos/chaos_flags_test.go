@@ -35,6 +35,7 @@ func TestChaosRefusesBadFlags(t *testing.T) {
 		{[]string{"-drain-timeout", "0s"}, "-drain-timeout must be positive"},
 		{[]string{"-retry-for", "0s"}, "-retry-for must be positive"},
 		{[]string{"stray"}, `unexpected argument "stray"`},
+		{[]string{"-database-url", "postgres://u:s3cret@localhost:port/db"}, "-database-url: not a PostgreSQL connection string"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(ctx, tc.args, &stdout, &stderr)
@@ -42,6 +43,7 @@ func TestChaosRefusesBadFlags(t *testing.T) {
 		require.True(t, strings.HasPrefix(stderr.String(), "chaos: "+tc.flag), "%v: %s", tc.args, stderr.String())
 		require.Equal(t, 1, strings.Count(stderr.String(), "\n"), "%v: one line: %s", tc.args, stderr.String())
 		require.Empty(t, stdout.String(), "%v: nothing starts", tc.args)
+		require.NotContains(t, stderr.String(), "s3cret")
 	}
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 2, run(ctx, []string{"-bogus"}, &stdout, &stderr))

@@ -70,6 +70,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func main() {
@@ -159,8 +161,16 @@ event was lost or doubled. Exits 0 when every check holds.
 	case cfg.retryFor <= 0:
 		return cfg, fmt.Errorf("-retry-for must be positive, got %s", cfg.retryFor)
 	}
+	if cfg.databaseURL != "" {
+		if _, err := pgxpool.ParseConfig(cfg.databaseURL); err != nil {
+			return cfg, errBadDatabaseURL // its error may quote the URL, password and all
+		}
+	}
 	return cfg, nil
 }
+
+// errBadDatabaseURL refuses a -database-url that pgx cannot read.
+var errBadDatabaseURL = errors.New("-database-url: not a PostgreSQL connection string")
 
 // printedError is an error the flag package has printed already.
 type printedError struct{ error }

@@ -159,6 +159,9 @@ func buildServer(ctx context.Context, dir string) (string, error) {
 		return "", errNoGo
 	}
 	out, err := exec.CommandContext(ctx, goBin, "env", "GOMOD").Output()
+	if ctx.Err() != nil {
+		return "", errInterrupted
+	}
 	gomod := strings.TrimSpace(string(out))
 	if err != nil || gomod == "" || gomod == os.DevNull {
 		return "", errors.New("not within the module: run chaos from the repository (go run ./internal/chaos)")
