@@ -33,6 +33,10 @@ const (
 	stopGrace = 40 * time.Second // a worker's in-flight attempts: examples/server's ShutdownTimeout is 30 s
 )
 
+// keptLine begins the line that names the directory of the servers'
+// logs, kept when a run fails.
+const keptLine = "the servers' logs are kept in "
+
 // errInterrupted ends a run stopped by SIGINT or SIGTERM.
 var errInterrupted = errors.New("interrupted: the servers and the cluster are stopped and removed")
 
@@ -46,12 +50,12 @@ func execute(ctx context.Context, cfg config, stdout io.Writer) (res *result, er
 	}
 	logs := filepath.Join(dir, "logs")
 	defer func() {
-		if err == nil && res.OK {
-			_ = os.RemoveAll(dir)
+		if started, _ := os.ReadDir(logs); len(started) == 0 || err == nil && res.OK {
+			_ = os.RemoveAll(dir) // no server ran, or the run passed
 			return
 		}
 		_ = os.Remove(filepath.Join(dir, "server")) // the binary: only the logs tell anything
-		fmt.Fprintf(stdout, "the servers' logs are kept in %s\n", logs)
+		fmt.Fprintf(stdout, "%s%s\n", keptLine, logs)
 	}()
 	if err := os.Mkdir(logs, 0o755); err != nil {
 		return nil, err
