@@ -10,12 +10,13 @@ import (
 )
 
 // TestRunFlagEdgesAccepted: the flags' documented bounds are inclusive:
-// -prune-every 0 (off), -workers 10000 and -ingest-workers equal to
-// -workers pass the flag checks, which come before the signing secret's.
+// -prune-every 0 (off), -workers 10000, -ingest-workers equal to
+// -workers and a -lease a second longer than -attempt-timeout pass the
+// flag checks, which come before the signing secret's.
 // Refused for the missing secret alone, no workers start.
 func TestRunFlagEdgesAccepted(t *testing.T) {
 	t.Parallel()
-	err := runRefused(t, []string{"-prune-every=0", "-workers=10000", "-ingest-workers=10000"}, noEnv, io.Discard)
+	err := runRefused(t, []string{"-prune-every=0", "-workers=10000", "-ingest-workers=10000", "-lease=4s", "-attempt-timeout=3s"}, noEnv, io.Discard)
 	require.ErrorContains(t, err, "no webhook signing secret")
 }
 

@@ -49,6 +49,14 @@
 // /accounts/{id} shows a grant once a worker has applied it. Without it,
 // the webhook applies each event before answering.
 //
+// -lease and -attempt-timeout are the workers' InboxConfig.Lease (1
+// minute) and Timeout (30 s): how long a worker holds an event or a task
+// before another may take it over, as from a process that was killed,
+// and how long one attempt may run before it is cut and retried. The
+// lease must exceed the timeout by a second at least; NewInbox's check
+// of them runs at start, before the database is waited for. A stop gives
+// the attempts in flight 30 s whatever the timeout.
+//
 // -role splits that between processes on one database (-database-url):
 // -role receiver (with -inbox) verifies, stores and answers the
 // deliveries and runs no workers; -role worker runs the inbox's workers,
@@ -190,6 +198,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	inboxMode := fs.Bool("inbox", false, "store each event and answer at once; workers apply it (durable inbox)")
 	workers := fs.Int("workers", idempotency.DefaultWorkers, "inbox workers (1 to "+strconv.Itoa(maxWorkers)+"): tasks (receipt emails) run at once, and events stored with -inbox (here, or by a -role receiver) applied")
 	ingestWorkers := fs.Int("ingest-workers", 0, "with -inbox, how many of the workers apply events while this process is storing deliveries (0: half of -workers; -workers: all, always)")
+	lease := fs.Duration("lease", idempotency.DefaultLease, "how long an inbox worker holds an event or task before another worker may take it over, as from a process that died (InboxConfig.Lease); at least a second longer than -attempt-timeout")
+	attemptTimeout := fs.Duration("attempt-timeout", idempotency.DefaultInboxTimeout, "how long one inbox attempt at an event or task may run, its claim, handler and commit, before it is cut and retried (InboxConfig.Timeout)")
 	pollOnly := fs.Bool("poll-only", false, "no LISTEN/NOTIFY for the inbox's workers (behind PgBouncer in transaction mode)")
 	stripeAPIBase := fs.String("stripe-api-base", stripe.APIURL, "the Stripe API the subscription projection fetches from (a local stripe-mock or fake); the key is env STRIPE_SECRET_KEY")
 	receiptEmails := fs.Bool("receipt-emails", true, "send one receipt email per paid invoice through a task (false: credits only, as the benchmark's baseline does)")
@@ -255,6 +265,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if *ingestWorkers < 0 || *ingestWorkers > *workers {
 		return usagef("-ingest-workers must be between 0 (half of -workers) and -workers (%d), got %d", *workers, *ingestWorkers)
+	}
+	// Zero would be InboxConfig's default, which the flags' defaults are:
+	// given, it would not be the value asked for.
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"lease", *lease}, {"attempt-timeout", *attemptTimeout}} {
+		if f.d == 0 {
+			return usagef("-%s must be positive, got %s", f.name, f.d)
+		}
+	}
+	inboxCfg := idempotency.InboxConfig{Workers: *workers, IngestWorkers: *ingestWorkers, Lease: *lease, Timeout: *attemptTimeout,
+		PollOnly: *pollOnly, ShutdownTimeout: workersGrace}
+	// The inbox is made once the database is up: its check of the
+	// config (the lease against the timeout, their range) runs here too,
+	// as the Handler's of the secrets does below.
+	if _, err := idempotency.NewInbox(idempotency.NewMemoryStore(), idempotency.NewHandlers(), inboxCfg); err != nil {
+		return usagef("-lease (InboxConfig.Lease) and -attempt-timeout (InboxConfig.Timeout): %v", err)
 	}
 	if *dbURL != "" {
 		// Here, before the database is waited for, as a flag's value;
@@ -350,7 +378,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer m.close() // before the store closes
-	inboxCfg := idempotency.InboxConfig{Workers: *workers, IngestWorkers: *ingestWorkers, PollOnly: *pollOnly, ShutdownTimeout: workersGrace, Logger: logger, Observer: m.observer()}
+	inboxCfg.Logger, inboxCfg.Observer = logger, m.observer()
 	srv, err := newServer(svc, secretList, logger, *inboxMode, inboxCfg)
 	if err != nil {
 		return err
@@ -528,7 +556,7 @@ func checkRole(fs *flag.FlagSet, role string, inboxMode, database bool) error {
 		if !database {
 			return usagef("-role receiver needs -database-url (or DATABASE_URL): on the in-memory store no worker of another process sees the events it stores")
 		}
-		unused = setFlags(fs, "workers", "ingest-workers", "mail-url", "receipt-emails")
+		unused = setFlags(fs, "workers", "ingest-workers", "lease", "attempt-timeout", "mail-url", "receipt-emails")
 		if len(unused) > 0 {
 			return usagef("-role receiver runs no workers, and %s set what they do: pass it to -role worker (or all)", strings.Join(unused, ", "))
 		}

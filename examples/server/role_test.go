@@ -104,6 +104,8 @@ func TestRunRefusesRoleCombinationsAtOnce(t *testing.T) {
 		{"receiver with workers", []string{"-role", "receiver", "-inbox", "-workers", "4", "-mail-url", "http://127.0.0.1:1/"},
 			"-role receiver runs no workers, and -workers, -mail-url set what they do"},
 		{"receiver with ingest workers", []string{"-role", "receiver", "-inbox", "-ingest-workers", "2"}, "-role receiver runs no workers, and -ingest-workers set"},
+		{"receiver with a lease", []string{"-role", "receiver", "-inbox", "-lease", "5s", "-attempt-timeout", "3s"},
+			"-role receiver runs no workers, and -lease, -attempt-timeout set what they do"},
 		{"receiver with receipt emails", []string{"-role", "receiver", "-inbox", "-receipt-emails=false"}, "-role receiver runs no workers, and -receipt-emails set"},
 		{"worker with ingest workers", []string{"-role", "worker", "-ingest-workers", "2"}, "-role worker serves no webhook, and -ingest-workers set what it does"},
 		{"worker recovering", []string{"-role", "worker", "-recover-since", "1h"}, "-role worker serves no webhook, and -recover-since set what it does"},
