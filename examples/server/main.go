@@ -134,6 +134,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/inboxflags"
 	"github.com/seed-a84bb619/idempotency/internal/pgconfig"
 	"github.com/seed-a84bb619/idempotency/internal/stripeapi"
 )
@@ -266,23 +267,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if *ingestWorkers < 0 || *ingestWorkers > *workers {
 		return usagef("-ingest-workers must be between 0 (half of -workers) and -workers (%d), got %d", *workers, *ingestWorkers)
 	}
-	// Zero would be InboxConfig's default, which the flags' defaults are:
-	// given, it would not be the value asked for.
-	for _, f := range []struct {
-		name string
-		d    time.Duration
-	}{{"lease", *lease}, {"attempt-timeout", *attemptTimeout}} {
-		if f.d == 0 {
-			return usagef("-%s must be positive, got %s", f.name, f.d)
-		}
-	}
-	inboxCfg := idempotency.InboxConfig{Workers: *workers, IngestWorkers: *ingestWorkers, Lease: *lease, Timeout: *attemptTimeout,
-		PollOnly: *pollOnly, ShutdownTimeout: workersGrace}
-	// The inbox is made once the database is up: its check of the
-	// config (the lease against the timeout, their range) runs here too,
-	// as the Handler's of the secrets does below.
-	if _, err := idempotency.NewInbox(idempotency.NewMemoryStore(), idempotency.NewHandlers(), inboxCfg); err != nil {
-		return usagef("-lease (InboxConfig.Lease) and -attempt-timeout (InboxConfig.Timeout): %v", err)
+	// Here, not where the inbox is made, once the database is up: the
+	// same check, as the Handler's of the secrets is made below.
+	if err := inboxflags.Check(*lease, *attemptTimeout); err != nil {
+		return &usageError{err: err}
 	}
 	if *dbURL != "" {
 		// Here, before the database is waited for, as a flag's value;
@@ -378,7 +366,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer m.close() // before the store closes
-	inboxCfg.Logger, inboxCfg.Observer = logger, m.observer()
+	inboxCfg := idempotency.InboxConfig{Workers: *workers, IngestWorkers: *ingestWorkers, Lease: *lease, Timeout: *attemptTimeout,
+		PollOnly: *pollOnly, ShutdownTimeout: workersGrace, Logger: logger, Observer: m.observer()}
 	srv, err := newServer(svc, secretList, logger, *inboxMode, inboxCfg)
 	if err != nil {
 		return err

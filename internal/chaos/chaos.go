@@ -112,6 +112,9 @@ func execute(ctx context.Context, cfg config, stdout io.Writer) (res *result, er
 			receivers = append(receivers, p)
 		} else {
 			p.args = append(p.args, "-workers", strconv.Itoa(cfg.workers), "-mail-url", mailSrv.URL)
+			if cfg.lease != 0 { // a test's config without one: the server's default
+				p.args = append(p.args, "-lease", cfg.lease.String(), "-attempt-timeout", cfg.attemptTimeout.String())
+			}
 			workers = append(workers, p)
 		}
 		all = append(all, p)

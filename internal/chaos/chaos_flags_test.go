@@ -34,6 +34,10 @@ func TestChaosRefusesBadFlags(t *testing.T) {
 		{[]string{"-fault-every", "-1s"}, "-fault-every must be 0 (no faults) or at least 100ms"},
 		{[]string{"-drain-timeout", "0s"}, "-drain-timeout must be positive"},
 		{[]string{"-retry-for", "0s"}, "-retry-for must be positive"},
+		{[]string{"-lease", "0s"}, "-lease must be positive"},
+		{[]string{"-attempt-timeout", "0s"}, "-attempt-timeout must be positive"},
+		{[]string{"-lease", "3s", "-attempt-timeout", "3s"}, "-lease (InboxConfig.Lease) and -attempt-timeout (InboxConfig.Timeout): idempotency: InboxConfig.Lease (3s) must exceed Timeout (3s) by 1s at least"},
+		{[]string{"-lease", "-5s"}, "-lease (InboxConfig.Lease) and -attempt-timeout (InboxConfig.Timeout): idempotency: InboxConfig.Lease is negative (-5s)"},
 		{[]string{"stray"}, `unexpected argument "stray"`},
 		{[]string{"-database-url", "postgres://u:s3cret@localhost:port/db"}, "-database-url: not a PostgreSQL connection string"},
 	} {

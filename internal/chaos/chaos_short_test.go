@@ -12,8 +12,8 @@ import (
 )
 
 // TestChaosShort makes a small chaos run on a throwaway cluster: 1,500
-// deliveries from 8 senders, a fault every ~1 s, one of each kind, and
-// requires every check to hold.
+// deliveries from 8 senders, a fault every ~1 s, one of each kind, the
+// workers' leases 5 s (attempts 3 s), and requires every check to hold.
 func TestChaosShort(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -23,9 +23,11 @@ func TestChaosShort(t *testing.T) {
 	res, err := execute(t.Context(), config{
 		n: 1500, c: 8, workers: 8, accounts: 50, dup: 0.20, twin: 0.05,
 		faultEvery: time.Second, drainTimeout: 3 * time.Minute, retryFor: 2 * time.Minute,
-		// One round of faults: the killed worker's leases expire a minute
-		// later (InboxConfig.Lease), so its kill comes first, and the
-		// drain waits for its leases once.
+		// The killed worker's events are taken over once its leases
+		// expire: 5 s, not the default minute.
+		lease: 5 * time.Second, attemptTimeout: 3 * time.Second,
+		// One round of faults, the kill of a worker first: the drain
+		// waits for its leases once, and not after the sends.
 		firstFaults: []string{faultKillWorker, faultRestartFast, faultKillReceiver, faultTerminateConns, faultRestartNow},
 		maxFaults:   5,
 	}, &out)

@@ -12,6 +12,7 @@
 //	go run ./internal/chaos                    # 40000 deliveries, 32 senders, a fault every ~3 s
 //	go run ./internal/chaos -n 10000 -json chaos.json
 //	go run ./internal/chaos -database-url postgres://...   # an existing server: no PostgreSQL restarts
+//	go run ./internal/chaos -lease 5s -attempt-timeout 3s   # a killed worker's events taken over sooner
 //
 // Without -database-url it starts a throwaway PostgreSQL cluster of its
 // own from the local server binaries (internal/pgtest: as root it runs
@@ -37,6 +38,11 @@
 // -database-url) and terminate-backends (pg_terminate_backend of every
 // session of the servers). Faults go on until the sends are done and
 // every kind has come at least once.
+//
+// -lease and -attempt-timeout are passed to the workers (examples/server's
+// flags: InboxConfig.Lease and Timeout, a minute and 30 s by default). The
+// events a killed worker held are taken over once its leases expire: a
+// short lease (5s, with 3s attempts) shortens the drain after a kill.
 //
 // Then it waits, up to -drain-timeout, until none of the run's events and
 // tasks is pending, processing or failed, stops the servers and prints
@@ -72,6 +78,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/inboxflags"
 )
 
 func main() {
@@ -90,11 +99,15 @@ type config struct {
 	faultEvery   time.Duration
 	drainTimeout time.Duration
 	retryFor     time.Duration
-	databaseURL  string
-	jsonFile     string
+	// lease and attemptTimeout are the workers' -lease and
+	// -attempt-timeout (InboxConfig.Lease and Timeout); a config of a
+	// test's without a lease passes neither, for the server's defaults.
+	lease, attemptTimeout time.Duration
+	databaseURL           string
+	jsonFile              string
 
 	// firstFaults is the first round of faults, in this order (a test's,
-	// to have the kill of a worker, whose leases expire a minute later,
+	// to have the kill of a worker, whose leases expire -lease later,
 	// come first); nil shuffles it as the others.
 	firstFaults []string
 	// maxFaults ends the faults once so many have come, sends or not; 0
@@ -128,6 +141,8 @@ event was lost or doubled. Exits 0 when every check holds.
 	fs.DurationVar(&cfg.faultEvery, "fault-every", 3*time.Second, "mean pause between faults, jittered ±50%; 0 injects none")
 	fs.DurationVar(&cfg.drainTimeout, "drain-timeout", 5*time.Minute, "how long to wait, after the sends, for the inbox to drain")
 	fs.DurationVar(&cfg.retryFor, "retry-for", 2*time.Minute, "how long one delivery is retried before it counts as never answered 2xx")
+	fs.DurationVar(&cfg.lease, "lease", idempotency.DefaultLease, "the workers' -lease: how long after a worker is killed its events are taken over (InboxConfig.Lease); at least a second longer than -attempt-timeout")
+	fs.DurationVar(&cfg.attemptTimeout, "attempt-timeout", idempotency.DefaultInboxTimeout, "the workers' -attempt-timeout: how long one attempt may run (InboxConfig.Timeout)")
 	fs.StringVar(&cfg.databaseURL, "database-url", "", "PostgreSQL URL to run on, its current schema; empty starts a throwaway cluster (and enables the PostgreSQL restarts)")
 	fs.StringVar(&cfg.jsonFile, "json", "", "write a JSON summary (counts, faults by kind, checks) to this file")
 	if err := fs.Parse(args); err != nil {
@@ -160,6 +175,11 @@ event was lost or doubled. Exits 0 when every check holds.
 		return cfg, fmt.Errorf("-drain-timeout must be positive, got %s", cfg.drainTimeout)
 	case cfg.retryFor <= 0:
 		return cfg, fmt.Errorf("-retry-for must be positive, got %s", cfg.retryFor)
+	}
+	// examples/server's own check: it would refuse them at start, after
+	// the build and the cluster.
+	if err := inboxflags.Check(cfg.lease, cfg.attemptTimeout); err != nil {
+		return cfg, err
 	}
 	if cfg.databaseURL != "" {
 		if _, err := pgxpool.ParseConfig(cfg.databaseURL); err != nil {
