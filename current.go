@@ -168,9 +168,11 @@ func (e *fetchUnavailableError) Unwrap() error { return e.err }
 //     named by the event types less their last segment
 //     ("customer.subscription"; a v2 type's bracketed part aside), so the
 //     lock, and the fetch record of step 2, are shared by the replicas
-//     of a release that adds a type to the call and those still running
-//     the release before it: events of one object wait for each other
-//     across a rolling deploy too.
+//     of a release that adds a type of a kind the call has and those
+//     still running the release before it: events of one object wait for
+//     each other across a rolling deploy too. A call's lock is its kinds'
+//     together: a type of a kind new to the call changes it, and while
+//     such a release rolls out the replicas of the two lock apart.
 //  2. If the object was fetched after this event was received, by a
 //     handler whose transaction committed, the fetch is skipped and so is
 //     fn: that handler wrote a state that already includes this event's
@@ -255,37 +257,45 @@ func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn 
 	if hs.currentKinds == nil { // a zero Handlers
 		hs.currentKinds = map[string]string{}
 	}
-	for _, kind := range kinds {
-		hs.currentKinds[kind] = types[0]
+	for _, typ := range types { // sorted: each kind keeps its first type
+		if kind := currentKind(typ); hs.currentKinds[kind] == "" {
+			hs.currentKinds[kind] = typ
+		}
 	}
 }
 
 // currentKinds returns the kinds of object of the event types, sorted,
-// each once: a type less its last segment, and less a v2 type's bracketed
-// part (v2.core.account[requirements].updated is about a v2.core.account).
+// each once (see currentKind).
 func currentKinds(types []string) []string {
 	kinds := make([]string, 0, len(types))
 	for _, typ := range types {
-		var plain strings.Builder
-		depth := 0
-		for _, r := range typ {
-			switch {
-			case r == '[':
-				depth++
-			case r == ']' && depth > 0:
-				depth--
-			case depth == 0:
-				plain.WriteRune(r)
-			}
-		}
-		kind := plain.String()
-		if i := strings.LastIndexByte(kind, '.'); i > 0 {
-			kind = kind[:i]
-		}
-		kinds = append(kinds, kind)
+		kinds = append(kinds, currentKind(typ))
 	}
 	slices.Sort(kinds)
 	return slices.Compact(kinds)
+}
+
+// currentKind returns the kind of object of an event type: the type less
+// its last segment, and less a v2 type's bracketed part
+// (v2.core.account[requirements].updated is about a v2.core.account).
+func currentKind(typ string) string {
+	var plain strings.Builder
+	depth := 0
+	for _, r := range typ {
+		switch {
+		case r == '[':
+			depth++
+		case r == ']' && depth > 0:
+			depth--
+		case depth == 0:
+			plain.WriteRune(r)
+		}
+	}
+	kind := plain.String()
+	if i := strings.LastIndexByte(kind, '.'); i > 0 {
+		kind = kind[:i]
+	}
+	return kind
 }
 
 // currentRegistration is one OnCurrent call's scope and what this process

@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,8 +16,9 @@ import (
 // segment (a v2 type's bracketed part aside), so that a release adding a
 // type to the call shares them with the release before it. A second
 // OnCurrent call with a type of a kind the first has panics with
-// ErrDuplicateRegistration, naming the kind: the two would share the
-// fetch record, and an event of one call covered by the other's fetch
+// ErrDuplicateRegistration, naming the kind and a type of that kind the
+// first call has (not its first type, which may be of another kind): the
+// two would share the fetch record, and an event of one call covered by the other's fetch
 // would never run its own handler. (Accepted, the two calls locked the
 // object apart, and events of one subscription registered by the two did
 // not wait for each other.) Calls of different kinds, customer and
@@ -28,11 +30,12 @@ func TestOnCurrentRefusesASecondCallOfOneKind(t *testing.T) {
 	}
 	for _, c := range []struct {
 		first, second []string
-		kind          string
+		kind, with    string
 	}{
-		{[]string{"customer.subscription.created", "customer.subscription.updated"}, []string{"customer.subscription.deleted"}, "customer.subscription"},
-		{[]string{"customer.updated", "customer.subscription.updated"}, []string{"customer.subscription.deleted"}, "customer.subscription"},
-		{[]string{"v2.core.account[requirements].updated"}, []string{"v2.core.account.created"}, "v2.core.account"},
+		{[]string{"customer.subscription.created", "customer.subscription.updated"}, []string{"customer.subscription.deleted"}, "customer.subscription", "customer.subscription.created"},
+		{[]string{"customer.updated", "customer.subscription.updated"}, []string{"customer.subscription.deleted"}, "customer.subscription", "customer.subscription.updated"},
+		{[]string{"customer.subscription.updated", "customer.updated"}, []string{"customer.deleted"}, "customer", "customer.updated"},
+		{[]string{"v2.core.account[requirements].updated"}, []string{"v2.core.account.created"}, "v2.core.account", "v2.core.account[requirements].updated"},
 	} {
 		hs := idempotency.NewHandlers()
 		idempotency.OnCurrent(hs, c.first, fetch, handleNothing)
@@ -40,7 +43,7 @@ func TestOnCurrentRefusesASecondCallOfOneKind(t *testing.T) {
 		err, ok := v.(error)
 		require.True(t, ok, "OnCurrent(%q) after OnCurrent(%q) panics with an error: %v", c.second, c.first, v)
 		require.ErrorIs(t, err, idempotency.ErrDuplicateRegistration)
-		require.ErrorContains(t, err, "the events of "+c.kind+" objects have an OnCurrent call already")
+		require.ErrorContains(t, err, "the events of "+c.kind+" objects have an OnCurrent call already (with "+strconv.Quote(c.with)+")")
 	}
 
 	hs := idempotency.NewHandlers()

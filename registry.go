@@ -41,7 +41,7 @@ type Handlers struct {
 	tasks   map[string]taskRegistration // by name; see task.go
 	wakers  wakers
 	// currentKinds are the kinds of object OnCurrent registered, each
-	// with the first event type of its call; see current.go.
+	// with the first event type of that kind its call had; see current.go.
 	currentKinds map[string]string
 }
 
