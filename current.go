@@ -166,7 +166,9 @@ func (e *fetchUnavailableError) Unwrap() error { return e.err }
 //     PostgreSQL it is a row lock in idempotency_objects, held until the
 //     transaction ends; a fetch is made while it is held. The kind is
 //     named by the event types less their last segment
-//     ("customer.subscription"; a v2 type's bracketed part aside), so the
+//     ("customer.subscription"; a v2 type's bracketed part and a v1 thin
+//     event's "v1." prefix aside: v1.billing.meter.error_report_triggered
+//     is about a billing.meter, as billing.meter.updated is), so the
 //     lock, and the fetch record of step 2, are shared by the replicas
 //     of a release that adds a type of a kind the call has and those
 //     still running the release before it: events of one object wait for
@@ -276,9 +278,12 @@ func currentKinds(types []string) []string {
 }
 
 // currentKind returns the kind of object of an event type: the type less
-// its last segment, and less a v2 type's bracketed part
-// (v2.core.account[requirements].updated is about a v2.core.account).
+// its last segment, less a v2 type's bracketed part
+// (v2.core.account[requirements].updated is about a v2.core.account), and
+// less a v1 thin event's "v1." prefix (v1.billing.meter.error_report_triggered
+// is about the billing.meter that billing.meter.updated is about).
 func currentKind(typ string) string {
+	typ = strings.TrimPrefix(typ, "v1.")
 	var plain strings.Builder
 	depth := 0
 	for _, r := range typ {

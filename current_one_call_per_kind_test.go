@@ -13,7 +13,9 @@ import (
 
 // TestOnCurrentRefusesASecondCallOfOneKind: OnCurrent's lock and fetch
 // record are a kind of object's, named by its event types less their last
-// segment (a v2 type's bracketed part aside), so that a release adding a
+// segment (a v2 type's bracketed part aside, and a v1 thin event's "v1."
+// prefix: v1.billing.meter.error_report_triggered is about the meter that
+// billing.meter.updated is), so that a release adding a
 // type to the call shares them with the release before it. A second
 // OnCurrent call with a type of a kind the first has panics with
 // ErrDuplicateRegistration, naming the kind and a type of that kind the
@@ -36,6 +38,7 @@ func TestOnCurrentRefusesASecondCallOfOneKind(t *testing.T) {
 		{[]string{"customer.updated", "customer.subscription.updated"}, []string{"customer.subscription.deleted"}, "customer.subscription", "customer.subscription.updated"},
 		{[]string{"customer.subscription.updated", "customer.updated"}, []string{"customer.deleted"}, "customer", "customer.updated"},
 		{[]string{"v2.core.account[requirements].updated"}, []string{"v2.core.account.created"}, "v2.core.account", "v2.core.account[requirements].updated"},
+		{[]string{"billing.meter.updated"}, []string{"v1.billing.meter.error_report_triggered"}, "billing.meter", "billing.meter.updated"},
 	} {
 		hs := idempotency.NewHandlers()
 		idempotency.OnCurrent(hs, c.first, fetch, handleNothing)
