@@ -18,7 +18,8 @@ import (
 // as Stripe does not deliver in order: an event older than the newest one
 // applied is skipped, and one of the same second is a tie, which no
 // payload can settle: fetch the subscription then (or register the type
-// with OnCurrent, which always does).
+// with OnCurrent, which fetches for every event that no later fetch has
+// covered).
 func ExampleCheckOrder() {
 	status := map[string]string{} // a fake of the subscriptions table
 	hs := idempotency.NewHandlers()
