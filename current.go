@@ -221,7 +221,8 @@ func (e *fetchUnavailableError) Unwrap() error { return e.err }
 // one call, as the two would share its lock and fetch record), or event
 // types whose scope, "current:" and their kinds joined with commas, no
 // store can keep (a NUL byte, invalid UTF-8, over 1024 bytes:
-// [ErrInvalidKey]).
+// [ErrInvalidKey]), or an event type given twice. A call that panics
+// registers none of its types.
 func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn EventFunc[T]) {
 	switch {
 	case hs == nil:
@@ -247,6 +248,16 @@ func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn 
 	}
 	var zero T
 	name := fmt.Sprintf("%T (OnCurrent)", zero) // not the struct{} registered below
+	// Every type is checked before any is registered: a panic, recovered,
+	// leaves hs as it was.
+	for i, eventType := range types {
+		if i > 0 && types[i-1] == eventType {
+			panic(errorf("OnCurrent: %w: event type %q is given twice", ErrDuplicateRegistration, eventType))
+		}
+		if err := checkOn(hs, eventType, name); err != nil {
+			panic(err)
+		}
+	}
 	for _, eventType := range types {
 		// The object is the envelope's (Event.ObjectID): data.object is not
 		// decoded, and a thin event's data, the event's own fields, names none.

@@ -134,28 +134,38 @@ func checkEventType(eventType string) error {
 // onSafely is OnSafely with the name its registration gives in messages
 // (T's, or what an OnCurrent call was for, whose registration decodes into
 // another type than its handler's) and the registration's fetched mark.
-func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn EventFunc[T]) error {
-	var zero T
-	objectType := fmt.Sprintf("%T", zero)
-	fastDecode, plainDecode := decode.For[T]()
-	stripeObject := decode.StripeObject(reflect.TypeFor[T]())
+// checkOn returns why a handler of eventType, for name, cannot be
+// registered in hs, or nil: what onSafely refuses but a nil func.
+func checkOn(hs *Handlers, eventType, name string) error {
 	switch {
 	case hs == nil:
 		return errorf("On: nil *Handlers")
 	case eventType == "":
 		return errorf("On: empty event type")
-	case fn == nil:
-		return errorf("On: nil func for %q", eventType)
 	}
 	if err := checkEventType(eventType); err != nil {
 		return errorf("On: %w", err)
 	}
-	if hs.byType == nil { // a zero Handlers, as NewTask and NewAction take it
-		hs.byType = make(map[string]registration)
-	}
 	if prev, ok := hs.byType[eventType]; ok {
 		return errorf("%w: event type %q has a handler for %s; a second one (for %s) would make the outcome depend on registration order",
 			ErrDuplicateRegistration, eventType, prev.objectType, name)
+	}
+	return nil
+}
+
+func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn EventFunc[T]) error {
+	var zero T
+	objectType := fmt.Sprintf("%T", zero)
+	fastDecode, plainDecode := decode.For[T]()
+	stripeObject := decode.StripeObject(reflect.TypeFor[T]())
+	if fn == nil && hs != nil && eventType != "" {
+		return errorf("On: nil func for %q", eventType)
+	}
+	if err := checkOn(hs, eventType, name); err != nil {
+		return err
+	}
+	if hs.byType == nil { // a zero Handlers, as NewTask and NewAction take it
+		hs.byType = make(map[string]registration)
 	}
 	hs.byType[eventType] = registration{
 		objectType: name,
