@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,4 +47,31 @@ func TestOnCurrentRefusesTypesNoScopeFits(t *testing.T) {
 	err, ok := v.(error)
 	require.True(t, ok, "the panic value is an error: %v", v)
 	require.ErrorIs(t, err, idempotency.ErrInvalidKey)
+}
+
+// The scope names each kind once, however the kinds of a call's types
+// interleave once sorted (custom_object_000.b.created between
+// custom_object_000.a.created and custom_object_000.updated): types of
+// kinds that fit in it, each once, are accepted.
+func TestOnCurrentScopeNamesEachKindOnce(t *testing.T) {
+	t.Parallel()
+	var types, kinds []string
+	for i := 0; ; i++ {
+		object := fmt.Sprintf("custom_object_%03d", i)
+		more := append(slices.Clone(kinds), object, object+".b")
+		if len("current:"+strings.Join(more, ",")) > 1024 {
+			break
+		}
+		kinds = more
+		types = append(types, object+".a", object+".b.created", object+".updated")
+	}
+	// A kind named again after each interleaving one would not fit.
+	require.Greater(t, len("current:"+strings.Join(kinds, ","))+len(types)/3*len(",custom_object_000"), 1024)
+	hs := idempotency.NewHandlers()
+	require.NotPanics(t, func() {
+		idempotency.OnCurrent(hs, types, func(context.Context, string, string) (*stripe.Subscription, error) {
+			return &stripe.Subscription{}, nil
+		}, handleNothing)
+	})
+	require.Len(t, hs.EventTypes(), len(types))
 }
