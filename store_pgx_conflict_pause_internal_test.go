@@ -80,3 +80,25 @@ func TestRetryConflictsStopsAtTheContextsEnd(t *testing.T) {
 	require.EqualError(t, err, "idempotency: context canceled before the transaction ran again after: ERROR: deadlock detected (SQLSTATE 40P01)")
 	require.Equal(t, 1, calls)
 }
+
+// A chained session lost is run again without a pause, but not once the
+// context has ended: retryConflicts returns the context's error, naming
+// the lost session's, and calls fn no more.
+func TestRetryConflictsStopsAtTheContextsEndAfterAChainedSessionLost(t *testing.T) {
+	t.Parallel()
+	lost := errors.New("conn closed")
+	ctx, cancel := context.WithCancel(t.Context())
+	s := &PgxStore{conflictWait: func(context.Context, int) bool {
+		t.Error("no pause after a chained session lost")
+		return true
+	}}
+	calls := 0
+	err := s.retryConflicts(ctx, func() error {
+		calls++
+		cancel() // the context ends as the attempt fails
+		return &chainedSessionLost{lost}
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.EqualError(t, err, "idempotency: context canceled before the transaction ran again after: conn closed")
+	require.Equal(t, 1, calls)
+}
