@@ -10,6 +10,7 @@ import (
 
 // TestPastedArgumentsAreTrimmed: show's and forget's event ids and
 // recover's -account are read without the white space around them, as
+// recover's -types are, and
 // list's, ledger's and redrive's ids and accounts are: a pasted
 // " evt_paid_1\t" names evt_paid_1. show and forget said the id was in
 // neither the inbox nor the ledger (exit 3), and recover refused the
@@ -42,7 +43,7 @@ func TestPastedArgumentsAreTrimmed(t *testing.T) {
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	r = idemctl(t, s.db, map[string]string{"STRIPE_SECRET_KEY": stripeKey},
-		"recover", "-since", "2h", "-types", "invoice.paid", "-account", " acct_1Conn\t", "-api-base", srv.URL)
+		"recover", "-since", "2h", "-types", " invoice.paid\t", "-account", " acct_1Conn\t", "-api-base", srv.URL)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "acct_1Conn", s.lookup(t, "evt_conn_pasted").Account)
 	require.NotEmpty(t, api.accounts)
