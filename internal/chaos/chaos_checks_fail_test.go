@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 
 // TestChaosChecksFailOnADoubledCredit runs the checks on a run's
 // database where one invoice's credit was granted twice by hand: C3 fails
-// and says so on its line, and every other check holds.
+// and says so on its line, and every other check holds; then, where an
+// event's inbox row was deleted, C2 fails too.
 func TestChaosChecksFailOnADoubledCredit(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -39,4 +41,16 @@ WHERE id = (SELECT min(id) FROM accounts WHERE starts_with(id, $1))`, accountPre
 		require.Equal(t, 100*invoices+100, c.Value)
 		require.Regexp(t, `^C3 FAIL credits: \d+, must be \d+ \(100 × \d+ distinct invoices\)$`, c.Line)
 	}
+
+	// An event the ledger has that the inbox lost fails C2, whose value
+	// is the ledger's count.
+	_, err = db.Pool.Exec(t.Context(), `DELETE FROM idempotency_inbox
+WHERE event_id = (SELECT min(event_id) FROM idempotency_inbox WHERE kind = 'event' AND starts_with(event_id, $1))`, eventPrefix+res.outcome.tag)
+	require.NoError(t, err)
+	checks, err = checkRun(t.Context(), db.Pool, res.outcome)
+	require.NoError(t, err)
+	require.Equal(t, "C2", checks[1].Name)
+	require.False(t, checks[1].OK, checks[1].Line)
+	require.Regexp(t, `^C2 FAIL ledger rows of the run `, checks[1].Line)
+	require.Contains(t, checks[1].Line, fmt.Sprintf("(inbox events %d): %d, must be %d", res.Events-1, res.Events, res.Events))
 }
