@@ -14,7 +14,8 @@ import (
 // TestChaosChecksFailOnADoubledCredit runs the checks on a run's
 // database where one invoice's credit was granted twice by hand: C3 fails
 // and says so on its line, and every other check holds; then, where an
-// event's inbox row was deleted, C2 fails too.
+// event's inbox row was deleted, C2 fails too, and where an event was
+// dead-lettered, C6.
 func TestChaosChecksFailOnADoubledCredit(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -53,4 +54,14 @@ WHERE event_id = (SELECT min(event_id) FROM idempotency_inbox WHERE kind = 'even
 	require.False(t, checks[1].OK, checks[1].Line)
 	require.Regexp(t, `^C2 FAIL ledger rows of the run `, checks[1].Line)
 	require.Contains(t, checks[1].Line, fmt.Sprintf("(inbox events %d): %d, must be %d", res.Events-1, res.Events, res.Events))
+
+	// A dead letter fails C6.
+	_, err = db.Pool.Exec(t.Context(), `UPDATE idempotency_inbox SET state = 'dead_letter'
+WHERE event_id = (SELECT min(event_id) FROM idempotency_inbox WHERE kind = 'event' AND starts_with(event_id, $1))`, eventPrefix+res.outcome.tag)
+	require.NoError(t, err)
+	checks, err = checkRun(t.Context(), db.Pool, res.outcome)
+	require.NoError(t, err)
+	require.Equal(t, "C6", checks[5].Name)
+	require.False(t, checks[5].OK, checks[5].Line)
+	require.Equal(t, "C6 FAIL dead letters: 1, must be 0 (none)", checks[5].Line)
 }
