@@ -102,3 +102,25 @@ func TestRetryConflictsStopsAtTheContextsEndAfterAChainedSessionLost(t *testing.
 	require.EqualError(t, err, "idempotency: context canceled before the transaction ran again after: conn closed")
 	require.Equal(t, 1, calls)
 }
+
+// A context past its deadline before a conflict's rerun: retryConflicts
+// returns context.DeadlineExceeded, the context's own error, naming the
+// conflict, without pausing.
+func TestRetryConflictsStopsAtTheContextsDeadline(t *testing.T) {
+	t.Parallel()
+	conflict := &pgconn.PgError{Severity: "ERROR", Code: pgSerializationFailure, Message: "could not serialize access"}
+	ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+	defer cancel()
+	s := &PgxStore{conflictWait: func(context.Context, int) bool {
+		t.Error("no pause once the context has ended")
+		return true
+	}}
+	calls := 0
+	err := s.retryConflicts(ctx, func() error {
+		calls++
+		return conflict
+	})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.EqualError(t, err, "idempotency: context deadline exceeded before the transaction ran again after: ERROR: could not serialize access (SQLSTATE 40001)")
+	require.Equal(t, 1, calls)
+}
