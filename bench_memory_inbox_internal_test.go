@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/seed-a84bb619/idempotency/internal/race"
 )
 
 // The MemoryStore's inbox reads as its finished rows pile up, as in a long
@@ -19,6 +21,16 @@ import (
 // halfway down (InboxFilter.After), and the pending ones; Lease takes 10
 // of the pending events and gives them back. Their cost should follow
 // what they return or the unfinished rows, not the finished ones.
+
+// memoryBenchFinished is how many finished rows the benchmarks' stores
+// hold beside the rows they read: 1,000, then 50,000. Under -race, where
+// CI runs each once as a run of its code (see internal/race), 5,000.
+func memoryBenchFinished() []int {
+	if race.Enabled {
+		return []int{1000, 5000}
+	}
+	return []int{1000, 50000}
+}
 
 // memoryInboxBenchPending is how many events await in a benchmark's store.
 const memoryInboxBenchPending = 100
@@ -72,7 +84,7 @@ func fillMemoryInboxBench(b *testing.B, s *MemoryStore, at *time.Time, kind Inbo
 }
 
 func BenchmarkMemoryInbox(b *testing.B) {
-	for _, finished := range []int{1000, 50000} {
+	for _, finished := range memoryBenchFinished() {
 		s, now, half := newMemoryInboxBench(b, finished)
 		list := func(f InboxFilter, want int) func(b *testing.B) {
 			return func(b *testing.B) {
@@ -137,7 +149,7 @@ const memoryRedriveBenchDead = 100
 // dead letters. Its cost should follow the events it moves, not the
 // finished ones.
 func BenchmarkMemoryInboxRedrive(b *testing.B) {
-	for _, finished := range []int{1000, 50000} {
+	for _, finished := range memoryBenchFinished() {
 		s := NewMemoryStore()
 		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		fillMemoryInboxBench(b, s, &at, KindEvent, "done", finished, InboxProcessed)
@@ -187,7 +199,7 @@ func BenchmarkMemoryInboxRedrive(b *testing.B) {
 // Nothing is to be cleared or deleted; the prune's cost should follow what
 // it clears, not the tasks cleared before.
 func BenchmarkMemoryPruneTaskArgs(b *testing.B) {
-	for _, finished := range []int{1000, 50000} {
+	for _, finished := range memoryBenchFinished() {
 		s := NewMemoryStore()
 		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		fillMemoryInboxBench(b, s, &at, KindTask, "cleared", finished, InboxProcessed)
@@ -220,7 +232,7 @@ func BenchmarkMemoryPruneTaskArgs(b *testing.B) {
 // (Retention.Tasks is set). The prune's cost should follow what it
 // deletes, not the rows it keeps.
 func BenchmarkMemoryPrune(b *testing.B) {
-	for _, finished := range []int{1000, 50000} {
+	for _, finished := range memoryBenchFinished() {
 		s := NewMemoryStore()
 		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		fillMemoryFinished(s, &at, KindEvent, "done", finished, InboxProcessed)
