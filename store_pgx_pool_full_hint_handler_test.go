@@ -46,7 +46,7 @@ func TestPgxHandlerWaitingForAPoolConnectionSaysSo(t *testing.T) {
 	})
 	results := make(chan idempotency.Result, 1)
 	h, err := idempotency.NewHandler(b.store, hs, idempotency.Config{
-		Secrets: []string{testSecret}, Timeout: 300 * time.Millisecond, Logger: discardLogger(),
+		Secrets: []string{testSecret}, Timeout: 2 * time.Second, Logger: discardLogger(),
 		OnResult: func(r idempotency.Result) { results <- r },
 	})
 	require.NoError(t, err)
