@@ -410,6 +410,10 @@ var h *idempotency.Handler
 var (client *stripe.Client; since time.Time) // the first block's
 var connectedAccounts []string
 `},
+	"## Operating it #1": {decls: `
+var ctx = context.Background()
+var (h *idempotency.Handler; client *stripe.Client) // the service's, as in Recovering missed events
+`},
 	"## Testing your handlers #1": {fn: inATest, decls: `
 var (ctx = context.Background(); hs = idempotency.NewHandlers())
 `},

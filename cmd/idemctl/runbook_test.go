@@ -93,6 +93,14 @@ func TestRunbook(t *testing.T) {
 	r = run("idemctl recover", "recover", "-since", since, "-types", "invoice.paid", "-checkpoint", "outage-1120", "-api-base", srv.URL)
 	count(r, `(?m)^duplicate\s+1\s`)
 
+	// The database was restored from a backup: recover from 3 days before
+	// it, under a checkpoint of its own; see what the inbox holds now.
+	require.Contains(t, doc, "STRIPE_SECRET_KEY=rk_... idemctl recover -since <the backup's time less 3 days> -types <the handled types> -checkpoint restore-1120")
+	r = run("idemctl recover", "recover", "-since", since, "-types", "invoice.paid", "-checkpoint", "restore-1120", "-api-base", srv.URL)
+	count(r, `(?m)^duplicate\s+1\s`)
+	r = run("idemctl list -state dead_letter,failed")
+	count(r, `(?m)^evt_dead_1\s.*\sdead_letter\s`)
+
 	// A bug dead-lettered a thousand events.
 	require.Contains(t, doc, "idemctl list -state dead_letter -type charge.failed -since 8d`")
 	r = run("idemctl list -state dead_letter -type charge.failed -since 8d",
