@@ -192,12 +192,16 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			}
 			// No attempt at any row the inbox holds: no worker ever ran on
 			// it, as on a synchronous-mode service's database, where what
-			// recover stores is never applied. Read before the run, which
-			// no worker has had time to follow.
-			neverWorked := false
-			if st, err := in.Stats(ctx); err == nil {
-				neverWorked = st.LastAttempt.IsZero()
+			// recover stores is never applied. Read before the run, and
+			// again after it when it stored events: an empty inbox (a new
+			// service's, or one pruned empty after a long outage) has no
+			// attempt before, and workers that apply what the run stores
+			// meanwhile have one after.
+			neverWorked := func() bool {
+				st, err := in.Stats(ctx)
+				return err == nil && st.LastAttempt.IsZero()
 			}
+			never := neverWorked()
 			m := a.meter("recover", "events")
 			pages := 0
 			listed := map[string]int{} // the events listed, by type
@@ -213,8 +217,11 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 				OnEvent: func(res idempotency.Result) { listed[res.EventType]++ },
 			})
 			m.done()
+			if never && rep.Queued > 0 {
+				never = neverWorked()
+			}
 			return a.recoverEnded(ctx, recoverRun{since: since.t, types: types, account: *account, checkpoint: *checkpoint,
-				asJSON: *asJSON, neverWorked: neverWorked, listed: listed}, rep, err)
+				asJSON: *asJSON, neverWorked: never, listed: listed}, rep, err)
 		}
 	},
 }
