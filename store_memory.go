@@ -27,7 +27,10 @@ import (
 // does, before the AfterCommit funcs run: the funcs of two events of one
 // object may run in either order, so a fake that replaces such a row
 // numbers each write as the handler makes it, under the lock, and applies
-// a row only over an older number.
+// a row only over an older number. A [Task] the transaction enqueued is
+// held from the inbox's workers until its AfterCommit funcs have run, so
+// that a task func that reads what its event wrote finds the fake's
+// writes, as it finds them committed with the task on PostgreSQL.
 //
 // It backs an [Inbox] too, with the leases, per-object order and fencing
 // of PgxStore's; drive it with [Inbox.WorkDue] and a fake InboxConfig.Now.
@@ -290,6 +293,11 @@ type memoryTx struct {
 	inboxRow  *memoryInboxRow      // the inbox row a fenced claim holds, until the transaction ends
 	tasks     map[string]*inboxRow // the tasks enqueued, stored in the inbox on commit
 	records   map[lockID]any       // the new values of the records it holds, stored on commit
+	// committedTasks are the rows of the tasks it committed, held from
+	// the workers until its AfterCommit funcs have run, and taskWakes the
+	// funcs that wake the workers once they are released.
+	committedTasks []*memoryInboxRow
+	taskWakes      []func()
 }
 
 func (tx *memoryTx) Guard(ctx context.Context, scope, key string) (bool, error) {
@@ -344,6 +352,14 @@ func (tx *memoryTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) 
 // notifyWorkers implements taskTx: a MemoryStore has no other process to
 // wake.
 func (tx *memoryTx) notifyWorkers() {}
+
+// whenTasksDue implements taskTx: fn runs once tx's tasks are released to
+// the workers, after its AfterCommit funcs, and never when tx rolls back.
+func (tx *memoryTx) whenTasksDue(fn func()) {
+	tx.s.mu.Lock()
+	defer tx.s.mu.Unlock()
+	tx.taskWakes = append(tx.taskWakes, fn)
+}
 
 func (tx *memoryTx) abort(err error) {
 	tx.s.mu.Lock()
@@ -468,9 +484,13 @@ func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) {
 		case k.guard && commit:
 			s.guards[k.guardID] = GuardRecord{Scope: k.scope, Key: k.key, EventID: tx.claim.EventID, ClaimedAt: now}
 		case k.task && commit:
-			r := &memoryInboxRow{inboxRow: *tx.tasks[k.key]}
+			// Held until the AfterCommit funcs have run: they apply a
+			// fake's writes, which a worker running the task must find,
+			// as it finds the writes committed with it on PostgreSQL.
+			r := &memoryInboxRow{inboxRow: *tx.tasks[k.key], heldBy: tx}
 			s.inbox[k.key] = r
 			s.indexInboxRow(r)
+			tx.committedTasks = append(tx.committedTasks, r)
 		case k.record != "" && commit:
 			tx.commitRecord(k)
 		}
@@ -500,14 +520,32 @@ func (tx *memoryTx) finish(ctx context.Context, rec *EventRecord, commit bool) {
 	// OnAfterCommitPanic that panics in turn goes up to Run's caller, as
 	// on a PgxStore, whose commit has released its locks by then.
 	defer func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, k := range tx.held {
-			s.unlock(k)
+		for _, wake := range tx.release() {
+			wake()
 		}
-		tx.held = nil
-		tx.releaseInboxRow()
-		close(tx.ended)
 	}()
 	tx.end(ctx, commit)
+}
+
+// release lets go of every key and inbox row tx holds, its committed
+// tasks' rows included, once its AfterCommit funcs have run, and returns
+// the funcs that wake the workers to those tasks (none after a rollback).
+func (tx *memoryTx) release() (wakes []func()) {
+	s := tx.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range tx.held {
+		s.unlock(k)
+	}
+	tx.held = nil
+	tx.releaseInboxRow()
+	for _, r := range tx.committedTasks {
+		r.heldBy = nil
+	}
+	if len(tx.committedTasks) > 0 {
+		wakes = tx.taskWakes
+	}
+	tx.committedTasks, tx.taskWakes = nil, nil
+	close(tx.ended)
+	return wakes
 }

@@ -19,11 +19,15 @@ import (
 // UPDATE that matches it waits for the lock), and it keeps every other
 // event of its object back, even past its lease, as PgxStore's lease does
 // (it probes the row lock of an expired lease with FOR SHARE SKIP LOCKED).
+// A task's row is held by the transaction that committed it until that
+// transaction's AfterCommit funcs have run: a fake applies its writes
+// there, and a worker must not run the task before they are, as on
+// PostgreSQL the writes commit with the task.
 
 // memoryInboxRow is an inbox row and the transaction holding it.
 type memoryInboxRow struct {
 	inboxRow
-	heldBy  *memoryTx  // the open fenced transaction applying it; nil when none
+	heldBy  *memoryTx  // the open fenced transaction applying it, or the one that committed a task until its AfterCommit funcs have run; nil when none
 	filedAs InboxState // the state s.inboxByState holds it under; "" when none
 	// argsFiledAt is the FinishedAt s.taskArgs holds it under; zero when
 	// it is not there.

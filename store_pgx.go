@@ -1103,6 +1103,9 @@ func (t *pgxTx) Guard(ctx context.Context, scope, key string) (bool, error) {
 // notifyWorkers implements taskTx.
 func (t *pgxTx) notifyWorkers() { t.s.notifyTaskWorkers() }
 
+// whenTasksDue implements taskTx: the tasks are due as the commit returns.
+func (t *pgxTx) whenTasksDue(fn func()) { t.AfterCommit(func(context.Context) { fn() }) }
+
 func (t *pgxTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) {
 	if err := t.enter(); err != nil {
 		return false, err

@@ -191,7 +191,7 @@ func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enque
 		return false, errorf("task %s: %w", t.name, err)
 	}
 	if enqueued {
-		tx.AfterCommit(func(context.Context) { t.hs.wakeWorkers(tt) })
+		tt.whenTasksDue(func() { t.hs.wakeWorkers(tt) })
 	}
 	return enqueued, nil
 }
@@ -208,6 +208,11 @@ type taskTx interface {
 	// notifyWorkers wakes the workers of other processes after a commit
 	// that stored a task, when this process has no Inbox to do it.
 	notifyWorkers()
+	// whenTasksDue registers fn to run once the transaction committed and
+	// the workers may take its tasks: after the commit on PostgreSQL (an
+	// AfterCommit func); on MemoryStore once its AfterCommit funcs, which
+	// apply a fake's writes, have run. It never runs after a rollback.
+	whenTasksDue(fn func())
 }
 
 // arrivedAt implements objectTx for both stores' transactions.

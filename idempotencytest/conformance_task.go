@@ -55,6 +55,7 @@ var taskTests = []struct {
 	{"TaskStatsWhileRunning", testTaskStatsWhileRunning},
 	{"TaskGivenBackKeepsItsAttemptTime", testTaskGivenBackKeepsItsAttemptTime},
 	{"TaskEnqueuedAtItsAttempt", testTaskEnqueuedAtItsAttempt},
+	{"TaskRunsAfterItsTransactionsWrites", testTaskRunsAfterItsTransactionsWrites},
 	{"TaskDeadlockRetried", testTaskDeadlockRetried},
 	{"TaskAndGuardDeadlockRetried", testTaskAndGuardDeadlockRetried},
 }
