@@ -1298,8 +1298,10 @@ func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, link s
 // backoff, WorkDue again. Events of different objects due at one moment
 // are attempted in an order the store picks. It runs a task that snoozes
 // once per call: one that comes due again within the call (Snooze(0) on a
-// clock that stands still) is given back, pending and due, for the next
-// call. It refuses, with an error and no attempt, to run while Run runs
+// clock that stands still) is held, leased, and given back, pending and
+// due, for the next call; a call that outlasts that lease (slow attempts,
+// a clock moved on) leases it afresh, rather than find its lease expired
+// and take it over as one whose worker died. It refuses, with an error and no attempt, to run while Run runs
 // on this Inbox, and Run refuses to start while it runs (calls of WorkDue
 // may run together; another Inbox of the same store, another process's,
 // is not refused). Once ctx is done it starts no attempt: it gives back
@@ -1327,6 +1329,7 @@ func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return attempts, err
 		}
+		held = in.renewHolds(ctx, held)
 		rows, err := in.lease(ctx, in.cfg.Workers)
 		if err != nil || len(rows) == 0 {
 			return attempts, err
@@ -1345,6 +1348,26 @@ func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 			}
 		}
 	}
+}
+
+// renewHolds gives back the tasks WorkDue holds (snoozed in the call and
+// leased again) whose lease has less than InboxConfig.Timeout left, and
+// returns those it keeps: the call's attempts outlasted the lease (a slow
+// call, a test's clock moved on), and the next lease would find it
+// expired, taking the task over as if its worker had died, or at its last
+// attempt dead-lettering it unrun. Given back pending and due, the task
+// is leased afresh, and held again.
+func (in *Inbox) renewHolds(ctx context.Context, held []inboxRow) []inboxRow {
+	kept := held[:0]
+	for i := range held {
+		if in.leaseLeft(&held[i]) {
+			kept = append(kept, held[i])
+			continue
+		}
+		in.release(ctx, &held[i])
+	}
+	clear(held[len(kept):])
+	return kept
 }
 
 // attempt applies one leased event, or runs one leased task, and records
