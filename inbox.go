@@ -1301,7 +1301,10 @@ func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, link s
 // clock that stands still) is held, leased, and given back, pending and
 // due, for the next call; a call that outlasts that lease (slow attempts,
 // a clock moved on) leases it afresh, rather than find its lease expired
-// and take it over as one whose worker died. It refuses, with an error and no attempt, to run while Run runs
+// and take it over as one whose worker died. An event or task leased with
+// others whose lease has less than InboxConfig.Timeout left when its turn
+// comes is given back and leased afresh, as Run's workers do, rather than
+// attempted beside a worker that may take it over. It refuses, with an error and no attempt, to run while Run runs
 // on this Inbox, and Run refuses to start while it runs (calls of WorkDue
 // may run together; another Inbox of the same store, another process's,
 // is not refused). Once ctx is done it starts no attempt: it gives back
@@ -1340,6 +1343,11 @@ func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 				in.release(ctx, &row) // leased with the others; never started
 			case snoozed[row.EventID]:
 				held = append(held, row)
+			case !in.leaseLeft(&row):
+				// The attempts before it outlasted its lease: started
+				// now, it could run beside another worker that takes it
+				// over. Given back, it is leased afresh, as Run's are.
+				in.release(ctx, &row)
 			default:
 				if in.attempt(ctx, row, nil) == InboxPending && row.Kind == KindTask {
 					snoozed[row.EventID] = true
