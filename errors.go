@@ -407,7 +407,10 @@ func validText(s string) bool {
 // [PgxStore]'s connections (a pgx tracer, a pool's hook) during the
 // insert that stores an [Inbox]'s deliveries is one too: each delivery
 // of that insert (one, or several that arrived together) is answered 503
-// with it, nothing stored.
+// with it, nothing stored; during an inbox worker's lease, or the
+// recording of an attempt's end, it is that call's error; and during an
+// attempt's transaction, the attempt's error, the attempt failed and
+// retried as any other.
 type PanicError struct {
 	Value any    // the value passed to panic
 	Stack []byte // the goroutine's stack at the panic

@@ -417,6 +417,28 @@ func (s *PgxStore) Run(ctx context.Context, c Claim, apply ApplyFunc) (Outcome, 
 		outcome, err = s.run(ctx, c, apply, func() { settle(true) })
 		return outcome, err
 	}
+	if c.fence != nil {
+		return s.runAttempt(ctx, c, apply)
+	}
+	return s.run(ctx, c, apply, func() {})
+}
+
+// runAttempt runs an inbox attempt's transaction, on the worker's
+// goroutine: the library's, which a panic would end with its process.
+// Its apply (the dispatcher's) turns the handler's panics into errors
+// already; a panic in the code of the store's connections (a pgx tracer,
+// as the claim, a statement of the store's or the COMMIT goes out) fails
+// the attempt with a PanicError that names them (recoverConnsPanic). The
+// transaction is rolled back on the way; a COMMIT that went through
+// before the panic is found so as the failure is recorded, as one whose
+// answer was lost (Inbox.leaseLostEnd).
+func (s *PgxStore) runAttempt(ctx context.Context, c Claim, apply ApplyFunc) (outcome Outcome, err error) {
+	defer func() {
+		if _, ok := err.(*PanicError); ok {
+			outcome = OutcomeFailed
+		}
+	}()
+	defer s.recoverConnsPanic("", &err)
 	return s.run(ctx, c, apply, func() {})
 }
 
@@ -619,11 +641,22 @@ func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome,
 	}
 	layout := s.queueClaim(batch, &c, outcome, handler)
 	tx, results, _ := s.sendBatch(ctx, batch, tx, false)
+	begun := false
+	defer func() {
+		if !begun {
+			// Also returns a pooled connection whose begin failed, or
+			// closes one whose code panicked as the answers were read
+			// (a pgx tracer): left so, its transaction would hold the
+			// claim and the inbox row locked for as long as the process
+			// lives.
+			rollback(ctx, tx)
+		}
+	}()
 	early, xact, claimed, err := layout.read(results, 0)
 	if err == nil && claimed {
+		begun = true
 		return tx, early, xact, true, nil
 	}
-	rollback(ctx, tx) // also returns a pooled connection whose begin failed
 	return nil, nil, 0, false, err
 }
 

@@ -312,11 +312,19 @@ const leaseSettings = `SELECT set_config('jit', 'off', true), set_config('plan_c
 // connection): the schema's lease lock, then dead-lettering the expired
 // leases that used the last attempt (so that they no longer hold their
 // objects back), then the lease itself.
-func (s *PgxStore) inboxLease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) ([]inboxRow, []InboxRecord, error) {
+//
+// A panic in the code of the store's connections (a pgx tracer) is the
+// lease's error (recoverConnsPanic), its connection given back or closed
+// by the rollback. Its batch may have committed on the server before it:
+// its events then wait, processing, for that lease to expire, each
+// taken over at the cost of an attempt, as after a lease whose answer was
+// lost.
+func (s *PgxStore) inboxLease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) (out []inboxRow, dead []InboxRecord, err error) {
 	if limit <= 0 {
 		return nil, nil, nil
 	}
-	out, dead, err := s.lease(ctx, now, limit, lease, maxAttempts)
+	defer s.recoverConnsPanic("lease", &err)
+	out, dead, err = s.lease(ctx, now, limit, lease, maxAttempts)
 	if err != nil {
 		return nil, nil, s.inboxError("lease", err)
 	}
@@ -371,7 +379,12 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 }
 
 // inboxSettle implements inboxBackend: one UPDATE fenced on the attempt.
-func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now time.Time, uncounted bool, shownAttemptedAt time.Time) (bool, error) {
+// A panic in the code of the store's connections (a pgx tracer) is its
+// error (recoverConnsPanic), as a settle that could not reach the
+// database: the attempt's end is looked up, and left to the lease that
+// takes the event over when it was not recorded.
+func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int, attemptedAt time.Time, st InboxState, lastError string, nextAt, now time.Time, uncounted bool, shownAttemptedAt time.Time) (_ bool, err error) {
+	defer s.recoverConnsPanic("settle", &err)
 	var finished time.Time
 	if st.Final() { // failed, pending and processing (a snoozed task, a row given back) are not finished
 		finished = now
@@ -382,7 +395,7 @@ func (s *PgxStore) inboxSettle(ctx context.Context, eventID string, attempt int,
 	// connection that may have gone with it: settling again on another is
 	// safe (the fence lets one UPDATE through), and without it the event
 	// would wait for its lease to expire instead of its backoff.
-	err := retryStale(ctx, func() error {
+	err = retryStale(ctx, func() error {
 		return s.autocommit(ctx, func(q pgxQuerier) (err error) {
 			tag, err = q.Exec(ctx, s.inbox.settle, eventID, attempt, string(st), storableText(lastError), optionalTime(nextAt), optionalTime(finished), attemptedAt, optionalTime(shownAttemptedAt), uncounted)
 			return err

@@ -249,13 +249,7 @@ func dataError(err error) bool {
 // 503 with it, and logged with its stack, as a handler's panic is turned
 // into a failed delivery.
 func (s *PgxStore) insertStored(ctx context.Context, insert func(q pgxQuerier) error) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			p := newPanicError(v)
-			p.what = storeConnsPanicked
-			err = s.inboxError("enqueue", p)
-		}
-	}()
+	defer s.recoverConnsPanic("enqueue", &err)
 	// A connection the server closed while it sat idle in the pool fails
 	// the insert; inserting again is safe (a row the first try stored makes
 	// the second a duplicate, which is stored all the same).
@@ -267,8 +261,29 @@ func (s *PgxStore) insertStored(ctx context.Context, insert func(q pgxQuerier) e
 }
 
 // storeConnsPanicked is what PanicError says panicked in the code of a
-// PgxStore's connections (insertStored).
+// PgxStore's connections (recoverConnsPanic).
 const storeConnsPanicked = "the store's connections panicked (a pgx tracer, a pool's hook or the PgxBeginner)"
+
+// recoverConnsPanic, deferred in a method of the store that runs on a
+// goroutine of the library's (the ingest's shared insert, an inbox
+// worker's lease, attempt and settle), turns a panic in the code of the
+// store's connections into *err, a PanicError that names them, as the
+// error of the inbox's op ("" for an attempt's transaction: the error
+// itself). Going on up, it would end the process (a worker's goroutine) or
+// leave others waiting for what the goroutine was to do; as an error, it
+// is what a failed statement is there: logged, and retried.
+func (s *PgxStore) recoverConnsPanic(op string, err *error) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	p := newPanicError(v)
+	p.what = storeConnsPanicked
+	*err = p
+	if op != "" {
+		*err = s.inboxError(op, p)
+	}
+}
 
 // insertOne stores r with the plain insert, which costs less than
 // unnesting, and reports whether it stored it (false: it was stored
