@@ -198,7 +198,11 @@ type InboxConfig struct {
 	// attempt starts (Run may hold such an event back, leased, for up to
 	// half of Lease less Timeout): the next lease reports the attempt
 	// that process leased and never started, in its place, and the row
-	// counts both. It must not block. It may query the
+	// counts both. So is one a lease dead-lettered whose COMMIT went
+	// through unanswered along with the answer of the statement that
+	// moved it (on a pool they are answered together): when that answer
+	// arrived, the lease looks up whether it committed, and reports the
+	// dead letter if it did. It must not block. It may query the
 	// store's pool: with it set, a worker's commit does not also begin its
 	// next event's transaction, which would hold a connection of that pool
 	// while OnResult runs. A panic in it is logged, at Error, and the worker

@@ -310,7 +310,9 @@ type inboxBackend interface {
 	// now, or processing with LeaseUntil <= now (a worker died). An expired
 	// lease whose Attempt is already maxAttempts is not leased again: it
 	// goes to dead letter with LastError saying the lease expired, and its
-	// record, as dead-lettered, is returned in dead.
+	// record, as dead-lettered, is returned in dead; with an error too when
+	// the lease is known to have moved it all the same (a COMMIT whose
+	// answer was lost, found committed), and only then.
 	//
 	// An expired lease is taken alone, with LeaseExpired set and LastError
 	// saying the lease expired (leaseExpiredFormat): events are

@@ -118,7 +118,7 @@ SET state = 'dead_letter', finished_at = $1, lease_until = NULL, next_attempt_at
 WHERE i.event_id IN (SELECT event_id FROM ` + t + `
       WHERE state = 'processing' AND lease_until <= $1 AND attempt >= $2
       FOR UPDATE SKIP LOCKED)
-RETURNING ` + inboxColumns,
+RETURNING ` + inboxColumns + `, txid_current()`, // per dead letter only: the lease's transaction, for a COMMIT unanswered
 		// Two ordered candidate sets, each read through its partial index
 		// and stopping at the limit, merged by the time they came due. An
 		// expired lease is taken alone (inboxBackend.inboxLease): the
@@ -326,11 +326,21 @@ func (s *PgxStore) inboxLease(ctx context.Context, now time.Time, limit int, lea
 	defer s.recoverConnsPanic("lease", &err)
 	out, dead, err = s.lease(ctx, now, limit, lease, maxAttempts)
 	if err != nil {
-		return nil, nil, s.inboxError("lease", err)
+		return nil, dead, s.inboxError("lease", err)
 	}
 	return out, dead, nil
 }
 
+// lease is inboxLease's transaction. When it fails after the
+// dead-lettering statement answered, its COMMIT sent (its answer lost: a
+// terminated session, a network cut), it looks on another connection
+// whether its transaction committed after all
+// (lostCommitState, by the transaction's id, which that statement
+// answers with each dead letter), and returns the dead letters with the
+// error when it did: the lease that moved them reports them, once. When
+// that statement's answer was lost too (on a pool the batch's answers
+// travel together), it cannot tell which it moved: they are not reported,
+// as the README's Inbox mode says.
 func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease time.Duration, maxAttempts int) (out []inboxRow, dead []InboxRecord, err error) {
 	// READ COMMITTED whatever the server's default: the lease statement
 	// must take its snapshot after the lock is granted.
@@ -349,12 +359,20 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 	// needs. Nothing is returned unless the commit succeeded.
 	tx, results, commitQueued := s.sendBatch(ctx, batch, tx, true)
 	defer rollback(ctx, tx) // after a commit: nothing to do
+	var xact int64          // the transaction's id, answered with each dead letter
+	defer func() {
+		if err != nil && len(dead) > 0 && s.lostCommitState(ctx, xact, err, s.retention.xactCommitted, xact) != xactCommitted {
+			dead = nil
+		}
+	}()
 	for i := 0; i < batch.Len() && err == nil; i++ {
 		var rows pgx.Rows
 		switch i {
 		case deadAt:
 			if rows, err = results.Query(); err == nil {
-				dead, err = pgx.CollectRows(rows, scanInboxRecord)
+				dead, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (InboxRecord, error) {
+					return scanInboxRecordWith(row, &xact)
+				})
 			}
 		case leaseAt:
 			if rows, err = results.Query(); err == nil {
@@ -367,13 +385,11 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 	if closeErr := results.Close(); err == nil {
 		err = closeErr
 	}
-	if err != nil {
-		return nil, nil, err
+	if err == nil && !commitQueued {
+		err = tx.Commit(ctx)
 	}
-	if !commitQueued {
-		if err := tx.Commit(ctx); err != nil {
-			return nil, nil, err
-		}
+	if err != nil {
+		return nil, dead, err
 	}
 	return out, dead, nil
 }
@@ -524,9 +540,15 @@ func (r *InboxRecord) columns(t *inboxTimes) []any {
 
 // scanInboxRecord scans inboxColumns: a record.
 func scanInboxRecord(row pgx.CollectableRow) (InboxRecord, error) {
+	return scanInboxRecordWith(row)
+}
+
+// scanInboxRecordWith scans inboxColumns, a record, then the columns
+// after them into more.
+func scanInboxRecordWith(row pgx.CollectableRow, more ...any) (InboxRecord, error) {
 	var r InboxRecord
 	var times inboxTimes
-	if err := row.Scan(r.columns(&times)...); err != nil {
+	if err := row.Scan(append(r.columns(&times), more...)...); err != nil {
 		return r, err
 	}
 	times.set(&r)
