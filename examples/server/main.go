@@ -32,9 +32,10 @@
 // "stopping" as it starts, with its cause (the signal), and "stopped"
 // once everything has stopped, with how long that took and whether what
 // was in flight finished before its deadline (in_flight_finished): 15 s
-// for the deliveries, the inbox's ShutdownTimeout (30 s) for the
-// attempts, after which they are cut and retried (Inbox.Run says so, and
-// a Warn line before "stopped" gives how many attempts it cut). At the
+// for the deliveries, the inbox's ShutdownTimeout (-attempt-timeout, 30
+// s by default) for the attempts, after which they are cut and retried
+// (Inbox.Run says so, and a Warn line before "stopped" gives how many
+// attempts it cut). At the
 // deliveries' deadline the requests' context is cancelled: a
 // subscription's fetch from the Stripe API fails then, and its delivery
 // rolls back, answered 503 for Stripe to send it again. The library runs
@@ -55,7 +56,8 @@
 // and how long one attempt may run before it is cut and retried. The
 // lease must exceed the timeout by a second at least; NewInbox's check
 // of them runs at start, before the database is waited for. A stop gives
-// the attempts in flight 30 s whatever the timeout.
+// the attempts in flight the timeout (InboxConfig.ShutdownTimeout's
+// default): none is cut that would not have been anyway.
 //
 // -role splits that between processes on one database (-database-url):
 // -role receiver (with -inbox) verifies, stores and answers the
@@ -200,7 +202,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	workers := fs.Int("workers", idempotency.DefaultWorkers, "inbox workers (1 to "+strconv.Itoa(maxWorkers)+"): tasks (receipt emails) run at once, and events stored with -inbox (here, or by a -role receiver) applied")
 	ingestWorkers := fs.Int("ingest-workers", 0, "with -inbox, how many of the workers apply events while this process is storing deliveries (0: half of -workers; -workers: all, always)")
 	lease := fs.Duration("lease", idempotency.DefaultLease, "how long an inbox worker holds an event or task before another worker may take it over, as from a process that died (InboxConfig.Lease); at least a second longer than -attempt-timeout")
-	attemptTimeout := fs.Duration("attempt-timeout", idempotency.DefaultInboxTimeout, "how long one inbox attempt at an event or task may run, its claim, handler and commit, before it is cut and retried (InboxConfig.Timeout)")
+	attemptTimeout := fs.Duration("attempt-timeout", idempotency.DefaultInboxTimeout, "how long one inbox attempt at an event or task may run, its claim, handler and commit, before it is cut and retried (InboxConfig.Timeout); a stop gives the attempts in flight as long")
 	pollOnly := fs.Bool("poll-only", false, "no LISTEN/NOTIFY for the inbox's workers (behind PgBouncer in transaction mode)")
 	stripeAPIBase := fs.String("stripe-api-base", stripe.APIURL, "the Stripe API the subscription projection fetches from (a local stripe-mock or fake); the key is env STRIPE_SECRET_KEY")
 	receiptEmails := fs.Bool("receipt-emails", true, "send one receipt email per paid invoice through a task (false: credits only, as the benchmark's baseline does)")
@@ -367,7 +369,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	defer m.close() // before the store closes
 	inboxCfg := idempotency.InboxConfig{Workers: *workers, IngestWorkers: *ingestWorkers, Lease: *lease, Timeout: *attemptTimeout,
-		PollOnly: *pollOnly, ShutdownTimeout: workersGrace, Logger: logger, Observer: m.observer()}
+		PollOnly: *pollOnly, ShutdownTimeout: workersStopGrace(*attemptTimeout), Logger: logger, Observer: m.observer()}
 	srv, err := newServer(svc, secretList, logger, *inboxMode, inboxCfg)
 	if err != nil {
 		return err
@@ -485,12 +487,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 
 // The deadlines of what is in flight at a stop: the deliveries are
 // answered within deliveriesGrace (http.Server.Shutdown's), the inbox's
-// attempts within workersGrace (InboxConfig.ShutdownTimeout, its default:
-// then Run cuts the others, and says so). A test shortens each.
+// attempts within workersStopGrace (InboxConfig.ShutdownTimeout: then Run
+// cuts the others, and says so). A test shortens each: workersGrace, when
+// not 0, replaces the attempts' own.
 var (
 	deliveriesGrace = 15 * time.Second
-	workersGrace    = idempotency.DefaultInboxTimeout
+	workersGrace    time.Duration
 )
+
+// workersStopGrace is the inbox's ShutdownTimeout with -attempt-timeout
+// attemptTimeout: that timeout, InboxConfig's own default, so that a stop
+// cuts no attempt that its timeout would not have cut (with
+// -attempt-timeout 2m, one in flight gets up to 2 minutes, not 30 s).
+func workersStopGrace(attemptTimeout time.Duration) time.Duration {
+	if workersGrace > 0 {
+		return workersGrace
+	}
+	return attemptTimeout
+}
 
 // stopping is a stop asked for while serving: when it started, and
 // whether something in flight then was cut at its deadline. The zero
