@@ -554,3 +554,22 @@ func RecoverWithBackoff(ctx context.Context, h *Handler, client *stripe.Client, 
 func SetPgxConflictWait(s *PgxStore, wait func(ctx context.Context, attempt int) bool) {
 	s.conflictWait = wait
 }
+
+// InboxSignals returns how many times in's workers were woken (signal).
+func InboxSignals(in *Inbox) uint64 { return in.signals.Load() }
+
+// LostAnswerStore is a MemoryStore whose inbox insert, while Lose is set,
+// stores the event and fails as one whose answer was lost after it
+// committed (a connection cut, the insert's timeout).
+type LostAnswerStore struct {
+	*MemoryStore
+	Lose atomic.Bool
+}
+
+func (s *LostAnswerStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, error) {
+	inserted, err := s.MemoryStore.inboxEnqueue(ctx, r)
+	if err == nil && s.Lose.Load() {
+		return false, fmt.Errorf("%w: the insert's answer was lost", ErrStoreUnavailable)
+	}
+	return inserted, err
+}

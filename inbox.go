@@ -339,9 +339,10 @@ type Inbox struct {
 	// nanoseconds; 0 before the first.
 	storedAt atomic.Int64
 
-	notify     coalescer     // notifications to other processes
-	listenWait time.Duration // how long a listen check waits (the const listenWait); shorter in tests
-	clock      clockCheck    // Run's comparison of the inbox's clock with the store's
+	unanswered unansweredInserts // the events whose insert failed, perhaps stored all the same
+	notify     coalescer         // notifications to other processes
+	listenWait time.Duration     // how long a listen check waits (the const listenWait); shorter in tests
+	clock      clockCheck        // Run's comparison of the inbox's clock with the store's
 }
 
 // made fails when in is not an Inbox [NewInbox] returned (a zero or nil
@@ -475,8 +476,10 @@ func (cfg *InboxConfig) setDefaults() error {
 // Queued and duplicate mean the event is durably stored (ignored stores it
 // only with cfg.RecordIgnored); a 503 given as cfg.Timeout ran
 // out while the insert was on its way may come with it stored (a retry is
-// then a duplicate). cfg.Timeout bounds the insert; cfg.Now is not used:
-// InboxConfig.Now dates the stored event. The workers decode data.object
+// then a duplicate, and wakes the workers when this Handler's inbox
+// answered that 503: the insert whose answer was lost woke none).
+// cfg.Timeout bounds the insert; cfg.Now is not used: InboxConfig.Now
+// dates the stored event. The workers decode data.object
 // as InboxConfig.DisableFastDecoder says: cfg.DisableFastDecoder set
 // without it is refused, as it would change nothing. A cfg without an
 // Observer or a Logger takes InboxConfig's, so that one set on the inbox
@@ -524,6 +527,14 @@ func (h *Handler) enqueue(ctx context.Context, env *envelope.Envelope, payload [
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.Timeout)
 	defer cancel()
 	inserted, err := in.store.inboxEnqueue(ctx, &row)
+	if err != nil {
+		in.unanswered.add(row.EventID) // stored, perhaps, its answer lost
+	} else if in.unanswered.take(row.EventID) && !inserted && handled {
+		// Stripe's resend of an event whose insert went through
+		// unanswered: nothing woke the workers for it then.
+		in.signal()
+		in.notifyOthers()
+	}
 	switch {
 	case err != nil:
 		res.Outcome, res.Err = OutcomeUnavailable, timeoutErr(ctx, h.cfg.Timeout, "storing the event in the inbox", err)
@@ -538,6 +549,47 @@ func (h *Handler) enqueue(ctx context.Context, env *envelope.Envelope, payload [
 		in.notifyOthers()
 	}
 	return http.StatusOK, bodyOutcome[res.Outcome]
+}
+
+// unansweredInserts are the ids of the events whose insert by this
+// process's Handler failed (answered 503): one may have gone through while
+// its answer was lost (a connection cut, Config.Timeout), the event
+// stored and no worker woken for it, so that it waited for a poll
+// (PollInterval). Stripe's resend, answered duplicate, wakes them then.
+// An ordinary duplicate costs one atomic load while none is kept; at most
+// maxUnansweredInserts are kept (a database down for a while fails every
+// insert), the others waiting for a poll as before.
+type unansweredInserts struct {
+	n   atomic.Int32
+	mu  sync.Mutex
+	ids map[string]struct{}
+}
+
+const maxUnansweredInserts = 1024
+
+func (u *unansweredInserts) add(id string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ids == nil {
+		u.ids = make(map[string]struct{})
+	}
+	if len(u.ids) < maxUnansweredInserts {
+		u.ids[id] = struct{}{}
+		u.n.Store(int32(len(u.ids)))
+	}
+}
+
+// take reports whether id is kept, and forgets it.
+func (u *unansweredInserts) take(id string) bool {
+	if u.n.Load() == 0 {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	_, ok := u.ids[id]
+	delete(u.ids, id)
+	u.n.Store(int32(len(u.ids)))
+	return ok
 }
 
 // signal wakes this process's workers.
