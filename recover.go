@@ -115,7 +115,10 @@ type RecoverOptions struct {
 	// checkpoint's value and the options' (a later Since is fine: a
 	// relative one such as "5 days ago" moves on between calls; one after
 	// the checkpoint's last event starts at Since, as a new run). Run one
-	// Recover per checkpoint at a time. Empty keeps no checkpoint. A name
+	// Recover per checkpoint at a time: two at once hand the same events
+	// twice (the later ones duplicates). A save never moves the checkpoint
+	// back to an event of an earlier second, so that a slower run does not
+	// undo a faster one's progress. Empty keeps no checkpoint. A name
 	// is valid UTF-8 without NUL bytes, at most 1024 bytes long
 	// ([ErrInvalidKey] otherwise, before any request).
 	Checkpoint string

@@ -26,7 +26,12 @@ type recoveryCheckpoint struct {
 type recoveryBackend interface {
 	loadCheckpoint(ctx context.Context, name string) (recoveryCheckpoint, bool, error)
 	// saveCheckpoint creates the checkpoint, or moves an existing one's
-	// last event; its options never change once stored.
+	// last event forward, atomically: never to an event of an earlier
+	// second than the stored one's, which another run of the checkpoint at
+	// once has handled past. Within one second the later save wins (the
+	// Events API's order of one second's events is not their ids'), as a
+	// run moves through that second's events. Its options never change
+	// once stored.
 	saveCheckpoint(ctx context.Context, cp *recoveryCheckpoint) error
 }
 
@@ -46,6 +51,8 @@ func (s *MemoryStore) saveCheckpoint(_ context.Context, cp *recoveryCheckpoint) 
 	stored, ok := s.recovery[cp.Name]
 	if !ok {
 		stored = *cp
+	} else if cp.LastCreated.Before(stored.LastCreated) {
+		return nil
 	}
 	stored.LastEventID, stored.LastCreated, stored.UpdatedAt = cp.LastEventID, cp.LastCreated, cp.UpdatedAt
 	s.recovery[cp.Name] = stored
@@ -66,8 +73,9 @@ func newPgxRecoverySQL(schema string) pgxRecoverySQL {
 	t := pgx.Identifier{schema, "idempotency_recovery"}.Sanitize()
 	return pgxRecoverySQL{
 		load: `SELECT ` + recoveryColumns + ` FROM ` + t + ` WHERE "name" = $1`,
-		save: `INSERT INTO ` + t + ` ("name", ` + recoveryColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-ON CONFLICT ("name") DO UPDATE SET "last_event_id" = EXCLUDED."last_event_id", "last_created" = EXCLUDED."last_created", "updated_at" = EXCLUDED."updated_at"`,
+		save: `INSERT INTO ` + t + ` AS "cp" ("name", ` + recoveryColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT ("name") DO UPDATE SET "last_event_id" = EXCLUDED."last_event_id", "last_created" = EXCLUDED."last_created", "updated_at" = EXCLUDED."updated_at"
+WHERE "cp"."last_created" <= EXCLUDED."last_created"`,
 	}
 }
 
@@ -82,7 +90,8 @@ func (s *PgxStore) loadCheckpoint(ctx context.Context, name string) (recoveryChe
 }
 
 // saveCheckpoint implements recoveryBackend: one upsert, a statement and a
-// transaction of its own (one round trip on a pool or a connection).
+// transaction of its own (one round trip on a pool or a connection), whose
+// WHERE leaves a checkpoint of a later second as it is.
 func (s *PgxStore) saveCheckpoint(ctx context.Context, cp *recoveryCheckpoint) error {
 	err := s.autocommit(ctx, func(q pgxQuerier) error {
 		_, err := q.Exec(ctx, s.recovery.save, cp.Name, cp.Since, cp.Account, cp.Types, cp.OnlyUndelivered, cp.LastEventID, cp.LastCreated, cp.UpdatedAt)
