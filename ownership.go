@@ -46,7 +46,7 @@ type ActionSpec struct {
 	Key string
 	// Owners are the event types allowed to call the action. A call from any
 	// other event type fails with [ErrNotOwner]. Empty means any event type.
-	// NewAction copies the slice.
+	// Each is listed once. NewAction copies the slice.
 	Owners []string
 	// KeyIsObjectID says that the owners call Do with the id of their
 	// event's object (data.object.id), as invoice.paid handlers do with the
@@ -72,8 +72,8 @@ type ActionInfo struct {
 // character, a name no store can keep in a
 // guard scope ([ErrInvalidKey]; see ActionSpec.Name), an owner that no
 // event's type can be (empty, with white space, or a wildcard such as
-// "invoice.*", as [On] refuses), a nil fn, or a name already taken
-// ([ErrDuplicateRegistration]).
+// "invoice.*", as [On] refuses) or one listed twice, a nil fn, or a name
+// already taken ([ErrDuplicateRegistration]).
 // [NewActionSafely] returns the error instead.
 func NewAction[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) *Action[A] {
 	a, err := NewActionSafely(hs, spec, fn)
@@ -105,6 +105,10 @@ func NewActionSafely[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) (*A
 		// would fail with ErrNotOwner, at run time.
 		if err := checkEventType(owner); err != nil {
 			return nil, errorf("NewAction %q: ActionSpec.Owners[%d]: %w", spec.Name, i, err)
+		}
+		// The ownership table would list it twice, as if two owners.
+		if first := slices.Index(spec.Owners, owner); first < i {
+			return nil, errorf("NewAction %q: ActionSpec.Owners[%d] %q is Owners[%d] again; list each owner once", spec.Name, i, owner, first)
 		}
 	}
 	// The name is part of a guard scope, which a store indexes: one no
