@@ -1864,13 +1864,15 @@ func (in *Inbox) MaxAttempts() int {
 }
 
 // Lookup returns the inbox record of an event, and false when the inbox
-// does not have it.
+// does not have it. An id no event can have (empty, a NUL byte, invalid
+// UTF-8, over 1024 bytes) is refused with [ErrInvalidKey], as [Inbox.Forget],
+// [Inbox.HeldBy] and [Inbox.Payload] refuse it.
 func (in *Inbox) Lookup(ctx context.Context, eventID string) (InboxRecord, bool, error) {
 	if err := in.made("Lookup"); err != nil {
 		return InboxRecord{}, false, err
 	}
-	if !validText(eventID) {
-		return InboxRecord{}, false, nil // no row can hold it
+	if err := checkEventID("Inbox.Lookup", eventID); err != nil {
+		return InboxRecord{}, false, err
 	}
 	recs, err := in.store.inboxList(ctx, InboxFilter{EventIDs: []string{eventID}, Limit: 1})
 	if err != nil || len(recs) == 0 {
@@ -1905,7 +1907,8 @@ func (in *Inbox) Lookup(ctx context.Context, eventID string) (InboxRecord, bool,
 // its own unexpired lease, or past it in a transaction still open), and
 // one the inbox does not have. Of an object with many events
 // it returns at most the first 100 holders that sort before eventID and
-// the first 100 that sort after it.
+// the first 100 that sort after it. An id no event can have is refused
+// with [ErrInvalidKey], as [Inbox.Lookup] refuses it.
 //
 // It reads the store once, on PostgreSQL over the inbox's object index,
 // and only when called: the workers never ask. On PostgreSQL it probes,
@@ -1917,8 +1920,8 @@ func (in *Inbox) HeldBy(ctx context.Context, eventID string) ([]InboxHolder, err
 	if err := in.made("HeldBy"); err != nil {
 		return nil, err
 	}
-	if !validText(eventID) {
-		return nil, nil // no row can hold it
+	if err := checkEventID("Inbox.HeldBy", eventID); err != nil {
+		return nil, err
 	}
 	return in.store.inboxHeldBy(ctx, eventID, in.cfg.Now(), maxInboxHolders)
 }
@@ -1938,15 +1941,16 @@ func (in *Inbox) List(ctx context.Context, f InboxFilter) ([]InboxRecord, error)
 // Payload returns the stored body of an inbox event, as Stripe sent it
 // (for a task, its arguments as JSON), and false when the inbox does not
 // have it: never stored, or pruned ([Retention].Payloads), or a finished
-// task's arguments cleared by Prune after that window. It is the
-// event's full data, customer details included: show it only to those
-// allowed to see them.
+// task's arguments cleared by Prune after that window. An id no event can
+// have is refused with [ErrInvalidKey], as [Inbox.Lookup] refuses it. It
+// is the event's full data, customer details included: show it only to
+// those allowed to see them.
 func (in *Inbox) Payload(ctx context.Context, eventID string) ([]byte, bool, error) {
 	if err := in.made("Payload"); err != nil {
 		return nil, false, err
 	}
-	if !validText(eventID) {
-		return nil, false, nil // no row can hold it
+	if err := checkEventID("Inbox.Payload", eventID); err != nil {
+		return nil, false, err
 	}
 	return in.store.inboxPayload(ctx, eventID)
 }

@@ -441,12 +441,13 @@ func runPrune(ctx context.Context, r *Retention, rep *PruneReport, steps []prune
 	return nil
 }
 
-// checkForget refuses an event id no event can have (empty, a NUL byte,
-// invalid UTF-8, too long): bad input, which Forget reports as such
-// rather than as an event it does not know.
-func checkForget(eventID string) error {
+// checkEventID refuses an event id no event can have (empty, a NUL byte,
+// invalid UTF-8, too long): bad input, which Forget and the Inbox's
+// Lookup, HeldBy and Payload report as such, as op's error, rather than
+// as an event they do not know.
+func checkEventID(op, eventID string) error {
 	if err := checkKey("event id", eventID); err != nil {
-		return errorf("forget: %w", err)
+		return errorf("%s: %w", op, err)
 	}
 	return nil
 }

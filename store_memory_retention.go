@@ -160,7 +160,7 @@ func deleteWhere[K comparable, V any](m map[K]V, n int, dryRun bool, doomed func
 // claim, the guards its transaction claimed and its inbox row, refusing
 // with [ErrUnfinished] an event still to be applied in the inbox.
 func (s *MemoryStore) Forget(ctx context.Context, eventID string) (bool, error) {
-	if err := checkForget(eventID); err != nil {
+	if err := checkEventID("forget", eventID); err != nil {
 		return false, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -468,7 +468,7 @@ func (s *PgxStore) Forget(ctx context.Context, eventID string) (bool, error) {
 	if err := s.made("PgxStore.Forget"); err != nil {
 		return false, err
 	}
-	if err := checkForget(eventID); err != nil {
+	if err := checkEventID("forget", eventID); err != nil {
 		return false, err
 	}
 	var found bool

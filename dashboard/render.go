@@ -174,7 +174,7 @@ func (d *Dashboard) renderMessage(w http.ResponseWriter, r *http.Request, status
 func (d *Dashboard) inboxError(w http.ResponseWriter, r *http.Request, doing string, err error) {
 	if errors.Is(err, idempotency.ErrInvalidKey) {
 		d.renderMessage(w, r, http.StatusBadRequest, "Bad input",
-			"An id, a type, an object or an account in the request is not text the inbox can hold (a NUL byte or invalid UTF-8).")
+			"An id, a type, an object or an account in the request is not text the inbox can hold (a NUL byte, invalid UTF-8, an id over 1024 bytes).")
 		return
 	}
 	d.cfg.Logger.Error("dashboard: "+doing, "path", r.URL.Path, "error", err)
