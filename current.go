@@ -254,7 +254,7 @@ func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn 
 		if i > 0 && types[i-1] == eventType {
 			panic(errorf("OnCurrent: %w: event type %q is given twice", ErrDuplicateRegistration, eventType))
 		}
-		if err := checkOn(hs, eventType, name); err != nil {
+		if err := checkOn(hs, "OnCurrent", eventType, name); err != nil {
 			panic(err)
 		}
 	}

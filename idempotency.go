@@ -54,7 +54,11 @@
 // makes starts with "idempotency: ", once: one that wraps another of the
 // package's errors quotes it without its prefix ("idempotency: forget:
 // invalid key: event id is empty"), and a text of the caller's own code,
-// pgx's or stripe-go's is quoted as it is.
+// pgx's or stripe-go's is quoted as it is. A registration's refusal then
+// names the function that refused it, and for NewAction and NewTask the
+// name being registered ("idempotency: NewTask \"send-receipt\": nil
+// func", "idempotency: OnCurrent: already registered: ..."), a
+// duplicate registration included.
 package idempotency
 
 import (

@@ -119,11 +119,11 @@ func NewActionSafely[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) (*A
 	if paddedName(spec.Name) {
 		// "grant-plan\n" read from a file would be another action than
 		// "grant-plan", with keys of its own: each would run once more.
-		return nil, errorf("NewAction: ActionSpec.Name %q has leading or trailing white space or a control character: it names the action's guard scope, and would be another action than the one meant, with keys of its own", spec.Name)
+		return nil, errorf("NewAction %q: ActionSpec.Name has leading or trailing white space or a control character: it names the action's guard scope, and would be another action than the one meant, with keys of its own", spec.Name)
 	}
 	for _, a := range hs.actions {
 		if a.Name == spec.Name {
-			return nil, errorf("%w: action %q", ErrDuplicateRegistration, spec.Name)
+			return nil, errorf("NewAction %q: %w: an earlier NewAction took the name", spec.Name, ErrDuplicateRegistration)
 		}
 	}
 	owners := slices.Clone(spec.Owners)

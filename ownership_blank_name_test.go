@@ -23,10 +23,10 @@ func TestNewActionRefusesABlankOrPaddedName(t *testing.T) {
 		spec idempotency.ActionSpec
 		want string
 	}{
-		{idempotency.ActionSpec{Name: " ", Key: "invoice id"}, `ActionSpec.Name " " has leading or trailing white space`},
-		{idempotency.ActionSpec{Name: "grant-plan ", Key: "invoice id"}, `ActionSpec.Name "grant-plan " has leading or trailing white space`},
-		{idempotency.ActionSpec{Name: "\tgrant-plan", Key: "invoice id"}, `ActionSpec.Name "\tgrant-plan" has leading or trailing white space`},
-		{idempotency.ActionSpec{Name: "grant\nplan", Key: "invoice id"}, `ActionSpec.Name "grant\nplan" has leading or trailing white space or a control character`},
+		{idempotency.ActionSpec{Name: " ", Key: "invoice id"}, `NewAction " ": ActionSpec.Name has leading or trailing white space`},
+		{idempotency.ActionSpec{Name: "grant-plan ", Key: "invoice id"}, `NewAction "grant-plan ": ActionSpec.Name has leading or trailing white space`},
+		{idempotency.ActionSpec{Name: "\tgrant-plan", Key: "invoice id"}, `NewAction "\tgrant-plan": ActionSpec.Name has leading or trailing white space`},
+		{idempotency.ActionSpec{Name: "grant\nplan", Key: "invoice id"}, `NewAction "grant\nplan": ActionSpec.Name has leading or trailing white space or a control character`},
 		{idempotency.ActionSpec{Name: "", Key: "invoice id"}, `ActionSpec.Name is empty`},
 		{idempotency.ActionSpec{Name: "grant-plan", Key: " \n"}, `ActionSpec.Key is empty`},
 		{idempotency.ActionSpec{Name: "grant-plan", Key: ""}, `ActionSpec.Key is empty`},

@@ -135,20 +135,22 @@ func checkEventType(eventType string) error {
 // (T's, or what an OnCurrent call was for, whose registration decodes into
 // another type than its handler's) and the registration's fetched mark.
 // checkOn returns why a handler of eventType, for name, cannot be
-// registered in hs, or nil: what onSafely refuses but a nil func.
-func checkOn(hs *Handlers, eventType, name string) error {
+// registered in hs, or nil: what onSafely refuses but a nil func. Its
+// error starts with op, the function that registers (On, OnCurrent), as
+// each of that function's refusals does.
+func checkOn(hs *Handlers, op, eventType, name string) error {
 	switch {
 	case hs == nil:
-		return errorf("On: nil *Handlers")
+		return errorf("%s: nil *Handlers", op)
 	case eventType == "":
-		return errorf("On: empty event type")
+		return errorf("%s: empty event type", op)
 	}
 	if err := checkEventType(eventType); err != nil {
-		return errorf("On: %w", err)
+		return errorf("%s: %w", op, err)
 	}
 	if prev, ok := hs.byType[eventType]; ok {
-		return errorf("%w: event type %q has a handler for %s; a second one (for %s) would make the outcome depend on registration order",
-			ErrDuplicateRegistration, eventType, prev.objectType, name)
+		return errorf("%s: %w: event type %q has a handler for %s; a second one (for %s) would make the outcome depend on registration order",
+			op, ErrDuplicateRegistration, eventType, prev.objectType, name)
 	}
 	return nil
 }
@@ -161,7 +163,7 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 	if fn == nil && hs != nil && eventType != "" {
 		return errorf("On: nil func for %q", eventType)
 	}
-	if err := checkOn(hs, eventType, name); err != nil {
+	if err := checkOn(hs, "On", eventType, name); err != nil {
 		return err
 	}
 	if hs.byType == nil { // a zero Handlers, as NewTask and NewAction take it

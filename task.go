@@ -109,16 +109,16 @@ func NewTask[T any](hs *Handlers, name string, fn TaskFunc[T]) *Task[T] {
 	case hs == nil:
 		panic(errorf("NewTask: nil *Handlers"))
 	case !taskNamePattern.MatchString(name):
-		panic(errorf("NewTask: name %q is not 1 to 100 of a-z, 0-9, '.', '_' and '-', starting with a letter or a digit", name))
+		panic(errorf("NewTask %q: name is not 1 to 100 of a-z, 0-9, '.', '_' and '-', starting with a letter or a digit", name))
 	case fn == nil:
-		panic(errorf("NewTask: nil func for %q", name))
+		panic(errorf("NewTask %q: nil func", name))
 	}
 	if _, ok := hs.tasks[name]; ok {
-		panic(errorf("%w: task %q", ErrDuplicateRegistration, name))
+		panic(errorf("NewTask %q: %w: an earlier NewTask took the name", name, ErrDuplicateRegistration))
 	}
 	if hs.hasInbox() {
 		// The inbox took a snapshot: it would never run this task.
-		panic(errorf("NewTask: %q registered after NewInbox; register tasks first", name))
+		panic(errorf("NewTask %q: registered after NewInbox; register tasks first", name))
 	}
 	if hs.tasks == nil {
 		hs.tasks = make(map[string]taskRegistration)

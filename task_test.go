@@ -138,7 +138,7 @@ func TestHandlersHoldTheirInboxesWeakly(t *testing.T) {
 	idempotency.NewTask(hs, "first", func(context.Context, idempotency.TaskRun[args]) error { return nil })
 	in, err := idempotency.NewInbox(idempotency.NewMemoryStore(), hs, idempotency.InboxConfig{})
 	require.NoError(t, err)
-	require.PanicsWithError(t, `idempotency: NewTask: "second" registered after NewInbox; register tasks first`, func() {
+	require.PanicsWithError(t, `idempotency: NewTask "second": registered after NewInbox; register tasks first`, func() {
 		idempotency.NewTask(hs, "second", func(context.Context, idempotency.TaskRun[args]) error { return nil })
 	})
 	require.Equal(t, 1, idempotency.LiveInboxes(hs))
