@@ -222,15 +222,27 @@ func (e *fetchUnavailableError) Unwrap() error { return e.err }
 // types whose scope, "current:" and their kinds joined with commas, no
 // store can keep (a NUL byte, invalid UTF-8, over 1024 bytes:
 // [ErrInvalidKey]), or an event type given twice. A call that panics
-// registers none of its types.
+// registers none of its types. [OnCurrentSafely] returns the error
+// instead.
 func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn EventFunc[T]) {
+	if err := OnCurrentSafely(hs, eventTypes, fetch, fn); err != nil {
+		panic(err)
+	}
+}
+
+// OnCurrentSafely is [OnCurrent] returning the error instead of
+// panicking; the error wraps [ErrDuplicateRegistration] when a type has a
+// handler, is given twice or is of a kind another call registered, and
+// [ErrInvalidKey] when no store can keep the call's scope. A refused call
+// registers none of its types.
+func OnCurrentSafely[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn EventFunc[T]) error {
 	switch {
 	case hs == nil:
-		panic(errorf("OnCurrent: nil *Handlers"))
+		return errorf("OnCurrent: nil *Handlers")
 	case len(eventTypes) == 0:
-		panic(errorf("OnCurrent: no event types"))
+		return errorf("OnCurrent: no event types")
 	case fetch == nil || fn == nil:
-		panic(errorf("OnCurrent: nil fetch or handler func"))
+		return errorf("OnCurrent: nil fetch or handler func")
 	}
 	types := slices.Sorted(slices.Values(eventTypes))
 	kinds := currentKinds(types)
@@ -238,24 +250,24 @@ func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn 
 	// The scope is part of each object's key, which a store indexes: one
 	// no store can keep would skip every event of the types at run time.
 	if err := checkKey("its scope (\"current:\" and the kinds of object of its event types joined)", reg.scope); err != nil {
-		panic(errorf("OnCurrent: %w", err))
+		return errorf("OnCurrent: %w", err)
 	}
 	for _, kind := range kinds {
 		if prev, ok := hs.currentKinds[kind]; ok {
-			panic(errorf("OnCurrent: %w: the events of %s objects have an OnCurrent call already (with %q); register every event type of one kind of object in one call, whose lock and fetch record they share",
-				ErrDuplicateRegistration, kind, prev))
+			return errorf("OnCurrent: %w: the events of %s objects have an OnCurrent call already (with %q); register every event type of one kind of object in one call, whose lock and fetch record they share",
+				ErrDuplicateRegistration, kind, prev)
 		}
 	}
 	var zero T
 	name := fmt.Sprintf("%T (OnCurrent)", zero) // not the struct{} registered below
-	// Every type is checked before any is registered: a panic, recovered,
-	// leaves hs as it was.
+	// Every type is checked before any is registered: a refusal (or
+	// OnCurrent's panic, recovered) leaves hs as it was.
 	for i, eventType := range types {
 		if i > 0 && types[i-1] == eventType {
-			panic(errorf("OnCurrent: %w: event type %q is given twice", ErrDuplicateRegistration, eventType))
+			return errorf("OnCurrent: %w: event type %q is given twice", ErrDuplicateRegistration, eventType)
 		}
 		if err := checkOn(hs, "OnCurrent", eventType, name); err != nil {
-			panic(err)
+			return err
 		}
 	}
 	for _, eventType := range types {
@@ -264,7 +276,7 @@ func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn 
 		if err := onSafely(hs, eventType, name, true, func(ctx context.Context, tx Tx, ev Event[struct{}]) error {
 			return applyCurrent(ctx, tx, reg, ev, fetch, fn)
 		}); err != nil {
-			panic(err)
+			return err // checkOn passed every type: not reached
 		}
 	}
 	if hs.currentKinds == nil { // a zero Handlers
@@ -275,6 +287,7 @@ func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn 
 			hs.currentKinds[kind] = typ
 		}
 	}
+	return nil
 }
 
 // currentKinds returns the kinds of object of the event types, sorted,

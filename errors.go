@@ -285,9 +285,11 @@ var (
 
 // Programming errors, returned by the constructors and the registry.
 var (
-	// ErrDuplicateRegistration: an event type already has a handler, or an
-	// action name is already taken. [On] and [NewAction] panic with it;
-	// [OnSafely] and [NewActionSafely] return it.
+	// ErrDuplicateRegistration: an event type already has a handler (or
+	// is of a kind of object another [OnCurrent] call has), or an action
+	// or task name is already taken. [On], [OnCurrent], [NewAction] and
+	// [NewTask] panic with it; [OnSafely], [OnCurrentSafely],
+	// [NewActionSafely] and [NewTaskSafely] return it.
 	ErrDuplicateRegistration = errors.New("idempotency: already registered")
 )
 

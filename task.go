@@ -102,23 +102,35 @@ const maxTaskKeyLen = 200
 //
 // NewTask panics on a programming error, as [On] does: a name that is not
 // 1 to 100 of a-z, 0-9, '.', '_' and '-' (starting with a letter or a
-// digit), a nil fn, a name already taken, or a registration after
-// [NewInbox] was called on hs.
+// digit), a nil fn, a name already taken ([ErrDuplicateRegistration]), or
+// a registration after [NewInbox] was called on hs. [NewTaskSafely]
+// returns the error instead.
 func NewTask[T any](hs *Handlers, name string, fn TaskFunc[T]) *Task[T] {
+	t, err := NewTaskSafely(hs, name, fn)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// NewTaskSafely is [NewTask] returning the error instead of panicking;
+// the error wraps [ErrDuplicateRegistration] when the name is taken. A
+// refused task is not registered.
+func NewTaskSafely[T any](hs *Handlers, name string, fn TaskFunc[T]) (*Task[T], error) {
 	switch {
 	case hs == nil:
-		panic(errorf("NewTask: nil *Handlers"))
+		return nil, errorf("NewTask: nil *Handlers")
 	case !taskNamePattern.MatchString(name):
-		panic(errorf("NewTask %q: name is not 1 to 100 of a-z, 0-9, '.', '_' and '-', starting with a letter or a digit", name))
+		return nil, errorf("NewTask %q: name is not 1 to 100 of a-z, 0-9, '.', '_' and '-', starting with a letter or a digit", name)
 	case fn == nil:
-		panic(errorf("NewTask %q: nil func", name))
+		return nil, errorf("NewTask %q: nil func", name)
 	}
 	if _, ok := hs.tasks[name]; ok {
-		panic(errorf("NewTask %q: %w: an earlier NewTask took the name", name, ErrDuplicateRegistration))
+		return nil, errorf("NewTask %q: %w: an earlier NewTask took the name", name, ErrDuplicateRegistration)
 	}
 	if hs.hasInbox() {
 		// The inbox took a snapshot: it would never run this task.
-		panic(errorf("NewTask %q: registered after NewInbox; register tasks first", name))
+		return nil, errorf("NewTask %q: registered after NewInbox; register tasks first", name)
 	}
 	if hs.tasks == nil {
 		hs.tasks = make(map[string]taskRegistration)
@@ -132,7 +144,7 @@ func NewTask[T any](hs *Handlers, name string, fn TaskFunc[T]) *Task[T] {
 		}
 		return fn(ctx, run)
 	}}
-	return &Task[T]{name: name, hs: hs}
+	return &Task[T]{name: name, hs: hs}, nil
 }
 
 // Name is the task's name.
