@@ -14,20 +14,36 @@ import (
 // InboxRecord.NextAttemptAt (Clock.Set), or advance it past the longest
 // wait, not by the backoff's nominal figure, which reaches the retry in
 // about half the runs.
+//
+// The zero Clock (var c Clock, &Clock{}) starts at the real time of its
+// first use, a Now or an Advance, and stands still from there, as
+// NewClock(time.Now()) would: what a Handler or an inbox on it stores is
+// dated near the events' created times and the real time the signature
+// is checked against and Prune's default clock reads, not in the year 1.
+// Give NewClock a fixed start for times a test compares exactly.
 type Clock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu      sync.Mutex
+	now     time.Time
+	started bool // now is set: by NewClock, Set or the first use
 }
 
 // NewClock returns a Clock that reads start.
 func NewClock(start time.Time) *Clock {
-	return &Clock{now: start}
+	return &Clock{now: start, started: true}
+}
+
+// start sets a zero Clock to the real time; c.mu is held.
+func (c *Clock) start() {
+	if !c.started {
+		c.now, c.started = time.Now(), true
+	}
 }
 
 // Now returns the clock's time.
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.start()
 	return c.now
 }
 
@@ -36,6 +52,7 @@ func (c *Clock) Now() time.Time {
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.start()
 	c.now = c.now.Add(d)
 }
 
@@ -45,5 +62,5 @@ func (c *Clock) Advance(d time.Duration) {
 func (c *Clock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.now = t
+	c.now, c.started = t, true
 }

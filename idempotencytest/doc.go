@@ -13,7 +13,8 @@
 //     [Replay] sends n copies at once, as Stripe's retries and duplicates
 //     might, and both return what the handler answered ([Answer],
 //     [Answers]).
-//   - A fake clock: [NewClock] gives a [Clock] to set as
+//   - A fake clock: [NewClock] gives a [Clock] (the zero Clock starts at
+//     the real time of its first use) to set as
 //     idempotency.InboxConfig.Now (and Config.Now), advanced by the test
 //     ([Clock.Advance]) or set to an event's next attempt ([Clock.Set]), so
 //     that Inbox.WorkDue reaches a retry's backoff or a lease's expiry
