@@ -20,7 +20,8 @@ import (
 // claimed in the calling transaction: it commits or rolls back with the
 // action's writes. Keep the "action:" prefix out of your own guard scopes.
 //
-// Make one with [NewAction]: the zero Action is not usable, its Do fails.
+// Make one with [NewAction]: the zero Action is not usable, its Do fails
+// and its Name is "", as a nil one's.
 type Action[A any] struct {
 	name   string
 	owners []string
@@ -131,8 +132,14 @@ func NewActionSafely[A any](hs *Handlers, spec ActionSpec, fn ActionFunc[A]) (*A
 	return &Action[A]{name: spec.Name, owners: owners, fn: fn}, nil
 }
 
-// Name returns the action's name.
-func (a *Action[A]) Name() string { return a.name }
+// Name returns the action's name; "" on an Action that [NewAction] did
+// not return (a zero or nil Action).
+func (a *Action[A]) Name() string {
+	if a == nil {
+		return ""
+	}
+	return a.name
+}
 
 // Do runs the action for key inside tx unless it has already run for key,
 // in this transaction or a committed one. It reports whether it ran. It

@@ -40,7 +40,7 @@ import (
 //
 // Make a Task with [NewTask], at start-up, and share it: its methods are
 // safe for concurrent use. The zero Task, or a nil one, is not usable: its
-// Enqueue fails.
+// Enqueue fails, and its Name and ID are "".
 type Task[T any] struct {
 	name string
 	hs   *Handlers
@@ -147,11 +147,25 @@ func NewTaskSafely[T any](hs *Handlers, name string, fn TaskFunc[T]) (*Task[T], 
 	return &Task[T]{name: name, hs: hs}, nil
 }
 
-// Name is the task's name.
-func (t *Task[T]) Name() string { return t.name }
+// Name is the task's name; "" on a Task that [NewTask] did not return (a
+// zero or nil Task).
+func (t *Task[T]) Name() string {
+	if t == nil {
+		return ""
+	}
+	return t.name
+}
 
 // ID is the inbox id of the task enqueued with key: task:<name>:<key>.
-func (t *Task[T]) ID(key string) string { return taskID(t.name, key) }
+// It is "" on a Task that [NewTask] did not return (a zero or nil Task),
+// which has no ids: [Inbox.Lookup] refuses "" rather than answer that a
+// task of no name is not there.
+func (t *Task[T]) ID(key string) string {
+	if t.Name() == "" {
+		return ""
+	}
+	return taskID(t.name, key)
+}
 
 // Enqueue stores the task for key with args (encoded as JSON) in tx, the
 // transaction of the event being handled: it commits or rolls back with
