@@ -116,12 +116,18 @@ func testInboxHeldBy(t *testing.T, b StoreBackend) {
 		require.Empty(t, ids, "held by of %s after evt_hb_1's redrive", id)
 	}
 
-	// Of no object, unknown, or no id an event can have: held by nothing.
+	// Of no object, or unknown: held by nothing.
 	ib.deliver(t, "evt_hn_2", "invoice.paid", "", 1756742402, idempotency.OutcomeQueued)
 	ib.deliver(t, "evt_hn_1", "invoice.paid", "", 1756742401, idempotency.OutcomeQueued)
-	for _, id := range []string{"evt_hn_2", "evt_unknown", "", "evt_\x00", "evt_\xff"} {
+	for _, id := range []string{"evt_hn_2", "evt_unknown"} {
 		ids, _ = ib.heldBy(t, id)
 		require.Empty(t, ids, "held by of %q", id)
+	}
+	// No id an event can have: refused, as Forget refuses it.
+	for _, id := range []string{"", "evt_\x00", "evt_\xff"} {
+		hs, err := ib.inbox.HeldBy(ctxT(t), id)
+		require.ErrorIs(t, err, idempotency.ErrInvalidKey, "held by of %q", id)
+		require.Empty(t, hs)
 	}
 }
 
