@@ -1,14 +1,12 @@
 package idempotency_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
-	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // TestInboxIngestLostAnswerWakesAtTheResend: an insert that stored the
@@ -19,16 +17,7 @@ import (
 // event whose insert was answered wakes none, as before.
 func TestInboxIngestLostAnswerWakesAtTheResend(t *testing.T) {
 	t.Parallel()
-	store := &idempotency.LostAnswerStore{MemoryStore: idempotency.NewMemoryStore()}
-	hs := idempotency.NewHandlers()
-	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[map[string]any]) error { return nil })
-	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: discardLogger()})
-	require.NoError(t, err)
-	h, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
-	require.NoError(t, err)
-	deliver := func(eventID string) idempotencytest.Answer {
-		return idempotencytest.Deliver(h, invoicePayload(t, eventID, "in_lost_answer", "acct_1"), testSecret)
-	}
+	store, in, deliver := newLostAnswerInbox(t)
 
 	store.Lose.Store(true)
 	a := deliver("evt_lost_answer")
