@@ -19,10 +19,14 @@ import (
 // panickingTracer is a user's pgx tracer (an OpenTelemetry one traces
 // statements and batches alike) that panics once, on the first statement
 // whose SQL holds every part of on, as it starts; panicked then closes.
+// With again set, it panics once more, "tracer: boom again", on the first
+// statement after that one whose SQL holds every part of again.
 type panickingTracer struct {
 	on       []string
 	armed    atomic.Bool
 	panicked chan struct{}
+	again    []string
+	rearmed  atomic.Bool
 }
 
 func newPanickingTracer(on ...string) *panickingTracer {
@@ -30,15 +34,24 @@ func newPanickingTracer(on ...string) *panickingTracer {
 }
 
 func (tr *panickingTracer) trace(sql string) {
-	for _, part := range tr.on {
-		if !strings.Contains(sql, part) {
-			return
-		}
+	if holdsEvery(sql, tr.again) && tr.rearmed.CompareAndSwap(true, false) {
+		panic("tracer: boom again")
 	}
-	if tr.armed.CompareAndSwap(true, false) {
+	if holdsEvery(sql, tr.on) && tr.armed.CompareAndSwap(true, false) {
+		tr.rearmed.Store(len(tr.again) > 0)
 		close(tr.panicked)
 		panic("tracer: boom")
 	}
+}
+
+// holdsEvery reports whether sql holds every one of parts.
+func holdsEvery(sql string, parts []string) bool {
+	for _, part := range parts {
+		if !strings.Contains(sql, part) {
+			return false
+		}
+	}
+	return true
 }
 
 func (tr *panickingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {

@@ -938,11 +938,31 @@ func (s *PgxStore) keepSkipped(ctx context.Context, tx pgx.Tx, c *Claim, reason 
 }
 
 // rollback ends tx on a context that outlives ctx's cancellation, so a
-// timed-out handler still returns its connection cleanly.
+// timed-out handler still returns its connection cleanly. A panic in the
+// code of the connection (a pgx tracer) as the ROLLBACK goes out closes
+// the connection (closeAfterPanic) and goes on up.
 func rollback(ctx context.Context, tx pgx.Tx) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
+	defer func() {
+		if v := recover(); v != nil {
+			closeAfterPanic(ctx, tx)
+			panic(v)
+		}
+	}()
 	_ = tx.Rollback(ctx) // pgx.ErrTxClosed after a commit or a failed one: nothing to do
+}
+
+// closeAfterPanic closes the connection of tx, whose rollback panicked
+// before it went out: the server ends the transaction, and its locks,
+// which would otherwise be held for as long as the process lives. The
+// rollback tried again fails at once on the closed connection, which
+// gives a pool's connection back to be destroyed; should the connection's
+// code panic again, the connection is closed all the same.
+func closeAfterPanic(ctx context.Context, tx pgx.Tx) {
+	defer func() { _ = recover() }()
+	_ = tx.Conn().Close(ctx)
+	_ = tx.Rollback(ctx)
 }
 
 // Ping implements [Store]: it runs SELECT 1 in a read-only transaction.
