@@ -557,15 +557,15 @@ func (h *Handler) enqueue(ctx context.Context, env *envelope.Envelope, payload [
 // stored and no worker woken for it, so that it waited for a poll
 // (PollInterval). Stripe's resend, answered duplicate, wakes them then.
 // An ordinary duplicate costs one atomic load while none is kept; the
-// latest maxUnansweredInserts are kept (a database down for a while fails
-// every insert), a new one replacing the oldest, whose resend may have
-// gone to another process or never come: those replaced wait for a poll
-// as before.
+// latest maxUnansweredInserts failures are kept (a database down for a
+// while fails every insert), a new one replacing the oldest, whose resend
+// may have gone to another process or never come: those replaced wait
+// for a poll as before.
 type unansweredInserts struct {
 	n     atomic.Int32
 	mu    sync.Mutex
 	ids   map[string]uint64 // each id kept, and the number of its latest add
-	order []unansweredID    // the adds, oldest first; one whose id was taken or added again is stale
+	ring  []unansweredID    // the latest adds, add k at k % maxUnansweredInserts
 	added uint64            // the adds so far
 }
 
@@ -582,32 +582,16 @@ func (u *unansweredInserts) add(id string) {
 	defer u.mu.Unlock()
 	if u.ids == nil {
 		u.ids = make(map[string]uint64)
+		u.ring = make([]unansweredID, maxUnansweredInserts)
 	}
 	u.added++
+	slot := &u.ring[u.added%maxUnansweredInserts]
+	if u.ids[slot.id] == slot.at { // the oldest add, unless its id was taken or added again since
+		delete(u.ids, slot.id)
+	}
+	*slot = unansweredID{id, u.added}
 	u.ids[id] = u.added
-	u.order = append(u.order, unansweredID{id, u.added})
-	for len(u.ids) > maxUnansweredInserts {
-		u.forget(u.order[0])
-		u.order = u.order[1:]
-	}
-	if len(u.order) > 2*maxUnansweredInserts { // stale adds: kept at most as many as live ones, and the array reused
-		live := u.order[:0]
-		for _, a := range u.order {
-			if u.ids[a.id] == a.at {
-				live = append(live, a)
-			}
-		}
-		clear(u.order[len(live):])
-		u.order = live
-	}
 	u.n.Store(int32(len(u.ids)))
-}
-
-// forget drops a's id unless it was added again since.
-func (u *unansweredInserts) forget(a unansweredID) {
-	if u.ids[a.id] == a.at {
-		delete(u.ids, a.id)
-	}
 }
 
 // take reports whether id is kept, and forgets it.
@@ -619,10 +603,6 @@ func (u *unansweredInserts) take(id string) bool {
 	defer u.mu.Unlock()
 	_, ok := u.ids[id]
 	delete(u.ids, id)
-	if len(u.ids) == 0 {
-		clear(u.order)
-		u.order = u.order[:0]
-	}
 	u.n.Store(int32(len(u.ids)))
 	return ok
 }
