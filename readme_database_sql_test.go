@@ -128,8 +128,14 @@ func TestReadmeDatabaseSQL(t *testing.T) {
 // deliveries at once as the pool's MaxConns hold every connection, and
 // wait for another until Config.Timeout fails one of them, whose
 // rollback frees one.
+//
+// The handlers wait for each other on the test's context, not the
+// delivery's: on a loaded machine the second delivery may reach its
+// handler after the first's Timeout ran out, and the first must still
+// hold its connection then.
 func TestReadmeDatabaseSQLReadDrainsThePool(t *testing.T) {
 	t.Parallel()
+	testCtx := t.Context()
 	pdb := pgtest.NewWithConfig(t, func(c *pgxpool.Config) { c.MaxConns = 2 })
 	b := newPgBackendIn(t, pdb, idempotency.PgxConfig{}, func(p *pgxpool.Pool) idempotency.PgxBeginner { return p })
 	db := stdlib.OpenDBFromPool(b.db.Pool)
@@ -141,15 +147,15 @@ func TestReadmeDatabaseSQLReadDrainsThePool(t *testing.T) {
 		holding <- struct{}{}
 		select {
 		case <-all: // both transactions hold their connection
-		case <-ctx.Done():
-			return ctx.Err()
+		case <-testCtx.Done():
+			return testCtx.Err()
 		}
 		var n int
 		return db.QueryRowContext(ctx, `SELECT count(*) FROM counters`).Scan(&n)
 	})
 	results := make(chan idempotency.Result, 2)
 	h, err := idempotency.NewHandler(b.store, hs, idempotency.Config{
-		Secrets: []string{testSecret}, Timeout: 500 * time.Millisecond, Logger: discardLogger(),
+		Secrets: []string{testSecret}, Timeout: 2 * time.Second, Logger: discardLogger(),
 		OnResult: func(r idempotency.Result) { results <- r },
 	})
 	require.NoError(t, err)
