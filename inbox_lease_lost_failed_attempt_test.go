@@ -84,8 +84,17 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 					})
 					log, buf := testLogger()
 					var rs, observed misuseResults
+					// The stale worker's claim, rollback and settle must
+					// beat its Timeout, and the handler reach its failure:
+					// the timeout case waits it out, 2 s, room for them
+					// on a loaded machine; the others have 10 s and do
+					// not wait.
+					timeout := 10 * time.Second
+					if fail == "timeout" {
+						timeout = 2 * time.Second
+					}
 					stale, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-						Now: clock.Now, MaxAttempts: c.maxAttempts, Lease: time.Minute, Timeout: 200 * time.Millisecond,
+						Now: clock.Now, MaxAttempts: c.maxAttempts, Lease: time.Minute, Timeout: timeout,
 						Logger: log, OnResult: rs.add,
 						Observer: &idempotency.Observer{Attempt: func(ctx context.Context, _ idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
 							return ctx, observed.add
@@ -100,11 +109,9 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 					require.NoError(t, err)
 					require.Equal(t, idempotency.OutcomeQueued, idempotencytest.Deliver(h, invoicePayload(t, "evt_stale", "in_stale", "acct_1"), testSecret).Outcome)
 
-					// Leased through newer, whose Timeout bounds the lease
-					// statement too: stale's 200 ms, short to keep the
-					// timeout case quick, is too short for a lease on a
-					// loaded machine. The leased row is the same whichever
-					// inbox of the store took it; stale applies it.
+					// Leased through newer: the leased row is the same
+					// whichever inbox of the store took it; stale applies
+					// it.
 					leased, err := idempotency.LeaseInbox(ctx, newer, 1)
 					require.NoError(t, err)
 					require.Len(t, leased, 1)

@@ -18,8 +18,11 @@ import (
 	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
-// serverTimeouts are a role's or database's timeouts, short.
-var serverTimeouts = map[string]string{"statement_timeout": "300ms", "idle_in_transaction_session_timeout": "300ms", "lock_timeout": "100ms"}
+// serverTimeouts are a role's or database's timeouts, short, but long
+// enough for the deliveries that must not be cut: with 300 ms, a loaded
+// machine's delivery after the cut, its transaction idle or its statement
+// slow for that long, was cut too.
+var serverTimeouts = map[string]string{"statement_timeout": "2s", "idle_in_transaction_session_timeout": "2s", "lock_timeout": "2s"}
 
 // newPgBackendMigratedApart is newPgBackendWithSettings, but migrated
 // through a pool without params: on a loaded machine the migration's
