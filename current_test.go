@@ -244,8 +244,10 @@ func TestHandlerTimeoutDuringAFetchAnswers500(t *testing.T) {
 			return nil, ctx.Err()
 		}, handleNothing)
 	results := make(chan idempotency.Result, 1)
+	// The fetch waits Timeout out; the claim and the lock before it must
+	// beat it, which 50 ms did not always on a loaded machine.
 	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
-		Secrets: []string{testSecret}, Logger: discardLogger(), Timeout: 50 * time.Millisecond,
+		Secrets: []string{testSecret}, Logger: discardLogger(), Timeout: time.Second,
 		OnResult: func(r idempotency.Result) { results <- r },
 	})
 	require.NoError(t, err)

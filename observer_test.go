@@ -336,7 +336,9 @@ func TestObserverDoneOnceOnEveryEnd(t *testing.T) {
 	event := func(id, typ string) []byte {
 		return []byte(`{"id":"` + id + `","object":"event","type":"` + typ + `","created":1756742400,"data":{"object":{"id":"in_1","object":"invoice"}}}`)
 	}
-	cfg := idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Observer: c.observer(), OnResult: record, Timeout: 50 * time.Millisecond}
+	// evt_slow's handler waits out Timeout; the claims before the handlers
+	// must beat it, which 50 ms did not always on a loaded machine.
+	cfg := idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Observer: c.observer(), OnResult: record, Timeout: time.Second}
 	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, cfg)
 	require.NoError(t, err)
 	down, err := idempotency.NewHandler(unavailableStore{}, hs, cfg)
