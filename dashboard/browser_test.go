@@ -59,7 +59,11 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-extensions", true),
-		chromedp.UserDataDir(t.TempDir()),
+		// No UserDataDir of the test's: chromedp makes its own, and at the
+		// end kills Chromium's child processes that outlive it and
+		// removes it, trying again while they still write; a t.TempDir's
+		// removal failed the test ("directory not empty") when a child
+		// still wrote there on a loaded machine.
 		chromedp.WindowSize(1280, 900),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
