@@ -128,7 +128,8 @@ func requireCommittedOnce(t *testing.T, h http.Handler, store *idempotency.PgxSt
 // commitDroppedConn is a connection to PostgreSQL that, once armed,
 // closes instead of sending the next COMMIT, calls dropped, and then
 // tells its client the COMMIT went out: the server rolls the transaction
-// back, and the client cannot tell that it did.
+// back, and the client cannot tell that it did. A COMMIT is the
+// statement's whole text: a BEGIN ... READ COMMITTED passes.
 type commitDroppedConn struct {
 	net.Conn
 	armed   *atomic.Bool
@@ -136,7 +137,7 @@ type commitDroppedConn struct {
 }
 
 func (c *commitDroppedConn) Write(b []byte) (int, error) {
-	if bytes.Contains(b, []byte("commit")) && c.armed.CompareAndSwap(true, false) {
+	if bytes.Contains(b, []byte("commit\x00")) && c.armed.CompareAndSwap(true, false) {
 		_ = c.Conn.Close()
 		c.dropped()
 		return len(b), nil
