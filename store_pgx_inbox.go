@@ -358,9 +358,13 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 	// one round trip, and the lock is held no longer than the server
 	// needs. Nothing is returned unless the commit succeeded.
 	tx, results, commitQueued := s.sendBatch(ctx, batch, tx, true)
-	defer rollback(ctx, tx) // after a commit: nothing to do
-	var xact int64          // the transaction's id, answered with each dead letter
+	var xact int64 // the transaction's id, answered with each dead letter
 	defer func() {
+		// The rollback (after a commit: nothing to do) before the
+		// look-up: an error that left the transaction open (one the
+		// client met reading the answers) would have it found in
+		// progress on every look, up to lostCommitWait.
+		rollback(ctx, tx)
 		if err != nil && len(dead) > 0 && s.lostCommitState(ctx, xact, err, s.retention.xactCommitted, xact) != xactCommitted {
 			dead = nil
 		}
