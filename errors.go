@@ -410,7 +410,9 @@ func validText(s string) bool {
 // insert that stores an [Inbox]'s deliveries is one too: each delivery
 // of that insert (one, or several that arrived together) is answered 503
 // with it, nothing stored; during an inbox worker's lease, or the
-// recording of an attempt's end, it is that call's error; and during an
+// recording of an attempt's end, it is that call's error, as it is in
+// [Inbox.Run]'s clock check, listen connection and notifications of
+// other processes; and during an
 // attempt's transaction, the attempt's error, the attempt failed and
 // retried as any other.
 type PanicError struct {

@@ -20,13 +20,16 @@ import (
 // statements and batches alike) that panics once, on the first statement
 // whose SQL holds every part of on, as it starts; panicked then closes.
 // With again set, it panics once more, "tracer: boom again", on the first
-// statement after that one whose SQL holds every part of again.
+// statement after that one whose SQL holds every part of again. With
+// atBatchStart set, it panics as a batch that holds such a statement
+// starts, before the batch is sent.
 type panickingTracer struct {
-	on       []string
-	armed    atomic.Bool
-	panicked chan struct{}
-	again    []string
-	rearmed  atomic.Bool
+	on           []string
+	armed        atomic.Bool
+	panicked     chan struct{}
+	again        []string
+	rearmed      atomic.Bool
+	atBatchStart bool
 }
 
 func newPanickingTracer(on ...string) *panickingTracer {
@@ -61,12 +64,19 @@ func (tr *panickingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d p
 
 func (tr *panickingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-func (tr *panickingTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+func (tr *panickingTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	if tr.atBatchStart {
+		for _, q := range d.Batch.QueuedQueries {
+			tr.trace(q.SQL)
+		}
+	}
 	return ctx
 }
 
 func (tr *panickingTracer) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	tr.trace(d.SQL)
+	if !tr.atBatchStart {
+		tr.trace(d.SQL)
+	}
 }
 
 func (tr *panickingTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
@@ -127,9 +137,19 @@ func requireConnsPanic(t *testing.T, err error) {
 // back to the pool, and the event is applied once, at a later lease.
 func TestPgxInboxTracerPanicInTheLeaseIsItsError(t *testing.T) {
 	t.Parallel()
+	requireLeasePanicIsItsError(t, false, "evt_lease_panic", "in_lease_panic")
+}
+
+// requireLeasePanicIsItsError holds that a tracer's panic in the lease
+// (as its batch starts, with atBatchStart) is the lease's error, its
+// connection given back, and that eventID, about invoice, is applied
+// once later.
+func requireLeasePanicIsItsError(t *testing.T, atBatchStart bool, eventID, invoice string) {
+	t.Helper()
 	tr := newPanickingTracer("WITH expired AS")
+	tr.atBatchStart = atBatchStart
 	p := tracedInbox(t, tr)
-	p.deliver(t, "evt_lease_panic", "in_lease_panic", 0)
+	p.deliver(t, eventID, invoice, 0)
 
 	n, err := panicInWorkDue(t, p, tr)
 	require.Zero(t, n)
@@ -137,7 +157,7 @@ func TestPgxInboxTracerPanicInTheLeaseIsItsError(t *testing.T) {
 	require.ErrorContains(t, err, "inbox lease: ")
 	// The batch that panicked may have committed the lease: the event
 	// is then taken over once that lease expires.
-	requireAppliedOnceLater(t, p, idempotency.DefaultLease, "evt_lease_panic", "in_lease_panic")
+	requireAppliedOnceLater(t, p, idempotency.DefaultLease, eventID, invoice)
 }
 
 // A panic in a user's pgx tracer during an attempt's claim fails the
@@ -147,9 +167,19 @@ func TestPgxInboxTracerPanicInTheLeaseIsItsError(t *testing.T) {
 // transaction left open on a connection the pool lost.
 func TestPgxInboxTracerPanicInTheClaimFailsTheAttempt(t *testing.T) {
 	t.Parallel()
+	requireClaimPanicFailsTheAttempt(t, false, "evt_claim_panic", "in_claim_panic")
+}
+
+// requireClaimPanicFailsTheAttempt holds that a tracer's panic in an
+// attempt's claim (as its batch starts, with atBatchStart) fails the
+// attempt, rolled back and reported, its connection given back, and
+// that eventID, about invoice, is applied once after the backoff.
+func requireClaimPanicFailsTheAttempt(t *testing.T, atBatchStart bool, eventID, invoice string) {
+	t.Helper()
 	tr := newPanickingTracer("UPDATE", "idempotency_inbox", "finished_at = $4")
+	tr.atBatchStart = atBatchStart
 	p := tracedInbox(t, tr)
-	p.deliver(t, "evt_claim_panic", "in_claim_panic", 0)
+	p.deliver(t, eventID, invoice, 0)
 
 	n, err := panicInWorkDue(t, p, tr)
 	require.NoError(t, err)
@@ -158,11 +188,11 @@ func TestPgxInboxTracerPanicInTheClaimFailsTheAttempt(t *testing.T) {
 	require.Equal(t, idempotency.OutcomeFailed, res.Outcome)
 	require.Equal(t, idempotency.InboxFailed, res.State)
 	requireConnsPanic(t, res.Err)
-	rec := p.record(t, "evt_claim_panic")
+	rec := p.record(t, eventID)
 	require.Equal(t, idempotency.InboxFailed, rec.State)
 	require.Contains(t, rec.LastError, "the store's connections panicked")
-	require.Zero(t, p.b.get(t, "in_claim_panic"), "rolled back")
-	requireAppliedOnceLater(t, p, time.Minute, "evt_claim_panic", "in_claim_panic") // the backoff
+	require.Zero(t, p.b.get(t, invoice), "rolled back")
+	requireAppliedOnceLater(t, p, time.Minute, eventID, invoice) // the backoff
 }
 
 // A panic in a user's pgx tracer as a failed attempt is recorded is the

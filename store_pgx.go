@@ -630,8 +630,94 @@ func (s *PgxStore) sendBatch(ctx context.Context, batch *pgx.Batch, tx pgx.Tx, c
 	if commit {
 		batch.Queue(`COMMIT`)
 	}
-	results := s.batch.SendBatch(ctx, batch)
+	var results pgx.BatchResults
+	if pool, ok := s.batch.(*pgxpool.Pool); ok {
+		results = sendAcquired(ctx, pool, batch)
+	} else {
+		results = s.batch.SendBatch(ctx, batch)
+	}
 	return results.Tx(), results, commit
+}
+
+// sendAcquired sends batch on a connection it acquires from pool, and
+// gives that connection back as pgxpool.Pool.SendBatch does: when its
+// results are closed or, when the batch began a transaction, when that
+// ends. Unlike the pool's SendBatch it holds the connection while the
+// batch starts: should the connection's code panic there (a pgx
+// tracer's TraceBatchStart), it gives it back before the panic goes on
+// up, where the pool's SendBatch kept it acquired for as long as the
+// pool lived, one connection lost per panic.
+func sendAcquired(ctx context.Context, pool *pgxpool.Pool, batch *pgx.Batch) pgx.BatchResults {
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		return pgx.FailedBatchResults(batch, err)
+	}
+	sent := false
+	defer func() {
+		if !sent {
+			c.Release() // a busy or broken connection is destroyed
+		}
+	}()
+	br := c.SendBatch(ctx, batch)
+	sent = true
+	if tx := br.Tx(); tx != nil {
+		return &acquiredResults{BatchResults: br, tx: &acquiredTx{Tx: tx, c: c}}
+	}
+	return &acquiredResults{BatchResults: br, c: c}
+}
+
+// acquiredResults are the results of a batch from sendAcquired: closed,
+// they give its connection back, unless tx, the transaction the batch
+// began, holds it.
+type acquiredResults struct {
+	pgx.BatchResults
+	c  *pgxpool.Conn
+	tx *acquiredTx
+}
+
+func (r *acquiredResults) Close() error {
+	err := r.BatchResults.Close()
+	if r.c != nil {
+		r.c.Release()
+		r.c = nil
+	}
+	return err
+}
+
+func (r *acquiredResults) Tx() pgx.Tx {
+	if r.tx == nil {
+		return nil
+	}
+	return r.tx
+}
+
+// acquiredTx is the transaction a batch from sendAcquired began: ended,
+// it gives its connection back. A Commit or Rollback that panics does
+// not (the pool's Tx does not either): the connection, its transaction
+// perhaps open, is closed first (closeAfterPanic), then given back by
+// a Rollback again.
+type acquiredTx struct {
+	pgx.Tx
+	c *pgxpool.Conn
+}
+
+func (tx *acquiredTx) Commit(ctx context.Context) error {
+	err := tx.Tx.Commit(ctx)
+	tx.release()
+	return err
+}
+
+func (tx *acquiredTx) Rollback(ctx context.Context) error {
+	err := tx.Tx.Rollback(ctx)
+	tx.release()
+	return err
+}
+
+func (tx *acquiredTx) release() {
+	if tx.c != nil {
+		tx.c.Release()
+		tx.c = nil
+	}
 }
 
 func (s *PgxStore) beginClaimOnce(ctx context.Context, c Claim, outcome Outcome, handler bool) (pgx.Tx, []earlyGuard, int64, bool, error) {

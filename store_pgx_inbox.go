@@ -245,7 +245,17 @@ type pgxQuerier interface {
 // and sets what it reads anew on each call) runs again, up to maxAttempts
 // calls in all: its new snapshot sees the write, as read committed would
 // have.
+//
+// On a pool fn is called with a connection acquired for the call and
+// given back however fn returns: the pool's Query and QueryRow keep the
+// connection they acquired when its code panics as the statement starts
+// (a pgx tracer), for as long as the pool lives.
 func (s *PgxStore) autocommit(ctx context.Context, fn func(q pgxQuerier) error) error {
+	if p, ok := s.db.(*pgxpool.Pool); ok {
+		return s.retryConflicts(ctx, func() error {
+			return p.AcquireFunc(ctx, func(c *pgxpool.Conn) error { return fn(c) })
+		})
+	}
 	if q, ok := s.db.(pgxQuerier); ok {
 		return s.retryConflicts(ctx, func() error { return fn(q) })
 	}
@@ -575,9 +585,9 @@ func scanInboxRow(row pgx.CollectableRow) (inboxRow, error) {
 
 // inboxStoreTime implements inboxClock: the database's clock_timestamp(),
 // a statement and a transaction of its own.
-func (s *PgxStore) inboxStoreTime(ctx context.Context) (time.Time, error) {
-	var now time.Time
-	err := s.autocommit(ctx, func(q pgxQuerier) error {
+func (s *PgxStore) inboxStoreTime(ctx context.Context) (now time.Time, err error) {
+	defer s.recoverConnsPanic("clock", &err)
+	err = s.autocommit(ctx, func(q pgxQuerier) error {
 		return q.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now)
 	})
 	if err != nil {
@@ -593,8 +603,9 @@ var errNotifyNeedsPool = errors.New("idempotency: inbox notifications need a *pg
 
 // inboxNotify implements inboxNotifier: SELECT pg_notify, a statement and a
 // transaction of its own.
-func (s *PgxStore) inboxNotify(ctx context.Context) error {
-	err := s.autocommit(ctx, func(q pgxQuerier) error {
+func (s *PgxStore) inboxNotify(ctx context.Context) (err error) {
+	defer s.recoverConnsPanic("notify", &err)
+	err = s.autocommit(ctx, func(q pgxQuerier) error {
 		_, err := q.Exec(ctx, `SELECT pg_notify($1, '')`, s.inbox.channel)
 		return err
 	})
@@ -640,7 +651,8 @@ func (s *PgxStore) notifyTaskWorkers() {
 // whatever the pool's connections do with a cancelled context. With a db
 // other than a *pgxpool.Pool it fails at once with errNotifyNeedsPool, and
 // with a pool of one connection with errNotifyPoolOfOne.
-func (s *PgxStore) inboxListen(ctx context.Context, listening, wake func()) error {
+func (s *PgxStore) inboxListen(ctx context.Context, listening, wake func()) (err error) {
+	defer s.recoverConnsPanic("listen", &err)
 	pool, ok := s.db.(pgxAcquirer)
 	if !ok {
 		return errorf("%w (the store's db is a %T)", errNotifyNeedsPool, s.db)

@@ -185,17 +185,6 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 			}
 			return err
 		}
-		if a, ok := q.(pgxAcquirer); ok {
-			// pgxpool.Pool.Query gives its connection back when the query
-			// fails, not when code of the connection's panics in it (a
-			// tracer, see insertStored): the pool would lose it for good.
-			c, err := a.Acquire(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Release()
-			q = c
-		}
 		rows, err := q.Query(ctx, s.inbox.enqueueMany, cols.args()...)
 		if err != nil {
 			return err
@@ -266,7 +255,8 @@ const storeConnsPanicked = "the store's connections panicked (a pgx tracer, a po
 
 // recoverConnsPanic, deferred in a method of the store that runs on a
 // goroutine of the library's (the ingest's shared insert, an inbox
-// worker's lease, attempt and settle), turns a panic in the code of the
+// worker's lease, attempt and settle, Run's clock check, its listen
+// connection and the notifications of other processes), turns a panic in the code of the
 // store's connections into *err, a PanicError that names them, as the
 // error of the inbox's op ("" for an attempt's transaction: the error
 // itself). Going on up, it would end the process (a worker's goroutine) or
