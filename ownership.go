@@ -185,8 +185,11 @@ func (hs *Handlers) earlyGuardScopes() map[string][]string {
 }
 
 // Actions returns the ownership table: every declared action in declaration
-// order.
+// order; none for a nil Handlers.
 func (hs *Handlers) Actions() []ActionInfo {
+	if hs == nil {
+		return []ActionInfo{}
+	}
 	out := make([]ActionInfo, len(hs.actions))
 	for i, a := range hs.actions {
 		a.Owners = slices.Clone(a.Owners)

@@ -207,8 +207,12 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 	return nil
 }
 
-// EventTypes returns the event types that have a handler, sorted.
+// EventTypes returns the event types that have a handler, sorted; none
+// for a nil Handlers.
 func (hs *Handlers) EventTypes() []string {
+	if hs == nil {
+		return []string{}
+	}
 	types := make([]string, 0, len(hs.byType))
 	for t := range hs.byType {
 		types = append(types, t)
