@@ -165,16 +165,15 @@ func (e *fetchUnavailableError) Unwrap() error { return e.err }
 //     two fetch-and-write sequences of one object never interleave. On
 //     PostgreSQL it is a row lock in idempotency_objects, held until the
 //     transaction ends; a fetch is made while it is held. The kind is
-//     named by the event types less their last segment
+//     named by the event's type less its last segment
 //     ("customer.subscription"; a v2 type's bracketed part and a v1 thin
 //     event's "v1." prefix aside: v1.billing.meter.error_report_triggered
-//     is about a billing.meter, as billing.meter.updated is), so the
-//     lock, and the fetch record of step 2, are shared by the replicas
-//     of a release that adds a type of a kind the call has and those
-//     still running the release before it: events of one object wait for
-//     each other across a rolling deploy too. A call's lock is its kinds'
-//     together: a type of a kind new to the call changes it, and while
-//     such a release rolls out the replicas of the two lock apart.
+//     is about a billing.meter, as billing.meter.updated is), whatever
+//     other kinds the call has, so the lock, and the fetch record of
+//     step 2, are shared by the replicas of a release that adds a type to
+//     the call, of a kind the call has or of a new one, and those still
+//     running the release before it: events of one object wait for each
+//     other across a rolling deploy too.
 //  2. If the object was fetched after this event was received, by a
 //     handler whose transaction committed, the fetch is skipped and so is
 //     fn: that handler wrote a state that already includes this event's
@@ -218,10 +217,10 @@ func (e *fetchUnavailableError) Unwrap() error { return e.err }
 // refuses (a wildcard such as "customer.subscription.*"), an event type
 // of a kind of object another OnCurrent call of hs registered
 // ([ErrDuplicateRegistration]: register every event type of one kind in
-// one call, as the two would share its lock and fetch record), or event
-// types whose scope, "current:" and their kinds joined with commas, no
-// store can keep (a NUL byte, invalid UTF-8, over 1024 bytes:
-// [ErrInvalidKey]), or an event type given twice. A call that panics
+// one call, as the two would share its lock and fetch record), or an event
+// type whose kind's scope, "current:" and the kind, no store can keep (a
+// NUL byte, invalid UTF-8, over 1024 bytes: [ErrInvalidKey]), or an event
+// type given twice. A call that panics
 // registers none of its types. [OnCurrentSafely] returns the error
 // instead.
 func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn EventFunc[T]) {
@@ -233,8 +232,8 @@ func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn 
 // OnCurrentSafely is [OnCurrent] returning the error instead of
 // panicking; the error wraps [ErrDuplicateRegistration] when a type has a
 // handler, is given twice or is of a kind another call registered, and
-// [ErrInvalidKey] when no store can keep the call's scope. A refused call
-// registers none of its types.
+// [ErrInvalidKey] when no store can keep the scope of one of its kinds. A
+// refused call registers none of its types.
 func OnCurrentSafely[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn EventFunc[T]) error {
 	switch {
 	case hs == nil:
@@ -246,11 +245,14 @@ func OnCurrentSafely[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T
 	}
 	types := slices.Sorted(slices.Values(eventTypes))
 	kinds := currentKinds(types)
-	reg := &currentRegistration{scope: "current:" + strings.Join(kinds, ","), local: localFetches{started: map[localObject]time.Time{}}}
-	// The scope is part of each object's key, which a store indexes: one
-	// no store can keep would skip every event of the types at run time.
-	if err := checkKey("its scope (\"current:\" and the kinds of object of its event types joined)", reg.scope); err != nil {
-		return errorf("OnCurrent: %w", err)
+	reg := &currentRegistration{local: localFetches{started: map[localObject]time.Time{}}}
+	for _, kind := range kinds {
+		// The scope is part of each object's key, which a store indexes:
+		// one no store can keep would skip every event of the kind at run
+		// time.
+		if err := checkKey(fmt.Sprintf("the scope of kind %q (\"current:\" and the kind)", kind), currentScope(kind)); err != nil {
+			return errorf("OnCurrent: %w", err)
+		}
 	}
 	for _, kind := range kinds {
 		if prev, ok := hs.currentKinds[kind]; ok {
@@ -271,10 +273,11 @@ func OnCurrentSafely[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T
 		}
 	}
 	for _, eventType := range types {
+		scope := currentScope(currentKind(eventType))
 		// The object is the envelope's (Event.ObjectID): data.object is not
 		// decoded, and a thin event's data, the event's own fields, names none.
 		if err := onSafely(hs, eventType, name, true, func(ctx context.Context, tx Tx, ev Event[struct{}]) error {
-			return applyCurrent(ctx, tx, reg, ev, fetch, fn)
+			return applyCurrent(ctx, tx, reg, scope, ev, fetch, fn)
 		}); err != nil {
 			return err // checkOn passed every type: not reached
 		}
@@ -327,10 +330,16 @@ func currentKind(typ string) string {
 	return kind
 }
 
-// currentRegistration is one OnCurrent call's scope and what this process
-// remembers of its fetches.
+// currentScope is the guard scope of OnCurrent's locks and fetch records
+// of the objects of kind (currentKind): the kind's alone, whatever other
+// kinds its call has, so that every registration of the kind (a release
+// that adds a type of another kind to the call, the release before it)
+// locks the same row of an object.
+func currentScope(kind string) string { return "current:" + kind }
+
+// currentRegistration is what this process remembers of one OnCurrent
+// call's fetches.
 type currentRegistration struct {
-	scope string
 	local localFetches
 }
 
@@ -433,8 +442,7 @@ type objectTx interface {
 	order(ctx context.Context, scope, key string, created time.Time) (Order, error)
 }
 
-func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, ev Event[struct{}], fetch FetchFunc[T], fn EventFunc[T]) error {
-	scope := reg.scope
+func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, scope string, ev Event[struct{}], fetch FetchFunc[T], fn EventFunc[T]) error {
 	ot, ok := tx.(objectTx)
 	if !ok {
 		return errorf("%w (got %T)", ErrNeedsStoreTx, tx)

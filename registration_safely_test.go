@@ -1,7 +1,6 @@
 package idempotency_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -59,11 +58,9 @@ func TestNewTaskSafelyReturnsEachRefusal(t *testing.T) {
 func TestOnCurrentSafelyReturnsEachRefusal(t *testing.T) {
 	t.Parallel()
 	sub := []string{"customer.subscription.updated"}
-	var long, kinds []string // types of kinds whose scope no store keeps
-	for i := 0; len("current:"+strings.Join(kinds, ",")) <= 1024; i++ {
-		kinds = append(kinds, fmt.Sprintf("custom_object_%03d", i))
-		long = append(long, kinds[i]+".updated")
-	}
+	// A type of a kind whose scope no store keeps: "current:" and the
+	// kind, 1025 bytes.
+	long := []string{sub[0], strings.Repeat("x", 1024-len("current:")+1) + ".updated"}
 	withHandler := func() *idempotency.Handlers {
 		hs := idempotency.NewHandlers()
 		idempotency.On(hs, "customer.subscription.deleted", handleNothing)
@@ -92,7 +89,7 @@ func TestOnCurrentSafelyReturnsEachRefusal(t *testing.T) {
 		{"a type given twice", idempotency.NewHandlers(), []string{sub[0], sub[0]}, fetchNothing, handleNothing, "is given twice", idempotency.ErrDuplicateRegistration},
 		{"a type with a handler", withHandler(), []string{sub[0], "customer.subscription.deleted"}, fetchNothing, handleNothing, "has a handler", idempotency.ErrDuplicateRegistration},
 		{"a kind of another call", withCall(), sub, fetchNothing, handleNothing, "have an OnCurrent call already", idempotency.ErrDuplicateRegistration},
-		{"a scope too long", idempotency.NewHandlers(), long, fetchNothing, handleNothing, "its scope", idempotency.ErrInvalidKey},
+		{"a scope too long", idempotency.NewHandlers(), long, fetchNothing, handleNothing, "the scope of kind", idempotency.ErrInvalidKey},
 	} {
 		var before []string
 		if tc.hs != nil {

@@ -35,6 +35,7 @@ var currentTests = []struct {
 }{
 	{"CurrentOneObjectAtATime", testCurrentObjectLock},
 	{"CurrentReleaseThatAddsATypeSharesTheLock", testCurrentReleaseAddsType},
+	{"CurrentReleaseThatAddsAKindSharesTheLock", testCurrentReleaseAddsKind},
 	{"CurrentInboxStormFetchesOnce", testCurrentInboxStorm},
 	{"CurrentNewerStateIsFetched", testCurrentNewerState},
 	{"CurrentRolledBackFetchDoesNotCount", testCurrentRolledBackFetch},

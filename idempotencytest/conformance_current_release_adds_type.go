@@ -19,9 +19,15 @@ import (
 // of its own types joined: the new release's event did not wait, and the
 // old release's older fetch was written last.)
 func testCurrentReleaseAddsType(t *testing.T, b StoreBackend) {
+	testCurrentReleaseAdds(t, b, "customer.subscription.paused")
+}
+
+// testCurrentReleaseAdds runs testCurrentReleaseAddsType's deploy with
+// added, the type the new release's OnCurrent call has more.
+func testCurrentReleaseAdds(t *testing.T, b StoreBackend, added string) {
 	cb := newCurrentBench(t, b)
 	hs := idempotency.NewHandlers()
-	idempotency.OnCurrent(hs, append(slices.Clone(subscriptionEvents), "customer.subscription.paused"),
+	idempotency.OnCurrent(hs, append(slices.Clone(subscriptionEvents), added),
 		idempotency.Retrieve(cb.api.client.V1Subscriptions.Retrieve), cb.apply)
 	next, err := idempotency.NewHandler(b.Store, hs, cb.hcfg)
 	require.NoError(t, err)
