@@ -110,6 +110,8 @@ func notAskedFor(op, says string, res *stripe.APIResponse) error {
 
 // retrieveV2Event returns GET /v2/core/events/{id} as sent, as the account
 // or context stripeContext names when it is not empty (Stripe-Context).
+// JSON whose object is not "v2.core.event" (a proxy's {"status":"ok"}) is
+// an answer not asked for (notAskedFor), which a later request may pass.
 //
 // It goes through the backend's Call, as V2CoreEvents.Retrieve does.
 // stripe-go reads a v2 error answer without its HTTP status (a
@@ -140,6 +142,15 @@ func retrieveV2Event(ctx context.Context, c *stripe.Client, id, stripeContext st
 	}
 	if res.LastResponse == nil {
 		return nil, errorf("%w: retrieving the v2 event: the client's backend kept no answer", ErrStripeAPI)
+	}
+	var kind struct {
+		Object any `json:"object"`
+	}
+	if json.Unmarshal(res.LastResponse.RawJSON, &kind) != nil || kind.Object != "v2.core.event" {
+		// JSON that is not a v2 event (a proxy's {"status":"ok"}): not
+		// Stripe's event, malformed, but an answer not asked for, as
+		// Retrieve and Recover take one.
+		return nil, notAskedFor("retrieving the v2 event", "not a v2 event of the Stripe API: JSON of another kind", res.LastResponse)
 	}
 	return res.LastResponse.RawJSON, nil
 }

@@ -204,17 +204,7 @@ func TestStripeAPIAnswersNotStripes(t *testing.T) {
 			})
 			t.Run("thin event", func(t *testing.T) {
 				t.Parallel()
-				app := newService(t, "memory")
-				thinEvents(app)
-				client, _ := notStripeServer(t, c, 0, nil)
-				var res idempotency.Result
-				h, err := idempotency.NewHandler(app.store, app.hs, idempotency.Config{
-					Secrets: []string{testSecret}, Logger: discardLogger(), StripeClient: client,
-					OnResult: func(r idempotency.Result) { res = r },
-				})
-				require.NoError(t, err)
-				notification, _ := thinEvent("evt_thin_proxy")
-				a := idempotencytest.Deliver(h, notification, testSecret)
+				app, a, res := deliverThinAnsweredBy(t, c, "evt_thin_proxy")
 				if c.transient {
 					require.Equal(t, http.StatusServiceUnavailable, a.Status, a.Body)
 					require.JSONEq(t, `{"error":"stripe_unavailable"}`, a.Body)
@@ -234,6 +224,26 @@ func TestStripeAPIAnswersNotStripes(t *testing.T) {
 			})
 		})
 	}
+}
+
+// deliverThinAnsweredBy delivers the notification of the thin event id to
+// a synchronous Handler of a new service whose StripeClient's every
+// request is answered as c says, and returns the service, the answer and
+// the delivery's Result.
+func deliverThinAnsweredBy(t *testing.T, c notStripeAnswer, id string) (*service, idempotencytest.Answer, idempotency.Result) {
+	t.Helper()
+	app := newService(t, "memory")
+	thinEvents(app)
+	client, _ := notStripeServer(t, c, 0, nil)
+	var res idempotency.Result
+	h, err := idempotency.NewHandler(app.store, app.hs, idempotency.Config{
+		Secrets: []string{testSecret}, Logger: discardLogger(), StripeClient: client,
+		OnResult: func(r idempotency.Result) { res = r },
+	})
+	require.NoError(t, err)
+	notification, _ := thinEvent(id)
+	a := idempotencytest.Deliver(h, notification, testSecret)
+	return app, a, res
 }
 
 // TestRecoverAsksAgainAfterStripeGosRetries: stripe-go retries an answer
