@@ -25,12 +25,15 @@ import (
 // interface whose fake applies them in [Tx.AfterCommit]. The store
 // releases an [OnCurrent] object's lock at the commit, as PostgreSQL
 // does, before the AfterCommit funcs run: the funcs of two events of one
-// object may run in either order, so a fake that replaces such a row
-// numbers each write as the handler makes it, under the lock, and applies
-// a row only over an older number. A [Task] the transaction enqueued is
-// held from the inbox's workers until its AfterCommit funcs have run, so
-// that a task func that reads what its event wrote finds the fake's
-// writes, as it finds them committed with the task on PostgreSQL.
+// object that the synchronous [Handler] applies may run in either order,
+// so a fake that replaces such a row numbers each write as the handler
+// makes it, under the lock, and applies a row only over an older number.
+// An [Inbox]'s workers wait for those funcs: the next event of an object
+// is held from them until the AfterCommit funcs of the earlier event's
+// transaction have run, and so is a [Task] a transaction enqueued, so
+// that the next event's handler, or a task func, that reads what the
+// event wrote finds the fake's writes, as it finds them committed on
+// PostgreSQL.
 //
 // It backs an [Inbox] too, with the leases, per-object order and fencing
 // of PgxStore's; drive it with [Inbox.WorkDue] and a fake InboxConfig.Now.
@@ -61,6 +64,11 @@ type MemoryStore struct {
 	unfinished     map[string]*memoryInboxRow
 	unfinishedPeak int
 	inboxByState   map[inboxSlot]*inboxOrder
+	// ending holds the rows of events about an object that their fenced
+	// transaction committed final and holds until its AfterCommit funcs
+	// have run: a lease keeps the next event of their object back until
+	// then, as a fake applies the writes it must find there.
+	ending map[*memoryInboxRow]struct{}
 	// taskArgs holds the finished tasks whose arguments Prune is still to
 	// clear, by FinishedAt and EventID: a prune reads those it clears and
 	// one more, not the tasks it cleared before. indexInboxRow keeps it in
@@ -117,6 +125,7 @@ func (s *MemoryStore) init() {
 		s.inbox = make(map[string]*memoryInboxRow)
 		s.unfinished = make(map[string]*memoryInboxRow)
 		s.inboxByState = make(map[inboxSlot]*inboxOrder)
+		s.ending = make(map[*memoryInboxRow]struct{})
 		s.taskArgs.by = (*memoryInboxRow).argsPosition
 		s.inboxAttempted.by = (*memoryInboxRow).attemptedPosition
 		s.inboxFinished = make(map[inboxSlot]*inboxOrder)

@@ -22,12 +22,14 @@ import (
 // A task's row is held by the transaction that committed it until that
 // transaction's AfterCommit funcs have run: a fake applies its writes
 // there, and a worker must not run the task before they are, as on
-// PostgreSQL the writes commit with the task.
+// PostgreSQL the writes commit with the task. So is an event's row that
+// its fenced transaction committed final (s.ending): its object's next
+// event is not leased until those funcs have run.
 
 // memoryInboxRow is an inbox row and the transaction holding it.
 type memoryInboxRow struct {
 	inboxRow
-	heldBy  *memoryTx  // the open fenced transaction applying it, or the one that committed a task until its AfterCommit funcs have run; nil when none
+	heldBy  *memoryTx  // the open fenced transaction applying it (until its AfterCommit funcs have run, after a commit), or the one that committed a task until its AfterCommit funcs have run; nil when none
 	filedAs InboxState // the state s.inboxByState holds it under; "" when none
 	// argsFiledAt is the FinishedAt s.taskArgs holds it under; zero when
 	// it is not there.
@@ -272,7 +274,14 @@ func (s *MemoryStore) inboxLease(ctx context.Context, now time.Time, limit int, 
 	}
 
 	// Per object: whether a worker is on it, and which event goes next.
+	// An event applied whose transaction still runs its AfterCommit funcs
+	// keeps its object busy: a fake applies its writes there, and the
+	// next event's handler must find them, as on PostgreSQL it finds them
+	// committed.
 	busy := make(map[objectKey]bool)
+	for r := range s.ending {
+		busy[r.objectKey()] = true
+	}
 	next := make(map[objectKey]*memoryInboxRow)
 	var due dueRows
 	for _, r := range s.unfinished {
@@ -595,12 +604,16 @@ func (tx *memoryTx) finishInboxRow(rec *EventRecord) {
 	r.FinishedAt, r.LastError = kept(tx.claim.fence.Now), ""
 	r.NextAttemptAt, r.LeaseUntil = time.Time{}, time.Time{}
 	tx.s.indexInboxRow(r)
+	if r.ObjectID != "" {
+		tx.s.ending[r] = struct{}{} // until releaseInboxRow
+	}
 }
 
 // releaseInboxRow lets the row tx held be leased and settled again; s.mu
 // is held.
 func (tx *memoryTx) releaseInboxRow() {
 	if tx.inboxRow != nil {
+		delete(tx.s.ending, tx.inboxRow)
 		tx.inboxRow.heldBy = nil
 		tx.inboxRow = nil
 	}

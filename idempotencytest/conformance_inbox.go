@@ -50,6 +50,7 @@ var inboxTests = []struct {
 	{"InboxStaleAttemptCannotApplyARedrivenOne", testInboxStaleAttemptCannotApplyARedrivenOne},
 	{"InboxLeaseExpiredAtLastAttemptReported", testInboxLeaseExpiredReported},
 	{"InboxUnexpiredLeaseHoldsObject", testInboxUnexpiredLeaseHoldsObject},
+	{"InboxNextEventAfterItsWrites", testInboxNextEventAfterItsWrites},
 	{"InboxHeldByFollowsTheLeaseRule", testInboxHeldBy},
 	{"InboxHeldByOpenTransactionPastItsLease", testInboxHeldByOpenTransaction},
 	{"InboxHeldByBounded", testInboxHeldByBounded},

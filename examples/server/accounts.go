@@ -51,7 +51,9 @@ func (a *memoryAccounts) Grant(_ context.Context, tx idempotency.Tx, id string, 
 // funcs before it releases a transaction's guards, so updates under one
 // guard are applied in turn; but it releases OnCurrent's per-object lock
 // at the commit, as PostgreSQL does, so the funcs of two transactions that
-// took that lock in turn may run in either order: replace orders them.
+// took that lock in turn may run in either order in synchronous mode (an
+// inbox's workers wait for them before the object's next event): replace
+// orders them.
 type memoryTable[T any] struct {
 	mu     sync.Mutex
 	m      map[string]T
