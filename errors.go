@@ -259,7 +259,9 @@ var (
 	// deployment that removed it, or one not yet rolled out): the attempt
 	// fails and the task is retried with backoff, so that a process that
 	// registers it runs it; at InboxConfig.MaxAttempts it is
-	// dead-lettered, as after any failed attempt, for a redrive.
+	// dead-lettered, as after any failed attempt, for a redrive. It is
+	// also [Task.Enqueue]'s, storing nothing, in an event whose Handler or
+	// Inbox was built on a Handlers that registers no task of its name.
 	ErrTaskNotRegistered = errors.New("idempotency: no task registered")
 	// ErrNoHandler is the error of an inbox attempt at an event whose
 	// type has no handler in the worker's process, while the event is

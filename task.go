@@ -179,7 +179,12 @@ func (t *Task[T]) ID(key string) string {
 // email, an invoice id for a receipt. It must be 1 to 200 bytes of valid
 // UTF-8 without NUL ([ErrInvalidKey]). Enqueue fails with
 // [ErrNeedsStoreTx] for a Tx of another Store, and, storing nothing, on a
-// Task that [NewTask] did not return (a zero or nil Task).
+// Task that [NewTask] did not return (a zero or nil Task), and with
+// [ErrTaskNotRegistered] in the transaction of an event that a [Handler]
+// or an [Inbox] built on another Handlers runs, one that registers no
+// task of its name: the workers of that Handlers would fail it at every
+// attempt until it was dead-lettered. Return the error, and the event
+// rolls back. (A [Store.Run] of your own has no Handlers to ask.)
 //
 // The args stay in the task's row, where [Inbox.Payload] reads them,
 // until Prune clears them [Retention].Payloads (7 days by default) after
@@ -202,6 +207,11 @@ func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enque
 	tt, ok := tx.(taskTx)
 	if !ok {
 		return false, errorf("%w (got %T)", ErrNeedsStoreTx, tx)
+	}
+	if hs := tt.eventHandlers(); hs != nil && !hs.registersTask(t.hs, t.name) {
+		// Stored, it would fail at every attempt of the workers that run
+		// this event's Handlers until it was dead-lettered.
+		return false, errorf("task %s: %w as %q in the Handlers this event runs with: register it there with NewTask, before NewInbox", t.name, ErrTaskNotRegistered, t.name)
 	}
 	payload, err := json.Marshal(args)
 	if err != nil {
@@ -231,6 +241,9 @@ type taskTx interface {
 	// taskNow is the clock of the transaction's runner: the inbox's for
 	// an inbox attempt, the Handler's otherwise.
 	taskNow() time.Time
+	// eventHandlers is the Handlers of the Handler or Inbox running the
+	// transaction's event; nil for a Store.Run of the caller's own.
+	eventHandlers() *Handlers
 	// notifyWorkers wakes the workers of other processes after a commit
 	// that stored a task, when this process has no Inbox to do it.
 	notifyWorkers()
@@ -239,6 +252,20 @@ type taskTx interface {
 	// AfterCommit func); on MemoryStore once its AfterCommit funcs, which
 	// apply a fake's writes, have run. It never runs after a rollback.
 	whenTasksDue(fn func())
+}
+
+// eventHandlers implements taskTx for both stores' transactions.
+func (t *txState) eventHandlers() *Handlers { return t.claim.hs }
+
+// registersTask reports whether hs registers the task name that NewTask
+// registered in from: it is from, or registers another task of that
+// name, which its workers run in its stead.
+func (hs *Handlers) registersTask(from *Handlers, name string) bool {
+	if hs == from {
+		return true
+	}
+	_, ok := hs.tasks[name]
+	return ok
 }
 
 // arrivedAt implements objectTx for both stores' transactions.
