@@ -384,6 +384,11 @@ type inboxBackend interface {
 	// Forget deletes eventID's claim, the guards its transaction claimed
 	// and its finished inbox row; see PgxStore.Forget.
 	Forget(ctx context.Context, eventID string) (bool, error)
+
+	// taskStore is the store whose transactions' tasks the inbox's
+	// workers take: the MemoryStore or PgxStore itself, also through a
+	// type that embeds it.
+	taskStore() inboxBackend
 }
 
 // inboxFence is set on the Claim of an inbox attempt: the store's Run

@@ -362,6 +362,12 @@ func (tx *memoryTx) enqueueTask(ctx context.Context, r *inboxRow) (bool, error) 
 // wake.
 func (tx *memoryTx) notifyWorkers() {}
 
+// taskStore implements taskTx.
+func (tx *memoryTx) taskStore() inboxBackend { return tx.s }
+
+// taskStore implements inboxBackend.
+func (s *MemoryStore) taskStore() inboxBackend { return s }
+
 // whenTasksDue implements taskTx: fn runs once tx's tasks are released to
 // the workers, after its AfterCommit funcs, and never when tx rolls back.
 func (tx *memoryTx) whenTasksDue(fn func()) {

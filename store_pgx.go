@@ -1242,6 +1242,12 @@ func (t *pgxTx) Guard(ctx context.Context, scope, key string) (bool, error) {
 // notifyWorkers implements taskTx.
 func (t *pgxTx) notifyWorkers() { t.s.notifyTaskWorkers() }
 
+// taskStore implements taskTx.
+func (t *pgxTx) taskStore() inboxBackend { return t.s }
+
+// taskStore implements inboxBackend.
+func (s *PgxStore) taskStore() inboxBackend { return s }
+
 // whenTasksDue implements taskTx: the tasks are due as the commit returns.
 func (t *pgxTx) whenTasksDue(fn func()) { t.AfterCommit(func(context.Context) { fn() }) }
 

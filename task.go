@@ -247,6 +247,9 @@ type taskTx interface {
 	// notifyWorkers wakes the workers of other processes after a commit
 	// that stored a task, when this process has no Inbox to do it.
 	notifyWorkers()
+	// taskStore is the store the transaction stores its tasks in: the
+	// inboxes whose taskStore it is take them.
+	taskStore() inboxBackend
 	// whenTasksDue registers fn to run once the transaction committed and
 	// the workers may take its tasks: after the commit on PostgreSQL (an
 	// AfterCommit func); on MemoryStore once its AfterCommit funcs, which
@@ -325,21 +328,30 @@ func (w *wakers) live() []*Inbox {
 	return out
 }
 
-// wakeWorkers wakes the workers of the inboxes built on hs: a task was
-// committed in tt. An inbox whose Run is running here takes it; otherwise
-// the workers of other processes are notified, through the inbox, or
-// through tt's store when no inbox is built on hs in this process (a
-// synchronous receiver whose tasks a worker deployment runs).
+// wakeWorkers wakes the workers of the inboxes built on hs on tt's
+// store: a task was committed in tt. An inbox whose Run is running here
+// takes it; otherwise the workers of other processes are notified,
+// through the inbox, or through tt's store when no inbox is built on hs
+// and that store in this process (a synchronous receiver whose tasks a
+// worker deployment runs, or whose Handlers has an Inbox on another store
+// only, which could neither take the task nor notify this store's
+// workers). The store is told by identity: an Inbox on another PgxStore
+// of the same database counts as another store's, its workers woken by
+// the notification (with PollOnly, by their poll).
 func (hs *Handlers) wakeWorkers(tt taskTx) {
-	inboxes := hs.wakers.live()
-	for _, in := range inboxes {
+	store, woken := tt.taskStore(), false
+	for _, in := range hs.wakers.live() {
+		if in.store.taskStore() != store {
+			continue
+		}
+		woken = true
 		if in.running.Load() {
 			in.signal()
 			continue
 		}
 		in.notifyOthers()
 	}
-	if len(inboxes) == 0 {
+	if !woken {
 		tt.notifyWorkers()
 	}
 }

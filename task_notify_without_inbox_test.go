@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,25 +20,7 @@ import (
 func TestPgxTaskWithoutInboxNotifiesOtherProcesses(t *testing.T) {
 	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
-
-	// The worker process: the task registered, Run polling hourly.
-	ran := make(chan string, 1)
-	workerHandlers := idempotency.NewHandlers()
-	idempotency.NewTask(workerHandlers, "notify-me", func(_ context.Context, run idempotency.TaskRun[struct{}]) error {
-		ran <- run.Key
-		return nil
-	})
-	worker, err := idempotency.NewInbox(otherProcess(t, b), workerHandlers, idempotency.InboxConfig{PollInterval: time.Hour, Logger: discardLogger()})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	stopped := make(chan error, 1)
-	go func() { stopped <- worker.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-stopped)
-	}()
-	awaitListener(t, b, 0)
-	require.Eventually(t, func() bool { return idempotency.InboxIdle(worker) }, 10*time.Second, time.Millisecond)
+	ran := idleTaskWorker(t, b, "notify-me")
 
 	// The receiver process: the same task registered, no Inbox.
 	receiverHandlers := idempotency.NewHandlers()
@@ -50,10 +33,46 @@ func TestPgxTaskWithoutInboxNotifiesOtherProcesses(t *testing.T) {
 		})
 	require.NoError(t, err)
 	require.Equal(t, idempotency.OutcomeProcessed, out)
+	requireRanSoon(t, ran, "in_notify")
+}
 
+// idleTaskWorker runs, on b's database, the workers of another process
+// that registers the task name, polling hourly, and returns the keys its
+// runs of the task send. It returns once the workers listen, heard the
+// check of their listen connection (a NOTIFY of their own, which wakes
+// them once), and wait idle: only a notification sent afterwards can wake
+// them within the test.
+func idleTaskWorker(t *testing.T, b *pgBackend, name string) <-chan string {
+	t.Helper()
+	ran := make(chan string, 1)
+	hs := idempotency.NewHandlers()
+	idempotency.NewTask(hs, name, func(_ context.Context, run idempotency.TaskRun[struct{}]) error {
+		ran <- run.Key
+		return nil
+	})
+	logger, logs := testLogger()
+	worker, err := idempotency.NewInbox(otherProcess(t, b), hs, idempotency.InboxConfig{PollInterval: time.Hour, Logger: logger})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- worker.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-stopped)
+	})
+	awaitListener(t, b, 0)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), listenHeard) && idempotency.InboxIdle(worker) },
+		10*time.Second, time.Millisecond, "the workers heard their listen check, then went idle")
+	return ran
+}
+
+// requireRanSoon requires the task's run for key within 10 s, where the
+// workers' next poll is an hour away.
+func requireRanSoon(t *testing.T, ran <-chan string, key string) {
+	t.Helper()
 	select {
-	case key := <-ran:
-		require.Equal(t, "in_notify", key)
+	case got := <-ran:
+		require.Equal(t, key, got)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the worker process was not woken: the task waits for its next poll, an hour away")
 	}
