@@ -191,7 +191,9 @@ func (t *Task[T]) ID(key string) string {
 // the task finished (processed or skipped; the row stays, and the key
 // taken), or with the row of a dead-lettered task, which a redrive runs
 // with them: pass ids rather than personal data where you can, and read
-// the rest when the task runs.
+// the rest when the task runs. Arguments that do not encode as JSON fail
+// Enqueue with an error that names the task, their Go type and the kind
+// of failure, never a value (encoding/json's text may quote one).
 func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enqueued bool, err error) {
 	if t == nil || t.hs == nil {
 		// A zero Task: stored, it would be a task named "" that no worker
@@ -215,7 +217,10 @@ func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enque
 	}
 	payload, err := json.Marshal(args)
 	if err != nil {
-		return false, errorf("task %s: encoding its arguments: %w", t.name, err)
+		// Not json.Marshal's text, nor the error: a MarshalJSON's failure
+		// is the method's own text, which may quote what it encodes, and
+		// an unsupported value's quotes the value.
+		return false, errorf("task %s: its arguments, a %T, do not encode as JSON: %s", t.name, args, encodingFailure(err))
 	}
 	now := tt.taskNow()
 	r := &inboxRow{InboxRecord: InboxRecord{
@@ -230,6 +235,23 @@ func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enque
 		tt.whenTasksDue(func() { t.hs.wakeWorkers(tt) })
 	}
 	return enqueued, nil
+}
+
+// encodingFailure is the kind of json.Marshal's failure err, without a
+// value.
+func encodingFailure(err error) string {
+	var marshaler *json.MarshalerError
+	var value *json.UnsupportedValueError
+	var typ *json.UnsupportedTypeError
+	switch {
+	case errors.As(err, &marshaler):
+		return "a MarshalJSON or MarshalText method failed"
+	case errors.As(err, &value):
+		return "a value JSON cannot hold (NaN, an infinity, a cycle)"
+	case errors.As(err, &typ):
+		return "it holds a " + typ.Type.String() + ", a type JSON cannot hold"
+	}
+	return "encoding/json failed"
 }
 
 // taskTx is a store transaction that can enqueue tasks: the Tx of
