@@ -15,7 +15,7 @@ import (
 // worker does later, alike.
 type dispatcher struct {
 	store    Store
-	hs       *Handlers // what it was built on: the tasks its events may enqueue
+	tasks    *eventTasks // what it took of the Handlers it was built on: the tasks its events may enqueue
 	handlers map[string]registration
 	early    map[string][]string // event type → guard scopes claimed with the event
 	fast     bool                // decode with the compiled decoder
@@ -23,7 +23,7 @@ type dispatcher struct {
 }
 
 func newDispatcher(store Store, hs *Handlers, fast bool, timeout time.Duration) dispatcher {
-	return dispatcher{store: store, hs: hs, handlers: maps.Clone(hs.byType), early: hs.earlyGuardScopes(), fast: fast, timeout: timeout}
+	return dispatcher{store: store, tasks: newEventTasks(hs), handlers: maps.Clone(hs.byType), early: hs.earlyGuardScopes(), fast: fast, timeout: timeout}
 }
 
 func (d *dispatcher) handles(eventType string) bool {
@@ -78,7 +78,7 @@ func (d *dispatcher) claim(env *envelope.Envelope, receivedAt time.Time, fence *
 		Account: env.Account, Livemode: env.Livemode, ReceivedAt: receivedAt,
 		fence: fence,
 		seq:   new(int64),
-		hs:    d.hs,
+		tasks: d.tasks,
 	}
 	if !d.handles(env.Type) {
 		c.Outcome = OutcomeIgnored

@@ -102,10 +102,10 @@ type Claim struct {
 	// arrived is when a delivery reached this process's dispatcher, on
 	// its monotonic clock (current.go); zero for an inbox attempt.
 	arrived time.Time
-	// hs is the Handlers of the Handler or Inbox that runs the event,
-	// whose tasks Task.Enqueue must be among; nil for a Run of the
-	// caller's own.
-	hs *Handlers
+	// tasks are those of the Handlers of the Handler or Inbox that runs
+	// the event, as it took them, among which Task.Enqueue's must be;
+	// nil for a Run of the caller's own.
+	tasks *eventTasks
 }
 
 // eventSeq is the event's number on the store's counter: the inbox's from

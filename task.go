@@ -181,8 +181,8 @@ func (t *Task[T]) ID(key string) string {
 // [ErrNeedsStoreTx] for a Tx of another Store, and, storing nothing, on a
 // Task that [NewTask] did not return (a zero or nil Task), and with
 // [ErrTaskNotRegistered] in the transaction of an event that a [Handler]
-// or an [Inbox] built on another Handlers runs, one that registers no
-// task of its name: the workers of that Handlers would fail it at every
+// or an [Inbox] built on another Handlers runs, one that registered no
+// task of its name when the Handler or Inbox took its snapshot: the workers of that Handlers would fail it at every
 // attempt until it was dead-lettered. Return the error, and the event
 // rolls back. (A [Store.Run] of your own has no Handlers to ask.)
 //
@@ -210,7 +210,7 @@ func (t *Task[T]) Enqueue(ctx context.Context, tx Tx, key string, args T) (enque
 	if !ok {
 		return false, errorf("%w (got %T)", ErrNeedsStoreTx, tx)
 	}
-	if hs := tt.eventHandlers(); hs != nil && !hs.registersTask(t.hs, t.name) {
+	if et := tt.eventTasks(); et != nil && !et.registers(t.hs, t.name) {
 		// Stored, it would fail at every attempt of the workers that run
 		// this event's Handlers until it was dead-lettered.
 		return false, errorf("task %s: %w as %q in the Handlers this event runs with: register it there with NewTask, before NewInbox", t.name, ErrTaskNotRegistered, t.name)
@@ -263,9 +263,10 @@ type taskTx interface {
 	// taskNow is the clock of the transaction's runner: the inbox's for
 	// an inbox attempt, the Handler's otherwise.
 	taskNow() time.Time
-	// eventHandlers is the Handlers of the Handler or Inbox running the
-	// transaction's event; nil for a Store.Run of the caller's own.
-	eventHandlers() *Handlers
+	// eventTasks are the tasks of the Handlers of the Handler or Inbox
+	// running the transaction's event, as it took them; nil for a
+	// Store.Run of the caller's own.
+	eventTasks() *eventTasks
 	// notifyWorkers wakes the workers of other processes after a commit
 	// that stored a task, when this process has no Inbox to do it.
 	notifyWorkers()
@@ -279,18 +280,31 @@ type taskTx interface {
 	whenTasksDue(fn func())
 }
 
-// eventHandlers implements taskTx for both stores' transactions.
-func (t *txState) eventHandlers() *Handlers { return t.claim.hs }
+// eventTasks implements taskTx for both stores' transactions.
+func (t *txState) eventTasks() *eventTasks { return t.claim.tasks }
 
-// registersTask reports whether hs registers the task name that NewTask
-// registered in from: it is from, or registers another task of that
-// name, which its workers run in its stead.
-func (hs *Handlers) registersTask(from *Handlers, name string) bool {
-	if hs == from {
-		return true
+// eventTasks are what a Handler or an Inbox took of the tasks of the
+// Handlers it was built on (NewHandler and NewInbox take a snapshot): a
+// registration on that Handlers afterwards neither changes them nor
+// races with an Enqueue that reads them.
+type eventTasks struct {
+	hs    *Handlers
+	names map[string]bool
+}
+
+func newEventTasks(hs *Handlers) *eventTasks {
+	et := &eventTasks{hs: hs, names: make(map[string]bool, len(hs.tasks))}
+	for name := range hs.tasks {
+		et.names[name] = true
 	}
-	_, ok := hs.tasks[name]
-	return ok
+	return et
+}
+
+// registers reports whether the Handlers registers the task name that
+// NewTask registered in from: it is from, or registered another task of
+// that name before the snapshot, which its workers run in its stead.
+func (et *eventTasks) registers(from *Handlers, name string) bool {
+	return et.hs == from || et.names[name]
 }
 
 // arrivedAt implements objectTx for both stores' transactions.
