@@ -356,10 +356,13 @@ type localFetches struct {
 
 // localObject is an object of one store: the store (a weak pointer to its
 // *MemoryStore or *PgxStore, which compares equal for one store and keeps
-// none alive: one Handlers may outlive many stores, one per test) and the
+// none alive: one Handlers may outlive many stores, one per test), the
+// scope of its kind (currentScope: a call of several kinds keeps each
+// kind's objects apart, as their locks and fetch records are) and the
 // object's key (fetchKey).
 type localObject struct {
 	store any
+	scope string
 	key   string
 }
 
@@ -458,7 +461,7 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, s
 	if err := checkGuardKey(scope, key); err != nil {
 		return Skip("account and data.object.id are too long to key the object")
 	}
-	local := localObject{store: ot.objectStore(), key: key}
+	local := localObject{store: ot.objectStore(), scope: scope, key: key}
 	if reg.local.covers(local, ot.arrivedAt()) {
 		return nil // fetched here after this delivery arrived, and that state written
 	}
