@@ -97,14 +97,25 @@ type commitPoolerConn struct {
 
 func (c *commitPoolerConn) Write(b []byte) (int, error) {
 	if bytes.Contains(b, []byte("commit")) && c.armed.CompareAndSwap(true, false) {
-		defer c.cut.Store(true)
+		n, err := c.Conn.Write(b)
+		c.cut.Store(true)
+		// pgx may have begun reading the answer before the COMMIT was
+		// written (its background reader, started against a write that
+		// could block): that read waits on the server, which holds the
+		// COMMIT, and would wait for ever. Its deadline ends it, and it
+		// then reads the pooler's error.
+		_ = c.Conn.SetReadDeadline(time.Now())
+		return n, err
 	}
 	return c.Conn.Write(b)
 }
 
 func (c *commitPoolerConn) Read(b []byte) (n int, err error) {
 	if !c.cut.Load() {
-		return c.Conn.Read(b)
+		n, err = c.Conn.Read(b)
+		if n > 0 || !c.cut.Load() {
+			return n, err
+		}
 	}
 	err = io.EOF
 	c.fatal.Do(func() {
