@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -315,8 +314,7 @@ func nanoseconds(ns float64) time.Duration {
 // Redrive or Stats while Run runs), but Run and WorkDue refuse to run
 // together.
 type Inbox struct {
-	d     dispatcher
-	tasks map[string]taskRegistration
+	d     dispatcher // its tasks (d.tasks) are those its workers run
 	store inboxBackend
 	cfg   InboxConfig
 	log   *slog.Logger
@@ -378,7 +376,6 @@ func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
 	}
 	in := &Inbox{
 		d:     newDispatcher(store, hs, !cfg.DisableFastDecoder, cfg.Timeout),
-		tasks: maps.Clone(hs.tasks),
 		store: backend,
 		cfg:   cfg,
 		log:   cfg.Logger,

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"regexp"
 	"strings"
 	"sync"
@@ -287,24 +288,22 @@ func (t *txState) eventTasks() *eventTasks { return t.claim.tasks }
 // Handlers it was built on (NewHandler and NewInbox take a snapshot): a
 // registration on that Handlers afterwards neither changes them nor
 // races with an Enqueue that reads them.
+// An Inbox's workers run the tasks of its snapshot.
 type eventTasks struct {
-	hs    *Handlers
-	names map[string]bool
+	hs     *Handlers
+	byName map[string]taskRegistration
 }
 
 func newEventTasks(hs *Handlers) *eventTasks {
-	et := &eventTasks{hs: hs, names: make(map[string]bool, len(hs.tasks))}
-	for name := range hs.tasks {
-		et.names[name] = true
-	}
-	return et
+	return &eventTasks{hs: hs, byName: maps.Clone(hs.tasks)}
 }
 
 // registers reports whether the Handlers registers the task name that
 // NewTask registered in from: it is from, or registered another task of
 // that name before the snapshot, which its workers run in its stead.
 func (et *eventTasks) registers(from *Handlers, name string) bool {
-	return et.hs == from || et.names[name]
+	_, ok := et.byName[name]
+	return et.hs == from || ok
 }
 
 // arrivedAt implements objectTx for both stores' transactions.
@@ -411,7 +410,7 @@ func (in *Inbox) attemptTask(ctx context.Context, row *inboxRow, done func(Resul
 		in.reportEnd(ctx, row, done, &res)
 		end = res.State // a snooze: pending, recorded so or found so by reportEnd
 	}()
-	reg, ok := in.tasks[row.EventType]
+	reg, ok := in.d.tasks.byName[row.EventType]
 	if !ok {
 		// Not registered in this process (yet, or any more): retried with
 		// backoff, so that a deployment that registers it still runs it.
