@@ -108,6 +108,14 @@ func notAskedFor(op, says string, res *stripe.APIResponse) error {
 	return e
 }
 
+// v2EventAnswer is the answer of GET /v2/core/events/{id}, read for its
+// kind alone (any: JSON whose "object" is not a string is no event
+// either); the event itself is returned as sent.
+type v2EventAnswer struct {
+	stripe.APIResource
+	Object any `json:"object"`
+}
+
 // retrieveV2Event returns GET /v2/core/events/{id} as sent, as the account
 // or context stripeContext names when it is not empty (Stripe-Context).
 // JSON whose object is not "v2.core.event" (a proxy's {"status":"ok"}) is
@@ -123,8 +131,8 @@ func retrieveV2Event(ctx context.Context, c *stripe.Client, id, stripeContext st
 	if stripeContext != "" {
 		params.SetStripeContext(stripeContext)
 	}
-	res, err := withinContext(ctx, func() (*stripe.APIResource, error) {
-		var res stripe.APIResource
+	res, err := withinContext(ctx, func() (*v2EventAnswer, error) {
+		var res v2EventAnswer
 		return &res, c.V2CoreEvents.B.Call(http.MethodGet, stripe.FormatURLPath("/v2/core/events/%s", id), c.V2CoreEvents.Key, params, &res)
 	})
 	if err != nil {
@@ -143,10 +151,7 @@ func retrieveV2Event(ctx context.Context, c *stripe.Client, id, stripeContext st
 	if res.LastResponse == nil {
 		return nil, errorf("%w: retrieving the v2 event: the client's backend kept no answer", ErrStripeAPI)
 	}
-	var kind struct {
-		Object any `json:"object"`
-	}
-	if json.Unmarshal(res.LastResponse.RawJSON, &kind) != nil || kind.Object != "v2.core.event" {
+	if res.Object != "v2.core.event" {
 		// JSON that is not a v2 event (a proxy's {"status":"ok"}): not
 		// Stripe's event, malformed, but an answer not asked for, as
 		// Retrieve and Recover take one.
