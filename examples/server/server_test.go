@@ -237,7 +237,9 @@ func TestServerPostgres(t *testing.T) {
 func TestServerHealthzFollowsTheDatabase(t *testing.T) {
 	cluster := pgtest.Server(t) // not parallel: it stops the shared server
 	db := pgtest.New(t)
-	svc, closeStore, err := openPostgres(t.Context(), db.URL, time.Second, slog.New(slog.DiscardHandler))
+	// The wait is for start-up on a busy machine (CI saw the tables take
+	// over 1 s); the test stops the database only once the server runs.
+	svc, closeStore, err := openPostgres(t.Context(), db.URL, 30*time.Second, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer closeStore()
 	c, _, _ := serve(t, svc, false, idempotency.InboxConfig{})
@@ -366,7 +368,7 @@ func TestRunGivesUpOnTheDatabase(t *testing.T) {
 	require.ErrorContains(t, err, "giving up (-db-wait 500ms)")
 	require.ErrorContains(t, err, "connection refused")
 	require.NotContains(t, err.Error(), "hunter2")
-	require.Less(t, elapsed, 5*time.Second)
+	require.Less(t, elapsed, 30*time.Second, "gave up after -db-wait, not its default of 60 s")
 	require.Contains(t, stderr.String(), retryLogged)
 	require.NotContains(t, stderr.String(), "hunter2")
 }
@@ -406,11 +408,12 @@ func TestRunStartupErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			stderr := newLogWatch(retryLogged)
-			// Long enough for a first attempt on a busy machine: with
-			// 300 ms it sometimes ended at the deadline before the server
-			// answered 3D000 or 28000. What is not retried fails at the
-			// first answer, so the wait costs it nothing.
-			err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-secret", secret, "-database-url", tc.dbURL, "-db-wait", "3s"},
+			// Long enough for a first attempt and a retry on a busy
+			// machine: with 300 ms it sometimes ended at the deadline
+			// before the server answered 3D000 or 28000. What is not
+			// retried fails at the first answer, so the wait costs it
+			// nothing; the missing database waits it out.
+			err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-secret", secret, "-database-url", tc.dbURL, "-db-wait", "10s"},
 				noEnv, stderr, nil)
 			require.Error(t, err)
 			for _, want := range tc.wantErr {
