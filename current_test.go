@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -183,80 +184,94 @@ func TestRetrieveQuotesNoAnswer(t *testing.T) {
 // FetchTimeout, within the handler's own longer timeout: the event fails
 // with a deadline error, answered 503 stripe_unavailable as a fetch the
 // API answers 429 or 5xx is (it was 500 processing_failed, a handler's
-// error), nothing written, and the handler func does not run.
+// error), nothing written, and the handler func does not run. On the
+// fake clock of a synctest bubble: the fetch's deadline and the answer
+// are FetchTimeout after the delivery to the nanosecond, however long the
+// verification and the claim before it take on a loaded machine.
 func TestFetchTimeoutBoundsAHangingFetch(t *testing.T) {
 	t.Parallel()
-	type deadline struct {
-		at time.Time
-		ok bool
-	}
-	deadlines := make(chan deadline, 1)
-	hs := idempotency.NewHandlers()
-	idempotency.OnCurrent(hs, []string{"customer.subscription.updated"},
-		func(ctx context.Context, _, _ string) (*stripe.Subscription, error) {
-			at, ok := ctx.Deadline()
-			deadlines <- deadline{at, ok}
-			<-ctx.Done()
-			return nil, ctx.Err()
-		},
-		func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Subscription]) error {
-			t.Error("the handler func ran after a fetch that timed out")
-			return nil
+	synctest.Test(t, func(t *testing.T) {
+		type deadline struct {
+			at time.Time
+			ok bool
+		}
+		deadlines := make(chan deadline, 1)
+		hs := idempotency.NewHandlers()
+		idempotency.OnCurrent(hs, []string{"customer.subscription.updated"},
+			func(ctx context.Context, _, _ string) (*stripe.Subscription, error) {
+				at, ok := ctx.Deadline()
+				deadlines <- deadline{at, ok}
+				<-ctx.Done()
+				return nil, ctx.Err()
+			},
+			func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Subscription]) error {
+				t.Error("the handler func ran after a fetch that timed out")
+				return nil
+			})
+		results := make(chan idempotency.Result, 1)
+		store := idempotency.NewMemoryStore()
+		const handlerTimeout = 30 * time.Second
+		h, err := idempotency.NewHandler(store, hs, idempotency.Config{
+			Secrets: []string{testSecret}, Logger: discardLogger(), Timeout: handlerTimeout,
+			OnResult: func(r idempotency.Result) { results <- r },
 		})
-	results := make(chan idempotency.Result, 1)
-	store := idempotency.NewMemoryStore()
-	const handlerTimeout = 30 * time.Second
-	h, err := idempotency.NewHandler(store, hs, idempotency.Config{
-		Secrets: []string{testSecret}, Logger: discardLogger(), Timeout: handlerTimeout,
-		OnResult: func(r idempotency.Result) { results <- r },
-	})
-	require.NoError(t, err)
+		require.NoError(t, err)
 
-	start := time.Now()
-	a := idempotencytest.Deliver(h, fixture(t, "customer.subscription.updated"), testSecret)
-	elapsed := time.Since(start)
-	require.Equal(t, http.StatusServiceUnavailable, a.Status, a.Body)
-	require.JSONEq(t, `{"error":"stripe_unavailable"}`, a.Body)
-	d := <-deadlines
-	require.True(t, d.ok, "the fetch has no deadline")
-	require.WithinDuration(t, start.Add(idempotency.FetchTimeout), d.at, time.Second, "the fetch's deadline is FetchTimeout")
-	require.Less(t, elapsed, handlerTimeout/2, "the handler's timeout, not FetchTimeout, ended the fetch")
-	r := <-results
-	require.ErrorIs(t, r.Err, context.DeadlineExceeded)
-	require.NotErrorIs(t, r.Err, idempotency.ErrTimeout, "the handler's own timeout did not expire")
-	require.ErrorContains(t, r.Err, "fetching the current object")
-	require.Equal(t, idempotency.OutcomeFailed, r.Outcome)
-	_, found, err := store.LookupEvent(t.Context(), r.EventID)
-	require.NoError(t, err)
-	require.False(t, found, "the failed event was recorded")
+		start := time.Now()
+		a := idempotencytest.Deliver(h, fixture(t, "customer.subscription.updated"), testSecret)
+		elapsed := time.Since(start)
+		require.Equal(t, http.StatusServiceUnavailable, a.Status, a.Body)
+		require.JSONEq(t, `{"error":"stripe_unavailable"}`, a.Body)
+		d := <-deadlines
+		require.True(t, d.ok, "the fetch has no deadline")
+		require.Equal(t, start.Add(idempotency.FetchTimeout), d.at, "the fetch's deadline is FetchTimeout")
+		require.Equal(t, idempotency.FetchTimeout, elapsed, "FetchTimeout, not the handler's timeout, ended the fetch")
+		r := <-results
+		require.ErrorIs(t, r.Err, context.DeadlineExceeded)
+		require.NotErrorIs(t, r.Err, idempotency.ErrTimeout, "the handler's own timeout did not expire")
+		require.ErrorContains(t, r.Err, "fetching the current object")
+		require.Equal(t, idempotency.OutcomeFailed, r.Outcome)
+		_, found, err := store.LookupEvent(t.Context(), r.EventID)
+		require.NoError(t, err)
+		require.False(t, found, "the failed event was recorded")
+	})
 }
 
 // TestHandlerTimeoutDuringAFetchAnswers500: a fetch cut by the handler's
 // own Config.Timeout, shorter than FetchTimeout (a lock waited for took the
 // rest), is the handler's timeout, answered 500 processing_failed with
-// ErrTimeout, not 503 for the API.
+// ErrTimeout, not 503 for the API. On the fake clock of a synctest bubble:
+// the claim and the lock before the fetch, which must come before
+// Timeout, take no time on it however loaded the machine (on the real
+// clock they raced the Timeout).
 func TestHandlerTimeoutDuringAFetchAnswers500(t *testing.T) {
 	t.Parallel()
-	hs := idempotency.NewHandlers()
-	idempotency.OnCurrent(hs, []string{"customer.subscription.updated"},
-		func(ctx context.Context, _, _ string) (*stripe.Subscription, error) {
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}, handleNothing)
-	results := make(chan idempotency.Result, 1)
-	// The fetch waits Timeout out; the claim and the lock before it must
-	// beat it, which 50 ms did not always on a loaded machine.
-	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
-		Secrets: []string{testSecret}, Logger: discardLogger(), Timeout: time.Second,
-		OnResult: func(r idempotency.Result) { results <- r },
+	synctest.Test(t, func(t *testing.T) {
+		hs := idempotency.NewHandlers()
+		fetching := make(chan time.Time, 1)
+		idempotency.OnCurrent(hs, []string{"customer.subscription.updated"},
+			func(ctx context.Context, _, _ string) (*stripe.Subscription, error) {
+				fetching <- time.Now()
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}, handleNothing)
+		results := make(chan idempotency.Result, 1)
+		const timeout = time.Second
+		h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
+			Secrets: []string{testSecret}, Logger: discardLogger(), Timeout: timeout,
+			OnResult: func(r idempotency.Result) { results <- r },
+		})
+		require.NoError(t, err)
+		start := time.Now()
+		a := idempotencytest.Deliver(h, fixture(t, "customer.subscription.updated"), testSecret)
+		require.Equal(t, start, <-fetching, "the fetch began before any time passed")
+		require.Equal(t, timeout, time.Since(start), "answered at the handler's Timeout")
+		require.Equal(t, http.StatusInternalServerError, a.Status, a.Body)
+		require.JSONEq(t, `{"error":"processing_failed"}`, a.Body)
+		r := <-results
+		require.ErrorIs(t, r.Err, idempotency.ErrTimeout)
+		require.ErrorContains(t, r.Err, "fetching the current object")
 	})
-	require.NoError(t, err)
-	a := idempotencytest.Deliver(h, fixture(t, "customer.subscription.updated"), testSecret)
-	require.Equal(t, http.StatusInternalServerError, a.Status, a.Body)
-	require.JSONEq(t, `{"error":"processing_failed"}`, a.Body)
-	r := <-results
-	require.ErrorIs(t, r.Err, idempotency.ErrTimeout)
-	require.ErrorContains(t, r.Err, "fetching the current object")
 }
 
 // notAStore runs handlers in a Tx of no store of the package.

@@ -32,25 +32,31 @@ func TestSlowBodyBoundedByServerReadTimeout(t *testing.T) {
 		Secrets: []string{testSecret}, OnResult: func(r idempotency.Result) { results <- r },
 	})
 	require.NoError(t, err)
+	// ReadTimeout runs from the moment the server begins to read the
+	// request, headers included: the headers and the first bytes of the
+	// body are written before the server accepts the connection, and
+	// ReadTimeout leaves a loaded machine time to read them (200 ms did
+	// not: the server timed out on the headers and never called the
+	// Handler).
+	const readTimeout = 10 * time.Second
 	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ReadTimeout = 200 * time.Millisecond
-	srv.Start()
+	srv.Config.ReadTimeout = readTimeout
 	t.Cleanup(srv.Close)
-
+	payload := eventPayload(t, "invoice.paid", "evt_slow", nil)
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
-	payload := eventPayload(t, "invoice.paid", "evt_slow", nil)
 	_, err = fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 		len(payload), payload[:10]) // the rest never comes
 	require.NoError(t, err)
+	srv.Start()
 
 	select {
 	case res := <-results:
 		require.ErrorIs(t, res.Err, idempotency.ErrUnreadableBody)
 		require.Equal(t, idempotency.OutcomeRejected, res.Outcome)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the trickled body was still being read 30 s after the server's 200 ms ReadTimeout")
+	case <-time.After(readTimeout + time.Minute):
+		t.Fatalf("the trickled body was still being read a minute after the server's %s ReadTimeout", readTimeout)
 	}
 	_, found, err := store.LookupEvent(t.Context(), "evt_slow")
 	require.NoError(t, err)

@@ -166,7 +166,7 @@ func workDueDying(t *testing.T, in *idempotency.Inbox) {
 }
 
 // runInbox starts in.Run, and returns the func that stops it and fails the
-// test if Run fails or has not returned 10 seconds later.
+// test if Run fails or has not returned recvWait later.
 func runInbox(t *testing.T, in *idempotency.Inbox) (stop func()) {
 	ctx, cancel := context.WithCancel(t.Context())
 	ran := make(chan error, 1)
@@ -176,8 +176,8 @@ func runInbox(t *testing.T, in *idempotency.Inbox) (stop func()) {
 		select {
 		case err := <-ran:
 			require.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Fatal("Run did not return")
+		case <-time.After(recvWait):
+			t.Fatalf("Run did not return within %s", recvWait)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -19,14 +20,20 @@ import (
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
-// recv returns the next value of ch, failing the test after 10 s.
+// recvWait is how long recv waits: what the tests wait for through it
+// (a handler reaching a channel, a delivery's answer, a Run or a
+// recovery returning, on PostgreSQL or through a fault) can take seconds
+// on a loaded machine; a test that works waits no longer for it.
+const recvWait = 30 * time.Second
+
+// recv returns the next value of ch, failing the test after recvWait.
 func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: nothing within 10 s", what)
+	case <-time.After(recvWait):
+		t.Fatalf("%s: nothing within %s", what, recvWait)
 		panic("unreachable")
 	}
 }
@@ -35,115 +42,119 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 // attempt in flight finish within ShutdownTimeout, and cancels one that
 // does not, and says so (ErrShutdownTimeout); that one rolls back, is
 // recorded failed, and the next Run applies it. OnResult sees every
-// attempt with its number.
+// attempt with its number. On the fake clock of a synctest bubble: on the
+// real one, evt_quick's commit raced ShutdownTimeout, and the delivery and
+// the stop before it raced evt_slow's Timeout, on a loaded machine.
 func TestInboxRunShutsDownGracefully(t *testing.T) {
 	t.Parallel()
-	store := idempotency.NewMemoryStore()
-	started := make(chan string, 4)
-	release := make(chan struct{})
-	var slowRespectsRelease bool
-	var mu sync.Mutex
-	hs := idempotency.NewHandlers()
-	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
-		first, err := tx.Guard(ctx, "invoice-credit", ev.Object.ID)
-		if err != nil || !first {
-			return err
-		}
-		started <- ev.ID
-		mu.Lock()
-		waitRelease := ev.ID == "evt_quick" || slowRespectsRelease
-		mu.Unlock()
-		if waitRelease {
-			<-release
-			return nil
-		}
-		<-ctx.Done() // a handler stuck on a downstream until it is cancelled
-		return ctx.Err()
-	})
-	var results []idempotency.Result
-	var resultsMu sync.Mutex
-	newInbox := func() *idempotency.Inbox {
-		in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-			// evt_quick must finish within ShutdownTimeout after the stop,
-			// with a delivery in between: 100 ms was too little on a
-			// loaded machine. evt_slow waits it out.
-			Workers: 2, Timeout: 5 * time.Second, Lease: 10 * time.Second, ShutdownTimeout: 2 * time.Second,
-			Backoff: func(int) time.Duration { return 0 },
-			Logger:  slog.New(slog.DiscardHandler),
-			OnResult: func(r idempotency.Result) {
-				resultsMu.Lock()
-				defer resultsMu.Unlock()
-				results = append(results, r)
-			},
+	synctest.Test(t, func(t *testing.T) {
+		store := idempotency.NewMemoryStore()
+		started := make(chan string, 4)
+		release := make(chan struct{})
+		var slowRespectsRelease bool
+		var mu sync.Mutex
+		hs := idempotency.NewHandlers()
+		idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+			first, err := tx.Guard(ctx, "invoice-credit", ev.Object.ID)
+			if err != nil || !first {
+				return err
+			}
+			started <- ev.ID
+			mu.Lock()
+			waitRelease := ev.ID == "evt_quick" || slowRespectsRelease
+			mu.Unlock()
+			if waitRelease {
+				<-release
+				return nil
+			}
+			<-ctx.Done() // a handler stuck on a downstream until it is cancelled
+			return ctx.Err()
 		})
-		require.NoError(t, err)
-		return in
-	}
-	inbox := newInbox()
-	h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
-	require.NoError(t, err)
-
-	ctx, stop := context.WithCancel(t.Context())
-	runDone := make(chan error, 1)
-	go func() { runDone <- inbox.Run(ctx) }()
-	for _, id := range []string{"evt_quick", "evt_slow"} {
-		a := idempotencytest.Deliver(h, invoicePayload(t, id, "in_"+id, "acct_1"), testSecret)
-		require.Equal(t, idempotency.OutcomeQueued, a.Outcome)
-	}
-	got := map[string]bool{recv(t, started, "the first attempt"): true, recv(t, started, "the second attempt"): true}
-	require.Equal(t, map[string]bool{"evt_quick": true, "evt_slow": true}, got)
-
-	stop()
-	a := idempotencytest.Deliver(h, invoicePayload(t, "evt_late", "in_late", "acct_1"), testSecret)
-	require.Equal(t, idempotency.OutcomeQueued, a.Outcome, "the webhook still stores")
-	close(release) // evt_quick finishes within ShutdownTimeout; evt_slow does not
-	err = recv(t, runDone, "Run after its context was cancelled")
-	require.ErrorIs(t, err, idempotency.ErrShutdownTimeout)
-	require.ErrorContains(t, err, ": 1 attempt, 2s after the stop", "evt_slow alone was cut")
-
-	list := func() map[string]idempotency.InboxRecord {
-		recs, err := inbox.List(t.Context(), idempotency.InboxFilter{})
-		require.NoError(t, err)
-		m := map[string]idempotency.InboxRecord{}
-		for _, r := range recs {
-			m[r.EventID] = r
+		var results []idempotency.Result
+		var resultsMu sync.Mutex
+		newInbox := func() *idempotency.Inbox {
+			in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
+				// evt_quick finishes within ShutdownTimeout after the stop,
+				// with a delivery in between; evt_slow waits it out, and is
+				// cut then, before its own Timeout.
+				Workers: 2, Timeout: 5 * time.Second, Lease: 10 * time.Second, ShutdownTimeout: 2 * time.Second,
+				Backoff: func(int) time.Duration { return 0 },
+				Logger:  slog.New(slog.DiscardHandler),
+				OnResult: func(r idempotency.Result) {
+					resultsMu.Lock()
+					defer resultsMu.Unlock()
+					results = append(results, r)
+				},
+			})
+			require.NoError(t, err)
+			return in
 		}
-		return m
-	}
-	recs := list()
-	require.Equal(t, idempotency.InboxProcessed, recs["evt_quick"].State)
-	require.Equal(t, idempotency.InboxFailed, recs["evt_slow"].State, "cancelled at the deadline, rolled back, recorded")
-	require.Contains(t, recs["evt_slow"].LastError, "context canceled")
-	require.Equal(t, idempotency.InboxPending, recs["evt_late"].State, "no new event taken after the stop")
-	_, claimed, err := store.LookupGuard(t.Context(), "invoice-credit", "in_evt_slow")
-	require.NoError(t, err)
-	require.False(t, claimed, "the cancelled attempt's writes rolled back")
+		inbox := newInbox()
+		h, err := inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+		require.NoError(t, err)
 
-	// The next worker applies both.
-	mu.Lock()
-	slowRespectsRelease = true
-	mu.Unlock()
-	ctx2, stop2 := context.WithCancel(t.Context())
-	defer stop2()
-	next := newInbox()
-	go func() { runDone <- next.Run(ctx2) }()
-	got = map[string]bool{recv(t, started, "the retry"): true, recv(t, started, "the late event"): true}
-	require.Equal(t, map[string]bool{"evt_slow": true, "evt_late": true}, got)
-	require.Eventually(t, func() bool {
-		r := list()
-		return r["evt_slow"].State == idempotency.InboxProcessed && r["evt_late"].State == idempotency.InboxProcessed
-	}, 10*time.Second, 5*time.Millisecond)
-	require.Equal(t, 2, list()["evt_slow"].Attempt)
-	stop2()
-	require.NoError(t, recv(t, runDone, "the second Run"))
+		ctx, stop := context.WithCancel(t.Context())
+		runDone := make(chan error, 1)
+		go func() { runDone <- inbox.Run(ctx) }()
+		for _, id := range []string{"evt_quick", "evt_slow"} {
+			a := idempotencytest.Deliver(h, invoicePayload(t, id, "in_"+id, "acct_1"), testSecret)
+			require.Equal(t, idempotency.OutcomeQueued, a.Outcome)
+		}
+		got := map[string]bool{recv(t, started, "the first attempt"): true, recv(t, started, "the second attempt"): true}
+		require.Equal(t, map[string]bool{"evt_quick": true, "evt_slow": true}, got)
 
-	resultsMu.Lock()
-	defer resultsMu.Unlock()
-	attempts := map[string][]int{}
-	for _, r := range results {
-		attempts[r.EventID] = append(attempts[r.EventID], r.Attempt)
-	}
-	require.Equal(t, map[string][]int{"evt_quick": {1}, "evt_slow": {1, 2}, "evt_late": {1}}, attempts)
+		stop()
+		a := idempotencytest.Deliver(h, invoicePayload(t, "evt_late", "in_late", "acct_1"), testSecret)
+		require.Equal(t, idempotency.OutcomeQueued, a.Outcome, "the webhook still stores")
+		close(release) // evt_quick finishes within ShutdownTimeout; evt_slow does not
+		err = recv(t, runDone, "Run after its context was cancelled")
+		require.ErrorIs(t, err, idempotency.ErrShutdownTimeout)
+		require.ErrorContains(t, err, ": 1 attempt, 2s after the stop", "evt_slow alone was cut")
+
+		list := func() map[string]idempotency.InboxRecord {
+			recs, err := inbox.List(t.Context(), idempotency.InboxFilter{})
+			require.NoError(t, err)
+			m := map[string]idempotency.InboxRecord{}
+			for _, r := range recs {
+				m[r.EventID] = r
+			}
+			return m
+		}
+		recs := list()
+		require.Equal(t, idempotency.InboxProcessed, recs["evt_quick"].State)
+		require.Equal(t, idempotency.InboxFailed, recs["evt_slow"].State, "cancelled at the deadline, rolled back, recorded")
+		require.Contains(t, recs["evt_slow"].LastError, "context canceled")
+		require.Equal(t, idempotency.InboxPending, recs["evt_late"].State, "no new event taken after the stop")
+		_, claimed, err := store.LookupGuard(t.Context(), "invoice-credit", "in_evt_slow")
+		require.NoError(t, err)
+		require.False(t, claimed, "the cancelled attempt's writes rolled back")
+
+		// The next worker applies both.
+		mu.Lock()
+		slowRespectsRelease = true
+		mu.Unlock()
+		ctx2, stop2 := context.WithCancel(t.Context())
+		defer stop2()
+		next := newInbox()
+		go func() { runDone <- next.Run(ctx2) }()
+		got = map[string]bool{recv(t, started, "the retry"): true, recv(t, started, "the late event"): true}
+		require.Equal(t, map[string]bool{"evt_slow": true, "evt_late": true}, got)
+		require.Eventually(t, func() bool {
+			r := list()
+			return r["evt_slow"].State == idempotency.InboxProcessed && r["evt_late"].State == idempotency.InboxProcessed
+		}, 10*time.Second, 5*time.Millisecond)
+		require.Equal(t, 2, list()["evt_slow"].Attempt)
+		stop2()
+		require.NoError(t, recv(t, runDone, "the second Run"))
+
+		resultsMu.Lock()
+		defer resultsMu.Unlock()
+		attempts := map[string][]int{}
+		for _, r := range results {
+			attempts[r.EventID] = append(attempts[r.EventID], r.Attempt)
+		}
+		require.Equal(t, map[string][]int{"evt_quick": {1}, "evt_slow": {1, 2}, "evt_late": {1}}, attempts)
+	})
 }
 
 // A second Run on one Inbox is refused; NewInbox refuses what it cannot

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -523,48 +524,52 @@ func TestTaskPanicIsAFailedAttempt(t *testing.T) {
 // out, not a handler: no event handler ran in that attempt (it said
 // "idempotency: handler timed out"). The retry returns nil past the
 // Timeout, its effect done: it is processed (ErrTimeout's doc said any
-// func still running then failed).
+// func still running then failed). On the fake clock of a synctest
+// bubble: the attempt's lease and claim, which must come before the
+// Timeout for the retry to be processed, take no time on it.
 func TestTaskTimeout(t *testing.T) {
 	t.Parallel()
-	r := newMisuseRig()
-	hs := idempotency.NewHandlers()
-	task := idempotency.NewTask(hs, "send-receipt", func(ctx context.Context, run idempotency.TaskRun[misuseArgs]) error {
-		timer := time.NewTimer(10 * time.Second)
-		defer timer.Stop()
-		select {
-		case <-ctx.Done():
-			if run.Attempt > 1 {
-				return nil // past the Timeout too, but its effect done
+	synctest.Test(t, func(t *testing.T) {
+		r := newMisuseRig()
+		hs := idempotency.NewHandlers()
+		task := idempotency.NewTask(hs, "send-receipt", func(ctx context.Context, run idempotency.TaskRun[misuseArgs]) error {
+			timer := time.NewTimer(10 * time.Second)
+			defer timer.Stop()
+			select {
+			case <-ctx.Done():
+				if run.Attempt > 1 {
+					return nil // past the Timeout too, but its effect done
+				}
+				return ctx.Err()
+			case <-timer.C:
+				return errors.New("the attempt's context was not cancelled at InboxConfig.Timeout")
 			}
-			return ctx.Err()
-		case <-timer.C:
-			return errors.New("the attempt's context was not cancelled at InboxConfig.Timeout")
+		})
+		r.enqueue(t, "evt_slow", func(ctx context.Context, tx idempotency.Tx) error {
+			_, err := task.Enqueue(ctx, tx, "in_1", misuseArgs{})
+			return err
+		})
+		var rs misuseResults
+		in := r.inbox(t, hs, idempotency.InboxConfig{Timeout: 100 * time.Millisecond, OnResult: rs.add})
+		misuseWork(t, in, 1)
+		res := rs.last(t)
+		require.ErrorIs(t, res.Err, idempotency.ErrTimeout)
+		require.ErrorIs(t, res.Err, context.DeadlineExceeded)
+		rec := misuseLookup(t, in, task.ID("in_1"))
+		require.Equal(t, idempotency.InboxFailed, rec.State)
+		require.Contains(t, rec.LastError, idempotency.ErrTimeout.Error())
+		for _, text := range []string{res.Err.Error(), rec.LastError} {
+			require.Contains(t, text, "task send-receipt")
+			require.NotContains(t, text, "handler")
 		}
-	})
-	r.enqueue(t, "evt_slow", func(ctx context.Context, tx idempotency.Tx) error {
-		_, err := task.Enqueue(ctx, tx, "in_1", misuseArgs{})
-		return err
-	})
-	var rs misuseResults
-	in := r.inbox(t, hs, idempotency.InboxConfig{Timeout: 100 * time.Millisecond, OnResult: rs.add})
-	misuseWork(t, in, 1)
-	res := rs.last(t)
-	require.ErrorIs(t, res.Err, idempotency.ErrTimeout)
-	require.ErrorIs(t, res.Err, context.DeadlineExceeded)
-	rec := misuseLookup(t, in, task.ID("in_1"))
-	require.Equal(t, idempotency.InboxFailed, rec.State)
-	require.Contains(t, rec.LastError, idempotency.ErrTimeout.Error())
-	for _, text := range []string{res.Err.Error(), rec.LastError} {
-		require.Contains(t, text, "task send-receipt")
-		require.NotContains(t, text, "handler")
-	}
 
-	// Returning nil once the Timeout has run out, its effect done, is
-	// processed: only a returned error is wrapped in ErrTimeout.
-	r.clock.Advance(time.Minute)
-	misuseWork(t, in, 1)
-	res = rs.last(t)
-	require.NoError(t, res.Err)
-	require.Equal(t, idempotency.OutcomeProcessed, res.Outcome)
-	require.Equal(t, idempotency.InboxProcessed, misuseLookup(t, in, task.ID("in_1")).State)
+		// Returning nil once the Timeout has run out, its effect done, is
+		// processed: only a returned error is wrapped in ErrTimeout.
+		r.clock.Advance(time.Minute)
+		misuseWork(t, in, 1)
+		res = rs.last(t)
+		require.NoError(t, res.Err)
+		require.Equal(t, idempotency.OutcomeProcessed, res.Outcome)
+		require.Equal(t, idempotency.InboxProcessed, misuseLookup(t, in, task.ID("in_1")).State)
+	})
 }
