@@ -316,7 +316,7 @@ func (s *signalRefusals) all() []error {
 // (pg_read_all_stats), is no superuser and has no pg_signal_backend: the
 // store's pg_terminate_backend is refused (insufficient privilege). The
 // refusal is ignored and the look-ups go on, finding the transaction in
-// progress until their time is up (1s here, 5s by default): the delivery
+// progress until their time is up (10 s here, 5 s by default): the delivery
 // is answered 503 and reported unavailable, once, with an error wrapping
 // ErrStoreUnavailable that names nothing of the look-ups, and every
 // connection is given back to the pool. The session is left idle in
@@ -358,7 +358,10 @@ func TestHandlerCommitNeverArrivedHolderNotEnded(t *testing.T) {
 	t.Cleanup(pool.Close)
 	store, err := idempotency.NewPgxStore(pool, idempotency.PgxConfig{Schema: db.Schema})
 	require.NoError(t, err)
-	const lookUps = time.Second
+	// The attempt to end the session comes 500 ms into the look-ups, on a
+	// connection the pool dials for it then, and must come before they
+	// end: 1 s left it little room on a loaded machine.
+	const lookUps = 10 * time.Second
 	idempotency.SetPgxLostCommitWait(store, lookUps)
 
 	d := newNeverArrived(t, store, n, quoteIdent(db.Schema)+".paid", "evt_sync_holder_not_ended", "in_sync_holder_not_ended")

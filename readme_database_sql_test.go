@@ -132,7 +132,9 @@ func TestReadmeDatabaseSQL(t *testing.T) {
 // The handlers wait for each other on the test's context, not the
 // delivery's: on a loaded machine the second delivery may reach its
 // handler after the first's Timeout ran out, and the first must still
-// hold its connection then.
+// hold its connection then. Each delivery's claim must come before its
+// Timeout, which is 10 s for that (2 s left a claim on PostgreSQL on a
+// loaded machine little room): the test waits it out.
 func TestReadmeDatabaseSQLReadDrainsThePool(t *testing.T) {
 	t.Parallel()
 	testCtx := t.Context()
@@ -155,7 +157,7 @@ func TestReadmeDatabaseSQLReadDrainsThePool(t *testing.T) {
 	})
 	results := make(chan idempotency.Result, 2)
 	h, err := idempotency.NewHandler(b.store, hs, idempotency.Config{
-		Secrets: []string{testSecret}, Timeout: 2 * time.Second, Logger: discardLogger(),
+		Secrets: []string{testSecret}, Timeout: 10 * time.Second, Logger: discardLogger(),
 		OnResult: func(r idempotency.Result) { results <- r },
 	})
 	require.NoError(t, err)

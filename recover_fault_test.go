@@ -111,8 +111,12 @@ func recoverFault(t *testing.T, a *faultApp, url string, fault func(t *testing.T
 	p := a.processOn(t, "recover", url, idempotency.InboxConfig{})
 	store, err := idempotency.NewPgxStore(p.pool, idempotency.PgxConfig{Schema: a.db.Schema})
 	require.NoError(t, err)
+	// The held event's handler waits at the gate while the fault strikes
+	// (the database stopped, on a loaded machine in seconds): its Timeout
+	// must outlast that, or the run fails with ErrTimeout, not the fault's
+	// ErrStoreUnavailable.
 	h, err := idempotency.NewHandler(store, a.handlers("recover"), idempotency.Config{
-		Secrets: []string{testSecret}, Logger: a.logger, Timeout: 5 * time.Second,
+		Secrets: []string{testSecret}, Logger: a.logger, Timeout: 30 * time.Second,
 	})
 	require.NoError(t, err)
 

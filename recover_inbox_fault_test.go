@@ -32,7 +32,10 @@ func TestPgxRecoverInboxFault(t *testing.T) { recoverFaults(t, recoverInboxFault
 // cursor).
 func recoverInboxFault(t *testing.T, a *faultApp, url string, fault func(t *testing.T, p *faultProc) (back func())) {
 	p := a.processOn(t, "recover", url, idempotency.InboxConfig{PollInterval: 100 * time.Millisecond})
-	h, err := p.inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: a.logger, Timeout: 5 * time.Second})
+	// Each event's insert must end within Timeout, or the run fails with
+	// ErrTimeout, not the fault's ErrStoreUnavailable: 30 s, for the
+	// inserts around the database's restart on a loaded machine.
+	h, err := p.inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: a.logger, Timeout: 30 * time.Second})
 	require.NoError(t, err)
 
 	events, ids, f, opts := recoverFaultEvents(a, "irecover", "ifault")
