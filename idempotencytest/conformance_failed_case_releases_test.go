@@ -50,9 +50,10 @@ func (s *runningStore) Run(ctx context.Context, c idempotency.Claim, apply idemp
 	return s.MemoryStore.Run(ctx, c, apply)
 }
 
-// checkIdle fails t when a Run is still running some seconds after the
-// case ended: one that holds its transaction (on PostgreSQL a connection
-// of the pool, which a cleanup closing the pool waits for).
+// checkIdle fails t when a Run is still running 30 seconds after the
+// case ended (a run released then returns in far less, on a loaded
+// machine too): one that holds its transaction (on PostgreSQL a
+// connection of the pool, which a cleanup closing the pool waits for).
 func (s *runningStore) checkIdle(t *testing.T) {
 	s.mu.Lock()
 	running, idle := s.running, s.idle
@@ -60,7 +61,7 @@ func (s *runningStore) checkIdle(t *testing.T) {
 	if running == 0 {
 		return
 	}
-	timer := time.NewTimer(5 * time.Second)
+	timer := time.NewTimer(30 * time.Second)
 	defer timer.Stop()
 	select {
 	case <-idle:
