@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -70,7 +71,11 @@ func TestEnqueueRefusesATaskTheEventsHandlersDoNotRegister(t *testing.T) {
 				hs := idempotency.NewHandlers()
 				errs := make(chan error, 1)
 				enqueuing(hs, errs)
-				in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: discardLogger()})
+				// Its retry an hour away: with the default backoff, a
+				// second, a WorkDue slow to record the failure found it
+				// due and attempted it again, its handler then blocked
+				// on errs.
+				in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: discardLogger(), Backoff: func(int) time.Duration { return time.Hour }})
 				require.NoError(t, err)
 				h, err := in.Handler(idempotency.Config{Secrets: []string{secret}})
 				require.NoError(t, err)
