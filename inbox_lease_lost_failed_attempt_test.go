@@ -84,17 +84,14 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 					})
 					log, buf := testLogger()
 					var rs, observed misuseResults
-					// The stale worker's claim, rollback and settle must
-					// beat its Timeout, and the handler reach its failure:
-					// the timeout case waits it out, 2 s, room for them
-					// on a loaded machine; the others have 10 s and do
-					// not wait.
-					timeout := 10 * time.Second
-					if fail == "timeout" {
-						timeout = 2 * time.Second
-					}
+					// The stale worker's claim and decode must beat its
+					// Timeout for the handler to reach its failure, and
+					// its settle and look-up run under it (5 s at most):
+					// 10 s, room for them on a busy machine, which the
+					// timeout case waits out (2 s could run out before
+					// the handler was reached).
 					stale, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-						Now: clock.Now, MaxAttempts: c.maxAttempts, Lease: time.Minute, Timeout: timeout,
+						Now: clock.Now, MaxAttempts: c.maxAttempts, Lease: time.Minute, Timeout: 10 * time.Second,
 						Logger: log, OnResult: rs.add,
 						Observer: &idempotency.Observer{Attempt: func(ctx context.Context, _ idempotency.InboxRecord, _ string) (context.Context, func(idempotency.Result)) {
 							return ctx, observed.add

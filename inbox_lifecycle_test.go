@@ -91,13 +91,17 @@ func TestPgxInboxWorkDueOnCancelledContextTakesNothing(t *testing.T) {
 // it takes it from Run's queue, and the event is leased afresh; a Lease
 // that exceeds Timeout by less than the time from a lease to a worker
 // taking the event (microseconds) had every event given back and leased
-// again, forever, and none applied, while NewInbox accepted it.
+// again, forever, and none applied, while NewInbox accepted it. The
+// margin is what matters, not Timeout, which the attempt runs under: 10 s
+// leaves room for its decode and claim on a busy machine, where 1 s
+// could run out.
 func TestInboxLeaseLeavesRoomToStartAnAttempt(t *testing.T) {
 	t.Parallel()
+	const timeout = 10 * time.Second
 	for _, margin := range []time.Duration{time.Microsecond, time.Second} {
 		m := newMemInbox(t, idempotency.InboxConfig{})
 		in, err := idempotency.NewInbox(m.store, m.hs, idempotency.InboxConfig{
-			Timeout: time.Second, Lease: time.Second + margin, Logger: discardLogger(),
+			Timeout: timeout, Lease: timeout + margin, Logger: discardLogger(),
 		})
 		if err != nil {
 			require.ErrorContains(t, err, "InboxConfig.Lease", "margin %s", margin)
@@ -114,7 +118,7 @@ func TestInboxLeaseLeavesRoomToStartAnAttempt(t *testing.T) {
 		applied := assert.Eventually(t, func() bool {
 			r, _, err := in.Lookup(t.Context(), "evt_margin")
 			return err == nil && r.State == idempotency.InboxProcessed
-		}, 10*time.Second, time.Millisecond, "Lease = Timeout + %s: accepted by NewInbox, but Run never applies the event", margin)
+		}, 30*time.Second, time.Millisecond, "Lease = Timeout + %s: accepted by NewInbox, but Run never applies the event", margin)
 		stop()
 		require.NoError(t, recv(t, done, "Run"))
 		if !applied {

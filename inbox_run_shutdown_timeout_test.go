@@ -222,6 +222,9 @@ func stopWhileReported(t *testing.T, in *idempotency.Inbox, reporting <-chan str
 // back untried, as too little of its lease was left when the worker took
 // it, is no attempt: when ShutdownTimeout then cuts the attempt that took
 // it again, Run's error counts that one attempt, not two. Both stores.
+// The lease is on the fake clock; Timeout is on the process's and bounds
+// evt_gb_first's attempt, held until the test releases it: 10 s, so that
+// it does not run out first on a busy machine.
 func TestInboxRunShutdownTimeoutCountsNoGiveBack(t *testing.T) {
 	t.Parallel()
 	for name, store := range bothStores(t) {
@@ -229,12 +232,12 @@ func TestInboxRunShutdownTimeoutCountsNoGiveBack(t *testing.T) {
 			t.Parallel()
 			clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 			in, entered, cancelled, release := shutdownInbox(t, store, idempotency.InboxConfig{
-				Workers: 1, IngestWorkers: 1, Timeout: 5 * time.Second, Lease: 10 * time.Second,
+				Workers: 1, IngestWorkers: 1, Timeout: 10 * time.Second, Lease: 20 * time.Second,
 				ShutdownTimeout: 10 * time.Millisecond, Now: clock.Now,
 			})
 			stop, done := runUntilEntered(t, in, entered, "evt_gb_first", "evt_gb_queued")
-			clock.Advance(6 * time.Second) // 4s of evt_gb_queued's lease left, less than Timeout
-			release <- struct{}{}          // evt_gb_first returns; evt_gb_queued is given back, leased again and attempted
+			clock.Advance(12 * time.Second) // 8s of evt_gb_queued's lease left, less than Timeout
+			release <- struct{}{}           // evt_gb_first returns; evt_gb_queued is given back, leased again and attempted
 			require.Equal(t, "evt_gb_queued", recv(t, entered, "the attempt after the give-back"))
 			stop()
 			require.Equal(t, "evt_gb_queued", recv(t, cancelled, "the attempt cancelled at ShutdownTimeout"))
@@ -258,13 +261,15 @@ func TestInboxRunShutdownTimeoutCountsNoGiveBack(t *testing.T) {
 // give-back's own deadline), Run cancels nothing and returns nil, as
 // http.Server.Shutdown returns nil when no connection was left to cut.
 // PostgreSQL: only a lock held past the deadline keeps a give-back from
-// returning.
+// returning. The give-back's deadline is Timeout, at most 5 s: with a
+// Timeout of 1 s, a busy machine could see it pass before the test saw
+// the give-back wait, and the test never saw it.
 func TestInboxRunShutdownTimeoutWithNothingToCut(t *testing.T) {
 	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	in, entered, _, release := shutdownInbox(t, b.store, idempotency.InboxConfig{
-		Workers: 1, IngestWorkers: 1, Timeout: time.Second, Lease: 2 * time.Second,
+		Workers: 1, IngestWorkers: 1, Timeout: 10 * time.Second, Lease: 20 * time.Second,
 		ShutdownTimeout: 10 * time.Millisecond, Now: clock.Now,
 	})
 	stop, done := runUntilEntered(t, in, entered, "evt_nc_first", "evt_nc_queued")
@@ -273,10 +278,10 @@ func TestInboxRunShutdownTimeoutWithNothingToCut(t *testing.T) {
 	defer rollbackTx(locker)
 	_, err = locker.Exec(t.Context(), `SELECT 1 FROM `+pgx.Identifier{b.db.Schema, "idempotency_inbox"}.Sanitize()+` WHERE event_id = $1 FOR UPDATE`, "evt_nc_queued")
 	require.NoError(t, err)
-	clock.Advance(1500 * time.Millisecond) // 0.5s of evt_nc_queued's lease left, less than Timeout
-	release <- struct{}{}                  // evt_nc_first returns; the worker gives evt_nc_queued back
+	clock.Advance(15 * time.Second) // 5s of evt_nc_queued's lease left, less than Timeout
+	release <- struct{}{}           // evt_nc_first returns; the worker gives evt_nc_queued back
 	require.Eventually(t, func() bool { return b.waiting(t) == 1 }, 10*time.Second, time.Millisecond, "the give-back waits for the row")
-	stop() // ShutdownTimeout passes long before the give-back gives up, after Timeout
+	stop() // ShutdownTimeout passes long before the give-back gives up, after 5 s
 
 	require.NoError(t, recv(t, done, "Run"), "no attempt was cut")
 }

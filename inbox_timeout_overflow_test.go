@@ -38,7 +38,7 @@ func TestInboxTimeoutOverflowingLeaseMargin(t *testing.T) {
 		applied := assert.Eventually(t, func() bool {
 			r, _, err := in.Lookup(t.Context(), "evt_overflow")
 			return err == nil && r.State == idempotency.InboxProcessed
-		}, 3*time.Second, time.Millisecond, "Timeout %d with the default Lease: accepted by NewInbox, but Run never applies the event", timeout)
+		}, 10*time.Second, time.Millisecond, "Timeout %d with the default Lease: accepted by NewInbox, but Run never applies the event", timeout)
 		stop()
 		require.NoError(t, recv(t, done, "Run"))
 		if !applied {
