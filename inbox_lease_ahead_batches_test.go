@@ -36,8 +36,14 @@ func TestInboxLeasesAheadInBatches(t *testing.T) {
 				}
 				return nil
 			})
+			// On the process's clock: the first two attempts are held
+			// until the test's last steps, and the queued events wait for
+			// a worker as long, all of it well within Timeout, and
+			// within Lease less Timeout, which a busy machine's 30 s
+			// (the defaults') could not promise.
 			in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
 				Workers: 2, IngestWorkers: 2, PollInterval: time.Hour, PollOnly: true, Logger: discardLogger(),
+				Timeout: time.Minute, Lease: 3 * time.Minute,
 				OnResult: func(idempotency.Result) {}, // no chained commit: nothing is taken ahead of the queue
 			})
 			require.NoError(t, err)
