@@ -267,7 +267,10 @@ func TestPgxInboxChainedSessionEndsInsideAttempt(t *testing.T) {
 func TestPgxInboxChainedCommitNotHeldByNextClaim(t *testing.T) {
 	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
-	p := newPgInbox(t, b, idempotency.InboxConfig{Lease: time.Minute, Timeout: 2 * time.Second})
+	// evt_chain_1's attempt commits under Timeout, which a loaded machine's
+	// statements must not outlast (2 s they did); held behind the next
+	// claim, it would be reported failed at Timeout.
+	p := newPgInbox(t, b, idempotency.InboxConfig{Lease: time.Minute, Timeout: 10 * time.Second})
 	// Another transaction holds evt_chain_2's claim, uncommitted, until
 	// evt_chain_1's attempt is reported; then it rolls back.
 	entered, release := make(chan struct{}), make(chan struct{})

@@ -169,7 +169,10 @@ func TestPgxDatabaseStoppedInFlight(t *testing.T) {
 	pool, err := pgxpool.NewWithConfig(t.Context(), poolCfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	w := newPgWebhookOn(t, db, pool, idempotency.Config{Timeout: 5 * time.Second})
+	// The deliveries after the restart, on stale connections and a server
+	// just started, must not fail for Timeout: 30 s. The deliveries held
+	// in flight end with the server, not with Timeout.
+	w := newPgWebhookOn(t, db, pool, idempotency.Config{Timeout: 30 * time.Second})
 	// Fill the pool with idle connections, which the stop will leave stale.
 	conns := make([]*pgxpool.Conn, poolCfg.MaxConns)
 	for i := range conns {

@@ -46,11 +46,14 @@ func TestPgxInboxRunOnPoolOfOneConnection(t *testing.T) {
 	_, err = db.Pool.Exec(t.Context(), `CREATE TABLE counters (name text PRIMARY KEY, value bigint NOT NULL)`)
 	require.NoError(t, err)
 	b := &pgBackend{db: db, store: store}
-	p := newPgInbox(t, b, idempotency.InboxConfig{Now: time.Now, PollInterval: 20 * time.Millisecond, Timeout: 2 * time.Second, Lease: 5 * time.Second})
+	// The delivery's insert and the attempt wait for the one connection
+	// and run within Timeout: the defaults' 10 s for the delivery, 10 s for
+	// the attempt, which a loaded machine does not outlast (2 s it did).
+	p := newPgInbox(t, b, idempotency.InboxConfig{Now: time.Now, PollInterval: 20 * time.Millisecond, Timeout: 10 * time.Second, Lease: 12 * time.Second})
 	polling := make(chan struct{})
 	p.cfg.Logger = slog.New(pollingOnlyLog{once: new(sync.Once), ch: polling})
 	p.inbox = p.newInbox(t, store)
-	h, err := p.inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Timeout: 2 * time.Second})
+	h, err := p.inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(t.Context())

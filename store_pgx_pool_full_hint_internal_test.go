@@ -31,9 +31,13 @@ func TestPoolFullHintOnlyForAConnectionWait(t *testing.T) {
 	require.NoError(t, err)
 	defer second.Release()
 
-	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	// The statement must be under way when the deadline comes, to fail
+	// with pgconn's timeout error: a deadline already past as it begins
+	// fails it with the context's error, as the pool's wait. 10 s, which a
+	// loaded machine does not take to send it (100 ms it might).
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	_, statementErr := first.Exec(ctx, `SELECT pg_sleep(10)`)
+	_, statementErr := first.Exec(ctx, `SELECT pg_sleep(60)`)
 	require.ErrorIs(t, statementErr, context.DeadlineExceeded)
 	_, acquireErr := pdb.Pool.Acquire(ctx)
 	require.ErrorIs(t, acquireErr, context.DeadlineExceeded)

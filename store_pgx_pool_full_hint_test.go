@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,9 +79,11 @@ func TestPgxTimeoutWaitingForAPoolConnectionSaysSo(t *testing.T) {
 	}
 	// deliverToAFullPool delivers payload to h while the test holds every
 	// connection of the store's pool: answered status, its Result (of
-	// outcome) and its log line say it waited for one; then again once
-	// the test released them.
-	deliverToAFullPool := func(t *testing.T, h http.Handler, results <-chan idempotency.Result, logs *syncBuffer,
+	// outcome) and its log line say it waited for one; then again, to
+	// patient, once the test released them. patient is h's store with the
+	// default Timeout: the delivery that succeeds must not run into h's
+	// 300 ms, which a loaded machine's claim and transaction outlast.
+	deliverToAFullPool := func(t *testing.T, h, patient http.Handler, results <-chan idempotency.Result, logs *syncBuffer,
 		release func(), payload []byte, status int, outcome idempotency.Outcome, what string,
 	) idempotencytest.Answer {
 		require.Equal(t, status, idempotencytest.Deliver(h, payload, testSecret).Status)
@@ -91,7 +94,7 @@ func TestPgxTimeoutWaitingForAPoolConnectionSaysSo(t *testing.T) {
 		require.ErrorContains(t, r.Err, what+": context deadline exceeded "+poolFullHint)
 		require.Contains(t, logs.String(), what+": context deadline exceeded "+poolFullHint)
 		release()
-		return idempotencytest.Deliver(h, payload, testSecret)
+		return idempotencytest.Deliver(patient, payload, testSecret)
 	}
 
 	t.Run("synchronous", func(t *testing.T) {
@@ -99,10 +102,12 @@ func TestPgxTimeoutWaitingForAPoolConnectionSaysSo(t *testing.T) {
 		b := newBackend(t, idempotency.PgxConfig{}, pool)
 		results := make(chan idempotency.Result, 1)
 		h, logs := newHandler(t, b.store, results)
+		patient, err := idempotency.NewHandler(b.store, registry(), idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+		require.NoError(t, err)
 		release := holdPool(t, b.db.Pool)
 		payload := invoicePayload(t, "evt_pool_full", "in_pool_full", "acct_1")
 
-		a := deliverToAFullPool(t, h, results, logs, release, payload, http.StatusInternalServerError, idempotency.OutcomeFailed, "claiming event")
+		a := deliverToAFullPool(t, h, patient, results, logs, release, payload, http.StatusInternalServerError, idempotency.OutcomeFailed, "claiming event")
 		require.Equal(t, idempotency.OutcomeProcessed, a.Outcome)
 	})
 
@@ -150,18 +155,31 @@ func TestPgxTimeoutWaitingForAPoolConnectionSaysSo(t *testing.T) {
 	t.Run("an inbox lease", func(t *testing.T) {
 		t.Parallel()
 		b := newBackend(t, idempotency.PgxConfig{}, pool)
-		in, _, runs := queuedInvoice(t, b.store, idempotency.InboxConfig{Timeout: timeout}, "evt_pool_full_lease")
+		in, clock, runs := queuedInvoice(t, b.store, idempotency.InboxConfig{Timeout: timeout}, "evt_pool_full_lease")
 		release := holdPool(t, b.db.Pool)
 
 		_, err := in.WorkDue(t.Context())
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.ErrorContains(t, err, "inbox lease: context deadline exceeded "+poolFullHint)
+		require.Zero(t, runs.Load())
 
+		// Another worker of the store, with the default Timeout: the
+		// lease and the attempt that succeed must not run into in's
+		// 300 ms, which a loaded machine's statements outlast.
 		release()
-		n, err := in.WorkDue(t.Context())
+		var patientRuns atomic.Int32
+		hs := idempotency.NewHandlers()
+		idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[map[string]any]) error {
+			patientRuns.Add(1)
+			return nil
+		})
+		patient, err := idempotency.NewInbox(b.store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: discardLogger()})
+		require.NoError(t, err)
+		n, err := patient.WorkDue(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		require.Equal(t, int32(1), runs.Load())
+		require.Equal(t, int32(1), patientRuns.Load())
+		require.Zero(t, runs.Load())
 	})
 
 	t.Run("an inbox receiver", func(t *testing.T) {
@@ -173,10 +191,12 @@ func TestPgxTimeoutWaitingForAPoolConnectionSaysSo(t *testing.T) {
 		cfg, logs := config(results)
 		h, err := in.Handler(cfg)
 		require.NoError(t, err)
+		patient, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+		require.NoError(t, err)
 		release := holdPool(t, b.db.Pool)
 		payload := invoicePayload(t, "evt_pool_full_insert", "in_pool_full_insert", "acct_1")
 
-		a := deliverToAFullPool(t, h, results, logs, release, payload, http.StatusServiceUnavailable, idempotency.OutcomeUnavailable, "inbox enqueue")
+		a := deliverToAFullPool(t, h, patient, results, logs, release, payload, http.StatusServiceUnavailable, idempotency.OutcomeUnavailable, "inbox enqueue")
 		require.Equal(t, idempotency.OutcomeQueued, a.Outcome)
 	})
 }

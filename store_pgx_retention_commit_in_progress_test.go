@@ -134,7 +134,9 @@ func (c *commitPoolerConn) Read(b []byte) (n int, err error) {
 // in between lost its server connection),
 // but the batch's
 // transaction is still in progress when the store gives up looking it up
-// (5 seconds; 1s here). The prune stops there and says so: its error
+// (5 seconds; 10 s here: a look-up must see it in progress within it,
+// which a loaded machine's first look-up did not within a second). The
+// prune stops there and says so: its error
 // wraps ErrStoreUnavailable, as a failed COMMIT's does, and says the
 // batch's transaction was still in progress; it is not ErrPruneRunning,
 // which PruneEvery takes for another replica's prune and logs at Debug
@@ -150,7 +152,7 @@ func TestPgxPruneCommitStillInProgressReported(t *testing.T) {
 	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
 	require.NoError(t, err)
 	require.NoError(t, store.Migrate(ctx))
-	idempotency.SetPgxLostCommitWait(store, time.Second)
+	idempotency.SetPgxLostCommitWait(store, 10*time.Second)
 	_, err = db.Pool.Exec(ctx, `INSERT INTO idempotency_events (event_id, event_type, outcome, received_at, processed_at)
 SELECT 'evt_prune_still_' || i, 'invoice.paid', 'processed', now() - interval '60 days', now() - interval '60 days'
 FROM generate_series(1, 6) AS i`)
@@ -158,8 +160,8 @@ FROM generate_series(1, 6) AS i`)
 	gate := newTriggerGate(t, db, "DELETE", "idempotency_events", "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW")
 
 	// Two idle connections beside the gate's, one for the prune and one
-	// for its look-up: a connection opened on a loaded machine could take
-	// the look-up's whole second.
+	// for its look-up: a connection opened on a loaded machine takes
+	// seconds of the look-up's wait.
 	var conns [2]*pgxpool.Conn
 	for i := range conns {
 		conns[i], err = db.Pool.Acquire(ctx)

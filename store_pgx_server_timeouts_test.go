@@ -21,8 +21,9 @@ import (
 // serverTimeouts are a role's or database's timeouts, short, but long
 // enough for the deliveries that must not be cut: with 300 ms, a loaded
 // machine's delivery after the cut, its transaction idle or its statement
-// slow for that long, was cut too.
-var serverTimeouts = map[string]string{"statement_timeout": "2s", "idle_in_transaction_session_timeout": "2s", "lock_timeout": "2s"}
+// slow for that long, was cut too, and a loaded machine's statements and
+// the pauses between them take seconds: 10 s.
+var serverTimeouts = map[string]string{"statement_timeout": "10s", "idle_in_transaction_session_timeout": "10s", "lock_timeout": "10s"}
 
 // newPgBackendMigratedApart is newPgBackendWithSettings, but migrated
 // through a pool without params: on a loaded machine the migration's
@@ -60,7 +61,7 @@ func TestPgxServerTimeoutsFailTheAttempt(t *testing.T) {
 	admin := pgtest.AdminPool(t)
 	cut := map[string]func(ctx context.Context, tx pgx.Tx) error{
 		"statement timeout": func(ctx context.Context, tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, `SELECT pg_sleep(5)`)
+			_, err := tx.Exec(ctx, `SELECT pg_sleep(60)`)
 			return err
 		},
 		"idle-in-transaction timeout": func(ctx context.Context, tx pgx.Tx) error {
@@ -69,7 +70,7 @@ func TestPgxServerTimeoutsFailTheAttempt(t *testing.T) {
 				var n int
 				require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&n))
 				return n == 0
-			}, 10*time.Second, 5*time.Millisecond, "the server ends the idle session")
+			}, time.Minute, 5*time.Millisecond, "the server ends the idle session")
 			return nil
 		},
 	}
@@ -84,12 +85,16 @@ func TestPgxServerTimeoutsFailTheAttempt(t *testing.T) {
 		}
 		return nil
 	})
+	// The server cuts the attempts, not their Timeout: a minute, well past
+	// serverTimeouts.
+	const timeout = time.Minute
 	var last idempotency.Result
 	h, err := idempotency.NewHandler(b.store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(),
-		OnResult: func(r idempotency.Result) { last = r }})
+		Timeout: timeout, OnResult: func(r idempotency.Result) { last = r }})
 	require.NoError(t, err)
 	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	in, err := idempotency.NewInbox(b.store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: discardLogger()})
+	in, err := idempotency.NewInbox(b.store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: discardLogger(),
+		Timeout: timeout, Lease: 2 * timeout})
 	require.NoError(t, err)
 	ih, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Now: clock.Now})
 	require.NoError(t, err)
