@@ -33,8 +33,9 @@ const (
 // 20 events after it are served as before, with no prepared statement
 // mixed up and no error.
 //
-// inbox: the killed process runs workers (PollOnly, a lease of 2 s); once
-// its lease has expired, the test's workers apply the event as attempt 2:
+// inbox: the killed process runs workers (PollOnly, the default lease of
+// a minute); once its lease has expired (the test's inbox clock past it),
+// the test's workers apply the event as attempt 2:
 // the dead attempt counts, and attempt 2 reports it as it starts. sync: the killed process serves the delivery
 // with a synchronous Handler; Stripe's retry is then processed, and a copy
 // after it is a duplicate.
@@ -42,7 +43,9 @@ func TestPgxBouncerKilled(t *testing.T) {
 	t.Run("inbox", func(t *testing.T) {
 		t.Parallel()
 		a := newBouncerApp(t, 1, idempotency.PgxConfig{})
-		cfg := idempotency.InboxConfig{PollOnly: true, Lease: 12 * time.Second, Timeout: 10 * time.Second, PollInterval: 100 * time.Millisecond, Logger: a.logger}
+		clock := idempotencytest.NewClock(time.Now())
+		cfg := idempotency.InboxConfig{PollOnly: true, Lease: 12 * time.Second, Timeout: 10 * time.Second, PollInterval: 100 * time.Millisecond, Logger: a.logger,
+			Now: clock.Now}
 		var attempts []idempotency.Result // of the killed event, every process of the test's
 		observeResults(&cfg, func(res idempotency.Result) {
 			a.record(res)
@@ -68,6 +71,7 @@ func TestPgxBouncerKilled(t *testing.T) {
 		require.Equal(t, 1, r.Attempt)
 		killInTransaction(t, pgtest.AdminPool(t), a.db.Schema, w)
 
+		clock.Advance(pastHelperLease)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- in.Run(ctx) }()
@@ -194,12 +198,12 @@ func bouncerHelperHandlers() *idempotency.Handlers {
 
 // TestHelperBouncerInboxWorker is not a test: it is the worker process,
 // connected through PgBouncer, that TestPgxBouncerKilled/inbox starts and
-// kills.
+// kills. Its lease and Timeout are the defaults, as TestHelperInboxWorker's.
 func TestHelperBouncerInboxWorker(t *testing.T) {
 	_, store := helperWorkerStore(t, "TestPgxBouncerKilled")
 	hs := bouncerHelperHandlers()
 	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-		PollOnly: true, Lease: 2 * time.Second, Timeout: time.Second, PollInterval: 100 * time.Millisecond, Logger: discardLogger(),
+		PollOnly: true, PollInterval: 100 * time.Millisecond, Logger: discardLogger(),
 	})
 	require.NoError(t, err)
 	require.NoError(t, in.Run(context.Background()))

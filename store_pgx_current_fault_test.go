@@ -244,7 +244,11 @@ func currentSyncFault(t *testing.T, a *faultApp, api *currentAPI, prefix, url st
 	require.NoError(t, err)
 	hs := idempotency.NewHandlers()
 	registerCurrent(hs, api)
-	h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: a.logger, Timeout: 5 * time.Second})
+	// The held deliveries wait for the fault within Timeout: a loaded
+	// machine's second deliveries took more than 5 s to reach the lock
+	// rows, the held ones had run out by then, and the lock rows were
+	// free. The fault ends them, not Timeout.
+	h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: a.logger, Timeout: 30 * time.Second})
 	require.NoError(t, err)
 	g := newFaultGate(len(subs))
 	api.hold = g
@@ -270,7 +274,7 @@ func currentSyncFault(t *testing.T, a *faultApp, api *currentAPI, prefix, url st
 		sent = append(sent, ev)
 		go deliver(ev)
 	}
-	faultAwait(t, 15*time.Second, "the second events waiting for the lock rows", func() bool {
+	faultAwait(t, time.Minute, "the second events waiting for the lock rows", func() bool {
 		var n int
 		err := a.admin.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
 			p.appName).Scan(&n)
@@ -346,7 +350,7 @@ func currentInboxFault(t *testing.T, a *faultApp, api *currentAPI, prefix, url s
 		return nil
 	}
 	p := a.processOn(t, "inbox", url, idempotency.InboxConfig{
-		Lease: 3 * time.Second, Timeout: 2 * time.Second, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
+		Lease: faultLease, Timeout: faultTimeout, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
 	})
 	var sent []currentSent
 	send := func(ev currentSent, created int64) {
@@ -379,7 +383,7 @@ func currentInboxFault(t *testing.T, a *faultApp, api *currentAPI, prefix, url s
 		require.Error(t, a.attemptResults(id)[0].Err, "%s committed through the fault", id)
 	}
 	back()
-	a.awaitDrained(t, len(sent), 30*time.Second)
+	a.awaitDrained(t, len(sent), 2*time.Minute)
 
 	// Each subscription changes again: its next event finds its lock row
 	// free and writes the new state.
@@ -387,7 +391,7 @@ func currentInboxFault(t *testing.T, a *faultApp, api *currentAPI, prefix, url s
 	for i, sub := range subs {
 		send(currentSent{fmt.Sprintf("evt_%s_%d_next", prefix, i), sub, api.version(sub)}, 3)
 	}
-	a.awaitDrained(t, len(sent), 30*time.Second)
+	a.awaitDrained(t, len(sent), time.Minute)
 	p.stop()
 
 	rows, err := a.db.Pool.Query(t.Context(), `SELECT event_id, seq FROM idempotency_inbox`)

@@ -9,11 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // Promises of "Workers that die" and "Order" under a real SIGKILL, by the
 // worker process of TestPgxInboxFaultWorkerKilled (TestHelperInboxWorker:
-// its handler hangs inside the event's transaction, under a lease of 2 s).
+// its handler hangs inside the event's transaction, under a lease of a
+// minute, which the parent's clock passes: pastHelperLease).
 
 // TestPgxInboxFaultKilledWorkerHoldsItsObject kills a worker process while
 // it applies the first event of an invoice; the invoice's second event
@@ -23,7 +25,8 @@ import (
 func TestPgxInboxFaultKilledWorkerHoldsItsObject(t *testing.T) {
 	t.Parallel()
 	a := newFaultApp(t)
-	p := a.process(t, "parent", idempotency.InboxConfig{Lease: 12 * time.Second, Timeout: 10 * time.Second, PollInterval: 100 * time.Millisecond})
+	clock := idempotencytest.NewClock(time.Now())
+	p := a.process(t, "parent", idempotency.InboxConfig{Lease: 12 * time.Second, Timeout: 10 * time.Second, PollInterval: 100 * time.Millisecond, Now: clock.Now})
 	first := faultEvent{ID: "evt_held_1", Type: "invoice.paid", Invoice: "in_held", Account: "acct_held"}
 	second := faultEvent{ID: "evt_held_2", Type: "invoice.payment_succeeded", Invoice: "in_held", Account: "acct_held", Created: 1}
 	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{first}, 1)
@@ -34,6 +37,7 @@ func TestPgxInboxFaultKilledWorkerHoldsItsObject(t *testing.T) {
 	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{second}, 1)
 	require.Equal(t, idempotency.InboxProcessing, a.record(t, first.ID).State, "the dead worker's lease")
 
+	clock.Advance(pastHelperLease)
 	p.run(t)
 	a.awaitDrained(t, 2, 30*time.Second)
 	p.stop()
@@ -56,7 +60,9 @@ func TestPgxInboxFaultKilledWorkerHoldsItsObject(t *testing.T) {
 func TestPgxInboxFaultKilledAtLastAttemptDeadLetters(t *testing.T) {
 	t.Parallel()
 	a := newFaultApp(t)
-	p := a.process(t, "parent", idempotency.InboxConfig{MaxAttempts: 1, Lease: 12 * time.Second, Timeout: 10 * time.Second, PollInterval: 100 * time.Millisecond})
+	clock := idempotencytest.NewClock(time.Now())
+	p := a.process(t, "parent", idempotency.InboxConfig{MaxAttempts: 1, Lease: 12 * time.Second, Timeout: 10 * time.Second, PollInterval: 100 * time.Millisecond,
+		Now: clock.Now})
 	ev := faultEvent{ID: "evt_killed_last", Type: "invoice.paid", Invoice: "in_killed_last", Account: "acct_killed_last"}
 	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{ev}, 1)
 
@@ -64,6 +70,7 @@ func TestPgxInboxFaultKilledAtLastAttemptDeadLetters(t *testing.T) {
 	w.await(t, "its handler")
 	w.kill(t)
 
+	clock.Advance(pastHelperLease)
 	p.run(t)
 	faultAwait(t, 30*time.Second, "the event dead-lettered", func() bool { return a.record(t, ev.ID).State == idempotency.InboxDeadLetter })
 	r := a.record(t, ev.ID)
@@ -105,17 +112,20 @@ func TestPgxInboxFaultKilledAtLastAttemptDeadLetters(t *testing.T) {
 func TestPgxInboxFaultKilledWorkerLeasedAhead(t *testing.T) {
 	t.Parallel()
 	a := newFaultApp(t)
-	p := a.process(t, "parent", idempotency.InboxConfig{MaxAttempts: 1, Lease: 12 * time.Second, Timeout: 10 * time.Second, PollInterval: 100 * time.Millisecond})
+	clock := idempotencytest.NewClock(time.Now())
+	p := a.process(t, "parent", idempotency.InboxConfig{MaxAttempts: 1, Lease: 12 * time.Second, Timeout: 10 * time.Second, PollInterval: 100 * time.Millisecond,
+		Now: clock.Now})
 	events := faultEvents("ahead", 3, 0)
 	a.sendAll(t, []http.Handler{p.handler}, events, 1)
 
 	w := startHelperProcess(t, "TestHelperInboxWorker", helperWorkerEntered, a.db.URL, a.db.Schema, envHelperWorkers+"=1")
 	w.await(t, "its handler")
-	a.awaitInbox(t, 10*time.Second, "the other two leased ahead", func(st idempotency.InboxStats) bool {
+	a.awaitInbox(t, 30*time.Second, "the other two leased ahead", func(st idempotency.InboxStats) bool {
 		return st.Counts[idempotency.InboxProcessing] == len(events)
 	})
 	w.kill(t)
 
+	clock.Advance(pastHelperLease)
 	p.run(t)
 	a.awaitInbox(t, 30*time.Second, "the three dead-lettered", func(st idempotency.InboxStats) bool {
 		return st.Counts[idempotency.InboxDeadLetter] == len(events)

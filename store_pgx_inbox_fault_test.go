@@ -205,10 +205,18 @@ func (a *faultApp) processOn(t *testing.T, name, url string, cfg idempotency.Inb
 	})
 	p.inbox, err = idempotency.NewInbox(store, a.handlers(name), cfg)
 	require.NoError(t, err)
-	p.handler, err = p.inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: a.logger})
+	// The deliveries' inserts run under faultIngestTimeout.
+	p.handler, err = p.inbox.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: a.logger, Timeout: faultIngestTimeout})
 	require.NoError(t, err)
 	return p
 }
+
+// faultIngestTimeout is the Config.Timeout of a process's HTTP handler:
+// a delivery's insert waits for the batch it shares with the deliveries
+// in flight, which a loaded machine, many senders at once, took more
+// than the default 10 s to store; refused with 503, it failed the burst,
+// and held the scenarios' handlers back from the gate.
+const faultIngestTimeout = 30 * time.Second
 
 // run starts the process's workers until the test ends or p.stop.
 func (p *faultProc) run(t *testing.T) {
@@ -363,7 +371,7 @@ func (a *faultApp) startAll(t *testing.T, hs []http.Handler, events []faultEvent
 func (tr *faultTraffic) deliver(t *testing.T, sender int, ev faultEvent) bool {
 	payload := tr.a.payload(ev)
 	h := tr.hs[sender%len(tr.hs)]
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(3 * time.Minute) // refusals of faultIngestTimeout each, on a loaded machine
 	for {
 		ans := idempotencytest.Deliver(h, payload, testSecret)
 		tr.mu.Lock()
@@ -380,7 +388,7 @@ func (tr *faultTraffic) deliver(t *testing.T, sender int, ev faultEvent) bool {
 			return true
 		}
 		if !assert.Equal(t, http.StatusServiceUnavailable, ans.Status, "event %s: %s", ev.ID, ans.Body) ||
-			!assert.True(t, time.Now().Before(deadline), "event %s still refused after a minute: %s", ev.ID, ans.Body) {
+			!assert.True(t, time.Now().Before(deadline), "event %s still refused after 3 minutes: %s", ev.ID, ans.Body) {
 			return false
 		}
 		time.Sleep(faultResendPause)
@@ -669,7 +677,7 @@ func (g *faultGate) await(t *testing.T, n int) []string {
 		select {
 		case id := <-g.entered:
 			ids = append(ids, id)
-		case <-time.After(30 * time.Second):
+		case <-time.After(time.Minute): // the deliveries stored, leased and claimed, of a loaded machine
 			require.FailNow(t, "handlers did not reach the gate")
 		}
 	}
@@ -679,6 +687,19 @@ func (g *faultGate) await(t *testing.T, n int) []string {
 // faultBackoff retries a failed attempt soon: these tests are about
 // exactly once, not about the schedule.
 func faultBackoff(int) time.Duration { return 50 * time.Millisecond }
+
+// faultTimeout and faultLease are the attempt's Timeout and Lease of the
+// processes whose sessions a scenario ends or whose server it stops. An
+// attempt runs its statements under faultTimeout, which a loaded machine,
+// its statements taking seconds, must not run out of: each attempt that
+// timed out for nothing was tried again, up to MaxAttempts, and then
+// dead-lettered (2 s did so). An attempt the fault left processing, its
+// failure not recorded, is taken again once its lease expires, faultLease
+// after it was leased.
+const (
+	faultTimeout = 10 * time.Second
+	faultLease   = faultTimeout + 2*time.Second
+)
 
 // TestPgxInboxFaultPoisonEvent: an event whose handler always fails is
 // dead-lettered after MaxAttempts with its last error, without holding the
@@ -759,7 +780,10 @@ func TestPgxInboxFaultOrderUnderBusyWorkers(t *testing.T) {
 WHERE state = 'processing' AND object_id <> ''`)
 	require.NoError(t, err)
 	const workers = 4
-	p := a.process(t, "main", idempotency.InboxConfig{Workers: workers})
+	// The held attempts wait at the gate under Timeout while the queue is
+	// awaited and the ordered events are sent: 30 s, the default, a
+	// loaded machine may use up.
+	p := a.process(t, "main", idempotency.InboxConfig{Workers: workers, Timeout: 2 * time.Minute, Lease: 4 * time.Minute})
 	g := newFaultGate(workers)
 	a.setHook(func(ctx context.Context, tx idempotency.Tx, proc, eventID string) error {
 		if strings.HasPrefix(eventID, "evt_slow_") {
@@ -788,7 +812,7 @@ WHERE state = 'processing' AND object_id <> ''`)
 	// as the workers) is free: with more than half of its places taken
 	// they lease nothing more.
 	var busy int
-	faultAwait(t, 15*time.Second, "the queue leased ahead", func() bool {
+	faultAwait(t, time.Minute, "the queue leased ahead", func() bool {
 		st, err := a.observer.Stats(t.Context())
 		busy = st.Counts[idempotency.InboxProcessing]
 		return err == nil && busy >= workers+workers+1
@@ -854,7 +878,7 @@ func faultAwait(t *testing.T, within time.Duration, what string, cond func() boo
 func (a *faultApp) listener(t *testing.T, p *faultProc, old int32) int32 {
 	t.Helper()
 	var pid int32
-	faultAwait(t, 15*time.Second, p.name+" listening", func() bool {
+	faultAwait(t, 30*time.Second, p.name+" listening", func() bool {
 		rows, err := a.admin.Query(t.Context(), `SELECT pid FROM pg_stat_activity
 WHERE application_name = $1 AND state = 'idle' AND query LIKE 'LISTEN %'`, p.appName)
 		if err != nil {
@@ -907,7 +931,7 @@ func faultRestart(t *testing.T, down func(*pgtest.Cluster, testing.TB)) {
 	// Over TCP, as in production: the pool's connections die with the
 	// server and are found stale afterwards.
 	p := a.processOn(t, "main", cluster.TCP(t, a.db.URL), idempotency.InboxConfig{
-		Lease: 3 * time.Second, Timeout: 2 * time.Second, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
+		Lease: faultLease, Timeout: faultTimeout, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
 	})
 	g := newFaultGate(4)
 	a.setHook(g.hook)
@@ -940,7 +964,7 @@ func faultRestart(t *testing.T, down func(*pgtest.Cluster, testing.TB)) {
 
 	a.listener(t, p, listening)
 	sent := len(tr.sent)
-	a.awaitDrained(t, sent, time.Minute)
+	a.awaitDrained(t, sent, 2*time.Minute)
 	p.stop()
 
 	statuses := tr.statuses // the senders are done
@@ -964,7 +988,7 @@ func TestPgxInboxFaultBackendsTerminated(t *testing.T) {
 	t.Parallel()
 	a := newFaultApp(t)
 	p := a.process(t, "main", idempotency.InboxConfig{
-		Lease: 3 * time.Second, Timeout: 2 * time.Second, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
+		Lease: faultLease, Timeout: faultTimeout, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
 	})
 	g := newFaultGate(4)
 	a.setHook(g.hook)
@@ -992,13 +1016,13 @@ func TestPgxInboxFaultBackendsTerminated(t *testing.T) {
 		if last == len(events) {
 			break
 		}
-		faultAwait(t, 30*time.Second, "progress since the last termination", func() bool { return processed() > last })
+		faultAwait(t, time.Minute, "progress since the last termination", func() bool { return processed() > last })
 		a.terminateSessions(t, p)
 		rounds++
 	}
 	tr.wg.Wait()
 	a.listener(t, p, listening)
-	a.awaitDrained(t, len(events), time.Minute)
+	a.awaitDrained(t, len(events), 2*time.Minute)
 	p.stop()
 
 	t.Logf("%d rounds of terminations after the first; answers by status %v", rounds, tr.statuses)
@@ -1062,6 +1086,16 @@ const (
 	helperWorkerEntered   = "helper worker: inside the transaction"
 )
 
+// pastHelperLease is how far a test moves the inbox clock of the process
+// that takes over the events of a killed worker process: past that
+// worker's lease, InboxConfig's default minute, which nobody then waits
+// for. A worker process's attempt runs under the default Timeout too: with
+// a lease of 2 s and a Timeout of 1 s, a loaded machine's worker ran out of
+// its Timeout before its handler hung (and hung in attempt 2), or had its
+// own expired lease taken over by another of its workers before the test
+// killed it.
+const pastHelperLease = 10 * time.Minute
+
 // helperWorkerStore is, in a worker process that startHelperProcess
 // started, the store on the parent's schema, with its pool. Run on its own,
 // the helper test skips: it is not a test.
@@ -1081,7 +1115,8 @@ func helperWorkerStore(t *testing.T, parent string) (*pgxpool.Pool, *idempotency
 // TestHelperInboxWorker is not a test: it is the worker process that
 // TestPgxInboxFaultWorkerKilled starts and kills. It runs an Inbox whose
 // handler writes, says so, and then blocks inside the transaction until the
-// process is killed.
+// process is killed. Its lease is the default minute: the parent takes it
+// over by its clock (pastHelperLease).
 func TestHelperInboxWorker(t *testing.T) {
 	_, store := helperWorkerStore(t, "TestPgxInboxFaultWorkerKilled")
 	a := &faultApp{runs: map[string]int{}}
@@ -1096,7 +1131,7 @@ func TestHelperInboxWorker(t *testing.T) {
 		require.NoError(t, err, envHelperWorkers)
 	}
 	in, err := idempotency.NewInbox(store, a.handlers("child"), idempotency.InboxConfig{
-		Workers: workers, Lease: 2 * time.Second, Timeout: time.Second, PollInterval: 100 * time.Millisecond, Logger: discardLogger(),
+		Workers: workers, PollInterval: 100 * time.Millisecond, Logger: discardLogger(),
 	})
 	require.NoError(t, err)
 	require.NoError(t, in.Run(context.Background()))
@@ -1174,8 +1209,9 @@ func (w *helperWorker) kill(t *testing.T) {
 
 // TestPgxInboxFaultWorkerKilled kills a worker process with SIGKILL while
 // its handler is inside the event's transaction, after its writes.
-// PostgreSQL rolls the transaction back; once the lease expires another
-// process applies the event, as attempt 2, exactly once. That attempt
+// PostgreSQL rolls the transaction back; once the lease expires (the
+// other process's clock past it) that process applies the event, as
+// attempt 2, exactly once. That attempt
 // reports the killed one as it starts, once, to OnResult and the
 // Observer (failed, State failed, ErrLeaseExpired): nobody else can, and
 // nobody did, before the last attempt.
@@ -1184,10 +1220,12 @@ func TestPgxInboxFaultWorkerKilled(t *testing.T) {
 	a := newFaultApp(t)
 	// The parent's attempt has a generous Timeout: on a loaded machine a
 	// second was too little for it, and a timed-out attempt counts. When it
-	// may start depends on the killed worker's Lease alone.
+	// may start depends on the killed worker's lease alone, which the
+	// parent's clock passes.
 	var onResult misuseResults
+	clock := idempotencytest.NewClock(time.Now())
 	p := a.process(t, "parent", idempotency.InboxConfig{Lease: 12 * time.Second, Timeout: 10 * time.Second, PollInterval: 100 * time.Millisecond,
-		OnResult: onResult.add})
+		OnResult: onResult.add, Now: clock.Now})
 	ev := faultEvent{ID: "evt_killed", Type: "invoice.paid", Invoice: "in_killed", Account: "acct_killed"}
 	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{ev}, 1)
 
@@ -1198,6 +1236,7 @@ func TestPgxInboxFaultWorkerKilled(t *testing.T) {
 	require.Equal(t, 1, r.Attempt)
 	w.kill(t)
 
+	clock.Advance(pastHelperLease)
 	p.run(t)
 	a.awaitDrained(t, 1, 30*time.Second)
 	p.stop()
@@ -1259,7 +1298,7 @@ func TestPgxInboxFaultBurst(t *testing.T) {
 	p := a.process(t, "main", idempotency.InboxConfig{})
 	srv := httptest.NewServer(p.handler)
 	t.Cleanup(srv.Close)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders}, Timeout: 30 * time.Second}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders}, Timeout: 2 * time.Minute} // past faultIngestTimeout
 	t.Cleanup(client.CloseIdleConnections)
 	events := faultEvents("burst", n, 10)
 

@@ -33,7 +33,11 @@ func TestPgxMigrate009UnderTraffic(t *testing.T) {
 		_, err := a.db.Pool.Exec(ctx, q)
 		require.NoError(t, err, q)
 	}
-	old := a.process(t, "old", idempotency.InboxConfig{Workers: 4, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff})
+	// The held attempts wait at the gate, under Timeout, while the traffic
+	// and Migrate go on (each awaited up to 30 s): they must not run out
+	// before the gate opens.
+	old := a.process(t, "old", idempotency.InboxConfig{Workers: 4, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
+		Timeout: 2 * time.Minute, Lease: 4 * time.Minute})
 	g := newFaultGate(2)
 	a.setHook(g.hook)
 	t.Cleanup(g.open)

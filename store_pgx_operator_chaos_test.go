@@ -121,7 +121,7 @@ func TestPgxOperatorChaos(t *testing.T) {
 		return nil
 	})
 	cfg := idempotency.InboxConfig{
-		MaxAttempts: 2, Lease: 3 * time.Second, Timeout: 2 * time.Second, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
+		MaxAttempts: 2, Lease: faultLease, Timeout: faultTimeout, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
 	}
 	w1, w2 := a.process(t, "one", cfg), a.process(t, "two", cfg)
 	op := a.process(t, "operator", idempotency.InboxConfig{})
@@ -153,7 +153,7 @@ func TestPgxOperatorChaos(t *testing.T) {
 	t.Logf("delivered in %v", time.Since(start))
 	time.Sleep(300 * time.Millisecond) // the operator and the faults go on a while after the traffic
 	stopFaults()
-	a.awaitInbox(t, 30*time.Second, "nothing left to apply but dead letters", nothingToApply)
+	a.awaitInbox(t, 2*time.Minute, "nothing left to apply but dead letters", nothingToApply)
 	t.Logf("attempted in %v", time.Since(start))
 	w1.stop()
 	w2.stop()
@@ -183,7 +183,7 @@ func TestPgxOperatorChaos(t *testing.T) {
 	pruneRacingRedrives(t, a, events, op, opStore, rand.New(rand.NewPCG(seed, seed+2)), o)
 	_, err = drain.inbox.Redrive(ctx, all)
 	require.NoError(t, err)
-	a.awaitInbox(t, 30*time.Second, "every event and task finished", func(st idempotency.InboxStats) bool {
+	a.awaitInbox(t, 2*time.Minute, "every event and task finished", func(st idempotency.InboxStats) bool {
 		return st.Counts[idempotency.InboxPending]+st.Counts[idempotency.InboxProcessing]+st.Counts[idempotency.InboxFailed]+
 			st.Counts[idempotency.InboxDeadLetter] == 0
 	})
@@ -314,7 +314,7 @@ func pruneRacingRedrives(t *testing.T, a *faultApp, events []faultEvent, op *fau
 		require.FailNow(t, "dead letters not pruned after 30s")
 	}
 	faults.Wait()
-	a.awaitInbox(t, 30*time.Second, "the events redriven applied", nothingToApply)
+	a.awaitInbox(t, time.Minute, "the events redriven applied", nothingToApply)
 	require.Empty(t, o.broken)
 
 	invoices := map[string]string{}

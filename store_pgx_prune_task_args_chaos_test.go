@@ -86,7 +86,7 @@ func taskArgsChaos(t *testing.T, cluster *pgtest.Cluster) {
 		url = cluster.TCP(t, a.db.URL)
 	}
 	w := a.processOn(t, "worker", url, idempotency.InboxConfig{
-		Lease: 3 * time.Second, Timeout: 2 * time.Second, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
+		Lease: faultLease, Timeout: faultTimeout, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
 	})
 	pr := a.processOn(t, "pruner", url, idempotency.InboxConfig{})
 	store, err := idempotency.NewPgxStore(pr.pool, idempotency.PgxConfig{Schema: a.db.Schema})
@@ -149,7 +149,7 @@ func taskArgsChaos(t *testing.T, cluster *pgtest.Cluster) {
 	}
 	tr.wg.Wait()
 	require.Len(t, tr.sent, len(events))
-	a.awaitInbox(t, time.Minute, "every task processed, nothing left to apply", func(st idempotency.InboxStats) bool {
+	a.awaitInbox(t, 2*time.Minute, "every task processed, nothing left to apply", func(st idempotency.InboxStats) bool {
 		return st.TaskCounts[idempotency.InboxProcessed] == invoices &&
 			st.Counts[idempotency.InboxPending]+st.Counts[idempotency.InboxProcessing]+st.Counts[idempotency.InboxFailed] == 0
 	})

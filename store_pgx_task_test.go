@@ -253,7 +253,7 @@ func TestPgxTaskWorkerKilled(t *testing.T) {
 	r = a.record(t, id)
 	require.Equal(t, idempotency.InboxProcessing, r.State, "the killed attempt was not recorded")
 
-	clock.Advance(10 * time.Minute) // past the killed worker's lease of a minute
+	clock.Advance(pastHelperLease)
 	p.run(t)
 	faultAwait(t, 30*time.Second, "the task processed", func() bool { return a.record(t, id).State == idempotency.InboxProcessed })
 	p.stop()
@@ -297,7 +297,7 @@ func TestPgxTaskDatabaseRestart(t *testing.T) {
 	// Over TCP, as in production: the pool's connections die with the
 	// server and are found stale afterwards.
 	p := a.processOn(t, "main", cluster.TCP(t, a.db.URL), idempotency.InboxConfig{
-		Lease: 3 * time.Second, Timeout: 2 * time.Second, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
+		Lease: faultLease, Timeout: faultTimeout, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
 	})
 	eventsGate := newFaultGate(3)
 	a.setHook(eventsGate.hook)
@@ -348,7 +348,7 @@ func TestPgxTaskDatabaseRestart(t *testing.T) {
 	for _, ev := range events {
 		invoices[ev.Invoice] = true
 	}
-	a.awaitDrained(t, len(events)+len(invoices), time.Minute)
+	a.awaitDrained(t, len(events)+len(invoices), 2*time.Minute)
 	p.stop()
 
 	require.Len(t, tr.sent, len(events))
