@@ -285,7 +285,11 @@ func TestPgxInboxRunQueueBoundWhileChaining(t *testing.T) {
 			t.Error("Run did not return")
 		}
 	}()
-	recv(t, entered, "the handler of "+held)
+	select { // after eight events applied one after another: a loaded machine's take more than recv's 10 s
+	case <-entered:
+	case <-time.After(time.Minute):
+		t.Fatal("the handler of " + held + " not reached")
+	}
 	// The worker holds evt_bound_08 and the queue two more: Run waits.
 	require.Eventually(t, func() bool { return idempotency.InboxIdle(p.inbox) }, 10*time.Second, time.Millisecond,
 		"Run waits with its queue full")

@@ -58,7 +58,7 @@ func TestPgxCopiesOfATerminatedHolder(t *testing.T) {
 					outs <- ran{out, err}
 				}()
 			}
-			faultAwait(t, 15*time.Second, "the copies waiting for the holder", func() bool { return b.waiting(t) == copies })
+			faultAwait(t, time.Minute, "the copies waiting for the holder", func() bool { return b.waiting(t) == copies })
 
 			var terminated bool
 			require.NoError(t, pgtest.AdminPool(t).QueryRow(t.Context(), `SELECT pg_terminate_backend($1)`, pid).Scan(&terminated))

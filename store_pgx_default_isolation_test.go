@@ -44,7 +44,7 @@ func holdingWrite[T any](t *testing.T, b *pgBackend, sql string, op func() T) T 
 	require.NoError(t, err)
 	done := make(chan T, 1)
 	go func() { done <- op() }()
-	require.Eventually(t, func() bool { return b.waiting(t) == 1 }, 10*time.Second, time.Millisecond, "op waits for the row")
+	require.Eventually(t, func() bool { return b.waiting(t) == 1 }, time.Minute, time.Millisecond, "op waits for the row")
 	require.NoError(t, tx.Commit(t.Context()))
 	return recv(t, done, "op")
 }

@@ -57,7 +57,7 @@ func TestPgxInboxListenLossLoggedOnce(t *testing.T) {
 	down.Store(true)
 	terminate(t, pid)
 	// The listen loop and the lease each try about every PollInterval.
-	require.Eventually(t, func() bool { return refused.Load() >= 60 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return refused.Load() >= 60 }, 30*time.Second, time.Millisecond,
 		"connections refused while down")
 	down.Store(false)
 	pid = awaitListener(t, b, pid)

@@ -458,7 +458,7 @@ func awaitListener(t *testing.T, b *pgBackend, old int32) int32 {
 			return true
 		}
 		return false
-	}, 10*time.Second, 5*time.Millisecond, "a listening connection")
+	}, time.Minute, 5*time.Millisecond, "a listening connection") // Run's start, or its listening again, on a loaded machine
 	return pid
 }
 

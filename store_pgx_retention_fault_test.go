@@ -65,7 +65,7 @@ CREATE CONSTRAINT TRIGGER commit_gate AFTER %[4]s ON %[1]s.%[2]s
 // process's) waits at the gate.
 func (g *commitGate) awaitHeld(t *testing.T, a *faultApp, appName string) {
 	t.Helper()
-	faultAwait(t, 15*time.Second, appName+" held at the gate", func() bool {
+	faultAwait(t, time.Minute, appName+" held at the gate", func() bool {
 		var n int
 		err := a.admin.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
 WHERE application_name = $1 AND wait_event_type = 'Lock' AND wait_event = 'advisory'`, appName).Scan(&n)
