@@ -135,7 +135,7 @@ func (c *commitPoolerConn) Read(b []byte) (n int, err error) {
 // but the batch's
 // transaction is still in progress when the store gives up looking it up
 // (5 seconds; 10 s here: a look-up must see it in progress within it,
-// which a loaded machine's first look-up did not within a second). The
+// which a loaded machine's first look-up may not do within a second). The
 // prune stops there and says so: its error
 // wraps ErrStoreUnavailable, as a failed COMMIT's does, and says the
 // batch's transaction was still in progress; it is not ErrPruneRunning,
