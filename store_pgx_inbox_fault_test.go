@@ -598,7 +598,7 @@ func TestPgxInboxFaultTwoProcesses(t *testing.T) {
 	require.Equal(t, len(events), originals.outcomes[idempotency.OutcomeQueued]+again.outcomes[idempotency.OutcomeQueued], "stored once")
 	require.Equal(t, len(copies), originals.outcomes[idempotency.OutcomeDuplicate]+again.outcomes[idempotency.OutcomeDuplicate])
 
-	a.awaitDrained(t, len(events), time.Minute)
+	a.awaitDrained(t, len(events), 5*time.Minute)
 	one.stop()
 	two.stop()
 	a.requireExactlyOnce(t, events)

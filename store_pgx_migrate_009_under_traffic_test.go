@@ -75,7 +75,7 @@ WHERE indexrelid = to_regclass('idempotency_inbox_task_args_idx')`).Scan(&valid)
 	tr.wg.Wait()
 	require.Len(t, tr.sent, len(events))
 	invoices := len(events) - len(events)/5
-	a.awaitInbox(t, time.Minute, "every event and task processed", func(st idempotency.InboxStats) bool {
+	a.awaitInbox(t, 5*time.Minute, "every event and task processed", func(st idempotency.InboxStats) bool {
 		return st.Counts[idempotency.InboxProcessed] == len(events)+invoices
 	})
 	old.stop()

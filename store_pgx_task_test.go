@@ -389,7 +389,7 @@ func TestPgxTaskTwoProcesses(t *testing.T) {
 	two.run(t)
 	events := faultEvents("tasktwo", 100, 0)
 	a.sendAll(t, []http.Handler{one.handler, two.handler}, events, 8)
-	a.awaitDrained(t, 2*len(events), time.Minute)
+	a.awaitDrained(t, 2*len(events), 5*time.Minute)
 	one.stop()
 	two.stop()
 
