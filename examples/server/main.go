@@ -188,6 +188,11 @@ const maxWorkers = 10000
 // (Stripe's own deliveries take a few milliseconds); a test shortens it.
 var readTimeout = 30 * time.Second
 
+// healthzTimeout bounds the store's ping behind GET /healthz, which a
+// probe calls every few seconds; the tests lengthen it, their machine's
+// ping taking seconds at times.
+var healthzTimeout = 2 * time.Second
+
 // run parses args, opens the store and serves until ctx is done. When ready
 // is not nil, it receives the listening address.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready chan<- string) error {
@@ -805,7 +810,7 @@ func newServer(svc service, secrets []string, logger *slog.Logger,
 	mux.HandleFunc("GET /accounts/{id}", getRow(logger, "account", accts.Get))
 	mux.HandleFunc("GET /subscriptions/{id}", getRow(logger, "subscription", svc.subscriptions.Get))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), healthzTimeout)
 		defer cancel()
 		if err := store.Ping(ctx); err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -24,7 +23,7 @@ func TestOpenPostgresReplicasStartTogether(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range errs {
 			wg.Go(func() {
-				_, closeStore, err := openPostgres(t.Context(), db.URL, 30*time.Second, slog.New(slog.DiscardHandler))
+				_, closeStore, err := openPostgres(t.Context(), db.URL, startupWait, slog.New(slog.DiscardHandler))
 				if err == nil {
 					closeStore()
 				}

@@ -26,7 +26,7 @@ func newStore(t *testing.T, kind string) service {
 		return memoryService()
 	}
 	db := pgtest.New(t)
-	svc, closeStore, err := openPostgres(t.Context(), db.URL, 10*time.Second, slog.New(slog.DiscardHandler))
+	svc, closeStore, err := openPostgres(t.Context(), db.URL, startupWait, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(closeStore) // after the workers and the HTTP server, registered later, have stopped
 	return svc

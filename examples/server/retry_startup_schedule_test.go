@@ -17,7 +17,9 @@ import (
 func TestRetryStartupBacksOff(t *testing.T) {
 	t.Parallel()
 	logs := newLogWatch(retryLogged)
-	err := retryStartup(t.Context(), 2*time.Second, slog.New(slog.NewTextHandler(logs, nil)),
+	// The three pauses checked take 0.7 s at most; the wait leaves a busy
+	// machine room for them, where 2 s could end before the third began.
+	err := retryStartup(t.Context(), 10*time.Second, slog.New(slog.NewTextHandler(logs, nil)),
 		func(context.Context) error { return io.ErrUnexpectedEOF })
 	require.ErrorContains(t, err, "giving up")
 	pauses := regexp.MustCompile(`retry_in=(\S+)`).FindAllStringSubmatch(logs.String(), -1)
@@ -38,7 +40,10 @@ func TestRetryStartupBacksOff(t *testing.T) {
 func TestRetryStartupBlamesTheAttemptBeforeTheDeadline(t *testing.T) {
 	t.Parallel()
 	attempts := 0
-	err := retryStartup(t.Context(), 500*time.Millisecond, slog.New(slog.DiscardHandler), func(ctx context.Context) error {
+	// The first attempt and its pause (0.1 s at most) must fit in the
+	// wait for a second attempt to begin: 500 ms left a busy machine
+	// too little.
+	err := retryStartup(t.Context(), 10*time.Second, slog.New(slog.DiscardHandler), func(ctx context.Context) error {
 		attempts++
 		if attempts == 1 {
 			return io.ErrUnexpectedEOF
