@@ -73,9 +73,13 @@ func browser(t *testing.T) context.Context {
 		cancelAlloc()
 	})
 	// The first action starts the browser, which lives as long as the
-	// context of that action: the test's timeout goes on a child.
+	// context of that action: the test's timeout goes on a child. It
+	// bounds the rest of the test, a guard against a hang: the first test
+	// on PostgreSQL starts the cluster under it (45 s on a busy machine,
+	// where TestBrowserListPages took 74 s in all), and a test loads a
+	// dozen pages.
 	require.NoError(t, chromedp.Do(ctx), "starting Chromium")
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 5*time.Minute)
 	t.Cleanup(cancelTimeout)
 	return ctx
 }

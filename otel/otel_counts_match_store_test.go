@@ -82,12 +82,13 @@ func testCountsMatchTheInbox(t *testing.T, store idempotency.Store) {
 	var reported atomic.Int64
 	logger := slog.New(slog.DiscardHandler)
 	// Timeout bounds every attempt, its lease and the recording of its end,
-	// which must beat it while WorkDue's workers share the machine: 2 s,
-	// room on a loaded one, where 100 ms cut attempts that should not
-	// time out and the counts moved. The timeout events wait it out once
-	// per WorkDue, as each WorkDue's attempts run side by side.
+	// which must beat it while WorkDue's workers share the machine: 10 s,
+	// room on a busy one, where 100 ms, and on a busier machine 2 s, could
+	// cut attempts that should not time out, and move the counts. The
+	// timeout events wait it out once per WorkDue, as each WorkDue's
+	// attempts run side by side.
 	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
-		Now: clock.Now, MaxAttempts: maxAttempts, Timeout: 2 * time.Second, Logger: logger, Observer: &obs,
+		Now: clock.Now, MaxAttempts: maxAttempts, Timeout: 10 * time.Second, Logger: logger, Observer: &obs,
 		OnResult: func(idempotency.Result) { reported.Add(1) },
 	})
 	require.NoError(t, err)
