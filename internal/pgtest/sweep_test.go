@@ -69,6 +69,12 @@ func TestSweepKeepsSchemasOfRunningBinaries(t *testing.T) {
 	t.Run("lock taken again within the grace", func(t *testing.T) {
 		schema, key := tagged(t)
 		pid := sweeper.owner.PgConn().PID()
+		// The test sees the sweep's check, acquires a connection and takes
+		// the lock within the grace: 2 s could run out on a busy machine,
+		// where a dial takes seconds, and the schema was dropped.
+		grace := ownerGrace
+		ownerGrace = 15 * time.Second
+		t.Cleanup(func() { ownerGrace = grace }) // once the sweep has returned
 		swept := make(chan struct{})
 		go func() {
 			defer close(swept)
