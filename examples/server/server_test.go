@@ -41,10 +41,10 @@ func TestMain(m *testing.M) {
 
 const secret = "whsec_server_test"
 
-// startupWait is the -db-wait of a test's openPostgres: a new schema's
-// migrations and business tables. A busy CI machine took over a second for
-// the tables alone; the tests stop no database before start-up is done, so
-// the wait costs them nothing.
+// startupWait bounds a test's wait for PostgreSQL to serve the store: the
+// -db-wait of its openPostgres (a new schema's migrations and business
+// tables), or a pool reaching a restarted cluster. A busy CI machine took
+// over a second for the tables alone; a wait that succeeds costs nothing.
 const startupWait = 30 * time.Second
 
 // invoiceEvent returns a fixture event (repository testdata) with its id and
