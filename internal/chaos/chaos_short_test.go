@@ -13,7 +13,7 @@ import (
 
 // TestChaosShort makes a small chaos run on a throwaway cluster: 1,500
 // deliveries from 8 senders, a fault every ~1 s, one of each kind, the
-// workers' leases 5 s (attempts 3 s), and requires every check to hold.
+// workers' leases 15 s (attempts 10 s), and requires every check to hold.
 func TestChaosShort(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -24,8 +24,11 @@ func TestChaosShort(t *testing.T) {
 		n: 1500, c: 8, workers: 8, accounts: 50, dup: 0.20, twin: 0.05,
 		faultEvery: time.Second, drainTimeout: 3 * time.Minute, retryFor: 2 * time.Minute,
 		// The killed worker's events are taken over once its leases
-		// expire: 5 s, not the default minute.
-		lease: 5 * time.Second, attemptTimeout: 3 * time.Second,
+		// expire: 15 s, not the default minute. An attempt has 10 s: with
+		// 3 s, attempts that timed out on a busy machine, beside the
+		// faults, could push an event's next attempt (attempt⁴ s) past
+		// the drain.
+		lease: 15 * time.Second, attemptTimeout: 10 * time.Second,
 		// One round of faults, the kill of a worker first: the drain
 		// waits for its leases once, and not after the sends.
 		firstFaults: []string{faultKillWorker, faultRestartFast, faultKillReceiver, faultTerminateConns, faultRestartNow},
