@@ -29,11 +29,19 @@ const recvWait = 30 * time.Second
 // recv returns the next value of ch, failing the test after recvWait.
 func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
+	return recvWithin(t, ch, recvWait, what)
+}
+
+// recvWithin is recv waiting up to within: for a value that comes after
+// many steps (events applied one after another), which a loaded machine
+// can take longer for than recvWait, a wait for one.
+func recvWithin[T any](t *testing.T, ch <-chan T, within time.Duration, what string) T {
+	t.Helper()
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(recvWait):
-		t.Fatalf("%s: nothing within %s", what, recvWait)
+	case <-time.After(within):
+		t.Fatalf("%s: nothing within %s", what, within)
 		panic("unreachable")
 	}
 }

@@ -285,11 +285,9 @@ func TestPgxInboxRunQueueBoundWhileChaining(t *testing.T) {
 			t.Error("Run did not return")
 		}
 	}()
-	select { // after eight events applied one after another: a loaded machine's take more than recv's 10 s
-	case <-entered:
-	case <-time.After(time.Minute):
-		t.Fatal("the handler of " + held + " not reached")
-	}
+	// After eight events applied one after another, which a loaded
+	// machine can take longer for than recv's 30 s.
+	recvWithin(t, entered, time.Minute, "the handler of "+held)
 	// The worker holds evt_bound_08 and the queue two more: Run waits.
 	require.Eventually(t, func() bool { return idempotency.InboxIdle(p.inbox) }, 10*time.Second, time.Millisecond,
 		"Run waits with its queue full")
