@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -139,18 +140,7 @@ func TestMainSecondSignalKills(t *testing.T) {
 	// the delivery in flight. A connection the listener had not accepted
 	// yet when the signal came was dropped with it, and the server exited
 	// 0 at the first signal.
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = io.WriteString(conn, "POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n"+
-		"Stripe-Signature: "+idempotencytest.SignatureHeader([]byte("{}"), secret, time.Now())+"\r\n\r\n")
-	require.NoError(t, err)
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
-	status, err := bufio.NewReader(conn).ReadString('\n')
-	require.NoError(t, err, "no 100 Continue within 10 s:\n%s", &stderr)
-	require.Equal(t, "HTTP/1.1 100 Continue\r\n", status)
-	_, err = io.WriteString(conn, "{")
-	require.NoError(t, err)
+	stalledDelivery(t, addr, &stderr)
 
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
 	require.Eventually(t, func() bool { // the drain began: the listener is closed
@@ -179,4 +169,25 @@ func TestMainSecondSignalKills(t *testing.T) {
 			t.Fatalf("a second SIGINT did not end the server within 30 s:\n%s", &stderr)
 		}
 	}
+}
+
+// stalledDelivery sends the server at addr a signed delivery whose body
+// stalls after its first byte, and returns once the delivery is in
+// flight: the server answers 100 Continue when the handler reads the
+// body. The connection stays open until the test ends. logs is shown
+// should the server not answer within 30 s.
+func stalledDelivery(t *testing.T, addr string, logs fmt.Stringer) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	_, err = io.WriteString(conn, "POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n"+
+		"Stripe-Signature: "+idempotencytest.SignatureHeader([]byte("{}"), secret, time.Now())+"\r\n\r\n")
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	require.NoError(t, err, "no 100 Continue within 30 s:\n%s", logs)
+	require.Equal(t, "HTTP/1.1 100 Continue\r\n", status)
+	_, err = io.WriteString(conn, "{")
+	require.NoError(t, err)
 }

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"io"
-	"net"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 // TestMainStopIsLogged: a SIGTERM to a serving server is logged as the
@@ -57,18 +52,7 @@ func TestRunStopLogsADeliveryCutAtItsDeadline(t *testing.T) {
 	// after one dialled later (the listener accepting in order) was not
 	// proof enough: on a busy machine the stop once came with nothing in
 	// flight (took=12ms in_flight_finished=true).
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = io.WriteString(conn, "POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n"+
-		"Stripe-Signature: "+idempotencytest.SignatureHeader([]byte("{}"), secret, time.Now())+"\r\n\r\n")
-	require.NoError(t, err)
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
-	status, err := bufio.NewReader(conn).ReadString('\n')
-	require.NoError(t, err, "no 100 Continue within 30 s:\n%s", &logs)
-	require.Equal(t, "HTTP/1.1 100 Continue\r\n", status)
-	_, err = io.WriteString(conn, "{\"id\":")
-	require.NoError(t, err)
+	stalledDelivery(t, addr, &logs)
 	require.NoError(t, stop())
 	require.Regexp(t, `level=INFO msg=stopping cause="context canceled"\n`+
 		`(?:.*\n)*.*level=INFO msg=stopped took=[0-9.]+m?s in_flight_finished=false\n$`, logs.String())
