@@ -78,8 +78,16 @@ type inboxBench struct {
 	h     http.Handler
 
 	mu       sync.Mutex
-	applied  []string       // event ids, in commit order
+	applied  []appliedEvent // in the order their AfterCommit funcs ran
+	ended    int            // handler runs that returned nil so far
 	attempts map[string]int // handler runs per event id
+}
+
+// appliedEvent is an event whose attempt committed, and the place of that
+// attempt's handler among those that returned nil.
+type appliedEvent struct {
+	id    string
+	ended int
 }
 
 type inboxObject struct {
@@ -115,10 +123,14 @@ func newInboxBench(t *testing.T, b StoreBackend, cfg idempotency.InboxConfig, fa
 				return err
 			}
 		}
+		ib.mu.Lock()
+		ib.ended++
+		ended := ib.ended
+		ib.mu.Unlock()
 		tx.AfterCommit(func(context.Context) {
 			ib.mu.Lock()
 			defer ib.mu.Unlock()
-			ib.applied = append(ib.applied, ev.ID)
+			ib.applied = append(ib.applied, appliedEvent{ev.ID, ended})
 		})
 		return nil
 	}
@@ -216,10 +228,22 @@ func listIDs(t *testing.T, in *idempotency.Inbox, f idempotency.InboxFilter) []s
 	return out
 }
 
+// appliedOrder is the ids of the events applied so far, in the order
+// their handlers returned: their commit order for the events of one
+// object, whose next event is leased only once the earlier one committed.
+// The order their AfterCommit funcs ran in is not that on PostgreSQL,
+// which releases the object at the commit: the worker that leases the
+// next event may commit it before the first worker's funcs run.
 func (ib *inboxBench) appliedOrder() []string {
 	ib.mu.Lock()
-	defer ib.mu.Unlock()
-	return append([]string(nil), ib.applied...)
+	applied := slices.Clone(ib.applied)
+	ib.mu.Unlock()
+	slices.SortFunc(applied, func(a, b appliedEvent) int { return cmp.Compare(a.ended, b.ended) })
+	ids := make([]string, len(applied))
+	for i, a := range applied {
+		ids[i] = a.id
+	}
+	return ids
 }
 
 // testInboxIngest: a new event is stored and answered queued, nothing is
