@@ -181,7 +181,7 @@ func TestHandlerCommitNeverArrivedAnsweredAtOnce(t *testing.T) {
 			d := newNeverArrived(t, store, n, paidTable, "evt_sync_commit_never_arrived", "in_sync_commit_never_arrived")
 
 			a := recv(t, d.deliver(), "the delivery whose COMMIT never arrived answered")
-			require.Equal(t, 503, a.Status, a.Body)
+			require.Equal(t, 503, a.Status, "%s: %v", a.Body, d.results())
 			requireSwallowedSessionGone(t, pool, n, d.pid)
 			_, found, err := store.LookupEvent(ctx, "evt_sync_commit_never_arrived")
 			require.NoError(t, err)
