@@ -200,17 +200,21 @@ func (hs *Handlers) Actions() []ActionInfo {
 
 // WriteOwnershipTable writes the ownership table as aligned text: action,
 // key, owners. An owner with no registered handler is marked, since the
-// action can never run from it.
+// action can never run from it. A nil Handlers has the header alone.
 func (hs *Handlers) WriteOwnershipTable(w io.Writer) error {
+	var registered map[string]registration
+	if hs != nil {
+		registered = hs.byType
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ACTION\tKEY\tOWNERS")
-	for _, a := range hs.actions {
+	for _, a := range hs.Actions() {
 		owners := "any event type"
 		if len(a.Owners) > 0 {
 			marked := make([]string, len(a.Owners))
 			for i, o := range a.Owners {
 				marked[i] = o
-				if _, ok := hs.byType[o]; !ok {
+				if _, ok := registered[o]; !ok {
 					marked[i] += " (no handler)"
 				}
 			}
