@@ -183,9 +183,10 @@ func (t *Task[T]) ID(key string) string {
 // Task that [NewTask] did not return (a zero or nil Task), and with
 // [ErrTaskNotRegistered] in the transaction of an event that a [Handler]
 // or an [Inbox] built on another Handlers runs, one that registered no
-// task of its name when the Handler or Inbox took its snapshot: the workers of that Handlers would fail it at every
-// attempt until it was dead-lettered. Return the error, and the event
-// rolls back. (A [Store.Run] of your own has no Handlers to ask.)
+// task of its name when the Handler or Inbox took its snapshot: the
+// workers of that Handlers would fail it at every attempt until it was
+// dead-lettered. Return the error, and the event rolls back. (A
+// [Store.Run] of your own has no Handlers to ask.)
 //
 // The args stay in the task's row, where [Inbox.Payload] reads them,
 // until Prune clears them [Retention].Payloads (7 days by default) after
