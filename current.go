@@ -21,6 +21,11 @@ import (
 // Stripe-Context takes. It returns an error wrapping [ErrObjectNotFound]
 // when the API answers that the object does not exist (404, code
 // resource_missing). [Retrieve] makes one from a stripe-go Retrieve method.
+//
+// It must return once ctx is done ([FetchTimeout], or the attempt's end):
+// it runs inside the event's transaction, holding the object's lock, and
+// one that goes on past its context holds both, and the delivery's answer
+// or the worker, for as long as it runs.
 type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 
 // Retrieve adapts a stripe-go Retrieve method to a FetchFunc:
