@@ -158,22 +158,25 @@ func TestHandlerCommitNeverArrivedAnsweredAtOnce(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		open func(t *testing.T, configure func(*pgxpool.Config)) (*pgxpool.Pool, string)
+		// open gives the pool, its schema, and what the failure message
+		// adds: PgBouncer's log lines of the schema.
+		open func(t *testing.T, configure func(*pgxpool.Config)) (*pgxpool.Pool, string, func() string)
 	}{
-		{"PostgreSQL", func(t *testing.T, configure func(*pgxpool.Config)) (*pgxpool.Pool, string) {
+		{"PostgreSQL", func(t *testing.T, configure func(*pgxpool.Config)) (*pgxpool.Pool, string, func() string) {
 			db := pgtest.NewWithConfig(t, configure)
-			return db.Pool, db.Schema
+			return db.Pool, db.Schema, func() string { return "" }
 		}},
-		{"PgBouncer", func(t *testing.T, configure func(*pgxpool.Config)) (*pgxpool.Pool, string) {
-			db := pgtest.PgBouncer(t).New(t, configure)
-			return db.Pool, db.Schema
+		{"PgBouncer", func(t *testing.T, configure func(*pgxpool.Config)) (*pgxpool.Pool, string, func() string) {
+			b := pgtest.PgBouncer(t)
+			db := b.New(t, configure)
+			return db.Pool, db.Schema, func() string { return bouncerLogOf(b, db.Schema) }
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			n := newBlackholeNet(t)
-			pool, schema := tc.open(t, dialWrapped(n.wrap))
+			pool, schema, log := tc.open(t, dialWrapped(n.wrap))
 			store := blackholeStore(t, pool, schema)
 			paidTable := quoteIdent(schema) + ".paid"
 			_, err := pool.Exec(ctx, `CREATE TABLE `+paidTable+` (invoice text)`)
@@ -181,7 +184,7 @@ func TestHandlerCommitNeverArrivedAnsweredAtOnce(t *testing.T) {
 			d := newNeverArrived(t, store, n, paidTable, "evt_sync_commit_never_arrived", "in_sync_commit_never_arrived")
 
 			a := recv(t, d.deliver(), "the delivery whose COMMIT never arrived answered")
-			require.Equal(t, 503, a.Status, "%s: %v", a.Body, d.results())
+			require.Equal(t, 503, a.Status, "%s: %v%s", a.Body, d.results(), log())
 			requireSwallowedSessionGone(t, pool, n, d.pid)
 			_, found, err := store.LookupEvent(ctx, "evt_sync_commit_never_arrived")
 			require.NoError(t, err)
@@ -190,6 +193,22 @@ func TestHandlerCommitNeverArrivedAnsweredAtOnce(t *testing.T) {
 			d.requireResendProcessedOnce(t, pool)
 		})
 	}
+}
+
+// bouncerLogOf is the last lines of b's log that name schema, the
+// PgBouncer database of a test's pool, for a failure message.
+func bouncerLogOf(b *pgtest.Bouncer, schema string) string {
+	data, err := os.ReadFile(b.LogFile())
+	if err != nil {
+		return "\nPgBouncer's log: " + err.Error()
+	}
+	var lines []string
+	for line := range strings.Lines(string(data)) {
+		if strings.Contains(line, schema) {
+			lines = append(lines, line)
+		}
+	}
+	return "\nPgBouncer's log of " + schema + ":\n" + strings.Join(lines[max(0, len(lines)-20):], "")
 }
 
 // neverArrived is a synchronous Handler on a store whose invoice.paid
