@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
@@ -30,7 +31,9 @@ func commitLostHandler(t *testing.T, store idempotency.Store, armed *atomic.Bool
 
 // reportingHandler is a synchronous Handler on store whose invoice.paid
 // handler is apply, and the Results given to OnResult and to the
-// Observer's done.
+// Observer's done. Its deliveries have 30 s (Config.Timeout), not the
+// default 10 s: the tests answer them 503 or 200, never by a timeout, and a
+// busy machine's claim may wait seconds for a connection.
 func reportingHandler(t *testing.T, store idempotency.Store, apply func(context.Context, idempotency.Tx) error) (http.Handler, func() map[string][]idempotency.Result) {
 	t.Helper()
 	hs := idempotency.NewHandlers()
@@ -39,7 +42,7 @@ func reportingHandler(t *testing.T, store idempotency.Store, apply func(context.
 	})
 	var got hookResults
 	h, err := idempotency.NewHandler(store, hs, idempotency.Config{
-		Secrets: []string{testSecret}, Logger: discardLogger(), OnResult: got.add("OnResult", nil),
+		Secrets: []string{testSecret}, Logger: discardLogger(), Timeout: 30 * time.Second, OnResult: got.add("OnResult", nil),
 		Observer: &idempotency.Observer{Delivery: func(ctx context.Context, _ *http.Request) (context.Context, func(idempotency.Result)) {
 			return ctx, got.add("Observer", nil)
 		}},
