@@ -1,18 +1,12 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/seed-a84bb619/idempotency/internal/interrupt"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		// After the first signal, a second one kills at once.
-		<-ctx.Done()
-		stop()
-	}()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+	// After the first signal, a second one ends the command at once.
+	os.Exit(run(interrupt.Context(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
 }

@@ -125,11 +125,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -137,19 +135,15 @@ import (
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/internal/inboxflags"
+	"github.com/seed-a84bb619/idempotency/internal/interrupt"
 	"github.com/seed-a84bb619/idempotency/internal/pgconfig"
 	"github.com/seed-a84bb619/idempotency/internal/stripeapi"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		// After the first signal, a second one kills at once: the drain
-		// can take 15 s and more.
-		<-ctx.Done()
-		stop()
-	}()
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil)
+	// After the first signal, a second one ends the server at once: the
+	// drain can take 15 s and more.
+	err := run(interrupt.Context(), os.Args[1:], os.Getenv, os.Stderr, nil)
 	var usage *usageError
 	switch {
 	case errors.Is(err, flag.ErrHelp): // -h: the usage was printed, nothing failed
