@@ -19,15 +19,15 @@ import (
 )
 
 // TestCountsMatchTheInbox: 500 events, applied by WorkDue on a fake clock
-// with MaxAttempts 3, whose handler succeeds, fails once and then
-// succeeds, skips, panics every time, fails every time with a text that
-// quotes the payload's marker, or runs past its timeout every time. Once
-// nothing is left to apply, the metrics equal what the inbox shows: the
-// attempts that ended in processed, skipped and dead_letter are its
-// Stats, and every attempt the handler saw (and every attempt the
-// records count) is counted once, failed ones as failed. Every attempt's
-// span that started ended, with Error status for the failed ones and no
-// error text, payload or secret. Both stores.
+// (8 calls side by side a round) with MaxAttempts 3, whose handler
+// succeeds, fails once and then succeeds, skips, panics every time,
+// fails every time with a text that quotes the payload's marker, or runs
+// past its timeout every time. Once nothing is left to apply, the metrics
+// equal what the inbox shows: the attempts that ended in processed,
+// skipped and dead_letter are its Stats, and every attempt the handler
+// saw (and every attempt the records count) is counted once, failed ones
+// as failed. Every attempt's span that started ended, with Error status
+// for the failed ones and no error text, payload or secret. Both stores.
 func TestCountsMatchTheInbox(t *testing.T) {
 	t.Parallel()
 	for name, open := range stores {
@@ -82,11 +82,14 @@ func testCountsMatchTheInbox(t *testing.T, store idempotency.Store) {
 	var reported atomic.Int64
 	logger := slog.New(slog.DiscardHandler)
 	// Timeout bounds every attempt, its lease and the recording of its end,
-	// which must beat it while WorkDue's workers share the machine: 10 s,
+	// which must beat it while the WorkDue calls share the machine: 10 s,
 	// room on a busy one, where 100 ms, and on a busier machine 2 s, could
-	// cut attempts that should not time out, and move the counts. The
-	// timeout events wait it out once per WorkDue, as each WorkDue's
-	// attempts run side by side.
+	// cut attempts that should not time out, and move the counts. A
+	// WorkDue call makes its attempts one at a time, so each round runs
+	// callers calls side by side: the timeout events, 100 apart in the
+	// order the store leases them and so in different calls' leases, wait
+	// their timeout out together, once a round, not one after another
+	// (150 s over the three rounds they are attempted in).
 	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
 		Now: clock.Now, MaxAttempts: maxAttempts, Timeout: 10 * time.Second, Logger: logger, Observer: &obs,
 		OnResult: func(idempotency.Result) { reported.Add(1) },
@@ -98,11 +101,20 @@ func testCountsMatchTheInbox(t *testing.T, store idempotency.Store) {
 		a := idempotencytest.Deliver(h, event(t, fmt.Sprintf("evt_%d", i), "invoice.paid", fmt.Sprintf("in_%d", i)), secret)
 		require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
 	}
+	const callers = 8
 	made := 0
 	for range 2 * maxAttempts {
-		n, err := in.WorkDue(t.Context())
-		require.NoError(t, err)
-		made += n
+		var wg sync.WaitGroup
+		var ns [callers]int
+		var errs [callers]error
+		for i := range callers {
+			wg.Go(func() { ns[i], errs[i] = in.WorkDue(t.Context()) })
+		}
+		wg.Wait()
+		require.NoError(t, errors.Join(errs[:]...))
+		for _, n := range ns {
+			made += n
+		}
 		clock.Advance(time.Hour) // past every backoff
 	}
 
