@@ -20,8 +20,10 @@ import (
 // TestPgxInboxFaultKilledWorkerHoldsItsObject kills a worker process while
 // it applies the first event of an invoice; the invoice's second event
 // (created a second later) arrives after the kill. The dead worker's lease
-// still holds the object: the parent applies the first event (attempt 2)
-// once the lease has expired, and the second after it, never before.
+// still holds the object: until it expires the parent's WorkDue applies
+// nothing and HeldBy names the first event as what holds the second back;
+// then the parent applies the first event (attempt 2), and the second
+// after it, never before.
 func TestPgxInboxFaultKilledWorkerHoldsItsObject(t *testing.T) {
 	t.Parallel()
 	a := newFaultApp(t)
@@ -36,6 +38,20 @@ func TestPgxInboxFaultKilledWorkerHoldsItsObject(t *testing.T) {
 	w.kill(t)
 	a.sendAll(t, []http.Handler{p.handler}, []faultEvent{second}, 1)
 	require.Equal(t, idempotency.InboxProcessing, a.record(t, first.ID).State, "the dead worker's lease")
+
+	// Until that lease expires, the parent applies nothing of the object:
+	// the second event is due, but held back by the first.
+	n, err := p.inbox.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, n, "an attempt while the dead worker's lease holds the object")
+	require.Equal(t, idempotency.InboxPending, a.record(t, second.ID).State)
+	require.Zero(t, a.handlerRuns(second.ID))
+	holders, err := p.inbox.HeldBy(t.Context(), second.ID)
+	require.NoError(t, err)
+	require.Len(t, holders, 1)
+	require.Equal(t, first.ID, holders[0].EventID)
+	require.True(t, holders[0].Earlier)
+	require.Equal(t, idempotency.InboxProcessing, holders[0].State)
 
 	clock.Advance(pastHelperLease)
 	p.run(t)
