@@ -9,7 +9,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/seed-a84bb619/idempotency/internal/keytext"
 )
 
 // Store is the contract both backends satisfy: [MemoryStore] and [PgxStore].
@@ -162,13 +163,8 @@ func checkStoredTime(field string, t time.Time) error {
 // checkText rejects text a store cannot keep; it names the field, never
 // quotes the value.
 func checkText(field, value string, required bool) error {
-	switch {
-	case required && value == "":
-		return errorf("%w: %s is empty", ErrInvalidKey, field)
-	case strings.IndexByte(value, 0) >= 0:
-		return errorf("%w: %s contains a NUL byte", ErrInvalidKey, field)
-	case !utf8.ValidString(value):
-		return errorf("%w: %s is not valid UTF-8", ErrInvalidKey, field)
+	if p := keytext.TextProblem(value, required); p != "" {
+		return errorf("%w: %s %s", ErrInvalidKey, field, p)
 	}
 	return nil
 }
@@ -196,18 +192,13 @@ func checkGuardKey(scope, key string) error {
 
 // maxKeyLen bounds, in bytes, the text a PostgreSQL index keeps: an event
 // id, a guard's scope and key (CheckOrder's and OnCurrent's objects' too).
-// A btree entry holds at most 2704 bytes (after compression, which ids
-// and hashes defeat), and an insert of a longer one fails on every retry
-// where MemoryStore would keep it; two keys at the bound fit in one entry.
-const maxKeyLen = 1024
+const maxKeyLen = keytext.MaxKeyLen
 
-// checkKey is checkText for required text that a store indexes.
+// checkKey is checkText for required text that a store indexes, which
+// refuses text longer than maxKeyLen too.
 func checkKey(field, value string) error {
-	if err := checkText(field, value, true); err != nil {
-		return err
-	}
-	if len(value) > maxKeyLen {
-		return errorf("%w: %s is %d bytes long (at most %d)", ErrInvalidKey, field, len(value), maxKeyLen)
+	if p := keytext.KeyProblem(value); p != "" {
+		return errorf("%w: %s %s", ErrInvalidKey, field, p)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/keytext"
 )
 
 // TestForgetInvalidIDForgetsNothing: an id no store can hold (empty, a NUL
@@ -30,13 +31,13 @@ func TestForgetInvalidIDForgetsNothing(t *testing.T) {
 	}
 }
 
-// TestForgetIDBoundIsTheLibrarys: forget's bound on an id's length is the
-// one Forget itself keeps.
+// TestForgetIDBoundIsTheLibrarys: forget's bound on an id's length
+// (checkEventID's, internal/keytext's) is the one Forget itself keeps.
 func TestForgetIDBoundIsTheLibrarys(t *testing.T) {
 	t.Parallel()
 	store := idempotency.NewMemoryStore()
-	_, err := store.Forget(t.Context(), strings.Repeat("x", maxEventIDLen))
+	_, err := store.Forget(t.Context(), strings.Repeat("x", keytext.MaxKeyLen))
 	require.NoError(t, err)
-	_, err = store.Forget(t.Context(), strings.Repeat("x", maxEventIDLen+1))
+	_, err = store.Forget(t.Context(), strings.Repeat("x", keytext.MaxKeyLen+1))
 	require.ErrorIs(t, err, idempotency.ErrInvalidKey)
 }

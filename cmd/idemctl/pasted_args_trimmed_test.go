@@ -30,7 +30,7 @@ func TestPastedArgumentsAreTrimmed(t *testing.T) {
 
 	r = idemctl(t, s.db, nil, "show", " \t")
 	require.Equal(t, exitUsage, r.code, r.stderr)
-	require.Contains(t, r.stderr, "an empty event id")
+	require.Contains(t, r.stderr, "the event id is empty")
 
 	r = idemctl(t, s.db, nil, "forget", " evt_paid_1", "evt_paid_1 ", "evt_paid_2\n")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -6,11 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"slices"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/internal/display"
+	"github.com/seed-a84bb619/idempotency/internal/keytext"
 )
 
 var redriveCommand = command{
@@ -376,22 +375,12 @@ func uniqueIDs(ids []string) []string {
 	})
 }
 
-// maxEventIDLen is the longest id, in bytes, that a store keeps (the
-// library's bound on the keys it indexes).
-const maxEventIDLen = 1024
-
-// checkEventID refuses an id that no store can hold, as Forget does: show
-// and forget refuse it before connecting. It does not quote the id.
+// checkEventID refuses an id that no store can hold, by the rule Forget
+// applies: show and forget refuse it before connecting. It does not quote
+// the id.
 func checkEventID(id string) error {
-	switch {
-	case id == "":
-		return errors.New("an empty event id")
-	case strings.IndexByte(id, 0) >= 0:
-		return errors.New("the event id contains a NUL byte")
-	case !utf8.ValidString(id):
-		return errors.New("the event id is not valid UTF-8")
-	case len(id) > maxEventIDLen:
-		return fmt.Errorf("the event id is %d bytes long (at most %d)", len(id), maxEventIDLen)
+	if p := keytext.KeyProblem(id); p != "" {
+		return errors.New("the event id " + p)
 	}
 	return nil
 }
