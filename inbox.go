@@ -526,9 +526,11 @@ func (h *Handler) enqueue(ctx context.Context, env *envelope.Envelope, payload [
 	inserted, err := in.store.inboxEnqueue(ctx, &row)
 	if err != nil {
 		in.unanswered.add(row.EventID) // stored, perhaps, its answer lost
-	} else if in.unanswered.take(row.EventID) && !inserted && handled {
+	} else if (in.unanswered.take(row.EventID) || row.insertRetried) && !inserted && handled {
 		// Stripe's resend of an event whose insert went through
-		// unanswered: nothing woke the workers for it then.
+		// unanswered, or a delivery whose insert ran again after a
+		// connection failure that may have come after it stored the
+		// event: nothing woke the workers for it.
 		in.signal()
 		in.notifyOthers()
 	}

@@ -267,6 +267,12 @@ type inboxRow struct {
 	// cut is Run's, on a row one of its workers attempts: it counts the
 	// attempt if Run's ShutdownTimeout cut it (see shutdownCut).
 	cut *shutdownCut
+	// insertRetried is set by the store on a row its insert found stored
+	// when that insert had run again, on another connection, after a
+	// connection failure: the failed try may have stored the row, its
+	// answer lost, and its delivery is answered duplicate; the workers are
+	// woken for it all the same.
+	insertRetried bool
 }
 
 // parsed parses the row's payload, once.

@@ -147,13 +147,16 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 		// directly.
 		req := batch[0]
 		var inserted bool
+		tries := 0
 		err := s.insertStored(ctx, func(q pgxQuerier) (err error) {
+			tries++
 			inserted, err = s.insertOne(ctx, q, req.row)
 			return err
 		})
 		if err == nil && s.stored != nil {
 			s.stored.addSince(req.row.EventID, since) // stored now, by this insert or before it
 		}
+		req.row.insertRetried = err == nil && !inserted && tries > 1
 		s.ingest.answer(batch, err, func(string) bool { return inserted })
 		return
 	}
@@ -176,7 +179,9 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 		cols.add(r)
 	}
 	var stored []string
+	tries := 0
 	err := s.insertStored(ctx, func(q pgxQuerier) error {
+		tries++
 		if len(cols.id) == 1 {
 			// Copies of one event: the plain insert.
 			ok, err := s.insertOne(ctx, q, batch[0].row)
@@ -214,6 +219,11 @@ func (s *PgxStore) insertIngest(batch []*ingestReq) {
 	inserted := make(map[string]bool, len(stored))
 	for _, id := range stored {
 		inserted[id] = true
+	}
+	if err == nil && tries > 1 {
+		for _, req := range batch {
+			req.row.insertRetried = !inserted[req.row.EventID]
+		}
 	}
 	s.ingest.answer(batch, err, func(id string) bool { return inserted[id] })
 }
