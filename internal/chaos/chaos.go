@@ -75,12 +75,21 @@ func execute(ctx context.Context, cfg config, stdout io.Writer) (res *result, er
 		defer cluster.Close()
 		dbURL, where = cluster.URL(), "a throwaway PostgreSQL cluster"
 	}
+	serversURL := dbURL
+	var bouncer *pgtest.Bouncer
+	if cfg.pgbouncer {
+		if bouncer, err = cluster.StartBouncer(bouncerPoolSize); err != nil {
+			return nil, fmt.Errorf("starting PgBouncer: %w", err)
+		}
+		defer bouncer.Close() // before the cluster's Close: deferred after it
+		serversURL, where = bouncer.URL(""), "a throwaway PostgreSQL cluster, through PgBouncer (transaction pooling)"
+	}
 	tag := "c" + randomHex(5)
 	poolCfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
 		return nil, errBadDatabaseURL
 	}
-	poolCfg.ConnConfig.RuntimeParams["application_name"] = "idempotency-chaos"
+	poolCfg.ConnConfig.RuntimeParams["application_name"] = chaosAppName
 	poolCfg.MaxConns = 4
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
@@ -106,7 +115,10 @@ func execute(ctx context.Context, cfg config, stdout io.Writer) (res *result, er
 		}
 		name := role + "-" + strconv.Itoa(n)
 		p := &proc{name: name, bin: bin, addr: addr, logPath: filepath.Join(logs, name+".log"),
-			args: []string{"-addr", addr, "-database-url", withAppName(dbURL, appPrefix+name), "-role", role, "-db-wait", startWait.String()}}
+			args: []string{"-addr", addr, "-database-url", withAppName(serversURL, appPrefix+name), "-role", role, "-db-wait", startWait.String()}}
+		if bouncer != nil {
+			p.args = append(p.args, "-poll-only")
+		}
 		if role == "receiver" {
 			p.args = append(p.args, "-inbox", "-secret", secret)
 			receivers = append(receivers, p)
@@ -145,7 +157,7 @@ func execute(ctx context.Context, cfg config, stdout io.Writer) (res *result, er
 	for _, p := range receivers {
 		snd.receivers = append(snd.receivers, "http://"+p.addr)
 	}
-	inj := &injector{every: cfg.faultEvery, receivers: receivers, workers: workers, cluster: cluster, pool: pool,
+	inj := &injector{every: cfg.faultEvery, receivers: receivers, workers: workers, cluster: cluster, bouncer: bouncer, pool: pool,
 		appPrefix: appPrefix, first: cfg.firstFaults, max: cfg.maxFaults, counts: map[string]int{}}
 	faultsOn := "no faults"
 	if cfg.faultEvery > 0 {
@@ -209,12 +221,15 @@ func execute(ctx context.Context, cfg config, stdout io.Writer) (res *result, er
 	return res, nil
 }
 
+// chaosAppName is the application_name of chaos's own sessions.
+const chaosAppName = "idempotency-chaos"
+
 // print writes the run's counts and its checks' lines, and sets res.OK.
 func (res *result) print(w io.Writer) {
 	fmt.Fprintf(w, "deliveries %d (events %d, invoices %d, duplicates %d, twins %d): %d attempts, %d answered other than 2xx, %d not answered (refused, reset, timed out)\n",
 		res.Deliveries, res.Events, res.Invoices, res.Duplicates, res.Twins, res.Attempts, res.Non2xx, res.TransportErrors)
 	var kinds []string
-	for _, k := range []string{faultKillReceiver, faultKillWorker, faultRestartFast, faultRestartNow, faultTerminateConns} {
+	for _, k := range faultKinds {
 		if n, ok := res.Faults[k]; ok {
 			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 		}

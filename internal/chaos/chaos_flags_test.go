@@ -40,6 +40,7 @@ func TestChaosRefusesBadFlags(t *testing.T) {
 		{[]string{"-lease", "-5s"}, "-lease (InboxConfig.Lease) and -attempt-timeout (InboxConfig.Timeout): idempotency: InboxConfig.Lease is negative (-5s)"},
 		{[]string{"stray"}, `unexpected argument "stray"`},
 		{[]string{"-database-url", "postgres://u:s3cret@localhost:port/db"}, "-database-url: not a PostgreSQL connection string"},
+		{[]string{"-pgbouncer", "-database-url", "postgres://u:s3cret@localhost/db"}, "-pgbouncer runs PgBouncer in front of the throwaway cluster: not with -database-url"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(ctx, tc.args, &stdout, &stderr)

@@ -19,7 +19,18 @@ const (
 	faultRestartFast    = "pg-restart-fast"
 	faultRestartNow     = "pg-restart-immediate"
 	faultTerminateConns = "terminate-backends"
+	faultBouncerKill    = "pgbouncer-kill"
+	faultBouncerRecon   = "pgbouncer-reconnect"
 )
+
+// faultKinds are every kind of fault, in the order a run's summary
+// prints them.
+var faultKinds = []string{faultKillReceiver, faultKillWorker, faultRestartFast, faultRestartNow, faultTerminateConns, faultBouncerKill, faultBouncerRecon}
+
+// bouncerPoolSize is the server connections of -pgbouncer's PgBouncer:
+// the workers' attempts hold one each (two processes of 8 by default),
+// beside the receivers' inserts and the leases.
+const bouncerPoolSize = 40
 
 // injector injects the run's faults.
 type injector struct {
@@ -27,6 +38,7 @@ type injector struct {
 	receivers []*proc
 	workers   []*proc
 	cluster   *pgtest.Cluster // nil on a server of -database-url: not restarted
+	bouncer   *pgtest.Bouncer // the servers' PgBouncer (-pgbouncer); nil when none
 	pool      *pgxpool.Pool   // chaos's own, for pg_terminate_backend
 	appPrefix string          // the servers' sessions' application_name starts with it
 	first     []string        // the first round, in this order; nil shuffles it as the others
@@ -42,6 +54,9 @@ func (in *injector) kinds() []string {
 	kinds := []string{faultKillReceiver, faultKillWorker, faultTerminateConns}
 	if in.cluster != nil {
 		kinds = append(kinds, faultRestartFast, faultRestartNow)
+	}
+	if in.bouncer != nil {
+		kinds = append(kinds, faultBouncerKill, faultBouncerRecon)
 	}
 	return kinds
 }
@@ -116,10 +131,22 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		err = in.cluster.Restart("fast")
 	case faultRestartNow:
 		err = in.cluster.Restart("immediate")
+	case faultBouncerKill:
+		// KILL pauses the database until RESUME: new clients wait.
+		err = in.bouncer.Console(ctx, "KILL postgres", "RESUME postgres")
+	case faultBouncerRecon:
+		err = in.bouncer.Console(ctx, "RECONNECT postgres")
 	case faultTerminateConns:
+		// Behind PgBouncer a server connection carries the
+		// application_name of the last client it served, or none: every
+		// session of the cluster but chaos's own is PgBouncer's.
+		servers := `starts_with(application_name, $1)`
+		if in.bouncer != nil {
+			servers = `backend_type = 'client backend' AND application_name <> '` + chaosAppName + `' AND $1 <> ''`
+		}
 		err = retryConn(ctx, func(ctx context.Context) error {
 			return in.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-WHERE starts_with(application_name, $1) AND pid <> pg_backend_pid()`, in.appPrefix).Scan(&terminated)
+WHERE `+servers+` AND pid <> pg_backend_pid()`, in.appPrefix).Scan(&terminated)
 		})
 	}
 	if err != nil {

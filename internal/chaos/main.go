@@ -13,6 +13,7 @@
 //	go run ./internal/chaos -n 10000 -json chaos.json
 //	go run ./internal/chaos -database-url postgres://...   # an existing server: no PostgreSQL restarts
 //	go run ./internal/chaos -lease 5s -attempt-timeout 3s   # a killed worker's events taken over sooner
+//	go run ./internal/chaos -pgbouncer                      # the servers through PgBouncer (transaction pooling)
 //
 // Without -database-url it starts a throwaway PostgreSQL cluster of its
 // own from the local server binaries (internal/pgtest: as root it runs
@@ -38,6 +39,17 @@
 // -database-url) and terminate-backends (pg_terminate_backend of every
 // session of the servers). Faults go on until the sends are done and
 // every kind has come at least once.
+//
+// With -pgbouncer the servers connect through a PgBouncer in transaction
+// pooling mode, started in front of the throwaway cluster (Debian package
+// pgbouncer; server_login_retry 1 s, 40 server connections), with
+// examples/server's -poll-only and pgx's exec query mode, as the README's
+// "Behind PgBouncer" says; chaos's own checks connect directly. Two kinds
+// of fault are added, from PgBouncer's console: pgbouncer-kill (KILL,
+// which drops every client and server connection of the database, then
+// RESUME) and pgbouncer-reconnect (RECONNECT: each server connection
+// closed once its transaction ends). terminate-backends then ends the
+// server connections PgBouncer holds.
 //
 // -lease and -attempt-timeout are passed to the workers (examples/server's
 // flags: InboxConfig.Lease and Timeout, a minute and 30 s by default). The
@@ -105,6 +117,9 @@ type config struct {
 	lease, attemptTimeout time.Duration
 	databaseURL           string
 	jsonFile              string
+	// pgbouncer runs the servers through a PgBouncer in transaction
+	// pooling mode in front of the throwaway cluster (-poll-only).
+	pgbouncer bool
 
 	// firstFaults is the first round of faults, in this order (a test's,
 	// to have the kill of a worker, whose leases expire -lease later,
@@ -145,6 +160,7 @@ event was lost or doubled. Exits 0 when every check holds.
 	fs.DurationVar(&cfg.attemptTimeout, "attempt-timeout", idempotency.DefaultInboxTimeout, "the workers' -attempt-timeout: how long one attempt may run (InboxConfig.Timeout)")
 	fs.StringVar(&cfg.databaseURL, "database-url", "", "PostgreSQL URL to run on, its current schema; empty starts a throwaway cluster (and enables the PostgreSQL restarts)")
 	fs.StringVar(&cfg.jsonFile, "json", "", "write a JSON summary (counts, faults by kind, checks) to this file")
+	fs.BoolVar(&cfg.pgbouncer, "pgbouncer", false, "run the servers through a PgBouncer in transaction pooling mode (-poll-only), started in front of the throwaway cluster, and add its faults; not with -database-url")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err
@@ -175,6 +191,8 @@ event was lost or doubled. Exits 0 when every check holds.
 		return cfg, fmt.Errorf("-drain-timeout must be positive, got %s", cfg.drainTimeout)
 	case cfg.retryFor <= 0:
 		return cfg, fmt.Errorf("-retry-for must be positive, got %s", cfg.retryFor)
+	case cfg.pgbouncer && cfg.databaseURL != "":
+		return cfg, errors.New("-pgbouncer runs PgBouncer in front of the throwaway cluster: not with -database-url")
 	}
 	// examples/server's own check: it would refuse them at start, after
 	// the build and the cluster.

@@ -32,7 +32,8 @@ const BouncerPoolSize = 8
 
 // Bouncer is a PgBouncer in transaction pooling mode in front of the
 // throwaway cluster, shared by the tests of one binary and stopped by
-// [Main] (or by the watchdog, if the binary dies first). It listens on a
+// [Main] (or by the watchdog, if the binary dies first); a program's own,
+// in front of its [StartCluster], comes from [Cluster.StartBouncer]. It listens on a
 // free port of 127.0.0.1 and lets in the cluster's user "postgres" without
 // a password. Every [BouncerDB] is a database of its own to PgBouncer (the
 // database name is the schema's; all of them lead to the server's database
@@ -79,7 +80,7 @@ func PgBouncer(t testing.TB) *Bouncer {
 	}
 	bouncerOnce.Do(func() {
 		begin := time.Now()
-		bouncerSrv, bouncerErr = startBouncer(s.cluster)
+		bouncerSrv, bouncerErr = startBouncer(s.cluster, BouncerPoolSize, "")
 		if bouncerErr == nil {
 			t.Logf("pgtest: started PgBouncer (transaction pooling) on 127.0.0.1:%d in %s", bouncerSrv.port, time.Since(begin).Round(time.Millisecond))
 			return
@@ -235,7 +236,10 @@ status=$?
 kill "$reader" 2>/dev/null
 exit "$status"`
 
-func startBouncer(c *Cluster) (*Bouncer, error) {
+// startBouncer starts a PgBouncer in transaction pooling mode in front of
+// c, with poolSize server connections per database, and more settings of
+// its [pgbouncer] section (lines; "" for none).
+func startBouncer(c *Cluster, poolSize int, more string) (*Bouncer, error) {
 	bin, err := findBouncer()
 	if err != nil {
 		return nil, err
@@ -282,7 +286,7 @@ autodb_idle_timeout = 30
 server_idle_timeout = 30
 log_connections = 0
 log_disconnections = 0
-`, quoteConnValue(c.dir), c.port, b.port, users, BouncerPoolSize)
+%s`, quoteConnValue(c.dir), c.port, b.port, users, poolSize, more)
 	if err := os.WriteFile(b.conf, []byte(conf), 0o644); err != nil {
 		return nil, unavailable("write %s: %v", b.conf, err)
 	}

@@ -1,6 +1,12 @@
 package pgtest
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // StartCluster starts a throwaway cluster, as the first test of a test
 // binary does, for a program that is not a test: a chaos run that
@@ -34,3 +40,48 @@ func (c *Cluster) Restart(mode string) error {
 // Close stops the server at once (immediate mode) and removes its
 // directory; a cluster closed cannot start again.
 func (c *Cluster) Close() { c.destroy() }
+
+// StartBouncer starts a PgBouncer in transaction pooling mode in front of
+// c, of its own, as [PgBouncer] starts the tests' (see [Bouncer]), with
+// poolSize server connections per database and user and a
+// server_login_retry of one second: after PostgreSQL restarts, PgBouncer's
+// default, 15 s, would refuse every login for that long once one failed.
+// [Bouncer.URL] is a connection string through it; [Bouncer.Close] stops
+// it. Stop it before c.
+func (c *Cluster) StartBouncer(poolSize int) (*Bouncer, error) {
+	if poolSize < 1 {
+		return nil, fmt.Errorf("pgtest: StartBouncer: pool size %d (at least 1)", poolSize)
+	}
+	return startBouncer(c, poolSize, "server_login_retry = 1\n")
+}
+
+// URL returns the connection string of the server's database postgres
+// through b, with application_name app, in pgx's exec query mode (no named
+// prepared statements, which PgBouncer before 1.21 mixes up).
+func (b *Bouncer) URL(app string) string { return b.url("postgres", app) }
+
+// Close stops b, started by [Cluster.StartBouncer], and waits until it has
+// exited.
+func (b *Bouncer) Close() { b.stop() }
+
+// Console runs commands, one after another, on b's admin console (the
+// database pgbouncer, simple query protocol), as its admin user: KILL,
+// RESUME, RECONNECT and the like.
+func (b *Bouncer) Console(ctx context.Context, commands ...string) error {
+	cfg, err := pgx.ParseConfig(b.url("pgbouncer", "pgtest_console"))
+	if err != nil {
+		return err
+	}
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("pgtest: PgBouncer's console: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, c := range commands {
+		if _, err := conn.Exec(ctx, c); err != nil {
+			return fmt.Errorf("pgtest: PgBouncer's console: %s: %w", c, err)
+		}
+	}
+	return nil
+}
