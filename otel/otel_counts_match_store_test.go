@@ -86,12 +86,18 @@ func testCountsMatchTheInbox(t *testing.T, store idempotency.Store) {
 	// room on a busy one, where 100 ms, and on a busier machine 2 s, could
 	// cut attempts that should not time out, and move the counts. A
 	// WorkDue call makes its attempts one at a time, so each round runs
-	// callers calls side by side: the timeout events, 100 apart in the
-	// order the store leases them and so in different calls' leases, wait
-	// their timeout out together, once a round, not one after another
-	// (150 s over the three rounds they are attempted in).
+	// callers calls side by side: the timeout events, in different calls'
+	// leases, wait their timeout out together, once a round, not one after
+	// another (150 s over the three rounds they are attempted in). Both
+	// stores lease the events due at one time in event id order, where the
+	// timeout events of a round stand 45 or more apart, farther than one
+	// lease (Workers, 8) reaches; the Backoff is fixed so that the events
+	// that failed in a round come due together again: DefaultBackoff's
+	// ±10% would shuffle them, and two timeout events in one call's lease
+	// made their round wait 20 s.
 	in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
 		Now: clock.Now, MaxAttempts: maxAttempts, Timeout: 10 * time.Second, Logger: logger, Observer: &obs,
+		Backoff:  func(int) time.Duration { return time.Second },
 		OnResult: func(idempotency.Result) { reported.Add(1) },
 	})
 	require.NoError(t, err)
