@@ -474,7 +474,10 @@ func (cfg *InboxConfig) setDefaults() error {
 // only with cfg.RecordIgnored); a 503 given as cfg.Timeout ran
 // out while the insert was on its way may come with it stored (a retry is
 // then a duplicate, and wakes the workers when this Handler's inbox
-// answered that 503: the insert whose answer was lost woke none).
+// answered that 503: the insert whose answer was lost woke none). On a
+// PgxStore, an insert that failed as a dropped connection does runs again
+// on another; one that then finds the event stored is answered duplicate
+// and wakes the workers too, as the first try may have stored it.
 // cfg.Timeout bounds the insert; cfg.Now is not used: InboxConfig.Now
 // dates the stored event. The workers decode data.object
 // as InboxConfig.DisableFastDecoder says: cfg.DisableFastDecoder set
