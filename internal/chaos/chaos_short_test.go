@@ -23,12 +23,12 @@ func TestChaosShort(t *testing.T) {
 // TestChaosShortThroughPgBouncer is TestChaosShort with the servers
 // behind PgBouncer in transaction pooling mode (-pgbouncer), 1,000
 // deliveries, and PgBouncer's faults in its round: KILL and RECONNECT
-// from its console. A missing PgBouncer skips it, or fails it with
+// from its console, and its restart. A missing PgBouncer skips it, or fails it with
 // CI=true.
 func TestChaosShortThroughPgBouncer(t *testing.T) {
 	t.Parallel()
 	testChaosShort(t, 1000, true,
-		[]string{faultKillWorker, faultBouncerKill, faultRestartFast, faultKillReceiver, faultBouncerRecon, faultTerminateConns, faultRestartNow})
+		[]string{faultKillWorker, faultBouncerKill, faultRestartFast, faultKillReceiver, faultBouncerRestart, faultBouncerRecon, faultTerminateConns, faultRestartNow})
 }
 
 // testChaosShort runs n deliveries with one round of faults, the kinds

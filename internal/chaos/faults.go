@@ -21,11 +21,12 @@ const (
 	faultTerminateConns = "terminate-backends"
 	faultBouncerKill    = "pgbouncer-kill"
 	faultBouncerRecon   = "pgbouncer-reconnect"
+	faultBouncerRestart = "pgbouncer-restart"
 )
 
 // faultKinds are every kind of fault, in the order a run's summary
 // prints them.
-var faultKinds = []string{faultKillReceiver, faultKillWorker, faultRestartFast, faultRestartNow, faultTerminateConns, faultBouncerKill, faultBouncerRecon}
+var faultKinds = []string{faultKillReceiver, faultKillWorker, faultRestartFast, faultRestartNow, faultTerminateConns, faultBouncerKill, faultBouncerRecon, faultBouncerRestart}
 
 // bouncerPoolSize is the server connections of -pgbouncer's PgBouncer:
 // the workers' attempts hold one each (two processes of 8 by default),
@@ -56,7 +57,7 @@ func (in *injector) kinds() []string {
 		kinds = append(kinds, faultRestartFast, faultRestartNow)
 	}
 	if in.bouncer != nil {
-		kinds = append(kinds, faultBouncerKill, faultBouncerRecon)
+		kinds = append(kinds, faultBouncerKill, faultBouncerRecon, faultBouncerRestart)
 	}
 	return kinds
 }
@@ -136,6 +137,8 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		err = in.bouncer.Console(ctx, "KILL postgres", "RESUME postgres")
 	case faultBouncerRecon:
 		err = in.bouncer.Console(ctx, "RECONNECT postgres")
+	case faultBouncerRestart:
+		err = in.bouncer.Restart(ctx)
 	case faultTerminateConns:
 		// Behind PgBouncer a server connection carries the
 		// application_name of the last client it served, or none: every

@@ -44,12 +44,13 @@
 // pooling mode, started in front of the throwaway cluster (Debian package
 // pgbouncer; server_login_retry 1 s, 40 server connections), with
 // examples/server's -poll-only and pgx's exec query mode, as the README's
-// "Behind PgBouncer" says; chaos's own checks connect directly. Two kinds
-// of fault are added, from PgBouncer's console: pgbouncer-kill (KILL,
-// which drops every client and server connection of the database, then
-// RESUME) and pgbouncer-reconnect (RECONNECT: each server connection
-// closed once its transaction ends). terminate-backends then ends the
-// server connections PgBouncer holds.
+// "Behind PgBouncer" says; chaos's own checks connect directly. Three
+// kinds of fault are added, from PgBouncer's console: pgbouncer-kill
+// (KILL, which drops every client and server connection of the database,
+// then RESUME), pgbouncer-reconnect (RECONNECT: each server connection
+// closed once its transaction ends) and pgbouncer-restart (SHUTDOWN, the
+// process gone, then started again on its port). terminate-backends then
+// ends the server connections PgBouncer holds.
 //
 // -lease and -attempt-timeout are passed to the workers (examples/server's
 // flags: InboxConfig.Lease and Timeout, a minute and 30 s by default). The

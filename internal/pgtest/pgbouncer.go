@@ -55,6 +55,7 @@ type Bouncer struct {
 	conf    string
 	logFile string
 	port    int
+	cred    *osUser // the cluster's user, which PgBouncer runs as when the tests run as root; nil when not
 
 	stdin *os.File        // the launcher's stdin; closing it stops PgBouncer
 	done  <-chan struct{} // closed when the launcher (and PgBouncer) exited
@@ -290,33 +291,43 @@ log_disconnections = 0
 	if err := os.WriteFile(b.conf, []byte(conf), 0o644); err != nil {
 		return nil, unavailable("write %s: %v", b.conf, err)
 	}
+	b.cred = c.cred
+	if err := b.launch(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// launch starts b's PgBouncer, as its cluster's user when the tests run
+// as root, and returns once it serves a query.
+func (b *Bouncer) launch() error {
 	logf, err := os.OpenFile(b.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, unavailable("create %s: %v", b.logFile, err)
+		return unavailable("create %s: %v", b.logFile, err)
 	}
 	defer logf.Close() // the child has its own copy
-	if c.cred != nil {
+	if b.cred != nil {
 		// PgBouncer refuses to run as root: it runs as the cluster's user.
-		if err := os.Chown(b.logFile, int(c.cred.uid), int(c.cred.gid)); err != nil {
-			return nil, unavailable("chown %s: %v", b.logFile, err)
+		if err := os.Chown(b.logFile, int(b.cred.uid), int(b.cred.gid)); err != nil {
+			return unavailable("chown %s: %v", b.logFile, err)
 		}
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil, unavailable("pipe: %v", err)
+		return unavailable("pipe: %v", err)
 	}
 	defer r.Close()
 	cmd := exec.Command("/bin/sh", "-c", bouncerLauncher, b.bin, b.conf)
-	cmd.Dir = c.dir
+	cmd.Dir = b.dir
 	cmd.Env = childEnv()
 	cmd.Stdin = r // *os.File: handed over as is, no copying goroutine
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if c.cred != nil {
-		runAs(cmd, c.cred)
+	if b.cred != nil {
+		runAs(cmd, b.cred)
 	}
 	if err := cmd.Start(); err != nil {
 		w.Close()
-		return nil, unavailable("start %s: %v", b.bin, err)
+		return unavailable("start %s: %v", b.bin, err)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -326,9 +337,9 @@ log_disconnections = 0
 	b.stdin, b.done = w, done
 	if err := b.waitReady(); err != nil {
 		b.stop()
-		return nil, unavailable("%v%s", err, b.logTail())
+		return unavailable("%v%s", err, b.logTail())
 	}
-	return b, nil
+	return nil
 }
 
 // quoteConnValue quotes a value of a PgBouncer connection string.

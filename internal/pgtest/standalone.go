@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -84,4 +85,18 @@ func (b *Bouncer) Console(ctx context.Context, commands ...string) error {
 		}
 	}
 	return nil
+}
+
+// Restart shuts b down at once from its console (SHUTDOWN: every client
+// and server connection dropped, the process gone) and starts it again on
+// the same port, returning once it serves a query.
+func (b *Bouncer) Restart(ctx context.Context) error {
+	err := b.Console(ctx, "SHUTDOWN") // PgBouncer ends the console's connection as it exits
+	select {
+	case <-b.done:
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("pgtest: PgBouncer did not exit within 30s of SHUTDOWN (%v)", err)
+	}
+	b.stop() // closes the old launcher's stdin
+	return b.launch()
 }
