@@ -130,7 +130,7 @@ func TestMountedAnywhere(t *testing.T) {
 	require.Equal(t, "d/", resp.Header.Get("Location"))
 	for _, prefix := range []string{"/a/", "/b/c/"} {
 		for _, path := range []string{"", "events?state=dead_letter", "event?id=evt_dead_1", "search?q=in_paid_1"} {
-			resp, err := http.Get(srv.URL + prefix + path)
+			resp, err := plainClient.Get(srv.URL + prefix + path)
 			require.NoError(t, err)
 			body := readAll(t, resp)
 			require.Equal(t, http.StatusOK, resp.StatusCode, prefix+path)

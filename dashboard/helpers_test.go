@@ -203,8 +203,19 @@ func (f *fixture) logs(t *testing.T) string {
 	return string(b)
 }
 
-// noRedirects is a client that shows a redirect instead of following it.
-var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+// testTransport is the tests' own transport. http.DefaultTransport's idle
+// connections are closed by every httptest.Server.Close, another test's
+// too, and a request about to reuse one failed ("net/http: HTTP/1.x
+// transport connection broken: http: CloseIdleConnections called").
+// Without keep-alives it keeps no idle connection to close.
+var testTransport = &http.Transport{DisableKeepAlives: true}
+
+// plainClient is a client on testTransport.
+var plainClient = &http.Client{Transport: testTransport}
+
+// noRedirects is a client on testTransport that shows a redirect instead
+// of following it.
+var noRedirects = &http.Client{Transport: testTransport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // get fetches the dashboard's page path (relative to the mount) and
 // returns the status and body.

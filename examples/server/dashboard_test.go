@@ -18,7 +18,7 @@ func dashboardGet(t *testing.T, c client, user, password string) (int, http.Head
 	if user != "" {
 		req.SetBasicAuth(user, password)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

@@ -71,6 +71,13 @@ func invoiceEventFor(t *testing.T, fixture, id, invoice, account string) []byte 
 	return idempotencytest.Derive(raw, fields)
 }
 
+// testClient is the tests' HTTP client, on a transport of their own.
+// http.DefaultTransport's idle connections are closed by every
+// httptest.Server.Close, another test's too, and a request about to reuse
+// one fails ("http: CloseIdleConnections called"). Without keep-alives it
+// keeps no idle connection to close.
+var testClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 type client struct {
 	t   *testing.T
 	url string
@@ -89,7 +96,7 @@ func (c client) get(path string) (int, string) {
 }
 
 func (c client) do(req *http.Request) (int, string) {
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	require.NoError(c.t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

@@ -61,7 +61,7 @@ func TestRunStopCutsADeliveryAtItsDeadline(t *testing.T) {
 			req.RequestURI = ""
 			answered := make(chan answer, 1)
 			go func() {
-				resp, err := http.DefaultClient.Do(req)
+				resp, err := testClient.Do(req)
 				if err != nil {
 					answered <- answer{err: err}
 					return
