@@ -143,13 +143,13 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		// Behind PgBouncer a server connection carries the
 		// application_name of the last client it served, or none: every
 		// session of the cluster but chaos's own is PgBouncer's.
-		servers := `starts_with(application_name, $1)`
+		servers, arg := `starts_with(application_name, $1)`, in.appPrefix
 		if in.bouncer != nil {
-			servers = `backend_type = 'client backend' AND application_name <> '` + chaosAppName + `' AND $1 <> ''`
+			servers, arg = `backend_type = 'client backend' AND application_name <> $1`, chaosAppName
 		}
 		err = retryConn(ctx, func(ctx context.Context) error {
 			return in.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-WHERE `+servers+` AND pid <> pg_backend_pid()`, in.appPrefix).Scan(&terminated)
+WHERE `+servers+` AND pid <> pg_backend_pid()`, arg).Scan(&terminated)
 		})
 	}
 	if err != nil {

@@ -33,11 +33,11 @@ const BouncerPoolSize = 8
 // Bouncer is a PgBouncer in transaction pooling mode in front of the
 // throwaway cluster, shared by the tests of one binary and stopped by
 // [Main] (or by the watchdog, if the binary dies first); a program's own,
-// in front of its [StartCluster], comes from [Cluster.StartBouncer]. It listens on a
-// free port of 127.0.0.1 and lets in the cluster's user "postgres" without
-// a password. Every [BouncerDB] is a database of its own to PgBouncer (the
-// database name is the schema's; all of them lead to the server's database
-// "postgres"), so each test has its own pool of at most [BouncerPoolSize]
+// in front of its [StartCluster], comes from [Cluster.StartBouncer]. It
+// listens on a free port of 127.0.0.1 and lets in the cluster's user
+// "postgres" without a password. Every [BouncerDB] is a database of its
+// own to PgBouncer (the database name is the schema's; all of them lead
+// to the server's database "postgres"), so each test has its own pool of at most [BouncerPoolSize]
 // server connections and tests never wait for each other's.
 //
 // PgBouncer in transaction pooling mode gives a client a server connection
