@@ -1827,7 +1827,9 @@ func errorText(err error) string {
 // again tells that it was redriven before, how often and when last. Fix
 // the cause first: a redriven event is applied again as new. After a
 // connected account that lost access (403 account_invalid) reconnected,
-// f.Account redrives its events alone. An ignored event is applied by a
+// f.Account redrives its events alone, with f.States dead_letter and
+// failed those still retried too (a failed one holds back the account's
+// newer events of its object until its next attempt). An ignored event is applied by a
 // process with a handler for its type, after the later events of its
 // object applied already (see RedriveFilter.States).
 func (in *Inbox) Redrive(ctx context.Context, f RedriveFilter) (int, error) {

@@ -434,8 +434,11 @@ type RedriveFilter struct {
 	// too (Stripe reuses some object ids, a capability's card_payments,
 	// in every account); Account, when not empty, selects the events of
 	// this connected account (Event.Account) only: after it lost access
-	// and reconnected, its dead letters without the others'. A task has
-	// neither: with Kind task either is refused, and without Kind they
+	// and reconnected, its dead letters without the others' (and, with
+	// States dead_letter and failed, those still retried, each holding
+	// back the account's newer events of its object until its next
+	// attempt). A task has neither, not even one an event of the account
+	// enqueued: with Kind task either is refused, and without Kind they
 	// select events only.
 	ObjectID string
 	Account  string

@@ -43,7 +43,9 @@ A task is never ignored: -kind task with -state ignored is refused.
 
 -account acct_... redrives one connected account's events: after it lost
 access (403 account_invalid) and reconnected, its dead letters and no
-other account's. -object id redrives the events of one object
+other account's, with -state dead_letter,failed those still retried too
+(a failed one holds back the account's newer events of its object until
+its next attempt, hours away after hours of refusals). -object id redrives the events of one object
 (data.object.id), under every connected account and the platform's
 unless -account is given too (Stripe reuses some ids, a capability's
 card_payments, in every account). A task has neither: -kind task with
