@@ -212,7 +212,9 @@ type Tx interface {
 	// commits or rolls back with the transaction, and a claim of the same key
 	// held by another transaction in flight makes Guard wait for that
 	// transaction to end. Claiming a key this transaction already holds
-	// reports false.
+	// reports false. The key is one for the store, whatever connected
+	// account the event came from: put the account in a key of an id that
+	// repeats across accounts (a capability's card_payments).
 	Guard(ctx context.Context, scope, key string) (first bool, err error)
 
 	// AfterCommit registers fn to run after the transaction commits, in

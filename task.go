@@ -177,7 +177,10 @@ func (t *Task[T]) ID(key string) string {
 // as [Tx.Guard] does.
 //
 // The key names the effect, not the event: a customer id for a welcome
-// email, an invoice id for a receipt. It must be 1 to 200 bytes of valid
+// email, an invoice id for a receipt. It is one for the store, whatever
+// connected account the event came from: put the account in a key of an
+// id that repeats across accounts (a capability's card_payments). It
+// must be 1 to 200 bytes of valid
 // UTF-8 without NUL ([ErrInvalidKey]). Enqueue fails with
 // [ErrNeedsStoreTx] for a Tx of another Store, and, storing nothing, on a
 // Task that [NewTask] did not return (a zero or nil Task), and with
