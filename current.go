@@ -35,7 +35,13 @@ type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 // It sets Stripe-Account for events of a connected account, so that the
 // object is fetched as that account and never as the platform, and
 // Stripe-Context for a thin event whose context is a path of accounts
-// (acct_1/acct_2), as the event itself was fetched. Its errors wrap
+// (acct_1/acct_2), as the event itself was fetched. A method whose path
+// names the account (client.V1Capabilities.Retrieve, V1Persons.Retrieve:
+// /v1/accounts/{account}/capabilities/{id}) gets the event's account there
+// too, its params' Account; the platform's own such objects (an event
+// without an account) and a card's or a bank account's (an external
+// account, or a customer's source) need a FetchFunc of your own. Its
+// errors wrap
 // [ErrStripeAPI] and quote nothing Stripe answered (an object stripe-go
 // could not decode would otherwise be quoted in them, and so in logs and in
 // the inbox's LastError): they give the status, the error's type and code
@@ -65,6 +71,7 @@ func Retrieve[T any, P interface {
 	if retrieve == nil {
 		panic(errorf("Retrieve: nil retrieve func"))
 	}
+	inPath := accountInPath(reflect.TypeFor[PT]())
 	return func(ctx context.Context, id, account string) (T, error) {
 		params := P(new(PT))
 		switch sc, ok := any(params).(interface{ SetStripeContext(string) }); {
@@ -74,6 +81,9 @@ func Retrieve[T any, P interface {
 			sc.SetStripeContext(account)
 		case account != "":
 			params.SetStripeAccount(account)
+			if inPath != nil {
+				reflect.ValueOf(params).Elem().FieldByIndex(inPath).Set(reflect.ValueOf(&account))
+			}
 		}
 		obj, err := withinContext(ctx, func() (T, error) { return retrieve(ctx, id, params) })
 		if err == nil {
@@ -105,6 +115,27 @@ func Retrieve[T any, P interface {
 		}
 		return obj, err
 	}
+}
+
+// accountInPath returns the index of the field of a stripe-go params
+// struct that puts an account in the request's path, Account *string
+// tagged form:"-" (/v1/accounts/{account}/capabilities/{id}), or nil when
+// it has none, or has a Customer one beside it: a card's or a bank
+// account's object is a connected account's external account or a
+// customer's source, which the event's account does not tell apart.
+func accountInPath(params reflect.Type) []int {
+	if params.Kind() != reflect.Struct {
+		return nil
+	}
+	inPath := func(name string) (reflect.StructField, bool) {
+		f, ok := params.FieldByName(name)
+		return f, ok && f.IsExported() && f.Type == reflect.TypeFor[*string]() && f.Tag.Get("form") == "-"
+	}
+	f, ok := inPath("Account")
+	if _, customer := inPath("Customer"); !ok || customer {
+		return nil
+	}
+	return f.Index
 }
 
 // stripeObject returns the ID and the kept answer (LastResponse) of obj, a
