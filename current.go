@@ -38,10 +38,12 @@ type FetchFunc[T any] func(ctx context.Context, id, account string) (T, error)
 // (acct_1/acct_2), as the event itself was fetched. A method whose path
 // names the account (client.V1Capabilities.Retrieve, V1Persons.Retrieve:
 // /v1/accounts/{account}/capabilities/{id}) gets the event's account there
-// too, its params' Account; the platform's own such objects (an event
-// without an account) and a card's or a bank account's (an external
-// account, or a customer's source) need a FetchFunc of your own. Its
-// errors wrap
+// too, its params' Account; for an event without an account (the
+// platform's own object), or with a context of several accounts, it fails
+// at once, without a request, saying so. Those objects, and a card's or a
+// bank account's (an external account, or a customer's source, which
+// Retrieve leaves as stripe-go builds it), need a FetchFunc of your own.
+// Its errors wrap
 // [ErrStripeAPI] and quote nothing Stripe answered (an object stripe-go
 // could not decode would otherwise be quoted in them, and so in logs and in
 // the inbox's LastError): they give the status, the error's type and code
@@ -74,6 +76,10 @@ func Retrieve[T any, P interface {
 	inPath := accountInPath(reflect.TypeFor[PT]())
 	return func(ctx context.Context, id, account string) (T, error) {
 		params := P(new(PT))
+		if inPath != nil && (account == "" || strings.Contains(account, "/")) {
+			var zero T
+			return zero, errNoAccountForPath
+		}
 		switch sc, ok := any(params).(interface{ SetStripeContext(string) }); {
 		case strings.Contains(account, "/") && ok:
 			// A thin event's context naming an account under another
@@ -116,6 +122,12 @@ func Retrieve[T any, P interface {
 		return obj, err
 	}
 }
+
+// errNoAccountForPath is Retrieve's error, before any request, for an
+// event that gives no one account to put in a path that names one.
+var errNoAccountForPath = errorf("retrieving the object: the method's path names one connected account, " +
+	"which an event without an account (the platform's own object), or with a context of several (acct_1/acct_2), does not give: " +
+	"fetch such objects with a FetchFunc of your own")
 
 // accountInPath returns the index of the field of a stripe-go params
 // struct that puts an account in the request's path, Account *string

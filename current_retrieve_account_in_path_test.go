@@ -23,9 +23,11 @@ import (
 // id repeated in every account (card_payments) told apart. The path had
 // no account (/v1/accounts//capabilities/card_payments), which Stripe
 // does not know, and every such event failed until it was dead-lettered.
-// An event of no account leaves the path as the method builds it, and so
-// does a card's or a bank account's method, whose object may be a
-// customer's source as well as an external account: stripe-go refuses it.
+// An event of no account (the platform's own object), or whose thin
+// context names several, is refused before any request, saying so. A
+// card's or a bank account's method, whose object may be a customer's
+// source as well as an external account, is left as stripe-go builds it:
+// stripe-go refuses it.
 func TestRetrieveAccountInPath(t *testing.T) {
 	t.Parallel()
 	var (
@@ -67,10 +69,19 @@ func TestRetrieveAccountInPath(t *testing.T) {
 	require.Equal(t, []string{"acct_A", "acct_B", "acct_A"}, headers, "fetched as the account")
 	mu.Unlock()
 
-	// The platform's own event: no account to put in the path.
-	_, err = capability(t.Context(), "card_payments", "")
-	require.ErrorIs(t, err, idempotency.ErrStripeAPI)
-	require.NotErrorIs(t, err, idempotency.ErrObjectNotFound)
+	// The platform's own event, or a thin event's context of several
+	// accounts: no one account to put in the path. Refused before any
+	// request, saying why, not sent as /v1/accounts//capabilities/...,
+	// whose 404 would say nothing of the cause.
+	for _, account := range []string{"", "acct_A/acct_B"} {
+		_, err = capability(t.Context(), "card_payments", account)
+		require.ErrorContains(t, err, "the method's path names one connected account", "account %q", account)
+		require.ErrorContains(t, err, "FetchFunc of your own")
+		require.NotErrorIs(t, err, idempotency.ErrObjectNotFound)
+	}
+	mu.Lock()
+	require.Len(t, headers, 3, "no request for an event without one account")
+	mu.Unlock()
 
 	// Through an inbox: capability.updated of two accounts, one id.
 	hs := idempotency.NewHandlers()
