@@ -21,6 +21,10 @@ import (
 // Stripe-Context takes. It returns an error wrapping [ErrObjectNotFound]
 // when the API answers that the object does not exist (404, code
 // resource_missing). [Retrieve] makes one from a stripe-go Retrieve method.
+// Any other error fails the event's attempt, as a handler's does, but one
+// that wraps [Skip]'s: that ends the event skipped with its reason, the
+// handler not run (an object the service stopped fetching for good, a
+// connected account that left the platform).
 //
 // It must return once ctx is done ([FetchTimeout], or the attempt's end):
 // it runs inside the event's transaction, holding the object's lock, and
