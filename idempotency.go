@@ -24,12 +24,17 @@
 // another API) is registered with [NewTask] and enqueued by a handler with
 // [Task.Enqueue] in the event's transaction, once per key, and a worker
 // carries it out after the commit, with the same idempotency key on every
-// attempt. [Tx.AfterCommit] stays for what may be lost.
+// attempt. [Tx.AfterCommit] stays for what may be lost. Its Handler goes
+// on the webhook route and [Inbox.Run] beside it (see the example of
+// [NewInbox]); a test drives the workers with [Inbox.WorkDue] instead.
 //
 // Stripe does not deliver events in order. [OnCurrent] registers handlers
 // that get the object an event is about as the API returns it now, and
 // [CheckOrder] orders the payloads a handler applies. [Handler.Recover]
 // replays missed events from the Events API.
+//
+// Package idempotencytest is the test kit: signed deliveries, a fake
+// clock for the inbox, a fake Stripe API, a throwaway PostgreSQL.
 //
 // # Errors
 //
