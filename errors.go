@@ -318,6 +318,7 @@ type SkipError struct {
 	Reason string
 }
 
+// Error is "idempotency: skipped: " and the reason.
 func (e *SkipError) Error() string { return "idempotency: skipped: " + given(e.Reason) }
 
 // noReasonGiven is the reason of a Skip or a Permanent given none: an empty
@@ -485,6 +486,8 @@ type DecodeError struct {
 	thin bool // of a thin event's data, which has no data.object
 }
 
+// Error names what was decoded, the event type, Target and the failing
+// field and types, never a value from the payload.
 func (e *DecodeError) Error() string {
 	decoded := "data.object"
 	if e.thin {
@@ -493,6 +496,7 @@ func (e *DecodeError) Error() string {
 	return fmt.Sprintf("idempotency: decoding %s of %s event into %s: %s", decoded, e.EventType, e.Target, jsonErrorDetail(e.Err))
 }
 
+// Unwrap returns Err, the decoder's error.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // objectKindError is the Err of a DecodeError for a data.object whose
@@ -559,7 +563,10 @@ func jsonKind(value string) string {
 // PermanentError is the error [Permanent] returns.
 type PermanentError struct{ Err error }
 
+// Error is "idempotency: permanent failure: " and Err's text.
 func (e *PermanentError) Error() string { return errPrefix + "permanent failure: " + quotedText(e.Err) }
+
+// Unwrap returns Err.
 func (e *PermanentError) Unwrap() error { return e.Err }
 
 // Permanent tells the inbox that a task can never succeed (the provider
@@ -580,6 +587,7 @@ func Permanent(err error) error {
 // SnoozeError is the error [Snooze] returns.
 type SnoozeError struct{ After time.Duration }
 
+// Error is "idempotency: snoozed for " and After.
 func (e *SnoozeError) Error() string { return fmt.Sprintf("idempotency: snoozed for %s", e.After) }
 
 // Snooze tells the inbox to run a task again after d (at least 0) without

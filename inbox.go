@@ -710,37 +710,42 @@ func (c *coalescer) do(fn func()) {
 	}()
 }
 
-// Run applies due events with InboxConfig.Workers workers until ctx is done;
-// then it stops taking events, gives back those leased ahead that no worker
-// started (as they were: pending, or failed with the last attempt's error;
-// their attempt not counted), lets the attempts in flight finish for up to
-// InboxConfig.ShutdownTimeout, cancels the rest (they roll back and are
-// recorded failed attempts, retried after the backoff, or dead-lettered at
-// their last attempt), and returns once they have returned: a handler that
-// ignores its context holds Run up. It returns an error wrapping
-// [ErrShutdownTimeout] (errors.Is) when the cut left attempts unapplied,
-// saying how many, as http.Server.Shutdown returns its context's error
-// when its deadline cut connections, and nil otherwise. It does not count
-// an attempt that ended before the deadline, however close to it, nor one
+// Run applies due events, and runs due tasks, with InboxConfig.Workers
+// workers until ctx is done, then returns once the attempts in flight have
+// ended: nil, or an error wrapping [ErrShutdownTimeout] when it had to cut
+// some. Start it beside the inbox's Handler in each process that is to
+// apply events (see the example of NewInbox); tests drive an inbox with
+// WorkDue instead. It returns an error at once if Run is already running on
+// this Inbox, or WorkDue is.
+//
+// Once ctx is done, Run takes no more events and gives back those leased
+// ahead that no worker started (as they were: pending, or failed with the
+// last attempt's error; their attempt not counted). The attempts in flight
+// get InboxConfig.ShutdownTimeout to finish; the rest are cancelled, roll
+// back and are recorded failed (retried after the backoff, or dead-lettered
+// at their last attempt), and Run returns an error wrapping
+// [ErrShutdownTimeout] that says how many, as http.Server.Shutdown returns
+// its context's error when its deadline cut connections. That count leaves
+// out an attempt that ended before the deadline, however close to it, one
 // whose event was applied and that was still running its AfterCommit funcs
-// then, nor one that had applied its event or failed on its own and was
-// being reported then. Beside them and the give-backs, only a lease
-// already sent holds it, for its answer: an idle Run returns at once,
-// waiting for no poll, and on PostgreSQL its listen connection stops waiting
-// for a notification at once, whatever the pool's connections do with a
-// cancelled context (pgconn.CancelRequestContextWatcherHandler, a
-// DeadlineDelay). While it runs,
-// an event leased ahead that has less than InboxConfig.Timeout of its lease
-// left when a worker takes it is given back the same way and leased afresh,
-// so that no attempt outlasts its lease. An event whose lease expired (its
-// worker died, hung or lost its connection) is leased alone, attempted once
-// the attempts at the events leased before it have ended (at the latest half
-// of InboxConfig.Lease less Timeout into its lease, while an attempt started
-// then still ends within it), and Run leases nothing else until its attempt
-// has ended or its lease has: if it is what killed that worker's process,
-// and kills this one too, it dies alone; if its attempt hangs, it holds its
-// worker only. It returns an error at once if Run is already running on this
-// Inbox, or WorkDue is.
+// then, and one that had applied its event or failed on its own and was
+// being reported then. A handler that ignores its context holds Run up;
+// besides the attempts and the give-backs, only a lease already sent holds
+// it, for its answer: an idle Run returns at once, waiting for no poll, and
+// on PostgreSQL its listen connection stops waiting for a notification at
+// once, whatever the pool's connections do with a cancelled context
+// (pgconn.CancelRequestContextWatcherHandler, a DeadlineDelay).
+//
+// While it runs, an event leased ahead that has less than
+// InboxConfig.Timeout of its lease left when a worker takes it is given back
+// the same way and leased afresh, so that no attempt outlasts its lease. An
+// event whose lease expired (its worker died, hung or lost its connection)
+// is leased alone, attempted once the attempts at the events leased before
+// it have ended (at the latest half of InboxConfig.Lease less Timeout into
+// its lease, while an attempt started then still ends within it), and Run
+// leases nothing else until its attempt has ended or its lease has: if it is
+// what killed that worker's process, and kills this one too, it dies alone;
+// if its attempt hangs, it holds its worker only.
 func (in *Inbox) Run(ctx context.Context) error {
 	if err := in.made("Run"); err != nil {
 		return err
@@ -1363,27 +1368,30 @@ func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, link s
 	report(ctx, in.log, in.cfg.OnResult, done, &res)
 }
 
-// WorkDue applies, on the caller's goroutine, every event due at the
-// inbox's clock, and the events that come due as others finish (the next
-// event of an object), until none is due; it returns how many attempts it
-// made. With a fake clock (InboxConfig.Now) it drives the inbox
-// deterministically in tests: deliver, WorkDue, advance the clock past a
-// backoff, WorkDue again. Events of different objects due at one moment
-// are attempted in an order the store picks. It runs a task that snoozes
-// once per call: one that comes due again within the call (Snooze(0) on a
-// clock that stands still) is held, leased, and given back, pending and
-// due, for the next call; a call that outlasts that lease (slow attempts,
-// a clock moved on) leases it afresh, rather than find its lease expired
-// and take it over as one whose worker died. An event or task leased with
-// others whose lease has less than InboxConfig.Timeout left when its turn
-// comes is given back and leased afresh, as Run's workers do, rather than
-// attempted beside a worker that may take it over. It refuses, with an error and no attempt, to run while Run runs
-// on this Inbox, and Run refuses to start while it runs (calls of WorkDue
-// may run together; another Inbox of the same store, another process's,
-// is not refused). Once ctx is done it starts no attempt: it gives back
-// the events it leased and did not start (as they were: pending, or failed
-// with the last attempt's error; their attempt not counted) and returns
-// ctx's error.
+// WorkDue makes, on the caller's goroutine, every attempt due at the
+// inbox's clock, at events and at tasks, and those that come due as others
+// finish (the next event of an object, a task an attempt enqueued), until
+// none is due; it returns how many attempts it made. With a fake clock
+// (InboxConfig.Now, idempotencytest.Clock) it drives the inbox
+// deterministically in tests, without Run: deliver, WorkDue, set the clock
+// to a failed event's NextAttemptAt, WorkDue again. Events of different
+// objects due at one moment are attempted in an order the store picks.
+//
+// It refuses, with an error and no attempt, to run while Run runs on this
+// Inbox, and Run refuses to start while it runs (calls of WorkDue may run
+// together; another Inbox of the same store, another process's, is not
+// refused). Once ctx is done it starts no attempt: it gives back the events
+// it leased and did not start (as they were: pending, or failed with the
+// last attempt's error; their attempt not counted) and returns ctx's error.
+//
+// It runs a task that snoozes once per call: one that comes due again
+// within the call (Snooze(0) on a clock that stands still) is held, leased,
+// and given back, pending and due, for the next call; a call that outlasts
+// that lease (slow attempts, a clock moved on) leases it afresh, rather than
+// find its lease expired and take it over as one whose worker died. An event
+// or task leased with others whose lease has less than InboxConfig.Timeout
+// left when its turn comes is given back and leased afresh, as Run's workers
+// do, rather than attempted beside a worker that may take it over.
 func (in *Inbox) WorkDue(ctx context.Context) (int, error) {
 	if err := in.made("WorkDue"); err != nil {
 		return 0, err

@@ -188,7 +188,9 @@ type InboxRecord struct {
 	// stopping; see Inbox.Run), which puts back the State, Attempt and
 	// AttemptedAt of the attempt before it too. An attempt made because
 	// the lease of the one before it expired shows, while it runs, that
-	// the lease expired; given back unstarted, it still shows it.
+	// the lease expired; given back unstarted, it still shows it. A
+	// skipped event's reason is not kept here but with its claim:
+	// EventRecord.SkipReason, as the store's LookupEvent reads it.
 	LastError string
 	// Redrives counts the times [Inbox.Redrive] moved it back to pending
 	// (by ids, type, object, account, range or all: idemctl redrive and

@@ -26,6 +26,7 @@ const (
 	OrderTie
 )
 
+// String is "newer", "older" or "tie" (Order(n) for another value).
 func (o Order) String() string {
 	switch o {
 	case OrderNewer:

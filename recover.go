@@ -473,8 +473,12 @@ type CheckpointMismatchError struct {
 	err error
 }
 
+// Error is the text of the error Unwrap returns.
 func (e *CheckpointMismatchError) Error() string { return e.Unwrap().Error() }
 
+// Unwrap returns the refusal, which wraps ErrCheckpointMismatch: the
+// library's names each option that differs; one made by a caller, its
+// Checkpoint.
 func (e *CheckpointMismatchError) Unwrap() error {
 	if e.err == nil { // made by a caller
 		return errorf("%w: checkpoint %q", ErrCheckpointMismatch, e.Checkpoint)

@@ -106,7 +106,13 @@ type Retention struct {
 	// A time outside the years 1 to 9999 (a fake clock set wrong) is
 	// refused with [ErrInvalidKey], naming it, and nothing is deleted;
 	// Validate reports it too, and PruneEvery tries again at its next
-	// tick.
+	// tick. The rows are dated on more than one clock: an inbox's events
+	// and tasks on InboxConfig.Now (a synchronous Handler's tasks are
+	// enqueued on Config.Now), claims and guards on the store's own
+	// (EventRecord.ProcessedAt, GuardRecord.ClaimedAt: PostgreSQL's, or
+	// the memory store's time.Now). A test that prunes on the inbox's fake
+	// clock ages the inbox's rows by it, and the claims and guards from
+	// their real times.
 	Now func() time.Time
 	// OnBatch, when set, is called after each committed batch with the
 	// totals so far: the place for a progress bar. A dry run commits no
