@@ -38,7 +38,11 @@ type Database struct {
 	// Pool is a pool (at most 8 connections) whose every connection has
 	// search_path set to Schema only, so the tables your test creates with
 	// unqualified names are created in, and resolved from, Schema. It is
-	// closed when the test ends.
+	// closed when the test ends. The Run of an inbox on it (on the store of
+	// Database.NewStore) with more than 7 workers, the default 8 included,
+	// warns as it starts that the workers beyond the pool's connections
+	// wait, as Run's LISTEN holds one: set InboxConfig.Workers to 7 at most,
+	// or open a larger pool with URL.
 	Pool *pgxpool.Pool
 
 	// Schema is the schema's name, unique on the server: pass it as
