@@ -1953,8 +1953,8 @@ func (in *Inbox) HeldBy(ctx context.Context, eventID string) ([]InboxHolder, err
 	return in.store.inboxHeldBy(ctx, eventID, in.cfg.Now(), maxInboxHolders)
 }
 
-// List returns the events f selects, newest received first, without their
-// payloads.
+// List returns the events and tasks f selects, newest received first,
+// without their payloads or arguments.
 func (in *Inbox) List(ctx context.Context, f InboxFilter) ([]InboxRecord, error) {
 	if err := in.made("List"); err != nil {
 		return nil, err

@@ -517,14 +517,16 @@ func (f *RedriveFilter) matches(r *InboxRecord) bool {
 		inRange(r.ReceivedAt, f.Since, f.Until)
 }
 
-// InboxFilter selects the events [Inbox.List] returns.
+// InboxFilter selects the events and tasks [Inbox.List] returns. The zero
+// value selects the newest 100 of either kind.
 type InboxFilter struct {
 	// Kind, when not empty, keeps events (KindEvent) or tasks (KindTask)
 	// only.
 	Kind InboxKind
-	// EventIDs, when not empty, keeps these events only.
+	// EventIDs, when not empty, keeps these events only (or tasks, by
+	// their ids: [Task.ID]).
 	EventIDs []string
-	// States, when not empty, keeps events in one of them.
+	// States, when not empty, keeps events and tasks in one of them.
 	States []InboxState
 	// EventType and ObjectID, when not empty, keep the events that match
 	// them exactly. ObjectID alone selects the object under every

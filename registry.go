@@ -29,12 +29,13 @@ import (
 // what must happen and in Tx.AfterCommit for what may be lost.
 type EventFunc[T any] func(ctx context.Context, tx Tx, ev Event[T]) error
 
-// Handlers is the registry of event handlers and actions. Build it at
-// start-up with [On] and [NewAction], then pass it to [NewHandler] or
-// [NewInbox], which take a snapshot: registrations made afterwards do not
-// affect that handler, nor that inbox's Handler and workers (its Handler
-// answers an event type registered after NewInbox ignored). It is not
-// safe for concurrent registration.
+// Handlers is the registry of event handlers, actions and tasks. Build it
+// at start-up with [On], [OnCurrent], [NewAction] and [NewTask], then pass
+// it to [NewHandler] or [NewInbox], which take a snapshot: registrations
+// made afterwards do not affect that handler, nor that inbox's Handler and
+// workers (its Handler answers an event type registered after NewInbox
+// ignored), and NewTask panics once NewInbox has taken one. It is not safe
+// for concurrent registration.
 type Handlers struct {
 	byType  map[string]registration
 	actions []ActionInfo
