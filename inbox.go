@@ -169,8 +169,13 @@ type InboxConfig struct {
 	Logger *slog.Logger
 
 	// OnResult, when set, is called once per attempt, on the worker's
-	// goroutine, with Result.Attempt set: the place for metrics. An attempt
-	// whose lease expired with its end not recorded (its worker died, hung,
+	// goroutine, with Result.Attempt set: the place for metrics. It must
+	// not block. It may query the store's pool: with it set, a worker's
+	// commit does not also begin its next event's transaction, which would
+	// hold a connection of that pool while OnResult runs. A panic in it is
+	// logged, at Error, and the worker goes on.
+	//
+	// An attempt whose lease expired with its end not recorded (its worker died, hung,
 	// or could not reach the database to record it) is reported by the
 	// lease that finds it expired, failed with ErrLeaseExpired: before the
 	// last attempt, by the attempt that takes the event over, as it starts
@@ -185,8 +190,7 @@ type InboxConfig struct {
 	// whose own failure, not recorded, has the very error the redriven
 	// event's attempt of that number recorded before it was leased at the
 	// next: taken for its own failure, recorded unanswered, it is
-	// reported again). An attempt
-	// whose COMMIT, or the recording of its failure, went through while
+	// reported again). An attempt whose COMMIT, or the recording of its failure, went through while
 	// its connection dropped before the answer (a terminated session, a
 	// network cut, the attempt's timeout) is reported as the store
 	// recorded it (processed, skipped, failed or dead_letter), once; but
@@ -201,11 +205,7 @@ type InboxConfig struct {
 	// through unanswered along with the answer of the statement that
 	// moved it (on a pool they are answered together): when that answer
 	// arrived, the lease looks up whether it committed, and reports the
-	// dead letter if it did. It must not block. It may query the
-	// store's pool: with it set, a worker's commit does not also begin its
-	// next event's transaction, which would hold a connection of that pool
-	// while OnResult runs. A panic in it is logged, at Error, and the worker
-	// goes on.
+	// dead letter if it did.
 	OnResult func(Result)
 
 	// Observer, when set, watches each attempt at an event or a task
