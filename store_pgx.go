@@ -269,6 +269,9 @@ func (s *PgxStore) made(method string) error {
 // PgxStore NewPgxStore did not return: every delivery or lease on it
 // would fail.
 func checkStore(fn string, store Store) error {
+	if store == nil {
+		return errorf("%s: nil Store", fn)
+	}
 	if isNil(store) {
 		return errorf("%s: nil Store (a nil %T)", fn, store)
 	}
