@@ -35,7 +35,7 @@ func ExampleNewInbox() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg.MaxConns = workers + 1 + 4 // a connection per worker, Run's LISTEN, and the Handler's inserts
+	cfg.MaxConns = workers + 1 + 4 // one per worker, Run's LISTEN, and room for the Handler's inserts and the prune
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)
