@@ -175,37 +175,36 @@ type InboxConfig struct {
 	// hold a connection of that pool while OnResult runs. A panic in it is
 	// logged, at Error, and the worker goes on.
 	//
-	// An attempt whose lease expired with its end not recorded (its worker died, hung,
-	// or could not reach the database to record it) is reported by the
-	// lease that finds it expired, failed with ErrLeaseExpired: before the
-	// last attempt, by the attempt that takes the event over, as it starts
-	// and before its own end (State failed); at the last, by the lease that
-	// dead-letters it (State dead_letter). Its worker, if it returns or
-	// gives up recording its end, only logs it: the row tells whether a
-	// lease reported it or is to, whatever MaxAttempts each process
-	// counts (a deploy that changes it makes no difference). When the row
-	// no longer tells (the event redriven or forgotten since), a worker
-	// back within its own lease reports it, as no lease can have taken it
-	// over yet, and one back later leaves it to the lease (but for one
-	// whose own failure, not recorded, has the very error the redriven
+	// An attempt whose lease expired with its end not recorded (its worker
+	// died, hung, or could not reach the database to record it) is reported
+	// by the lease that finds it expired, failed with ErrLeaseExpired:
+	// before the last attempt, by the attempt that takes the event over, as
+	// it starts and before its own end (State failed); at the last, by the
+	// lease that dead-letters it (State dead_letter). Its worker, if it
+	// returns or gives up recording its end, only logs it: the row tells
+	// whether a lease reported it or is to, whatever MaxAttempts each
+	// process counts (a deploy that changes it makes no difference). When
+	// the row no longer tells (the event redriven or forgotten since), a
+	// worker back within its own lease reports it, as no lease can have
+	// taken it over yet, and one back later leaves it to the lease (but for
+	// one whose own failure, not recorded, has the very error the redriven
 	// event's attempt of that number recorded before it was leased at the
-	// next: taken for its own failure, recorded unanswered, it is
-	// reported again). An attempt whose COMMIT, or the recording of its failure, went through while
-	// its connection dropped before the answer (a terminated session, a
-	// network cut, the attempt's timeout) is reported as the store
-	// recorded it (processed, skipped, failed or dead_letter), once; but
-	// when its worker cannot read the record either, it is taken for one
-	// whose end was not recorded, left to a lease that never comes: it is
-	// logged, not reported. So is an attempt whose lease expired when the
-	// process that leased the event to take it over dies before that
+	// next: taken for its own failure, recorded unanswered, it is reported
+	// again). An attempt whose COMMIT, or the recording of its failure,
+	// went through while its connection dropped before the answer (a
+	// terminated session, a network cut, the attempt's timeout) is reported
+	// as the store recorded it (processed, skipped, failed or dead_letter),
+	// once; but when its worker cannot read the record either, it is taken
+	// for one whose end was not recorded, left to a lease that never comes:
+	// it is logged, not reported. So is an attempt whose lease expired when
+	// the process that leased the event to take it over dies before that
 	// attempt starts (Run may hold such an event back, leased, for up to
-	// half of Lease less Timeout): the next lease reports the attempt
-	// that process leased and never started, in its place, and the row
-	// counts both. So is one a lease dead-lettered whose COMMIT went
-	// through unanswered along with the answer of the statement that
-	// moved it (on a pool they are answered together): when that answer
-	// arrived, the lease looks up whether it committed, and reports the
-	// dead letter if it did.
+	// half of Lease less Timeout): the next lease reports the attempt that
+	// process leased and never started, in its place, and the row counts
+	// both. So is one a lease dead-lettered whose COMMIT went through
+	// unanswered along with the answer of the statement that moved it (on a
+	// pool they are answered together): when that answer arrived, the lease
+	// looks up whether it committed, and reports the dead letter if it did.
 	OnResult func(Result)
 
 	// Observer, when set, watches each attempt at an event or a task
