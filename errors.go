@@ -630,8 +630,8 @@ var (
 	// 429, 5xx, an answer cut short) or 500 (a refusal: a 4xx, Stripe's or
 	// a proxy's; a request the client cannot make: a base URL that does
 	// not parse, is not http(s) or has a path other than /v1; endless
-	// redirects or one the client of idemctl and examples/server refuses,
-	// a certificate not accepted), so Stripe sends it again; an
+	// redirects or one the client's own http.Client refuses, a
+	// certificate not accepted), so Stripe sends it again; an
 	// [OnCurrent] handler's fails its event; [Handler.Recover] asks again
 	// after what a later request may pass, and stops with it, its
 	// checkpoint kept.

@@ -327,9 +327,9 @@ const (
 //	    client cannot make it (a base URL that
 //	    does not parse, is not http(s) or has a
 //	    path other than /v1; endless
-//	    redirects or one the client of idemctl
-//	    and examples/server refuses, a
-//	    certificate not accepted)                   {"error":"processing_failed"}
+//	    redirects or one the client's own
+//	    http.Client refuses, a certificate not
+//	    accepted)                                   {"error":"processing_failed"}
 //	503 store unreachable or read-only              {"error":"store_unavailable"}
 //	503 thin event: the Stripe API unreachable,
 //	    rate-limited or failing (429, 5xx, Stripe's

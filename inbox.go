@@ -201,10 +201,13 @@ type InboxConfig struct {
 	// attempt starts (Run may hold such an event back, leased, for up to
 	// half of Lease less Timeout): the next lease reports the attempt that
 	// process leased and never started, in its place, and the row counts
-	// both. So is one a lease dead-lettered whose COMMIT went through
-	// unanswered along with the answer of the statement that moved it (on a
-	// pool they are answered together): when that answer arrived, the lease
-	// looks up whether it committed, and reports the dead letter if it did.
+	// both. A lease that dead-letters an expired attempt reports it once it
+	// knows it committed: when its COMMIT went through unanswered after the
+	// answer of the statement that moved the event had arrived (a
+	// PgxBeginner that only begins sends its COMMIT on its own), it looks
+	// up whether it committed and reports the dead letter if it did; when
+	// both went unanswered (on a pool they are answered together), the dead
+	// letter is logged, not reported.
 	OnResult func(Result)
 
 	// Observer, when set, watches each attempt at an event or a task

@@ -234,8 +234,7 @@ type RecoverReport struct {
 // Stripe's or a proxy's, a key refused) stop the run at once, and so does
 // a request the client cannot make (a base URL that does not parse, is
 // not http or https, or has a path other than /v1; endless redirects, or
-// one the client of idemctl and examples/server refuses; a certificate
-// not accepted).
+// one the client's own http.Client refuses; a certificate not accepted).
 //
 // It refuses, with [ErrRecoveryWindow] and before any request, the place
 // it would start from when it is earlier than RecoveryWindow (and a
