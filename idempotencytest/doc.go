@@ -18,7 +18,8 @@
 //     idempotency.InboxConfig.Now (and Config.Now), advanced by the test
 //     ([Clock.Advance]) or set to an event's next attempt ([Clock.Set]), so
 //     that Inbox.WorkDue reaches a retry's backoff or a lease's expiry
-//     without sleeping.
+//     without sleeping; [Drain] does both until nothing is left to apply
+//     (every retry, up to a dead letter, in one call).
 //   - A fake Stripe API: [NewStripeClient] gives a stripe-go client whose
 //     requests an http.Handler serves in the process, without a network,
 //     and [V2Events] is that handler for thin (v2) events: [V2Events.Add]
