@@ -114,21 +114,27 @@ func TestRunbook(t *testing.T) {
 	count(r, `^redrove 1 event:`)
 	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_dead_1").State)
 
-	// A connected account reconnected: its dead letters, no other
-	// account's (the seed's evt_dead_1 is pending now, and is not).
+	// A connected account reconnected: its dead letters and its failed
+	// events, no other account's (the seed's evt_dead_1 is pending now,
+	// and is not).
 	s.deliverRaw(t, accountEventPayload(t, "evt_conn_dead", "charge.failed", "ch_conn", "acct_1Conn", time.Now().Unix()))
 	s.work(t, s.dead)
+	s.deliverRaw(t, accountEventPayload(t, "evt_conn_failed", "charge.failed", "ch_conn_2", "acct_1Conn", time.Now().Unix()))
+	s.work(t, s.inbox)
+	require.Equal(t, idempotency.InboxFailed, s.lookup(t, "evt_conn_failed").State)
 	s.deliver(t, "evt_dead_9", "charge.failed", "ch_dead_9")
 	s.work(t, s.dead)
-	r = run("idemctl list -state dead_letter -account acct_... -since 8d", "list", "-state", "dead_letter", "-account", "acct_1Conn", "-since", "8d")
+	r = run("idemctl list -state dead_letter,failed -account acct_... -since 8d", "list", "-state", "dead_letter,failed", "-account", "acct_1Conn", "-since", "8d")
 	count(r, `(?m)^evt_conn_dead `)
+	count(r, `(?m)^evt_conn_failed `)
 	require.NotContains(t, r.stdout, "evt_dead_9")
-	r = run("idemctl redrive -account acct_... -since 8d -dry-run", "redrive", "-account", "acct_1Conn", "-since", "8d", "-dry-run")
-	count(r, `^would redrive 1 event `)
-	require.Contains(t, doc, "-state dead_letter,failed")
-	r = run("idemctl redrive -account acct_...", "redrive", "-account", "acct_1Conn", "-since", "8d", "-state", "dead_letter,failed")
-	count(r, `^redrove 1 event:`)
+	require.NotContains(t, r.stdout, "evt_failed_1", "the platform's own")
+	r = run("idemctl redrive -account acct_... -state dead_letter,failed -since 8d -dry-run", "redrive", "-account", "acct_1Conn", "-state", "dead_letter,failed", "-since", "8d", "-dry-run")
+	count(r, `^would redrive 2 events `)
+	r = run("idemctl redrive -account acct_...", "redrive", "-account", "acct_1Conn", "-state", "dead_letter,failed", "-since", "8d")
+	count(r, `^redrove 2 events:`)
 	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_conn_dead").State)
+	require.Equal(t, idempotency.InboxPending, s.lookup(t, "evt_conn_failed").State)
 	require.Equal(t, idempotency.InboxDeadLetter, s.lookup(t, "evt_dead_9").State, "the platform's own")
 
 	// A deploy applied events wrongly: forget them, recover them again.
