@@ -206,8 +206,10 @@ type InboxConfig struct {
 	// answer of the statement that moved the event had arrived (a
 	// PgxBeginner that only begins sends its COMMIT on its own), it looks
 	// up whether it committed and reports the dead letter if it did; when
-	// both went unanswered (on a pool they are answered together), the dead
-	// letter is logged, not reported.
+	// both went unanswered (on a pool they are answered together), it
+	// cannot tell which events it moved: the dead letter is neither
+	// reported nor logged, and shows in Inbox.Stats and Inbox.List, its
+	// LastError saying the lease expired.
 	OnResult func(Result)
 
 	// Observer, when set, watches each attempt at an event or a task

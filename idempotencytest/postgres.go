@@ -42,7 +42,8 @@ type Database struct {
 	// Database.NewStore) with more than 7 workers, the default 8 included,
 	// warns as it starts that the workers beyond the pool's connections
 	// wait, as Run's LISTEN holds one: set InboxConfig.Workers to 7 at most,
-	// or open a larger pool with URL.
+	// or open a larger pool with URL. With InboxConfig.PollOnly Run does
+	// not listen, and 8 workers fit.
 	Pool *pgxpool.Pool
 
 	// Schema is the schema's name, unique on the server: pass it as
