@@ -24,8 +24,9 @@ import (
 // shorter one stops where it stands, for the test to check the states
 // between (Inbox.Lookup, Inbox.Stats). It also returns when the events
 // left wait for nothing the clock can reach: an event held back behind
-// an attempt in flight on another Inbox, or an inbox whose clock is not
-// this one.
+// an attempt in flight on another Inbox (clock set first to that
+// attempt's lease end, as for a worker that died), or an inbox whose
+// clock is not this one.
 //
 // A task that snoozes for no time (Snooze(0)) is run once per WorkDue
 // call, so Drain calls WorkDue again while it makes attempts, up to 100
