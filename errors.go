@@ -318,7 +318,8 @@ type SkipError struct {
 	Reason string
 }
 
-// Error is "idempotency: skipped: " and the reason.
+// Error is "idempotency: skipped: " and the reason ("no reason given"
+// when it is empty).
 func (e *SkipError) Error() string { return "idempotency: skipped: " + given(e.Reason) }
 
 // noReasonGiven is the reason of a Skip or a Permanent given none: an empty
@@ -563,7 +564,10 @@ func jsonKind(value string) string {
 // PermanentError is the error [Permanent] returns.
 type PermanentError struct{ Err error }
 
-// Error is "idempotency: permanent failure: " and Err's text.
+// Error is "idempotency: permanent failure: " and Err's text, without
+// its "idempotency: " when Err is one of the package's errors, and with
+// a stripe-go error it wraps read by its status, type and code, not as
+// the JSON of Stripe's answer.
 func (e *PermanentError) Error() string { return errPrefix + "permanent failure: " + quotedText(e.Err) }
 
 // Unwrap returns Err.
