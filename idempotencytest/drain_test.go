@@ -161,32 +161,38 @@ func TestDrainStopsAtWithin(t *testing.T) {
 // held by the open attempt, and returns without an attempt of its own.
 func TestDrainLeaseInFlight(t *testing.T) {
 	t.Parallel()
-	store := idempotency.NewMemoryStore()
-	c := newDrainCase(t, store, nil)
-	c.deliver(t, "evt_ok", "in_ok")
+	for name, newStore := range drainStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			store := newStore()
+			c := newDrainCase(t, store, nil)
+			c.deliver(t, "evt_ok", "in_ok")
 
-	started, release := make(chan struct{}), make(chan struct{})
-	hs := idempotency.NewHandlers()
-	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
-		close(started)
-		<-release
-		return nil
-	})
-	other, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Now: c.clock.Now, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { _, err := other.WorkDue(context.Background()); done <- err }()
-	<-started
+			started, release := make(chan struct{}), make(chan struct{})
+			hs := idempotency.NewHandlers()
+			idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
+				close(started)
+				<-release
+				return nil
+			})
+			other, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Now: c.clock.Now, Logger: slog.New(slog.DiscardHandler)})
+			require.NoError(t, err)
+			done := make(chan error, 1)
+			go func() { _, err := other.WorkDue(context.Background()); done <- err }()
+			<-started
 
-	rec, _, err := c.inbox.Lookup(t.Context(), "evt_ok")
-	require.NoError(t, err)
-	require.Equal(t, idempotency.InboxProcessing, rec.State)
-	n, err := idempotencytest.Drain(t.Context(), c.inbox, c.clock, time.Hour)
-	require.NoError(t, err)
-	require.Zero(t, n, "held by the attempt in flight")
-	require.Equal(t, rec.LeaseUntil, c.clock.Now(), "the clock moved to the lease's end")
-	close(release)
-	require.NoError(t, <-done)
+			rec, _, err := c.inbox.Lookup(t.Context(), "evt_ok")
+			require.NoError(t, err)
+			require.Equal(t, idempotency.InboxProcessing, rec.State)
+			n, err := idempotencytest.Drain(t.Context(), c.inbox, c.clock, time.Hour)
+			close(release)
+			require.NoError(t, <-done)
+			require.NoError(t, err)
+			require.Zero(t, n, "held by the attempt in flight")
+			require.Equal(t, rec.LeaseUntil, c.clock.Now(), "the clock moved to the lease's end")
+			require.Equal(t, idempotency.InboxProcessed, c.state(t, "evt_ok"), "applied by the attempt in flight")
+		})
+	}
 }
 
 // Bad input is refused with an error and no attempt; a task that snoozes
