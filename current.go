@@ -79,13 +79,14 @@ func Retrieve[T any, P interface {
 	}
 	inPath := accountInPath(reflect.TypeFor[PT]())
 	return func(ctx context.Context, id, account string) (T, error) {
-		params := P(new(PT))
-		if inPath != nil && (account == "" || strings.Contains(account, "/")) {
+		nested := strings.Contains(account, "/")
+		if inPath != nil && (account == "" || nested) {
 			var zero T
 			return zero, errNoAccountForPath
 		}
+		params := P(new(PT))
 		switch sc, ok := any(params).(interface{ SetStripeContext(string) }); {
-		case strings.Contains(account, "/") && ok:
+		case nested && ok:
 			// A thin event's context naming an account under another
 			// (acct_1/acct_2): a path Stripe-Account does not take.
 			sc.SetStripeContext(account)
