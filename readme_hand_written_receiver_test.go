@@ -14,12 +14,31 @@ import (
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
-// TestHandWrittenReceiverClaimedBothWays: the README's handler that
+// claimOld is the README's wrapper (Moving a live endpoint onto it): it
 // claims the hand-written receiver's processed_events beside the ledger
-// (Moving a live endpoint onto it) applies an event once whichever side
-// claims it first. An id the old code applied, or holds in a transaction
-// in flight, is skipped once that commits; an id the handler holds makes
-// the old code's plain INSERT wait, then fail on the key.
+// and runs the handler it wraps unless the old code applied the event.
+func claimOld[T any](fn idempotency.EventFunc[T]) idempotency.EventFunc[T] {
+	return func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[T]) error {
+		tag, err := idempotency.PgxTx(tx).Exec(ctx, `INSERT INTO processed_events (id) VALUES ($1) ON CONFLICT DO NOTHING`, ev.ID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return idempotency.Skip("applied by the hand-written receiver")
+		}
+		return fn(ctx, tx, ev)
+	}
+}
+
+// TestHandWrittenReceiverClaimedBothWays: a handler wrapped in the
+// README's claimOld applies an event once whichever side claims it first.
+// An id the old code applied, or holds in a transaction in flight, is
+// skipped once that commits; an id the handler holds makes the old code's
+// plain INSERT wait, then fail on the key. The wrapped handler keeps what
+// it does: an invoice without an account is skipped with its own reason,
+// not failed. An event only the old code received is not in the ledger:
+// Forget reports false, and deleting its id from processed_events has it
+// applied when it comes again.
 func TestHandWrittenReceiverClaimedBothWays(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -28,20 +47,17 @@ func TestHandWrittenReceiverClaimedBothWays(t *testing.T) {
 	require.NoError(t, err)
 	claimed, release := make(chan struct{}), make(chan struct{})
 	hs := idempotency.NewHandlers()
-	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
-		tag, err := idempotency.PgxTx(tx).Exec(ctx, `INSERT INTO processed_events (id) VALUES ($1) ON CONFLICT DO NOTHING`, ev.ID)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return idempotency.Skip("applied by the hand-written receiver")
+	credit := func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		if ev.Object.Metadata["account_id"] == "" {
+			return idempotency.Skip("invoice without metadata.account_id")
 		}
 		if ev.ID == "evt_hw_first" { // the old code's delivery comes now
 			close(claimed)
 			<-release
 		}
 		return b.add(ctx, tx, "credits", 1)
-	})
+	}
+	idempotency.On(hs, "invoice.paid", claimOld(credit))
 	h, err := idempotency.NewHandler(b.store, hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
 	require.NoError(t, err)
 	deliver := func(eventID string) idempotencytest.Answer {
@@ -75,4 +91,24 @@ func TestHandWrittenReceiverClaimedBothWays(t *testing.T) {
 	require.True(t, errors.As(recv(t, oldErr, "the old code's insert"), &pgErr))
 	require.Equal(t, "23505", pgErr.Code, "unique_violation")
 	require.Equal(t, 1, b.get(t, "credits"))
+
+	// The wrapped handler's own Skip.
+	a = idempotencytest.Deliver(h, invoicePayload(t, "evt_hw_no_account", "in_hw_no_account", ""), testSecret)
+	require.Equal(t, idempotency.OutcomeSkipped, a.Outcome)
+	rec, ok, err := b.store.LookupEvent(ctx, "evt_hw_no_account")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "invoice without metadata.account_id", rec.SkipReason)
+
+	// Applied by the old code alone, its effects undone by hand: the forget
+	// finds nothing, the delete has it applied when it comes again.
+	_, err = b.db.Pool.Exec(ctx, `INSERT INTO processed_events (id) VALUES ('evt_hw_only_old')`)
+	require.NoError(t, err)
+	forgotten, err := b.store.Forget(ctx, "evt_hw_only_old")
+	require.NoError(t, err)
+	require.False(t, forgotten)
+	_, err = b.db.Pool.Exec(ctx, `DELETE FROM processed_events WHERE id = 'evt_hw_only_old'`)
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeProcessed, deliver("evt_hw_only_old").Outcome)
+	require.Equal(t, 2, b.get(t, "credits"))
 }

@@ -442,6 +442,7 @@ var logger *slog.Logger
 `},
 	"### From a hand-written receiver #1": {decls: `
 var hs = idempotency.NewHandlers()
+var credit func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error // the program's at the top
 `},
 	"### Metrics and traces #1": {decls: `
 var (ctx = context.Background(); store *idempotency.PgxStore; hs = idempotency.NewHandlers())
