@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
@@ -34,11 +35,13 @@ func claimOld[T any](fn idempotency.EventFunc[T]) idempotency.EventFunc[T] {
 // README's claimOld applies an event once whichever side claims it first.
 // An id the old code applied, or holds in a transaction in flight, is
 // skipped once that commits; an id the handler holds makes the old code's
-// plain INSERT wait, then fail on the key. The wrapped handler keeps what
-// it does: an invoice without an account is skipped with its own reason,
-// not failed. An event only the old code received is not in the ledger:
-// Forget reports false, and deleting its id from processed_events has it
-// applied when it comes again.
+// plain INSERT wait, then fail on the key. Held past the delivery's
+// Timeout, the event fails, and is skipped when it comes again once the
+// old code committed. The wrapped handler keeps what it does: an invoice
+// without an account is skipped with its own reason, not failed. An event
+// only the old code received is not in the ledger: Forget reports false,
+// and deleting its id from processed_events has it applied when it comes
+// again.
 func TestHandWrittenReceiverClaimedBothWays(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -91,6 +94,22 @@ func TestHandWrittenReceiverClaimedBothWays(t *testing.T) {
 	require.True(t, errors.As(recv(t, oldErr, "the old code's insert"), &pgErr))
 	require.Equal(t, "23505", pgErr.Code, "unique_violation")
 	require.Equal(t, 1, b.get(t, "credits"))
+
+	// Held by the old code past the delivery's Timeout: it fails, and
+	// Stripe's retry, after the old code committed, is skipped.
+	short, err := idempotency.NewHandler(b.store, hs, idempotency.Config{
+		Secrets: []string{testSecret}, Logger: discardLogger(), Timeout: 200 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	oldTx, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = oldTx.Rollback(context.Background()) }()
+	_, err = oldTx.Exec(ctx, `INSERT INTO processed_events (id) VALUES ('evt_hw_slow')`)
+	require.NoError(t, err)
+	a = idempotencytest.Deliver(short, invoicePayload(t, "evt_hw_slow", "in_evt_hw_slow", "acct_1"), testSecret)
+	require.Equal(t, http.StatusInternalServerError, a.Status)
+	require.NoError(t, oldTx.Commit(ctx))
+	require.Equal(t, idempotency.OutcomeSkipped, deliver("evt_hw_slow").Outcome)
 
 	// The wrapped handler's own Skip.
 	a = idempotencytest.Deliver(h, invoicePayload(t, "evt_hw_no_account", "in_hw_no_account", ""), testSecret)
