@@ -93,6 +93,12 @@ func TestRunbook(t *testing.T) {
 	r = run("idemctl recover", "recover", "-since", since, "-types", "invoice.paid", "-checkpoint", "outage-1120", "-api-base", srv.URL)
 	count(r, `(?m)^duplicate\s+1\s`)
 
+	// Deliveries are refused: once the secret is fixed, recover what
+	// was refused instead of waiting for Stripe's retries.
+	require.Contains(t, doc, "STRIPE_SECRET_KEY=rk_... idemctl recover -since <the first refusal> -types <the handled types> -checkpoint refused-1206")
+	r = run("idemctl recover", "recover", "-since", since, "-types", "invoice.paid", "-checkpoint", "refused-1206", "-api-base", srv.URL)
+	count(r, `(?m)^duplicate\s+1\s`)
+
 	// The database was restored from a backup: recover from 3 days before
 	// it, under a checkpoint of its own; see what the inbox holds now.
 	require.Contains(t, doc, "STRIPE_SECRET_KEY=rk_... idemctl recover -since <the backup's time less 3 days> -types <the handled types> -checkpoint restore-1120")
