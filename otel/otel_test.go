@@ -244,7 +244,10 @@ var stores = map[string]func(t *testing.T) idempotency.Store{
 	},
 }
 
-func testInbox(t *testing.T, store idempotency.Store) {
+// observedInbox is an inbox of handlers() on store with MaxAttempts 1,
+// on a fake clock, observed by tel (its gauges too), and its Handler.
+func observedInbox(t *testing.T, store idempotency.Store) (*idempotency.Inbox, *idempotency.Handler, *idempotencytest.Clock, *telemetry) {
+	t.Helper()
 	clock := idempotencytest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	tel := newTelemetry(t, clock.Now)
 	logger := slog.New(slog.DiscardHandler)
@@ -257,6 +260,11 @@ func testInbox(t *testing.T, store idempotency.Store) {
 	t.Cleanup(func() { require.NoError(t, reg.Unregister()) })
 	h, err := in.Handler(idempotency.Config{Secrets: []string{secret}, Now: clock.Now, Logger: logger, Observer: tel.Observer()})
 	require.NoError(t, err)
+	return in, h, clock, tel
+}
+
+func testInbox(t *testing.T, store idempotency.Store) {
+	in, h, clock, tel := observedInbox(t, store)
 
 	for _, e := range []struct{ id, typ, object string }{
 		{"evt_paid", "invoice.paid", "in_1"},
