@@ -41,6 +41,11 @@ func idemctl(t testing.TB, db *idempotencytest.Database, env map[string]string, 
 }
 
 func idemctlCtx(ctx context.Context, db *idempotencytest.Database, env map[string]string, args ...string) result {
+	return idemctlAt(ctx, time.Now, db, env, args...)
+}
+
+// idemctlAt is idemctlCtx on a machine whose clock is now.
+func idemctlAt(ctx context.Context, now func() time.Time, db *idempotencytest.Database, env map[string]string, args ...string) result {
 	getenv := func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
@@ -54,7 +59,7 @@ func idemctlCtx(ctx context.Context, db *idempotencytest.Database, env map[strin
 		args = append([]string{"-schema", db.Schema}, args...)
 	}
 	var stdout, stderr bytes.Buffer
-	code := run(ctx, args, &stdout, &stderr, getenv)
+	code := runAt(ctx, args, &stdout, &stderr, getenv, now)
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 

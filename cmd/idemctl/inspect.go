@@ -73,10 +73,10 @@ type statsJSON struct {
 	DeadLetters   int                            `json:"dead_letters"`
 }
 
-// since is how long ago t was by idemctl's clock, in whole seconds, and
-// never negative (a replica's clock may be ahead of idemctl's).
+// since is how long ago t was by the database's clock (dbNow), in whole
+// seconds, and never negative (a replica's clock may be ahead of it).
 func (a *app) since(t time.Time) time.Duration {
-	return max(a.now().Sub(t), 0).Round(time.Second)
+	return max(a.dbNow().Sub(t), 0).Round(time.Second)
 }
 
 // dated is t in UTC and its age in seconds for stats -json, both nil when
@@ -155,9 +155,9 @@ var listCommand = command{
 first (Inbox.List), without their payloads: an aligned table, or with
 -json one JSON document. The table's DUE is when a record is due: a
 pending or failed record's next attempt; a processing record's lease
-end, "lease until T" while it runs by idemctl's clock, "lease expired at
-T" once past (its worker died, and the next lease retries it); "-" for a
-final record. Its last error is cut at 60 characters (show, or -json, has
+end, "lease until T" while it runs by the database's clock, "lease
+expired at T" once past (its worker died, and the next lease retries
+it); "-" for a final record. Its last error is cut at 60 characters (show, or -json, has
 it whole); an event stored ignored at receipt, which has none, shows
 "ignored at receipt: no handler for its type; see the event" (show says
 why; -json keeps the stored last_error, ""). The JSON document:
@@ -231,7 +231,7 @@ once, also while new ones arrive. An id the inbox does not have exits 3.
 			}
 			tw := newTable(a.stdout)
 			fmt.Fprintln(tw, "ID\tKIND\tTYPE\tOBJECT\tSTATE\tATTEMPTS\tRECEIVED\tDUE\tLAST ERROR")
-			now := a.now()
+			now := a.dbNow()
 			for _, r := range recs {
 				lastError := truncate(display.ListedLastError(r.State == idempotency.InboxIgnored, r.LastError), 60) // as the help says
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", display.Line(r.EventID), r.Kind, display.Line(r.EventType), dash(r.ObjectID),
@@ -401,7 +401,7 @@ An event still to be applied (pending, failed, processing) also shows what
 holds it back now (Inbox.HeldBy): the events of its object created before
 it that are still to be applied, and a later one a worker is applying,
 each with its state, attempts and next attempt or lease end ("lease
-until", or, once past by idemctl's clock, "lease expired at"). Look at, fix
+until", or, once past by the database's clock, "lease expired at"). Look at, fix
 or redrive those first: the event waits behind them. "-" means nothing
 holds it: it is due at its next attempt, or, processing, a worker holds
 it under a lease until the time given, or that lease expired then (its
@@ -563,7 +563,7 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		l.add("  next attempt", formatTime(rec.NextAttemptAt))
 		l.add("  finished", formatTime(rec.FinishedAt))
 		if !rec.State.Final() {
-			l.addHolders(rec, a.now(), holders, heldByErr)
+			l.addHolders(rec, a.dbNow(), holders, heldByErr)
 		}
 	} else {
 		l.add("type", display.Line(ledger.EventType))

@@ -38,6 +38,9 @@ type app struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	now            func() time.Time
+	// dbOffset is how far the database's clock is ahead of now, as open
+	// measured it: dbNow reads the database's clock (0 before open).
+	dbOffset time.Duration
 	globals
 	// flagGlobals are the globals each flag set parses into.
 	flagGlobals map[*flag.FlagSet]*globals
@@ -68,7 +71,12 @@ var commands = []command{statsCommand, listCommand, ledgerCommand, showCommand, 
 // run runs idemctl with args (without the program name) and returns its exit
 // code. Results go to stdout; errors to stderr, one line each.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now, flagGlobals: map[*flag.FlagSet]*globals{}}
+	return runAt(ctx, args, stdout, stderr, getenv, time.Now)
+}
+
+// runAt is run on the clock now, this machine's.
+func runAt(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string, now func() time.Time) int {
+	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, now: now, flagGlobals: map[*flag.FlagSet]*globals{}}
 	err := a.run(ctx, args)
 	code := exitCode(ctx, err)
 	// An operation that SIGINT or SIGTERM stopped fails with the context's
@@ -219,7 +227,30 @@ func (a *app) open(ctx context.Context) (store *idempotency.PgxStore, closeFn fu
 		pool.Close()
 		return nil, nil, fmt.Errorf("database: %w", err)
 	}
+	a.measureClock(ctx, pool)
 	return store, pool.Close, nil
+}
+
+// measureClock sets dbOffset from one reading of the database's clock
+// between two of idemctl's. Run keeps every replica's clock within a
+// second of the database's, so what idemctl writes in the inbox (a
+// redrive's due time, RedrivenAt) and the ages and lease ends it shows
+// are on the replicas' clock, whatever this machine's says. A reading
+// that fails leaves idemctl's own clock; the command's queries say why.
+func (a *app) measureClock(ctx context.Context, pool *pgxpool.Pool) {
+	sent := a.now()
+	var db time.Time
+	if err := pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&db); err != nil {
+		return
+	}
+	received := a.now()
+	a.dbOffset = db.Sub(sent.Add(received.Sub(sent) / 2))
+}
+
+// dbNow is the database's time now, by idemctl's clock and the offset
+// open measured.
+func (a *app) dbNow() time.Time {
+	return a.now().Add(a.dbOffset)
 }
 
 // openInbox opens the store and its inbox for operator use: no handlers,
@@ -229,7 +260,7 @@ func (a *app) openInbox(ctx context.Context) (*idempotency.PgxStore, *idempotenc
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	in, err := idempotency.NewInbox(store, idempotency.NewHandlers(), idempotency.InboxConfig{})
+	in, err := idempotency.NewInbox(store, idempotency.NewHandlers(), idempotency.InboxConfig{Now: a.dbNow})
 	if err != nil {
 		closeFn()
 		return nil, nil, nil, err
