@@ -180,7 +180,7 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 				}
 			}
 			logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: logger})
+			in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: logger, Now: a.dbNow})
 			if err != nil {
 				return err
 			}
