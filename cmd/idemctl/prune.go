@@ -71,6 +71,7 @@ tasks whose arguments were cleared (with -dry-run: would be).`,
 			r := idempotency.Retention{
 				EventIDs: eventIDs.d, Payloads: payloads.d, DeadLetters: deadLetters.d,
 				Guards: guards.d, Tasks: tasks.d, BatchSize: *batch, Pause: retentionPause(*pause), DryRun: *dryRun,
+				Now: a.dbNow, // the windows on the replicas' clock, not this machine's
 			}
 			for _, f := range []struct {
 				name string
