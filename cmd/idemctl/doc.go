@@ -27,8 +27,8 @@
 //	migrate               PgxStore.Migrate
 //
 // idemctl <command> -h describes a command and its flags. Times (-since,
-// -until) are RFC 3339, a date (UTC), or a duration before now such as 2h
-// or 7d. Durations take days: 45d, 1d12h.
+// -until) are RFC 3339, a date (UTC), or a duration before now by the
+// database's clock, such as 2h or 7d. Durations take days: 45d, 1d12h.
 //
 // Results go to stdout; errors to stderr, one line each starting
 // "idemctl: " (recover also writes there the library's log records at Warn

@@ -76,26 +76,48 @@ func parseTime(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q is not a time: want RFC 3339 (2026-11-30T14:00:00Z), a date (2026-11-30) or a duration before now (2h, 7d)", s)
 }
 
-// timeFlag is a -since or -until flag.
-//
-// now is the clock's reading that a duration before now was measured
-// from: recover measures the Events API's window from it too.
-type timeFlag struct{ t, now time.Time }
+// timeFlag is a -since or -until flag: a time, or a duration before now,
+// which at measures back from the clock it is given.
+type timeFlag struct {
+	t   time.Time     // the time given
+	ago time.Duration // the duration given, when rel
+	rel bool
+}
+
+// set reports whether the flag was given.
+func (f *timeFlag) set() bool { return f.rel || !f.t.IsZero() }
+
+// at is the flag's time: a duration measured back from now. A command
+// connected to the database passes its clock (dbNow), on which the
+// replicas dated what it selects, so that -since 2h is the last two hours
+// whatever the clock of the machine idemctl runs on says.
+func (f *timeFlag) at(now time.Time) time.Time {
+	if f.rel {
+		return now.Add(-f.ago)
+	}
+	return f.t
+}
 
 func (f *timeFlag) String() string {
-	if f == nil || f.t.IsZero() {
+	switch {
+	case f == nil || !f.set():
 		return ""
+	case f.rel:
+		return formatDuration(f.ago)
 	}
 	return f.t.Format(time.RFC3339)
 }
 
 func (f *timeFlag) Set(s string) error {
-	now := time.Now()
-	t, err := parseTime(s, now)
+	if d, err := parseDuration(s); err == nil {
+		*f = timeFlag{ago: d, rel: true}
+		return nil
+	}
+	t, err := parseTime(s, time.Time{}) // not a duration: tried above
 	if err != nil {
 		return err
 	}
-	f.t, f.now = t, now
+	*f = timeFlag{t: t}
 	return nil
 }
 

@@ -56,7 +56,8 @@ Global flags (before or after the command; flags go before its ids):
 // -since is, for a command without -until (recover).
 const (
 	timeForms = `RFC 3339 (2026-11-30T14:00:00Z), a date
-(2026-11-30, UTC), or a duration before now (90m, 2h, 7d, 1d12h).`
+(2026-11-30, UTC), or a duration before now by the database's clock
+(90m, 2h, 7d, 1d12h).`
 	timesHelp = "Times (-since, -until) are " + timeForms
 	sinceHelp = "-since is " + timeForms
 )

@@ -197,7 +197,7 @@ once, also while new ones arrive. An id the inbox does not have exits 3.
 			if err := checkLimit(*limit); err != nil {
 				return err
 			}
-			kind, states, err := f.parse()
+			kind, states, err := f.parse(a.now())
 			if err != nil {
 				return err
 			}
@@ -211,7 +211,7 @@ once, also while new ones arrive. An id the inbox does not have exits 3.
 			defer closeFn()
 			filter := idempotency.InboxFilter{
 				Kind: kind, States: states, EventType: f.eventType, ObjectID: f.object, Account: f.account,
-				Since: f.since.t, Until: f.until.t,
+				Since: f.since.at(a.dbNow()), Until: f.until.at(a.dbNow()),
 			}
 			recs, more, err := listPage(ctx, *after, *limit, in.Lookup, "the inbox has no event or task with this id",
 				func(ctx context.Context, after idempotency.InboxPosition, limit int) ([]idempotency.InboxRecord, error) {
@@ -325,8 +325,9 @@ func (f *inboxFlags) register(fs *flag.FlagSet, verb string, offered []idempoten
 
 // parse validates the kind and the states, and reads -type, -object and
 // -account without the spaces around them, as the dashboard's lists and
-// forms read them: a pasted " cus_123" selects cus_123.
-func (f *inboxFlags) parse() (idempotency.InboxKind, []idempotency.InboxState, error) {
+// forms read them: a pasted " cus_123" selects cus_123. It refuses a
+// -since not before -until, a duration measured back from now.
+func (f *inboxFlags) parse(now time.Time) (idempotency.InboxKind, []idempotency.InboxState, error) {
 	f.eventType, f.object, f.account = pasted(f.eventType), pasted(f.object), pasted(f.account)
 	var kind idempotency.InboxKind
 	switch f.kind {
@@ -342,7 +343,7 @@ func (f *inboxFlags) parse() (idempotency.InboxKind, []idempotency.InboxState, e
 		}
 		sts = append(sts, idempotency.InboxState(s))
 	}
-	if err := checkTimes(f.since, f.until); err != nil {
+	if err := checkTimes(f.since, f.until, now); err != nil {
 		return "", nil, err
 	}
 	return kind, sts, nil
@@ -350,9 +351,9 @@ func (f *inboxFlags) parse() (idempotency.InboxKind, []idempotency.InboxState, e
 
 // checkTimes refuses a -since not before -until, a range that holds no
 // time.
-func checkTimes(since, until timeFlag) error {
-	if !since.t.IsZero() && !until.t.IsZero() && !since.t.Before(until.t) {
-		return usageError("-since (%s) is not before -until (%s)", formatTime(since.t), formatTime(until.t))
+func checkTimes(since, until timeFlag, now time.Time) error {
+	if s, u := since.at(now), until.at(now); since.set() && until.set() && !s.Before(u) {
+		return usageError("-since (%s) is not before -until (%s)", formatTime(s), formatTime(u))
 	}
 	return nil
 }

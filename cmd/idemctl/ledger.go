@@ -81,7 +81,7 @@ does not have exits 3. The JSON document:
 				}
 				want = append(want, idempotency.Outcome(o))
 			}
-			if err := checkTimes(since, until); err != nil {
+			if err := checkTimes(since, until, a.now()); err != nil {
 				return err
 			}
 			store, closeFn, err := a.open(ctx)
@@ -91,7 +91,7 @@ does not have exits 3. The JSON document:
 			defer closeFn()
 			filter := idempotency.EventFilter{
 				Outcomes: want, EventType: pasted(*eventType), ObjectID: pasted(*object),
-				Account: pasted(*account), Since: since.t, Until: until.t,
+				Account: pasted(*account), Since: since.at(a.dbNow()), Until: until.at(a.dbNow()),
 			}
 			recs, more, err := listPage(ctx, *after, *limit, store.LookupEvent, "the ledger has no record of this id",
 				func(ctx context.Context, after idempotency.EventPosition, limit int) ([]idempotency.EventRecord, error) {

@@ -11,8 +11,8 @@ import (
 
 // TestPruneWindowsOnTheDatabasesClock: idemctl prune run on a machine
 // whose clock is two days ahead of the database's measures the windows on
-// the database's clock, the workers' (which Run keeps within a second of
-// it): an event finished six days ago is within the 7 days of payloads,
+// the database's clock, the workers' (Run warns when one is more than a
+// second from it): an event finished six days ago is within the 7 days of payloads,
 // and neither it nor its task's arguments are pruned, where by that
 // machine's clock it finished eight days ago.
 func TestPruneWindowsOnTheDatabasesClock(t *testing.T) {

@@ -116,18 +116,21 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			if err := noArgs(args); err != nil {
 				return err
 			}
-			if since.t.IsZero() {
+			if !since.set() {
 				return usageError("-since is required")
 			}
-			if since.t.After(since.now) {
-				return usageError("-since %s is in the future", formatTime(since.t))
+			// Checked on this machine's clock, before the database is
+			// opened; Recover checks again on the database's.
+			local := a.now()
+			if since.at(local).After(local) {
+				return usageError("-since %s is in the future", formatTime(since.at(local)))
 			}
 			// Refused here, before the database is opened, when no
 			// checkpoint could continue from within the window (Recover
 			// refuses it too, and decides when one could), with the
 			// minute of leeway Recover allows.
-			if oldest := since.now.Add(-idempotency.RecoveryWindow); *checkpoint == "" && since.t.Before(oldest.Add(-time.Minute)) {
-				return usageError("%v: -since %s is before %s", idempotency.ErrRecoveryWindow, formatTime(since.t), formatTime(oldest))
+			if oldest := local.Add(-idempotency.RecoveryWindow); *checkpoint == "" && since.at(local).Before(oldest.Add(-time.Minute)) {
+				return usageError("%v: -since %s is before %s", idempotency.ErrRecoveryWindow, formatTime(since.at(local)), formatTime(oldest))
 			}
 			if len(types) == 0 {
 				return usageError("-types is required: the service's handled event types, a comma list")
@@ -205,11 +208,13 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			m := a.meter("recover", "events")
 			pages := 0
 			listed := map[string]int{} // the events listed, by type
+			// The window (and the checkpoint's date) from the reading a
+			// -since duration is measured from, the database's clock: a
+			// later one refuses -since 30d.
+			now := a.dbNow()
 			rep, err := h.Recover(ctx, client, idempotency.RecoverOptions{
-				Since: since.t, Types: types, Account: *account, Checkpoint: *checkpoint, OnlyUndelivered: *onlyUndelivered,
-				// The window (and the checkpoint's date) from the reading
-				// -since was measured from: a later one refuses -since 30d.
-				Now: func() time.Time { return since.now },
+				Since: since.at(now), Types: types, Account: *account, Checkpoint: *checkpoint, OnlyUndelivered: *onlyUndelivered,
+				Now: func() time.Time { return now },
 				OnPage: func(rep idempotency.RecoverReport) {
 					pages++
 					m.set(rep.Listed, fmt.Sprintf("%s, %s received", display.Count(pages, "page", "pages"), display.Count(rep.Listed, "event", "events")))
@@ -220,7 +225,7 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			if never && rep.Queued > 0 {
 				never = neverWorked()
 			}
-			return a.recoverEnded(ctx, recoverRun{since: since.t, types: types, account: *account, checkpoint: *checkpoint,
+			return a.recoverEnded(ctx, recoverRun{since: since.at(now), types: types, account: *account, checkpoint: *checkpoint,
 				asJSON: *asJSON, neverWorked: never, listed: listed}, rep, err)
 		}
 	},

@@ -12,8 +12,8 @@ import (
 
 // TestRecoverReceivedOnTheDatabasesClock: idemctl recover run on a machine
 // whose clock is an hour ahead of the database's stores the events it
-// recovers received now by the database's clock, the workers' (which Run
-// keeps within a second of it), not an hour from now: the oldest pending
+// recovers received now by the database's clock, the workers' (Run warns
+// when one is more than a second from it), not an hour from now: the oldest pending
 // age, the alert that events wait and -since of list and redrive read
 // them as stored now.
 func TestRecoverReceivedOnTheDatabasesClock(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 )
 
 // TestRedriveOnTheDatabasesClock: idemctl run on a machine whose clock is
-// an hour ahead of the database's (which Run keeps every worker's within
-// a second of) redrives a dead letter due now by the database's clock,
+// an hour ahead of the database's (the workers' clock: Run warns when
+// one is more than a second from it) redrives a dead letter due now by the database's clock,
 // not an hour from now, so that a worker takes it at once, and dates its
 // redrive and the ages stats shows by that clock.
 func TestRedriveOnTheDatabasesClock(t *testing.T) {

@@ -88,7 +88,7 @@ counted in it.
 			if err := noArgs(args); err != nil {
 				return err
 			}
-			kind, sts, err := f.parse()
+			kind, sts, err := f.parse(a.now())
 			if err != nil {
 				return err
 			}
@@ -111,7 +111,7 @@ counted in it.
 				return usageError("-state ignored takes no -all: -type or -id names the ignored events to redrive, " +
 					"and -all would take those of every type no release handles")
 			}
-			selected := len(ids) > 0 || f.eventType != "" || f.object != "" || f.account != "" || !f.since.t.IsZero() || !f.until.t.IsZero()
+			selected := len(ids) > 0 || f.eventType != "" || f.object != "" || f.account != "" || f.since.set() || f.until.set()
 			if selected && *all {
 				return usageError("-all redrives every %s: it takes no -id, -type, -object, -account, -since or -until", allRedrives(kind, sts))
 			}
@@ -125,7 +125,7 @@ counted in it.
 			defer closeFn()
 			filter := idempotency.RedriveFilter{
 				Kind: kind, EventIDs: ids, EventType: f.eventType, ObjectID: f.object, Account: f.account,
-				Since: f.since.t, Until: f.until.t, States: sts, DryRun: *dryRun,
+				Since: f.since.at(a.dbNow()), Until: f.until.at(a.dbNow()), States: sts, DryRun: *dryRun,
 			}
 			// Before the redrive, which makes the moved ones pending: each
 			// id it will not move, and why.

@@ -232,11 +232,12 @@ func (a *app) open(ctx context.Context) (store *idempotency.PgxStore, closeFn fu
 }
 
 // measureClock sets dbOffset from one reading of the database's clock
-// between two of idemctl's. Run keeps every replica's clock within a
-// second of the database's, so what idemctl writes in the inbox (a
-// redrive's due time, RedrivenAt) and the ages and lease ends it shows
-// are on the replicas' clock, whatever this machine's says. A reading
-// that fails leaves idemctl's own clock; the command's queries say why.
+// between two of idemctl's, so that what idemctl writes in the inbox (a
+// redrive's due time, RedrivenAt), the times it selects by and the ages
+// and lease ends it shows are on the replicas' clock (Run warns when a
+// replica's is more than a second from the database's), whatever this
+// machine's says. A reading that fails leaves idemctl's own clock; the
+// command's queries say why.
 func (a *app) measureClock(ctx context.Context, pool *pgxpool.Pool) {
 	sent := a.now()
 	var db time.Time
