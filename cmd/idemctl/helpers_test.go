@@ -44,6 +44,13 @@ func idemctlCtx(ctx context.Context, db *idempotencytest.Database, env map[strin
 	return idemctlAt(ctx, time.Now, db, env, args...)
 }
 
+// idemctlSkewed is idemctl on a machine whose clock is skew ahead of the
+// database's (behind when negative).
+func idemctlSkewed(t testing.TB, skew time.Duration, db *idempotencytest.Database, env map[string]string, args ...string) result {
+	t.Helper()
+	return idemctlAt(t.Context(), func() time.Time { return time.Now().Add(skew) }, db, env, args...)
+}
+
 // idemctlAt is idemctlCtx on a machine whose clock is now.
 func idemctlAt(ctx context.Context, now func() time.Time, db *idempotencytest.Database, env map[string]string, args ...string) result {
 	getenv := func(k string) string {

@@ -209,9 +209,13 @@ once, also while new ones arrive. An id the inbox does not have exits 3.
 				return err
 			}
 			defer closeFn()
+			since, until, err := timeRange(f.since, f.until, a.dbNow())
+			if err != nil {
+				return err
+			}
 			filter := idempotency.InboxFilter{
 				Kind: kind, States: states, EventType: f.eventType, ObjectID: f.object, Account: f.account,
-				Since: f.since.at(a.dbNow()), Until: f.until.at(a.dbNow()),
+				Since: since, Until: until,
 			}
 			recs, more, err := listPage(ctx, *after, *limit, in.Lookup, "the inbox has no event or task with this id",
 				func(ctx context.Context, after idempotency.InboxPosition, limit int) ([]idempotency.InboxRecord, error) {
@@ -326,7 +330,8 @@ func (f *inboxFlags) register(fs *flag.FlagSet, verb string, offered []idempoten
 // parse validates the kind and the states, and reads -type, -object and
 // -account without the spaces around them, as the dashboard's lists and
 // forms read them: a pasted " cus_123" selects cus_123. It refuses a
-// -since not before -until, a duration measured back from now.
+// -since not before -until as checkTimes does, a duration measured back
+// from now.
 func (f *inboxFlags) parse(now time.Time) (idempotency.InboxKind, []idempotency.InboxState, error) {
 	f.eventType, f.object, f.account = pasted(f.eventType), pasted(f.object), pasted(f.account)
 	var kind idempotency.InboxKind
@@ -349,13 +354,29 @@ func (f *inboxFlags) parse(now time.Time) (idempotency.InboxKind, []idempotency.
 	return kind, sts, nil
 }
 
-// checkTimes refuses a -since not before -until, a range that holds no
-// time.
+// checkTimes refuses, before idemctl connects, a -since not before
+// -until, a range that holds no time, where no clock changes their order:
+// two times, or two durations (printed measured back from now). A
+// duration beside a time is ordered on the database's clock, which the
+// selection measures the duration on: timeRange judges it once connected.
 func checkTimes(since, until timeFlag, now time.Time) error {
-	if s, u := since.at(now), until.at(now); since.set() && until.set() && !s.Before(u) {
-		return usageError("-since (%s) is not before -until (%s)", formatTime(s), formatTime(u))
+	if since.rel != until.rel {
+		return nil
 	}
-	return nil
+	_, _, err := timeRange(since, until, now)
+	return err
+}
+
+// timeRange is -since and -until measured back from now, the database's
+// clock (dbNow) in a command connected to it, the zero time for one not
+// given. It refuses a -since not before -until, a range that holds no
+// time.
+func timeRange(since, until timeFlag, now time.Time) (time.Time, time.Time, error) {
+	s, u := since.at(now), until.at(now)
+	if since.set() && until.set() && !s.Before(u) {
+		return time.Time{}, time.Time{}, usageError("-since (%s) is not before -until (%s)", formatTime(s), formatTime(u))
+	}
+	return s, u, nil
 }
 
 // checkTaskSelection refuses -account or -object with -kind task, which

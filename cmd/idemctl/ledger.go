@@ -89,9 +89,13 @@ does not have exits 3. The JSON document:
 				return err
 			}
 			defer closeFn()
+			from, to, err := timeRange(since, until, a.dbNow())
+			if err != nil {
+				return err
+			}
 			filter := idempotency.EventFilter{
 				Outcomes: want, EventType: pasted(*eventType), ObjectID: pasted(*object),
-				Account: pasted(*account), Since: since.at(a.dbNow()), Until: until.at(a.dbNow()),
+				Account: pasted(*account), Since: from, Until: to,
 			}
 			recs, more, err := listPage(ctx, *after, *limit, store.LookupEvent, "the ledger has no record of this id",
 				func(ctx context.Context, after idempotency.EventPosition, limit int) ([]idempotency.EventRecord, error) {

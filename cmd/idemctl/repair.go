@@ -123,9 +123,13 @@ counted in it.
 				return err
 			}
 			defer closeFn()
+			since, until, err := timeRange(f.since, f.until, a.dbNow())
+			if err != nil {
+				return err
+			}
 			filter := idempotency.RedriveFilter{
 				Kind: kind, EventIDs: ids, EventType: f.eventType, ObjectID: f.object, Account: f.account,
-				Since: f.since.at(a.dbNow()), Until: f.until.at(a.dbNow()), States: sts, DryRun: *dryRun,
+				Since: since, Until: until, States: sts, DryRun: *dryRun,
 			}
 			// Before the redrive, which makes the moved ones pending: each
 			// id it will not move, and why.
