@@ -119,18 +119,14 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			if !since.set() {
 				return usageError("-since is required")
 			}
-			// Checked on this machine's clock, before the database is
-			// opened; Recover checks again on the database's.
-			local := a.now()
-			if since.at(local).After(local) {
-				return usageError("-since %s is in the future", formatTime(since.at(local)))
-			}
-			// Refused here, before the database is opened, when no
-			// checkpoint could continue from within the window (Recover
-			// refuses it too, and decides when one could), with the
-			// minute of leeway Recover allows.
-			if oldest := local.Add(-idempotency.RecoveryWindow); *checkpoint == "" && since.at(local).Before(oldest.Add(-time.Minute)) {
-				return usageError("%v: -since %s is before %s", idempotency.ErrRecoveryWindow, formatTime(since.at(local)), formatTime(oldest))
+			// A duration is judged before the database is opened: no
+			// clock changes how far back it reaches. A time waits for the
+			// database's clock, which Recover measures the window on.
+			if since.rel {
+				local := a.now()
+				if err := checkRecoverSince(since.at(local), local, *checkpoint); err != nil {
+					return err
+				}
 			}
 			if len(types) == 0 {
 				return usageError("-types is required: the service's handled event types, a comma list")
@@ -175,6 +171,13 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 				return err
 			}
 			defer closeFn()
+			// The window (and the checkpoint's date) from the reading a
+			// -since duration is measured from, the database's clock: a
+			// later one refuses -since 30d.
+			now := a.dbNow()
+			if err := checkRecoverSince(since.at(now), now, *checkpoint); err != nil {
+				return err
+			}
 
 			hs := idempotency.NewHandlers()
 			for _, t := range types {
@@ -208,10 +211,6 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 			m := a.meter("recover", "events")
 			pages := 0
 			listed := map[string]int{} // the events listed, by type
-			// The window (and the checkpoint's date) from the reading a
-			// -since duration is measured from, the database's clock: a
-			// later one refuses -since 30d.
-			now := a.dbNow()
 			rep, err := h.Recover(ctx, client, idempotency.RecoverOptions{
 				Since: since.at(now), Types: types, Account: *account, Checkpoint: *checkpoint, OnlyUndelivered: *onlyUndelivered,
 				Now: func() time.Time { return now },
@@ -229,6 +228,20 @@ With -json the report is one JSON document: {"listed":N,"queued":N,
 				asJSON: *asJSON, neverWorked: never, listed: listed}, rep, err)
 		}
 	},
+}
+
+// checkRecoverSince refuses a -since in the future of now, and one before
+// the Events API's window when no checkpoint could continue from within
+// it (Recover refuses it too, and decides when one could), with the
+// minute of leeway Recover allows.
+func checkRecoverSince(since, now time.Time, checkpoint string) error {
+	if since.After(now) {
+		return usageError("-since %s is in the future", formatTime(since))
+	}
+	if oldest := now.Add(-idempotency.RecoveryWindow); checkpoint == "" && since.Before(oldest.Add(-time.Minute)) {
+		return usageError("%v: -since %s is before %s", idempotency.ErrRecoveryWindow, formatTime(since), formatTime(oldest))
+	}
+	return nil
 }
 
 // recoverRun is what recover asked for and saw, which its report needs.
