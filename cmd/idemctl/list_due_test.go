@@ -12,7 +12,7 @@ import (
 // TestListDue: list's table says when each record is due, so that an
 // operator need not show each one: a pending or failed record's next
 // attempt, a processing record's lease end, with the judgement show makes
-// by idemctl's clock ("lease until T" while it runs, "lease expired at T"
+// by the database's clock ("lease until T" while it runs, "lease expired at T"
 // once past: its worker died, and the next lease retries it), and "-" for
 // a final record. -json has both times, null when not set.
 func TestListDue(t *testing.T) {

@@ -67,7 +67,7 @@ func TestShowHeldByProcessing(t *testing.T) {
 	require.Equal(t, idempotency.InboxProcessed, s.lookup(t, "evt_running").State)
 
 	// A worker whose clock is an hour behind leases the event for a
-	// minute and dies: its lease ended 59 minutes ago by idemctl's clock.
+	// minute and dies: its lease ended 59 minutes ago by the database's clock.
 	behind, err := idempotency.NewInbox(s.store, hs, idempotency.InboxConfig{Logger: quiet,
 		Now: func() time.Time { return time.Now().Add(-time.Hour) }})
 	require.NoError(t, err)
