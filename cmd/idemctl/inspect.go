@@ -157,8 +157,9 @@ first (Inbox.List), without their payloads: an aligned table, or with
 pending or failed record's next attempt; a processing record's lease
 end, "lease until T" while it runs by the database's clock, "lease
 expired at T" once past (its worker died, and the next lease retries
-it); "-" for a final record. Its last error is cut at 60 characters (show, or -json, has
-it whole); an event stored ignored at receipt, which has none, shows
+it); "-" for a final record. Its last error is cut at 60 characters
+(show, or -json, has it whole); an event stored ignored at receipt,
+which has none, shows
 "ignored at receipt: no handler for its type; see the event" (show says
 why; -json keeps the stored last_error, ""). The JSON document:
 
@@ -423,10 +424,10 @@ An event still to be applied (pending, failed, processing) also shows what
 holds it back now (Inbox.HeldBy): the events of its object created before
 it that are still to be applied, and a later one a worker is applying,
 each with its state, attempts and next attempt or lease end ("lease
-until", or, once past by the database's clock, "lease expired at"). Look at, fix
-or redrive those first: the event waits behind them. "-" means nothing
-holds it: it is due at its next attempt, or, processing, a worker holds
-it under a lease until the time given, or that lease expired then (its
+until", or, once past by the database's clock, "lease expired at"). Look
+at, fix or redrive those first: the event waits behind them. "-" means
+nothing holds it: it is due at its next attempt, or, processing, a worker
+holds it under a lease until the time given, or that lease expired then (its
 worker died, hung or lost its connection) and the next lease retries it,
 or dead-letters it after its last attempt. A processing event that is
 held back is one whose lease expired (a worker applying an event is held
