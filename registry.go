@@ -72,7 +72,9 @@ func NewHandlers() *Handlers {
 // stripe-go resource type is checked against data.object's "object": an
 // event whose object is another (an invoice given to a *stripe.Customer)
 // fails with a [DecodeError] that names it, rather than decode the fields
-// the two share and leave the others zero. The
+// the two share and leave the others zero. A thin event's data is decoded
+// into T: stripe.V1BillingMeterErrorReportTriggeredEventData, the Data of
+// stripe-go's type of the event. The
 // value is json.Unmarshal's, with one difference: a T with its own
 // UnmarshalJSON is given data.object without insignificant white space
 // (stripe-go's decode the compact form faster); one that keeps its input
@@ -82,8 +84,10 @@ func NewHandlers() *Handlers {
 // byte or invalid UTF-8 ([ErrInvalidKey]) or with white space or a control
 // character (no Stripe event has such a type), a wildcard such as
 // "invoice.*" (handlers are looked up by the event's exact type: register
-// each one), a nil fn, or a second handler for one event type. [OnSafely]
-// returns the error instead.
+// each one), a nil fn, a second handler for one event type, or a T that is
+// a whole event's type (*stripe.Event, stripe-go's type of a thin event,
+// such as stripe.V1BillingMeterErrorReportTriggeredEvent), never given the
+// data it would decode. [OnSafely] returns the error instead.
 func On[T any](hs *Handlers, eventType string, fn EventFunc[T]) {
 	if err := OnSafely(hs, eventType, fn); err != nil {
 		panic(err)
@@ -166,6 +170,9 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 	}
 	if err := checkOn(hs, "On", eventType, name); err != nil {
 		return err
+	}
+	if !fetched && decode.WholeEvent(reflect.TypeFor[T]()) {
+		return errorf("On: %s is a whole event's type: a handler is given the event's data (data.object; a thin event's data): register the type of the data (for a thin event, its stripe-go event's Data field)", objectType)
 	}
 	if hs.byType == nil { // a zero Handlers, as NewTask and NewAction take it
 		hs.byType = make(map[string]registration)

@@ -13,10 +13,8 @@ import (
 // stripe.AccountExternalAccount: a card or a bank account) keep the object in a
 // field of their own type, and get "": any object is theirs.
 func StripeObject(t reflect.Type) string {
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct || t.PkgPath() != stripeModule {
+	t, ok := stripeStruct(t)
+	if !ok {
 		return ""
 	}
 	f, ok := t.FieldByName("Object")
@@ -40,4 +38,30 @@ func ObjectMatches(want, kind string) bool {
 		return true
 	}
 	return strings.HasSuffix(want, strings.ToLower(objectSeparators.Replace(kind)))
+}
+
+// WholeEvent reports whether t (a struct, or a pointer to one) is
+// stripe-go's type of a whole event rather than of an event's data:
+// stripe.Event, stripe.ThinEvent (a thin event's notification), or a type
+// that embeds stripe.V2BaseEvent (stripe.V2RawEvent and the type of each
+// thin event, stripe.V1BillingMeterErrorReportTriggeredEvent).
+func WholeEvent(t reflect.Type) bool {
+	t, ok := stripeStruct(t)
+	if !ok {
+		return false
+	}
+	if t.Name() == "Event" || t.Name() == "ThinEvent" {
+		return true
+	}
+	f, ok := t.FieldByName("V2BaseEvent")
+	return ok && f.Anonymous && f.Type.PkgPath() == stripeModule && f.Type.Name() == "V2BaseEvent"
+}
+
+// stripeStruct returns t, or the type t points to, and whether that is a
+// struct of stripe-go.
+func stripeStruct(t reflect.Type) (reflect.Type, bool) {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t, t.Kind() == reflect.Struct && t.PkgPath() == stripeModule
 }
