@@ -19,8 +19,10 @@ import (
 // which a handler of that type reaches for; data decoded into it fills
 // nothing of it (the event's "reason" aside, into its V2BaseEvent), and the
 // event was processed on zero values, its meter errors lost. On refuses
-// such a type, and every whole event's type of stripe-go, at registration,
-// naming the type to register instead.
+// such a type, and every whole event's type of stripe-go (stripe.V2BaseEvent,
+// which each embeds, too), at registration, naming the type to register
+// instead; the types of an event's data, and the API's objects named
+// ...Event (stripe.BillingMeterEvent), it takes.
 func TestOnWholeEventTypeRefused(t *testing.T) {
 	t.Parallel()
 	const thin = "v1.billing.meter.error_report_triggered"
@@ -45,6 +47,12 @@ func TestOnWholeEventTypeRefused(t *testing.T) {
 			return idempotency.OnSafely(hs, thin, func(context.Context, idempotency.Tx, idempotency.Event[stripe.ThinEvent]) error { return nil })
 		}, "stripe.ThinEvent"},
 		{func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, thin, func(context.Context, idempotency.Tx, idempotency.Event[stripe.V2BaseEvent]) error { return nil })
+		}, "stripe.V2BaseEvent"},
+		{func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, thin, func(context.Context, idempotency.Tx, idempotency.Event[*stripe.V2BaseEvent]) error { return nil })
+		}, "*stripe.V2BaseEvent"},
+		{func(hs *idempotency.Handlers) error {
 			return idempotency.OnSafely(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Event]) error { return nil })
 		}, "*stripe.Event"},
 	}
@@ -56,6 +64,38 @@ func TestOnWholeEventTypeRefused(t *testing.T) {
 			require.Empty(t, hs.EventTypes(), "nothing registered")
 		})
 	}
+
+	// Objects of the API named ...Event, and the types of an event's data,
+	// are data: registered.
+	taken := []func(*idempotency.Handlers) error{
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, thin, func(context.Context, idempotency.Tx, idempotency.Event[stripe.V1BillingMeterErrorReportTriggeredEventData]) error {
+				return nil
+			})
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "v1.billing.meter.no_meter_found", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.V1BillingMeterNoMeterFoundEventData]) error {
+				return nil
+			})
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "billing.meter_event.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.BillingMeterEvent]) error { return nil })
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "v2.billing.meter_event.created", func(context.Context, idempotency.Tx, idempotency.Event[stripe.V2BillingMeterEvent]) error { return nil })
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "v2.core.event_destination.updated", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.V2EventDestination]) error { return nil })
+		},
+	}
+	t.Run("data types taken", func(t *testing.T) {
+		t.Parallel()
+		hs := idempotency.NewHandlers()
+		for _, register := range taken {
+			require.NoError(t, register(hs))
+		}
+		require.Len(t, hs.EventTypes(), len(taken))
+	})
 
 	t.Run("On panics", func(t *testing.T) {
 		t.Parallel()

@@ -42,15 +42,17 @@ func ObjectMatches(want, kind string) bool {
 
 // WholeEvent reports whether t (a struct, or a pointer to one) is
 // stripe-go's type of a whole event rather than of an event's data:
-// stripe.Event, stripe.ThinEvent (a thin event's notification), or a type
-// that embeds stripe.V2BaseEvent (stripe.V2RawEvent and the type of each
-// thin event, stripe.V1BillingMeterErrorReportTriggeredEvent).
+// stripe.Event, stripe.ThinEvent (a thin event's notification),
+// stripe.V2BaseEvent (a thin event's own fields), or a type that embeds it
+// (stripe.V2RawEvent and the type of each thin event,
+// stripe.V1BillingMeterErrorReportTriggeredEvent).
 func WholeEvent(t reflect.Type) bool {
 	t, ok := stripeStruct(t)
 	if !ok {
 		return false
 	}
-	if t.Name() == "Event" || t.Name() == "ThinEvent" {
+	switch t.Name() {
+	case "Event", "ThinEvent", "V2BaseEvent":
 		return true
 	}
 	f, ok := t.FieldByName("V2BaseEvent")
