@@ -87,7 +87,8 @@ func NewHandlers() *Handlers {
 // each one), a nil fn, a second handler for one event type, or a T that is
 // a whole event's type (*stripe.Event, stripe-go's type of a thin event,
 // such as stripe.V1BillingMeterErrorReportTriggeredEvent, or the
-// stripe.V2BaseEvent it embeds), never given the data it would decode. [OnSafely] returns the error instead.
+// stripe.V2BaseEvent it embeds), never given the data it would decode.
+// [OnSafely] returns the error instead.
 func On[T any](hs *Handlers, eventType string, fn EventFunc[T]) {
 	if err := OnSafely(hs, eventType, fn); err != nil {
 		panic(err)
