@@ -165,14 +165,15 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 	var zero T
 	objectType := fmt.Sprintf("%T", zero)
 	fastDecode, plainDecode := decode.For[T]()
-	stripeObject := decode.StripeObject(reflect.TypeFor[T]())
+	t := reflect.TypeFor[T]()
+	stripeObject := decode.StripeObject(t)
 	if fn == nil && hs != nil && eventType != "" {
 		return errorf("On: nil func for %q", eventType)
 	}
 	if err := checkOn(hs, "On", eventType, name); err != nil {
 		return err
 	}
-	if !fetched && decode.WholeEvent(reflect.TypeFor[T]()) {
+	if !fetched && decode.WholeEvent(t) {
 		return errorf("On: %s is a whole event's type: a handler is given the event's data (data.object; a thin event's data): register the type of the data (for a thin event, its stripe-go event's Data field)", objectType)
 	}
 	if hs.byType == nil { // a zero Handlers, as NewTask and NewAction take it

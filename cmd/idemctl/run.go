@@ -236,8 +236,9 @@ func (a *app) open(ctx context.Context) (store *idempotency.PgxStore, closeFn fu
 // redrive's due time, RedrivenAt), the times it selects by and the ages
 // and lease ends it shows are on the replicas' clock (Run warns when a
 // replica's is more than a second from the database's), whatever this
-// machine's says. A reading that fails leaves idemctl's own clock; the
-// command's queries say why.
+// machine's says. A reading that fails leaves idemctl's own clock, and
+// says nothing: it follows a Ping that succeeded, so the command's own
+// queries most likely fail too, and say why.
 func (a *app) measureClock(ctx context.Context, pool *pgxpool.Pool) {
 	sent := a.now()
 	var db time.Time
