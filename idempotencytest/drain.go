@@ -25,8 +25,16 @@ import (
 // between (Inbox.Lookup, Inbox.Stats). It also returns when the events
 // left wait for nothing the clock can reach: an event held back behind
 // an attempt in flight on another Inbox (clock set first to that
-// attempt's lease end, as for a worker that died), or an inbox whose
-// clock is not this one.
+// attempt's lease end, as for a worker that died).
+//
+// An inbox that does not read clock (InboxConfig.Now left to the real
+// time, or another Clock's) ends the call with an error that says so,
+// naming the event or task, once one is due on clock, held back by
+// nothing (Inbox.HeldBy), and two calls of WorkDue in a row leave it
+// unattempted: its clock is behind this one. One whose clock is ahead
+// (a NewClock with a fixed start in the past, beside an inbox on the
+// real time) makes its attempts, and Drain returns when the retries
+// come due after within, as above.
 //
 // A task that snoozes for no time (Snooze(0)) is run once per WorkDue
 // call, so Drain calls WorkDue again while it makes attempts, up to 100
@@ -57,6 +65,30 @@ func Drain(ctx context.Context, inbox *idempotency.Inbox, clock *Clock, within t
 				return attempts, fmt.Errorf("idempotencytest: Drain: still attempting after %d calls of WorkDue without the clock moving: a task that snoozes for no time (Snooze(0)) at every run?", drainStillCalls)
 			}
 			continue
+		}
+		stuck, err := dueUnattempted(ctx, inbox, clock.Now())
+		if err != nil {
+			return attempts, err
+		}
+		if stuck.EventID != "" {
+			// One stored or released since that call is due now: a call
+			// of WorkDue on the inbox's clock attempts it.
+			n, err := inbox.WorkDue(ctx)
+			attempts += n
+			if err != nil {
+				return attempts, err
+			}
+			if n > 0 {
+				continue
+			}
+			again, ok, err := inbox.Lookup(ctx, stuck.EventID)
+			if err != nil {
+				return attempts, err
+			}
+			if ok && again.State == stuck.State && again.Attempt == stuck.Attempt && !again.NextAttemptAt.After(clock.Now()) {
+				return attempts, fmt.Errorf("idempotencytest: Drain: %s %s is due at %s on clock and held back by nothing, and inbox.WorkDue did not attempt it: the inbox does not read clock (set InboxConfig.Now to clock.Now)",
+					stuck.Kind, stuck.EventID, again.NextAttemptAt.Format(time.RFC3339Nano))
+			}
 		}
 		next, err := nextDue(ctx, inbox, clock.Now())
 		if err != nil || next.IsZero() || next.After(until) {
@@ -99,4 +131,62 @@ func nextDue(ctx context.Context, inbox *idempotency.Inbox, now time.Time) (time
 		}
 		f.After = page[len(page)-1].Position()
 	}
+}
+
+// dueUnattempted returns an event or a task of inbox that is due at now
+// (pending or failed, its NextAttemptAt not after now) and held back by
+// nothing, which a call of WorkDue on the inbox's clock would have
+// attempted; the zero record when there is none. Of an object's events
+// only the first still to be applied, in the order they are applied
+// (Created, then EventID), can be held by nothing, and only while no
+// event of the object is processing: HeldBy is asked of that one alone.
+func dueUnattempted(ctx context.Context, inbox *idempotency.Inbox, now time.Time) (idempotency.InboxRecord, error) {
+	type object struct{ id, account string }
+	first := map[object]idempotency.InboxRecord{}
+	busy := map[object]bool{}
+	var due []idempotency.InboxRecord
+	f := idempotency.InboxFilter{
+		States: []idempotency.InboxState{idempotency.InboxPending, idempotency.InboxFailed, idempotency.InboxProcessing},
+		Limit:  idempotency.MaxListLimit,
+	}
+	for {
+		page, err := inbox.List(ctx, f)
+		if err != nil {
+			return idempotency.InboxRecord{}, err
+		}
+		for _, r := range page {
+			if r.Kind == idempotency.KindTask || r.ObjectID == "" {
+				if r.State != idempotency.InboxProcessing && !r.NextAttemptAt.After(now) {
+					return r, nil
+				}
+				continue
+			}
+			o := object{r.ObjectID, r.Account}
+			if r.State == idempotency.InboxProcessing {
+				busy[o] = true
+			}
+			if cur, ok := first[o]; !ok || r.Created.Before(cur.Created) || r.Created.Equal(cur.Created) && r.EventID < cur.EventID {
+				first[o] = r
+			}
+		}
+		if len(page) < f.Limit {
+			break
+		}
+		f.After = page[len(page)-1].Position()
+	}
+	for o, r := range first {
+		if !busy[o] && r.State != idempotency.InboxProcessing && !r.NextAttemptAt.After(now) {
+			due = append(due, r)
+		}
+	}
+	for _, r := range due {
+		holders, err := inbox.HeldBy(ctx, r.EventID)
+		if err != nil {
+			return idempotency.InboxRecord{}, err
+		}
+		if len(holders) == 0 {
+			return r, nil
+		}
+	}
+	return idempotency.InboxRecord{}, nil
 }

@@ -22,6 +22,7 @@ type drainCase struct {
 	inbox *idempotency.Inbox
 	clock *idempotencytest.Clock
 	h     *idempotency.Handler
+	hs    *idempotency.Handlers
 
 	mu       sync.Mutex
 	attempts map[string]int // invoice → attempts
@@ -35,6 +36,7 @@ func newDrainCase(t *testing.T, store idempotency.Store, failFirst map[string]in
 		attempts: map[string]int{}, receipts: map[string]int{},
 	}
 	hs := idempotency.NewHandlers()
+	c.hs = hs
 	receipt := idempotency.NewTask(hs, "send-receipt", func(_ context.Context, run idempotency.TaskRun[string]) error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -191,6 +193,45 @@ func TestDrainLeaseInFlight(t *testing.T) {
 			require.Zero(t, n, "held by the attempt in flight")
 			require.Equal(t, rec.LeaseUntil, c.clock.Now(), "the clock moved to the lease's end")
 			require.Equal(t, idempotency.InboxProcessed, c.state(t, "evt_ok"), "applied by the attempt in flight")
+		})
+	}
+}
+
+// An inbox that does not read the clock (InboxConfig.Now left to the
+// real time) is named as the fault: the failed event comes due on the
+// clock, held by nothing, and WorkDue does not attempt it. Where the
+// clock reaches events only held back (behind a failed event of their
+// object, or a task snoozed past within), Drain returns without an error.
+func TestDrainInboxOnAnotherClock(t *testing.T) {
+	t.Parallel()
+	for name, store := range drainStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := store()
+			c := newDrainCase(t, s, map[string]int{"in_flaky": 1})
+			inbox, err := idempotency.NewInbox(s, c.hs, idempotency.InboxConfig{ // no Now: the real time
+				Backoff: func(int) time.Duration { return time.Hour },
+				Logger:  slog.New(slog.DiscardHandler),
+			})
+			require.NoError(t, err)
+			c.clock.Set(time.Now())
+			c.deliver(t, "evt_flaky", "in_flaky")
+
+			n, err := idempotencytest.Drain(t.Context(), inbox, c.clock, 2*time.Hour)
+			require.ErrorContains(t, err, "evt_flaky")
+			require.ErrorContains(t, err, "InboxConfig.Now")
+			require.Equal(t, 1, n)
+			require.Equal(t, idempotency.InboxFailed, c.state(t, "evt_flaky"))
+
+			// On the inbox's own clock, an event held back behind a failed
+			// one of its object is due and not attempted: no error.
+			held := newDrainCase(t, store(), map[string]int{"in_held": -1})
+			held.deliver(t, "evt_a", "in_held")
+			held.deliver(t, "evt_b", "in_held")
+			n, err = idempotencytest.Drain(t.Context(), held.inbox, held.clock, time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, 3, n, "evt_a at 0, ~1 s and ~17 s")
+			require.Equal(t, idempotency.InboxPending, held.state(t, "evt_b"))
 		})
 	}
 }
