@@ -66,7 +66,7 @@ func Drain(ctx context.Context, inbox *idempotency.Inbox, clock *Clock, within t
 			}
 			continue
 		}
-		stuck, err := dueUnattempted(ctx, inbox, clock.Now())
+		next, stuck, err := scan(ctx, inbox, clock.Now())
 		if err != nil {
 			return attempts, err
 		}
@@ -90,9 +90,8 @@ func Drain(ctx context.Context, inbox *idempotency.Inbox, clock *Clock, within t
 					stuck.Kind, stuck.EventID, again.NextAttemptAt.Format(time.RFC3339Nano))
 			}
 		}
-		next, err := nextDue(ctx, inbox, clock.Now())
-		if err != nil || next.IsZero() || next.After(until) {
-			return attempts, err
+		if next.IsZero() || next.After(until) {
+			return attempts, nil
 		}
 		clock.Set(next)
 		still = 0
@@ -103,19 +102,27 @@ func Drain(ctx context.Context, inbox *idempotency.Inbox, clock *Clock, within t
 // Drain makes without moving the clock before it gives up.
 const drainStillCalls = 100
 
-// nextDue returns the earliest time after now at which an event or a task
-// of inbox still to be applied comes due: a pending or failed one's next
-// attempt, a processing one's lease end; zero when none does.
-func nextDue(ctx context.Context, inbox *idempotency.Inbox, now time.Time) (time.Time, error) {
+// scan reads what inbox still has to apply, at now. next is the earliest
+// time after now at which one comes due (a pending or failed one's next
+// attempt, a processing one's lease end), zero when none does. stuck is
+// one due at now (pending or failed, its NextAttemptAt not after now) and
+// held back by nothing, which a call of WorkDue on the inbox's clock would
+// have attempted; the zero record when there is none. Of an object's
+// events only the first still to be applied, in the order they are
+// applied (Created, then EventID), can be held by nothing, and only while
+// no event of the object is processing: HeldBy is asked of that one alone.
+func scan(ctx context.Context, inbox *idempotency.Inbox, now time.Time) (next time.Time, stuck idempotency.InboxRecord, err error) {
+	type object struct{ id, account string }
+	first := map[object]idempotency.InboxRecord{}
+	busy := map[object]bool{}
 	f := idempotency.InboxFilter{
 		States: []idempotency.InboxState{idempotency.InboxPending, idempotency.InboxFailed, idempotency.InboxProcessing},
 		Limit:  idempotency.MaxListLimit,
 	}
-	var next time.Time
 	for {
 		page, err := inbox.List(ctx, f)
 		if err != nil {
-			return time.Time{}, err
+			return time.Time{}, idempotency.InboxRecord{}, err
 		}
 		for _, r := range page {
 			due := r.NextAttemptAt
@@ -125,39 +132,9 @@ func nextDue(ctx context.Context, inbox *idempotency.Inbox, now time.Time) (time
 			if due.After(now) && (next.IsZero() || due.Before(next)) {
 				next = due
 			}
-		}
-		if len(page) < f.Limit {
-			return next, nil
-		}
-		f.After = page[len(page)-1].Position()
-	}
-}
-
-// dueUnattempted returns an event or a task of inbox that is due at now
-// (pending or failed, its NextAttemptAt not after now) and held back by
-// nothing, which a call of WorkDue on the inbox's clock would have
-// attempted; the zero record when there is none. Of an object's events
-// only the first still to be applied, in the order they are applied
-// (Created, then EventID), can be held by nothing, and only while no
-// event of the object is processing: HeldBy is asked of that one alone.
-func dueUnattempted(ctx context.Context, inbox *idempotency.Inbox, now time.Time) (idempotency.InboxRecord, error) {
-	type object struct{ id, account string }
-	first := map[object]idempotency.InboxRecord{}
-	busy := map[object]bool{}
-	var due []idempotency.InboxRecord
-	f := idempotency.InboxFilter{
-		States: []idempotency.InboxState{idempotency.InboxPending, idempotency.InboxFailed, idempotency.InboxProcessing},
-		Limit:  idempotency.MaxListLimit,
-	}
-	for {
-		page, err := inbox.List(ctx, f)
-		if err != nil {
-			return idempotency.InboxRecord{}, err
-		}
-		for _, r := range page {
 			if r.Kind == idempotency.KindTask || r.ObjectID == "" {
-				if r.State != idempotency.InboxProcessing && !r.NextAttemptAt.After(now) {
-					return r, nil
+				if stuck.EventID == "" && r.State != idempotency.InboxProcessing && !due.After(now) {
+					stuck = r
 				}
 				continue
 			}
@@ -174,19 +151,20 @@ func dueUnattempted(ctx context.Context, inbox *idempotency.Inbox, now time.Time
 		}
 		f.After = page[len(page)-1].Position()
 	}
-	for o, r := range first {
-		if !busy[o] && r.State != idempotency.InboxProcessing && !r.NextAttemptAt.After(now) {
-			due = append(due, r)
-		}
+	if stuck.EventID != "" {
+		return next, stuck, nil
 	}
-	for _, r := range due {
+	for o, r := range first {
+		if busy[o] || r.State == idempotency.InboxProcessing || r.NextAttemptAt.After(now) {
+			continue
+		}
 		holders, err := inbox.HeldBy(ctx, r.EventID)
 		if err != nil {
-			return idempotency.InboxRecord{}, err
+			return time.Time{}, idempotency.InboxRecord{}, err
 		}
 		if len(holders) == 0 {
-			return r, nil
+			return next, r, nil
 		}
 	}
-	return idempotency.InboxRecord{}, nil
+	return next, idempotency.InboxRecord{}, nil
 }
