@@ -20,20 +20,20 @@ import (
 )
 
 // businessDDL creates the example's business tables at start, next to the
-// store's own tables: the accounts the invoices grant, and the
+// store's own tables, by name: the accounts the invoices grant, and the
 // subscription projection.
-var businessDDL = []string{`CREATE TABLE IF NOT EXISTS accounts (
+var businessDDL = []struct{ table, ddl string }{{"accounts", `CREATE TABLE IF NOT EXISTS accounts (
     id         text        PRIMARY KEY,
     credits    bigint      NOT NULL DEFAULT 0,
     receipts   integer     NOT NULL DEFAULT 0,
     plan_until timestamptz
-)`, `CREATE TABLE IF NOT EXISTS subscriptions (
+)`}, {"subscriptions", `CREATE TABLE IF NOT EXISTS subscriptions (
     id                 text        PRIMARY KEY,
     customer           text        NOT NULL,
     status             text        NOT NULL,
     current_period_end timestamptz,
     updated_at         timestamptz NOT NULL
-)`}
+)`}}
 
 // openPostgres connects, runs the store's migrations in the connection's
 // current schema (the first of its search_path) and creates the business
@@ -86,17 +86,27 @@ func openPostgres(ctx context.Context, dbURL string, wait time.Duration, logger 
 	return service{store: store, accounts: pgAccounts{pool: pool}, subscriptions: pgSubscriptions{pool: pool}}, pool.Close, nil
 }
 
-// createBusinessTables runs businessDDL in schema in one transaction. A
-// lock per schema takes replicas started together in turn, as Migrate
-// does: PostgreSQL fails all but one of concurrent CREATE TABLE IF NOT
-// EXISTS of a new table with a unique violation, which is not retried.
+// createBusinessTables runs the businessDDL of the tables schema lacks, in
+// one transaction. A lock per schema takes replicas started together in
+// turn, as Migrate does: PostgreSQL fails all but one of concurrent CREATE
+// TABLE IF NOT EXISTS of a new table with a unique violation, which is not
+// retried. A table that exists is not created again: CREATE TABLE IF NOT
+// EXISTS asks for CREATE on the schema before it looks for the table, and
+// the service's role of the README's "Roles and privileges" has none.
 func createBusinessTables(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('examples-server.tables:' || $1, 0))`, schema); err != nil {
 			return err
 		}
-		for _, ddl := range businessDDL {
-			if _, err := tx.Exec(ctx, ddl); err != nil {
+		for _, t := range businessDDL {
+			var exists bool
+			if err := tx.QueryRow(ctx, `SELECT to_regclass(format('%I.%I', $1::text, $2::text)) IS NOT NULL`, schema, t.table).Scan(&exists); err != nil {
+				return err
+			}
+			if exists {
+				continue
+			}
+			if _, err := tx.Exec(ctx, t.ddl); err != nil {
 				return err
 			}
 		}
