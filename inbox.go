@@ -1894,6 +1894,19 @@ func (in *Inbox) MaxAttempts() int {
 	return in.cfg.MaxAttempts
 }
 
+// Running reports whether Run is running on in, in this process: from
+// Run's start until it returns, its ShutdownTimeout included. It reads no
+// store. The inbox records attempts, not the workers that poll for them:
+// a metric of Running in each process (idempotencyotel's
+// idempotency.inbox.running) tells workers that are down (no process runs
+// Run) from workers that run and find nothing they may attempt (every
+// pending event waits behind a failed one of its object), which the
+// inbox's rows alone cannot. It is false for an Inbox NewInbox did not
+// return (a zero or nil one).
+func (in *Inbox) Running() bool {
+	return in.made("Running") == nil && in.running.Load()
+}
+
 // Lookup returns the inbox record of an event, and false when the inbox
 // does not have it. An id no event can have (empty, a NUL byte, invalid
 // UTF-8, over 1024 bytes) is refused with [ErrInvalidKey], as [Inbox.Forget],

@@ -674,8 +674,9 @@ type InboxStats struct {
 	// whatever state; zero when none was ever attempted (or Prune has
 	// deleted every row that was). With events pending, a LastAttempt
 	// older than a few poll intervals says that no worker runs (unless
-	// each pending event waits behind a failed event of its object); a
-	// recent one, with OldestPending growing, that workers run and fall
+	// each pending event waits behind a failed event of its object: the
+	// rows cannot tell the two apart, a metric of each worker process's
+	// [Inbox.Running] can); a recent one, with OldestPending growing, that workers run and fall
 	// behind. Tasks pending say less: a snoozed task is pending, and not
 	// attempted, until its snooze ends. An attempt given back unstarted
 	// (a worker stopping) does not count.

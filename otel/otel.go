@@ -293,11 +293,15 @@ const statsTimeout = 5 * time.Second
 // and state, idempotency.inbox.oldest_pending_age and
 // idempotency.inbox.last_attempt_age (InboxStats.LastAttempt; left out of
 // a collection while no row the inbox holds was attempted, a case
-// oldest_pending_age covers: events wait and none is attempted). Events
-// pending (depth kind=event; a snoozed task is pending, unattempted, until
-// its snooze ends) and a last attempt older than a few poll intervals: no
-// worker runs; a recent one and the oldest pending age growing: the
-// workers fall behind. Each collection
+// oldest_pending_age covers: events wait and none is attempted), read
+// from the database, and idempotency.inbox.running, this process's: 1
+// while it runs Inbox.Run on in (Inbox.Running), else 0. Events pending
+// (depth kind=event; a snoozed task is pending, unattempted, until its
+// snooze ends) and no process running: no worker runs; one running and a
+// last attempt older than a few poll intervals: the workers cannot reach
+// the database, or each pending event waits behind a failed one of its
+// object; a recent one and the oldest pending age growing: the workers
+// fall behind. Each collection
 // (each scrape) asks in.Stats once, one query on PostgreSQL; a failed
 // query is logged at Warn through Config.Logger, once per collection, and
 // the gauges are left out of that collection (the collection itself does
@@ -326,10 +330,19 @@ func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, er
 		metric.WithDescription("Time since the oldest inbox event or task still to apply (pending, failed or processing) was received; 0 when none."))
 	lastAttempt, lastAttemptErr := t.meter.Float64ObservableGauge("idempotency.inbox.last_attempt_age", metric.WithUnit("s"),
 		metric.WithDescription("Time since the newest attempt at an inbox event or task started; none when no row was attempted."))
-	if err := errors.Join(depthErr, ageErr, lastAttemptErr); err != nil {
+	running, runningErr := t.meter.Int64ObservableGauge("idempotency.inbox.running", metric.WithUnit("{process}"),
+		metric.WithDescription("1 while this process runs Inbox.Run on the inbox, else 0."))
+	if err := errors.Join(depthErr, ageErr, lastAttemptErr, runningErr); err != nil {
 		return nil, fmt.Errorf("idempotencyotel: creating instruments: %w", err)
 	}
 	return t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		// This process's, read before the database: reported while the
+		// inbox cannot be read too.
+		var run int64
+		if in.Running() {
+			run = 1
+		}
+		o.ObserveInt64(running, run)
 		statsCtx, cancel := context.WithTimeout(ctx, statsTimeout)
 		defer cancel()
 		st, err := in.Stats(statsCtx)
@@ -358,7 +371,7 @@ func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, er
 			o.ObserveFloat64(lastAttempt, t.since(st.LastAttempt))
 		}
 		return nil
-	}, depth, age, lastAttempt)
+	}, depth, age, lastAttempt, running)
 }
 
 // since is the seconds from at to the clock's now, never negative: a

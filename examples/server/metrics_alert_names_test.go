@@ -29,7 +29,7 @@ func TestAlertRulesReadServedMetrics(t *testing.T) {
 			names = append(names, n)
 		}
 	}
-	require.Len(t, names, 5, "the metrics the rules read: %q", names)
+	require.Len(t, names, 6, "the metrics the rules read: %q", names)
 
 	logs := newLogWatch("serving metrics")
 	env := map[string]string{"STRIPE_WEBHOOK_SECRET": secret}
