@@ -39,7 +39,10 @@ type Config struct {
 
 	// Tolerance is how far the signature's timestamp may lie from this
 	// machine's clock, in the past or in the future. Defaults to 5 minutes;
-	// negative is refused.
+	// negative is refused, and so is one over [RecoveryWindow] (30 days):
+	// a signature must not verify for as long as an event's claim is kept
+	// (Retention.EventIDs, 45 days at least), or a delivery sent again
+	// once its claim was pruned would be applied again.
 	Tolerance time.Duration
 
 	// MaxBodyBytes limits the request body; a larger one is answered 413.
@@ -424,6 +427,14 @@ func newHandler(store Store, cfg Config) (*Handler, error) {
 	}
 	if err := defaultDuration(&cfg.Tolerance, DefaultTolerance, "Config.Tolerance"); err != nil {
 		return nil, err
+	}
+	if cfg.Tolerance > RecoveryWindow {
+		// Stripe signs each delivery as it sends it: a signature is
+		// seconds old. One that verifies for longer than a claim is kept
+		// lets a delivery sent again after its claim was pruned through.
+		return nil, errorf("Config.Tolerance %s is over %s (RecoveryWindow): a signature would verify for longer than "+
+			"an event's claim is kept (Retention.EventIDs, %s at least), and a delivery sent again once its claim was pruned would be applied again",
+			cfg.Tolerance, window(RecoveryWindow), window(DefaultEventIDRetention))
 	}
 	if err := defaultDuration(&cfg.Timeout, DefaultTimeout, "Config.Timeout"); err != nil {
 		return nil, err
