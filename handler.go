@@ -149,7 +149,11 @@ type Config struct {
 	// the context it was fetched as and asks whether the key is of the
 	// event destination's account and the event's mode. A notification
 	// of a type with no handler is answered ignored
-	// without a fetch, unless RecordIgnored records it. Nil answers thin
+	// without a fetch, unless RecordIgnored records it, and one of an
+	// event the store holds already (its claim, or in inbox mode its
+	// inbox row) is answered duplicate without one: neither Stripe's
+	// redeliveries nor copies of a captured notification sent again
+	// spend the account's API rate limit. Nil answers thin
 	// notifications 400, as [ErrThinEvent] says. A client stripe.NewClient
 	// did not make (a zero stripe.Client) is refused.
 	StripeClient *stripe.Client
@@ -650,7 +654,7 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 	// OnCurrent's handlers are given the object fetched from the API.
 	if !env.V2 && h.decodes(env.Type) {
 		if err := h.checkAPIVersion(ctx, env); err != nil {
-			if h.holds(ctx, env.ID) {
+			if _, held := h.holds(ctx, env.ID); held {
 				res.Outcome = OutcomeDuplicate
 				return http.StatusOK, bodyOutcome[OutcomeDuplicate]
 			}
@@ -872,22 +876,27 @@ func (h *Handler) checkAPIVersion(ctx context.Context, env *envelope.Envelope) e
 // moves to another version, Stripe sends each event to both endpoints in
 // their versions under one id, and a 400 to the copy whose event was
 // applied from the other would have Stripe retry it for days, then
-// disable that endpoint. A lookup that fails, or a Store of another
-// package that cannot be read by event id, leaves the refusal as it is.
-func (h *Handler) holds(ctx context.Context, eventID string) bool {
+// disable that endpoint. A thin notification of a held event is answered
+// duplicate without a fetch (serveThin). A lookup that fails, or a Store
+// of another package that cannot be read by event id, leaves the refusal
+// (the fetch) as it is. objectID is the object id it was stored with.
+func (h *Handler) holds(ctx context.Context, eventID string) (objectID string, held bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.Timeout)
 	defer cancel()
 	if h.inbox != nil {
-		if _, ok, err := h.inbox.Lookup(ctx, eventID); err == nil && ok {
-			return true
+		if rec, ok, err := h.inbox.Lookup(ctx, eventID); err == nil && ok {
+			return rec.ObjectID, true
 		}
 	}
 	lk, ok := h.store.(ledgerLookup)
 	if !ok {
-		return false
+		return "", false
 	}
-	_, found, err := lk.LookupEvent(ctx, eventID)
-	return err == nil && found
+	rec, found, err := lk.LookupEvent(ctx, eventID)
+	if err != nil || !found {
+		return "", false
+	}
+	return rec.ObjectID, true
 }
 
 // The range of created that checkEnvelope accepts: the years 1 to 9999,

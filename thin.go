@@ -17,7 +17,8 @@ var bodyStripeUnavailable = []byte(`{"error":"stripe_unavailable"}`)
 // a snapshot event is accepted, claimed by its id. A notification carries
 // no object, so without a client it is refused, as before thin events were
 // supported. One of a type with no handler is answered ignored without a
-// fetch, unless Config.RecordIgnored records it.
+// fetch, unless Config.RecordIgnored records it, and one of an event the
+// store holds already is answered duplicate without one.
 //
 // The event is fetched in the request, in inbox mode too, so that the
 // inbox stores (and its workers apply) the event itself: a 2xx means the
@@ -53,6 +54,20 @@ func (h *Handler) serveThin(ctx context.Context, notification []byte, res *Resul
 		// of a type with no handler: no API call, and no 503 for it.
 		res.Outcome = OutcomeIgnored
 		return http.StatusOK, bodyOutcome[OutcomeIgnored]
+	}
+	if objectID, held := h.holds(ctx, n.ID); held {
+		// Claimed or stored already: a redelivery, or a copy of the
+		// notification sent again by whoever captured it, answered
+		// duplicate, as any copy of a known event is, without the fetch,
+		// which counts against the account's API rate limit that the
+		// service's own calls share. An insert left unanswered wakes the
+		// workers, as enqueue wakes them for its duplicate.
+		if in := h.inbox; in != nil && in.unanswered.take(n.ID) && h.handles(n.Type) {
+			in.signal()
+			in.notifyOthers()
+		}
+		res.ObjectID, res.Outcome = objectID, OutcomeDuplicate
+		return http.StatusOK, bodyOutcome[OutcomeDuplicate]
 	}
 
 	fetchCtx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)

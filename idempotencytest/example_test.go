@@ -135,7 +135,7 @@ func ExampleV2Events() {
 	// {"id":"evt_1","object":"v2.core.event","type":"v1.billing.meter.error_report_triggered","livemode":false,"created":"2026-03-01T08:00:00.000Z","context":"acct_1","related_object":{"id":"mtr_1","type":"billing.meter","url":"/v1/billing/meters/mtr_1"}}
 	// mtr_1 acct_1 There is 1 invalid event
 	// processed
-	// duplicate 2
+	// duplicate 1
 }
 
 // An idempotency.OnCurrent handler tested with a FetchFunc of the test's

@@ -155,9 +155,10 @@ func (f *V2Events) Add(ev ThinEvent) []byte {
 }
 
 // Fetches returns how many requests for the event id f has answered, found
-// or not: one per delivery of its notification, duplicates included, but
-// none for one of a type without a handler (unless Config.RecordIgnored
-// records it), which the Handler answers without a fetch.
+// or not: one per delivery of its notification, but none for one of a
+// type without a handler (unless Config.RecordIgnored records it), nor
+// for one of an event the store holds already (a duplicate), which the
+// Handler answers without a fetch.
 func (f *V2Events) Fetches(id string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
