@@ -55,9 +55,10 @@ type Config struct {
 	// Timeout bounds the claim and the handler's transaction. The context
 	// is detached from the request, so a sender that hangs up does not cut a
 	// transaction short; the timeout does, and the delivery is answered 500.
-	// A thin event notification's fetch of its event (StripeClient) comes
-	// before them, within a Timeout of its own: its answer can take up to
-	// twice Timeout.
+	// A thin event notification's fetch of its event (StripeClient), and
+	// before it the look-up of whether the store holds the event already,
+	// come before them, within a Timeout of their own: its answer can
+	// take up to twice Timeout.
 	// Defaults to 10 seconds: Stripe treats a slow answer as a failed
 	// delivery and sends the event again, so answer well before it gives up.
 	// Negative is refused.
@@ -883,6 +884,11 @@ func (h *Handler) checkAPIVersion(ctx context.Context, env *envelope.Envelope) e
 func (h *Handler) holds(ctx context.Context, eventID string) (objectID string, held bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.Timeout)
 	defer cancel()
+	return h.held(ctx, eventID)
+}
+
+// held is holds within ctx, for a caller that bounds the look-ups itself.
+func (h *Handler) held(ctx context.Context, eventID string) (objectID string, ok bool) {
 	if h.inbox != nil {
 		if rec, ok, err := h.inbox.Lookup(ctx, eventID); err == nil && ok {
 			return rec.ObjectID, true

@@ -55,7 +55,11 @@ func (h *Handler) serveThin(ctx context.Context, notification []byte, res *Resul
 		res.Outcome = OutcomeIgnored
 		return http.StatusOK, bodyOutcome[OutcomeIgnored]
 	}
-	if objectID, held := h.holds(ctx, n.ID); held {
+	// The look-up and the fetch share a Timeout: the answer takes up to
+	// twice Timeout, as Config.Timeout says.
+	fetchCtx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	defer cancel()
+	if objectID, held := h.held(fetchCtx, n.ID); held {
 		// Claimed or stored already: a redelivery, or a copy of the
 		// notification sent again by whoever captured it, answered
 		// duplicate, as any copy of a known event is, without the fetch,
@@ -69,8 +73,14 @@ func (h *Handler) serveThin(ctx context.Context, notification []byte, res *Resul
 		res.ObjectID, res.Outcome = objectID, OutcomeDuplicate
 		return http.StatusOK, bodyOutcome[OutcomeDuplicate]
 	}
-
-	fetchCtx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	if ranOut(fetchCtx) {
+		// The store's look-up took the whole Timeout: the store is what
+		// is slow, not the Stripe API, which was not called.
+		res.Outcome = OutcomeUnavailable
+		res.Err = errorf("%w: %w after %s (looking up whether the store holds thin event %s, before its fetch)",
+			ErrStoreUnavailable, ErrTimeout, h.cfg.Timeout, n.ID)
+		return http.StatusServiceUnavailable, bodyUnavailable
+	}
 	payload, err := retrieveV2Event(fetchCtx, client, n.ID, n.Context)
 	cancel()
 	var env envelope.Envelope

@@ -1,9 +1,11 @@
 package idempotency_test
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -79,4 +81,39 @@ func TestThinNotificationOfAHeldEventIsNotFetched(t *testing.T) {
 			require.Equal(t, 2, len(f.calls()))
 		})
 	})
+}
+
+// hangingLedger is a MemoryStore whose LookupEvent answers only when its
+// context ends: a database that does not answer.
+type hangingLedger struct{ *idempotency.MemoryStore }
+
+func (s hangingLedger) LookupEvent(ctx context.Context, _ string) (idempotency.EventRecord, bool, error) {
+	<-ctx.Done()
+	return idempotency.EventRecord{}, false, ctx.Err()
+}
+
+// TestThinLookupThatTakesTheTimeoutIsTheStores: the look-up of whether
+// the store holds a thin notification's event shares Config.Timeout with
+// its fetch, so that the answer still takes at most twice Timeout; a
+// look-up that takes all of it is answered 503 store_unavailable, naming
+// the store and the timeout, without a call to the Stripe API, which is
+// not what was slow.
+func TestThinLookupThatTakesTheTimeoutIsTheStores(t *testing.T) {
+	t.Parallel()
+	app := newService(t, "memory")
+	thinEvents(app)
+	f, notification, _ := newThinFake("evt_thin_lookup_hangs")
+	var res idempotency.Result
+	h, err := idempotency.NewHandler(hangingLedger{idempotency.NewMemoryStore()}, app.hs, idempotency.Config{
+		Secrets: []string{testSecret}, Logger: discardLogger(), StripeClient: f.serve(t), Timeout: 50 * time.Millisecond,
+		OnResult: func(r idempotency.Result) { res = r },
+	})
+	require.NoError(t, err)
+	a := idempotencytest.Deliver(h, notification, testSecret)
+	require.Equal(t, http.StatusServiceUnavailable, a.Status)
+	require.JSONEq(t, `{"error":"store_unavailable"}`, a.Body)
+	require.Equal(t, idempotency.OutcomeUnavailable, res.Outcome)
+	require.ErrorIs(t, res.Err, idempotency.ErrStoreUnavailable)
+	require.ErrorIs(t, res.Err, idempotency.ErrTimeout)
+	require.Empty(t, f.calls(), "nothing fetched")
 }
