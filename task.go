@@ -2,8 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -12,6 +10,8 @@ import (
 	"sync"
 	"time"
 	"weak"
+
+	"github.com/seed-a84bb619/idempotency/internal/display"
 )
 
 // A Task is a side effect that must happen once per business key: the
@@ -337,8 +337,7 @@ func parseTaskID(id string) (name, key string, ok bool) {
 // taskIdempotencyKey is the idempotency key of every attempt of the task
 // name for key.
 func taskIdempotencyKey(name, key string) string {
-	sum := sha256.Sum256([]byte(taskID(name, key)))
-	return name + "-" + hex.EncodeToString(sum[:])
+	return display.TaskIdempotencyKey(taskID(name, key), name)
 }
 
 // wakers are the inboxes built on a Handlers, which a committed task

@@ -41,8 +41,11 @@
 // account and time received, a page at a time: each page's Next link
 // starts after its last record, so that paging shows every record once
 // while new ones arrive), /event?id= (one event, its attempts out of the
-// inbox's MaxAttempts while it is still to be applied, how often it was
-// redriven and when last, what holds it back, and, dead-lettered, what
+// inbox's MaxAttempts while it is still to be applied, a task's
+// idempotency key (TaskRun.IdempotencyKey), by which the provider's log
+// finds its requests, and, a task processed or skipped after more than
+// one attempt, that an attempt before the last may have had its effect;
+// how often it was redriven and when last, what holds it back, and, dead-lettered, what
 // to do next: for a task, to look at the provider first, as a failed
 // attempt may have had its effect), /search?q= (an event id or an object id), /forget?id=
 // (the page that asks to confirm a forget), and the

@@ -42,5 +42,5 @@ func TestDeadLetteredTaskPageSaysLookAtTheProvider(t *testing.T) {
 // taskEffectWarning is what a dead-lettered task's page says of its
 // attempts.
 const taskEffectWarning = "A task's attempt that failed may have had its effect all the same (the provider accepted the request, " +
-	"and its answer was lost or came after the timeout): look at the provider first, or a redrive may send the email or make the call again. " +
+	"and its answer was lost or came after the timeout): look at the provider's log first, for the idempotency key above, or a redrive may send the email or make the call again. " +
 	"A provider given the task's idempotency key (TaskRun.IdempotencyKey) does it once, for as long as it keeps keys (Stripe: at least a day)."

@@ -45,8 +45,14 @@ func parsePages(names ...string) map[string]*template.Template {
 		"overdue":     overdue,
 		"attempts":    attempts,
 		"taskKey":     func(rec idempotency.InboxRecord) string { return display.TaskKey(rec.EventID, rec.EventType) },
-		"unknown":     func() string { return display.Unknown },
-		"emptyInbox":  func() string { return display.EmptyInbox("search an event's id") },
+		// taskIdempotencyKey is the key every attempt of the task rec got
+		// (TaskRun.IdempotencyKey), by which the provider's log finds its
+		// requests.
+		"taskIdempotencyKey": func(rec idempotency.InboxRecord) string {
+			return display.TaskIdempotencyKey(rec.EventID, rec.EventType)
+		},
+		"unknown":    func() string { return display.Unknown },
+		"emptyInbox": func() string { return display.EmptyInbox("search an event's id") },
 		// lastError is a record's last error, or why it is ignored when it
 		// was stored ignored with none (display.LastError).
 		"lastError": func(rec idempotency.InboxRecord) string {
@@ -242,9 +248,15 @@ var forgetFlash = map[string]string{
 // still to be applied (pending, failed or processing), out of
 // maxAttempts, and how many more it may have before it is dead-lettered
 // ("3 of 20: up to 17 more attempts before it is dead-lettered"); for a
-// final one, the count alone.
+// final one, the count alone, but for a processed or skipped task that
+// took more than one, what that means (display.TaskRepeated).
 func attempts(rec idempotency.InboxRecord, maxAttempts int) string {
-	if rec.State.Final() {
+	switch {
+	case rec.State.Final() && rec.Kind == idempotency.KindTask && rec.Attempt > 1 && rec.State != idempotency.InboxDeadLetter:
+		// A task's attempt does not roll back as an event's does; a
+		// dead-lettered task's page says so in its next step.
+		return strconv.Itoa(rec.Attempt) + ": " + display.TaskRepeated
+	case rec.State.Final():
 		return strconv.Itoa(rec.Attempt)
 	}
 	of := strconv.Itoa(rec.Attempt) + " of " + strconv.Itoa(maxAttempts)

@@ -19,7 +19,7 @@
 //	stats                 counts by state (events and tasks), the age of the oldest one still to be applied and of the last attempt, dead letters
 //	list                  events and tasks by -state, -type, -object, -account, -kind, -since/-until, -limit, -after (the next page); a table or -json; no payloads
 //	ledger                the ledger's records (events applied, skipped, ignored; a synchronous-mode service's record) by -outcome, -type, -object, -account, -since/-until, -limit, -after (the next page); a table or -json; no payloads
-//	show <event-id>       the inbox record, what holds it back, the ledger record; the payload only with -payload
+//	show <event-id>       the inbox record (a task's with its idempotency key), what holds it back, the ledger record; the payload only with -payload
 //	redrive               dead-lettered (or -state failed) events and tasks, or -state ignored events, back to pending, by -id, -type, -object, -account, -since/-until, or -all (-state ignored needs -type or -id); -dry-run counts; -json
 //	forget <event-id>...  delete an event's claim, guards and inbox row, so that it is applied again when it comes next
 //	prune                 delete what the retention windows (-event-ids 45d, -payloads 7d, -dead-letters 90d, -guards, -tasks) no longer keep; -dry-run counts; -json

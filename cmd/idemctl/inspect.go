@@ -498,6 +498,9 @@ or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 			}
 			if *asJSON {
 				doc := showJSON{ID: id}
+				if inInbox && rec.Kind == idempotency.KindTask {
+					doc.IdempotencyKey = display.TaskIdempotencyKey(id, rec.EventType)
+				}
 				if inInbox {
 					r := toRecordJSON(rec)
 					doc.Inbox = &r
@@ -529,8 +532,11 @@ or null, "payload":<the event's JSON> (with -payload; null when not stored)}.`,
 
 // showJSON is show -json's document.
 type showJSON struct {
-	ID    string      `json:"id"`
-	Inbox *recordJSON `json:"inbox"`
+	ID string `json:"id"`
+	// IdempotencyKey is a task's (TaskRun.IdempotencyKey); an event has
+	// none, and the field is left out.
+	IdempotencyKey string      `json:"idempotency_key,omitempty"`
+	Inbox          *recordJSON `json:"inbox"`
 	// HeldBy is what Inbox.HeldBy says: [] when nothing holds the event
 	// back, null when it is not in the inbox or HeldByError says why it
 	// could not be read.
@@ -564,6 +570,8 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		l.add("kind", string(rec.Kind))
 		l.add("name", display.Line(rec.EventType))
 		l.add("key", dash(display.Line(display.TaskKey(id, rec.EventType))))
+		// What the provider's log finds the task's requests by.
+		l.add("idempotency key", display.TaskIdempotencyKey(id, rec.EventType))
 		l.add("enqueued", formatTime(rec.Created))
 	case inInbox:
 		l.add("kind", string(rec.Kind))
@@ -578,7 +586,12 @@ func (a *app) writeShow(id string, rec idempotency.InboxRecord, inInbox bool, ho
 		l.heading("")
 		l.heading("inbox")
 		l.add("  state", string(rec.State))
-		l.add("  attempts", strconv.Itoa(rec.Attempt))
+		attempts := strconv.Itoa(rec.Attempt)
+		if rec.Kind == idempotency.KindTask && rec.Attempt > 1 && (rec.State == idempotency.InboxProcessed || rec.State == idempotency.InboxSkipped) {
+			// A task's attempt does not roll back as an event's does.
+			attempts += " (" + display.TaskRepeated + ")"
+		}
+		l.add("  attempts", attempts)
 		l.add("  redriven", display.Redriven(rec.Redrives, formatTime(rec.RedrivenAt)))
 		l.add("  last error", dash(display.LastError(rec.State == idempotency.InboxIgnored, rec.LastError)))
 		l.add("  received", formatTime(rec.ReceivedAt))

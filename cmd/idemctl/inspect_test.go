@@ -255,13 +255,15 @@ func TestShow(t *testing.T) {
 			"ledger\n  outcome       processed\n" +
 			"  claimed by    another delivery (received T: a synchronous Handler, or a copy pruned from the inbox), not this inbox row: the inbox's attempts apply nothing\n" +
 			"  processed at  T\n"},
-		// A task has a name and a key, and the time its event's
-		// transaction enqueued it; no object, account, mode or API version.
-		{[]string{"show", "task:send-receipt:in_1"}, "id              task:send-receipt:in_1\nkind            task\n" +
-			"name            send-receipt\nkey             in_1\nenqueued        T\n\ninbox\n" +
-			"  state         processed\n  attempts      1\n  redriven      never\n  last error    -\n" +
-			"  received      T\n  attempted     T\n  next attempt  -\n  finished      T\n\n" +
-			"ledger          - (a task has no ledger record: its inbox row is its record)\n"},
+		// A task has a name, a key and the idempotency key of its attempts,
+		// and the time its event's transaction enqueued it; no object,
+		// account, mode or API version.
+		{[]string{"show", "task:send-receipt:in_1"}, "id               task:send-receipt:in_1\nkind             task\n" +
+			"name             send-receipt\nkey              in_1\n" +
+			"idempotency key  send-receipt-fecb372f8843489f63fb5ef7e9e191a18900dcdd5028fffcb82af7d392470223\nenqueued         T\n\ninbox\n" +
+			"  state          processed\n  attempts       1\n  redriven       never\n  last error     -\n" +
+			"  received       T\n  attempted      T\n  next attempt   -\n  finished       T\n\n" +
+			"ledger           - (a task has no ledger record: its inbox row is its record)\n"},
 		{[]string{"show", "-payload", "evt_sync_skip"}, "id              evt_sync_skip\ntype            charge.refunded\nobject          ch_sync\n" +
 			"account         -\nlivemode        false\n\ninbox           not in the inbox (delivered synchronously, or pruned)\n\n" +
 			"ledger\n  outcome       skipped\n  skip reason   refunds are booked by hand\n  processed at  T\n\n" +

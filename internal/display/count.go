@@ -1,6 +1,8 @@
 package display
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 )
@@ -37,6 +39,22 @@ func IsTaskID(id string) bool { return strings.HasPrefix(id, "task:") }
 func TaskKey(id, name string) string {
 	return strings.TrimPrefix(id, "task:"+name+":")
 }
+
+// TaskIdempotencyKey is the idempotency key of every attempt of the task
+// name whose inbox id is id (TaskRun.IdempotencyKey): the name, a "-" and
+// the hex SHA-256 of the id. The library derives it here, and idemctl
+// show and the dashboard's page of a task show it, by which an operator
+// finds the task's requests in the provider's log.
+func TaskIdempotencyKey(id, name string) string {
+	sum := sha256.Sum256([]byte(id))
+	return name + "-" + hex.EncodeToString(sum[:])
+}
+
+// TaskRepeated says what the attempts of a finished task that took more
+// than one mean, as idemctl show and the dashboard's page of a task say
+// it beside their count: a task's attempt does not roll back, as an
+// event's does.
+const TaskRepeated = "an attempt before the last failed or lost its worker, and may have had its effect all the same: look at the provider's log for the idempotency key"
 
 // ShellWord is s as one word of a POSIX shell's command line, for an
 // operator to paste: s as it is when it holds nothing a shell reads (only
