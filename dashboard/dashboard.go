@@ -47,7 +47,7 @@
 // one attempt, that an attempt before the last may have had its effect;
 // how often it was redriven and when last, what holds it back, and, dead-lettered, what
 // to do next: for a task, to look at the provider first, as a failed
-// attempt may have had its effect), /search?q= (an event id or an object id), /forget?id=
+// attempt may have had its effect), /search?q= (an event id or an object id; finding none, why the store may have none), /forget?id=
 // (the page that asks to confirm a forget), and the
 // actions POST /redrive and POST /forget. A page answers a query key
 // it does not take (a typo: ?stat=dead_letter) with 400 and a message
