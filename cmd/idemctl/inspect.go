@@ -161,7 +161,11 @@ it); "-" for a final record. Its last error is cut at 60 characters
 (show, or -json, has it whole); an event stored ignored at receipt,
 which has none, shows
 "ignored at receipt: no handler for its type; see the event" (show says
-why; -json keeps the stored last_error, ""). The JSON document:
+why; -json keeps the stored last_error, ""). When no record matches, a
+line says why that may be: nothing it selects was stored (a failed
+delivery, an event answered ignored, a service in synchronous mode,
+whose events the ledger command lists), or it was pruned. The JSON
+document:
 
   {"records":[{"id":..,"kind":..,"type":..,"object_id":..,"account":..,
     "livemode":..,"api_version":..,"created":..,"state":..,"attempts":N,
@@ -234,6 +238,10 @@ once, also while new ones arrive. An id the inbox does not have exits 3.
 				}
 				return writeJSON(a.stdout, doc)
 			}
+			if len(recs) == 0 {
+				_, err := fmt.Fprintln(a.stdout, "no inbox record matches: "+noInboxRecord)
+				return err
+			}
 			tw := newTable(a.stdout)
 			fmt.Fprintln(tw, "ID\tKIND\tTYPE\tOBJECT\tSTATE\tATTEMPTS\tRECEIVED\tDUE\tLAST ERROR")
 			now := a.dbNow()
@@ -252,6 +260,13 @@ once, also while new ones arrive. An id the inbox does not have exits 3.
 		}
 	},
 }
+
+// noInboxRecord says why the inbox may hold no record a list selects, as
+// noLedgerRecord says it of the ledger.
+const noInboxRecord = "no event or task it selects is in the inbox (a delivery that failed, answered 5xx, stores nothing, " +
+	"one answered ignored, of a type without a handler, is stored only with Config.RecordIgnored, " +
+	"and a service in synchronous mode keeps its events in the ledger alone: idemctl ledger), " +
+	"or it finished longer ago than the inbox keeps a finished event (Retention.Payloads, 7 days by default) and was pruned since"
 
 // checkLimit refuses a -limit of list or ledger outside 1 to
 // MaxListLimit.
