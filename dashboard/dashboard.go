@@ -89,7 +89,10 @@
 // next delivery is applied again as new; an event still to be applied,
 // and a task, are refused) are off unless Config.AllowRedrive and
 // Config.AllowForget turn them on; a page shows no button for an action
-// that is off, and a POST to it is answered 403. Forget cannot be undone: the event page's Forget button
+// that is off, and a POST to it is answered 403. A table that offers
+// Redrive for a task says above it to look at the provider first: a
+// task's failed attempt may have had its effect all the same. Forget
+// cannot be undone: the event page's Forget button
 // leads to a page that asks to confirm it, showing what will be forgotten
 // (the event's type, inbox state, received time and ledger claim), whose
 // button sends it (with the field confirm=yes); a POST of forget without

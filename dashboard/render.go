@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,15 +31,22 @@ func parsePages(names ...string) map[string]*template.Template {
 		// html/template keeps a value inert, but the browser lets a
 		// bidirectional control reorder what follows it, so that an id
 		// reads as another.
-		"line":        display.Line,
-		"when":        when,
-		"ago":         ago,
-		"lease":       lease,
-		"age":         age,
-		"count":       display.Count,
-		"idWord":      display.IDWord,
-		"idWordNote":  func() string { return display.IDWordNote },
-		"redrivable":  idempotency.InboxState.Redrivable,
+		"line":       display.Line,
+		"when":       when,
+		"ago":        ago,
+		"lease":      lease,
+		"age":        age,
+		"count":      display.Count,
+		"idWord":     display.IDWord,
+		"idWordNote": func() string { return display.IDWordNote },
+		"redrivable": idempotency.InboxState.Redrivable,
+		// redrivableTask reports whether recs hold a task a Redrive
+		// takes, whose failed attempt may have had its effect.
+		"redrivableTask": func(recs []idempotency.InboxRecord) bool {
+			return slices.ContainsFunc(recs, func(rec idempotency.InboxRecord) bool {
+				return rec.Kind == idempotency.KindTask && rec.State.Redrivable()
+			})
+		},
 		"forgettable": idempotency.InboxState.Final,
 		"records":     func(v view, recs []idempotency.InboxRecord) recordsTable { return recordsTable{v, recs} },
 		"moment":      func(now, at time.Time, overdue bool) moment { return moment{now, at, overdue} },
