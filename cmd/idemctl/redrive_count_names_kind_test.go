@@ -23,8 +23,8 @@ func TestRedriveCountNamesWhatMoved(t *testing.T) {
 		want string
 	}{
 		{[]string{"-kind", "event", "-all", "-dry-run"}, "would redrive 0 events (dry run: none moved)\n"},
-		{[]string{"-kind", "task", "-all", "-dry-run"}, "would redrive 1 task (dry run: none moved)\n"},
-		{[]string{"-all", "-dry-run"}, "would redrive 1 task (dry run: none moved)\n"},
+		{[]string{"-kind", "task", "-all", "-dry-run"}, "would redrive 1 task (dry run: none moved)\n" + tasksRedriveNote + "\n"},
+		{[]string{"-all", "-dry-run"}, "would redrive 1 task (dry run: none moved)\n" + tasksRedriveNote + "\n"},
 		{[]string{"-kind", "task", "-all"}, "redrove 1 task: pending again, with a fresh attempt budget\n"},
 		{[]string{"-kind", "task", "-all"}, "redrove 0 tasks: none selected is dead_letter\n"},
 	} {

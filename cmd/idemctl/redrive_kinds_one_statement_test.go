@@ -42,7 +42,7 @@ FOR EACH ROW WHEN (OLD.kind = 'task' AND NEW.state = 'pending') EXECUTE FUNCTION
 	require.NoError(t, err)
 	r = idemctl(t, db, nil, "redrive", "-all", "-dry-run")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "would redrive 1 event and 1 task (dry run: none moved)\n", r.stdout)
+	require.Equal(t, "would redrive 1 event and 1 task (dry run: none moved)\n"+tasksRedriveNote+"\n", r.stdout)
 	r = idemctl(t, db, nil, "redrive", "-all")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "redrove 1 event and 1 task: pending again, with a fresh attempt budget\n", r.stdout)

@@ -28,7 +28,7 @@ func TestRedriveTaskIDWithCommaAndSpaces(t *testing.T) {
 	r := idemctl(t, db, nil, "redrive", "-id", id, "-id", "evt_unknown", "-dry-run")
 	require.Equal(t, exitNotFound, r.code, r.stderr)
 	require.Equal(t, "evt_unknown: not found: the inbox has no event or task with this id\n"+
-		"would redrive 1 task (dry run: none moved)\n", r.stdout)
+		"would redrive 1 task (dry run: none moved)\n"+tasksRedriveNote+"\n", r.stdout)
 	r = idemctl(t, db, nil, "redrive", "-id", id)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "redrove 1 task: pending again, with a fresh attempt budget\n", r.stdout)

@@ -54,7 +54,10 @@ card_payments, in every account). A task has neither: -kind task with
 It refuses to run without a selector (-id, -type, -object, -account,
 -since, -until) unless -all is given: -state and -kind narrow a selection
 but do not make one.
--dry-run counts the events and tasks that would move and moves none. Without
+-dry-run counts the events and tasks that would move and moves none;
+counting tasks, a line under the count says to look at the provider's
+log first, as a task's failed attempt may have had its effect all the
+same, and its redrive may send the email again. Without
 -kind, events and tasks move in one statement: both, or neither when it
 fails.
 It prints how many events and tasks (with -kind, of that kind) moved, or
@@ -166,6 +169,9 @@ counted in it.
 				err = writeJSON(a.stdout, redriveJSON{Events: events, Tasks: tasks, DryRun: *dryRun, NotRedriven: unmoved})
 			case *dryRun:
 				_, err = fmt.Fprintf(a.stdout, "would redrive %s (dry run: none moved)\n", moved)
+				if err == nil && tasks > 0 {
+					_, err = fmt.Fprintln(a.stdout, tasksRedriveNote)
+				}
 			case n == 0:
 				_, err = fmt.Fprintf(a.stdout, "redrove %s: none selected is %s\n", moved, joinNames(orDefault(sts)))
 			default:
@@ -204,6 +210,12 @@ func (a *app) failedLeft(ctx context.Context, in *idempotency.Inbox, f idempoten
 	_, err = fmt.Fprintf(a.stdout, "not redriven, failed: %s of this selection (-state failed takes failed ones, -state dead_letter,failed both)\n", left)
 	return err
 }
+
+// tasksRedriveNote follows a dry run's count of tasks: a task's attempt
+// does not roll back as an event's does.
+const tasksRedriveNote = "before the redrive: a task's attempt that failed may have had its effect all the same " +
+	"(the provider accepted the request, and its answer was lost or came after the timeout): look at the provider's log first " +
+	"(show prints a task's idempotency key), or the redrive may send the email or make the call again"
 
 // aKind names a row of each kind with its article.
 var aKind = map[idempotency.InboxKind]string{idempotency.KindEvent: "an event", idempotency.KindTask: "a task"}
