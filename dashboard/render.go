@@ -128,19 +128,10 @@ func (m moment) Clock() string {
 	return clock
 }
 
-// overdueAfter is how long past its next attempt a record still to be
-// applied is marked overdue. A worker takes a due record within
-// InboxConfig.PollInterval (a second by default), or at once when
-// PostgreSQL notifies it, unless the workers are busy, down or cut off
-// from the database, or it waits behind an earlier event of its object;
-// five minutes is the README's "Events wait" alert, so that a record
-// marked is one that alert fires for.
-const overdueAfter = 5 * time.Minute
-
 // overdue reports whether rec, pending or failed (a record with a next
-// attempt), is due since more than overdueAfter by now.
+// attempt), is due since more than display.OverdueAfter by now.
 func overdue(now time.Time, rec idempotency.InboxRecord) bool {
-	return !rec.NextAttemptAt.IsZero() && now.Sub(rec.NextAttemptAt) > overdueAfter
+	return !rec.NextAttemptAt.IsZero() && now.Sub(rec.NextAttemptAt) > display.OverdueAfter
 }
 
 // render writes the page name with data, or a generic error page when the

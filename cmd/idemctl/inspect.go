@@ -441,7 +441,9 @@ it that are still to be applied, and a later one a worker is applying,
 each with its state, attempts and next attempt or lease end ("lease
 until", or, once past by the database's clock, "lease expired at"). Look
 at, fix or redrive those first: the event waits behind them. "-" means
-nothing holds it: it is due at its next attempt, or, processing, a worker
+nothing holds it: it is due at its next attempt (past by more than five
+minutes, "overdue since": no worker took it, the workers are down, busy
+or cut off from the database), or, processing, a worker
 holds it under a lease until the time given, or that lease expired then (its
 worker died, hung or lost its connection) and the next lease retries it,
 or dead-letters it after its last attempt. A processing event that is
@@ -711,7 +713,7 @@ func (l *showLines) addHolders(rec idempotency.InboxRecord, now time.Time, holde
 		return
 	}
 	if len(holders) == 0 {
-		l.add(label, "- (nothing: "+unheld(rec, now)+")")
+		l.add(label, "- ("+unheld(rec, now)+")")
 		return
 	}
 	for i, h := range holders {
@@ -757,14 +759,20 @@ func due(rec idempotency.InboxRecord, now time.Time) string {
 	return formatTime(rec.NextAttemptAt)
 }
 
-// unheld says what an event that nothing holds back waits for: its next
-// attempt, or, processing (it has no next attempt), its worker, under a
-// lease that runs or, by now, expired (the worker died or hung).
+// unheld says that nothing holds an event back, and what it waits for:
+// its next attempt, or, past it by more than display.OverdueAfter by now,
+// workers, which took it not when it came due; or, processing (it has no
+// next attempt), its worker, under a lease that runs or, by now, expired
+// (the worker died or hung).
 func unheld(rec idempotency.InboxRecord, now time.Time) string {
-	if rec.State != idempotency.InboxProcessing {
-		return "due at its next attempt"
+	switch {
+	case rec.State == idempotency.InboxProcessing:
+		return "nothing: " + leaseOf(rec, now, false)
+	case !rec.NextAttemptAt.IsZero() && now.Sub(rec.NextAttemptAt) > display.OverdueAfter:
+		return "nothing, yet overdue since " + formatTime(rec.NextAttemptAt) +
+			": no worker took it when it came due; the workers are down, busy or cut off from the database: idemctl stats says when one last started an attempt"
 	}
-	return leaseOf(rec, now, false)
+	return "nothing: due at its next attempt"
 }
 
 // leaseOf is display.Lease of rec, processing, by now; held says that

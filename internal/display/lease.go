@@ -1,5 +1,7 @@
 package display
 
+import "time"
+
 // Lease says, as idemctl's show and the dashboard's event page say it,
 // what became of the lease of an event a worker leased (processing):
 // until is the lease's end as the tool writes a time; running, that the
@@ -22,3 +24,12 @@ func Lease(until string, running, held bool) string {
 	}
 	return "its worker's lease expired at " + until + "; the next lease retries it, or dead-letters it after its last attempt"
 }
+
+// OverdueAfter is how long past its next attempt a record still to be
+// applied is overdue, as idemctl show and the dashboard say it. A worker
+// takes a due record within InboxConfig.PollInterval (a second by
+// default), or at once when PostgreSQL notifies it, unless the workers
+// are busy, down or cut off from the database, or it waits behind an
+// earlier event of its object; five minutes is the README's "Events
+// wait" alert, so that a record overdue is one that alert fires for.
+const OverdueAfter = 5 * time.Minute
