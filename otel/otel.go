@@ -295,7 +295,9 @@ const statsTimeout = 5 * time.Second
 // a collection while no row the inbox holds was attempted, a case
 // oldest_pending_age covers: events wait and none is attempted), read
 // from the database, and idempotency.inbox.running, this process's: 1
-// while it runs Inbox.Run on in (Inbox.Running), else 0. Events pending
+// while it runs Inbox.Run on in (Inbox.Running), else 0: observe the
+// inbox in each process that runs Inbox.Run, as one that does not
+// reports no running gauge. Events pending
 // (depth kind=event; a snoozed task is pending, unattempted, until its
 // snooze ends) and no process running: no worker runs; one running and a
 // last attempt older than a few poll intervals: the workers cannot reach
@@ -304,7 +306,8 @@ const statsTimeout = 5 * time.Second
 // fall behind. Each collection
 // (each scrape) asks in.Stats once, one query on PostgreSQL; a failed
 // query is logged at Warn through Config.Logger, once per collection, and
-// the gauges are left out of that collection (the collection itself does
+// the gauges it reads are left out of that collection, running alone
+// reported (the collection itself does
 // not fail: OpenTelemetry's error handler would print the error again,
 // outside the service's log). Unregister the returned registration to
 // stop. Observe one inbox per Telemetry: the gauges carry no attribute
