@@ -28,13 +28,12 @@ import (
 // attempt's lease end, as for a worker that died).
 //
 // An inbox that does not read clock (InboxConfig.Now left to the real
-// time, or another Clock's) ends the call with an error that says so,
-// naming the event or task, once one is due on clock, held back by
-// nothing (Inbox.HeldBy), and two calls of WorkDue in a row leave it
-// unattempted: its clock is behind this one. One whose clock is ahead
-// (a NewClock with a fixed start in the past, beside an inbox on the
-// real time) makes its attempts, and Drain returns when the retries
-// come due after within, as above.
+// time, or another Clock's) ends the call with an error that says so:
+// once a call of WorkDue makes attempts whose newest (Inbox.Stats'
+// LastAttempt) started at another time than clock's during the call (a
+// millisecond either way), or, where that time came too close to tell,
+// once an event or a task is due on clock, held back by nothing
+// (Inbox.HeldBy), and two calls of WorkDue in a row leave it unattempted.
 //
 // A task that snoozes for no time (Snooze(0)) is run once per WorkDue
 // call, so Drain calls WorkDue again while it makes attempts, up to 100
@@ -52,8 +51,34 @@ func Drain(ctx context.Context, inbox *idempotency.Inbox, clock *Clock, within t
 		return 0, errors.New("idempotencytest: Drain: within must be positive: it bounds how far the clock moves")
 	}
 	until := clock.Now().Add(within)
-	for still := 0; ; {
+	st, err := inbox.Stats(ctx)
+	if err != nil {
+		return 0, err
+	}
+	last := st.LastAttempt
+	// work calls inbox.WorkDue and checks that the newest attempt it made
+	// started at clock's time: an inbox on another clock dates its
+	// attempts by that one.
+	work := func() (int, error) {
+		before := clock.Now()
 		n, err := inbox.WorkDue(ctx)
+		if err != nil || n == 0 {
+			return n, err
+		}
+		st, err := inbox.Stats(ctx)
+		if err != nil {
+			return n, err
+		}
+		at := st.LastAttempt
+		if !at.Equal(last) && (at.Before(before.Add(-clockSlack)) || at.After(clock.Now().Add(clockSlack))) {
+			return n, fmt.Errorf("idempotencytest: Drain: inbox.WorkDue made an attempt that started at %s, with clock at %s: the inbox does not read clock (set InboxConfig.Now to clock.Now)",
+				at.Format(time.RFC3339Nano), before.Format(time.RFC3339Nano))
+		}
+		last = at
+		return n, nil
+	}
+	for still := 0; ; {
+		n, err := work()
 		attempts += n
 		if err != nil {
 			return attempts, err
@@ -73,7 +98,7 @@ func Drain(ctx context.Context, inbox *idempotency.Inbox, clock *Clock, within t
 		if stuck.EventID != "" {
 			// One stored or released since that call is due now: a call
 			// of WorkDue on the inbox's clock attempts it.
-			n, err := inbox.WorkDue(ctx)
+			n, err := work()
 			attempts += n
 			if err != nil {
 				return attempts, err
@@ -97,6 +122,10 @@ func Drain(ctx context.Context, inbox *idempotency.Inbox, clock *Clock, within t
 		still = 0
 	}
 }
+
+// clockSlack is how far from clock's time during a call of WorkDue the
+// newest attempt it made may have started: PostgreSQL keeps microseconds.
+const clockSlack = time.Millisecond
 
 // drainStillCalls is how many calls of WorkDue in a row that made attempts
 // Drain makes without moving the clock before it gives up.

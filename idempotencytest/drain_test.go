@@ -197,38 +197,54 @@ func TestDrainLeaseInFlight(t *testing.T) {
 	}
 }
 
-// An inbox that does not read the clock (InboxConfig.Now left to the
-// real time) is named as the fault: the failed event comes due on the
-// clock, held by nothing, and WorkDue does not attempt it. Where the
-// clock reaches events only held back (behind a failed event of their
-// object, or a task snoozed past within), Drain returns without an error.
+// An inbox that does not read the clock is named as the fault: one on
+// the real time beside a clock set to now or to a fixed day in the past
+// (its attempt is dated by the real time), and one on another Clock at
+// the same time (its attempt dated as the clock's, then the failed event
+// comes due on the clock, held by nothing, and WorkDue does not attempt
+// it). Where the clock reaches events only held back (behind a failed
+// event of their object), Drain returns without an error.
 func TestDrainInboxOnAnotherClock(t *testing.T) {
 	t.Parallel()
 	for name, store := range drainStores(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := store()
-			c := newDrainCase(t, s, map[string]int{"in_flaky": 1})
-			inbox, err := idempotency.NewInbox(s, c.hs, idempotency.InboxConfig{ // no Now: the real time
-				Backoff: func(int) time.Duration { return time.Hour },
-				Logger:  slog.New(slog.DiscardHandler),
-			})
-			require.NoError(t, err)
-			c.clock.Set(time.Now())
-			c.deliver(t, "evt_flaky", "in_flaky")
+			for _, tc := range []struct {
+				name string
+				now  func(c *drainCase) func() time.Time // the inbox's clock; nil: the real time
+				set  bool                                // the drain's clock set to the real time first
+				says string
+			}{
+				{name: "real time, clock set to now", set: true, says: "InboxConfig.Now"},
+				{name: "real time, clock in the past", says: "the inbox does not read clock"},
+				{name: "another Clock", now: func(c *drainCase) func() time.Time { return idempotencytest.NewClock(c.clock.Now()).Now }, says: "evt_flaky is due at"},
+			} {
+				s := store()
+				c := newDrainCase(t, s, map[string]int{"in_flaky": 1})
+				cfg := idempotency.InboxConfig{Backoff: func(int) time.Duration { return time.Hour }, Logger: slog.New(slog.DiscardHandler)}
+				if tc.now != nil {
+					cfg.Now = tc.now(c)
+				}
+				inbox, err := idempotency.NewInbox(s, c.hs, cfg)
+				require.NoError(t, err)
+				if tc.set {
+					c.clock.Set(time.Now())
+				}
+				c.deliver(t, "evt_flaky", "in_flaky")
 
-			n, err := idempotencytest.Drain(t.Context(), inbox, c.clock, 2*time.Hour)
-			require.ErrorContains(t, err, "evt_flaky")
-			require.ErrorContains(t, err, "InboxConfig.Now")
-			require.Equal(t, 1, n)
-			require.Equal(t, idempotency.InboxFailed, c.state(t, "evt_flaky"))
+				n, err := idempotencytest.Drain(t.Context(), inbox, c.clock, 2*time.Hour)
+				require.ErrorContains(t, err, "set InboxConfig.Now to clock.Now", tc.name)
+				require.ErrorContains(t, err, tc.says, tc.name)
+				require.Equal(t, 1, n, tc.name)
+				require.Equal(t, idempotency.InboxFailed, c.state(t, "evt_flaky"), tc.name)
+			}
 
 			// On the inbox's own clock, an event held back behind a failed
 			// one of its object is due and not attempted: no error.
 			held := newDrainCase(t, store(), map[string]int{"in_held": -1})
 			held.deliver(t, "evt_a", "in_held")
 			held.deliver(t, "evt_b", "in_held")
-			n, err = idempotencytest.Drain(t.Context(), held.inbox, held.clock, time.Minute)
+			n, err := idempotencytest.Drain(t.Context(), held.inbox, held.clock, time.Minute)
 			require.NoError(t, err)
 			require.Equal(t, 3, n, "evt_a at 0, ~1 s and ~17 s")
 			require.Equal(t, idempotency.InboxPending, held.state(t, "evt_b"))
