@@ -325,7 +325,10 @@ type Inbox struct {
 	obs   *handlerObserver // nil: no Observer.Fetch nor Link
 
 	wake    chan struct{} // a due event may be waiting
-	running atomic.Bool
+	running atomic.Bool   // Run's mark, set before it looks at workingDue
+	// started is set once Run passed its refusals, until it returns:
+	// what Running reports, never a Run that is refused.
+	started atomic.Bool
 	// workingDue counts the calls of WorkDue under way: Run and WorkDue
 	// refuse to run together, each setting its own mark before it looks
 	// at the other's.
@@ -761,6 +764,8 @@ func (in *Inbox) Run(ctx context.Context) error {
 	if in.workingDue.Load() > 0 {
 		return errorf("Inbox.Run: WorkDue is running on this Inbox (WorkDue drives an inbox without Run, in tests)")
 	}
+	in.started.Store(true)
+	defer in.started.Store(false)
 	in.checkPoolSize(ctx)
 
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -1904,7 +1909,7 @@ func (in *Inbox) MaxAttempts() int {
 // inbox's rows alone cannot. It is false for an Inbox NewInbox did not
 // return (a zero or nil one).
 func (in *Inbox) Running() bool {
-	return in.made("Running") == nil && in.running.Load()
+	return in.made("Running") == nil && in.started.Load()
 }
 
 // Lookup returns the inbox record of an event, and false when the inbox

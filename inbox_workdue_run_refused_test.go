@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +47,29 @@ func TestInboxWorkDueAndRunRefuseEachOther(t *testing.T) {
 	done, cancel := context.WithCancel(t.Context())
 	cancel() // Run returns at once either way
 	require.ErrorContains(t, inbox.Run(done), "WorkDue is running on this Inbox")
+	// A refused Run never reads as running (Inbox.Running, the gauge of
+	// workers that run): its mark against WorkDue is not that.
+	var seen atomic.Bool
+	watched, watching := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-watching:
+				return
+			default:
+				if inbox.Running() {
+					seen.Store(true)
+				}
+			}
+		}
+	}()
+	for range 5000 {
+		require.Error(t, inbox.Run(done))
+	}
+	close(watching)
+	<-watched
+	require.False(t, seen.Load(), "Running while a Run was refused")
 	close(release)
 	w := <-worked
 	require.NoError(t, w.err)
