@@ -349,8 +349,10 @@ func currentInboxFault(t *testing.T, a *faultApp, api *currentAPI, prefix, url s
 		registerCurrent(hs, api)
 		return nil
 	}
+	clock := new(leapClock)
 	p := a.processOn(t, "inbox", url, idempotency.InboxConfig{
 		Lease: faultLease, Timeout: faultTimeout, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
+		Now: clock.Now,
 	})
 	var sent []currentSent
 	send := func(ev currentSent, created int64) {
@@ -383,6 +385,7 @@ func currentInboxFault(t *testing.T, a *faultApp, api *currentAPI, prefix, url s
 		require.Error(t, a.attemptResults(id)[0].Err, "%s committed through the fault", id)
 	}
 	back()
+	clock.leapPastLease() // the held attempts' leases, and their lock rows'
 	a.awaitDrained(t, len(sent), 2*time.Minute)
 
 	// Each subscription changes again: its next event finds its lock row

@@ -701,6 +701,20 @@ const (
 	faultLease   = faultTimeout + 2*time.Second
 )
 
+// leapClock is the real time plus a lead that a scenario moves forward:
+// an inbox on it (InboxConfig.Now) runs in real time, and once the
+// scenario has seen its held attempts end unrecorded, leapPastLease
+// expires their leases at once instead of waiting faultLease for them.
+// The attempts in flight then have expired leases too, and may be taken
+// over while they run: the store's claim still applies each event once.
+type leapClock struct{ lead atomic.Int64 }
+
+// Now is the clock's time.
+func (c *leapClock) Now() time.Time { return time.Now().Add(time.Duration(c.lead.Load())) }
+
+// leapPastLease moves the clock past every lease taken so far.
+func (c *leapClock) leapPastLease() { c.lead.Add(int64(faultLease)) }
+
 // TestPgxInboxFaultPoisonEvent: an event whose handler always fails is
 // dead-lettered after MaxAttempts with its last error, without holding the
 // others back; once the cause is fixed, Redrive applies it once.
@@ -928,10 +942,12 @@ func TestPgxInboxFaultDatabaseRestart(t *testing.T) {
 func faultRestart(t *testing.T, down func(*pgtest.Cluster, testing.TB)) {
 	cluster := pgtest.Server(t)
 	a := newFaultApp(t)
+	clock := new(leapClock)
 	// Over TCP, as in production: the pool's connections die with the
 	// server and are found stale afterwards.
 	p := a.processOn(t, "main", cluster.TCP(t, a.db.URL), idempotency.InboxConfig{
 		Lease: faultLease, Timeout: faultTimeout, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
+		Now: clock.Now,
 	})
 	g := newFaultGate(4)
 	a.setHook(g.hook)
@@ -959,6 +975,7 @@ func faultRestart(t *testing.T, down func(*pgtest.Cluster, testing.TB)) {
 	}
 	before := tr.accepted.Load()
 	cluster.Start(t)
+	clock.leapPastLease()
 	faultAwait(t, 30*time.Second, "100 events accepted after the restart", func() bool { return tr.accepted.Load() >= before+100 })
 	tr.stop()
 

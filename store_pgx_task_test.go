@@ -296,8 +296,10 @@ func TestPgxTaskDatabaseRestart(t *testing.T) {
 	})
 	// Over TCP, as in production: the pool's connections die with the
 	// server and are found stale afterwards.
+	clock := new(leapClock)
 	p := a.processOn(t, "main", cluster.TCP(t, a.db.URL), idempotency.InboxConfig{
 		Lease: faultLease, Timeout: faultTimeout, PollInterval: 100 * time.Millisecond, Backoff: faultBackoff,
+		Now: clock.Now,
 	})
 	eventsGate := newFaultGate(3)
 	a.setHook(eventsGate.hook)
@@ -342,6 +344,7 @@ func TestPgxTaskDatabaseRestart(t *testing.T) {
 		require.Error(t, a.attemptResults(id)[0].Err, "%s committed with the database down", id)
 	}
 	cluster.Start(t)
+	clock.leapPastLease()
 	tr.wg.Wait()
 
 	invoices := map[string]bool{}
