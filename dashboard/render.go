@@ -131,7 +131,7 @@ func (m moment) Clock() string {
 // overdue reports whether rec, pending or failed (a record with a next
 // attempt), is due since more than display.OverdueAfter by now.
 func overdue(now time.Time, rec idempotency.InboxRecord) bool {
-	return !rec.NextAttemptAt.IsZero() && now.Sub(rec.NextAttemptAt) > display.OverdueAfter
+	return display.Overdue(rec.NextAttemptAt, now)
 }
 
 // render writes the page name with data, or a generic error page when the

@@ -768,7 +768,7 @@ func unheld(rec idempotency.InboxRecord, now time.Time) string {
 	switch {
 	case rec.State == idempotency.InboxProcessing:
 		return "nothing: " + leaseOf(rec, now, false)
-	case !rec.NextAttemptAt.IsZero() && now.Sub(rec.NextAttemptAt) > display.OverdueAfter:
+	case display.Overdue(rec.NextAttemptAt, now):
 		return "nothing, yet overdue since " + formatTime(rec.NextAttemptAt) +
 			": no worker took it when it came due; the workers are down, busy or cut off from the database: idemctl stats says when one last started an attempt"
 	}

@@ -33,3 +33,10 @@ func Lease(until string, running, held bool) string {
 // earlier event of its object; five minutes is the README's "Events
 // wait" alert, so that a record overdue is one that alert fires for.
 const OverdueAfter = 5 * time.Minute
+
+// Overdue reports whether a record still to be applied whose next
+// attempt is next (zero: none, as for one processing) is past it by more
+// than OverdueAfter at now.
+func Overdue(next, now time.Time) bool {
+	return !next.IsZero() && now.Sub(next) > OverdueAfter
+}
