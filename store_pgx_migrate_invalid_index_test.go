@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -12,7 +13,7 @@ import (
 
 // The README has migrations 007's and 009's indexes built beforehand with
 // CREATE INDEX CONCURRENTLY on a large inbox. A concurrent build that
-// fails or is cancelled (here by a statement timeout while a transaction
+// fails or is cancelled (here while it waits for a transaction that
 // writes to its table) leaves an invalid index of that name, which
 // PostgreSQL keeps up to date on every write and never reads. Migrate
 // found it by its name and built nothing: Prune and Forget went on
@@ -35,8 +36,8 @@ VALUES ('task:grant:in_1', 'task:grant', now(), '\x7b7d', 'processed', now(), no
 }
 
 // invalidIndexRebuilt leaves an invalid index name, on def, in a schema
-// migrated up to before, by a concurrent build cut while a transaction
-// ran write; then Migrate.
+// migrated up to before, by a concurrent build cancelled while it waits
+// for a transaction that ran write; then Migrate.
 func invalidIndexRebuilt(t *testing.T, before int, name, def, write string) {
 	ctx := t.Context()
 	db := newPgDB(t)
@@ -46,7 +47,10 @@ func invalidIndexRebuilt(t *testing.T, before int, name, def, write string) {
 	q := quoteIdent(db.Schema)
 
 	// A transaction of a serving replica writes to the table: the
-	// concurrent build waits for it, past its operator's statement timeout.
+	// concurrent build, its index in the catalog by then, waits for it,
+	// and its operator cancels it (a statement timeout would do the same
+	// once the build waits; one that ran out before, while the build
+	// waited for the catalogs, would leave no index).
 	hold, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer hold.Rollback(context.Background())
@@ -54,13 +58,23 @@ func invalidIndexRebuilt(t *testing.T, before int, name, def, write string) {
 	require.NoError(t, err)
 	conn, err := db.Pool.Acquire(ctx)
 	require.NoError(t, err)
-	_, err = conn.Exec(ctx, `SET statement_timeout = '200ms'`)
+	defer conn.Release()
+	var pid uint32
+	require.NoError(t, conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
+	built := make(chan error, 1)
+	go func() {
+		_, err := conn.Exec(ctx, `CREATE INDEX CONCURRENTLY `+name+` ON `+q+`.`+def)
+		built <- err
+	}()
+	require.Eventually(t, func() bool {
+		var waits bool
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+WHERE pid = $1 AND wait_event_type = 'Lock' AND wait_event = 'virtualxid')`, pid).Scan(&waits))
+		return waits
+	}, time.Minute, 5*time.Millisecond, "the build waits for the writing transaction")
+	_, err = db.Pool.Exec(ctx, `SELECT pg_cancel_backend($1)`, pid)
 	require.NoError(t, err)
-	_, err = conn.Exec(ctx, `CREATE INDEX CONCURRENTLY `+name+` ON `+q+`.`+def)
-	require.ErrorContains(t, err, "statement timeout")
-	_, err = conn.Exec(ctx, `RESET statement_timeout`)
-	require.NoError(t, err)
-	conn.Release()
+	require.ErrorContains(t, recv(t, built, "the build"), "canceling statement due to user request")
 	require.NoError(t, hold.Rollback(ctx))
 	valid := func() bool {
 		var v bool
