@@ -227,7 +227,12 @@ LIMIT $6`,
 // run on connections of their own, also when opened on the store's pool
 // (stdlib.OpenDBFromPool), and commit apart from the claim; a
 // database/sql repository's ExecContext runs in this transaction through
-// an adapter of a few lines (the README's "With database/sql"). The
+// an adapter of a few lines (the README's "With database/sql"), its
+// reads do not: no adapter makes the *sql.Row and *sql.Rows of
+// QueryRowContext and QueryContext. So sqlc's Queries generated for pgx
+// (sql_package "pgx/v5") take this pgx.Tx in WithTx, and those generated
+// for database/sql cannot: generate the handlers' queries for pgx (the
+// README's "With sqlc"). The
 // pgx.Tx's Commit and Rollback fail with [ErrTxOwnedByStore]: the store
 // ends the transaction when the handler returns (Begin, a savepoint, is
 // fine; a key claimed early for an action declared KeyIsObjectID that
@@ -1608,7 +1613,12 @@ func withoutLineComments(sql string) string {
 // migrations it has not applied yet. It is idempotent, and safe when several
 // replicas start at once: a transaction-scoped advisory lock per schema
 // serialises them, and the pending migrations commit together with their
-// version rows in idempotency_migrations. A migration's DDL may deadlock
+// version rows in idempotency_migrations, apart from the versions of the
+// service's own migration tool (golang-migrate's schema_migrations,
+// goose's goose_db_version), which it leaves as they are: run it on every
+// start or deploy beside that tool, not as one of the tool's migrations,
+// which would never apply a later release's (the README's "With sqlc").
+// A migration's DDL may deadlock
 // with the transactions of replicas still serving (an index built on the
 // guards while an event transaction that claimed a guard waits for a table
 // Migrate holds): PostgreSQL then fails one of them, and Migrate, like an
