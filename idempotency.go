@@ -10,7 +10,11 @@
 // registered func in one transaction: the claim and every business write
 // commit together or not at all, so a crash, an error or a panic leaves
 // nothing behind and Stripe's retry processes the event normally, while a
-// repeated delivery is answered 200 without running anything.
+// repeated delivery is answered 200 without running anything. On
+// PostgreSQL those writes go through [PgxTx], the transaction's pgx.Tx,
+// which sqlc's queries generated for pgx (sql_package "pgx/v5") take; a
+// *sql.DB or a *sql.Tx commits apart from the claim, and sqlc's queries
+// generated for database/sql cannot join it.
 //
 // Event ids do not catch everything: Stripe may send two events for one
 // change (invoice.paid and invoice.payment_succeeded for one invoice). Inside
