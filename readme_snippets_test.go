@@ -204,6 +204,7 @@ var snippetImports = map[string]string{
 	"require":         "github.com/stretchr/testify/require",
 	"stripe":          "github.com/stripe/stripe-go/v82",
 	"otelprometheus":  "go.opentelemetry.io/otel/exporters/prometheus",
+	"attribute":       "go.opentelemetry.io/otel/attribute",
 	"sdkmetric":       "go.opentelemetry.io/otel/sdk/metric",
 	"idempotency":     "github.com/seed-a84bb619/idempotency",
 	"idempotencytest": "github.com/seed-a84bb619/idempotency/idempotencytest",
@@ -448,6 +449,11 @@ var credit func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoi
 var (ctx = context.Background(); store *idempotency.PgxStore; hs = idempotency.NewHandlers())
 func check(error) {}
 var (secrets []string; mux = http.NewServeMux(); logger *slog.Logger)
+`},
+	"### Metrics and traces #3": {decls: `
+var (hs = idempotency.NewHandlers(); billingStore *idempotency.PgxStore)
+func check(error) {}
+var (provider *sdkmetric.MeterProvider; logger *slog.Logger)
 `},
 	"## Dashboard #1": {fn: returnsAnError, decls: `
 var (store *idempotency.PgxStore; inbox *idempotency.Inbox)

@@ -14,7 +14,8 @@
 //
 // Spans carry event ids, types, object ids, outcomes, statuses and attempt
 // numbers; metrics only the attributes of the table below, none of them an
-// id. Neither carries a payload field, a secret, an error's text (the
+// id, and those of Config.Attributes: a process with two inboxes names
+// each in its Telemetry's (see ObserveInbox). Neither carries a payload field, a secret, an error's text (the
 // Logger has the error) or a skip's or an ignored event's reason
 // (Result.SkipReason, Result.IgnoredReason: free text, of which each value
 // would be a series).
@@ -107,6 +108,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,6 +149,17 @@ type Config struct {
 	// whose inbox query failed, with the store's error (no payload, no
 	// secret). Defaults to slog.Default().
 	Logger *slog.Logger
+
+	// Attributes are added to every point of every metric the Telemetry
+	// records, its counters', histograms' and ObserveInbox's gauges',
+	// not to its spans: attribute.String("inbox", "billing") tells apart
+	// the series of two inboxes (two stores, or two schemas of one
+	// database) in one process, each observed by a Telemetry of its own on
+	// one MeterProvider. Keep their values few, as a metric's attribute's
+	// are: never an id. New refuses an attribute with no key or no value,
+	// a key given twice, and the metrics' own keys (outcome, status, kind,
+	// state, result, rows). New copies the slice.
+	Attributes []attribute.KeyValue
 }
 
 // Telemetry turns what an [idempotency.Observer] is told into metrics and
@@ -161,6 +174,8 @@ type Telemetry struct {
 	// knownMethods are the HTTP methods the delivery's span reports as
 	// they are (knownMethodsEnv), the others as _OTHER.
 	knownMethods map[string]bool
+	// attrs are Config.Attributes, added to every metric's point.
+	attrs []attribute.KeyValue
 
 	deliveries       metric.Int64Counter
 	deliveryDuration metric.Float64Histogram
@@ -213,6 +228,10 @@ func New(cfg Config) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkAttributes(cfg.Attributes); err != nil {
+		return nil, err
+	}
+	cfg.Attributes = slices.Clone(cfg.Attributes)
 	if cfg.MeterProvider == nil {
 		cfg.MeterProvider = otel.GetMeterProvider()
 	}
@@ -228,6 +247,7 @@ func New(cfg Config) (*Telemetry, error) {
 	t := &Telemetry{
 		cfg:          cfg,
 		knownMethods: known,
+		attrs:        cfg.Attributes,
 		meter:        cfg.MeterProvider.Meter(ScopeName),
 		tracer:       cfg.TracerProvider.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
 	}
@@ -260,10 +280,10 @@ func New(cfg Config) (*Telemetry, error) {
 	// first dead letters, and one on the share of deliveries failed or
 	// refused, its first failures and refusals.
 	for _, k := range []idempotency.InboxKind{idempotency.KindEvent, idempotency.KindTask} {
-		t.deadLetters.Add(context.Background(), 0, metric.WithAttributes(kindKey.String(string(k))))
+		t.deadLetters.Add(context.Background(), 0, t.with(kindKey.String(string(k))))
 	}
 	for _, a := range deliveryAnswers {
-		t.deliveries.Add(context.Background(), 0, metric.WithAttributes(outcomeKey.String(string(a.outcome)), statusKey.String(strconv.Itoa(a.status))))
+		t.deliveries.Add(context.Background(), 0, t.with(outcomeKey.String(string(a.outcome)), statusKey.String(strconv.Itoa(a.status))))
 	}
 	t.observer = &idempotency.Observer{Delivery: t.delivery, Link: link, Attempt: t.attempt, Fetch: t.fetch}
 	return t, nil
@@ -310,11 +330,14 @@ const statsTimeout = 5 * time.Second
 // reported (the collection itself does
 // not fail: OpenTelemetry's error handler would print the error again,
 // outside the service's log). Unregister the returned registration to
-// stop. Observe one inbox per Telemetry: the gauges carry no attribute
-// naming the inbox, so two would report the same series; a service with
-// two stores makes a Telemetry for each, on meters of their own. It
-// fails, registering nothing, for an Inbox idempotency.NewInbox did not
-// return (a nil or zero one).
+// stop. Observe one inbox per Telemetry. A process with two inboxes (two
+// stores, or two schemas of one database) makes a Telemetry for each on
+// one MeterProvider, with Config.Attributes naming the inbox: without
+// them both report the same series, and a collection keeps one inbox's
+// gauges, the other's lost (its pending events read 0); on two
+// MeterProviders behind one Prometheus registry, the scrape fails on
+// each series served twice. It fails, registering nothing, for an Inbox
+// idempotency.NewInbox did not return (a nil or zero one).
 func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, error) {
 	if err := t.made("ObserveInbox"); err != nil {
 		return nil, err
@@ -345,7 +368,7 @@ func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, er
 		if in.Running() {
 			run = 1
 		}
-		o.ObserveInt64(running, run)
+		o.ObserveInt64(running, run, t.with())
 		statsCtx, cancel := context.WithTimeout(ctx, statsTimeout)
 		defer cancel()
 		st, err := in.Stats(statsCtx)
@@ -359,19 +382,19 @@ func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, er
 			return nil
 		}
 		for state := range st.Counts {
-			o.ObserveInt64(depth, int64(st.Events(state)), metric.WithAttributes(kindKey.String(string(idempotency.KindEvent)), stateKey.String(string(state))))
+			o.ObserveInt64(depth, int64(st.Events(state)), t.with(kindKey.String(string(idempotency.KindEvent)), stateKey.String(string(state))))
 			if !idempotency.KindTask.CanBe(state) {
 				continue // no series that is 0 for good
 			}
-			o.ObserveInt64(depth, int64(st.TaskCounts[state]), metric.WithAttributes(kindKey.String(string(idempotency.KindTask)), stateKey.String(string(state))))
+			o.ObserveInt64(depth, int64(st.TaskCounts[state]), t.with(kindKey.String(string(idempotency.KindTask)), stateKey.String(string(state))))
 		}
 		var seconds float64
 		if !st.OldestPending.IsZero() {
 			seconds = t.since(st.OldestPending)
 		}
-		o.ObserveFloat64(age, seconds)
+		o.ObserveFloat64(age, seconds, t.with())
 		if !st.LastAttempt.IsZero() {
-			o.ObserveFloat64(lastAttempt, t.since(st.LastAttempt))
+			o.ObserveFloat64(lastAttempt, t.since(st.LastAttempt), t.with())
 		}
 		return nil
 	}, depth, age, lastAttempt, running)
@@ -392,6 +415,36 @@ var (
 	resultKey  = attribute.Key("result")
 	rowsKey    = attribute.Key("rows")
 )
+
+// metricKeys are the metrics' own attribute keys, which Config.Attributes
+// may not name.
+var metricKeys = []attribute.Key{outcomeKey, statusKey, kindKey, stateKey, resultKey, rowsKey}
+
+// checkAttributes is New's check of Config.Attributes.
+func checkAttributes(attrs []attribute.KeyValue) error {
+	seen := map[attribute.Key]bool{}
+	for _, kv := range attrs {
+		switch {
+		case !kv.Key.Defined() || kv.Value.Type() == attribute.EMPTY:
+			return fmt.Errorf("idempotencyotel: Config.Attributes: an attribute with no key or no value (%q)", string(kv.Key))
+		case seen[kv.Key]:
+			return fmt.Errorf("idempotencyotel: Config.Attributes: %q twice", string(kv.Key))
+		case slices.Contains(metricKeys, kv.Key):
+			return fmt.Errorf("idempotencyotel: Config.Attributes: %q is an attribute of the metrics' own", string(kv.Key))
+		}
+		seen[kv.Key] = true
+	}
+	return nil
+}
+
+// with is the measurement option of a metric's point: its attributes
+// kvs, and Config.Attributes.
+func (t *Telemetry) with(kvs ...attribute.KeyValue) metric.MeasurementOption {
+	if len(t.attrs) == 0 {
+		return metric.WithAttributes(kvs...)
+	}
+	return metric.WithAttributes(append(kvs[:len(kvs):len(kvs)], t.attrs...)...)
+}
 
 // The attributes of the spans that OpenTelemetry's conventions do not
 // name (the others are semconv's).
@@ -535,8 +588,8 @@ func (t *Telemetry) delivery(ctx context.Context, r *http.Request) (context.Cont
 	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 	return ctx, func(res idempotency.Result) {
 		outcome := outcomeKey.String(string(res.Outcome))
-		t.deliveries.Add(ctx, 1, metric.WithAttributes(outcome, statusKey.String(strconv.Itoa(res.Status))))
-		t.deliveryDuration.Record(ctx, res.Duration.Seconds(), metric.WithAttributes(outcome))
+		t.deliveries.Add(ctx, 1, t.with(outcome, statusKey.String(strconv.Itoa(res.Status))))
+		t.deliveryDuration.Record(ctx, res.Duration.Seconds(), t.with(outcome))
 		attrs := make([]attribute.KeyValue, 0, 6)
 		attrs = append(attrs, spanOutcome.String(string(res.Outcome)))
 		if server {
@@ -634,11 +687,11 @@ func (t *Telemetry) attempt(ctx context.Context, rec idempotency.InboxRecord, st
 		// that attempt, taking it over or dead-lettering it.
 		counted := res.State == "" && errors.Is(res.Err, idempotency.ErrLeaseExpired)
 		if !counted {
-			t.attempts.Add(ctx, 1, metric.WithAttributes(outcome, kind, stateKey.String(string(res.State))))
-			t.attemptDuration.Record(ctx, res.Duration.Seconds(), metric.WithAttributes(outcome, kind))
+			t.attempts.Add(ctx, 1, t.with(outcome, kind, stateKey.String(string(res.State))))
+			t.attemptDuration.Record(ctx, res.Duration.Seconds(), t.with(outcome, kind))
 		}
 		if res.State == idempotency.InboxDeadLetter {
-			t.deadLetters.Add(ctx, 1, metric.WithAttributes(kind))
+			t.deadLetters.Add(ctx, 1, t.with(kind))
 		}
 		span.SetAttributes(spanOutcome.String(string(res.Outcome)), spanState.String(string(res.State)))
 		if res.Outcome == idempotency.OutcomeFailed || res.Outcome == idempotency.OutcomeUnavailable {
@@ -682,7 +735,7 @@ func (t *Telemetry) fetch(ctx context.Context, eventType, objectID string, d tim
 	case err != nil:
 		result = fetchError
 	}
-	attrs := metric.WithAttributes(resultKey.String(result))
+	attrs := t.with(resultKey.String(result))
 	t.fetches.Add(ctx, 1, attrs)
 	t.fetchDuration.Record(ctx, d.Seconds(), attrs)
 	end := time.Now()
@@ -728,15 +781,15 @@ func (t *Telemetry) Pruner(p idempotency.Pruner) idempotency.Pruner {
 		return nil
 	}
 	for _, rows := range prunedRows {
-		t.pruned.Add(context.Background(), 0, metric.WithAttributes(rowsKey.String(rows)))
+		t.pruned.Add(context.Background(), 0, t.with(rowsKey.String(rows)))
 	}
-	return countingPruner{p: p, pruned: t.pruned}
+	return countingPruner{p: p, t: t}
 }
 
 // countingPruner is what Telemetry.Pruner returns.
 type countingPruner struct {
-	p      idempotency.Pruner
-	pruned metric.Int64Counter
+	p idempotency.Pruner
+	t *Telemetry
 }
 
 func (c countingPruner) Prune(ctx context.Context, r idempotency.Retention) (idempotency.PruneReport, error) {
@@ -750,7 +803,7 @@ func (c countingPruner) Prune(ctx context.Context, r idempotency.Retention) (ide
 		defer mu.Unlock()
 		for i, n := range prunedCounts(rep) {
 			if n > counted[i] {
-				c.pruned.Add(ctx, int64(n-counted[i]), metric.WithAttributes(rowsKey.String(prunedRows[i])))
+				c.t.pruned.Add(ctx, int64(n-counted[i]), c.t.with(rowsKey.String(prunedRows[i])))
 				counted[i] = n
 			}
 		}

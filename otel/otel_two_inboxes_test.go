@@ -1,0 +1,132 @@
+package idempotencyotel_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	otelprometheus "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+	idempotencyotel "github.com/seed-a84bb619/idempotency/otel"
+)
+
+// TestTwoInboxesToldApart: a process with two inboxes (two memory stores,
+// or two schemas of one PostgreSQL database) observes each through a
+// Telemetry of its own on one MeterProvider, Config.Attributes naming the
+// inbox: the Prometheus exporter serves both, the gauges, the
+// deliveries, the attempts and the dead letters of each under its label,
+// and the scrape does not fail on a series served twice. Unregistering
+// one inbox's gauges leaves the other's. Both stores.
+func TestTwoInboxesToldApart(t *testing.T) {
+	t.Parallel()
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			reg := prometheus.NewRegistry()
+			exporter, err := otelprometheus.New(otelprometheus.WithRegisterer(reg))
+			require.NoError(t, err)
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+			t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })
+			srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			t.Cleanup(srv.Close)
+
+			regs := map[string]interface{ Unregister() error }{}
+			for _, inbox := range []string{"billing", "shipping"} {
+				tel, err := idempotencyotel.New(idempotencyotel.Config{MeterProvider: mp, Attributes: []attribute.KeyValue{attribute.String("inbox", inbox)}})
+				require.NoError(t, err)
+				in, err := idempotency.NewInbox(open(t), handlers(), idempotency.InboxConfig{
+					MaxAttempts: 1, Logger: slog.New(slog.DiscardHandler), Observer: tel.Observer(),
+				})
+				require.NoError(t, err)
+				h, err := in.Handler(idempotency.Config{Secrets: []string{secret}})
+				require.NoError(t, err)
+				r, err := tel.ObserveInbox(in)
+				require.NoError(t, err)
+				regs[inbox] = r
+				a := idempotencytest.Deliver(h, event(t, "evt_"+inbox+"_1", "invoice.paid", "in_1"), secret)
+				require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+				if inbox == "shipping" { // one more event, which dead-letters
+					a = idempotencytest.Deliver(h, event(t, "evt_"+inbox+"_2", "invoice.payment_failed", "in_2"), secret)
+					require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+					n, err := in.WorkDue(t.Context())
+					require.NoError(t, err)
+					require.Equal(t, 2, n)
+				}
+			}
+
+			scrape := func() string {
+				t.Helper()
+				resp, err := http.Get(srv.URL)
+				require.NoError(t, err)
+				defer resp.Body.Close()
+				body, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				require.Equal(t, http.StatusOK, resp.StatusCode, "the scrape fails:\n%s", body)
+				return string(body)
+			}
+			page := scrape()
+			for _, want := range []string{
+				`idempotency_inbox_depth{inbox="billing",kind="event",otel_scope_name="` + idempotencyotel.ScopeName + `",otel_scope_schema_url="",otel_scope_version="",state="pending"} 1`,
+				`idempotency_inbox_depth{inbox="shipping",kind="event",otel_scope_name="` + idempotencyotel.ScopeName + `",otel_scope_schema_url="",otel_scope_version="",state="pending"} 0`,
+				`idempotency_inbox_depth{inbox="shipping",kind="event",otel_scope_name="` + idempotencyotel.ScopeName + `",otel_scope_schema_url="",otel_scope_version="",state="dead_letter"} 1`,
+				`idempotency_inbox_running{inbox="billing",`,
+				`idempotency_inbox_running{inbox="shipping",`,
+				`idempotency_inbox_oldest_pending_age_seconds{inbox="billing",`,
+				`idempotency_inbox_oldest_pending_age_seconds{inbox="shipping",otel_scope_name="` + idempotencyotel.ScopeName + `",otel_scope_schema_url="",otel_scope_version=""} 0`,
+				`idempotency_inbox_last_attempt_age_seconds{inbox="shipping",`,
+				`idempotency_deliveries_total{inbox="billing",otel_scope_name="` + idempotencyotel.ScopeName + `",otel_scope_schema_url="",otel_scope_version="",outcome="queued",status="200"} 1`,
+				`idempotency_deliveries_total{inbox="shipping",otel_scope_name="` + idempotencyotel.ScopeName + `",otel_scope_schema_url="",otel_scope_version="",outcome="queued",status="200"} 2`,
+				`idempotency_dead_letters_total{inbox="billing",kind="event",otel_scope_name="` + idempotencyotel.ScopeName + `",otel_scope_schema_url="",otel_scope_version=""} 0`,
+				`idempotency_dead_letters_total{inbox="shipping",kind="event",otel_scope_name="` + idempotencyotel.ScopeName + `",otel_scope_schema_url="",otel_scope_version=""} 1`,
+				`idempotency_attempts_total{inbox="shipping",kind="event",otel_scope_name="` + idempotencyotel.ScopeName + `",otel_scope_schema_url="",otel_scope_version="",outcome="processed",state="processed"} 1`,
+			} {
+				require.Contains(t, page, want)
+			}
+			require.NotContains(t, page, `idempotency_inbox_last_attempt_age_seconds{inbox="billing",`, "billing attempted nothing")
+			require.NotContains(t, page, `idempotency_attempts_total{inbox="billing",`)
+			for _, l := range strings.Split(page, "\n") {
+				if strings.HasPrefix(l, "idempotency_") {
+					require.Contains(t, l, `{inbox="`, "every series names its inbox: %s", l)
+				}
+			}
+
+			require.NoError(t, regs["billing"].Unregister())
+			page = scrape()
+			require.NotContains(t, page, `idempotency_inbox_depth{inbox="billing",`, "unregistered")
+			require.NotContains(t, page, `idempotency_inbox_running{inbox="billing",`, "unregistered")
+			require.Contains(t, page, `idempotency_inbox_depth{inbox="shipping",`)
+			require.Contains(t, page, `idempotency_inbox_running{inbox="shipping",`)
+		})
+	}
+}
+
+// TestConfigAttributesRefused: New refuses an attribute with no key or no
+// value, a key given twice, and one of the metrics' own keys, which would
+// replace the value the instrument records, naming it.
+func TestConfigAttributesRefused(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		attrs []attribute.KeyValue
+		want  string
+	}{
+		{[]attribute.KeyValue{{Key: "", Value: attribute.StringValue("a")}}, `Config.Attributes: an attribute with no key or no value`},
+		{[]attribute.KeyValue{{Key: "inbox"}}, `Config.Attributes: an attribute with no key or no value ("inbox")`},
+		{[]attribute.KeyValue{attribute.String("inbox", "a"), attribute.String("inbox", "b")}, `Config.Attributes: "inbox" twice`},
+		{[]attribute.KeyValue{attribute.String("outcome", "a")}, `Config.Attributes: "outcome" is an attribute of the metrics' own`},
+		{[]attribute.KeyValue{attribute.String("rows", "a")}, `Config.Attributes: "rows" is an attribute of the metrics' own`},
+	} {
+		_, err := idempotencyotel.New(idempotencyotel.Config{MeterProvider: sdkmetric.NewMeterProvider(), Attributes: c.attrs})
+		require.ErrorContains(t, err, c.want, "%v", c.attrs)
+	}
+}
