@@ -177,6 +177,11 @@ type Telemetry struct {
 	// attrs are Config.Attributes, added to every metric's point.
 	attrs []attribute.KeyValue
 
+	// observing is set while an ObserveInbox registration is registered:
+	// a second inbox's gauges would share its series.
+	observing sync.Mutex
+	observed  bool
+
 	deliveries       metric.Int64Counter
 	deliveryDuration metric.Float64Histogram
 	attempts         metric.Int64Counter
@@ -330,10 +335,13 @@ const statsTimeout = 5 * time.Second
 // reported (the collection itself does
 // not fail: OpenTelemetry's error handler would print the error again,
 // outside the service's log). Unregister the returned registration to
-// stop. Observe one inbox per Telemetry. A process with two inboxes (two
-// stores, or two schemas of one database) makes a Telemetry for each on
-// one MeterProvider, with Config.Attributes naming the inbox: without
-// them both report the same series, and a collection keeps one inbox's
+// stop; the Telemetry may then observe another inbox. A Telemetry
+// observes one inbox at a time: while a registration is registered,
+// ObserveInbox fails, registering nothing, as the second inbox's gauges
+// would be the first's series. A process with two inboxes (two stores,
+// or two schemas of one database) makes a Telemetry for each on one
+// MeterProvider, with Config.Attributes naming the inbox: without them
+// both report the same series, and a collection keeps one inbox's
 // gauges, the other's lost (its pending events read 0); on two
 // MeterProviders behind one Prometheus registry, the scrape fails on
 // each series served twice. It fails, registering nothing, for an Inbox
@@ -361,7 +369,13 @@ func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, er
 	if err := errors.Join(depthErr, ageErr, lastAttemptErr, runningErr); err != nil {
 		return nil, fmt.Errorf("idempotencyotel: creating instruments: %w", err)
 	}
-	return t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+	t.observing.Lock()
+	defer t.observing.Unlock()
+	if t.observed {
+		return nil, errors.New("idempotencyotel: ObserveInbox: this Telemetry observes an inbox already, whose series another would share: " +
+			"make a Telemetry for each inbox, naming it in Config.Attributes, or unregister the first")
+	}
+	reg, err := t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		// This process's, read before the database: reported while the
 		// inbox cannot be read too.
 		var run int64
@@ -398,6 +412,31 @@ func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, er
 		}
 		return nil
 	}, depth, age, lastAttempt, running)
+	if err != nil {
+		return nil, err
+	}
+	t.observed = true
+	return &inboxRegistration{Registration: reg, t: t}, nil
+}
+
+// inboxRegistration is what ObserveInbox returns: its Telemetry observes
+// another inbox once it is unregistered.
+type inboxRegistration struct {
+	metric.Registration
+	t    *Telemetry
+	once sync.Once
+}
+
+func (r *inboxRegistration) Unregister() error {
+	if err := r.Registration.Unregister(); err != nil {
+		return err
+	}
+	r.once.Do(func() {
+		r.t.observing.Lock()
+		defer r.t.observing.Unlock()
+		r.t.observed = false
+	})
+	return nil
 }
 
 // since is the seconds from at to the clock's now, never negative: a

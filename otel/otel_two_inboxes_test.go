@@ -130,3 +130,51 @@ func TestConfigAttributesRefused(t *testing.T) {
 		require.ErrorContains(t, err, c.want, "%v", c.attrs)
 	}
 }
+
+// TestObserveInboxRefusesASecondInbox: one Telemetry observes one inbox
+// at a time. A second ObserveInbox, of another inbox or of the same one,
+// fails naming Config.Attributes and registers nothing: it reported the
+// same series as the first, a collection keeping one inbox's gauges (the
+// other's pending events read 0, and the alert on them stayed silent).
+// Once the first registration is unregistered, another inbox is
+// observed. Both stores.
+func TestObserveInboxRefusesASecondInbox(t *testing.T) {
+	t.Parallel()
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tel := newTelemetry(t, nil)
+			logger := slog.New(slog.DiscardHandler)
+			first, err := idempotency.NewInbox(open(t), handlers(), idempotency.InboxConfig{Logger: logger, Observer: tel.Observer()})
+			require.NoError(t, err)
+			second, err := idempotency.NewInbox(open(t), handlers(), idempotency.InboxConfig{Logger: logger, Observer: tel.Observer()})
+			require.NoError(t, err)
+			h, err := first.Handler(idempotency.Config{Secrets: []string{secret}})
+			require.NoError(t, err)
+			a := idempotencytest.Deliver(h, event(t, "evt_first", "invoice.paid", "in_1"), secret)
+			require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+
+			reg, err := tel.ObserveInbox(first)
+			require.NoError(t, err)
+			const pending = "kind=event,state=pending"
+			for _, in := range []*idempotency.Inbox{second, first} {
+				again, err := tel.ObserveInbox(in)
+				require.EqualError(t, err, "idempotencyotel: ObserveInbox: this Telemetry observes an inbox already, whose series another would share: "+
+					"make a Telemetry for each inbox, naming it in Config.Attributes, or unregister the first")
+				require.Nil(t, again)
+				require.Equal(t, 1.0, tel.points(t)["idempotency.inbox.depth"][pending], "the first inbox's pending event, not the second's 0")
+			}
+
+			require.NoError(t, reg.Unregister())
+			require.NotContains(t, tel.points(t), "idempotency.inbox.depth")
+			reg, err = tel.ObserveInbox(second)
+			require.NoError(t, err, "the first unregistered")
+			require.Equal(t, 0.0, tel.points(t)["idempotency.inbox.depth"][pending])
+			require.NoError(t, reg.Unregister())
+			require.NoError(t, reg.Unregister(), "a second Unregister, as the SDK's, changes nothing")
+			reg, err = tel.ObserveInbox(first)
+			require.NoError(t, err)
+			require.NoError(t, reg.Unregister())
+		})
+	}
+}
