@@ -179,7 +179,10 @@ func (t *Task[T]) ID(key string) string {
 // The key names the effect, not the event: a customer id for a welcome
 // email, an invoice id for a receipt. It is one for the store, whatever
 // connected account the event came from: put the account in a key of an
-// id that repeats across accounts (a capability's card_payments). It
+// id that repeats across accounts (a capability's card_payments). It is
+// in the task's id (task:<name>:<key>), which the log, idemctl, the
+// dashboard and the otel subpackage's spans (messaging.message.id) show:
+// an id, never personal data such as an email address. It
 // must be 1 to 200 bytes of valid
 // UTF-8 without NUL ([ErrInvalidKey]). Enqueue fails with
 // [ErrNeedsStoreTx] for a Tx of another Store, and, storing nothing, on a
