@@ -15,10 +15,10 @@
 // Spans carry event ids, types, object ids, outcomes, statuses and attempt
 // numbers; metrics only the attributes of the table below, none of them an
 // id, and those of Config.Attributes: a process with two inboxes names
-// each in its Telemetry's (see ObserveInbox). Neither carries a payload field, a secret, an error's text (the
-// Logger has the error) or a skip's or an ignored event's reason
-// (Result.SkipReason, Result.IgnoredReason: free text, of which each value
-// would be a series).
+// each in its Telemetry's (see ObserveInbox). Neither carries a payload
+// field, a secret, an error's text (the Logger has the error) or a skip's
+// or an ignored event's reason (Result.SkipReason, Result.IgnoredReason:
+// free text, of which each value would be a series).
 //
 // Metrics (OpenTelemetry names; a Prometheus exporter writes dots as
 // underscores, adds _total to counters and _seconds to durations):
@@ -177,8 +177,9 @@ type Telemetry struct {
 	// attrs are Config.Attributes, added to every metric's point.
 	attrs []attribute.KeyValue
 
-	// observing is set while an ObserveInbox registration is registered:
-	// a second inbox's gauges would share its series.
+	// observed is set, under observing, while a registration of
+	// ObserveInbox is registered: a second inbox's gauges would share its
+	// series.
 	observing sync.Mutex
 	observed  bool
 
