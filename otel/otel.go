@@ -14,8 +14,8 @@
 //
 // Spans carry event ids, types, object ids, outcomes, statuses and attempt
 // numbers; metrics only the attributes of the table below, none of them an
-// id, and those of Config.Attributes: a process with two inboxes names
-// each in its Telemetry's (see ObserveInbox). Neither carries a payload
+// id; both those of Config.Attributes too: a process with two inboxes
+// names each in its Telemetry's (see ObserveInbox). Neither carries a payload
 // field, a secret, an error's text (the Logger has the error) or a skip's
 // or an ignored event's reason (Result.SkipReason, Result.IgnoredReason:
 // free text, of which each value would be a series).
@@ -151,12 +151,12 @@ type Config struct {
 	Logger *slog.Logger
 
 	// Attributes are added to every point of every metric the Telemetry
-	// records, its counters', histograms' and ObserveInbox's gauges',
-	// not to its spans: attribute.String("inbox", "billing") tells apart
-	// the series of two inboxes (two stores, or two schemas of one
-	// database) in one process, each observed by a Telemetry of its own on
-	// one MeterProvider. Keep their values few, as a metric's attribute's
-	// are: never an id. New refuses an attribute with no key or no value,
+	// records, its counters', histograms' and ObserveInbox's gauges', and
+	// to each of its spans: attribute.String("inbox", "billing") tells
+	// apart the series (and the spans) of two inboxes (two stores, or two
+	// schemas of one database) in one process, each observed by a
+	// Telemetry of its own on one MeterProvider. Keep their values few, as
+	// a metric's attribute's are: never an id. New refuses an attribute with no key or no value,
 	// a key given twice, and the metrics' own keys (outcome, status, kind,
 	// state, result, rows). New copies the slice.
 	Attributes []attribute.KeyValue
@@ -625,7 +625,7 @@ func (t *Telemetry) delivery(ctx context.Context, r *http.Request) (context.Cont
 			attrs = append(attrs, semconv.HTTPRoute(path))
 		}
 	}
-	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(append(attrs, t.attrs...)...))
 	return ctx, func(res idempotency.Result) {
 		outcome := outcomeKey.String(string(res.Outcome))
 		t.deliveries.Add(ctx, 1, t.with(outcome, statusKey.String(strconv.Itoa(res.Status))))
@@ -719,6 +719,9 @@ func (t *Telemetry) attempt(ctx context.Context, rec idempotency.InboxRecord, st
 	if sc, ok := linkOf(stored); ok {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
+	if len(t.attrs) > 0 {
+		opts = append(opts, trace.WithAttributes(t.attrs...))
+	}
 	ctx, span := t.tracer.Start(ctx, name, opts...)
 	return ctx, func(res idempotency.Result) {
 		outcome, kind := outcomeKey.String(string(res.Outcome)), kindKey.String(kindOf(res.Kind))
@@ -780,8 +783,8 @@ func (t *Telemetry) fetch(ctx context.Context, eventType, objectID string, d tim
 	t.fetchDuration.Record(ctx, d.Seconds(), attrs)
 	end := time.Now()
 	_, span := t.tracer.Start(ctx, "stripe fetch", trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(end.Add(-d)),
-		trace.WithAttributes(semconv.ServicePeerName(systemStripe), eventTypeKey.String(eventType), objectIDKey.String(objectID),
-			spanResult.String(result)))
+		trace.WithAttributes(append([]attribute.KeyValue{semconv.ServicePeerName(systemStripe), eventTypeKey.String(eventType),
+			objectIDKey.String(objectID), spanResult.String(result)}, t.attrs...)...))
 	if result == fetchError {
 		span.SetAttributes(semconv.ErrorTypeKey.String(fetchErrorType(err)))
 		span.SetStatus(codes.Error, result)

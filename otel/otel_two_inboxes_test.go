@@ -178,3 +178,30 @@ func TestObserveInboxRefusesASecondInbox(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigAttributesOnSpans: Config.Attributes are on the spans too, so
+// that a trace's backend tells the two inboxes' attempts apart: the
+// delivery's, the attempt's and the fetch's, after the span's own.
+func TestConfigAttributesOnSpans(t *testing.T) {
+	t.Parallel()
+	tel := newTelemetryConfig(t, idempotencyotel.Config{Attributes: []attribute.KeyValue{attribute.String("inbox", "billing")}})
+	in, err := idempotency.NewInbox(idempotency.NewMemoryStore(), handlers(), idempotency.InboxConfig{
+		MaxAttempts: 1, Logger: slog.New(slog.DiscardHandler), Observer: tel.Observer(),
+	})
+	require.NoError(t, err)
+	h, err := in.Handler(idempotency.Config{Secrets: []string{secret}})
+	require.NoError(t, err)
+	a := idempotencytest.Deliver(h, event(t, "evt_spans", "customer.subscription.updated", "sub_ok"), secret)
+	require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+	n, err := in.WorkDue(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	spans := tel.spans.GetSpans()
+	require.Len(t, spans, 3)
+	for _, s := range spans {
+		requireAttr(t, s, "inbox", "billing")
+	}
+	require.ElementsMatch(t, []string{"POST", "process customer.subscription.updated", "stripe fetch"},
+		[]string{spans[0].Name, spans[1].Name, spans[2].Name})
+}
