@@ -156,9 +156,12 @@ type Config struct {
 	// apart the series (and the spans) of two inboxes (two stores, or two
 	// schemas of one database) in one process, each observed by a
 	// Telemetry of its own on one MeterProvider. Keep their values few, as
-	// a metric's attribute's are: never an id. New refuses an attribute with no key or no value,
-	// a key given twice, and the metrics' own keys (outcome, status, kind,
-	// state, result, rows). New copies the slice.
+	// a metric's attribute's are: never an id. New refuses an attribute
+	// with no key or no value, a key given twice, and the metrics' own
+	// keys (outcome, status, kind, state, result, rows) and the spans'
+	// (the package doc names them: messaging.system,
+	// idempotency.outcome, ...), whose values the Telemetry's would
+	// replace. New copies the slice.
 	Attributes []attribute.KeyValue
 }
 
@@ -471,6 +474,8 @@ func checkAttributes(attrs []attribute.KeyValue) error {
 			return fmt.Errorf("idempotencyotel: Config.Attributes: %q twice", string(kv.Key))
 		case slices.Contains(metricKeys, kv.Key):
 			return fmt.Errorf("idempotencyotel: Config.Attributes: %q is an attribute of the metrics' own", string(kv.Key))
+		case slices.Contains(spanKeys, kv.Key):
+			return fmt.Errorf("idempotencyotel: Config.Attributes: %q is an attribute of the spans' own", string(kv.Key))
 		}
 		seen[kv.Key] = true
 	}
@@ -498,6 +503,15 @@ var (
 	spanState    = attribute.Key("idempotency.state")
 	spanResult   = attribute.Key("idempotency.fetch.result")
 )
+
+// spanKeys are the spans' own attribute keys, which Config.Attributes may
+// not name.
+var spanKeys = []attribute.Key{
+	semconv.HTTPRequestMethodKey, semconv.URLSchemeKey, semconv.HTTPRouteKey, semconv.HTTPResponseStatusCodeKey,
+	semconv.MessagingOperationTypeKey, semconv.MessagingOperationNameKey, semconv.MessagingMessageIDKey,
+	semconv.MessagingSystemKey, semconv.MessagingDestinationNameKey, semconv.ErrorTypeKey, semconv.ServicePeerNameKey,
+	eventTypeKey, objectIDKey, spanOutcome, spanAttempt, spanRedrives, spanKind, spanState, spanResult,
+}
 
 // The messaging systems of the attempts' spans (messaging.system, a custom
 // value): Stripe's, whose webhooks deliver the events, and the inbox's

@@ -112,8 +112,9 @@ func TestTwoInboxesToldApart(t *testing.T) {
 }
 
 // TestConfigAttributesRefused: New refuses an attribute with no key or no
-// value, a key given twice, and one of the metrics' own keys, which would
-// replace the value the instrument records, naming it.
+// value, a key given twice, and one of the metrics' or the spans' own
+// keys, which would replace the value the instrument or the span
+// records, naming it.
 func TestConfigAttributesRefused(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -125,6 +126,9 @@ func TestConfigAttributesRefused(t *testing.T) {
 		{[]attribute.KeyValue{attribute.String("inbox", "a"), attribute.String("inbox", "b")}, `Config.Attributes: "inbox" twice`},
 		{[]attribute.KeyValue{attribute.String("outcome", "a")}, `Config.Attributes: "outcome" is an attribute of the metrics' own`},
 		{[]attribute.KeyValue{attribute.String("rows", "a")}, `Config.Attributes: "rows" is an attribute of the metrics' own`},
+		{[]attribute.KeyValue{attribute.String("messaging.system", "a")}, `Config.Attributes: "messaging.system" is an attribute of the spans' own`},
+		{[]attribute.KeyValue{attribute.String("idempotency.outcome", "a")}, `Config.Attributes: "idempotency.outcome" is an attribute of the spans' own`},
+		{[]attribute.KeyValue{attribute.String("http.route", "a")}, `Config.Attributes: "http.route" is an attribute of the spans' own`},
 	} {
 		_, err := idempotencyotel.New(idempotencyotel.Config{MeterProvider: sdkmetric.NewMeterProvider(), Attributes: c.attrs})
 		require.ErrorContains(t, err, c.want, "%v", c.attrs)
