@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/puddle/v2"
 )
 
 // PgxBeginner begins a pgx transaction: a *pgxpool.Pool or a *pgx.Conn. An
@@ -1559,7 +1560,11 @@ func unavailable(err error) bool {
 	var netErr net.Error
 	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err)
+		errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err) ||
+		// A pgxpool closed (a shutdown that closed it while the HTTP
+		// server still served): no connection to be had, as with the
+		// database gone; the error is puddle's, which pgxpool returns.
+		errors.Is(err, puddle.ErrClosedPool)
 }
 
 //go:embed migrations/*.up.sql
