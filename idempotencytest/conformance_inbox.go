@@ -825,7 +825,7 @@ func testInboxObserverLink(t *testing.T, b StoreBackend) {
 		req.Header.Set("Test-Link", link)
 		rec := httptest.NewRecorder()
 		linked.ServeHTTP(rec, req)
-		a := answerOf(rec)
+		a := answerOf(rec, id)
 		require.Equal(t, http.StatusOK, a.Status, a.Body)
 		require.Equal(t, want, a.Outcome, "ingest of %s", id)
 	}
@@ -855,7 +855,7 @@ func testInboxObserverLink(t *testing.T, b StoreBackend) {
 		wg.Go(func() {
 			rec := httptest.NewRecorder()
 			linked.ServeHTTP(rec, req)
-			if a := answerOf(rec); a.Outcome != idempotency.OutcomeQueued {
+			if a := answerOf(rec, id); a.Outcome != idempotency.OutcomeQueued {
 				t.Errorf("ingest of %s: %d %s", id, a.Status, a.Body)
 			}
 		})

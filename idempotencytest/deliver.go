@@ -2,12 +2,14 @@ package idempotencytest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/internal/envelope"
 )
 
 // Answer is the answer of one delivery sent by [Deliver] or [Replay].
@@ -15,6 +17,14 @@ type Answer struct {
 	Status  int
 	Outcome idempotency.Outcome // from {"outcome":...}; empty for error answers
 	Body    string
+	// EventID is the id of the event delivered, read from the payload
+	// sent, as a Handler reads it (a thin event notification's id, for
+	// one), not from the answer: it tells apart the answers of several
+	// events, whatever each was answered (a forged signature's 400 too).
+	// It is empty for a payload that is not an event (not JSON, or
+	// without a string id, a type or a data.object), which a Handler
+	// answers 400 invalid_event.
+	EventID string
 }
 
 // Answers are the answers of several deliveries.
@@ -50,6 +60,7 @@ func Replay(h http.Handler, payload []byte, secret string, n int) Answers {
 		panic(fmt.Sprintf("idempotencytest: Replay: n is %d; it must not be negative", n))
 	}
 	answers := make(Answers, n)
+	id := eventID(payload)
 	var ready, done sync.WaitGroup
 	start := make(chan struct{})
 	ready.Add(n)
@@ -62,7 +73,7 @@ func Replay(h http.Handler, payload []byte, secret string, n int) Answers {
 			ready.Done()
 			<-start
 			h.ServeHTTP(rec, req)
-			answers[i] = answerOf(rec)
+			answers[i] = answerOf(rec, id)
 		}()
 	}
 	ready.Wait()
@@ -79,11 +90,29 @@ func Replay(h http.Handler, payload []byte, secret string, n int) Answers {
 func Deliver(h http.Handler, payload []byte, secret string) Answer {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, NewSignedRequest("/", payload, secret))
-	return answerOf(rec)
+	return answerOf(rec, eventID(payload))
 }
 
-func answerOf(rec *httptest.ResponseRecorder) Answer {
-	a := Answer{Status: rec.Code, Body: rec.Body.String()}
+// eventID is the id of the event payload is, as a Handler reads it: a
+// snapshot event's, or a thin event notification's; "" when payload is
+// not an event.
+func eventID(payload []byte) string {
+	env, err := envelope.Parse(payload)
+	if errors.Is(err, envelope.ErrThinEvent) {
+		n, err := envelope.ParseThin(payload)
+		if err != nil {
+			return ""
+		}
+		return n.ID
+	}
+	if err != nil {
+		return ""
+	}
+	return env.ID
+}
+
+func answerOf(rec *httptest.ResponseRecorder, eventID string) Answer {
+	a := Answer{Status: rec.Code, Body: rec.Body.String(), EventID: eventID}
 	var v struct {
 		Outcome idempotency.Outcome `json:"outcome"`
 	}

@@ -23,7 +23,7 @@ func TestReplayAndDeliver(t *testing.T) {
 	require.Equal(t, 100, credits.get("acct_replay"))
 
 	a := idempotencytest.Deliver(h, payload, testSecret)
-	require.Equal(t, idempotencytest.Answer{Status: 200, Outcome: idempotency.OutcomeDuplicate, Body: `{"outcome":"duplicate"}`}, a)
+	require.Equal(t, idempotencytest.Answer{Status: 200, Outcome: idempotency.OutcomeDuplicate, Body: `{"outcome":"duplicate"}`, EventID: "evt_replay"}, a)
 	a = idempotencytest.Deliver(h, payload, "whsec_wrong")
 	require.Equal(t, 400, a.Status)
 	require.Empty(t, a.Outcome)

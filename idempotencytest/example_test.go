@@ -67,6 +67,35 @@ func Example() {
 	// 400 {"error":"invalid_signature"}
 }
 
+// Each Answer names the event its delivery sent, read from the payload
+// and not from the answer, so that the answers of several events are told
+// apart; a payload that is not an event names none.
+func ExampleDeliver() {
+	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), idempotency.NewHandlers(), idempotency.Config{
+		Secrets: []string{"whsec_test"},
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		panic(err)
+	}
+	created := func(id string) []byte {
+		b, _ := json.Marshal(map[string]any{
+			"id": id, "object": "event", "type": "customer.created", "api_version": stripe.APIVersion,
+			"data": map[string]any{"object": map[string]any{"id": "cus_1", "object": "customer"}},
+		})
+		return b
+	}
+
+	for _, payload := range [][]byte{created("evt_1"), created("evt_2"), []byte(`{"id":"cus_1","object":"customer"}`)} {
+		a := idempotencytest.Deliver(h, payload, "whsec_test")
+		fmt.Printf("%q %d %s\n", a.EventID, a.Status, a.Body)
+	}
+	// Output:
+	// "evt_1" 200 {"outcome":"ignored"}
+	// "evt_2" 200 {"outcome":"ignored"}
+	// "" 400 {"error":"invalid_event"}
+}
+
 // While an endpoint's secret rolls, Stripe signs each delivery with the old
 // and the new secret, one v1 each. A service that lists only the new secret
 // (or only the old one) still verifies it, and one that lists neither
