@@ -12,7 +12,8 @@ import (
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
 )
 
-// Answer is the answer of one delivery sent by [Deliver] or [Replay].
+// Answer is the answer of one delivery sent by [Deliver], [Replay] or
+// [ReplayAll].
 type Answer struct {
 	Status  int
 	Outcome idempotency.Outcome // from {"outcome":...}; empty for error answers
@@ -56,25 +57,44 @@ func (as Answers) Statuses() map[int]int {
 // released together once all n goroutines are ready. It returns when every
 // delivery has been answered. It panics when n is negative.
 func Replay(h http.Handler, payload []byte, secret string, n int) Answers {
+	return replay("Replay", h, [][]byte{payload}, secret, n)
+}
+
+// ReplayAll is [Replay] of several payloads at once: it delivers each of
+// payloads n times, all concurrently to h, as Stripe's twin events (two
+// event ids for one change, such as invoice.paid and
+// invoice.payment_succeeded of one invoice) and their copies might race.
+// The len(payloads)*n deliveries are released together once all their
+// goroutines are ready. answers[i*n+j] is the answer of the j-th copy of
+// payloads[i] (its [Answer.EventID] names the event too). It returns when
+// every delivery has been answered. It panics when n is negative.
+func ReplayAll(h http.Handler, payloads [][]byte, secret string, n int) Answers {
+	return replay("ReplayAll", h, payloads, secret, n)
+}
+
+// replay is Replay and ReplayAll, which name themselves in a panic.
+func replay(name string, h http.Handler, payloads [][]byte, secret string, n int) Answers {
 	if n < 0 {
-		panic(fmt.Sprintf("idempotencytest: Replay: n is %d; it must not be negative", n))
+		panic(fmt.Sprintf("idempotencytest: %s: n is %d; it must not be negative", name, n))
 	}
-	answers := make(Answers, n)
-	id := eventID(payload)
+	answers := make(Answers, len(payloads)*n)
 	var ready, done sync.WaitGroup
 	start := make(chan struct{})
-	ready.Add(n)
-	done.Add(n)
-	for i := range n {
-		req := NewSignedRequest("/", payload, secret)
-		go func() {
-			defer done.Done()
-			rec := httptest.NewRecorder()
-			ready.Done()
-			<-start
-			h.ServeHTTP(rec, req)
-			answers[i] = answerOf(rec, id)
-		}()
+	ready.Add(len(answers))
+	done.Add(len(answers))
+	for p, payload := range payloads {
+		id := eventID(payload)
+		for c := range n {
+			req := NewSignedRequest("/", payload, secret)
+			go func() {
+				defer done.Done()
+				rec := httptest.NewRecorder()
+				ready.Done()
+				<-start
+				h.ServeHTTP(rec, req)
+				answers[p*n+c] = answerOf(rec, id)
+			}()
+		}
 	}
 	ready.Wait()
 	close(start)

@@ -11,8 +11,10 @@
 //     payload as Stripe does ([SignatureHeaderSecrets] with every secret of
 //     a roll); [Deliver] sends it once to a handler and
 //     [Replay] sends n copies at once, as Stripe's retries and duplicates
-//     might, and both return what the handler answered and which event
-//     each delivery sent ([Answer], [Answers]).
+//     might, [ReplayAll] n copies of each of several payloads at once
+//     (twin events of one object racing), and all return what the
+//     handler answered and which event each delivery sent ([Answer],
+//     [Answers]).
 //   - A fake clock: [NewClock] gives a [Clock] (the zero Clock starts at
 //     the real time of its first use) to set as
 //     idempotency.InboxConfig.Now (and Config.Now), advanced by the test

@@ -67,6 +67,59 @@ func Example() {
 	// 400 {"error":"invalid_signature"}
 }
 
+// Twin events, two event ids for one change (invoice.paid and
+// invoice.payment_succeeded of one invoice), sent in 5 copies each, all at
+// once: each event is processed once, and the guard on the invoice credits
+// it once. The answers come in the payloads' order, 5 of each.
+func ExampleReplayAll() {
+	var mu sync.Mutex
+	credits := map[string]int{} // the fake accounts table
+	credit := func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
+		first, err := tx.Guard(ctx, "invoice-credit", ev.Object.ID)
+		if err != nil || !first {
+			return err
+		}
+		account := ev.Object.Metadata["account_id"]
+		tx.AfterCommit(func(context.Context) {
+			mu.Lock()
+			defer mu.Unlock()
+			credits[account] += 100
+		})
+		return nil
+	}
+	hs := idempotency.NewHandlers()
+	idempotency.On(hs, "invoice.paid", credit)
+	idempotency.On(hs, "invoice.payment_succeeded", credit)
+	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
+		Secrets: []string{"whsec_test"},
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		panic(err)
+	}
+	event := func(id, typ string) []byte {
+		b, _ := json.Marshal(map[string]any{
+			"id": id, "object": "event", "type": typ, "api_version": stripe.APIVersion,
+			"data": map[string]any{"object": map[string]any{
+				"id": "in_1", "object": "invoice", "metadata": map[string]string{"account_id": "acct_1"},
+			}},
+		})
+		return b
+	}
+
+	const n = 5
+	answers := idempotencytest.ReplayAll(h, [][]byte{event("evt_1", "invoice.paid"), event("evt_2", "invoice.payment_succeeded")}, "whsec_test", n)
+	for i := 0; i < len(answers); i += n {
+		of := answers[i : i+n]
+		fmt.Println(of[0].EventID, of.Count(idempotency.OutcomeProcessed), of.Count(idempotency.OutcomeDuplicate))
+	}
+	fmt.Println(credits["acct_1"])
+	// Output:
+	// evt_1 1 4
+	// evt_2 1 4
+	// 100
+}
+
 // Each Answer names the event its delivery sent, read from the payload
 // and not from the answer, so that the answers of several events are told
 // apart; a payload that is not an event names none.
