@@ -254,7 +254,10 @@ func (e *fetchUnavailableError) Unwrap() error { return e.err }
 //     answers a thin event's fetch, and 500 for any other (a refusal, a
 //     FetchFunc's own error), and Stripe retries either; the inbox retries
 //     with backoff. An object the API no longer knows (404 resource_missing,
-//     ErrObjectNotFound) is skipped with that reason: objects Stripe keeps after their end
+//     which Retrieve returns as ErrObjectNotFound; or ErrObjectNotFound from
+//     any FetchFunc) is skipped with the reason "the object's FetchFunc
+//     returned ErrObjectNotFound (Retrieve's answer to a 404
+//     resource_missing)": objects Stripe keeps after their end
 //     (a canceled subscription, a deleted customer) are fetched and the
 //     handler sees that state; those it deletes for good (a product, a
 //     coupon) are not, and their .deleted events are skipped: register
@@ -537,7 +540,9 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, s
 	observeFetch(ctx, ev.Type, id, time.Since(fetchStarted), err)
 	switch {
 	case errors.Is(err, ErrObjectNotFound):
-		return Skip("the API no longer knows the object (404)")
+		// The FetchFunc said so: Retrieve for the API's 404, or a test's
+		// fake, which asked no API.
+		return Skip("the object's FetchFunc returned ErrObjectNotFound (Retrieve's answer to a 404 resource_missing)")
 	case err != nil:
 		err = errorf("fetching the current object of %s: %w", ev.Type, err)
 		if ctx.Err() == nil && (timedOut || transientAPIError(err)) {

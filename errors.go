@@ -612,8 +612,10 @@ func Snooze(d time.Duration) error {
 // the transaction of a [MemoryStore] or [PgxStore] handler.
 var ErrNeedsStoreTx = errors.New("idempotency: needs the Tx of a MemoryStore or PgxStore handler")
 
-// ErrObjectNotFound: the Stripe API answered 404 resource_missing for an
-// object an [OnCurrent] handler fetched. A [FetchFunc] wraps it.
+// ErrObjectNotFound: the object an [OnCurrent] handler fetched does not
+// exist: the Stripe API answered 404 resource_missing ([Retrieve] returns
+// it then), or a [FetchFunc] of the service's or of a test's found none. A
+// FetchFunc wraps it, and the event is skipped.
 var ErrObjectNotFound = errors.New("idempotency: object not found")
 
 // Talking to the Stripe API: fetching a thin event's event, [Retrieve]'s

@@ -346,7 +346,7 @@ func TestReadmeQuotesTheCodesTexts(t *testing.T) {
 		"idempotency task: attempt",
 		"is another object's type",
 		"cannot decode a JSON",
-		"the API no longer knows the object",
+		"the object's FetchFunc returned ErrObjectNotFound (Retrieve's answer to a 404 resource_missing)",
 		"the API key is of the other mode",
 		"not an answer of the Stripe API",
 		"the platform has no access to the connected account",
