@@ -44,7 +44,10 @@
 // The memory store (idempotency.NewMemoryStore) has the PostgreSQL store's
 // semantics and needs nothing: use it for the logic of handlers, with fakes
 // of your tables whose writes apply in tx.AfterCommit, so that they commit
-// and roll back with the claim (see the package example).
+// and roll back with the claim (see the package example). [Table] is such
+// a fake, rows by key, that keeps the later of two writes of one row
+// whatever order their AfterCommit funcs run in, as an OnCurrent
+// handler's fake must.
 //
 // Handlers that write SQL through idempotency.PgxTx can be tested for real
 // instead: on [Postgres], the handler's own SQL runs in the event's

@@ -67,6 +67,44 @@ func Example() {
 	// 400 {"error":"invalid_signature"}
 }
 
+// An idempotency.OnCurrent handler tested on the memory store with a
+// Table as the fake of its table: each write applies when the event's
+// transaction commits, and of two events of one subscription applied at
+// once, the row of the later fetch is kept.
+func ExampleTable() {
+	var subs idempotencytest.Table[stripe.SubscriptionStatus] // the fake subscriptions table
+	hs := idempotency.NewHandlers()
+	idempotency.OnCurrent(hs, []string{"customer.subscription.updated"},
+		func(ctx context.Context, id, account string) (*stripe.Subscription, error) {
+			return &stripe.Subscription{ID: id, Status: stripe.SubscriptionStatusActive}, nil // the API's state
+		},
+		func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Subscription]) error {
+			subs.Put(tx, ev.Object.ID, ev.Object.Status) // under the object's lock
+			return nil
+		})
+	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
+		Secrets: []string{"whsec_test"},
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		panic(err)
+	}
+	updated := func(id string) []byte {
+		b, _ := json.Marshal(map[string]any{
+			"id": id, "object": "event", "type": "customer.subscription.updated", "api_version": stripe.APIVersion,
+			"data": map[string]any{"object": map[string]any{"id": "sub_1", "object": "subscription", "status": "incomplete"}},
+		})
+		return b
+	}
+
+	answers := idempotencytest.ReplayAll(h, [][]byte{updated("evt_1"), updated("evt_2")}, "whsec_test", 1)
+	fmt.Println(answers.Count(idempotency.OutcomeProcessed))
+	fmt.Println(subs.Get("sub_1"))
+	// Output:
+	// 2
+	// active true
+}
+
 // Twin events, two event ids for one change (invoice.paid and
 // invoice.payment_succeeded of one invoice), sent in 5 copies each, all at
 // once: each event is processed once, and the guard on the invoice credits

@@ -1,0 +1,93 @@
+package idempotencytest_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
+)
+
+// subscriptionUpdated returns a customer.subscription.updated event id
+// about subscription sub.
+func subscriptionUpdated(t testing.TB, id, sub string) []byte {
+	t.Helper()
+	return idempotencytest.Derive(invoicePaid(t, id, sub, ""), map[string]any{
+		"type": "customer.subscription.updated", "data.object.object": "subscription",
+	})
+}
+
+// TestTableKeepsTheLaterFetch: a store releases OnCurrent's object lock at
+// the commit, before the transaction's AfterCommit funcs, so the next
+// event of the object fetches, commits and puts its row while the first
+// event's Put waits behind a func of its transaction. The Table keeps the
+// later fetch's state, on both stores; a fake that wrote each row as its
+// AfterCommit func ran kept the earlier one. A transaction that rolls
+// back puts nothing.
+func TestTableKeepsTheLaterFetch(t *testing.T) {
+	t.Parallel()
+	for name, store := range map[string]func(t *testing.T) idempotency.Store{
+		"memory": func(*testing.T) idempotency.Store { return idempotency.NewMemoryStore() },
+		"postgres": func(t *testing.T) idempotency.Store {
+			return idempotencytest.Postgres(t).NewStore(t, idempotency.PgxConfig{})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			api := map[string]stripe.SubscriptionStatus{"sub_1": stripe.SubscriptionStatusPastDue}
+			var table idempotencytest.Table[stripe.SubscriptionStatus]
+			reached, release := make(chan struct{}), make(chan struct{})
+			hs := idempotency.NewHandlers()
+			idempotency.OnCurrent(hs, []string{"customer.subscription.updated"},
+				func(_ context.Context, id, _ string) (*stripe.Subscription, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					return &stripe.Subscription{ID: id, Status: api[id]}, nil
+				},
+				func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Subscription]) error {
+					switch tx.EventID() {
+					case "evt_first": // its Put waits, after the commit, behind this func
+						tx.AfterCommit(func(context.Context) {
+							close(reached)
+							<-release
+						})
+					case "evt_rolled_back":
+						table.Put(tx, ev.Object.ID, ev.Object.Status)
+						return errors.New("rolled back")
+					}
+					table.Put(tx, ev.Object.ID, ev.Object.Status)
+					return nil
+				})
+			h, err := idempotency.NewHandler(store(t), hs, idempotency.Config{Secrets: []string{testSecret}, Logger: slog.New(slog.DiscardHandler)})
+			require.NoError(t, err)
+
+			first := make(chan idempotencytest.Answer, 1)
+			go func() { first <- idempotencytest.Deliver(h, subscriptionUpdated(t, "evt_first", "sub_1"), testSecret) }()
+			<-reached // committed, its row not yet put
+			mu.Lock()
+			api["sub_1"] = stripe.SubscriptionStatusActive
+			mu.Unlock()
+			a := idempotencytest.Deliver(h, subscriptionUpdated(t, "evt_second", "sub_1"), testSecret)
+			require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, a.Body)
+			close(release)
+			a = <-first
+			require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, a.Body)
+			status, ok := table.Get("sub_1")
+			require.True(t, ok)
+			require.Equal(t, stripe.SubscriptionStatusActive, status, "the later fetch's state")
+
+			a = idempotencytest.Deliver(h, subscriptionUpdated(t, "evt_rolled_back", "sub_2"), testSecret)
+			require.Equal(t, http.StatusInternalServerError, a.Status, a.Body)
+			_, ok = table.Get("sub_2")
+			require.False(t, ok, "a transaction that rolled back puts nothing")
+		})
+	}
+}
