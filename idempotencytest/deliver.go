@@ -83,7 +83,7 @@ func replay(name string, h http.Handler, payloads [][]byte, secret string, n int
 	ready.Add(len(answers))
 	done.Add(len(answers))
 	for p, payload := range payloads {
-		id := eventID(payload)
+		id := eventIDOf(payload)
 		for c := range n {
 			req := NewSignedRequest("/", payload, secret)
 			go func() {
@@ -110,13 +110,13 @@ func replay(name string, h http.Handler, payloads [][]byte, secret string, n int
 func Deliver(h http.Handler, payload []byte, secret string) Answer {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, NewSignedRequest("/", payload, secret))
-	return answerOf(rec, eventID(payload))
+	return answerOf(rec, eventIDOf(payload))
 }
 
-// eventID is the id of the event payload is, as a Handler reads it: a
+// eventIDOf is the id of the event payload is, as a Handler reads it: a
 // snapshot event's, or a thin event notification's; "" when payload is
 // not an event.
-func eventID(payload []byte) string {
+func eventIDOf(payload []byte) string {
 	env, err := envelope.Parse(payload)
 	if errors.Is(err, envelope.ErrThinEvent) {
 		n, err := envelope.ParseThin(payload)
