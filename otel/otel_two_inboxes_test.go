@@ -183,6 +183,49 @@ func TestObserveInboxRefusesASecondInbox(t *testing.T) {
 	}
 }
 
+// TestObserveInboxStaleUnregisterFreesNothing: a registration's
+// Unregister called again, once the Telemetry observes another inbox
+// (a shutdown hook and a deferred Unregister, say), leaves that
+// registration as it is: ObserveInbox still refuses a third inbox, whose
+// gauges would be the second's series, and the second's are collected.
+// Both stores.
+func TestObserveInboxStaleUnregisterFreesNothing(t *testing.T) {
+	t.Parallel()
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tel := newTelemetry(t, nil)
+			logger := slog.New(slog.DiscardHandler)
+			inboxes := make([]*idempotency.Inbox, 3)
+			for i := range inboxes {
+				in, err := idempotency.NewInbox(open(t), handlers(), idempotency.InboxConfig{Logger: logger, Observer: tel.Observer()})
+				require.NoError(t, err)
+				inboxes[i] = in
+			}
+			h, err := inboxes[1].Handler(idempotency.Config{Secrets: []string{secret}})
+			require.NoError(t, err)
+			a := idempotencytest.Deliver(h, event(t, "evt_second", "invoice.paid", "in_1"), secret)
+			require.Equal(t, idempotency.OutcomeQueued, a.Outcome, a.Body)
+
+			first, err := tel.ObserveInbox(inboxes[0])
+			require.NoError(t, err)
+			require.NoError(t, first.Unregister())
+			second, err := tel.ObserveInbox(inboxes[1])
+			require.NoError(t, err)
+			require.NoError(t, first.Unregister(), "again, while the second is registered")
+
+			third, err := tel.ObserveInbox(inboxes[2])
+			require.ErrorContains(t, err, "observes an inbox already", "the second is still registered")
+			require.Nil(t, third)
+			require.Equal(t, 1.0, tel.points(t)["idempotency.inbox.depth"]["kind=event,state=pending"], "the second inbox's pending event")
+			require.NoError(t, second.Unregister())
+			third, err = tel.ObserveInbox(inboxes[2])
+			require.NoError(t, err)
+			require.NoError(t, third.Unregister())
+		})
+	}
+}
+
 // TestConfigAttributesOnSpans: Config.Attributes are on the spans too, so
 // that a trace's backend tells the two inboxes' attempts apart: the
 // delivery's, the attempt's and the fetch's, after the span's own.
