@@ -191,12 +191,12 @@ var (
 	// does a handler's error that did so (a *sql.DB on the pool).
 	ErrTimeout = errors.New("idempotency: timed out")
 	// ErrStoreUnavailable: the store could not be reached (connection
-	// refused or lost, the database shutting down or starting), or cannot
-	// store (PostgreSQL read-only: a standby, or
-	// default_transaction_read_only on). Returned by
-	// [Store.Run] with [OutcomeUnavailable], and by Migrate; by Ping and
-	// the lookups, which only read, when the database cannot be reached (a
-	// read-only one passes them). Answered 503. Nothing was written, but
+	// refused or lost, the database shutting down or starting, a
+	// PgxStore's pgxpool closed), or cannot store (PostgreSQL
+	// read-only: a standby, or default_transaction_read_only on).
+	// Returned by [Store.Run] with [OutcomeUnavailable], and by Migrate;
+	// by Ping and the lookups, which only read, when the database cannot
+	// be reached (a read-only one passes them). Answered 503. Nothing was written, but
 	// when Run's COMMIT was sent and its answer lost, and the store could
 	// not find out whether it committed: then it may have (see [Store]).
 	ErrStoreUnavailable = errors.New("idempotency: store unavailable")
