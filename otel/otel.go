@@ -177,7 +177,8 @@ type Telemetry struct {
 	// knownMethods are the HTTP methods the delivery's span reports as
 	// they are (knownMethodsEnv), the others as _OTHER.
 	knownMethods map[string]bool
-	// attrs are Config.Attributes, added to every metric's point.
+	// attrs are Config.Attributes, added to every metric's point and to
+	// every span.
 	attrs []attribute.KeyValue
 
 	// observed is set, under observing, while a registration of
