@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -66,11 +67,11 @@ func invalidIndexRebuilt(t *testing.T, before int, name, def, write string) {
 		_, err := conn.Exec(ctx, `CREATE INDEX CONCURRENTLY `+name+` ON `+q+`.`+def)
 		built <- err
 	}()
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var waits bool
-		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+		assert.NoError(c, db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
 WHERE pid = $1 AND wait_event_type = 'Lock' AND wait_event = 'virtualxid')`, pid).Scan(&waits))
-		return waits
+		assert.True(c, waits)
 	}, time.Minute, 5*time.Millisecond, "the build waits for the writing transaction")
 	_, err = db.Pool.Exec(ctx, `SELECT pg_cancel_backend($1)`, pid)
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
@@ -198,14 +199,14 @@ func heldPastLockTimeout(t *testing.T, b *pgBackend, key string, op func() error
 func releasedPastLockTimeout(t *testing.T, b *pgBackend, tx pgx.Tx, done <-chan error) error {
 	t.Helper()
 	admin := pgtest.AdminPool(t)
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		if len(done) > 0 {
-			return true
+			return
 		}
 		var waited bool
-		require.NoError(t, admin.QueryRow(t.Context(), `SELECT coalesce(bool_or(clock_timestamp() - query_start > 3 * $2::interval), false)
+		assert.NoError(c, admin.QueryRow(t.Context(), `SELECT coalesce(bool_or(clock_timestamp() - query_start > 3 * $2::interval), false)
 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, b.db.Schema, lockTimeout).Scan(&waited))
-		return waited
+		assert.True(c, waited, "a statement waited for a lock three times lockTimeout")
 	}, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, tx.Commit(t.Context()))
 	return recv(t, done, "op")
