@@ -161,7 +161,11 @@ type Config struct {
 	// keys (outcome, status, kind, state, result, rows) and the spans'
 	// (the package doc names them: messaging.system,
 	// idempotency.outcome, ...), whose values the Telemetry's would
-	// replace. New copies the slice.
+	// replace, and, as a Prometheus exporter writes keys (dots and other
+	// characters as underscores), two keys written as one label and a
+	// label Prometheus or the exporter writes itself (le, quantile,
+	// otel_scope_*, __*), which failed every scrape or wrote a label
+	// twice. New copies the slice.
 	Attributes []attribute.KeyValue
 }
 
@@ -467,7 +471,9 @@ var metricKeys = []attribute.Key{outcomeKey, statusKey, kindKey, stateKey, resul
 // checkAttributes is New's check of Config.Attributes.
 func checkAttributes(attrs []attribute.KeyValue) error {
 	seen := map[attribute.Key]bool{}
+	labels := map[string]attribute.Key{} // Prometheus label → the key written so
 	for _, kv := range attrs {
+		label := promLabel(kv.Key)
 		switch {
 		case !kv.Key.Defined() || kv.Value.Type() == attribute.EMPTY:
 			return fmt.Errorf("idempotencyotel: Config.Attributes: an attribute with no key or no value (%q)", string(kv.Key))
@@ -477,10 +483,26 @@ func checkAttributes(attrs []attribute.KeyValue) error {
 			return fmt.Errorf("idempotencyotel: Config.Attributes: %q is an attribute of the metrics' own", string(kv.Key))
 		case slices.Contains(spanKeys, kv.Key):
 			return fmt.Errorf("idempotencyotel: Config.Attributes: %q is an attribute of the spans' own", string(kv.Key))
+		case label == "le" || label == "quantile" || strings.HasPrefix(label, "__") || strings.HasPrefix(label, "otel_scope_"):
+			return fmt.Errorf("idempotencyotel: Config.Attributes: %q is a label Prometheus or its exporter writes itself (%s)", string(kv.Key), label)
+		case labels[label] != "":
+			return fmt.Errorf("idempotencyotel: Config.Attributes: %q and %q are one Prometheus label, %s", string(labels[label]), string(kv.Key), label)
 		}
-		seen[kv.Key] = true
+		seen[kv.Key], labels[label] = true, kv.Key
 	}
 	return nil
+}
+
+// promLabel is the label a Prometheus exporter writes for the attribute
+// key k: each character outside [a-zA-Z0-9_] an underscore (a leading
+// digit is prefixed with one, which none of the checks above reads).
+func promLabel(k attribute.Key) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, string(k))
 }
 
 // with is the measurement option of a metric's point: its attributes

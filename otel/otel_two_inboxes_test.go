@@ -129,6 +129,14 @@ func TestConfigAttributesRefused(t *testing.T) {
 		{[]attribute.KeyValue{attribute.String("messaging.system", "a")}, `Config.Attributes: "messaging.system" is an attribute of the spans' own`},
 		{[]attribute.KeyValue{attribute.String("idempotency.outcome", "a")}, `Config.Attributes: "idempotency.outcome" is an attribute of the spans' own`},
 		{[]attribute.KeyValue{attribute.String("http.route", "a")}, `Config.Attributes: "http.route" is an attribute of the spans' own`},
+		// Labels a Prometheus exporter writes itself, or that Prometheus
+		// reserves: each failed every scrape, or wrote a label twice.
+		{[]attribute.KeyValue{attribute.String("otel_scope_name", "a")}, `Config.Attributes: "otel_scope_name" is a label Prometheus`},
+		{[]attribute.KeyValue{attribute.String("otel.scope.version", "a")}, `Config.Attributes: "otel.scope.version" is a label Prometheus`},
+		{[]attribute.KeyValue{attribute.String("le", "a")}, `Config.Attributes: "le" is a label Prometheus`},
+		{[]attribute.KeyValue{attribute.String("quantile", "a")}, `Config.Attributes: "quantile" is a label Prometheus`},
+		{[]attribute.KeyValue{attribute.String("__name__", "a")}, `Config.Attributes: "__name__" is a label Prometheus`},
+		{[]attribute.KeyValue{attribute.String("inbox.name", "a"), attribute.String("inbox_name", "b")}, `Config.Attributes: "inbox.name" and "inbox_name" are one Prometheus label, inbox_name`},
 	} {
 		_, err := idempotencyotel.New(idempotencyotel.Config{MeterProvider: sdkmetric.NewMeterProvider(), Attributes: c.attrs})
 		require.ErrorContains(t, err, c.want, "%v", c.attrs)
