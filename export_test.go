@@ -573,3 +573,26 @@ func (s *LostAnswerStore) inboxEnqueue(ctx context.Context, r *inboxRow) (bool, 
 	}
 	return inserted, err
 }
+
+// PgxListPlan is what EXPLAIN (ANALYZE, BUFFERS) says on conn of
+// Inbox.List's statement for f (its Limit given), planned for f's values
+// as a connection's first runs of it are.
+func PgxListPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, f InboxFilter) (string, error) {
+	return explainAnalyze(ctx, conn, s.inbox.list, inboxListArgs(f))
+}
+
+// PgxListEventsPlan is PgxListPlan for ListEvents' statement.
+func PgxListEventsPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, f EventFilter) (string, error) {
+	return explainAnalyze(ctx, conn, s.sql.listEvents, listEventsArgs(f))
+}
+
+// explainAnalyze is what EXPLAIN (ANALYZE, BUFFERS) says on conn of stmt
+// run with args.
+func explainAnalyze(ctx context.Context, conn *pgx.Conn, stmt string, args []any) (string, error) {
+	rows, err := conn.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) `+stmt, args...)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
+}

@@ -1114,8 +1114,11 @@ func (r *EventRecord) keepReason() { r.SkipReason = keptText(r.SkipReason) }
 
 // ListEvents returns the committed event claims that f selects, newest
 // first (by ProcessedAt, then event id), in one query (one round trip on a
-// pool or a connection) that uses the ledger's index on processed_at. A
-// skip reason is read to its first 1000 bytes, as LookupEvent reads it.
+// pool or a connection) that reads the ledger's index on processed_at, or
+// with an ObjectID or an EventType its index on the object or the type,
+// with processed_at (migration 012): the rows of one object or type, not
+// the whole ledger. A skip reason is read to its first 1000 bytes, as
+// LookupEvent reads it.
 func (s *PgxStore) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord, error) {
 	if err := s.made("PgxStore.ListEvents"); err != nil {
 		return nil, err
@@ -1128,8 +1131,7 @@ func (s *PgxStore) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord
 	// is read again on another.
 	err := retryStale(ctx, func() error {
 		return s.autocommit(ctx, func(q pgxQuerier) error {
-			rows, err := q.Query(ctx, s.sql.listEvents, texts(f.Outcomes), f.EventType, f.ObjectID, filterBound(f.Since), filterBound(f.Until), f.Limit,
-				f.Account, f.After.EventID, optionalTime(f.After.ProcessedAt))
+			rows, err := q.Query(ctx, s.sql.listEvents, listEventsArgs(f)...)
 			if err != nil {
 				return err
 			}
@@ -1146,6 +1148,12 @@ func (s *PgxStore) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord
 		return nil, errorf("listing events: %w", s.unavailableErr(err))
 	}
 	return out, nil
+}
+
+// listEventsArgs are the arguments of the statement listEvents for f.
+func listEventsArgs(f EventFilter) []any {
+	return []any{texts(f.Outcomes), f.EventType, f.ObjectID, filterBound(f.Since), filterBound(f.Until), f.Limit,
+		f.Account, f.After.EventID, optionalTime(f.After.ProcessedAt)}
 }
 
 // LookupGuard returns the committed claim of a natural key.

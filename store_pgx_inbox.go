@@ -488,11 +488,13 @@ func (s *PgxStore) inboxStats(ctx context.Context) (InboxStats, error) {
 	return st, nil
 }
 
-// inboxList implements inboxBackend: one query, newest received first.
+// inboxList implements inboxBackend: one query, newest received first;
+// with an ObjectID, on the object's index (migration 012), the object's
+// rows alone.
 func (s *PgxStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord, error) {
 	var out []InboxRecord
 	err := s.autocommitIdempotent(ctx, func(q pgxQuerier) error {
-		rows, err := q.Query(ctx, s.inbox.list, texts(f.States), f.EventType, f.ObjectID, filterBound(f.Since), filterBound(f.Until), f.Limit, f.EventIDs, string(f.Kind), f.Account, f.After.EventID, optionalTime(f.After.ReceivedAt))
+		rows, err := q.Query(ctx, s.inbox.list, inboxListArgs(f)...)
 		if err != nil {
 			return err
 		}
@@ -503,6 +505,12 @@ func (s *PgxStore) inboxList(ctx context.Context, f InboxFilter) ([]InboxRecord,
 		return nil, s.inboxError("list", err)
 	}
 	return out, nil
+}
+
+// inboxListArgs are the arguments of the statement list for f.
+func inboxListArgs(f InboxFilter) []any {
+	return []any{texts(f.States), f.EventType, f.ObjectID, filterBound(f.Since), filterBound(f.Until), f.Limit, f.EventIDs,
+		string(f.Kind), f.Account, f.After.EventID, optionalTime(f.After.ReceivedAt)}
 }
 
 // inboxHeldBy implements inboxBackend: one query over the object index.

@@ -155,6 +155,11 @@ VALUES ('nightly:acct_10', $1, 'acct_10', '', false, 'evt_v10', $1, $1) RETURNIN
 			`INSERT INTO {{schema}}.idempotency_inbox AS r (event_id, event_type, created, payload, state, received_at, finished_at, redrives, redriven_at)
 VALUES ('evt_v11', 'invoice.paid', $1, '\x7b7d', 'dead_letter', $1, $1, 2, $1) RETURNING to_jsonb(r)`,
 		},
+		12: { // rows of an object, found on its indexes
+			`INSERT INTO {{schema}}.idempotency_events AS r (event_id, event_type, object_id, outcome, received_at) VALUES ('evt_v12', 'invoice.paid', 'in_12', 'processed', $1) RETURNING to_jsonb(r)`,
+			`INSERT INTO {{schema}}.idempotency_inbox AS r (event_id, event_type, object_id, created, payload, state, received_at, finished_at)
+VALUES ('evt_v12', 'invoice.paid', 'in_12', $1, '\x7b7d', 'processed', $1, $1) RETURNING to_jsonb(r)`,
+		},
 	}
 	require.Len(t, writes, len(files), "rows for each migration")
 	var written []pgxRow
@@ -220,7 +225,14 @@ VALUES ('evt_v11', 'invoice.paid', $1, '\x7b7d', 'dead_letter', $1, $1, 2, $1) R
 	require.NoError(t, err)
 	recs, err := in.List(ctx, idempotency.InboxFilter{Kind: idempotency.KindEvent})
 	require.NoError(t, err)
-	require.Len(t, recs, 6)
+	require.Len(t, recs, 7)
+	// Rows stored before 012 are in its indexes.
+	ofObject, err := in.List(ctx, idempotency.InboxFilter{ObjectID: "in_2"})
+	require.NoError(t, err)
+	require.Len(t, ofObject, 2, "the inbox rows of in_2, stored at 002")
+	claims, err := store.ListEvents(ctx, idempotency.EventFilter{ObjectID: "in_12", EventType: "invoice.paid"})
+	require.NoError(t, err)
+	require.Len(t, claims, 1, "the claim of in_12")
 	for _, r := range recs {
 		if r.EventID == "evt_v11" {
 			require.Equal(t, 2, r.Redrives)

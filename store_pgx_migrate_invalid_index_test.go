@@ -12,7 +12,7 @@ import (
 	"github.com/seed-a84bb619/idempotency"
 )
 
-// The README has migrations 007's and 009's indexes built beforehand with
+// The README has migrations 007's, 009's and 012's indexes built beforehand with
 // CREATE INDEX CONCURRENTLY on a large inbox. A concurrent build that
 // fails or is cancelled (here while it waits for a transaction that
 // writes to its table) leaves an invalid index of that name, which
@@ -33,6 +33,13 @@ func TestPgxMigrateRebuildsAnInvalidIndexBuiltBeforehand(t *testing.T) {
 			`idempotency_inbox (finished_at) WHERE kind = 'task' AND state IN ('processed', 'skipped') AND payload <> ''`,
 			`INSERT INTO {{schema}}.idempotency_inbox (event_id, event_type, created, payload, state, received_at, finished_at, kind)
 VALUES ('task:grant:in_1', 'task:grant', now(), '\x7b7d', 'processed', now(), now(), 'task')`)
+	})
+	t.Run("012", func(t *testing.T) {
+		t.Parallel()
+		invalidIndexRebuilt(t, 11, `idempotency_events_object_id_idx`,
+			`idempotency_events (object_id, processed_at) WHERE object_id <> ''`,
+			`INSERT INTO {{schema}}.idempotency_events (event_id, event_type, object_id, outcome, received_at)
+VALUES ('evt_1', 'invoice.paid', 'in_1', 'processed', now())`)
 	})
 }
 
