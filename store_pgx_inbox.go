@@ -179,12 +179,23 @@ SELECT ` + countKinds + ` FROM moved`,
 		stats: `SELECT kind, state, count(*), min(received_at) FILTER (WHERE state IN ('pending', 'failed', 'processing')),
     max(attempted_at)
 FROM ` + t + ` GROUP BY kind, state`,
+		// One state is compared by equality, which the planner (planning
+		// for the values, as for a connection's first runs of the
+		// statement) takes for a constant: idempotency_inbox_state_idx
+		// then gives the list's order, and the read stops at the limit.
+		// As state = ANY of an array of one it did not, and a list of
+		// dead letters older than most of the inbox could read the whole
+		// inbox by receipt time. A later page's position is also a bound
+		// of received_at alone, where an index read starts; its OR,
+		// which breaks a tie, is not.
 		list: `SELECT ` + inboxColumns + ` FROM ` + t + `
-WHERE (cardinality($1::text[]) = 0 OR state = ANY ($1::text[]))
+WHERE (cardinality($1::text[]) = 0 OR (cardinality($1::text[]) = 1 AND state = ($1::text[])[1])
+    OR (cardinality($1::text[]) > 1 AND state = ANY ($1::text[])))
   AND ($2 = '' OR event_type = $2) AND ($3 = '' OR object_id = $3)
   AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)
   AND (coalesce(cardinality($7::text[]), 0) = 0 OR event_id = ANY ($7::text[]))
   AND ($8 = '' OR kind = $8) AND ($9 = '' OR account = $9)
+  AND ($10 = '' OR received_at <= $11)
   AND ($10 = '' OR received_at < $11 OR (received_at = $11 AND event_id COLLATE "C" < $10))
 ORDER BY received_at DESC, event_id COLLATE "C" DESC
 LIMIT $6`,
