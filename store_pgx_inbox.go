@@ -187,11 +187,13 @@ FROM ` + t + ` GROUP BY kind, state`,
 		// dead letters older than most of the inbox could read the whole
 		// inbox by receipt time. A later page's position is also a bound
 		// of received_at alone, where an index read starts; its OR,
-		// which breaks a tie, is not.
+		// which breaks a tie, is not. An object is compared in the "C"
+		// collation, as idempotency_inbox_object_id_idx (migration 012)
+		// holds it, apart from the workers' probes (see that migration).
 		list: `SELECT ` + inboxColumns + ` FROM ` + t + `
 WHERE (cardinality($1::text[]) = 0 OR (cardinality($1::text[]) = 1 AND state = ($1::text[])[1])
     OR (cardinality($1::text[]) > 1 AND state = ANY ($1::text[])))
-  AND ($2 = '' OR event_type = $2) AND ($3 = '' OR object_id = $3)
+  AND ($2 = '' OR event_type = $2) AND ($3 = '' OR (object_id COLLATE "C" = $3 AND object_id <> ''))
   AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)
   AND (coalesce(cardinality($7::text[]), 0) = 0 OR event_id = ANY ($7::text[]))
   AND ($8 = '' OR kind = $8) AND ($9 = '' OR account = $9)

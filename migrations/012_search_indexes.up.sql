@@ -29,9 +29,15 @@ BEGIN
 END
 $invalid$;
 
--- An object's inbox records, newest received first.
+-- An object's inbox records, newest received first. The object's id is
+-- indexed in the "C" collation, which Inbox.List compares it in (the same
+-- answer: text equality is bytewise in every collation a database can
+-- default to), and which no statement of the workers uses: the lease's
+-- and HeldBy's probes of an object's unfinished events stay on
+-- idempotency_inbox_object_idx, which holds those alone, where this index
+-- holds every finished event of the object too.
 CREATE INDEX IF NOT EXISTS idempotency_inbox_object_id_idx
-    ON {{schema}}.idempotency_inbox (object_id, received_at)
+    ON {{schema}}.idempotency_inbox ((object_id COLLATE "C"), received_at)
     WHERE object_id <> '';
 
 -- An object's claims, and a type's, newest processed first.
