@@ -92,8 +92,9 @@
 // that knows it; stripe.event.type, stripe.object.id, idempotency.outcome,
 // idempotency.attempt, idempotency.redrives (an attempt's: how often its
 // event or task was redriven, InboxRecord.Redrives), idempotency.kind,
-// idempotency.state and idempotency.fetch.result carry what the
-// conventions do not. A span that ends in error has status Error and
+// idempotency.state (an attempt's, once its end is recorded: none on the
+// span of a worker that hung past its lease) and idempotency.fetch.result
+// carry what the conventions do not. A span that ends in error has status Error and
 // error.type: the HTTP status ("500") on the server span, the outcome
 // ("failed", "unavailable") on the internal delivery span and on an
 // attempt's, and on a fetch's the status of the Stripe API's answer,
@@ -773,7 +774,10 @@ func (t *Telemetry) attempt(ctx context.Context, rec idempotency.InboxRecord, st
 		if res.State == idempotency.InboxDeadLetter {
 			t.deadLetters.Add(ctx, 1, t.with(kind))
 		}
-		span.SetAttributes(spanOutcome.String(string(res.Outcome)), spanState.String(string(res.State)))
+		span.SetAttributes(spanOutcome.String(string(res.Outcome)))
+		if res.State != "" { // none for an end not recorded: the lease that finds it expired records it
+			span.SetAttributes(spanState.String(string(res.State)))
+		}
 		if res.Outcome == idempotency.OutcomeFailed || res.Outcome == idempotency.OutcomeUnavailable {
 			span.SetAttributes(semconv.ErrorTypeKey.String(string(res.Outcome)))
 			span.SetStatus(codes.Error, string(res.Outcome))
