@@ -186,12 +186,6 @@ type Telemetry struct {
 	// every span.
 	attrs []attribute.KeyValue
 
-	// observed is set, under observing, while a registration of
-	// ObserveInbox is registered: a second inbox's gauges would share its
-	// series.
-	observing sync.Mutex
-	observed  bool
-
 	deliveries       metric.Int64Counter
 	deliveryDuration metric.Float64Histogram
 	attempts         metric.Int64Counter
@@ -348,14 +342,15 @@ const statsTimeout = 5 * time.Second
 // stop; the Telemetry may then observe another inbox. A Telemetry
 // observes one inbox at a time: while a registration is registered,
 // ObserveInbox fails, registering nothing, as the second inbox's gauges
-// would be the first's series. A process with two inboxes (two stores,
-// or two schemas of one database) makes a Telemetry for each on one
-// MeterProvider, with Config.Attributes naming the inbox: without them
-// both report the same series, and a collection keeps one inbox's
-// gauges, the other's lost (its pending events read 0); on two
-// MeterProviders behind one Prometheus registry, the scrape fails on
-// each series served twice. It fails, registering nothing, for an Inbox
-// idempotency.NewInbox did not return (a nil or zero one).
+// would be the first's series; so it does for another Telemetry on the
+// same MeterProvider with the same Config.Attributes. A process with two
+// inboxes (two stores, or two schemas of one database) makes a Telemetry
+// for each on one MeterProvider, with Config.Attributes naming the
+// inbox: reported as one series, a collection would keep one inbox's
+// gauges, the other's lost; on two MeterProviders behind one Prometheus
+// registry, the scrape fails on each series served twice. It fails,
+// registering nothing, for an Inbox idempotency.NewInbox did not return
+// (a nil or zero one).
 func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, error) {
 	if err := t.made("ObserveInbox"); err != nil {
 		return nil, err
@@ -379,11 +374,16 @@ func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, er
 	if err := errors.Join(depthErr, ageErr, lastAttemptErr, runningErr); err != nil {
 		return nil, fmt.Errorf("idempotencyotel: creating instruments: %w", err)
 	}
-	t.observing.Lock()
-	defer t.observing.Unlock()
-	if t.observed {
+	key := t.seriesKey()
+	observed.Lock()
+	defer observed.Unlock()
+	switch owner := observed.by[key]; {
+	case owner == t:
 		return nil, errors.New("idempotencyotel: ObserveInbox: this Telemetry observes an inbox already, whose series another would share: " +
 			"make a Telemetry for each inbox, naming it in Config.Attributes, or unregister the first")
+	case owner != nil:
+		return nil, errors.New("idempotencyotel: ObserveInbox: another Telemetry on this MeterProvider, with the same Config.Attributes, observes an inbox, whose series this one's would share: " +
+			"name each inbox in Config.Attributes")
 	}
 	reg, err := t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		// This process's, read before the database: reported while the
@@ -425,15 +425,45 @@ func (t *Telemetry) ObserveInbox(in *idempotency.Inbox) (metric.Registration, er
 	if err != nil {
 		return nil, err
 	}
-	t.observed = true
-	return &inboxRegistration{Registration: reg, t: t}, nil
+	if observed.by == nil {
+		observed.by = map[seriesKey]*Telemetry{}
+	}
+	observed.by[key] = t
+	return &inboxRegistration{Registration: reg, key: key}, nil
 }
 
-// inboxRegistration is what ObserveInbox returns: its Telemetry observes
-// another inbox once it is unregistered.
+// observed holds, for each series an inbox's gauges are reported as, the
+// Telemetry whose registration of ObserveInbox reports them: a second
+// inbox's would share them (the same Telemetry, or another on the same
+// MeterProvider with the same Config.Attributes), a collection keeping
+// one inbox's gauges, the other's lost.
+var observed struct {
+	sync.Mutex
+	by map[seriesKey]*Telemetry
+}
+
+// seriesKey names the series of a Telemetry's inbox gauges: its
+// MeterProvider and its Config.Attributes. A provider whose type cannot
+// be a map key (no SDK's is such) is told apart by its Telemetry alone.
+type seriesKey struct {
+	provider any
+	attrs    attribute.Distinct
+}
+
+func (t *Telemetry) seriesKey() seriesKey {
+	var provider any = t
+	if p := t.cfg.MeterProvider; reflect.TypeOf(p).Comparable() {
+		provider = p
+	}
+	attrs := attribute.NewSet(t.attrs...)
+	return seriesKey{provider: provider, attrs: attrs.Equivalent()}
+}
+
+// inboxRegistration is what ObserveInbox returns: its series may be
+// another inbox's once it is unregistered.
 type inboxRegistration struct {
 	metric.Registration
-	t    *Telemetry
+	key  seriesKey
 	once sync.Once
 }
 
@@ -442,9 +472,9 @@ func (r *inboxRegistration) Unregister() error {
 		return err
 	}
 	r.once.Do(func() {
-		r.t.observing.Lock()
-		defer r.t.observing.Unlock()
-		r.t.observed = false
+		observed.Lock()
+		defer observed.Unlock()
+		delete(observed.by, r.key)
 	})
 	return nil
 }
