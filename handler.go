@@ -655,7 +655,7 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 	// OnCurrent's handlers are given the object fetched from the API.
 	if !env.V2 && h.decodes(env.Type) {
 		if err := h.checkAPIVersion(ctx, env); err != nil {
-			if _, held := h.holds(ctx, env.ID); held {
+			if h.holds(ctx, env.ID) {
 				res.Outcome = OutcomeDuplicate
 				return http.StatusOK, bodyOutcome[OutcomeDuplicate]
 			}
@@ -880,14 +880,16 @@ func (h *Handler) checkAPIVersion(ctx context.Context, env *envelope.Envelope) e
 // disable that endpoint. A thin notification of a held event is answered
 // duplicate without a fetch (serveThin). A lookup that fails, or a Store
 // of another package that cannot be read by event id, leaves the refusal
-// (the fetch) as it is. objectID is the object id it was stored with.
-func (h *Handler) holds(ctx context.Context, eventID string) (objectID string, held bool) {
+// (the fetch) as it is.
+func (h *Handler) holds(ctx context.Context, eventID string) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.Timeout)
 	defer cancel()
-	return h.held(ctx, eventID)
+	_, held := h.held(ctx, eventID)
+	return held
 }
 
-// held is holds within ctx, for a caller that bounds the look-ups itself.
+// held is holds within ctx, for a caller that bounds the look-ups itself,
+// and the object id the event was stored with.
 func (h *Handler) held(ctx context.Context, eventID string) (objectID string, ok bool) {
 	if h.inbox != nil {
 		if rec, ok, err := h.inbox.Lookup(ctx, eventID); err == nil && ok {

@@ -182,9 +182,6 @@ type Telemetry struct {
 	// knownMethods are the HTTP methods the delivery's span reports as
 	// they are (knownMethodsEnv), the others as _OTHER.
 	knownMethods map[string]bool
-	// attrs are Config.Attributes, added to every metric's point and to
-	// every span.
-	attrs []attribute.KeyValue
 
 	deliveries       metric.Int64Counter
 	deliveryDuration metric.Float64Histogram
@@ -256,7 +253,6 @@ func New(cfg Config) (*Telemetry, error) {
 	t := &Telemetry{
 		cfg:          cfg,
 		knownMethods: known,
-		attrs:        cfg.Attributes,
 		meter:        cfg.MeterProvider.Meter(ScopeName),
 		tracer:       cfg.TracerProvider.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
 	}
@@ -455,7 +451,7 @@ func (t *Telemetry) seriesKey() seriesKey {
 	if p := t.cfg.MeterProvider; reflect.TypeOf(p).Comparable() {
 		provider = p
 	}
-	attrs := attribute.NewSet(t.attrs...)
+	attrs := attribute.NewSet(t.cfg.Attributes...)
 	return seriesKey{provider: provider, attrs: attrs.Equivalent()}
 }
 
@@ -539,10 +535,10 @@ func promLabel(k attribute.Key) string {
 // with is the measurement option of a metric's point: its attributes
 // kvs, and Config.Attributes.
 func (t *Telemetry) with(kvs ...attribute.KeyValue) metric.MeasurementOption {
-	if len(t.attrs) == 0 {
+	if len(t.cfg.Attributes) == 0 {
 		return metric.WithAttributes(kvs...)
 	}
-	return metric.WithAttributes(append(kvs[:len(kvs):len(kvs)], t.attrs...)...)
+	return metric.WithAttributes(append(kvs[:len(kvs):len(kvs)], t.cfg.Attributes...)...)
 }
 
 // The attributes of the spans that OpenTelemetry's conventions do not
@@ -693,7 +689,7 @@ func (t *Telemetry) delivery(ctx context.Context, r *http.Request) (context.Cont
 			attrs = append(attrs, semconv.HTTPRoute(path))
 		}
 	}
-	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(append(attrs, t.attrs...)...))
+	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(append(attrs, t.cfg.Attributes...)...))
 	return ctx, func(res idempotency.Result) {
 		outcome := outcomeKey.String(string(res.Outcome))
 		t.deliveries.Add(ctx, 1, t.with(outcome, statusKey.String(strconv.Itoa(res.Status))))
@@ -787,8 +783,8 @@ func (t *Telemetry) attempt(ctx context.Context, rec idempotency.InboxRecord, st
 	if sc, ok := linkOf(stored); ok {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
-	if len(t.attrs) > 0 {
-		opts = append(opts, trace.WithAttributes(t.attrs...))
+	if len(t.cfg.Attributes) > 0 {
+		opts = append(opts, trace.WithAttributes(t.cfg.Attributes...))
 	}
 	ctx, span := t.tracer.Start(ctx, name, opts...)
 	return ctx, func(res idempotency.Result) {
@@ -855,7 +851,7 @@ func (t *Telemetry) fetch(ctx context.Context, eventType, objectID string, d tim
 	end := time.Now()
 	_, span := t.tracer.Start(ctx, "stripe fetch", trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(end.Add(-d)),
 		trace.WithAttributes(append([]attribute.KeyValue{semconv.ServicePeerName(systemStripe), eventTypeKey.String(eventType),
-			objectIDKey.String(objectID), spanResult.String(result)}, t.attrs...)...))
+			objectIDKey.String(objectID), spanResult.String(result)}, t.cfg.Attributes...)...))
 	if result == fetchError {
 		span.SetAttributes(semconv.ErrorTypeKey.String(fetchErrorType(err)))
 		span.SetStatus(codes.Error, result)
