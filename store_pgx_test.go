@@ -80,9 +80,14 @@ func TestPgxHandlerErrorWithoutAConn(t *testing.T) {
 	require.Equal(t, 1, b.get(t, "connless_ok"))
 }
 
+// newPgBackendOn is newPgBackend with the PgxBeginner db makes of the
+// pool. The pool and a few of its sessions, reset, go on to the next test
+// given the schema (pgtest.Template.NewPooled): a new session costs a
+// PostgreSQL process, whose start and end cost more CPU than most of
+// these tests do.
 func newPgBackendOn(t *testing.T, cfg idempotency.PgxConfig, db func(*pgxpool.Pool) idempotency.PgxBeginner) *pgBackend {
 	t.Helper()
-	return newPgBackendIn(t, pgBackendSchemas.New(t, deliveryPool), cfg, db)
+	return newPgBackendIn(t, pgBackendSchemas.NewPooled(t, deliveryMaxConns), cfg, db)
 }
 
 // pgBackendSchemas are schemas a pgBackend's or a bouncerBackend's store
@@ -224,4 +229,7 @@ func newPgDB(tb testing.TB) *pgtest.DB {
 }
 
 // deliveryPool sizes a test's pool for parallel deliveries.
-func deliveryPool(c *pgxpool.Config) { c.MaxConns = 24 }
+func deliveryPool(c *pgxpool.Config) { c.MaxConns = deliveryMaxConns }
+
+// deliveryMaxConns is the MaxConns of deliveryPool.
+const deliveryMaxConns = 24

@@ -157,7 +157,7 @@ func (b *Bouncer) New(t testing.TB, configure func(*pgxpool.Config)) *BouncerDB 
 // may still hold server connections whose end it has not yet seen.
 func (b *Bouncer) NewFrom(t testing.TB, tp *Template, configure func(*pgxpool.Config)) *BouncerDB {
 	t.Helper()
-	plain := tp.take(t, shared(t))
+	plain := tp.take(t, shared(t), 0)
 	return b.open(t, plain, plain.Schema+"_"+randomHex(4), configure)
 }
 

@@ -739,13 +739,7 @@ func (s *server) endSchema(t testing.TB, db *DB, keep func(ctx context.Context) 
 	// Sessions opened with db.URL (e.g. by a subprocess) would hold locks
 	// that make DROP SCHEMA wait; those of a closed pool may still be on
 	// their way out.
-	terminate, args := "pg_terminate_backend(pid)", []any{db.Schema}
-	if s.version >= 140000 { // the timeout is new in PostgreSQL 14
-		terminate, args = "pg_terminate_backend(pid, $2)", append(args, terminateWait.Milliseconds())
-	}
-	if err := s.adminExec(ctx,
-		"SELECT "+terminate+" FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()",
-		args...); err != nil {
+	if err := s.terminateSessions(ctx, db.Schema, nil); err != nil {
 		t.Errorf("pgtest: terminate sessions of schema %s: %v", db.Schema, err)
 		released = false
 	}
@@ -755,6 +749,115 @@ func (s *server) endSchema(t testing.TB, db *DB, keep func(ctx context.Context) 
 	if err := s.adminExec(ctx, dropSchemaSQL(db.Schema)); err != nil {
 		t.Errorf("pgtest: drop schema %s: %v", db.Schema, err)
 	}
+}
+
+// terminateSessions terminates the sessions connected under schema's
+// name but those whose process ids are in except, and waits for them to
+// end (up to terminateWait each).
+func (s *server) terminateSessions(ctx context.Context, schema string, except []int32) error {
+	if except == nil {
+		except = []int32{} // not NULL, which <> ALL would match with no pid
+	}
+	terminate, args := "pg_terminate_backend(pid)", []any{schema, except}
+	if s.version >= 140000 { // the timeout is new in PostgreSQL 14
+		terminate, args = "pg_terminate_backend(pid, $3)", append(args, terminateWait.Milliseconds())
+	}
+	return s.adminExec(ctx,
+		"SELECT "+terminate+" FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid() AND pid <> ALL($2::int[])",
+		args...)
+}
+
+// resetSessionSQL resets a session as DISCARD ALL does, but for its
+// prepared statements, which pgx's statement cache knows.
+const resetSessionSQL = `CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *;
+SELECT pg_advisory_unlock_all(); DISCARD TEMP; DISCARD SEQUENCES`
+
+// Sessions kept by [Template.NewPooled]: at most keptPerPool in a pool,
+// and keptSessions.max in all, so that idle sessions never take the
+// connections tests need (the throwaway cluster's max_connections is
+// 300; a test's pool may open 24).
+const keptPerPool = 4
+
+var keptSessions = struct {
+	sync.Mutex
+	n, max int
+}{max: 48}
+
+// keepSessions reserves up to n sessions of the budget and returns how
+// many it could; releaseSessions gives n back. When fewer than n are
+// free, it first calls evict(n), which may release some.
+func keepSessions(n int, evict func(n int)) int {
+	if freeSessions() < n {
+		evict(n)
+	}
+	keptSessions.Lock()
+	defer keptSessions.Unlock()
+	n = min(n, keptSessions.max-keptSessions.n)
+	keptSessions.n += n
+	return n
+}
+
+// freeSessions is how many sessions the budget has left.
+func freeSessions() int {
+	keptSessions.Lock()
+	defer keptSessions.Unlock()
+	return keptSessions.max - keptSessions.n
+}
+
+func releaseSessions(n int) {
+	keptSessions.Lock()
+	keptSessions.n -= n
+	keptSessions.Unlock()
+}
+
+// endPooledSchema ends t's use of db's schema, as endSchema does, but
+// keeps db.Pool open with up to keptPerPool of its sessions, as the
+// budget of kept sessions allows (evict, called when it is short, may
+// close sessions kept longer): it closes the others, resets those it
+// keeps, terminates every other session connected under the schema's
+// name, and calls keep with the pool and its sessions' process ids. It
+// reports whether keep returned true, the kept sessions then counted in
+// the budget until the pool is taken or closed. When keep returned false,
+// or a connection of the pool was in use, none could be kept, or one
+// could not be reset, the pool is open (with fewer sessions, maybe) and
+// the caller ends the schema as endSchema does.
+func (s *server) endPooledSchema(t testing.TB, db *DB, evict func(n int), keep func(ctx context.Context, pool *pgxpool.Pool, idle []int32) bool) bool {
+	if s.cluster != nil {
+		s.cluster.ensureRunning(t)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	pool := db.Pool
+	if pool.Stat().AcquiredConns() != 0 {
+		return false
+	}
+	conns := pool.AcquireAllIdle(ctx)
+	n := 0
+	if len(conns) > 0 && pool.Stat().TotalConns() == int32(len(conns)) {
+		n = keepSessions(min(len(conns), keptPerPool), evict)
+	}
+	ok := n > 0
+	idle := make([]int32, 0, n)
+	for i, c := range conns {
+		if i >= n && ok {
+			_ = c.Hijack().Close(ctx) // a session more than the pool may keep
+			continue
+		}
+		if ok {
+			ok = c.Conn().PgConn().Exec(ctx, resetSessionSQL).Close() == nil
+		}
+		idle = append(idle, int32(c.Conn().PgConn().PID()))
+		c.Release()
+	}
+	if !ok {
+		releaseSessions(n)
+		return false
+	}
+	if err := s.terminateSessions(ctx, db.Schema, idle); err != nil || !keep(ctx, pool, idle) {
+		releaseSessions(n)
+		return false
+	}
+	return true
 }
 
 // withSchema returns base with options "-c search_path=schema" and

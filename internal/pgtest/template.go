@@ -22,24 +22,25 @@ import (
 // them to later tests.
 //
 // When a test ends, its pool is closed and every session still connected
-// with its [DB.URL] terminated, as for [New]. Then, in one transaction,
-// every table of the schema is truncated (without CASCADE: no table of
-// another schema is touched), the rows prepare wrote are put back, and
-// every sequence is set back to where prepare left it, and the activity
-// counters of its tables (pg_stat_user_tables), which autovacuum reads,
-// are zeroed. The schema goes
-// back to the template only if, after that, its fingerprint equals that
-// of the first schema the template prepared, taken right after prepare:
-// its tables, columns, defaults, indexes, constraints, functions,
-// triggers, rules, policies, types, sequences (and their positions),
-// comments, privileges and planner statistics, by names and definitions,
-// and every object that lives in it. A test that dropped an index, added
-// a column or a table, or left statistics (ANALYZE) behind therefore has
-// its schema dropped, as [New]'s is; so does a test that failed, or whose
-// pool was still in use, or whose sessions could not all be ended. The
-// reset writes pg_class and zeroes statistics counters, which only a
-// superuser may: on an external server whose role is not one, every
-// schema is dropped, as [New]'s, and a Template saves nothing.
+// with its [DB.URL] terminated, as for [New] ([Template.NewPooled] keeps
+// the pool and a few of its sessions, reset, for the next test). Then, in
+// one transaction, every table of the schema is truncated (without
+// CASCADE: no table of another schema is touched), the rows prepare wrote
+// are put back, every sequence is set back to where prepare left it, and
+// the activity counters of its tables (pg_stat_user_tables), which
+// autovacuum reads, are zeroed. The schema goes back to the template only
+// if, after that, its fingerprint equals that of the first schema the
+// template prepared, taken right after prepare: its tables, columns,
+// defaults, indexes, constraints, functions, triggers, rules, policies,
+// types, sequences (and their positions), comments, privileges and
+// planner statistics, by names and definitions, and every object that
+// lives in it. A test that dropped an index, added a column or a table,
+// or left statistics (ANALYZE) behind therefore has its schema dropped,
+// as [New]'s is; so does a test that failed, or whose pool was still in
+// use, or whose sessions could not all be ended. The reset writes
+// pg_class and zeroes statistics counters, which only a superuser may: on
+// an external server whose role is not one, every schema is dropped, as
+// [New]'s, and a Template saves nothing.
 //
 // Isolation is as for [New]: a test never shares its schema with a test
 // running at the same time, and sees no row, sequence value or object
@@ -58,9 +59,15 @@ type Template struct {
 // pooledSch is a schema of a Template, and what prepare left in it.
 type pooledSch struct {
 	schema string
-	rows   map[string]string // table → its rows after prepare, as a JSON array
-	seqs   string            // JSON object: sequence → its last value after prepare, if one was taken
-	sizes  string            // JSON array: the sizes pg_class records of its tables and indexes after prepare
+	// pool is the pool [Template.NewPooled] gave the schema's last test,
+	// kept open with its idle sessions reset, and maxConns its MaxConns;
+	// nil when that test's pool was closed.
+	pool     *pgxpool.Pool
+	maxConns int32
+	kept     int               // sessions of pool counted in keptSessions
+	rows     map[string]string // table → its rows after prepare, as a JSON array
+	seqs     string            // JSON object: sequence → its last value after prepare, if one was taken
+	sizes    string            // JSON array: the sizes pg_class records of its tables and indexes after prepare
 }
 
 var templates struct {
@@ -86,17 +93,49 @@ func NewTemplate(prepare func(ctx context.Context, db *DB) error) *Template {
 func (tp *Template) New(t testing.TB, configure func(*pgxpool.Config)) *DB {
 	t.Helper()
 	s := shared(t)
-	db := tp.take(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	db.Pool = s.openTestPool(ctx, t, db.Schema, configure)
+	db := tp.take(t, s, 0)
+	if db.Pool == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		db.Pool = s.openTestPool(ctx, t, db.Schema, configure)
+	}
+	return db
+}
+
+// NewPooled is [Template.New] with a pool of maxConns connections and no
+// other setting, which the schema keeps when the test ends, with up to
+// four of the sessions it then has, for the next test NewPooled gives the
+// schema to: a PostgreSQL session costs a process, and its start and end
+// cost more CPU than most tests do with it. The binary keeps 48 sessions
+// at most; past that, the schemas longest unused lose theirs first.
+//
+// A session kept is reset as DISCARD ALL would reset it, but for its
+// prepared statements, which pgx's statement cache knows: cursors closed,
+// session authorization and every setting back to how the session
+// started (RESET ALL), no LISTEN, no advisory lock, no temporary table,
+// no sequence value remembered. The pool is kept only if, when the test
+// ends, none of its connections is in use and every one of them is reset
+// without error; otherwise it is closed as [Template.New]'s is. A test
+// must therefore not count the sessions of its schema, or ask for one
+// that has not run a statement; it uses [Template.New] then.
+func (tp *Template) NewPooled(t testing.TB, maxConns int32) *DB {
+	t.Helper()
+	s := shared(t)
+	db := tp.take(t, s, maxConns)
+	if db.Pool == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		db.Pool = s.openTestPool(ctx, t, db.Schema, func(c *pgxpool.Config) { c.MaxConns = maxConns })
+	}
 	return db
 }
 
 // take gives t a schema of tp, prepared, and ends t's use of it when t
-// ends: it closes the DB's Pool, which the caller sets, and gives the
-// schema back or drops it.
-func (tp *Template) take(t testing.TB, s *server) *DB {
+// ends: it closes the DB's Pool, which the caller sets unless take did,
+// and gives the schema back or drops it. With pooled above 0 (NewPooled's
+// maxConns), the DB's Pool is the one the schema kept, if it has one of
+// that size, and is kept in turn when it can be.
+func (tp *Template) take(t testing.TB, s *server, pooled int32) *DB {
 	t.Helper()
 	tp.mu.Lock()
 	var p *pooledSch
@@ -109,9 +148,24 @@ func (tp *Template) take(t testing.TB, s *server) *DB {
 		p = &pooledSch{schema: s.createSchema(t)}
 	}
 	db := &DB{Schema: p.schema, URL: withSchema(s.url, p.schema)}
+	if p.pool != nil {
+		if pooled > 0 && p.maxConns == pooled {
+			db.Pool = p.pool
+		} else {
+			p.pool.Close()
+		}
+		releaseSessions(p.kept)
+		p.pool, p.kept = nil, 0
+	}
 	prepared := !fresh
 	t.Cleanup(func() {
-		s.endSchema(t, db, func(ctx context.Context) bool { return prepared && !t.Failed() && tp.put(ctx, s, p) })
+		keep := func(ctx context.Context, pool *pgxpool.Pool, idle []int32) bool {
+			return prepared && !t.Failed() && tp.put(ctx, s, p, pool, pooled, idle)
+		}
+		if pooled > 0 && prepared && !t.Failed() && s.endPooledSchema(t, db, tp.evictSessions, keep) {
+			return
+		}
+		s.endSchema(t, db, func(ctx context.Context) bool { return keep(ctx, nil, nil) })
 	})
 	if fresh {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
@@ -122,6 +176,29 @@ func (tp *Template) take(t testing.TB, s *server) *DB {
 		prepared = true
 	}
 	return db
+}
+
+// evictSessions closes the pools of the schemas longest in tp's free
+// list, oldest first, until n sessions of the budget of kept sessions are
+// free or no pool is left to close: a schema deep in the list may wait
+// long for a test, and its sessions would hold the budget meanwhile.
+func (tp *Template) evictSessions(n int) {
+	var closing []*pgxpool.Pool
+	tp.mu.Lock()
+	for _, p := range tp.free {
+		if freeSessions() >= n {
+			break
+		}
+		if p.pool != nil {
+			closing = append(closing, p.pool)
+			releaseSessions(p.kept)
+			p.pool, p.kept = nil, 0
+		}
+	}
+	tp.mu.Unlock()
+	for _, pool := range closing {
+		pool.Close()
+	}
 }
 
 // prepareSchema runs prepare on p's new schema, and records what it left
@@ -182,15 +259,18 @@ var (
 )
 
 // put resets p's schema, whose test has ended and whose sessions are
-// gone, and gives it back to the template, if it is then as prepare left
-// it. It reports whether it did; if not, the schema is as the test left it.
-func (tp *Template) put(ctx context.Context, s *server, p *pooledSch) bool {
+// gone (but for the idle sessions of pool, whose process ids are idle),
+// and gives it back to the template, with pool if not nil, if it is then
+// as prepare left it. It reports whether it did; if not, the schema is as
+// the test left it.
+func (tp *Template) put(ctx context.Context, s *server, p *pooledSch, pool *pgxpool.Pool, maxConns int32, idle []int32) bool {
 	tp.mu.Lock()
 	want := tp.fingerprint
 	tp.mu.Unlock()
-	if want == "" || s.resetSchema(ctx, p, want) != nil {
+	if want == "" || s.resetSchema(ctx, p, want, idle) != nil {
 		return false
 	}
+	p.pool, p.maxConns, p.kept = pool, maxConns, len(idle)
 	tp.mu.Lock()
 	tp.free = append(tp.free, p)
 	tp.mu.Unlock()
@@ -199,9 +279,13 @@ func (tp *Template) put(ctx context.Context, s *server, p *pooledSch) bool {
 
 // resetSchema truncates every table of p's schema, puts back the rows
 // prepare wrote, zeroes the tables' activity counters and sets every
-// sequence back, in one transaction that
-// commits only if the schema's fingerprint is then want.
-func (s *server) resetSchema(ctx context.Context, p *pooledSch, want string) error {
+// sequence back, in one transaction, which fails at once when a session
+// of the schema is connected (but an idle one whose process id is in
+// idle) and commits only if the schema's fingerprint is then want.
+func (s *server) resetSchema(ctx context.Context, p *pooledSch, want string, idle []int32) error {
+	if idle == nil {
+		idle = []int32{} // not NULL, which would hide every idle session
+	}
 	return pgx.BeginFunc(ctx, s.admin, func(tx pgx.Tx) error {
 		// A lock held from outside (another schema's session) fails the
 		// reset, and the schema is dropped instead, rather than wait.
@@ -209,8 +293,9 @@ func (s *server) resetSchema(ctx context.Context, p *pooledSch, want string) err
 			return err
 		}
 		var busy bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid())`,
-			p.schema).Scan(&busy); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()
+  AND NOT (pid = ANY($2::int[]) AND state = 'idle'))`,
+			p.schema, idle).Scan(&busy); err != nil {
 			return err
 		}
 		if busy {
@@ -387,6 +472,12 @@ func dropTemplateSchemas(s *server, tps []*Template) {
 		free := tp.free
 		tp.free, tp.fingerprint = nil, ""
 		tp.mu.Unlock()
+		for _, p := range free {
+			if p.pool != nil {
+				p.pool.Close()
+				releaseSessions(p.kept)
+			}
+		}
 		if s.cluster != nil {
 			continue
 		}

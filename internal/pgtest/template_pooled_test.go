@@ -1,0 +1,142 @@
+package pgtest_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
+)
+
+// sessionState is what a session remembers of what it was told: the
+// settings it was given, its LISTENs, advisory locks, temporary tables,
+// and open cursors.
+const sessionState = `SELECT format('statement_timeout=%s application_name=%s listening=%s advisory=%s temp=%s cursors=%s',
+  current_setting('statement_timeout'), current_setting('application_name'),
+  (SELECT count(*) FROM pg_listening_channels()),
+  (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()),
+  (SELECT count(*) FROM pg_class WHERE relpersistence = 't' AND pg_table_is_visible(oid)),
+  (SELECT count(*) FROM pg_cursors))`
+
+// session returns the process id of the session db's pool gives first, and the
+// state it remembers.
+func session(t *testing.T, db *pgtest.DB) (pid uint32, state string) {
+	t.Helper()
+	c, err := db.Pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if err := c.QueryRow(context.Background(), sessionState).Scan(&state); err != nil {
+		t.Fatal(err)
+	}
+	return c.Conn().PgConn().PID(), state
+}
+
+// TestTemplatePooledKeepsResetSessions: the next test NewPooled gives a
+// schema to gets the sessions of the last one, the same processes, reset:
+// none of the settings, LISTENs, advisory locks, temporary tables or open
+// cursors the last test left in them; prepared statements still work.
+func TestTemplatePooledKeepsResetSessions(t *testing.T) {
+	t.Parallel()
+	pgtest.AdminPool(t) // skips here too, not just in the subtests, without PostgreSQL
+	tp := pgtest.NewTemplate(prepareLedger)
+	var used string
+	var pid uint32
+	var fresh string
+	t.Run("use", func(t *testing.T) {
+		db := tp.NewPooled(t, 1)
+		used = db.Schema
+		pid, fresh = session(t, db)
+		c, err := db.Pool.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+		if _, err := c.Exec(context.Background(), `SET statement_timeout = '123s'; SET application_name = 'elsewhere'; LISTEN ch;
+SELECT pg_advisory_lock(42); CREATE TEMP TABLE scratch (x int); BEGIN; DECLARE cur CURSOR WITH HOLD FOR SELECT 1; COMMIT`); err != nil {
+			t.Fatal(err)
+		}
+		// A statement pgx prepares and caches in the session.
+		var n int
+		if err := c.QueryRow(context.Background(), `SELECT count(*) FROM items WHERE note = $1`, "x").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		var state string
+		if err := c.QueryRow(context.Background(), sessionState).Scan(&state); err != nil {
+			t.Fatal(err)
+		}
+		if state == fresh {
+			t.Fatalf("the session's state did not change: %s", state)
+		}
+	})
+	again := tp.NewPooled(t, 1)
+	if again.Schema != used {
+		t.Fatalf("the template prepared schema %s instead of giving back %s", again.Schema, used)
+	}
+	gotPid, state := session(t, again)
+	if gotPid != pid {
+		t.Fatalf("the next test's session is process %d, not the kept %d", gotPid, pid)
+	}
+	if state != fresh {
+		t.Errorf("the kept session remembers: %s\nwant as new: %s", state, fresh)
+	}
+	var n int
+	if err := again.Pool.QueryRow(context.Background(), `SELECT count(*) FROM items WHERE note = $1`, "x").Scan(&n); err != nil {
+		t.Fatalf("the statement prepared in the last test: %v", err)
+	}
+}
+
+// TestTemplatePooledNotKept: NewPooled gives a new pool, on the schema
+// given back, when the last test's pool cannot serve another: the test
+// closed it, terminated its session, or asked for another size; and New
+// never gives a pool NewPooled kept.
+func TestTemplatePooledNotKept(t *testing.T) {
+	t.Parallel()
+	pgtest.AdminPool(t)
+	for _, tt := range []struct {
+		name string
+		use  func(t *testing.T, db *pgtest.DB)
+		next func(t testing.TB, tp *pgtest.Template) *pgtest.DB
+	}{
+		{"pool closed", func(t *testing.T, db *pgtest.DB) { db.Pool.Close() },
+			func(t testing.TB, tp *pgtest.Template) *pgtest.DB { return tp.NewPooled(t, 1) }},
+		{"session terminated", func(t *testing.T, db *pgtest.DB) {
+			pid, _ := session(t, db)
+			var ended bool
+			if err := pgtest.AdminPool(t).QueryRow(context.Background(), `SELECT pg_terminate_backend($1, 10000)`, int32(pid)).Scan(&ended); err != nil || !ended {
+				t.Fatalf("terminate the session: %v, %v", ended, err)
+			}
+		}, func(t testing.TB, tp *pgtest.Template) *pgtest.DB { return tp.NewPooled(t, 1) }},
+		{"other size", func(t *testing.T, db *pgtest.DB) { session(t, db) },
+			func(t testing.TB, tp *pgtest.Template) *pgtest.DB { return tp.NewPooled(t, 2) }},
+		{"New", func(t *testing.T, db *pgtest.DB) { session(t, db) },
+			func(t testing.TB, tp *pgtest.Template) *pgtest.DB { return tp.New(t, nil) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tp := pgtest.NewTemplate(prepareLedger)
+			var used string
+			var last *pgxpool.Pool
+			t.Run("use", func(t *testing.T) {
+				db := tp.NewPooled(t, 1)
+				used, last = db.Schema, db.Pool
+				tt.use(t, db)
+			})
+			again := tt.next(t, tp)
+			if again.Schema != used {
+				t.Fatalf("the template prepared schema %s instead of giving back %s", again.Schema, used)
+			}
+			if again.Pool == last {
+				t.Fatal("the next test got the last test's pool")
+			}
+			if err := last.Ping(context.Background()); err == nil {
+				t.Error("the last test's pool is still open")
+			}
+			if err := again.Pool.Ping(context.Background()); err != nil {
+				t.Fatalf("the next test's pool: %v", err)
+			}
+		})
+	}
+}
