@@ -152,13 +152,105 @@ func (b *Bouncer) New(t testing.TB, configure func(*pgxpool.Config)) *BouncerDB 
 }
 
 // NewFrom is [Bouncer.New], but the schema is one of tp's, prepared, as
-// [Template.New] gives. PgBouncer's database name is the schema's name
-// and a suffix of its own: the PgBouncer pool of the schema's last test
-// may still hold server connections whose end it has not yet seen.
+// [Template.New] gives. When the test ends, PgBouncer's server sessions
+// for it, all idle once its pool is closed, are kept (a PostgreSQL
+// session costs a process) with the schema, under its PgBouncer database
+// name, for the next test NewFrom gives the schema to; they count in the
+// budget of kept sessions of [Template.NewPooled]. Otherwise, or once any
+// other test had the schema, whose cleanup terminates them, the next test
+// gets a new name (the schema's and a suffix): PgBouncer may not yet have
+// seen the end of the sessions terminated under the old one. Server
+// sessions under one name serve one test at a time, in transaction
+// pooling as in production: session state a test left there (a SET,
+// say) is not reset.
 func (b *Bouncer) NewFrom(t testing.TB, tp *Template, configure func(*pgxpool.Config)) *BouncerDB {
 	t.Helper()
-	plain := tp.take(t, shared(t), 0)
-	return b.open(t, plain, plain.Schema+"_"+randomHex(4), configure)
+	plain := tp.take(t, shared(t), 0, b)
+	return b.open(t, plain, plain.bouncerDB, configure)
+}
+
+// serverPIDs returns the process ids of the server sessions PgBouncer
+// holds under database (SHOW SERVERS on its admin console), and whether
+// every one of them is idle ("idle", or "used": idle, to be checked before
+// its next use), none linked to a client.
+func (b *Bouncer) serverPIDs(ctx context.Context, database string) (pids []int32, idle bool, err error) {
+	cfg, err := pgx.ParseConfig(b.url("pgbouncer", "pgtest_admin"))
+	if err != nil {
+		return nil, false, err
+	}
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol // all the admin console speaks
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, "SHOW SERVERS")
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	col := map[string]int{}
+	for i, f := range rows.FieldDescriptions() {
+		col[f.Name] = i
+	}
+	for _, name := range []string{"database", "state", "link", "remote_pid"} {
+		if _, ok := col[name]; !ok {
+			return nil, false, fmt.Errorf("SHOW SERVERS has no column %s", name)
+		}
+	}
+	idle = true
+	for rows.Next() {
+		v, err := rows.Values()
+		if err != nil {
+			return nil, false, err
+		}
+		if fmt.Sprint(v[col["database"]]) != database {
+			continue
+		}
+		pid, err := strconv.ParseInt(fmt.Sprint(v[col["remote_pid"]]), 10, 32)
+		if err != nil {
+			return nil, false, fmt.Errorf("SHOW SERVERS: remote_pid %v: %w", v[col["remote_pid"]], err)
+		}
+		pids = append(pids, int32(pid))
+		if state := fmt.Sprint(v[col["state"]]); state != "idle" && state != "used" || v[col["link"]] != nil && fmt.Sprint(v[col["link"]]) != "" {
+			idle = false
+		}
+	}
+	return pids, idle, rows.Err()
+}
+
+// endBouncerSchema ends t's use of db's schema, reached through b under
+// db.bouncerDB, as endSchema does, but keeps PgBouncer's server sessions
+// under that name: once db.Pool is closed and every one of them is idle,
+// and the budget of kept sessions has room for all of them (evict, called
+// when it is short, may end sessions kept longer), it terminates every
+// other session connected under the schema's name and calls keep with
+// their process ids. It reports whether keep returned true, the sessions
+// then counted in the budget until the schema is taken or evicted. When
+// it returns false, the caller ends the schema as endSchema does.
+func (s *server) endBouncerSchema(t testing.TB, db *DB, b *Bouncer, evict func(n int), keep func(ctx context.Context, idle []int32) bool) bool {
+	if db.Pool == nil || db.Pool.Stat().AcquiredConns() != 0 {
+		return false // endSchema waits for them, and says so
+	}
+	db.Pool.Close()
+	if s.cluster != nil {
+		s.cluster.ensureRunning(t)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	pids, idle, err := b.serverPIDs(ctx, db.bouncerDB)
+	if err != nil || !idle || len(pids) == 0 {
+		return false
+	}
+	if n := keepSessions(len(pids), evict); n < len(pids) {
+		releaseSessions(n)
+		return false
+	}
+	if err := s.terminateSessions(ctx, db.Schema, pids); err != nil || !keep(ctx, pids) {
+		releaseSessions(len(pids))
+		return false
+	}
+	return true
 }
 
 // open opens the pool of plain's schema through the bouncer, under

@@ -141,6 +141,8 @@ type DB struct {
 	// subprocess. Sessions opened with it carry application_name=Schema and
 	// are terminated when the test ends.
 	URL string
+
+	bouncerDB string // the PgBouncer database name of Bouncer.NewFrom's pool
 }
 
 // New gives the test a fresh, empty schema on the shared server and a pool

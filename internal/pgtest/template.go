@@ -64,10 +64,15 @@ type pooledSch struct {
 	// nil when that test's pool was closed.
 	pool     *pgxpool.Pool
 	maxConns int32
-	kept     int               // sessions of pool counted in keptSessions
-	rows     map[string]string // table → its rows after prepare, as a JSON array
-	seqs     string            // JSON object: sequence → its last value after prepare, if one was taken
-	sizes    string            // JSON array: the sizes pg_class records of its tables and indexes after prepare
+	kept     int // sessions of pool, or bouncerPIDs, counted in keptSessions
+	// bouncerDB is the PgBouncer database name under which PgBouncer
+	// holds idle server sessions of the schema's last test (their process
+	// ids bouncerPIDs), for the next [Bouncer.NewFrom]; "" when none.
+	bouncerDB   string
+	bouncerPIDs []int32
+	rows        map[string]string // table → its rows after prepare, as a JSON array
+	seqs        string            // JSON object: sequence → its last value after prepare, if one was taken
+	sizes       string            // JSON array: the sizes pg_class records of its tables and indexes after prepare
 }
 
 var templates struct {
@@ -93,7 +98,7 @@ func NewTemplate(prepare func(ctx context.Context, db *DB) error) *Template {
 func (tp *Template) New(t testing.TB, configure func(*pgxpool.Config)) *DB {
 	t.Helper()
 	s := shared(t)
-	db := tp.take(t, s, 0)
+	db := tp.take(t, s, 0, nil)
 	if db.Pool == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
@@ -121,7 +126,7 @@ func (tp *Template) New(t testing.TB, configure func(*pgxpool.Config)) *DB {
 func (tp *Template) NewPooled(t testing.TB, maxConns int32) *DB {
 	t.Helper()
 	s := shared(t)
-	db := tp.take(t, s, maxConns)
+	db := tp.take(t, s, maxConns, nil)
 	if db.Pool == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
@@ -134,8 +139,11 @@ func (tp *Template) NewPooled(t testing.TB, maxConns int32) *DB {
 // ends: it closes the DB's Pool, which the caller sets unless take did,
 // and gives the schema back or drops it. With pooled above 0 (NewPooled's
 // maxConns), the DB's Pool is the one the schema kept, if it has one of
-// that size, and is kept in turn when it can be.
-func (tp *Template) take(t testing.TB, s *server, pooled int32) *DB {
+// that size, and is kept in turn when it can be. With b, the DB is for
+// [Bouncer.NewFrom]: its bouncerDB is the PgBouncer database name the
+// caller opens its Pool under, and PgBouncer's server sessions under it
+// are kept in turn when they can be.
+func (tp *Template) take(t testing.TB, s *server, pooled int32, b *Bouncer) *DB {
 	t.Helper()
 	tp.mu.Lock()
 	var p *pooledSch
@@ -154,15 +162,36 @@ func (tp *Template) take(t testing.TB, s *server, pooled int32) *DB {
 		} else {
 			p.pool.Close()
 		}
-		releaseSessions(p.kept)
-		p.pool, p.kept = nil, 0
 	}
+	if b != nil {
+		// The server sessions kept under p.bouncerDB serve this test;
+		// under a new name, none of an earlier test's can.
+		db.bouncerDB = p.bouncerDB
+		if db.bouncerDB == "" {
+			db.bouncerDB = p.schema + "_" + randomHex(4)
+		}
+	}
+	// Any other test's cleanup terminates PgBouncer's sessions kept under
+	// p.bouncerDB (they carry the schema's name): the name is dropped.
+	releaseSessions(p.kept)
+	p.pool, p.kept, p.bouncerDB, p.bouncerPIDs = nil, 0, "", nil
 	prepared := !fresh
 	t.Cleanup(func() {
 		keep := func(ctx context.Context, pool *pgxpool.Pool, idle []int32) bool {
 			return prepared && !t.Failed() && tp.put(ctx, s, p, pool, pooled, idle)
 		}
-		if pooled > 0 && prepared && !t.Failed() && s.endPooledSchema(t, db, tp.evictSessions, keep) {
+		switch {
+		case !prepared || t.Failed():
+		case pooled > 0 && s.endPooledSchema(t, db, tp.evictSessions, keep):
+			return
+		case b != nil && s.endBouncerSchema(t, db, b, tp.evictSessions, func(ctx context.Context, idle []int32) bool {
+			p.bouncerDB, p.bouncerPIDs = db.bouncerDB, idle
+			if keep(ctx, nil, idle) {
+				return true
+			}
+			p.bouncerDB, p.bouncerPIDs = "", nil
+			return false
+		}):
 			return
 		}
 		s.endSchema(t, db, func(ctx context.Context) bool { return keep(ctx, nil, nil) })
@@ -179,11 +208,13 @@ func (tp *Template) take(t testing.TB, s *server, pooled int32) *DB {
 }
 
 // evictSessions closes the pools of the schemas longest in tp's free
-// list, oldest first, until n sessions of the budget of kept sessions are
-// free or no pool is left to close: a schema deep in the list may wait
-// long for a test, and its sessions would hold the budget meanwhile.
+// list, oldest first, and terminates the PgBouncer server sessions they
+// keep, until n sessions of the budget of kept sessions are free or none
+// is left to end: a schema deep in the list may wait long for a test, and
+// its sessions would hold the budget meanwhile.
 func (tp *Template) evictSessions(n int) {
 	var closing []*pgxpool.Pool
+	var ending []int32
 	tp.mu.Lock()
 	for _, p := range tp.free {
 		if freeSessions() >= n {
@@ -191,13 +222,20 @@ func (tp *Template) evictSessions(n int) {
 		}
 		if p.pool != nil {
 			closing = append(closing, p.pool)
-			releaseSessions(p.kept)
-			p.pool, p.kept = nil, 0
 		}
+		ending = append(ending, p.bouncerPIDs...)
+		releaseSessions(p.kept)
+		p.pool, p.kept, p.bouncerDB, p.bouncerPIDs = nil, 0, "", nil
 	}
 	tp.mu.Unlock()
 	for _, pool := range closing {
 		pool.Close()
+	}
+	if len(ending) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		// Under a name no test opens again: PgBouncer drops them unused.
+		_ = srv.adminExec(ctx, `SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid`, ending)
 	}
 }
 

@@ -140,3 +140,52 @@ func TestTemplatePooledNotKept(t *testing.T) {
 		})
 	}
 }
+
+// serverPID is the process id of the server session PgBouncer runs a
+// transaction of db's pool on.
+func serverPID(t *testing.T, db *pgtest.BouncerDB) int32 {
+	t.Helper()
+	var pid int32
+	if err := db.Pool.QueryRow(context.Background(), `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// TestTemplateThroughBouncerKeepsServerSessions: the next test
+// Bouncer.NewFrom gives a schema to runs on the server session PgBouncer
+// opened for the last one; once a test reached the schema directly (its
+// cleanup terminates every session under the schema's name), the next
+// runs on a new one, without an error from the one terminated.
+func TestTemplateThroughBouncerKeepsServerSessions(t *testing.T) {
+	t.Parallel()
+	b := pgtest.PgBouncer(t)
+	tp := pgtest.NewTemplate(prepareLedger)
+	var used string
+	var pid int32
+	t.Run("use", func(t *testing.T) {
+		db := b.NewFrom(t, tp, nil)
+		used, pid = db.Schema, serverPID(t, db)
+	})
+	t.Run("again", func(t *testing.T) {
+		db := b.NewFrom(t, tp, nil)
+		if db.Schema != used {
+			t.Fatalf("the template prepared schema %s instead of giving back %s", db.Schema, used)
+		}
+		if got := serverPID(t, db); got != pid {
+			t.Fatalf("the next test ran on server session %d, not the kept %d", got, pid)
+		}
+	})
+	t.Run("direct", func(t *testing.T) {
+		if db := tp.New(t, nil); db.Schema != used {
+			t.Fatalf("the template prepared schema %s instead of giving back %s", db.Schema, used)
+		}
+	})
+	db := b.NewFrom(t, tp, nil)
+	if db.Schema != used {
+		t.Fatalf("the template prepared schema %s instead of giving back %s", db.Schema, used)
+	}
+	if got := serverPID(t, db); got == pid {
+		t.Fatalf("after a direct test, the next ran on server session %d, which that test's cleanup terminated", got)
+	}
+}
