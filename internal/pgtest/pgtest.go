@@ -774,6 +774,19 @@ func (s *server) terminateSessions(ctx context.Context, schema string, except []
 const resetSessionSQL = `CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *;
 SELECT pg_advisory_unlock_all(); DISCARD TEMP; DISCARD SEQUENCES`
 
+// dropNotifications drops the notifications conn received and keeps for
+// a WaitForNotification that has not asked yet: a fresh session has none.
+// After the reset's UNLISTEN, no other can arrive.
+func dropNotifications(conn *pgx.Conn) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel() // with none kept, the wait ends at once, the session intact
+	for {
+		if n, _ := conn.WaitForNotification(done); n == nil {
+			return
+		}
+	}
+}
+
 // Sessions kept by [Template.NewPooled]: at most keptPerPool in a pool,
 // and keptSessions.max in all, so that idle sessions never take the
 // connections tests need (the throwaway cluster's max_connections is
@@ -847,6 +860,7 @@ func (s *server) endPooledSchema(t testing.TB, db *DB, evict func(n int), keep f
 		}
 		if ok {
 			ok = c.Conn().PgConn().Exec(ctx, resetSessionSQL).Close() == nil
+			dropNotifications(c.Conn())
 		}
 		idle = append(idle, int32(c.Conn().PgConn().PID()))
 		c.Release()

@@ -117,8 +117,9 @@ func (tp *Template) New(t testing.TB, configure func(*pgxpool.Config)) *DB {
 // A session kept is reset as DISCARD ALL would reset it, but for its
 // prepared statements, which pgx's statement cache knows: cursors closed,
 // session authorization and every setting back to how the session
-// started (RESET ALL), no LISTEN, no advisory lock, no temporary table,
-// no sequence value remembered. The pool is kept only if, when the test
+// started (RESET ALL), no LISTEN, no notification received and left
+// unread in pgx's connection, no advisory lock, no temporary table, no
+// sequence value remembered. The pool is kept only if, when the test
 // ends, none of its connections is in use and every one of them is reset
 // without error; otherwise it is closed as [Template.New]'s is. A test
 // must therefore not count the sessions of its schema, or ask for one

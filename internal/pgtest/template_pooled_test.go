@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed-a84bb619/idempotency/internal/pgtest"
@@ -187,5 +188,45 @@ func TestTemplateThroughBouncerKeepsServerSessions(t *testing.T) {
 	}
 	if got := serverPID(t, db); got == pid {
 		t.Fatalf("after a direct test, the next ran on server session %d, which that test's cleanup terminated", got)
+	}
+}
+
+// TestTemplatePooledNoNotificationLeft: a notification the last test's
+// session received but never read is not handed to the next test's: pgx
+// keeps it in the connection until WaitForNotification asks, and a fresh
+// session has none, whatever it LISTENs to.
+func TestTemplatePooledNoNotificationLeft(t *testing.T) {
+	t.Parallel()
+	pgtest.AdminPool(t)
+	tp := pgtest.NewTemplate(prepareLedger)
+	var used, channel string
+	t.Run("use", func(t *testing.T) {
+		db := tp.NewPooled(t, 1)
+		used, channel = db.Schema, "ch_"+db.Schema
+		ident := pgx.Identifier{channel}.Sanitize()
+		// The session hears its own NOTIFY before the command returns,
+		// and pgx keeps the notification for a WaitForNotification.
+		if _, err := db.Pool.Exec(context.Background(), `LISTEN `+ident+`; NOTIFY `+ident+`, 'the last test'`); err != nil {
+			t.Fatal(err)
+		}
+	})
+	again := tp.NewPooled(t, 1)
+	if again.Schema != used {
+		t.Fatalf("the template prepared schema %s instead of giving back %s", again.Schema, used)
+	}
+	c, err := again.Pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if _, err := c.Exec(context.Background(), `LISTEN `+pgx.Identifier{channel}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing was sent since: a fresh session's wait ends with the
+	// context, done already.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if n, err := c.Conn().WaitForNotification(done); err == nil {
+		t.Fatalf("the next test's session received %q on %s, sent in the last test", n.Payload, n.Channel)
 	}
 }
