@@ -774,6 +774,30 @@ func (s *server) terminateSessions(ctx context.Context, schema string, except []
 const resetSessionSQL = `CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *;
 SELECT pg_advisory_unlock_all(); DISCARD TEMP; DISCARD SEQUENCES`
 
+// namedStatementsSQL tells whether the session holds a prepared
+// statement that pgx's statement cache did not prepare (those are named
+// stmtcache_ and a hash of their text).
+const namedStatementsSQL = `SELECT EXISTS (SELECT FROM pg_prepared_statements WHERE name NOT LIKE 'stmtcache\_%')`
+
+// dropNamedStatements deallocates every statement of conn's session, and
+// empties pgx's caches of them, when a test prepared one by name (PREPARE,
+// Conn.Prepare): a fresh session has none, and the next test may prepare
+// its own under the same name. The statements of pgx's statement cache
+// alone are kept.
+func dropNamedStatements(ctx context.Context, conn *pgx.Conn) error {
+	res, err := conn.PgConn().Exec(ctx, namedStatementsSQL).ReadAll()
+	if err != nil {
+		return err
+	}
+	if len(res) != 1 || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 1 {
+		return errors.New("pgtest: unexpected answer to the query for prepared statements")
+	}
+	if string(res[0].Rows[0][0]) != "t" {
+		return nil
+	}
+	return conn.DeallocateAll(ctx)
+}
+
 // dropNotifications drops the notifications conn received and keeps for
 // a WaitForNotification that has not asked yet: a fresh session has none.
 // After the reset's UNLISTEN, no other can arrive.
@@ -859,7 +883,8 @@ func (s *server) endPooledSchema(t testing.TB, db *DB, evict func(n int), keep f
 			continue
 		}
 		if ok {
-			ok = c.Conn().PgConn().Exec(ctx, resetSessionSQL).Close() == nil
+			ok = c.Conn().PgConn().Exec(ctx, resetSessionSQL).Close() == nil &&
+				dropNamedStatements(ctx, c.Conn()) == nil
 			dropNotifications(c.Conn())
 		}
 		idle = append(idle, int32(c.Conn().PgConn().PID()))

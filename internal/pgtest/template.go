@@ -114,13 +114,15 @@ func (tp *Template) New(t testing.TB, configure func(*pgxpool.Config)) *DB {
 // cost more CPU than most tests do with it. The binary keeps 48 sessions
 // at most; past that, the schemas longest unused lose theirs first.
 //
-// A session kept is reset as DISCARD ALL would reset it, but for its
-// prepared statements, which pgx's statement cache knows: cursors closed,
-// session authorization and every setting back to how the session
-// started (RESET ALL), no LISTEN, no notification received and left
-// unread in pgx's connection, no advisory lock, no temporary table, no
-// sequence value remembered. The pool is kept only if, when the test
-// ends, none of its connections is in use and every one of them is reset
+// A session kept is reset as DISCARD ALL would reset it, but for the
+// statements pgx's statement cache prepared (and their plans), which the
+// cache knows: cursors closed, session authorization and every setting
+// back to how the session started (RESET ALL), no LISTEN, no
+// notification received and left unread in pgx's connection, no
+// advisory lock, no temporary table, no sequence value remembered, no
+// statement a test prepared by name (PREPARE, pgx's Conn.Prepare: then
+// the cache's go too). The pool is kept only if, when the test ends,
+// none of its connections is in use and every session it keeps is reset
 // without error; otherwise it is closed as [Template.New]'s is. A test
 // must therefore not count the sessions of its schema, or ask for one
 // that has not run a statement; it uses [Template.New] then.

@@ -230,3 +230,49 @@ func TestTemplatePooledNoNotificationLeft(t *testing.T) {
 		t.Fatalf("the next test's session received %q on %s, sent in the last test", n.Payload, n.Channel)
 	}
 }
+
+// TestTemplatePooledNoStatementLeft: the statements the last test
+// prepared by name, with PREPARE or pgx's Conn.Prepare, are not left in
+// the session the next test gets, which may prepare its own under the
+// same names, as in a fresh session.
+func TestTemplatePooledNoStatementLeft(t *testing.T) {
+	t.Parallel()
+	pgtest.AdminPool(t)
+	tp := pgtest.NewTemplate(prepareLedger)
+	var used string
+	t.Run("use", func(t *testing.T) {
+		db := tp.NewPooled(t, 1)
+		used = db.Schema
+		c, err := db.Pool.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+		if _, err := c.Exec(context.Background(), `PREPARE by_sql AS SELECT 1`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Conn().Prepare(context.Background(), "by_pgx", `SELECT 1`); err != nil {
+			t.Fatal(err)
+		}
+	})
+	again := tp.NewPooled(t, 1)
+	if again.Schema != used {
+		t.Fatalf("the template prepared schema %s instead of giving back %s", again.Schema, used)
+	}
+	c, err := again.Pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if _, err := c.Exec(context.Background(), `PREPARE by_sql AS SELECT 2`); err != nil {
+		t.Errorf("PREPARE in the next test: %v", err)
+	}
+	if _, err := c.Conn().Prepare(context.Background(), "by_pgx", `SELECT 2`); err != nil {
+		t.Errorf("Conn.Prepare in the next test: %v", err)
+	}
+	// Statements pgx's cache prepared in the last test still work.
+	var n int
+	if err := c.QueryRow(context.Background(), `SELECT count(*) FROM items WHERE note = $1`, "x").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+}
