@@ -165,7 +165,7 @@ func (b *Bouncer) New(t testing.TB, configure func(*pgxpool.Config)) *BouncerDB 
 // say) is not reset.
 func (b *Bouncer) NewFrom(t testing.TB, tp *Template, configure func(*pgxpool.Config)) *BouncerDB {
 	t.Helper()
-	plain := tp.take(t, shared(t), 0, b)
+	plain, _ := tp.take(t, shared(t), 0, b)
 	return b.open(t, plain, plain.bouncerDB, configure)
 }
 

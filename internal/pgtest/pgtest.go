@@ -852,15 +852,16 @@ func releaseSessions(n int) {
 // endPooledSchema ends t's use of db's schema, as endSchema does, but
 // keeps db.Pool open with up to keptPerPool of its sessions, as the
 // budget of kept sessions allows (evict, called when it is short, may
-// close sessions kept longer): it closes the others, resets those it
-// keeps, terminates every other session connected under the schema's
-// name, and calls keep with the pool and its sessions' process ids. It
-// reports whether keep returned true, the kept sessions then counted in
-// the budget until the pool is taken or closed. When keep returned false,
-// or a connection of the pool was in use, none could be kept, or one
-// could not be reset, the pool is open (with fewer sessions, maybe) and
-// the caller ends the schema as endSchema does.
-func (s *server) endPooledSchema(t testing.TB, db *DB, evict func(n int), keep func(ctx context.Context, pool *pgxpool.Pool, idle []int32) bool) bool {
+// close sessions kept longer): it shuts gate, the pool's, closes the
+// other sessions, resets those it keeps, terminates every other session
+// connected under the schema's name, and calls keep with the pool and
+// its sessions' process ids. It reports whether keep returned true, the
+// kept sessions then counted in the budget until the pool is taken or
+// closed. When keep returned false, or a connection of the pool was in
+// use, none could be kept, one could not be reset, or the gate refused
+// one meanwhile, the pool is open (with fewer sessions, maybe) and the
+// caller ends the schema as endSchema does.
+func (s *server) endPooledSchema(t testing.TB, db *DB, gate *poolGate, evict func(n int), keep func(ctx context.Context, pool *pgxpool.Pool, idle []int32) bool) bool {
 	if s.cluster != nil {
 		s.cluster.ensureRunning(t)
 	}
@@ -871,6 +872,7 @@ func (s *server) endPooledSchema(t testing.TB, db *DB, evict func(n int), keep f
 		return false
 	}
 	conns := pool.AcquireAllIdle(ctx)
+	gate.shut() // a connection asked for from now on is refused
 	n := 0
 	if len(conns) > 0 && pool.Stat().TotalConns() == int32(len(conns)) {
 		n = keepSessions(min(len(conns), keptPerPool), evict)
@@ -890,7 +892,7 @@ func (s *server) endPooledSchema(t testing.TB, db *DB, evict func(n int), keep f
 		idle = append(idle, int32(c.Conn().PgConn().PID()))
 		c.Release()
 	}
-	if !ok {
+	if !ok || gate.refused() {
 		releaseSessions(n)
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -60,9 +61,10 @@ type Template struct {
 type pooledSch struct {
 	schema string
 	// pool is the pool [Template.NewPooled] gave the schema's last test,
-	// kept open with its idle sessions reset, and maxConns its MaxConns;
-	// nil when that test's pool was closed.
+	// kept open with its idle sessions reset, gate its gate and maxConns
+	// its MaxConns; nil when that test's pool was closed.
 	pool     *pgxpool.Pool
+	gate     *poolGate
 	maxConns int32
 	kept     int // sessions of pool, or bouncerPIDs, counted in keptSessions
 	// bouncerDB is the PgBouncer database name under which PgBouncer
@@ -98,7 +100,7 @@ func NewTemplate(prepare func(ctx context.Context, db *DB) error) *Template {
 func (tp *Template) New(t testing.TB, configure func(*pgxpool.Config)) *DB {
 	t.Helper()
 	s := shared(t)
-	db := tp.take(t, s, 0, nil)
+	db, _ := tp.take(t, s, 0, nil)
 	if db.Pool == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
@@ -108,7 +110,7 @@ func (tp *Template) New(t testing.TB, configure func(*pgxpool.Config)) *DB {
 }
 
 // NewPooled is [Template.New] with a pool of maxConns connections and no
-// other setting, which the schema keeps when the test ends, with up to
+// other setting but a PrepareConn of its own, which the schema keeps when the test ends, with up to
 // four of the sessions it then has, for the next test NewPooled gives the
 // schema to: a PostgreSQL session costs a process, and its start and end
 // cost more CPU than most tests do with it. The binary keeps 48 sessions
@@ -126,14 +128,23 @@ func (tp *Template) New(t testing.TB, configure func(*pgxpool.Config)) *DB {
 // without error; otherwise it is closed as [Template.New]'s is. A test
 // must therefore not count the sessions of its schema, or ask for one
 // that has not run a statement; it uses [Template.New] then.
+//
+// Once the test has ended, the pool refuses a connection to whoever asks
+// (a goroutine the test left running), as a closed pool would, and the
+// next test gets another pool. A goroutine that waits to ask until the
+// next test has the pool is not told apart from that test's own: a test
+// must stop what it started on the pool before it ends.
 func (tp *Template) NewPooled(t testing.TB, maxConns int32) *DB {
 	t.Helper()
 	s := shared(t)
-	db := tp.take(t, s, maxConns, nil)
+	db, gate := tp.take(t, s, maxConns, nil)
 	if db.Pool == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
-		db.Pool = s.openTestPool(ctx, t, db.Schema, func(c *pgxpool.Config) { c.MaxConns = maxConns })
+		db.Pool = s.openTestPool(ctx, t, db.Schema, func(c *pgxpool.Config) {
+			c.MaxConns = maxConns
+			c.PrepareConn = gate.prepareConn
+		})
 	}
 	return db
 }
@@ -142,11 +153,14 @@ func (tp *Template) NewPooled(t testing.TB, maxConns int32) *DB {
 // ends: it closes the DB's Pool, which the caller sets unless take did,
 // and gives the schema back or drops it. With pooled above 0 (NewPooled's
 // maxConns), the DB's Pool is the one the schema kept, if it has one of
-// that size, and is kept in turn when it can be. With b, the DB is for
-// [Bouncer.NewFrom]: its bouncerDB is the PgBouncer database name the
-// caller opens its Pool under, and PgBouncer's server sessions under it
-// are kept in turn when they can be.
-func (tp *Template) take(t testing.TB, s *server, pooled int32, b *Bouncer) *DB {
+// that size that no goroutine asked a connection of meanwhile, and is
+// kept in turn when it can be; the gate returned is that pool's, or the
+// one the caller gives the pool it opens (its PrepareConn). With pooled
+// 0 the gate is nil. With b, the DB is for [Bouncer.NewFrom]: its
+// bouncerDB is the PgBouncer database name the caller opens its Pool
+// under, and PgBouncer's server sessions under it are kept in turn when
+// they can be.
+func (tp *Template) take(t testing.TB, s *server, pooled int32, b *Bouncer) (*DB, *poolGate) {
 	t.Helper()
 	tp.mu.Lock()
 	var p *pooledSch
@@ -159,12 +173,16 @@ func (tp *Template) take(t testing.TB, s *server, pooled int32, b *Bouncer) *DB 
 		p = &pooledSch{schema: s.createSchema(t)}
 	}
 	db := &DB{Schema: p.schema, URL: withSchema(s.url, p.schema)}
+	var gate *poolGate
 	if p.pool != nil {
-		if pooled > 0 && p.maxConns == pooled {
-			db.Pool = p.pool
+		if pooled > 0 && p.maxConns == pooled && p.gate.open() {
+			db.Pool, gate = p.pool, p.gate
 		} else {
 			p.pool.Close()
 		}
+	}
+	if pooled > 0 && gate == nil {
+		gate = &poolGate{}
 	}
 	if b != nil {
 		// The server sessions kept under p.bouncerDB serve this test;
@@ -177,15 +195,15 @@ func (tp *Template) take(t testing.TB, s *server, pooled int32, b *Bouncer) *DB 
 	// Any other test's cleanup terminates PgBouncer's sessions kept under
 	// p.bouncerDB (they carry the schema's name): the name is dropped.
 	releaseSessions(p.kept)
-	p.pool, p.kept, p.bouncerDB, p.bouncerPIDs = nil, 0, "", nil
+	p.pool, p.gate, p.kept, p.bouncerDB, p.bouncerPIDs = nil, nil, 0, "", nil
 	prepared := !fresh
 	t.Cleanup(func() {
 		keep := func(ctx context.Context, pool *pgxpool.Pool, idle []int32) bool {
-			return prepared && !t.Failed() && tp.put(ctx, s, p, pool, pooled, idle)
+			return prepared && !t.Failed() && tp.put(ctx, s, p, pool, gate, pooled, idle)
 		}
 		switch {
 		case !prepared || t.Failed():
-		case pooled > 0 && s.endPooledSchema(t, db, tp.evictSessions, keep):
+		case pooled > 0 && s.endPooledSchema(t, db, gate, tp.evictSessions, keep):
 			return
 		case b != nil && s.endBouncerSchema(t, db, b, tp.evictSessions, func(ctx context.Context, idle []int32) bool {
 			p.bouncerDB, p.bouncerPIDs = db.bouncerDB, idle
@@ -207,7 +225,7 @@ func (tp *Template) take(t testing.TB, s *server, pooled int32, b *Bouncer) *DB 
 		}
 		prepared = true
 	}
-	return db
+	return db, gate
 }
 
 // evictSessions closes the pools of the schemas longest in tp's free
@@ -228,7 +246,7 @@ func (tp *Template) evictSessions(n int) {
 		}
 		ending = append(ending, p.bouncerPIDs...)
 		releaseSessions(p.kept)
-		p.pool, p.kept, p.bouncerDB, p.bouncerPIDs = nil, 0, "", nil
+		p.pool, p.gate, p.kept, p.bouncerDB, p.bouncerPIDs = nil, nil, 0, "", nil
 	}
 	tp.mu.Unlock()
 	for _, pool := range closing {
@@ -241,6 +259,46 @@ func (tp *Template) evictSessions(n int) {
 		_ = srv.adminExec(ctx, `SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid`, ending)
 	}
 }
+
+// poolGate shuts the pool of a test of [Template.NewPooled] when the test
+// ends, for as long as the pool waits for the next test of its schema: a
+// goroutine the test left running on it then gets an error, as from a
+// closed pool, rather than reach the schema the next test gets, and that
+// test gets another pool.
+type poolGate struct {
+	state atomic.Int32 // gateOpen, gateShut or gateRefused
+}
+
+const (
+	gateOpen    = iota // the pool's test runs
+	gateShut           // the test has ended
+	gateRefused        // and a connection was asked for since: the pool is not given to another test
+)
+
+// errPoolShut is what a goroutine gets that asks the pool of a test
+// that has ended for a connection.
+var errPoolShut = errors.New("pgtest: the pool's test has ended")
+
+// prepareConn is the pool's PrepareConn: it refuses every connection
+// once the gate is shut.
+func (g *poolGate) prepareConn(context.Context, *pgx.Conn) (bool, error) {
+	if g.state.Load() == gateOpen {
+		return true, nil
+	}
+	g.state.Store(gateRefused)
+	return true, errPoolShut
+}
+
+// shut shuts the gate, as the pool's test ends.
+func (g *poolGate) shut() { g.state.CompareAndSwap(gateOpen, gateShut) }
+
+// open opens the gate for the pool's next test and reports whether it
+// could: not when a connection was asked for while it was shut.
+func (g *poolGate) open() bool { return g.state.CompareAndSwap(gateShut, gateOpen) }
+
+// refused reports whether a connection was asked for while the gate was
+// shut.
+func (g *poolGate) refused() bool { return g.state.Load() == gateRefused }
 
 // prepareSchema runs prepare on p's new schema, and records what it left
 // there: the rows of its tables, the positions of its sequences and, for
@@ -301,17 +359,17 @@ var (
 
 // put resets p's schema, whose test has ended and whose sessions are
 // gone (but for the idle sessions of pool, whose process ids are idle),
-// and gives it back to the template, with pool if not nil, if it is then
-// as prepare left it. It reports whether it did; if not, the schema is as
-// the test left it.
-func (tp *Template) put(ctx context.Context, s *server, p *pooledSch, pool *pgxpool.Pool, maxConns int32, idle []int32) bool {
+// and gives it back to the template, with pool and its gate if not nil,
+// if it is then as prepare left it. It reports whether it did; if not,
+// the schema is as the test left it.
+func (tp *Template) put(ctx context.Context, s *server, p *pooledSch, pool *pgxpool.Pool, gate *poolGate, maxConns int32, idle []int32) bool {
 	tp.mu.Lock()
 	want := tp.fingerprint
 	tp.mu.Unlock()
 	if want == "" || s.resetSchema(ctx, p, want, idle) != nil {
 		return false
 	}
-	p.pool, p.maxConns, p.kept = pool, maxConns, len(idle)
+	p.pool, p.gate, p.maxConns, p.kept = pool, gate, maxConns, len(idle)
 	tp.mu.Lock()
 	tp.free = append(tp.free, p)
 	tp.mu.Unlock()

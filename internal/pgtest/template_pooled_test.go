@@ -276,3 +276,46 @@ func TestTemplatePooledNoStatementLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTemplatePooledLeftRunning: a goroutine the last test left running
+// on its pool reaches the schema no more once the test has ended, as with
+// a pool closed: its write fails, the next test finds none of its rows,
+// and gets another pool.
+func TestTemplatePooledLeftRunning(t *testing.T) {
+	t.Parallel()
+	pgtest.AdminPool(t)
+	tp := pgtest.NewTemplate(prepareLedger)
+	var used string
+	var last *pgxpool.Pool
+	write := make(chan struct{})
+	wrote := make(chan error, 1)
+	t.Run("use", func(t *testing.T) {
+		db := tp.NewPooled(t, 2)
+		used, last = db.Schema, db.Pool
+		session(t, db)
+		go func() {
+			<-write
+			_, err := last.Exec(context.Background(), `INSERT INTO items (note) VALUES ('left running')`)
+			wrote <- err
+		}()
+	})
+	close(write) // the test has ended, its schema given back
+	err := <-wrote
+	again := tp.NewPooled(t, 2)
+	if again.Schema != used {
+		t.Fatalf("the template prepared schema %s instead of giving back %s", again.Schema, used)
+	}
+	var n int
+	if err := again.Pool.QueryRow(context.Background(), `SELECT count(*) FROM items WHERE note = 'left running'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("the next test finds %d row(s) a goroutine of the last test wrote after it ended", n)
+	}
+	if err == nil {
+		t.Error("a goroutine's write on its test's pool succeeded after the test ended")
+	}
+	if again.Pool == last {
+		t.Error("the next test got the pool a goroutine of the last test still uses")
+	}
+}
