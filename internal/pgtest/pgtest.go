@@ -776,14 +776,19 @@ SELECT pg_advisory_unlock_all(); DISCARD TEMP; DISCARD SEQUENCES`
 
 // namedStatementsSQL tells whether the session holds a prepared
 // statement that pgx's statement cache did not prepare (those are named
-// stmtcache_ and a hash of their text).
-const namedStatementsSQL = `SELECT EXISTS (SELECT FROM pg_prepared_statements WHERE name NOT LIKE 'stmtcache\_%')`
+// stmtcache_ and a hash of their text), or none that it did: then either
+// the cache is empty, or the test dropped its statements in SQL (DISCARD
+// ALL, DEALLOCATE ALL) and the cache names statements the session no
+// longer has. pgx does not say which.
+const namedStatementsSQL = `SELECT EXISTS (SELECT FROM pg_prepared_statements WHERE name NOT LIKE 'stmtcache\_%')
+  OR NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name LIKE 'stmtcache\_%')`
 
 // dropNamedStatements deallocates every statement of conn's session, and
 // empties pgx's caches of them, when a test prepared one by name (PREPARE,
 // Conn.Prepare): a fresh session has none, and the next test may prepare
-// its own under the same name. The statements of pgx's statement cache
-// alone are kept.
+// its own under the same name; or when the session has none of the
+// cache's (see namedStatementsSQL). The statements of pgx's statement
+// cache alone are kept.
 func dropNamedStatements(ctx context.Context, conn *pgx.Conn) error {
 	res, err := conn.PgConn().Exec(ctx, namedStatementsSQL).ReadAll()
 	if err != nil {

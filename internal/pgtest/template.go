@@ -110,23 +110,28 @@ func (tp *Template) New(t testing.TB, configure func(*pgxpool.Config)) *DB {
 }
 
 // NewPooled is [Template.New] with a pool of maxConns connections and no
-// other setting but a PrepareConn of its own, which the schema keeps when the test ends, with up to
-// four of the sessions it then has, for the next test NewPooled gives the
-// schema to: a PostgreSQL session costs a process, and its start and end
-// cost more CPU than most tests do with it. The binary keeps 48 sessions
-// at most; past that, the schemas longest unused lose theirs first.
+// other setting but a PrepareConn of its own, which the schema keeps when
+// the test ends, with up to four of the sessions it then has, for the next
+// test NewPooled gives the schema to: a PostgreSQL session costs a
+// process, and its start and end cost more CPU than most tests do with it.
+// The binary keeps 48 sessions at most; past that, the schemas longest
+// unused lose theirs first.
 //
 // A session kept is reset as DISCARD ALL would reset it, but for the
 // statements pgx's statement cache prepared (and their plans), which the
 // cache knows: cursors closed, session authorization and every setting
-// back to how the session started (RESET ALL), no LISTEN, no
-// notification received and left unread in pgx's connection, no
-// advisory lock, no temporary table, no sequence value remembered, no
-// statement a test prepared by name (PREPARE, pgx's Conn.Prepare: then
-// the cache's go too). The pool is kept only if, when the test ends,
-// none of its connections is in use and every session it keeps is reset
-// without error; otherwise it is closed as [Template.New]'s is. A test
-// must therefore not count the sessions of its schema, or ask for one
+// back to how the session started (RESET ALL), no LISTEN, no notification
+// received and left unread in pgx's connection, no advisory lock, no
+// temporary table, no sequence value remembered, no statement a test
+// prepared by name (PREPARE, pgx's Conn.Prepare: then the cache's go too,
+// as they do when the test dropped them in SQL, with DISCARD ALL say). Two
+// traces stay: a custom setting a test SET (myapp.flag) is defined and
+// empty, as after DISCARD ALL, where a fresh session has none; and a
+// statement the cache prepared may be planned generically at once, if the
+// last test ran it five times. The pool is kept only if, when the test
+// ends, none of its connections is in use and every session it keeps is
+// reset without error; otherwise it is closed as [Template.New]'s is. A
+// test must therefore not count the sessions of its schema, or ask for one
 // that has not run a statement; it uses [Template.New] then.
 //
 // Once the test has ended, the pool refuses a connection to whoever asks

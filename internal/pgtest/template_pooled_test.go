@@ -319,3 +319,39 @@ func TestTemplatePooledLeftRunning(t *testing.T) {
 		t.Error("the next test got the pool a goroutine of the last test still uses")
 	}
 }
+
+// TestTemplatePooledStatementsDroppedByTheServer: a test that dropped its
+// session's statements in SQL (DISCARD ALL, DEALLOCATE ALL), behind the
+// back of pgx's statement cache, leaves the next test a session whose
+// cached statements still work: the cache is emptied too.
+func TestTemplatePooledStatementsDroppedByTheServer(t *testing.T) {
+	t.Parallel()
+	pgtest.AdminPool(t)
+	const cached = `SELECT count(*) FROM items WHERE note = $1`
+	for _, drop := range []string{"DISCARD ALL", "DEALLOCATE ALL"} {
+		t.Run(drop, func(t *testing.T) {
+			t.Parallel()
+			tp := pgtest.NewTemplate(prepareLedger)
+			var used string
+			t.Run("use", func(t *testing.T) {
+				db := tp.NewPooled(t, 1)
+				used = db.Schema
+				var n int
+				if err := db.Pool.QueryRow(context.Background(), cached, "x").Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := db.Pool.Exec(context.Background(), drop, pgx.QueryExecModeSimpleProtocol); err != nil {
+					t.Fatal(err)
+				}
+			})
+			again := tp.NewPooled(t, 1)
+			if again.Schema != used {
+				t.Fatalf("the template prepared schema %s instead of giving back %s", again.Schema, used)
+			}
+			var n int
+			if err := again.Pool.QueryRow(context.Background(), cached, "x").Scan(&n); err != nil {
+				t.Fatalf("the statement cached in the last test, after its %s: %v", drop, err)
+			}
+		})
+	}
+}
