@@ -20,8 +20,28 @@ const sessionState = `SELECT format('statement_timeout=%s application_name=%s li
   (SELECT count(*) FROM pg_class WHERE relpersistence = 't' AND pg_table_is_visible(oid)),
   (SELECT count(*) FROM pg_cursors))`
 
-// session returns the process id of the session db's pool gives first, and the
-// state it remembers.
+// givenBack fails t unless the template gave it schema used, the one
+// the last test had.
+func givenBack(t *testing.T, schema, used string) {
+	t.Helper()
+	if schema != used {
+		t.Fatalf("the template prepared schema %s instead of giving back %s", schema, used)
+	}
+}
+
+// acquire acquires a connection of db's pool, released when t ends.
+func acquire(t *testing.T, db *pgtest.DB) *pgxpool.Conn {
+	t.Helper()
+	c, err := db.Pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Release)
+	return c
+}
+
+// session returns the process id of the session db's pool gives first,
+// and the state it remembers; the session goes back to the pool.
 func session(t *testing.T, db *pgtest.DB) (pid uint32, state string) {
 	t.Helper()
 	c, err := db.Pool.Acquire(context.Background())
@@ -50,11 +70,7 @@ func TestTemplatePooledKeepsResetSessions(t *testing.T) {
 		db := tp.NewPooled(t, 1)
 		used = db.Schema
 		pid, fresh = session(t, db)
-		c, err := db.Pool.Acquire(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Release()
+		c := acquire(t, db)
 		if _, err := c.Exec(context.Background(), `SET statement_timeout = '123s'; SET application_name = 'elsewhere'; LISTEN ch;
 SELECT pg_advisory_lock(42); CREATE TEMP TABLE scratch (x int); BEGIN; DECLARE cur CURSOR WITH HOLD FOR SELECT 1; COMMIT`); err != nil {
 			t.Fatal(err)
@@ -73,9 +89,7 @@ SELECT pg_advisory_lock(42); CREATE TEMP TABLE scratch (x int); BEGIN; DECLARE c
 		}
 	})
 	again := tp.NewPooled(t, 1)
-	if again.Schema != used {
-		t.Fatalf("the template prepared schema %s instead of giving back %s", again.Schema, used)
-	}
+	givenBack(t, again.Schema, used)
 	gotPid, state := session(t, again)
 	if gotPid != pid {
 		t.Fatalf("the next test's session is process %d, not the kept %d", gotPid, pid)
@@ -126,9 +140,7 @@ func TestTemplatePooledNotKept(t *testing.T) {
 				tt.use(t, db)
 			})
 			again := tt.next(t, tp)
-			if again.Schema != used {
-				t.Fatalf("the template prepared schema %s instead of giving back %s", again.Schema, used)
-			}
+			givenBack(t, again.Schema, used)
 			if again.Pool == last {
 				t.Fatal("the next test got the last test's pool")
 			}
@@ -170,9 +182,7 @@ func TestTemplateThroughBouncerKeepsServerSessions(t *testing.T) {
 	})
 	t.Run("again", func(t *testing.T) {
 		db := b.NewFrom(t, tp, nil)
-		if db.Schema != used {
-			t.Fatalf("the template prepared schema %s instead of giving back %s", db.Schema, used)
-		}
+		givenBack(t, db.Schema, used)
 		if got := serverPID(t, db); got != pid {
 			t.Fatalf("the next test ran on server session %d, not the kept %d", got, pid)
 		}
@@ -183,9 +193,7 @@ func TestTemplateThroughBouncerKeepsServerSessions(t *testing.T) {
 		}
 	})
 	db := b.NewFrom(t, tp, nil)
-	if db.Schema != used {
-		t.Fatalf("the template prepared schema %s instead of giving back %s", db.Schema, used)
-	}
+	givenBack(t, db.Schema, used)
 	if got := serverPID(t, db); got == pid {
 		t.Fatalf("after a direct test, the next ran on server session %d, which that test's cleanup terminated", got)
 	}
@@ -211,14 +219,8 @@ func TestTemplatePooledNoNotificationLeft(t *testing.T) {
 		}
 	})
 	again := tp.NewPooled(t, 1)
-	if again.Schema != used {
-		t.Fatalf("the template prepared schema %s instead of giving back %s", again.Schema, used)
-	}
-	c, err := again.Pool.Acquire(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Release()
+	givenBack(t, again.Schema, used)
+	c := acquire(t, again)
 	if _, err := c.Exec(context.Background(), `LISTEN `+pgx.Identifier{channel}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
@@ -243,11 +245,7 @@ func TestTemplatePooledNoStatementLeft(t *testing.T) {
 	t.Run("use", func(t *testing.T) {
 		db := tp.NewPooled(t, 1)
 		used = db.Schema
-		c, err := db.Pool.Acquire(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Release()
+		c := acquire(t, db)
 		if _, err := c.Exec(context.Background(), `PREPARE by_sql AS SELECT 1`); err != nil {
 			t.Fatal(err)
 		}
@@ -256,14 +254,8 @@ func TestTemplatePooledNoStatementLeft(t *testing.T) {
 		}
 	})
 	again := tp.NewPooled(t, 1)
-	if again.Schema != used {
-		t.Fatalf("the template prepared schema %s instead of giving back %s", again.Schema, used)
-	}
-	c, err := again.Pool.Acquire(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Release()
+	givenBack(t, again.Schema, used)
+	c := acquire(t, again)
 	if _, err := c.Exec(context.Background(), `PREPARE by_sql AS SELECT 2`); err != nil {
 		t.Errorf("PREPARE in the next test: %v", err)
 	}
@@ -302,9 +294,7 @@ func TestTemplatePooledLeftRunning(t *testing.T) {
 	close(write) // the test has ended, its schema given back
 	err := <-wrote
 	again := tp.NewPooled(t, 2)
-	if again.Schema != used {
-		t.Fatalf("the template prepared schema %s instead of giving back %s", again.Schema, used)
-	}
+	givenBack(t, again.Schema, used)
 	var n int
 	if err := again.Pool.QueryRow(context.Background(), `SELECT count(*) FROM items WHERE note = 'left running'`).Scan(&n); err != nil {
 		t.Fatal(err)
@@ -345,9 +335,7 @@ func TestTemplatePooledStatementsDroppedByTheServer(t *testing.T) {
 				}
 			})
 			again := tp.NewPooled(t, 1)
-			if again.Schema != used {
-				t.Fatalf("the template prepared schema %s instead of giving back %s", again.Schema, used)
-			}
+			givenBack(t, again.Schema, used)
 			var n int
 			if err := again.Pool.QueryRow(context.Background(), cached, "x").Scan(&n); err != nil {
 				t.Fatalf("the statement cached in the last test, after its %s: %v", drop, err)

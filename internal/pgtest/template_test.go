@@ -101,9 +101,7 @@ INSERT INTO items (note) SELECT 'x' FROM generate_series(1, 5); DELETE FROM item
 				}
 				return
 			}
-			if again.Schema != used {
-				t.Fatalf("the template prepared schema %s instead of giving back %s", again.Schema, used)
-			}
+			givenBack(t, again.Schema, used)
 			fresh := pgtest.NewTemplate(prepareLedger).New(t, nil)
 			if got, want := pgtest.Fingerprint(t, again.Schema), pgtest.Fingerprint(t, fresh.Schema); got != want {
 				t.Errorf("catalog of the schema given back:\n%s\nwant, as freshly prepared:\n%s", got, want)
@@ -171,9 +169,7 @@ func TestTemplateThroughBouncer(t *testing.T) {
 		}
 	})
 	db := b.NewFrom(t, tp, nil)
-	if db.Schema != used {
-		t.Fatalf("the template prepared schema %s instead of giving back %s", db.Schema, used)
-	}
+	givenBack(t, db.Schema, used)
 	var rows int
 	var app string
 	if err := db.Pool.QueryRow(context.Background(), `SELECT count(*), current_setting('application_name') FROM `+pgx.Identifier{db.Schema, "items"}.Sanitize()).Scan(&rows, &app); err != nil {
