@@ -18,6 +18,18 @@ import (
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
+// benchRows is the number of rows a benchmark fills its tables with: the
+// environment variable env's, or def when it is not set.
+func benchRows(b *testing.B, env string, def int) int {
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(b, err, env)
+	return n
+}
+
 // BenchmarkPgxPruneUnderLoad measures what pruning costs the deliveries
 // that run meanwhile: a ledger of IDEMPOTENCY_PRUNE_ROWS claims older
 // than the retention (20,000 by default; the README's numbers are for
@@ -29,12 +41,7 @@ import (
 //
 //	IDEMPOTENCY_PRUNE_ROWS=1000000 go test -run '^$' -bench PruneUnderLoad -benchtime 1x
 func BenchmarkPgxPruneUnderLoad(b *testing.B) {
-	rows := 20000
-	if v := os.Getenv("IDEMPOTENCY_PRUNE_ROWS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(b, err, "IDEMPOTENCY_PRUNE_ROWS")
-		rows = n
-	}
+	rows := benchRows(b, "IDEMPOTENCY_PRUNE_ROWS", 20000)
 	const senders = 8
 	idle := max(2000, rows/10) // long enough to see the same noise as the pruning phase
 	db := newPgDB(b)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stripe/stripe-go/v82"
 )
 
@@ -229,6 +231,41 @@ func explainGeneric(ctx context.Context, conn *pgx.Conn, settings, explain, stmt
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return strings.Join(lines, "\n"), err
 }
+
+// PgxStatsPlan is EXPLAIN ANALYZE of Stats' statement on conn, under
+// Stats' settings; with generic, planned generically, as a connection's
+// cached statement may be after five runs.
+func PgxStatsPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, generic bool) (string, error) {
+	settings := statsSettings
+	if generic {
+		settings += `, set_config('plan_cache_mode', 'force_generic_plan', true)`
+	}
+	return explainGeneric(ctx, conn, settings, `EXPLAIN ANALYZE`, s.inbox.stats, strconv.Itoa(s.statsExactLimit+1))
+}
+
+// PgxStatsEveryRow runs the statement Stats ran before migration 013,
+// which counted every row of the inbox, and returns the rows it counted:
+// BenchmarkPgxInboxStats's baseline.
+func PgxStatsEveryRow(ctx context.Context, s *PgxStore, db *pgxpool.Pool) (int, error) {
+	rows, err := db.Query(ctx, `SELECT kind, state, count(*), min(received_at) FILTER (WHERE state IN ('pending', 'failed', 'processing')),
+    max(attempted_at)
+FROM `+pgx.Identifier{s.cfg.Schema}.Sanitize()+`.idempotency_inbox GROUP BY kind, state`)
+	if err != nil {
+		return 0, err
+	}
+	var kind, state string
+	var n, total int
+	var oldest, attempted pgtype.Timestamptz
+	_, err = pgx.ForEachRow(rows, []any{&kind, &state, &n, &oldest, &attempted}, func() error {
+		total += n
+		return nil
+	})
+	return total, err
+}
+
+// SetPgxStatsExactLimit sets how many rows of a kind in a final state
+// Stats counts before it estimates.
+func SetPgxStatsExactLimit(s *PgxStore, n int) { s.statsExactLimit = n }
 
 // PgxPruneClaimsPlan is the plan PostgreSQL makes for Prune's statement
 // deleting a batch of claims on conn, generic, from the statistics of

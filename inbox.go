@@ -1878,7 +1878,10 @@ func (in *Inbox) RedriveByKind(ctx context.Context, f RedriveFilter) (events, ta
 // Stats counts the inbox's events and tasks by state (TaskCounts the
 // tasks alone), dates the oldest one still to be applied and the newest
 // attempt: what an alert needs ("oldest pending older than 5 minutes",
-// "dead letters grew", "pending, and no attempt for 10 minutes").
+// "dead letters grew", "pending, and no attempt for 10 minutes"). Its
+// cost follows the rows still to apply and the dead letters, not the
+// rows the retention window keeps: a store may estimate a large count of
+// a final state, and says so in InboxStats.Estimated.
 func (in *Inbox) Stats(ctx context.Context) (InboxStats, error) {
 	if err := in.made("Stats"); err != nil {
 		return InboxStats{}, err

@@ -681,6 +681,18 @@ type InboxStats struct {
 	// attempted, until its snooze ends. An attempt given back unstarted
 	// (a worker stopping) does not count.
 	LastAttempt time.Time
+	// Estimated holds the states whose count in Counts (and so in
+	// TaskCounts or Events) is an estimate; nil when every count is
+	// exact. Only the final states a worker never leaves (processed,
+	// skipped, ignored) are ever estimated, by a store whose count of one
+	// kind in one of them reached 50,000 rows: PgxStore counts that far,
+	// then reports PostgreSQL's estimate of the rows (as of the table's
+	// last ANALYZE, which autovacuum runs as the table grows), never less
+	// than it counted, so that a scrape costs what is still to apply, not
+	// what the retention window keeps. MemoryStore counts every row. The
+	// states still to apply and dead_letter are always counted, row by
+	// row.
+	Estimated map[InboxState]bool
 }
 
 // Events is how many events, tasks left out, are in state: Counts[state]
@@ -688,6 +700,20 @@ type InboxStats struct {
 func (st InboxStats) Events(state InboxState) int {
 	return st.Counts[state] - st.TaskCounts[state]
 }
+
+// addEstimate adds n rows of kind in state, an estimate.
+func (st *InboxStats) addEstimate(kind InboxKind, state InboxState, n int) {
+	st.add(kind, state, n, time.Time{}, time.Time{})
+	if st.Estimated == nil {
+		st.Estimated = map[InboxState]bool{}
+	}
+	st.Estimated[state] = true
+}
+
+// statsExactLimit is how many rows of a kind in a final state, dead
+// letters apart, a store that estimates counts counts before it
+// estimates (InboxStats.Estimated).
+const statsExactLimit = 50_000
 
 // checkKind validates a filter's Kind: empty, event or task.
 func checkKind(filter string, k InboxKind) error {

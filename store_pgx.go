@@ -119,6 +119,9 @@ type PgxStore struct {
 	// lostCommitWait bounds the look-ups of foundAfterLostCommit:
 	// rollbackTimeout, but in tests.
 	lostCommitWait time.Duration
+	// statsExactLimit: Stats counts the rows of a kind in a final state
+	// (dead letters apart) up to it, then estimates them.
+	statsExactLimit int
 	// conflictWait waits before a conflict's retry (retryConflicts):
 	// waitConflict, but in tests.
 	conflictWait func(ctx context.Context, attempt int) bool
@@ -189,18 +192,19 @@ func NewPgxStore(db PgxBeginner, cfg PgxConfig) (*PgxStore, error) {
 	claimSQL := `INSERT INTO ` + s + `.idempotency_events (event_id, event_type, object_id, outcome, livemode, account, received_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`
 	return &PgxStore{
-		db:             db,
-		batch:          batch,
-		cfg:            cfg,
-		opts:           pgx.TxOptions{IsoLevel: cfg.IsoLevel},
-		local:          local,
-		stored:         stored,
-		inbox:          newPgxInboxSQL(cfg.Schema),
-		objects:        newPgxObjectSQL(cfg.Schema),
-		recovery:       newPgxRecoverySQL(cfg.Schema),
-		retention:      newPgxRetentionSQL(cfg.Schema),
-		lostCommitWait: rollbackTimeout,
-		conflictWait:   waitConflict,
+		db:              db,
+		batch:           batch,
+		cfg:             cfg,
+		opts:            pgx.TxOptions{IsoLevel: cfg.IsoLevel},
+		local:           local,
+		stored:          stored,
+		inbox:           newPgxInboxSQL(cfg.Schema),
+		objects:         newPgxObjectSQL(cfg.Schema),
+		recovery:        newPgxRecoverySQL(cfg.Schema),
+		retention:       newPgxRetentionSQL(cfg.Schema),
+		lostCommitWait:  rollbackTimeout,
+		statsExactLimit: statsExactLimit,
+		conflictWait:    waitConflict,
 		sql: pgxStatements{
 			claim:          claimSQL,
 			claimXact:      claimSQL + ` RETURNING txid_current()`,

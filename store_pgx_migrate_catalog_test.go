@@ -28,7 +28,8 @@ func freshCatalog(t *testing.T) string {
 }
 
 // pgxCatalog describes what schema holds, one line per relation, column,
-// constraint, index (and whether it is valid) and sequence, sorted, with
+// constraint, index (and whether it is valid), sequence and extended
+// statistics object, sorted, with
 // the schema's name written {{schema}}: columns with their type,
 // nullability, default, collation and compression; constraints and
 // indexes with their definitions.
@@ -60,6 +61,9 @@ UNION ALL
 SELECT 'sequence ' || sequencename || ' ' || data_type::text || ' start ' || start_value || ' increment ' || increment_by
     || ' min ' || min_value || ' max ' || max_value || ' cache ' || cache_size || CASE WHEN cycle THEN ' cycle' ELSE '' END
 FROM pg_sequences WHERE schemaname = $1
+UNION ALL
+SELECT 'statistics ' || pg_get_statisticsobjdef(s.oid)
+FROM pg_statistic_ext s JOIN pg_namespace n ON n.oid = s.stxnamespace WHERE n.nspname = $1
 ORDER BY 1`, schema)
 	require.NoError(t, err)
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
@@ -79,7 +83,8 @@ type pgxRow struct {
 // the SQL of each version at its step, ends with exactly the schema a
 // fresh Migrate creates, compared on pg_catalog (relations, columns with
 // their types, defaults, collations and compression, constraints, indexes
-// with their definitions, the sequence), with every row it held unchanged
+// with their definitions, the sequence, the extended statistics), with
+// every row it held unchanged
 // and the ledger of versions of a fresh schema. That schema is
 // testdata/pgx_schema.txt: a constraint, an index or a default lost from
 // a migration shows there.
@@ -160,6 +165,10 @@ VALUES ('evt_v11', 'invoice.paid', $1, '\x7b7d', 'dead_letter', $1, $1, 2, $1) R
 			`INSERT INTO {{schema}}.idempotency_inbox AS r (event_id, event_type, object_id, created, payload, state, received_at, finished_at)
 VALUES ('evt_v12', 'invoice.paid', 'in_12', $1, '\x7b7d', 'processed', $1, $1) RETURNING to_jsonb(r)`,
 		},
+		13: { // statistics of kind and state together: an ignored event, which no task can be
+			`INSERT INTO {{schema}}.idempotency_inbox AS r (event_id, event_type, created, payload, state, received_at, finished_at)
+VALUES ('evt_v13', 'invoice.paid', $1, '\x7b7d', 'ignored', $1, $1) RETURNING to_jsonb(r)`,
+		},
 	}
 	require.Len(t, writes, len(files), "rows for each migration")
 	var written []pgxRow
@@ -225,7 +234,11 @@ VALUES ('evt_v12', 'invoice.paid', 'in_12', $1, '\x7b7d', 'processed', $1, $1) R
 	require.NoError(t, err)
 	recs, err := in.List(ctx, idempotency.InboxFilter{Kind: idempotency.KindEvent})
 	require.NoError(t, err)
-	require.Len(t, recs, 7)
+	require.Len(t, recs, 8)
+	st, err := in.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Counts[idempotency.InboxIgnored], "the ignored event of 013, counted")
+	require.Nil(t, st.Estimated)
 	// Rows stored before 012 are in its indexes.
 	ofObject, err := in.List(ctx, idempotency.InboxFilter{ObjectID: "in_2"})
 	require.NoError(t, err)

@@ -29,6 +29,9 @@ type stateCount struct {
 	// None: no record of the kind is ever in State (a task is never
 	// ignored), and the cell shows no count.
 	None bool
+	// Estimated: Count is the store's estimate (InboxStats.Estimated),
+	// shown as about that many.
+	Estimated bool
 }
 
 type overviewData struct {
@@ -54,8 +57,8 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	data := overviewData{OldestPending: st.OldestPending, LastAttempt: st.LastAttempt}
 	for _, s := range states {
 		events, tasks := st.Events(s), st.TaskCounts[s]
-		data.Events = append(data.Events, stateCount{State: s, Count: events})
-		data.Tasks = append(data.Tasks, stateCount{State: s, Count: tasks, None: !idempotency.KindTask.CanBe(s)})
+		data.Events = append(data.Events, stateCount{State: s, Count: events, Estimated: st.Estimated[s]})
+		data.Tasks = append(data.Tasks, stateCount{State: s, Count: tasks, None: !idempotency.KindTask.CanBe(s), Estimated: st.Estimated[s]})
 		data.EventsN += events
 		data.TasksN += tasks
 	}

@@ -328,9 +328,12 @@ const statsTimeout = 5 * time.Second
 // last attempt older than a few poll intervals: the workers cannot reach
 // the database, or each pending event waits behind a failed one of its
 // object; a recent one and the oldest pending age growing: the workers
-// fall behind. Each collection
-// (each scrape) asks in.Stats once, one query on PostgreSQL; a failed
-// query is logged at Warn through Config.Logger, once per collection, and
+// fall behind. Each collection (each scrape) asks in.Stats once, one
+// short read-only transaction on PostgreSQL whose cost follows the rows
+// still to apply, not the inbox's size (the depth of a final state past
+// 50,000 rows of a kind is PostgreSQL's estimate, InboxStats.Estimated);
+// a failed query is logged at Warn through Config.Logger, once per
+// collection, and
 // the gauges it reads are left out of that collection, running alone
 // reported (the collection itself does
 // not fail: OpenTelemetry's error handler would print the error again,

@@ -35,13 +35,17 @@ The table's TASKS of ignored is "-": a task is never ignored. An inbox
 that holds no event or task at all gets an "inbox empty:" line saying
 why: in synchronous mode the events are in the ledger alone (ledger
 lists them, show reads one's record there), and a delivery that failed
-stored nothing; every count of events stays 0 there. With -json,
-one JSON document, each of its maps with every state (tasks' ignored 0):
+stored nothing; every count of events stays 0 there. A count marked
+"~" is PostgreSQL's estimate: a store on PostgreSQL counts the rows of
+a kind that are processed, skipped or ignored up to 50,000, then
+estimates (the states still to apply and the dead letters are always
+counted). With -json, one JSON document, each of its maps with every
+state (tasks' ignored 0), and "estimated" only when a count is:
 
   {"events":{"pending":N,...},"tasks":{"pending":N,...},
    "oldest_pending":"RFC 3339" or null,"oldest_pending_age_seconds":N or null,
    "last_attempt":"RFC 3339" or null,"last_attempt_age_seconds":N or null,
-   "dead_letters":N}`,
+   "dead_letters":N,"estimated":["processed",...]}`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		asJSON := fs.Bool("json", false, "one JSON document instead of a table")
 		return func(ctx context.Context, a *app, args []string) error {
@@ -71,6 +75,9 @@ type statsJSON struct {
 	LastAttempt   *time.Time                     `json:"last_attempt"`
 	LastAgeSecs   *int64                         `json:"last_attempt_age_seconds"`
 	DeadLetters   int                            `json:"dead_letters"`
+	// Estimated lists the states whose counts are the store's estimates
+	// (InboxStats.Estimated), in the order of states; absent when none.
+	Estimated []idempotency.InboxState `json:"estimated,omitempty"`
 }
 
 // since is how long ago t was by the database's clock (dbNow), in whole
@@ -107,6 +114,9 @@ func (a *app) writeStats(st idempotency.InboxStats, asJSON bool) error {
 		doc := statsJSON{Events: events, Tasks: map[idempotency.InboxState]int{}, DeadLetters: st.Counts[idempotency.InboxDeadLetter]}
 		for _, s := range states {
 			doc.Tasks[s] = st.TaskCounts[s]
+			if st.Estimated[s] {
+				doc.Estimated = append(doc.Estimated, s)
+			}
 		}
 		doc.OldestPending, doc.OldestAgeSecs = a.dated(st.OldestPending)
 		doc.LastAttempt, doc.LastAgeSecs = a.dated(st.LastAttempt)
@@ -115,11 +125,15 @@ func (a *app) writeStats(st idempotency.InboxStats, asJSON bool) error {
 	tw := newTable(a.stdout)
 	fmt.Fprintln(tw, "STATE\tEVENTS\tTASKS")
 	for _, s := range states {
-		tasks := strconv.Itoa(st.TaskCounts[s])
+		about := "" // an exact count
+		if st.Estimated[s] {
+			about = "~"
+		}
+		tasks := about + strconv.Itoa(st.TaskCounts[s])
 		if !idempotency.KindTask.CanBe(s) {
 			tasks = "-" // a task is never ignored: no count
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", s, events[s], tasks)
+		fmt.Fprintf(tw, "%s\t%s%d\t%s\n", s, about, events[s], tasks)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
