@@ -40,9 +40,12 @@ func TestMainStopIsLogged(t *testing.T) {
 // when the stop's deadline for deliveries passes (its sender stalls in
 // the body) is said in the stopped line: in_flight_finished=false.
 func TestRunStopLogsADeliveryCutAtItsDeadline(t *testing.T) {
-	old := deliveriesGrace
+	old, oldRead := deliveriesGrace, readTimeout
 	deliveriesGrace = 100 * time.Millisecond
-	t.Cleanup(func() { deliveriesGrace = old })
+	// The stalled body holds its handler, and the stop, until the read
+	// times out: 5 s rather than 30, still far past the deliveries' grace.
+	readTimeout = 5 * time.Second
+	t.Cleanup(func() { deliveriesGrace, readTimeout = old, oldRead })
 	env := map[string]string{"STRIPE_WEBHOOK_SECRET": secret}
 	var logs syncBuffer
 	addr, stop := startRun(t, []string{"-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, &logs)
