@@ -43,6 +43,9 @@ type overviewData struct {
 	MoreDead        bool
 	FailedN, DeadN  int
 	EventsN, TasksN int
+	// Estimated: a count of EventsN or TasksN is the store's estimate
+	// (InboxStats.Estimated), and so are the totals.
+	Estimated bool
 }
 
 // overview: counts by state for events and tasks, the oldest pending age,
@@ -54,7 +57,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		d.inboxError(w, r, "reading inbox stats", err)
 		return
 	}
-	data := overviewData{OldestPending: st.OldestPending, LastAttempt: st.LastAttempt}
+	data := overviewData{OldestPending: st.OldestPending, LastAttempt: st.LastAttempt, Estimated: len(st.Estimated) > 0}
 	for _, s := range states {
 		events, tasks := st.Events(s), st.TaskCounts[s]
 		data.Events = append(data.Events, stateCount{State: s, Count: events, Estimated: st.Estimated[s]})
