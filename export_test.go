@@ -282,6 +282,22 @@ func PgxPruneTaskArgsPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, befo
 		fmt.Sprintf(`'%s'::timestamptz, %d`, before.UTC().Format(time.RFC3339Nano), n))
 }
 
+// PgxPruneInboxPlan is what EXPLAIN (ANALYZE, BUFFERS) says on conn of
+// Prune's statement deleting a batch of n finished inbox rows of step
+// ("events", "tasks", "dead letters" or "dead tasks") finished before
+// before, generic, run in a transaction rolled back.
+func PgxPruneInboxPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, step string, before time.Time, n int) (string, error) {
+	stmt, ok := map[string]string{
+		"events": s.retention.prune.events, "tasks": s.retention.prune.tasks,
+		"dead letters": s.retention.prune.deadLetters, "dead tasks": s.retention.prune.deadTasks,
+	}[step]
+	if !ok {
+		return "", fmt.Errorf("no prune step %q", step)
+	}
+	return explainGeneric(ctx, conn, genericPlanSetting, `EXPLAIN (ANALYZE, BUFFERS)`, stmt,
+		fmt.Sprintf(`'%s'::timestamptz, %d`, before.UTC().Format(time.RFC3339Nano), n))
+}
+
 // PgxFenceUpdatePlans are the plans PostgreSQL makes on conn for the two
 // statements that end an attempt on its inbox row, fenced on the attempt:
 // the finish in the event's transaction, and the settle of a failed
