@@ -298,6 +298,32 @@ func PgxPruneInboxPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, step st
 		fmt.Sprintf(`'%s'::timestamptz, %d`, before.UTC().Format(time.RFC3339Nano), n))
 }
 
+// PgxDryRunClaimsPlan is what EXPLAIN (ANALYZE, BUFFERS) says on conn of
+// a dry run's count of the claims older than before, in a transaction as
+// a dry run begins it, with every plan priced past the thresholds of JIT
+// compilation (jit_above_cost and the others 0) until the dry run's
+// settings ran.
+func PgxDryRunClaimsPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, before time.Time) (string, error) {
+	tx, err := conn.BeginTx(ctx, snapshotReadOnly)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // it only read
+	if _, err := tx.Exec(ctx, `SELECT set_config('jit_above_cost', '0', true), set_config('jit_inline_above_cost', '0', true),
+    set_config('jit_optimize_above_cost', '0', true)`); err != nil {
+		return "", err
+	}
+	if _, err := tx.Exec(ctx, dryRunSettings); err != nil {
+		return "", err
+	}
+	rows, err := tx.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) `+s.retention.count.eventIDs, before)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
+}
+
 // PgxFenceUpdatePlans are the plans PostgreSQL makes on conn for the two
 // statements that end an attempt on its inbox row, fenced on the attempt:
 // the finish in the event's transaction, and the settle of a failed
