@@ -490,17 +490,19 @@ AND NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.application_name = n.nspn
 	}
 	// A lock free once may be a running binary's whose session the server
 	// ended: it is free for good only if still free after ownerGrace, in
-	// which keepOwnership takes it again.
+	// which keepOwnership takes it again. A lock taken again meanwhile
+	// (looked at every ownerCheck) is a running binary's: once every one
+	// is, there is nothing to wait for.
 	var suspects []orphan
 	for _, o := range found {
 		if free(o.key) {
 			suspects = append(suspects, o)
 		}
 	}
-	if len(suspects) == 0 {
-		return
+	for deadline := time.Now().Add(ownerGrace); len(suspects) > 0 && time.Now().Before(deadline); {
+		time.Sleep(min(ownerCheck, time.Until(deadline)))
+		suspects = slices.DeleteFunc(suspects, func(o orphan) bool { return !free(o.key) })
 	}
-	time.Sleep(ownerGrace)
 	for _, o := range suspects {
 		var got bool
 		if err := s.owner.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", o.key).Scan(&got); err != nil || !got {
