@@ -56,6 +56,9 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
 	t := pgx.Identifier{schema}.Sanitize() + `.idempotency_inbox`
 	estimate := map[inboxGroup]string{}
 	for _, g := range finishedGroups() {
+		if !estimable(g.state) {
+			continue
+		}
 		estimate[g] = `EXPLAIN (FORMAT JSON) SELECT FROM ` + t + ` WHERE kind = '` + string(g.kind) + `' AND state = '` + string(g.state) + `'`
 	}
 	// applying: a worker is applying row r at now: it is processing under
@@ -499,6 +502,14 @@ func finishedGroups() []inboxGroup {
 	return gs
 }
 
+// estimable tells whether Stats may estimate the count of a kind's rows
+// in state: a final state a worker never leaves, dead letters apart (an
+// alert watches them grow). The states still to apply are counted row by
+// row, however many rows a backlog holds.
+func estimable(state InboxState) bool {
+	return state.Final() && state != InboxDeadLetter
+}
+
 // statsSQL is Stats' statement on the inbox table t, whose cost follows
 // the rows still to apply, the dead letters and the rows finished lately,
 // never the rows the retention window keeps:
@@ -516,7 +527,7 @@ func statsSQL(t string) string {
 	var groups []string
 	for _, g := range finishedGroups() {
 		limit := "$1"
-		if g.state == InboxDeadLetter {
+		if !estimable(g.state) {
 			limit = "NULL" // every dead letter counted: an alert watches them grow
 		}
 		groups = append(groups, `('`+string(g.kind)+`', '`+string(g.state)+`', `+limit+`::bigint)`)
@@ -579,7 +590,7 @@ func (s *PgxStore) inboxStats(ctx context.Context) (InboxStats, error) {
 			var oldest, attempted pgtype.Timestamptz
 			var over []inboxGroup
 			_, err = pgx.ForEachRow(rows, []any{&kind, &state, &n, &oldest, &attempted}, func() error {
-				if n > s.statsExactLimit && state != InboxDeadLetter {
+				if n > s.statsExactLimit && estimable(state) {
 					over = append(over, inboxGroup{kind, state})
 					n = 0 // added below, estimated
 				}

@@ -113,3 +113,29 @@ func TestPgxInboxStatsLastAttemptOfAnAttemptFinishedEarly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, base.Add(100*time.Second), st.LastAttempt.UTC())
 }
+
+// TestPgxInboxStatsCountsABacklogPastTheLimit: the states still to apply
+// are counted however many rows they hold, never estimated: a backlog of
+// one kind past the exact limit failed Stats ("no rows in result set"),
+// the alerts and the dashboard losing the inbox when it mattered most.
+func TestPgxInboxStatsCountsABacklogPastTheLimit(t *testing.T) {
+	t.Parallel()
+	b := newPgBackend(t, idempotency.PgxConfig{})
+	const limit = 40
+	idempotency.SetPgxStatsExactLimit(b.store, limit)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	insertInboxRows(t, b, base, "evt_wait", "event", "in_1", "pending", 1, limit+5)
+	insertInboxRows(t, b, base, "task:send:fail", "task", "", "failed", 101, limit+1)
+	insertInboxRows(t, b, base, "evt_busy", "event", "", "processing", 201, limit+2)
+	insertInboxRows(t, b, base, "evt_dead", "event", "", "dead_letter", 301, limit+3)
+	in, err := idempotency.NewInbox(b.store, idempotency.NewHandlers(), idempotency.InboxConfig{})
+	require.NoError(t, err)
+	st, err := in.Stats(t.Context())
+	require.NoError(t, err)
+	assert.Nil(t, st.Estimated)
+	assert.Equal(t, limit+5, st.Counts[idempotency.InboxPending])
+	assert.Equal(t, limit+1, st.TaskCounts[idempotency.InboxFailed])
+	assert.Equal(t, limit+2, st.Counts[idempotency.InboxProcessing])
+	assert.Equal(t, limit+3, st.Counts[idempotency.InboxDeadLetter])
+	assert.Equal(t, base.Add(time.Second), st.OldestPending.UTC())
+}
