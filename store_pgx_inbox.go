@@ -522,7 +522,11 @@ func estimable(state InboxState) bool {
 //     attempt started, so every row whose attempt started after the bound
 //     (the newest attempt among the rows still to apply and among the 20
 //     rows of each group that finished last) finished after it too, and
-//     the rows finished since the bound hold the newest attempt.
+//     the rows finished since the bound hold the newest attempt. The
+//     bound itself is one of them too: a row whose attempt ended on a
+//     clock set back (NTP stepped it) finished before it started, and is
+//     not among the rows finished since its start, but it is among the
+//     last finished.
 func statsSQL(t string) string {
 	var groups []string
 	for _, g := range finishedGroups() {
@@ -548,8 +552,8 @@ SELECT g.kind, g.state,
     (SELECT count(*) FROM (SELECT FROM ` + t + ` AS c
         WHERE c.kind = g.kind AND c.state = g.state AND c.finished_at IS NOT NULL LIMIT g.counted) AS c),
     NULL,
-    (SELECT max(a.attempted_at) FROM ` + t + ` AS a
-        WHERE a.kind = g.kind AND a.state = g.state AND a.finished_at >= (SELECT at FROM bound))
+    greatest((SELECT at FROM bound), (SELECT max(a.attempted_at) FROM ` + t + ` AS a
+        WHERE a.kind = g.kind AND a.state = g.state AND a.finished_at >= (SELECT at FROM bound)))
 FROM g`
 }
 
