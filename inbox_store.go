@@ -687,9 +687,11 @@ type InboxStats struct {
 	// skipped, ignored) are ever estimated, by a store whose count of one
 	// kind in one of them reached 50,000 rows: PgxStore counts that far,
 	// then reports PostgreSQL's estimate of the rows (as of the table's
-	// last ANALYZE, which autovacuum runs as the table grows), never less
-	// than it counted, so that a scrape costs what is still to apply, not
-	// what the retention window keeps. MemoryStore counts every row. The
+	// last ANALYZE, which autovacuum runs as the table grows), so that a
+	// scrape costs what is still to apply, not what the retention window
+	// keeps; an estimate below what it counted (a table never analyzed:
+	// restored, upgraded) is not one, and it counts every row of them,
+	// exact, until an ANALYZE. MemoryStore counts every row. The
 	// states still to apply and dead_letter are always counted, row by
 	// row.
 	Estimated map[InboxState]bool

@@ -39,6 +39,7 @@ var (
 type pgxInboxSQL struct {
 	enqueue, enqueueMany, enqueueTask, finish, skip, lock, deadLetter string
 	lease, settle, redrive, redriveCount, stats, list, heldBy         string
+	statsCount                                                        string                // Stats' count of a group its estimate does not know
 	estimate                                                          map[inboxGroup]string // Stats' estimates
 	channel                                                           string                // notifications
 }
@@ -187,6 +188,7 @@ RETURNING kind)
 SELECT ` + countKinds + ` FROM moved`,
 		redriveCount: `SELECT ` + countKinds + ` FROM ` + t + ` WHERE ` + redriveWhere,
 		stats:        statsSQL(t),
+		statsCount:   `SELECT count(*) FROM ` + t + ` WHERE kind = $1 AND state = $2 AND finished_at IS NOT NULL`,
 		// One state is compared by equality, which the planner (planning
 		// for the values, as for a connection's first runs of the
 		// statement) takes for a constant: idempotency_inbox_state_idx
@@ -575,7 +577,8 @@ var statsTx = pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadOnl
 // inboxStats implements inboxBackend: statsSQL, then, for each finished
 // group whose count passed statsExactLimit, the planner's estimate of it
 // (of its rows, from the statistics ANALYZE keeps: migration 013 keeps
-// kind and state together), never below what was counted.
+// kind and state together), or, when that estimate is below what was
+// counted (no statistics of the group), its count of every row.
 func (s *PgxStore) inboxStats(ctx context.Context) (InboxStats, error) {
 	var st InboxStats
 	err := retryStale(ctx, func() error {
@@ -616,7 +619,19 @@ func (s *PgxStore) inboxStats(ctx context.Context) (InboxStats, error) {
 				if len(plan) != 1 {
 					return errorf("the estimate of %s %s rows: EXPLAIN answered %d plans", g.kind, g.state, len(plan))
 				}
-				st.addEstimate(g.kind, g.state, max(int(plan[0].Plan.Rows), s.statsExactLimit+1))
+				if n := int(plan[0].Plan.Rows); n > s.statsExactLimit {
+					st.addEstimate(g.kind, g.state, n)
+					continue
+				}
+				// Fewer than counted: PostgreSQL has no statistics of the
+				// group (a table never analyzed: restored, upgraded,
+				// autovacuum off or not come yet), and guesses a row or
+				// two. Counted row by row, until an ANALYZE.
+				var n int
+				if err := tx.QueryRow(ctx, s.inbox.statsCount, string(g.kind), string(g.state)).Scan(&n); err != nil {
+					return err
+				}
+				st.add(g.kind, g.state, n, time.Time{}, time.Time{})
 			}
 			return nil
 		})

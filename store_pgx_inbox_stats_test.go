@@ -139,3 +139,28 @@ func TestPgxInboxStatsCountsABacklogPastTheLimit(t *testing.T) {
 	assert.Equal(t, limit+3, st.Counts[idempotency.InboxDeadLetter])
 	assert.Equal(t, base.Add(time.Second), st.OldestPending.UTC())
 }
+
+// TestPgxInboxStatsCountsAGroupTheStatisticsDoNotKnow: past the exact
+// limit, a group whose estimate is below what Stats counted (a table
+// never analyzed: restored, upgraded, autovacuum off or not yet come) is
+// counted row by row, not reported as the limit. It read "~41" for 1,000
+// processed events, PostgreSQL's guess without statistics being a row.
+func TestPgxInboxStatsCountsAGroupTheStatisticsDoNotKnow(t *testing.T) {
+	t.Parallel()
+	b := newPgBackend(t, idempotency.PgxConfig{})
+	const limit = 40
+	idempotency.SetPgxStatsExactLimit(b.store, limit)
+	_, err := b.db.Pool.Exec(t.Context(), `ALTER TABLE `+pgx.Identifier{b.db.Schema, "idempotency_inbox"}.Sanitize()+
+		` SET (autovacuum_enabled = false)`)
+	require.NoError(t, err)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	insertInboxRows(t, b, base, "evt_done", "event", "", "processed", 1, 1000)
+	insertInboxRows(t, b, base, "task:send:done", "task", "", "processed", 2001, 30)
+	in, err := idempotency.NewInbox(b.store, idempotency.NewHandlers(), idempotency.InboxConfig{})
+	require.NoError(t, err)
+	st, err := in.Stats(t.Context())
+	require.NoError(t, err)
+	assert.Nil(t, st.Estimated)
+	assert.Equal(t, 1000, st.Events(idempotency.InboxProcessed))
+	assert.Equal(t, 30, st.TaskCounts[idempotency.InboxProcessed])
+}
