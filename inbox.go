@@ -1881,7 +1881,8 @@ func (in *Inbox) RedriveByKind(ctx context.Context, f RedriveFilter) (events, ta
 // "dead letters grew", "pending, and no attempt for 10 minutes"). Its
 // cost follows the rows still to apply and the dead letters, not the
 // rows the retention window keeps: a store may estimate a large count of
-// a final state, and says so in InboxStats.Estimated.
+// processed, skipped or ignored rows (never of dead letters), and says
+// so in InboxStats.Estimated.
 func (in *Inbox) Stats(ctx context.Context) (InboxStats, error) {
 	if err := in.made("Stats"); err != nil {
 		return InboxStats{}, err

@@ -330,8 +330,9 @@ const statsTimeout = 5 * time.Second
 // object; a recent one and the oldest pending age growing: the workers
 // fall behind. Each collection (each scrape) asks in.Stats once, one
 // short read-only transaction on PostgreSQL whose cost follows the rows
-// still to apply, not the inbox's size (the depth of a final state past
-// 50,000 rows of a kind is PostgreSQL's estimate, InboxStats.Estimated);
+// still to apply, not the inbox's size (the depth of processed, skipped
+// or ignored past 50,000 rows of a kind is PostgreSQL's estimate,
+// InboxStats.Estimated; dead letters are always counted);
 // a failed query is logged at Warn through Config.Logger, once per
 // collection, and
 // the gauges it reads are left out of that collection, running alone
