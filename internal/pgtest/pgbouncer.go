@@ -346,9 +346,6 @@ func startBouncer(c *Cluster, poolSize int, more string) (*Bouncer, error) {
 		conf:    filepath.Join(c.dir, "pgbouncer.ini"),
 		logFile: filepath.Join(c.dir, "pgbouncer.log"),
 	}
-	if b.port, err = freeLoopbackPort(); err != nil {
-		return nil, unavailable("find a free loopback port for PgBouncer: %v", err)
-	}
 	users := filepath.Join(c.dir, "pgbouncer-users.txt")
 	// With auth_type trust PgBouncer checks no password, but lets in only
 	// the users its auth_file names. It logs in to the server as the same
@@ -356,6 +353,34 @@ func startBouncer(c *Cluster, poolSize int, more string) (*Bouncer, error) {
 	if err := os.WriteFile(users, []byte(`"postgres" ""`+"\n"), 0o644); err != nil {
 		return nil, unavailable("write %s: %v", users, err)
 	}
+	b.cred = c.cred
+	// The port was free when it was picked; another process (the
+	// kernel's choice of a local port for an outgoing connection, another
+	// binary's listener) may take it before PgBouncer binds it. Then it
+	// starts on another, as the cluster does.
+	for attempt := 1; ; attempt++ {
+		if b.port, err = bouncerPort(); err != nil {
+			return nil, unavailable("find a free loopback port for PgBouncer: %v", err)
+		}
+		if err := b.writeConf(c, users, poolSize, more); err != nil {
+			return nil, err
+		}
+		logged := fileSize(b.logFile)
+		err := b.launch()
+		if err == nil {
+			return b, nil
+		}
+		if attempt == maxPortAttempts || !logSays(b.logFile, logged, "cannot listen on", "Address already in use") {
+			return nil, err
+		}
+	}
+}
+
+// bouncerPort picks PgBouncer's port; a test replaces it.
+var bouncerPort = freeLoopbackPort
+
+// writeConf writes b's configuration, on b.port, in front of c.
+func (b *Bouncer) writeConf(c *Cluster, users string, poolSize int, more string) error {
 	conf := fmt.Sprintf(`; pgtest: PgBouncer in front of the throwaway cluster
 [databases]
 ; Every database name is a pool of its own (a test's schema), onto the
@@ -381,13 +406,9 @@ log_connections = 0
 log_disconnections = 0
 %s`, quoteConnValue(c.dir), c.port, b.port, users, poolSize, more)
 	if err := os.WriteFile(b.conf, []byte(conf), 0o644); err != nil {
-		return nil, unavailable("write %s: %v", b.conf, err)
+		return unavailable("write %s: %v", b.conf, err)
 	}
-	b.cred = c.cred
-	if err := b.launch(); err != nil {
-		return nil, err
-	}
-	return b, nil
+	return nil
 }
 
 // launch starts b's PgBouncer, as its cluster's user when the tests run

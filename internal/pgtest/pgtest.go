@@ -1114,7 +1114,13 @@ func (c *Cluster) pickPort() error {
 // portTaken reports whether the server log, past its first logged bytes,
 // says that the server could not bind its port because it is in use.
 func (c *Cluster) portTaken(logged int64) bool {
-	f, err := os.Open(c.logFile)
+	return logSays(c.logFile, logged, "could not bind", "Address already in use")
+}
+
+// logSays reports whether the log at path, past its first logged bytes,
+// holds every one of words.
+func logSays(path string, logged int64, words ...string) bool {
+	f, err := os.Open(path)
 	if err != nil {
 		return false
 	}
@@ -1123,7 +1129,12 @@ func (c *Cluster) portTaken(logged int64) bool {
 		return false
 	}
 	b, _ := io.ReadAll(io.LimitReader(f, 1<<20))
-	return bytes.Contains(b, []byte("could not bind")) && bytes.Contains(b, []byte("Address already in use"))
+	for _, w := range words {
+		if !bytes.Contains(b, []byte(w)) {
+			return false
+		}
+	}
+	return true
 }
 
 // fileSize is the size of the file at path, 0 if it cannot be read.
