@@ -60,11 +60,10 @@
 //
 // The first call to [Postgres] in a test binary starts a PostgreSQL cluster
 // from the local server binaries (initdb, pg_ctl, postgres) in a new
-// temporary directory, tuned for tests (fsync off; no autovacuum, so a
-// test that needs a table's statistics runs ANALYZE; no JIT), listening on
-// a unix socket in that directory and on a free port of 127.0.0.1. Every
-// later call in the binary shares it: a cluster starts in about a second,
-// a schema in milliseconds. The binaries are taken from the directory named by
+// temporary directory, tuned for tests (fsync off), listening on a unix
+// socket in that directory and on a free port of 127.0.0.1. Every later call
+// in the binary shares it: a cluster starts in about a second, a schema in
+// milliseconds. The binaries are taken from the directory named by
 // [EnvPgBinDir] if it is set, otherwise from PATH, then from the newest
 // /usr/lib/postgresql/<version>/bin (Debian and Ubuntu: apt install
 // postgresql). PostgreSQL refuses to run as root, so when the tests run as

@@ -9,12 +9,10 @@
 // fresh temporary directory, listens on a unix socket inside that directory
 // (what [New] connects through) and on a free port of 127.0.0.1 (see
 // [Cluster.TCP]), and is tuned for tests (fsync=off, full_page_writes=off,
-// max_connections=300, autovacuum=off: a test that needs a table's
-// statistics runs ANALYZE; jit=off). synchronous_commit stays on: with
-// fsync=off it costs only a write() per commit, and it guarantees that a
-// commit that returned survives [Cluster.Kill]. [Main] stops the cluster
-// and removes the directory after all tests have run, so every package
-// that uses pgtest must have
+// max_connections=300). synchronous_commit stays on: with fsync=off it costs
+// only a write() per commit, and it guarantees that a commit that returned
+// survives [Cluster.Kill]. [Main] stops the cluster and removes the directory
+// after all tests have run, so every package that uses pgtest must have
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 //
@@ -1335,12 +1333,6 @@ full_page_writes = off
 # synchronous_commit stays on: with fsync=off a commit costs only a write(),
 # and Cluster.Kill must not lose commits that were acknowledged.
 synchronous_commit = on
-# A test's tables live seconds, hundreds of schemas at once: autovacuum's
-# workers churned through them for nothing, and a test that needs a
-# table's statistics runs ANALYZE itself. JIT compiled plans of the tests'
-# larger tables for longer than they run.
-jit = off
-autovacuum = off
 `, strings.ReplaceAll(c.dir, "'", "''"))
 	f, err := os.OpenFile(filepath.Join(c.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
