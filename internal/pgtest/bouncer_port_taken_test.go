@@ -2,11 +2,7 @@ package pgtest
 
 import (
 	"context"
-	"net"
 	"os"
-	"os/exec"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -28,14 +24,7 @@ func TestBouncerPortTakenBeforeStart(t *testing.T) {
 		t.Skip("starts a cluster and PgBouncer in a child test binary")
 	}
 	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBouncerPortTakenChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, EnvDatabaseURL+"=") || strings.HasPrefix(kv, "CI=")
-	}), envBouncerPortTakenChild+"=1", "CI=true")
-	out, err := cmd.CombinedOutput()
-	if !strings.Contains(string(out), "--- PASS: TestBouncerPortTakenChild") || err != nil {
-		t.Fatalf("PgBouncer did not start when its port was taken before it bound it: %v\n%s", err, out)
-	}
+	runChildTest(t, "TestBouncerPortTakenChild", envBouncerPortTakenChild, "PgBouncer did not start when its port was taken before it bound it")
 }
 
 // TestBouncerPortTakenChild hands PgBouncer a port that another listener
@@ -44,19 +33,8 @@ func TestBouncerPortTakenChild(t *testing.T) {
 	if os.Getenv(envBouncerPortTakenChild) != "1" {
 		t.Skip("run by TestBouncerPortTakenBeforeStart")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	taken := ln.Addr().(*net.TCPAddr).Port
-	picks := 0
-	bouncerPort = func() (int, error) {
-		if picks++; picks == 1 {
-			return taken, nil
-		}
-		return freeLoopbackPort()
-	}
+	var taken int
+	taken, bouncerPort = takenPort(t)
 	b := PgBouncer(t)
 	if b.port == taken {
 		t.Fatalf("PgBouncer claims port %d, which another listener holds", taken)

@@ -25,13 +25,40 @@ func TestClusterPortTakenBeforeStart(t *testing.T) {
 		t.Skip("starts a cluster in a child test binary")
 	}
 	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestClusterPortTakenChild$", "-test.count=1", "-test.v")
+	runChildTest(t, "TestClusterPortTakenChild", envPortTakenChild, "the cluster did not start when its port was taken before the server bound it")
+}
+
+// runChildTest runs the test named name in a child test binary, with env
+// set to 1 and CI=true, on a cluster of its own, and fails t with what
+// unless it passed.
+func runChildTest(t *testing.T, name, env, what string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.count=1", "-test.v")
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, EnvDatabaseURL+"=") || strings.HasPrefix(kv, "CI=")
-	}), envPortTakenChild+"=1", "CI=true")
+	}), env+"=1", "CI=true")
 	out, err := cmd.CombinedOutput()
-	if !strings.Contains(string(out), "--- PASS: TestClusterPortTakenChild") || err != nil {
-		t.Fatalf("the cluster did not start when its port was taken before the server bound it: %v\n%s", err, out)
+	if !strings.Contains(string(out), "--- PASS: "+name) || err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, out)
+	}
+}
+
+// takenPort holds a loopback port until the test ends, and returns it with
+// a port picker whose first pick is that port, the later ones free.
+func takenPort(t *testing.T) (int, func() (int, error)) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	taken := ln.Addr().(*net.TCPAddr).Port
+	picks := 0
+	return taken, func() (int, error) {
+		if picks++; picks == 1 {
+			return taken, nil
+		}
+		return freeLoopbackPort()
 	}
 }
 
@@ -41,19 +68,8 @@ func TestClusterPortTakenChild(t *testing.T) {
 	if os.Getenv(envPortTakenChild) != "1" {
 		t.Skip("run by TestClusterPortTakenBeforeStart")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	taken := ln.Addr().(*net.TCPAddr).Port
-	picks := 0
-	clusterPort = func() (int, error) {
-		if picks++; picks == 1 {
-			return taken, nil
-		}
-		return freeLoopbackPort()
-	}
+	var taken int
+	taken, clusterPort = takenPort(t)
 	db := New(t)
 	var one int
 	if err := db.Pool.QueryRow(context.Background(), "SELECT 1").Scan(&one); err != nil {
