@@ -242,29 +242,48 @@ func AdminPool(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
-// lockPools are the admin pools [LockWaiters] counts on, one per test:
-// opened at its first call, forgotten and closed when the test ends.
-var lockPools sync.Map // testing.TB -> *pgxpool.Pool
-
 // LockWaiters returns how many sessions whose application_name is app
 // (a test schema's name: see [New]) wait on a lock now, as tests that
 // poll for a blocked run read it. A wait on an object lock is not one:
 // a NOTIFY's commit waits there (wait_event 'object') for the commit of
 // every other NOTIFY on the server, those of other tests too, and a
-// PgxStore's inbox sends one after each event it stores. The pool it
-// reads through is opened at t's first call and closed when t ends.
+// PgxStore's inbox sends one after each event it stores. It reads
+// through one pool of the binary's (two sessions at most,
+// application_name "pgtest_waiters"), opened at the first call and closed by [Main]: a
+// pool per test cost a session per test, and a session's start and end
+// cost more CPU than the test's polling does.
 func LockWaiters(t testing.TB, app string) (int, error) {
 	t.Helper()
-	p, ok := lockPools.Load(t)
-	if !ok {
-		pool := AdminPool(t) // closed when t ends, after it is forgotten
-		t.Cleanup(func() { lockPools.Delete(t) })
-		p, _ = lockPools.LoadOrStore(t, pool)
+	pool, err := shared(t).waitersPool()
+	if err != nil {
+		return 0, err
 	}
 	var n int
-	err := p.(*pgxpool.Pool).QueryRow(context.Background(),
+	err = pool.QueryRow(context.Background(),
 		`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event <> 'object' AND application_name = $1`, app).Scan(&n)
 	return n, err
+}
+
+// waitersPool returns the pool [LockWaiters] reads through, opening it
+// at the first call.
+func (s *server) waitersPool() (*pgxpool.Pool, error) {
+	s.waitersMu.Lock()
+	defer s.waitersMu.Unlock()
+	if s.waiters != nil {
+		return s.waiters, nil
+	}
+	cfg, err := pgxpool.ParseConfig(s.url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "pgtest_waiters"
+	cfg.MaxConns = 2
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if s.waiters, err = s.openPool(ctx, cfg); err != nil {
+		return nil, err
+	}
+	return s.waiters, nil
 }
 
 // closePool closes pool, which waits until every connection acquired from
@@ -345,6 +364,11 @@ type server struct {
 	cluster *Cluster      // nil when an external server is used
 	admin   *pgxpool.Pool // pgtest's own pool for CREATE/DROP SCHEMA
 	version int           // server_version_num
+
+	// waiters is the pool LockWaiters reads through, opened at its first
+	// call (under waitersMu).
+	waitersMu sync.Mutex
+	waiters   *pgxpool.Pool
 
 	// owner, on an external server only, is a session that holds the
 	// advisory lock ownerKey while this binary runs. Every schema the
@@ -642,6 +666,11 @@ func shutdown() {
 	templates.Lock()
 	dropTemplateSchemas(s, templates.all)
 	templates.Unlock()
+	s.waitersMu.Lock()
+	if s.waiters != nil {
+		s.waiters.Close()
+	}
+	s.waitersMu.Unlock()
 	s.admin.Close()
 	if s.ownerStop != nil {
 		close(s.ownerStop) // keepOwnership closes the owner session
