@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,9 +27,11 @@ import (
 // screenshots to (docs/dashboard-*.png come from there).
 const envScreenshots = "DASHBOARD_SCREENSHOTS"
 
-// browser starts a headless Chromium (Debian's package chromium) for the
-// test and returns its context, which ends with the test. Without the
-// browser the test is skipped, and with CI=true it fails.
+// browser opens a tab for the test in the headless Chromium (Debian's
+// package chromium) the package's browser tests share, in a browser
+// context of its own (cookies and storage apart from other tests'), at
+// 1280×900, and returns its context, which ends with the test. Without
+// the browser the test is skipped, and with CI=true it fails.
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	path := ""
@@ -45,6 +48,33 @@ func browser(t *testing.T) context.Context {
 		}
 		t.Skip(msg)
 	}
+	chrome.once.Do(func() { chrome.ctx, chrome.stop, chrome.err = startChromium(path) })
+	require.NoError(t, chrome.err, "starting Chromium")
+	ctx, cancelTab := chromedp.NewContext(chrome.ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancelTab)
+	// The tab's timeout bounds the rest of the test, a guard against a
+	// hang: the first test on PostgreSQL starts the cluster under it (45
+	// s on a busy machine, where TestBrowserListPages took 74 s in all),
+	// and a test loads a dozen pages.
+	ctx, cancelTimeout := context.WithTimeout(ctx, 5*time.Minute)
+	t.Cleanup(cancelTimeout)
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)), "opening a tab")
+	return ctx
+}
+
+// chrome is the Chromium the browser tests share: starting one took about
+// two seconds of CPU, for each test. The first test that needs it starts
+// it; TestMain stops it.
+var chrome struct {
+	once sync.Once
+	ctx  context.Context // of its first tab, which lives as long as the browser
+	stop func()          // closes the browser and removes its profile
+	err  error
+}
+
+// startChromium starts the headless Chromium at path, and returns the
+// context of its first tab and the func that stops it.
+func startChromium(path string) (context.Context, func(), error) {
 	// This machine's network is closed: without these flags Chromium
 	// waits on the network at start.
 	opts := []chromedp.ExecAllocatorOption{
@@ -59,29 +89,37 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-extensions", true),
-		// No UserDataDir of the test's: chromedp makes its own, and at the
-		// end kills Chromium's child processes that outlive it and
-		// removes it, trying again while they still write; a t.TempDir's
-		// removal failed the test ("directory not empty") when a child
-		// still wrote there on a loaded machine.
+		// No UserDataDir of ours: chromedp makes its own, and at the end
+		// kills Chromium's child processes that outlive it and removes
+		// it, trying again while they still write; a t.TempDir's removal
+		// failed a test ("directory not empty") when a child still wrote
+		// there on a loaded machine.
 		chromedp.WindowSize(1280, 900),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() {
+	stop := func() {
+		// Closed rather than killed, Chromium removes the directory of
+		// its singleton socket from /tmp.
+		closing, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_ = chromedp.Cancel(closing)
+		cancel()
 		cancelBrowser()
 		cancelAlloc()
-	})
-	// The first action starts the browser, which lives as long as the
-	// context of that action: the test's timeout goes on a child. It
-	// bounds the rest of the test, a guard against a hang: the first test
-	// on PostgreSQL starts the cluster under it (45 s on a busy machine,
-	// where TestBrowserListPages took 74 s in all), and a test loads a
-	// dozen pages.
-	require.NoError(t, chromedp.Do(ctx), "starting Chromium")
-	ctx, cancelTimeout := context.WithTimeout(ctx, 5*time.Minute)
-	t.Cleanup(cancelTimeout)
-	return ctx
+	}
+	// The first action starts the browser, which lives as long as ctx.
+	if err := chromedp.Do(ctx); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return ctx, stop, nil
+}
+
+// stopChromium stops the shared Chromium, if a test started it.
+func stopChromium() {
+	if chrome.stop != nil {
+		chrome.stop()
+	}
 }
 
 // screenshot writes the whole page to $DASHBOARD_SCREENSHOTS/name.png when

@@ -23,7 +23,11 @@ import (
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
-func TestMain(m *testing.M) { os.Exit(idempotencytest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := idempotencytest.Main(m)
+	stopChromium()
+	os.Exit(code)
+}
 
 const (
 	secret = "whsec_dashboard_test"
