@@ -2,8 +2,11 @@ package pgtest
 
 import (
 	"context"
+	"net"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -47,5 +50,45 @@ func TestBouncerPortTakenChild(t *testing.T) {
 	var one int
 	if err := conn.QueryRow(context.Background(), "SELECT 1").Scan(&one); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBouncerExitNoticedWhileAPingWaits: PgBouncer exits at start (its
+// port taken) while a ping of waitReady's waits on the listener that
+// holds the port, which answers nothing. waitReady returns at once that it
+// exited, rather than when the ping times out: 5 s of each start on a
+// port another listener held.
+func TestBouncerExitNoticedWhileAPingWaits(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	defer func(d time.Duration) { bouncerPingTimeout = d }(bouncerPingTimeout)
+	bouncerPingTimeout = time.Hour // only PgBouncer's exit ends the ping
+	done := make(chan struct{})
+	b := &Bouncer{bin: "pgbouncer", port: ln.Addr().(*net.TCPAddr).Port, done: done}
+	returned := make(chan error, 1)
+	go func() { returned <- b.waitReady() }()
+	select {
+	case c := <-accepted:
+		defer c.Close()
+	case <-time.After(time.Minute):
+		t.Fatal("waitReady's ping never connected")
+	}
+	close(done) // PgBouncer exits
+	select {
+	case err := <-returned:
+		if err == nil || !strings.Contains(err.Error(), "exited at start") {
+			t.Fatalf("waitReady = %v, want that PgBouncer exited at start", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("waitReady still waits on its ping a minute after PgBouncer exited")
 	}
 }

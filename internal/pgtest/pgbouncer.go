@@ -376,6 +376,9 @@ func startBouncer(c *Cluster, poolSize int, more string) (*Bouncer, error) {
 	}
 }
 
+// bouncerPingTimeout bounds one of waitReady's pings; a test raises it.
+var bouncerPingTimeout = 5 * time.Second
+
 // bouncerPort picks PgBouncer's port; a test replaces it.
 var bouncerPort = freeLoopbackPort
 
@@ -471,7 +474,17 @@ func (b *Bouncer) waitReady() error {
 			return fmt.Errorf("pgtest: %s exited at start", b.bin)
 		default:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// A ping waits at most bouncerPingTimeout, and no longer than
+		// PgBouncer runs: when it exits at start because another process
+		// holds its port, a ping may wait on that process's listener.
+		ctx, cancel := context.WithTimeout(context.Background(), bouncerPingTimeout)
+		go func() {
+			select {
+			case <-b.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 		last = b.ping(ctx)
 		cancel()
 		if last == nil {
