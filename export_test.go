@@ -298,30 +298,26 @@ func PgxPruneInboxPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, step st
 		fmt.Sprintf(`'%s'::timestamptz, %d`, before.UTC().Format(time.RFC3339Nano), n))
 }
 
-// PgxDryRunClaimsPlan is what EXPLAIN (ANALYZE, BUFFERS) says on conn of
-// a dry run's count of the claims older than before, in a transaction as
-// a dry run begins it, with every plan priced past the thresholds of JIT
-// compilation (jit_above_cost and the others 0) until the dry run's
-// settings ran.
-func PgxDryRunClaimsPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, before time.Time) (string, error) {
-	tx, err := conn.BeginTx(ctx, snapshotReadOnly)
-	if err != nil {
-		return "", err
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // it only read
-	if _, err := tx.Exec(ctx, `SELECT set_config('jit_above_cost', '0', true), set_config('jit_inline_above_cost', '0', true),
+// PgxDryRunClaimsPlan is what EXPLAIN (ANALYZE, BUFFERS) says of a dry
+// run's count of the claims older than before, in the transaction a dry
+// run reads in (inDryRunTx), with every plan priced past the thresholds
+// of JIT compilation (jit_above_cost and the others 0).
+func PgxDryRunClaimsPlan(ctx context.Context, s *PgxStore, before time.Time) (string, error) {
+	var plan string
+	err := s.inDryRunTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('jit_above_cost', '0', true), set_config('jit_inline_above_cost', '0', true),
     set_config('jit_optimize_above_cost', '0', true)`); err != nil {
-		return "", err
-	}
-	if _, err := tx.Exec(ctx, dryRunSettings); err != nil {
-		return "", err
-	}
-	rows, err := tx.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) `+s.retention.count.eventIDs, before)
-	if err != nil {
-		return "", err
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return strings.Join(lines, "\n"), err
+			return err
+		}
+		rows, err := tx.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) `+s.retention.count.eventIDs, before)
+		if err != nil {
+			return err
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		plan = strings.Join(lines, "\n")
+		return err
+	})
+	return plan, err
 }
 
 // PgxFenceUpdatePlans are the plans PostgreSQL makes on conn for the two

@@ -28,10 +28,7 @@ func TestPgxPruneDryRunCompilesNoPlan(t *testing.T) {
 SELECT 'evt_old_' || g, 'invoice.paid', 'in_' || g, 'processed', $1, $1 FROM generate_series(1, 1000) AS g`, old)
 	require.NoError(t, err)
 
-	conn, err := b.db.Pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	plan, err := idempotency.PgxDryRunClaimsPlan(ctx, b.store, conn.Conn(), time.Now().Add(-45*24*time.Hour))
+	plan, err := idempotency.PgxDryRunClaimsPlan(ctx, b.store, time.Now().Add(-45*24*time.Hour))
 	require.NoError(t, err)
 	assert.Contains(t, plan, "rows=1000 loops=1", "the count reads the 1,000 expired claims:\n%s", plan)
 	assert.NotContains(t, plan, "JIT:", "the count's plan was compiled:\n%s", plan)

@@ -432,10 +432,7 @@ func (s *PgxStore) pruneDryRun(ctx context.Context, r *Retention, c pruneCutoffs
 	err := retryStale(ctx, func() error {
 		rep = PruneReport{}
 		c := c
-		return pgx.BeginTxFunc(ctx, s.db, snapshotReadOnly, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, dryRunSettings); err != nil {
-				return err
-			}
+		return s.inDryRunTx(ctx, func(tx pgx.Tx) error {
 			var oldest pgtype.Timestamptz
 			if err := tx.QueryRow(ctx, s.retention.oldestAwaiting).Scan(&oldest); err != nil {
 				return err
@@ -457,6 +454,17 @@ func (s *PgxStore) pruneDryRun(ctx context.Context, r *Retention, c pruneCutoffs
 		})
 	})
 	return rep, s.pruneErr(ctx, err)
+}
+
+// inDryRunTx runs fn in a dry run's transaction: snapshotReadOnly, with
+// dryRunSettings.
+func (s *PgxStore) inDryRunTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, s.db, snapshotReadOnly, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, dryRunSettings); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
 }
 
 // snapshotReadOnly is the transaction of a dry run's reads: one snapshot,
