@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -32,14 +31,8 @@ func TestPgxInboxHeldByReadsTheObjectIndex(t *testing.T) {
 	insert("evt_other", "in_other", "pending", 1, 5000) // another object's backlog
 	insert("evt_failed", "in_x", "failed", 20001, 1)
 	insert("evt_waits", "in_x", "pending", 20002, 3)
-	inbox := pgx.Identifier{b.db.Schema, "idempotency_inbox"}.Sanitize()
-	_, err := b.db.Pool.Exec(ctx, `ANALYZE `+inbox)
-	require.NoError(t, err)
-
-	conn, err := b.db.Pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	plan, err := idempotency.PgxHeldByPlan(ctx, b.store, conn.Conn(), "evt_waits_20004", base.Add(time.Hour))
+	conn := analyzedInboxConn(t, b)
+	plan, err := idempotency.PgxHeldByPlan(ctx, b.store, conn, "evt_waits_20004", base.Add(time.Hour))
 	require.NoError(t, err)
 	assert.Contains(t, plan, "idempotency_inbox_object_idx", plan)
 	assert.NotContains(t, plan, "Seq Scan", plan)

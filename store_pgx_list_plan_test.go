@@ -37,14 +37,9 @@ func TestPgxListReadsFromItsStateAndPosition(t *testing.T) {
 	require.NoError(t, err)
 	insertInboxRows(t, b, base, "evt_dead", "event", "", "dead_letter", 20001, 50)
 	insertInboxRows(t, b, base, "evt_done", "event", "", "processed", 20051, 20000)
-	_, err = b.db.Pool.Exec(ctx, `ANALYZE `+inbox)
-	require.NoError(t, err)
-
-	conn, err := b.db.Pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
+	conn := analyzedInboxConn(t, b)
 	for _, limit := range []int{1, 20} {
-		plan, err := idempotency.PgxListPlan(ctx, b.store, conn.Conn(), idempotency.InboxFilter{
+		plan, err := idempotency.PgxListPlan(ctx, b.store, conn, idempotency.InboxFilter{
 			States: []idempotency.InboxState{idempotency.InboxDeadLetter}, Kind: idempotency.KindTask, Limit: limit,
 			After: idempotency.InboxPosition{EventID: "task:send:done_15000", ReceivedAt: base.Add(15000 * time.Second)},
 		})
@@ -58,7 +53,7 @@ func TestPgxListReadsFromItsStateAndPosition(t *testing.T) {
 	// A later page of every record starts at its position on the index
 	// by receipt time, where it read every newer record and passed over
 	// them (a page after 500,000 records: 215 ms, now 12).
-	plan, err := idempotency.PgxListPlan(ctx, b.store, conn.Conn(), idempotency.InboxFilter{
+	plan, err := idempotency.PgxListPlan(ctx, b.store, conn, idempotency.InboxFilter{
 		Limit: 100, After: idempotency.InboxPosition{EventID: "task:send:done_15000", ReceivedAt: base.Add(15000 * time.Second)},
 	})
 	require.NoError(t, err)

@@ -15,7 +15,8 @@ import (
 // needs many: ids what_<g> for g from `from`, of kind, about object (""
 // for none), created and received g seconds after base, in state; due at
 // base when pending or failed, leased for a day after base when
-// processing, finished when received when processed or dead-lettered.
+// processing, finished when received when in a final state (processed,
+// skipped, ignored, dead-lettered).
 func insertInboxRows(t *testing.T, b *pgBackend, base time.Time, what, kind, object, state string, from, n int) {
 	t.Helper()
 	inbox := pgx.Identifier{b.db.Schema, "idempotency_inbox"}.Sanitize()
@@ -24,9 +25,22 @@ func insertInboxRows(t *testing.T, b *pgBackend, base time.Time, what, kind, obj
 SELECT $1, $2 || g, 'invoice.paid', $7, $4::timestamptz + make_interval(secs => g), '\x7b7d', $3, $4::timestamptz + make_interval(secs => g),
     CASE WHEN $3 IN ('pending', 'failed') THEN $4::timestamptz END,
     CASE WHEN $3 = 'processing' THEN $4::timestamptz + interval '1 day' END,
-    CASE WHEN $3 IN ('processed', 'dead_letter') THEN $4::timestamptz + make_interval(secs => g) END
+    CASE WHEN $3 IN ('processed', 'skipped', 'ignored', 'dead_letter') THEN $4::timestamptz + make_interval(secs => g) END
 FROM generate_series($5::int, $5::int + $6::int - 1) AS g`, kind, what+"_", state, base, from, n, object)
 	require.NoError(t, err, what)
+}
+
+// analyzedInboxConn analyzes b's inbox, as autovacuum would have after
+// the rows a plan test inserted, and returns a connection of b's pool for
+// the test's EXPLAINs, released when the test ends.
+func analyzedInboxConn(t *testing.T, b *pgBackend) *pgx.Conn {
+	t.Helper()
+	_, err := b.db.Pool.Exec(t.Context(), `ANALYZE `+pgx.Identifier{b.db.Schema, "idempotency_inbox"}.Sanitize())
+	require.NoError(t, err)
+	conn, err := b.db.Pool.Acquire(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(conn.Release)
+	return conn.Conn()
 }
 
 // assertFewRowsPassedOver fails t when a node of plan (EXPLAIN ANALYZE's)

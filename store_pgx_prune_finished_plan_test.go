@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -30,7 +29,6 @@ func TestPgxPruneFinishedReadsFewRows(t *testing.T) {
 	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	ctx := t.Context()
-	inbox := pgx.Identifier{b.db.Schema, "idempotency_inbox"}.Sanitize()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	insert := func(what, kind, state string, from, n int) {
 		t.Helper()
@@ -46,15 +44,7 @@ func TestPgxPruneFinishedReadsFewRows(t *testing.T) {
 	insert("task_processed", "task", "processed", 20001, 7000)
 	insert("task_skipped", "task", "skipped", 30001, 7000)
 	insert("evt_pending", "event", "pending", 50001, 2000)
-	// insertInboxRows finishes only processed and dead-lettered rows.
-	_, err := b.db.Pool.Exec(ctx, `UPDATE `+inbox+` SET finished_at = received_at WHERE state IN ('skipped', 'ignored')`)
-	require.NoError(t, err)
-	_, err = b.db.Pool.Exec(ctx, `ANALYZE `+inbox)
-	require.NoError(t, err)
-
-	conn, err := b.db.Pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
+	conn := analyzedInboxConn(t, b)
 	// before is past every finished row, the dead letters' too: what
 	// keeps them is that the step reads other states.
 	before := base.Add(60000 * time.Second)
@@ -64,7 +54,7 @@ func TestPgxPruneFinishedReadsFewRows(t *testing.T) {
 	}
 	for step, want := range steps {
 		for _, n := range []int{1000, 20000} {
-			plan, err := idempotency.PgxPruneInboxPlan(ctx, b.store, conn.Conn(), step, before, n)
+			plan, err := idempotency.PgxPruneInboxPlan(ctx, b.store, conn, step, before, n)
 			require.NoError(t, err)
 			assert.NotContains(t, plan, "Seq Scan", "%s, batch of %d:\n%s", step, n, plan)
 			assert.Contains(t, plan, "idempotency_inbox_finished_idx", "%s, batch of %d:\n%s", step, n, plan)

@@ -37,13 +37,8 @@ func TestPgxPruneOldestAwaitingReadsFewRows(t *testing.T) {
 	insert("evt_dead", "event", "dead_letter", 15000, 1) // the oldest awaiting
 	insert("evt_failed", "event", "failed", 16000, 1)
 	insert("evt_pending", "event", "pending", 20001, 2000)
-	_, err := b.db.Pool.Exec(ctx, `ANALYZE `+inbox)
-	require.NoError(t, err)
-
-	conn, err := b.db.Pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	plan, oldest, err := idempotency.PgxOldestAwaitingPlan(ctx, b.store, conn.Conn())
+	conn := analyzedInboxConn(t, b)
+	plan, oldest, err := idempotency.PgxOldestAwaitingPlan(ctx, b.store, conn)
 	require.NoError(t, err)
 	require.True(t, oldest.Equal(base.Add(15000*time.Second)), "the oldest awaiting is the dead letter: %s", oldest)
 	assert.False(t, strings.Contains(plan, "idempotency_inbox_received_at_idx"), "the inbox is read by received_at alone:\n%s", plan)
@@ -53,7 +48,7 @@ func TestPgxPruneOldestAwaitingReadsFewRows(t *testing.T) {
 	// With nothing awaiting, the answer is none, still from the index.
 	_, err = b.db.Pool.Exec(ctx, `UPDATE `+inbox+` SET state = 'processed', finished_at = received_at WHERE kind = 'event'`)
 	require.NoError(t, err)
-	plan, oldest, err = idempotency.PgxOldestAwaitingPlan(ctx, b.store, conn.Conn())
+	plan, oldest, err = idempotency.PgxOldestAwaitingPlan(ctx, b.store, conn)
 	require.NoError(t, err)
 	require.True(t, oldest.IsZero(), "no event awaits: %s", oldest)
 	assert.False(t, strings.Contains(plan, "idempotency_inbox_received_at_idx"), plan)
