@@ -249,9 +249,9 @@ func AdminPool(t testing.TB) *pgxpool.Pool {
 // every other NOTIFY on the server, those of other tests too, and a
 // PgxStore's inbox sends one after each event it stores. It reads
 // through one pool of the binary's (two sessions at most,
-// application_name "pgtest_waiters"), opened at the first call and closed by [Main]: a
-// pool per test cost a session per test, and a session's start and end
-// cost more CPU than the test's polling does.
+// application_name "pgtest_waiters"), opened at the first call and
+// closed by [Main]: a pool per test cost a session per test, and a
+// session's start and end cost more CPU than the test's polling does.
 func LockWaiters(t testing.TB, app string) (int, error) {
 	t.Helper()
 	pool, err := shared(t).waitersPool()
