@@ -212,18 +212,27 @@ func genericPlan(ctx context.Context, conn *pgx.Conn, settings, stmt, args strin
 // explainGeneric is genericPlan with the EXPLAIN command given: with
 // ANALYZE, stmt runs, in the transaction, which is rolled back.
 func explainGeneric(ctx context.Context, conn *pgx.Conn, settings, explain, stmt, args string) (string, error) {
+	// Deferred first, run last: after the rollback, in a transaction no
+	// failure has aborted.
+	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE idempotency_generic_plan`) //nolint:errcheck // best effort
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // nothing is kept
+	return explainPrepared(ctx, tx, settings, explain, stmt, args)
+}
+
+// explainPrepared runs settings in tx, prepares stmt there (as
+// idempotency_generic_plan, which the caller deallocates once tx is over)
+// and returns what explain says of its execution with args.
+func explainPrepared(ctx context.Context, tx pgx.Tx, settings, explain, stmt, args string) (string, error) {
 	if _, err := tx.Exec(ctx, settings); err != nil {
 		return "", err
 	}
 	if _, err := tx.Exec(ctx, `PREPARE idempotency_generic_plan AS `+stmt); err != nil {
 		return "", err
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE idempotency_generic_plan`) //nolint:errcheck // after the rollback
 	rows, err := tx.Query(ctx, explain+` EXECUTE idempotency_generic_plan(`+args+`)`)
 	if err != nil {
 		return "", err
@@ -232,15 +241,22 @@ func explainGeneric(ctx context.Context, conn *pgx.Conn, settings, explain, stmt
 	return strings.Join(lines, "\n"), err
 }
 
-// PgxStatsPlan is EXPLAIN ANALYZE of Stats' statement on conn, under
-// Stats' settings; with generic, planned generically, as a connection's
-// cached statement may be after five runs.
+// PgxStatsPlan is EXPLAIN ANALYZE of Stats' statement on conn, in Stats'
+// transaction (inStatsTx); with generic, planned generically, as a
+// connection's cached statement may be after five runs.
 func PgxStatsPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, generic bool) (string, error) {
-	settings := statsSettings
+	settings := `SELECT`
 	if generic {
-		settings += `, set_config('plan_cache_mode', 'force_generic_plan', true)`
+		settings = genericPlanSetting
 	}
-	return explainGeneric(ctx, conn, settings, `EXPLAIN ANALYZE`, s.inbox.stats, strconv.Itoa(s.statsExactLimit+1))
+	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE idempotency_generic_plan`) //nolint:errcheck // best effort, after the transaction
+	var plan string
+	err := inStatsTx(ctx, conn, func(tx pgx.Tx) error {
+		var err error
+		plan, err = explainPrepared(ctx, tx, settings, `EXPLAIN ANALYZE`, s.inbox.stats, strconv.Itoa(s.statsExactLimit+1))
+		return err
+	})
+	return plan, err
 }
 
 // PgxStatsEveryRow runs the statement Stats ran before migration 013,

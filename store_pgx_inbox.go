@@ -571,6 +571,17 @@ FROM g`
 const statsSettings = `SELECT set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true),
     set_config('enable_bitmapscan', 'off', true)`
 
+// inStatsTx runs fn in Stats' transaction on db: statsTx, with
+// statsSettings.
+func inStatsTx(ctx context.Context, db PgxBeginner, fn func(pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, db, statsTx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, statsSettings); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
 // statsTx is Stats' transaction: it only reads.
 var statsTx = pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadOnly}
 
@@ -583,10 +594,7 @@ func (s *PgxStore) inboxStats(ctx context.Context) (InboxStats, error) {
 	var st InboxStats
 	err := retryStale(ctx, func() error {
 		st = newInboxStats() // anew on each call: it may run again
-		return pgx.BeginTxFunc(ctx, s.db, statsTx, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, statsSettings); err != nil {
-				return err
-			}
+		return inStatsTx(ctx, s.db, func(tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, s.inbox.stats, s.statsExactLimit+1)
 			if err != nil {
 				return err
