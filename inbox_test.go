@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,9 +42,36 @@ func recvWithin[T any](t *testing.T, ch <-chan T, within time.Duration, what str
 	case v := <-ch:
 		return v
 	case <-time.After(within):
-		t.Fatalf("%s: nothing within %s", what, within)
+		t.Fatalf("%s: nothing within %s; the library's goroutines:\n%s", what, within, libraryStacks())
 		panic("unreachable")
 	}
+}
+
+// libraryStacks is the stacks of the goroutines that run the library's
+// code, for the message of a test whose wait ran out: where a delivery,
+// an attempt or a look-up is stuck. The tests' own frames are of the
+// idempotency_test package, and a goroutine with none of the library's
+// is left out.
+func libraryStacks() string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var kept []string
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "github.com/seed-a84bb619/idempotency.") {
+			kept = append(kept, g)
+		}
+	}
+	if len(kept) == 0 {
+		return "(none)"
+	}
+	return strings.Join(kept, "\n\n")
 }
 
 // Run's shutdown: once its context is done it takes no new event, lets an

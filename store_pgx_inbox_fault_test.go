@@ -416,10 +416,35 @@ func (a *faultApp) awaitInbox(t *testing.T, within time.Duration, what string, d
 			return st
 		}
 		if time.Now().After(deadline) {
-			require.FailNowf(t, "inbox not as awaited", "%s: not after %s: counts %v, error %v", what, within, st.Counts, err)
+			require.FailNowf(t, "inbox not as awaited", "%s: not after %s: counts %v, error %v\n%s", what, within, st.Counts, err, a.diagnosis(t))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// diagnosis is what a failure message of a wait that ran out adds: the
+// inbox's records (no payload), the test's sessions on the server with
+// what they wait on, and the library's goroutines in this process.
+func (a *faultApp) diagnosis(t *testing.T) string {
+	var b strings.Builder
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 5*time.Second)
+	defer cancel()
+	recs, err := a.observer.List(ctx, idempotency.InboxFilter{})
+	fmt.Fprintf(&b, "the inbox's records (error %v):\n", err)
+	for _, r := range recs {
+		fmt.Fprintf(&b, "  %s %s attempt %d, attempted %s, next %s, lease until %s, last error %q\n", r.EventID, r.State, r.Attempt,
+			r.AttemptedAt.Format(time.RFC3339Nano), r.NextAttemptAt.Format(time.RFC3339Nano), r.LeaseUntil.Format(time.RFC3339Nano), r.LastError)
+	}
+	rows, err := a.admin.Query(ctx, `SELECT format('%s pid %s: %s, waiting %s %s, blocked by %s, transaction %s old: %s',
+  application_name, pid, state, wait_event_type, wait_event, pg_blocking_pids(pid), now() - xact_start, regexp_replace(left(query, 120), '\s+', ' ', 'g'))
+FROM pg_stat_activity WHERE application_name LIKE $1 ORDER BY application_name, pid`, a.db.Schema+"%")
+	var sessions []string
+	if err == nil {
+		sessions, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	fmt.Fprintf(&b, "the test's sessions (error %v):\n  %s\n", err, strings.Join(sessions, "\n  "))
+	fmt.Fprintf(&b, "the library's goroutines:\n%s", libraryStacks())
+	return b.String()
 }
 
 // awaitDrained waits until want events are processed and none is left to
