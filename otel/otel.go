@@ -109,6 +109,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,7 +129,46 @@ import (
 )
 
 // ScopeName is the instrumentation scope of the meter and the tracer.
+// The scope's version is the version of the library's module the binary
+// was built with, as `go version -m` lists it (v0.4.0, or a
+// pseudo-version); none when the build does not know one: a binary built
+// in the library's own tree ("(devel)"), a test binary, or the module
+// replaced by a directory, whose source may be anything.
 const ScopeName = "github.com/seed-a84bb619/idempotency/otel"
+
+// modulePath is the library's module, whose version is the scope's.
+const modulePath = "github.com/seed-a84bb619/idempotency"
+
+// scopeVersion is the scope's version: moduleVersion of this binary's
+// build information, read once.
+var scopeVersion = sync.OnceValue(func() string {
+	info, ok := debug.ReadBuildInfo()
+	return moduleVersion(info, ok)
+})
+
+// moduleVersion is the version of modulePath in a binary's build
+// information (ok false: none), or "" (see ScopeName). A replacement by
+// another module gives its version, one by a directory none.
+func moduleVersion(info *debug.BuildInfo, ok bool) string {
+	if !ok || info == nil {
+		return ""
+	}
+	m := &info.Main
+	if m.Path != modulePath {
+		i := slices.IndexFunc(info.Deps, func(d *debug.Module) bool { return d.Path == modulePath })
+		if i < 0 || info.Deps[i] == nil {
+			return ""
+		}
+		m = info.Deps[i]
+	}
+	if m.Replace != nil {
+		m = m.Replace
+	}
+	if m.Version == "(devel)" {
+		return ""
+	}
+	return m.Version
+}
 
 // Config configures [New]. The zero value uses OpenTelemetry's global
 // providers.
@@ -230,6 +270,11 @@ var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.
 // or an entry that is not one (a token of RFC 9110: not "GET;POST"),
 // naming it.
 func New(cfg Config) (*Telemetry, error) {
+	return newTelemetry(cfg, scopeVersion())
+}
+
+// newTelemetry is New, its instrumentation scope at version.
+func newTelemetry(cfg Config, version string) (*Telemetry, error) {
 	known, err := knownMethodsFromEnv()
 	if err != nil {
 		return nil, err
@@ -253,8 +298,8 @@ func New(cfg Config) (*Telemetry, error) {
 	t := &Telemetry{
 		cfg:          cfg,
 		knownMethods: known,
-		meter:        cfg.MeterProvider.Meter(ScopeName),
-		tracer:       cfg.TracerProvider.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
+		meter:        cfg.MeterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(version)),
+		tracer:       cfg.TracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(version), trace.WithSchemaURL(semconv.SchemaURL)),
 	}
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {

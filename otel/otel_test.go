@@ -92,6 +92,12 @@ func newTelemetry(t *testing.T, now func() time.Time) *telemetry {
 // newTelemetryConfig is newTelemetry with cfg's other fields.
 func newTelemetryConfig(t *testing.T, cfg idempotencyotel.Config) *telemetry {
 	t.Helper()
+	return newTelemetryBy(t, cfg, idempotencyotel.New)
+}
+
+// newTelemetryBy is newTelemetryConfig, the Telemetry made by newTel.
+func newTelemetryBy(t *testing.T, cfg idempotencyotel.Config, newTel func(idempotencyotel.Config) (*idempotencyotel.Telemetry, error)) *telemetry {
+	t.Helper()
 	reader := sdkmetric.NewManualReader()
 	spans := tracetest.NewInMemoryExporter()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -101,7 +107,7 @@ func newTelemetryConfig(t *testing.T, cfg idempotencyotel.Config) *telemetry {
 		require.NoError(t, tp.Shutdown(context.Background()))
 	})
 	cfg.MeterProvider, cfg.TracerProvider = mp, tp
-	tel, err := idempotencyotel.New(cfg)
+	tel, err := newTel(cfg)
 	require.NoError(t, err)
 	return &telemetry{Telemetry: tel, reader: reader, spans: spans, tp: tp}
 }
