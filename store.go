@@ -190,6 +190,15 @@ func checkGuardKey(scope, key string) error {
 	return nil
 }
 
+// checkLookedUpGuard is checkGuardKey for op, a look-up of a guard's
+// claim.
+func checkLookedUpGuard(op, scope, key string) error {
+	if err := checkGuardKey(scope, key); err != nil {
+		return errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
 // maxKeyLen bounds, in bytes, the text a PostgreSQL index keeps: an event
 // id, a guard's scope and key (CheckOrder's and OnCurrent's objects' too).
 const maxKeyLen = keytext.MaxKeyLen

@@ -246,16 +246,26 @@ func kept(t time.Time) time.Time { return t.Truncate(time.Microsecond) }
 // Ping implements [Store]; an in-memory store always answers.
 func (s *MemoryStore) Ping(context.Context) error { return nil }
 
-// LookupEvent returns the ledger record of a committed event claim.
+// LookupEvent returns the ledger record of a committed event claim. An id
+// no claim can have is refused with [ErrInvalidKey], as
+// [PgxStore.LookupEvent] refuses it.
 func (s *MemoryStore) LookupEvent(_ context.Context, eventID string) (EventRecord, bool, error) {
+	if err := checkEventID("LookupEvent", eventID); err != nil {
+		return EventRecord{}, false, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.events[eventID]
 	return r, ok, nil
 }
 
-// LookupGuard returns the committed claim of a natural key.
+// LookupGuard returns the committed claim of a natural key. A scope or a
+// key no claim can have is refused with [ErrInvalidKey], as
+// [PgxStore.LookupGuard] refuses it.
 func (s *MemoryStore) LookupGuard(_ context.Context, scope, key string) (GuardRecord, bool, error) {
+	if err := checkLookedUpGuard("LookupGuard", scope, key); err != nil {
+		return GuardRecord{}, false, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.guards[guardID{scope, key}]

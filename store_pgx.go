@@ -1083,14 +1083,16 @@ func (s *PgxStore) Ping(ctx context.Context) error {
 // LookupEvent returns the ledger record of a committed event claim. A
 // skip reason longer than EventRecord.SkipReason's bound, kept by a
 // release that did not cut it, is read to its first 1000 bytes, as a new
-// one is kept; the row is unchanged.
+// one is kept; the row is unchanged. An id no claim can have (empty, a
+// NUL byte, invalid UTF-8, over 1024 bytes) is refused with
+// [ErrInvalidKey], as [Store.Run] refuses it in a Claim.
 func (s *PgxStore) LookupEvent(ctx context.Context, eventID string) (EventRecord, bool, error) {
 	if err := s.made("PgxStore.LookupEvent"); err != nil {
 		return EventRecord{}, false, err
 	}
 	var r EventRecord
-	if !validText(eventID) {
-		return r, false, nil // no claim can hold it; PostgreSQL would refuse the query
+	if err := checkEventID("LookupEvent", eventID); err != nil {
+		return r, false, err
 	}
 	found, err := s.readRow(ctx, s.sql.lookupEvent, []any{eventID}, r.columns()...)
 	r.keepReason()
@@ -1160,14 +1162,16 @@ func listEventsArgs(f EventFilter) []any {
 		f.Account, f.After.EventID, optionalTime(f.After.ProcessedAt)}
 }
 
-// LookupGuard returns the committed claim of a natural key.
+// LookupGuard returns the committed claim of a natural key. A scope or
+// a key no claim can have (empty, a NUL byte, invalid UTF-8, over 1024
+// bytes) is refused with [ErrInvalidKey], as [Tx.Guard] refuses it.
 func (s *PgxStore) LookupGuard(ctx context.Context, scope, key string) (GuardRecord, bool, error) {
 	if err := s.made("PgxStore.LookupGuard"); err != nil {
 		return GuardRecord{}, false, err
 	}
 	var r GuardRecord
-	if !validText(scope) || !validText(key) {
-		return r, false, nil // no guard can hold it; PostgreSQL would refuse the query
+	if err := checkLookedUpGuard("LookupGuard", scope, key); err != nil {
+		return r, false, err
 	}
 	found, err := s.readRow(ctx, s.sql.lookupGuard, []any{scope, key}, &r.Scope, &r.Key, &r.EventID, &r.ClaimedAt)
 	return r, found, err
