@@ -275,8 +275,9 @@ func (e *fetchUnavailableError) Unwrap() error { return e.err }
 // ([ErrDuplicateRegistration]: register every event type of one kind in
 // one call, as the two would share its lock and fetch record), or an event
 // type whose kind's scope, "current:" and the kind, no store can keep (a
-// NUL byte, invalid UTF-8, over 1024 bytes: [ErrInvalidKey]), or an event
-// type given twice. A call that panics
+// NUL byte, invalid UTF-8, over 1024 bytes: [ErrInvalidKey]), an event
+// type given twice, or a call after [NewHandler] or [NewInbox] took its
+// snapshot of hs. A call that panics
 // registers none of its types. [OnCurrentSafely] returns the error
 // instead.
 func OnCurrent[T any](hs *Handlers, eventTypes []string, fetch FetchFunc[T], fn EventFunc[T]) {

@@ -384,8 +384,8 @@ type Handler struct {
 }
 
 // NewHandler returns the webhook handler for store and the handlers
-// registered in hs by now: it takes a snapshot of hs, and answers an event
-// type registered afterwards ignored. It fails when store is nil or a
+// registered in hs by now: it takes a snapshot of hs, after which [On] and
+// [OnCurrent] refuse to register in hs. It fails when store is nil or a
 // PgxStore [NewPgxStore] did not make, or when cfg is invalid; see
 // [Config].
 func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
@@ -396,6 +396,7 @@ func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	hs.take("NewHandler")
 	h.dispatcher = newDispatcher(store, hs, !h.cfg.DisableFastDecoder, h.cfg.Timeout)
 	return h, nil
 }

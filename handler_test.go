@@ -613,15 +613,7 @@ func TestRegistration(t *testing.T) {
 	require.Error(t, idempotency.OnSafely(hs, "", fn))
 	require.Error(t, idempotency.OnSafely[*stripe.Invoice](hs, "invoice.created", nil))
 	require.Equal(t, []string{"invoice.paid"}, hs.EventTypes())
-
-	// A handler built before a later registration does not see it.
-	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
-	require.NoError(t, err)
-	idempotency.On(hs, "checkout.session.completed", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.CheckoutSession]) error {
-		return errors.New("must not run")
-	})
-	a := idempotencytest.Deliver(h, fixture(t, "checkout.session.completed"), testSecret)
-	require.Equal(t, idempotency.OutcomeIgnored, a.Outcome)
+	// A registration after NewHandler: TestHandlersRefuseARegistrationAfterTheSnapshot.
 }
 
 func TestHandlerSignatureEdgeCases(t *testing.T) {

@@ -361,8 +361,8 @@ func (in *Inbox) made(method string) error {
 }
 
 // NewInbox returns the inbox of store, which applies the handlers
-// registered in hs by now: it takes a snapshot of hs, and its Handler
-// answers an event type registered afterwards ignored, storing nothing.
+// registered in hs by now: it takes a snapshot of hs, after which [On],
+// [OnCurrent] and [NewTask] refuse to register in hs.
 // It fails when store does not support the inbox (both [MemoryStore] and
 // [PgxStore] do), is nil or a PgxStore [NewPgxStore] did not make, or
 // when cfg is invalid.
@@ -381,6 +381,7 @@ func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
+	hs.take("NewInbox")
 	in := &Inbox{
 		d:     newDispatcher(store, hs, !cfg.DisableFastDecoder, cfg.Timeout),
 		store: backend,

@@ -30,10 +30,15 @@ func TestRecoverCheckpointMismatchSaysWhatToDo(t *testing.T) {
 	_, err := app.handler(t).Recover(t.Context(), client, opts)
 	require.NoError(t, err)
 
-	// The next release handles one type more.
-	idempotency.On(app.hs, "customer.created", func(context.Context, idempotency.Tx, idempotency.Event[serviceObject]) error { return nil })
-	h := app.handler(t)
-	opts.Types = app.hs.EventTypes()
+	// The next release handles one type more: its Handlers, on the same
+	// store.
+	next := idempotency.NewHandlers()
+	for _, typ := range []string{"invoice.paid", "customer.created"} {
+		idempotency.On(next, typ, func(context.Context, idempotency.Tx, idempotency.Event[serviceObject]) error { return nil })
+	}
+	h, err := idempotency.NewHandler(app.store, next, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+	require.NoError(t, err)
+	opts.Types = next.EventTypes()
 	_, err = h.Recover(t.Context(), client, opts)
 	require.ErrorIs(t, err, idempotency.ErrCheckpointMismatch)
 	require.ErrorContains(t, err, `"invoice.paid"`)

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -31,11 +32,11 @@ type EventFunc[T any] func(ctx context.Context, tx Tx, ev Event[T]) error
 
 // Handlers is the registry of event handlers, actions and tasks. Build it
 // at start-up with [On], [OnCurrent], [NewAction] and [NewTask], then pass
-// it to [NewHandler] or [NewInbox], which take a snapshot: registrations
-// made afterwards do not affect that handler, nor that inbox's Handler and
-// workers (its Handler answers an event type registered after NewInbox
-// ignored), and NewTask panics once NewInbox has taken one. It is not safe
-// for concurrent registration.
+// it to [NewHandler] or [NewInbox], which take a snapshot: [On] and
+// [OnCurrent] panic once either has taken one (their Safely forms return
+// the error), since the snapshot would answer the new type's events
+// ignored, 200, and Stripe would not send them again; NewTask panics once
+// NewInbox has taken one. It is not safe for concurrent registration.
 type Handlers struct {
 	byType  map[string]registration
 	actions []ActionInfo
@@ -44,7 +45,15 @@ type Handlers struct {
 	// currentKinds are the kinds of object OnCurrent registered, each
 	// with the first event type of that kind its call had; see current.go.
 	currentKinds map[string]string
+	// taken is the first function that took a snapshot of the handlers
+	// (NewHandler, NewInbox), or nil: On and OnCurrent refuse once it is
+	// set (see checkOn). Snapshots may be taken concurrently (parallel
+	// tests sharing one Handlers), which only read hs otherwise.
+	taken atomic.Pointer[string]
 }
+
+// take records that fn takes a snapshot of hs's handlers.
+func (hs *Handlers) take(fn string) { hs.taken.CompareAndSwap(nil, &fn) }
 
 // registration is one event type's handler, with T erased.
 type registration struct {
@@ -87,7 +96,9 @@ func NewHandlers() *Handlers {
 // each one), a nil fn, a second handler for one event type, or a T that is
 // a whole event's type (*stripe.Event, stripe-go's type of a thin event,
 // such as stripe.V1BillingMeterErrorReportTriggeredEvent, or the
-// stripe.V2BaseEvent it embeds), never given the data it would decode.
+// stripe.V2BaseEvent it embeds), never given the data it would decode,
+// or a registration after [NewHandler] or [NewInbox] took its snapshot of
+// hs, which would answer the type's events ignored.
 // [OnSafely] returns the error instead.
 func On[T any](hs *Handlers, eventType string, fn EventFunc[T]) {
 	if err := OnSafely(hs, eventType, fn); err != nil {
@@ -157,6 +168,12 @@ func checkOn(hs *Handlers, op, eventType, name string) error {
 	if prev, ok := hs.byType[eventType]; ok {
 		return errorf("%s: %w: event type %q has a handler for %s; a second one (for %s) would make the outcome depend on registration order",
 			op, ErrDuplicateRegistration, eventType, prev.objectType, name)
+	}
+	if taken := hs.taken.Load(); taken != nil {
+		// The snapshot would answer the type's events ignored, 200: Stripe
+		// would not send them again.
+		return errorf("%s: event type %q registered after %s took its snapshot of the Handlers, which answers the type's events ignored: register every handler before %s",
+			op, eventType, *taken, *taken)
 	}
 	return nil
 }
