@@ -34,6 +34,7 @@
 //	idempotency.inbox.depth               gauge       kind, state; rows in the inbox, every state a kind has, 0 included (ObserveInbox)
 //	idempotency.inbox.oldest_pending_age  gauge       seconds since the oldest row still to apply was received, 0 when none (ObserveInbox)
 //	idempotency.inbox.last_attempt_age    gauge       seconds since the newest attempt at an event or a task started, none when no row was attempted (ObserveInbox)
+//	idempotency.inbox.running             gauge       1 while this process runs Inbox.Run on the inbox (Inbox.Running), else 0; read without the database (ObserveInbox)
 //	idempotency.retention.pruned          counter     rows (event_ids, events, dead_letters, guards, tasks, objects, task_args_cleared); rows deleted by prunes through Pruner, 0 from the start (PruneEvery's first prune, at start, comes before the first scrape)
 //
 // The pairs of outcome and status a Handler answers, each counted from 0:
