@@ -58,6 +58,7 @@ func TestHandlersRefuseARegistrationAfterTheSnapshot(t *testing.T) {
 			require.PanicsWithError(t, err.Error(), func() { idempotency.On(hs, "invoice.paid", late) })
 			err = idempotency.OnCurrentSafely(hs, []string{"invoice.paid", "invoice.voided"}, fetch, late)
 			require.ErrorContains(t, err, `OnCurrent: event type "invoice.paid" registered after `+taker+" took its snapshot")
+			require.Equal(t, []string{"invoice.created"}, hs.EventTypes(), "nothing registered")
 
 			a := idempotencytest.Deliver(h, invoicePayload(t, "evt_late", "in_late", "acct_1"), testSecret)
 			require.Equal(t, 200, a.Status, a.Body)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,17 +53,10 @@ func recvWithin[T any](t *testing.T, ch <-chan T, within time.Duration, what str
 // idempotency_test package, and a goroutine with none of the library's
 // is left out.
 func libraryStacks() string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
+	var all strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&all, 2) // every goroutine's stack, as a crash prints them
 	var kept []string
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
+	for g := range strings.SplitSeq(all.String(), "\n\n") {
 		if strings.Contains(g, "github.com/seed-a84bb619/idempotency.") {
 			kept = append(kept, g)
 		}

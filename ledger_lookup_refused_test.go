@@ -9,15 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
-
-// ledgerStore is a Store whose ledger can be looked up, as both of the
-// package's are.
-type ledgerStore interface {
-	idempotency.Store
-	LookupEvent(ctx context.Context, eventID string) (idempotency.EventRecord, bool, error)
-	LookupGuard(ctx context.Context, scope, key string) (idempotency.GuardRecord, bool, error)
-}
 
 // TestLedgerLookupsRefuseAKeyNoClaimCanHave: an event id, a guard scope
 // or a guard key no claim can have (empty, a NUL byte, invalid UTF-8,
@@ -34,7 +27,7 @@ func TestLedgerLookupsRefuseAKeyNoClaimCanHave(t *testing.T) {
 		t.Run(storeName, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			ledger := store.(ledgerStore)
+			ledger := store.(idempotencytest.LookupStore)
 			_, err := store.Run(ctx, idempotency.Claim{EventID: "evt_lookup_refused", EventType: "invoice.paid"},
 				func(ctx context.Context, tx idempotency.Tx) error {
 					_, err := tx.Guard(ctx, "invoice-credit", "in_lookup_refused")

@@ -29,11 +29,15 @@ type LookupStore interface {
 	ListEvents(ctx context.Context, f idempotency.EventFilter) ([]idempotency.EventRecord, error)
 
 	// LookupEvent returns the ledger record of the event id's committed
-	// claim (whatever its outcome), and false if it has none.
+	// claim (whatever its outcome), and false if it has none. An id no
+	// claim can have (empty, a NUL byte, invalid UTF-8, over 1024 bytes)
+	// may be refused with idempotency.ErrInvalidKey, as MemoryStore and
+	// PgxStore refuse it, or answered false: the suite takes either.
 	LookupEvent(ctx context.Context, eventID string) (idempotency.EventRecord, bool, error)
 
 	// LookupGuard returns the committed claim of the natural key
-	// (scope, key), and false if it has none.
+	// (scope, key), and false if it has none; a scope or key no claim can
+	// have, as LookupEvent's id.
 	LookupGuard(ctx context.Context, scope, key string) (idempotency.GuardRecord, bool, error)
 }
 
