@@ -56,6 +56,13 @@ type ActionSpec struct {
 	// delivery) instead of when Do runs. It is a hint, never a change of
 	// results: Do with another key guards that key as usual, and a key
 	// claimed early that Do never asks for is released before the commit.
+	// Until then it is held as a guard is, though: on PostgreSQL another
+	// event's transaction that claims the same id waits for this one to
+	// end. Under Connect, where some ids repeat in every connected account
+	// (a capability's card_payments) and the key then holds the account
+	// (ev.Account + ":" + id, see [Tx.Guard]), leave it false: the early
+	// claim of the bare id would make each account's event of that id
+	// wait for another account's transaction.
 	KeyIsObjectID bool
 }
 
