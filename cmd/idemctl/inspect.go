@@ -167,7 +167,9 @@ var listCommand = command{
 	summary: "list inbox events and tasks, newest received first (no payloads)",
 	help: `Lists the inbox's events and tasks that the flags select, newest received
 first (Inbox.List), without their payloads: an aligned table, or with
--json one JSON document. The table's DUE is when a record is due: a
+-json one JSON document. The table's ACCOUNT is an event's connected
+account, "-" for the platform's own events and for tasks (-object alone
+lists an id under every account). Its DUE is when a record is due: a
 pending or failed record's next attempt; a processing record's lease
 end, "lease until T" while it runs by the database's clock, "lease
 expired at T" once past (its worker died, and the next lease retries
@@ -257,12 +259,12 @@ once, also while new ones arrive. An id the inbox does not have exits 3.
 				return err
 			}
 			tw := newTable(a.stdout)
-			fmt.Fprintln(tw, "ID\tKIND\tTYPE\tOBJECT\tSTATE\tATTEMPTS\tRECEIVED\tDUE\tLAST ERROR")
+			fmt.Fprintln(tw, "ID\tKIND\tTYPE\tOBJECT\tACCOUNT\tSTATE\tATTEMPTS\tRECEIVED\tDUE\tLAST ERROR")
 			now := a.dbNow()
 			for _, r := range recs {
 				lastError := truncate(display.ListedLastError(r.State == idempotency.InboxIgnored, r.LastError), 60) // as the help says
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", display.Line(r.EventID), r.Kind, display.Line(r.EventType), dash(r.ObjectID),
-					r.State, r.Attempt, formatTime(r.ReceivedAt), due(r, now), dash(lastError))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", display.Line(r.EventID), r.Kind, display.Line(r.EventType), dash(r.ObjectID),
+					dash(r.Account), r.State, r.Attempt, formatTime(r.ReceivedAt), due(r, now), dash(lastError))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -21,7 +21,8 @@ var ledgerCommand = command{
 	summary: "list the ledger's records of the events applied, skipped or ignored, newest first (no payloads)",
 	help: `Lists the ledger's records that the flags select (ListEvents), newest
 processed first, without payloads: an aligned table, or with -json one
-JSON document. The ledger holds a record of each event a transaction
+JSON document. The table's ACCOUNT is an event's connected account, "-"
+for the platform's own events. The ledger holds a record of each event a transaction
 claimed, in synchronous mode (a Handler without an Inbox) and in inbox
 mode (a worker's attempt) alike: processed (applied), skipped (its
 handler returned Skip: SKIP REASON says why, cut at 60 characters; -json
@@ -120,9 +121,9 @@ does not have exits 3. The JSON document:
 				return err
 			}
 			tw := newTable(a.stdout)
-			fmt.Fprintln(tw, "ID\tTYPE\tOBJECT\tOUTCOME\tRECEIVED\tPROCESSED\tSKIP REASON")
+			fmt.Fprintln(tw, "ID\tTYPE\tOBJECT\tACCOUNT\tOUTCOME\tRECEIVED\tPROCESSED\tSKIP REASON")
 			for _, r := range recs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", display.Line(r.EventID), display.Line(r.EventType), dash(r.ObjectID),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", display.Line(r.EventID), display.Line(r.EventType), dash(r.ObjectID), dash(r.Account),
 					r.Outcome, formatTime(r.ReceivedAt), formatTime(r.ProcessedAt), dash(truncate(display.Line(r.SkipReason), 60)))
 			}
 			if err := tw.Flush(); err != nil {

@@ -64,9 +64,9 @@ func TestLedgerListsASynchronousServicesEvents(t *testing.T) {
 
 	r = idemctl(t, s.db, nil, "ledger", "-object", "cus_123", "-outcome", "skipped,processed")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Regexp(t, `^ID\s+TYPE\s+OBJECT\s+OUTCOME\s+RECEIVED\s+PROCESSED\s+SKIP REASON\n`, r.stdout)
-	require.Regexp(t, `(?m)^evt_l_2\s+charge\.refunded\s+cus_123\s+skipped\s+\S+\s+\S+\s+refunds are booked by hand$`, r.stdout)
-	require.Regexp(t, `(?m)^evt_l_1\s+invoice\.paid\s+cus_123\s+processed\s+\S+\s+\S+\s+-$`, r.stdout)
+	require.Regexp(t, `^ID\s+TYPE\s+OBJECT\s+ACCOUNT\s+OUTCOME\s+RECEIVED\s+PROCESSED\s+SKIP REASON\n`, r.stdout)
+	require.Regexp(t, `(?m)^evt_l_2\s+charge\.refunded\s+cus_123\s+-\s+skipped\s+\S+\s+\S+\s+refunds are booked by hand$`, r.stdout)
+	require.Regexp(t, `(?m)^evt_l_1\s+invoice\.paid\s+cus_123\s+-\s+processed\s+\S+\s+\S+\s+-$`, r.stdout)
 	require.Len(t, lines(r.stdout), 3)
 	require.NotContains(t, r.stdout, customerEmail)
 

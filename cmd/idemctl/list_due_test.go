@@ -33,9 +33,9 @@ VALUES ('evt_due_pending', 'invoice.paid', $1, '\x7b7d', 'pending', 0, $1, $2, N
 
 	r := idemctl(t, s.db, nil, "list")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Regexp(t, `^ID\s+KIND\s+TYPE\s+OBJECT\s+STATE\s+ATTEMPTS\s+RECEIVED\s+DUE\s+LAST ERROR\n`, r.stdout)
+	require.Regexp(t, `^ID\s+KIND\s+TYPE\s+OBJECT\s+ACCOUNT\s+STATE\s+ATTEMPTS\s+RECEIVED\s+DUE\s+LAST ERROR\n`, r.stdout)
 	row := func(id, state, due string) string {
-		return `(?m)^` + id + `\s+event\s+invoice\.paid\s+-\s+` + state + `\s+\d+\s+\S+Z\s+` + regexp.QuoteMeta(due) + `\s+-$`
+		return `(?m)^` + id + `\s+event\s+invoice\.paid\s+-\s+-\s+` + state + `\s+\d+\s+\S+Z\s+` + regexp.QuoteMeta(due) + `\s+-$`
 	}
 	require.Regexp(t, row("evt_due_pending", "pending", formatTime(overdue)), r.stdout)
 	require.Regexp(t, row("evt_due_failed", "failed", formatTime(next)), r.stdout)

@@ -84,7 +84,7 @@ func TestRunbook(t *testing.T) {
 	// recorded of an object.
 	for _, line := range []string{"idemctl ledger -object cus_... -since 1h", "idemctl ledger -object cus_... -since 2h"} {
 		r = run(line, "ledger", "-object", "in_1", "-since", strings.Fields(line)[5])
-		count(r, `(?m)^evt_paid_1\s+invoice\.paid\s+in_1\s+processed\s`)
+		count(r, `(?m)^evt_paid_1\s+invoice\.paid\s+in_1\s+-\s+processed\s`)
 	}
 
 	// Stripe disabled the endpoint: recover from the start of the trouble.

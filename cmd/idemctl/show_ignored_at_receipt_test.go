@@ -45,7 +45,7 @@ func TestListIgnoredAtReceiptSaysSo(t *testing.T) {
 	r := idemctl(t, s.db, nil, "list", "-state", "ignored")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Len(t, lines(r.stdout), 1+1)
-	require.Regexp(t, `(?m)^evt_ign_listed\s+event\s+customer\.created\s+cus_1\s+ignored\s+0\s+\S+Z\s+-\s+`+
+	require.Regexp(t, `(?m)^evt_ign_listed\s+event\s+customer\.created\s+cus_1\s+-\s+ignored\s+0\s+\S+Z\s+-\s+`+
 		regexp.QuoteMeta("ignored at receipt: no handler for its type; see the event")+`$`, r.stdout)
 
 	doc := decode[listJSON](t, idemctl(t, s.db, nil, "list", "-json", "-state", "ignored"))
