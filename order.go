@@ -54,7 +54,11 @@ func (o Order) String() string {
 // Like a guard, the record commits or rolls back with tx, and a check of
 // the same key in a transaction in flight waits for it to end. The scope
 // and key follow Guard's rules ([ErrInvalidKey]); created must be a time
-// between the years 1 and 9999, or the zero time ([ErrInvalidKey]).
+// between the years 1 and 9999, or the zero time ([ErrInvalidKey]). The
+// key is one for the store, whatever connected account the event came
+// from, as a guard's is: put the account in a key of an id that repeats
+// across accounts (a capability's card_payments), or one account's
+// newer event makes another account's object of that id read as older.
 func CheckOrder(ctx context.Context, tx Tx, scope, key string, created time.Time) (Order, error) {
 	if err := checkGuardKey(scope, key); err != nil {
 		return 0, err
