@@ -233,8 +233,12 @@ type Result struct {
 	EventID   string // empty when the request was rejected before parsing
 	EventType string
 	ObjectID  string
-	Outcome   Outcome
-	Status    int // the HTTP status answered
+	// Account is the event's connected account (Event.Account), logged
+	// as account: a capability's id, card_payments, is the same in every
+	// account. Empty for the platform's own events and for a task.
+	Account string
+	Outcome Outcome
+	Status  int // the HTTP status answered
 	// Duration is, for a delivery, from the request's arrival to the
 	// answer; for an inbox attempt, the attempt's, and for one whose
 	// lease expired with its end not recorded (ErrLeaseExpired: its worker
@@ -646,7 +650,7 @@ func (h *Handler) accept(ctx context.Context, env *envelope.Envelope, payload []
 		res.Err = errorf("%w: %w", ErrMalformedEvent, err)
 		return http.StatusBadRequest, bodyInvalidEvent
 	}
-	res.EventID, res.EventType, res.ObjectID = env.ID, env.Type, env.ObjectID
+	res.EventID, res.EventType, res.ObjectID, res.Account = env.ID, env.Type, env.ObjectID, env.Account
 	if err := h.checkMode(env); err != nil {
 		res.Err = err
 		return http.StatusBadRequest, bodyInvalidEvent
@@ -1006,6 +1010,9 @@ func report(ctx context.Context, log *slog.Logger, onResult, observed func(Resul
 		attrs = res.appendIDs(attrs)
 		if res.ObjectID != "" {
 			attrs = append(attrs, slog.String("object_id", res.ObjectID))
+		}
+		if res.Account != "" {
+			attrs = append(attrs, slog.String("account", res.Account))
 		}
 		if res.Err != nil {
 			attrs = append(attrs, slog.String("error", maskedText(res.Err)))

@@ -1369,7 +1369,7 @@ func (in *Inbox) reportLeaseExpired(ctx context.Context, rec InboxRecord, link s
 		st = InboxDeadLetter
 	}
 	ctx, done := in.cfg.Observer.attempt(ctx, in.log, rec, link)
-	res := Result{EventID: rec.EventID, EventType: rec.EventType, ObjectID: rec.ObjectID, Attempt: rec.Attempt,
+	res := Result{EventID: rec.EventID, EventType: rec.EventType, ObjectID: rec.ObjectID, Account: rec.Account, Attempt: rec.Attempt,
 		Outcome: OutcomeFailed, State: st, Err: leaseExpiredErr(rec.Attempt, nil),
 		Duration: max(found.Sub(rec.AttemptedAt), 0)}
 	if rec.Kind == KindTask {
@@ -1486,7 +1486,7 @@ func (in *Inbox) attempt(ctx context.Context, row inboxRow, chain *txChain) (end
 		return in.attemptTask(ctx, &row, done)
 	}
 	start := time.Now()
-	res := Result{EventID: row.EventID, EventType: row.EventType, ObjectID: row.ObjectID, Attempt: row.Attempt}
+	res := Result{EventID: row.EventID, EventType: row.EventType, ObjectID: row.ObjectID, Account: row.Account, Attempt: row.Attempt}
 	defer func() {
 		res.Duration = time.Since(start)
 		in.reportEnd(ctx, &row, done, &res)
@@ -1569,6 +1569,9 @@ func (in *Inbox) logSuspect(ctx context.Context, row *inboxRow) {
 	attrs := row.logIDs(slog.Int("attempt", row.Attempt))
 	if row.ObjectID != "" {
 		attrs = append(attrs, slog.String("object_id", row.ObjectID))
+	}
+	if row.Account != "" {
+		attrs = append(attrs, slog.String("account", row.Account))
 	}
 	in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: attempting, alone, what a worker held when its lease expired ("+leaseExpiredCause+"); if this process dies now, this is why", attrs...)
 }

@@ -146,7 +146,7 @@ type RecoverOptions struct {
 	// OnEvent, when set, is called once for each event RecoverReport.Listed
 	// counts, after it is handled, on Recover's goroutine, with its
 	// Result: EventID, EventType (of a malformed event too, as listed),
-	// ObjectID, Outcome (a duplicate's too), Err, SkipReason, and Duration,
+	// ObjectID, Account, Outcome (a duplicate's too), Err, SkipReason, and Duration,
 	// from the check for its claim to its outcome, as a delivery's, to
 	// feed one latency histogram with both; Status is 0 and Attempt 0. An
 	// event whose store was unavailable, which the next run lists again,
@@ -812,7 +812,7 @@ func (r *recovery) handlePage(ctx context.Context, page eventPage) error {
 
 // handle hands one event to the Handler, as a delivery.
 func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
-	res := Result{EventID: ev.env.ID, EventType: ev.env.Type, ObjectID: ev.env.ObjectID}
+	res := Result{EventID: ev.env.ID, EventType: ev.env.Type, ObjectID: ev.env.ObjectID, Account: ev.env.Account}
 	start := time.Now()
 	switch {
 	case ev.err != nil:
@@ -849,9 +849,12 @@ func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
 			rep.FailedIDs = append(rep.FailedIDs, ev.env.ID)
 		}
 		r.failed = true
+		attrs := []slog.Attr{slog.String("event_id", ev.env.ID), slog.String("event_type", ev.env.Type)}
+		if ev.env.Account != "" {
+			attrs = append(attrs, slog.String("account", ev.env.Account))
+		}
 		r.h.log.LogAttrs(ctx, slog.LevelError, "stripe recovery: event failed; the checkpoint stays before it",
-			slog.String("event_id", ev.env.ID), slog.String("event_type", ev.env.Type),
-			slog.String("outcome", string(res.Outcome)), slog.String("error", maskedText(res.Err)))
+			append(attrs, slog.String("outcome", string(res.Outcome)), slog.String("error", maskedText(res.Err)))...)
 		return nil
 	}
 	if r.behind && (ev.env.ID == r.last.id || ev.env.Created > r.last.created.Unix()) {
