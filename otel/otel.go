@@ -90,7 +90,9 @@
 //     here.
 //
 // messaging.message.id is the event's id (a task's: its id) on every span
-// that knows it; stripe.event.type, stripe.object.id, idempotency.outcome,
+// that knows it; stripe.event.type, stripe.object.id, stripe.account (a
+// connected account's event's: under Connect an object id such as
+// card_payments repeats in every account), idempotency.outcome,
 // idempotency.attempt, idempotency.redrives (an attempt's: how often its
 // event or task was redriven, InboxRecord.Redrives), idempotency.kind,
 // idempotency.state (an attempt's, once its end is recorded: none on the
@@ -596,6 +598,7 @@ func (t *Telemetry) with(kvs ...attribute.KeyValue) metric.MeasurementOption {
 var (
 	eventTypeKey = attribute.Key("stripe.event.type")
 	objectIDKey  = attribute.Key("stripe.object.id")
+	accountKey   = attribute.Key("stripe.account")
 	spanOutcome  = attribute.Key("idempotency.outcome")
 	spanAttempt  = attribute.Key("idempotency.attempt")
 	spanRedrives = attribute.Key("idempotency.redrives")
@@ -610,7 +613,7 @@ var spanKeys = []attribute.Key{
 	semconv.HTTPRequestMethodKey, semconv.URLSchemeKey, semconv.HTTPRouteKey, semconv.HTTPResponseStatusCodeKey,
 	semconv.MessagingOperationTypeKey, semconv.MessagingOperationNameKey, semconv.MessagingMessageIDKey,
 	semconv.MessagingSystemKey, semconv.MessagingDestinationNameKey, semconv.ErrorTypeKey, semconv.ServicePeerNameKey,
-	eventTypeKey, objectIDKey, spanOutcome, spanAttempt, spanRedrives, spanKind, spanState, spanResult,
+	eventTypeKey, objectIDKey, accountKey, spanOutcome, spanAttempt, spanRedrives, spanKind, spanState, spanResult,
 }
 
 // The messaging systems of the attempts' spans (messaging.system, a custom
@@ -775,6 +778,9 @@ func eventAttrs(attrs []attribute.KeyValue, res idempotency.Result) []attribute.
 	if res.ObjectID != "" {
 		attrs = append(attrs, objectIDKey.String(res.ObjectID))
 	}
+	if res.Account != "" {
+		attrs = append(attrs, accountKey.String(res.Account))
+	}
 	return attrs
 }
 
@@ -829,6 +835,9 @@ func (t *Telemetry) attempt(ctx context.Context, rec idempotency.InboxRecord, st
 	}
 	if rec.ObjectID != "" {
 		opts = append(opts, trace.WithAttributes(objectIDKey.String(rec.ObjectID)))
+	}
+	if rec.Account != "" {
+		opts = append(opts, trace.WithAttributes(accountKey.String(rec.Account)))
 	}
 	if sc, ok := linkOf(stored); ok {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
