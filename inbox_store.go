@@ -535,8 +535,11 @@ type InboxFilter struct {
 	EventType string
 	ObjectID  string
 	// Account, when not empty, keeps the events of this connected account
-	// (Event.Account) only. A task has neither an object nor an account:
-	// with Kind task, ObjectID or Account is refused.
+	// (Event.Account) only. Empty, it keeps every account's and the
+	// platform's: no value selects the platform's own events alone (keep
+	// the records whose Account is empty, and redrive them by EventIDs).
+	// A task has neither an object nor an account: with Kind task,
+	// ObjectID or Account is refused.
 	Account string
 	// Since and Until bound ReceivedAt: Since <= ReceivedAt < Until; a zero
 	// time leaves that side open. Another time outside the years 1 to 9999
