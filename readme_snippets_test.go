@@ -311,6 +311,11 @@ var readmeSnippetsSkipped = map[string]string{
 // under test and ctx the test's); the others are the service's, or named
 // where the block stands.
 var readmeSnippetContexts = map[string]readmeSnippetContext{
+	"### Two Stripe accounts in one service #1": {decls: `
+var (ctx = context.Background(); pool *pgxpool.Pool; mux = http.NewServeMux())
+func check(error) {}
+func handlers(client *stripe.Client, acct string) *idempotency.Handlers { return idempotency.NewHandlers() } // the service's registrations, for one account
+`},
 	"### Behind a router, middleware or a proxy #1": {decls: `
 var h *idempotency.Handler // NewHandler's or Inbox.Handler's
 var mux = http.NewServeMux()
