@@ -114,7 +114,15 @@ type RecoverOptions struct {
 	// [ErrCheckpointMismatch], naming each that differs with the
 	// checkpoint's value and the options' (a later Since is fine: a
 	// relative one such as "5 days ago" moves on between calls; one after
-	// the checkpoint's last event starts at Since, as a new run). Run one
+	// the checkpoint's last event starts at Since, as a new run). It
+	// does not keep which Stripe account listed it: a run with another
+	// account's API key (two accounts of one's own under one name) stops
+	// with [ErrCheckpointMismatch] (no *CheckpointMismatchError) as its
+	// listing passes the checkpoint's last event's second without that
+	// event, or ends, before any event created after it, the checkpoint
+	// not moved; not with OnlyUndelivered, whose listing may have lost
+	// that event to a delivery since. Name one checkpoint per Stripe
+	// account, and per connected account. Run one
 	// Recover per checkpoint at a time: two at once hand the same events
 	// twice (the later ones duplicates). A save never moves the checkpoint
 	// back to an event of an earlier second, so that a slower run does not
@@ -319,6 +327,9 @@ func (h *Handler) runRecovery(ctx context.Context, client *stripe.Client, opts R
 	if r.last.id != "" && r.last.created.Unix() >= r.since {
 		start, r.behind = r.last.created, true
 		r.since = max(r.since, r.last.created.Add(-RecoveryOverlap).Unix())
+		if !opts.OnlyUndelivered {
+			r.resumed = r.last
+		}
 	}
 	if oldest := now.Add(-RecoveryWindow); start.Before(oldest.Add(-recoveryLeeway)) {
 		what := "RecoverOptions.Since"
@@ -331,6 +342,9 @@ func (h *Handler) runRecovery(ctx context.Context, client *stripe.Client, opts R
 	report.Resumed = r.behind
 
 	err := r.walk(ctx)
+	if err == nil && r.resumed.id != "" {
+		err = r.notListed()
+	}
 	if saveErr := r.save(ctx); err == nil {
 		err = saveErr
 	}
@@ -409,6 +423,12 @@ type recovery struct {
 	saved   string              // the last event id the checkpoint holds
 	behind  bool                // listing again behind the checkpoint's last event: last stays
 	failed  bool                // an event failed: last stays before it
+	// resumed is the checkpoint's last event until the run lists it
+	// again: a listing that passes its second without it, or ends, is of
+	// another Stripe account than the checkpoint's (see notListed).
+	// Empty when the run continues no checkpoint, or lists only
+	// undelivered events (the event may have been delivered since).
+	resumed listedRef
 }
 
 // listedRef names a listed event.
@@ -796,7 +816,16 @@ func (r *recovery) handlePage(ctx context.Context, page eventPage) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := r.handle(ctx, &page.events[i]); err != nil {
+		ev := &page.events[i]
+		if r.resumed.id != "" {
+			switch {
+			case ev.env.ID == r.resumed.id:
+				r.resumed = listedRef{}
+			case ev.env.Created > r.resumed.created.Unix():
+				return r.notListed()
+			}
+		}
+		if err := r.handle(ctx, ev); err != nil {
 			return err
 		}
 	}
@@ -808,6 +837,20 @@ func (r *recovery) handlePage(ctx context.Context, page eventPage) error {
 		r.opts.OnPage(*r.report)
 	}
 	return nil
+}
+
+// notListed is the error of a run that continued a checkpoint and listed
+// past its last event's second, or to its end, without that event: the
+// Events API lists an event for 30 days, so the client is of another
+// Stripe account than the run that saved the checkpoint (two accounts of
+// one's own, each with its key, under one name), and listing on from the
+// other account's last event would miss every event before it. The run
+// stops before any event created after that second, the checkpoint not
+// moved.
+func (r *recovery) notListed() error {
+	return errorf("%w: checkpoint %q continues from event %s, created %s, which the Events API does not list to this client: "+
+		"a run with another Stripe account's API key saved it; name one checkpoint per Stripe account",
+		ErrCheckpointMismatch, r.opts.Checkpoint, r.resumed.id, r.resumed.created.UTC().Format(time.RFC3339))
 }
 
 // handle hands one event to the Handler, as a delivery.

@@ -82,6 +82,8 @@ fails the request on any other without asking its location.
 -checkpoint keeps, under a name, how far the run got: a run stopped by an
 error, a failed event or SIGINT continues there when run again with the same
 name and options. A checkpoint keeps its -account: name one per account.
+It does not keep which Stripe account's key listed it: name one per Stripe
+account too (a key of another continues none: exit 2).
 Progress shows the pages listed. It exits 1 when events failed to be stored
 (their ids are printed), 2 when -since is in the future or beyond the Events
 API's window, -mode is not live or test or the key is of the other mode,
