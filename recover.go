@@ -36,6 +36,12 @@ const RecoveryOverlap = 10 * time.Minute
 // early.
 const recoveryLeeway = time.Minute
 
+// relistMargin is how long before the end of RecoveryWindow a
+// checkpoint's last event must be for a run that continues the checkpoint
+// to require listing it again (RecoverOptions.Checkpoint): nearer the end,
+// the Events API may have let it go.
+const relistMargin = 24 * time.Hour
+
 // DefaultRecoverRate is RecoverOptions.RequestsPerSecond's default: well
 // under Stripe's limits of 25 requests per second for one endpoint (and
 // for all of a sandbox), and leaving room for the service's own calls,
@@ -121,8 +127,9 @@ type RecoverOptions struct {
 	// listing passes the checkpoint's last event's second without that
 	// event, or ends, before any event created after it, the checkpoint
 	// not moved; not with OnlyUndelivered, whose listing may have lost
-	// that event to a delivery since. Name one checkpoint per Stripe
-	// account, and per connected account. Run one
+	// that event to a delivery since, nor when that event is within a day
+	// of RecoveryWindow's end, when the Events API may have let it go.
+	// Name one checkpoint per Stripe account, and per connected account. Run one
 	// Recover per checkpoint at a time: two at once hand the same events
 	// twice (the later ones duplicates). A save never moves the checkpoint
 	// back to an event of an earlier second, so that a slower run does not
@@ -327,7 +334,7 @@ func (h *Handler) runRecovery(ctx context.Context, client *stripe.Client, opts R
 	if r.last.id != "" && r.last.created.Unix() >= r.since {
 		start, r.behind = r.last.created, true
 		r.since = max(r.since, r.last.created.Add(-RecoveryOverlap).Unix())
-		if !opts.OnlyUndelivered {
+		if !opts.OnlyUndelivered && r.last.created.After(now.Add(-RecoveryWindow+relistMargin)) {
 			r.resumed = r.last
 		}
 	}

@@ -83,3 +83,41 @@ func TestRecoverRefusesTheCheckpointOfAnotherStripeAccount(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoverContinuesACheckpointWhoseLastEventMayHaveGone: the Events API
+// keeps an event 30 days, so a checkpoint whose last event is within a day
+// of that end may continue with a listing that no longer has it: the run
+// goes on from it, as before there was a check, rather than taking the
+// listing for another Stripe account's. On both stores.
+func TestRecoverContinuesACheckpointWhoseLastEventMayHaveGone(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	old := now.Add(-idempotency.RecoveryWindow + 12*time.Hour)
+	paid := func(id string, at time.Time) []byte {
+		return idempotencytest.Derive(fixture(t, "invoice.paid"), map[string]any{"id": id, "created": at.Unix()})
+	}
+	for name, store := range bothStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			hs := idempotency.NewHandlers()
+			idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error { return nil })
+			h, err := idempotency.NewHandler(store, hs, idempotency.Config{Secrets: []string{"whsec_edge"}, Logger: discardLogger()})
+			require.NoError(t, err)
+			opts := idempotency.RecoverOptions{Since: old.Add(-time.Minute), Checkpoint: "edge", RequestsPerSecond: 100}
+
+			before := &idempotencytest.V1Events{}
+			before.AddUndelivered(paid("evt_edge_old", old))
+			rep, err := h.Recover(t.Context(), idempotencytest.NewStripeClient("sk_test_edge", before), opts)
+			require.NoError(t, err)
+			require.Equal(t, "evt_edge_old", rep.LastEventID)
+
+			after := &idempotencytest.V1Events{} // the Events API let evt_edge_old go
+			after.AddUndelivered(paid("evt_edge_new", now.Add(-time.Hour)))
+			rep, err = h.Recover(t.Context(), idempotencytest.NewStripeClient("sk_test_edge", after), opts)
+			require.NoError(t, err)
+			require.True(t, rep.Resumed)
+			require.Equal(t, 1, rep.Processed)
+			require.Equal(t, "evt_edge_new", rep.LastEventID)
+		})
+	}
+}
