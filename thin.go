@@ -39,7 +39,7 @@ func (h *Handler) serveThin(ctx context.Context, notification []byte, res *Resul
 		res.Err = errorf("%w: thin event notification: %w", ErrMalformedEvent, err)
 		return http.StatusBadRequest, bodyInvalidEvent
 	}
-	res.EventID, res.EventType = n.ID, n.Type
+	res.EventID, res.EventType, res.Account = n.ID, n.Type, n.Context
 	if n.Livemode != nil {
 		// Refused without a fetch, which a key of the endpoint's mode
 		// would fail (404) and Stripe retry for days; accept checks the
