@@ -976,6 +976,19 @@ func (res *Result) appendIDs(attrs []slog.Attr, more ...slog.Attr) []slog.Attr {
 	return append(attrs, more...)
 }
 
+// appendObject appends to attrs the object res is about and its
+// connected account, those known: under Connect an object id such as a
+// capability's card_payments is the same in every account.
+func (res *Result) appendObject(attrs []slog.Attr) []slog.Attr {
+	if res.ObjectID != "" {
+		attrs = append(attrs, slog.String("object_id", res.ObjectID))
+	}
+	if res.Account != "" {
+		attrs = append(attrs, slog.String("account", res.Account))
+	}
+	return attrs
+}
+
 // report logs a delivery or an inbox attempt, and calls onResult, then
 // observed (an Observer's done), those of them that are set.
 func report(ctx context.Context, log *slog.Logger, onResult, observed func(Result), res *Result) {
@@ -1007,13 +1020,7 @@ func report(ctx context.Context, log *slog.Logger, onResult, observed func(Resul
 			}
 		}
 		attrs = append(attrs, slog.Duration("duration", res.Duration))
-		attrs = res.appendIDs(attrs)
-		if res.ObjectID != "" {
-			attrs = append(attrs, slog.String("object_id", res.ObjectID))
-		}
-		if res.Account != "" {
-			attrs = append(attrs, slog.String("account", res.Account))
-		}
+		attrs = res.appendObject(res.appendIDs(attrs))
 		if res.Err != nil {
 			attrs = append(attrs, slog.String("error", maskedText(res.Err)))
 		}

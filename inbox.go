@@ -1566,13 +1566,8 @@ func (in *Inbox) logSuspect(ctx context.Context, row *inboxRow) {
 	if !in.log.Enabled(ctx, slog.LevelWarn) {
 		return
 	}
-	attrs := row.logIDs(slog.Int("attempt", row.Attempt))
-	if row.ObjectID != "" {
-		attrs = append(attrs, slog.String("object_id", row.ObjectID))
-	}
-	if row.Account != "" {
-		attrs = append(attrs, slog.String("account", row.Account))
-	}
+	object := Result{ObjectID: row.ObjectID, Account: row.Account}
+	attrs := object.appendObject(row.logIDs(slog.Int("attempt", row.Attempt)))
 	in.log.LogAttrs(ctx, slog.LevelWarn, "idempotency inbox: attempting, alone, what a worker held when its lease expired ("+leaseExpiredCause+"); if this process dies now, this is why", attrs...)
 }
 

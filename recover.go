@@ -126,7 +126,8 @@ type RecoverOptions struct {
 	// with [ErrCheckpointMismatch] (no *CheckpointMismatchError) as its
 	// listing passes the checkpoint's last event's second without that
 	// event, or ends, before any event created after it, the checkpoint
-	// not moved; not with OnlyUndelivered, whose listing may have lost
+	// not moved (the events of the RecoveryOverlap before it are handled
+	// by then); not with OnlyUndelivered, whose listing may have lost
 	// that event to a delivery since, nor when that event is within a day
 	// of RecoveryWindow's end, when the Events API may have let it go.
 	// Name one checkpoint per Stripe account, and per connected account. Run one
@@ -856,7 +857,7 @@ func (r *recovery) handlePage(ctx context.Context, page eventPage) error {
 // moved.
 func (r *recovery) notListed() error {
 	return errorf("%w: checkpoint %q continues from event %s, created %s, which the Events API does not list to this client: "+
-		"a run with another Stripe account's API key saved it; name one checkpoint per Stripe account",
+		"was it saved by a run with another Stripe account's API key? name one checkpoint per Stripe account",
 		ErrCheckpointMismatch, r.opts.Checkpoint, r.resumed.id, r.resumed.created.UTC().Format(time.RFC3339))
 }
 
@@ -899,12 +900,9 @@ func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
 			rep.FailedIDs = append(rep.FailedIDs, ev.env.ID)
 		}
 		r.failed = true
-		attrs := []slog.Attr{slog.String("event_id", ev.env.ID), slog.String("event_type", ev.env.Type)}
-		if ev.env.Account != "" {
-			attrs = append(attrs, slog.String("account", ev.env.Account))
-		}
+		ids := Result{EventID: res.EventID, EventType: res.EventType, Account: res.Account} // as Recover's other lines, no object id
 		r.h.log.LogAttrs(ctx, slog.LevelError, "stripe recovery: event failed; the checkpoint stays before it",
-			append(attrs, slog.String("outcome", string(res.Outcome)), slog.String("error", maskedText(res.Err)))...)
+			ids.appendObject(ids.appendIDs(nil, slog.String("outcome", string(res.Outcome)), slog.String("error", maskedText(res.Err))))...)
 		return nil
 	}
 	if r.behind && (ev.env.ID == r.last.id || ev.env.Created > r.last.created.Unix()) {

@@ -37,7 +37,10 @@ func TestResultNamesTheAccount(t *testing.T) {
 		t.Run(storeName, func(t *testing.T) {
 			t.Parallel()
 			hs := idempotency.NewHandlers()
-			idempotency.On(hs, "capability.updated", func(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error {
+			idempotency.On(hs, "capability.updated", func(_ context.Context, tx idempotency.Tx, _ idempotency.Event[json.RawMessage]) error {
+				if tx.EventID() == "evt_applied_card_payments" {
+					return nil
+				}
 				return errors.New("downstream refused")
 			})
 			var mu sync.Mutex
@@ -54,6 +57,9 @@ func TestResultNamesTheAccount(t *testing.T) {
 			require.Equal(t, http.StatusInternalServerError, a.Status)
 			a = idempotencytest.Deliver(h, own, testSecret)
 			require.Equal(t, http.StatusInternalServerError, a.Status)
+			applied := eventWith(t, eventWith(t, fixture(t, "capability.updated"), "id", "evt_applied_card_payments"), "created", time.Now().Add(-time.Hour).Unix())
+			a = idempotencytest.Deliver(h, applied, testSecret)
+			require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, a.Body)
 
 			clock := idempotencytest.NewClock(time.Now())
 			inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Now: clock.Now, Logger: logger, OnResult: onResult})
@@ -67,7 +73,7 @@ func TestResultNamesTheAccount(t *testing.T) {
 
 			mu.Lock()
 			defer mu.Unlock()
-			require.Len(t, results, 3)
+			require.Len(t, results, 4)
 			byID := map[string]idempotency.Result{}
 			for _, r := range results {
 				byID[r.EventID] = r
@@ -88,7 +94,9 @@ func TestResultNamesTheAccount(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, recovered, 1)
 			require.Equal(t, ev.Account, recovered[0].Account, "a recovered event's")
-			// The event of a delivery applied already: listed a duplicate.
+			// The event a delivery applied already, listed: a duplicate; and
+			// the inbox's failed event, listed: failed again.
+			api.Add(applied)
 			api.Add(eventWith(t, queued, "created", time.Now().Add(-time.Hour).Unix()))
 			recovered = nil
 			_, err = h.Recover(t.Context(), idempotencytest.NewStripeClient("sk_test_recover", api), idempotency.RecoverOptions{
@@ -96,10 +104,17 @@ func TestResultNamesTheAccount(t *testing.T) {
 				OnEvent: func(r idempotency.Result) { recovered = append(recovered, r) },
 			})
 			require.NoError(t, err)
-			require.Len(t, recovered, 2)
+			require.Len(t, recovered, 3)
+			outcomes := map[string]idempotency.Outcome{}
 			for _, r := range recovered {
 				require.Equal(t, ev.Account, r.Account, "%s, %s", r.EventID, r.Outcome)
+				outcomes[r.EventID] = r.Outcome
 			}
+			require.Equal(t, map[string]idempotency.Outcome{
+				"evt_recovered_card_payments": idempotency.OutcomeFailed,
+				"evt_applied_card_payments":   idempotency.OutcomeDuplicate,
+				"evt_queued_card_payments":    idempotency.OutcomeFailed,
+			}, outcomes)
 
 			lines := map[string]map[string]any{}
 			dec := json.NewDecoder(strings.NewReader(logs.String()))

@@ -68,7 +68,8 @@ type TaskRun[T any] struct {
 	// incompatibly since they were enqueued) dead-letter the task at once,
 	// its func not called, with an error that names the field and the
 	// types, never a value: change T compatibly. A field whose JSON name
-	// changed decodes as encoding/json decodes a field absent from the
+	// changed (other than in letter case alone, which encoding/json
+	// matches either way) decodes as encoding/json decodes one absent from the
 	// JSON, as its zero value, the stored value ignored and nothing
 	// reported: keep a field's name while tasks stored before may run.
 	Args T
@@ -105,9 +106,9 @@ const maxTaskKeyLen = 200
 // snapshot.
 //
 // The name is in the task's id and its [TaskRun.IdempotencyKey]: a
-// release that renames a task makes another one, which is enqueued and
-// run again, with another idempotency key, for a key the old name ran
-// for; and the stored tasks of a name no release registers any more fail
+// release that renames a task makes another one, which a later event
+// enqueues and runs again, with another idempotency key, for a key the
+// old name ran for; and the stored tasks of a name no release registers any more fail
 // with [ErrTaskNotRegistered] until they are dead-lettered.
 //
 // NewTask panics on a programming error, as [On] does: a name that is not

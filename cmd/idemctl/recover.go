@@ -83,7 +83,10 @@ fails the request on any other without asking its location.
 error, a failed event or SIGINT continues there when run again with the same
 name and options. A checkpoint keeps its -account: name one per account.
 It does not keep which Stripe account's key listed it: name one per Stripe
-account too (a key of another continues none: exit 2).
+account too (a key of another is refused, exit 2, once its listing passes
+the checkpoint's last event without it, the events of the 10 minutes
+before stored already; not with -only-undelivered, nor for a last event
+within a day of the 30 days' end).
 Progress shows the pages listed. It exits 1 when events failed to be stored
 (their ids are printed), 2 when -since is in the future or beyond the Events
 API's window, -mode is not live or test or the key is of the other mode,

@@ -37,5 +37,5 @@ func TestRecoverCheckpointOfAnotherStripeAccount(t *testing.T) {
 
 	help := idemctl(t, nil, nil, "recover", "-h")
 	require.Contains(t, strings.Join(strings.Fields(help.stdout+help.stderr), " "),
-		"name one per Stripe account too (a key of another continues none: exit 2)")
+		"name one per Stripe account too (a key of another is refused, exit 2,")
 }
