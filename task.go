@@ -81,7 +81,11 @@ type TaskRun[T any] struct {
 	// "customer")), and sends each with the same parameters on every
 	// attempt, as Stripe refuses a key sent again to another endpoint or
 	// with other parameters. Stripe answers a retry with the answer it
-	// saved for the key, a decline or a 500 included, for a day.
+	// saved for the key, a decline or a 500 included, for a day. Nothing
+	// else goes into it, not the store: two services (or two stores of
+	// one) that call one Stripe account from tasks of one name for one
+	// key send the same key, and the second is answered the first's
+	// answer; give their tasks names of their own.
 	IdempotencyKey string
 	// Attempt counts the attempts since the task was enqueued or last
 	// redriven (a redrive gives it a fresh budget, starting again at 1),
