@@ -1,12 +1,10 @@
 package idempotency_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
@@ -20,28 +18,18 @@ import (
 // fetched event was accepted.
 func TestThinDeliveryResultNamesTheAccount(t *testing.T) {
 	t.Parallel()
-	hs := idempotency.NewHandlers()
-	idempotency.On(hs, thinType, func(context.Context, idempotency.Tx, idempotency.Event[stripe.V1BillingMeterErrorReportTriggeredEventData]) error {
-		return nil
-	})
 	api := idempotencytest.NewV2Events()
-	var res idempotency.Result
-	h, err := idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{
-		Secrets: []string{testSecret}, Logger: discardLogger(),
-		StripeClient: idempotencytest.NewStripeClient("sk_test_123", api),
-		OnResult:     func(r idempotency.Result) { res = r },
-	})
-	require.NoError(t, err)
+	h, res := newThinResultHandler(t, api)
 
 	held := idempotencytest.ThinEvent{ID: "evt_thin_held", Type: thinType, Context: "acct_1"}
 	a := idempotencytest.Deliver(h, api.Add(held), testSecret)
 	require.Equal(t, http.StatusOK, a.Status, a.Body)
-	require.Equal(t, "acct_1", res.Account, "applied")
+	require.Equal(t, "acct_1", res().Account, "applied")
 
 	other := idempotencytest.NewV2Events() // signs a notification of an event the API does not hold
 	missing := idempotencytest.ThinEvent{ID: "evt_thin_missing", Type: thinType, Context: "acct_2"}
 	a = idempotencytest.Deliver(h, other.Add(missing), testSecret)
 	require.Equal(t, http.StatusInternalServerError, a.Status, a.Body)
-	require.ErrorIs(t, res.Err, idempotency.ErrStripeAPI)
-	require.Equal(t, "acct_2", res.Account, "the fetch failed")
+	require.ErrorIs(t, res().Err, idempotency.ErrStripeAPI)
+	require.Equal(t, "acct_2", res().Account, "the fetch failed")
 }
