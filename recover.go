@@ -130,8 +130,8 @@ type RecoverOptions struct {
 	// by then); not with OnlyUndelivered, whose listing may have lost
 	// that event to a delivery since, nor when that event is within a day
 	// of RecoveryWindow's end, when the Events API may have let it go.
-	// Name one checkpoint per Stripe account, and per connected account. Run one
-	// Recover per checkpoint at a time: two at once hand the same events
+	// Name one checkpoint per Stripe account, and per connected account.
+	// Run one Recover per checkpoint at a time: two at once hand the same events
 	// twice (the later ones duplicates). A save never moves the checkpoint
 	// back to an event of an earlier second, so that a slower run does not
 	// undo a faster one's progress. Empty keeps no checkpoint. A name
@@ -162,14 +162,14 @@ type RecoverOptions struct {
 	// OnEvent, when set, is called once for each event RecoverReport.Listed
 	// counts, after it is handled, on Recover's goroutine, with its
 	// Result: EventID, EventType (of a malformed event too, as listed),
-	// ObjectID, Account, Outcome (a duplicate's too), Err, SkipReason, and Duration,
-	// from the check for its claim to its outcome, as a delivery's, to
-	// feed one latency histogram with both; Status is 0 and Attempt 0. An
-	// event whose store was unavailable, which the next run lists again,
-	// is not reported. Config.OnResult is not called for recovered events:
-	// this is the place to count them, by type for instance, to see which
-	// of Types the Events API listed no event for (it answers a misspelt
-	// type with no events, not an error).
+	// ObjectID, Account, Outcome (a duplicate's too), Err, SkipReason, and
+	// Duration, from the check for its claim to its outcome, as a
+	// delivery's, to feed one latency histogram with both; Status is 0 and
+	// Attempt 0. An event whose store was unavailable, which the next run
+	// lists again, is not reported. Config.OnResult is not called for
+	// recovered events: this is the place to count them, by type for
+	// instance, to see which of Types the Events API listed no event for
+	// (it answers a misspelt type with no events, not an error).
 	OnEvent func(Result)
 }
 
@@ -336,7 +336,7 @@ func (h *Handler) runRecovery(ctx context.Context, client *stripe.Client, opts R
 		start, r.behind = r.last.created, true
 		r.since = max(r.since, r.last.created.Add(-RecoveryOverlap).Unix())
 		if !opts.OnlyUndelivered && r.last.created.After(now.Add(-RecoveryWindow+relistMargin)) {
-			r.resumed = r.last
+			r.relist = true
 		}
 	}
 	if oldest := now.Add(-RecoveryWindow); start.Before(oldest.Add(-recoveryLeeway)) {
@@ -350,7 +350,7 @@ func (h *Handler) runRecovery(ctx context.Context, client *stripe.Client, opts R
 	report.Resumed = r.behind
 
 	err := r.walk(ctx)
-	if err == nil && r.resumed.id != "" {
+	if err == nil && r.relist && r.behind {
 		err = r.notListed()
 	}
 	if saveErr := r.save(ctx); err == nil {
@@ -431,12 +431,13 @@ type recovery struct {
 	saved   string              // the last event id the checkpoint holds
 	behind  bool                // listing again behind the checkpoint's last event: last stays
 	failed  bool                // an event failed: last stays before it
-	// resumed is the checkpoint's last event until the run lists it
-	// again: a listing that passes its second without it, or ends, is of
-	// another Stripe account than the checkpoint's (see notListed).
-	// Empty when the run continues no checkpoint, or lists only
-	// undelivered events (the event may have been delivered since).
-	resumed listedRef
+	// relist: the run must list the checkpoint's last event again; still
+	// behind at an event created after that event's second, or at the
+	// listing's end, it is of another Stripe account than the
+	// checkpoint's (see notListed). False with OnlyUndelivered (the event
+	// may have been delivered since) and for an event within relistMargin
+	// of RecoveryWindow's end.
+	relist bool
 }
 
 // listedRef names a listed event.
@@ -825,13 +826,11 @@ func (r *recovery) handlePage(ctx context.Context, page eventPage) error {
 			return err
 		}
 		ev := &page.events[i]
-		if r.resumed.id != "" {
-			switch {
-			case ev.env.ID == r.resumed.id:
-				r.resumed = listedRef{}
-			case ev.env.Created > r.resumed.created.Unix():
+		if r.behind && (ev.env.ID == r.last.id || ev.env.Created > r.last.created.Unix()) {
+			if r.relist && ev.env.ID != r.last.id {
 				return r.notListed()
 			}
+			r.behind = false // at or past the checkpoint's last event: it moves from here
 		}
 		if err := r.handle(ctx, ev); err != nil {
 			return err
@@ -858,7 +857,7 @@ func (r *recovery) handlePage(ctx context.Context, page eventPage) error {
 func (r *recovery) notListed() error {
 	return errorf("%w: checkpoint %q continues from event %s, created %s, which the Events API does not list to this client: "+
 		"was it saved by a run with another Stripe account's API key? name one checkpoint per Stripe account",
-		ErrCheckpointMismatch, r.opts.Checkpoint, r.resumed.id, r.resumed.created.UTC().Format(time.RFC3339))
+		ErrCheckpointMismatch, r.opts.Checkpoint, r.last.id, r.last.created.UTC().Format(time.RFC3339))
 }
 
 // handle hands one event to the Handler, as a delivery.
@@ -904,9 +903,6 @@ func (r *recovery) handle(ctx context.Context, ev *listedEvent) error {
 		r.h.log.LogAttrs(ctx, slog.LevelError, "stripe recovery: event failed; the checkpoint stays before it",
 			ids.appendObject(ids.appendIDs(nil, slog.String("outcome", string(res.Outcome)), slog.String("error", maskedText(res.Err))))...)
 		return nil
-	}
-	if r.behind && (ev.env.ID == r.last.id || ev.env.Created > r.last.created.Unix()) {
-		r.behind = false // at or past the checkpoint's last event: it moves from here
 	}
 	if !r.failed && !r.behind {
 		r.last = listedRef{id: ev.env.ID, created: time.Unix(ev.env.Created, 0)}

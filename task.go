@@ -69,9 +69,10 @@ type TaskRun[T any] struct {
 	// its func not called, with an error that names the field and the
 	// types, never a value: change T compatibly. A field whose JSON name
 	// changed (other than in letter case alone, which encoding/json
-	// matches either way) decodes as encoding/json decodes one absent from the
-	// JSON, as its zero value, the stored value ignored and nothing
-	// reported: keep a field's name while tasks stored before may run.
+	// matches either way) decodes as encoding/json decodes one absent
+	// from the JSON, as its zero value, the stored value ignored and
+	// nothing reported: keep a field's name while tasks stored before may
+	// run.
 	Args T
 	// IdempotencyKey is the same for every attempt of the task, derived
 	// from its name and key: the name, a "-" and 64 lowercase hex digits,
@@ -112,8 +113,8 @@ const maxTaskKeyLen = 200
 // The name is in the task's id and its [TaskRun.IdempotencyKey]: a
 // release that renames a task makes another one, which a later event
 // enqueues and runs again, with another idempotency key, for a key the
-// old name ran for; and the stored tasks of a name no release registers any more fail
-// with [ErrTaskNotRegistered] until they are dead-lettered.
+// old name ran for; and the stored tasks of a name no release registers
+// any more fail with [ErrTaskNotRegistered] until they are dead-lettered.
 //
 // NewTask panics on a programming error, as [On] does: a name that is not
 // 1 to 100 of a-z, 0-9, '.', '_' and '-' (starting with a letter or a

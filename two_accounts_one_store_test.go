@@ -90,16 +90,13 @@ func TestInboxesOfOneStoreApplyEachOthersEvents(t *testing.T) {
 			require.Zero(t, n, "nothing is left for the EU inbox")
 		})
 	}
-	stores := map[string]func(t *testing.T) idempotency.Store{
-		"memory":   func(*testing.T) idempotency.Store { return idempotency.NewMemoryStore() },
-		"postgres": func(t *testing.T) idempotency.Store { return newPgBackend(t, idempotency.PgxConfig{}).store },
-	}
-	for name, newStore := range stores {
+	usStores, euStores := bothStores(t), bothStores(t)
+	for name, usStore := range usStores {
 		t.Run(name+"/a store each", func(t *testing.T) {
 			t.Parallel()
 			var applied sync.Map
 			clock := idempotencytest.NewClock(time.Now())
-			us, eu := setUp(t, newStore(t), newStore(t), clock, &applied)
+			us, eu := setUp(t, usStore, euStores[name], clock, &applied)
 			deliverEU(t, eu)
 			n, err := us.inbox.WorkDue(t.Context())
 			require.NoError(t, err)
