@@ -239,12 +239,13 @@ func (e *fetchUnavailableError) Unwrap() error { return e.err }
 //     processes. Within one process a synchronous delivery is also covered
 //     by a committed fetch in its store that started after it arrived, on
 //     the process's monotonic clock, before it takes a number or the lock:
-//     the wait for a pooled connection does not make it fetch again. A storm of updates
-//     about one subscription costs one fetch in inbox mode, where events of
-//     one object are applied one after the other; 100 concurrent
-//     synchronous deliveries cost 1–4 fetches on every store configuration
-//     of the conformance suite. Deliveries that come one after the other
-//     fetch each time.
+//     the wait for a pooled connection does not make it fetch again. A
+//     backlog of updates about one subscription costs one fetch in inbox
+//     mode, where events of one object are applied one after the other;
+//     100 concurrent synchronous deliveries cost 1–4 fetches on every
+//     store configuration of the conformance suite. Events stored, or
+//     deliveries made, one after the other, each after the fetch before
+//     it, fetch each time, in both modes.
 //  3. Otherwise fetch gets the object, within [FetchTimeout], as the
 //     event's connected account, and fn runs with ev.Object set to it (ev.Raw
 //     is still the payload). A fetch error fails the event: the
