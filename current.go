@@ -262,10 +262,14 @@ func (e *fetchUnavailableError) Unwrap() error { return e.err }
 //     (a canceled subscription, a deleted customer) are fetched and the
 //     handler sees that state; those it deletes for good (a product, a
 //     coupon) are not, and their .deleted events are skipped: register
-//     those types with [On]. A key of the other mode than the events' (a
-//     test key for live events) is answered 404 resource_missing for every
-//     object, saying that the object exists in the other mode: that 404 is
-//     a fetch error, not ErrObjectNotFound, and fails the event. An event
+//     those types with [On]. In synchronous mode that handler does not
+//     wait for the object's lock, and fn writing a state fetched just
+//     before the deletion brings the object back: mark it deleted rather
+//     than delete it, and have fn leave a marked object alone. A key of
+//     the other mode than the events' (a test key for live events) is
+//     answered 404 resource_missing for every object, saying that the
+//     object exists in the other mode: that 404 is a fetch error, not
+//     ErrObjectNotFound, and fails the event. An event
 //     that names no object (a thin event without related_object) is
 //     skipped without a fetch ("the event names no object to fetch").
 //
