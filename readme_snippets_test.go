@@ -400,7 +400,7 @@ var (tx idempotency.Tx; inv *stripe.Invoice) // an owner's handler's, its ev.Obj
 	"## Current state: refetch, don't trust the payload #1": {decls: `
 var hs = idempotency.NewHandlers()
 `},
-	"## Current state: refetch, don't trust the payload #2": {decls: `
+	"## Current state: refetch, don't trust the payload #3": {decls: `
 var hs = idempotency.NewHandlers()
 var client *stripe.Client
 var fetchCustomer = idempotency.Retrieve(client.V1Customers.Retrieve) // as the block's comment says
