@@ -602,7 +602,9 @@ func (e *SnoozeError) Error() string { return fmt.Sprintf("idempotency: snoozed 
 // failed: with 0, Run takes it again as soon as a worker is free, and
 // [Inbox.WorkDue] runs it once per call. Returned from an event handler it
 // is an ordinary error, as [Permanent] is: the attempt counts, and the event
-// is due again after the backoff, not after d.
+// is due again after the backoff, not after d. The snooze is d exactly:
+// tasks a provider's limit refused together come due together, and call
+// it again together; add a jitter of your own to d to spread them.
 func Snooze(d time.Duration) error {
 	return &SnoozeError{After: max(d, 0)}
 }
