@@ -32,9 +32,10 @@ type Config struct {
 	// the old and the new secret while rolling one, or the secrets of several
 	// endpoints that share the route. Required: at least one, and each
 	// neither empty, nor with white space at its ends (a line end read
-	// from a file would fail every signature), nor a Stripe API key
-	// (sk_live_..., sk_test_..., and the rk_ and pk_ ones alike). The
-	// slice is copied.
+	// from a file would fail every signature) or a quote (an env file
+	// read with its quotes kept, as docker's --env-file does), nor a
+	// Stripe API key (sk_live_..., sk_test_..., and the rk_ and pk_ ones
+	// alike). The slice is copied.
 	Secrets []string
 
 	// Tolerance is how far the signature's timestamp may lie from this
@@ -494,6 +495,11 @@ func checkSecrets(secrets []string) error {
 		case strings.TrimSpace(s) != s:
 			// A newline from an env file would fail every signature.
 			return errorf("Config.Secrets[%d] has leading or trailing white space", i)
+		case strings.ContainsAny(s[:1]+s[len(s)-1:], "\"'`"):
+			// An env file whose quotes were kept (docker's --env-file
+			// keeps them) would fail every signature.
+			return errorf("Config.Secrets[%d] is in quotes, which no signing secret has: "+
+				"remove them (an env file read with its quotes kept, as docker's --env-file does)", i)
 		case isAPIKey(s):
 			return errorf("Config.Secrets[%d] is a Stripe API key, not a webhook signing secret: "+
 				"use the endpoint's signing secret (whsec_..., from the Dashboard's webhook page or `stripe listen`), and keep the API key out of the webhook's configuration", i)
