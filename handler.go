@@ -491,7 +491,8 @@ func checkSecrets(secrets []string) error {
 	for i, s := range secrets {
 		switch {
 		case strings.TrimSpace(s) == "":
-			return errorf("Config.Secrets[%d] is empty", i)
+			return errorf("Config.Secrets[%d] is empty (an environment variable not set?): "+
+				"give the endpoint's signing secret (whsec_..., from the Dashboard's webhook page or `stripe listen`)", i)
 		case strings.TrimSpace(s) != s:
 			// A newline from an env file would fail every signature.
 			return errorf("Config.Secrets[%d] has leading or trailing white space", i)
