@@ -1434,8 +1434,14 @@ func dateStyleHint(err error) error {
 // are its own.
 func (s *PgxStore) notMigratedHint(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == pgUndefinedColumn ||
-		pgErr.Code == pgUndefinedTable && strings.Contains(pgErr.Message, "idempotency_")) {
+	switch {
+	case !errors.As(err, &pgErr):
+	case pgErr.Code == pgUndefinedTable && strings.Contains(pgErr.Message, "idempotency_"):
+		// A worker whose Schema is not the HTTP process's, migrated,
+		// would poll an empty inbox of its own: name that cure too.
+		return errorf("%w (the store's tables are missing from schema %q, or older than this release: run PgxStore.Migrate on it first, "+
+			"or set PgxConfig.Schema to the schema the service's other processes use)", err, s.cfg.Schema)
+	case pgErr.Code == pgUndefinedColumn:
 		return errorf("%w (the store's tables are missing from schema %q, or older than this release: run PgxStore.Migrate on it first)", err, s.cfg.Schema)
 	}
 	return err
