@@ -403,6 +403,7 @@ func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
 	}
 	hs.take("NewHandler")
 	h.dispatcher = newDispatcher(store, hs, !h.cfg.DisableFastDecoder, h.cfg.Timeout)
+	hs.warnUnknownTypes(h.log, "NewHandler")
 	return h, nil
 }
 

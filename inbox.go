@@ -399,6 +399,7 @@ func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
 	}
 	in.obs = handlerObserverOf(cfg.Observer, in.log)
 	hs.addInbox(in) // committed tasks wake its workers
+	hs.warnUnknownTypes(in.log, "NewInbox")
 	return in, nil
 }
 

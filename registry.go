@@ -3,6 +3,7 @@ package idempotency
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/seed-a84bb619/idempotency/internal/decode"
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
+	"github.com/seed-a84bb619/idempotency/internal/eventtypes"
 )
 
 // EventFunc handles the events of one type. It runs inside the transaction that
@@ -99,7 +101,10 @@ func NewHandlers() *Handlers {
 // stripe.V2BaseEvent it embeds), never given the data it would decode,
 // or a registration after [NewHandler] or [NewInbox] took its snapshot of
 // hs, which would answer the type's events ignored.
-// [OnSafely] returns the error instead.
+// [OnSafely] returns the error instead. A type the stripe-go the module
+// builds with does not know is registered (Stripe may have added it
+// since), and [NewHandler] and [NewInbox] log it at Warn, with the known
+// type it is likely a misspelling of.
 func On[T any](hs *Handlers, eventType string, fn EventFunc[T]) {
 	if err := OnSafely(hs, eventType, fn); err != nil {
 		panic(err)
@@ -232,6 +237,27 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 		},
 	}
 	return nil
+}
+
+// warnUnknownTypes logs, at Warn, each event type with a handler that
+// the stripe-go the module builds with does not know, naming the known
+// type it is likely a misspelling of: a handler for invoice.payed never
+// runs, and the events of invoice.paid are answered ignored, 200, and
+// not sent again. fn is the function that took the snapshot. A type
+// newer than stripe-go is served all the same.
+func (hs *Handlers) warnUnknownTypes(log *slog.Logger, fn string) {
+	for _, t := range hs.EventTypes() {
+		if eventtypes.Known(t) {
+			continue
+		}
+		attrs := []slog.Attr{slog.String("event_type", t), slog.String("registered_before", fn)}
+		if near, ok := eventtypes.Nearest(t); ok {
+			attrs = append(attrs, slog.String("did_you_mean", near))
+		}
+		log.LogAttrs(context.Background(), slog.LevelWarn, "idempotency: a handler's event type is not one stripe-go knows: check its spelling. "+
+			"Stripe sends no event of a misspelt type, and the events of the type meant are answered ignored (200) and not sent again; "+
+			"a type newer than stripe-go is served", attrs...)
+	}
 }
 
 // EventTypes returns the event types that have a handler, sorted; none
