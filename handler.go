@@ -860,6 +860,11 @@ func signatureTimestamp(header string) (ts time.Time, ok bool) {
 	return ts, ok
 }
 
+// moveEndpointCure is what to do about an endpoint of another API version
+// than Config.APIVersion: Stripe changes no endpoint's version in place.
+const moveEndpointCure = "make a second endpoint at Config.APIVersion, with both secrets in Config.Secrets, and delete the old one " +
+	"once the new one delivers; or set Config.APIVersion to the endpoint's once the handlers' types match it"
+
 // checkAPIVersion compares the event's API version with the release train
 // of Config.APIVersion (stripe-go's by default), as stripe-go's
 // webhook.ConstructEvent does with its own, but warns instead of failing
@@ -869,14 +874,13 @@ func (h *Handler) checkAPIVersion(ctx context.Context, env *envelope.Envelope) e
 		return nil
 	}
 	if h.cfg.StrictAPIVersion {
-		return errorf("%w: event %s has API version %q, Config.APIVersion is %q",
-			ErrAPIVersionMismatch, env.ID, env.APIVersion, h.cfg.APIVersion)
+		return errorf("%w: event %s has API version %q, Config.APIVersion is %q: %s",
+			ErrAPIVersionMismatch, env.ID, env.APIVersion, h.cfg.APIVersion, moveEndpointCure)
 	}
 	if _, seen := h.warnedVersions.LoadOrStore(env.APIVersion, true); !seen {
 		h.log.LogAttrs(ctx, slog.LevelWarn,
 			"stripe webhook: event API version differs from Config.APIVersion (another release train); accepting and decoding best-effort. "+
-				"Pin the endpoint to Config.APIVersion, or set Config.APIVersion to the endpoint's once the handlers' types match it; "+
-				"Config.StrictAPIVersion rejects such events",
+				moveEndpointCure+". Config.StrictAPIVersion rejects such events",
 			slog.String("api_version", env.APIVersion), slog.String("config_api_version", h.cfg.APIVersion),
 			slog.String("event_id", env.ID), slog.String("event_type", env.Type))
 	}
