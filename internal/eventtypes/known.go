@@ -1,7 +1,12 @@
 // The event types of stripe-go v82.5.1: its EventType constants
 // (event.go) and the thin event types of its ConvertRawEvent
 // (v2_events.go). TestKnownMatchesStripeGo fails when they differ from
-// those of the stripe-go go.mod selects.
+// those of the stripe-go go.mod selects. The list between the braces is
+// what this prints, in the module's directory:
+//
+//	d=$(go list -m -f '{{.Dir}}' github.com/stripe/stripe-go/v82)
+//	grep -ohE 'EventType = "[^"]+"|case "[^"]+"' $d/event.go $d/v2_events.go |
+//		sed -E 's/.*"(.*)"/\t"\1",/' | sort -u
 
 package eventtypes
 
