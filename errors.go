@@ -218,7 +218,7 @@ var (
 	ErrInvalidKey = errors.New("idempotency: invalid key")
 	// ErrTxDone: a [Tx] was used after its transaction ended, e.g. from a
 	// goroutine that outlived the handler.
-	ErrTxDone = errors.New("idempotency: transaction already ended")
+	ErrTxDone = errors.New("idempotency: transaction already ended: a Tx is its handler's and ends when the handler returns")
 	// ErrTxBusy: a statement of a [Tx] was started while another of the
 	// same transaction was running, from another goroutine, or while the
 	// rows of an earlier query (through [PgxTx]) were still open. A
