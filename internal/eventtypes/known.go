@@ -6,7 +6,7 @@
 //
 //	d=$(go list -m -f '{{.Dir}}' github.com/stripe/stripe-go/v82)
 //	grep -ohE 'EventType = "[^"]+"|case "[^"]+"' $d/event.go $d/v2_events.go |
-//		sed -E 's/.*"(.*)"/\t"\1",/' | sort -u
+//		sed -E 's/.*"(.*)"/\t"\1",/' | LC_ALL=C sort -u
 
 package eventtypes
 
