@@ -18,7 +18,8 @@ import (
 // again: nothing said so. NewHandler and NewInbox log, at Warn, each
 // registered type the stripe-go they are built with does not know, with
 // the known type it is likely a misspelling of; a type newer than
-// stripe-go is still registered and served. Known types log nothing.
+// stripe-go is still registered and served. Known types log nothing, and
+// a Handlers the second of them is built from logs nothing again.
 func TestNewHandlerWarnsOfAnEventTypeStripeGoDoesNotKnow(t *testing.T) {
 	t.Parallel()
 	fn := func(context.Context, idempotency.Tx, idempotency.Event[serviceObject]) error { return nil }
@@ -76,4 +77,14 @@ func TestNewHandlerWarnsOfAnEventTypeStripeGoDoesNotKnow(t *testing.T) {
 		idempotency.Config{Secrets: []string{testSecret}, Logger: logger(&logs)})
 	require.NoError(t, err)
 	require.Empty(t, logs.String())
+
+	// A Handler and an Inbox of one Handlers (synchronous mode with tasks)
+	// warn once: the types cannot change after the first.
+	logs.Reset()
+	hs := newHandlers(types...)
+	_, err = idempotency.NewHandler(idempotency.NewMemoryStore(), hs, idempotency.Config{Secrets: []string{testSecret}, Logger: logger(&logs)})
+	require.NoError(t, err)
+	_, err = idempotency.NewInbox(idempotency.NewMemoryStore(), hs, idempotency.InboxConfig{Logger: logger(&logs)})
+	require.NoError(t, err)
+	requireWarned(warnings(&logs), "NewHandler")
 }

@@ -52,6 +52,10 @@ type Handlers struct {
 	// set (see checkOn). Snapshots may be taken concurrently (parallel
 	// tests sharing one Handlers), which only read hs otherwise.
 	taken atomic.Pointer[string]
+	// warned is set once warnUnknownTypes has logged: the types cannot
+	// change after the first snapshot, and a service that builds a
+	// Handler and an Inbox of one Handlers hears of them once.
+	warned atomic.Bool
 }
 
 // take records that fn takes a snapshot of hs's handlers.
@@ -244,8 +248,12 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 // type it is likely a misspelling of: a handler for invoice.payed never
 // runs, and the events of invoice.paid are answered ignored, 200, and
 // not sent again. fn is the function that took the snapshot. A type
-// newer than stripe-go is served all the same.
+// newer than stripe-go is served all the same. Only the first call for
+// hs logs.
 func (hs *Handlers) warnUnknownTypes(log *slog.Logger, fn string) {
+	if !hs.warned.CompareAndSwap(false, true) {
+		return
+	}
 	for _, t := range hs.EventTypes() {
 		if eventtypes.Known(t) {
 			continue
