@@ -352,7 +352,7 @@ func TestReadmeQuotesTheCodesTexts(t *testing.T) {
 		"the platform has no access to the connected account",
 		"run PgxStore.Migrate on it first",
 		"or set PgxConfig.Schema to the schema the service's other processes use",
-		"a handler's event type is not one stripe-go knows: check its spelling",
+		"and is one or two letters from one it knows: check its spelling",
 		"lease expired after attempt",
 		"its worker died, hung or lost its connection, or the clocks of the replicas disagree",
 		"due at its next attempt",

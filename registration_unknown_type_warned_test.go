@@ -18,8 +18,10 @@ import (
 // again: nothing said so. NewHandler and NewInbox log, at Warn, each
 // registered type the stripe-go they are built with does not know, with
 // the known type it is likely a misspelling of; a type newer than
-// stripe-go is still registered and served. Known types log nothing, and
-// a Handlers the second of them is built from logs nothing again.
+// stripe-go is still registered and served, and one far from every known
+// type, more likely a newer one, is logged at Info. Known types log
+// nothing, and a Handlers the second of them is built from logs nothing
+// again.
 func TestNewHandlerWarnsOfAnEventTypeStripeGoDoesNotKnow(t *testing.T) {
 	t.Parallel()
 	fn := func(context.Context, idempotency.Tx, idempotency.Event[serviceObject]) error { return nil }
@@ -35,7 +37,6 @@ func TestNewHandlerWarnsOfAnEventTypeStripeGoDoesNotKnow(t *testing.T) {
 		for line := range bytes.Lines(logs.Bytes()) {
 			var m map[string]any
 			require.NoError(t, json.Unmarshal(line, &m))
-			require.Equal(t, "WARN", m["level"])
 			lines = append(lines, m)
 		}
 		return lines
@@ -45,15 +46,20 @@ func TestNewHandlerWarnsOfAnEventTypeStripeGoDoesNotKnow(t *testing.T) {
 		require.Len(t, lines, 2, "%v", lines)
 		byType := map[string]map[string]any{}
 		for _, m := range lines {
-			require.Contains(t, m["msg"], "not one stripe-go knows: check its spelling")
-			require.Equal(t, fn, m["registered_before"])
+			require.Contains(t, m["msg"], "not one stripe-go v82.5.1 knows")
+			require.Equal(t, fn, m["checked_by"])
 			byType[m["event_type"].(string)] = m
 		}
+		// One letter from invoice.paid: a misspelling, at Warn.
+		require.Equal(t, "WARN", byType["invoice.payed"]["level"])
+		require.Contains(t, byType["invoice.payed"]["msg"], "check its spelling")
 		require.Equal(t, "invoice.paid", byType["invoice.payed"]["did_you_mean"])
+		// Far from every known type: more likely a newer one, at Info.
+		require.Equal(t, "INFO", byType["shop.widget.frobbed"]["level"])
 		require.NotContains(t, byType["shop.widget.frobbed"], "did_you_mean")
 	}
 	logger := func(logs *bytes.Buffer) *slog.Logger {
-		return slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		return slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	types := []string{"invoice.payed", "checkout.session.completed", "shop.widget.frobbed"}
 

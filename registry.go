@@ -105,10 +105,11 @@ func NewHandlers() *Handlers {
 // stripe.V2BaseEvent it embeds), never given the data it would decode,
 // or a registration after [NewHandler] or [NewInbox] took its snapshot of
 // hs, which would answer the type's events ignored.
-// [OnSafely] returns the error instead. A type the stripe-go the module
-// builds with does not know is registered (Stripe may have added it
-// since), and [NewHandler] and [NewInbox] log it at Warn, with the known
-// type it is likely a misspelling of.
+// [OnSafely] returns the error instead. A type stripe-go v82.5.1 does not
+// know is registered (Stripe may have added it since), and the first
+// [NewHandler] or [NewInbox] built from hs logs it: at Warn, with the
+// known types it is likely a misspelling of, when some are one or two
+// letters away; at Info otherwise.
 func On[T any](hs *Handlers, eventType string, fn EventFunc[T]) {
 	if err := OnSafely(hs, eventType, fn); err != nil {
 		panic(err)
@@ -243,13 +244,14 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 	return nil
 }
 
-// warnUnknownTypes logs, at Warn, each event type with a handler that
-// the stripe-go the module builds with does not know, naming the known
-// type it is likely a misspelling of: a handler for invoice.payed never
-// runs, and the events of invoice.paid are answered ignored, 200, and
-// not sent again. fn is the function that took the snapshot. A type
-// newer than stripe-go is served all the same. Only the first call for
-// hs logs.
+// warnUnknownTypes logs each event type with a handler that stripe-go
+// eventtypes.Version does not know: at Warn, naming them, when known types
+// are one or two edits away (a handler for invoice.payed never runs, and
+// the events of invoice.paid are answered ignored, 200, and not sent
+// again); at Info otherwise, as such a type is more likely one Stripe
+// added after that stripe-go, or one of a preview API version, which is
+// served all the same. fn is the function that took the snapshot. Only
+// the first call for hs logs: the types cannot change after it.
 func (hs *Handlers) warnUnknownTypes(log *slog.Logger, fn string) {
 	if !hs.warned.CompareAndSwap(false, true) {
 		return
@@ -258,13 +260,16 @@ func (hs *Handlers) warnUnknownTypes(log *slog.Logger, fn string) {
 		if eventtypes.Known(t) {
 			continue
 		}
-		attrs := []slog.Attr{slog.String("event_type", t), slog.String("registered_before", fn)}
-		if near, ok := eventtypes.Nearest(t); ok {
-			attrs = append(attrs, slog.String("did_you_mean", near))
+		attrs := []slog.Attr{slog.String("event_type", t), slog.String("checked_by", fn)}
+		if near := eventtypes.Nearest(t); len(near) > 0 {
+			log.LogAttrs(context.Background(), slog.LevelWarn, "idempotency: a handler's event type is not one stripe-go "+eventtypes.Version+
+				" knows, and is one or two letters from one it knows: check its spelling. Stripe sends no event of a misspelt type, "+
+				"and the events of the type meant are answered ignored (200) and not sent again",
+				append(attrs, slog.String("did_you_mean", strings.Join(near, " or ")))...)
+			continue
 		}
-		log.LogAttrs(context.Background(), slog.LevelWarn, "idempotency: a handler's event type is not one stripe-go knows: check its spelling. "+
-			"Stripe sends no event of a misspelt type, and the events of the type meant are answered ignored (200) and not sent again; "+
-			"a type newer than stripe-go is served", attrs...)
+		log.LogAttrs(context.Background(), slog.LevelInfo, "idempotency: a handler's event type is not one stripe-go "+eventtypes.Version+
+			" knows: served, as a type Stripe added since or one of a preview API version; check its spelling if it is neither", attrs...)
 	}
 }
 

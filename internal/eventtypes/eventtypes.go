@@ -1,30 +1,41 @@
 // Package eventtypes knows the Stripe event types of the stripe-go this
-// module builds with, to tell a misspelt type a handler is registered
+// module is tested with, to tell a misspelt type a handler is registered
 // for (invoice.payed) from one Stripe sends.
 package eventtypes
 
 import "sort"
 
-// Known reports whether t is an event type stripe-go knows. A type Stripe
-// added after it is not known, and may still be sent.
+// Version is the stripe-go release whose event types known holds:
+// TestKnownMatchesStripeGo fails unless it is the one go.mod selects. A
+// service's go.mod may select a later one, which knows more types.
+const Version = "v82.5.1"
+
+// Known reports whether t is an event type stripe-go Version knows. A type
+// Stripe added after it, or one of a preview API version, is not known,
+// and may still be sent.
 func Known(t string) bool {
 	i := sort.SearchStrings(known[:], t)
 	return i < len(known) && known[i] == t
 }
 
-// Nearest returns the known type fewest edits (insertions, deletions,
-// substitutions of a byte) away from t, when it is at most two away and
-// no other is as near: the type t is likely a misspelling of. The first
-// in sorted order wins a tie.
-func Nearest(t string) (string, bool) {
+// Nearest returns the known types fewest edits (insertions, deletions,
+// substitutions of a byte) away from t, in sorted order, when they are
+// at most two away: the types t is likely a misspelling of. Two types
+// can be as near (payment_method.tached: attached and detached); none is
+// returned for a type further from every known one.
+func Nearest(t string) []string {
 	const most = 2
-	best, bestD := "", most+1
+	var near []string
+	bound := most + 1
 	for _, k := range known {
-		if d := distance(t, k, bestD); d < bestD {
-			best, bestD = k, d
+		switch d := distance(t, k, bound+1); { // exact up to bound
+		case d < bound:
+			near, bound = append(near[:0], k), d
+		case d == bound && bound <= most:
+			near = append(near, k)
 		}
 	}
-	return best, bestD <= most
+	return near
 }
 
 // distance is the edit distance between a and b, or any value of at

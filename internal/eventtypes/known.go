@@ -4,7 +4,7 @@
 // those of the stripe-go go.mod selects. The list between the braces is
 // what this prints, in the module's directory:
 //
-//	d=$(go list -m -f '{{.Dir}}' github.com/stripe/stripe-go/v82)
+//	d=$(go list -f '{{.Dir}}' github.com/stripe/stripe-go/v82)
 //	grep -ohE 'EventType = "[^"]+"|case "[^"]+"' $d/event.go $d/v2_events.go |
 //		sed -E 's/.*"(.*)"/\t"\1",/' | LC_ALL=C sort -u
 
