@@ -26,7 +26,7 @@ import (
 // events in the order they came due and steps over each waiting event
 // of the hot object with a probe of its object's events, under the lock
 // every lease of the schema takes: its cost grows with the hot object's
-// waiting events, and every worker's next lease waits for it. The memory
+// waiting events, and every process's next lease waits for it. The memory
 // store looks at every unfinished event on each lease, hot or not.
 func BenchmarkInboxLeaseHotObject(b *testing.B) {
 	sizes := []int{0, 1_000, 5_000}

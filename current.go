@@ -265,7 +265,8 @@ func (e *fetchUnavailableError) Unwrap() error { return e.err }
 //     those types with [On]. In synchronous mode that handler does not
 //     wait for the object's lock, and fn writing a state fetched just
 //     before the deletion brings the object back: mark it deleted rather
-//     than delete it, and have fn leave a marked object alone. A key of
+//     than delete it (an upsert of the mark, as fn's first write may still
+//     be to come), and have fn leave a marked object alone. A key of
 //     the other mode than the events' (a test key for live events) is
 //     answered 404 resource_missing for every object, saying that the
 //     object exists in the other mode: that 404 is a fetch error, not

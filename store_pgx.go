@@ -1439,13 +1439,15 @@ func (s *PgxStore) notMigratedHint(err error) error {
 	case pgErr.Code == pgUndefinedTable && strings.Contains(pgErr.Message, "idempotency_"):
 		// A worker whose Schema is not the HTTP process's, migrated,
 		// would poll an empty inbox of its own: name that cure too.
-		return errorf("%w (the store's tables are missing from schema %q, or older than this release: run PgxStore.Migrate on it first, "+
-			"or set PgxConfig.Schema to the schema the service's other processes use)", err, s.cfg.Schema)
+		return errorf("%w ("+notMigrated+", or set PgxConfig.Schema to the schema the service's other processes use)", err, s.cfg.Schema)
 	case pgErr.Code == pgUndefinedColumn:
-		return errorf("%w (the store's tables are missing from schema %q, or older than this release: run PgxStore.Migrate on it first)", err, s.cfg.Schema)
+		return errorf("%w ("+notMigrated+")", err, s.cfg.Schema)
 	}
 	return err
 }
+
+// notMigrated is notMigratedHint's text, of the schema's name.
+const notMigrated = "the store's tables are missing from schema %q, or older than this release: run PgxStore.Migrate on it first"
 
 // pgxPoolStater tells how many connections a pool has and lends: a
 // *pgxpool.Pool.
