@@ -20,10 +20,11 @@ type dispatcher struct {
 	early    map[string][]string // event type → guard scopes claimed with the event
 	fast     bool                // decode with the compiled decoder
 	timeout  time.Duration
+	setting  string // the field timeout comes from, named in ErrTimeout's text
 }
 
-func newDispatcher(store Store, hs *Handlers, fast bool, timeout time.Duration) dispatcher {
-	return dispatcher{store: store, tasks: newEventTasks(hs), handlers: maps.Clone(hs.byType), early: hs.earlyGuardScopes(), fast: fast, timeout: timeout}
+func newDispatcher(store Store, hs *Handlers, fast bool, timeout time.Duration, setting string) dispatcher {
+	return dispatcher{store: store, tasks: newEventTasks(hs), handlers: maps.Clone(hs.byType), early: hs.earlyGuardScopes(), fast: fast, timeout: timeout, setting: setting}
 }
 
 func (d *dispatcher) handles(eventType string) bool {
@@ -67,7 +68,7 @@ func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []
 	if outcome == OutcomeSkipped {
 		res.SkipReason = skip
 	}
-	return outcome, timeoutErr(ctx, d.timeout, "the handler's transaction", err)
+	return outcome, timeoutErr(ctx, d.timeout, "the handler's transaction, "+d.setting, err)
 }
 
 // claim is the claim of env's event, with the guards its handler claims
@@ -123,7 +124,7 @@ func describableError(err error) (out error) {
 }
 
 // timeoutErr wraps err in ErrTimeout when ctx, bounded by d, ran out; the
-// text names what timed out.
+// text names what timed out, and the setting d comes from.
 func timeoutErr(ctx context.Context, d time.Duration, what string, err error) error {
 	if err != nil && ranOut(ctx) {
 		return errorf("%w after %s (%s): %w", ErrTimeout, d, what, err)

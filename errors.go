@@ -185,8 +185,9 @@ var (
 	// returns an error once InboxConfig.Timeout has run out fails its
 	// attempt with it, wrapping that error; one that returns nil, its
 	// effect done, is processed. The error
-	// that wraps it names what timed out: the handler's transaction, the
-	// insert, or the task; and a PgxStore's, when its claim or insert
+	// that wraps it names what timed out (the handler's transaction, the
+	// insert, or the task) and the setting that bounds it (Config.Timeout,
+	// InboxConfig.Timeout); and a PgxStore's, when its claim or insert
 	// waited for a connection of its pool, every one in use, says so, as
 	// does a handler's error that did so (a *sql.DB on the pool).
 	ErrTimeout = errors.New("idempotency: timed out")

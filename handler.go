@@ -402,7 +402,7 @@ func NewHandler(store Store, hs *Handlers, cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	hs.take("NewHandler")
-	h.dispatcher = newDispatcher(store, hs, !h.cfg.DisableFastDecoder, h.cfg.Timeout)
+	h.dispatcher = newDispatcher(store, hs, !h.cfg.DisableFastDecoder, h.cfg.Timeout, "Config.Timeout")
 	hs.warnUnknownTypes(h.log, "NewHandler")
 	return h, nil
 }

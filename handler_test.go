@@ -238,6 +238,9 @@ func TestHandlerFailuresWriteNothing(t *testing.T) {
 			if tt.wantErr != nil {
 				require.ErrorIs(t, res.Err, tt.wantErr)
 			}
+			if tt.wantErr == idempotency.ErrTimeout { // names the setting to raise
+				require.ErrorContains(t, res.Err, "timed out after 50ms (the handler's transaction, Config.Timeout)")
+			}
 			require.Equal(t, 0, b.credits.get(t, "acct_42"))
 			b.requireLedger(t, "evt_fail", false)
 			_, ok, err := b.store.LookupGuard(t.Context(), "invoice-credit", "in_1Pgc6tB7WZ01zgkWu9fdqL6I")

@@ -383,7 +383,7 @@ func NewInbox(store Store, hs *Handlers, cfg InboxConfig) (*Inbox, error) {
 	}
 	hs.take("NewInbox")
 	in := &Inbox{
-		d:     newDispatcher(store, hs, !cfg.DisableFastDecoder, cfg.Timeout),
+		d:     newDispatcher(store, hs, !cfg.DisableFastDecoder, cfg.Timeout, "InboxConfig.Timeout"),
 		store: backend,
 		cfg:   cfg,
 		log:   cfg.Logger,
@@ -548,7 +548,7 @@ func (h *Handler) enqueue(ctx context.Context, env *envelope.Envelope, payload [
 	}
 	switch {
 	case err != nil:
-		res.Outcome, res.Err = OutcomeUnavailable, timeoutErr(ctx, h.cfg.Timeout, "storing the event in the inbox", err)
+		res.Outcome, res.Err = OutcomeUnavailable, timeoutErr(ctx, h.cfg.Timeout, "storing the event in the inbox, Config.Timeout", err)
 		return http.StatusServiceUnavailable, bodyUnavailable
 	case !inserted:
 		res.Outcome = OutcomeDuplicate

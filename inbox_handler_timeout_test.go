@@ -42,6 +42,6 @@ func TestInboxHandlerTimeoutIsErrTimeout(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, a.Status, a.Body)
 	require.Equal(t, idempotency.OutcomeUnavailable, res.Outcome)
 	require.ErrorIs(t, res.Err, idempotency.ErrTimeout, "Result.Err: %v", res.Err)
-	require.Contains(t, res.Err.Error(), "(storing the event in the inbox)", "names what timed out")
+	require.Contains(t, res.Err.Error(), "(storing the event in the inbox, Config.Timeout)", "names what timed out, and the setting")
 	require.ErrorIs(t, res.Err, context.DeadlineExceeded)
 }

@@ -305,7 +305,7 @@ func TestInboxAttemptFailures(t *testing.T) {
 		return r.LastError
 	}
 	require.Contains(t, lastError("evt_panic"), "handler panicked: nil map in the handler")
-	require.Contains(t, lastError("evt_timeout"), "idempotency: timed out after 50ms (the handler's transaction)")
+	require.Contains(t, lastError("evt_timeout"), "idempotency: timed out after 50ms (the handler's transaction, InboxConfig.Timeout)")
 	long := lastError("evt_long")
 	require.LessOrEqual(t, len(long), 1000, "bounded")
 	require.True(t, utf8.ValidString(long), "cut on a rune boundary")

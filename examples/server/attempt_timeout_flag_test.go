@@ -36,7 +36,7 @@ func TestRunAttemptTimeoutBoundsTheWorkersAttempts(t *testing.T) {
 		}
 	}))
 	t.Cleanup(mail.Close) // after the server's stop: its attempts are over
-	logs := newLogWatch("timed out after 10s (task send-receipt)")
+	logs := newLogWatch("timed out after 10s (task send-receipt, InboxConfig.Timeout)")
 	c := startServerEnv(t, nil, logs, "-mail-url", mail.URL, "-attempt-timeout=10s", "-lease=20s")
 	c.deliverAll(idempotency.OutcomeProcessed, invoiceEvent(t, "invoice.paid", "evt_attempt_timeout", "acct_attempt_timeout"))
 	for _, step := range []struct {
