@@ -68,7 +68,7 @@ func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []
 	if outcome == OutcomeSkipped {
 		res.SkipReason = skip
 	}
-	return outcome, timeoutErr(ctx, d.timeout, "the handler's transaction, "+d.setting, err)
+	return outcome, timeoutErr(ctx, d.timeout, "the handler's transaction", d.setting, err)
 }
 
 // claim is the claim of env's event, with the guards its handler claims
@@ -125,9 +125,9 @@ func describableError(err error) (out error) {
 
 // timeoutErr wraps err in ErrTimeout when ctx, bounded by d, ran out; the
 // text names what timed out, and the setting d comes from.
-func timeoutErr(ctx context.Context, d time.Duration, what string, err error) error {
+func timeoutErr(ctx context.Context, d time.Duration, what, setting string, err error) error {
 	if err != nil && ranOut(ctx) {
-		return errorf("%w after %s (%s): %w", ErrTimeout, d, what, err)
+		return errorf("%w after %s (%s, %s): %w", ErrTimeout, d, what, setting, err)
 	}
 	return err
 }

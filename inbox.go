@@ -548,7 +548,7 @@ func (h *Handler) enqueue(ctx context.Context, env *envelope.Envelope, payload [
 	}
 	switch {
 	case err != nil:
-		res.Outcome, res.Err = OutcomeUnavailable, timeoutErr(ctx, h.cfg.Timeout, "storing the event in the inbox, Config.Timeout", err)
+		res.Outcome, res.Err = OutcomeUnavailable, timeoutErr(ctx, h.cfg.Timeout, "storing the event in the inbox", "Config.Timeout", err)
 		return http.StatusServiceUnavailable, bodyUnavailable
 	case !inserted:
 		res.Outcome = OutcomeDuplicate

@@ -489,5 +489,5 @@ func (in *Inbox) runTask(ctx context.Context, reg taskRegistration, row *inboxRo
 	defer recoverPanic(&err)
 	err = reg.run(ctx, row)
 	returned = true
-	return timeoutErr(ctx, in.cfg.Timeout, "task "+row.EventType+", InboxConfig.Timeout", err)
+	return timeoutErr(ctx, in.cfg.Timeout, "task "+row.EventType, "InboxConfig.Timeout", err)
 }

@@ -27,17 +27,17 @@ func (deadlinePassed) Err() error                  { return nil }
 func TestTimeoutErrOnceTheDeadlinePassed(t *testing.T) {
 	t.Parallel()
 	cause := fmt.Errorf("inbox enqueue: %w", context.DeadlineExceeded)
-	err := timeoutErr(deadlinePassed{context.Background()}, time.Second, "storing the event in the inbox", cause)
+	err := timeoutErr(deadlinePassed{context.Background()}, time.Second, "storing the event in the inbox", "Config.Timeout", cause)
 	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("timeoutErr = %v; want it to wrap ErrTimeout and the cause", err)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	cancel()
-	if err := timeoutErr(ctx, time.Hour, "the handler's transaction", context.Canceled); errors.Is(err, ErrTimeout) {
+	if err := timeoutErr(ctx, time.Hour, "the handler's transaction", "Config.Timeout", context.Canceled); errors.Is(err, ErrTimeout) {
 		t.Fatalf("a cancelled context: timeoutErr = %v; want no ErrTimeout", err)
 	}
-	if err := timeoutErr(context.Background(), time.Hour, "the handler's transaction", nil); err != nil {
+	if err := timeoutErr(context.Background(), time.Hour, "the handler's transaction", "Config.Timeout", nil); err != nil {
 		t.Fatalf("no error: timeoutErr = %v", err)
 	}
 }
