@@ -280,28 +280,23 @@ func TestTaskReleaseChangesTheBackoff(t *testing.T) {
 				runs++
 				return errors.New("mail API: 503")
 			}
-			release := func(backoff time.Duration) *idempotency.Inbox {
+			release := func(backoff time.Duration) (*idempotency.Inbox, *idempotency.Task[releaseReceipt]) {
 				hs := idempotency.NewHandlers()
-				idempotency.NewTask(hs, "send-receipt", failing)
+				task := idempotency.NewTask(hs, "send-receipt", failing)
 				inbox, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
 					Now: clock.Now, Logger: discardLogger(), Backoff: func(int) time.Duration { return backoff },
 				})
 				require.NoError(t, err)
-				return inbox
+				return inbox, task
 			}
-			first := idempotency.NewHandlers()
-			task := idempotency.NewTask(first, "send-receipt", failing)
-			inbox, err := idempotency.NewInbox(store, first, idempotency.InboxConfig{
-				Now: clock.Now, Logger: discardLogger(), Backoff: func(int) time.Duration { return time.Hour },
-			})
-			require.NoError(t, err)
+			inbox, task := release(time.Hour)
 			enqueueAsRelease(t, store, clock, task, "in_1", releaseReceipt{})
-			_, err = inbox.WorkDue(t.Context())
+			_, err := inbox.WorkDue(t.Context())
 			require.NoError(t, err)
 			due := releaseRecord(t, inbox, task.ID("in_1")).NextAttemptAt
 			require.True(t, clock.Now().Add(time.Hour).Equal(due), "due %s", due)
 
-			inbox = release(time.Second)
+			inbox, _ = release(time.Second)
 			clock.Advance(time.Minute)
 			n, err := inbox.WorkDue(t.Context())
 			require.NoError(t, err)
