@@ -91,14 +91,25 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
     AND NOT EXISTS (SELECT 1 FROM ` + t + ` AS o
         WHERE o.object_id = i.object_id AND o.object_id <> '' AND o.account = i.account
           AND o.state = 'processing' AND o.event_id <> i.event_id AND ` + applying("o", "$1") + `)))`
-	// earlierToApply: how many events of r's object that sort before r
-	// are still to apply, counted up to two on the object index.
-	earlierToApply := func(r string) string {
-		return `(SELECT count(*) FROM (SELECT FROM ` + t + ` AS o
+	// parkable: event r waits behind two earlier events of its object
+	// still to apply, or behind one that no worker is applying nor is
+	// taken by this lease (its id not in the query taken, when given):
+	// only a take can end that one, and a take unparks the first parked
+	// event of its object. Behind one being applied r is not parked: that
+	// attempt may end while the lease runs, and r would be the first of
+	// its object, parked, with no take to unpark it. The earlier events
+	// are read up to two on the object index.
+	parkable := func(r, taken string) string {
+		notTaken := ``
+		if taken != "" {
+			notTaken = ` AND earlier.event_id NOT IN (` + taken + `)`
+		}
+		return `(SELECT count(*) + count(*) FILTER (WHERE earlier.state <> 'processing'` + notTaken + `)
+    FROM (SELECT o.event_id, o.state FROM ` + t + ` AS o
         WHERE o.object_id = ` + r + `.object_id AND o.object_id <> '' AND o.account = ` + r + `.account
           AND o.state IN ('pending', 'failed', 'processing')
           AND (o.created, o.event_id COLLATE "C") < (` + r + `.created, ` + r + `.event_id COLLATE "C")
-        LIMIT 2) AS earlier)`
+        LIMIT 2) AS earlier) >= 2`
 	}
 	// fenced: the row of event $1 at attempt $2 begun at attemptedAt,
 	// still processing. Its state is compared in the "C" collation, which
@@ -154,15 +165,15 @@ RETURNING ` + inboxColumns + `, txid_current()`, // per dead letter only: the le
 		// Parking (migration 014): the due events are read without the
 		// parked ones. The lease parks the due events it stepped over
 		// (read before its last due candidate, or every due one when it
-		// found fewer than it may take) that have two earlier events of
-		// their object still to apply, and each event it takes unparks
-		// the earliest parked event of its object. An object's head (its
-		// first event still to apply) is never parked, nor its second:
-		// only one event of an object is applied at a time, so an
-		// attempt that ends while the lease runs makes the second the
-		// head at most, and the next take of the object unparks the
-		// third. A hot object's backlog then costs a lease two reads of
-		// it, not one of every event in it.
+		// found fewer than it may take) that are parkable, and each event
+		// it takes unparks the earliest parked event of its object. An
+		// object's first event still to apply is never parked, and is
+		// never left parked when the one before it ends: one event of an
+		// object is applied at a time, and what is parked behind a
+		// single event waits for its take, which unparks it. A hot
+		// object's backlog then costs a lease a read of its first two
+		// events, not of every one; an object whose first event failed
+		// and waits for its next attempt costs none.
 		lease: `WITH expired AS (
     SELECT i.event_id, i.object_id, i.account, i.lease_until AS due_at, i.attempted_at, i.state FROM ` + t + ` AS i
     WHERE i.state = 'processing' AND i.lease_until <= $1 AND ` + free + `
@@ -199,7 +210,7 @@ RETURNING ` + inboxColumns + `, txid_current()`, // per dead letter only: the le
     WHERE i.state IN ('pending', 'failed') AND NOT i.parked
       AND i.next_attempt_at <= (SELECT CASE WHEN count(*) < $2 THEN $1 ELSE max(due_at) END FROM due)
       AND i.object_id <> '' AND i.event_id NOT IN (SELECT event_id FROM due)
-      AND ` + earlierToApply("i") + ` = 2
+      AND ` + parkable("i", "SELECT event_id FROM picked") + `
     FOR UPDATE SKIP LOCKED
 ), parked AS (
     UPDATE ` + t + ` AS i SET parked = true FROM stepped WHERE i.event_id = stepped.event_id
@@ -215,9 +226,9 @@ RETURNING ` + inboxColumns + `, txid_current()`, // per dead letter only: the le
     WHERE i.event_id = first_parked.event_id
 )
 SELECT ` + inboxColumns + `, payload, coalesce(seq, 0), trace, due_at, prev_attempted_at, prev_state, expired FROM leased ORDER BY due_at, event_id COLLATE "C"`,
-		// The earliest parked event of every object that has fewer than
-		// two earlier events still to apply, unparked: only a take by a
-		// release that does not park leaves one so (see parkSweepEvery).
+		// The earliest parked event of every object that a lease would
+		// not park now, unparked: only a take by a release that does not
+		// park leaves one so (see parkSweepEvery).
 		sweep: `UPDATE ` + t + ` AS i SET parked = false
 FROM (
     SELECT first.event_id FROM (
@@ -225,7 +236,7 @@ FROM (
         WHERE p.parked AND p.state IN ('pending', 'failed')
         ORDER BY p.object_id, p.account, p.created, p.event_id COLLATE "C"
     ) AS first
-    WHERE ` + earlierToApply("first") + ` < 2
+    WHERE NOT ` + parkable("first", "") + `
 ) AS first_parked
 WHERE i.event_id = first_parked.event_id`,
 		// An attempt that does not count ($9: a snoozed task, pending; an

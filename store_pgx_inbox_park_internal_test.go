@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,8 +93,10 @@ WHERE event_id IN ('evt_0', 'evt_1')`, now)
 // The lease beside a hot object's backlog reads about as much with 3,000
 // events waiting behind its first as with 300, once the leases parked
 // them (migration 014): the shared buffers EXPLAIN counts, compared in
-// one run (60 and 65 on a quiet machine, 60 and 121 beside other tests). Before parking, the lease stepped over every waiting event
-// with a probe of its object, and the first's probe read them all.
+// one run (60 and 65 on a quiet machine, 60 and 121 beside other
+// tests). Before parking, the lease stepped over every waiting event
+// with a probe of its object, and the first's probe read them all (952
+// and 9,178 buffers).
 func TestPgxInboxLeaseBesideAHotObjectReadsItsHeadOnly(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -128,24 +131,7 @@ func TestPgxInboxLeaseBesideAHotObjectReadsItsHeadOnly(t *testing.T) {
 		ok, err := s.inboxSettle(ctx, first, attempt, attemptedAt, InboxProcessed, "", time.Time{}, now, false, time.Time{})
 		require.NoError(t, err)
 		require.True(t, ok)
-		conn, err := db.Pool.Acquire(ctx)
-		require.NoError(t, err)
-		at := func(t time.Time) string { return `'` + t.Format(time.RFC3339Nano) + `'::timestamptz` }
-		plan, err := explainGeneric(ctx, conn.Conn(), leaseSettings, `EXPLAIN (ANALYZE, BUFFERS)`, s.inbox.lease,
-			at(now)+`, 16, `+at(now.Add(time.Minute)))
-		conn.Release()
-		require.NoError(t, err)
-		require.Contains(t, plan, "Update on idempotency_inbox")
-		// The first node's buffers, the statement's.
-		m := regexp.MustCompile(`Buffers: shared hit=(\d+)(?: read=(\d+))?`).FindStringSubmatch(plan)
-		require.NotNil(t, m, plan)
-		for _, n := range m[1:] {
-			if n != "" {
-				k, err := strconv.Atoi(n)
-				require.NoError(t, err)
-				buffers[hot] += k
-			}
-		}
+		buffers[hot] = leaseBuffers(t, s, db, now)
 		var leasedAgain int
 		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM idempotency_inbox WHERE state = 'processing'`).Scan(&leasedAgain))
 		require.Equal(t, 31, leasedAgain, "the explained lease rolled back")
@@ -157,4 +143,100 @@ func TestPgxInboxLeaseBesideAHotObjectReadsItsHeadOnly(t *testing.T) {
 	// vacuum removes them: each costs a look at its row while another
 	// transaction's snapshot (a test beside this one) may still see it.
 	require.Less(t, buffers[3000], 4*buffers[300], "the lease's reads grow with the hot object's backlog: %v", buffers)
+}
+
+// An outage failed the first event of 300 or 3,000 objects, each with an
+// event waiting behind it: a lease reads about as much beside either,
+// once the first lease parked the waiting events (behind a failed event
+// no worker applies, only a take ends it, and the take unparks them).
+func TestPgxInboxLeaseBesideFailedFirstEventsReadsNoneOfTheirs(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	buffers := map[int]int{}
+	for _, objects := range []int{300, 3000} {
+		s, db, enqueue := parkTestStore(t)
+		var now time.Time
+		for i := range objects {
+			now = enqueue(fmt.Sprintf("evt_first_%05d", i), fmt.Sprintf("in_%05d", i))
+		}
+		for i := range objects {
+			now = enqueue(fmt.Sprintf("evt_next_%05d", i), fmt.Sprintf("in_%05d", i))
+		}
+		for i := range 32 {
+			now = enqueue(fmt.Sprintf("evt_other_%05d", i), fmt.Sprintf("in_other_%05d", i))
+		}
+		// As the first events' failed attempts leave them: due in an hour.
+		_, err := db.Pool.Exec(ctx, `UPDATE idempotency_inbox SET state = 'failed', attempt = 1, attempted_at = $1::timestamptz,
+    next_attempt_at = $1::timestamptz + interval '1 hour', last_error = 'the downstream is down' WHERE event_id LIKE 'evt_first_%'`, now)
+		require.NoError(t, err)
+		finish := func(rows []inboxRow, at time.Time) {
+			t.Helper()
+			for _, r := range rows {
+				ok, err := s.inboxSettle(ctx, r.EventID, r.Attempt, r.AttemptedAt, InboxProcessed, "", time.Time{}, at, false, time.Time{})
+				require.NoError(t, err)
+				require.True(t, ok)
+			}
+		}
+		leased, _, err := s.inboxLease(ctx, now, 16, time.Minute, 5)
+		require.NoError(t, err)
+		require.Len(t, leased, 16)
+		finish(leased, now)
+		var parked int
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM idempotency_inbox WHERE parked`).Scan(&parked))
+		require.Equal(t, objects, parked, "every event behind a failed one")
+		buffers[objects] = leaseBuffers(t, s, db, now)
+		leased, _, err = s.inboxLease(ctx, now, 16, time.Minute, 5)
+		require.NoError(t, err)
+		require.Len(t, leased, 16, "the other objects' events")
+		finish(leased, now)
+
+		// The first events due again, each take unparks the event
+		// behind it, taken once the first is applied.
+		later := now.Add(time.Hour)
+		leased, _, err = s.inboxLease(ctx, later, 16, time.Minute, 5)
+		require.NoError(t, err)
+		require.Len(t, leased, 16)
+		for _, r := range leased {
+			require.Contains(t, r.EventID, "evt_first_")
+		}
+		finish(leased, later)
+		leased, _, err = s.inboxLease(ctx, later, 16, time.Minute, 5)
+		require.NoError(t, err)
+		var next int
+		for _, r := range leased {
+			if strings.HasPrefix(r.EventID, "evt_next_") {
+				next++
+			}
+		}
+		require.Equal(t, 16, next, "the events behind the first 16 applied, unparked and taken: %v", leasedIDs(leased))
+	}
+	t.Logf("buffers read by the lease: %v", buffers)
+	require.Less(t, buffers[3000], 4*buffers[300], "the lease's reads grow with the waiting events: %v", buffers)
+}
+
+// leaseBuffers is the shared buffers a lease at now reads, explained in
+// a transaction of its own and rolled back: the first node's, the
+// statement's.
+func leaseBuffers(t *testing.T, s *PgxStore, db *pgtest.DB, now time.Time) int {
+	t.Helper()
+	ctx := t.Context()
+	conn, err := db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	at := func(t time.Time) string { return `'` + t.Format(time.RFC3339Nano) + `'::timestamptz` }
+	plan, err := explainGeneric(ctx, conn.Conn(), leaseSettings, `EXPLAIN (ANALYZE, BUFFERS)`, s.inbox.lease,
+		at(now)+`, 16, `+at(now.Add(time.Minute)))
+	require.NoError(t, err)
+	require.Contains(t, plan, "Update on idempotency_inbox")
+	m := regexp.MustCompile(`Buffers: shared hit=(\d+)(?: read=(\d+))?`).FindStringSubmatch(plan)
+	require.NotNil(t, m, plan)
+	buffers := 0
+	for _, n := range m[1:] {
+		if n != "" {
+			k, err := strconv.Atoi(n)
+			require.NoError(t, err)
+			buffers += k
+		}
+	}
+	return buffers
 }

@@ -1,12 +1,13 @@
 -- Parking: a lease no longer reads, on every lease, the events waiting
 -- behind earlier events of their object (a hot object's thousands of
--- updates). The lease parks the due events it stepped over that have at
--- least two earlier events of their object still to apply, and each
--- event it takes unparks the earliest parked event of its object; the
--- leases read the due events that are not parked. Parking is the
--- workers' own bookkeeping: no statement an operator sees reads it, and
--- a parked event is pending or failed as before. Adding a column with a
--- constant default rewrites no rows.
+-- updates, an outage's failed events). The lease parks the due events it
+-- stepped over that wait behind an earlier event of their object that no
+-- worker is applying, or behind two, and each event it takes unparks the
+-- earliest parked event of its object; the leases read the due events
+-- that are not parked. Parking is the workers' own bookkeeping: no
+-- statement an operator sees reads it, and a parked event is pending or
+-- failed as before. Adding a column with a constant default rewrites no
+-- rows.
 -- {{schema}} is replaced by the configured schema, quoted.
 --
 -- Migrate runs in one transaction, where CREATE INDEX cannot be
