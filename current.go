@@ -226,7 +226,8 @@ func (e *fetchUnavailableError) Unwrap() error { return e.err }
 //     step 2, are shared by the replicas of a release that adds a type to
 //     the call, of a kind the call has or of a new one, and those still
 //     running the release before it: events of one object wait for each
-//     other across a rolling deploy too.
+//     other across a rolling deploy too. So do the On handlers of the
+//     kind's other types (step 3).
 //  2. If the object was fetched after this event was received, by a
 //     handler whose transaction committed, the fetch is skipped and so is
 //     fn: that handler wrote a state that already includes this event's
@@ -262,11 +263,21 @@ func (e *fetchUnavailableError) Unwrap() error { return e.err }
 //     (a canceled subscription, a deleted customer) are fetched and the
 //     handler sees that state; those it deletes for good (a product, a
 //     coupon) are not, and their .deleted events are skipped: register
-//     those types with [On]. In synchronous mode that handler does not
-//     wait for the object's lock, and fn writing a state fetched just
-//     before the deletion brings the object back: mark it deleted rather
-//     than delete it (an upsert of the mark, as fn's first write may still
-//     be to come), and have fn leave a marked object alone. A key of
+//     those types with [On]. An On handler of an event type of a kind
+//     an OnCurrent call of the same Handlers registered (product.deleted
+//     beside product.updated) takes the object's lock of step 1 before
+//     it runs, in both modes, held until its transaction ends: it waits
+//     for an fn that fetched the object just before its deletion to
+//     commit, and a fetch that waited for it is answered 404, so a
+//     deleted object's row does not come back. Its wait counts toward
+//     its handler's timeout, as fn's does; the On handlers of other
+//     kinds take no lock. A deletion applied without the lock (by a
+//     Handlers with no OnCurrent call of the kind: another service's,
+//     or a release's before the one that adds the call) can still be
+//     followed by fn's write of a state fetched before it: there, mark
+//     the object deleted rather than delete it (an upsert of the mark,
+//     as fn's first write may still be to come), and have fn leave a
+//     marked object alone. A key of
 //     the other mode than the events' (a test key for live events) is
 //     answered 404 resource_missing for every object, saying that the
 //     object exists in the other mode: that 404 is a fetch error, not
@@ -566,4 +577,30 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, s
 		ID: ev.ID, Type: ev.Type, Created: ev.Created, Livemode: ev.Livemode, APIVersion: ev.APIVersion,
 		Account: ev.Account, Object: obj, Previous: ev.Previous, Raw: ev.Raw, ObjectID: id,
 	})
+}
+
+// lockCurrentObject takes, for an On handler of an event about an object
+// of a kind that an OnCurrent call of its Handlers registered (the scope
+// of its lock: currentScope), the object's lock that OnCurrent's handlers
+// of the kind take, held until tx ends, before the handler runs: a
+// product.deleted handler then waits for an OnCurrent handler of the
+// product that fetched it before its deletion to commit, and an OnCurrent
+// fetch that waited for the deletion to commit is answered 404. A
+// transaction takes the lock of its event's object alone, before its
+// handler runs, as applyCurrent does: no handler holds one object's lock
+// while it waits for another's. No lock where no OnCurrent handler can
+// hold one: an event that names no object, or whose key no store can
+// keep (OnCurrent skips both), and a store whose Tx keeps no locks
+// (OnCurrent fails its every event with ErrNeedsStoreTx).
+func lockCurrentObject(ctx context.Context, tx Tx, scope, account, id string) error {
+	ot, ok := tx.(objectTx)
+	if !ok || id == "" {
+		return nil
+	}
+	key := fetchKey(account, id)
+	if checkGuardKey(scope, key) != nil {
+		return nil
+	}
+	_, _, err := ot.lockObject(ctx, scope, key)
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v82"
@@ -87,31 +88,45 @@ func (p *pgProducts) present(t *testing.T, id string) bool {
 
 // TestOnCurrentStateFetchedBeforeADeletionWithOn: the README registers
 // the .deleted type of an object Stripe deletes for good with On, and its
-// other types with OnCurrent. In synchronous mode that On handler does not
-// wait for OnCurrent's lock of the object: a state fetched before the
-// deletion, written after the .deleted handler committed, brings a
-// deleted row back (and no later event corrects it: their fetches answer
-// 404). With the README's tombstone (mark the row deleted; the upsert
-// leaves a marked row alone) the product stays deleted. On both stores.
+// other types with OnCurrent. That On handler takes the object's lock, as
+// OnCurrent's handlers of its kind do: it waits for an OnCurrent handler
+// that fetched the product just before its deletion to commit, and then
+// deletes what it wrote. The product stays deleted, with a DELETE as with
+// a tombstone (mark the row deleted; the upsert leaves a marked row
+// alone), and also when an inbox worker applies product.deleted beside a
+// synchronous replica on the same store. It did not wait: the state
+// fetched before the deletion, written after the .deleted handler
+// committed, brought the deleted row back, and no later event corrected
+// it (their fetches answer 404). On both stores.
 func TestOnCurrentStateFetchedBeforeADeletionWithOn(t *testing.T) {
 	t.Parallel()
-	for _, tombstones := range []bool{false, true} {
+	for _, variant := range []struct {
+		name       string
+		tombstones bool
+		inbox      bool // product.deleted is applied by an inbox worker
+	}{
+		{name: "delete"},
+		{name: "tombstone", tombstones: true},
+		{name: "delete-by-inbox", inbox: true},
+	} {
 		for _, name := range []string{"memory", "postgres"} {
-			t.Run(name+map[bool]string{false: "/delete", true: "/tombstone"}[tombstones], func(t *testing.T) {
+			t.Run(name+"/"+variant.name, func(t *testing.T) {
 				t.Parallel()
 				var store idempotency.Store
 				var table products
+				var waiting func() int // transactions waiting for a lock another holds
 				if name == "memory" {
-					store = idempotency.NewMemoryStore()
-					table = &memoryProducts{tombstones: tombstones, rows: map[string]bool{"prod_gone": false}}
+					s := idempotency.NewMemoryStore()
+					store, waiting = s, func() int { return idempotency.MemoryWaiting(s) }
+					table = &memoryProducts{tombstones: variant.tombstones, rows: map[string]bool{"prod_gone": false}}
 				} else {
 					b := newPgBackend(t, idempotency.PgxConfig{})
 					_, err := b.db.Pool.Exec(t.Context(), `CREATE TABLE products (id text PRIMARY KEY, name text NOT NULL, deleted bool NOT NULL DEFAULT false);
 INSERT INTO products (id, name) VALUES ('prod_gone', 'Pro')`)
 					require.NoError(t, err)
-					store, table = b.store, &pgProducts{tombstones: tombstones, db: b}
+					store, table, waiting = b.store, &pgProducts{tombstones: variant.tombstones, db: b}, func() int { return b.waiting(t) }
 				}
-				fetched, deleted := make(chan struct{}), make(chan struct{})
+				fetched, proceed := make(chan struct{}), make(chan struct{})
 				hs := idempotency.NewHandlers()
 				idempotency.OnCurrent(hs, []string{"product.updated"},
 					func(_ context.Context, id, _ string) (*stripe.Product, error) {
@@ -120,7 +135,7 @@ INSERT INTO products (id, name) VALUES ('prod_gone', 'Pro')`)
 					func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Product]) error {
 						close(fetched)
 						select {
-						case <-deleted:
+						case <-proceed:
 						case <-ctx.Done():
 							return ctx.Err()
 						}
@@ -140,14 +155,47 @@ INSERT INTO products (id, name) VALUES ('prod_gone', 'Pro')`)
 
 				updated := make(chan idempotencytest.Answer, 1)
 				go func() { updated <- idempotencytest.Deliver(h, upd, testSecret) }()
-				<-fetched
-				a := idempotencytest.Deliver(h, del, testSecret)
-				close(deleted)
+				<-fetched // the OnCurrent handler holds the product, with its state before the deletion
+				// deleted has product.deleted's outcome once its transaction
+				// ended.
+				deleted := make(chan idempotency.Outcome, 1)
+				if variant.inbox {
+					in, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{Logger: discardLogger()})
+					require.NoError(t, err)
+					queuing, err := in.Handler(idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()})
+					require.NoError(t, err)
+					a := idempotencytest.Deliver(queuing, del, testSecret)
+					require.Equal(t, `{"outcome":"queued"}`, a.Body)
+					go func() {
+						n, err := in.WorkDue(context.Background())
+						if err != nil || n != 1 {
+							deleted <- idempotency.OutcomeFailed
+							return
+						}
+						rec, _, err := in.Lookup(context.Background(), "evt_prod_deleted")
+						if err != nil || rec.State != idempotency.InboxProcessed {
+							deleted <- idempotency.OutcomeFailed
+							return
+						}
+						deleted <- idempotency.OutcomeProcessed
+					}()
+				} else {
+					go func() {
+						deleted <- idempotencytest.Deliver(h, del, testSecret).Outcome
+					}()
+				}
+				require.Eventually(t, func() bool {
+					if len(deleted) == 1 { // committed beside the OnCurrent handler: the bug
+						return true
+					}
+					return waiting() == 1 // waits for the product's lock
+				}, time.Minute, time.Millisecond)
+				close(proceed)
+				a := <-updated
 				require.Equal(t, http.StatusOK, a.Status, a.Body)
-				require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, "applied while the OnCurrent handler of the product held its lock")
-				a = <-updated
-				require.Equal(t, http.StatusOK, a.Status, a.Body)
-				require.Equal(t, !tombstones, table.present(t, "prod_gone"))
+				require.Equal(t, idempotency.OutcomeProcessed, a.Outcome)
+				require.Equal(t, idempotency.OutcomeProcessed, <-deleted)
+				require.False(t, table.present(t, "prod_gone"), "the state fetched before the deletion, written after it, brought the product back")
 			})
 		}
 	}

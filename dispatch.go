@@ -24,7 +24,23 @@ type dispatcher struct {
 }
 
 func newDispatcher(store Store, hs *Handlers, fast bool, timeout time.Duration, setting string) dispatcher {
-	return dispatcher{store: store, tasks: newEventTasks(hs), handlers: maps.Clone(hs.byType), early: hs.earlyGuardScopes(), fast: fast, timeout: timeout, setting: setting}
+	return dispatcher{store: store, tasks: newEventTasks(hs), handlers: dispatchedHandlers(hs), early: hs.earlyGuardScopes(), fast: fast, timeout: timeout, setting: setting}
+}
+
+// dispatchedHandlers is hs's handlers by event type, each On handler of an
+// event type of a kind of object that an OnCurrent call of hs registered
+// (product.deleted beside OnCurrent's product.updated) marked with the
+// kind's lock (registration.objectLock). It is decided here, once: the
+// handlers of every other type take no lock, at no cost per event.
+func dispatchedHandlers(hs *Handlers) map[string]registration {
+	handlers := maps.Clone(hs.byType)
+	for eventType, r := range handlers {
+		if kind := currentKind(eventType); !r.fetched && hs.currentKinds[kind] != "" {
+			r.objectLock = currentScope(kind)
+			handlers[eventType] = r
+		}
+	}
+	return handlers
 }
 
 func (d *dispatcher) handles(eventType string) bool {
@@ -55,6 +71,11 @@ func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []
 		apply = func(ctx context.Context, tx Tx) (err error) {
 			defer func() { skip, _ = skipReason(err) }()
 			defer recoverPanic(&err)
+			if reg.objectLock != "" {
+				if err := lockCurrentObject(ctx, tx, reg.objectLock, env.Account, env.ObjectID); err != nil {
+					return err
+				}
+			}
 			return reg.apply(ctx, tx, env, payload, d.fast)
 		}
 	}

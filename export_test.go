@@ -26,6 +26,21 @@ func MemoryWaiting(s *MemoryStore) int {
 	return n
 }
 
+// MemoryObjectLocks returns the objects whose lock (OnCurrent's: its
+// scope, a space and its key) tx, a MemoryStore's, holds.
+func MemoryObjectLocks(tx Tx) []string {
+	mtx := tx.(*memoryTx)
+	mtx.s.mu.Lock()
+	defer mtx.s.mu.Unlock()
+	var locks []string
+	for _, k := range mtx.held {
+		if k.record == recordObject {
+			locks = append(locks, k.scope+" "+k.key)
+		}
+	}
+	return locks
+}
+
 // PgxLocalWaiting returns how many runs wait in the process for another run
 // of the same event.
 func PgxLocalWaiting(s *PgxStore) int {

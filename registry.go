@@ -73,6 +73,12 @@ type registration struct {
 	// and data.object is not decoded: a thin event's data may be any JSON
 	// value.
 	fetched bool
+	// objectLock is set by the dispatcher (dispatchedHandlers) on an On
+	// registration of a kind of object an OnCurrent call of the same
+	// Handlers registered: that kind's scope (currentScope), whose lock
+	// of the event's object the handler runs holding, as OnCurrent's
+	// handlers of the kind do. Empty otherwise: no lock.
+	objectLock string
 }
 
 // NewHandlers returns an empty registry. The zero value is an empty
@@ -94,6 +100,12 @@ func NewHandlers() *Handlers {
 // UnmarshalJSON is given data.object without insignificant white space
 // (stripe-go's decode the compact form faster); one that keeps its input
 // keeps those bytes, not Stripe's indented ones, which Event.Raw has.
+//
+// An event type of a kind of object that an [OnCurrent] call of hs
+// registers (product.deleted beside product.updated: the type less its
+// last segment) runs fn holding the event's object's lock, which
+// OnCurrent's handlers of the kind take, until its transaction ends: see
+// OnCurrent. The handlers of other types take no lock.
 //
 // On panics on a programming error: an empty event type, one with a NUL
 // byte or invalid UTF-8 ([ErrInvalidKey]) or with white space or a control
