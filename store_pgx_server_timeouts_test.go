@@ -60,12 +60,23 @@ func TestPgxServerTimeoutsFailTheAttempt(t *testing.T) {
 	t.Parallel()
 	b := newPgBackendMigratedApart(t, serverTimeouts)
 	admin := pgtest.AdminPool(t)
+	// The handlers to cut lower the timeout for their own transaction
+	// (SET LOCAL, which the server reads as it reads a role's or
+	// database's), so that the cut comes at once rather than after
+	// serverTimeouts' 10 s, which every other statement and transaction
+	// keeps.
 	cut := map[string]func(ctx context.Context, tx pgx.Tx) error{
 		"statement timeout": func(ctx context.Context, tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = '100ms'`); err != nil {
+				return err
+			}
 			_, err := tx.Exec(ctx, `SELECT pg_sleep(60)`)
 			return err
 		},
 		"idle-in-transaction timeout": func(ctx context.Context, tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SET LOCAL idle_in_transaction_session_timeout = '100ms'`); err != nil {
+				return err
+			}
 			pid := tx.Conn().PgConn().PID()
 			require.Eventually(t, func() bool {
 				var n int
