@@ -34,6 +34,7 @@ func readFullWithin(t *testing.T, r io.Reader, n int64) ([]byte, error) {
 // readFull returns exactly the n bytes of a body that has them, however
 // the reader splits them, and io.ErrUnexpectedEOF for one that ends early.
 func TestReadFull(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 1, initialBodyBuffer - 1, initialBodyBuffer, initialBodyBuffer + 1, 3*initialBodyBuffer + 7, 1 << 20} {
 		want := bytes.Repeat([]byte("0123456789"), n/10+1)[:n]
 		for name, r := range map[string]io.Reader{

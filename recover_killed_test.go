@@ -42,6 +42,7 @@ const recoverKilledAt = 25
 // commits once the gate opens, although its process is dead: the killed
 // run stored the first 26, and the second run finds the 26th a duplicate.
 func TestPgxRecoverKilled(t *testing.T) {
+	t.Parallel()
 	t.Run("sync", func(t *testing.T) {
 		t.Parallel()
 		a, events, ids, opts, stripeURL := recoverKilledScene(t, false)

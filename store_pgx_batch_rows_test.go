@@ -17,6 +17,7 @@ import (
 // Before, only the last query's rows were forgotten with the batch: the
 // statement failed with ErrTxBusy, and so did the attempt.
 func TestPgxBatchEarlierRowsEndWithBatch(t *testing.T) {
+	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	ctx := t.Context()
 	out, err := b.store.Run(ctx, idempotency.Claim{EventID: "evt_batch_rows", EventType: "invoice.paid"},

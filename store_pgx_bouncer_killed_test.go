@@ -40,6 +40,7 @@ const (
 // with a synchronous Handler; Stripe's retry is then processed, and a copy
 // after it is a duplicate.
 func TestPgxBouncerKilled(t *testing.T) {
+	t.Parallel()
 	t.Run("inbox", func(t *testing.T) {
 		t.Parallel()
 		a := newBouncerApp(t, 1, idempotency.PgxConfig{})

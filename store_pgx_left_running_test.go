@@ -20,6 +20,7 @@ import (
 // defer cancels the context, and runOnce's deferred rollback then uses the
 // connection while that statement is still on it.
 func TestPanicWithStatementLeftRunning(t *testing.T) {
+	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	ctx := t.Context()
 	holder, err := b.db.Pool.Acquire(ctx)
@@ -51,6 +52,7 @@ func TestPanicWithStatementLeftRunning(t *testing.T) {
 // was a data race in pgx, the rollback sharing the connection with the
 // reading goroutine, reported as store-unavailable.
 func TestPgxQueryRowsReadByLeftoverGoroutine(t *testing.T) {
+	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	ctx := t.Context()
 	started := make(chan struct{})
@@ -91,6 +93,7 @@ func TestPgxQueryRowsReadByLeftoverGoroutine(t *testing.T) {
 // with them open fails its attempt with ErrTxBusy, rolled back, without
 // waiting for anyone to close them. The pool's connection stays usable.
 func TestPgxHandlerResultsLeftOpen(t *testing.T) {
+	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	ctx := t.Context()
 	cases := map[string]func(ctx context.Context, tx pgx.Tx) error{
@@ -160,6 +163,7 @@ func TestPgxHandlerResultsLeftOpen(t *testing.T) {
 // The usual ways of reading results through PgxTx close them, and the
 // event commits.
 func TestPgxHandlerResultsClosed(t *testing.T) {
+	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	ctx := t.Context()
 	cases := map[string]func(ctx context.Context, tx pgx.Tx) (int, error){
@@ -271,6 +275,7 @@ func TestPgxHandlerResultsClosed(t *testing.T) {
 // ErrTxBusy, and its panic goes no further (an inbox worker's process
 // crashed, outside the recover that guards the handler).
 func TestPgxBatchCallbackPanicsWhenTheStoreClosesIt(t *testing.T) {
+	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	ctx := t.Context()
 	var err error

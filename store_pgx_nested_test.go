@@ -16,6 +16,7 @@ import (
 // event's transaction that a chained commit began on the same connection,
 // which then commits it with that other event.
 func TestNestedTxJoinsNextChainedEvent(t *testing.T) {
+	t.Parallel()
 	b, p, leased := chainInbox(t, 2)
 	var kept pgx.Tx
 	var keptErr error

@@ -17,6 +17,7 @@ import (
 // closed with the context still live: Run waited as long as the lock was
 // held (here, until Run returned: never).
 func TestPgxResultsLeftOpenOnBlockedQuery(t *testing.T) {
+	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	ctx := t.Context()
 	holder, err := b.db.Pool.Acquire(ctx)

@@ -16,6 +16,7 @@ import (
 // Before, ErrTxBusy replaced it: an operator saw the rows left open and
 // never the downstream failure that made the handler return early.
 func TestPgxResultsLeftOpenKeepHandlerError(t *testing.T) {
+	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	ctx := t.Context()
 	downstream := errors.New("accounting API: 502 bad gateway")

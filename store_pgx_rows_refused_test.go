@@ -28,6 +28,7 @@ import (
 // between two calls of Next then, the handler's Next read a row, and the
 // rows' Close, waiting for the lock never released, hung the test binary.)
 func TestPgxRowsRefusedNextReportedByErr(t *testing.T) {
+	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	ctx := t.Context()
 	holder, err := b.db.Pool.Acquire(ctx)

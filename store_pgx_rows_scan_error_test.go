@@ -17,6 +17,7 @@ import (
 // open for the store: the next statement failed with ErrTxBusy, and the
 // attempt too, in place of the Scan's error.
 func TestPgxRowsScanErrorEndsRows(t *testing.T) {
+	t.Parallel()
 	b := newPgBackend(t, idempotency.PgxConfig{})
 	ctx := t.Context()
 	const query = `SELECT v FROM (VALUES ('1'), (NULL), ('3')) AS t(v)`
