@@ -22,26 +22,38 @@ import (
 // back, the checkpoint's next run applies every event missed, and each
 // event is applied exactly once.
 
-// TestPgxRecoverFault: see above; the restart's subtest is not parallel.
-func TestPgxRecoverFault(t *testing.T) { recoverFaults(t, recoverFault) }
+// TestPgxRecoverFault: see above, the database restarted (not parallel:
+// it stops the shared server).
+func TestPgxRecoverFault(t *testing.T) { recoverRestartFault(t, recoverFault) }
+
+// TestPgxRecoverFaultSessionsTerminated: see above, the process's
+// sessions terminated. Apart from TestPgxRecoverFault, which is not
+// parallel, so that it runs beside the other parallel tests: go test
+// runs the tests that are not parallel, and their subtests, first, one
+// after another.
+func TestPgxRecoverFaultSessionsTerminated(t *testing.T) {
+	t.Parallel()
+	recoverSessionsFault(t, recoverFault)
+}
 
 // recoverFaultScenario runs a recovery on a's schema, connecting with url;
 // fault ends the process's sessions or stops the database, and the
 // function it returns brings the database back.
 type recoverFaultScenario func(t *testing.T, a *faultApp, url string, fault func(t *testing.T, p *faultProc) (back func()))
 
-// recoverFaults runs scenario with each fault: the process's sessions
-// terminated, and the database restarted (not parallel: it stops the
-// shared server).
-func recoverFaults(t *testing.T, scenario recoverFaultScenario) {
-	t.Run("sessions-terminated", func(t *testing.T) {
-		t.Parallel()
-		a := newFaultApp(t)
-		scenario(t, a, a.db.URL, func(t *testing.T, p *faultProc) func() {
-			require.Positive(t, a.terminateSessions(t, p))
-			return func() {}
-		})
+// recoverSessionsFault runs scenario with the process's sessions
+// terminated.
+func recoverSessionsFault(t *testing.T, scenario recoverFaultScenario) {
+	a := newFaultApp(t)
+	scenario(t, a, a.db.URL, func(t *testing.T, p *faultProc) func() {
+		require.Positive(t, a.terminateSessions(t, p))
+		return func() {}
 	})
+}
+
+// recoverRestartFault runs scenario with the database restarted (not
+// parallel: it stops the shared server).
+func recoverRestartFault(t *testing.T, scenario recoverFaultScenario) {
 	t.Run("database-restart", func(t *testing.T) {
 		cluster := pgtest.Server(t)
 		a := newFaultApp(t)

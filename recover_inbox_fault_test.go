@@ -23,9 +23,17 @@ import (
 // which every event is in the inbox; the checkpoint's next run stores the
 // rest, and the workers apply every event exactly once.
 
-// TestPgxRecoverInboxFault: see above; the restart's subtest is not
-// parallel.
-func TestPgxRecoverInboxFault(t *testing.T) { recoverFaults(t, recoverInboxFault) }
+// TestPgxRecoverInboxFault: see above, the database restarted (not
+// parallel: it stops the shared server).
+func TestPgxRecoverInboxFault(t *testing.T) { recoverRestartFault(t, recoverInboxFault) }
+
+// TestPgxRecoverInboxFaultSessionsTerminated: see above, the process's
+// sessions terminated; parallel, apart from TestPgxRecoverInboxFault
+// (see TestPgxRecoverFaultSessionsTerminated).
+func TestPgxRecoverInboxFaultSessionsTerminated(t *testing.T) {
+	t.Parallel()
+	recoverSessionsFault(t, recoverInboxFault)
+}
 
 // recoverInboxFault is the scenario (a recoverFaultScenario); fault
 // strikes as the third page is asked for (the second request with a

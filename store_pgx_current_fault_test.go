@@ -220,21 +220,28 @@ func stopCurrent(cluster *pgtest.Cluster) currentFault {
 // TestPgxCurrentFaultSync: synchronous deliveries of three subscriptions
 // hold their lock rows while their fetches are held, and a second event of
 // each waits for the lock; the process's sessions end
-// (pg_terminate_backend), or the database stops and starts again (its
-// subtest is not parallel). Every delivery answered 2xx is claimed, every
-// other is not and is sent again until 2xx; then each subscription
-// changes again and its next event is applied with the new state.
+// (pg_terminate_backend, TestPgxCurrentFaultSyncSessionsTerminated), or
+// the database stops and starts again (not parallel). Every delivery
+// answered 2xx is claimed, every other is not and is sent again until
+// 2xx; then each subscription changes again and its next event is
+// applied with the new state.
 func TestPgxCurrentFaultSync(t *testing.T) {
-	t.Run("sessions-terminated", func(t *testing.T) {
-		t.Parallel()
-		a, api := newCurrentApp(t, currentSubs("term", 3))
-		currentSyncFault(t, a, api, "term", a.db.URL, terminateCurrent)
-	})
 	t.Run("database-restart", func(t *testing.T) {
 		cluster := pgtest.Server(t) // not parallel: it stops the shared server
 		a, api := newCurrentApp(t, currentSubs("restart", 3))
 		currentSyncFault(t, a, api, "restart", cluster.TCP(t, a.db.URL), stopCurrent(cluster))
 	})
+}
+
+// TestPgxCurrentFaultSyncSessionsTerminated is TestPgxCurrentFaultSync
+// with the process's sessions ended. Apart from it, which is not
+// parallel, so that it runs beside the other parallel tests: go test runs
+// the tests that are not parallel, and their subtests, first, one after
+// another.
+func TestPgxCurrentFaultSyncSessionsTerminated(t *testing.T) {
+	t.Parallel()
+	a, api := newCurrentApp(t, currentSubs("term", 3))
+	currentSyncFault(t, a, api, "term", a.db.URL, terminateCurrent)
 }
 
 func currentSyncFault(t *testing.T, a *faultApp, api *currentAPI, prefix, url string, fault currentFault) {
@@ -329,16 +336,20 @@ func currentSyncFault(t *testing.T, a *faultApp, api *currentAPI, prefix, url st
 // that saw its change, and the next event of each subscription is applied
 // with the new state.
 func TestPgxCurrentFaultInbox(t *testing.T) {
-	t.Run("sessions-terminated", func(t *testing.T) {
-		t.Parallel()
-		a, api := newCurrentApp(t, currentSubs("iterm", 4))
-		currentInboxFault(t, a, api, "iterm", a.db.URL, terminateCurrent)
-	})
 	t.Run("database-restart", func(t *testing.T) {
 		cluster := pgtest.Server(t) // not parallel: it stops the shared server
 		a, api := newCurrentApp(t, currentSubs("irestart", 4))
 		currentInboxFault(t, a, api, "irestart", cluster.TCP(t, a.db.URL), stopCurrent(cluster))
 	})
+}
+
+// TestPgxCurrentFaultInboxSessionsTerminated is TestPgxCurrentFaultInbox
+// with the process's sessions ended; parallel, apart from it (see
+// TestPgxCurrentFaultSyncSessionsTerminated).
+func TestPgxCurrentFaultInboxSessionsTerminated(t *testing.T) {
+	t.Parallel()
+	a, api := newCurrentApp(t, currentSubs("iterm", 4))
+	currentInboxFault(t, a, api, "iterm", a.db.URL, terminateCurrent)
 }
 
 func currentInboxFault(t *testing.T, a *faultApp, api *currentAPI, prefix, url string, fault currentFault) {

@@ -16,7 +16,7 @@ import (
 // connection, as the inbox's reads do (TestPgxInboxReadsOnStaleConnection),
 // instead of failing with the terminated session's error (store
 // unavailable: write failed: broken pipe, seen in
-// TestPgxCurrentFaultSync/sessions-terminated).
+// TestPgxCurrentFaultSyncSessionsTerminated).
 func TestPgxLedgerReadsOnStaleConnection(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()

@@ -52,8 +52,8 @@ func (c *chaosPrunes) add(rep idempotency.PruneReport, err error) {
 // of 3 with Retention.Payloads of 200ms: tasks finish and their arguments
 // are cleared while others are enqueued, leased and run. Meanwhile
 // pg_terminate_backend ends the pruner's sessions or the worker's at
-// random points, and in database-crashed the server also crashes
-// (immediate shutdown) and starts again mid-way.
+// random points (TestPgxPruneTaskArgsChaosSessionsTerminated), and here
+// the server also crashes (immediate shutdown) and starts again mid-way.
 //
 // No prune fails for a terminated session: another connection is
 // taken. Afterwards no event or task is lost or doubled: each event applied
@@ -71,10 +71,16 @@ func TestPgxPruneTaskArgsChaos(t *testing.T) {
 		cluster := pgtest.Server(t) // not parallel: it stops the shared server
 		taskArgsChaos(t, cluster)
 	})
-	t.Run("sessions-terminated", func(t *testing.T) {
-		t.Parallel()
-		taskArgsChaos(t, nil)
-	})
+}
+
+// TestPgxPruneTaskArgsChaosSessionsTerminated is TestPgxPruneTaskArgsChaos
+// with sessions ended alone, the server left running. Apart from it,
+// which is not parallel, so that it runs beside the other parallel tests:
+// go test runs the tests that are not parallel, and their subtests,
+// first, one after another.
+func TestPgxPruneTaskArgsChaosSessionsTerminated(t *testing.T) {
+	t.Parallel()
+	taskArgsChaos(t, nil)
 }
 
 func taskArgsChaos(t *testing.T, cluster *pgtest.Cluster) {

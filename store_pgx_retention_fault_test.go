@@ -198,8 +198,9 @@ func (s *pruneScene) requireKept(t *testing.T, a *faultApp) (left int) {
 }
 
 // TestPgxPruneFault: a prune in batches of 4 whose first batch of guards
-// is held at its commit when the process's sessions end, or when the
-// database stops (not parallel). The batch's deletions are undone with
+// is held at its commit when the process's sessions end
+// (TestPgxPruneFaultSessionsTerminated), or when the database stops (not
+// parallel). The batch's deletions are undone with
 // it; the prune either goes on and completes (a session that ended is
 // another connection away) or returns an error, ErrStoreUnavailable.
 // Nothing the retention keeps is deleted: claims and finished events in
@@ -207,15 +208,20 @@ func (s *pruneScene) requireKept(t *testing.T, a *faultApp) (left int) {
 // days, the dead letter, the pending event. Once the database is back,
 // a prune deletes every row past its window.
 func TestPgxPruneFault(t *testing.T) {
-	t.Run("sessions-terminated", func(t *testing.T) {
-		t.Parallel()
-		pruneFault(t, newFaultApp(t), "", terminateRetention)
-	})
 	t.Run("database-stopped", func(t *testing.T) {
 		cluster := pgtest.Server(t) // not parallel: it stops the shared server
 		a := newFaultApp(t)
 		pruneFault(t, a, cluster.TCP(t, a.db.URL), stopRetention(cluster))
 	})
+}
+
+// TestPgxPruneFaultSessionsTerminated is TestPgxPruneFault with the
+// process's sessions ended. Apart from it, which is not parallel, so that
+// it runs beside the other parallel tests: go test runs the tests that
+// are not parallel, and their subtests, first, one after another.
+func TestPgxPruneFaultSessionsTerminated(t *testing.T) {
+	t.Parallel()
+	pruneFault(t, newFaultApp(t), "", terminateRetention)
 }
 
 func pruneFault(t *testing.T, a *faultApp, url string, fault retentionFault) {
@@ -263,21 +269,26 @@ func pruneFault(t *testing.T, a *faultApp, url string, fault retentionFault) {
 
 // TestPgxForgetFault: Forget of a processed event (its claim, its guard,
 // its finished inbox row) is held at its commit when the process's
-// sessions end, or when the database stops (not parallel). It leaves all
+// sessions end (TestPgxForgetFaultSessionsTerminated), or when the
+// database stops (not parallel). It leaves all
 // of the event or none of it: either it reports the event forgotten (a
 // session that ended is another connection away) and nothing of it is
 // left, or it returns ErrStoreUnavailable and everything is there; then
 // Forget again forgets it all, and a resend is applied again.
 func TestPgxForgetFault(t *testing.T) {
-	t.Run("sessions-terminated", func(t *testing.T) {
-		t.Parallel()
-		forgetFault(t, newFaultApp(t), "", terminateRetention)
-	})
 	t.Run("database-stopped", func(t *testing.T) {
 		cluster := pgtest.Server(t) // not parallel: it stops the shared server
 		a := newFaultApp(t)
 		forgetFault(t, a, cluster.TCP(t, a.db.URL), stopRetention(cluster))
 	})
+}
+
+// TestPgxForgetFaultSessionsTerminated is TestPgxForgetFault with the
+// process's sessions ended; parallel, apart from it (see
+// TestPgxPruneFaultSessionsTerminated).
+func TestPgxForgetFaultSessionsTerminated(t *testing.T) {
+	t.Parallel()
+	forgetFault(t, newFaultApp(t), "", terminateRetention)
 }
 
 func forgetFault(t *testing.T, a *faultApp, url string, fault retentionFault) {
