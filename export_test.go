@@ -213,12 +213,6 @@ func PgxLeasePlan(ctx context.Context, s *PgxStore, conn *pgx.Conn, bare bool) (
 	return genericPlan(ctx, conn, settings, s.inbox.lease, `now(), 8, now() + interval '1 minute'`)
 }
 
-// PgxSweepPlan is the plan of the lease's sweep of the parked events on
-// conn, in the lease's settings.
-func PgxSweepPlan(ctx context.Context, s *PgxStore, conn *pgx.Conn) (string, error) {
-	return explainGeneric(ctx, conn, leaseSettings, `EXPLAIN`, s.inbox.sweep, ``)
-}
-
 // genericPlanSetting makes the transaction's prepared statements plan
 // generically, as a connection's cached statement does after five runs.
 const genericPlanSetting = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
@@ -254,11 +248,7 @@ func explainPrepared(ctx context.Context, tx pgx.Tx, settings, explain, stmt, ar
 	if _, err := tx.Exec(ctx, `PREPARE idempotency_generic_plan AS `+stmt); err != nil {
 		return "", err
 	}
-	execute := ` EXECUTE idempotency_generic_plan`
-	if args != "" {
-		execute += `(` + args + `)`
-	}
-	rows, err := tx.Query(ctx, explain+execute)
+	rows, err := tx.Query(ctx, explain+` EXECUTE idempotency_generic_plan(`+args+`)`)
 	if err != nil {
 		return "", err
 	}

@@ -125,8 +125,6 @@ type PgxStore struct {
 	// conflictWait waits before a conflict's retry (retryConflicts):
 	// waitConflict, but in tests.
 	conflictWait func(ctx context.Context, attempt int) bool
-	// parkSweep: when a lease sweeps the parked events too.
-	parkSweep sweepClock
 }
 
 // The defaults of PgxConfig.RecentClaims and RecentClaimsTTL.

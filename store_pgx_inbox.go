@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,7 +38,7 @@ var (
 // pgxInboxSQL are the inbox's statements, on the store's schema.
 type pgxInboxSQL struct {
 	enqueue, enqueueMany, enqueueTask, finish, skip, lock, deadLetter string
-	lease, sweep, settle, redrive, redriveCount, stats, list, heldBy  string
+	lease, settle, redrive, redriveCount, stats, list, heldBy         string
 	statsCount                                                        string                // Stats' count of a group its estimate does not know
 	estimate                                                          map[inboxGroup]string // Stats' estimates
 	channel                                                           string                // notifications
@@ -75,42 +74,16 @@ func newPgxInboxSQL(schema string) pgxInboxSQL {
 	// unexpired lease, or past its lease but with its fenced transaction
 	// still open (the row is locked: the probe FOR SHARE SKIP LOCKED finds
 	// nothing). An event that sorts after i and whose worker is presumed
-	// dead does not hold i back. Two probes, each reading a few rows
-	// however many events of the object wait: the object's unfinished
-	// events that sort before i, on the object index from its first, and
-	// its processing events on the object's processing index (migration
-	// 014). One probe of the object's unfinished events for both read all
-	// of a hot object's waiting events for its first; the processing
-	// events asked by their lease index instead read an entry for every
-	// event leased since the last vacuum (with 40,000 entries, one lease
-	// read 39,000 buffers).
-	free := `(i.object_id = '' OR (NOT EXISTS (SELECT 1 FROM ` + t + ` AS o
+	// dead does not hold i back. Both conditions are one probe of the
+	// object's unfinished events on the object index, a few rows: asked
+	// apart, the second would read the processing index, which holds an
+	// entry for every event leased since the last vacuum (with 40,000
+	// entries, one lease reads 39,000 buffers).
+	free := `(i.object_id = '' OR NOT EXISTS (SELECT 1 FROM ` + t + ` AS o
         WHERE o.object_id = i.object_id AND o.object_id <> '' AND o.account = i.account
-          AND o.state IN ('pending', 'failed', 'processing')
-          AND (o.created, o.event_id COLLATE "C") < (i.created, i.event_id COLLATE "C"))
-    AND NOT EXISTS (SELECT 1 FROM ` + t + ` AS o
-        WHERE o.object_id = i.object_id AND o.object_id <> '' AND o.account = i.account
-          AND o.state = 'processing' AND o.event_id <> i.event_id AND ` + applying("o", "$1") + `)))`
-	// parkable: event r waits behind two earlier events of its object
-	// still to apply, or behind one that no worker is applying nor is
-	// taken by this lease (its id not in the query taken, when given):
-	// only a take can end that one, and a take unparks the first parked
-	// event of its object. Behind one being applied r is not parked: that
-	// attempt may end while the lease runs, and r would be the first of
-	// its object, parked, with no take to unpark it. The earlier events
-	// are read up to two on the object index.
-	parkable := func(r, taken string) string {
-		notTaken := ``
-		if taken != "" {
-			notTaken = ` AND earlier.event_id NOT IN (` + taken + `)`
-		}
-		return `(SELECT count(*) + count(*) FILTER (WHERE earlier.state <> 'processing'` + notTaken + `)
-    FROM (SELECT o.event_id, o.state FROM ` + t + ` AS o
-        WHERE o.object_id = ` + r + `.object_id AND o.object_id <> '' AND o.account = ` + r + `.account
-          AND o.state IN ('pending', 'failed', 'processing')
-          AND (o.created, o.event_id COLLATE "C") < (` + r + `.created, ` + r + `.event_id COLLATE "C")
-        LIMIT 2) AS earlier) >= 2`
-	}
+          AND o.state IN ('pending', 'failed', 'processing') AND o.event_id <> i.event_id
+          AND ((o.created, o.event_id COLLATE "C") < (i.created, i.event_id COLLATE "C")
+            OR ` + applying("o", "$1") + `)))`
 	// fenced: the row of event $1 at attempt $2 begun at attemptedAt,
 	// still processing. Its state is compared in the "C" collation, which
 	// gives the same answer (text equality is bytewise in every collation a
@@ -161,39 +134,26 @@ RETURNING ` + inboxColumns + `, txid_current()`, // per dead letter only: the le
 		// and stopping at the limit, merged by the time they came due. An
 		// expired lease is taken alone (inboxBackend.inboxLease): the
 		// lease stops before the first one unless it is the first.
-		//
-		// Parking (migration 014): the due events are read without the
-		// parked ones. The lease parks the due events it stepped over
-		// (read before its last due candidate, or every due one when it
-		// found fewer than it may take) that are parkable, and each event
-		// it takes unparks the earliest parked event of its object. An
-		// object's first event still to apply is never parked, and is
-		// never left parked when the one before it ends: one event of an
-		// object is applied at a time, and what is parked behind a
-		// single event waits for its take, which unparks it. A hot
-		// object's backlog then costs a lease a read of its first two
-		// events, not of every one; an object whose first event failed
-		// and waits for its next attempt costs none.
 		lease: `WITH expired AS (
-    SELECT i.event_id, i.object_id, i.account, i.lease_until AS due_at, i.attempted_at, i.state FROM ` + t + ` AS i
+    SELECT i.event_id, i.lease_until AS due_at, i.attempted_at, i.state FROM ` + t + ` AS i
     WHERE i.state = 'processing' AND i.lease_until <= $1 AND ` + free + `
     ORDER BY i.lease_until
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 ), due AS (
-    SELECT i.event_id, i.object_id, i.account, i.next_attempt_at AS due_at, i.attempted_at, i.state FROM ` + t + ` AS i
-    WHERE i.state IN ('pending', 'failed') AND NOT i.parked AND i.next_attempt_at <= $1 AND ` + free + `
+    SELECT i.event_id, i.next_attempt_at AS due_at, i.attempted_at, i.state FROM ` + t + ` AS i
+    WHERE i.state IN ('pending', 'failed') AND i.next_attempt_at <= $1 AND ` + free + `
     ORDER BY i.next_attempt_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT event_id, object_id, account, due_at, attempted_at, state, expired FROM (
-        SELECT event_id, object_id, account, due_at, attempted_at, state, expired,
+    SELECT event_id, due_at, attempted_at, state, expired FROM (
+        SELECT event_id, due_at, attempted_at, state, expired,
             row_number() OVER w AS n, count(*) FILTER (WHERE expired) OVER w AS expired_so_far
         FROM (
-            SELECT event_id, object_id, account, due_at, attempted_at, state, true AS expired FROM expired
+            SELECT event_id, due_at, attempted_at, state, true AS expired FROM expired
             UNION ALL
-            SELECT event_id, object_id, account, due_at, attempted_at, state, false FROM due
+            SELECT event_id, due_at, attempted_at, state, false FROM due
         ) AS candidates
         WINDOW w AS (ORDER BY due_at, event_id COLLATE "C" ROWS UNBOUNDED PRECEDING)
     ) AS ordered
@@ -201,44 +161,12 @@ RETURNING ` + inboxColumns + `, txid_current()`, // per dead letter only: the le
 ), leased AS (
     UPDATE ` + t + ` AS i
     SET state = 'processing', attempt = i.attempt + 1, attempted_at = $1, lease_until = $3, next_attempt_at = NULL,
-        last_error = CASE WHEN picked.expired THEN ` + leaseExpired + ` ELSE i.last_error END, parked = false
+        last_error = CASE WHEN picked.expired THEN ` + leaseExpired + ` ELSE i.last_error END
     FROM picked
     WHERE i.event_id = picked.event_id
     RETURNING picked.due_at, picked.attempted_at AS prev_attempted_at, picked.state AS prev_state, picked.expired, i.*
-), stepped AS (
-    SELECT i.event_id FROM ` + t + ` AS i
-    WHERE i.state IN ('pending', 'failed') AND NOT i.parked
-      AND i.next_attempt_at <= (SELECT CASE WHEN count(*) < $2 THEN $1 ELSE max(due_at) END FROM due)
-      AND i.object_id <> '' AND i.event_id NOT IN (SELECT event_id FROM due)
-      AND ` + parkable("i", "SELECT event_id FROM picked") + `
-    FOR UPDATE SKIP LOCKED
-), parked AS (
-    UPDATE ` + t + ` AS i SET parked = true FROM stepped WHERE i.event_id = stepped.event_id
-), unparked AS (
-    UPDATE ` + t + ` AS i SET parked = false
-    FROM (
-        SELECT (SELECT p.event_id FROM ` + t + ` AS p
-                WHERE p.parked AND p.state IN ('pending', 'failed') AND p.object_id = picked.object_id AND p.account = picked.account
-                ORDER BY p.created, p.event_id COLLATE "C"
-                LIMIT 1) AS event_id
-        FROM picked WHERE picked.object_id <> ''
-    ) AS first_parked
-    WHERE i.event_id = first_parked.event_id
 )
 SELECT ` + inboxColumns + `, payload, coalesce(seq, 0), trace, due_at, prev_attempted_at, prev_state, expired FROM leased ORDER BY due_at, event_id COLLATE "C"`,
-		// The earliest parked event of every object that a lease would
-		// not park now, unparked: only a take by a release that does not
-		// park leaves one so (see parkSweepEvery).
-		sweep: `UPDATE ` + t + ` AS i SET parked = false
-FROM (
-    SELECT first.event_id FROM (
-        SELECT DISTINCT ON (p.object_id, p.account) p.event_id, p.object_id, p.account, p.created FROM ` + t + ` AS p
-        WHERE p.parked AND p.state IN ('pending', 'failed')
-        ORDER BY p.object_id, p.account, p.created, p.event_id COLLATE "C"
-    ) AS first
-    WHERE NOT ` + parkable("first", "") + `
-) AS first_parked
-WHERE i.event_id = first_parked.event_id`,
 		// An attempt that does not count ($9: a snoozed task, pending; an
 		// event or task given back unapplied, in the state it had before
 		// the lease) goes back one, showing the attempt time $8: the
@@ -254,7 +182,7 @@ WHERE ` + fenced("$7"),
 		// Counted by kind in the statement that moves them: both kinds
 		// move at once, or neither.
 		redrive: `WITH moved AS (UPDATE ` + t + ` SET state = 'pending', attempt = 0, next_attempt_at = $9, finished_at = NULL,
-    redrives = redrives + 1, redriven_at = $9, parked = false
+    redrives = redrives + 1, redriven_at = $9
 WHERE ` + redriveWhere + `
 RETURNING kind)
 SELECT ` + countKinds + ` FROM moved`,
@@ -416,8 +344,7 @@ const leaseSettings = `SELECT set_config('jit', 'off', true), set_config('plan_c
 // sent with its commit as one batch (one round trip on a pool or a
 // connection): the schema's lease lock, then dead-lettering the expired
 // leases that used the last attempt (so that they no longer hold their
-// objects back), at the first lease of the process and then once every
-// parkSweepEvery the sweep of the parked events, then the lease itself.
+// objects back), then the lease itself.
 //
 // A panic in the code of the store's connections (a pgx tracer) is the
 // lease's error (recoverConnsPanic), its connection given back or closed
@@ -458,10 +385,6 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 	batch.Queue(s.inbox.lock, s.cfg.Schema)
 	deadAt := batch.Len()
 	batch.Queue(s.inbox.deadLetter, now, maxAttempts)
-	sweep := s.parkSweep.due(now)
-	if sweep {
-		batch.Queue(s.inbox.sweep)
-	}
 	leaseAt := batch.Len()
 	batch.Queue(s.inbox.lease, now, limit, now.Add(lease))
 	// When it can, the commit travels in the batch too: the whole lease is
@@ -505,34 +428,8 @@ func (s *PgxStore) lease(ctx context.Context, now time.Time, limit int, lease ti
 	if err != nil {
 		return nil, dead, err
 	}
-	if sweep {
-		s.parkSweep.done(now)
-	}
 	return out, dead, nil
 }
-
-// parkSweepEvery is how often a process's lease also sweeps the parked
-// events (see the lease statement), by the inbox's clock: the first
-// lease of a process sweeps, then one a minute. A take by a release
-// that does not park (before migration 014's, during a rolling deploy)
-// leaves the event it took parked behind it: the sweep unparks it.
-const parkSweepEvery = time.Minute
-
-// sweepClock tells a process's leases when to sweep: its zero value
-// sweeps at the first lease.
-type sweepClock struct {
-	last atomic.Int64 // the inbox clock's Unix nanoseconds at the last sweep; 0: none yet
-}
-
-// due reports whether a lease at now sweeps: parkSweepEvery after the
-// last sweep, or before it (the clock set back).
-func (c *sweepClock) due(now time.Time) bool {
-	last := c.last.Load()
-	return last == 0 || now.UnixNano()-last >= int64(parkSweepEvery) || now.UnixNano() < last
-}
-
-// done records a sweep committed at now.
-func (c *sweepClock) done(now time.Time) { c.last.Store(now.UnixNano()) }
 
 // inboxSettle implements inboxBackend: one UPDATE fenced on the attempt.
 // A panic in the code of the store's connections (a pgx tracer) is its
