@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -60,21 +61,33 @@ func TestPgxServerTimeoutsFailTheAttempt(t *testing.T) {
 	t.Parallel()
 	b := newPgBackendMigratedApart(t, serverTimeouts)
 	admin := pgtest.AdminPool(t)
-	// The handlers to cut lower the timeout for their own transaction
-	// (SET LOCAL, which the server reads as it reads a role's or
-	// database's), so that the cut comes at once rather than after
-	// serverTimeouts' 10 s, which every other statement and transaction
-	// keeps.
+	// The handlers to cut find the connections' timeout in force in
+	// their transaction (the store sets none of its own over it), then
+	// lower it for that transaction alone (SET LOCAL, which the server
+	// reads as it reads a role's or database's), so that the cut comes at
+	// once rather than after serverTimeouts' 10 s, which every other
+	// statement and transaction keeps.
+	lower := func(ctx context.Context, tx pgx.Tx, setting string) error {
+		var inForce string
+		if err := tx.QueryRow(ctx, `SELECT current_setting($1)`, setting).Scan(&inForce); err != nil {
+			return err
+		}
+		if inForce != serverTimeouts[setting] {
+			return fmt.Errorf("%s in the handler's transaction is %s, not the connections' %s", setting, inForce, serverTimeouts[setting])
+		}
+		_, err := tx.Exec(ctx, `SELECT set_config($1, '100ms', true)`, setting)
+		return err
+	}
 	cut := map[string]func(ctx context.Context, tx pgx.Tx) error{
 		"statement timeout": func(ctx context.Context, tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = '100ms'`); err != nil {
+			if err := lower(ctx, tx, "statement_timeout"); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, `SELECT pg_sleep(60)`)
 			return err
 		},
 		"idle-in-transaction timeout": func(ctx context.Context, tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SET LOCAL idle_in_transaction_session_timeout = '100ms'`); err != nil {
+			if err := lower(ctx, tx, "idle_in_transaction_session_timeout"); err != nil {
 				return err
 			}
 			pid := tx.Conn().PgConn().PID()
