@@ -525,15 +525,9 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, s
 		return errorf("%w (got %T)", ErrNeedsStoreTx, tx)
 	}
 	id := ev.ObjectID // data.object.id, or a thin event's related_object.id
-	if id == "" {
-		return Skip("the event names no object to fetch")
-	}
-	if err := checkGuardKey(scope, id); err != nil {
-		return Skip("data.object.id is not valid text")
-	}
-	key := fetchKey(ev.Account, id)
-	if err := checkGuardKey(scope, key); err != nil {
-		return Skip("account and data.object.id are too long to key the object")
+	key, unkeyed := objectLockKey(scope, ev.Account, id)
+	if unkeyed != "" {
+		return Skip(unkeyed)
 	}
 	local := localObject{store: ot.objectStore(), scope: scope, key: key}
 	if reg.local.covers(local, ot.arrivedAt()) {
@@ -594,13 +588,30 @@ func applyCurrent[T any](ctx context.Context, tx Tx, reg *currentRegistration, s
 // (OnCurrent fails its every event with ErrNeedsStoreTx).
 func lockCurrentObject(ctx context.Context, tx Tx, scope, account, id string) error {
 	ot, ok := tx.(objectTx)
-	if !ok || id == "" {
+	if !ok {
 		return nil
 	}
-	key := fetchKey(account, id)
-	if checkGuardKey(scope, key) != nil {
+	key, unkeyed := objectLockKey(scope, account, id)
+	if unkeyed != "" {
 		return nil
 	}
 	_, _, err := ot.lockObject(ctx, scope, key)
 	return err
+}
+
+// objectLockKey is the key of the lock of object id of account in scope
+// (fetchKey), or, when the object has none, why: the event names no
+// object, or one no store can key.
+func objectLockKey(scope, account, id string) (key, unkeyed string) {
+	if id == "" {
+		return "", "the event names no object to fetch"
+	}
+	if checkGuardKey(scope, id) != nil {
+		return "", "data.object.id is not valid text"
+	}
+	key = fetchKey(account, id)
+	if checkGuardKey(scope, key) != nil {
+		return "", "account and data.object.id are too long to key the object"
+	}
+	return key, ""
 }
