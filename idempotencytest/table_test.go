@@ -91,3 +91,71 @@ func TestTableKeepsTheLaterFetch(t *testing.T) {
 		})
 	}
 }
+
+// TestTableDeleteKeepsTheRowDeleted: a .deleted handler registered with
+// On beside OnCurrent takes the object's lock, so it deletes after the
+// updated event's commit, while that event's Put still waits behind a
+// func of its transaction. The Table keeps the row deleted, on both
+// stores; a fake that wrote each change as its AfterCommit func ran
+// brought the row back. A deletion that rolls back deletes nothing.
+func TestTableDeleteKeepsTheRowDeleted(t *testing.T) {
+	t.Parallel()
+	for name, store := range map[string]func(t *testing.T) idempotency.Store{
+		"memory": func(*testing.T) idempotency.Store { return idempotency.NewMemoryStore() },
+		"postgres": func(t *testing.T) idempotency.Store {
+			return idempotencytest.Postgres(t).NewStore(t, idempotency.PgxConfig{})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var table idempotencytest.Table[stripe.SubscriptionStatus]
+			reached, release := make(chan struct{}), make(chan struct{})
+			hs := idempotency.NewHandlers()
+			idempotency.OnCurrent(hs, []string{"customer.subscription.updated"},
+				func(_ context.Context, id, _ string) (*stripe.Subscription, error) {
+					return &stripe.Subscription{ID: id, Status: stripe.SubscriptionStatusActive}, nil
+				},
+				func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Subscription]) error {
+					if tx.EventID() == "evt_updated" { // its Put waits, after the commit, behind this func
+						tx.AfterCommit(func(context.Context) {
+							close(reached)
+							<-release
+						})
+					}
+					table.Put(tx, ev.Object.ID, ev.Object.Status)
+					return nil
+				})
+			idempotency.On(hs, "customer.subscription.deleted", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Subscription]) error {
+				table.Delete(tx, ev.Object.ID)
+				if tx.EventID() == "evt_deleted_rolled_back" {
+					return errors.New("rolled back")
+				}
+				return nil
+			})
+			h, err := idempotency.NewHandler(store(t), hs, idempotency.Config{Secrets: []string{testSecret}, Logger: slog.New(slog.DiscardHandler)})
+			require.NoError(t, err)
+			deleted := func(id, sub string) []byte {
+				return idempotencytest.Derive(subscriptionUpdated(t, id, sub), map[string]any{"type": "customer.subscription.deleted"})
+			}
+
+			updated, payload := make(chan idempotencytest.Answer, 1), subscriptionUpdated(t, "evt_updated", "sub_1")
+			go func() { updated <- idempotencytest.Deliver(h, payload, testSecret) }()
+			<-reached // committed, its row not yet put
+			a := idempotencytest.Deliver(h, deleted("evt_deleted", "sub_1"), testSecret)
+			require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, a.Body)
+			close(release)
+			a = <-updated
+			require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, a.Body)
+			_, ok := table.Get("sub_1")
+			require.False(t, ok, "the earlier Put, run last, brought the deleted row back")
+
+			a = idempotencytest.Deliver(h, subscriptionUpdated(t, "evt_updated_2", "sub_2"), testSecret)
+			require.Equal(t, idempotency.OutcomeProcessed, a.Outcome, a.Body)
+			a = idempotencytest.Deliver(h, deleted("evt_deleted_rolled_back", "sub_2"), testSecret)
+			require.Equal(t, http.StatusInternalServerError, a.Status, a.Body)
+			status, ok := table.Get("sub_2")
+			require.True(t, ok, "a deletion that rolled back deleted the row")
+			require.Equal(t, stripe.SubscriptionStatusActive, status)
+		})
+	}
+}
