@@ -21,10 +21,14 @@ type dispatcher struct {
 	fast     bool                // decode with the compiled decoder
 	timeout  time.Duration
 	setting  string // the field timeout comes from, named in ErrTimeout's text
+	// withTimeout bounds a transaction by timeout: context.WithTimeout, or
+	// in tests one whose deadline the test can reach early.
+	withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)
 }
 
 func newDispatcher(store Store, hs *Handlers, fast bool, timeout time.Duration, setting string) dispatcher {
-	return dispatcher{store: store, tasks: newEventTasks(hs), handlers: dispatchedHandlers(hs), early: hs.earlyGuardScopes(), fast: fast, timeout: timeout, setting: setting}
+	return dispatcher{store: store, tasks: newEventTasks(hs), handlers: dispatchedHandlers(hs), early: hs.earlyGuardScopes(), fast: fast, timeout: timeout, setting: setting,
+		withTimeout: context.WithTimeout}
 }
 
 // dispatchedHandlers is hs's handlers by event type, each On handler of an
@@ -80,7 +84,7 @@ func (d *dispatcher) run(ctx context.Context, env *envelope.Envelope, payload []
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	ctx, cancel := d.withTimeout(ctx, d.timeout)
 	defer cancel()
 	outcome, err := d.store.Run(ctx, claim, apply)
 	if errors.Is(err, ErrStoreUnavailable) {

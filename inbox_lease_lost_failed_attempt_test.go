@@ -55,6 +55,7 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 					var calls, applied atomic.Int32
 					var newer *idempotency.Inbox
 					var taken []idempotency.InboxLeased
+					var expire func() // ends the stale worker's attempt, as its Timeout would
 					hs := idempotency.NewHandlers()
 					idempotency.On(hs, "invoice.paid", func(attemptCtx context.Context, _ idempotency.Tx, _ idempotency.Event[*stripe.Invoice]) error {
 						if calls.Add(1) > 1 {
@@ -77,6 +78,7 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 						case "panic":
 							panic("the downstream refused")
 						case "timeout":
+							expire()
 							<-attemptCtx.Done()
 							return attemptCtx.Err()
 						}
@@ -87,9 +89,10 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 					// The stale worker's claim and decode must beat its
 					// Timeout for the handler to reach its failure, and
 					// its settle and look-up run under it (5 s at most):
-					// 10 s, room for them on a busy machine, which the
-					// timeout case waits out (2 s could run out before
-					// the handler was reached).
+					// 10 s, room for them on a busy machine (2 s could
+					// run out before the handler was reached). The timeout
+					// case ends its attempt once the handler is reached,
+					// as the Timeout would, rather than wait it out.
 					stale, err := idempotency.NewInbox(store, hs, idempotency.InboxConfig{
 						Now: clock.Now, MaxAttempts: c.maxAttempts, Lease: time.Minute, Timeout: 10 * time.Second,
 						Logger: log, OnResult: rs.add,
@@ -98,6 +101,7 @@ func TestInboxLeaseLostAfterFailedAttempt(t *testing.T) {
 						}},
 					})
 					require.NoError(t, err)
+					expire = idempotency.ExpireInboxAttempts(stale)
 					newer, err = idempotency.NewInbox(store, hs, idempotency.InboxConfig{
 						Now: clock.Now, MaxAttempts: 3, Lease: time.Minute, Timeout: 10 * time.Second, Logger: discardLogger(), OnResult: rs.add,
 					})
