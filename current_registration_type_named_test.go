@@ -2,10 +2,10 @@ package idempotency_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
 )
@@ -18,24 +18,24 @@ import (
 func TestOnCurrentRegistrationNamesItsType(t *testing.T) {
 	t.Parallel()
 	const typ = "customer.subscription.updated"
-	invoiceFn := func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error { return nil }
+	rawFn := func(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error { return nil }
 
 	t.Run("On after OnCurrent", func(t *testing.T) {
 		hs := idempotency.NewHandlers()
 		idempotency.OnCurrent(hs, []string{typ}, fetchNothing, handleNothing)
-		err := idempotency.OnSafely(hs, typ, invoiceFn)
+		err := idempotency.OnSafely(hs, typ, rawFn)
 		require.ErrorIs(t, err, idempotency.ErrDuplicateRegistration)
 		require.NotContains(t, err.Error(), "struct {}")
 		require.ErrorContains(t, err, "has a handler for *stripe.Subscription (OnCurrent)")
-		require.ErrorContains(t, err, "a second one (for *stripe.Invoice)")
+		require.ErrorContains(t, err, "a second one (for json.RawMessage)")
 	})
 	t.Run("OnCurrent after On", func(t *testing.T) {
 		hs := idempotency.NewHandlers()
-		idempotency.On(hs, typ, invoiceFn)
+		idempotency.On(hs, typ, rawFn)
 		err, _ := panicValue(func() { idempotency.OnCurrent(hs, []string{typ}, fetchNothing, handleNothing) }).(error)
 		require.ErrorIs(t, err, idempotency.ErrDuplicateRegistration)
 		require.NotContains(t, err.Error(), "struct {}")
-		require.ErrorContains(t, err, "has a handler for *stripe.Invoice; a second one (for *stripe.Subscription (OnCurrent))")
+		require.ErrorContains(t, err, "has a handler for json.RawMessage; a second one (for *stripe.Subscription (OnCurrent))")
 	})
 	t.Run("a type given twice", func(t *testing.T) {
 		hs := idempotency.NewHandlers()

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seed-a84bb619/idempotency/internal/eventtypes"
 )
 
 // LiveInboxes returns how many inboxes built on hs are still in use: those
@@ -702,3 +704,7 @@ func explainAnalyze(ctx context.Context, conn *pgx.Conn, stmt string, args []any
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return strings.Join(lines, "\n"), err
 }
+
+// EventObjects returns the Stripe objects On accepts a stripe-go type of
+// for eventType's handler; none when it checks none.
+func EventObjects(eventType string) []string { return eventtypes.Objects(eventType) }

@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -15,23 +16,28 @@ import (
 )
 
 // A handler registered with the stripe-go type of another object than the
-// event's data.object (*stripe.Customer for invoice.paid) is never given
+// event's data.object (*stripe.Customer for an invoice) is never given
 // the object decoded into it: json.Unmarshal would fill the fields the two
 // share (the invoice's id as the customer's) and leave the rest zero, and
-// the event would be processed on that. The event fails instead with an
+// the event would be processed on that. On refuses it for a type whose
+// objects stripe-mock's specification gives
+// (TestOnRefusesTheStripeTypeOfAnotherObject); for a type it does not
+// describe (one Stripe added since), the event fails instead with an
 // error that names both objects and no value of the payload: the
 // synchronous Handler answers 500; the inbox retries it with its backoff
 // and dead-letters it after MaxAttempts, and its LastError says why.
 func TestOnWrongStripeTypeFails(t *testing.T) {
 	t.Parallel()
-	const want = `idempotency: decoding data.object of invoice.paid event into *stripe.Customer: data.object's object is "invoice": *stripe.Customer is another object's type`
-	payload := fixture(t, "invoice.paid")
+	const typ = "invoice.reminder_sent" // a type the specification does not describe
+	const want = `idempotency: decoding data.object of invoice.reminder_sent event into *stripe.Customer: data.object's object is "invoice": *stripe.Customer is another object's type`
+	require.Empty(t, idempotency.EventObjects(typ))
+	payload := idempotencytest.Derive(fixture(t, "invoice.paid"), map[string]any{"type": typ})
 	for storeName, store := range bothStores(t) {
 		t.Run(storeName, func(t *testing.T) {
 			t.Parallel()
 			var ran atomic.Int32
 			hs := idempotency.NewHandlers()
-			idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Customer]) error {
+			idempotency.On(hs, typ, func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Customer]) error {
 				ran.Add(1)
 				return nil
 			})
@@ -68,4 +74,62 @@ func TestOnWrongStripeTypeFails(t *testing.T) {
 			require.Zero(t, ran.Load(), "the handler ran on a wrongly decoded object")
 		})
 	}
+}
+
+// TestOnRefusesTheStripeTypeOfAnotherObject: On refuses, when it is
+// called, a stripe-go type that is none of the objects the event type
+// carries, naming them, and registers nothing; the type of one of them, a
+// polymorphic stripe-go type, a type of the service's own, a fetched
+// OnCurrent handler and an event type the specification does not describe
+// are registered.
+func TestOnRefusesTheStripeTypeOfAnotherObject(t *testing.T) {
+	t.Parallel()
+	hs := idempotency.NewHandlers()
+	err := idempotency.OnSafely(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Customer]) error { return nil })
+	require.EqualError(t, err, `idempotency: On: events of type "invoice.paid" carry data.object "invoice", and *stripe.Customer is the stripe-go type of another object: each would fail to decode at its delivery; register the handler with the stripe-go type of "invoice"`)
+	require.Empty(t, hs.EventTypes(), "nothing registered")
+	err = idempotency.OnSafely(hs, "customer.source.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Charge]) error { return nil })
+	require.ErrorContains(t, err, `carry data.object "bank_account", "card" or "source", and *stripe.Charge is`)
+	v, _ := panicValue(func() {
+		idempotency.On(hs, "charge.dispute.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Charge]) error { return nil })
+	}).(error)
+	require.ErrorContains(t, v, `carry data.object "dispute"`)
+
+	type row struct{ ID string }
+	for _, reg := range []func(*idempotency.Handlers) error{
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error { return nil })
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "charge.dispute.created", func(context.Context, idempotency.Tx, idempotency.Event[stripe.Dispute]) error { return nil })
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "customer.source.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Card]) error { return nil })
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "customer.source.updated", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.PaymentSource]) error { return nil })
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "sigma.scheduled_query_run.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.SigmaScheduledQueryRun]) error {
+				return nil
+			})
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "customer.discount.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Discount]) error { return nil })
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "customer.updated", func(context.Context, idempotency.Tx, idempotency.Event[row]) error { return nil })
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "payout.paid", func(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error { return nil })
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "invoice.reminder_sent", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Customer]) error { return nil })
+		},
+	} {
+		require.NoError(t, reg(hs))
+	}
+	require.NotPanics(t, func() { // its handler is given the fetched object: nothing decodes data.object into it
+		idempotency.OnCurrent(hs, []string{"customer.subscription.updated"}, fetchNothing, handleNothing)
+	})
 }

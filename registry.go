@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -90,10 +92,13 @@ func NewHandlers() *Handlers {
 // On registers fn for eventType. data.object is decoded into T only after
 // the event is claimed, so a duplicate costs no decode. T is a stripe-go
 // type such as *stripe.Invoice, or a struct of the fields fn needs. A
-// stripe-go resource type is checked against data.object's "object": an
-// event whose object is another (an invoice given to a *stripe.Customer)
-// fails with a [DecodeError] that names it, rather than decode the fields
-// the two share and leave the others zero. A thin event's data is decoded
+// stripe-go resource type must be that of data.object's "object", rather
+// than decode the fields the two share and leave the others zero: On
+// refuses one that is none of the objects eventType's events carry, as
+// stripe-mock's specification of Stripe's events gives them
+// (*stripe.Customer for invoice.paid), and an event of a type that
+// specification does not describe whose object is another fails with a
+// [DecodeError] that names it. A thin event's data is decoded
 // into T: stripe.V1BillingMeterErrorReportTriggeredEventData, the Data of
 // stripe-go's type of the event. The
 // value is json.Unmarshal's, with one difference: a T with its own
@@ -114,8 +119,9 @@ func NewHandlers() *Handlers {
 // each one), a nil fn, a second handler for one event type, or a T that is
 // a whole event's type (*stripe.Event, stripe-go's type of a thin event,
 // such as stripe.V1BillingMeterErrorReportTriggeredEvent, or the
-// stripe.V2BaseEvent it embeds), never given the data it would decode,
-// or a registration after [NewHandler] or [NewInbox] took its snapshot of
+// stripe.V2BaseEvent it embeds), never given the data it would decode, a
+// stripe-go type of another object than eventType's events carry, which
+// would fail to decode every one, or a registration after [NewHandler] or [NewInbox] took its snapshot of
 // hs, which would answer the type's events ignored.
 // [OnSafely] returns the error instead. A type stripe-go v82.5.1 does not
 // know is registered (Stripe may have added it since), and the first
@@ -215,6 +221,11 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 	if !fetched && decode.WholeEvent(t) {
 		return errorf("On: %s is a whole event's type: a handler is given the event's data (data.object; a thin event's data): register the type of the data (for a thin event, its stripe-go event's Data field)", objectType)
 	}
+	if !fetched {
+		if err := checkObjectType(eventType, objectType, stripeObject); err != nil {
+			return err
+		}
+	}
 	if hs.byType == nil { // a zero Handlers, as NewTask and NewAction take it
 		hs.byType = make(map[string]registration)
 	}
@@ -254,6 +265,35 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 		},
 	}
 	return nil
+}
+
+// checkObjectType refuses a handler of eventType whose type, objectType
+// (the stripe-go type of the Stripe object stripeObject), is not that of
+// any object the type's events carry (eventtypes.Objects): every one of
+// them would fail to decode, as at each delivery ([DecodeError]). A type
+// that is not a stripe-go resource (the service's own struct, a map), a
+// polymorphic one (stripe.PaymentSource) and an event type stripe-mock's
+// specification does not describe are not checked.
+func checkObjectType(eventType, objectType, stripeObject string) error {
+	objects := eventtypes.Objects(eventType)
+	if stripeObject == "" || len(objects) == 0 || slices.ContainsFunc(objects, func(o string) bool { return decode.ObjectMatches(stripeObject, o) }) {
+		return nil
+	}
+	return errorf("On: events of type %q carry data.object %s, and %s is the stripe-go type of another object: each would fail to decode at its delivery; register the handler with the stripe-go type of %s",
+		eventType, quotedObjects(objects), objectType, quotedObjects(objects))
+}
+
+// quotedObjects lists objects quoted, the last after "or": "invoice";
+// "bank_account", "card" or "source".
+func quotedObjects(objects []string) string {
+	q := make([]string, len(objects))
+	for i, o := range objects {
+		q[i] = strconv.Quote(o)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
 // warnUnknownTypes logs each event type with a handler that stripe-go
