@@ -22,8 +22,11 @@ func expirable(d *dispatcher) (expire func()) {
 	live := map[*expiringCtx]bool{}
 	d.withTimeout = func(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 		c := &expiringCtx{Context: parent, deadline: time.Now().Add(timeout), done: make(chan struct{})}
-		if d, ok := parent.Deadline(); ok && d.Before(c.deadline) {
-			c.deadline = d
+		if deadline, ok := parent.Deadline(); ok && deadline.Before(c.deadline) {
+			c.deadline = deadline
+		}
+		if err := parent.Err(); err != nil { // ended at once, as context.WithTimeout's
+			c.end(err)
 		}
 		stopParent := context.AfterFunc(parent, func() { c.end(parent.Err()) })
 		timer := time.AfterFunc(timeout, func() { c.end(context.DeadlineExceeded) })

@@ -86,14 +86,28 @@ func TestOnRefusesTheStripeTypeOfAnotherObject(t *testing.T) {
 	t.Parallel()
 	hs := idempotency.NewHandlers()
 	err := idempotency.OnSafely(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Customer]) error { return nil })
-	require.EqualError(t, err, `idempotency: On: events of type "invoice.paid" carry data.object "invoice", and *stripe.Customer is the stripe-go type of another object: each would fail to decode at its delivery; register the handler with the stripe-go type of "invoice"`)
+	require.EqualError(t, err, `idempotency: On: events of type "invoice.paid" carry data.object "invoice", and *stripe.Customer is the stripe-go type of another object: each would be decoded wrong or fail to decode; register the handler with the stripe-go type of "invoice"`)
 	require.Empty(t, hs.EventTypes(), "nothing registered")
 	err = idempotency.OnSafely(hs, "customer.source.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Charge]) error { return nil })
 	require.ErrorContains(t, err, `carry data.object "bank_account", "card" or "source", and *stripe.Charge is`)
+	require.ErrorContains(t, err, "*stripe.PaymentSource for customer.source.*")
 	v, _ := panicValue(func() {
 		idempotency.On(hs, "charge.dispute.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Charge]) error { return nil })
 	}).(error)
 	require.ErrorContains(t, v, `carry data.object "dispute"`)
+	// Types whose names end as the object's does, of other objects: the
+	// name must be the object's exactly.
+	err = idempotency.OnSafely(hs, "account.updated", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.TreasuryFinancialAccount]) error {
+		return nil
+	})
+	require.ErrorContains(t, err, `carry data.object "account", and *stripe.TreasuryFinancialAccount is`)
+	err = idempotency.OnSafely(hs, "charge.dispute.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.IssuingDispute]) error { return nil })
+	require.ErrorContains(t, err, `carry data.object "dispute", and *stripe.IssuingDispute is`)
+	err = idempotency.OnSafely(hs, "customer.source.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.IssuingCard]) error { return nil })
+	require.ErrorContains(t, err, "*stripe.IssuingCard is")
+	err = idempotency.OnSafely(hs, "balance.available", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.CashBalance]) error { return nil })
+	require.ErrorContains(t, err, "*stripe.CashBalance is")
+	require.Empty(t, hs.EventTypes(), "nothing registered")
 
 	type row struct{ ID string }
 	for _, reg := range []func(*idempotency.Handlers) error{
@@ -116,6 +130,20 @@ func TestOnRefusesTheStripeTypeOfAnotherObject(t *testing.T) {
 		},
 		func(hs *idempotency.Handlers) error {
 			return idempotency.OnSafely(hs, "customer.discount.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Discount]) error { return nil })
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "account.updated", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Account]) error { return nil })
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "treasury.financial_account.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.TreasuryFinancialAccount]) error {
+				return nil
+			})
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "customer.tax_id.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.TaxID]) error { return nil })
+		},
+		func(hs *idempotency.Handlers) error {
+			return idempotency.OnSafely(hs, "invoiceitem.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.InvoiceItem]) error { return nil })
 		},
 		func(hs *idempotency.Handlers) error {
 			return idempotency.OnSafely(hs, "customer.updated", func(context.Context, idempotency.Tx, idempotency.Event[row]) error { return nil })

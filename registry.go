@@ -268,20 +268,27 @@ func onSafely[T any](hs *Handlers, eventType, name string, fetched bool, fn Even
 	return nil
 }
 
-// checkObjectType refuses a handler of eventType whose type, objectType
-// (the stripe-go type of the Stripe object stripeObject), is not that of
-// any object the type's events carry (eventtypes.Objects): every one of
-// them would fail to decode, as at each delivery ([DecodeError]). A type
-// that is not a stripe-go resource (the service's own struct, a map), a
+// checkObjectType refuses a handler of eventType whose type, objectType,
+// is stripe-go's type of a Stripe object (decode.StripeObject:
+// stripeObject) that is none of those the type's events carry
+// (eventtypes.Objects), by its exact name (eventtypes.GoType):
+// *stripe.TreasuryFinancialAccount for account.updated as well as
+// *stripe.Customer for invoice.paid. Every event would fail to decode at
+// its delivery, or decode the fields the two types share. A type that is
+// not a stripe-go resource (the service's own struct, a map), a
 // polymorphic one (stripe.PaymentSource) and an event type stripe-mock's
 // specification does not describe are not checked.
 func checkObjectType(eventType, objectType, stripeObject string) error {
 	objects := eventtypes.Objects(eventType)
-	if stripeObject == "" || len(objects) == 0 || slices.ContainsFunc(objects, func(o string) bool { return decode.ObjectMatches(stripeObject, o) }) {
+	if stripeObject == "" || len(objects) == 0 || slices.ContainsFunc(objects, func(o string) bool { return eventtypes.GoType(o) == stripeObject }) {
 		return nil
 	}
-	return errorf("On: events of type %q carry data.object %s, and %s is the stripe-go type of another object: each would fail to decode at its delivery; register the handler with the stripe-go type of %s",
-		eventType, quotedObjects(objects), objectType, quotedObjects(objects))
+	cure := "the stripe-go type of " + quotedObjects(objects)
+	if len(objects) > 1 {
+		cure = "stripe-go's type that decodes each of them (*stripe.PaymentSource for customer.source.*, *stripe.AccountExternalAccount for account.external_account.*), or a type of your own"
+	}
+	return errorf("On: events of type %q carry data.object %s, and %s is the stripe-go type of another object: each would be decoded wrong or fail to decode; register the handler with %s",
+		eventType, quotedObjects(objects), objectType, cure)
 }
 
 // quotedObjects lists objects quoted, the last after "or": "invoice";

@@ -35,10 +35,10 @@ import (
 // The zero Table is empty and ready to use. It is safe for concurrent
 // use.
 type Table[T any] struct {
-	mu    sync.Mutex
-	rows  map[string]T
-	puts  uint64            // Put's and Delete's calls so far
-	putBy map[string]uint64 // the call of Put or Delete whose write each key holds
+	mu        sync.Mutex
+	rows      map[string]T
+	writes    uint64            // Put's and Delete's calls so far
+	writtenBy map[string]uint64 // the call of Put or Delete whose write each key holds
 }
 
 // Put sets the row of key to row once tx commits, unless a later call of
@@ -64,18 +64,18 @@ func (t *Table[T]) Delete(tx idempotency.Tx, key string) {
 // there already.
 func (t *Table[T]) write(tx idempotency.Tx, key string, apply func()) {
 	t.mu.Lock()
-	t.puts++
-	n := t.puts
+	t.writes++
+	n := t.writes
 	t.mu.Unlock()
 	tx.AfterCommit(func(context.Context) {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		if t.rows == nil {
-			t.rows, t.putBy = map[string]T{}, map[string]uint64{}
+			t.rows, t.writtenBy = map[string]T{}, map[string]uint64{}
 		}
-		if n > t.putBy[key] {
+		if n > t.writtenBy[key] {
 			apply()
-			t.putBy[key] = n
+			t.writtenBy[key] = n
 		}
 	})
 }

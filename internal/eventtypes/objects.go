@@ -19,6 +19,18 @@ func Objects(t string) []string {
 	return strings.Fields(objects[i].objects)
 }
 
+// GoType returns the name of stripe-go's type of the Stripe object named
+// object, in lower case, as decode.StripeObject gives it: the object's
+// name without its separators ("checkoutsession" for checkout.session),
+// but where the specification names the type otherwise
+// ("sigmascheduledqueryrun" for scheduled_query_run).
+func GoType(object string) string {
+	if t, ok := goTypes[object]; ok {
+		return t
+	}
+	return strings.ToLower(strings.NewReplacer("_", "", ".", "").Replace(object))
+}
+
 // SpecVersion is the stripe-mock release whose OpenAPI specification
 // (embedded/openapi/spec3.beta.sdk.json, which describes each event type's
 // data.object) objects is read from: TestObjectsMatchStripeMock fails
@@ -26,6 +38,15 @@ func Objects(t string) []string {
 // ("go test ./internal/eventtypes -run TestObjectsMatchStripeMock -update"
 // rewrites this file).
 const SpecVersion = "v0.203.0"
+
+// Below, what TestObjectsMatchStripeMock -update writes.
+
+// goTypes are the objects of events whose stripe-go type's name is not
+// the object's name without its separators: the specification's
+// x-stripeResource, its package and class.
+var goTypes = map[string]string{
+	"scheduled_query_run": "sigmascheduledqueryrun",
+}
 
 // objects are the Stripe objects of each event type the specification
 // describes, space-separated, sorted by event type.

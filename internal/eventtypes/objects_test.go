@@ -4,6 +4,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +22,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite objects.go from stripe-mock's specification")
 
+// generatedBelow starts what -update writes in objects.go.
+const generatedBelow = "// Below, what TestObjectsMatchStripeMock -update writes."
+
 // TestObjectsMatchStripeMock reads stripe-mock SpecVersion's OpenAPI
 // specification, where each event type's schema (x-stripeEvent) gives
 // data.object as a resource, or as one of several, and each resource
@@ -28,17 +35,27 @@ func TestObjectsMatchStripeMock(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, stripemock.Version, SpecVersion, "the specification objects is read from is the stripe-mock the tests run")
 	out, err := exec.Command("go", "mod", "download", "-json", "github.com/stripe/stripe-mock@"+SpecVersion).Output()
-	if err != nil {
-		msg := fmt.Sprintf("go mod download github.com/stripe/stripe-mock@%s: %v", SpecVersion, err)
+	var mod struct{ Dir, Error string }
+	if jsonErr := json.Unmarshal(out, &mod); err == nil {
+		err = jsonErr
+	}
+	if err != nil || mod.Error != "" {
+		var stderr []byte
+		if exitErr, ok := err.(*exec.ExitError); ok {
+			stderr = exitErr.Stderr
+		}
+		msg := fmt.Sprintf("go mod download github.com/stripe/stripe-mock@%s: %v %s %s", SpecVersion, err, mod.Error, stderr)
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
 	}
-	var mod struct{ Dir string }
-	require.NoError(t, json.Unmarshal(out, &mod))
 	b, err := os.ReadFile(filepath.Join(mod.Dir, "embedded", "openapi", "spec3.beta.sdk.json"))
 	require.NoError(t, err)
+	type resource struct {
+		Package string `json:"in_package"`
+		Class   string `json:"class_name"`
+	}
 	type property struct {
 		Ref   string `json:"$ref"`
 		AnyOf []struct {
@@ -53,17 +70,24 @@ func TestObjectsMatchStripeMock(t *testing.T) {
 					Type string `json:"type"`
 				} `json:"x-stripeEvent"`
 				Properties map[string]property `json:"properties"`
+				Resource   resource            `json:"x-stripeResource"`
 			} `json:"schemas"`
 		} `json:"components"`
 	}
 	require.NoError(t, json.Unmarshal(b, &spec))
 	schemas := spec.Components.Schemas
+	renamed := map[string]string{} // objects whose stripe-go type is named otherwise
 	object := func(ref string) string {
 		name := strings.TrimPrefix(ref, "#/components/schemas/")
 		enum := schemas[name].Properties["object"].Enum
 		require.Len(t, enum, 1, "the object of schema %s", name)
 		obj, ok := enum[0].(string)
 		require.True(t, ok, "the object of schema %s", name)
+		res := schemas[name].Resource
+		require.NotEmpty(t, res.Class, "the stripe-go type of schema %s", name)
+		if goType := strings.ToLower(res.Package + res.Class); goType != strings.ToLower(strings.NewReplacer("_", "", ".", "").Replace(obj)) {
+			renamed[obj] = goType
+		}
 		return obj
 	}
 	var want []string // eventType + "\x00" + objects
@@ -95,20 +119,48 @@ func TestObjectsMatchStripeMock(t *testing.T) {
 		got = append(got, o.eventType+"\x00"+o.objects)
 	}
 	if *update {
-		var list strings.Builder
+		var gen strings.Builder
+		gen.WriteString(generatedBelow + `
+
+// goTypes are the objects of events whose stripe-go type's name is not
+// the object's name without its separators: the specification's
+// x-stripeResource, its package and class.
+var goTypes = map[string]string{
+`)
+		for _, obj := range slices.Sorted(maps.Keys(renamed)) {
+			fmt.Fprintf(&gen, "\t%q: %q,\n", obj, renamed[obj])
+		}
+		gen.WriteString(`}
+
+// objects are the Stripe objects of each event type the specification
+// describes, space-separated, sorted by event type.
+var objects = [...]struct{ eventType, objects string }{
+`)
 		for _, w := range want {
 			typ, objs, _ := strings.Cut(w, "\x00")
-			fmt.Fprintf(&list, "\t{%q, %q},\n", typ, objs)
+			fmt.Fprintf(&gen, "\t{%q, %q},\n", typ, objs)
 		}
+		gen.WriteString("}\n")
 		src, err := os.ReadFile("objects.go")
 		require.NoError(t, err)
-		const open = "var objects = [...]struct{ eventType, objects string }{\n"
-		head, _, ok := strings.Cut(string(src), open)
-		require.True(t, ok, "objects.go has %q", open)
-		require.NoError(t, os.WriteFile("objects.go", []byte(head+open+list.String()+"}\n"), 0o644))
+		head, _, ok := strings.Cut(string(src), generatedBelow)
+		require.True(t, ok, "objects.go has %q", generatedBelow)
+		require.NoError(t, os.WriteFile("objects.go", []byte(head+gen.String()), 0o644))
 		return
 	}
-	require.Equal(t, want, got, "objects.go: rewrite it with go test ./internal/eventtypes -run TestObjectsMatchStripeMock -update")
+	const rewrite = "objects.go: rewrite it with go test ./internal/eventtypes -run TestObjectsMatchStripeMock -update"
+	require.Equal(t, want, got, rewrite)
+	require.Equal(t, renamed, goTypes, rewrite)
+}
+
+func TestGoType(t *testing.T) {
+	t.Parallel()
+	for obj, want := range map[string]string{
+		"invoice": "invoice", "checkout.session": "checkoutsession", "tax_id": "taxid", "invoiceitem": "invoiceitem",
+		"scheduled_query_run": "sigmascheduledqueryrun", "treasury.financial_account": "treasuryfinancialaccount",
+	} {
+		require.Equal(t, want, GoType(obj), obj)
+	}
 }
 
 func TestObjects(t *testing.T) {
@@ -152,4 +204,60 @@ func TestObjectsOfTheFixtures(t *testing.T) {
 		require.NoError(t, json.Unmarshal(b, &ev), f)
 		require.Contains(t, Objects(ev.Type), ev.Data.Object.Object, f)
 	}
+}
+
+// TestGoTypesAreStripeGos: the stripe-go this module builds with has a
+// resource type (a struct with an Object field tagged json:"object")
+// named GoType(o) for each object o of the table that it has a type of
+// at all, one whose name ends as o's does: On, which matches the names
+// exactly, never refuses stripe-go's own type of an event's object. The
+// objects without one are those of preview API versions.
+func TestGoTypesAreStripeGos(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", "github.com/stripe/stripe-go/v82").Output()
+	require.NoError(t, err)
+	files, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "*.go"))
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	resources := map[string]bool{} // lower-case names
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		require.NoError(t, err)
+		ast.Inspect(f, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok {
+				return true
+			}
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok {
+				return false
+			}
+			for _, f := range st.Fields.List {
+				if id, ok := f.Type.(*ast.Ident); ok && id.Name == "string" && len(f.Names) == 1 && f.Names[0].Name == "Object" &&
+					f.Tag != nil && f.Tag.Value == "`json:\"object\"`" {
+					resources[strings.ToLower(ts.Name.Name)] = true
+				}
+			}
+			return false
+		})
+	}
+	require.True(t, resources["invoice"] && resources["sigmascheduledqueryrun"], "stripe-go's resource types")
+	checked := 0
+	for _, o := range objects {
+		for _, obj := range strings.Fields(o.objects) {
+			if resources[GoType(obj)] {
+				checked++
+				continue
+			}
+			suffix := strings.ToLower(strings.NewReplacer("_", "", ".", "").Replace(obj))
+			for r := range resources {
+				require.False(t, strings.HasSuffix(r, suffix) && !slices.ContainsFunc(strings.Fields(o.objects), func(other string) bool { return GoType(other) == r }),
+					"%s carries %s: stripe-go's %s would be refused, named as GoType does not name it (%s)", o.eventType, obj, r, GoType(obj))
+			}
+		}
+	}
+	require.Greater(t, checked, 250)
 }
