@@ -8,7 +8,7 @@ import (
 // Objects returns the Stripe objects an event of type t carries in
 // data.object, by their "object" field ("invoice" for invoice.paid; a
 // card, a bank account or a source for customer.source.created), as
-// stripe-mock Version's OpenAPI specification of the events gives them;
+// stripe-mock SpecVersion's OpenAPI specification of the events gives them;
 // none for a type it does not describe (a thin event, a type Stripe added
 // since). An event of t carries one of them.
 func Objects(t string) []string {
@@ -28,15 +28,23 @@ func GoType(object string) string {
 	if t, ok := goTypes[object]; ok {
 		return t
 	}
-	return strings.ToLower(strings.NewReplacer("_", "", ".", "").Replace(object))
+	return plainName(object)
 }
+
+// plainName is object's name without its separators, in lower case: the
+// name of its stripe-go type, in most cases.
+func plainName(object string) string {
+	return strings.ToLower(separators.Replace(object))
+}
+
+var separators = strings.NewReplacer("_", "", ".", "")
 
 // SpecVersion is the stripe-mock release whose OpenAPI specification
 // (embedded/openapi/spec3.beta.sdk.json, which describes each event type's
-// data.object) objects is read from: TestObjectsMatchStripeMock fails
-// unless objects is what it reads there, and prints the list to put here
-// ("go test ./internal/eventtypes -run TestObjectsMatchStripeMock -update"
-// rewrites this file).
+// data.object) objects and goTypes are read from:
+// TestObjectsMatchStripeMock fails unless they are what it reads there,
+// and "go test ./internal/eventtypes -run TestObjectsMatchStripeMock
+// -update" rewrites them.
 const SpecVersion = "v0.203.0"
 
 // Below, what TestObjectsMatchStripeMock -update writes.

@@ -85,7 +85,7 @@ func TestObjectsMatchStripeMock(t *testing.T) {
 		require.True(t, ok, "the object of schema %s", name)
 		res := schemas[name].Resource
 		require.NotEmpty(t, res.Class, "the stripe-go type of schema %s", name)
-		if goType := strings.ToLower(res.Package + res.Class); goType != strings.ToLower(strings.NewReplacer("_", "", ".", "").Replace(obj)) {
+		if goType := strings.ToLower(res.Package + res.Class); goType != plainName(obj) {
 			renamed[obj] = goType
 		}
 		return obj
@@ -252,7 +252,7 @@ func TestGoTypesAreStripeGos(t *testing.T) {
 				checked++
 				continue
 			}
-			suffix := strings.ToLower(strings.NewReplacer("_", "", ".", "").Replace(obj))
+			suffix := plainName(obj)
 			for r := range resources {
 				require.False(t, strings.HasSuffix(r, suffix) && !slices.ContainsFunc(strings.Fields(o.objects), func(other string) bool { return GoType(other) == r }),
 					"%s carries %s: stripe-go's %s would be refused, named as GoType does not name it (%s)", o.eventType, obj, r, GoType(obj))
