@@ -14,9 +14,19 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/seed-a84bb619/idempotency"
+	"github.com/seed-a84bb619/idempotency/idempotencytest"
 )
 
 const testSecret = "whsec_idempotencytest"
+
+// bothStores make a store of each kind for a test: a MemoryStore, and a
+// PgxStore on a schema of the test's own.
+var bothStores = map[string]func(t *testing.T) idempotency.Store{
+	"memory": func(*testing.T) idempotency.Store { return idempotency.NewMemoryStore() },
+	"postgres": func(t *testing.T) idempotency.Store {
+		return idempotencytest.Postgres(t).NewStore(t, idempotency.PgxConfig{})
+	},
+}
 
 // invoicePaid returns an invoice.paid event id about invoice of account.
 func invoicePaid(t testing.TB, id, invoice, account string) []byte {

@@ -21,12 +21,7 @@ import (
 // both stores; the answers come in the payloads' order.
 func TestReplayAllTwins(t *testing.T) {
 	t.Parallel()
-	for name, store := range map[string]func(t *testing.T) idempotency.Store{
-		"memory": func(*testing.T) idempotency.Store { return idempotency.NewMemoryStore() },
-		"postgres": func(t *testing.T) idempotency.Store {
-			return idempotencytest.Postgres(t).NewStore(t, idempotency.PgxConfig{})
-		},
-	} {
+	for name, store := range bothStores {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			c := &credits{m: map[string]int{}}

@@ -33,12 +33,7 @@ func subscriptionUpdated(t testing.TB, id, sub string) []byte {
 // back puts nothing.
 func TestTableKeepsTheLaterFetch(t *testing.T) {
 	t.Parallel()
-	for name, store := range map[string]func(t *testing.T) idempotency.Store{
-		"memory": func(*testing.T) idempotency.Store { return idempotency.NewMemoryStore() },
-		"postgres": func(t *testing.T) idempotency.Store {
-			return idempotencytest.Postgres(t).NewStore(t, idempotency.PgxConfig{})
-		},
-	} {
+	for name, store := range bothStores {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var mu sync.Mutex
@@ -100,12 +95,7 @@ func TestTableKeepsTheLaterFetch(t *testing.T) {
 // brought the row back. A deletion that rolls back deletes nothing.
 func TestTableDeleteKeepsTheRowDeleted(t *testing.T) {
 	t.Parallel()
-	for name, store := range map[string]func(t *testing.T) idempotency.Store{
-		"memory": func(*testing.T) idempotency.Store { return idempotency.NewMemoryStore() },
-		"postgres": func(t *testing.T) idempotency.Store {
-			return idempotencytest.Postgres(t).NewStore(t, idempotency.PgxConfig{})
-		},
-	} {
+	for name, store := range bothStores {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var table idempotencytest.Table[stripe.SubscriptionStatus]
