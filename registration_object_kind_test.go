@@ -85,10 +85,10 @@ func TestOnWrongStripeTypeFails(t *testing.T) {
 func TestOnRefusesTheStripeTypeOfAnotherObject(t *testing.T) {
 	t.Parallel()
 	hs := idempotency.NewHandlers()
-	err := idempotency.OnSafely(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Customer]) error { return nil })
+	err := onNothing[*stripe.Customer](hs, "invoice.paid")
 	require.EqualError(t, err, `idempotency: On: events of type "invoice.paid" carry data.object "invoice", and *stripe.Customer is the stripe-go type of another object: each would be decoded wrong or fail to decode; register the handler with the stripe-go type of "invoice"`)
 	require.Empty(t, hs.EventTypes(), "nothing registered")
-	err = idempotency.OnSafely(hs, "customer.source.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Charge]) error { return nil })
+	err = onNothing[*stripe.Charge](hs, "customer.source.created")
 	require.ErrorContains(t, err, `carry data.object "bank_account", "card" or "source", and *stripe.Charge is`)
 	require.ErrorContains(t, err, "*stripe.PaymentSource for customer.source.*")
 	v, _ := panicValue(func() {
@@ -97,67 +97,37 @@ func TestOnRefusesTheStripeTypeOfAnotherObject(t *testing.T) {
 	require.ErrorContains(t, v, `carry data.object "dispute"`)
 	// Types whose names end as the object's does, of other objects: the
 	// name must be the object's exactly.
-	err = idempotency.OnSafely(hs, "account.updated", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.TreasuryFinancialAccount]) error {
-		return nil
-	})
-	require.ErrorContains(t, err, `carry data.object "account", and *stripe.TreasuryFinancialAccount is`)
-	err = idempotency.OnSafely(hs, "charge.dispute.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.IssuingDispute]) error { return nil })
-	require.ErrorContains(t, err, `carry data.object "dispute", and *stripe.IssuingDispute is`)
-	err = idempotency.OnSafely(hs, "customer.source.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.IssuingCard]) error { return nil })
-	require.ErrorContains(t, err, "*stripe.IssuingCard is")
-	err = idempotency.OnSafely(hs, "balance.available", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.CashBalance]) error { return nil })
-	require.ErrorContains(t, err, "*stripe.CashBalance is")
+	require.ErrorContains(t, onNothing[*stripe.TreasuryFinancialAccount](hs, "account.updated"), `carry data.object "account", and *stripe.TreasuryFinancialAccount is`)
+	require.ErrorContains(t, onNothing[*stripe.IssuingDispute](hs, "charge.dispute.created"), `carry data.object "dispute", and *stripe.IssuingDispute is`)
+	require.ErrorContains(t, onNothing[*stripe.IssuingCard](hs, "customer.source.created"), "*stripe.IssuingCard is")
+	require.ErrorContains(t, onNothing[*stripe.CashBalance](hs, "balance.available"), "*stripe.CashBalance is")
 	require.Empty(t, hs.EventTypes(), "nothing registered")
 
 	type row struct{ ID string }
-	for _, reg := range []func(*idempotency.Handlers) error{
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error { return nil })
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "charge.dispute.created", func(context.Context, idempotency.Tx, idempotency.Event[stripe.Dispute]) error { return nil })
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "customer.source.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Card]) error { return nil })
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "customer.source.updated", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.PaymentSource]) error { return nil })
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "sigma.scheduled_query_run.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.SigmaScheduledQueryRun]) error {
-				return nil
-			})
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "customer.discount.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Discount]) error { return nil })
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "account.updated", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Account]) error { return nil })
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "treasury.financial_account.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.TreasuryFinancialAccount]) error {
-				return nil
-			})
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "customer.tax_id.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.TaxID]) error { return nil })
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "invoiceitem.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.InvoiceItem]) error { return nil })
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "customer.updated", func(context.Context, idempotency.Tx, idempotency.Event[row]) error { return nil })
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "payout.paid", func(context.Context, idempotency.Tx, idempotency.Event[json.RawMessage]) error { return nil })
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "invoice.reminder_sent", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Customer]) error { return nil })
-		},
+	for _, err := range []error{
+		onNothing[*stripe.Invoice](hs, "invoice.paid"),
+		onNothing[stripe.Dispute](hs, "charge.dispute.created"),
+		onNothing[*stripe.Card](hs, "customer.source.created"),
+		onNothing[*stripe.PaymentSource](hs, "customer.source.updated"),
+		onNothing[*stripe.SigmaScheduledQueryRun](hs, "sigma.scheduled_query_run.created"),
+		onNothing[*stripe.Discount](hs, "customer.discount.created"),
+		onNothing[*stripe.Account](hs, "account.updated"),
+		onNothing[*stripe.TreasuryFinancialAccount](hs, "treasury.financial_account.created"),
+		onNothing[*stripe.TaxID](hs, "customer.tax_id.created"),
+		onNothing[*stripe.InvoiceItem](hs, "invoiceitem.created"),
+		onNothing[row](hs, "customer.updated"),
+		onNothing[json.RawMessage](hs, "payout.paid"),
+		onNothing[*stripe.Customer](hs, "invoice.reminder_sent"),
 	} {
-		require.NoError(t, reg(hs))
+		require.NoError(t, err)
 	}
 	require.NotPanics(t, func() { // its handler is given the fetched object: nothing decodes data.object into it
 		idempotency.OnCurrent(hs, []string{"customer.subscription.updated"}, fetchNothing, handleNothing)
 	})
+}
+
+// onNothing registers in hs, with OnSafely, a handler of eventType given
+// an Event[T] that does nothing.
+func onNothing[T any](hs *idempotency.Handlers, eventType string) error {
+	return idempotency.OnSafely(hs, eventType, func(context.Context, idempotency.Tx, idempotency.Event[T]) error { return nil })
 }

@@ -121,9 +121,9 @@ func NewHandlers() *Handlers {
 // such as stripe.V1BillingMeterErrorReportTriggeredEvent, or the
 // stripe.V2BaseEvent it embeds), never given the data it would decode, a
 // stripe-go type of another object than eventType's events carry, which
-// would fail to decode every one, or a registration after [NewHandler] or
-// [NewInbox] took its snapshot of hs, which would answer the type's
-// events ignored.
+// would fail to decode them or decode them wrong, or a registration after
+// [NewHandler] or [NewInbox] took its snapshot of hs, which would answer
+// the type's events ignored.
 // [OnSafely] returns the error instead. A type stripe-go v82.5.1 does not
 // know is registered (Stripe may have added it since), and the first
 // [NewHandler] or [NewInbox] built from hs logs it: at Warn, with the
