@@ -73,16 +73,42 @@ func (c *commitSwallowedConn) Write(b []byte) (int, error) {
 		c.net.mu.Unlock()
 		c.swallowed.Store(true)
 		c.net.cut.Store(true)
+		// pgx may have begun reading the answer before the COMMIT was
+		// written (its background reader, started against a write that
+		// could block): that read, on the socket, would wait for ever on
+		// a server that hears nothing. Its deadline ends it, and it then
+		// fails as every read does from here on.
+		_ = c.Conn.SetReadDeadline(time.Now())
 		return len(b), nil
 	}
 	return c.Conn.Write(b)
 }
 
 func (c *commitSwallowedConn) Read(b []byte) (int, error) {
-	if c.swallowed.Load() {
-		return 0, &net.OpError{Op: "read", Net: "tcp", Addr: c.RemoteAddr(), Err: os.NewSyscallError("read", syscall.ETIMEDOUT)}
+	if !c.swallowed.Load() {
+		n, err := c.Conn.Read(b)
+		if n > 0 || !c.swallowed.Load() {
+			return n, err
+		}
 	}
-	return c.Conn.Read(b)
+	return 0, &net.OpError{Op: "read", Net: "tcp", Addr: c.RemoteAddr(), Err: os.NewSyscallError("read", syscall.ETIMEDOUT)}
+}
+
+// SetDeadline and SetReadDeadline leave the past read deadline of a
+// connection that swallowed a COMMIT as it is: a read begun before must
+// end.
+func (c *commitSwallowedConn) SetDeadline(t time.Time) error {
+	if c.swallowed.Load() {
+		return nil
+	}
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *commitSwallowedConn) SetReadDeadline(t time.Time) error {
+	if c.swallowed.Load() {
+		return nil
+	}
+	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *commitSwallowedConn) Close() error {
@@ -94,6 +120,61 @@ func (c *commitSwallowedConn) Close() error {
 
 // wrap is a commitSwallowedConn of conn on n.
 func (n *blackholeNet) wrap(conn net.Conn) net.Conn { return &commitSwallowedConn{Conn: conn, net: n} }
+
+// readEntered is a net.Conn that closes entered as its first Read begins.
+type readEntered struct {
+	net.Conn
+	once    sync.Once
+	entered chan struct{}
+}
+
+func (c *readEntered) Read(b []byte) (int, error) {
+	c.once.Do(func() { close(c.entered) })
+	return c.Conn.Read(b)
+}
+
+// TestCommitSwallowedConnEndsAReadBegunBefore: pgx's background reader
+// may begin reading a COMMIT's answer before the COMMIT is written (when
+// the write has not returned 15 ms after pgx began it, as on a loaded
+// machine). Once the COMMIT is swallowed, that read fails as a TCP user
+// timeout fails it, as every later read does. It waited instead on a
+// server that hears nothing, and kept a delivery of
+// TestHandlerCommitNeverArrivedAnsweredAtOnce waiting past the test's
+// 30 s in CI.
+func TestCommitSwallowedConnEndsAReadBegunBefore(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if server, err := ln.Accept(); err == nil {
+			accepted <- server
+		}
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close() })
+	server := recv(t, accepted, "the listener accepted the connection")
+	t.Cleanup(func() { _ = server.Close() }) // it never answers
+
+	n := newBlackholeNet(t)
+	inner := &readEntered{Conn: client, entered: make(chan struct{})}
+	conn := n.wrap(inner)
+	read := make(chan error, 1)
+	go func() {
+		_, err := conn.Read(make([]byte, 64))
+		read <- err
+	}()
+	recv(t, inner.entered, "the read began")
+	n.armed.Store(true)
+	_, err = conn.Write([]byte("Q\x00\x00\x00\x0bcommit\x00"))
+	require.NoError(t, err)
+	require.True(t, n.cut.Load(), "the COMMIT was swallowed")
+	require.ErrorIs(t, recv(t, read, "the read begun before the COMMIT ended"), syscall.ETIMEDOUT)
+	_, err = conn.Read(make([]byte, 64))
+	require.ErrorIs(t, err, syscall.ETIMEDOUT, "and so does every read after it")
+}
 
 // armAfter is a pgx tracer that, once the first statement whose SQL
 // match accepts has been answered, arms its blackholeNet and keeps the
