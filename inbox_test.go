@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -51,20 +52,63 @@ func recvWithin[T any](t *testing.T, ch <-chan T, within time.Duration, what str
 // code, for the message of a test whose wait ran out: where a delivery,
 // an attempt or a look-up is stuck. The tests' own frames are of the
 // idempotency_test package, and a goroutine with none of the library's
-// is left out.
+// is left out. Those the calling test started come first (ownStacksFirst).
 func libraryStacks() string {
 	var all strings.Builder
 	_ = pprof.Lookup("goroutine").WriteTo(&all, 2) // every goroutine's stack, as a crash prints them
-	var kept []string
-	for g := range strings.SplitSeq(all.String(), "\n\n") {
-		if strings.Contains(g, "github.com/seed-a84bb619/idempotency.") {
-			kept = append(kept, g)
+	self := make([]byte, 64)
+	self = self[:runtime.Stack(self, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(self), "goroutine "), " ")
+	return ownStacksFirst(all.String(), id)
+}
+
+// ownStacksFirst returns the goroutines of dump (stacks as a crash prints
+// them) that run the library's code: first those that goroutine self
+// started, or one of them did, the calling test's own; then the others,
+// the tests' that run beside it. A long failure message is cut in the
+// middle, and in CI the other tests' stacks had pushed the stuck
+// delivery's there.
+func ownStacksFirst(dump, self string) string {
+	type goroutine struct{ id, parent, stack string }
+	var gs []goroutine
+	for stack := range strings.SplitSeq(strings.TrimSpace(dump), "\n\n") {
+		id, _, _ := strings.Cut(strings.TrimPrefix(stack, "goroutine "), " ")
+		_, parent, _ := strings.Cut(stack, "\ncreated by ")
+		_, parent, _ = strings.Cut(parent, " in goroutine ")
+		parent, _, _ = strings.Cut(parent, "\n")
+		gs = append(gs, goroutine{id, parent, stack})
+	}
+	own := map[string]bool{self: true}
+	for grew := true; grew; {
+		grew = false
+		for _, g := range gs {
+			if own[g.parent] && !own[g.id] {
+				own[g.id], grew = true, true
+			}
 		}
 	}
-	if len(kept) == 0 {
+	var mine, others []string
+	for _, g := range gs {
+		switch {
+		case !strings.Contains(g.stack, "github.com/seed-a84bb619/idempotency."):
+		case own[g.id]:
+			mine = append(mine, g.stack)
+		default:
+			others = append(others, g.stack)
+		}
+	}
+	if len(mine)+len(others) == 0 {
 		return "(none)"
 	}
-	return strings.Join(kept, "\n\n")
+	return "the test's own:\n" + orNone(mine) + "\n\nthe other tests':\n" + orNone(others)
+}
+
+// orNone is stacks, a blank line apart, or "(none)".
+func orNone(stacks []string) string {
+	if len(stacks) == 0 {
+		return "(none)"
+	}
+	return strings.Join(stacks, "\n\n")
 }
 
 // Run's shutdown: once its context is done it takes no new event, lets an
