@@ -64,9 +64,11 @@ func libraryStacks() string {
 
 // ownStacksFirst returns the goroutines of dump (stacks as a crash prints
 // them) that run the library's code: first those that goroutine self
-// started, or one of them did, the calling test's own; then the others,
-// the tests' that run beside it. A long failure message is cut in the
-// middle, and in CI the other tests' stacks had pushed the stuck
+// started, or one of them did, the calling test's own; then the others:
+// those of the tests that run beside it, and any whose line to the test
+// is lost (its creator has exited, or it runs a timer's func, created by
+// whichever goroutine ran the timer). A long failure message is cut in
+// the middle, and in CI the other tests' stacks had pushed the stuck
 // delivery's there.
 func ownStacksFirst(dump, self string) string {
 	type goroutine struct{ id, parent, stack string }
@@ -100,8 +102,12 @@ func ownStacksFirst(dump, self string) string {
 	if len(mine)+len(others) == 0 {
 		return "(none)"
 	}
-	return "the test's own:\n" + orNone(mine) + "\n\nthe other tests':\n" + orNone(others)
+	return "the test's own:\n" + orNone(mine) + othersHeading + orNone(others)
 }
+
+// othersHeading heads, in ownStacksFirst's text, the stacks that are not
+// the calling test's own.
+const othersHeading = "\n\nthe others (other tests', or whose creator has exited):\n"
 
 // orNone is stacks, a blank line apart, or "(none)".
 func orNone(stacks []string) string {

@@ -30,7 +30,7 @@ func TestLibraryStacksShowWhereACallWaits(t *testing.T) {
 	stacks := libraryStacks()
 	close(release)
 	require.NoError(t, <-done)
-	own, _, ok := strings.Cut(stacks, "\n\nthe other tests':\n")
+	own, _, ok := strings.Cut(stacks, othersHeading)
 	require.True(t, ok, stacks)
 	require.Contains(t, own, "idempotency.(*MemoryStore).Run", "the waiting call's stack, among the test's own")
 	require.NotContains(t, stacks, "idempotency_test.libraryStacks", "the goroutine of the test alone")
@@ -38,26 +38,33 @@ func TestLibraryStacksShowWhereACallWaits(t *testing.T) {
 
 // TestOwnStacksFirst: of a dump of every goroutine, the stacks that run
 // the library's code and that the calling goroutine started, or one of
-// those did, come first; the library's others after them; goroutines
-// without the library's frames are left out.
+// those did, come first; the library's others after them, those of a
+// goroutine without a creator (the main one) or whose creator is not
+// named (a timer's func) too; goroutines without the library's frames
+// are left out. A header with the goroutine's details (GOTRACEBACK=system)
+// or a wait's length is read as a plain one.
 func TestOwnStacksFirst(t *testing.T) {
 	t.Parallel()
 	const lib = "github.com/seed-a84bb619/idempotency.(*PgxStore).Run(...)\n"
-	g := func(id, parent, frames string) string {
-		return "goroutine " + id + " [select]:\n" + frames + "created by main.f in goroutine " + parent + "\n\tmain.go:1 +0x1"
+	g := func(header, frames, created string) string {
+		return "goroutine " + header + ":\n" + frames + created + "\tmain.go:1 +0x1"
 	}
-	dump := strings.Join([]string{
-		g("13", "5", lib),                      // another test's
-		g("12", "11", lib),                     // started by one the test started
-		g("10", "1", "testing.tRunner(...)\n"), // the test's
-		g("11", "10", lib),                     // started by the test
-		g("14", "10", "main.wait(...)\n"),      // the test's, none of the library's code
-	}, "\n\n") + "\n"
+	in := func(parent string) string { return "created by main.f in goroutine " + parent + "\n" }
+	var (
+		other   = g("13 [select]", lib, in("5"))
+		grand   = g("12 [chan receive, 2 minutes]", lib, in("11"))
+		test    = g("10 [select]", "testing.tRunner(...)\n", in("1"))
+		child   = g("11 gp=0xc000007a40 m=nil [select]", lib, in("10"))
+		waiting = g("14 [chan receive]", "main.wait(...)\n", in("10"))
+		mainG   = g("1 [chan receive]", lib, "")
+		timer   = g("15 [select]", lib, "created by time.goFunc\n")
+	)
+	dump := strings.Join([]string{other, grand, test, child, waiting, mainG, timer}, "\n\n") + "\n"
 	got := ownStacksFirst(dump, "10")
-	own, others, ok := strings.Cut(got, "\n\nthe other tests':\n")
+	own, others, ok := strings.Cut(got, othersHeading)
 	require.True(t, ok, got)
-	require.Equal(t, "the test's own:\n"+g("12", "11", lib)+"\n\n"+g("11", "10", lib), own)
-	require.Equal(t, g("13", "5", lib), others)
-	require.Equal(t, "(none)", ownStacksFirst(g("14", "10", "main.wait(...)\n"), "10"))
-	require.Equal(t, "the test's own:\n(none)\n\nthe other tests':\n"+g("13", "5", lib), ownStacksFirst(g("13", "5", lib), "10"))
+	require.Equal(t, "the test's own:\n"+grand+"\n\n"+child, own, "the test's own, in the dump's order, its children's children too")
+	require.Equal(t, other+"\n\n"+mainG+"\n\n"+timer, others)
+	require.Equal(t, "(none)", ownStacksFirst(waiting, "10"))
+	require.Equal(t, "the test's own:\n(none)"+othersHeading+other, ownStacksFirst(other, "10"))
 }
