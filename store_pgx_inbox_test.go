@@ -446,6 +446,15 @@ WHERE application_name = $1 AND state = 'idle' AND query LIKE 'LISTEN %' ORDER B
 	return pids
 }
 
+// awaitNoListener waits until no backend of b's schema listens: one whose
+// connection was closed exits after the close, not with it. A connection
+// given back to the pool would listen for ever.
+func awaitNoListener(t *testing.T, b *pgBackend) {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(listeners(t, b)) == 0 }, 10*time.Second, 5*time.Millisecond,
+		"the listening connection is closed, not returned to the pool")
+}
+
 // awaitListener waits for one listening backend other than old, and
 // returns its pid.
 func awaitListener(t *testing.T, b *pgBackend, old int32) int32 {
@@ -541,8 +550,7 @@ func TestPgxInboxListen(t *testing.T) {
 
 	cancel()
 	require.ErrorIs(t, <-ended, context.Canceled)
-	require.Eventually(t, func() bool { return len(listeners(t, b)) == 0 }, 10*time.Second, 5*time.Millisecond,
-		"the listening connection is closed, not returned to the pool")
+	awaitNoListener(t, b)
 }
 
 // TestPgxInboxRunListensAgain: Run's workers listen again after their
