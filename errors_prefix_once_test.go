@@ -36,7 +36,7 @@ func TestErrorTextPrefixOnce(t *testing.T) {
 	t.Run("registration", func(t *testing.T) {
 		t.Parallel()
 		hs := idempotency.NewHandlers()
-		err := idempotency.OnSafely(hs, "invoice.paid\x00", func(context.Context, idempotency.Tx, idempotency.Event[map[string]any]) error { return nil })
+		err := onNothing[map[string]any](hs, "invoice.paid\x00")
 		requirePrefixOnce(t, err, idempotency.ErrInvalidKey)
 		_, err = idempotency.NewActionSafely(hs, idempotency.ActionSpec{Name: "a\x00", Key: "invoice id"},
 			func(context.Context, idempotency.Tx, string, struct{}) error { return nil })

@@ -27,72 +27,44 @@ func TestOnWholeEventTypeRefused(t *testing.T) {
 	t.Parallel()
 	const thin = "v1.billing.meter.error_report_triggered"
 	refused := []struct {
-		register func(*idempotency.Handlers) error
-		typ      string
+		register  func(*idempotency.Handlers, string) error
+		eventType string
+		typ       string
 	}{
-		{func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, thin, func(context.Context, idempotency.Tx, idempotency.Event[stripe.V1BillingMeterErrorReportTriggeredEvent]) error {
-				return nil
-			})
-		}, "stripe.V1BillingMeterErrorReportTriggeredEvent"},
-		{func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, thin, func(context.Context, idempotency.Tx, idempotency.Event[*stripe.V1BillingMeterErrorReportTriggeredEvent]) error {
-				return nil
-			})
-		}, "*stripe.V1BillingMeterErrorReportTriggeredEvent"},
-		{func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, thin, func(context.Context, idempotency.Tx, idempotency.Event[*stripe.V2RawEvent]) error { return nil })
-		}, "*stripe.V2RawEvent"},
-		{func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, thin, func(context.Context, idempotency.Tx, idempotency.Event[stripe.ThinEvent]) error { return nil })
-		}, "stripe.ThinEvent"},
-		{func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, thin, func(context.Context, idempotency.Tx, idempotency.Event[stripe.V2BaseEvent]) error { return nil })
-		}, "stripe.V2BaseEvent"},
-		{func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, thin, func(context.Context, idempotency.Tx, idempotency.Event[*stripe.V2BaseEvent]) error { return nil })
-		}, "*stripe.V2BaseEvent"},
-		{func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Event]) error { return nil })
-		}, "*stripe.Event"},
+		{onNothing[stripe.V1BillingMeterErrorReportTriggeredEvent], thin, "stripe.V1BillingMeterErrorReportTriggeredEvent"},
+		{onNothing[*stripe.V1BillingMeterErrorReportTriggeredEvent], thin, "*stripe.V1BillingMeterErrorReportTriggeredEvent"},
+		{onNothing[*stripe.V2RawEvent], thin, "*stripe.V2RawEvent"},
+		{onNothing[stripe.ThinEvent], thin, "stripe.ThinEvent"},
+		{onNothing[stripe.V2BaseEvent], thin, "stripe.V2BaseEvent"},
+		{onNothing[*stripe.V2BaseEvent], thin, "*stripe.V2BaseEvent"},
+		{onNothing[*stripe.Event], "invoice.paid", "*stripe.Event"},
 	}
 	for _, c := range refused {
 		t.Run(c.typ, func(t *testing.T) {
 			t.Parallel()
 			hs := idempotency.NewHandlers()
-			require.EqualError(t, c.register(hs), fmt.Sprintf(`idempotency: On: %s is a whole event's type: a handler is given the event's data (data.object; a thin event's data): register the type of the data (for a thin event, its stripe-go event's Data field)`, c.typ))
+			require.EqualError(t, c.register(hs, c.eventType), fmt.Sprintf(`idempotency: On: %s is a whole event's type: a handler is given the event's data (data.object; a thin event's data): register the type of the data (for a thin event, its stripe-go event's Data field)`, c.typ))
 			require.Empty(t, hs.EventTypes(), "nothing registered")
 		})
 	}
 
 	// Objects of the API named ...Event, and the types of an event's data,
 	// are data: registered.
-	taken := []func(*idempotency.Handlers) error{
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, thin, func(context.Context, idempotency.Tx, idempotency.Event[stripe.V1BillingMeterErrorReportTriggeredEventData]) error {
-				return nil
-			})
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "v1.billing.meter.no_meter_found", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.V1BillingMeterNoMeterFoundEventData]) error {
-				return nil
-			})
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "billing.meter_event.created", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.BillingMeterEvent]) error { return nil })
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "v2.billing.meter_event.created", func(context.Context, idempotency.Tx, idempotency.Event[stripe.V2BillingMeterEvent]) error { return nil })
-		},
-		func(hs *idempotency.Handlers) error {
-			return idempotency.OnSafely(hs, "v2.core.event_destination.updated", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.V2EventDestination]) error { return nil })
-		},
+	taken := []struct {
+		register  func(*idempotency.Handlers, string) error
+		eventType string
+	}{
+		{onNothing[stripe.V1BillingMeterErrorReportTriggeredEventData], thin},
+		{onNothing[*stripe.V1BillingMeterNoMeterFoundEventData], "v1.billing.meter.no_meter_found"},
+		{onNothing[*stripe.BillingMeterEvent], "billing.meter_event.created"},
+		{onNothing[stripe.V2BillingMeterEvent], "v2.billing.meter_event.created"},
+		{onNothing[*stripe.V2EventDestination], "v2.core.event_destination.updated"},
 	}
 	t.Run("data types taken", func(t *testing.T) {
 		t.Parallel()
 		hs := idempotency.NewHandlers()
-		for _, register := range taken {
-			require.NoError(t, register(hs))
+		for _, c := range taken {
+			require.NoError(t, c.register(hs, c.eventType))
 		}
 		require.Len(t, hs.EventTypes(), len(taken))
 	})

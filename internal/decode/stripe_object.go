@@ -36,13 +36,13 @@ var objectSeparators = strings.NewReplacer("_", "", ".", "")
 //
 // The suffix is looser than On's check (which names each type's objects
 // exactly, from stripe-mock's specification) on purpose: that check has
-// run already for the event types it knows, and this one is the only
-// one for the others, which may carry an object that no event of that
+// run already for the event types it knows, and this one is the only one
+// for the others, which may carry an object that no event of that
 // specification carries, or one newer than it, whose stripe-go type is
-// named otherwise (InvoiceLineItem for "line_item"). Matched exactly,
-// such a handler's every event would fail to decode; by suffix, a type that only ends
-// like the object's (TreasuryFinancialAccount for "account") passes here,
-// for a type On does not know.
+// named otherwise (InvoiceLineItem for "line_item"). Matched exactly, such
+// a handler's every event would fail to decode; by suffix, a type that
+// only ends like the object's (TreasuryFinancialAccount for "account")
+// passes here, for a type On does not know.
 func ObjectMatches(want, kind string) bool {
 	if want == "" || kind == "" {
 		return true
