@@ -1751,12 +1751,14 @@ func (s *PgxStore) migrateOnce(ctx context.Context, ms []migration) error {
 		if _, err := tx.Exec(ctx, `SELECT set_config('idempotency.migrate_schema', $1, true)`, s.cfg.Schema); err != nil {
 			return err
 		}
+		// One pass: a name that holds "{{schema}}" itself must not have
+		// it replaced again, raw, inside the literal the first put it in.
+		placeholders := strings.NewReplacer("{{schema_literal}}", sqlLiteralText(schema), "{{schema}}", schema)
 		for _, m := range ms {
 			if done[m.version] {
 				continue
 			}
-			sql := strings.ReplaceAll(m.sql, "{{schema_literal}}", sqlLiteralText(schema))
-			if _, err := tx.Exec(ctx, strings.ReplaceAll(sql, "{{schema}}", schema)); err != nil {
+			if _, err := tx.Exec(ctx, placeholders.Replace(m.sql)); err != nil {
 				return fmt.Errorf("migration %03d_%s: %w", m.version, m.name, err)
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO `+schema+`.idempotency_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
