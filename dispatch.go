@@ -134,7 +134,9 @@ func recoverPanic(err *error) {
 // error that names its type instead: a typed nil (a nil *T returned as an
 // error, whose Error dereferences it) would panic again wherever the
 // attempt is recorded, logged or reported, outside any recover, and take
-// an inbox worker, and its process, down.
+// an inbox worker, and its process, down. So would an error that wraps a
+// typed nil of the package's own types, which the package reads where it
+// finds them (a skip's reason, a panic's stack): it names both types.
 func describableError(err error) (out error) {
 	if err == nil {
 		return nil
@@ -145,7 +147,35 @@ func describableError(err error) (out error) {
 		}
 	}()
 	_ = err.Error()
+	if inner := wrappedNilOwn(err); inner != nil {
+		return errorf("returned an error of type %s that wraps a nil %s", fmt.Sprintf("%T", err), fmt.Sprintf("%T", inner))
+	}
 	return err
+}
+
+// wrappedNilOwn returns the first typed nil of the package's error types
+// that err's tree holds (errors.As would find it, and the package reads
+// it or its Unwrap), or nil. An Unwrap that panics is its caller's to
+// recover.
+func wrappedNilOwn(err error) error {
+	if ownError(err) && isNil(err) {
+		return err
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		if next := u.Unwrap(); next != nil {
+			return wrappedNilOwn(next)
+		}
+	case interface{ Unwrap() []error }:
+		for _, next := range u.Unwrap() {
+			if next != nil {
+				if inner := wrappedNilOwn(next); inner != nil {
+					return inner
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // timeoutErr wraps err in ErrTimeout when ctx, bounded by d, ran out; the

@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -19,11 +20,40 @@ import (
 // panics.
 func TestHandlerReturningTypedNilErrorFails(t *testing.T) {
 	t.Parallel()
+	var e *nilPointerErr
+	requireHandlerErrorFails(t, e, "*idempotency_test.nilPointerErr")
+}
+
+// TestHandlerWrappingTypedNilOfPackageErrorFails: an event handler's error
+// that wraps a typed nil of one of the package's error types
+// (fmt.Errorf("...: %w", (*idempotency.SkipError)(nil))) has a text, but
+// the package reads the types it finds in an error (a skip's reason, a
+// panic's stack) and unwraps them: it fails the event as any other error,
+// as a typed nil does, with a LastError that names both types.
+func TestHandlerWrappingTypedNilOfPackageErrorFails(t *testing.T) {
+	t.Parallel()
+	for _, inner := range []error{
+		(*idempotency.SkipError)(nil), (*idempotency.PanicError)(nil),
+		(*idempotency.PermanentError)(nil), (*idempotency.SnoozeError)(nil),
+	} {
+		name := fmt.Sprintf("%T", inner)
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			requireHandlerErrorFails(t, fmt.Errorf("downstream: %w", inner), "*fmt.wrapError", name)
+		})
+	}
+}
+
+// requireHandlerErrorFails requires an event handler that returns
+// returned to fail its event without a panic: answered 500 by the
+// synchronous Handler, a failed attempt of the inbox whose LastError holds
+// each of wants.
+func requireHandlerErrorFails(t *testing.T, returned error, wants ...string) {
+	t.Helper()
 	store := idempotency.NewMemoryStore()
 	hs := idempotency.NewHandlers()
 	idempotency.On(hs, "invoice.paid", func(context.Context, idempotency.Tx, idempotency.Event[*stripe.Invoice]) error {
-		var e *nilPointerErr
-		return e
+		return returned
 	})
 	cfg := idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger()}
 
@@ -50,5 +80,7 @@ func TestHandlerReturningTypedNilErrorFails(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, idempotency.InboxFailed, rec.State)
-	require.Contains(t, rec.LastError, "*idempotency_test.nilPointerErr")
+	for _, want := range wants {
+		require.Contains(t, rec.LastError, want)
+	}
 }

@@ -520,7 +520,9 @@ func (t *txState) runHandler(ctx context.Context, apply ApplyFunc, tx Tx) (err e
 			err = errorf("%w; closing them: %w", err, closing)
 		}
 	}()
-	return apply(hctx, tx)
+	// Describable before the store reads it (a skip's reason): an
+	// ApplyFunc given to Run directly has no dispatcher to make it so.
+	return describableError(apply(hctx, tx))
 }
 
 // hasAfterCommit reports whether AfterCommit funcs wait for the commit.
