@@ -244,8 +244,11 @@ var (
 	ErrLeaseExpired = errors.New("idempotency: lease expired: its worker died, hung or lost its connection, or the clocks of the replicas disagree")
 	// ErrLeaseLost is the error of an inbox attempt whose lease a newer
 	// attempt took over before it ended (its worker hung, or lost its
-	// connection, past the lease): its end is not recorded, the newer
-	// attempt's is. An event's transaction was rolled back; a task's func
+	// connection, past the lease), or, for an event, whose lease ended
+	// before its transaction began (its worker was delayed past it: a slow
+	// OnResult or Observer, a wait for a pooled connection), which the
+	// next lease takes over: its end is not recorded, the newer attempt's
+	// is. An event's transaction was rolled back; a task's func
 	// had returned, and the task is the newer attempt's to run (with the
 	// same idempotency key). Its end is a failed attempt with no State,
 	// whatever the handler or the func returned (its error wrapped too),

@@ -358,7 +358,7 @@ func PgxDryRunClaimsPlan(ctx context.Context, s *PgxStore, before time.Time) (st
 // the finish in the event's transaction, and the settle of a failed
 // attempt. Generic, from the statistics of the moment.
 func PgxFenceUpdatePlans(ctx context.Context, s *PgxStore, conn *pgx.Conn) (finish, settle string, err error) {
-	finish, err = genericPlan(ctx, conn, genericPlanSetting, s.inbox.finish, `'evt_plan', 1, 'processed', now(), now()`)
+	finish, err = genericPlan(ctx, conn, genericPlanSetting, s.inbox.finish, `'evt_plan', 1, 'processed', now(), now(), now()`)
 	if err != nil {
 		return "", "", err
 	}

@@ -1215,7 +1215,7 @@ func (in *Inbox) leaseLeft(row *inboxRow) bool {
 
 // fence is the fence of an attempt at row, started now.
 func (in *Inbox) fence(row *inboxRow, chain *txChain) *inboxFence {
-	return &inboxFence{Attempt: row.Attempt, AttemptedAt: row.AttemptedAt, Now: in.cfg.Now(), Seq: row.Seq, chain: chain}
+	return &inboxFence{Attempt: row.Attempt, AttemptedAt: row.AttemptedAt, Now: in.cfg.Now(), clock: in.cfg.Now, Seq: row.Seq, chain: chain}
 }
 
 // listen relays notifications from other processes to the workers, and

@@ -403,8 +403,8 @@ type inboxBackend interface {
 // makes the event's inbox row final in the transaction that applies it
 // (processed, or skipped: the reason goes to the ledger, and the row's
 // LastError is cleared), and fails with ErrLeaseLost, rolling back, unless
-// the row is processing under exactly that lease. While that transaction
-// is open the row cannot be leased again.
+// the row is processing under exactly that lease and the lease still runs.
+// While that transaction is open the row cannot be leased again.
 type inboxFence struct {
 	// Attempt and AttemptedAt identify the lease: a redrive starts the
 	// attempt numbers again, the lease time tells two leases of one number
@@ -412,11 +412,26 @@ type inboxFence struct {
 	Attempt     int
 	AttemptedAt time.Time
 	Now         time.Time
+	// clock is the inbox's (InboxConfig.Now), read as the store begins
+	// the attempt (begun).
+	clock func() time.Time
 	// Seq is the event's sequence number from ingest; 0 when unknown.
 	Seq int64
 	// chain, when not nil, is the worker's: on PostgreSQL the commit may
 	// begin its next event's transaction (txChain).
 	chain *txChain
+}
+
+// begun is when the store begins the attempt, on the inbox's clock: the
+// fence holds only before the lease's end. Past it, a lease elsewhere
+// counts the worker dead (a processing row it finds unlocked) and may take
+// the earlier event of the object: an attempt begun then, however its
+// worker was delayed (its callbacks, a full pool), would run beside it.
+func (f *inboxFence) begun() time.Time {
+	if f.clock == nil {
+		return f.Now
+	}
+	return f.clock()
 }
 
 // RedriveFilter selects the events and tasks [Inbox.Redrive] moves back

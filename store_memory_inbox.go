@@ -577,15 +577,18 @@ func (s *MemoryStore) inboxHeldBy(ctx context.Context, eventID string, now time.
 }
 
 // holdInboxRow is a fenced claim's check: tx's event must be processing at
-// exactly the fence's attempt. It then holds the row until tx ends and
-// reports true; otherwise the lease was lost and it reports false.
+// exactly the fence's attempt, its lease still running. It then holds the
+// row until tx ends and reports true; otherwise the lease was lost and it
+// reports false.
 func (tx *memoryTx) holdInboxRow() bool {
 	s := tx.s
+	f := tx.claim.fence
+	begun := f.begun()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.inbox[tx.claim.EventID]
-	if r == nil || r.State != InboxProcessing || r.Attempt != tx.claim.fence.Attempt ||
-		!r.AttemptedAt.Equal(tx.claim.fence.AttemptedAt) || r.heldBy != nil {
+	if r == nil || r.State != InboxProcessing || r.Attempt != f.Attempt ||
+		!r.AttemptedAt.Equal(f.AttemptedAt) || !r.LeaseUntil.After(begun) || r.heldBy != nil {
 		return false
 	}
 	r.heldBy, tx.inboxRow = tx, r

@@ -783,7 +783,7 @@ func (s *PgxStore) queueClaim(batch *pgx.Batch, c *Claim, outcome Outcome, handl
 		// The row lock this takes is held until the transaction ends: no
 		// lease can take the event meanwhile (they skip locked rows).
 		l.fenceAt = batch.Len()
-		batch.Queue(s.inbox.finish, c.EventID, c.fence.Attempt, string(inboxState(outcome)), c.fence.Now, c.fence.AttemptedAt)
+		batch.Queue(s.inbox.finish, c.EventID, c.fence.Attempt, string(inboxState(outcome)), c.fence.Now, c.fence.AttemptedAt, c.fence.begun())
 	}
 	if handler {
 		batch.Queue(sqlSavepoint)

@@ -119,8 +119,9 @@ ON CONFLICT (event_id) DO NOTHING
 RETURNING event_id`,
 		enqueueTask: `INSERT INTO ` + t + ` (kind, event_id, event_type, created, payload, state, received_at, next_attempt_at, trace)
 VALUES ('task', $1, $2, $3, $4, 'pending', $3, $3, $5) ON CONFLICT (event_id) DO NOTHING`,
+		// The lease still runs at $6, when the attempt begins (inboxFence.begun).
 		finish: `UPDATE ` + t + ` SET state = $3, finished_at = $4, next_attempt_at = NULL, lease_until = NULL, last_error = ''
-WHERE ` + fenced("$5"),
+WHERE ` + fenced("$5") + ` AND lease_until > $6`,
 		skip: `UPDATE ` + t + ` SET state = 'skipped' WHERE event_id = $1`,
 		lock: `SELECT pg_advisory_xact_lock(hashtextextended('idempotency.inbox.lease:' || $1, 0))`,
 		deadLetter: `UPDATE ` + t + ` AS i
