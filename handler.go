@@ -353,10 +353,11 @@ const (
 // Nothing is stored for an answer other than 200, but in two cases, both
 // answered 503 and both maybe stored: Stripe's retry is then answered
 // duplicate. On PostgreSQL, a COMMIT whose answer was lost (a dropped
-// connection) and that the store could not confirm either way (its
-// look-up failed too, or the transaction was still in progress 5 seconds
-// on); and, in an [Inbox.Handler], an insert of the event still on its way
-// when Config.Timeout ran out, which may commit after the answer. A
+// connection, or Config.Timeout as it waited) and that the store could
+// not confirm either way (its look-up failed too, or the transaction was
+// still in progress 5 seconds on); and, in an [Inbox.Handler], an insert
+// of the event still on its way when Config.Timeout ran out, which may
+// commit after the answer. A
 // Handler is safe for concurrent use. Make one with [NewHandler] or
 // [Inbox.Handler]: the zero Handler is not usable, it answers every
 // request 500 (see ServeHTTP) and its Recover fails.

@@ -44,10 +44,12 @@ type Store interface {
 	// or ctx ended as it waited) and that the store could not confirm
 	// either way ([PgxStore] looks the transaction up on another
 	// connection: that look-up failed too, or found it still in progress 5
-	// seconds on) is returned as an error, OutcomeUnavailable for a lost
-	// connection, and may have committed, its AfterCommit funcs not run:
-	// the event's next delivery then finds it a duplicate. One the look-up
-	// finds committed is OutcomeProcessed. A claim with text no store can
+	// seconds on) is returned as OutcomeUnavailable, its error wrapping
+	// [ErrStoreUnavailable], whatever cut the wait, and may have
+	// committed, its AfterCommit funcs not run: the event's next delivery
+	// then finds it a duplicate. One the look-up finds committed is
+	// OutcomeProcessed; one it finds rolled back is returned as what cut
+	// it (OutcomeUnavailable for a lost connection, OutcomeFailed for ctx). A claim with text no store can
 	// keep (see [ErrInvalidKey]) fails before anything starts. A panic in
 	// apply rolls the transaction back, the claim with it, and goes on up
 	// to Run's caller: the [Handler] and the [Inbox] turn a handler's

@@ -116,7 +116,7 @@ type PgxStore struct {
 	// taskNotify sends the notifications of the tasks committed by a
 	// process that builds no Inbox (see notifyTaskWorkers).
 	taskNotify coalescer
-	// lostCommitWait bounds the look-ups of foundAfterLostCommit:
+	// lostCommitWait bounds the look-ups of lostCommitState:
 	// rollbackTimeout, but in tests.
 	lostCommitWait time.Duration
 	// statsExactLimit: Stats counts the rows of a kind in a final state
@@ -137,7 +137,7 @@ type pgxStatements struct {
 	claim, markSkipped, guard, releaseGuard, lookupEvent, lookupGuard, listEvents string
 	// claimXact is claim answering the id of the transaction that
 	// claimed, and claimCommitted tells whether that transaction is
-	// still in progress or committed its claim (see committedAfterAll).
+	// still in progress or committed its claim (see claimCommitState).
 	claimXact, claimCommitted string
 }
 
@@ -560,8 +560,22 @@ func (s *PgxStore) runOnce(ctx context.Context, c Claim, apply ApplyFunc, onComm
 		chain = nil
 	}
 	commitSent = true
-	if err := s.commit(ctx, tx, chain); err != nil && !s.committedAfterAll(ctx, c.EventID, xact, err) {
-		return OutcomeFailed, errorf("commit: %w", err)
+	if err := s.commit(ctx, tx, chain); err != nil {
+		// Not confirmed either way, it may have committed, or commit yet:
+		// a store's failure, whatever ended the wait (a dropped
+		// connection, ctx), never the handler's, whose failures store
+		// nothing.
+		switch s.claimCommitState(ctx, c.EventID, xact, err) {
+		case xactCommitted:
+		case xactInProgress:
+			return OutcomeUnavailable, errorf("%w: the COMMIT went unanswered (%w), and its transaction was still in progress %v later: "+
+				"the event may yet be applied", ErrStoreUnavailable, err, s.lostCommitWait)
+		case xactUnknown:
+			return OutcomeUnavailable, errorf("%w: the COMMIT went unanswered (%w), and its transaction could not be looked up: "+
+				"the event may have been applied", ErrStoreUnavailable, err)
+		default:
+			return OutcomeFailed, errorf("commit: %w", err)
+		}
 	}
 	committed = true
 	onCommit()
@@ -770,7 +784,7 @@ type claimLayout struct {
 // event id, with c.fence the inbox row's end, and when a handler will run
 // the savepoint and the claims of c.Guards. Without c.fence (the
 // Handler's claim) the claim answers its transaction's id, which tells
-// whether a COMMIT whose answer was lost went through (committedAfterAll);
+// whether a COMMIT whose answer was lost went through (claimCommitState);
 // an inbox attempt's end is found in its row instead (Inbox.leaseLostEnd).
 func (s *PgxStore) queueClaim(batch *pgx.Batch, c *Claim, outcome Outcome, handler bool) claimLayout {
 	l := claimLayout{claimAt: batch.Len(), fenceAt: -1, xact: c.fence == nil}
@@ -838,45 +852,40 @@ func (l claimLayout) read(results pgx.BatchResults, from int) (early []earlyGuar
 	return l.early, xact, true, nil
 }
 
-// committedAfterAll reports whether the transaction xact, whose COMMIT
-// failed with err, committed its claim of eventID after all: the COMMIT
-// went through while the connection dropped before its answer (a
-// terminated session, a network cut, the context's end as it waited).
-// It looks, on another connection, for the claim in the ledger and for
-// xact committed: a claim that a resend made once xact rolled back is not
-// xact's. It is false when xact is not known (an inbox attempt's, found
-// in its row instead) and in the other cases foundAfterLostCommit gives:
-// the event is then reported failed, as if it had not been applied, and
-// Stripe's resend finds it a duplicate if it was.
-func (s *PgxStore) committedAfterAll(ctx context.Context, eventID string, xact int64, err error) bool {
-	return s.foundAfterLostCommit(ctx, xact, err, s.sql.claimCommitted, eventID, xact)
+// claimCommitState is what became of the transaction xact, whose COMMIT
+// failed with err, and of its claim of eventID (lostCommitState): the
+// COMMIT may have gone through while the connection dropped before its
+// answer (a terminated session, a network cut, the context's end as it
+// waited). It looks, on another connection, for the claim in the ledger
+// and for xact committed: a claim that a resend made once xact rolled
+// back is not xact's. Run reports xactCommitted processed, and
+// xactInProgress and xactUnknown unavailable (it may have committed, or
+// commit yet); "" (rolled back), which it is also when xact is not known
+// (an inbox attempt's, found in its row instead), failed.
+func (s *PgxStore) claimCommitState(ctx context.Context, eventID string, xact int64, err error) string {
+	return s.lostCommitState(ctx, xact, err, s.sql.claimCommitted, eventID, xact)
 }
 
-// foundAfterLostCommit reports whether the transaction xact, whose COMMIT
-// failed with err, committed what sql looks for, run with args on another
+// lostCommitState reports what became of the transaction xact, whose
+// COMMIT failed with err, as told by sql, run with args on another
 // connection: sql answers xactInProgress while xact is still in progress
 // to other sessions (its COMMIT not carried out yet, or waiting for
 // synchronous replication: committed locally, its rows not yet visible),
-// xactCommitted once it ended having committed, anything else when
-// not. While xact is in progress it looks again, after waits that grow
-// from commitPollMin to commitPollMax, until xact has ended; all of it
-// within rollbackTimeout of the failed COMMIT, whether or not ctx is
-// done. Once commitArrivalWait has passed since the failed COMMIT with
-// xact still in progress, it ends xact's session if that session sits
-// idle in transaction, the COMMIT never having arrived (endIdleHolder,
-// once): xact then ends at once, and the look-ups find how. A look-up
-// handed a connection whose session ended is run again on another
-// (retryStale). It is false when err tells that nothing was committed
-// (the server's error, or a COMMIT never sent), when xact is 0 (not
-// known), and when xact rolled back, is still in progress after
-// rollbackTimeout, or a look-up fails.
-func (s *PgxStore) foundAfterLostCommit(ctx context.Context, xact int64, err error, sql string, args ...any) bool {
-	return s.lostCommitState(ctx, xact, err, sql, args...) == xactCommitted
-}
-
-// lostCommitState is what foundAfterLostCommit finds of xact:
-// xactCommitted, xactInProgress when xact was still in progress as the
-// look-ups gave up, or "" in the other cases.
+// xactCommitted once it ended having committed what sql looks for,
+// anything else when not. While xact is in progress it looks again, after
+// waits that grow from commitPollMin to commitPollMax, until xact has
+// ended; all of it within lostCommitWait (rollbackTimeout) of the failed
+// COMMIT, whether or not ctx is done. Once commitArrivalWait has passed
+// since the failed COMMIT with xact still in progress, it ends xact's
+// session if that session sits idle in transaction, the COMMIT never
+// having arrived (endIdleHolder, once): xact then ends at once, and the
+// look-ups find how. A look-up handed a connection whose session ended is
+// run again on another (retryStale). It is xactCommitted when xact
+// committed; xactInProgress when xact was still in progress as the
+// look-ups gave up; xactUnknown when a look-up failed, before any had
+// found xact in progress as the time ran out; and "" when err tells that
+// nothing was committed (the server's error, or a COMMIT never sent),
+// when xact is 0 (not known), and when xact rolled back.
 func (s *PgxStore) lostCommitState(ctx context.Context, xact int64, err error, sql string, args ...any) string {
 	if xact == 0 || serverRolledBack(err) || errors.Is(err, pgx.ErrTxCommitRollback) || pgconn.SafeToRetry(err) {
 		return ""
@@ -892,10 +901,10 @@ func (s *PgxStore) lostCommitState(ctx context.Context, xact int64, err error, s
 		// one that committed, say) it is read again on another.
 		_, err := s.readRow(ctx, sql, args, &state)
 		switch {
-		case err != nil && ctx.Err() != nil:
+		case err != nil && ctx.Err() != nil && seen != "":
 			return seen // the time ran out during a look-up
 		case err != nil:
-			return ""
+			return xactUnknown
 		case state != xactInProgress:
 			if state == xactCommitted {
 				return state
@@ -913,15 +922,17 @@ func (s *PgxStore) lostCommitState(ctx context.Context, xact int64, err error, s
 	}
 }
 
-// What the look-ups of foundAfterLostCommit answer of a transaction:
+// What the look-ups of lostCommitState answer of a transaction:
 // still in progress to other sessions, or ended having committed what
-// they look for (otherwise "not committed").
+// they look for (otherwise "not committed"); and what lostCommitState
+// reports when no look-up answered.
 const (
 	xactInProgress = "in progress"
 	xactCommitted  = "committed"
+	xactUnknown    = "unknown"
 )
 
-// xactStateSQL is a look-up of foundAfterLostCommit: of the transaction
+// xactStateSQL is a look-up of lostCommitState: of the transaction
 // whose id is the parameter xact, whether it is still in progress to this
 // session's snapshot, or else whether committed, a condition, holds.
 func xactStateSQL(xact, committed string) string {
@@ -971,7 +982,7 @@ WHERE a.backend_xid::text::bigint = $1::bigint % 4294967296
   AND NOT pg_catalog.txid_visible_in_snapshot($1, pg_catalog.txid_current_snapshot())`
 
 // commitArrivalWait is how long after a failed COMMIT the look-ups of
-// foundAfterLostCommit leave the session that holds the transaction, in
+// lostCommitState leave the session that holds the transaction, in
 // progress, idle in transaction before ending it (endIdleHolder): a
 // COMMIT that went out on a live network reaches the server, and its
 // session reads it, well within it; ended sooner, a session could be
@@ -982,7 +993,7 @@ WHERE a.backend_xid::text::bigint = $1::bigint % 4294967296
 const commitArrivalWait = 500 * time.Millisecond
 
 // commitPollMin and commitPollMax bound the waits between the look-ups of
-// foundAfterLostCommit while the transaction is in progress: a COMMIT
+// lostCommitState while the transaction is in progress: a COMMIT
 // carried out late is most often a few milliseconds late, one waiting for
 // a synchronous standby as long as the standby takes.
 const (
