@@ -209,13 +209,14 @@ var (
 	// ErrInvalidKey: a [Tx.Guard] scope or key, or a [Claim]'s event id,
 	// type, object id, account or guard, is text a store cannot keep: empty
 	// where a value is required, a NUL byte (PostgreSQL's text refuses it),
-	// invalid UTF-8, or, for an event id and a guard's scope and key, more
-	// than 1024 bytes (PostgreSQL's indexes refuse a longer key); or a
-	// Claim's ReceivedAt, [CheckOrder]'s created or the time of an inbox's
-	// clock (InboxConfig.Now) or of a prune's (Retention.Now) is not the
-	// zero time nor a time between the years 1 and 9999. Both stores refuse
-	// the same input, so the memory store never accepts what PostgreSQL
-	// would fail on every retry, or store as another time.
+	// invalid UTF-8, or, for an event id, type and object id and a guard's
+	// scope and key, more than 1024 bytes (PostgreSQL's indexes refuse a
+	// longer key); or a Claim's ReceivedAt, [CheckOrder]'s created or the
+	// time of an inbox's clock (InboxConfig.Now) or of a prune's
+	// (Retention.Now) is not the zero time nor a time between the years 1
+	// and 9999. Both stores refuse the same input, so the memory store
+	// never accepts what PostgreSQL would fail on every retry, or store as
+	// another time.
 	ErrInvalidKey = errors.New("idempotency: invalid key")
 	// ErrTxDone: a [Tx] was used after its transaction ended, e.g. from a
 	// goroutine that outlived the handler.

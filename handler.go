@@ -323,7 +323,8 @@ const (
 //	    id, type, object id,
 //	    account or API version with a NUL byte,
 //	    invalid UTF-8 or an unpaired surrogate
-//	    escape; an id or object id over 1024 bytes;
+//	    escape; an id, type or object id over 1024
+//	    bytes;
 //	    created outside the years 1 to 9999; thin
 //	    event without Config.StripeClient; API
 //	    version rejected by Config.StrictAPIVersion
@@ -951,9 +952,10 @@ func checkEnvelope(env *envelope.Envelope) error {
 			return fmt.Errorf("the event's %s contains a NUL byte or invalid UTF-8", f.name)
 		}
 	}
-	// The id and the object id are keys of PostgreSQL's indexes (the
-	// ledger's, the inbox's per-object order, OnCurrent's objects).
-	for _, f := range [...]struct{ name, value string }{{"id", env.ID}, {"data.object.id", env.ObjectID}} {
+	// The id, the type and the object id are keys of PostgreSQL's indexes
+	// (the ledger's, its search by type and object, the inbox's per-object
+	// order, OnCurrent's objects).
+	for _, f := range [...]struct{ name, value string }{{"id", env.ID}, {"type", env.Type}, {"data.object.id", env.ObjectID}} {
 		if len(f.value) > maxKeyLen {
 			return fmt.Errorf("the event's %s is %d bytes long (at most %d)", f.name, len(f.value), maxKeyLen)
 		}

@@ -125,6 +125,7 @@ func TestHandlerRefusesEnvelopeNoStoreKeeps(t *testing.T) {
 		// compressible.
 		"long event id":  func(ev, _ map[string]any) { ev["id"] = "evt_" + strings.Repeat("x", 4000) },
 		"long object id": func(_, obj map[string]any) { obj["id"] = "in_" + strings.Repeat("x", 4000) },
+		"long type":      func(ev, _ map[string]any) { ev["type"] = "invoice." + strings.Repeat("x", 4000) },
 		"api version":    func(ev, _ map[string]any) { ev["api_version"] = stripe.APIVersion + "\x00" },
 		"created late":   func(ev, _ map[string]any) { ev["created"] = int64(253402300800) }, // year 10000
 		"created early": func(ev, _ map[string]any) {

@@ -135,10 +135,17 @@ func (c *Claim) check() error {
 	if err := checkKey("Claim.EventID", c.EventID); err != nil {
 		return err
 	}
-	for _, f := range [...]struct{ name, value string }{
-		{"Claim.EventType", c.EventType}, {"Claim.ObjectID", c.ObjectID}, {"Claim.Account", c.Account},
+	for _, f := range [...]struct {
+		name, value string
+		indexed     bool // a key of PostgreSQL's indexes: bounded too
+	}{
+		{"Claim.EventType", c.EventType, true}, {"Claim.ObjectID", c.ObjectID, true}, {"Claim.Account", c.Account, false},
 	} {
-		if err := checkText(f.name, f.value, false); err != nil {
+		err := checkText(f.name, f.value, false)
+		if err == nil && f.indexed && f.value != "" {
+			err = checkKey(f.name, f.value)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -1641,8 +1641,10 @@ func testLongKeys(t *testing.T, b StoreBackend) {
 	})
 	require.ErrorIs(t, err, idempotency.ErrInvalidKey, "a guard scope of %d bytes", len(long))
 	for field, c := range map[string]idempotency.Claim{
-		"EventID": {EventID: "evt_" + long},
-		"Guards":  {EventID: "evt_longguards", Guards: []idempotency.GuardKey{{Scope: "invoice", Key: long}}},
+		"EventID":   {EventID: "evt_" + long},
+		"EventType": {EventID: "evt_longtype", EventType: "invoice." + long},
+		"ObjectID":  {EventID: "evt_longobject", ObjectID: "in_" + long},
+		"Guards":    {EventID: "evt_longguards", Guards: []idempotency.GuardKey{{Scope: "invoice", Key: long}}},
 	} {
 		ran := 0
 		out, err := b.Store.Run(ctx, c, refusedApply(b, &ran))
