@@ -134,29 +134,43 @@ func recoverPanic(err *error) {
 // error that names its type instead: a typed nil (a nil *T returned as an
 // error, whose Error dereferences it) would panic again wherever the
 // attempt is recorded, logged or reported, outside any recover, and take
-// an inbox worker, and its process, down. So would an error that wraps a
-// typed nil of the package's own types, which the package reads where it
-// finds them (a skip's reason, a panic's stack): it names both types.
-func describableError(err error) (out error) {
+// an inbox worker, and its process, down. So would an error whose Unwrap
+// panics, or that wraps a typed nil of the package's own types, which the
+// package reads where it finds them (a skip's reason, a panic's stack):
+// that one names both types.
+func describableError(err error) error {
 	if err == nil {
 		return nil
 	}
-	defer func() {
-		if recover() != nil {
-			out = errorf("returned an error of type %s whose Error method panics (a typed nil?)", fmt.Sprintf("%T", err))
-		}
-	}()
-	_ = err.Error()
-	if inner := wrappedNilOwn(err); inner != nil {
-		return errorf("returned an error of type %s that wraps a nil %s", fmt.Sprintf("%T", err), fmt.Sprintf("%T", inner))
+	typ := fmt.Sprintf("%T", err)
+	if panics(func() { _ = err.Error() }) {
+		return errorf("returned an error of type %s whose Error method panics (a typed nil?)", typ)
+	}
+	var inner error
+	if panics(func() { inner = wrappedNilOwn(err) }) {
+		return errorf("returned an error of type %s whose Unwrap method panics (a typed nil?)", typ)
+	}
+	if inner != nil {
+		return errorf("returned an error of type %s that wraps a nil %s", typ, fmt.Sprintf("%T", inner))
 	}
 	return err
+}
+
+// panics reports whether f panics, and recovers.
+func panics(f func()) (panicked bool) {
+	defer func() {
+		if recover() != nil {
+			panicked = true
+		}
+	}()
+	f()
+	return false
 }
 
 // wrappedNilOwn returns the first typed nil of the package's error types
 // that err's tree holds (errors.As would find it, and the package reads
 // it or its Unwrap), or nil. An Unwrap that panics is its caller's to
-// recover.
+// recover (describableError).
 func wrappedNilOwn(err error) error {
 	if ownError(err) && isNil(err) {
 		return err

@@ -358,10 +358,10 @@ const (
 // not confirm either way (its look-up failed too, or the transaction was
 // still in progress 5 seconds on); and, in an [Inbox.Handler], an insert
 // of the event still on its way when Config.Timeout ran out, which may
-// commit after the answer. A
-// Handler is safe for concurrent use. Make one with [NewHandler] or
-// [Inbox.Handler]: the zero Handler is not usable, it answers every
-// request 500 (see ServeHTTP) and its Recover fails.
+// commit after the answer. A Handler is safe for concurrent use. Make
+// one with [NewHandler] or [Inbox.Handler]: the zero Handler is not
+// usable, it answers every request 500 (see ServeHTTP) and its Recover
+// fails.
 //
 // The Handler bounds the body's size (Config.MaxBodyBytes), not the time
 // it takes to arrive: a route open to anyone needs an http.Server with

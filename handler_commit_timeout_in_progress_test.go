@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/idempotencytest"
+	"github.com/seed-a84bb619/idempotency/internal/pgtest"
 )
 
 // TestHandlerCommitCutByTimeoutInProgressAnswered503: Config.Timeout ran
@@ -26,6 +29,28 @@ import (
 func TestHandlerCommitCutByTimeoutInProgressAnswered503(t *testing.T) {
 	t.Parallel()
 	db := wrappedConnsDB(t, func(conn net.Conn) net.Conn { return cancelLostConn{conn} })
+	// Time enough for the claim and the handler's write on a loaded
+	// machine: the COMMIT must have gone out when it runs out.
+	requireInProgressCommitAnswered503(t, db, 5*time.Second, nil)
+}
+
+// TestHandlerCommitLostInProgressAnswered503: the same for a COMMIT whose
+// connection dropped just after it went out; the error says once that
+// the store is unavailable.
+func TestHandlerCommitLostInProgressAnswered503(t *testing.T) {
+	t.Parallel()
+	var armed atomic.Bool
+	db := newCommitCutDB(t, &armed, queryEndTracer(func(string) {}))
+	requireInProgressCommitAnswered503(t, db, 30*time.Second, &armed)
+}
+
+// requireInProgressCommitAnswered503 delivers an event whose COMMIT a
+// deferred trigger holds at a closed gate, its wait cut by timeout or,
+// with armed, by the connection armed cuts once the handler wrote; it
+// requires the 503 answer and report, then opens the gate and requires
+// the event committed once, Stripe's resend a duplicate.
+func requireInProgressCommitAnswered503(t *testing.T, db *pgtest.DB, timeout time.Duration, armed *atomic.Bool) {
+	t.Helper()
 	ctx := t.Context()
 	store, err := idempotency.NewPgxStore(db.Pool, idempotency.PgxConfig{Schema: db.Schema})
 	require.NoError(t, err)
@@ -38,14 +63,17 @@ func TestHandlerCommitCutByTimeoutInProgressAnswered503(t *testing.T) {
 	hs := idempotency.NewHandlers()
 	idempotency.On(hs, "invoice.paid", func(ctx context.Context, tx idempotency.Tx, ev idempotency.Event[*stripe.Invoice]) error {
 		_, err := idempotency.PgxTx(tx).Exec(ctx, `INSERT INTO paid VALUES ($1)`, ev.Object.ID)
+		if armed != nil {
+			armed.Store(true)
+		}
 		return err
 	})
 	var got hookResults
 	h, err := idempotency.NewHandler(store, hs, idempotency.Config{
-		Secrets: []string{testSecret}, Logger: discardLogger(), Timeout: time.Second, OnResult: got.add("OnResult", nil),
+		Secrets: []string{testSecret}, Logger: discardLogger(), Timeout: timeout, OnResult: got.add("OnResult", nil),
 	})
 	require.NoError(t, err)
-	payload := invoicePayload(t, "evt_commit_timeout", "in_commit_timeout", "acct_1")
+	payload := invoicePayload(t, "evt_commit_in_progress", "in_commit_in_progress", "acct_1")
 
 	a := idempotencytest.Deliver(h, payload, testSecret)
 	require.Equal(t, http.StatusServiceUnavailable, a.Status, a.Body)
@@ -54,10 +82,12 @@ func TestHandlerCommitCutByTimeoutInProgressAnswered503(t *testing.T) {
 	require.Len(t, res, 1)
 	require.Equal(t, idempotency.OutcomeUnavailable, res[0].Outcome)
 	require.ErrorIs(t, res[0].Err, idempotency.ErrStoreUnavailable)
+	require.Equal(t, 1, strings.Count(res[0].Err.Error(), "store unavailable"), res[0].Err.Error())
+	require.ErrorContains(t, res[0].Err, "still in progress")
 
 	gate.open(t) // the COMMIT goes on
 	faultAwait(t, time.Minute, "the COMMIT in progress to end", func() bool {
-		_, ok, err := store.LookupEvent(ctx, "evt_commit_timeout")
+		_, ok, err := store.LookupEvent(ctx, "evt_commit_in_progress")
 		return err == nil && ok
 	})
 	again := idempotencytest.Deliver(h, payload, testSecret)

@@ -44,6 +44,24 @@ func TestHandlerWrappingTypedNilOfPackageErrorFails(t *testing.T) {
 	}
 }
 
+// TestHandlerErrorWhoseUnwrapPanicsFails: an event handler's error whose
+// Unwrap method panics (a typed nil wrapper whose Error does not
+// dereference it) fails the event as a typed nil does, with a LastError
+// that names its type and says which method panics.
+func TestHandlerErrorWhoseUnwrapPanicsFails(t *testing.T) {
+	t.Parallel()
+	var e *unwrapNilErr
+	requireHandlerErrorFails(t, e, "*idempotency_test.unwrapNilErr whose Unwrap method panics")
+}
+
+// unwrapNilErr is an error type whose Error holds for a nil receiver and
+// whose Unwrap does not.
+type unwrapNilErr struct{ err error }
+
+func (e *unwrapNilErr) Error() string { return "wrapper" }
+
+func (e *unwrapNilErr) Unwrap() error { return e.err }
+
 // requireHandlerErrorFails requires an event handler that returns
 // returned to fail its event without a panic: answered 500 by the
 // synchronous Handler, a failed attempt of the inbox whose LastError holds

@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"context"
+	"database/sql/driver"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -433,6 +434,14 @@ func (f *inboxFence) begun() time.Time {
 	}
 	return f.clock()
 }
+
+// begunArg is the fence's begun as a statement's argument, read as pgx
+// encodes it: once the batch has its connection, after any wait for one of
+// the pool, not as the batch is built.
+type begunArg struct{ f *inboxFence }
+
+// Value implements driver.Valuer, which pgx calls as it sends the batch.
+func (a begunArg) Value() (driver.Value, error) { return a.f.begun(), nil }
 
 // RedriveFilter selects the events and tasks [Inbox.Redrive] moves back
 // to pending. The zero value selects every dead-lettered event and task.

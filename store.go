@@ -49,7 +49,8 @@ type Store interface {
 	// committed, its AfterCommit funcs not run: the event's next delivery
 	// then finds it a duplicate. One the look-up finds committed is
 	// OutcomeProcessed; one it finds rolled back is returned as what cut
-	// it (OutcomeUnavailable for a lost connection, OutcomeFailed for ctx). A claim with text no store can
+	// it (OutcomeUnavailable for a lost connection, OutcomeFailed for
+	// ctx). A claim with text no store can
 	// keep (see [ErrInvalidKey]) fails before anything starts. A panic in
 	// apply rolls the transaction back, the claim with it, and goes on up
 	// to Run's caller: the [Handler] and the [Inbox] turn a handler's
@@ -141,11 +142,11 @@ func (c *Claim) check() error {
 	}{
 		{"Claim.EventType", c.EventType, true}, {"Claim.ObjectID", c.ObjectID, true}, {"Claim.Account", c.Account, false},
 	} {
-		err := checkText(f.name, f.value, false)
-		if err == nil && f.indexed && f.value != "" {
-			err = checkKey(f.name, f.value)
+		check := func() error { return checkText(f.name, f.value, false) }
+		if f.indexed && f.value != "" {
+			check = func() error { return checkKey(f.name, f.value) }
 		}
-		if err != nil {
+		if err := check(); err != nil {
 			return err
 		}
 	}

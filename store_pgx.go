@@ -797,7 +797,7 @@ func (s *PgxStore) queueClaim(batch *pgx.Batch, c *Claim, outcome Outcome, handl
 		// The row lock this takes is held until the transaction ends: no
 		// lease can take the event meanwhile (they skip locked rows).
 		l.fenceAt = batch.Len()
-		batch.Queue(s.inbox.finish, c.EventID, c.fence.Attempt, string(inboxState(outcome)), c.fence.Now, c.fence.AttemptedAt, c.fence.begun())
+		batch.Queue(s.inbox.finish, c.EventID, c.fence.Attempt, string(inboxState(outcome)), c.fence.Now, c.fence.AttemptedAt, begunArg{c.fence})
 	}
 	if handler {
 		batch.Queue(sqlSavepoint)
@@ -1395,8 +1395,11 @@ func (s *PgxStore) translate(outcome Outcome, err error) (Outcome, error) {
 	default:
 		err = s.poolFullHint(s.notMigratedHint(statementCacheHint(dateStyleHint(err))))
 	}
-	if err == nil || outcome == OutcomeProcessed || !unavailable(err) {
+	switch {
+	case err == nil || outcome == OutcomeProcessed || !unavailable(err):
 		return outcome, err
+	case errors.Is(err, ErrStoreUnavailable): // said already (Run's COMMIT in doubt)
+		return OutcomeUnavailable, err
 	}
 	return OutcomeUnavailable, errorf("%w: %w", ErrStoreUnavailable, err)
 }
