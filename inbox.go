@@ -1651,7 +1651,9 @@ func lostLease(err error) error {
 // writes (leaseExpiredFormat). When row's attempt snoozed its task
 // (snoozed), it is pending at the attempt before row's with row's start,
 // which only that snooze writes: a snooze does not count its attempt and
-// shows its own lease's time, and a lease after row's shows its own time.
+// shows its own lease's time, and a lease after row's shows its own time;
+// a redrive of attempt 1 (attempt 0, the start kept) is told apart by its
+// count of redrives.
 // A row leased again after row's failure was recorded shows it too:
 // processing at the attempt after row's with row's failure (failure, the
 // error row's attempt ended with) as its error (a lease that takes an
@@ -1697,8 +1699,10 @@ func (in *Inbox) leaseLostEnd(ctx context.Context, row *inboxRow, snoozed bool, 
 	r := recs[0]
 	ownStart := r.AttemptedAt.Equal(row.AttemptedAt)
 	switch {
-	case snoozed && r.State == InboxPending && r.Attempt == n-1 && ownStart:
-		return InboxPending, false // its own snooze: uncounted, at its own lease's time
+	case snoozed && r.State == InboxPending && r.Attempt == n-1 && ownStart && r.Redrives == row.Redrives:
+		// Its own snooze: uncounted, at its own lease's time. A redrive of
+		// attempt 1 looks the same (attempt 0, the start kept), but counts.
+		return InboxPending, false
 	case r.Attempt == n && ownStart && r.State == InboxProcessing:
 		return "", true // still held at its attempt: the lease to come reports it
 	case r.Attempt == n && ownStart && r.State == InboxDeadLetter && r.LastError == expired:
