@@ -167,3 +167,42 @@ func TestRecoverSummaryNamesTheAccount(t *testing.T) {
 	require.Equal(t, "acct_A", summaries[0]["account"])
 	require.NotContains(t, summaries[1], "account")
 }
+
+// TestRecoverRefusedListedEventNotQuotedWhole: the listed event that stops
+// a run, of another account or mode, is named in the run's error by its id
+// and account only when they are identifiers, as Stripe's are: an Events
+// API that is not Stripe's (a proxy, a fake) may put anything there, a
+// payload or a megabyte, which would reach the logs whole.
+func TestRecoverRefusedListedEventNotQuotedWhole(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 100_000)
+	app := newService(t, "memory")
+	now := time.Now()
+	created := now.Add(-time.Hour).Unix()
+	requireBounded := func(t *testing.T, err error) {
+		t.Helper()
+		require.NotContains(t, err.Error(), "xxxxxxxx")
+		require.Less(t, len(err.Error()), 1000, err.Error())
+		require.ErrorContains(t, err, "(not an identifier, not quoted)")
+	}
+
+	t.Run("another account", func(t *testing.T) {
+		f := newFakeStripe()
+		f.ignoreAccount = true
+		f.add(accountEvent(t, "evt_"+long, "acct_"+long, created))
+		_, err := app.handler(t).Recover(t.Context(), f.inProcess(), idempotency.RecoverOptions{Since: now.Add(-2 * time.Hour)})
+		require.ErrorIs(t, err, idempotency.ErrStripeAPI)
+		requireBounded(t, err)
+	})
+	t.Run("another mode", func(t *testing.T) {
+		f := newFakeStripe()
+		f.key = "sk_org_fake_0123456789" // a prefix that names no mode
+		f.add(liveEvent(t, "evt_"+long, false, created))
+		h, err := idempotency.NewHandler(app.store, app.hs, idempotency.Config{Secrets: []string{testSecret}, Logger: discardLogger(), Mode: idempotency.ModeLive})
+		require.NoError(t, err)
+		_, err = h.Recover(t.Context(), f.inProcess(), idempotency.RecoverOptions{Since: now.Add(-2 * time.Hour)})
+		require.ErrorIs(t, err, idempotency.ErrModeMismatch)
+		requireBounded(t, err)
+	})
+	require.Empty(t, app.appliedCounts(t))
+}
