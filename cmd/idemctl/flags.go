@@ -182,7 +182,19 @@ func (f *idsFlag) Set(s string) error {
 		*f = append(*f, s)
 		return nil
 	}
-	return (*listFlag)(f).Set(s)
+	var ids listFlag
+	if err := ids.Set(s); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		// In a list, or after white space: split and trimmed, the
+		// task's id could name another task, which would run again.
+		if display.IsTaskID(id) {
+			return errors.New("a task's id goes alone in its -id, as it is, white space included: its key may hold commas and spaces")
+		}
+	}
+	*f = append(*f, ids...)
+	return nil
 }
 
 // trimID is an id an operator pastes (list's and ledger's -after, show's

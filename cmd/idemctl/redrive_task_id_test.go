@@ -36,6 +36,16 @@ func TestRedriveTaskIDWithCommaAndSpaces(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, idempotency.InboxPending, rec.State)
 
+	// A task's id in a list, or after white space, is refused, nothing
+	// redriven: split and trimmed, it would name task "notify" of key
+	// "Rosen", which may exist and would run again.
+	for _, v := range []string{"evt_a," + id, " " + id} {
+		r = idemctl(t, db, nil, "redrive", "-id", v)
+		require.Equal(t, exitUsage, r.code, "%q: %s", v, r.stdout)
+		require.Contains(t, r.stderr, "a task's id goes alone in its -id", v)
+		require.Empty(t, r.stdout, v)
+	}
+
 	// Event ids still go as a comma list.
 	r = idemctl(t, db, nil, "redrive", "-id", "evt_a, evt_b", "-dry-run")
 	require.Equal(t, exitNotFound, r.code, r.stderr)

@@ -83,7 +83,7 @@ counted in it.
 		var f inboxFlags
 		f.register(fs, "redrive", slices.DeleteFunc(slices.Clone(states), func(s idempotency.InboxState) bool { return !s.Redrivable() }))
 		var ids idsFlag
-		fs.Var(&ids, "id", "redrive these event ids (repeatable, or a comma list), or this task's id as it is (task:<name>:<key>, one per -id)")
+		fs.Var(&ids, "id", "redrive these event ids (repeatable, or a comma list), or this task's id as it is (task:<name>:<key>, alone in its -id: refused in a list or after white space)")
 		all := fs.Bool("all", false, "redrive every event and task in -state (dead_letter by default; not -state ignored), with no other selector; -kind narrows it to one kind")
 		dryRun := fs.Bool("dry-run", false, "count the events and tasks that would move; move none")
 		asJSON := fs.Bool("json", false, "the report as one JSON document")
