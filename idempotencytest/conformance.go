@@ -1278,6 +1278,16 @@ func testTextNoStoreKeeps(t *testing.T, b StoreBackend) {
 	require.NoError(t, err)
 	require.Equal(t, idempotency.OutcomeSkipped, out)
 	require.Equal(t, "no account \uFFFD in \uFFFD metadata", requireEvent(t, b, "evt_badreason", idempotency.OutcomeSkipped).SkipReason)
+
+	// A long one is kept to its first 1000 bytes, a rune cut in half
+	// there dropped (an "é" at bytes 999 and 1000).
+	long := strings.Repeat("a", 999) + "é" + strings.Repeat("b", 4000)
+	out, err = b.Store.Run(ctx, claim("evt_longreason"), func(context.Context, idempotency.Tx) error {
+		return idempotency.Skip(long)
+	})
+	require.NoError(t, err)
+	require.Equal(t, idempotency.OutcomeSkipped, out)
+	require.Equal(t, strings.Repeat("a", 999), requireEvent(t, b, "evt_longreason", idempotency.OutcomeSkipped).SkipReason)
 }
 
 // testEarlyGuardOtherKey: an early guard answers only for its own key. An
