@@ -459,15 +459,22 @@ const searchLimit = 100
 
 // search: an event (or task) by id, and the events of an object by its id.
 func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
-	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	raw := r.URL.Query().Get("q")
+	q := strings.TrimSpace(raw)
 	data := searchData{Q: q, Ledger: d.cfg.Ledger != nil, Limit: searchLimit, MaxLimit: d.maxList}
 	if q == "" {
 		d.render(w, r, http.StatusOK, "search", "Search", data)
 		return
 	}
 	data.Searched = true
+	id := q
+	if display.IsTaskID(raw) {
+		// A task's key may begin or end with a space: its id as it is,
+		// as the task's page reads it.
+		id, data.Q = raw, raw
+	}
 	var err error
-	if data.Event, err = d.lookup(r, q); err != nil {
+	if data.Event, err = d.lookup(r, id); err != nil {
 		d.inboxError(w, r, "searching", err)
 		return
 	}

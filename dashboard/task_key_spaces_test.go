@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ import (
 // TestTaskKeyWithEdgeSpacesHasItsPage: a task key may begin or end with a
 // space (a name as a customer typed it); the list links to the task's
 // page, and that page, the one a redrive of the task leads back to, shows
-// the task instead of "not found".
+// the task instead of "not found"; so does a search by its whole id.
 func TestTaskKeyWithEdgeSpacesHasItsPage(t *testing.T) {
 	t.Parallel()
 	st := idempotency.NewMemoryStore()
@@ -62,6 +63,9 @@ func TestTaskKeyWithEdgeSpacesHasItsPage(t *testing.T) {
 	page := serve(http.MethodGet, "/"+html.UnescapeString(link[1]), "")
 	require.Equal(t, http.StatusOK, page.Code, "the task's page, from the list's link")
 	contains(t, page.Body.String(), `id="state">dead_letter<`)
+	found := serve(http.MethodGet, "/search?q="+url.QueryEscape(id), "")
+	require.Equal(t, http.StatusOK, found.Code)
+	contains(t, found.Body.String(), `<span class="state state-dead_letter">dead_letter</span> in the inbox`)
 
 	redrive := serve(http.MethodPost, "/redrive", "id="+strings.ReplaceAll(id, " ", "+"))
 	require.Equal(t, http.StatusSeeOther, redrive.Code)
