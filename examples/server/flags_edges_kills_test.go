@@ -16,7 +16,7 @@ import (
 // Refused for the missing secret alone, no workers start.
 func TestRunFlagEdgesAccepted(t *testing.T) {
 	t.Parallel()
-	err := runRefused(t, []string{"-prune-every=0", "-workers=10000", "-ingest-workers=10000", "-lease=4s", "-attempt-timeout=3s"}, noEnv, io.Discard)
+	err := runRefused(t, []string{"-inbox", "-prune-every=0", "-workers=10000", "-ingest-workers=10000", "-lease=4s", "-attempt-timeout=3s"}, noEnv, io.Discard)
 	require.ErrorContains(t, err, "no webhook signing secret")
 }
 

@@ -26,3 +26,20 @@ func TestGetRowIDNoRowCanHave(t *testing.T) {
 		}
 	}
 }
+
+// TestGetRowStoreUnreadableAnswered503: GET /accounts/{id} and
+// /subscriptions/{id} answer 503 store_unavailable when the store cannot
+// be read (here, its tables gone), as the routes' list says, not 404,
+// which would say that the webhooks never wrote the row.
+func TestGetRowStoreUnreadableAnswered503(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	c := startServer(t, "-database-url", db.URL)
+	_, err := db.Pool.Exec(t.Context(), `DROP TABLE accounts, subscriptions`)
+	require.NoError(t, err)
+	for _, path := range []string{"/accounts/acct_1", "/subscriptions/sub_1"} {
+		status, body := c.get(path)
+		require.Equal(t, http.StatusServiceUnavailable, status, "%s: %s", path, body)
+		require.JSONEq(t, `{"error":"store_unavailable"}`, body, path)
+	}
+}

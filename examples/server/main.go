@@ -99,8 +99,8 @@
 // Routes:
 //
 //	POST /webhook             the idempotency handler (synchronous, or the inbox's with -inbox)
-//	GET  /accounts/{id}       {"id":..,"credits":N,"receipts":N,"plan_until":RFC3339 or null}, or 404
-//	GET  /subscriptions/{id}  {"id":..,"customer":..,"status":..,"current_period_end":RFC3339 or null,"updated_at":RFC3339}, or 404
+//	GET  /accounts/{id}       {"id":..,"credits":N,"receipts":N,"plan_until":RFC3339 or null}, or 404; 503 when the store cannot be read
+//	GET  /subscriptions/{id}  {"id":..,"customer":..,"status":..,"current_period_end":RFC3339 or null,"updated_at":RFC3339}, or 404; 503 likewise
 //	                          (either: 500 {"error":"internal_error"}, logged, for a row holding a time past the year 9999)
 //	GET  /healthz             200 when the store answers, 503 otherwise
 //	GET  /inbox/stats         {"counts":{"pending":N,...},"task_counts":{...},"oldest_pending":RFC3339 or null,
@@ -267,6 +267,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if *ingestWorkers < 0 || *ingestWorkers > *workers {
 		return usagef("-ingest-workers must be between 0 (half of -workers) and -workers (%d), got %d", *workers, *ingestWorkers)
+	}
+	if !*inboxMode && flagSet(fs, "ingest-workers") { // the roles apart refused it above
+		return usagef("-ingest-workers sets how many workers apply events while this process stores deliveries, with -inbox: without it the webhook applies each event itself")
 	}
 	// Here, not where the inbox is made, once the database is up: the
 	// same check, as the Handler's of the secrets is made below.

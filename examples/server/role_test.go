@@ -108,6 +108,7 @@ func TestRunRefusesRoleCombinationsAtOnce(t *testing.T) {
 			"-role receiver runs no workers, and -lease, -attempt-timeout set what they do"},
 		{"receiver with receipt emails", []string{"-role", "receiver", "-inbox", "-receipt-emails=false"}, "-role receiver runs no workers, and -receipt-emails set"},
 		{"worker with ingest workers", []string{"-role", "worker", "-ingest-workers", "2"}, "-role worker serves no webhook, and -ingest-workers set what it does"},
+		{"ingest workers without inbox", []string{"-ingest-workers", "2"}, "-ingest-workers sets how many workers apply events while this process stores deliveries, with -inbox"},
 		{"worker recovering", []string{"-role", "worker", "-recover-since", "1h"}, "-role worker serves no webhook, and -recover-since set what it does"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
