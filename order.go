@@ -3,7 +3,6 @@ package idempotency
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -41,9 +40,11 @@ func (o Order) String() string {
 
 // CheckOrder is the order guard for handlers that apply payloads rather
 // than refetching ([OnCurrent]): it records, per (scope, key) and in tx,
-// the newest event applied, by created and then event id, and tells
-// whether tx's event, created at created (Event.Created), is newer, older,
-// or ties in the same second with the newest applied.
+// the newest event applied, by created (and that events of its second
+// tied, once two did), and tells whether tx's event, created at created
+// (Event.Created), is newer, older, or ties in the same second with the
+// newest applied: with any other event of that second, also when one of
+// them is applied again after [PgxStore.Forget].
 //
 // A tie cannot be decided from the payload: two updates of a subscription
 // in one second carry the same created, and nothing in either says which
@@ -73,26 +74,30 @@ func CheckOrder(ctx context.Context, tx Tx, scope, key string, created time.Time
 	return ot.order(ctx, scope, key, created.Truncate(time.Second))
 }
 
-// orderRecord is the newest event applied for an order key.
+// orderRecord is the newest event applied for an order key: its created
+// second and its id, or no id when events of that second tied.
 type orderRecord struct {
 	created time.Time
 	eventID string
 }
 
 // compare places the event ev against the newest applied, prev; found
-// reports whether there is one. It returns the answer and whether ev
-// becomes the newest.
-func (ev orderRecord) compare(prev orderRecord, found bool) (Order, bool) {
+// reports whether there is one. It returns the answer and the record to
+// keep in prev's place, nil when prev stays. When events of one second
+// tie, the record keeps the second without an id, so that each of them,
+// applied again after Forget, ties again, whichever id sorts first: kept
+// as the newest, the one whose id sorts last would be answered
+// OrderNewer over the others applied since.
+func (ev orderRecord) compare(prev orderRecord, found bool) (Order, *orderRecord) {
 	switch {
-	case !found:
-		return OrderNewer, true
-	case ev.created.After(prev.created):
-		return OrderNewer, true
+	case !found, ev.created.After(prev.created):
+		return OrderNewer, &ev
 	case ev.created.Before(prev.created):
-		return OrderOlder, false
+		return OrderOlder, nil
 	case ev.eventID == prev.eventID:
-		return OrderNewer, false // this event again: a retry of its transaction
-	default:
-		return OrderTie, strings.Compare(ev.eventID, prev.eventID) > 0
+		return OrderNewer, nil // this event again: a retry of its transaction, or Forget's
+	case prev.eventID == "":
+		return OrderTie, nil // tied before
 	}
+	return OrderTie, &orderRecord{created: prev.created}
 }

@@ -90,9 +90,9 @@ func (t *pgxTx) order(ctx context.Context, scope, key string, created time.Time)
 	if inserted {
 		return OrderNewer, nil
 	}
-	answer, newest := ev.compare(prev, true)
-	if newest {
-		if _, err := t.tx.Exec(ctx, t.s.objects.orderSet, scope, key, created, t.claim.EventID); err != nil {
+	answer, rec := ev.compare(prev, true)
+	if rec != nil {
+		if _, err := t.tx.Exec(ctx, t.s.objects.orderSet, scope, key, rec.created, rec.eventID); err != nil {
 			return 0, err
 		}
 	}

@@ -499,8 +499,9 @@ func (s *PgxStore) pruneErr(ctx context.Context, err error) error {
 // to have it processed again. The tasks it enqueued stay done (enqueueing
 // them again does nothing), and CheckOrder's record of it stays: applying
 // it again, [CheckOrder] answers [OrderNewer] when it is still the newest
-// event applied for the key, and [OrderOlder] or [OrderTie] when a later
-// one was applied since, as for any event.
+// event applied for the key, [OrderOlder] when one of a later second was
+// applied since, and [OrderTie] when another of its own second was (either
+// way round), as for any event.
 //
 // An event still to be applied in the inbox (pending, processing, failed)
 // is refused with [ErrUnfinished], at once, also while an attempt at it is

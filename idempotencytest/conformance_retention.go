@@ -295,6 +295,33 @@ func testForget(t *testing.T, b StoreBackend) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, idempotency.OrderOlder, older, "Forget keeps CheckOrder's record of the forgotten event")
+
+	// Another event of the forgotten one's second, its id sorting first,
+	// ties with it; after that, either of the two applied again after
+	// Forget ties too, whichever id sorts first: neither payload can be
+	// trusted to be the later state.
+	sameSecond := func(id string) idempotency.Order {
+		t.Helper()
+		var o idempotency.Order
+		_, err := b.Store.Run(ctxT(t), idempotency.Claim{EventID: id, EventType: "invoice.paid"}, func(ctx context.Context, tx idempotency.Tx) error {
+			var err error
+			o, err = idempotency.CheckOrder(ctx, tx, "forget-order", "in_f_sync", forgotten)
+			return err
+		})
+		require.NoError(t, err)
+		return o
+	}
+	require.Equal(t, idempotency.OrderTie, sameSecond("evt_f_a"), "another event of the same second")
+	found, err = rs.Forget(ctxT(t), "evt_f_sync")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, idempotency.OutcomeProcessed, Deliver(h, body, inboxSecret).Outcome)
+	require.Equal(t, idempotency.OrderTie, orders[len(orders)-1],
+		"applied again after Forget, with another event of its second applied since")
+	found, err = rs.Forget(ctxT(t), "evt_f_a")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, idempotency.OrderTie, sameSecond("evt_f_a"), "the other one applied again after Forget")
 }
 
 // testPruneTasks: finished tasks are kept unless Retention.Tasks is
