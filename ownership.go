@@ -55,7 +55,10 @@ type ActionSpec struct {
 	// event (in the claim's round trip on PostgreSQL: one fewer per
 	// delivery) instead of when Do runs. It is a hint, never a change of
 	// results: Do with another key guards that key as usual, and a key
-	// claimed early that Do never asks for is released before the commit.
+	// claimed early that Do never asks for is released before the commit,
+	// or before a savepoint the handler opens (PgxTx's Begin, or a
+	// SAVEPOINT statement through its Exec), so that Do in it claims the
+	// key in it, undone by a rollback to it as without the hint.
 	// Until then it is held as a guard is, though: on PostgreSQL another
 	// event's transaction that claims the same id waits for this one to
 	// end. Under Connect, where some ids repeat in every connected account

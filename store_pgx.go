@@ -362,7 +362,23 @@ func (t handlerTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Co
 		return pgconn.CommandTag{}, err
 	}
 	defer t.st.leave()
+	if len(t.p.early) > 0 && isSavepoint(sql) {
+		// A savepoint of the handler's own SQL (a repository on
+		// database/sql's ExecContext has no Begin to call): as Begin
+		// does, so that a rollback to it undoes what Guard claims in it.
+		if err := t.p.releaseUnasked(ctx); err != nil {
+			return pgconn.CommandTag{}, err
+		}
+	}
 	return t.Tx.Exec(ctx, sql, args...)
+}
+
+// isSavepoint reports whether sql is a SAVEPOINT command, by its first
+// word.
+func isSavepoint(sql string) bool {
+	const word = "savepoint"
+	s := strings.TrimLeft(sql, " \t\r\n")
+	return len(s) > len(word) && strings.EqualFold(s[:len(word)], word) && strings.ContainsRune(" \t\r\n", rune(s[len(word)]))
 }
 
 func (t handlerTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
