@@ -137,7 +137,8 @@ func recoverPanic(err *error) {
 // an inbox worker, and its process, down. So would an error whose Unwrap
 // panics, or that wraps a typed nil of the package's own types, which the
 // package reads where it finds them (a skip's reason, a panic's stack):
-// that one names both types.
+// that one names both types. One whose Unwrap chain does not end would
+// hang errors.Is.
 func describableError(err error) error {
 	if err == nil {
 		return nil
@@ -147,8 +148,12 @@ func describableError(err error) error {
 		return errorf("returned an error of type %s whose Error method panics (a typed nil?)", typ)
 	}
 	var inner error
-	if panics(func() { inner = wrappedNilOwn(err) }) {
+	var deep bool
+	if panics(func() { inner, deep = wrappedNilOwn(err) }) {
 		return errorf("returned an error of type %s whose Unwrap method panics (a typed nil?)", typ)
+	}
+	if deep {
+		return errorf("returned an error of type %s whose Unwrap chain is over %d errors deep (an Unwrap that returns its own error?)", typ, maxWrapDepth)
 	}
 	if inner != nil {
 		return errorf("returned an error of type %s that wraps a nil %s", typ, fmt.Sprintf("%T", inner))
@@ -169,27 +174,39 @@ func panics(f func()) (panicked bool) {
 
 // wrappedNilOwn returns the first typed nil of the package's error types
 // that err's tree holds (errors.As would find it, and the package reads
-// it or its Unwrap), or nil. An Unwrap that panics is its caller's to
-// recover (describableError).
-func wrappedNilOwn(err error) error {
+// it or its Unwrap), or nil; deep reports a tree deeper than maxWrapDepth
+// (an Unwrap that returns its own error), where errors.Is and errors.As
+// would walk for ever. An Unwrap that panics is its caller's to recover
+// (describableError).
+func wrappedNilOwn(err error) (inner error, deep bool) {
+	return nilOwnWithin(err, maxWrapDepth)
+}
+
+// maxWrapDepth bounds wrappedNilOwn's walk down an error's tree.
+const maxWrapDepth = 100
+
+func nilOwnWithin(err error, depth int) (error, bool) {
 	if ownError(err) && isNil(err) {
-		return err
+		return err, false
+	}
+	if depth == 0 {
+		return nil, true
 	}
 	switch u := err.(type) {
 	case interface{ Unwrap() error }:
 		if next := u.Unwrap(); next != nil {
-			return wrappedNilOwn(next)
+			return nilOwnWithin(next, depth-1)
 		}
 	case interface{ Unwrap() []error }:
 		for _, next := range u.Unwrap() {
 			if next != nil {
-				if inner := wrappedNilOwn(next); inner != nil {
-					return inner
+				if inner, deep := nilOwnWithin(next, depth-1); inner != nil || deep {
+					return inner, deep
 				}
 			}
 		}
 	}
-	return nil
+	return nil, false
 }
 
 // timeoutErr wraps err in ErrTimeout when ctx, bounded by d, ran out; the

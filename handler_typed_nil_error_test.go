@@ -54,6 +54,22 @@ func TestHandlerErrorWhoseUnwrapPanicsFails(t *testing.T) {
 	requireHandlerErrorFails(t, e, "*idempotency_test.unwrapNilErr whose Unwrap method panics")
 }
 
+// TestHandlerErrorWrappingItselfFails: an event handler's error whose
+// Unwrap returns the error itself fails the event, with a LastError that
+// names its type: errors.Is, which the package asks of every failure,
+// would walk its chain for ever, and the worker hang.
+func TestHandlerErrorWrappingItselfFails(t *testing.T) {
+	t.Parallel()
+	requireHandlerErrorFails(t, &selfWrapErr{}, "*idempotency_test.selfWrapErr whose Unwrap chain is over 100 errors deep")
+}
+
+// selfWrapErr is an error whose Unwrap returns itself.
+type selfWrapErr struct{}
+
+func (e *selfWrapErr) Error() string { return "wraps itself" }
+
+func (e *selfWrapErr) Unwrap() error { return e }
+
 // unwrapNilErr is an error type whose Error holds for a nil receiver and
 // whose Unwrap does not.
 type unwrapNilErr struct{ err error }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
 )
 
@@ -440,8 +442,15 @@ func (f *inboxFence) begun() time.Time {
 // the pool, not as the batch is built.
 type begunArg struct{ f *inboxFence }
 
-// Value implements driver.Valuer, which pgx calls as it sends the batch.
+// Value implements driver.Valuer, which pgx calls as it sends the batch
+// where it does not know the parameter's type.
 func (a begunArg) Value() (driver.Value, error) { return a.f.begun(), nil }
+
+// TimestamptzValue implements pgtype.TimestamptzValuer, which pgx prefers
+// where it knows the parameter's type: the time is not boxed.
+func (a begunArg) TimestamptzValue() (pgtype.Timestamptz, error) {
+	return pgtype.Timestamptz{Time: a.f.begun(), Valid: true}, nil
+}
 
 // RedriveFilter selects the events and tasks [Inbox.Redrive] moves back
 // to pending. The zero value selects every dead-lettered event and task.

@@ -82,22 +82,22 @@ type orderRecord struct {
 }
 
 // compare places the event ev against the newest applied, prev; found
-// reports whether there is one. It returns the answer and the record to
-// keep in prev's place, nil when prev stays. When events of one second
+// reports whether there is one. It returns the answer, the record to
+// keep, and whether that is not prev. When events of one second
 // tie, the record keeps the second without an id, so that each of them,
 // applied again after Forget, ties again, whichever id sorts first: kept
 // as the newest, the one whose id sorts last would be answered
 // OrderNewer over the others applied since.
-func (ev orderRecord) compare(prev orderRecord, found bool) (Order, *orderRecord) {
+func (ev orderRecord) compare(prev orderRecord, found bool) (answer Order, keep orderRecord, changed bool) {
 	switch {
 	case !found, ev.created.After(prev.created):
-		return OrderNewer, &ev
+		return OrderNewer, ev, true
 	case ev.created.Before(prev.created):
-		return OrderOlder, nil
+		return OrderOlder, prev, false
 	case ev.eventID == prev.eventID:
-		return OrderNewer, nil // this event again: a retry of its transaction, or Forget's
+		return OrderNewer, prev, false // this event again: a retry of its transaction, or Forget's
 	case prev.eventID == "":
-		return OrderTie, nil // tied before
+		return OrderTie, prev, false // tied before
 	}
-	return OrderTie, &orderRecord{created: prev.created}
+	return OrderTie, orderRecord{created: prev.created}, true
 }

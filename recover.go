@@ -787,29 +787,30 @@ func (r *recovery) list(ctx context.Context, q eventQuery) (eventPage, error) {
 			ev.env = envelope.Envelope{ID: ref.ID, Type: ref.Type, Created: ref.Created}
 			continue // refused as malformed, never handed to the Handler
 		}
-		// Its id and account, quoted below, are the answer's, not yet
-		// bounded (accept does that): an answer that is not Stripe's may
-		// hold anything there, a megabyte, which would reach the logs.
-		quoted := ev.env
-		quoted.ID, quoted.Account = answerToken(quoted.ID), answerToken(quoted.Account)
+		// The errors below quote its id and account, the answer's, not
+		// yet bounded (accept does that), as identifiers only: an answer
+		// that is not Stripe's may hold anything there, a megabyte, which
+		// would reach the logs.
 		if ev.env.Account != r.opts.Account {
 			// Not what was asked for: a proxy or a fake that dropped
 			// Stripe-Account would hand a Connect endpoint the
 			// platform's events.
 			what := "the platform's own (no account)"
 			if ev.env.Account != "" {
-				what = "of connected account " + strconv.Quote(quoted.Account)
+				what = "of connected account " + quotedToken(ev.env.Account)
 			}
 			asked := "the platform's own events"
 			if r.opts.Account != "" {
 				asked = "the events of connected account " + strconv.Quote(r.opts.Account)
 			}
-			return eventPage{}, errorf("%w: listing %s: event %s is %s; nothing of its page was handled", ErrStripeAPI, asked, quoted.ID, what)
+			return eventPage{}, errorf("%w: listing %s: event %s is %s; nothing of its page was handled", ErrStripeAPI, asked, answerToken(ev.env.ID), what)
 		}
-		if err := r.h.checkMode(&quoted); err != nil {
+		if r.h.checkMode(&ev.env) != nil {
 			// A key of the other mode, whose prefix did not say so: every
 			// event it lists is of that mode.
-			return eventPage{}, errorf("listing events: %w; nothing of its page was handled", err)
+			quoted := ev.env
+			quoted.ID = answerToken(quoted.ID)
+			return eventPage{}, errorf("listing events: %w; nothing of its page was handled", r.h.checkMode(&quoted))
 		}
 	}
 	return page, nil
@@ -988,4 +989,13 @@ func (p *pacer) wait(ctx context.Context) error {
 	}
 	p.next = time.Now().Add(p.interval)
 	return nil
+}
+
+// quotedToken is s, from an answer, quoted when it is an identifier
+// (answerToken), and answerToken's placeholder otherwise.
+func quotedToken(s string) string {
+	if t := answerToken(s); t != s {
+		return t
+	}
+	return strconv.Quote(s)
 }

@@ -142,11 +142,13 @@ func (c *Claim) check() error {
 	}{
 		{"Claim.EventType", c.EventType, true}, {"Claim.ObjectID", c.ObjectID, true}, {"Claim.Account", c.Account, false},
 	} {
-		check := func() error { return checkText(f.name, f.value, false) }
+		var err error
 		if f.indexed && f.value != "" {
-			check = func() error { return checkKey(f.name, f.value) }
+			err = checkKey(f.name, f.value)
+		} else {
+			err = checkText(f.name, f.value, false)
 		}
-		if err := check(); err != nil {
+		if err != nil {
 			return err
 		}
 	}

@@ -113,9 +113,9 @@ func (tx *memoryTx) order(ctx context.Context, scope, key string, created time.T
 	v, found := tx.recordValue(k)
 	prev, _ := v.(orderRecord)
 	ev := orderRecord{created: kept(created), eventID: tx.claim.EventID}
-	answer, rec := ev.compare(prev, found)
-	if rec != nil {
-		tx.setRecord(k, *rec)
+	answer, rec, changed := ev.compare(prev, found)
+	if changed {
+		tx.setRecord(k, rec)
 	}
 	return answer, nil
 }

@@ -242,7 +242,9 @@ LIMIT $6`,
 // ends the transaction when the handler returns (Begin, a savepoint, is
 // fine; a key claimed early for an action declared KeyIsObjectID that
 // the handler has not asked for yet is released first, so that Guard
-// claims it inside the savepoint).
+// claims it inside the savepoint; so it is before a SAVEPOINT statement
+// sent through Exec, one whose first word is SAVEPOINT, not after a
+// comment, nor through Query or a batch).
 // The rows of its queries and the results of its batches hold the
 // connection until closed, as pgx's do: a statement sent meanwhile fails
 // with [ErrTxBusy], and a handler that returns with them open fails its
@@ -358,18 +360,30 @@ func (t handlerTx) Prepare(ctx context.Context, name, sql string) (*pgconn.State
 }
 
 func (t handlerTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if len(t.p.early) > 0 && isSavepoint(sql) {
+		return t.savepoint(ctx, sql, args...)
+	}
 	if err := t.st.enter(); err != nil {
 		return pgconn.CommandTag{}, err
 	}
 	defer t.st.leave()
-	if len(t.p.early) > 0 && isSavepoint(sql) {
-		// A savepoint of the handler's own SQL (a repository on
-		// database/sql's ExecContext has no Begin to call): as Begin
-		// does, so that a rollback to it undoes what Guard claims in it.
-		if err := t.p.releaseUnasked(ctx); err != nil {
-			return pgconn.CommandTag{}, err
-		}
+	return t.Tx.Exec(ctx, sql, args...)
+}
+
+// savepoint runs sql, a savepoint of the handler's own SQL (a repository
+// on database/sql's ExecContext has no Begin to call), as Begin opens
+// one: the early claims not asked for released first, so that a rollback
+// to it undoes what Guard claims in it, and each statement counted as it
+// goes out.
+func (t handlerTx) savepoint(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := t.st.enterCounting(0); err != nil {
+		return pgconn.CommandTag{}, err
 	}
+	defer t.st.leave()
+	if err := t.p.releaseUnasked(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	t.st.count(1)
 	return t.Tx.Exec(ctx, sql, args...)
 }
 

@@ -90,8 +90,8 @@ func (t *pgxTx) order(ctx context.Context, scope, key string, created time.Time)
 	if inserted {
 		return OrderNewer, nil
 	}
-	answer, rec := ev.compare(prev, true)
-	if rec != nil {
+	answer, rec, changed := ev.compare(prev, true)
+	if changed {
 		if _, err := t.tx.Exec(ctx, t.s.objects.orderSet, scope, key, rec.created, rec.eventID); err != nil {
 			return 0, err
 		}

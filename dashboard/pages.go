@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/seed-a84bb619/idempotency"
 	"github.com/seed-a84bb619/idempotency/internal/display"
@@ -468,10 +469,11 @@ func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 	}
 	data.Searched = true
 	id := q
-	if display.IsTaskID(raw) {
-		// A task's key may begin or end with a space: its id as it is,
-		// as the task's page reads it.
-		id, data.Q = raw, raw
+	if t := strings.TrimLeftFunc(raw, unicode.IsSpace); display.IsTaskID(t) {
+		// A task's key may begin or end with a space: its id as it is
+		// (white space pasted before it dropped), as the task's page
+		// reads it.
+		id, data.Q = t, t
 	}
 	var err error
 	if data.Event, err = d.lookup(r, id); err != nil {

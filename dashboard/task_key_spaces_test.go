@@ -63,9 +63,11 @@ func TestTaskKeyWithEdgeSpacesHasItsPage(t *testing.T) {
 	page := serve(http.MethodGet, "/"+html.UnescapeString(link[1]), "")
 	require.Equal(t, http.StatusOK, page.Code, "the task's page, from the list's link")
 	contains(t, page.Body.String(), `id="state">dead_letter<`)
-	found := serve(http.MethodGet, "/search?q="+url.QueryEscape(id), "")
-	require.Equal(t, http.StatusOK, found.Code)
-	contains(t, found.Body.String(), `<span class="state state-dead_letter">dead_letter</span> in the inbox`)
+	for _, q := range []string{id, " " + id} { // pasted with a space before it too
+		found := serve(http.MethodGet, "/search?q="+url.QueryEscape(q), "")
+		require.Equal(t, http.StatusOK, found.Code)
+		contains(t, found.Body.String(), `<span class="state state-dead_letter">dead_letter</span> in the inbox`)
+	}
 
 	redrive := serve(http.MethodPost, "/redrive", "id="+strings.ReplaceAll(id, " ", "+"))
 	require.Equal(t, http.StatusSeeOther, redrive.Code)
