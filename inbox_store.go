@@ -2,15 +2,12 @@ package idempotency
 
 import (
 	"context"
-	"database/sql/driver"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/seed-a84bb619/idempotency/internal/envelope"
 )
@@ -430,27 +427,7 @@ type inboxFence struct {
 // counts the worker dead (a processing row it finds unlocked) and may take
 // the earlier event of the object: an attempt begun then, however its
 // worker was delayed (its callbacks, a full pool), would run beside it.
-func (f *inboxFence) begun() time.Time {
-	if f.clock == nil {
-		return f.Now
-	}
-	return f.clock()
-}
-
-// begunArg is the fence's begun as a statement's argument, read as pgx
-// encodes it: once the batch has its connection, after any wait for one of
-// the pool, not as the batch is built.
-type begunArg struct{ f *inboxFence }
-
-// Value implements driver.Valuer, which pgx calls as it sends the batch
-// where it does not know the parameter's type.
-func (a begunArg) Value() (driver.Value, error) { return a.f.begun(), nil }
-
-// TimestamptzValue implements pgtype.TimestamptzValuer, which pgx prefers
-// where it knows the parameter's type: the time is not boxed.
-func (a begunArg) TimestamptzValue() (pgtype.Timestamptz, error) {
-	return pgtype.Timestamptz{Time: a.f.begun(), Valid: true}, nil
-}
+func (f *inboxFence) begun() time.Time { return f.clock() }
 
 // RedriveFilter selects the events and tasks [Inbox.Redrive] moves back
 // to pending. The zero value selects every dead-lettered event and task.

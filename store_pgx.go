@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"context"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -842,6 +843,21 @@ func (s *PgxStore) queueClaim(batch *pgx.Batch, c *Claim, outcome Outcome, handl
 	l.guardsAt = batch.Len() - len(l.early)
 	l.end = batch.Len()
 	return l
+}
+
+// begunArg is the fence's begun as a statement's argument, read as pgx
+// encodes it: once the batch has its connection, after any wait for one of
+// the pool, not as the batch is built.
+type begunArg struct{ f *inboxFence }
+
+// Value implements driver.Valuer, which pgx calls as it sends the batch
+// where it does not know the parameter's type.
+func (a begunArg) Value() (driver.Value, error) { return a.f.begun(), nil }
+
+// TimestamptzValue implements pgtype.TimestamptzValuer, which pgx prefers
+// where it knows the parameter's type: the time is not boxed.
+func (a begunArg) TimestamptzValue() (pgtype.Timestamptz, error) {
+	return pgtype.Timestamptz{Time: a.f.begun(), Valid: true}, nil
 }
 
 // read reads the results of a batch from its from-th statement on, and
